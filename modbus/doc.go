@@ -1,0 +1,79 @@
+// Package modbus is plantd's Modbus TCP transport: one connection per
+// endpoint (host:port), shared by all unit ids behind it. It knows nothing of
+// SunSpec.
+//
+// A [Pool], created by main and passed to whoever needs it, owns the
+// endpoints. [Pool.Endpoint] returns the one [Endpoint] for an address, and
+// [Endpoint.Unit] returns a [Client] for one unit id on it. Each device driver
+// holds its own Client. Every Client of an endpoint shares its socket, so
+// devices behind one gateway, and inverters that accept a single TCP client,
+// get one connection.
+//
+// # Requests
+//
+// Requests on one endpoint are serialised. A caller waiting for its turn
+// honours its context. Each request runs with a timeout: the smaller of the
+// Client's timeout and what is left of the context's deadline. A context that
+// is already done fails at once, without I/O. A cancellation without a
+// deadline takes effect at the latest when the request in flight times out,
+// because the underlying library (github.com/goburrow/modbus) takes no
+// context.
+//
+// Reads use function 3 (read holding registers, 1..125 registers). Writes
+// always use function 16 (write multiple registers, 1..123 registers), even for
+// a single register, so that 32-bit points are written in one request.
+//
+// # Connections, failures and backoff
+//
+// A new connection is made explicitly before the first request on it.
+// [EndpointConfig.ConnectDelay] then delays the first request, because some
+// inverters drop the first request after a connect. Any error other than a
+// Modbus exception response closes the socket. That includes timeouts, EOF,
+// resets, mismatched transaction, unit or function, and malformed frames. A
+// late or stale answer therefore never counts as the answer to a later
+// request. The next request reconnects.
+//
+// Reconnecting after the first failure is immediate. Each further consecutive
+// failure (of a connect or of a request) doubles the wait, from
+// [EndpointConfig.BackoffMin] up to [EndpointConfig.BackoffMax], with ±20%
+// jitter. A request that gets an answer resets the count, even if the answer
+// is an exception. A successful connect alone does not reset it, so a device
+// that accepts connections but never answers still backs off. During a
+// backoff, requests fail at once with an error that wraps [ErrBackoff]. They
+// do not sleep: the poller above retries at its own pace.
+//
+// # Errors
+//
+// Every error returned by a Client is an [*Error] naming the operation,
+// endpoint, unit and registers. Test its cause with errors.Is against the
+// sentinels ([ErrTimeout], [ErrMismatch], [ErrMalformed], [ErrBackoff],
+// [ErrClosed], [ErrInvalid], context.Canceled, context.DeadlineExceeded), or
+// with errors.As for an [*ExceptionError]. [Classify] and [IsRetryable] tell
+// callers what to do:
+//
+//   - exceptions 5 (acknowledge) and 6 (server device busy): the device is
+//     busy, so retry later on the same connection;
+//   - exceptions 10 and 11: the gateway cannot reach the device, so retry later;
+//   - exceptions 1 (illegal function) and 2 (illegal data address): the point
+//     is unsupported, so do not retry it;
+//   - exception 3 (illegal data value): the value was rejected;
+//   - I/O errors, timeouts, mismatches, malformed answers and backoff: the
+//     link failed, the socket is closed, and the next request reconnects
+//     (with backoff).
+//
+// The package logs only connects and disconnects, at Debug. It returns errors
+// and never logs them; the poller above logs state changes.
+//
+// # Read planning
+//
+// [Plan] is pure code that merges the register ranges a device needs into
+// reads of at most 125 registers. It reads over small holes, never reads a
+// forbidden range, and never splits a range that fits in one read, so a
+// SunSpec value and its scale factor arrive in the same request.
+//
+// # Import boundary
+//
+// This package imports only the standard library and
+// github.com/goburrow/modbus. It must not import any other plantd package: it
+// is the bottom of plantd's data flow (modbus ← devices ← poller → plant).
+package modbus

@@ -1,0 +1,341 @@
+package modbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	gmodbus "github.com/goburrow/modbus"
+)
+
+// Sentinel errors. Test for them with errors.Is on an error returned by a
+// Client.
+var (
+	// ErrTimeout means the device did not answer (or the connect did not
+	// complete) within the request's timeout. The socket was closed, so the
+	// late answer is discarded.
+	ErrTimeout = errors.New("timeout")
+	// ErrMismatch means an answer that does not belong to the request: its
+	// transaction id, unit id or function code differs, or a write answer
+	// echoes another address or quantity. This is a stale or crossed answer,
+	// and the socket was closed.
+	ErrMismatch = errors.New("answer does not match request")
+	// ErrMalformed means a frame that cannot be parsed: a bad MBAP length or
+	// protocol id, a byte count that differs from the data or from the
+	// quantity asked for, or a frame cut short. The socket was closed.
+	ErrMalformed = errors.New("malformed answer")
+	// ErrBackoff means the request was refused without I/O because the
+	// endpoint is waiting before its next connect attempt.
+	ErrBackoff = errors.New("reconnect backoff")
+	// ErrClosed means the endpoint's pool was closed.
+	ErrClosed = errors.New("endpoint closed")
+	// ErrInvalid means an invalid request (quantity out of range, registers
+	// past 0xFFFF). This is a bug in the caller, and nothing was sent.
+	ErrInvalid = errors.New("invalid request")
+)
+
+// Operations named in [Error.Op].
+const (
+	OpRead    = "read"
+	OpWrite   = "write"
+	OpConnect = "connect"
+)
+
+// Error is the error returned by every Client method. It names the operation,
+// the endpoint, the unit and the registers. Err holds the cause.
+type Error struct {
+	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure or a backoff
+	// refusal is reported as OpConnect, and the registers are those of the
+	// request that needed the connection.
+	Op string
+	// Endpoint is the host:port.
+	Endpoint string
+	// Unit is the Modbus unit id.
+	Unit byte
+	// Addr is the first register, and Quantity the number of registers.
+	Addr, Quantity uint16
+	// Err is the cause.
+	Err error
+}
+
+// Error formats like "modbus read 40000+2 from 127.0.0.1:1502 unit 1: cause".
+func (e *Error) Error() string {
+	switch e.Op {
+	case OpConnect:
+		return fmt.Sprintf("modbus connect to %s unit %d: %v", e.Endpoint, e.Unit, e.Err)
+	case OpWrite:
+		return fmt.Sprintf("modbus write %d+%d to %s unit %d: %v", e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
+	default:
+		return fmt.Sprintf("modbus %s %d+%d from %s unit %d: %v", e.Op, e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
+	}
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Modbus exception codes, as carried in [ExceptionError.Code].
+const (
+	ExceptionIllegalFunction                    byte = 1
+	ExceptionIllegalDataAddress                 byte = 2
+	ExceptionIllegalDataValue                   byte = 3
+	ExceptionServerDeviceFailure                byte = 4
+	ExceptionAcknowledge                        byte = 5
+	ExceptionServerDeviceBusy                   byte = 6
+	ExceptionMemoryParityError                  byte = 8
+	ExceptionGatewayPathUnavailable             byte = 10
+	ExceptionGatewayTargetDeviceFailedToRespond byte = 11
+)
+
+// ExceptionError is a Modbus exception response. The device answered, the
+// connection stays open. Get it with errors.As.
+type ExceptionError struct {
+	// Function is the function code of the request (without the 0x80 bit).
+	Function byte
+	// Code is the exception code, one of the Exception* constants.
+	Code byte
+}
+
+// Error names the exception code, e.g. "exception 2 (illegal data address)
+// on function 3".
+func (e *ExceptionError) Error() string {
+	return fmt.Sprintf("exception %d (%s) on function %d", e.Code, exceptionName(e.Code), e.Function)
+}
+
+func exceptionName(code byte) string {
+	switch code {
+	case ExceptionIllegalFunction:
+		return "illegal function"
+	case ExceptionIllegalDataAddress:
+		return "illegal data address"
+	case ExceptionIllegalDataValue:
+		return "illegal data value"
+	case ExceptionServerDeviceFailure:
+		return "server device failure"
+	case ExceptionAcknowledge:
+		return "acknowledge"
+	case ExceptionServerDeviceBusy:
+		return "server device busy"
+	case ExceptionMemoryParityError:
+		return "memory parity error"
+	case ExceptionGatewayPathUnavailable:
+		return "gateway path unavailable"
+	case ExceptionGatewayTargetDeviceFailedToRespond:
+		return "gateway target device failed to respond"
+	default:
+		return "unknown exception"
+	}
+}
+
+// Class tells a caller what an error means for the device and what to do next.
+type Class int
+
+// Error classes returned by [Classify].
+const (
+	// ClassOK: no error.
+	ClassOK Class = iota
+	// ClassLink: I/O error, timeout, mismatched or malformed answer, or
+	// backoff. The socket was closed, and the next request reconnects
+	// (with backoff). Retryable.
+	ClassLink
+	// ClassBusy: exception 5 (acknowledge) or 6 (server device busy). Retry
+	// later; the connection is fine.
+	ClassBusy
+	// ClassGateway: exception 10 or 11. A gateway could not reach the device
+	// behind it. Retry later.
+	ClassGateway
+	// ClassDeviceFailure: exception 4, 8 or an unknown code. The device
+	// failed to serve the request. Retryable, often transient.
+	ClassDeviceFailure
+	// ClassUnsupported: exception 1 (illegal function) or 2 (illegal data
+	// address). The device does not have this point, so mark it unsupported
+	// and do not retry it.
+	ClassUnsupported
+	// ClassRejected: exception 3 (illegal data value). The device refused the
+	// value or the quantity. Not retryable as is.
+	ClassRejected
+	// ClassCanceled: the caller's context ended before or while the request
+	// waited for its turn, connect delay or deadline. Nothing is known about
+	// the device.
+	ClassCanceled
+	// ClassClosed: the pool was closed.
+	ClassClosed
+	// ClassInvalid: the request was invalid (a bug in the caller), and
+	// nothing was sent.
+	ClassInvalid
+)
+
+var classNames = [...]string{
+	ClassOK:            "ok",
+	ClassLink:          "link",
+	ClassBusy:          "busy",
+	ClassGateway:       "gateway",
+	ClassDeviceFailure: "device failure",
+	ClassUnsupported:   "unsupported",
+	ClassRejected:      "rejected",
+	ClassCanceled:      "canceled",
+	ClassClosed:        "closed",
+	ClassInvalid:       "invalid",
+}
+
+// String returns the class name, e.g. "busy".
+func (c Class) String() string {
+	if c >= 0 && int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("Class(%d)", int(c))
+}
+
+// Classify sorts an error returned by a Client into a [Class]. Errors that
+// were not made by this package count as [ClassLink].
+func Classify(err error) Class {
+	if err == nil {
+		return ClassOK
+	}
+	var ex *ExceptionError
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case ExceptionAcknowledge, ExceptionServerDeviceBusy:
+			return ClassBusy
+		case ExceptionGatewayPathUnavailable, ExceptionGatewayTargetDeviceFailedToRespond:
+			return ClassGateway
+		case ExceptionIllegalFunction, ExceptionIllegalDataAddress:
+			return ClassUnsupported
+		case ExceptionIllegalDataValue:
+			return ClassRejected
+		default:
+			return ClassDeviceFailure
+		}
+	}
+	switch {
+	case errors.Is(err, ErrClosed):
+		return ClassClosed
+	case errors.Is(err, ErrInvalid):
+		return ClassInvalid
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrMismatch), errors.Is(err, ErrMalformed), errors.Is(err, ErrBackoff):
+		return ClassLink
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ClassCanceled
+	default:
+		return ClassLink
+	}
+}
+
+// IsRetryable reports whether the same request may succeed later without any
+// change. That holds for [ClassLink], [ClassBusy], [ClassGateway] and
+// [ClassDeviceFailure]. It does not hold for unsupported points, rejected
+// values, invalid requests, a closed pool, or a context the caller ended.
+func IsRetryable(err error) bool {
+	switch Classify(err) {
+	case ClassLink, ClassBusy, ClassGateway, ClassDeviceFailure:
+		return true
+	default:
+		return false
+	}
+}
+
+// kindError attaches a sentinel (kind) to a cause, so that errors.Is finds both.
+// msg, when set, replaces the cause's text (goburrow prefixes its own with
+// "modbus: ", which the *Error message already says).
+type kindError struct {
+	kind error
+	err  error
+	msg  string
+}
+
+func (e *kindError) Error() string {
+	if e.msg != "" {
+		return e.kind.Error() + ": " + e.msg
+	}
+	return e.kind.Error() + ": " + e.err.Error()
+}
+
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// backoffError is the cause of a request refused during a reconnect backoff.
+type backoffError struct {
+	wait time.Duration
+	last error
+}
+
+func (e *backoffError) Error() string {
+	if e.last == nil {
+		return fmt.Sprintf("%v: next connect attempt in %v", ErrBackoff, e.wait)
+	}
+	return fmt.Sprintf("%v: next connect attempt in %v, last error: %v", ErrBackoff, e.wait, e.last)
+}
+
+func (e *backoffError) Unwrap() error { return ErrBackoff }
+
+// classify maps an error from goburrow or the socket to this package's errors.
+// fc is the request's function code (0 for a connect). Modbus exceptions for
+// fc become *ExceptionError. Timeouts wrap ErrTimeout. goburrow's string
+// errors about mismatched answers wrap ErrMismatch, and those about bad frames
+// wrap ErrMalformed. Any other I/O error (EOF, reset) is returned unchanged.
+func classify(err error, fc byte) error {
+	if err == nil {
+		return nil
+	}
+	var mbErr *gmodbus.ModbusError
+	if errors.As(err, &mbErr) {
+		// goburrow's client turns any function code that differs from the
+		// request's into a ModbusError. It is a real exception only when it
+		// is the request's code with the 0x80 bit set.
+		if fc != 0 && mbErr.FunctionCode == fc|0x80 {
+			return &ExceptionError{Function: fc, Code: mbErr.ExceptionCode}
+		}
+		return &kindError{kind: ErrMismatch, err: err,
+			msg: fmt.Sprintf("response function code %d does not match request %d", mbErr.FunctionCode, fc)}
+	}
+	if isTimeout(err) {
+		return &kindError{kind: ErrTimeout, err: err}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &kindError{kind: ErrMalformed, err: err, msg: "frame cut short: " + err.Error()}
+	}
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "modbus: ")
+	if !ok {
+		return err
+	}
+	for _, m := range goburrowErrors {
+		if strings.Contains(rest, m.substr) {
+			return &kindError{kind: m.kind, err: err, msg: rest}
+		}
+	}
+	return err
+}
+
+// goburrowErrors lists the fmt.Errorf messages of github.com/goburrow/modbus
+// v0.1.0 (tcpclient.go, client.go) that describe answers, with their kind.
+var goburrowErrors = [...]struct {
+	substr string
+	kind   error
+}{
+	// tcpPackager.Verify
+	{"response transaction id", ErrMismatch},
+	{"response unit id", ErrMismatch},
+	{"response protocol id", ErrMalformed},
+	// client.send and the write functions: an answer to another request.
+	{"response function code", ErrMismatch},
+	{"response address", ErrMismatch},
+	{"response quantity", ErrMismatch},
+	{"response value", ErrMismatch},
+	// tcpTransporter.Send and tcpPackager.Decode: bad MBAP length.
+	{"length in response", ErrMalformed},
+	// client: byte count or PDU size.
+	{"response data size", ErrMalformed},
+	{"response data is empty", ErrMalformed},
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

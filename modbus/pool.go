@@ -1,0 +1,383 @@
+package modbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gmodbus "github.com/goburrow/modbus"
+)
+
+// Defaults of [EndpointConfig].
+const (
+	DefaultPort       = "502"
+	DefaultTimeout    = 2 * time.Second
+	DefaultBackoffMin = 200 * time.Millisecond
+	DefaultBackoffMax = 30 * time.Second
+)
+
+// EndpointConfig configures one Modbus TCP endpoint. Zero values mean the
+// defaults.
+type EndpointConfig struct {
+	// Address is host:port. Without a port, 502 is used.
+	Address string
+	// ConnectDelay is how long to wait after a new connect before the first
+	// request. Some inverters drop the first request after a connect. The
+	// default is 0.
+	ConnectDelay time.Duration
+	// BackoffMin is the wait before the second reconnect in a row (the first
+	// one is immediate). Default 200ms.
+	BackoffMin time.Duration
+	// BackoffMax caps the reconnect wait, jitter included. Default 30s.
+	BackoffMax time.Duration
+	// Timeout is the default per-request timeout (also used for connects) of
+	// the endpoint's clients. Default 2s.
+	Timeout time.Duration
+}
+
+// withDefaults returns c with its address normalised and zero or negative
+// durations replaced by defaults.
+func (c EndpointConfig) withDefaults() EndpointConfig {
+	c.Address = normalizeAddress(c.Address)
+	if c.ConnectDelay < 0 {
+		c.ConnectDelay = 0
+	}
+	if c.BackoffMin <= 0 {
+		c.BackoffMin = DefaultBackoffMin
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = DefaultBackoffMax
+	}
+	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
+}
+
+// normalizeAddress adds the default port to an address without one.
+func normalizeAddress(addr string) string {
+	addr = strings.TrimSpace(addr)
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(strings.Trim(addr, "[]"), DefaultPort)
+}
+
+// Pool owns the Modbus TCP endpoints of the process: one per address, each
+// with at most one socket. main creates one Pool and closes it at exit. A Pool
+// is safe for concurrent use.
+type Pool struct {
+	log *slog.Logger
+	// now and rand drive backoff decisions; tests replace them.
+	now  func() time.Time
+	rand func() float64
+
+	mu        sync.Mutex
+	endpoints map[string]*Endpoint
+	closed    bool
+}
+
+// NewPool returns an empty pool. A nil logger discards logs.
+func NewPool(logger *slog.Logger) *Pool {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pool{
+		log:       logger,
+		now:       time.Now,
+		rand:      rand.Float64,
+		endpoints: make(map[string]*Endpoint),
+	}
+}
+
+// Endpoint returns the one endpoint for cfg.Address. Every call with the same
+// address returns the same *Endpoint and so shares its socket. The first
+// call's config wins, and a later call with another config logs a warning.
+// After [Pool.Close], it returns a closed endpoint whose requests fail with
+// [ErrClosed].
+func (p *Pool) Endpoint(cfg EndpointConfig) *Endpoint {
+	cfg = cfg.withDefaults()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.endpoints[cfg.Address]; ok {
+		if e.cfg != cfg {
+			p.log.Warn("modbus endpoint already configured, keeping first config",
+				"endpoint", cfg.Address, "config", fmt.Sprintf("%+v", e.cfg), "ignored", fmt.Sprintf("%+v", cfg))
+		}
+		return e
+	}
+	e := newEndpoint(cfg, p.log.With("endpoint", cfg.Address), p.now, p.rand)
+	if p.closed {
+		_ = e.close() // not connected: nothing to fail
+		return e
+	}
+	p.endpoints[cfg.Address] = e
+	return e
+}
+
+// Close closes every endpoint and its socket. A request in flight is first
+// allowed to finish (at most its timeout). Later requests fail with
+// [ErrClosed]. Close is idempotent.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	eps := make([]*Endpoint, 0, len(p.endpoints))
+	for _, e := range p.endpoints {
+		eps = append(eps, e)
+	}
+	p.mu.Unlock()
+
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, e := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.close()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// maxADU is the largest Modbus TCP frame: 7 bytes MBAP header + 253 bytes PDU.
+const maxADU = 260
+
+// Endpoint is one Modbus TCP address (host:port) with at most one socket,
+// shared by the [Client]s of its unit ids. Get it from [Pool.Endpoint].
+type Endpoint struct {
+	cfg  EndpointConfig
+	log  *slog.Logger
+	now  func() time.Time
+	rand func() float64
+
+	// sem serialises requests; the holder owns the fields below it. Waiting
+	// for it honours the caller's context.
+	sem       chan struct{}
+	done      chan struct{} // closed by close
+	closeOnce sync.Once
+
+	handler     *gmodbus.TCPClientHandler
+	connected   bool
+	readyAt     time.Time // first request allowed after ConnectDelay
+	failures    int       // consecutive failures since the last answer
+	nextConnect time.Time // backoff: no connect before this (per e.now)
+	lastErr     error     // cause of the last failure, for backoff errors
+	txID        uint16
+	buf         [maxADU]byte
+
+	stats counters
+}
+
+func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
+	h := gmodbus.NewTCPClientHandler(cfg.Address)
+	h.Timeout = cfg.Timeout
+	// No idle timer: it would close the socket behind our back, and the next
+	// Send would then reconnect silently, skipping ConnectDelay.
+	h.IdleTimeout = 0
+	return &Endpoint{
+		cfg:     cfg,
+		log:     log,
+		now:     now,
+		rand:    rnd,
+		sem:     make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		handler: h,
+	}
+}
+
+// Address returns the endpoint's host:port.
+func (e *Endpoint) Address() string { return e.cfg.Address }
+
+// Config returns the endpoint's config with defaults applied.
+func (e *Endpoint) Config() EndpointConfig { return e.cfg }
+
+// Unit returns a client for one unit id on this endpoint. A timeout of 0 (or
+// less) means the endpoint's Timeout. Clients are cheap. All clients of an
+// endpoint share its socket and take turns.
+func (e *Endpoint) Unit(id byte, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = e.cfg.Timeout
+	}
+	return &Client{ep: e, unit: id, timeout: timeout}
+}
+
+// EndpointStats are the counters of an endpoint since it was created.
+type EndpointStats struct {
+	// Address is the endpoint's host:port.
+	Address string
+	// Connected reports whether a socket is open now.
+	Connected bool
+	// Requests counts requests written to the socket.
+	Requests uint64
+	// Failures counts requests without a valid answer (I/O error, timeout,
+	// mismatch, malformed frame). Each one closed the socket.
+	Failures uint64
+	// Exceptions counts Modbus exception answers.
+	Exceptions uint64
+	// Timeouts, Mismatches and Malformed count failures of those kinds.
+	Timeouts, Mismatches, Malformed uint64
+	// Connects counts successful connects, and ConnectFailures failed ones.
+	Connects, ConnectFailures uint64
+	// Disconnects counts sockets closed after a failure or at Close.
+	Disconnects uint64
+	// Backoffs counts requests refused without I/O during a reconnect backoff.
+	Backoffs uint64
+	// BytesSent and BytesReceived count Modbus TCP frame bytes.
+	BytesSent, BytesReceived uint64
+}
+
+type counters struct {
+	connected                       atomic.Bool
+	requests, failures, exceptions  atomic.Uint64
+	timeouts, mismatches, malformed atomic.Uint64
+	connects, connectFailures       atomic.Uint64
+	disconnects, backoffs           atomic.Uint64
+	bytesSent, bytesReceived        atomic.Uint64
+}
+
+// Stats returns a snapshot of the endpoint's counters. It does not wait for a
+// request in flight.
+func (e *Endpoint) Stats() EndpointStats {
+	c := &e.stats
+	return EndpointStats{
+		Address:         e.cfg.Address,
+		Connected:       c.connected.Load(),
+		Requests:        c.requests.Load(),
+		Failures:        c.failures.Load(),
+		Exceptions:      c.exceptions.Load(),
+		Timeouts:        c.timeouts.Load(),
+		Mismatches:      c.mismatches.Load(),
+		Malformed:       c.malformed.Load(),
+		Connects:        c.connects.Load(),
+		ConnectFailures: c.connectFailures.Load(),
+		Disconnects:     c.disconnects.Load(),
+		Backoffs:        c.backoffs.Load(),
+		BytesSent:       c.bytesSent.Load(),
+		BytesReceived:   c.bytesReceived.Load(),
+	}
+}
+
+// acquire waits for the endpoint's turn, the context or close.
+func (e *Endpoint) acquire(ctx context.Context) error {
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	}
+	select {
+	case <-e.done:
+		<-e.sem
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+func (e *Endpoint) release() { <-e.sem }
+
+// close marks the endpoint closed, waits for the request in flight and closes
+// the socket.
+func (e *Endpoint) close() error {
+	var err error
+	e.closeOnce.Do(func() {
+		close(e.done)
+		e.sem <- struct{}{}
+		defer e.release()
+		if e.connected {
+			if cerr := e.disconnect("close"); cerr != nil {
+				err = fmt.Errorf("modbus close %s: %w", e.cfg.Address, cerr)
+			}
+		}
+	})
+	return err
+}
+
+// connect opens the socket, unless the endpoint is in backoff. The caller
+// holds sem.
+func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
+	if now := e.now(); now.Before(e.nextConnect) {
+		e.stats.backoffs.Add(1)
+		return &backoffError{wait: e.nextConnect.Sub(now).Round(time.Millisecond), last: e.lastErr}
+	}
+	t, err := requestTimeout(ctx, timeout)
+	if err != nil {
+		return err
+	}
+	e.handler.Timeout = t
+	if err := e.handler.Connect(); err != nil {
+		e.stats.connectFailures.Add(1)
+		err = classify(err, 0)
+		e.fail(err)
+		return err
+	}
+	e.connected = true
+	e.stats.connected.Store(true)
+	e.stats.connects.Add(1)
+	e.readyAt = time.Now().Add(e.cfg.ConnectDelay)
+	e.log.Debug("modbus connected", "connect_delay", e.cfg.ConnectDelay)
+	return nil
+}
+
+// disconnect closes the socket. The caller holds sem.
+func (e *Endpoint) disconnect(reason string) error {
+	err := e.handler.Close()
+	e.connected = false
+	e.stats.connected.Store(false)
+	e.stats.disconnects.Add(1)
+	e.log.Debug("modbus disconnected", "reason", reason)
+	return err
+}
+
+// fail records a failed connect or request and schedules the next connect.
+// The caller holds sem.
+func (e *Endpoint) fail(err error) {
+	e.failures++
+	e.lastErr = err
+	e.nextConnect = e.now().Add(backoffDelay(e.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
+}
+
+// waitReady waits out the ConnectDelay of a new connection. The caller holds
+// sem.
+func (e *Endpoint) waitReady(ctx context.Context) error {
+	d := time.Until(e.readyAt)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	}
+}
+
+// requestTimeout returns the smaller of timeout and what is left of the
+// context's deadline, or the context's error if that is nothing.
+func requestTimeout(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		timeout = min(timeout, left)
+	}
+	return timeout, nil
+}
