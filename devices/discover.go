@@ -1,0 +1,268 @@
+package devices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"plantd/modbus"
+)
+
+// Reader reads holding registers (function 3). A *modbus.Client is one.
+type Reader interface {
+	ReadHoldingRegisters(ctx context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error)
+}
+
+// ReadWriter adds writes with function 16.
+type ReadWriter interface {
+	Reader
+	WriteRegisters(ctx context.Context, addr uint16, values []uint16) error
+}
+
+// ErrNoSunSpec is returned by Discover when the device answers but holds
+// no SunSpec map at any base address.
+var ErrNoSunSpec = errors.New("no SunSpec device")
+
+// Bases are the addresses probed for the SunS marker, in pysunspec2's order.
+var Bases = []uint16{40000, 0, 50000}
+
+// sunsMarker is "SunS" as two registers.
+const sunsHi, sunsLo = 0x5375, 0x6E53
+
+// endModel ends the model chain.
+const endModel = 0xFFFF
+
+// maxModels bounds the chain walk against devices whose chain loops.
+const maxModels = 200
+
+// ModelRef is one model of a device's chain: its id, the address of its ID
+// register and its length L (registers after ID and L).
+type ModelRef struct {
+	ID   uint16 `json:"id"`
+	Addr uint16 `json:"addr"`
+	Len  uint16 `json:"len"`
+}
+
+// Range is the registers the model occupies, ID and L included.
+func (r ModelRef) Range() modbus.Range { return modbus.Range{Addr: r.Addr, Count: r.Len + 2} }
+
+// Known reports whether plantd has the model's definition.
+func (r ModelRef) Known() bool { return ModelByID(r.ID) != nil }
+
+// Device is what discovery learned of a SunSpec device.
+type Device struct {
+	Base         uint16       `json:"base"`
+	Models       []ModelRef   `json:"models"`
+	Manufacturer string       `json:"manufacturer"`
+	Model        string       `json:"model"`
+	Options      string       `json:"options,omitempty"`
+	Version      string       `json:"version,omitempty"`
+	Serial       string       `json:"serial,omitempty"`
+	Kind         Kind         `json:"kind"`
+	Platform     Platform     `json:"platform"`
+	Capabilities []Capability `json:"capabilities"`
+	// RatedPowerW is the nameplate active power (120 WRtg, 702 WMaxRtg,
+	// 802 WChaRteMax or 124 WChaMax), 0 when the device reports none.
+	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
+	// RatedEnergyWh is a battery's usable capacity (802/713 WHRtg).
+	RatedEnergyWh float64 `json:"ratedEnergyWh,omitempty"`
+}
+
+// ModelIDs lists the ids of the device's models in chain order.
+func (d *Device) ModelIDs() []uint16 {
+	ids := make([]uint16, len(d.Models))
+	for i, m := range d.Models {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// Has reports whether the device exposes model id.
+func (d *Device) Has(id uint16) bool {
+	_, ok := d.Ref(id)
+	return ok
+}
+
+// Ref returns the first model of the chain with the given id.
+func (d *Device) Ref(id uint16) (ModelRef, bool) {
+	for _, m := range d.Models {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return ModelRef{}, false
+}
+
+// isException reports whether err is a Modbus exception answer: the device
+// is alive but has nothing at that address.
+func isException(err error) bool {
+	var ex *modbus.ExceptionError
+	return errors.As(err, &ex)
+}
+
+// Discover finds the SunSpec map of the device behind r: it probes the
+// bases for SunS, walks the model chain to its end marker, reads the common
+// model and the nameplate models, and classifies the device. A device that
+// answers but has no map yields ErrNoSunSpec; an I/O failure is returned as
+// it is (the device is not reachable).
+func Discover(ctx context.Context, r Reader) (*Device, error) {
+	var buf []uint16
+	base, found := uint16(0), false
+	var tried []string
+	for _, b := range Bases {
+		regs, err := r.ReadHoldingRegisters(ctx, b, 2, buf[:0])
+		if err != nil {
+			if isException(err) {
+				tried = append(tried, fmt.Sprintf("%d: %v", b, err))
+				continue
+			}
+			return nil, fmt.Errorf("probe SunS at %d: %w", b, err)
+		}
+		if len(regs) == 2 && regs[0] == sunsHi && regs[1] == sunsLo {
+			base, found = b, true
+			break
+		}
+		tried = append(tried, fmt.Sprintf("%d: %04x %04x", b, regs[0], regs[1]))
+		buf = regs
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: no SunS marker at 40000, 0 or 50000 (%s)", ErrNoSunSpec, joinTried(tried))
+	}
+	d := &Device{Base: base}
+	addr := uint32(base) + 2
+	for {
+		if len(d.Models) >= maxModels {
+			return nil, fmt.Errorf("model chain at %d: more than %d models, no end marker", base, maxModels)
+		}
+		if addr+2 > 0x10000 {
+			return nil, fmt.Errorf("model chain at %d: runs past register 65535 without an end marker", base)
+		}
+		regs, err := r.ReadHoldingRegisters(ctx, uint16(addr), 2, buf[:0])
+		if err != nil {
+			if isException(err) && len(d.Models) > 0 {
+				// Some devices answer "illegal address" where the end
+				// marker should be; the chain ends there.
+				break
+			}
+			return nil, fmt.Errorf("read model header at %d: %w", addr, err)
+		}
+		buf = regs
+		id, l := regs[0], regs[1]
+		if id == endModel || (id == 0 && l == 0) {
+			break
+		}
+		d.Models = append(d.Models, ModelRef{ID: id, Addr: uint16(addr), Len: l})
+		addr += 2 + uint32(l)
+	}
+	if len(d.Models) == 0 || d.Models[0].ID != 1 {
+		return nil, fmt.Errorf("%w: chain at %d does not start with the common model 1 (models %v)", ErrNoSunSpec, base, d.ModelIDs())
+	}
+	if err := d.readIdentity(ctx, r); err != nil {
+		return nil, err
+	}
+	d.Kind, d.Platform, d.Capabilities = Classify(d.ModelIDs())
+	if d.Capabilities == nil {
+		d.Capabilities = []Capability{}
+	}
+	return d, nil
+}
+
+func joinTried(t []string) string {
+	s := ""
+	for i, x := range t {
+		if i > 0 {
+			s += "; "
+		}
+		s += x
+	}
+	return s
+}
+
+// readModel reads one model's registers (in reads of at most 125) and lays
+// it out.
+func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
+	m := ModelByID(ref.ID)
+	if m == nil {
+		return nil, fmt.Errorf("model %d at %d: unknown model", ref.ID, ref.Addr)
+	}
+	rg := ref.Range()
+	regs := make([]uint16, 0, rg.Count)
+	for off := uint16(0); off < rg.Count; {
+		n := min(rg.Count-off, modbus.MaxReadRegisters)
+		got, err := r.ReadHoldingRegisters(ctx, rg.Addr+off, n, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read model %d at %d: %w", ref.ID, ref.Addr, err)
+		}
+		if len(got) != int(n) {
+			return nil, fmt.Errorf("read model %d at %d: %d registers for %d", ref.ID, ref.Addr, len(got), n)
+		}
+		regs = append(regs, got...)
+		off += n
+	}
+	return NewInstance(m, ref.Addr, regs)
+}
+
+// ratingPoints name, per model, the points discovery reads ratings from:
+// power first, then energy.
+var ratingPoints = []struct {
+	Model  uint16
+	Power  string
+	Energy string
+}{
+	{120, "WRtg", "WHRtg"},
+	{702, "WMaxRtg", ""},
+	{802, "WChaRteMax", "WHRtg"},
+	{713, "", "WHRtg"},
+	{124, "WChaMax", ""},
+}
+
+// readIdentity reads the common model and the nameplate ratings.
+func (d *Device) readIdentity(ctx context.Context, r Reader) error {
+	common, err := readModel(ctx, r, d.Models[0])
+	if err != nil {
+		return err
+	}
+	d.Manufacturer = common.String("Mn")
+	d.Model = common.String("Md")
+	d.Options = common.String("Opt")
+	d.Version = common.String("Vr")
+	d.Serial = common.String("SN")
+	for _, rp := range ratingPoints {
+		ref, ok := d.Ref(rp.Model)
+		if !ok || (d.RatedPowerW != 0 || rp.Power == "") && (d.RatedEnergyWh != 0 || rp.Energy == "") {
+			continue
+		}
+		inst, err := readModel(ctx, r, ref)
+		if err != nil {
+			return err
+		}
+		if rp.Power != "" && d.RatedPowerW == 0 {
+			if v, err := inst.Float(rp.Power); err == nil {
+				d.RatedPowerW = v
+			}
+		}
+		if rp.Energy != "" && d.RatedEnergyWh == 0 {
+			if v, err := inst.Float(rp.Energy); err == nil {
+				d.RatedEnergyWh = v
+			}
+		}
+	}
+	return nil
+}
+
+// pollModels are the dynamic models a measurement poll reads; the others
+// (identity, nameplate, settings, curves) are read once or on demand.
+var pollModels = []uint16{101, 102, 103, 111, 112, 113, 122, 123, 124, 160,
+	201, 202, 203, 204, 211, 212, 213, 214, 302, 303, 307, 308, 701, 704, 713, 714, 802}
+
+// PollModels returns the device's models that a measurement poll reads.
+func (d *Device) PollModels() []ModelRef {
+	var out []ModelRef
+	for _, m := range d.Models {
+		if slices.Contains(pollModels, m.ID) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
