@@ -14,12 +14,18 @@ const benchQty = 125
 // pool, locking, deadlines or checks beyond the transaction id.
 func BenchmarkRawLoop(b *testing.B) {
 	srv := startRegServer(b)
-	conn, err := net.Dial("tcp", srv.addr)
+	benchRawLoop(b, srv.addr, 1)
+}
+
+// benchRawLoop reads 125 registers from 40000 of unit at addr in a loop
+// of hand-made requests: the ceiling of what the server can answer.
+func benchRawLoop(b *testing.B, addr string, unit byte) {
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	req := []byte{0, 0, 0, 0, 0, 6, 1, fcReadHoldingRegisters, 0x9C, 0x40, 0, benchQty}
+	req := []byte{0, 0, 0, 0, 0, 6, unit, fcReadHoldingRegisters, 0x9C, 0x40, 0, benchQty}
 	var resp [maxADU]byte
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -46,10 +52,15 @@ func BenchmarkRawLoop(b *testing.B) {
 // BenchmarkClientRead is the same read through Pool, Endpoint and Client.
 func BenchmarkClientRead(b *testing.B) {
 	srv := startRegServer(b)
+	benchClientRead(b, srv.addr, 1)
+}
+
+// benchClientRead is benchRawLoop's read through Pool, Endpoint and Client.
+func benchClientRead(b *testing.B, addr string, unit byte) {
 	pool := NewPool(nil)
 	defer pool.Close()
-	ep := pool.Endpoint(EndpointConfig{Address: srv.addr})
-	c := ep.Unit(1, 0)
+	ep := pool.Endpoint(EndpointConfig{Address: addr})
+	c := ep.Unit(unit, 0)
 	ctx := b.Context()
 	regs, err := c.ReadHoldingRegisters(ctx, 40000, benchQty, nil)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -520,8 +521,8 @@ func TestBackoffAfterFailedRequests(t *testing.T) {
 		before := srv.accepts.Load()
 		err := read()
 		var mbErr *Error
-		if !errors.Is(err, ErrBackoff) || !errors.As(err, &mbErr) || mbErr.Op != OpConnect || !IsRetryable(err) {
-			t.Fatalf("%s: err = %v, want ErrBackoff", step, err)
+		if !errors.Is(err, ErrBackoff) || !errors.As(err, &mbErr) || mbErr.Op != OpRead || !IsRetryable(err) {
+			t.Fatalf("%s: err = %v, want ErrBackoff of the read", step, err)
 		}
 		if srv.accepts.Load() != before {
 			t.Fatalf("%s: a request in backoff connected", step)
@@ -562,6 +563,37 @@ func TestBackoffAfterFailedRequests(t *testing.T) {
 	}
 	if st := ep.Stats(); st.Backoffs != 4 || st.Connects != 7 || st.Failures != 6 {
 		t.Errorf("stats %+v: want 4 backoffs, 7 connects, 6 failures", st)
+	}
+}
+
+// TestBackoffIsPerUnit checks that a unit whose requests fail backs off
+// alone: another unit behind the same endpoint keeps its turn.
+func TestBackoffIsPerUnit(t *testing.T) {
+	srv := startFaultServer(t, fault{kind: faultClose}, fault{kind: faultClose})
+	pool := newTestPool(t)
+	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
+	pool.now = clk.now
+	pool.rand = func() float64 { return 0.5 }
+	ep := pool.Endpoint(EndpointConfig{Address: srv.addr(), BackoffMin: time.Second, BackoffMax: 4 * time.Second})
+	bad, good := ep.Unit(1, 0), ep.Unit(2, 0)
+	ctx := t.Context()
+	for i := range 2 {
+		if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
+			t.Fatalf("failure %d: no error", i+1)
+		}
+	}
+	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrBackoff) || !strings.Contains(err.Error(), "unit 1") {
+		t.Fatalf("unit 1 after 2 failures: %v, want its backoff", err)
+	}
+	if _, err := good.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
+		t.Fatalf("unit 2 during unit 1's backoff: %v", err)
+	}
+	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrBackoff) {
+		t.Fatalf("unit 2's answer must not clear unit 1's backoff: %v", err)
+	}
+	clk.advance(time.Second)
+	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
+		t.Fatalf("unit 1 after its backoff: %v", err)
 	}
 }
 

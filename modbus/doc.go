@@ -33,12 +33,17 @@
 // late or stale answer therefore never counts as the answer to a later
 // request. The next request reconnects.
 //
-// Reconnecting after the first failure is immediate. Each further consecutive
-// failure (of a connect or of a request) doubles the wait, from
+// Backoff is kept in two places, so that one bad unit behind a gateway does
+// not starve the others. Failed connects back off the endpoint: every unit
+// waits, because nothing behind the address can be reached. Failed requests
+// back off only their unit id: a unit that answers garbage, a crossed
+// answer or nothing at all waits, while the other units of the endpoint
+// keep their turn on a fresh connection. In both, the first retry is
+// immediate and each further consecutive failure doubles the wait, from
 // [EndpointConfig.BackoffMin] up to [EndpointConfig.BackoffMax], with ±20%
-// jitter. A request that gets an answer resets the count, even if the answer
-// is an exception. A successful connect alone does not reset it, so a device
-// that accepts connections but never answers still backs off. During a
+// jitter. An answer (even an exception) resets the unit's count, a
+// successful connect the endpoint's; a device that accepts connections but
+// never answers therefore still backs off, through its unit. During a
 // backoff, requests fail at once with an error that wraps [ErrBackoff]. They
 // do not sleep: the poller above retries at its own pace.
 //

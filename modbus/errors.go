@@ -260,13 +260,18 @@ func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
 type backoffError struct {
 	wait time.Duration
 	last error
+	next string // what waits: "connect attempt" or "request of unit N"
 }
 
 func (e *backoffError) Error() string {
-	if e.last == nil {
-		return fmt.Sprintf("%v: next connect attempt in %v", ErrBackoff, e.wait)
+	next := e.next
+	if next == "" {
+		next = "connect attempt"
 	}
-	return fmt.Sprintf("%v: next connect attempt in %v, last error: %v", ErrBackoff, e.wait, e.last)
+	if e.last == nil {
+		return fmt.Sprintf("%v: next %s in %v", ErrBackoff, next, e.wait)
+	}
+	return fmt.Sprintf("%v: next %s in %v, last error: %v", ErrBackoff, next, e.wait, e.last)
 }
 
 func (e *backoffError) Unwrap() error { return ErrBackoff }

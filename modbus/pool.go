@@ -168,11 +168,15 @@ type Endpoint struct {
 	handler     *gmodbus.TCPClientHandler
 	connected   bool
 	readyAt     time.Time // first request allowed after ConnectDelay
-	failures    int       // consecutive failures since the last answer
+	failures    int       // consecutive failed connects
 	nextConnect time.Time // backoff: no connect before this (per e.now)
 	lastErr     error     // cause of the last failure, for backoff errors
-	txID        uint16
-	buf         [maxADU]byte
+	// units holds the request backoff of unit ids whose last requests
+	// failed. A unit that answers garbage or not at all backs off alone:
+	// the other units behind the endpoint keep their turn.
+	units map[byte]*unitBackoff
+	txID  uint16
+	buf   [maxADU]byte
 
 	stats counters
 }
@@ -321,6 +325,7 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 		e.fail(err)
 		return err
 	}
+	e.failures = 0
 	e.connected = true
 	e.stats.connected.Store(true)
 	e.stats.connects.Add(1)
@@ -339,12 +344,56 @@ func (e *Endpoint) disconnect(reason string) error {
 	return err
 }
 
-// fail records a failed connect or request and schedules the next connect.
-// The caller holds sem.
+// fail records a failed connect and schedules the next one. The caller
+// holds sem.
 func (e *Endpoint) fail(err error) {
 	e.failures++
 	e.lastErr = err
 	e.nextConnect = e.now().Add(backoffDelay(e.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
+}
+
+// unitBackoff is the request backoff of one unit id.
+type unitBackoff struct {
+	failures int
+	next     time.Time
+	lastErr  error
+}
+
+// failUnit records a failed request of a unit and schedules its next one.
+// The caller holds sem.
+func (e *Endpoint) failUnit(unit byte, err error) {
+	if e.units == nil {
+		e.units = map[byte]*unitBackoff{}
+	}
+	u := e.units[unit]
+	if u == nil {
+		u = &unitBackoff{}
+		e.units[unit] = u
+	}
+	u.failures++
+	u.lastErr = err
+	u.next = e.now().Add(backoffDelay(u.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
+}
+
+// unitAnswered clears a unit's backoff after an answer. The caller holds
+// sem.
+func (e *Endpoint) unitAnswered(unit byte) {
+	if e.units[unit] != nil {
+		delete(e.units, unit)
+	}
+}
+
+// unitReady refuses a request of a unit in backoff. The caller holds sem.
+func (e *Endpoint) unitReady(unit byte) error {
+	u := e.units[unit]
+	if u == nil {
+		return nil
+	}
+	if now := e.now(); now.Before(u.next) {
+		e.stats.backoffs.Add(1)
+		return &backoffError{wait: u.next.Sub(now).Round(time.Millisecond), last: u.lastErr, next: fmt.Sprintf("request of unit %d", unit)}
+	}
+	return nil
 }
 
 // waitReady waits out the ConnectDelay of a new connection. The caller holds

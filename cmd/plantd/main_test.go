@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// plantdBinary builds the real binary once per test run.
+var binPath string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "plantd-bin")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "plantd")
+	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("build plantd: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), binPath, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), 0
+}
+
+func startPlant(t *testing.T) *sim.Plant {
+	t.Helper()
+	p, err := sim.New(sim.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestScanGolden scans every simulated device with the real binary and
+// compares the --json output with testdata/scan_<id>.json (the address,
+// whose port changes from run to run, is replaced by ADDR).
+func TestScanGolden(t *testing.T) {
+	p := startPlant(t)
+	for _, d := range p.Devices() {
+		t.Run(d.ID(), func(t *testing.T) {
+			out, errOut, code := runBinary(t, "scan", d.Addr(), "--json", "--unit", "1")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var res scanResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, out)
+			}
+			got := strings.ReplaceAll(out, d.Addr(), "ADDR")
+			golden := filepath.Join("testdata", "scan_"+d.ID()+".json")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./cmd/plantd -run TestScanGolden -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("scan --json differs from %s:\n%s", golden, got)
+			}
+			// The human form names the same facts.
+			human, _, code := runBinary(t, "scan", d.Addr())
+			if code != 0 || !strings.Contains(human, string(res.Kind)) || !strings.Contains(human, res.Model) {
+				t.Errorf("human output (exit %d) lacks kind %s or model %s:\n%s", code, res.Kind, res.Model, human)
+			}
+		})
+	}
+}
+
+func TestScanFailures(t *testing.T) {
+	p := startPlant(t)
+	wx := p.Devices()[0]
+	// A port where nothing listens.
+	dead := deadAddr(t)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unit without SunSpec", []string{"scan", wx.Addr(), "--unit", "99"}, 1, "not a SunSpec device"},
+		{"nothing listening", []string{"scan", dead, "--timeout", "500ms"}, 1, "connect"},
+		{"no address", []string{"scan"}, 2, "usage"},
+		{"bad port", []string{"scan", "127.0.0.1:70000"}, 2, "not a TCP port"},
+		{"bad unit", []string{"scan", "127.0.0.1", "--unit", "300"}, 2, "not a Modbus unit id"},
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runBinary(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, cmd := range []string{"scan", "sim", "version"} {
+		_, errOut, code := runBinary(t, cmd, "-h")
+		if code != 0 || !strings.Contains(errOut, "usage: plantd "+cmd) {
+			t.Errorf("%s -h: exit %d, %q", cmd, code, errOut)
+		}
+	}
+	out, _, code := runBinary(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "plantd ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestSimCommand runs "plantd sim", scans a device it lists with "plantd
+// scan" and stops it with SIGINT.
+func TestSimCommand(t *testing.T) {
+	cmd := exec.Command(binPath, "sim", "--speed", "10")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	devs := map[string]string{} // id → address
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 4 && strings.HasPrefix(f[2], "127.0.0.1:") {
+			devs[f[0]] = f[2]
+		}
+		if strings.HasPrefix(sc.Text(), "try:") {
+			break
+		}
+	}
+	if len(devs) != 5 {
+		t.Fatalf("plantd sim listed %v, want 5 devices; stderr: %s", devs, stderr.String())
+	}
+	out, errOut, code := runBinary(t, "scan", devs["meter"], "--json")
+	if code != 0 || !strings.Contains(out, `"kind": "meter"`) {
+		t.Fatalf("scan of the meter: exit %d %s %s", code, out, errOut)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("plantd sim after SIGINT: %v; stderr: %s", err, stderr.String())
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("plantd sim did not stop within 2 s of SIGINT")
+	}
+}

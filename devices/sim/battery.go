@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"plantd/devices"
+)
+
+// battery is the physics and control state of a battery system. Guarded by
+// Plant.mu.
+type battery struct {
+	capWh, maxW    float64
+	soc            float64 // %
+	socMin, socMax float64 // hardware bounds, %
+	soh            float64 // %
+	cycles0        float64
+
+	// Controls, decoded from the image after each write.
+	wChaMax         float64 // 124 WChaMax
+	storCtl         uint64  // 124 StorCtl_Mod: bit 0 charge limit, bit 1 discharge limit
+	inWRte, outWRte float64 // 124, % of the max rates
+	minRsv          float64 // 124 MinRsvPct
+	rsvMin, rsvMax  float64 // 802 SoCRsvMin, SocRsvMax
+	connected       bool    // 802 SetOp / SetInvState
+	w               float64 // positive: discharging
+	chargedWh       float64
+	dischargedWh    float64
+	h               batHandles
+	ahRtg           float64
+}
+
+type batHandles struct {
+	soc, dod, soh, nCyc, chaSt, hb, state, v, cellVMax, cellVMin, cellVAvg, a, w handle
+	chaState, storAval, inBatV, chaSt124                                         handle
+	whAvail, soc713, soh713                                                      handle
+}
+
+// Battery model constants.
+const (
+	batteryNominalV = 51.2
+	batteryCells    = 16
+	batteryEff      = 0.96 // one way
+	// batteryTaper limits the power near a SoC bound to reach it in about
+	// 5 minutes: W per % of headroom per Wh of capacity.
+	batteryTaper = 12.0 / 100
+)
+
+func newBattery(d *Device) (*battery, error) {
+	c := d.cfg
+	b := &battery{
+		capWh: c.CapacityWh, maxW: c.RatedW, soc: 50, socMin: 5, socMax: 100, soh: 98,
+		cycles0: 120 + float64(idHash(c.ID)%200), connected: true,
+		wChaMax: c.RatedW, inWRte: 100, outWRte: 100, minRsv: 5, rsvMin: 5, rsvMax: 100,
+		ahRtg: math.Round(c.CapacityWh / batteryNominalV),
+	}
+	// 802 A is int16: at the lowest voltage the rated current must fit.
+	aSF := -2
+	if c.RatedW/44 > 320 {
+		aSF = -1
+	}
+	specs := []modelSpec{
+		{id: 1},
+		{id: 124, fill: func(bb *builder, in *devices.Instance) {
+			for _, n := range []string{"WChaMax_SF", "WChaDisChaGra_SF", "VAChaMax_SF", "MinRsvPct_SF", "InOutWRte_SF"} {
+				bb.sf(in, n, 0)
+			}
+			for _, n := range []string{"ChaState_SF", "StorAval_SF", "InBatV_SF"} {
+				bb.sf(in, n, -1)
+			}
+			bb.set(in, "WChaMax", c.RatedW)
+			bb.set(in, "WChaGra", 100)
+			bb.set(in, "WDisChaGra", 100)
+			bb.raw(in, "StorCtl_Mod", 0)
+			bb.set(in, "VAChaMax", c.RatedW)
+			bb.set(in, "MinRsvPct", b.minRsv)
+			bb.set(in, "OutWRte", 100)
+			bb.set(in, "InWRte", 100)
+			bb.set(in, "InOutWRte_WinTms", 0)
+			bb.set(in, "InOutWRte_RvrtTms", 0)
+			bb.set(in, "InOutWRte_RmpTms", 0)
+			bb.raw(in, "ChaGriSet", 0) // charge from PV only
+		}},
+		{id: 713, fill: func(bb *builder, in *devices.Instance) {
+			bb.sf(in, "WH_SF", 0)
+			bb.sf(in, "Pct_SF", -1)
+			bb.set(in, "WHRtg", c.CapacityWh)
+			bb.raw(in, "Sta", 0) // OK
+		}},
+		{id: 802, fill: func(bb *builder, in *devices.Instance) {
+			for _, n := range []string{"AHRtg_SF", "WHRtg_SF", "WChaDisChaMax_SF", "AMax_SF", "W_SF"} {
+				bb.sf(in, n, 0)
+			}
+			for _, n := range []string{"SoC_SF", "DoD_SF", "SoH_SF", "V_SF"} {
+				bb.sf(in, n, -1)
+			}
+			bb.sf(in, "CellV_SF", -3)
+			bb.sf(in, "A_SF", aSF)
+			bb.set(in, "AHRtg", b.ahRtg)
+			bb.set(in, "WHRtg", c.CapacityWh)
+			bb.set(in, "WChaRteMax", c.RatedW)
+			bb.set(in, "WDisChaRteMax", c.RatedW)
+			bb.set(in, "SoCMax", b.socMax)
+			bb.set(in, "SoCMin", b.socMin)
+			bb.set(in, "SocRsvMax", b.rsvMax)
+			bb.set(in, "SoCRsvMin", b.rsvMin)
+			bb.raw(in, "LocRemCtl", 0) // remote
+			bb.set(in, "CtrlHb", 0)
+			bb.set(in, "AlmRst", 0)
+			bb.raw(in, "Typ", 4) // lithium ion
+			for _, n := range []string{"Evt1", "Evt2", "EvtVnd1", "EvtVnd2"} {
+				bb.raw(in, n, 0)
+			}
+			bb.set(in, "VMax", 57.6)
+			bb.set(in, "VMin", 44.8)
+			bb.set(in, "CellVMaxStr", 1)
+			bb.set(in, "CellVMaxMod", 1)
+			bb.set(in, "CellVMinStr", 1)
+			bb.set(in, "CellVMinMod", 2)
+			bb.set(in, "AChaMax", math.Round(c.RatedW/44))
+			bb.set(in, "ADisChaMax", math.Round(c.RatedW/44))
+			bb.raw(in, "SetOp", 1)       // connect
+			bb.raw(in, "SetInvState", 3) // started
+		}},
+	}
+	err := d.build(defaultBase, specs, func(bb *builder) {
+		h := &b.h
+		for _, n := range [...]struct {
+			dst *handle
+			id  uint16
+			n   string
+		}{
+			{&h.soc, 802, "SoC"}, {&h.dod, 802, "DoD"}, {&h.soh, 802, "SoH"}, {&h.nCyc, 802, "NCyc"},
+			{&h.chaSt, 802, "ChaSt"}, {&h.hb, 802, "Hb"}, {&h.state, 802, "State"}, {&h.v, 802, "V"},
+			{&h.cellVMax, 802, "CellVMax"}, {&h.cellVMin, 802, "CellVMin"}, {&h.cellVAvg, 802, "CellVAvg"},
+			{&h.a, 802, "A"}, {&h.w, 802, "W"},
+			{&h.chaState, 124, "ChaState"}, {&h.storAval, 124, "StorAval"}, {&h.inBatV, 124, "InBatV"},
+			{&h.chaSt124, 124, "ChaSt"},
+			{&h.whAvail, 713, "WHAvail"}, {&h.soc713, 713, "SoC"}, {&h.soh713, 713, "SoH"},
+		} {
+			*n.dst = bb.handle(n.id, n.n)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &b.h
+	d.measured = append(d.measured, h.soc, h.dod, h.soh, h.v, h.cellVMax, h.cellVMin, h.cellVAvg, h.a, h.w,
+		h.chaState, h.storAval, h.inBatV, h.whAvail, h.soc713, h.soh713)
+	b.decodeControls(d)
+	return b, nil
+}
+
+// bounds are the SoC limits in force: hardware and reserve settings.
+func (b *battery) bounds() (floor, ceil float64) {
+	floor = math.Max(b.socMin, math.Max(b.minRsv, b.rsvMin))
+	ceil = math.Min(b.socMax, b.rsvMax)
+	return floor, math.Max(floor, ceil)
+}
+
+// dispatch sets the battery's power for a surplus (net > 0, W available
+// to charge) or a deficit (net < 0, W to cover) and returns it (positive =
+// discharging).
+func (b *battery) dispatch(net float64) float64 {
+	b.w = 0
+	if !b.connected {
+		return 0
+	}
+	floor, ceil := b.bounds()
+	taper := b.capWh * batteryTaper
+	switch {
+	case net > 0:
+		limit := math.Min(b.maxW, b.wChaMax)
+		if b.storCtl&1 != 0 {
+			limit *= math.Max(0, math.Min(100, b.inWRte)) / 100
+		}
+		b.w = -math.Min(net, math.Min(limit, math.Max(0, (ceil-b.soc)*taper)))
+	case net < 0:
+		limit := b.maxW
+		if b.storCtl&2 != 0 {
+			limit *= math.Max(0, math.Min(100, b.outWRte)) / 100
+		}
+		b.w = math.Min(-net, math.Min(limit, math.Max(0, (b.soc-floor)*taper)))
+	}
+	if math.Abs(b.w) < 1 {
+		b.w = 0
+	}
+	return b.w
+}
+
+// integrate advances the state of charge by hours at the current power.
+func (b *battery) integrate(hours float64) {
+	if b.w < 0 {
+		e := -b.w * hours
+		b.chargedWh += e
+		b.soc += e * batteryEff / b.capWh * 100
+	} else if b.w > 0 {
+		e := b.w * hours
+		b.dischargedWh += e
+		b.soc -= e / batteryEff / b.capWh * 100
+	}
+	b.soc = math.Max(0, math.Min(100, b.soc))
+}
+
+func (b *battery) decodeControls(d *Device) {
+	st, bat := d.inst(124), d.inst(802)
+	b.wChaMax = floatOr(st, "WChaMax", b.maxW)
+	b.storCtl = rawOr(st, "StorCtl_Mod", 0)
+	b.inWRte = floatOr(st, "InWRte", 100)
+	b.outWRte = floatOr(st, "OutWRte", 100)
+	b.minRsv = floatOr(st, "MinRsvPct", b.socMin)
+	b.rsvMin = floatOr(bat, "SoCRsvMin", b.socMin)
+	b.rsvMax = floatOr(bat, "SocRsvMax", b.socMax)
+	b.connected = rawOr(bat, "SetOp", 1) != 2 && rawOr(bat, "SetInvState", 3) != 1
+}
+
+func (b *battery) afterWrite(d *Device, _ []pointRef, _ time.Time) { b.decodeControls(d) }
+
+// render writes the battery's state at t into the image.
+func (b *battery) render(d *Device, t time.Time) {
+	h := &b.h
+	floor, ceil := b.bounds()
+	chaSt := uint64(6) // holding
+	switch {
+	case !b.connected:
+		chaSt = 1 // off
+	case b.w < 0:
+		chaSt = 4 // charging
+	case b.w > 0:
+		chaSt = 3 // discharging
+	case b.soc >= ceil-0.1:
+		chaSt = 5 // full
+	case b.soc <= floor+0.1:
+		chaSt = 2 // empty
+	}
+	state := uint64(3) // connected
+	if !b.connected {
+		state = 1
+	}
+	v := 48 + 6*b.soc/100 - 0.8*b.w/b.maxW
+	cell := v / batteryCells
+	d.put(h.soc, b.soc)
+	d.put(h.dod, 100-b.soc)
+	d.put(h.soh, b.soh)
+	d.put(h.nCyc, math.Floor(b.cycles0+b.dischargedWh/b.capWh))
+	d.putRaw(h.chaSt, chaSt)
+	d.putRaw(h.chaSt124, chaSt)
+	d.putRaw(h.hb, uint64(uint16(t.Unix())))
+	d.putRaw(h.state, state)
+	d.put(h.v, v)
+	d.put(h.cellVAvg, cell)
+	d.put(h.cellVMax, cell+0.012)
+	d.put(h.cellVMin, cell-0.009)
+	d.put(h.a, b.w/v)
+	d.put(h.w, b.w)
+	d.put(h.chaState, b.soc)
+	d.put(h.storAval, math.Max(0, b.soc-b.minRsv)/100*b.ahRtg)
+	d.put(h.inBatV, v)
+	d.put(h.whAvail, b.capWh*b.soc/100*b.soh/100)
+	d.put(h.soc713, b.soc)
+	d.put(h.soh713, b.soh)
+}

@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"time"
+)
+
+// Kind is what a simulated device is; it decides its SunSpec models.
+type Kind string
+
+// The device kinds of the simulator.
+const (
+	// KindInverter is a classic three-phase PV inverter: models 1, 103,
+	// 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136.
+	KindInverter Kind = "inverter"
+	// KindDERInverter is a newer-platform (IEEE 1547) PV inverter: models
+	// 1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711.
+	KindDERInverter Kind = "der-inverter"
+	// KindMeter is a three-phase wye grid meter: models 1, 203.
+	KindMeter Kind = "meter"
+	// KindBattery is a battery system: models 1, 124, 713, 802.
+	KindBattery Kind = "battery"
+	// KindSensor is a weather sensor: models 1, 308.
+	KindSensor Kind = "sensor"
+)
+
+func (k Kind) valid() bool {
+	switch k {
+	case KindInverter, KindDERInverter, KindMeter, KindBattery, KindSensor:
+		return true
+	}
+	return false
+}
+
+// DeviceConfig is one simulated device.
+type DeviceConfig struct {
+	// ID names the device in the plant ("inv1"); it also makes its serial
+	// number. Required, unique, at most 28 characters.
+	ID   string
+	Kind Kind
+	// Unit is the Modbus unit id the device answers to (0 means 1).
+	Unit byte
+	// Endpoint names the TCP endpoint: devices with the same Endpoint share
+	// one port and are told apart by Unit, as behind a gateway. Empty: the
+	// device has a port of its own.
+	Endpoint string
+	// Port is the TCP port of the device's endpoint; 0 picks a free one
+	// at Start. Devices sharing an endpoint must not configure different
+	// ports.
+	Port int
+	// RatedW is the AC rating of an inverter (default 10000 for
+	// KindInverter, 8000 for KindDERInverter) or the charge and discharge
+	// rating of a battery (default 5000).
+	RatedW float64
+	// CapacityWh is a battery's energy rating (default 10000).
+	CapacityWh float64
+}
+
+// Config is a simulated plant.
+type Config struct {
+	// Latitude and Longitude locate the plant in degrees (north, east).
+	// Both 0 means the default, a plant near Munich (48.1, 11.6).
+	Latitude, Longitude float64
+	// TimeZone is the plant's IANA time zone; it shapes the load profile
+	// (default "Europe/Berlin").
+	TimeZone string
+	// Now is the wall clock (default time.Now).
+	Now func() time.Time
+	// Start is the simulated time at New (default: Now() at New).
+	Start time.Time
+	// Speed is how many simulated seconds pass per wall-clock second:
+	// sim time = Start + (Now() - Now() at New) × Speed (default 1).
+	Speed float64
+	// ClearSky turns the deterministic cloud term off: irradiance follows
+	// the clear-sky model only.
+	ClearSky bool
+	// Listen is the host the endpoints bind (default 127.0.0.1).
+	Listen string
+	// Devices are the simulated devices, in the order Devices returns them.
+	Devices []DeviceConfig
+}
+
+// Default plant location and zone.
+const (
+	DefaultLatitude  = 48.1
+	DefaultLongitude = 11.6
+	DefaultTimeZone  = "Europe/Berlin"
+	DefaultListen    = "127.0.0.1"
+)
+
+// Default device ratings.
+const (
+	defaultInverterW   = 10000
+	defaultDERW        = 8000
+	defaultBatteryW    = 5000
+	defaultBatteryWh   = 10000
+	maxDeviceIDLen     = 28
+	defaultUnit        = 1
+	defaultSpeed       = 1
+	maxRatedW          = 30000 // keeps W_SF 0 values inside int16
+	maxBatteryCapacity = 60000 // keeps WH_SF 0 values inside uint16
+)
+
+// DefaultConfig is the demo plant: a classic 10 kW inverter "inv1", a DER
+// 8 kW inverter "inv2", a grid meter "meter", a 10 kWh / 5 kW battery
+// "bat" and a weather sensor "wx", each on its own port as unit 1, in
+// Munich's time zone, running in real time.
+func DefaultConfig() Config {
+	return Config{
+		Latitude:  DefaultLatitude,
+		Longitude: DefaultLongitude,
+		TimeZone:  DefaultTimeZone,
+		Speed:     defaultSpeed,
+		Listen:    DefaultListen,
+		Devices: []DeviceConfig{
+			{ID: "inv1", Kind: KindInverter, Unit: 1},
+			{ID: "inv2", Kind: KindDERInverter, Unit: 1},
+			{ID: "meter", Kind: KindMeter, Unit: 1},
+			{ID: "bat", Kind: KindBattery, Unit: 1},
+			{ID: "wx", Kind: KindSensor, Unit: 1},
+		},
+	}
+}
+
+// ErrConfig is wrapped by the errors of New for an invalid Config.
+var ErrConfig = errors.New("sim: invalid config")
+
+// withDefaults returns a copy of c with defaults filled in, or an error
+// naming the field at fault.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, a ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+	}
+	if c.Latitude == 0 && c.Longitude == 0 {
+		c.Latitude, c.Longitude = DefaultLatitude, DefaultLongitude
+	}
+	if math.IsNaN(c.Latitude) || c.Latitude < -90 || c.Latitude > 90 {
+		return bad("latitude %v outside -90..90", c.Latitude)
+	}
+	if math.IsNaN(c.Longitude) || c.Longitude < -180 || c.Longitude > 180 {
+		return bad("longitude %v outside -180..180", c.Longitude)
+	}
+	if c.TimeZone == "" {
+		c.TimeZone = DefaultTimeZone
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Speed == 0 {
+		c.Speed = defaultSpeed
+	}
+	if c.Speed < 0 || math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) {
+		return bad("speed %v: want a positive factor", c.Speed)
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if len(c.Devices) == 0 {
+		return bad("no devices")
+	}
+	devs := make([]DeviceConfig, len(c.Devices))
+	copy(devs, c.Devices)
+	ids := map[string]bool{}
+	type unitKey struct {
+		ep   string
+		unit byte
+	}
+	units := map[unitKey]string{}
+	ports := map[string]int{}
+	for i := range devs {
+		d := &devs[i]
+		field := fmt.Sprintf("devices[%d]", i)
+		if d.ID == "" {
+			return bad("%s.id: missing", field)
+		}
+		if len(d.ID) > maxDeviceIDLen {
+			return bad("%s.id %q: longer than %d characters", field, d.ID, maxDeviceIDLen)
+		}
+		for _, r := range d.ID {
+			if r < 0x21 || r > 0x7E {
+				return bad("%s.id %q: only printable ASCII without spaces", field, d.ID)
+			}
+		}
+		if ids[d.ID] {
+			return bad("%s.id %q: used twice", field, d.ID)
+		}
+		ids[d.ID] = true
+		if !d.Kind.valid() {
+			return bad("%s.kind %q: want inverter, der-inverter, meter, battery or sensor", field, d.Kind)
+		}
+		if d.Unit == 0 {
+			d.Unit = defaultUnit
+		}
+		ep := d.endpointName()
+		k := unitKey{ep, d.Unit}
+		if other, ok := units[k]; ok {
+			return bad("%s.unit %d: endpoint %q already has unit %d (%s)", field, d.Unit, ep, d.Unit, other)
+		}
+		units[k] = d.ID
+		if d.Port < 0 || d.Port > 65535 {
+			return bad("%s.port %d outside 0..65535", field, d.Port)
+		}
+		if d.Port != 0 {
+			if p, ok := ports[ep]; ok && p != d.Port {
+				return bad("%s.port %d: endpoint %q already uses port %d", field, d.Port, ep, p)
+			}
+			ports[ep] = d.Port
+		}
+		switch d.Kind {
+		case KindInverter:
+			if d.RatedW == 0 {
+				d.RatedW = defaultInverterW
+			}
+		case KindDERInverter:
+			if d.RatedW == 0 {
+				d.RatedW = defaultDERW
+			}
+		case KindBattery:
+			if d.RatedW == 0 {
+				d.RatedW = defaultBatteryW
+			}
+			if d.CapacityWh == 0 {
+				d.CapacityWh = defaultBatteryWh
+			}
+			if d.CapacityWh < 100 || d.CapacityWh > maxBatteryCapacity {
+				return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
+			}
+		}
+		if d.RatedW < 0 || d.RatedW > maxRatedW || math.IsNaN(d.RatedW) {
+			return bad("%s.ratedW %v outside 0..%d", field, d.RatedW, maxRatedW)
+		}
+	}
+	c.Devices = devs
+	if net.ParseIP(c.Listen) == nil && c.Listen != "localhost" {
+		return bad("listen %q: want an IP address", c.Listen)
+	}
+	return c, nil
+}
+
+// endpointName is the name of the device's endpoint: its own ID when it
+// shares none.
+func (d *DeviceConfig) endpointName() string {
+	if d.Endpoint != "" {
+		return "ep:" + d.Endpoint
+	}
+	return "dev:" + d.ID
+}

@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"math"
+
+	"plantd/devices"
+)
+
+// meter is the grid meter's state. Guarded by Plant.mu.
+type meter struct {
+	w, varW      float64 // positive: import
+	impWh, expWh float64
+	h            meterHandles
+}
+
+type meterHandles struct {
+	a, phv, ppv, hz, w, va, vAr, pf, imp, exp handle
+	aph, phvph, ppvph, wph, vaph, varph, pfph [3]handle
+	impPh, expPh                              [3]handle
+}
+
+func newMeter(d *Device, maxW float64) (*meter, error) {
+	m := &meter{
+		impWh: 4.2e6 + float64(idHash(d.cfg.ID)%10000) + 1,
+		expWh: 7.9e6 + float64(idHash(d.cfg.ID)%7000) + 1,
+	}
+	wSF := 0
+	if maxW > 32000 {
+		wSF = 1
+	}
+	specs := []modelSpec{
+		{id: 1},
+		{id: 203, fill: func(b *builder, in *devices.Instance) {
+			b.sf(in, "A_SF", -2)
+			b.sf(in, "V_SF", -1)
+			b.sf(in, "Hz_SF", -2)
+			for _, n := range []string{"W_SF", "VA_SF", "VAR_SF"} {
+				b.sf(in, n, wSF)
+			}
+			b.sf(in, "PF_SF", -1)
+			b.sf(in, "TotWh_SF", 0)
+			b.raw(in, "Evt", 0)
+		}},
+	}
+	err := d.build(defaultBase, specs, func(b *builder) {
+		h := &m.h
+		for _, n := range [...]struct {
+			dst *handle
+			n   string
+		}{
+			{&h.a, "A"}, {&h.phv, "PhV"}, {&h.ppv, "PPV"}, {&h.hz, "Hz"}, {&h.w, "W"}, {&h.va, "VA"},
+			{&h.vAr, "VAR"}, {&h.pf, "PF"}, {&h.imp, "TotWhImp"}, {&h.exp, "TotWhExp"},
+		} {
+			*n.dst = b.handle(203, n.n)
+		}
+		h.aph = b.phases(203, "AphA", "AphB", "AphC")
+		h.phvph = b.phases(203, "PhVphA", "PhVphB", "PhVphC")
+		h.ppvph = b.phases(203, "PhVphAB", "PhVphBC", "PhVphCA")
+		h.wph = b.phases(203, "WphA", "WphB", "WphC")
+		h.vaph = b.phases(203, "VAphA", "VAphB", "VAphC")
+		h.varph = b.phases(203, "VARphA", "VARphB", "VARphC")
+		h.pfph = b.phases(203, "PFphA", "PFphB", "PFphC")
+		h.impPh = b.phases(203, "TotWhImpPhA", "TotWhImpPhB", "TotWhImpPhC")
+		h.expPh = b.phases(203, "TotWhExpPhA", "TotWhExpPhB", "TotWhExpPhC")
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &m.h
+	d.measured = append(d.measured, h.a, h.phv, h.ppv, h.hz, h.w, h.va, h.vAr, h.pf)
+	for i := range 3 {
+		d.measured = append(d.measured, h.aph[i], h.phvph[i], h.ppvph[i], h.wph[i], h.vaph[i], h.varph[i], h.pfph[i])
+	}
+	return m, nil
+}
+
+// integrate adds the energy of hours at the current power.
+func (m *meter) integrate(hours float64) {
+	if m.w > 0 {
+		m.impWh += m.w * hours
+	} else {
+		m.expWh -= m.w * hours
+	}
+}
+
+// render writes the meter's state into the image.
+func (m *meter) render(d *Device, w *weather) {
+	h := &m.h
+	s := math.Hypot(m.w, m.varW)
+	pf := 100.0
+	if s >= 1 {
+		pf = m.w / s * 100
+	}
+	var sumA, sumV, sumLL float64
+	for i := range 3 {
+		v := w.phaseV[i]
+		a := math.Copysign(s/3/v, m.w)
+		ll := lineV(v, w.phaseV[(i+1)%3])
+		sumA += a
+		sumV += v
+		sumLL += ll
+		d.put(h.aph[i], a)
+		d.put(h.phvph[i], v)
+		d.put(h.ppvph[i], ll)
+		d.put(h.wph[i], m.w/3)
+		d.put(h.vaph[i], s/3)
+		d.put(h.varph[i], m.varW/3)
+		d.put(h.pfph[i], pf)
+		d.put(h.impPh[i], math.Floor(m.impWh/3))
+		d.put(h.expPh[i], math.Floor(m.expWh/3))
+	}
+	d.put(h.a, sumA)
+	d.put(h.phv, sumV/3)
+	d.put(h.ppv, sumLL/3)
+	d.put(h.hz, w.hz)
+	d.put(h.w, m.w)
+	d.put(h.va, s)
+	d.put(h.vAr, m.varW)
+	d.put(h.pf, pf)
+	d.put(h.imp, math.Floor(m.impWh))
+	d.put(h.exp, math.Floor(m.expWh))
+}
+
+// sensor is the weather sensor; it has no state of its own.
+type sensor struct {
+	ghi, tmpBOM, tmpAmb, wndSpd handle
+}
+
+func newSensor(d *Device) (*sensor, error) {
+	s := &sensor{}
+	err := d.build(defaultBase, []modelSpec{{id: 1}, {id: 308}}, func(b *builder) {
+		s.ghi = b.handle(308, "GHI")
+		s.tmpBOM = b.handle(308, "TmpBOM")
+		s.tmpAmb = b.handle(308, "TmpAmb")
+		s.wndSpd = b.handle(308, "WndSpd")
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.measured = append(d.measured, s.ghi, s.tmpBOM, s.tmpAmb, s.wndSpd)
+	return s, nil
+}
+
+func (s *sensor) render(d *Device, w *weather) {
+	d.put(s.ghi, w.ghi)
+	d.put(s.tmpBOM, w.moduleC)
+	d.put(s.tmpAmb, w.ambientC)
+	d.put(s.wndSpd, w.windMS)
+}
