@@ -1,0 +1,349 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Config is plantd's configuration, as read from /etc/plantd/plantd.yaml. The
+// YAML keys are the yaml tags. Defaults are described on each field and set in
+// defaults.go. A Config that came from [Load] or [Parse] has its defaults
+// filled in and has passed [Config.Validate].
+type Config struct {
+	Gateway      Gateway       `yaml:"gateway"`
+	HTTP         HTTP          `yaml:"http"`
+	Database     Database      `yaml:"database"`
+	Log          Log           `yaml:"log"`
+	Plants       []Plant       `yaml:"plants"`
+	Devices      []Device      `yaml:"devices"`
+	Tokens       []Token       `yaml:"tokens"`
+	OAuthClients []OAuthClient `yaml:"oauthClients"`
+	MQTT         MQTT          `yaml:"mqtt"`
+	GridControl  GridControl   `yaml:"gridControl"`
+	Migrated     Migrated      `yaml:"migrated"`
+
+	// Where the values came from: the file name and, by field path such as
+	// "devices[2].port", the YAML line. Empty for a Config built in code.
+	file  string
+	lines map[string]int
+	// Field paths whose value could not be decoded; Validate does not
+	// report them (or anything below them) a second time.
+	bad map[string]bool
+}
+
+// Gateway identifies this plantd instance.
+type Gateway struct {
+	// ID names the gateway towards the cloud: the MQTT client id and the
+	// {gatewayId} level of the MQTT topics. Letters, digits, '.', '_' and
+	// '-', at most 64. Default: "plantd-" and the first label of the host
+	// name, lower-cased ("plantd-raspberrypi").
+	ID string `yaml:"id"`
+}
+
+// HTTP configures the HTTP API server.
+type HTTP struct {
+	// Listen is the host:port to serve on. Default "127.0.0.1:8080". An
+	// empty host listens on all interfaces.
+	Listen string `yaml:"listen"`
+	// TLSCert and TLSKey are PEM files; both or neither. With them the
+	// server speaks HTTPS. The files are read when the server starts.
+	TLSCert string `yaml:"tlsCert"`
+	TLSKey  string `yaml:"tlsKey"`
+	// RateLimit limits the requests of each credential.
+	RateLimit RateLimit `yaml:"rateLimit"`
+}
+
+// RateLimit is a token bucket per credential (token or OAuth client).
+type RateLimit struct {
+	// RequestsPerSecond refills the bucket; > 0. Default 20.
+	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
+	// Burst is the bucket's size; >= 1. Default 40.
+	Burst int `yaml:"burst"`
+}
+
+// Database configures the SQLite store.
+type Database struct {
+	// Path of the SQLite file. Default "/var/lib/plantd/plantd.db".
+	Path string `yaml:"path"`
+	// RawRetention is how long raw samples are kept; rollups are kept
+	// forever. At least 1h. Default 168h (7 days).
+	RawRetention time.Duration `yaml:"rawRetention"`
+}
+
+// Log configures log/slog output on stderr.
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// SlogLevel returns Level as a slog.Level (info for an unknown level).
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Plant is one PV plant served by this gateway.
+type Plant struct {
+	// ID is the plant id of the API (a string, often digits such as
+	// "7190000"); required, unique among plants. Letters, digits, '.', '_',
+	// '~' and '-', not starting with a punctuation character, at most 64.
+	ID string `yaml:"id"`
+	// Name is shown by the API; required.
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Timezone is the plant's IANA time zone ("Europe/Berlin"); required.
+	// It decides where the plant's days, months and years begin.
+	Timezone     string       `yaml:"timezone"`
+	Location     Location     `yaml:"location"`
+	Installation Installation `yaml:"installation"`
+}
+
+// Zone loads the plant's time zone. It cannot fail for a validated Config.
+func (p Plant) Zone() (*time.Location, error) {
+	return time.LoadLocation(p.Timezone)
+}
+
+// Location is the plant's address and position. All fields are optional;
+// the API omits what is not given.
+type Location struct {
+	// Latitude in degrees, -90..90.
+	Latitude *float64 `yaml:"latitude"`
+	// Longitude in degrees, -180..180.
+	Longitude    *float64 `yaml:"longitude"`
+	Country      string   `yaml:"country"`
+	FederalState string   `yaml:"federalState"`
+	City         string   `yaml:"city"`
+	ZipCode      string   `yaml:"zipCode"`
+	Street       string   `yaml:"street"`
+	StreetNo     string   `yaml:"streetNo"`
+	// CurrencyCode3 is an ISO 4217 code: three upper-case letters ("EUR").
+	CurrencyCode3 string `yaml:"currencyCode3"`
+}
+
+// Installation describes the PV installation of a plant.
+type Installation struct {
+	// PeakPowerW is the plant's peak power in W; >= 0, 0 = not given.
+	PeakPowerW float64 `yaml:"peakPowerW"`
+	// CO2SavingsFactor in g/kWh; >= 0. Default 400.
+	CO2SavingsFactor float64 `yaml:"co2SavingsFactor"`
+	// StartUp is the day the plant started feeding in.
+	StartUp Date `yaml:"startUp"`
+	// Azimuth in degrees, 0..360 (0 = north, 180 = south); nil = not given.
+	Azimuth *float64 `yaml:"azimuth"`
+	// CollectorSlope in degrees, 0..90 (0 = flat); nil = not given.
+	CollectorSlope *float64 `yaml:"collectorSlope"`
+	// PVModuleAreas lists the module areas (newer-platform plants).
+	PVModuleAreas []PVModuleArea `yaml:"pvModuleAreas"`
+}
+
+// PVModuleArea is one area of PV modules with one orientation.
+type PVModuleArea struct {
+	// Name is required and unique within the plant.
+	Name string `yaml:"name"`
+	// Azimuth (0..360) and CollectorSlope (0..90) in degrees are required.
+	Azimuth        *float64 `yaml:"azimuth"`
+	CollectorSlope *float64 `yaml:"collectorSlope"`
+	// PeakPowerW in W, >= 0; 0 = not given.
+	PeakPowerW float64 `yaml:"peakPowerW"`
+	// ModuleCount >= 0; 0 = not given.
+	ModuleCount int `yaml:"moduleCount"`
+}
+
+// Device kinds for [Device.Kind].
+const (
+	KindInverter = "inverter"
+	KindMeter    = "meter"
+	KindBattery  = "battery"
+	KindSensor   = "sensor"
+)
+
+// Device is one Modbus TCP (SunSpec) device to poll.
+type Device struct {
+	// ID is the device id of the API; required, unique among devices. Same
+	// characters as a plant id.
+	ID string `yaml:"id"`
+	// Plant is the id of the plant the device belongs to. It may be
+	// omitted when exactly one plant is configured; it is then set to it.
+	Plant string `yaml:"plant"`
+	// Name is shown by the API. Default: the id.
+	Name string `yaml:"name"`
+	// Host is the device's (or its Modbus gateway's) host name or IP
+	// address, without a port; required.
+	Host string `yaml:"host"`
+	// Port is the Modbus TCP port, 1..65535. Default 502.
+	Port int `yaml:"port"`
+	// Unit is the Modbus unit id: 0..247 or 255. Default 1.
+	Unit int `yaml:"unit"`
+	// Kind, when given (inverter, meter, battery or sensor), overrides the
+	// kind discovered from the device's SunSpec models.
+	Kind string `yaml:"kind"`
+	// Base, when given (0, 40000 or 50000), is the SunSpec base address;
+	// discovery then skips probing. nil = probe 40000, 0, 50000.
+	Base *int `yaml:"base"`
+	// PollInterval between polls, 250ms..1h. Default 5s.
+	PollInterval time.Duration `yaml:"pollInterval"`
+	// Timeout of each Modbus request, 100ms..30s. Default 2s.
+	Timeout time.Duration `yaml:"timeout"`
+	// ConnectDelay is waited after connecting, before the first request,
+	// 0..10s. Default 0. Enabled devices at one host:port share one
+	// connection, so they must give the same value.
+	ConnectDelay time.Duration `yaml:"connectDelay"`
+	// Enabled false keeps the device in the API (and its history) but does
+	// not poll it. Default true.
+	Enabled bool `yaml:"enabled"`
+}
+
+// Address returns the device's Modbus TCP endpoint, host:port.
+func (d Device) Address() string {
+	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+}
+
+// Roles for [Token.Role] and [OAuthClient.Role], lowest first.
+const (
+	RoleStandard     = "standard"
+	RoleInstaller    = "installer"
+	RoleGridOperator = "gridoperator"
+)
+
+// Token is a bearer token of the HTTP API. The config holds only the token's
+// SHA-256, never the token.
+type Token struct {
+	// Name identifies the token in logs; required, unique.
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the token (64 hex digits, see
+	// [TokenHash]); unique. Either letter case is accepted, so compare the
+	// decoded bytes (or lower-case both sides).
+	SHA256 string `yaml:"sha256"`
+	// Role is standard, installer or gridoperator.
+	Role string `yaml:"role"`
+}
+
+// OAuthClient may get tokens from plantd's OAuth2 client-credentials
+// endpoint.
+type OAuthClient struct {
+	// ClientID is required and unique.
+	ClientID string `yaml:"clientId"`
+	// SecretSHA256 is the hex SHA-256 of the client secret (64 hex digits,
+	// either case).
+	SecretSHA256 string `yaml:"secretSha256"`
+	// Role of the tokens issued to the client: standard, installer or
+	// gridoperator.
+	Role string `yaml:"role"`
+}
+
+// TokenHash returns the hex SHA-256 of a bearer token or client secret, the
+// form [Token.SHA256] and [OAuthClient.SecretSHA256] hold.
+func TokenHash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// MQTT configures publishing to a broker. MQTT is off when Broker is empty;
+// the other fields are then not used.
+type MQTT struct {
+	// Broker URL: tcp://host:port or mqtt://host:port (plain), ssl://,
+	// tls:// or mqtts://host:port (TLS), ws:// or wss://host[:port]/path
+	// (WebSocket).
+	Broker string `yaml:"broker"`
+	// Username and Password authenticate at the broker (a password needs a
+	// username).
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// CAFile is a PEM bundle to verify the broker's certificate (default:
+	// the system's roots). ClientCert and ClientKey (PEM, both or neither)
+	// authenticate plantd by certificate. TLS brokers only.
+	CAFile     string `yaml:"caFile"`
+	ClientCert string `yaml:"clientCert"`
+	ClientKey  string `yaml:"clientKey"`
+	// TopicPrefix precedes the gateway id in every topic. Default
+	// "plantd/v1". No wildcards, no empty levels.
+	TopicPrefix string `yaml:"topicPrefix"`
+	// KeepAlive is the MQTT keep-alive, 1s..65535s. Default 30s.
+	KeepAlive time.Duration `yaml:"keepAlive"`
+	Outbox    Outbox        `yaml:"outbox"`
+}
+
+// Outbox bounds the SQLite outbox of messages not yet acknowledged by the
+// broker, per stream.
+type Outbox struct {
+	// MaxRows per stream, >= 1. Default 500000.
+	MaxRows int `yaml:"maxRows"`
+	// MaxAge of a queued message, at least 1h. Default 720h (30 days).
+	MaxAge time.Duration `yaml:"maxAge"`
+}
+
+// GridControl configures the execution of grid-control schedules.
+type GridControl struct {
+	// ReversionTimeout written with every control, whole seconds,
+	// 2s..65535s. Default 60s.
+	ReversionTimeout time.Duration `yaml:"reversionTimeout"`
+	// RampRatePercentPerSecond limits how fast a limit is loosened, in % of
+	// nominal power per second, (0, 100]. Default 10.
+	RampRatePercentPerSecond float64 `yaml:"rampRatePercentPerSecond"`
+	// MeterLossGrace is how long inverters are held at their last limit
+	// after the meter is lost while a feed-in limit is active, 0..1h.
+	// Default 30s.
+	MeterLossGrace time.Duration `yaml:"meterLossGrace"`
+	Defaults       GridDefaults  `yaml:"defaults"`
+}
+
+// GridDefaults are the values fallbacks restore.
+type GridDefaults struct {
+	// PowerLimitPercent, 0..100, when given; nil = the device's own value
+	// read at first contact.
+	PowerLimitPercent *float64 `yaml:"powerLimitPercent"`
+}
+
+// Migrated maps ids that changed (e.g. when a plant moved to the newer
+// platform) from old to new; requests on an old id are redirected. An old id
+// must not also be a live id; a new id must be a configured one.
+type Migrated struct {
+	Plants  map[string]string `yaml:"plants"`
+	Devices map[string]string `yaml:"devices"`
+}
+
+// Date is a calendar day, written YYYY-MM-DD.
+type Date struct {
+	Year  int
+	Month time.Month
+	Day   int
+}
+
+// IsZero reports whether d is the zero Date (not given).
+func (d Date) IsZero() bool { return d == Date{} }
+
+// String returns d as YYYY-MM-DD, or "" for the zero Date.
+func (d Date) String() string {
+	if d.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day)
+}
+
+// In returns the start of the day d in loc.
+func (d Date) In(loc *time.Location) time.Time {
+	return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, loc)
+}
+
+// MarshalYAML writes d as YYYY-MM-DD (null for the zero Date), the form
+// Parse reads.
+func (d Date) MarshalYAML() (any, error) {
+	if d.IsZero() {
+		return nil, nil
+	}
+	return d.String(), nil
+}

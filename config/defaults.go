@@ -1,0 +1,140 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"time"
+)
+
+// All defaults live in this file.
+//
+// A default is set before decoding, on a fresh Config and on every fresh
+// list element, and the YAML overwrites what it gives. So a value written
+// explicitly, even 0 or false, is kept and validated, never replaced by the
+// default (unit: 0 is unit 0, not unit 1). Defaults that depend on other
+// values (the gateway id, a device's plant and name) are derived after
+// decoding, in deriveDefaults.
+
+const (
+	defaultListen            = "127.0.0.1:8080"
+	defaultRequestsPerSecond = 20
+	defaultBurst             = 40
+	defaultDatabasePath      = "/var/lib/plantd/plantd.db"
+	defaultRawRetention      = 168 * time.Hour
+	defaultLogLevel          = "info"
+	defaultLogFormat         = "text"
+	defaultCO2SavingsFactor  = 400 // g/kWh
+	defaultPort              = 502
+	defaultUnit              = 1
+	defaultPollInterval      = 5 * time.Second
+	defaultTimeout           = 2 * time.Second
+	defaultTopicPrefix       = "plantd/v1"
+	defaultKeepAlive         = 30 * time.Second
+	defaultOutboxMaxRows     = 500000
+	defaultOutboxMaxAge      = 720 * time.Hour
+	defaultReversionTimeout  = 60 * time.Second
+	defaultRampRate          = 10 // % of nominal power per second
+	defaultMeterLossGrace    = 30 * time.Second
+	gatewayIDPrefix          = "plantd-"
+)
+
+// Default returns a Config with every default set and no plants or devices:
+// the base that Parse decodes into. Its gateway id comes from the host name.
+func Default() *Config {
+	c := &Config{}
+	c.setDefaults()
+	c.deriveDefaults(os.Hostname)
+	return c
+}
+
+// NewPlant returns a plant entry with its defaults set, for configs built
+// in code (the demo).
+func NewPlant() Plant {
+	var p Plant
+	p.setDefaults()
+	return p
+}
+
+// NewDevice returns a device entry with its defaults set, for configs
+// built in code (the demo).
+func NewDevice() Device {
+	var d Device
+	d.setDefaults()
+	return d
+}
+
+// defaulter is implemented by the types that have defaults; the decoder
+// calls setDefaults on each new list element before decoding into it.
+type defaulter interface{ setDefaults() }
+
+func (c *Config) setDefaults() {
+	c.HTTP.Listen = defaultListen
+	c.HTTP.RateLimit.RequestsPerSecond = defaultRequestsPerSecond
+	c.HTTP.RateLimit.Burst = defaultBurst
+	c.Database.Path = defaultDatabasePath
+	c.Database.RawRetention = defaultRawRetention
+	c.Log.Level = defaultLogLevel
+	c.Log.Format = defaultLogFormat
+	c.MQTT.TopicPrefix = defaultTopicPrefix
+	c.MQTT.KeepAlive = defaultKeepAlive
+	c.MQTT.Outbox.MaxRows = defaultOutboxMaxRows
+	c.MQTT.Outbox.MaxAge = defaultOutboxMaxAge
+	c.GridControl.ReversionTimeout = defaultReversionTimeout
+	c.GridControl.RampRatePercentPerSecond = defaultRampRate
+	c.GridControl.MeterLossGrace = defaultMeterLossGrace
+}
+
+func (p *Plant) setDefaults() {
+	p.Installation.CO2SavingsFactor = defaultCO2SavingsFactor
+}
+
+func (d *Device) setDefaults() {
+	d.Port = defaultPort
+	d.Unit = defaultUnit
+	d.PollInterval = defaultPollInterval
+	d.Timeout = defaultTimeout
+	d.Enabled = true
+}
+
+// deriveDefaults fills the defaults that depend on other values or on the
+// machine. hostname is os.Hostname outside tests.
+func (c *Config) deriveDefaults(hostname func() (string, error)) {
+	if c.Gateway.ID == "" {
+		c.Gateway.ID = gatewayIDFromHostname(hostname)
+	}
+	for i := range c.Devices {
+		d := &c.Devices[i]
+		if d.Plant == "" && len(c.Plants) == 1 {
+			d.Plant = c.Plants[0].ID
+		}
+		if d.Name == "" {
+			d.Name = d.ID
+		}
+	}
+}
+
+// gatewayIDFromHostname returns "plantd-" and the first label of the host
+// name, lower-cased, with characters a gateway id may not hold replaced by
+// '-'; "plantd" when there is no usable host name.
+func gatewayIDFromHostname(hostname func() (string, error)) string {
+	h, err := hostname()
+	if err != nil {
+		return "plantd"
+	}
+	h, _, _ = strings.Cut(strings.ToLower(h), ".")
+	h = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, h)
+	h = strings.Trim(h, "-_")
+	if h == "" {
+		return "plantd"
+	}
+	id := gatewayIDPrefix + h
+	if len(id) > maxIDLen {
+		id = strings.TrimRight(id[:maxIDLen], "-_")
+	}
+	return id
+}

@@ -1,0 +1,75 @@
+// Package config reads plantd's YAML configuration file
+// (/etc/plantd/plantd.yaml): its schema as Go types, the defaults, and
+// validation with messages that name the field and the line.
+//
+// # Reading
+//
+// [Load] reads a file and [Parse] its contents. Both decode the YAML through
+// yaml.Node, so every value keeps its line, and are strict:
+//
+//   - a key that is not a field is an error, with a suggestion when it is
+//     close to one ("devices[0].prot: unknown field (did you mean "port"?)");
+//   - a value of the wrong type is an error ("devices[0].pollInterval: "fast"
+//     is not a duration"); integers do not pass as durations, "yes" is not a
+//     boolean, and a quoted number is a string;
+//   - a key given twice in one mapping is an error; so is a second YAML
+//     document in the file.
+//
+// Ids (plant, device, migrated) are strings; an unquoted number such as
+// 7190000 is read as the string "7190000", exactly as written. Anchors,
+// aliases and merge keys (<<: *anchor) work, for example to share settings
+// between devices. A key without a value (null) keeps the default.
+//
+// Durations are Go duration strings ("250ms", "5s", "168h"); 0 may be
+// written without a unit. Dates are YYYY-MM-DD.
+//
+// # Defaults
+//
+// All defaults are set in defaults.go, on a fresh Config before decoding and
+// on every new list element (plant, device) before decoding into it, so a
+// value the file gives, even 0 or false, is kept and validated rather than
+// replaced. Then the defaults that depend on other values are derived: the
+// gateway id from the host name, a device's plant when there is only one
+// plant, a device's name from its id. [Default] returns a Config with the
+// defaults and nothing else. Each field's doc comment gives its default and
+// range.
+//
+// # Validation
+//
+// [Config.Validate] checks everything and reports every problem at once, as
+// an [*Errors]: a list of [Problem] (file, line, field path, message),
+// sorted by line, one line each in its Error text:
+//
+//	plantd.yaml:4: plants[0].timezone: unknown time zone "Europe/Berln"
+//	plantd.yaml:8: devices[0].prot: unknown field (did you mean "port"?)
+//	plantd.yaml:11: devices[1].port: 70000 is not a TCP port
+//
+// Load and Parse return decoding problems and validation problems together;
+// a value that could not be decoded is not reported again by validation.
+// Problems about one entry (a duplicate id, two enabled devices at the same
+// host, port and unit, a device naming an unknown plant, a TLS certificate
+// without its key) carry the line of the offending entry or key; a value
+// missing from the file gets the line of its enclosing entry.
+//
+// Validation does not touch the network or the file system (TLS and CA files
+// are read by their users when they start), so a config can be checked on
+// any machine. Time zones are loaded with time.LoadLocation: a binary that
+// must not depend on the system's zoneinfo imports time/tzdata.
+//
+// # The documented example
+//
+// packaging/plantd.yaml.example documents every key with a comment. It stays
+// in packaging/, where the package build takes it from; go:embed cannot
+// reach it from here, so the package offers no copy of it at run time. The
+// tests read it from disk and check that it validates with no problem and
+// that every field of [Config] appears in it with a comment (keys of
+// optional alternatives are written commented out as "#key: value", and the
+// test reads those too).
+//
+// # Import boundary
+//
+// This package imports only the standard library and gopkg.in/yaml.v3. It
+// must not import any other plantd package: every component takes its part
+// of the Config (or values copied from it) from cmd/plantd, which alone
+// wires them together.
+package config

@@ -1,0 +1,584 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks the whole Config and returns every problem at once, as an
+// [*Errors] sorted by line, or nil. For a Config from [Load] or [Parse]
+// (which call it) each problem carries the file and the line of the
+// offending key or list entry; for a Config built in code they are empty.
+//
+// A device's plant may be left empty when exactly one plant is configured.
+// Validate does not touch the file system: the TLS and CA files are read by
+// the components that use them, when they start.
+func (c *Config) Validate() error {
+	return errorsOf(c.validate())
+}
+
+func (c *Config) validate() []Problem {
+	v := &validator{c: c}
+	v.gateway()
+	v.http()
+	v.database()
+	v.log()
+	v.plants()
+	v.devices()
+	v.tokens()
+	v.oauthClients()
+	v.mqtt()
+	v.gridControl()
+	v.migrated()
+	return v.problems
+}
+
+type validator struct {
+	c        *Config
+	problems []Problem
+}
+
+// add records a problem with field, at the line of field or of the nearest
+// enclosing key or entry the file has, unless decoding already reported a
+// problem there.
+func (v *validator) add(field, format string, args ...any) {
+	if v.c.isBad(field) {
+		return
+	}
+	v.problems = append(v.problems, Problem{File: v.c.file, Line: v.c.line(field), Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// where describes the entry at path for a message about another one:
+// "devices[1] at line 20", or "devices[1]" without a line.
+func (v *validator) where(path string) string {
+	if l := v.c.line(path); l > 0 {
+		return fmt.Sprintf("%s at line %d", path, l)
+	}
+	return path
+}
+
+// line returns the line of path, or of its nearest parent with one.
+func (c *Config) line(path string) int {
+	for p := path; ; p = parent(p) {
+		if l, ok := c.lines[p]; ok {
+			return l
+		}
+		if p == "" {
+			return 0
+		}
+	}
+}
+
+// isBad reports whether decoding failed at path or at a parent of it.
+func (c *Config) isBad(path string) bool {
+	for p := path; p != ""; p = parent(p) {
+		if c.bad[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// parent cuts the last key or index off a field path.
+func parent(path string) string {
+	i := strings.LastIndexAny(path, ".[")
+	if i < 0 {
+		return ""
+	}
+	return path[:i]
+}
+
+const maxIDLen = 64
+
+var (
+	idPattern        = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]*$`)
+	gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	sha256Pattern    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	currencyPattern  = regexp.MustCompile(`^[A-Z]{3}$`)
+	hostLabel        = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+)
+
+// id checks a plant or device id, which appears in URLs and MQTT topics.
+func (v *validator) id(field, id string) bool {
+	switch {
+	case id == "":
+		v.add(field, "required")
+	case len(id) > maxIDLen || !idPattern.MatchString(id):
+		v.add(field, "%q is not a valid id (letters, digits and . _ ~ -, starting with a letter or digit, at most %d)", id, maxIDLen)
+	default:
+		return true
+	}
+	return false
+}
+
+// unique checks that key was not used by an earlier entry; first maps keys
+// to the path of the entry that used them first.
+func (v *validator) unique(first map[string]string, key, field, entry, what string) {
+	if key == "" {
+		return
+	}
+	if prev, ok := first[key]; ok {
+		v.add(field, "duplicate %s %q (first in %s)", what, key, v.where(prev))
+		return
+	}
+	first[key] = entry
+}
+
+func (v *validator) gateway() {
+	id := v.c.Gateway.ID
+	switch {
+	case id == "":
+		v.add("gateway.id", "required")
+	case len(id) > maxIDLen || !gatewayIDPattern.MatchString(id):
+		v.add("gateway.id", "%q is not a valid gateway id (letters, digits and . _ -, starting with a letter or digit, at most %d)", id, maxIDLen)
+	}
+}
+
+func (v *validator) http() {
+	h := v.c.HTTP
+	if host, port, err := net.SplitHostPort(h.Listen); err != nil {
+		v.add("http.listen", "%q is not host:port (as in 127.0.0.1:8080)", h.Listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.add("http.listen", "%q has no valid port", h.Listen)
+	} else if host != "" && !validHost(host) {
+		v.add("http.listen", "%q has no valid host", h.Listen)
+	}
+	switch {
+	case h.TLSCert != "" && h.TLSKey == "":
+		v.add("http.tlsCert", "tlsKey is missing (give both or neither)")
+	case h.TLSKey != "" && h.TLSCert == "":
+		v.add("http.tlsKey", "tlsCert is missing (give both or neither)")
+	}
+	if r := h.RateLimit.RequestsPerSecond; !(r > 0) {
+		v.add("http.rateLimit.requestsPerSecond", "%s is out of range (more than 0)", num(r))
+	}
+	if b := h.RateLimit.Burst; b < 1 {
+		v.add("http.rateLimit.burst", "%d is out of range (at least 1)", b)
+	}
+}
+
+func (v *validator) database() {
+	if v.c.Database.Path == "" {
+		v.add("database.path", "required")
+	}
+	v.duration("database.rawRetention", v.c.Database.RawRetention, time.Hour, 0)
+}
+
+func (v *validator) log() {
+	switch v.c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q is not a log level (debug, info, warn or error)", v.c.Log.Level)
+	}
+	switch v.c.Log.Format {
+	case "text", "json":
+	default:
+		v.add("log.format", "%q is not a log format (text or json)", v.c.Log.Format)
+	}
+}
+
+func (v *validator) plants() {
+	if len(v.c.Plants) == 0 {
+		v.add("plants", "at least one plant is required")
+		return
+	}
+	ids := map[string]string{}
+	for i, p := range v.c.Plants {
+		path := fmt.Sprintf("plants[%d]", i)
+		if v.id(path+".id", p.ID) {
+			v.unique(ids, p.ID, path+".id", path, "plant id")
+		}
+		if p.Name == "" {
+			v.add(path+".name", "required")
+		}
+		switch {
+		case p.Timezone == "":
+			v.add(path+".timezone", "required (an IANA time zone such as Europe/Berlin)")
+		case p.Timezone == "Local":
+			v.add(path+".timezone", "%q is not an IANA time zone", p.Timezone)
+		default:
+			if _, err := time.LoadLocation(p.Timezone); err != nil {
+				v.add(path+".timezone", "unknown time zone %q", p.Timezone)
+			}
+		}
+		v.location(path+".location", p.Location)
+		v.installation(path+".installation", p.Installation)
+	}
+}
+
+func (v *validator) location(path string, l Location) {
+	v.optRange(path+".latitude", l.Latitude, -90, 90)
+	v.optRange(path+".longitude", l.Longitude, -180, 180)
+	if l.CurrencyCode3 != "" && !currencyPattern.MatchString(l.CurrencyCode3) {
+		v.add(path+".currencyCode3", "%q is not an ISO 4217 currency code (three upper-case letters)", l.CurrencyCode3)
+	}
+}
+
+func (v *validator) installation(path string, in Installation) {
+	v.nonNegative(path+".peakPowerW", in.PeakPowerW)
+	v.nonNegative(path+".co2SavingsFactor", in.CO2SavingsFactor)
+	if d := in.StartUp; !d.IsZero() {
+		if t := d.In(time.UTC); t.Year() != d.Year || t.Month() != d.Month || t.Day() != d.Day {
+			v.add(path+".startUp", "%04d-%02d-%02d is not a valid date", d.Year, d.Month, d.Day)
+		}
+	}
+	v.optRange(path+".azimuth", in.Azimuth, 0, 360)
+	v.optRange(path+".collectorSlope", in.CollectorSlope, 0, 90)
+	names := map[string]string{}
+	for i, a := range in.PVModuleAreas {
+		ap := fmt.Sprintf("%s.pvModuleAreas[%d]", path, i)
+		if a.Name == "" {
+			v.add(ap+".name", "required")
+		}
+		v.unique(names, a.Name, ap+".name", ap, "module area name")
+		if a.Azimuth == nil {
+			v.add(ap+".azimuth", "required (0..360, 0 = north, 180 = south)")
+		}
+		v.optRange(ap+".azimuth", a.Azimuth, 0, 360)
+		if a.CollectorSlope == nil {
+			v.add(ap+".collectorSlope", "required (0..90, 0 = flat)")
+		}
+		v.optRange(ap+".collectorSlope", a.CollectorSlope, 0, 90)
+		v.nonNegative(ap+".peakPowerW", a.PeakPowerW)
+		if a.ModuleCount < 0 {
+			v.add(ap+".moduleCount", "%d is out of range (at least 0)", a.ModuleCount)
+		}
+	}
+}
+
+func (v *validator) devices() {
+	plants := map[string]bool{}
+	for _, p := range v.c.Plants {
+		plants[p.ID] = true
+	}
+	ids := map[string]string{}
+	addrs := map[string]string{}  // host:port unit -> path
+	endpoints := map[string]int{} // host:port -> index
+	for i, d := range v.c.Devices {
+		path := fmt.Sprintf("devices[%d]", i)
+		if v.id(path+".id", d.ID) {
+			v.unique(ids, d.ID, path+".id", path, "device id")
+		}
+		switch {
+		case d.Plant == "" && len(v.c.Plants) > 1:
+			v.add(path+".plant", "required when more than one plant is configured")
+		case d.Plant == "" || plants[d.Plant] || len(v.c.Plants) == 0:
+		case v.c.Migrated.Plants[d.Plant] != "":
+			v.add(path+".plant", "plant %q was migrated to %q", d.Plant, v.c.Migrated.Plants[d.Plant])
+		default:
+			v.add(path+".plant", "unknown plant %q", d.Plant)
+		}
+		hostOK := false
+		switch {
+		case d.Host == "":
+			v.add(path+".host", "required (a host name or IP address)")
+		case hasPort(d.Host):
+			v.add(path+".host", "%q includes a port (give it as port)", d.Host)
+		case !validHost(d.Host):
+			v.add(path+".host", "%q is not a host name or IP address", d.Host)
+		default:
+			hostOK = true
+		}
+		portOK := d.Port >= 1 && d.Port <= 65535
+		if !portOK {
+			v.add(path+".port", "%d is not a TCP port", d.Port)
+		}
+		unitOK := d.Unit >= 0 && d.Unit <= 247 || d.Unit == 255
+		if !unitOK {
+			v.add(path+".unit", "%d is not a Modbus unit id (0..247 or 255)", d.Unit)
+		}
+		switch d.Kind {
+		case "", KindInverter, KindMeter, KindBattery, KindSensor:
+		default:
+			v.add(path+".kind", "%q is not a device kind (inverter, meter, battery or sensor)", d.Kind)
+		}
+		if d.Base != nil && *d.Base != 0 && *d.Base != 40000 && *d.Base != 50000 {
+			v.add(path+".base", "%d is not a SunSpec base address (0, 40000 or 50000)", *d.Base)
+		}
+		v.duration(path+".pollInterval", d.PollInterval, 250*time.Millisecond, time.Hour)
+		v.duration(path+".timeout", d.Timeout, 100*time.Millisecond, 30*time.Second)
+		v.duration(path+".connectDelay", d.ConnectDelay, 0, 10*time.Second)
+		if !d.Enabled || !hostOK || !portOK {
+			continue
+		}
+		endpoint := net.JoinHostPort(canonicalHost(d.Host), strconv.Itoa(d.Port))
+		if unitOK {
+			addr := fmt.Sprintf("%s unit %d", endpoint, d.Unit)
+			if prev, ok := addrs[addr]; ok {
+				v.add(path, "%s is already polled as %s", addr, v.where(prev))
+			} else {
+				addrs[addr] = path
+			}
+		}
+		// Devices behind one address share one connection, and so its
+		// connect delay (modbus.EndpointConfig).
+		if prev, ok := endpoints[endpoint]; !ok {
+			endpoints[endpoint] = i
+		} else if p := v.c.Devices[prev]; p.ConnectDelay != d.ConnectDelay {
+			v.add(path+".connectDelay", "%s differs from the %s of %s, which shares the connection to %s",
+				fmtDuration(d.ConnectDelay), fmtDuration(p.ConnectDelay), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
+		}
+	}
+}
+
+func (v *validator) tokens() {
+	names, hashes := map[string]string{}, map[string]string{}
+	for i, t := range v.c.Tokens {
+		path := fmt.Sprintf("tokens[%d]", i)
+		if t.Name == "" {
+			v.add(path+".name", "required")
+		}
+		v.unique(names, t.Name, path+".name", path, "token name")
+		if v.sha256(path+".sha256", t.SHA256) {
+			if prev, ok := hashes[strings.ToLower(t.SHA256)]; ok {
+				v.add(path+".sha256", "same token as %s", v.where(prev))
+			} else {
+				hashes[strings.ToLower(t.SHA256)] = path
+			}
+		}
+		v.role(path+".role", t.Role)
+	}
+}
+
+func (v *validator) oauthClients() {
+	ids := map[string]string{}
+	for i, o := range v.c.OAuthClients {
+		path := fmt.Sprintf("oauthClients[%d]", i)
+		if o.ClientID == "" {
+			v.add(path+".clientId", "required")
+		}
+		v.unique(ids, o.ClientID, path+".clientId", path, "client id")
+		v.sha256(path+".secretSha256", o.SecretSHA256)
+		v.role(path+".role", o.Role)
+	}
+}
+
+func (v *validator) sha256(field, s string) bool {
+	switch {
+	case s == "":
+		v.add(field, "required (the hex SHA-256 of the secret, 64 digits)")
+	case !sha256Pattern.MatchString(s):
+		v.add(field, "%q is not a hex SHA-256 (64 hex digits)", s)
+	default:
+		return true
+	}
+	return false
+}
+
+func (v *validator) role(field, role string) {
+	switch role {
+	case RoleStandard, RoleInstaller, RoleGridOperator:
+	case "":
+		v.add(field, "required (standard, installer or gridoperator)")
+	default:
+		v.add(field, "%q is not a role (standard, installer or gridoperator)", role)
+	}
+}
+
+var (
+	brokerSchemes = []string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"}
+	tlsSchemes    = []string{"ssl", "tls", "mqtts", "wss"}
+)
+
+func (v *validator) mqtt() {
+	m := v.c.MQTT
+	if m.Broker != "" {
+		v.broker(m)
+	}
+	if m.Password != "" && m.Username == "" {
+		v.add("mqtt.password", "a password needs a username")
+	}
+	switch {
+	case m.ClientCert != "" && m.ClientKey == "":
+		v.add("mqtt.clientCert", "clientKey is missing (give both or neither)")
+	case m.ClientKey != "" && m.ClientCert == "":
+		v.add("mqtt.clientKey", "clientCert is missing (give both or neither)")
+	}
+	p := m.TopicPrefix
+	if p == "" || strings.ContainsAny(p, "+#\x00") || strings.HasPrefix(p, "$") ||
+		strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
+		v.add("mqtt.topicPrefix", "%q is not a topic prefix (levels separated by /, no wildcards, no empty level, not starting with $)", p)
+	}
+	v.duration("mqtt.keepAlive", m.KeepAlive, time.Second, 65535*time.Second)
+	if m.Outbox.MaxRows < 1 {
+		v.add("mqtt.outbox.maxRows", "%d is out of range (at least 1)", m.Outbox.MaxRows)
+	}
+	v.duration("mqtt.outbox.maxAge", m.Outbox.MaxAge, time.Hour, 0)
+}
+
+func (v *validator) broker(m MQTT) {
+	const field = "mqtt.broker"
+	u, err := url.Parse(m.Broker)
+	if err != nil || !strings.Contains(m.Broker, "://") {
+		v.add(field, "%q is not a broker URL (as in tcp://host:1883 or ssl://host:8883)", m.Broker)
+		return
+	}
+	if !slices.Contains(brokerSchemes, u.Scheme) {
+		v.add(field, "%q has an unsupported scheme (tcp, mqtt, ssl, tls, mqtts, ws or wss)", m.Broker)
+		return
+	}
+	ws := u.Scheme == "ws" || u.Scheme == "wss"
+	port := 1883
+	if slices.Contains(tlsSchemes, u.Scheme) {
+		port = 8883
+	}
+	switch {
+	case u.Hostname() == "":
+		v.add(field, "%q has no host", m.Broker)
+	case u.Port() == "" && !ws:
+		v.add(field, "%q has no port (as in %s://%s:%d)", m.Broker, u.Scheme, u.Hostname(), port)
+	case u.Port() != "":
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			v.add(field, "%q has no valid port", m.Broker)
+		}
+	}
+	if !ws && u.Path != "" {
+		v.add(field, "%q has a path; only ws:// and wss:// URLs have one", m.Broker)
+	}
+	if !slices.Contains(tlsSchemes, u.Scheme) {
+		for _, f := range []struct{ name, value string }{{"caFile", m.CAFile}, {"clientCert", m.ClientCert}, {"clientKey", m.ClientKey}} {
+			if f.value != "" {
+				v.add("mqtt."+f.name, "needs a TLS broker (ssl://, tls://, mqtts:// or wss://), not %s://", u.Scheme)
+			}
+		}
+	}
+}
+
+func (v *validator) gridControl() {
+	g := v.c.GridControl
+	if v.duration("gridControl.reversionTimeout", g.ReversionTimeout, 2*time.Second, 65535*time.Second) &&
+		g.ReversionTimeout%time.Second != 0 {
+		v.add("gridControl.reversionTimeout", "%s is not a whole number of seconds", fmtDuration(g.ReversionTimeout))
+	}
+	if r := g.RampRatePercentPerSecond; !(r > 0 && r <= 100) {
+		v.add("gridControl.rampRatePercentPerSecond", "%s is out of range (more than 0, at most 100)", num(r))
+	}
+	v.duration("gridControl.meterLossGrace", g.MeterLossGrace, 0, time.Hour)
+	v.optRange("gridControl.defaults.powerLimitPercent", g.Defaults.PowerLimitPercent, 0, 100)
+}
+
+func (v *validator) migrated() {
+	plants := map[string]bool{}
+	for _, p := range v.c.Plants {
+		plants[p.ID] = true
+	}
+	devices := map[string]bool{}
+	for _, d := range v.c.Devices {
+		devices[d.ID] = true
+	}
+	v.migrations("migrated.plants", "plant", v.c.Migrated.Plants, plants)
+	v.migrations("migrated.devices", "device", v.c.Migrated.Devices, devices)
+}
+
+func (v *validator) migrations(path, what string, m map[string]string, live map[string]bool) {
+	olds := make([]string, 0, len(m))
+	for old := range m {
+		olds = append(olds, old)
+	}
+	slices.Sort(olds)
+	for _, old := range olds {
+		field, to := path+"."+old, m[old]
+		switch {
+		case len(old) > maxIDLen || !idPattern.MatchString(old):
+			v.add(field, "%q is not a valid id (letters, digits and . _ ~ -, starting with a letter or digit, at most %d)", old, maxIDLen)
+		case live[old]:
+			v.add(field, "old id %q is still a configured %s", old, what)
+		case to == "":
+			v.add(field, "required (the new %s id)", what)
+		case !live[to]:
+			v.add(field, "new id %q is not a configured %s", to, what)
+		}
+	}
+}
+
+// duration checks lo <= d <= hi (hi 0: no upper bound) and reports whether
+// it is.
+func (v *validator) duration(field string, d, lo, hi time.Duration) bool {
+	switch {
+	case hi == 0 && d < lo:
+		v.add(field, "%s is out of range (at least %s)", fmtDuration(d), fmtDuration(lo))
+	case hi != 0 && (d < lo || d > hi):
+		v.add(field, "%s is out of range (%s..%s)", fmtDuration(d), fmtDuration(lo), fmtDuration(hi))
+	default:
+		return true
+	}
+	return false
+}
+
+// optRange checks lo <= *f <= hi when f is given.
+func (v *validator) optRange(field string, f *float64, lo, hi float64) {
+	if f != nil && !(*f >= lo && *f <= hi) {
+		v.add(field, "%s is out of range (%s..%s)", num(*f), num(lo), num(hi))
+	}
+}
+
+func (v *validator) nonNegative(field string, f float64) {
+	if !(f >= 0) {
+		v.add(field, "%s is out of range (at least 0)", num(f))
+	}
+}
+
+// num formats a number as briefly as it is exact.
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// fmtDuration formats d as Go does, without zero minutes and seconds (1h,
+// not 1h0m0s), and hours with odd seconds in seconds (65535s, not
+// 18h12m15s).
+func fmtDuration(d time.Duration) string {
+	if d >= time.Hour && d%time.Minute != 0 && d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// validHost reports whether h is an IP address or a host name.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	labels := strings.Split(h, ".")
+	for _, label := range labels {
+		if !hostLabel.MatchString(label) {
+			return false
+		}
+	}
+	// A name whose last label is all digits is a mistyped IPv4 address
+	// (192.168.1.300), not a host name: no top-level domain is numeric.
+	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
+}
+
+// hasPort reports whether h looks like host:port rather than a host.
+func hasPort(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return false // an IPv6 address has colons of its own
+	}
+	_, port, err := net.SplitHostPort(h)
+	return err == nil && port != ""
+}
+
+// canonicalHost returns the form of a valid host that makes equal hosts
+// equal: IP addresses as netip prints them, names lower-cased.
+func canonicalHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.String()
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
