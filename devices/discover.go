@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"plantd/modbus"
 )
@@ -107,10 +108,16 @@ func isException(err error) bool {
 // answers but has no map yields ErrNoSunSpec; an I/O failure is returned as
 // it is (the device is not reachable).
 func Discover(ctx context.Context, r Reader) (*Device, error) {
+	return DiscoverAt(ctx, r, Bases)
+}
+
+// DiscoverAt is Discover probing only the given bases, in order (an
+// installer who knows the device's base saves the probes).
+func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) {
 	var buf []uint16
 	base, found := uint16(0), false
 	var tried []string
-	for _, b := range Bases {
+	for _, b := range bases {
 		regs, err := r.ReadHoldingRegisters(ctx, b, 2, buf[:0])
 		if err != nil {
 			if isException(err) {
@@ -127,7 +134,7 @@ func Discover(ctx context.Context, r Reader) (*Device, error) {
 		buf = regs
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: no SunS marker at 40000, 0 or 50000 (%s)", ErrNoSunSpec, joinTried(tried))
+		return nil, fmt.Errorf("%w: no SunS marker at %s (%s)", ErrNoSunSpec, listBases(bases), joinTried(tried))
 	}
 	d := &Device{Base: base}
 	addr := uint32(base) + 2
@@ -166,6 +173,22 @@ func Discover(ctx context.Context, r Reader) (*Device, error) {
 		d.Capabilities = []Capability{}
 	}
 	return d, nil
+}
+
+// listBases writes bases as "40000, 0 or 50000".
+func listBases(bases []uint16) string {
+	s := ""
+	for i, b := range bases {
+		switch {
+		case i == 0:
+		case i == len(bases)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += strconv.Itoa(int(b))
+	}
+	return s
 }
 
 func joinTried(t []string) string {

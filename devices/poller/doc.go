@@ -1,0 +1,14 @@
+// Package poller keeps every configured device read on time, whatever the
+// others do: one goroutine per device, each with its own interval, that
+// discovers the device (once per appearance), reads its poll models with a
+// read plan and hands one Sample per poll to a sink.
+//
+// A dead, slow or garbage-answering device is marked stale, then offline,
+// with the reason, and retried with backoff in its own goroutine; it never
+// delays another device except through a connection they share (devices
+// behind one gateway address take turns on its one socket, as the device
+// requires). State changes are logged once per transition, not per poll.
+//
+// The poller imports modbus and devices; it knows nothing of the plant
+// domain, storage, HTTP or MQTT.
+package poller

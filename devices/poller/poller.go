@@ -1,0 +1,311 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"plantd/devices"
+	"plantd/modbus"
+)
+
+// Interval limits and defaults.
+const (
+	DefaultInterval = 5 * time.Second
+	MinInterval     = 250 * time.Millisecond
+	// MaxRetryWait bounds the backoff of a failing device.
+	MaxRetryWait = 30 * time.Second
+	// staleAfter is how many intervals without an answer turn a stale
+	// device offline.
+	staleAfter = 3
+)
+
+// DeviceConfig is one device to poll.
+type DeviceConfig struct {
+	ID      string
+	Address string // host:port
+	Unit    byte
+	// Kind, when set, overrides the kind discovery derives from the models.
+	Kind devices.Kind
+	// Bases are the addresses probed for the SunSpec map (nil: 40000, 0,
+	// 50000).
+	Bases []uint16
+	// Interval between polls (default 5 s, at least 250 ms).
+	Interval time.Duration
+	// Timeout of each request (default 2 s).
+	Timeout time.Duration
+	// ConnectDelay is waited after connecting, before the first request.
+	ConnectDelay time.Duration
+}
+
+// Sink receives every sample. It is called from the device's goroutine and
+// must return quickly.
+type Sink func(Sample)
+
+// Poller polls a set of devices.
+type Poller struct {
+	log     *slog.Logger
+	pool    *modbus.Pool
+	sink    Sink
+	devices []*device
+	now     func() time.Time
+}
+
+// New checks the device list and returns a poller. The pool is shared with
+// other users of the same endpoints (grid control writes); sink gets the
+// samples.
+func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger) (*Poller, error) {
+	if pool == nil || sink == nil {
+		return nil, errors.New("poller: pool and sink are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now}
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if c.ID == "" {
+			return nil, errors.New("poller: device without id")
+		}
+		if seen[c.ID] {
+			return nil, fmt.Errorf("poller: device %s listed twice", c.ID)
+		}
+		seen[c.ID] = true
+		if c.Interval == 0 {
+			c.Interval = DefaultInterval
+		}
+		if c.Interval < MinInterval {
+			return nil, fmt.Errorf("poller: device %s: interval %v below %v", c.ID, c.Interval, MinInterval)
+		}
+		if c.Timeout == 0 {
+			c.Timeout = modbus.DefaultTimeout
+		}
+		ep := pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
+		p.devices = append(p.devices, &device{
+			cfg:    c,
+			client: ep.Unit(c.Unit, c.Timeout),
+			log:    logger.With("device", c.ID),
+			stats:  DeviceStats{ID: c.ID},
+		})
+	}
+	return p, nil
+}
+
+// Run polls until ctx ends, then returns nil once every device goroutine
+// has stopped.
+func (p *Poller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, d := range p.devices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.run(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Stats returns the poll counters of every device, in configuration order.
+func (p *Poller) Stats() []DeviceStats {
+	out := make([]DeviceStats, len(p.devices))
+	for i, d := range p.devices {
+		d.mu.Lock()
+		out[i] = d.stats
+		d.mu.Unlock()
+	}
+	return out
+}
+
+// DeviceStats counts one device's polls.
+type DeviceStats struct {
+	ID        string
+	State     State
+	Polls     uint64 // polls attempted
+	Successes uint64
+	LastError string
+	LastPoll  time.Time
+	// LastDuration is how long the last poll took.
+	LastDuration time.Duration
+}
+
+// device is the state of one polled device; only its goroutine writes it,
+// Stats reads under mu.
+type device struct {
+	cfg    DeviceConfig
+	client *modbus.Client
+	log    *slog.Logger
+
+	info     *devices.Device
+	plan     *devices.ReadPlan
+	lastOK   time.Time
+	failures int
+	state    State
+
+	mu    sync.Mutex
+	stats DeviceStats
+}
+
+func (d *device) run(ctx context.Context, p *Poller) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	next := p.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := p.now()
+		s := d.poll(ctx, p)
+		if ctx.Err() != nil {
+			return // a poll cut short by shutdown is not a device failure
+		}
+		d.record(s, p.now().Sub(start))
+		p.sink(s)
+
+		wait := d.cfg.Interval
+		if s.Err != nil {
+			wait = d.retryWait()
+		}
+		// Keep a fixed rate: the next poll is due one interval after the
+		// previous one was due, not after this one ended; polls that could
+		// not keep up are skipped, not bunched.
+		next = next.Add(wait)
+		now := p.now()
+		if next.Before(now) {
+			next = now
+		}
+		timer.Reset(next.Sub(now))
+	}
+}
+
+// retryWait is the wait after a failed poll: the interval for the first
+// failures (a single lost answer is common), then doubling up to
+// MaxRetryWait, never below the interval.
+func (d *device) retryWait() time.Duration {
+	w := d.cfg.Interval
+	for i := 2; i < d.failures && w < MaxRetryWait; i++ {
+		w *= 2
+	}
+	return max(d.cfg.Interval, min(w, MaxRetryWait))
+}
+
+// poll discovers the device when needed and reads its poll models.
+func (d *device) poll(ctx context.Context, p *Poller) Sample {
+	s := Sample{Device: d.cfg.ID}
+	err := d.read(ctx, &s)
+	if err != nil && d.state == StateOnline && connectionLost(err) && ctx.Err() == nil {
+		// The device, or another client of a device that keeps only one,
+		// closed a connection that was fine a poll ago. The next request
+		// reconnects: try once more at once instead of losing the poll.
+		err = d.read(ctx, &s)
+	}
+	s.Time = p.now().UTC()
+	s.Info = d.info
+	if err == nil {
+		d.failures = 0
+		d.lastOK = s.Time
+		if d.state != StateOnline {
+			d.log.Info(fmt.Sprintf("device %s online (%s %s, models %s)", d.cfg.ID,
+				d.info.Manufacturer, d.info.Model, modelList(d.info)), "address", d.cfg.Address, "unit", d.cfg.Unit)
+		}
+		d.state = StateOnline
+		s.State = d.state
+		return s
+	}
+	s.Err = err
+	s.Models = nil
+	d.failures++
+	prev := d.state
+	if d.state == StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
+		d.state = StateStale
+	} else {
+		d.state = StateOffline
+		// A device that comes back may have been replaced or reconfigured:
+		// discover it again.
+		d.info, d.plan = nil, nil
+	}
+	if d.state != prev {
+		if d.state == StateStale {
+			d.log.Warn(fmt.Sprintf("device %s stale: %v", d.cfg.ID, err))
+		} else {
+			d.log.Warn(fmt.Sprintf("device %s offline: %v", d.cfg.ID, err))
+		}
+	}
+	s.State = d.state
+	return s
+}
+
+func (d *device) read(ctx context.Context, s *Sample) error {
+	if d.info == nil {
+		bases := d.cfg.Bases
+		if bases == nil {
+			bases = devices.Bases
+		}
+		info, err := devices.DiscoverAt(ctx, d.client, bases)
+		if err != nil {
+			return fmt.Errorf("discover: %w", err)
+		}
+		if d.cfg.Kind != "" {
+			info.Kind = d.cfg.Kind
+		}
+		plan, err := info.NewReadPlan(info.PollModels())
+		if err != nil {
+			return err
+		}
+		d.info, d.plan = info, plan
+	}
+	insts, err := d.plan.Read(ctx, d.client)
+	if err != nil {
+		return err
+	}
+	// The plan reuses its buffers; the sample owns copies.
+	s.Models = make([]*devices.Instance, len(insts))
+	for i, in := range insts {
+		c, err := devices.NewInstance(in.Model, in.Addr, slices.Clone(in.Regs))
+		if err != nil {
+			return err
+		}
+		s.Models[i] = c
+	}
+	return nil
+}
+
+// connectionLost reports whether err says the peer closed or reset an
+// established connection (not a timeout or a bad answer).
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func (d *device) record(s Sample, took time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Polls++
+	d.stats.State = s.State
+	d.stats.LastPoll = s.Time
+	d.stats.LastDuration = took
+	if s.Err == nil {
+		d.stats.Successes++
+		d.stats.LastError = ""
+	} else {
+		d.stats.LastError = s.Err.Error()
+	}
+}
+
+func modelList(info *devices.Device) string {
+	ids := make([]string, len(info.Models))
+	for i, m := range info.Models {
+		ids[i] = strconv.Itoa(int(m.ID))
+	}
+	return strings.Join(ids, ",")
+}

@@ -1,0 +1,376 @@
+package poller_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"plantd/devices"
+	"plantd/devices/poller"
+	"plantd/devices/sim"
+	"plantd/modbus"
+)
+
+const interval = 250 * time.Millisecond
+
+func startPlant(t testing.TB, cfg sim.Config) *sim.Plant {
+	t.Helper()
+	p, err := sim.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// collector keeps the samples of a run.
+type collector struct {
+	mu      sync.Mutex
+	samples []poller.Sample
+}
+
+func (c *collector) sink(s poller.Sample) {
+	c.mu.Lock()
+	c.samples = append(c.samples, s)
+	c.mu.Unlock()
+}
+
+// since returns the samples of a device from time t on.
+func (c *collector) since(id string, t time.Time) []poller.Sample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []poller.Sample
+	for _, s := range c.samples {
+		if s.Device == id && !s.Time.Before(t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *collector) last(id string) (poller.Sample, bool) {
+	s := c.since(id, time.Time{})
+	if len(s) == 0 {
+		return poller.Sample{}, false
+	}
+	return s[len(s)-1], true
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func deviceConfigs(p *sim.Plant, timeout time.Duration) []poller.DeviceConfig {
+	var out []poller.DeviceConfig
+	for _, d := range p.Devices() {
+		out = append(out, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: interval, Timeout: timeout})
+	}
+	return out
+}
+
+// runPoller starts a poller in the background; the returned stop waits
+// for it to end.
+func runPoller(t *testing.T, cfgs []poller.DeviceConfig, sink poller.Sink) (*poller.Poller, *modbus.Pool, func()) {
+	t.Helper()
+	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
+	pl, err := poller.New(cfgs, pool, sink, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { pl.Run(ctx); close(done) }()
+	stop := func() { cancel(); <-done; pool.Close() }
+	t.Cleanup(stop)
+	return pl, pool, sync.OnceFunc(stop)
+}
+
+func TestAllDevicesOnline(t *testing.T) {
+	p := startPlant(t, sim.DefaultConfig())
+	var c collector
+	runPoller(t, deviceConfigs(p, time.Second), c.sink)
+	for _, d := range p.Devices() {
+		waitFor(t, 10*time.Second, d.ID()+" online", func() bool {
+			s, ok := c.last(d.ID())
+			return ok && s.State == poller.StateOnline && len(s.Models) > 0
+		})
+	}
+}
+
+// TestSharedEndpointOneClient puts two devices behind one gateway address
+// that keeps a single client: plantd must use one connection for both and
+// poll each at its rate.
+func TestSharedEndpointOneClient(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Devices = []sim.DeviceConfig{
+		{ID: "inv1", Kind: sim.KindInverter, Unit: 1, Endpoint: "gw"},
+		{ID: "meter", Kind: sim.KindMeter, Unit: 2, Endpoint: "gw"},
+	}
+	p := startPlant(t, cfg)
+	for _, d := range p.Devices() {
+		d.SetFault(sim.Fault{Kind: sim.FaultOneClient})
+	}
+	if p.Devices()[0].Addr() != p.Devices()[1].Addr() {
+		t.Fatal("the simulated devices do not share an address")
+	}
+	var c collector
+	_, pool, _ := runPoller(t, deviceConfigs(p, time.Second), c.sink)
+	start := time.Now()
+	window := 3 * time.Second
+	time.Sleep(window)
+	for _, d := range p.Devices() {
+		ok := countOK(c.since(d.ID(), start))
+		rate := float64(ok) / window.Seconds()
+		t.Logf("%s (unit %d on %s): %d good polls in %v = %.2f/s (target %.2f/s)", d.ID(), d.Unit(), d.Addr(), ok, window, rate, 1/interval.Seconds())
+		if rate < 0.8/interval.Seconds() {
+			t.Errorf("%s polled at %.2f/s, want at least 80%% of %.2f/s", d.ID(), rate, 1/interval.Seconds())
+		}
+	}
+	st := pool.Endpoint(modbus.EndpointConfig{Address: p.Devices()[0].Addr()}).Stats()
+	if st.Connects != 1 {
+		t.Errorf("%d connections to the shared endpoint, want 1", st.Connects)
+	}
+}
+
+func countOK(ss []poller.Sample) int {
+	n := 0
+	for _, s := range ss {
+		if s.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFaultIsolation switches each simulator fault on for one device and
+// checks that the poller reports it with a reason, that a device on
+// another endpoint and one behind the same endpoint keep their poll rate,
+// and that the faulty device recovers by itself when the fault ends.
+func TestFaultIsolation(t *testing.T) {
+	type check func(t *testing.T, s poller.Sample)
+	failsWith := func(target error, words string) check {
+		return func(t *testing.T, s poller.Sample) {
+			if s.Err == nil || (target != nil && !errors.Is(s.Err, target)) || !strings.Contains(s.Err.Error(), words) {
+				t.Errorf("poll error %v, want %v mentioning %q", s.Err, target, words)
+			}
+			if s.State == poller.StateOnline {
+				t.Errorf("state %s after a failed poll", s.State)
+			}
+		}
+	}
+	tests := []struct {
+		fault sim.Fault
+		// sharedOK says whether the device sharing the endpoint keeps its
+		// rate: not when each failed request of the faulty device costs a
+		// timeout on the connection they take turns on.
+		sharedOK   bool
+		check      check
+		recoverMax time.Duration
+	}{
+		{sim.Fault{Kind: sim.FaultSlow, Delay: 2 * time.Second}, false, failsWith(modbus.ErrTimeout, "timeout"), 10 * time.Second},
+		// Some garbage frames are cut short: the client waits for the rest until
+		// its timeout, and the device sharing the connection waits with it.
+		{sim.Fault{Kind: sim.FaultGarbage}, false, failsWith(nil, "modbus read"), 10 * time.Second},
+		{sim.Fault{Kind: sim.FaultWrongTID}, true, failsWith(modbus.ErrMismatch, "transaction id"), 10 * time.Second},
+		{sim.Fault{Kind: sim.FaultException, Code: 4}, true, failsWith(nil, "server device failure"), 10 * time.Second},
+		{sim.Fault{Kind: sim.FaultNotImplemented}, true, func(t *testing.T, s poller.Sample) {
+			if s.Err != nil {
+				t.Fatalf("poll failed: %v", s.Err)
+			}
+			w, err := s.Model(103).Float("W")
+			if !errors.Is(err, devices.ErrNotImplemented) {
+				t.Errorf("W = %v, %v: want not implemented (absent), not a number", w, err)
+			}
+		}, 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fault.Kind.String(), func(t *testing.T) {
+			cfg := sim.DefaultConfig()
+			cfg.Devices = []sim.DeviceConfig{
+				{ID: "inv1", Kind: sim.KindInverter, Unit: 1, Endpoint: "gw"},
+				{ID: "meter", Kind: sim.KindMeter, Unit: 2, Endpoint: "gw"},
+				{ID: "wx", Kind: sim.KindSensor, Unit: 1},
+			}
+			p := startPlant(t, cfg)
+			var c collector
+			cfgs := deviceConfigs(p, 500*time.Millisecond)
+			runPoller(t, cfgs, c.sink)
+			waitFor(t, 10*time.Second, "all online", func() bool {
+				for _, d := range p.Devices() {
+					if s, ok := c.last(d.ID()); !ok || s.State != poller.StateOnline {
+						return false
+					}
+				}
+				return true
+			})
+			inv := p.Devices()[0]
+			start := time.Now()
+			inv.SetFault(tc.fault)
+			window := 3 * time.Second
+			time.Sleep(window)
+			for _, d := range p.Devices()[1:] {
+				ok := countOK(c.since(d.ID(), start))
+				rate := float64(ok) / window.Seconds()
+				where := "own endpoint"
+				if d.Addr() == inv.Addr() {
+					where = "same endpoint"
+				}
+				t.Logf("fault %s on inv1: %s (%s) %.2f good polls/s (target %.2f/s)", tc.fault, d.ID(), where, rate, 1/interval.Seconds())
+				if (where == "own endpoint" || tc.sharedOK) && rate < 0.8/interval.Seconds() {
+					t.Errorf("%s (%s) polled at %.2f/s during the fault, want at least 80%% of %.2f/s", d.ID(), where, rate, 1/interval.Seconds())
+				}
+			}
+			s, _ := c.last("inv1")
+			tc.check(t, s)
+			t.Logf("fault %s: inv1 state %s, reason: %v", tc.fault, s.State, s.Err)
+
+			inv.SetFault(sim.Fault{Kind: sim.FaultNone})
+			cleared := time.Now()
+			waitFor(t, tc.recoverMax, "inv1 back online", func() bool {
+				s, ok := c.last("inv1")
+				return ok && s.State == poller.StateOnline && s.Time.After(cleared) && s.Model(103) != nil
+			})
+			t.Logf("fault %s: inv1 recovered %v after the fault ended", tc.fault, time.Since(cleared).Round(10*time.Millisecond))
+		})
+	}
+}
+
+// TestFaultIsolationOwnEndpoint covers the faults that take a whole
+// connection down (drop, offline, one client taken over by another tool):
+// the device on its own endpoint fails and recovers, the others keep
+// their rate.
+func TestFaultIsolationOwnEndpoint(t *testing.T) {
+	for _, fault := range []sim.Fault{{Kind: sim.FaultDrop}, {Kind: sim.FaultOffline}, {Kind: sim.FaultGarbage}, {Kind: sim.FaultSlow, Delay: 2 * time.Second}} {
+		t.Run(fault.Kind.String(), func(t *testing.T) {
+			cfg := sim.DefaultConfig()
+			cfg.Devices = cfg.Devices[:3] // inv1, inv2, meter
+			p := startPlant(t, cfg)
+			var c collector
+			runPoller(t, deviceConfigs(p, 500*time.Millisecond), c.sink)
+			waitFor(t, 10*time.Second, "all online", func() bool {
+				for _, d := range p.Devices() {
+					if s, ok := c.last(d.ID()); !ok || s.State != poller.StateOnline {
+						return false
+					}
+				}
+				return true
+			})
+			inv := p.Devices()[0]
+			start := time.Now()
+			inv.SetFault(fault)
+			window := 3 * time.Second
+			time.Sleep(window)
+			for _, d := range p.Devices()[1:] {
+				rate := float64(countOK(c.since(d.ID(), start))) / window.Seconds()
+				t.Logf("fault %s on inv1: %s %.2f good polls/s (target %.2f/s)", fault, d.ID(), rate, 1/interval.Seconds())
+				if rate < 0.8/interval.Seconds() {
+					t.Errorf("%s polled at %.2f/s during the fault", d.ID(), rate)
+				}
+			}
+			s, _ := c.last("inv1")
+			if s.Err == nil || s.State == poller.StateOnline {
+				t.Errorf("inv1 during %s: state %s err %v", fault, s.State, s.Err)
+			}
+			t.Logf("fault %s: inv1 %s: %v", fault, s.State, s.Err)
+			inv.SetFault(sim.Fault{Kind: sim.FaultNone})
+			cleared := time.Now()
+			waitFor(t, 40*time.Second, "inv1 back online", func() bool {
+				s, ok := c.last("inv1")
+				return ok && s.State == poller.StateOnline && s.Time.After(cleared)
+			})
+			t.Logf("fault %s: inv1 recovered %v after the fault ended", fault, time.Since(cleared).Round(10*time.Millisecond))
+		})
+	}
+}
+
+// TestOneClientTakenOver has another Modbus client (a vendor logger) keep
+// connecting to a device that keeps only one client: plantd loses its
+// connection each time, reconnects, and keeps polling.
+func TestOneClientTakenOver(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Devices = cfg.Devices[:1]
+	p := startPlant(t, cfg)
+	inv := p.Devices()[0]
+	inv.SetFault(sim.Fault{Kind: sim.FaultOneClient})
+	var c collector
+	runPoller(t, deviceConfigs(p, time.Second), c.sink)
+	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == poller.StateOnline })
+	start := time.Now()
+	window := 3 * time.Second
+	for time.Since(start) < window {
+		conn, err := net.Dial("tcp", inv.Addr())
+		if err == nil {
+			time.Sleep(50 * time.Millisecond)
+			conn.Close()
+		}
+		time.Sleep(450 * time.Millisecond)
+	}
+	ss := c.since("inv1", start)
+	rate := float64(countOK(ss)) / window.Seconds()
+	t.Logf("inv1 with another client taking its connection every 0.5 s: %d polls, %.2f good polls/s (target %.2f/s)", len(ss), rate, 1/interval.Seconds())
+	if rate < 0.5/interval.Seconds() {
+		t.Errorf("inv1 polled at %.2f/s while its connection was taken over", rate)
+	}
+	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == poller.StateOnline })
+}
+
+// TestNoGoroutineLeak connects and disconnects a device 1,000 times: a
+// poller started, polling once and stopped, and a connection dropped by the
+// device under a running poller. The goroutine count ends where it began.
+func TestNoGoroutineLeak(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Devices = cfg.Devices[2:3] // the meter
+	p := startPlant(t, cfg)
+	d := p.Devices()[0]
+	before := runtime.NumGoroutine()
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	for i := 0; i < n; i++ {
+		got := make(chan struct{}, 1)
+		pool := modbus.NewPool(nil)
+		pl, err := poller.New([]poller.DeviceConfig{{ID: "meter", Address: d.Addr(), Unit: d.Unit(), Interval: time.Second}}, pool,
+			func(s poller.Sample) {
+				select {
+				case got <- struct{}{}:
+				default:
+				}
+			}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { pl.Run(ctx); close(done) }()
+		<-got
+		cancel()
+		<-done
+		pool.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before %d connect/disconnect cycles, %d after:\n%s", before, n, after, buf[:runtime.Stack(buf, true)])
+	}
+}

@@ -1,0 +1,63 @@
+package poller
+
+import (
+	"time"
+
+	"plantd/devices"
+)
+
+// Sample is the outcome of one poll of one device: the SunSpec models read,
+// decoded and owned by the sample, or the reason the poll failed. The
+// poller emits one Sample per device per poll.
+type Sample struct {
+	// Device is the configured device id.
+	Device string
+	// Time is when the poll's answer arrived (UTC).
+	Time time.Time
+	// Info is what discovery learned of the device (identity, kind, models,
+	// ratings); nil until the device was discovered once. It is shared
+	// between samples and never modified.
+	Info *devices.Device
+	// Models are the device's poll models as read, in chain order; nil when
+	// Err is set.
+	Models []*devices.Instance
+	// Err is why the poll failed (unreachable, timeout, garbage answer,
+	// exception); nil on success.
+	Err error
+	// State is the device's communication state after this poll.
+	State State
+}
+
+// Model returns the sample's instance of model id, or nil.
+func (s *Sample) Model(id uint16) *devices.Instance {
+	for _, m := range s.Models {
+		if m.Model.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// State is a device's communication state.
+type State int
+
+// The communication states. A device starts Unknown, is Online while polls
+// succeed, Stale after a failed poll while its last values are younger than
+// three poll intervals, and Offline after that or when it cannot be
+// reached at all.
+const (
+	StateUnknown State = iota
+	StateOnline
+	StateStale
+	StateOffline
+)
+
+var stateNames = [...]string{"unknown", "online", "stale", "offline"}
+
+// String returns "online", "stale", "offline" or "unknown".
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
