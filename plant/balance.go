@@ -1,0 +1,357 @@
+package plant
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"plantd/devices/poller"
+)
+
+// Balance is a plant's live energy balance, in W (DESIGN §4 energy balance
+// fields). A nil field does not exist for the plant now and is omitted from
+// the API, never sent as 0: a plant without a battery has no battery
+// fields, and a value no device could give is absent. Rates are 0..1.
+type Balance struct {
+	PlantID string    `json:"-"`
+	Time    time.Time `json:"-"` // when the balance was computed
+
+	PVGenerationW       *float64 `json:"pvGeneration,omitempty"`
+	GridFeedInW         *float64 `json:"gridFeedIn,omitempty"`
+	GridConsumptionW    *float64 `json:"gridConsumption,omitempty"`
+	DirectConsumptionW  *float64 `json:"directConsumption,omitempty"`
+	SelfConsumptionW    *float64 `json:"selfConsumption,omitempty"`
+	SelfSupplyW         *float64 `json:"selfSupply,omitempty"`
+	TotalConsumptionW   *float64 `json:"totalConsumption,omitempty"`
+	TotalGenerationW    *float64 `json:"totalGeneration,omitempty"`
+	BatteryChargingW    *float64 `json:"batteryCharging,omitempty"`
+	BatteryDischargingW *float64 `json:"batteryDischarging,omitempty"`
+	// BatteryStateOfChargePct is the plant's SoC: the mean of its batteries
+	// weighted by their rated energy (a plain mean when a rating is
+	// unknown).
+	BatteryStateOfChargePct *float64 `json:"batteryStateOfCharge,omitempty"`
+	AutarkyRate             *float64 `json:"autarkyRate,omitempty"`
+	SelfConsumptionRate     *float64 `json:"selfConsumptionRate,omitempty"`
+
+	// Error names the devices behind a value that are stale or missing;
+	// nil when every device contributed fresh values.
+	Error *DataError `json:"-"`
+}
+
+// EnergyMix is a plant's live energy mix: which share of the consumption
+// comes from PV directly, from the battery and from the grid (0..1, summing
+// to 1), and the consumption itself in W.
+type EnergyMix struct {
+	PlantID string    `json:"-"`
+	Time    time.Time `json:"-"`
+
+	PVConsumptionRate      *float64 `json:"pvConsumptionRate,omitempty"`
+	BatteryConsumptionRate *float64 `json:"batteryConsumptionRate,omitempty"`
+	GridConsumptionRate    *float64 `json:"gridConsumptionRate,omitempty"`
+	TotalConsumptionW      *float64 `json:"totalConsumption,omitempty"`
+
+	Error *DataError `json:"-"`
+}
+
+// DataError is the error member of a live set: the devices whose values
+// are stale or missing (DESIGN §4, modelled).
+type DataError struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Devices []DeviceIssue `json:"devices"`
+}
+
+// Error implements error.
+func (e *DataError) Error() string { return e.Code + ": " + e.Message }
+
+// DeviceIssue names one device behind a live value and what is wrong.
+type DeviceIssue struct {
+	DeviceID string      `json:"deviceId"`
+	Reason   IssueReason `json:"reason"`
+}
+
+// IssueReason is why a device's values are not current.
+type IssueReason string
+
+// The issue reasons.
+const (
+	// IssueStale: the last poll failed; the values used are from the poll
+	// before (still fresh by the poller's rule).
+	IssueStale IssueReason = "Stale"
+	// IssueTimedOut and IssueUnreachable: the device is offline (its last
+	// poll timed out, or failed otherwise); its values are not used.
+	IssueTimedOut    IssueReason = "TimedOut"
+	IssueUnreachable IssueReason = "Unreachable"
+	// IssueNoData: the device was never read successfully.
+	IssueNoData IssueReason = "NoData"
+	// IssueNoValue: the device answers but does not give the value needed
+	// (not implemented) while it says it is operating.
+	IssueNoValue IssueReason = "NoValue"
+)
+
+// DataErrorCode is the Code of a DataError.
+const DataErrorCode = "DeviceValuesNotCurrent"
+
+// contrib is what one device gives to a plant's balance.
+type contrib struct {
+	id      string
+	kind    Kind
+	state   poller.State
+	lastErr error
+	everOK  bool
+	off     bool // its operating state says off, sleeping or standby
+	// values: PV, consumption, feed-in, charging, discharging, SoC
+	pv, cons, feed, cha, dis, soc  float64
+	hasPV, hasGrid, hasBat, hasSoC bool
+	capacityWh                     float64
+}
+
+// contribs reads the balance inputs of a plant's active devices.
+func (l *Live) contribs(plantID string) ([]contrib, error) {
+	if _, ok := l.plantIx[plantID]; !ok {
+		return nil, fmt.Errorf("live balance of plant %q: %w", plantID, ErrUnknownPlant)
+	}
+	var out []contrib
+	for _, d := range l.byPlant[plantID] {
+		switch d.kind() {
+		case KindInverter, KindMeter, KindBattery:
+		default:
+			continue
+		}
+		if !d.info.Active() {
+			continue
+		}
+		d.mu.Lock()
+		c := contrib{
+			id:      d.info.ID,
+			kind:    d.info.Kind,
+			state:   d.state,
+			lastErr: d.lastErr,
+			everOK:  !d.lastOK.IsZero(),
+			off:     d.status.op == opOff,
+		}
+		v := &d.vals
+		c.pv, c.hasPV = v.get(PVGeneration)
+		var okC, okF bool
+		c.cons, okC = v.get(GridConsumption)
+		c.feed, okF = v.get(GridFeedIn)
+		c.hasGrid = okC && okF
+		var okCha, okDis bool
+		c.cha, okCha = v.get(BatteryCharging)
+		c.dis, okDis = v.get(BatteryDischarging)
+		c.hasBat = okCha && okDis
+		c.soc, c.hasSoC = v.get(BatteryStateOfCharge)
+		if d.disc != nil {
+			c.capacityWh = d.disc.RatedEnergyWh
+		}
+		d.mu.Unlock()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// EnergyBalance computes a plant's live energy balance from the cached
+// values (see Balance and doc.go for the rules).
+func (l *Live) EnergyBalance(plantID string) (Balance, error) {
+	cs, err := l.contribs(plantID)
+	if err != nil {
+		return Balance{}, err
+	}
+	b := computeBalance(cs)
+	b.PlantID, b.Time = plantID, l.now()
+	return b, nil
+}
+
+// EnergyMix computes a plant's live energy mix.
+func (l *Live) EnergyMix(plantID string) (EnergyMix, error) {
+	cs, err := l.contribs(plantID)
+	if err != nil {
+		return EnergyMix{}, err
+	}
+	m := mixOf(computeBalance(cs))
+	m.PlantID, m.Time = plantID, l.now()
+	return m, nil
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// clamp bounds v to lo..hi.
+func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
+
+// computeBalance is the pure balance rule.
+//
+// A device whose state is offline or that was never read gives nothing; a
+// stale device gives its last values; both are named in Error. An inverter
+// or battery that answers without the power value gives 0 when its
+// operating state is off/sleeping/standby (a sleeping inverter at night
+// often reports W as not implemented), else nothing (NoValue).
+//
+// Each basic field (pvGeneration, grid, battery) is present when at least
+// one device of its role gave a value (the sum of those that did). The
+// derived fields need the grid and, for each role the plant has, that
+// role's value:
+//
+//	totalConsumption  = PV + gridConsumption + batteryDischarging − gridFeedIn − batteryCharging (≥ 0)
+//	selfConsumption   = PV − gridFeedIn (0..PV)
+//	directConsumption = PV − gridFeedIn − batteryCharging (0..PV)
+//	selfSupply        = totalConsumption − gridConsumption (0..totalConsumption)
+//	autarkyRate       = selfSupply / totalConsumption (absent when consumption is 0)
+//	selfConsumptionRate = selfConsumption / PV (absent when PV is 0)
+//	totalGeneration   = PV (no other generators yet)
+func computeBalance(cs []contrib) Balance {
+	var b Balance
+	var (
+		pv, cons, feed, cha, dis    float64
+		pvOK, gridOK, batOK         bool
+		hasInv, hasBat              bool
+		socSum, socWeight, socPlain float64
+		socN                        int
+		socAllRated                 = true
+		issues                      []DeviceIssue
+	)
+	issue := func(id string, r IssueReason) {
+		for _, is := range issues {
+			if is.DeviceID == id {
+				return
+			}
+		}
+		issues = append(issues, DeviceIssue{DeviceID: id, Reason: r})
+	}
+	for _, c := range cs {
+		switch c.kind {
+		case KindInverter:
+			hasInv = true
+		case KindBattery:
+			hasBat = true
+		}
+		switch {
+		case c.state == poller.StateOffline:
+			r := IssueUnreachable
+			if isTimeout(c.lastErr) {
+				r = IssueTimedOut
+			}
+			issue(c.id, r)
+			continue
+		case c.state == poller.StateUnknown || !c.everOK:
+			issue(c.id, IssueNoData)
+			continue
+		case c.state == poller.StateStale:
+			issue(c.id, IssueStale)
+		}
+		switch c.kind {
+		case KindInverter:
+			switch {
+			case c.hasPV:
+				pv += c.pv
+				pvOK = true
+			case c.off:
+				pvOK = true
+			default:
+				issue(c.id, IssueNoValue)
+			}
+		case KindMeter:
+			if c.hasGrid {
+				cons += c.cons
+				feed += c.feed
+				gridOK = true
+			} else {
+				issue(c.id, IssueNoValue)
+			}
+		case KindBattery:
+			switch {
+			case c.hasBat:
+				cha += c.cha
+				dis += c.dis
+				batOK = true
+			case c.off:
+				batOK = true
+			default:
+				issue(c.id, IssueNoValue)
+			}
+			if c.hasSoC {
+				socN++
+				socPlain += c.soc
+				if c.capacityWh > 0 {
+					socSum += c.soc * c.capacityWh
+					socWeight += c.capacityWh
+				} else {
+					socAllRated = false
+				}
+			}
+		}
+	}
+	if pvOK {
+		b.PVGenerationW = ptr(pv)
+		b.TotalGenerationW = ptr(pv)
+	}
+	if gridOK {
+		b.GridConsumptionW = ptr(cons)
+		b.GridFeedInW = ptr(feed)
+	}
+	if batOK {
+		b.BatteryChargingW = ptr(cha)
+		b.BatteryDischargingW = ptr(dis)
+	}
+	if socN > 0 {
+		soc := socPlain / float64(socN)
+		if socAllRated && socWeight > 0 {
+			soc = socSum / socWeight
+		}
+		b.BatteryStateOfChargePct = ptr(soc)
+	}
+	if gridOK && (pvOK || !hasInv) && (batOK || !hasBat) {
+		total := math.Max(0, pv+cons+dis-feed-cha)
+		b.TotalConsumptionW = ptr(total)
+		selfSupply := clamp(total-cons, 0, total)
+		b.SelfSupplyW = ptr(selfSupply)
+		if total > 0 {
+			b.AutarkyRate = ptr(clamp(selfSupply/total, 0, 1))
+		}
+		if pvOK {
+			self := clamp(pv-feed, 0, pv)
+			b.SelfConsumptionW = ptr(self)
+			b.DirectConsumptionW = ptr(clamp(pv-feed-cha, 0, pv))
+			if pv > 0 {
+				b.SelfConsumptionRate = ptr(clamp(self/pv, 0, 1))
+			}
+		}
+	}
+	if len(issues) > 0 {
+		b.Error = &DataError{
+			Code:    DataErrorCode,
+			Message: fmt.Sprintf("values of %d device(s) are stale or missing", len(issues)),
+			Devices: issues,
+		}
+	}
+	return b
+}
+
+// mixOf derives the energy mix from a balance: the consumption's sources
+// are PV used directly, battery discharge and grid import; each rate is its
+// share of their sum (which is totalConsumption whenever the readings are
+// consistent).
+func mixOf(b Balance) EnergyMix {
+	m := EnergyMix{Error: b.Error, TotalConsumptionW: b.TotalConsumptionW}
+	if b.TotalConsumptionW == nil || b.GridConsumptionW == nil {
+		return m
+	}
+	val := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	direct, dis, grid := val(b.DirectConsumptionW), val(b.BatteryDischargingW), val(b.GridConsumptionW)
+	sum := direct + dis + grid
+	if sum <= 0 {
+		return m
+	}
+	if b.DirectConsumptionW != nil {
+		m.PVConsumptionRate = ptr(direct / sum)
+	}
+	m.GridConsumptionRate = ptr(grid / sum)
+	if b.BatteryDischargingW != nil {
+		m.BatteryConsumptionRate = ptr(dis / sum)
+	}
+	return m
+}

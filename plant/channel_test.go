@@ -1,0 +1,282 @@
+package plant
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"plantd/devices"
+)
+
+// unitOK says which SunSpec units may feed a channel unit (with the row's
+// conversion).
+var unitOK = map[Unit][]string{
+	UnitW:       {"W"},
+	UnitWh:      {"Wh", "WH"},
+	UnitVA:      {"VA"},
+	UnitVar:     {"var", "Var"},
+	UnitV:       {"V"},
+	UnitA:       {"A"},
+	UnitHz:      {"Hz"},
+	UnitOhm:     {"ohms"},
+	UnitPercent: {"Pct", "%", "%WHRtg", "% AhrRtg"},
+	UnitRatio:   {"Pct", "PF", ""},
+	UnitCelsius: {"C"},
+	UnitWm2:     {"W/m2"},
+	UnitMS:      {"m/s", "mps"},
+}
+
+// lookupPoint finds a row's point in the generated definitions.
+func lookupPoint(t *testing.T, mid uint16, group, point string) *devices.Point {
+	t.Helper()
+	m := devices.ModelByID(mid)
+	if m == nil {
+		t.Errorf("model %d: not in devices' model definitions", mid)
+		return nil
+	}
+	if group == "" {
+		p := m.Point(point)
+		if p == nil {
+			t.Errorf("model %d: no point %q", mid, point)
+		}
+		return p
+	}
+	for i := range m.Group.Groups {
+		g := &m.Group.Groups[i]
+		if g.Name == group {
+			if j := g.PointIndex(point); j >= 0 {
+				return &g.Points[j]
+			}
+			t.Errorf("model %d group %s: no point %q", mid, group, point)
+			return nil
+		}
+	}
+	t.Errorf("model %d: no group %q", mid, group)
+	return nil
+}
+
+// TestChannelTable checks every row of the SunSpec-to-API table against
+// the model definitions: the model, group and point exist (so a typo
+// fails), the point is numeric, and its unit fits the channel's.
+func TestChannelTable(t *testing.T) {
+	if _, err := compileTable(channelTable); err != nil {
+		t.Error(err)
+	}
+	for _, rs := range channelTable {
+		for _, mid := range rs.Models {
+			for _, pr := range rs.Points {
+				p := lookupPoint(t, mid, rs.Group, pr.Point)
+				if p == nil {
+					continue
+				}
+				if !p.Type.Numeric() {
+					t.Errorf("model %d %s → %s: type %s is not numeric", mid, pr.Point, pr.Channel, p.Type)
+				}
+				ok := unitOK[pr.Channel.Unit()]
+				if !slices.Contains(ok, p.Units) {
+					t.Errorf("model %d %s (units %q) → %s (unit %q): units do not fit", mid, pr.Point, p.Units, pr.Channel, pr.Channel.Unit())
+				}
+				if (pr.Conv == powerFactor) != (pr.Channel == DisplacementPowerFactor) {
+					t.Errorf("model %d %s → %s: power-factor conversion on the wrong channel", mid, pr.Point, pr.Channel)
+				}
+				if pr.Channel.Counter() && !p.Type.Accumulator() && p.Type != devices.TypeUint64 && p.Type != devices.TypeFloat32 {
+					t.Errorf("model %d %s → counter %s: type %s is not a counter", mid, pr.Point, pr.Channel, p.Type)
+				}
+			}
+		}
+	}
+}
+
+// TestChannelTableCoverage checks that every poll model devices classifies
+// a device by maps its main power and energy points for that kind, and
+// that every channel but the documented exceptions has a source.
+func TestChannelTableCoverage(t *testing.T) {
+	type need struct {
+		kind     Kind
+		models   []uint16
+		channels []Channel
+	}
+	needs := []need{
+		{KindInverter, []uint16{101, 102, 103, 111, 112, 113, 701},
+			[]Channel{ActivePower, PVGeneration, PVGenerationTotal, ReactivePower, ApparentPower, GridFrequency, DisplacementPowerFactor, VoltagePhaseA, CurrentPhaseA}},
+		{KindInverter, []uint16{101, 102, 103, 111, 112, 113, 160, 714}, []Channel{DCPowerInput, DCCurrentInput}},
+		{KindInverter, []uint16{122}, []Channel{IsolationResistance, PVGenerationTotal}},
+		{KindMeter, []uint16{201, 202, 203, 204, 211, 212, 213, 214},
+			[]Channel{ActivePower, GridFeedIn, GridConsumption, GridFeedInTotal, GridConsumptionTotal, ActivePowerPhaseA,
+				VoltagePhaseA, VoltagePhaseA2B, CurrentPhaseA, GridFrequency, DisplacementPowerFactor, ReactivePower, ApparentPower}},
+		{KindBattery, []uint16{802}, []Channel{ActivePower, BatteryCharging, BatteryDischarging, BatteryStateOfCharge, BatteryStateOfHealth, BatteryVoltage, BatteryCurrent}},
+		{KindBattery, []uint16{713}, []Channel{BatteryStateOfCharge}},
+		{KindBattery, []uint16{124}, []Channel{BatteryStateOfCharge}},
+		{KindSensor, []uint16{302, 308}, []Channel{ExternalInsolation}},
+		{KindSensor, []uint16{303, 308}, []Channel{ModuleTemperature}},
+		{KindSensor, []uint16{307, 308}, []Channel{AmbientTemperature, WindSpeed}},
+	}
+	maps := func(k Kind, mid uint16, c Channel) bool {
+		for _, rs := range channelTable {
+			if rs.Kind != "" && rs.Kind != k || !slices.Contains(rs.Models, mid) {
+				continue
+			}
+			for _, pr := range rs.Points {
+				if pr.Channel == c {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, n := range needs {
+		for _, mid := range n.models {
+			for _, c := range n.channels {
+				if !maps(n.kind, mid, c) {
+					t.Errorf("%s model %d: no row gives %s", n.kind, mid, c)
+				}
+			}
+		}
+	}
+
+	// Every measurement model devices polls maps at least one channel;
+	// controls (123, 704) have no measurements.
+	controls := []uint16{123, 704}
+	for _, id := range pollModelIDs(t) {
+		if slices.Contains(controls, id) {
+			continue
+		}
+		found := false
+		for _, rs := range channelTable {
+			found = found || slices.Contains(rs.Models, id)
+		}
+		if !found {
+			t.Errorf("poll model %d maps no channel", id)
+		}
+	}
+
+	// Every channel has a source, but batteryTemperature (no known model
+	// has one; see doc.go).
+	noSource := []Channel{BatteryTemperature}
+	for _, c := range Channels() {
+		found := false
+		for _, rs := range channelTable {
+			for _, pr := range rs.Points {
+				found = found || pr.Channel == c
+			}
+		}
+		if found == slices.Contains(noSource, c) {
+			t.Errorf("channel %s: has a source = %v, want %v", c, found, !found)
+		}
+	}
+}
+
+// pollModelIDs asks devices which models a measurement poll reads, through
+// a device that has every known model.
+func pollModelIDs(t *testing.T) []uint16 {
+	t.Helper()
+	d := &devices.Device{}
+	for _, m := range devices.Models() {
+		d.Models = append(d.Models, devices.ModelRef{ID: m.ID})
+	}
+	var ids []uint16
+	for _, r := range d.PollModels() {
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		t.Fatal("devices polls no model")
+	}
+	return ids
+}
+
+func TestChannelNames(t *testing.T) {
+	seen := map[string]Channel{}
+	for _, c := range Channels() {
+		n := c.Name()
+		if n == "" || strings.ToLower(n[:1]) != n[:1] || strings.ContainsAny(n, " _-") {
+			t.Errorf("channel %d: name %q is not lowerCamelCase", c, n)
+		}
+		if prev, dup := seen[n]; dup {
+			t.Errorf("channels %d and %d share the name %q", prev, c, n)
+		}
+		seen[n] = c
+		if c.Set() == "" {
+			t.Errorf("channel %s: no measurement set", c)
+		}
+		if got, ok := ChannelByName(n); !ok || got != c {
+			t.Errorf("ChannelByName(%q) = %v, %v", n, got, ok)
+		}
+		if c.Counter() != (c.Unit() == UnitWh) {
+			t.Errorf("channel %s: counter %v with unit %q", c, c.Counter(), c.Unit())
+		}
+	}
+	tests := []struct {
+		c     Channel
+		field string
+	}{
+		{PVGeneration, "pvGeneration"},
+		{PVGenerationTotal, "pvGeneration"},
+		{GridFeedInTotal, "gridFeedIn"},
+		{GridConsumptionTotal, "gridConsumption"},
+		{DCEnergyInput, "dcEnergyInput"},
+		{VoltagePhaseA2B, "voltagePhaseA2B"},
+	}
+	for _, tt := range tests {
+		if got := tt.c.Field(); got != tt.field {
+			t.Errorf("%s.Field() = %q, want %q", tt.c, got, tt.field)
+		}
+	}
+	if _, ok := ChannelByName("activepower"); ok {
+		t.Error("ChannelByName is case-insensitive")
+	}
+	if s := Channel(0).String(); s != "Channel(0)" {
+		t.Errorf("Channel(0).String() = %q", s)
+	}
+	for i, want := range map[int]string{1: "A", 2: "B", 26: "Z", 27: "27"} {
+		if got := IndexLabel(i); got != want {
+			t.Errorf("IndexLabel(%d) = %q, want %q", i, got, want)
+		}
+	}
+}
+
+func TestSetsFor(t *testing.T) {
+	tests := []struct {
+		kind   Kind
+		models []uint16
+		want   []SetType
+	}{
+		{KindInverter, []uint16{1, 103, 120, 121, 122, 123}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc}},
+		{KindInverter, []uint16{1, 701, 702, 704}, []SetType{SetEnergyAndPowerPv, SetPowerAc}},
+		{KindInverter, []uint16{1, 701, 714}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc, SetEnergyDc}},
+		{KindMeter, []uint16{1, 203}, []SetType{SetEnergyAndPowerInOut, SetPowerAc}},
+		{KindBattery, []uint16{1, 124, 713, 802}, []SetType{SetEnergyAndPowerBattery, SetPowerAc}},
+		{KindSensor, []uint16{1, 308}, []SetType{SetSensor}},
+		{KindSensor, []uint16{1}, nil},
+	}
+	for _, tt := range tests {
+		if got := SetsFor(tt.kind, tt.models); !slices.Equal(got, tt.want) {
+			t.Errorf("SetsFor(%s, %v) = %v, want %v", tt.kind, tt.models, got, tt.want)
+		}
+	}
+}
+
+func TestKinds(t *testing.T) {
+	tests := []struct {
+		word string
+		kind Kind
+		typ  string
+	}{
+		{"inverter", KindInverter, "Solar Inverters"},
+		{"meter", KindMeter, "Energy Meter"},
+		{"battery", KindBattery, "Battery Inverter"},
+		{"sensor", KindSensor, "Sensor technology"},
+		{"gateway", KindGateway, "Monitoring and control"},
+	}
+	for _, tt := range tests {
+		k, err := ParseKind(tt.word)
+		if err != nil || k != tt.kind {
+			t.Errorf("ParseKind(%q) = %q, %v", tt.word, k, err)
+		}
+		if got := (DeviceInfo{Kind: k}).Type(); got != tt.typ {
+			t.Errorf("%s type = %q, want %q", k, got, tt.typ)
+		}
+	}
+	if _, err := ParseKind("Inverter"); err == nil {
+		t.Error("ParseKind accepts a capitalised word")
+	}
+}

@@ -1,0 +1,108 @@
+// Package plant is plantd's domain: plants and their devices, the channel
+// names of the API, the live state cache, the live energy balance and the
+// health of devices.
+//
+// # Job
+//
+// [Plant] and [DeviceInfo] are the domain types the API speaks; cmd/plantd
+// maps the config onto them. [Live] caches the last poll of every device:
+// the poller hands it every [poller.Sample] through [Live.Apply]; the HTTP
+// API and MQTT read [Live.Device], [Live.Devices], [Live.EnergyBalance] and
+// [Live.EnergyMix]. [Channel] names a measured quantity the way the API
+// does (activePower, gridFeedIn, batteryStateOfCharge, ...).
+//
+// # Import boundary
+//
+// plant imports the standard library, plantd/devices (decoded SunSpec
+// models), plantd/devices/poller (the Sample type only) and plantd/modbus
+// (only its ErrTimeout sentinel, to tell a timeout from other failures). It
+// must not import store, mqtt, httpapi, gridcontrol, config or cmd, nor Gin,
+// paho or SQLite: those sit above it (modbus ← devices ← poller → plant →
+// store, mqtt, httpapi). Above this package nobody speaks SunSpec point
+// names: mapping.go holds the only SunSpec-to-API table, and the health
+// tables in health.go the only reading of state and event points.
+//
+// # Channels, units and signs
+//
+// Values are in W, Wh, var, VA, V, A, Hz, Ω, %, °C, W/m² and m/s (see
+// [Channel.Unit]); a power factor is a ratio −1..1 (percent points of
+// 1xx/20x models are divided by 100) and keeps the device's sign; reactive
+// power keeps the device's sign too. A point the device does not implement
+// (SunSpec's not-implemented value) gives no value: the channel is absent,
+// never 0.
+//
+//   - Inverters (101..113, 701): activePower is the AC power the inverter
+//     delivers, W > 0 = generation (701: negative = absorption).
+//     pvGeneration = max(0, activePower), so an inverter drawing a few
+//     watts at night generates 0. pvGenerationTotal is the lifetime AC
+//     energy (1xx WH, 701 TotWhInj, else 122 ActWh).
+//   - Meters (201..204, 211..214): activePower keeps the SunSpec meter sign,
+//     W > 0 = import from the grid. gridConsumption = max(0, W) (bought),
+//     gridFeedIn = max(0, −W) (sold); both are ≥ 0 and at most one is
+//     non-zero. gridConsumptionTotal = TotWhImp, gridFeedInTotal = TotWhExp.
+//   - Batteries (802): model_802.json says only "total power flowing to/from
+//     the battery bank". plantd reads 802 W with the generator sign that 701
+//     W states explicitly and the simulator uses: W > 0 = discharging (the
+//     battery delivers power), W < 0 = charging. batteryDischarging =
+//     max(0, W), batteryCharging = max(0, −W), both ≥ 0; activePower of a
+//     battery is 802 W (or 701 W on a battery inverter that has it, same
+//     sign). batteryCurrent keeps the 802 A sign (positive = discharging by
+//     the same rule). SoC: 802 SoC, else 713 SoC, else 124 ChaState.
+//     batteryTemperature has no source among the models plantd knows (it
+//     needs 803/804), so it is never set yet.
+//   - DC inputs: dcPowerInput, dcVoltageInput, dcCurrentInput and
+//     dcEnergyInput are indexed: input n (1, 2, ...; label A, B, ...) from
+//     the 160 modules or 714 ports; without those, the inverter's one DC
+//     total (1xx DCW/DCV/DCA, 714 DCW/DCA) is input A.
+//   - Sensors: externalInsolation is 302 POAI (plane of array), else 302 GHI,
+//     else 308 GHI; module and ambient temperature from 308 (303, 307).
+//
+// Where several rows give one channel, the first row of the table wins,
+// whatever the order of the models in the device's chain.
+//
+// # Live energy balance
+//
+// See computeBalance for the formulas. The balance's pvGeneration is the
+// sum of the inverters' pvGeneration, the grid terms come from the meters
+// (every meter is taken as a grid meter), the battery terms from the
+// batteries. The identity
+//
+//	pvGeneration + gridConsumption + batteryDischarging
+//	  = totalConsumption + gridFeedIn + batteryCharging
+//
+// holds whenever the readings are consistent (totalConsumption is clamped
+// at 0 when they are not). A device that is offline or was never read
+// gives nothing; a stale one gives its last values; both are listed in the
+// balance's Error with a reason. A field is absent when no device could
+// give it, and a plant without a battery has no battery fields at all.
+//
+// # Health
+//
+// v2 health ([Health]), first match wins:
+//
+//  1. a deactivated device: Off;
+//  2. communication offline or never polled: NotAvailable;
+//  3. operating state FAULT (1xx St, 701 InvSt, 802 State, 713 Sta ERROR) or
+//     an error event bit: Error;
+//  4. operating state off, sleeping, standby, shutting down, disconnected
+//     (1xx St, 701 InvSt/St/ConnSt, 802 State DISCONNECTED/SUSPENDING, 124
+//     ChaSt OFF): Off;
+//  5. a warning event bit, a degraded state (802 SOC PROTECTION, 713 Sta
+//     WARNING) or stale communication: Warning;
+//  6. otherwise Ok.
+//
+// THROTTLED is Ok: the limit is usually plantd's own grid-control command.
+// 701 ThrotSrc DERATED (a limit the inverter imposes on itself) is a
+// warning. A battery in 802 STANDBY is Ok (waiting for surplus or load).
+// Error event bits are those that stop production or need a technician
+// (ground fault, DC over-voltage, blown fuse, memory loss, hardware test
+// failure, arc detection, meter missing sensor, every 802 *_ALARM and
+// *_ERROR); grid and environment conditions (over/under voltage or
+// frequency, over-temperature, disconnects, cabinet open) are warnings. v1
+// health ([Health.V1]): Ok and Warning are Active, the rest Inactive.
+//
+// Communication status ([CommStatus]): Ok when online; Partial when stale,
+// or online with fewer than 90 % of the last (up to 64) polls successful;
+// TimedOut when offline after a timeout; Unreachable when offline for any
+// other reason or never polled.
+package plant

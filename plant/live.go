@@ -1,0 +1,315 @@
+package plant
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"plantd/devices"
+	"plantd/devices/poller"
+)
+
+// historyLen is the number of recent polls successRate looks at.
+const historyLen = 64
+
+// Live is the live state cache: the last values, health and communication
+// state of every configured device, fed by poller Samples. Apply is safe
+// for concurrent use with itself and with every read method.
+type Live struct {
+	now     func() time.Time
+	mapping *mapping
+	status  *status
+
+	// The fields below are built by NewLive and only read after.
+	plants  []Plant
+	plantIx map[string]int
+	devs    []*deviceState // config order
+	byID    map[string]*deviceState
+	byPlant map[string][]*deviceState
+
+	dropped atomic.Uint64
+}
+
+// deviceState is one device's entry. mu guards everything but info.
+type deviceState struct {
+	// info is fixed at NewLive, except info.Kind: a device configured
+	// without a kind takes the kind discovery found, set under mu.
+	info DeviceInfo
+
+	mu        sync.Mutex
+	disc      *devices.Device // discovery result, nil until known
+	state     poller.State
+	lastPoll  time.Time // last sample of any outcome
+	lastOK    time.Time // last successful sample: lastUpdateUtc, lastContactUtc
+	lastErr   error
+	lastErrAt time.Time
+	hist      uint64 // bit 0 = the last poll; 1 = success
+	polls     int    // polls in hist, at most historyLen
+	vals      values
+	status    deviceStatus
+}
+
+// NewLive builds the cache for the given plants and devices (validated by
+// the config: ids unique, plant ids known; of a duplicate id the first
+// wins). now is the clock of balance times (nil = time.Now).
+func NewLive(plants []Plant, devs []DeviceInfo, now func() time.Time) *Live {
+	if now == nil {
+		now = time.Now
+	}
+	m, err := compileTable(channelTable)
+	if err != nil {
+		// The tables are constants checked by TestChannelTable; a failure
+		// here is a programming error, like a bad regexp.MustCompile.
+		panic(err)
+	}
+	st, err := compileStatus()
+	if err != nil {
+		panic(err)
+	}
+	l := &Live{
+		now:     now,
+		mapping: m,
+		status:  st,
+		plants:  slices.Clone(plants),
+		plantIx: make(map[string]int, len(plants)),
+		byID:    make(map[string]*deviceState, len(devs)),
+		byPlant: make(map[string][]*deviceState, len(plants)),
+	}
+	for i, p := range l.plants {
+		if _, dup := l.plantIx[p.ID]; !dup {
+			l.plantIx[p.ID] = i
+		}
+	}
+	for _, di := range devs {
+		if _, dup := l.byID[di.ID]; dup {
+			continue
+		}
+		d := &deviceState{info: di}
+		l.devs = append(l.devs, d)
+		l.byID[di.ID] = d
+		l.byPlant[di.PlantID] = append(l.byPlant[di.PlantID], d)
+	}
+	return l
+}
+
+// Apply records one poll of one device: on success its channel values,
+// operating state and events replace the previous ones; on failure the
+// previous values stay (the sample's State says whether they are still
+// fresh) and the error is kept. A sample for a device the cache does not
+// know is dropped and counted (Dropped). A sample without State is taken as
+// online when it succeeded and offline when it failed. Apply keeps nothing
+// of the sample's model instances, which the poller reuses.
+func (l *Live) Apply(s poller.Sample) {
+	d := l.byID[s.Device]
+	if d == nil {
+		l.dropped.Add(1)
+		return
+	}
+	t := s.Time
+	if t.IsZero() {
+		t = l.now()
+	}
+	state := s.State
+	if state == poller.StateUnknown {
+		state = poller.StateOnline
+		if s.Err != nil {
+			state = poller.StateOffline
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hist <<= 1
+	if s.Err == nil {
+		d.hist |= 1
+	}
+	if d.polls < historyLen {
+		d.polls++
+	}
+	d.state = state
+	d.lastPoll = t
+	if s.Info != nil {
+		d.disc = s.Info
+		if d.info.Kind == "" {
+			if k, err := ParseKind(string(s.Info.Kind)); err == nil {
+				d.info.Kind = k
+			}
+		}
+	}
+	if s.Err != nil {
+		d.lastErr, d.lastErrAt = s.Err, t
+		return
+	}
+	d.lastOK = t
+	l.mapping.extract(d.info.Kind, s.Models, &d.vals)
+	d.status = l.status.evaluate(s.Models)
+}
+
+// kind returns the device's kind (from the config, else from discovery;
+// "" until either is known).
+func (d *deviceState) kind() Kind {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.info.Kind
+}
+
+// Dropped returns how many samples named a device the cache does not know.
+func (l *Live) Dropped() uint64 { return l.dropped.Load() }
+
+// Plants returns the plants in config order.
+func (l *Live) Plants() []Plant { return slices.Clone(l.plants) }
+
+// Plant returns the plant with the given id.
+func (l *Live) Plant(id string) (Plant, bool) {
+	i, ok := l.plantIx[id]
+	if !ok {
+		return Plant{}, false
+	}
+	return l.plants[i], true
+}
+
+// Communication is a device's communication status (DESIGN §4
+// communication).
+type Communication struct {
+	Status CommStatus
+	// State is the poller's communication state after the last poll.
+	State poller.State
+	// LastContact is the time of the last successful poll (zero: never).
+	LastContact time.Time
+	// LastPoll is the time of the last poll of any outcome (zero: never).
+	LastPoll time.Time
+	// LastError is the error of the last failed poll, kept after the
+	// device recovers (nil: none yet); LastErrorTime is when it happened.
+	LastError     error
+	LastErrorTime time.Time
+	// SuccessRate is the share of successful polls among the last Polls
+	// (at most 64) polls, 0..1; 0 when Polls is 0.
+	SuccessRate float64
+	Polls       int
+}
+
+// DeviceLive is the live view of one device.
+type DeviceLive struct {
+	Info DeviceInfo
+	// Discovered is what SunSpec discovery learned (manufacturer, model,
+	// serial, models, ratings); nil until the device was discovered.
+	Discovered *devices.Device
+	// LastUpdate is the time of the values (the last successful poll; the
+	// API's lastUpdateUtc); zero when there are none.
+	LastUpdate time.Time
+	// Readings are the device's channel values in API order (channel, then
+	// input index). A value the device does not implement is absent.
+	Readings []Reading
+	Health   Health
+	// HealthReason says what decided Health ("St FAULT", "Evt1
+	// GROUND_FAULT", "offline", "stale"); "" for Ok.
+	HealthReason string
+	Comm         Communication
+}
+
+// Value returns the value of a plain channel (for an indexed channel, the
+// value of input 1).
+func (d *DeviceLive) Value(c Channel) (float64, bool) {
+	for _, r := range d.Readings {
+		if r.Channel == c && r.Index <= 1 {
+			return r.Value, true
+		}
+	}
+	return 0, false
+}
+
+// Inputs returns the readings of an indexed channel, by input.
+func (d *DeviceLive) Inputs(c Channel) []Reading {
+	var out []Reading
+	for _, r := range d.Readings {
+		if r.Channel == c {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Device returns the live view of one device.
+func (l *Live) Device(id string) (DeviceLive, bool) {
+	d := l.byID[id]
+	if d == nil {
+		return DeviceLive{}, false
+	}
+	return l.snapshot(d), true
+}
+
+// Devices returns the live views of a plant's devices in config order.
+func (l *Live) Devices(plantID string) ([]DeviceLive, error) {
+	if _, ok := l.plantIx[plantID]; !ok {
+		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
+	}
+	ds := l.byPlant[plantID]
+	out := make([]DeviceLive, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, l.snapshot(d))
+	}
+	return out, nil
+}
+
+// snapshot copies a device's state out under its lock.
+func (l *Live) snapshot(d *deviceState) DeviceLive {
+	if d.kind() == KindGateway {
+		// plantd itself: reachable and working whenever anyone asks.
+		now := l.now()
+		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,
+			Comm: Communication{Status: CommOk, State: poller.StateOnline, LastContact: now, LastPoll: now, SuccessRate: 1, Polls: 1}}
+		if !d.info.Active() {
+			dl.Health, dl.HealthReason = HealthOff, "deactivated"
+		}
+		return dl
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dl := DeviceLive{
+		Info:       d.info,
+		Discovered: d.disc,
+		LastUpdate: d.lastOK,
+	}
+	dl.Health, dl.HealthReason = health(d.info.Active(), d.state, d.status)
+	rate := 0.0
+	if d.polls > 0 {
+		mask := uint64(1)<<d.polls - 1
+		if d.polls == historyLen {
+			mask = ^uint64(0)
+		}
+		rate = float64(bits.OnesCount64(d.hist&mask)) / float64(d.polls)
+	}
+	dl.Comm = Communication{
+		Status:        commStatus(d.state, d.lastErr, rate, d.polls),
+		State:         d.state,
+		LastContact:   d.lastOK,
+		LastPoll:      d.lastPoll,
+		LastError:     d.lastErr,
+		LastErrorTime: d.lastErrAt,
+		SuccessRate:   rate,
+		Polls:         d.polls,
+	}
+	if d.lastOK.IsZero() {
+		return dl
+	}
+	n := len(d.vals.inputs)
+	for c := Channel(1); c < numChannels; c++ {
+		if d.vals.setBy[c] != 0 && !c.Indexed() {
+			n++
+		}
+	}
+	dl.Readings = make([]Reading, 0, n)
+	for c := Channel(1); c < numChannels; c++ {
+		if d.vals.setBy[c] != 0 && !c.Indexed() {
+			dl.Readings = append(dl.Readings, Reading{Channel: c, Value: d.vals.scalar[c]})
+		}
+	}
+	dl.Readings = append(dl.Readings, d.vals.inputs...)
+	slices.SortStableFunc(dl.Readings, func(a, b Reading) int {
+		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Index, b.Index))
+	})
+	return dl
+}
