@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	_ "time/tzdata" // plant time zones must validate on boxes without zoneinfo
 )
 
 // Exit codes.
@@ -19,6 +21,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and failed (device not found, I/O error)
 	exitUsage   = 2 // bad command line
+	// exitConfig is sysexits' EX_CONFIG: the config is invalid. The
+	// systemd unit does not restart plantd on it (RestartPreventExitStatus).
+	exitConfig = 78
 )
 
 // version is set at build time with -ldflags "-X main.version=1.2.3";
@@ -33,6 +38,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"run", "run the daemon with a config file (the default command)", runRun},
+		{"demo", "run the daemon on the embedded simulated plant, no config needed", runDemo},
+		{"check-config", "validate a config file without starting", runCheckConfig},
 		{"scan", "discover and describe a SunSpec device over Modbus TCP", runScan},
 		{"sim", "run the simulated demo plant (SunSpec Modbus TCP servers)", runSim},
 		{"version", "print the version", runVersion},
@@ -47,12 +55,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		// "plantd" and "plantd -c FILE" mean "plantd run ...".
+		return runRun(ctx, args, stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

@@ -132,7 +132,7 @@ func TestScanFailures(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, cmd := range []string{"scan", "sim", "version"} {
+	for _, cmd := range []string{"run", "demo", "check-config", "scan", "sim", "version"} {
 		_, errOut, code := runBinary(t, cmd, "-h")
 		if code != 0 || !strings.Contains(errOut, "usage: plantd "+cmd) {
 			t.Errorf("%s -h: exit %d, %q", cmd, code, errOut)
@@ -198,5 +198,101 @@ func TestSimCommand(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("plantd sim did not stop within 2 s of SIGINT")
+	}
+}
+
+// TestDemo runs "plantd demo": all five simulated devices must be logged
+// online within 10 s, and SIGINT must stop it within 2 s with exit 0.
+func TestDemo(t *testing.T) {
+	cmd := exec.Command(binPath, "demo", "--interval", "500ms")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	online := map[string]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(online) < 5 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("plantd demo ended; online so far %v", online)
+			}
+			for _, id := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
+				if strings.Contains(l, "device "+id+" online (plantd ") {
+					online[id] = true
+				}
+			}
+		case <-deadline:
+			t.Fatalf("after 10 s only %v online", online)
+		}
+	}
+	t.Logf("all five devices online %v after start", time.Since(start).Round(time.Millisecond))
+	cmd.Process.Signal(os.Interrupt)
+	stopped := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("plantd demo after SIGINT: %v", err)
+		}
+		t.Logf("stopped %v after SIGINT", time.Since(stopped).Round(time.Millisecond))
+	case <-time.After(2 * time.Second):
+		t.Fatal("plantd demo did not stop within 2 s of SIGINT")
+	}
+	if !strings.Contains(stdout.String(), "inv1") {
+		t.Errorf("demo did not say what it serves: %q", stdout.String())
+	}
+}
+
+// TestBadConfig checks that check-config reports all three mistakes of
+// config/testdata/three-mistakes with their lines, and that run refuses
+// to start with the same messages.
+func TestBadConfig(t *testing.T) {
+	dir := filepath.Join("..", "..", "config", "testdata", "three-mistakes")
+	want, err := os.ReadFile(filepath.Join(dir, "want.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check-config", "plantd.yaml"}, {"run", "-c", "plantd.yaml"}, {"-c", "plantd.yaml"}} {
+		cmd := exec.Command(binPath, args...)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != exitConfig {
+			t.Errorf("plantd %v: %v, want exit %d", args, err, exitConfig)
+		}
+		if !strings.Contains(stderr.String(), string(want)) {
+			t.Errorf("plantd %v said:\n%s\nwant the three problems:\n%s", args, stderr.String(), want)
+		}
+	}
+	out, errOut, code := runBinary(t, "check-config", filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("check-config of the example: exit %d %s %s", code, out, errOut)
+	}
+	_, errOut, code = runBinary(t, "run", "-c", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code != exitConfig || !strings.Contains(errOut, "missing.yaml") {
+		t.Errorf("run with a missing config: exit %d, %q", code, errOut)
 	}
 }

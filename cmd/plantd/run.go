@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"plantd/config"
+	"plantd/devices/sim"
+)
+
+// defaultConfigPath is where packages install the config.
+const defaultConfigPath = "/etc/plantd/plantd.yaml"
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "[-c FILE]", stderr)
+	path := fs.String("c", defaultConfigPath, "config file")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "c" })
+	if !explicit {
+		if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "plantd: no config at %s and no -c given: running the demo plant\n", *path)
+			return runDemo(ctx, nil, stdout, stderr)
+		}
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd: refusing to start, the config has problems:\n%v\n", err)
+		return exitConfig
+	}
+	return serve(ctx, cfg, stderr, 0)
+}
+
+// serve runs the daemon of a valid config until ctx ends; report, when
+// set, logs the live energy balance at that interval.
+func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, report time.Duration) int {
+	logger := newLogger(cfg.Log, stderr)
+	d, err := newDaemon(cfg, logger)
+	if err != nil {
+		logger.Error("start: " + err.Error())
+		return exitFailure
+	}
+	d.reportEvery = report
+	logger.Info("plantd running", "version", versionString(), "gateway", cfg.Gateway.ID,
+		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
+	if err := d.run(ctx); err != nil {
+		logger.Error("stop: " + err.Error())
+		return exitFailure
+	}
+	logger.Info("plantd stopped", "reason", context.Cause(ctx))
+	return exitOK
+}
+
+func newLogger(l config.Log, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check-config", "FILE", stderr)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg, err := config.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d plants, %d devices)\n", pos[0], len(cfg.Plants), len(cfg.Devices))
+	return exitOK
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("demo", "[--speed N] [--interval D]", stderr)
+	speed := fs.Float64("speed", 1, "simulated seconds per real second")
+	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	simCfg := sim.DefaultConfig()
+	simCfg.Speed = *speed
+	plantSim, err := sim.New(simCfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		err = plantSim.Start()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: simulator: %v\n", err)
+		return exitFailure
+	}
+	defer plantSim.Close()
+
+	cfg := demoConfig(plantSim, simCfg, *interval)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "plantd demo: a simulated plant on 127.0.0.1, polled every %v over Modbus TCP\n", *interval)
+	for _, d := range plantSim.Devices() {
+		fmt.Fprintf(stdout, "  %-6s %-13s %s unit %d\n", d.ID(), d.Kind(), d.Addr(), d.Unit())
+	}
+	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
+	return serve(ctx, cfg, stderr, 10*time.Second)
+}
+
+// demoConfig is the config of the demo: one plant, the simulated devices.
+func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Config {
+	cfg := config.Default()
+	lat, lon := sc.Latitude, sc.Longitude
+	pl := config.NewPlant()
+	pl.ID, pl.Name, pl.Timezone = "demo", "plantd demo plant", sc.TimeZone
+	pl.Location = config.Location{Latitude: &lat, Longitude: &lon}
+	cfg.Plants = []config.Plant{pl}
+	for _, d := range p.Devices() {
+		host, port, _ := splitListen(d.Addr())
+		dev := config.NewDevice()
+		dev.ID, dev.Plant, dev.Name = d.ID(), "demo", d.ID()
+		dev.Host, dev.Port, dev.Unit = host, port, int(d.Unit())
+		dev.PollInterval = interval
+		cfg.Devices = append(cfg.Devices, dev)
+	}
+	return cfg
+}
