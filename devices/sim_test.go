@@ -241,3 +241,42 @@ func TestWriteRefusesReadOnlyAndOutOfRange(t *testing.T) {
 		t.Errorf("%d requests for two refused writes, want 1 read", n)
 	}
 }
+
+// BenchmarkPollRead reads the poll models of each simulated device kind
+// with its read plan over a real socket, and reports the Modbus requests
+// and registers one poll costs.
+func BenchmarkPollRead(b *testing.B) {
+	p, err := sim.New(sim.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	for _, sd := range p.Devices() {
+		b.Run(sd.ID(), func(b *testing.B) {
+			c := pool.Endpoint(modbus.EndpointConfig{Address: sd.Addr()}).Unit(sd.Unit(), time.Second)
+			d, err := devices.Discover(b.Context(), c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := d.NewReadPlan(d.PollModels())
+			if err != nil {
+				b.Fatal(err)
+			}
+			before := c.Endpoint().Stats().Requests
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := plan.Read(b.Context(), c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reqs := float64(c.Endpoint().Stats().Requests-before) / float64(b.N)
+			b.ReportMetric(reqs, "requests/poll")
+			b.ReportMetric(float64(plan.Registers()), "registers/poll")
+		})
+	}
+}
