@@ -95,11 +95,12 @@ func (d *Device) Ref(id uint16) (ModelRef, bool) {
 	return ModelRef{}, false
 }
 
-// isException reports whether err is a Modbus exception answer: the device
-// is alive but has nothing at that address.
-func isException(err error) bool {
-	var ex *modbus.ExceptionError
-	return errors.As(err, &ex)
+// isAbsent reports whether err is a Modbus exception that says the device
+// has nothing at that address (illegal function or data address). Other
+// exceptions (device failure, busy, gateway target not answering) say the
+// device cannot answer now, and discovery reports them as they are.
+func isAbsent(err error) bool {
+	return modbus.Classify(err) == modbus.ClassUnsupported
 }
 
 // Discover finds the SunSpec map of the device behind r: it probes the
@@ -120,7 +121,7 @@ func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) 
 	for _, b := range bases {
 		regs, err := r.ReadHoldingRegisters(ctx, b, 2, buf[:0])
 		if err != nil {
-			if isException(err) {
+			if isAbsent(err) {
 				tried = append(tried, fmt.Sprintf("%d: %v", b, err))
 				continue
 			}
@@ -147,7 +148,7 @@ func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) 
 		}
 		regs, err := r.ReadHoldingRegisters(ctx, uint16(addr), 2, buf[:0])
 		if err != nil {
-			if isException(err) && len(d.Models) > 0 {
+			if isAbsent(err) && len(d.Models) > 0 {
 				// Some devices answer "illegal address" where the end
 				// marker should be; the chain ends there.
 				break

@@ -5,38 +5,15 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"plantd/devices"
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 )
-
-// startPlant runs the simulated demo plant for one test.
-func startPlant(t *testing.T, cfg sim.Config) *sim.Plant {
-	t.Helper()
-	p, err := sim.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-func simDevice(t *testing.T, p *sim.Plant, id string) *sim.Device {
-	t.Helper()
-	for _, d := range p.Devices() {
-		if d.ID() == id {
-			return d
-		}
-	}
-	t.Fatalf("no simulated device %q", id)
-	return nil
-}
 
 func newClient(t *testing.T, pool *modbus.Pool, d *sim.Device, timeout time.Duration) *modbus.Client {
 	t.Helper()
@@ -50,7 +27,7 @@ func newPool(t *testing.T) *modbus.Pool {
 }
 
 func TestDiscoverSimulatedPlant(t *testing.T) {
-	p := startPlant(t, sim.DefaultConfig())
+	p := simtest.Start(t, sim.DefaultConfig())
 	pool := newPool(t)
 	tests := []struct {
 		id       string
@@ -73,7 +50,7 @@ func TestDiscoverSimulatedPlant(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
-			d, err := devices.Discover(t.Context(), newClient(t, pool, simDevice(t, p, tc.id), time.Second))
+			d, err := devices.Discover(t.Context(), newClient(t, pool, simtest.Device(t, p, tc.id), time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +76,7 @@ func TestDiscoverSimulatedPlant(t *testing.T) {
 // TestReadPlanRequests checks the read planning against every simulated
 // device kind and logs requests and registers per poll.
 func TestReadPlanRequests(t *testing.T) {
-	p := startPlant(t, sim.DefaultConfig())
+	p := simtest.Start(t, sim.DefaultConfig())
 	pool := newPool(t)
 	maxRequests := map[string]int{"inv1": 2, "inv2": 3, "meter": 1, "bat": 2, "wx": 1}
 	for _, sd := range p.Devices() {
@@ -136,17 +113,30 @@ func ids(refs []devices.ModelRef) []uint16 {
 	return out
 }
 
-func TestScanNoSunSpec(t *testing.T) {
-	// A Modbus server without a SunSpec map: the simulated sensor asked at a
-	// unit id it does not serve answers with exceptions, or use a plain
-	// register image of zeros.
-	p := startPlant(t, sim.DefaultConfig())
+func TestDiscoverNoSunSpec(t *testing.T) {
 	pool := newPool(t)
-	wx := simDevice(t, p, "wx")
-	c := pool.Endpoint(modbus.EndpointConfig{Address: wx.Addr(), Timeout: time.Second}).Unit(wx.Unit()+7, time.Second)
-	_, err := devices.Discover(t.Context(), c)
-	if !errors.Is(err, devices.ErrNoSunSpec) {
-		t.Fatalf("discover on a unit without SunSpec: %v, want ErrNoSunSpec", err)
+	tests := []struct {
+		name   string
+		client func() *modbus.Client
+		want   error
+		words  string
+	}{
+		{"a Modbus device without a SunSpec map", func() *modbus.Client {
+			return pool.Endpoint(modbus.EndpointConfig{Address: simtest.PlainModbus(t), Timeout: time.Second}).Unit(1, time.Second)
+		}, devices.ErrNoSunSpec, "no SunS marker at 40000, 0 or 50000"},
+		{"a unit id nobody answers behind a gateway", func() *modbus.Client {
+			p := simtest.Start(t, sim.DefaultConfig())
+			wx := simtest.Device(t, p, "wx")
+			return pool.Endpoint(modbus.EndpointConfig{Address: wx.Addr(), Timeout: time.Second}).Unit(wx.Unit()+7, time.Second)
+		}, nil, "gateway target device failed to respond"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := devices.Discover(t.Context(), tc.client())
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.words) {
+				t.Fatalf("discover: %v, want %v saying %q", err, tc.want, tc.words)
+			}
+		})
 	}
 }
 
@@ -156,7 +146,7 @@ func TestWriteLimitFollowed(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	noon := time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC)
 	cfg.Now = func() time.Time { return noon }
-	p := startPlant(t, cfg)
+	p := simtest.Start(t, cfg)
 	pool := newPool(t)
 	tests := []struct {
 		id     string
@@ -169,7 +159,7 @@ func TestWriteLimitFollowed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
-			c := newClient(t, pool, simDevice(t, p, tc.id), time.Second)
+			c := newClient(t, pool, simtest.Device(t, p, tc.id), time.Second)
 			d, err := devices.Discover(t.Context(), c)
 			if err != nil {
 				t.Fatal(err)
@@ -219,9 +209,9 @@ func acPower(model uint16) func(context.Context, *devices.Device, devices.Reader
 }
 
 func TestWriteRefusesReadOnlyAndOutOfRange(t *testing.T) {
-	p := startPlant(t, sim.DefaultConfig())
+	p := simtest.Start(t, sim.DefaultConfig())
 	pool := newPool(t)
-	c := newClient(t, pool, simDevice(t, p, "inv1"), time.Second)
+	c := newClient(t, pool, simtest.Device(t, p, "inv1"), time.Second)
 	d, err := devices.Discover(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
@@ -246,14 +236,7 @@ func TestWriteRefusesReadOnlyAndOutOfRange(t *testing.T) {
 // with its read plan over a real socket, and reports the Modbus requests
 // and registers one poll costs.
 func BenchmarkPollRead(b *testing.B) {
-	p, err := sim.New(sim.DefaultConfig(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	p := simtest.Start(b, sim.DefaultConfig())
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
 	for _, sd := range p.Devices() {

@@ -1,10 +1,10 @@
 package modbus_test
 
 import (
-	"log/slog"
 	"testing"
 
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 )
 
@@ -12,15 +12,7 @@ import (
 func simInverter(b *testing.B) *sim.Device {
 	cfg := sim.DefaultConfig()
 	cfg.Devices = cfg.Devices[:1]
-	p, err := sim.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close() })
-	return p.Devices()[0]
+	return simtest.Start(b, cfg).Devices()[0]
 }
 
 // BenchmarkSimRawLoop is the ceiling of the simulator: a raw client loop

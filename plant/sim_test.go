@@ -9,6 +9,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 )
 
@@ -36,14 +37,7 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Now = func() time.Time { return at }
-	p, err := sim.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := simtest.Start(t, cfg)
 	pool := modbus.NewPool(nil)
 	t.Cleanup(func() { _ = pool.Close() })
 

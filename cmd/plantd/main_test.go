@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -52,24 +52,11 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), 0
 }
 
-func startPlant(t *testing.T) *sim.Plant {
-	t.Helper()
-	p, err := sim.New(sim.DefaultConfig(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
 // TestScanGolden scans every simulated device with the real binary and
 // compares the --json output with testdata/scan_<id>.json (the address,
 // whose port changes from run to run, is replaced by ADDR).
 func TestScanGolden(t *testing.T) {
-	p := startPlant(t)
+	p := simtest.Start(t, sim.DefaultConfig())
 	for _, d := range p.Devices() {
 		t.Run(d.ID(), func(t *testing.T) {
 			out, errOut, code := runBinary(t, "scan", d.Addr(), "--json", "--unit", "1")
@@ -104,7 +91,7 @@ func TestScanGolden(t *testing.T) {
 }
 
 func TestScanFailures(t *testing.T) {
-	p := startPlant(t)
+	p := simtest.Start(t, sim.DefaultConfig())
 	wx := p.Devices()[0]
 	// A port where nothing listens.
 	dead := deadAddr(t)
@@ -114,7 +101,8 @@ func TestScanFailures(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"unit without SunSpec", []string{"scan", wx.Addr(), "--unit", "99"}, 1, "not a SunSpec device"},
+		{"no SunSpec map", []string{"scan", simtest.PlainModbus(t)}, 1, "not a SunSpec device"},
+		{"unit nobody answers", []string{"scan", wx.Addr(), "--unit", "99"}, 1, "failed to respond"},
 		{"nothing listening", []string{"scan", dead, "--timeout", "500ms"}, 1, "connect"},
 		{"no address", []string{"scan"}, 2, "usage"},
 		{"bad port", []string{"scan", "127.0.0.1:70000"}, 2, "not a TCP port"},
