@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 )
@@ -282,5 +283,54 @@ func TestBadConfig(t *testing.T) {
 	_, errOut, code = runBinary(t, "run", "-c", filepath.Join(t.TempDir(), "missing.yaml"))
 	if code != exitConfig || !strings.Contains(errOut, "missing.yaml") {
 		t.Errorf("run with a missing config: exit %d, %q", code, errOut)
+	}
+}
+
+// TestTokenAdd adds two tokens to a copy of the packaged example with the
+// real binary: the file keeps its comments, validates, holds the hashes and
+// never the tokens; a second token with the same name is refused.
+func TestTokenAdd(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, name := range []string{"laptop", "scada"} {
+		out, errOut, code := runBinary(t, "token", "add", "--name", name, "--role", "installer", "-c", path)
+		if code != 0 {
+			t.Fatalf("token add %s: exit %d %s", name, code, errOut)
+		}
+		i := strings.Index(out, "keep it secret): ")
+		if i < 0 {
+			t.Fatalf("no token printed: %q", out)
+		}
+		tokens = append(tokens, strings.TrimSpace(out[i+len("keep it secret): "):]))
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config after token add: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	for i, tok := range tokens {
+		if strings.Contains(string(data), tok) {
+			t.Errorf("the config holds token %d itself", i)
+		}
+		found := false
+		for _, ct := range cfg.Tokens {
+			found = found || (ct.SHA256 == config.TokenHash(tok) && ct.Role == "installer")
+		}
+		if !found {
+			t.Errorf("token %d: no entry with its hash", i)
+		}
+	}
+	if !strings.Contains(string(data), "# ") {
+		t.Error("comments of the config were lost")
+	}
+	if _, errOut, code := runBinary(t, "token", "add", "--name", "laptop", "--role", "installer", "-c", path); code == 0 || !strings.Contains(errOut, "exists already") {
+		t.Errorf("a second token named laptop: exit %d %q", code, errOut)
 	}
 }
