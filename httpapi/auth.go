@@ -1,0 +1,360 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"plantd/config"
+)
+
+// role is a credential's role; higher is more.
+type role int
+
+// The roles, lowest first (DESIGN §5).
+const (
+	roleNone role = iota
+	roleStandard
+	roleInstaller
+	roleGridOperator
+)
+
+func parseRole(s string) (role, error) {
+	switch s {
+	case config.RoleStandard:
+		return roleStandard, nil
+	case config.RoleInstaller:
+		return roleInstaller, nil
+	case config.RoleGridOperator:
+		return roleGridOperator, nil
+	}
+	return roleNone, fmt.Errorf("unknown role %q", s)
+}
+
+func (r role) String() string {
+	switch r {
+	case roleStandard:
+		return config.RoleStandard
+	case roleInstaller:
+		return config.RoleInstaller
+	case roleGridOperator:
+		return config.RoleGridOperator
+	}
+	return "none"
+}
+
+// principal is who made a request.
+type principal struct {
+	Name string // token name or "oauth:" + client id
+	Role role
+}
+
+// staticToken is a configured bearer token.
+type staticToken struct {
+	name string
+	hash [sha256.Size]byte
+	role role
+}
+
+// oauthClient is a configured OAuth2 client.
+type oauthClient struct {
+	id     string
+	secret [sha256.Size]byte
+	role   role
+}
+
+// issued is an OAuth2 access token plantd gave out.
+type issued struct {
+	p       principal
+	expires time.Time
+}
+
+// bucket is a token bucket.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// authenticator checks credentials, issues OAuth2 tokens and rate-limits.
+type authenticator struct {
+	now     func() time.Time
+	ttl     time.Duration
+	tokens  []staticToken
+	clients []oauthClient
+	rate    float64
+	burst   float64
+
+	mu      sync.Mutex
+	issued  map[[sha256.Size]byte]issued
+	buckets map[string]*bucket
+}
+
+func decodeHash(field, s string) ([sha256.Size]byte, error) {
+	var h [sha256.Size]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return h, fmt.Errorf("httpapi: %s: want 64 hex digits", field)
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+func newAuthenticator(cfg Config, now func() time.Time) (*authenticator, error) {
+	a := &authenticator{
+		now:     now,
+		ttl:     cfg.TokenTTL,
+		rate:    cfg.RateLimit.RequestsPerSecond,
+		burst:   float64(cfg.RateLimit.Burst),
+		issued:  map[[sha256.Size]byte]issued{},
+		buckets: map[string]*bucket{},
+	}
+	for i, t := range cfg.Tokens {
+		h, err := decodeHash(fmt.Sprintf("tokens[%d].sha256", i), t.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		r, err := parseRole(t.Role)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: tokens[%d].role: %w", i, err)
+		}
+		a.tokens = append(a.tokens, staticToken{name: t.Name, hash: h, role: r})
+	}
+	for i, c := range cfg.OAuthClients {
+		h, err := decodeHash(fmt.Sprintf("oauthClients[%d].secretSha256", i), c.SecretSHA256)
+		if err != nil {
+			return nil, err
+		}
+		r, err := parseRole(c.Role)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: oauthClients[%d].role: %w", i, err)
+		}
+		a.clients = append(a.clients, oauthClient{id: c.ClientID, secret: h, role: r})
+	}
+	return a, nil
+}
+
+// lookup finds the principal of a bearer token. Every static token is
+// compared (in constant time) so the time taken does not depend on which
+// matched.
+func (a *authenticator) lookup(token string) (principal, bool) {
+	h := sha256.Sum256([]byte(token))
+	var found principal
+	ok := false
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare(h[:], t.hash[:]) == 1 {
+			found, ok = principal{Name: t.name, Role: t.role}, true
+		}
+	}
+	if ok {
+		return found, true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	is, ok := a.issued[h]
+	if !ok {
+		return principal{}, false
+	}
+	if !a.now().Before(is.expires) {
+		delete(a.issued, h)
+		return principal{}, false
+	}
+	return is.p, true
+}
+
+// allow takes one request from the credential's bucket; when empty it
+// returns how long until the next request is allowed.
+func (a *authenticator) allow(name string) (bool, time.Duration) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.buckets[name]
+	if b == nil {
+		b = &bucket{tokens: a.burst, last: now}
+		a.buckets[name] = b
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = math.Min(a.burst, b.tokens+el*a.rate)
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := time.Duration((1 - b.tokens) / a.rate * float64(time.Second))
+	return false, wait
+}
+
+// issue gives a new access token to a client.
+func (a *authenticator) issue(p principal) (string, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("random token: %w", err)
+	}
+	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	h := sha256.Sum256([]byte(tok))
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, v := range a.issued { // drop expired ones
+		if !now.Before(v.expires) {
+			delete(a.issued, k)
+		}
+	}
+	a.issued[h] = issued{p: p, expires: now.Add(a.ttl)}
+	return tok, nil
+}
+
+// client checks OAuth2 client credentials (constant time over all clients).
+func (a *authenticator) client(id, secret string) (oauthClient, bool) {
+	h := sha256.Sum256([]byte(secret))
+	var found oauthClient
+	ok := false
+	for _, c := range a.clients {
+		idOK := subtle.ConstantTimeCompare([]byte(id), []byte(c.id))
+		secOK := subtle.ConstantTimeCompare(h[:], c.secret[:])
+		if idOK&secOK == 1 {
+			found, ok = c, true
+		}
+	}
+	return found, ok
+}
+
+// unauthorized answers 401 with a WWW-Authenticate challenge.
+func unauthorized(c *gin.Context, errCode, detail string) {
+	v := `Bearer realm="plantd"`
+	if errCode != "" {
+		v += `, error="` + errCode + `"`
+	}
+	c.Header("WWW-Authenticate", v)
+	fail(c, http.StatusUnauthorized, codeUnauthorized, detail)
+}
+
+// authenticate requires a valid bearer token and rate-limits its holder.
+func (s *Server) authenticate(c *gin.Context) {
+	h := c.GetHeader("Authorization")
+	scheme, tok, found := strings.Cut(h, " ")
+	if h == "" {
+		unauthorized(c, "", "missing bearer token")
+		return
+	}
+	tok = strings.TrimSpace(tok)
+	if !found || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		unauthorized(c, "invalid_request", "authorization must be a bearer token")
+		return
+	}
+	p, ok := s.auth.lookup(tok)
+	if !ok {
+		unauthorized(c, "invalid_token", "invalid or expired token")
+		return
+	}
+	if ok, wait := s.auth.allow(p.Name); !ok {
+		secs := int(math.Ceil(wait.Seconds()))
+		if secs < 1 {
+			secs = 1
+		}
+		c.Header("Retry-After", strconv.Itoa(secs))
+		fail(c, http.StatusTooManyRequests, codeRateLimited, "too many requests for this credential")
+		return
+	}
+	c.Set(ctxPrincipal, p)
+	c.Next()
+}
+
+// need requires at least role r.
+func need(r role) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		v, _ := c.Get(ctxPrincipal)
+		p, _ := v.(principal)
+		if p.Role < r {
+			fail(c, http.StatusForbidden, codeForbidden, fmt.Sprintf("role %s required, token has %s", r, p.Role))
+			return
+		}
+		c.Next()
+	}
+}
+
+// tokenResponse is the OAuth2 access-token response (RFC 6749 §5.1).
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int    `json:"expires_in"`
+	Scope       string `json:"scope"`
+}
+
+// oauthError answers an OAuth2 error as problem-JSON with the RFC 6749
+// error member.
+func oauthError(c *gin.Context, status int, errCode, detail string) {
+	p := problem(c, status, codeBadBody, detail)
+	if status == http.StatusUnauthorized {
+		p.Type, p.Code = problemTypeBase+codeUnauthorized, codeUnauthorized
+		c.Header("WWW-Authenticate", `Basic realm="plantd"`)
+	}
+	p.Error = errCode
+	writeProblem(c, p)
+}
+
+// token is POST /oauth2/token (client_credentials grant).
+func (s *Server) token(c *gin.Context) {
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/x-www-form-urlencoded")
+		return
+	}
+	if err := c.Request.ParseForm(); err != nil {
+		if isTooLarge(err) {
+			fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, "request body too large")
+			return
+		}
+		oauthError(c, http.StatusBadRequest, "invalid_request", "malformed form body")
+		return
+	}
+	f := c.Request.PostForm
+	if gt := f.Get("grant_type"); gt != "client_credentials" {
+		if gt == "" {
+			oauthError(c, http.StatusBadRequest, "invalid_request", "grant_type is required")
+			return
+		}
+		oauthError(c, http.StatusBadRequest, "unsupported_grant_type", "only grant_type client_credentials is supported")
+		return
+	}
+	id, secret := f.Get("client_id"), f.Get("client_secret")
+	if u, p, ok := c.Request.BasicAuth(); ok {
+		id, secret = u, p
+	}
+	if id == "" {
+		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
+		return
+	}
+	cl, ok := s.auth.client(id, secret)
+	if !ok {
+		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
+		return
+	}
+	p := principal{Name: "oauth:" + cl.id, Role: cl.role}
+	if ok, wait := s.auth.allow(p.Name); !ok {
+		c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		fail(c, http.StatusTooManyRequests, codeRateLimited, "too many requests for this client")
+		return
+	}
+	tok, err := s.auth.issue(p)
+	if err != nil {
+		s.internal(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Header("Pragma", "no-cache")
+	c.JSON(http.StatusOK, tokenResponse{AccessToken: tok, TokenType: "Bearer",
+		ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: cl.role.String()})
+}

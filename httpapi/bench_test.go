@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+// benchPaths are the live endpoints of the performance target.
+var benchPaths = []string{
+	"/live/v1/plants/demo/measurements/sets/EnergyBalance",
+	"/live/v2/plants/demo/devices",
+	"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-21",
+}
+
+// BenchmarkHandler serves requests in process (no network) in parallel.
+func BenchmarkHandler(b *testing.B) {
+	e := newEnv(b, envOpts{})
+	h := e.srv.Handler()
+	for _, p := range benchPaths {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req := httptest.NewRequest("GET", p, nil)
+				req.Header.Set("Authorization", "Bearer "+tokStandard)
+				for pb.Next() {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%s: %d", p, rec.Code)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestNoMemoryGrowth serves $PLANTD_MEMTEST requests (e.g. 1000000) of the
+// live endpoints in process and checks that the live heap
+// after them is within 10 % of the heap after the first 10,000. Skipped
+// unless PLANTD_MEMTEST is set.
+func TestNoMemoryGrowth(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("PLANTD_MEMTEST"))
+	if n == 0 {
+		t.Skip("PLANTD_MEMTEST not set")
+	}
+	e := newEnv(t, envOpts{})
+	h := e.srv.Handler()
+	live := benchPaths[:2]
+	reqs := make([]*http.Request, len(live))
+	for i, p := range live {
+		reqs[i] = httptest.NewRequest("GET", p, nil)
+		reqs[i].Header.Set("Authorization", "Bearer "+tokStandard)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	serve := func(k int) {
+		for i := range k {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, reqs[i%len(reqs)])
+			if rec.Code != 200 {
+				t.Fatalf("status %d", rec.Code)
+			}
+		}
+	}
+	serve(10000)
+	after10k := heap()
+	serve(n - 10000)
+	afterN := heap()
+	t.Logf("heap after 10k requests: %d B, after %d: %d B (%+.1f %%)", after10k, n, afterN, 100*(float64(afterN)/float64(after10k)-1))
+	if float64(afterN) > 1.1*float64(after10k) {
+		t.Errorf("heap grew more than 10 %%")
+	}
+}

@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"plantd/plant"
+)
+
+// Sentinel errors a History returns (wrapped) so that the API can answer
+// with the right status; test with errors.Is.
+var (
+	// ErrNotFound: the plant, device or set is unknown to the history (404).
+	ErrNotFound = errors.New("not found")
+	// ErrBadQuery: the query cannot be answered as asked (400).
+	ErrBadQuery = errors.New("bad query")
+)
+
+// History is the stored side of the API: measurement sets by period, logs
+// and schedules. cmd/plantd adapts the store to it.
+type History interface {
+	// QuerySet returns the rows of one measurement set for one period.
+	QuerySet(ctx context.Context, q SetQuery) (SetResult, error)
+	// DeviceSets lists the set types the history holds for a device.
+	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
+	// Logs returns log entries newest first and the cursor of the next
+	// page ("" on the last page).
+	Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error)
+	// Schedules lists a plant's grid-control schedules without internal
+	// fallback schedules.
+	Schedules(ctx context.Context, plantID string) ([]Schedule, error)
+	// Health reports whether the storage works.
+	Health() error
+}
+
+// The periods of measurement sets (DESIGN §4).
+const (
+	PeriodRecent = "Recent"
+	PeriodDay    = "Day"
+	PeriodWeek   = "Week"
+	PeriodMonth  = "Month"
+	PeriodYear   = "Year"
+	PeriodTotal  = "Total"
+)
+
+// The resolution names of measurement sets (DESIGN §4).
+const (
+	ResolutionOneMinute      = "OneMinute"
+	ResolutionFiveMinutes    = "FiveMinutes"
+	ResolutionFifteenMinutes = "FifteenMinutes"
+	ResolutionOneHour        = "OneHour"
+	ResolutionOneDay         = "OneDay"
+	ResolutionOneMonth       = "OneMonth"
+	ResolutionOneYear        = "OneYear"
+)
+
+// SetQuery asks for one measurement set of a plant (PlantID, SetType
+// EnergyBalance) or of a device (DeviceID and its PlantID) for one period.
+type SetQuery struct {
+	PlantID  string
+	DeviceID string // "" for plant sets
+	SetType  string // plant.SetType words: "PowerAc", "EnergyBalance", ...
+	Period   string // Recent | Day | Week | Month | Year | Total
+	// Date is the plant-local start of the period, midnight in the plant's
+	// zone: the day for Day, the Monday of the week holding the given day
+	// for Week, the 1st for Month, 1 January for Year; zero for Recent and
+	// Total.
+	Date time.Time
+	// Location is the plant's time zone (period boundaries).
+	Location *time.Location
+	// Resolution is the resolution the API wants for the period.
+	Resolution         string
+	WithTotal          bool
+	ReturnEnergyValues bool
+}
+
+// SetResult is the answer to a SetQuery. Rows are in time order; a row
+// holds only the values that were measured.
+type SetResult struct {
+	// Resolution the rows have; "" means the one asked for.
+	Resolution string
+	Rows       []Row
+	// Total sums (energies) or averages (powers) the period; nil unless
+	// WithTotal was asked and there is data.
+	Total *Row
+}
+
+// Row is one interval of a measurement set.
+type Row struct {
+	// Start is the interval's start, a UTC instant; the API renders it as
+	// plant-local time.
+	Start time.Time
+	// Values by API field name ("activePower", "pvGeneration", ...).
+	Values map[string]float64
+	// Indexed values by API field name ("dcPowerInput", ...).
+	Indexed map[string][]IndexedValue
+}
+
+// IndexedValue is one value of an indexed field (per DC input or battery).
+type IndexedValue struct {
+	Index string
+	Value float64
+}
+
+// LogQuery asks for a page of plant or device log entries.
+type LogQuery struct {
+	PlantID  string
+	DeviceID string // "" = the whole plant
+	From, To time.Time
+	Cursor   string
+	Limit    int
+}
+
+// LogEntry is one log message.
+type LogEntry struct {
+	Time     time.Time
+	Level    string
+	Code     string
+	Message  string
+	PlantID  string
+	DeviceID string
+}
+
+// Schedule is one stored grid-control schedule.
+type Schedule struct {
+	ID        string
+	PlantID   string
+	CreatedAt time.Time
+	// Body is the schedule's commands as JSON (an array).
+	Body []byte
+}
+
+// Live is the live state the API reads; *plant.Live implements it.
+type Live interface {
+	Plants() []plant.Plant
+	Plant(id string) (plant.Plant, bool)
+	Device(id string) (plant.DeviceLive, bool)
+	Devices(plantID string) ([]plant.DeviceLive, error)
+	EnergyBalance(plantID string) (plant.Balance, error)
+	EnergyMix(plantID string) (plant.EnergyMix, error)
+}
+
+var _ Live = (*plant.Live)(nil)

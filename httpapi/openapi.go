@@ -1,0 +1,392 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// The OpenAPI 3.1 document of the API, built in code so that the route
+// table and the document are kept together; openapi_test.go walks Gin's
+// routes against it and validates real responses with kin-openapi.
+
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+func str() obj             { return obj{"type": "string"} }
+func num() obj             { return obj{"type": "number"} }
+func boolean() obj         { return obj{"type": "boolean"} }
+func arr(items obj) obj    { return obj{"type": "array", "items": items} }
+func enum(v ...string) obj { return obj{"type": "string", "enum": v} }
+
+// object is a closed object schema with the given properties.
+func object(props obj, required ...string) obj {
+	o := obj{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func describe(o obj, d string) obj { o["description"] = d; return o }
+
+// localTimeSchema is a plant-local time without offset.
+func localTimeSchema() obj {
+	return obj{"type": "string", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`,
+		"description": "plant-local time without offset (the plant's timezone), start of the interval"}
+}
+
+func utcTimeSchema() obj {
+	return obj{"type": "string", "format": "date-time", "pattern": `Z$`, "description": "RFC 3339, UTC"}
+}
+
+func schemas() obj {
+	indexed := arr(object(obj{"index": str(), "value": num()}, "index", "value"))
+	setRow := obj{"type": "object", "required": []string{"time"},
+		"properties":           obj{"time": localTimeSchema()},
+		"additionalProperties": obj{"oneOf": []any{num(), indexed}},
+		"description":          "one interval; only measured fields are present"}
+	balanceFields := obj{}
+	for _, f := range []string{"pvGeneration", "gridFeedIn", "gridConsumption", "directConsumption", "selfConsumption",
+		"selfSupply", "totalConsumption", "totalGeneration", "batteryCharging", "batteryDischarging",
+		"batteryStateOfCharge", "dieselGeneration", "autarkyRate", "selfConsumptionRate"} {
+		balanceFields[f] = num()
+	}
+	balanceFields["time"] = localTimeSchema()
+	mixFields := obj{"time": localTimeSchema(), "pvConsumptionRate": num(), "batteryConsumptionRate": num(),
+		"gridConsumptionRate": num(), "totalConsumption": num()}
+	dataError := object(obj{"code": str(), "message": str(),
+		"devices": arr(object(obj{"deviceId": str(), "reason": enum("Stale", "TimedOut", "Unreachable", "NoData", "NoValue")}, "deviceId", "reason"))},
+		"code", "message", "devices")
+	liveEnv := func(item obj, device bool) obj {
+		props := obj{"plant": ref("Plant"), "setType": str(), "resolution": str(),
+			"set":   obj{"type": "array", "items": item, "minItems": 1, "maxItems": 1},
+			"error": obj{"oneOf": []any{obj{"type": "null"}, ref("DataError")}}}
+		req := []string{"plant", "setType", "set", "error"}
+		if device {
+			props["device"] = ref("DeviceRef")
+			req = append(req, "device")
+		}
+		return object(props, req...)
+	}
+	optNum := num()
+	orientation := object(obj{"azimuth": obj{"type": "number", "minimum": 0, "maximum": 360}, "collectorSlope": obj{"type": "number", "minimum": 0, "maximum": 90}})
+	installation := object(obj{
+		"peakPower": optNum, "acNominalPower": num(),
+		"calculatedAcNominalPower": describe(num(), "sum of the rated AC power of the active inverters, W"),
+		"calcAcNominalPower":       describe(num(), "the same value under the cloud API's other name"),
+		"dcPowerInputMax":          num(), "co2SavingsFactor": describe(num(), "g/kWh"),
+		"startUpUtc": utcTimeSchema(), "orientation": orientation,
+		"pvModuleAreas": describe(arr(object(obj{"name": str(), "azimuth": obj{"type": "number", "minimum": 0, "maximum": 360},
+			"collectorSlope": num(), "peakPower": num(), "moduleCount": obj{"type": "integer"}}, "name")), "newer-platform plants only (modelled)"),
+	}, "co2SavingsFactor")
+	address := object(obj{"country": str(), "federalState": str(), "city": str(), "zipCode": str(), "street": str(),
+		"streetNo": str(), "longitude": num(), "latitude": num()})
+	plantHead := func(extra obj, req ...string) obj {
+		extra["plant"] = ref("Plant")
+		return object(extra, append([]string{"plant"}, req...)...)
+	}
+	logs := func(device bool) obj {
+		props := obj{"logs": arr(object(obj{"time": utcTimeSchema(), "level": str(), "code": str(), "message": str(), "deviceId": str()},
+			"time", "level", "code", "message")), "next": describe(str(), "cursor of the next page")}
+		if device {
+			props["device"] = ref("DeviceRef")
+			return plantHead(props, "logs", "device")
+		}
+		return plantHead(props, "logs")
+	}
+	liveDevices := func(health []string) obj {
+		return plantHead(obj{"devices": arr(object(obj{"deviceId": str(), "name": str(), "type": str(),
+			"healthStatus": enum(health...), "lastUpdateUtc": utcTimeSchema(), "switchingState": str(), "consumption": num()},
+			"deviceId", "name", "type", "healthStatus"))}, "devices")
+	}
+	return obj{
+		"Problem": object(obj{"type": str(), "title": str(), "status": obj{"type": "integer"}, "detail": str(),
+			"instance": str(), "code": str(), "message": str(), "requestId": str(), "error": describe(str(), "OAuth2 error code (token endpoint)"),
+			"errors": arr(object(obj{"field": str(), "message": str()}, "field", "message"))},
+			"type", "title", "status", "code", "message"),
+		"Plant":        object(obj{"plantId": str(), "name": str(), "description": str(), "timezone": describe(str(), "IANA time zone")}, "plantId", "name", "timezone"),
+		"DeviceRef":    object(obj{"deviceId": str(), "name": str(), "timezone": str()}, "deviceId", "name", "timezone"),
+		"Installation": installation,
+		"PlantList": object(obj{
+			"plants": arr(object(obj{"plantId": str(), "name": str(), "description": str(), "timezone": str(),
+				"installation": ref("Installation"),
+				"location":     object(obj{"currencyCode3": str(), "address": address})},
+				"plantId", "name", "timezone", "installation")),
+			"partial": describe(object(obj{"reason": str(), "missing": arr(enum("classic", "newer"))}, "reason", "missing"),
+				"present when the devices of one platform generation are unreachable (plantd's)"),
+		}, "plants"),
+		"PlantInstallation": plantHead(obj{"installation": ref("Installation")}, "installation"),
+		"Configuration": plantHead(obj{"plantWithBattery": boolean(), "plantWithLiveData": boolean(),
+			"connectedService": object(obj{"status": str(), "since": utcTimeSchema()}, "status")},
+			"plantWithBattery", "plantWithLiveData", "connectedService"),
+		"Devices": plantHead(obj{"devices": arr(object(obj{"deviceId": str(), "name": str(), "timezone": str(),
+			"type":    enum("Solar Inverters", "Battery Inverter", "Energy Meter", "Monitoring and control", "Sensor technology", "Unknown"),
+			"product": str(), "productId": str(), "serial": str(), "vendor": str(), "generatorPower": num(), "generatorPowerDc": num(),
+			"isActive": boolean(), "deactivatedAt": utcTimeSchema(), "isSmartConnectedReady": boolean()},
+			"deviceId", "name", "timezone", "type", "product", "vendor", "isActive", "isSmartConnectedReady"))}, "devices"),
+		"Stakeholders": plantHead(obj{"stakeholders": arr(object(obj{"role": enum("owner", "installer", "operator", "connectedServiceProvider"),
+			"name": str(), "email": str(), "phone": str()}, "role", "name"))}, "stakeholders"),
+		"PlantLogs":  logs(false),
+		"DeviceLogs": logs(true),
+		"Communication": plantHead(obj{"devices": arr(object(obj{"deviceId": str(),
+			"status":         enum("Ok", "Partial", "TimedOut", "Unreachable"),
+			"lastContactUtc": utcTimeSchema(), "lastError": str(), "successRate": obj{"type": "number", "minimum": 0, "maximum": 1}},
+			"deviceId", "status", "successRate"))}, "devices"),
+		"SetList": plantHead(obj{"device": ref("DeviceRef"), "sets": arr(enum("EnergyAndPowerPv", "EnergyAndPowerInOut",
+			"EnergyAndPowerConsumption", "EnergyAndPowerBattery", "PowerAc", "PowerDc", "EnergyDc", "EnergyMix", "Sensor"))}, "device", "sets"),
+		"SetRow": setRow,
+		"MeasurementSet": plantHead(obj{"device": ref("DeviceRef"), "setType": str(),
+			"resolution": enum("OneMinute", "FiveMinutes", "FifteenMinutes", "OneHour", "OneDay", "OneMonth", "OneYear"),
+			"set":        arr(ref("SetRow")), "total": ref("SetRow")}, "setType", "resolution", "set"),
+		"DataError":         dataError,
+		"LiveEnergyBalance": liveEnv(object(balanceFields, "time"), false),
+		"LiveEnergyMix":     liveEnv(object(mixFields, "time"), true),
+		"LiveDevicesV1":     liveDevices([]string{"Active", "Inactive"}),
+		"LiveDevicesV2":     liveDevices([]string{"Ok", "Warning", "Error", "Off", "NotAvailable"}),
+		"Schedules": plantHead(obj{"schedules": arr(object(obj{"scheduleId": str(), "plantId": str(),
+			"commands": arr(obj{"type": "object"}), "createdAt": utcTimeSchema()}, "scheduleId", "plantId", "commands", "createdAt"))}, "schedules"),
+		"ScheduleRequest": object(obj{"commands": arr(object(obj{"command": ref("Command"), "start": obj{"type": "string", "format": "date-time"},
+			"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": str()}, "command", "start", "end"))}, "commands"),
+		"Command": enum(commandNames()...),
+		"EligibilityRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str(),
+			"commands": arr(ref("Command"))}, "commands"),
+		"EligibleCommandsRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str()}),
+		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"),
+			"eligible": boolean(), "reasons": arr(object(obj{"code": str(), "message": str()}, "code", "message"))}, "command", "eligible"))},
+			"checkedAt", "results"),
+		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
+		"Settings": plantHead(obj{"settingsType": enum(settingsTypeNames...), "configurations": arr(object(obj{"type": str(),
+			"supported": boolean(), "devices": arr(str())}, "type", "supported", "devices"))}, "settingsType", "configurations"),
+		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
+			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
+		"Health": object(obj{"status": enum("Ok", "Error"),
+			"storage": object(obj{"status": str(), "error": str()}, "status"),
+			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
+			"mqtt":    object(obj{"status": str(), "since": utcTimeSchema()}, "status")}, "status", "storage", "devices", "mqtt"),
+	}
+}
+
+func commandNames() []string {
+	out := make([]string, 0, len(commands))
+	for _, c := range commands {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// problemResponse is a response of problem-JSON.
+func problemResponse(desc string) obj {
+	return obj{"description": desc, "content": obj{contentTypeProblem: obj{"schema": ref("Problem")}}}
+}
+
+func jsonResponse(schema string) obj {
+	return obj{"description": "OK", "content": obj{"application/json": obj{"schema": ref(schema)}}}
+}
+
+func param(name, in, desc string, schema obj, required bool) obj {
+	return obj{"name": name, "in": in, "description": desc, "schema": schema, "required": required}
+}
+
+// route is one operation of the document.
+type route struct {
+	method, path, summary, response string
+	params                          []obj
+	// errs lists the problem statuses besides 401/404/405/429/500.
+	errs []string
+	// body names the request body schema and its media type.
+	body, bodyType string
+	// ids: the route has a plant or device id (308, 404).
+	ids  bool
+	open bool // no auth
+	// extra responses
+	extra obj
+}
+
+func setParams(period bool) []obj {
+	ps := []obj{
+		param("Date", "query", "YYYY-MM-DD for Day and Week, YYYY-MM for Month, YYYY for Year, none for Recent and Total (also accepted as date); default: the current period", str(), false),
+		param("WithTotal", "query", "adds total", enum("true", "false", "True", "False", "TRUE", "FALSE"), false),
+		param("ReturnEnergyValues", "query", "Wh per interval instead of W for EnergyAndPower* sets", enum("true", "false", "True", "False", "TRUE", "FALSE"), false),
+	}
+	if period {
+		ps = append(ps, param("period", "path", "Recent | Day | Week | Month | Year | Total, any letter case", str(), true))
+	}
+	return ps
+}
+
+func logParams() []obj {
+	return []obj{
+		param("From", "query", "RFC 3339 start (inclusive)", obj{"type": "string", "format": "date-time"}, false),
+		param("To", "query", "RFC 3339 end", obj{"type": "string", "format": "date-time"}, false),
+		param("cursor", "query", "the next of the previous page", str(), false),
+		param("limit", "query", "1..1000, default 100", obj{"type": "integer", "minimum": 1, "maximum": 1000}, false),
+	}
+}
+
+var (
+	plantIDParam  = param("plantId", "path", "plant id", str(), true)
+	deviceIDParam = param("deviceId", "path", "device id", str(), true)
+)
+
+// apiRoutes lists every operation; routes() registers the same set.
+func apiRoutes() []route {
+	var rs []route
+	add := func(r route) { rs = append(rs, r) }
+	add(route{method: "get", path: "/monitoring/v1/plants", summary: "Plant list", response: "PlantList"})
+	for _, r := range []struct{ seg, summary, resp string }{
+		{"installation", "Installation data", "PlantInstallation"},
+		{"configuration", "Configuration", "Configuration"},
+		{"devices", "Devices", "Devices"},
+		{"stakeholders", "Stakeholders", "Stakeholders"},
+		{"communication", "Communication status", "Communication"},
+	} {
+		add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/" + r.seg, summary: r.summary, response: r.resp, params: []obj{plantIDParam}, ids: true})
+	}
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/logs", summary: "Plant log messages (installer)", response: "PlantLogs",
+		params: append([]obj{plantIDParam}, logParams()...), ids: true, errs: []string{"400", "403"}})
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/measurements/sets/EnergyBalance", summary: "Energy balance (Recent)",
+		response: "MeasurementSet", params: append([]obj{plantIDParam}, setParams(false)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/measurements/sets/EnergyBalance/{period}", summary: "Energy balance of a period",
+		response: "MeasurementSet", params: append([]obj{plantIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/logs", summary: "Device log messages (installer)", response: "DeviceLogs",
+		params: append([]obj{deviceIDParam}, logParams()...), ids: true, errs: []string{"400", "403"}})
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurements/sets", summary: "Measurement sets of a device", response: "SetList",
+		params: []obj{deviceIDParam}, ids: true})
+	for _, st := range deviceSetTypes {
+		p := "/monitoring/v1/devices/{deviceId}/measurements/sets/" + string(st)
+		add(route{method: "get", path: p, summary: string(st) + " (Recent)", response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(false)...), ids: true, errs: []string{"400"}})
+		add(route{method: "get", path: p + "/{period}", summary: string(st) + " of a period", response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+	}
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurement/sets/EnergyMix/{period}", summary: "Energy mix of a period (spec's singular path)",
+		response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+
+	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator); answers 501 until grid control is wired",
+		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false)},
+		body:   "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"}})
+	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibilityCheck", summary: "Eligibility check; a migrated plantId in the body is corrected internally",
+		response: "EligibilityResult", body: "EligibilityRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
+	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibleCommands", summary: "Eligible commands (obsolete)",
+		response: "EligibleCommands", body: "EligibleCommandsRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
+	add(route{method: "get", path: "/gridcontrol/v1/plants/{id}/settings/{settingsType}", summary: "Current grid settings of one type",
+		response: "Settings", params: []obj{param("id", "path", "plant id", str(), true), param("settingsType", "path", "settings type", enum(settingsTypeNames...), true)},
+		ids: true, errs: []string{"400"}})
+
+	add(route{method: "get", path: "/live/v1/plants/{plantId}/measurements/sets/EnergyBalance", summary: "Live energy balance", response: "LiveEnergyBalance", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "get", path: "/live/v1/devices/{deviceId}/measurement/sets/EnergyMix", summary: "Live energy mix (of the device's plant)", response: "LiveEnergyMix", params: []obj{deviceIDParam}, ids: true})
+	add(route{method: "get", path: "/live/v1/plants/{plantId}/devices", summary: "Live device list v1 (obsolete)", response: "LiveDevicesV1", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "get", path: "/live/v2/plants/{plantId}/devices", summary: "Live device list v2", response: "LiveDevicesV2", params: []obj{plantIDParam}, ids: true})
+
+	add(route{method: "post", path: "/oauth2/token", summary: "OAuth2 client_credentials token", response: "TokenResponse", open: true,
+		body: "TokenRequest", bodyType: "application/x-www-form-urlencoded", errs: []string{"400", "413", "415"}})
+	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
+		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
+	add(route{method: "get", path: "/metrics", summary: "Prometheus metrics (loopback only)", open: true, errs: []string{"403"},
+		extra: obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}}})
+	add(route{method: "get", path: "/openapi.json", summary: "This document", open: true,
+		extra: obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}})
+	return rs
+}
+
+var statusText = map[string]string{
+	"400": "bad parameter or body (names the parameter)", "401": "missing or invalid token (WWW-Authenticate)",
+	"403": "role too low or not loopback", "404": "unknown route, plant or device", "405": "method not allowed (Allow)",
+	"413": "body over 1 MiB", "415": "wrong content type", "422": "command not eligible", "429": "rate limited (Retry-After)",
+	"500": "internal error (with request id)", "501": "not implemented yet",
+}
+
+// buildOpenAPI renders the document.
+func buildOpenAPI() ([]byte, error) {
+	paths := obj{}
+	for _, r := range apiRoutes() {
+		resp := obj{}
+		if r.response != "" {
+			resp["200"] = jsonResponse(r.response)
+		}
+		for k, v := range r.extra {
+			resp[k] = v
+		}
+		codes := []string{"404", "405", "500"}
+		if !r.open {
+			codes = append(codes, "401", "429")
+		}
+		if r.path == "/oauth2/token" {
+			codes = append(codes, "401", "429")
+		}
+		for _, code := range append(codes, r.errs...) {
+			resp[code] = problemResponse(statusText[code])
+		}
+		if r.ids {
+			resp["308"] = obj{"description": "migrated id: empty body, Location = the URL with the new id, query kept",
+				"headers": obj{"Location": obj{"schema": str(), "required": true}}}
+		}
+		if r.response != "" && r.method == "get" && etagged(r.response) {
+			resp["304"] = obj{"description": "not modified (If-None-Match)"}
+		}
+		op := obj{"summary": r.summary, "operationId": operationID(r), "responses": resp}
+		if len(r.params) > 0 {
+			ps := make([]any, len(r.params))
+			for i, p := range r.params {
+				ps[i] = p
+			}
+			op["parameters"] = ps
+		}
+		if r.body != "" {
+			schema := ref(r.body)
+			if r.bodyType != "application/json" {
+				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(), "scope": str()}, "grant_type")
+				schema["additionalProperties"] = true
+			}
+			op["requestBody"] = obj{"required": true, "content": obj{r.bodyType: obj{"schema": schema}}}
+		}
+		if r.open {
+			op["security"] = []any{}
+		}
+		item, _ := paths[r.path].(obj)
+		if item == nil {
+			item = obj{}
+			paths[r.path] = item
+		}
+		item[r.method] = op
+	}
+	doc := obj{
+		"openapi": "3.1.0",
+		"info": obj{"title": "plantd HTTP API", "version": "1.0.0",
+			"description": "Monitoring, grid control and live data of the plants served by this gateway (spec/plant-api.md §4, DESIGN §4). " +
+				"Measurement-set times are plant-local without offset; every other time is RFC 3339 UTC. Errors are RFC 9457 problem-JSON."},
+		"servers": []any{obj{"url": "/"}},
+		"paths":   paths,
+		"components": obj{
+			"schemas": schemas(),
+			"securitySchemes": obj{
+				"bearer": obj{"type": "http", "scheme": "bearer", "description": "static token (config, stored hashed) or OAuth2 access token"},
+				"oauth2": obj{"type": "oauth2", "flows": obj{"clientCredentials": obj{"tokenUrl": "/oauth2/token", "scopes": obj{
+					"standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+			},
+		},
+		"security": []any{obj{"bearer": []any{}}, obj{"oauth2": []any{}}},
+	}
+	return json.MarshalIndent(doc, "", " ")
+}
+
+func etagged(resp string) bool {
+	switch resp {
+	case "PlantInstallation", "Devices", "Stakeholders", "SetList", "MeasurementSet":
+		return true
+	}
+	return false
+}
+
+func operationID(r route) string {
+	var b strings.Builder
+	b.WriteString(r.method)
+	for _, seg := range strings.Split(r.path, "/") {
+		seg = strings.Trim(seg, "{}")
+		if seg == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(seg[:1]) + seg[1:])
+	}
+	return b.String()
+}

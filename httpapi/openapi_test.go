@@ -1,0 +1,283 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+var paramRE = regexp.MustCompile(`\{[^}]*\}|:[A-Za-z]+`)
+
+// normPath replaces every path parameter by {} (Gin needs one parameter
+// name per tree position; the spec names the settings path's id {id}).
+func normPath(p string) string { return paramRE.ReplaceAllString(p, "{}") }
+
+func loadDoc(t *testing.T, raw []byte) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("load openapi: %v", err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("openapi document invalid: %v", err)
+	}
+	return doc
+}
+
+// TestOpenAPICoversRoutes walks Gin's route table and fails on any route
+// missing from the document, and on any documented operation Gin does not
+// serve.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	e := newEnv(t, envOpts{polls: 1})
+	doc := loadDoc(t, e.srv.openapi)
+	if doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+normPath(path)] = true
+		}
+	}
+	served := map[string]bool{}
+	for _, r := range e.srv.engine.Routes() {
+		k := r.Method + " " + normPath(r.Path)
+		served[k] = true
+		if !documented[k] {
+			t.Errorf("route %s %s is not in /openapi.json", r.Method, r.Path)
+		}
+	}
+	for k := range documented {
+		if !served[k] {
+			t.Errorf("documented operation %s is not served", k)
+		}
+	}
+	// The spec's paths, exactly as written.
+	for _, p := range []string{
+		"/monitoring/v1/plants", "/monitoring/v1/plants/{plantId}/installation", "/monitoring/v1/plants/{plantId}/configuration",
+		"/monitoring/v1/plants/{plantId}/devices", "/monitoring/v1/plants/{plantId}/stakeholders", "/monitoring/v1/plants/{plantId}/logs",
+		"/monitoring/v1/plants/{plantId}/communication", "/monitoring/v1/plants/{plantId}/measurements/sets/EnergyBalance",
+		"/monitoring/v1/devices/{deviceId}/logs", "/monitoring/v1/devices/{deviceId}/measurements/sets",
+		"/monitoring/v1/devices/{deviceId}/measurements/sets/PowerAc", "/monitoring/v1/devices/{deviceId}/measurements/sets/PowerDc",
+		"/monitoring/v1/devices/{deviceId}/measurement/sets/EnergyMix/{period}",
+		"/gridcontrol/v1/plants/{plantId}/schedules", "/gridcontrol/v1/plants/eligibilityCheck", "/gridcontrol/v1/plants/eligibleCommands",
+		"/gridcontrol/v1/plants/{id}/settings/{settingsType}",
+		"/live/v1/plants/{plantId}/measurements/sets/EnergyBalance", "/live/v1/devices/{deviceId}/measurement/sets/EnergyMix",
+		"/live/v1/plants/{plantId}/devices", "/live/v2/plants/{plantId}/devices",
+	} {
+		if doc.Paths.Find(p) == nil {
+			t.Errorf("spec path %s missing from the document", p)
+		}
+	}
+}
+
+// validator checks responses against the document.
+type validator struct {
+	t      *testing.T
+	router routers.Router
+}
+
+func newValidator(t *testing.T, e *env) *validator {
+	doc := loadDoc(t, e.srv.openapi)
+	doc.Servers = openapi3.Servers{{URL: e.ts.URL}}
+	r, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("router: %v", err)
+	}
+	return &validator{t: t, router: r}
+}
+
+// check validates one exchange; it returns the body.
+func (v *validator) check(req *http.Request, resp *http.Response) []byte {
+	v.t.Helper()
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	route, params, err := v.router.FindRoute(req)
+	if err != nil {
+		v.t.Errorf("%s %s: no documented route: %v", req.Method, req.URL, err)
+		return body
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: resp.StatusCode,
+		Header: resp.Header,
+		Body:   io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		v.t.Errorf("%s %s → %d: response does not match the document: %v\nbody: %.600s", req.Method, req.URL, resp.StatusCode, err, body)
+	}
+	return body
+}
+
+// TestEveryRouteAgainstOpenAPI calls every route (and its error cases)
+// on a server fed by the simulated plant and validates each response
+// against /openapi.json with kin-openapi.
+func TestEveryRouteAgainstOpenAPI(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	v := newValidator(t, e)
+	// /openapi.json itself is served and parses.
+	resp := e.do("GET", "/openapi.json", "", "", "")
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || !bytes.Equal(b, e.srv.openapi) {
+		t.Errorf("/openapi.json: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+
+	type tc struct {
+		method, path, token, ctype, body string
+		want                             int
+	}
+	var cases []tc
+	get := func(path string, want int) { cases = append(cases, tc{"GET", path, tokInstaller, "", "", want}) }
+	for _, p := range []string{"", "/installation", "/configuration", "/devices", "/stakeholders", "/logs", "/communication",
+		"/measurements/sets/EnergyBalance"} {
+		get("/monitoring/v1/plants"+strings.TrimSuffix("/demo"+p, "/demo"), 200)
+	}
+	get("/monitoring/v1/plants/demo/logs?limit=2", 200)
+	for _, per := range []string{"Recent", "Day?Date=2025-06-21&WithTotal=true", "week?Date=2025-06-16&WithTotal=true",
+		"MONTH?Date=2025-06&ReturnEnergyValues=true", "Year?Date=2025", "Total?WithTotal=true"} {
+		get("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/"+per, 200)
+	}
+	get("/monitoring/v1/devices/inv1/logs", 200)
+	get("/monitoring/v1/devices/inv1/measurements/sets", 200)
+	get("/monitoring/v1/devices/wx/measurements/sets", 200)
+	// Every set each device lists.
+	for _, dev := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
+		var list struct{ Sets []string }
+		e.getJSON("/monitoring/v1/devices/"+dev+"/measurements/sets", &list)
+		if len(list.Sets) == 0 {
+			t.Errorf("%s lists no sets", dev)
+		}
+		for _, st := range list.Sets {
+			get("/monitoring/v1/devices/"+dev+"/measurements/sets/"+st, 200)
+			get("/monitoring/v1/devices/"+dev+"/measurements/sets/"+st+"/Day?Date=2025-06-21&WithTotal=true", 200)
+		}
+	}
+	get("/monitoring/v1/devices/inv1/measurements/sets/EnergyAndPowerPv/Day?Date=2025-06-21&ReturnEnergyValues=true", 200)
+	get("/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", 200)
+	get("/monitoring/v1/devices/wx/measurements/sets/PowerAc", 404)
+	get("/gridcontrol/v1/plants/demo/schedules", 200)
+	for _, st := range settingsTypeNames {
+		get("/gridcontrol/v1/plants/demo/settings/"+st, 200)
+	}
+	get("/gridcontrol/v1/plants/demo/settings/bogus", 400)
+	get("/live/v1/plants/demo/measurements/sets/EnergyBalance", 200)
+	get("/live/v1/devices/inv1/measurement/sets/EnergyMix", 200)
+	get("/live/v1/plants/demo/devices", 200)
+	get("/live/v2/plants/demo/devices", 200)
+	get("/healthz", 200)
+	get("/metrics", 200)
+	// Migrated ids.
+	get("/monitoring/v1/plants/7190000/devices", 308)
+	get("/live/v1/devices/old-inv1/measurement/sets/EnergyMix", 308)
+	get("/gridcontrol/v1/plants/7190000/settings/activePowerGridSettings", 308)
+	// Errors.
+	get("/monitoring/v1/plants/nope/devices", 404)
+	get("/monitoring/v1/devices/nope/logs", 404)
+	get("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Decade", 400)
+	get("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=21.06.2025", 400)
+	get("/monitoring/v1/plants/demo/logs?limit=0", 400)
+	cases = append(cases,
+		tc{"GET", "/monitoring/v1/plants/demo/logs", tokStandard, "", "", 403},
+		tc{"GET", "/monitoring/v1/plants", "", "", "", 401},
+		tc{"GET", "/monitoring/v1/plants", "wrong", "", "", 401},
+		tc{"POST", "/gridcontrol/v1/plants/eligibilityCheck", tokStandard, "application/json",
+			`{"plantId":"demo","commands":["FeedInLimit","OpModDisconnect","opModVoltVar","opModHfrtMustTrip"]}`, 200},
+		tc{"POST", "/gridcontrol/v1/plants/eligibilityCheck", tokStandard, "application/json", `{"plantId":"7190000","commands":["opModMaxLimW"]}`, 200},
+		tc{"POST", "/gridcontrol/v1/plants/eligibilityCheck", tokStandard, "text/plain", `{}`, 415},
+		tc{"POST", "/gridcontrol/v1/plants/eligibilityCheck", tokStandard, "application/json", `{"plantId":"demo","bogus":1}`, 400},
+		tc{"POST", "/gridcontrol/v1/plants/eligibleCommands", tokStandard, "application/json", `{"serialNumber":"SIM-inv1"}`, 200},
+		tc{"POST", "/gridcontrol/v1/plants/eligibleCommands", tokStandard, "application/json", `{"plantId":"nope"}`, 404},
+		tc{"POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json",
+			`{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T10:00:00Z","end":"2025-06-21T11:00:00Z","value":5000}]}`, 501},
+		tc{"POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json", `{"commands":[]}`, 400},
+		tc{"POST", "/gridcontrol/v1/plants/demo/schedules", tokStandard, "application/json", `{"commands":[]}`, 403},
+		tc{"DELETE", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "", "", 405},
+		tc{"POST", "/oauth2/token", "", "application/x-www-form-urlencoded", "grant_type=client_credentials&client_id=cloud&client_secret=cloud-secret", 200},
+		tc{"POST", "/oauth2/token", "", "application/x-www-form-urlencoded", "grant_type=client_credentials&client_id=cloud&client_secret=nope", 401},
+		tc{"POST", "/oauth2/token", "", "application/x-www-form-urlencoded", "grant_type=password", 400},
+		tc{"POST", "/oauth2/token", "", "application/json", "{}", 415},
+	)
+	for _, c := range cases {
+		var body io.Reader
+		if c.body != "" {
+			body = strings.NewReader(c.body)
+		}
+		req, _ := http.NewRequest(c.method, e.ts.URL+c.path, body)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != c.want {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Errorf("%s %s: status %d, want %d: %.400s", c.method, c.path, resp.StatusCode, c.want, b)
+			continue
+		}
+		if c.want == http.StatusMethodNotAllowed { // no operation to validate against
+			resp.Body.Close()
+			continue
+		}
+		// Validation needs a body that can be re-read.
+		if c.body != "" {
+			req.Body = io.NopCloser(strings.NewReader(c.body))
+		}
+		v.check(req, resp)
+	}
+}
+
+// TestValidatorIsStrict makes sure the validation above can fail: a null
+// field, an unknown member and a time with an offset are rejected.
+func TestValidatorIsStrict(t *testing.T) {
+	e := newEnv(t, envOpts{polls: 1})
+	doc := loadDoc(t, e.srv.openapi)
+	doc.Servers = openapi3.Servers{{URL: e.ts.URL}}
+	r, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plantObj := `"plant":{"plantId":"demo","name":"x","timezone":"Europe/Berlin"}`
+	for _, tt := range []struct{ path, body string }{
+		{"/live/v2/plants/demo/devices", `{` + plantObj + `,"devices":[{"deviceId":"a","name":"a","type":"Energy Meter","healthStatus":null}]}`},
+		{"/live/v2/plants/demo/devices", `{` + plantObj + `,"devices":[],"extra":1}`},
+		{"/live/v1/plants/demo/devices", `{` + plantObj + `,"devices":[{"deviceId":"a","name":"a","type":"Energy Meter","healthStatus":"Ok"}]}`},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance", `{` + plantObj + `,"setType":"EnergyBalance","resolution":"OneMinute","set":[{"time":"2025-06-21T10:00:00+02:00"}]}`},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance", `{` + plantObj + `,"setType":"EnergyBalance","resolution":"OneMinute","set":[{"time":"2025-06-21T10:00:00","pvGeneration":null}]}`},
+	} {
+		req, _ := http.NewRequest("GET", e.ts.URL+tt.path, nil)
+		route, params, err := r.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status:                 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(tt.body)),
+		})
+		if err == nil {
+			t.Errorf("%s: accepted %s", tt.path, tt.body)
+		}
+	}
+}

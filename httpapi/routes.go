@@ -1,0 +1,338 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"plantd/plant"
+)
+
+// Context keys of the resolved plant and device.
+const (
+	ctxPlant  = "plantd.plant"
+	ctxDevice = "plantd.device"
+)
+
+// deviceSetTypes are the device measurement sets served under
+// .../measurements/sets/{SetType}.
+var deviceSetTypes = []plant.SetType{
+	plant.SetEnergyAndPowerPv, plant.SetEnergyAndPowerInOut, plant.SetEnergyAndPowerConsumption,
+	plant.SetEnergyAndPowerBattery, plant.SetPowerAc, plant.SetPowerDc, plant.SetEnergyDc,
+	plant.SetEnergyMix, plant.SetSensor,
+}
+
+// routes builds the Gin engine.
+func (s *Server) routes() *gin.Engine {
+	if s.cfg.Debug {
+		gin.SetMode(gin.DebugMode)
+	} else {
+		gin.SetMode(gin.ReleaseMode)
+	}
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	e.Use(requestID, s.metrics.middleware, s.recoverer, s.accessLog, bodyLimit)
+	if len(s.cfg.CORSOrigins) > 0 {
+		e.Use(s.cors)
+	}
+	e.NoRoute(func(c *gin.Context) {
+		fail(c, http.StatusNotFound, codeNotFound, "no route "+c.Request.URL.Path)
+	})
+	e.NoMethod(func(c *gin.Context) {
+		fail(c, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			"method "+c.Request.Method+" not allowed; allowed: "+c.Writer.Header().Get("Allow"))
+	})
+
+	e.GET("/healthz", s.loopbackOnly, s.healthz)
+	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
+	e.GET("/openapi.json", s.openAPI)
+	e.POST("/oauth2/token", s.token)
+
+	api := e.Group("", s.authenticate)
+
+	mon := api.Group("/monitoring/v1")
+	mon.GET("/plants", s.plantList)
+	mp := mon.Group("/plants/:plantId", s.resolvePlant)
+	mp.GET("/installation", s.installation)
+	mp.GET("/configuration", s.configuration)
+	mp.GET("/devices", s.devices)
+	mp.GET("/stakeholders", s.stakeholders)
+	mp.GET("/logs", need(roleInstaller), s.plantLogs)
+	mp.GET("/communication", s.communication)
+	mp.GET("/measurements/sets/EnergyBalance", s.plantSet)
+	mp.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
+	md := mon.Group("/devices/:deviceId", s.resolveDevice)
+	md.GET("/logs", need(roleInstaller), s.deviceLogs)
+	md.GET("/measurements/sets", s.deviceSetList)
+	for _, st := range deviceSetTypes {
+		h := s.deviceSet(string(st))
+		md.GET("/measurements/sets/"+string(st), h)
+		md.GET("/measurements/sets/"+string(st)+"/:period", h)
+	}
+	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(string(plant.SetEnergyMix)))
+
+	gc := api.Group("/gridcontrol/v1/plants")
+	gc.GET("/:plantId/schedules", s.resolvePlant, s.schedules)
+	gc.POST("/:plantId/schedules", need(roleInstaller), s.resolvePlant, s.postSchedules)
+	gc.POST("/eligibilityCheck", s.eligibilityCheck)
+	gc.POST("/eligibleCommands", s.eligibleCommands)
+	// The spec names this parameter {id}; Gin needs one name per tree
+	// position, so it is :plantId here (the OpenAPI document says id).
+	gc.GET("/:plantId/settings/:settingsType", s.resolvePlant, s.settings)
+
+	live := api.Group("/live")
+	live.GET("/v1/plants/:plantId/measurements/sets/EnergyBalance", s.resolvePlant, s.liveBalance)
+	live.GET("/v1/devices/:deviceId/measurement/sets/EnergyMix", s.resolveDevice, s.liveMix)
+	live.GET("/v1/plants/:plantId/devices", s.resolvePlant, s.liveDevices(1))
+	live.GET("/v2/plants/:plantId/devices", s.resolvePlant, s.liveDevices(2))
+	return e
+}
+
+// internal logs err with the request id and answers 500.
+func (s *Server) internal(c *gin.Context, err error) {
+	id := c.GetString(ctxRequestID)
+	s.log.Error("request failed", "requestId", id, "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	fail(c, http.StatusInternalServerError, codeInternal, "internal error; request id "+id)
+}
+
+// historyError maps a History error to a problem.
+func (s *Server) historyError(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		fail(c, http.StatusNotFound, codeNotFound, err.Error())
+	case errors.Is(err, ErrBadQuery):
+		fail(c, http.StatusBadRequest, codeBadParameter, err.Error())
+	case errors.Is(err, c.Request.Context().Err()) && c.Request.Context().Err() != nil:
+		fail(c, http.StatusServiceUnavailable, codeUnavailable, "request cancelled")
+	default:
+		s.internal(c, err)
+	}
+}
+
+// redirectMigrated answers 308 when the path parameter param holds an old
+// id: Location is the same path with the new id, the query string kept.
+func redirectMigrated(c *gin.Context, param string, m map[string]string) bool {
+	old := c.Param(param)
+	nid, ok := m[old]
+	if !ok || old == "" {
+		return false
+	}
+	// Replace the segment at the parameter's position in the route.
+	tmpl := strings.Split(c.FullPath(), "/")
+	segs := strings.Split(c.Request.URL.EscapedPath(), "/")
+	for i, t := range tmpl {
+		if t == ":"+param && i < len(segs) {
+			segs[i] = escapeSegment(nid)
+		}
+	}
+	loc := strings.Join(segs, "/")
+	if q := c.Request.URL.RawQuery; q != "" {
+		loc += "?" + q
+	}
+	c.Header("Location", loc)
+	c.Header("Content-Length", "0")
+	c.Status(http.StatusPermanentRedirect)
+	c.Writer.WriteHeaderNow()
+	c.Abort()
+	return true
+}
+
+// escapeSegment escapes an id for a path segment.
+func escapeSegment(s string) string { return url.PathEscape(s) }
+
+// resolvePlant looks up {plantId}: 308 when migrated, 404 when unknown.
+func (s *Server) resolvePlant(c *gin.Context) {
+	if redirectMigrated(c, "plantId", s.migratedPlants) {
+		return
+	}
+	id := c.Param("plantId")
+	p, ok := s.deps.Live.Plant(id)
+	if !ok {
+		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown plant %q", id), FieldError{Field: "plantId", Message: "unknown plant"})
+		return
+	}
+	c.Set(ctxPlant, p)
+	c.Next()
+}
+
+// resolveDevice looks up {deviceId}: 308 when migrated, 404 when unknown.
+func (s *Server) resolveDevice(c *gin.Context) {
+	if redirectMigrated(c, "deviceId", s.migratedDevices) {
+		return
+	}
+	id := c.Param("deviceId")
+	d, ok := s.deps.Live.Device(id)
+	if !ok {
+		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown device %q", id), FieldError{Field: "deviceId", Message: "unknown device"})
+		return
+	}
+	p, ok := s.deps.Live.Plant(d.Info.PlantID)
+	if !ok {
+		s.internal(c, fmt.Errorf("device %q of unknown plant %q", id, d.Info.PlantID))
+		return
+	}
+	c.Set(ctxPlant, p)
+	c.Set(ctxDevice, d)
+	c.Next()
+}
+
+func ctxPlantOf(c *gin.Context) plant.Plant {
+	v, _ := c.Get(ctxPlant)
+	p, _ := v.(plant.Plant)
+	return p
+}
+
+func ctxDeviceOf(c *gin.Context) plant.DeviceLive {
+	v, _ := c.Get(ctxDevice)
+	d, _ := v.(plant.DeviceLive)
+	return d
+}
+
+// isTooLarge reports whether err comes from the body limit.
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// decodeJSON reads a JSON body strictly into v: 415 for another content
+// type, 413 when too large, 400 for bad JSON or an unknown field.
+func decodeJSON(c *gin.Context, v any) bool {
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/json")
+		return false
+	}
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("trailing data after the JSON value")
+			if isTooLarge(terr) {
+				err = terr
+			}
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case isTooLarge(err):
+		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		fail(c, http.StatusBadRequest, codeBadBody, "unknown field "+f, FieldError{Field: f, Message: "unknown field"})
+	case errors.As(err, &ute):
+		fail(c, http.StatusBadRequest, codeBadBody, "wrong type of field "+ute.Field,
+			FieldError{Field: ute.Field, Message: "want " + ute.Type.String()})
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		fail(c, http.StatusBadRequest, codeBadBody, "malformed JSON body")
+	default:
+		fail(c, http.StatusBadRequest, codeBadBody, "malformed JSON body: "+err.Error())
+	}
+	return false
+}
+
+// gzipMin is the body size from which responses are gzipped when the
+// client accepts it.
+const gzipMin = 8 << 10
+
+// writeJSON writes v as JSON. With etag, it sets an ETag and answers 304
+// to a matching If-None-Match. Large bodies are gzipped when accepted.
+func (s *Server) writeJSON(c *gin.Context, status int, v any, etag bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.internal(c, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	h := c.Writer.Header()
+	if etag {
+		sum := sha256.Sum256(b)
+		tag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+		h.Set("ETag", tag)
+		h.Set("Cache-Control", "private, no-cache")
+		if inm := c.GetHeader("If-None-Match"); inm != "" && strings.Contains(inm, tag) {
+			c.Status(http.StatusNotModified)
+			c.Writer.WriteHeaderNow()
+			return
+		}
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
+	if len(b) >= gzipMin && strings.Contains(c.GetHeader("Accept-Encoding"), "gzip") {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(b)
+		_ = zw.Close()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		b = buf.Bytes()
+	}
+	c.Data(status, "application/json; charset=utf-8", b)
+}
+
+// openAPI serves the OpenAPI document.
+func (s *Server) openAPI(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=300")
+	c.Data(http.StatusOK, "application/json", s.openapi)
+}
+
+// healthz reports storage, devices and the cloud connection.
+func (s *Server) healthz(c *gin.Context) {
+	type devState struct {
+		Total, Ok, Unreachable int
+	}
+	out := map[string]any{}
+	status := http.StatusOK
+	if err := s.deps.History.Health(); err != nil {
+		out["storage"] = map[string]string{"status": "Error", "error": err.Error()}
+		status = http.StatusServiceUnavailable
+	} else {
+		out["storage"] = map[string]string{"status": "Ok"}
+	}
+	var ds devState
+	for _, p := range s.deps.Live.Plants() {
+		devs, _ := s.deps.Live.Devices(p.ID)
+		for _, d := range devs {
+			if !d.Info.Active() {
+				continue
+			}
+			ds.Total++
+			switch d.Comm.Status {
+			case plant.CommOk, plant.CommPartial:
+				ds.Ok++
+			default:
+				ds.Unreachable++
+			}
+		}
+	}
+	out["devices"] = map[string]int{"total": ds.Total, "ok": ds.Ok, "unreachable": ds.Unreachable}
+	st, since := s.connectedState()
+	mq := map[string]string{"status": st}
+	if !since.IsZero() {
+		mq["since"] = since.UTC().Format(timeRFC3339)
+	}
+	out["mqtt"] = mq
+	out["status"] = "Ok"
+	if status != http.StatusOK {
+		out["status"] = "Error"
+	}
+	s.writeJSON(c, status, out, false)
+}

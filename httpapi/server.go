@@ -1,0 +1,349 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"plantd/config"
+)
+
+// maxBody is the largest request body accepted (413 above).
+const maxBody = 1 << 20
+
+// Context keys of values the middleware sets.
+const (
+	ctxRequestID = "plantd.requestID"
+	ctxPrincipal = "plantd.principal"
+)
+
+// Config configures the server. ConfigFrom builds it from plantd's config.
+type Config struct {
+	// Listen is host:port (default 127.0.0.1:8080).
+	Listen string
+	// TLSCert and TLSKey (PEM files, both or neither) switch on HTTPS.
+	TLSCert, TLSKey string
+	// RateLimit per credential; zero values take config's defaults (20/s,
+	// burst 40).
+	RateLimit config.RateLimit
+	// Plants carry the installation and location data of the API.
+	Plants []config.Plant
+	// Tokens are the static bearer tokens (hashed).
+	Tokens []config.Token
+	// OAuthClients may get tokens from POST /oauth2/token.
+	OAuthClients []config.OAuthClient
+	// TokenTTL of issued OAuth2 tokens (default 300 s).
+	TokenTTL time.Duration
+	// Migrated old ids → new ids (308 redirects).
+	Migrated config.Migrated
+	// Debug puts Gin into debug mode (off: release mode).
+	Debug bool
+	// OpenOps serves /healthz and /metrics to any address, not only to
+	// loopback clients.
+	OpenOps bool
+	// CORSOrigins lists allowed origins ("*" for any); empty = CORS off.
+	CORSOrigins []string
+	// Stakeholders by plant id (modelled; DESIGN §4).
+	Stakeholders map[string][]Stakeholder
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout of the
+	// http.Server (defaults 5 s, 15 s, 30 s, 120 s); ShutdownTimeout bounds
+	// the graceful shutdown (default 10 s).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
+}
+
+// Stakeholder is a person or company with a role at a plant.
+type Stakeholder struct {
+	Role  string `json:"role"` // owner | installer | operator | connectedServiceProvider
+	Name  string `json:"name"`
+	Email string `json:"email,omitempty"`
+	Phone string `json:"phone,omitempty"`
+}
+
+// ConfigFrom takes the HTTP server's settings from plantd's config.
+func ConfigFrom(c *config.Config) Config {
+	return Config{
+		Listen:       c.HTTP.Listen,
+		TLSCert:      c.HTTP.TLSCert,
+		TLSKey:       c.HTTP.TLSKey,
+		RateLimit:    c.HTTP.RateLimit,
+		Plants:       c.Plants,
+		Tokens:       c.Tokens,
+		OAuthClients: c.OAuthClients,
+		Migrated:     c.Migrated,
+		Debug:        c.Log.Level == "debug",
+	}
+}
+
+// ConnectedService reports the state of the cloud connection (MQTT).
+type ConnectedService interface {
+	// ConnectedState returns a status word (Connected, Disconnected,
+	// NotConfigured) and since when it holds (zero: unknown).
+	ConnectedState() (status string, since time.Time)
+}
+
+// Deps are the server's collaborators.
+type Deps struct {
+	// Live is required (the live state cache, *plant.Live).
+	Live Live
+	// History is required (the store, through cmd/plantd's adapter).
+	History History
+	// Connected is optional; nil reports "NotConfigured".
+	Connected ConnectedService
+	// Registry registers the API's metrics and is served at /metrics; nil
+	// = a new registry of the server's own.
+	Registry *prometheus.Registry
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// Server is the HTTP API server.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	now     func() time.Time
+	engine  *gin.Engine
+	auth    *authenticator
+	metrics *metrics
+	plants  map[string]config.Plant
+	// reverse of cfg.Migrated for the plant list (new ids only)
+	migratedPlants, migratedDevices map[string]string
+	openapi                         []byte
+}
+
+// New validates cfg and deps and builds the server with its routes.
+func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
+	if deps.Live == nil {
+		return nil, errors.New("httpapi: Deps.Live is required")
+	}
+	if deps.History == nil {
+		return nil, errors.New("httpapi: Deps.History is required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:8080"
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("httpapi: tls cert and key must be given together")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.TokenTTL, 300*time.Second)
+	def(&cfg.ReadHeaderTimeout, 5*time.Second)
+	def(&cfg.ReadTimeout, 15*time.Second)
+	def(&cfg.WriteTimeout, 30*time.Second)
+	def(&cfg.IdleTimeout, 120*time.Second)
+	def(&cfg.ShutdownTimeout, 10*time.Second)
+	if cfg.RateLimit.RequestsPerSecond <= 0 {
+		cfg.RateLimit.RequestsPerSecond = 20
+	}
+	if cfg.RateLimit.Burst < 1 {
+		cfg.RateLimit.Burst = 40
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	auth, err := newAuthenticator(cfg, deps.Now)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(deps.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:             cfg,
+		deps:            deps,
+		log:             logger.With("component", "httpapi"),
+		now:             deps.Now,
+		auth:            auth,
+		metrics:         m,
+		plants:          make(map[string]config.Plant, len(cfg.Plants)),
+		migratedPlants:  cfg.Migrated.Plants,
+		migratedDevices: cfg.Migrated.Devices,
+	}
+	for _, p := range cfg.Plants {
+		s.plants[p.ID] = p
+	}
+	s.openapi, err = buildOpenAPI()
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: openapi document: %w", err)
+	}
+	s.engine = s.routes()
+	return s, nil
+}
+
+// Handler returns the API's http.Handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Run listens on Config.Listen and serves until ctx ends, then shuts down
+// gracefully. It returns nil after a clean shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("httpapi: listen %s: %w", s.cfg.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends (see Run); it closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("httpapi: tls: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	s.log.Info("http api listening", "addr", ln.Addr().String(), "tls", s.cfg.TLSCert != "")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("httpapi: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("httpapi: shutdown: %w", err)
+	}
+	return nil
+}
+
+// newRequestID returns 16 random hex digits.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestID takes a sane X-Request-Id or makes one, and echoes it.
+func requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		id = newRequestID()
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+// recoverer turns a panic into a logged 500 problem.
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			id := c.GetString(ctxRequestID)
+			s.log.Error("panic in handler", "requestId", id, "method", c.Request.Method,
+				"path", c.Request.URL.Path, "panic", fmt.Sprint(r))
+			if !c.Writer.Written() {
+				fail(c, http.StatusInternalServerError, codeInternal, "internal error; request id "+id)
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+// accessLog logs every request at Debug.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	if !s.log.Enabled(c.Request.Context(), slog.LevelDebug) {
+		return
+	}
+	s.log.Debug("request", "requestId", c.GetString(ctxRequestID), "method", c.Request.Method,
+		"path", c.Request.URL.Path, "route", c.FullPath(), "status", c.Writer.Status(),
+		"bytes", c.Writer.Size(), "took", time.Since(start), "remote", c.ClientIP())
+}
+
+// bodyLimit answers 413 for a declared body over maxBody and caps the read.
+func bodyLimit(c *gin.Context) {
+	if c.Request.ContentLength > maxBody {
+		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		return
+	}
+	if c.Request.Body != nil {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+	}
+	c.Next()
+}
+
+// cors answers CORS requests for the configured origins.
+func (s *Server) cors(c *gin.Context) {
+	origin := c.GetHeader("Origin")
+	if origin == "" {
+		c.Next()
+		return
+	}
+	if !slices.Contains(s.cfg.CORSOrigins, "*") && !slices.Contains(s.cfg.CORSOrigins, origin) {
+		c.Next()
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Max-Age", "600")
+		c.AbortWithStatus(http.StatusNoContent)
+		return
+	}
+	c.Next()
+}
+
+// loopbackOnly refuses non-loopback clients unless OpenOps is set.
+func (s *Server) loopbackOnly(c *gin.Context) {
+	if s.cfg.OpenOps {
+		c.Next()
+		return
+	}
+	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
+	if err != nil {
+		host = c.Request.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		fail(c, http.StatusForbidden, codeForbidden, "only served to loopback clients")
+		return
+	}
+	c.Next()
+}

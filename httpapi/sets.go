@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"plantd/plant"
+)
+
+// localTime is the format of measurement-set times: plant-local, no offset.
+const localTime = "2006-01-02T15:04:05"
+
+var periods = []string{PeriodRecent, PeriodDay, PeriodWeek, PeriodMonth, PeriodYear, PeriodTotal}
+
+// parsePeriod matches a period in any letter case; "" is Recent.
+func parsePeriod(s string) (string, bool) {
+	if s == "" {
+		return PeriodRecent, true
+	}
+	for _, p := range periods {
+		if strings.EqualFold(p, s) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// resolutionFor is the resolution of a period (DESIGN §4).
+func resolutionFor(setType, period string, withTotal bool) string {
+	switch period {
+	case PeriodRecent:
+		return ResolutionOneMinute
+	case PeriodDay:
+		return ResolutionFiveMinutes
+	case PeriodWeek:
+		if setType == string(plant.SetEnergyBalance) && withTotal {
+			return ResolutionOneHour
+		}
+		return ResolutionFifteenMinutes
+	case PeriodMonth:
+		return ResolutionOneDay
+	case PeriodYear:
+		return ResolutionOneMonth
+	}
+	return ResolutionOneYear
+}
+
+// parseBool reads an optional boolean query parameter.
+func parseBool(c *gin.Context, name string) (bool, bool) {
+	v := queryAny(c, name, strings.ToLower(name[:1])+name[1:])
+	switch {
+	case v == "":
+		return false, true
+	case strings.EqualFold(v, "true"):
+		return true, true
+	case strings.EqualFold(v, "false"):
+		return false, true
+	}
+	badParam(c, name, "want true or false")
+	return false, false
+}
+
+// parseSetQuery reads {period}, Date, WithTotal and ReturnEnergyValues.
+func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType string) (SetQuery, bool) {
+	q := SetQuery{PlantID: p.ID, SetType: setType, Location: p.Location}
+	if q.Location == nil {
+		q.Location = time.UTC
+	}
+	period, ok := parsePeriod(c.Param("period"))
+	if !ok {
+		badParam(c, "period", "want Recent, Day, Week, Month, Year or Total")
+		return q, false
+	}
+	q.Period = period
+	date := queryAny(c, "Date", "date")
+	switch period {
+	case PeriodRecent, PeriodTotal:
+		if date != "" {
+			badParam(c, "Date", "not allowed for period "+period)
+			return q, false
+		}
+	default:
+		layout, want := "2006-01-02", "YYYY-MM-DD"
+		switch period {
+		case PeriodMonth:
+			layout, want = "2006-01", "YYYY-MM"
+		case PeriodYear:
+			layout, want = "2006", "YYYY"
+		}
+		if date == "" {
+			// The current period in the plant's zone.
+			date = s.now().In(q.Location).Format(layout)
+		}
+		d, err := time.ParseInLocation(layout, date, q.Location)
+		if err != nil || len(date) != len(layout) {
+			badParam(c, "Date", "want "+want+" for period "+period)
+			return q, false
+		}
+		if period == PeriodWeek { // the week (Monday..Sunday) holding the date
+			d = d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+		}
+		q.Date = d
+	}
+	if q.WithTotal, ok = parseBool(c, "WithTotal"); !ok {
+		return q, false
+	}
+	if q.ReturnEnergyValues, ok = parseBool(c, "ReturnEnergyValues"); !ok {
+		return q, false
+	}
+	q.Resolution = resolutionFor(setType, period, q.WithTotal)
+	return q, true
+}
+
+// rowJSON renders a row with its plant-local time; absent values are
+// absent.
+func rowJSON(r Row, loc *time.Location) map[string]any {
+	m := make(map[string]any, 1+len(r.Values)+len(r.Indexed))
+	m["time"] = r.Start.In(loc).Format(localTime)
+	for k, v := range r.Values {
+		m[k] = v
+	}
+	for k, vs := range r.Indexed {
+		list := make([]map[string]any, 0, len(vs))
+		for _, iv := range vs {
+			list = append(list, map[string]any{"index": iv.Index, "value": iv.Value})
+		}
+		m[k] = list
+	}
+	return m
+}
+
+// setEnvelope is the envelope of every measurement set.
+type setEnvelope struct {
+	Plant      plantJSON        `json:"plant"`
+	Device     *deviceRefJSON   `json:"device,omitempty"`
+	SetType    string           `json:"setType"`
+	Resolution string           `json:"resolution,omitempty"`
+	Set        []map[string]any `json:"set"`
+	Total      map[string]any   `json:"total,omitempty"`
+}
+
+func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *deviceRefJSON) {
+	res, err := s.deps.History.QuerySet(c.Request.Context(), q)
+	if err != nil {
+		s.historyError(c, err)
+		return
+	}
+	loc := q.Location
+	env := setEnvelope{Plant: plantObj(p), Device: dev, SetType: q.SetType, Resolution: res.Resolution, Set: make([]map[string]any, 0, len(res.Rows))}
+	if env.Resolution == "" {
+		env.Resolution = q.Resolution
+	}
+	for _, r := range res.Rows {
+		env.Set = append(env.Set, rowJSON(r, loc))
+	}
+	if q.WithTotal && res.Total != nil {
+		t := *res.Total
+		if t.Start.IsZero() {
+			t.Start = q.Date
+		}
+		if t.Start.IsZero() && len(res.Rows) > 0 { // Recent, Total
+			t.Start = res.Rows[0].Start
+		}
+		env.Total = rowJSON(t, loc)
+	}
+	s.writeJSON(c, http.StatusOK, env, true)
+}
+
+// plantSet is GET .../plants/{plantId}/measurements/sets/EnergyBalance[/{period}].
+func (s *Server) plantSet(c *gin.Context) {
+	p := ctxPlantOf(c)
+	q, ok := s.parseSetQuery(c, p, string(plant.SetEnergyBalance))
+	if !ok {
+		return
+	}
+	s.querySet(c, q, p, nil)
+}
+
+// deviceSetsOf lists the sets a device supports: from its discovered
+// models, else from the history.
+func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, error) {
+	if d.Discovered != nil {
+		var out []string
+		for _, st := range plant.SetsFor(d.Info.Kind, d.Discovered.ModelIDs()) {
+			out = append(out, string(st))
+		}
+		// The energy mix is the plant's mix seen from a device that takes
+		// part in the balance (spec: classic and newer devices have it).
+		switch d.Info.Kind {
+		case plant.KindInverter, plant.KindMeter, plant.KindBattery:
+			if !slices.Contains(out, string(plant.SetEnergyMix)) {
+				out = append(out, string(plant.SetEnergyMix))
+			}
+		}
+		return out, nil
+	}
+	return s.deps.History.DeviceSets(c.Request.Context(), d.Info.ID)
+}
+
+// deviceSetList is GET .../devices/{deviceId}/measurements/sets.
+func (s *Server) deviceSetList(c *gin.Context) {
+	p, d := ctxPlantOf(c), ctxDeviceOf(c)
+	sets, err := s.deviceSetsOf(c, d)
+	if err != nil {
+		s.historyError(c, err)
+		return
+	}
+	if sets == nil {
+		sets = []string{}
+	}
+	dev := deviceObj(p, d)
+	s.writeJSON(c, http.StatusOK, struct {
+		Plant  plantJSON     `json:"plant"`
+		Device deviceRefJSON `json:"device"`
+		Sets   []string      `json:"sets"`
+	}{plantObj(p), dev, sets}, true)
+}
+
+// deviceSet serves one device set type (404 when the device lacks it).
+func (s *Server) deviceSet(setType string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, d := ctxPlantOf(c), ctxDeviceOf(c)
+		sets, err := s.deviceSetsOf(c, d)
+		if err != nil {
+			s.historyError(c, err)
+			return
+		}
+		// PowerAc answers for every device with AC values; an unknown set
+		// (device never discovered, nothing stored) is a 404.
+		if !slices.Contains(sets, setType) {
+			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+setType)
+			return
+		}
+		q, ok := s.parseSetQuery(c, p, setType)
+		if !ok {
+			return
+		}
+		q.DeviceID = d.Info.ID
+		dev := deviceObj(p, d)
+		s.querySet(c, q, p, &dev)
+	}
+}
