@@ -1,0 +1,262 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// This file holds the two byte formats of the value blobs (see doc.go,
+// "Schema"): raw rows (exact decimal values) and rollup rows (aggregates
+// quantised to a resolution per unit).
+
+// errCorrupt is returned when a blob does not decode; the row is skipped
+// and the error counted, never a panic.
+var errCorrupt = errors.New("store: corrupt value blob")
+
+var pow10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
+
+// decFloat is the tag of a value stored as its 8 IEEE 754 bytes.
+const decFloat = 7
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// appendDec appends v in the raw value format: the smallest k in 0..6 for
+// which v·10^k is an integer m (to within float noise) gives
+// uvarint(zigzag(m)<<3 | k); anything else is tag 7 and the float's 8 bytes.
+// SunSpec values are integers times a power of ten, so a voltage of 230.4
+// takes 3 bytes and a power of 5000 W 3 bytes.
+func appendDec(b []byte, v float64) []byte {
+	for k, p := range pow10 {
+		x := v * p
+		if math.Abs(x) >= 1<<53 {
+			break
+		}
+		r := math.Round(x)
+		if math.Abs(r/p-v) <= math.Abs(v)*1e-15 {
+			return binary.AppendUvarint(b, zigzag(int64(r))<<3|uint64(k))
+		}
+	}
+	b = binary.AppendUvarint(b, decFloat)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+// readDec reads a value written by appendDec and returns it with the bytes
+// it took.
+func readDec(b []byte) (float64, int, error) {
+	u, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, errCorrupt
+	}
+	k := u & 7
+	if k == decFloat {
+		if len(b) < n+8 {
+			return 0, 0, errCorrupt
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[n:])), n + 8, nil
+	}
+	return float64(unzigzag(u>>3)) / pow10[k], n, nil
+}
+
+// appendQ appends v quantised to the resolution q: uvarint(zigzag(round(v/q))).
+func appendQ(b []byte, v, q float64) []byte {
+	x := math.Round(v / q)
+	x = math.Max(math.Min(x, 1<<62), -(1 << 62))
+	return binary.AppendUvarint(b, zigzag(int64(x)))
+}
+
+// readQ reads a value written by appendQ.
+func readQ(b []byte, q float64) (float64, int, error) {
+	u, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, errCorrupt
+	}
+	return float64(unzigzag(u)) * q, n, nil
+}
+
+// energyQ is the resolution of energies in rollups: 1 mWh, so that a year
+// of 5-minute rows sums without visible drift.
+const energyQ = 0.001
+
+// agg is the aggregate of one series over one interval: the samples'
+// count, sum (for the mean), min and max, and the energy attributed to the
+// interval.
+type agg struct {
+	n        int64
+	sum      float64
+	min, max float64
+	e        float64
+	hasE     bool
+}
+
+func (a *agg) add(v float64) {
+	if a.n == 0 || v < a.min {
+		a.min = v
+	}
+	if a.n == 0 || v > a.max {
+		a.max = v
+	}
+	a.n++
+	a.sum += v
+}
+
+func (a *agg) addE(e float64) {
+	a.e += e
+	a.hasE = true
+}
+
+// merge adds b to a.
+func (a *agg) merge(b agg) {
+	if b.n > 0 {
+		if a.n == 0 || b.min < a.min {
+			a.min = b.min
+		}
+		if a.n == 0 || b.max > a.max {
+			a.max = b.max
+		}
+		a.n += b.n
+		a.sum += b.sum
+	}
+	if b.hasE {
+		a.e += b.e
+		a.hasE = true
+	}
+}
+
+func (a *agg) mean() float64 { return a.sum / float64(a.n) }
+
+// Flags of a rollup entry.
+const (
+	flagMean   = 1 << iota // n > 0: mean follows (n is the row's unless flagOwnN)
+	flagOwnN               // the entry's n differs from the row's: n follows
+	flagMinMax             // min and max follow
+	flagEnergy             // the energy follows
+)
+
+// aggEntry is one series of a rollup row.
+type aggEntry struct {
+	sid int64
+	a   agg
+}
+
+// seriesCodec tells the encoder a series' resolution and whether its min
+// and max are kept.
+type seriesCodec interface {
+	codecOf(sid int64) (q float64, minmax bool, ok bool)
+}
+
+// encodeAggs encodes a rollup row: uvarint(rowN), then per series (sorted
+// by sid): uvarint(sid delta), flags, [n], [mean], [min, max], [energy].
+// Means, mins and maxes are quantised to the series' resolution, energies
+// to 1 mWh.
+func encodeAggs(b []byte, rowN int64, es []aggEntry, sc seriesCodec) []byte {
+	b = binary.AppendUvarint(b, uint64(rowN))
+	prev := int64(0)
+	for _, e := range es {
+		q, minmax, ok := sc.codecOf(e.sid)
+		if !ok || (e.a.n == 0 && !e.a.hasE) {
+			continue
+		}
+		var fl byte
+		if e.a.n > 0 {
+			fl |= flagMean
+			if e.a.n != rowN {
+				fl |= flagOwnN
+			}
+			if minmax {
+				fl |= flagMinMax
+			}
+		}
+		if e.a.hasE {
+			fl |= flagEnergy
+		}
+		b = binary.AppendUvarint(b, uint64(e.sid-prev))
+		prev = e.sid
+		b = append(b, fl)
+		if fl&flagOwnN != 0 {
+			b = binary.AppendUvarint(b, uint64(e.a.n))
+		}
+		if fl&flagMean != 0 {
+			b = appendQ(b, e.a.mean(), q)
+		}
+		if fl&flagMinMax != 0 {
+			b = appendQ(b, e.a.min, q)
+			b = appendQ(b, e.a.max, q)
+		}
+		if fl&flagEnergy != 0 {
+			b = appendQ(b, e.a.e, energyQ)
+		}
+	}
+	return b
+}
+
+// decodeAggs decodes a rollup row, calling fn per series. A mean without
+// min and max decodes with min = max = mean.
+func decodeAggs(b []byte, sc seriesCodec, fn func(sid int64, a agg)) (rowN int64, err error) {
+	u, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, errCorrupt
+	}
+	rowN = int64(u)
+	b = b[n:]
+	sid := int64(0)
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 || len(b) < n+1 {
+			return rowN, errCorrupt
+		}
+		sid += int64(d)
+		fl := b[n]
+		b = b[n+1:]
+		q, _, known := sc.codecOf(sid)
+		if !known {
+			q = 1 // decode to skip; the value is dropped below
+		}
+		var a agg
+		if fl&flagMean != 0 {
+			a.n = rowN
+		}
+		if fl&flagOwnN != 0 {
+			u, n := binary.Uvarint(b)
+			if n <= 0 {
+				return rowN, errCorrupt
+			}
+			a.n = int64(u)
+			b = b[n:]
+		}
+		if fl&flagMean != 0 {
+			m, n, err := readQ(b, q)
+			if err != nil {
+				return rowN, err
+			}
+			b = b[n:]
+			a.sum, a.min, a.max = m*float64(a.n), m, m
+		}
+		if fl&flagMinMax != 0 {
+			lo, n, err := readQ(b, q)
+			if err != nil {
+				return rowN, err
+			}
+			b = b[n:]
+			hi, n, err := readQ(b, q)
+			if err != nil {
+				return rowN, err
+			}
+			b = b[n:]
+			a.min, a.max = lo, hi
+		}
+		if fl&flagEnergy != 0 {
+			e, n, err := readQ(b, energyQ)
+			if err != nil {
+				return rowN, err
+			}
+			b = b[n:]
+			a.e, a.hasE = e, true
+		}
+		if known {
+			fn(sid, a)
+		}
+	}
+	return rowN, nil
+}

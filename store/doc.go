@@ -1,0 +1,216 @@
+// Package store is plantd's storage: every measurement the poller reads,
+// its 5-minute, hourly and daily rollups, the plant and device logs, the
+// grid-control schedules and the MQTT outbox, in one SQLite database (WAL)
+// that survives power cuts and stays small on an SD card.
+//
+// # Job
+//
+// [Open] opens or creates the database and applies the migrations;
+// [Store.Run] is the single writer goroutine; [Store.Close] closes.
+// [Store.Record] and [Store.Log] queue without blocking; [Store.QuerySet],
+// [Store.DeviceSets] and [Store.Logs] answer the HTTP API;
+// [Store.Health] and [Store.Stats] feed /healthz and /metrics;
+// [Store.Flush] waits until what was queued is committed.
+// cmd/plantd wires it: after each successful poll,
+//
+//	dl, _ := live.Device(sample.Device)
+//	st.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: dl.Info.ID,
+//		Kind: dl.Info.Kind, Time: sample.Time, Readings: dl.Readings})
+//
+// and it runs Run(ctx) beside the poller. With a fast simulated clock (the
+// demo), record the simulated time and pass the simulated clock as
+// Config.Now: intervals, energies and gaps are judged on the data's clock,
+// and a pair of polls further apart than the gap limits below (in
+// simulated time) gives no energy.
+//
+// # Import boundary
+//
+// store imports the standard library, plantd/plant (the domain types:
+// Reading, Channel, Kind, SetType and its sentinel errors) and
+// github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
+// config, httpapi, mqtt, gridcontrol or cmd, nor Gin or paho: it stores
+// and answers in domain terms, and knows no SunSpec point, no HTTP and no
+// MQTT. (Its tests use devices/sim, devices and poller to read the
+// simulated plant the way the daemon does.)
+//
+// # Schema
+//
+// Migrations are numbered (migrations[i] sets PRAGMA user_version to i),
+// one transaction each; a database with a newer user_version is refused
+// with ErrSchemaTooNew before anything writes to it. The connection is
+// WAL, synchronous=NORMAL, foreign keys on, busy_timeout 5 s,
+// BEGIN IMMEDIATE; one writing connection, up to four read-only ones.
+//
+//	device(id, name, plant, kind)      API devices; per plant one balance source (kind 'plant')
+//	series(id, device, channel, idx)   integer ids of device × channel × input
+//	raw(t, device, v)                  one row per poll: (series, value) pairs packed in v
+//	r5m, r1h, r1d(src, t, v)           per source and interval start: per-series aggregates packed
+//	meta(key, value)                   the rollup watermark
+//	log(id, t, level, code, message, plant, device)
+//	schedule(id, plant, created, body)
+//	outbox(stream, seq, created, payload), outbox_seq(stream, next)
+//
+// Times are Unix ms (UTC). The data tables are WITHOUT ROWID. Raw rows are
+// keyed (t, device), not (series, t) with a row per value: a commit then
+// appends to one place of one B-tree, where (series, t) rewrites a leaf
+// page per series in every commit. BenchmarkLayout measures both at the
+// daemon's cadence (20 devices every 5 s, a commit per second): 6049 bytes
+// written to the disk per sample and 23 bytes of file per sample with rows
+// per (series, t), 123 and 5.0 packed per (t, device); 7 days of raw rows
+// per (series, t) would pass 1 GB on their own. Rollups are keyed (source,
+// t), per-series aggregates packed, for the same reasons.
+//
+// Raw values are packed exactly: per value the series id (delta) and the
+// value as uvarint(zigzag(m)<<3 | k) for v = m·10^-k (k ≤ 6, what SunSpec
+// scale factors give), else the 8 bytes of the float. Rollup entries hold
+// the count, the mean, min and max (min and max for the total powers
+// only: activePower, reactivePower, apparentPower, dcPowerInput and the
+// energy-balance powers) quantised to a resolution per unit (0.01 W, V,
+// %, °C; 0.001 A; 0.0001 Hz and power factor; 1 Ω), and the interval's
+// energy to 1 mWh.
+//
+// # Writes
+//
+// Record and Log put an entry on a bounded channel (QueueLen) and never
+// block; a full queue, read-only storage or an unknown plant refuses it,
+// counted in Stats.Dropped and logged at most once a minute. Run commits
+// the queue in transactions of up to BatchRows entries or BatchInterval
+// after the first, with prepared statements. A batch that fails (disk
+// full) is counted in Stats.Failed and reported by Health; the next batch
+// tries again. When Run's context ends it commits what is queued, rolls up
+// everything (the last, partial interval too) and returns nil.
+//
+// A sample older than the raw retention (counted back from the newest
+// sample, never from later than Config.Now) is dropped: retention would
+// delete it before its interval could be rolled up again.
+//
+// Durability: a committed batch survives a crash of plantd (SIGKILL,
+// panic). A power cut never corrupts the database (WAL, checksummed
+// frames), but with synchronous=NORMAL it may lose the last commits the
+// kernel had not yet written back (typically up to 30 s); checkpoints sync.
+//
+// # Energy
+//
+// Each device's energies are computed per pair of consecutive polls and
+// spread over the pair's span in proportion to time:
+//
+//   - from the device's lifetime counter (pvGenerationTotal,
+//     gridConsumptionTotal, gridFeedInTotal, dcEnergyInput per input) when
+//     both polls have it and the difference is plausible: ≥ 0 and at most
+//     5 MW × the span + 1 kWh (coarse counters). A counter that goes back
+//     (a replaced device, an acc32 wrap, a reset) or jumps further starts
+//     a new baseline: that pair's energy comes from integrated power
+//     instead, never a negative or giant interval, and a warning is
+//     logged;
+//   - else from the power (pvGeneration, gridConsumption, gridFeedIn,
+//     batteryCharging, batteryDischarging, dcPowerInput) integrated with
+//     the trapezoid rule.
+//
+// A counter's difference is spread across a gap of up to 1 h between
+// polls, power integrated across up to 15 min; longer gaps give no energy
+// (the intervals in them are unmeasured, and the energy the device counted
+// meanwhile is not attributed to any interval).
+//
+// A plant's energy balance is computed per 5-minute interval from its
+// devices' energies with the rules of plant.computeBalance (inverters give
+// pvGeneration, meters gridConsumption and gridFeedIn, batteries
+// batteryCharging and batteryDischarging; totalConsumption = PV +
+// gridConsumption + batteryDischarging − gridFeedIn − batteryCharging,
+// selfConsumption, directConsumption, selfSupply; batteryStateOfCharge
+// the mean of the batteries), stored as the balance source's rollups, and
+// summed to hours and days. autarkyRate (selfSupply / totalConsumption),
+// selfConsumptionRate (selfConsumption / pvGeneration) and
+// totalGeneration (= pvGeneration) are computed from the sums of whatever
+// interval is asked for.
+//
+// # Rollups and retention
+//
+// The writer rolls up in chunks of at most an hour, one transaction each:
+// the 5-minute rows of every device with data and of every plant's
+// balance, the hourly rows of the local hours they touch (from the
+// 5-minute rows), the daily rows of the local days those touch (from the
+// hourly rows), and the watermark below which rollups are complete. A
+// crash anywhere in a chunk rolls it all back and the chunk is done again
+// from the raw rows. An interval is rolled up once a sample 30 s past its
+// end arrived (so polls of slow devices land in it), when nothing was
+// recorded for 15 s, and when Run ends. A sample that arrives late, or
+// that closes a gap reaching back before the watermark, moves the
+// watermark back in its own batch's transaction, and the intervals it
+// touches are rolled up again. Month, Year and Total answers come from
+// daily rows.
+//
+// Retention deletes raw rows older than RawRetention (default 7 days,
+// counted back from the oldest of the wall clock, the newest sample and
+// the watermark) and log entries beyond LogLimit, at most 2000 rows per
+// transaction once a minute, only while the queue is empty.
+//
+// # Queries
+//
+// Periods, resolutions and units (DESIGN §4):
+//
+//	Recent  OneMinute       the hour up to the scope's newest sample, computed from raw samples
+//	Day     FiveMinutes     the plant-local day: 276, 288 or 300 rows when fully measured
+//	Week    FifteenMinutes  Monday to Sunday (ISO 8601) containing Date;
+//	        OneHour         for EnergyBalance with WithTotal
+//	Month   OneDay          from daily rows
+//	Year    OneMonth        daily rows summed per local month
+//	Total   OneYear         daily rows summed per local year
+//
+// Recent, Day and Week give powers as interval means in W; Month, Year and
+// Total energies in Wh; ReturnEnergyValues gives Wh per interval for the
+// EnergyAndPower* sets. The W of an energy field (pvGeneration,
+// gridFeedIn, ..., the balance) is the interval's energy divided by its
+// length, so W and Wh of one interval always agree. Other fields
+// (voltages, SoC, ...) are sample means in every period. EnergyDc's
+// dcEnergyInput is Wh per interval in every period. Total (WithTotal)
+// sums energies in Wh over the whole period and averages the rest.
+//
+// Row.Start is the UTC instant an interval starts; the API formats it in
+// the plant's zone. Interval boundaries are plant-local: on the 23-hour
+// day the missing hour has no rows; on the 25-hour day the repeated local
+// hour appears twice, in chronological order, its two halves told apart by
+// their UTC instants (the API can add the UTC time or the offset). Hours
+// are local hours (a zone at +9:30 starts them at :30 UTC); 5-minute and
+// 15-minute intervals are the same in every zone whose offset is a
+// multiple of 15 minutes (all current ones).
+//
+// An interval without data has no row, a field without data no value,
+// never 0.
+//
+// EnergyMix is plant-scoped data: it answers for a plant (PlantID) and for
+// a meter device of the plant (the grid connection that measures it):
+// pvConsumptionRate = directConsumption / (directConsumption +
+// batteryDischarging + gridConsumption), batteryConsumptionRate and
+// gridConsumptionRate likewise, and totalConsumption.
+// EnergyAndPowerConsumption has no channel yet and is never supported.
+//
+// PowerAc fallback (the spec's "fallback when VoltagePhaseA values are
+// missing"), per interval and only for fields the device did not measure:
+// a total power (active, reactive, apparent) is the sum of the phases it
+// has; a phase voltage is the line-to-line voltage starting at it divided
+// by √3 (voltagePhaseA = voltagePhaseA2B/√3, B from B2C, C from C2A); and
+// vice versa a line-to-line voltage is √(a² + b² + ab) of its two measured
+// phase voltages (phases 120° apart). Per-phase powers and currents are
+// never invented from totals.
+//
+// # Failures
+//
+// Read-only storage (a read-only file or mount) at Open gives a Store that
+// answers queries from what is stored, refuses Record and Log, and says
+// ErrReadOnly in Health; Run retries writing every 30 s and resumes when
+// the storage is writable again. A full disk (ENOSPC, or the file size
+// limit: EFBIG) is ErrDiskFull in Health and Stats.LastError; the batches
+// meanwhile are lost and counted, and Health clears with the next
+// successful commit. Open fails only when there is nothing to serve: a
+// newer schema, a file that is not a database, a new database on
+// read-only or full storage.
+//
+// # Logs, schedules, outbox
+//
+// Logs are kept up to LogLimit entries (default 100000), queried newest
+// first by plant (its devices' entries included) or device and time
+// range, with an opaque cursor. Schedules are stored as the grid-control
+// package's JSON (Schedules, PutSchedule, DeleteSchedule). The outbox
+// keeps MQTT messages per stream with a sequence number that is never
+// reused (Enqueue, Peek, Ack).
+package store

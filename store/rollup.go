@@ -1,0 +1,534 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+const (
+	bucketMs = 5 * 60 * 1000
+	hourMs   = 60 * 60 * 1000
+	// graceMs: a 5-minute interval is rolled up once a sample this much
+	// younger than its end arrived, so that the polls of slow devices
+	// still land in it. A sample that arrives later still counts: it
+	// moves the watermark back (writeBatch).
+	graceMs = 30 * 1000
+	// chunkMs bounds the data one rollup transaction covers.
+	chunkMs = hourMs
+)
+
+// horizon is the end of what can be rolled up now: intervals that ended
+// graceMs before the newest sample, or with complete every interval with a
+// sample (the last one partial).
+func (w *writer) horizon(complete bool) int64 {
+	if w.maxSeen == 0 {
+		return 0
+	}
+	if complete {
+		return floorDiv(w.maxSeen, bucketMs) + bucketMs
+	}
+	return floorDiv(w.maxSeen-graceMs, bucketMs)
+}
+
+// rollupStep rolls up one chunk if one is due and reports whether more is
+// due. Errors are reported through Health.
+func (w *writer) rollupStep(ctx context.Context, complete bool) bool {
+	if w.db() == nil || !w.hasWM {
+		return false
+	}
+	h := w.horizon(complete)
+	if w.wm >= h {
+		return false
+	}
+	if err := w.rollupChunk(ctx, h); err != nil {
+		w.s.setSlot(slotRollup, classify(fmt.Errorf("rollup: %w", err)))
+		return false
+	}
+	w.s.setSlot(slotRollup, nil)
+	return w.wm < h
+}
+
+// rollupUntil rolls up until caught up (true), until deadline (unless
+// zero), or, with a deadline, until something is queued.
+func (w *writer) rollupUntil(ctx context.Context, complete bool, deadline time.Time) bool {
+	for {
+		more := w.rollupStep(ctx, complete)
+		if !more {
+			return w.hasWM && w.wm >= w.horizon(complete)
+		}
+		if !deadline.IsZero() && (time.Now().After(deadline) || len(w.s.queue) > 0) {
+			return false
+		}
+	}
+}
+
+// setWatermark writes the watermark inside tx.
+func setWatermark(ctx context.Context, tx execer, t int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('watermark', ?)`, t)
+	return err
+}
+
+// rollupChunk rolls up [wm, min(horizon, wm + chunkMs)) in one transaction:
+// the 5-minute rows of every device with data and of every plant's
+// balance, the hourly rows of the local hours they touch, the daily rows of
+// the local days those touch, and the watermark. A crash anywhere leaves
+// the watermark where it was, so the chunk is simply done again.
+func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
+	db := w.db()
+	from := w.wm
+	var next int64
+	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? ORDER BY t LIMIT 1`, from).Scan(&next)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return w.advanceEmpty(ctx, from, horizon)
+	case err != nil:
+		return fmt.Errorf("find next sample: %w", err)
+	}
+	// Nothing before next: intervals more than counterGapMs before it
+	// receive nothing (no pair may span more than that).
+	if skip := floorDiv(next-counterGapMs, bucketMs); skip > from {
+		if skip >= horizon {
+			return w.advanceEmpty(ctx, from, horizon)
+		}
+		if w.carryAt == from {
+			w.carryAt = skip
+		}
+		from = skip
+	}
+	to := min(horizon, from+chunkMs)
+
+	var carry map[int64]*rawSample
+	if w.carryAt == from && w.carry != nil {
+		carry = w.carry
+	}
+	data, err := readWindow(ctx, db, w.s, from, to, nil, carry)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin rollup: %w", err)
+	}
+	err = w.writeChunk(ctx, tx, data, from, to)
+	if err == nil {
+		err = setWatermark(ctx, tx, to)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		tx.Rollback()
+		w.adds.rollback()
+		w.carryAt = -1
+		return err
+	}
+	w.adds.commit()
+	w.wm = to
+	w.carry, w.carryAt = data.carry, to
+	w.s.rolledUpTo.Store(to)
+	return nil
+}
+
+// advanceEmpty moves the watermark over a range without samples.
+func (w *writer) advanceEmpty(ctx context.Context, from, to int64) error {
+	tx, err := w.db().BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin rollup: %w", err)
+	}
+	if err := setWatermark(ctx, tx, to); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("move watermark: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("move watermark: %w", err)
+	}
+	if w.carryAt == from {
+		w.carryAt = to
+	}
+	w.wm = to
+	w.s.rolledUpTo.Store(to)
+	return nil
+}
+
+// chunkData is what a chunk's rollup reads: per device its samples in the
+// chunk and the samples around it.
+type chunkData struct {
+	devs  map[int64]*devSamples
+	carry map[int64]*rawSample // the last sample of each device before the chunk's end
+}
+
+type devSamples struct {
+	dev        *device
+	prev, next *rawSample
+	samples    []rawSample
+}
+
+// readWindow reads the samples in [from, to) of the devices want accepts
+// (nil: all), each one's last sample before from (taken from carry when it
+// is not nil) and its first sample at or after to.
+func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want func(*device) bool, carry map[int64]*rawSample) (*chunkData, error) {
+	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}}
+	skip := map[int64]bool{}
+	get := func(id int64) *devSamples {
+		if ds := cd.devs[id]; ds != nil {
+			return ds
+		}
+		if skip[id] {
+			return nil
+		}
+		d := s.cat.byRowID(id)
+		if d == nil || d.kind == kindPlant || (want != nil && !want(d)) {
+			skip[id] = true
+			return nil
+		}
+		ds := &devSamples{dev: d}
+		cd.devs[id] = ds
+		return ds
+	}
+	rows, err := db.QueryContext(ctx, `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? ORDER BY t`, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read samples: %w", err)
+	}
+	for rows.Next() {
+		var t, dev int64
+		var v []byte
+		if err := rows.Scan(&t, &dev, &v); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read samples: %w", err)
+		}
+		ds := get(dev)
+		if ds == nil {
+			continue
+		}
+		vals, err := decodeRaw(v, s.cat, nil)
+		if err != nil {
+			s.log.Warn("skipping undecodable sample", "device", ds.dev.name, "t", t, "err", err)
+			continue
+		}
+		ds.samples = append(ds.samples, rawSample{t: t, vals: vals})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read samples: %w", err)
+	}
+	if carry != nil {
+		for id, smp := range carry {
+			if smp.t >= from-counterGapMs {
+				if ds := get(id); ds != nil {
+					ds.prev = smp
+				}
+			}
+		}
+	} else if err := edgeSamples(ctx, db, s, `SELECT device, max(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`,
+		from-counterGapMs, from, get, func(ds *devSamples, smp *rawSample) { ds.prev = smp }); err != nil {
+		return nil, err
+	}
+	if err := edgeSamples(ctx, db, s, `SELECT device, min(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`,
+		to, to+counterGapMs, get, func(ds *devSamples, smp *rawSample) { ds.next = smp }); err != nil {
+		return nil, err
+	}
+	for id, ds := range cd.devs {
+		switch {
+		case len(ds.samples) > 0:
+			cd.carry[id] = &ds.samples[len(ds.samples)-1]
+		case ds.prev != nil:
+			cd.carry[id] = ds.prev
+		}
+	}
+	return cd, nil
+}
+
+// edgeSamples finds per device one sample time with q over [lo, hi) and
+// reads those samples.
+func edgeSamples(ctx context.Context, db *sql.DB, s *Store, q string, lo, hi int64,
+	get func(int64) *devSamples, set func(*devSamples, *rawSample)) error {
+	rows, err := db.QueryContext(ctx, q, lo, hi)
+	if err != nil {
+		return fmt.Errorf("read edge samples: %w", err)
+	}
+	type key struct{ dev, t int64 }
+	var keys []key
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.dev, &k.t); err != nil {
+			rows.Close()
+			return fmt.Errorf("read edge samples: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read edge samples: %w", err)
+	}
+	for _, k := range keys {
+		ds := get(k.dev)
+		if ds == nil {
+			continue
+		}
+		var v []byte
+		if err := db.QueryRowContext(ctx, `SELECT v FROM raw WHERE t = ? AND device = ?`, k.t, k.dev).Scan(&v); err != nil {
+			return fmt.Errorf("read edge sample: %w", err)
+		}
+		vals, err := decodeRaw(v, s.cat, nil)
+		if err != nil {
+			continue
+		}
+		set(ds, &rawSample{t: k.t, vals: vals})
+	}
+	return nil
+}
+
+// srcTouch is a source whose 5-minute rows a chunk wrote, with the local
+// hours they fall in.
+type srcTouch struct {
+	src   *device
+	hours map[int64]bool
+}
+
+// writeChunk computes and writes a chunk's rows inside tx.
+func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from, to int64) error {
+	up5, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r5m (src, t, v) VALUES (?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare rollup: %w", err)
+	}
+	defer up5.Close()
+	touched := map[int64]*srcTouch{}
+	touch := func(src *device, t int64) {
+		st := touched[src.id]
+		if st == nil {
+			st = &srcTouch{src: src, hours: map[int64]bool{}}
+			touched[src.id] = st
+		}
+		st.hours[hourStart(t, w.s.zone(src.plant))] = true
+	}
+	// plant id → bucket start → the devices' intervals
+	plants := map[string]map[int64][]devInterval{}
+	var entries []aggEntry
+	for _, ds := range cd.devs {
+		d := ds.dev
+		out := aggregate(ds.prev, ds.samples, ds.next, from, to, bucketMs, func(ev counterEvent) {
+			w.s.log.Warn("energy counter went back or jumped: new baseline, power integrated meanwhile",
+				"device", d.name, "channel", ev.ch.Name(), "input", ev.idx,
+				"time", time.UnixMilli(ev.t).UTC(), "from_wh", ev.from, "to_wh", ev.to)
+		})
+		if len(out) == 0 {
+			continue
+		}
+		for b, db := range out {
+			entries = entries[:0]
+			for k, a := range db.aggs {
+				s, err := w.adds.ensureChan(ctx, tx, d, k)
+				if err != nil {
+					return err
+				}
+				entries = append(entries, aggEntry{sid: s.id, a: *a})
+			}
+			if err := w.putRow(ctx, up5, d, b, db.n, entries); err != nil {
+				return err
+			}
+			touch(d, b)
+			if _, ok := w.s.plants[d.plant]; ok {
+				pb := plants[d.plant]
+				if pb == nil {
+					pb = map[int64][]devInterval{}
+					plants[d.plant] = pb
+				}
+				pb[b] = append(pb[b], devInterval{kind: d.kind, b: db})
+			}
+		}
+	}
+	for pid, buckets := range plants {
+		src, err := w.adds.ensurePlantSrc(ctx, tx, pid)
+		if err != nil {
+			return err
+		}
+		for b, devs := range buckets {
+			row, ok := computeBalance(devs)
+			if !ok {
+				continue
+			}
+			entries = entries[:0]
+			for f := range numBal {
+				if row[f].n == 0 && !row[f].hasE {
+					continue
+				}
+				s, err := w.adds.ensureBal(ctx, tx, src, f)
+				if err != nil {
+					return err
+				}
+				entries = append(entries, aggEntry{sid: s.id, a: row[f]})
+			}
+			if err := w.putRow(ctx, up5, src, b, 1, entries); err != nil {
+				return err
+			}
+			touch(src, b)
+		}
+	}
+	return w.rollUpTouched(ctx, tx, touched)
+}
+
+// putRow encodes and writes one rollup row.
+func (w *writer) putRow(ctx context.Context, st *sql.Stmt, src *device, t, n int64, es []aggEntry) error {
+	slices.SortFunc(es, func(a, b aggEntry) int { return cmp.Compare(a.sid, b.sid) })
+	w.buf = encodeAggs(w.buf[:0], n, es, w.s.cat)
+	if _, err := st.ExecContext(ctx, src.id, t, w.buf); err != nil {
+		return fmt.Errorf("write rollup of %s: %w", src.name, err)
+	}
+	return nil
+}
+
+// rollUpTouched rewrites the hourly rows of the touched local hours from
+// their 5-minute rows, then the daily rows of the touched local days from
+// their hourly rows.
+func (w *writer) rollUpTouched(ctx context.Context, tx *sql.Tx, touched map[int64]*srcTouch) error {
+	up1h, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r1h (src, t, v) VALUES (?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare rollup: %w", err)
+	}
+	defer up1h.Close()
+	up1d, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r1d (src, t, v) VALUES (?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare rollup: %w", err)
+	}
+	defer up1d.Close()
+	for _, st := range touched {
+		loc := w.s.zone(st.src.plant)
+		days := map[int64]int64{}
+		for h := range st.hours {
+			if err := w.mergeInto(ctx, tx, up1h, "r5m", st.src, h, h+hourMs); err != nil {
+				return err
+			}
+			ds, de := dayBounds(h, loc)
+			days[ds] = de
+		}
+		for ds, de := range days {
+			if err := w.mergeInto(ctx, tx, up1d, "r1h", st.src, ds, de); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mergeInto merges a source's rows of table in [lo, hi) into one row at
+// lo written with st.
+func (w *writer) mergeInto(ctx context.Context, tx *sql.Tx, st *sql.Stmt, table string, src *device, lo, hi int64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT v FROM `+table+` WHERE src = ? AND t >= ? AND t < ?`, src.id, lo, hi)
+	if err != nil {
+		return fmt.Errorf("read %s of %s: %w", table, src.name, err)
+	}
+	m := map[int64]*agg{}
+	var n int64
+	some := false
+	for rows.Next() {
+		var v []byte
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("read %s of %s: %w", table, src.name, err)
+		}
+		rn, err := decodeAggs(v, w.s.cat, func(sid int64, a agg) {
+			x := m[sid]
+			if x == nil {
+				x = &agg{}
+				m[sid] = x
+			}
+			x.merge(a)
+		})
+		if err != nil {
+			continue
+		}
+		n += rn
+		some = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s of %s: %w", table, src.name, err)
+	}
+	if !some {
+		return nil
+	}
+	es := make([]aggEntry, 0, len(m))
+	for sid, a := range m {
+		es = append(es, aggEntry{sid: sid, a: *a})
+	}
+	return w.putRow(ctx, st, src, lo, n, es)
+}
+
+// zone returns a plant's time zone (UTC for a plant no longer
+// configured).
+func (s *Store) zone(plantID string) *time.Location {
+	if loc := s.plants[plantID]; loc != nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// hourStart is the start of the local hour containing t: the offset in
+// force at t decides, so the repeated hour of a 25-hour day gives two
+// hours, and a zone with a 30-minute offset starts its hours at :30 UTC.
+func hourStart(t int64, loc *time.Location) int64 {
+	_, off := time.UnixMilli(t).In(loc).Zone()
+	o := int64(off) * 1000
+	return floorDiv(t+o, hourMs) - o
+}
+
+// localFloor rounds t down to a multiple of width in local time (widths
+// of up to an hour).
+func localFloor(t, width int64, loc *time.Location) int64 {
+	_, off := time.UnixMilli(t).In(loc).Zone()
+	o := int64(off) * 1000
+	return floorDiv(t+o, width) - o
+}
+
+// dayBounds returns the local day containing t as [start, end) in Unix ms:
+// 23, 24 or 25 hours.
+func dayBounds(t int64, loc *time.Location) (int64, int64) {
+	y, m, d := time.UnixMilli(t).In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, loc).UnixMilli(), time.Date(y, m, d+1, 0, 0, 0, 0, loc).UnixMilli()
+}
+
+// retention deletes up to retentionRows raw rows older than the raw
+// retention (counted back from the oldest of now, the newest sample and
+// the rollup watermark, so a clock that jumps ahead deletes nothing
+// prematurely, and never what a late sample could still need rolled up
+// again), and up to retentionRows log entries beyond LogLimit. It reports
+// whether more is left.
+func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
+	db := w.db()
+	if db == nil {
+		return false, nil
+	}
+	more := false
+	if w.hasWM {
+		ref := min(now.UnixMilli(), w.maxSeen, w.wm)
+		cutoff := ref - w.s.cfg.RawRetention.Milliseconds() - counterGapMs
+		var edge int64
+		err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t < ? ORDER BY t LIMIT 1 OFFSET ?`, cutoff, retentionRows-1).Scan(&edge)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			edge = cutoff
+		case err != nil:
+			return false, fmt.Errorf("find old samples: %w", err)
+		default:
+			edge++
+			more = edge < cutoff
+		}
+		if _, err := db.ExecContext(ctx, `DELETE FROM raw WHERE t < ?`, min(edge, cutoff)); err != nil {
+			return false, classify(fmt.Errorf("delete old samples: %w", err))
+		}
+	}
+	res, err := db.ExecContext(ctx, `DELETE FROM log WHERE id IN (SELECT id FROM log WHERE id <=
+		(SELECT id FROM log ORDER BY id DESC LIMIT 1 OFFSET ?) ORDER BY id LIMIT ?)`, w.s.cfg.LogLimit, retentionRows)
+	if err != nil {
+		return false, classify(fmt.Errorf("delete old log entries: %w", err))
+	}
+	if n, _ := res.RowsAffected(); n >= retentionRows {
+		more = true
+	}
+	return more, nil
+}

@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"plantd/plant"
+)
+
+// Cadences of the writer's maintenance.
+const (
+	// idleRollup: when nothing was recorded for this long (wall clock),
+	// the last, partial 5-minute interval is rolled up too, so that a
+	// plant whose devices went quiet shows its last values.
+	idleRollup = 15 * time.Second
+	// maintainBudget bounds the rollup catch-up done per maintenance tick
+	// while nothing is queued.
+	maintainBudget = 200 * time.Millisecond
+	// retentionEvery is how often retention looks for old raw rows and
+	// surplus log entries; it deletes retentionRows at a time.
+	retentionEvery = time.Minute
+	retentionRows  = 2000
+)
+
+// writer is the state of the writer goroutine (Run). Only that goroutine
+// touches it, except load at Open.
+type writer struct {
+	s    *Store
+	adds txAdds
+
+	insRaw, insLog *sql.Stmt
+
+	lastT   map[int64]int64 // device id → time of its last committed sample
+	maxSeen int64           // newest sample time committed
+	wm      int64           // rollups are complete below wm (a multiple of 5 min)
+	hasWM   bool
+
+	// carry is the last sample of each device before carryAt, kept from the
+	// previous rollup chunk; carryAt < 0 means none.
+	carry   map[int64]*rawSample
+	carryAt int64
+
+	batch []item
+	nMeas int
+	buf   []byte
+	sv    []sidVal
+	// Cadences run on the wall clock (time.Now), not Config.Now, which
+	// may be a fast simulated clock.
+	lastData      time.Time // when the last measurement was committed
+	idleDone      bool      // the idle rollup ran since lastData
+	nextRetention time.Time
+	retentionMore bool
+}
+
+type sidVal struct {
+	sid int64
+	v   float64
+}
+
+func newWriter(s *Store) *writer {
+	return &writer{s: s, adds: txAdds{c: s.cat}, lastT: map[int64]int64{}, carryAt: -1}
+}
+
+// db returns the writing connection.
+func (w *writer) db() *sql.DB { return w.s.wdb.Load() }
+
+// load reads the writer's state: the rollup watermark, the newest sample
+// and each device's last sample time.
+func (w *writer) load(ctx context.Context) error {
+	db := w.s.wdb.Load()
+	if db == nil {
+		db = w.s.rdb.Load()
+	}
+	var wm sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'watermark'`).Scan(&wm)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("load watermark: %w", err)
+	}
+	w.wm, w.hasWM = wm.Int64, wm.Valid
+	var maxT sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw`).Scan(&maxT); err != nil {
+		return fmt.Errorf("load newest sample: %w", err)
+	}
+	w.maxSeen = maxT.Int64
+	if maxT.Valid {
+		rows, err := db.QueryContext(ctx, `SELECT device, max(t) FROM raw WHERE t >= ? GROUP BY device`, maxT.Int64-counterGapMs)
+		if err != nil {
+			return fmt.Errorf("load last samples: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var dev, t int64
+			if err := rows.Scan(&dev, &t); err != nil {
+				return fmt.Errorf("load last samples: %w", err)
+			}
+			w.lastT[dev] = t
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("load last samples: %w", err)
+		}
+	}
+	if w.hasWM {
+		w.s.rolledUpTo.Store(w.wm)
+	}
+	return nil
+}
+
+func (w *writer) closeStmts() {
+	for _, st := range []*sql.Stmt{w.insRaw, w.insLog} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (w *writer) prepare(ctx context.Context) error {
+	if w.insRaw != nil {
+		return nil
+	}
+	db := w.db()
+	var err error
+	if w.insRaw, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw (t, device, v) VALUES (?, ?, ?)`); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if w.insLog, err = db.PrepareContext(ctx, `INSERT INTO log (t, level, code, message, plant, device) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
+}
+
+// run is the writer loop (see Store.Run).
+func (w *writer) run(ctx context.Context) error {
+	dbctx := context.WithoutCancel(ctx)
+	if err := w.prepare(dbctx); err != nil {
+		w.s.setHealth(classify(err))
+	}
+	cfg := &w.s.cfg
+	timer := time.NewTimer(cfg.BatchInterval)
+	timer.Stop()
+	var timerC <-chan time.Time
+	maint := time.NewTicker(min(cfg.BatchInterval, time.Second))
+	defer maint.Stop()
+	w.nextRetention = time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			w.shutdown(dbctx)
+			return nil
+		case it := <-w.s.queue:
+			w.batch = append(w.batch, it)
+			if it.done != nil {
+				err := w.commit(dbctx)
+				timerC = nil
+				w.rollupUntil(dbctx, false, time.Time{})
+				w.answerFlushes(err)
+				continue
+			}
+			if len(w.batch) == 1 {
+				timer.Reset(cfg.BatchInterval)
+				timerC = timer.C
+			}
+			if len(w.batch) >= cfg.BatchRows {
+				w.commit(dbctx)
+				timerC = nil
+				w.rollupStep(dbctx, false)
+			}
+		case <-timerC:
+			timerC = nil
+			w.commit(dbctx)
+			w.rollupStep(dbctx, false)
+		case <-maint.C:
+			w.maintain(dbctx)
+		}
+	}
+}
+
+// answerFlushes answers the Flush requests of the last batch.
+func (w *writer) answerFlushes(err error) {
+	for _, it := range w.batch {
+		if it.done != nil {
+			it.done <- err
+		}
+	}
+	w.batch = w.batch[:0]
+}
+
+// shutdown commits what is queued and rolls everything up.
+func (w *writer) shutdown(ctx context.Context) {
+	w.s.writable.Store(false)
+	for {
+		select {
+		case it := <-w.s.queue:
+			w.batch = append(w.batch, it)
+			if len(w.batch) >= w.s.cfg.BatchRows {
+				w.commit(ctx)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	err := w.commit(ctx)
+	w.rollupUntil(ctx, true, time.Time{})
+	w.answerFlushes(err)
+}
+
+// maintain runs between batches: rollup catch-up while the queue is empty,
+// the idle rollup, retention.
+func (w *writer) maintain(ctx context.Context) {
+	now := time.Now()
+	w.rollupUntil(ctx, false, now.Add(maintainBudget))
+	if !w.idleDone && !w.lastData.IsZero() && now.Sub(w.lastData) >= idleRollup && len(w.s.queue) == 0 {
+		w.idleDone = w.rollupUntil(ctx, true, time.Now().Add(maintainBudget))
+	}
+	if now.Before(w.nextRetention) && !w.retentionMore {
+		return
+	}
+	if len(w.s.queue) > 0 {
+		return
+	}
+	w.nextRetention = now.Add(retentionEvery)
+	more, err := w.retention(ctx, w.s.cfg.Now())
+	w.retentionMore = more
+	if err != nil {
+		w.s.log.Warn("retention", "err", err)
+	}
+}
+
+// commit writes the batch (without Flush requests, which stay for
+// answerFlushes) in one transaction. A failed batch is counted, reported
+// through Health and returned; it is not retried.
+func (w *writer) commit(ctx context.Context) error {
+	n := 0
+	for _, it := range w.batch {
+		if it.done == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	err := classify(w.writeBatch(ctx))
+	if err != nil {
+		w.s.failed.Add(uint64(n))
+		w.s.setHealth(err)
+	} else {
+		w.s.setHealth(nil)
+	}
+	keep := w.batch[:0]
+	for _, it := range w.batch {
+		if it.done != nil {
+			keep = append(keep, it)
+		}
+	}
+	w.batch = keep
+	return err
+}
+
+// tooOld reports whether a sample at t is older than the raw retention
+// allows, counted back from the newest sample seen before it (maxT), but
+// never from later than the wall clock, so that one sample stamped in the
+// future cannot make the rest look old. Retention would delete such a
+// sample before its interval could be rolled up again.
+func (w *writer) tooOld(t, maxT, now int64) bool {
+	ref := min(maxT, now)
+	return t < ref-w.s.cfg.RawRetention.Milliseconds()+counterGapMs
+}
+
+// writeBatch commits the batch's measurements and log entries. A
+// measurement that arrives late (before a sample already stored for its
+// device) or that closes a gap reaching back before the rollup watermark
+// moves the watermark back, in the same transaction, so that the intervals
+// it touches are rolled up again.
+func (w *writer) writeBatch(ctx context.Context) (err error) {
+	if err := w.prepare(ctx); err != nil {
+		return err
+	}
+	tx, err := w.db().BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin batch: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+			w.adds.rollback()
+		}
+	}()
+	raw := tx.StmtContext(ctx, w.insRaw)
+	lg := tx.StmtContext(ctx, w.insLog)
+	now := w.s.cfg.Now().UnixMilli()
+	pending := map[int64]int64{}
+	minAff := int64(math.MaxInt64)
+	maxT := w.maxSeen
+	var meas, samples, logs, dropped uint64
+	for i := range w.batch {
+		it := &w.batch[i]
+		switch {
+		case it.done != nil:
+			continue
+		case it.isL:
+			e := &it.l
+			if _, err := lg.ExecContext(ctx, e.Time.UnixMilli(), e.Level, e.Code, e.Message, e.PlantID, e.DeviceID); err != nil {
+				return fmt.Errorf("insert log entry: %w", err)
+			}
+			logs++
+			continue
+		}
+		m := &it.m
+		t := m.Time.UnixMilli()
+		if w.tooOld(t, maxT, now) {
+			dropped++
+			continue
+		}
+		dev, err := w.adds.ensureDevice(ctx, tx, m.DeviceID, m.PlantID, m.Kind)
+		if err != nil {
+			return err
+		}
+		blob, n, err := w.encode(ctx, tx, dev, m.Readings)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		if _, err := raw.ExecContext(ctx, t, dev.id, blob); err != nil {
+			return fmt.Errorf("insert measurement of %s: %w", m.DeviceID, err)
+		}
+		last, ok := pending[dev.id]
+		if !ok {
+			last = w.lastT[dev.id]
+		}
+		aff := t
+		switch {
+		case last == 0:
+		case t < last:
+			aff = t - counterGapMs
+		case t-last <= counterGapMs:
+			aff = last
+		}
+		minAff = min(minAff, aff)
+		pending[dev.id] = max(last, t)
+		maxT = max(maxT, t)
+		meas++
+		samples += uint64(n)
+	}
+	newWM, wmChanged := w.wm, false
+	if meas > 0 && (!w.hasWM || minAff < w.wm) {
+		newWM, wmChanged = floorDiv(minAff, bucketMs), true
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('watermark', ?)`, newWM); err != nil {
+			return fmt.Errorf("move rollup watermark: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	w.adds.commit()
+	for dev, t := range pending {
+		w.lastT[dev] = t
+	}
+	w.maxSeen = maxT
+	if wmChanged {
+		if w.hasWM && newWM < w.carryAt {
+			w.carryAt = -1
+		}
+		w.wm, w.hasWM = newWM, true
+		w.s.rolledUpTo.Store(newWM)
+	}
+	if meas > 0 {
+		w.lastData, w.idleDone = time.Now(), false
+	}
+	w.s.written.Add(meas)
+	w.s.samples.Add(samples)
+	w.s.logs.Add(logs)
+	w.s.dropped.Add(dropped)
+	w.s.batches.Add(1)
+	return nil
+}
+
+// encode packs a measurement's readings: per series, in series order,
+// uvarint(series id delta) and the value (appendDec). NaN and infinite
+// values and invalid channels are skipped; of a duplicate the last wins.
+func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.Reading) ([]byte, int, error) {
+	sv := w.sv[:0]
+	for _, r := range rs {
+		if !r.Channel.Valid() || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Index < 0 || r.Index > math.MaxInt32 {
+			continue
+		}
+		s, err := w.adds.ensureChan(ctx, tx, dev, chKey{r.Channel, int32(r.Index)})
+		if err != nil {
+			return nil, 0, err
+		}
+		sv = append(sv, sidVal{s.id, r.Value})
+	}
+	slices.SortStableFunc(sv, func(a, b sidVal) int {
+		switch {
+		case a.sid < b.sid:
+			return -1
+		case a.sid > b.sid:
+			return 1
+		}
+		return 0
+	})
+	b := w.buf[:0]
+	prev := int64(0)
+	n := 0
+	for i, x := range sv {
+		if i+1 < len(sv) && sv[i+1].sid == x.sid {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(x.sid-prev))
+		prev = x.sid
+		b = appendDec(b, x.v)
+		n++
+	}
+	w.sv, w.buf = sv, b
+	return b, n, nil
+}
