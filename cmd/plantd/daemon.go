@@ -2,56 +2,147 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"sync"
 	"time"
 
 	"plantd/config"
 	"plantd/devices"
 	"plantd/devices/poller"
+	"plantd/httpapi"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/store"
 )
 
 // daemon is a running plantd: the components a config asks for, wired
-// together. Data flows one way: poller → live state (→ store, MQTT and the
-// HTTP API as they arrive).
+// together. Data flows one way: poller → live state → store, and the HTTP
+// API reads the live state and the store.
 type daemon struct {
 	log    *slog.Logger
 	pool   *modbus.Pool
 	poller *poller.Poller
 	live   *plant.Live
+	store  *store.Store
+	api    *httpapi.Server
+	ln     net.Listener
 	plants []plant.Plant
+
+	mu    sync.Mutex
+	state map[string]poller.State // last state per device, for the log
+
+	// now is the daemon's clock: the time of live values and stored
+	// measurements. The demo sets the simulator's clock, so that a fast
+	// simulated day is also a fast day in the database.
+	now func() time.Time
+
 	// reportEvery, when set, logs each plant's live energy balance at that
 	// interval (the demo does, so that its user sees the plant work).
 	reportEvery time.Duration
 }
 
-// newDaemon builds the components of a validated config.
-func newDaemon(cfg *config.Config, logger *slog.Logger) (*daemon, error) {
+// newDaemon builds the components of a validated config. It opens the
+// database and binds the HTTP port, so that a broken disk or a port in use
+// stops plantd at start with a clear message.
+func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, logger *slog.Logger) (*daemon, error) {
 	plants, infos, err := domainOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{log: logger, pool: modbus.NewPool(logger.With("component", "modbus")), plants: plants}
-	d.live = plant.NewLive(plants, infos, time.Now)
-	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.live.Apply, logger.With("component", "poller"))
+	if now == nil {
+		now = time.Now
+	}
+	d := &daemon{log: logger, plants: plants, state: map[string]poller.State{}, now: now}
+	d.live = plant.NewLive(plants, infos, now)
+
+	var storePlants []store.PlantInfo
+	for _, p := range plants {
+		storePlants = append(storePlants, store.PlantInfo{ID: p.ID, Location: p.Location})
+	}
+	d.store, err = store.Open(ctx, store.Config{Path: cfg.Database.Path, RawRetention: cfg.Database.RawRetention, Plants: storePlants, Now: now},
+		logger.With("component", "store"))
 	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.Database.Path, err)
+	}
+	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, Now: now},
+		logger.With("component", "http"))
+	if err == nil {
+		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
+	}
+	if err != nil {
+		d.store.Close()
+		return nil, fmt.Errorf("http api: %w", err)
+	}
+	d.pool = modbus.NewPool(logger.With("component", "modbus"))
+	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
+	if err != nil {
+		d.ln.Close()
 		d.pool.Close()
+		d.store.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-// run runs every component until ctx ends, then stops them and returns.
+// onSample is the poller's sink: the live state first, then the store
+// (non-blocking) with the device's readings and, on a change of its
+// communication state, a log entry.
+func (d *daemon) onSample(s poller.Sample) {
+	s.Time = d.now().UTC()
+	d.live.Apply(s)
+	dl, ok := d.live.Device(s.Device)
+	if !ok {
+		return
+	}
+	if s.Err == nil {
+		d.store.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
+	}
+	d.mu.Lock()
+	prev := d.state[s.Device]
+	d.state[s.Device] = s.State
+	d.mu.Unlock()
+	if prev == s.State {
+		return
+	}
+	e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device}
+	switch s.State {
+	case poller.StateOnline:
+		e.Level, e.Code, e.Message = store.LevelInfo, "DeviceOnline", fmt.Sprintf("device %s online", s.Device)
+		if s.Info != nil {
+			e.Message += fmt.Sprintf(" (%s %s)", s.Info.Manufacturer, s.Info.Model)
+		}
+	case poller.StateStale:
+		e.Level, e.Code, e.Message = store.LevelWarning, "DeviceStale", fmt.Sprintf("device %s stale: %v", s.Device, s.Err)
+	case poller.StateOffline:
+		e.Level, e.Code, e.Message = store.LevelError, "DeviceOffline", fmt.Sprintf("device %s offline: %v", s.Device, s.Err)
+	default:
+		return
+	}
+	d.store.Log(e)
+}
+
+// run runs every component until ctx ends, then stops them: the poller and
+// the HTTP API first, the store last, so that what was polled is written.
 func (d *daemon) run(ctx context.Context) error {
+	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStore()
+	storeDone := make(chan error, 1)
+	go func() { storeDone <- d.store.Run(storeCtx) }()
+
 	var wg sync.WaitGroup
-	wg.Add(1)
+	var apiErr error
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		d.poller.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		apiErr = d.api.Serve(ctx, d.ln)
 	}()
 	if d.reportEvery > 0 {
 		wg.Add(1)
@@ -60,9 +151,10 @@ func (d *daemon) run(ctx context.Context) error {
 			d.report(ctx)
 		}()
 	}
-	<-ctx.Done()
 	wg.Wait()
-	return d.pool.Close()
+	stopStore()
+	err := errors.Join(apiErr, <-storeDone, d.pool.Close(), d.store.Close())
+	return err
 }
 
 // domainOf maps the config onto the domain types of package plant.

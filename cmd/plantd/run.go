@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,14 +43,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd: refusing to start, the config has problems:\n%v\n", err)
 		return exitConfig
 	}
-	return serve(ctx, cfg, stderr, 0)
+	return serve(ctx, cfg, nil, stderr, 0)
 }
 
 // serve runs the daemon of a valid config until ctx ends; report, when
 // set, logs the live energy balance at that interval.
-func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, report time.Duration) int {
+func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr io.Writer, report time.Duration) int {
 	logger := newLogger(cfg.Log, stderr)
-	d, err := newDaemon(cfg, logger)
+	d, err := newDaemon(ctx, cfg, now, logger)
 	if err != nil {
 		logger.Error("start: " + err.Error())
 		return exitFailure
@@ -93,8 +95,10 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("demo", "[--speed N] [--interval D]", stderr)
-	speed := fs.Float64("speed", 1, "simulated seconds per real second")
+	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
+	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
+	dbPath := fs.String("db", "plantd.db", "SQLite database file")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -116,6 +120,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer plantSim.Close()
 
 	cfg := demoConfig(plantSim, simCfg, *interval)
+	cfg.HTTP.Listen, cfg.Database.Path = *listen, *dbPath
+	token, err := demoToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: %v\n", err)
+		return exitFailure
+	}
+	cfg.Tokens = []config.Token{{Name: "demo", SHA256: config.TokenHash(token), Role: config.RoleInstaller}}
+	// A client of the cloud API gets its token with client_credentials:
+	// client "demo" with the demo token as its secret.
+	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller}}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
@@ -124,8 +138,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, d := range plantSim.Devices() {
 		fmt.Fprintf(stdout, "  %-6s %-13s %s unit %d\n", d.ID(), d.Kind(), d.Addr(), d.Unit())
 	}
+	fmt.Fprintf(stdout, "HTTP API on %s (the log says the port when 0 was asked), database %s\n", *listen, *dbPath)
+	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
+	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, stderr, 10*time.Second)
+	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second)
 }
 
 // demoConfig is the config of the demo: one plant, the simulated devices.
@@ -145,4 +163,13 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		cfg.Devices = append(cfg.Devices, dev)
 	}
 	return cfg
+}
+
+// demoToken makes the bearer token the demo prints at start.
+func demoToken() (string, error) {
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(raw), nil
 }
