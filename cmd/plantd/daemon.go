@@ -32,8 +32,9 @@ type daemon struct {
 	ln     net.Listener
 	plants []plant.Plant
 
-	mu    sync.Mutex
-	state map[string]poller.State // last state per device, for the log
+	mu     sync.Mutex
+	state  map[string]poller.State // last state per device, for the log
+	health map[string]plant.Health // last health per device, for the log
 
 	// now is the daemon's clock: the time of live values and stored
 	// measurements. The demo sets the simulator's clock, so that a fast
@@ -56,7 +57,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	if now == nil {
 		now = time.Now
 	}
-	d := &daemon{log: logger, plants: plants, state: map[string]poller.State{}, now: now}
+	d := &daemon{log: logger, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
 	d.live = plant.NewLive(plants, infos, now)
 
 	var storePlants []store.PlantInfo
@@ -102,9 +103,25 @@ func (d *daemon) onSample(s poller.Sample) {
 		d.store.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
 	}
 	d.mu.Lock()
-	prev := d.state[s.Device]
-	d.state[s.Device] = s.State
+	prev, prevHealth := d.state[s.Device], d.health[s.Device]
+	d.state[s.Device], d.health[s.Device] = s.State, dl.Health
 	d.mu.Unlock()
+	if s.State == poller.StateOnline && prevHealth != dl.Health && prev == s.State {
+		// Operating state and event bits of the device (SunSpec St, Evt1...)
+		// changed its health: log what it says now.
+		e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device, Code: "DeviceHealth" + string(dl.Health),
+			Level: store.LevelInfo, Message: fmt.Sprintf("device %s health %s", s.Device, dl.Health)}
+		if dl.HealthReason != "" {
+			e.Message += ": " + dl.HealthReason
+		}
+		switch dl.Health {
+		case plant.HealthWarning:
+			e.Level = store.LevelWarning
+		case plant.HealthError:
+			e.Level = store.LevelError
+		}
+		d.store.Log(e)
+	}
 	if prev == s.State {
 		return
 	}
@@ -128,6 +145,10 @@ func (d *daemon) onSample(s poller.Sample) {
 // run runs every component until ctx ends, then stops them: the poller and
 // the HTTP API first, the store last, so that what was polled is written.
 func (d *daemon) run(ctx context.Context) error {
+	for _, p := range d.plants {
+		d.store.Log(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
+			Message: fmt.Sprintf("plantd %s started", versionString())})
+	}
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStore()
 	storeDone := make(chan error, 1)

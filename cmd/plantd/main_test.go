@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
@@ -268,18 +272,7 @@ func TestDemo(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, body
 	}
-	for path, status := range map[string]int{
-		"/live/v1/plants/demo/measurements/sets/EnergyBalance":         200,
-		"/live/v2/plants/demo/devices":                                 200,
-		"/monitoring/v1/plants":                                        200,
-		"/monitoring/v1/devices/inv1/measurements/sets/PowerAc/Recent": 200,
-		"/monitoring/v1/plants/demo/logs":                              200,
-		"/monitoring/v1/plants/nope/devices":                           404,
-	} {
-		if got, body := get(path); got != status {
-			t.Errorf("GET %s: %d, want %d: %s", path, got, status, body)
-		}
-	}
+	validateRoutes(t, base, token)
 	// The plant's local date now, on the simulated clock.
 	_, body := get("/live/v1/plants/demo/measurements/sets/EnergyBalance")
 	var live struct {
@@ -428,4 +421,111 @@ func TestTokenAdd(t *testing.T) {
 	if _, errOut, code := runBinary(t, "token", "add", "--name", "laptop", "--role", "installer", "-c", path); code == 0 || !strings.Contains(errOut, "exists already") {
 		t.Errorf("a second token named laptop: exit %d %q", code, errOut)
 	}
+}
+
+// validateRoutes calls every route of the API of a running plantd demo, as
+// a client would, and validates each status and body against the OpenAPI
+// document the server itself serves (kin-openapi).
+func validateRoutes(t *testing.T, base, token string) {
+	t.Helper()
+	resp, err := http.Get(base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("load /openapi.json: %v", err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("/openapi.json is not a valid document: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: base}}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	today, month := time.Now().Format("2006-01-02"), time.Now().Format("2006-01")
+	const json = "application/json"
+	tests := []struct {
+		method, path, ctype, body string
+		auth                      bool
+		status                    int
+	}{
+		{"GET", "/monitoring/v1/plants", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/installation", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/configuration", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/devices", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/stakeholders", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/communication", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/logs?limit=5", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/measurements/sets/EnergyBalance", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=" + today + "&WithTotal=true", "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Month?Date=" + month, "", "", true, 200},
+		{"GET", "/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Total", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/logs", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets/PowerAc/Day?Date=" + today, "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets/EnergyAndPowerPv/Week?Date=" + today, "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets/PowerDc", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/meter/measurements/sets/EnergyAndPowerInOut/Day?Date=" + today + "&ReturnEnergyValues=true", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/bat/measurements/sets/EnergyAndPowerBattery/Recent", "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/wx/measurements/sets/Sensor/Day?Date=" + today, "", "", true, 200},
+		{"GET", "/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Month?Date=" + month, "", "", true, 200},
+		{"GET", "/gridcontrol/v1/plants/demo/schedules", "", "", true, 200},
+		{"POST", "/gridcontrol/v1/plants/eligibilityCheck", json, `{"plantId":"demo","commands":["FeedInLimit","opModVoltVar"]}`, true, 200},
+		{"GET", "/gridcontrol/v1/plants/demo/settings/activePowerGridSettings", "", "", true, 200},
+		{"GET", "/live/v1/plants/demo/measurements/sets/EnergyBalance", "", "", true, 200},
+		{"GET", "/live/v1/devices/inv1/measurement/sets/EnergyMix", "", "", true, 200},
+		{"GET", "/live/v1/plants/demo/devices", "", "", true, 200},
+		{"GET", "/live/v2/plants/demo/devices", "", "", true, 200},
+		{"POST", "/oauth2/token", "application/x-www-form-urlencoded", "grant_type=client_credentials&client_id=demo&client_secret=" + token, false, 200},
+		{"GET", "/healthz", "", "", false, 200},
+		// Errors, each a problem-JSON body.
+		{"GET", "/monitoring/v1/plants", "", "", false, 401},
+		{"GET", "/monitoring/v1/plants/nope/devices", "", "", true, 404},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets/PowerAc/Fortnight", "", "", true, 400},
+		{"GET", "/monitoring/v1/devices/inv1/measurements/sets/PowerAc/Day?Date=23.11.2026", "", "", true, 400},
+		{"POST", "/gridcontrol/v1/plants/eligibilityCheck", "text/plain", "x", true, 415},
+		{"POST", "/gridcontrol/v1/plants/eligibilityCheck", json, `{"plantId":"demo","commands":[],"bogus":1}`, true, 400},
+	}
+	for _, tc := range tests {
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		if tc.ctype != "" {
+			req.Header.Set("Content-Type", tc.ctype)
+		}
+		if tc.auth {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s %s: %d, want %d: %.300s", tc.method, tc.path, resp.StatusCode, tc.status, body)
+			continue
+		}
+		if tc.status >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("%s %s: %d with Content-Type %q, want problem-JSON", tc.method, tc.path, tc.status, resp.Header.Get("Content-Type"))
+		}
+		vreq, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		vreq.Header = req.Header
+		route, params, err := router.FindRoute(vreq)
+		if err != nil {
+			t.Errorf("%s %s: not in /openapi.json: %v", tc.method, tc.path, err)
+			continue
+		}
+		opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true, MultiError: true}
+		err = openapi3filter.ValidateResponse(t.Context(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: opts},
+			Status:                 resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)), Options: opts,
+		})
+		if err != nil {
+			t.Errorf("%s %s → %d does not match /openapi.json: %v\n%.400s", tc.method, tc.path, resp.StatusCode, err, body)
+		}
+	}
+	t.Logf("%d requests to the running demo validated against its /openapi.json", len(tests))
 }
