@@ -114,9 +114,20 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
+// parseFlags parses the flags of a command that takes no positional
+// arguments; ok is false when the command must end with code.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	pos, code, ok := parseArgs(fs, args)
+	if ok && len(pos) != 0 {
+		fs.Usage()
+		return exitUsage, false
+	}
+	return code, ok
+}
+
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("version", "", stderr)
-	if _, code, ok := parseArgs(fs, args); !ok {
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	fmt.Fprintln(stdout, "plantd", versionString())

@@ -22,13 +22,8 @@ const defaultConfigPath = "/etc/plantd/plantd.yaml"
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[-c FILE]", stderr)
 	path := fs.String("c", defaultConfigPath, "config file")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		fs.Usage()
-		return exitUsage
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "c" })
@@ -99,13 +94,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		fs.Usage()
-		return exitUsage
 	}
 	simCfg := sim.DefaultConfig()
 	simCfg.Speed = *speed

@@ -15,13 +15,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", "[--listen ADDR] [--speed N]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		fs.Usage()
-		return exitUsage
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Speed = *speed
