@@ -49,10 +49,26 @@ func commands() []command {
 }
 
 func main() {
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// tuneGC trades a little memory for a shorter latency tail: plantd's live
+// heap is a few MB, so the collector may let it grow to 5× before a cycle
+// (GOGC=400), while a soft limit of 64 MiB makes it collect harder before
+// the gateway's memory gets tight. GOGC and GOMEMLIMIT in the environment
+// override both. Measured: p99 of the live endpoints at 64 connections
+// from 5.2/6.7 ms to 4.5/5.0 ms (see the issue 6 note).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(64 << 20)
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
