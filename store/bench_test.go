@@ -38,7 +38,7 @@ type benchDev struct {
 
 // newBenchPlant polls the simulated plant once at noon for the channel
 // sets and values of each kind.
-func newBenchPlant(b *testing.B) *benchPlant {
+func newBenchPlant(b testing.TB) *benchPlant {
 	b.Helper()
 	loc := mustZone(b, sim.DefaultTimeZone)
 	noon := time.Date(2026, 6, 21, 12, 0, 0, 0, loc)
@@ -169,7 +169,7 @@ func BenchmarkQuery(b *testing.B) {
 // buildYear writes a year of rollups of the plant's devices and balance:
 // 5-minute rows with every channel of a device, and the hourly and daily
 // rows merged from them, in one transaction.
-func buildYear(b *testing.B, s *Store, bp *benchPlant, loc *time.Location, year int) int {
+func buildYear(b testing.TB, s *Store, bp *benchPlant, loc *time.Location, year int) int {
 	b.Helper()
 	ctx := context.Background()
 	db := s.wdb.Load()
@@ -512,4 +512,24 @@ func BenchmarkLayout(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestYearFixture writes the year of BenchmarkQuery (a 20-device plant
+// "p1", 2025) into the database file $PLANTD_YEAR_DB, for benchmarking the
+// HTTP API of the real binary on it (scripts/bench-year.yaml). Skipped
+// without the variable.
+func TestYearFixture(t *testing.T) {
+	path := os.Getenv("PLANTD_YEAR_DB")
+	if path == "" {
+		t.Skip("set PLANTD_YEAR_DB=FILE to write a year of a 20-device plant into FILE")
+	}
+	bp := newBenchPlant(t)
+	loc := mustZone(t, "Europe/Berlin")
+	s, err := Open(context.Background(), Config{Path: path, Plants: []PlantInfo{{ID: "p1", Location: loc}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows := buildYear(t, s, bp, loc, 2025)
+	t.Logf("%d rollup rows written to %s", rows, path)
 }
