@@ -96,6 +96,12 @@ func scale(mantissa float64, sf int) (float64, bool) {
 	if sf < -10 || sf > 10 {
 		return 0, false
 	}
+	if sf < 0 {
+		// Dividing by the exact power of ten gives the float nearest the
+		// decimal value (5028 / 1000 = 5.028), where multiplying by the
+		// inexact 1e-3 would not (5.0280000000000005).
+		return mantissa / pow10[-sf+10], true
+	}
 	return mantissa * pow10[sf+10], true
 }
 

@@ -3,6 +3,7 @@ package devices
 import (
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -406,5 +407,20 @@ func BenchmarkDecodeModel103(b *testing.B) {
 	}
 	if !dst[m.PointIndex("W")].OK {
 		b.Fatal("W not decoded")
+	}
+}
+
+// TestScaleIsDecimal checks that a scaled value is the float nearest its
+// decimal form, so that the API shows 5.028, not 5.0280000000000005.
+func TestScaleIsDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		mantissa float64
+		sf       int
+		want     string
+	}{{5028, -3, "5.028"}, {3984.6, -1, "398.46"}, {1234, -2, "12.34"}, {-99, -2, "-0.99"}, {1234, 1, "12340"}} {
+		got, ok := scale(tc.mantissa, tc.sf)
+		if s := strconv.FormatFloat(got, 'g', -1, 64); !ok || s != tc.want {
+			t.Errorf("%v × 10^%d = %s, want %s", tc.mantissa, tc.sf, s, tc.want)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,16 +119,30 @@ func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType string) (S
 
 // rowJSON renders a row with its plant-local time; absent values are
 // absent.
+// clean drops the binary noise of float arithmetic (a mean of 4.482 and
+// 4.482 is 4.482000000000001) by keeping 12 significant digits, far more
+// than any device measures.
+func clean(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
+}
+
 func rowJSON(r Row, loc *time.Location) map[string]any {
 	m := make(map[string]any, 1+len(r.Values)+len(r.Indexed))
 	m["time"] = r.Start.In(loc).Format(localTime)
 	for k, v := range r.Values {
-		m[k] = v
+		m[k] = clean(v)
 	}
 	for k, vs := range r.Indexed {
 		list := make([]map[string]any, 0, len(vs))
 		for _, iv := range vs {
-			list = append(list, map[string]any{"index": iv.Index, "value": iv.Value})
+			list = append(list, map[string]any{"index": iv.Index, "value": clean(iv.Value)})
 		}
 		m[k] = list
 	}
