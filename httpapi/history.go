@@ -137,6 +137,8 @@ type Live interface {
 	Plant(id string) (plant.Plant, bool)
 	Device(id string) (plant.DeviceLive, bool)
 	Devices(plantID string) ([]plant.DeviceLive, error)
+	// DeviceStatuses is Devices without the readings.
+	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
 	EnergyBalance(plantID string) (plant.Balance, error)
 	EnergyMix(plantID string) (plant.EnergyMix, error)
 }

@@ -85,7 +85,7 @@ type liveDeviceJSON struct {
 func (s *Server) liveDevices(version int) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p := ctxPlantOf(c)
-		devs, err := s.deps.Live.Devices(p.ID)
+		devs, err := s.deps.Live.DeviceStatuses(p.ID)
 		if err != nil {
 			s.internal(c, err)
 			return

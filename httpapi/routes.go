@@ -309,7 +309,7 @@ func (s *Server) healthz(c *gin.Context) {
 	}
 	var ds devState
 	for _, p := range s.deps.Live.Plants() {
-		devs, _ := s.deps.Live.Devices(p.ID)
+		devs, _ := s.deps.Live.DeviceStatuses(p.ID)
 		for _, d := range devs {
 			if !d.Info.Active() {
 				continue

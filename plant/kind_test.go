@@ -19,3 +19,29 @@ func TestKindFromDiscovery(t *testing.T) {
 		t.Fatalf("kind after discovery %q (%s), want meter", d.Info.Kind, d.Info.Type())
 	}
 }
+
+// DeviceStatuses gives what Devices gives, without the readings.
+func TestDeviceStatusesWithoutReadings(t *testing.T) {
+	l := NewLive([]Plant{{ID: "p", Name: "P"}}, []DeviceInfo{{ID: "m", PlantID: "p", Name: "M", Kind: KindMeter}}, nil)
+	inst, err := devices.NewBlank(devices.ModelByID(203), 40070, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.SetRaw("W_SF", 0)
+	inst.Set("W", 1500)
+	l.Apply(poller.Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindMeter}, Models: []*devices.Instance{inst}, State: poller.StateOnline})
+	full, _ := l.Devices("p")
+	brief, err := l.DeviceStatuses("p")
+	if err != nil || len(brief) != 1 || len(full) != 1 {
+		t.Fatalf("%v %d %d", err, len(brief), len(full))
+	}
+	if len(full[0].Readings) == 0 || len(brief[0].Readings) != 0 {
+		t.Errorf("readings: full %d, statuses %d; want some and none", len(full[0].Readings), len(brief[0].Readings))
+	}
+	if brief[0].Health != full[0].Health || brief[0].Comm.Status != full[0].Comm.Status || !brief[0].LastUpdate.Equal(full[0].LastUpdate) {
+		t.Errorf("statuses %+v differ from devices %+v", brief[0], full[0])
+	}
+	if _, err := l.DeviceStatuses("nope"); err == nil {
+		t.Error("unknown plant: no error")
+	}
+}

@@ -238,7 +238,7 @@ func (l *Live) Device(id string) (DeviceLive, bool) {
 	if d == nil {
 		return DeviceLive{}, false
 	}
-	return l.snapshot(d), true
+	return l.snapshot(d, true), true
 }
 
 // Devices returns the live views of a plant's devices in config order.
@@ -246,16 +246,30 @@ func (l *Live) Devices(plantID string) ([]DeviceLive, error) {
 	if _, ok := l.plantIx[plantID]; !ok {
 		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
 	}
+	return l.devices(plantID, true), nil
+}
+
+// DeviceStatuses is Devices without the readings: identity, health and
+// communication only, for device lists that must be cheap.
+func (l *Live) DeviceStatuses(plantID string) ([]DeviceLive, error) {
+	if _, ok := l.plantIx[plantID]; !ok {
+		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
+	}
+	return l.devices(plantID, false), nil
+}
+
+func (l *Live) devices(plantID string, readings bool) []DeviceLive {
 	ds := l.byPlant[plantID]
 	out := make([]DeviceLive, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, l.snapshot(d))
+		out = append(out, l.snapshot(d, readings))
 	}
-	return out, nil
+	return out
 }
 
-// snapshot copies a device's state out under its lock.
-func (l *Live) snapshot(d *deviceState) DeviceLive {
+// snapshot copies a device's state out under its lock; the readings only
+// when asked.
+func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 	if d.kind() == KindGateway {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
@@ -292,7 +306,7 @@ func (l *Live) snapshot(d *deviceState) DeviceLive {
 		SuccessRate:   rate,
 		Polls:         d.polls,
 	}
-	if d.lastOK.IsZero() {
+	if d.lastOK.IsZero() || !readings {
 		return dl
 	}
 	n := len(d.vals.inputs)
