@@ -201,7 +201,7 @@ func (s *Server) postSchedules(c *gin.Context) {
 		return
 	}
 	if !skip {
-		devs, err := s.deps.Live.Devices(p.ID)
+		devs, err := s.deps.Live.DeviceStatuses(p.ID)
 		if err != nil {
 			s.internal(c, err)
 			return
@@ -263,7 +263,7 @@ func (s *Server) findPlant(in identIn) (plant.Plant, string, []FieldError) {
 	}
 	if in.SerialNumber != "" {
 		for _, p := range s.deps.Live.Plants() {
-			devs, _ := s.deps.Live.Devices(p.ID)
+			devs, _ := s.deps.Live.DeviceStatuses(p.ID)
 			for _, d := range devs {
 				if d.Discovered != nil && d.Discovered.Serial != "" && strings.EqualFold(d.Discovered.Serial, in.SerialNumber) {
 					return p, p.ID, nil
@@ -298,14 +298,8 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 		fail(c, http.StatusBadRequest, codeBadBody, "unknown command", errs...)
 		return
 	}
-	p, _, ferrs := s.findPlant(in)
-	if ferrs != nil {
-		fail(c, http.StatusNotFound, codeNotFound, "plant not found", ferrs...)
-		return
-	}
-	devs, err := s.deps.Live.Devices(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.identifiedPlant(c, in)
+	if !ok {
 		return
 	}
 	res := make([]eligibility, 0, len(in.Commands))
@@ -320,6 +314,22 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 	}{plantObj(p), utc(s.now()), res}, false)
 }
 
+// identifiedPlant finds the plant a grid-control body names and its
+// devices; it answers the request itself when it cannot.
+func (s *Server) identifiedPlant(c *gin.Context, in identIn) (plant.Plant, []plant.DeviceLive, bool) {
+	p, _, ferrs := s.findPlant(in)
+	if ferrs != nil {
+		fail(c, http.StatusNotFound, codeNotFound, "plant not found", ferrs...)
+		return plant.Plant{}, nil, false
+	}
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if err != nil {
+		s.internal(c, err)
+		return plant.Plant{}, nil, false
+	}
+	return p, devs, true
+}
+
 // eligibleCommands is the obsolete POST /gridcontrol/v1/plants/eligibleCommands.
 func (s *Server) eligibleCommands(c *gin.Context) {
 	var in identIn
@@ -330,14 +340,8 @@ func (s *Server) eligibleCommands(c *gin.Context) {
 		fail(c, http.StatusBadRequest, codeBadBody, "unknown field commands", FieldError{Field: "commands", Message: "unknown field"})
 		return
 	}
-	p, _, ferrs := s.findPlant(in)
-	if ferrs != nil {
-		fail(c, http.StatusNotFound, codeNotFound, "plant not found", ferrs...)
-		return
-	}
-	devs, err := s.deps.Live.Devices(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.identifiedPlant(c, in)
+	if !ok {
 		return
 	}
 	out := []string{}
@@ -374,7 +378,7 @@ func (s *Server) settings(c *gin.Context) {
 		badParam(c, "settingsType", "want "+strings.Join(settingsTypeNames, ", "))
 		return
 	}
-	devs, err := s.deps.Live.Devices(p.ID)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
 	if err != nil {
 		s.internal(c, err)
 		return

@@ -136,8 +136,8 @@ type Live interface {
 	Plants() []plant.Plant
 	Plant(id string) (plant.Plant, bool)
 	Device(id string) (plant.DeviceLive, bool)
-	Devices(plantID string) ([]plant.DeviceLive, error)
-	// DeviceStatuses is Devices without the readings.
+	// DeviceStatuses lists a plant's devices without their readings: the
+	// API's device lists need identity, health and communication only.
 	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
 	EnergyBalance(plantID string) (plant.Balance, error)
 	EnergyMix(plantID string) (plant.EnergyMix, error)

@@ -195,7 +195,7 @@ func (s *Server) plantList(c *gin.Context) {
 	seen := map[string]int{}
 	up := map[string]int{}
 	for _, p := range s.deps.Live.Plants() {
-		devs, err := s.deps.Live.Devices(p.ID)
+		devs, err := s.deps.Live.DeviceStatuses(p.ID)
 		if err != nil {
 			s.internal(c, err)
 			return
@@ -230,7 +230,7 @@ func (s *Server) plantList(c *gin.Context) {
 // installation is GET .../plants/{plantId}/installation.
 func (s *Server) installation(c *gin.Context) {
 	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.Devices(p.ID)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
 	if err != nil {
 		s.internal(c, err)
 		return
@@ -256,7 +256,7 @@ func (s *Server) connectedState() (string, time.Time) {
 // configuration is GET .../plants/{plantId}/configuration.
 func (s *Server) configuration(c *gin.Context) {
 	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.Devices(p.ID)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
 	if err != nil {
 		s.internal(c, err)
 		return
@@ -339,7 +339,7 @@ func deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 // devices is GET .../plants/{plantId}/devices.
 func (s *Server) devices(c *gin.Context) {
 	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.Devices(p.ID)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
 	if err != nil {
 		s.internal(c, err)
 		return
@@ -378,7 +378,7 @@ type commJSON struct {
 // communication is GET .../plants/{plantId}/communication.
 func (s *Server) communication(c *gin.Context) {
 	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.Devices(p.ID)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
 	if err != nil {
 		s.internal(c, err)
 		return
