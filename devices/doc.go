@@ -7,8 +7,9 @@
 // give them.
 //
 // It reads and writes registers through the small Reader and ReadWriter
-// interfaces, which a modbus.Client satisfies; it imports modbus only for
-// read planning. It knows nothing of the plant domain, storage, HTTP or
+// interfaces, which a modbus.Client satisfies; it imports modbus for read
+// planning and to tell an exception answer ("nothing at this address") from
+// a failing device. It knows nothing of the plant domain, storage, HTTP or
 // MQTT. Devices return errors and never log them: the poller logs.
 //
 // Decoding follows the SunSpec rules: a value is read in the same request as

@@ -9,7 +9,8 @@
 // [Store.Run] is the single writer goroutine; [Store.Close] closes.
 // [Store.Record] and [Store.Log] queue without blocking; [Store.QuerySet],
 // [Store.DeviceSets] and [Store.Logs] answer the HTTP API;
-// [Store.Health] and [Store.Stats] feed /healthz and /metrics;
+// [Store.Health] feeds /healthz and, with [Store.Stats], /metrics (through
+// cmd/plantd's collector);
 // [Store.Flush] waits until what was queued is committed.
 // cmd/plantd wires it: after each successful poll,
 //

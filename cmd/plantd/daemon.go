@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"plantd/config"
 	"plantd/devices"
 	"plantd/devices/poller"
@@ -69,22 +71,24 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Database.Path, err)
 	}
-	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, Now: now},
+	d.pool = modbus.NewPool(logger.With("component", "modbus"))
+	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
+	if err != nil {
+		d.pool.Close()
+		d.store.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newDaemonCollector(d.poller, d.store))
+	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, Registry: reg, Now: now},
 		logger.With("component", "http"))
 	if err == nil {
 		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
 	}
 	if err != nil {
-		d.store.Close()
-		return nil, fmt.Errorf("http api: %w", err)
-	}
-	d.pool = modbus.NewPool(logger.With("component", "modbus"))
-	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
-	if err != nil {
-		d.ln.Close()
 		d.pool.Close()
 		d.store.Close()
-		return nil, err
+		return nil, fmt.Errorf("http api: %w", err)
 	}
 	return d, nil
 }

@@ -273,6 +273,17 @@ func TestDemo(t *testing.T) {
 		return resp.StatusCode, body
 	}
 	validateRoutes(t, base, token)
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`plantd_device_polls_total{device="inv1"}`, `plantd_device_online{device="meter"} 1`, "plantd_store_healthy 1", "plantd_store_dropped_total 0"} {
+		if !strings.Contains(string(metrics), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
 	// The plant's local date now, on the simulated clock.
 	_, body := get("/live/v1/plants/demo/measurements/sets/EnergyBalance")
 	var live struct {

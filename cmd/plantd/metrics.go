@@ -1,0 +1,74 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"plantd/devices/poller"
+	"plantd/store"
+)
+
+// daemonCollector exports the poller's and the store's counters at
+// /metrics. It reads their Stats at scrape time, so the poll loop and the
+// writer pay nothing for it.
+type daemonCollector struct {
+	poller *poller.Poller
+	store  *store.Store
+
+	polls, failures, online, pollSeconds                         *prometheus.Desc
+	queued, written, samples, dropped, failed, healthy, rolledUp *prometheus.Desc
+}
+
+func newDaemonCollector(p *poller.Poller, s *store.Store) *daemonCollector {
+	dev := []string{"device"}
+	return &daemonCollector{
+		poller:      p,
+		store:       s,
+		polls:       prometheus.NewDesc("plantd_device_polls_total", "Polls of a device, successful or not.", dev, nil),
+		failures:    prometheus.NewDesc("plantd_device_poll_failures_total", "Failed polls of a device.", dev, nil),
+		online:      prometheus.NewDesc("plantd_device_online", "1 while the device's last poll succeeded.", dev, nil),
+		pollSeconds: prometheus.NewDesc("plantd_device_poll_duration_seconds", "Duration of the device's last poll.", dev, nil),
+		queued:      prometheus.NewDesc("plantd_store_queued", "Measurements and log entries waiting for the writer.", nil, nil),
+		written:     prometheus.NewDesc("plantd_store_measurements_written_total", "Measurements committed.", nil, nil),
+		samples:     prometheus.NewDesc("plantd_store_samples_written_total", "Channel values committed.", nil, nil),
+		dropped:     prometheus.NewDesc("plantd_store_dropped_total", "Measurements and log entries refused (queue full, read-only storage, too old).", nil, nil),
+		failed:      prometheus.NewDesc("plantd_store_failed_total", "Measurements and log entries lost in a batch that could not be committed.", nil, nil),
+		healthy:     prometheus.NewDesc("plantd_store_healthy", "1 while the storage accepts writes.", nil, nil),
+		rolledUp:    prometheus.NewDesc("plantd_store_rolled_up_to_seconds", "Unix time up to which rollups are complete.", nil, nil),
+	}
+}
+
+func (c *daemonCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.polls, c.failures, c.online, c.pollSeconds,
+		c.queued, c.written, c.samples, c.dropped, c.failed, c.healthy, c.rolledUp} {
+		ch <- d
+	}
+}
+
+func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.poller.Stats() {
+		online := 0.0
+		if s.State == poller.StateOnline {
+			online = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.polls, prometheus.CounterValue, float64(s.Polls), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(s.Polls-s.Successes), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.online, prometheus.GaugeValue, online, s.ID)
+		ch <- prometheus.MustNewConstMetric(c.pollSeconds, prometheus.GaugeValue, s.LastDuration.Seconds(), s.ID)
+	}
+	st := c.store.Stats()
+	healthy := 1.0
+	if c.store.Health() != nil {
+		healthy = 0
+	}
+	rolled := 0.0
+	if !st.RolledUpTo.IsZero() {
+		rolled = float64(st.RolledUpTo.Unix())
+	}
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(st.Queued))
+	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(st.Written))
+	ch <- prometheus.MustNewConstMetric(c.samples, prometheus.CounterValue, float64(st.Samples))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.Dropped))
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(st.Failed))
+	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
+	ch <- prometheus.MustNewConstMetric(c.rolledUp, prometheus.GaugeValue, rolled)
+}
