@@ -10,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"plantd/httpapi/apitest"
 )
 
 var paramRE = regexp.MustCompile(`\{[^}]*\}|:[A-Za-z]+`)
@@ -23,13 +22,9 @@ func normPath(p string) string { return paramRE.ReplaceAllString(p, "{}") }
 
 func loadDoc(t *testing.T, raw []byte) *openapi3.T {
 	t.Helper()
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(raw)
+	doc, err := apitest.LoadDocument(t.Context(), raw)
 	if err != nil {
-		t.Fatalf("load openapi: %v", err)
-	}
-	if err := doc.Validate(t.Context()); err != nil {
-		t.Fatalf("openapi document invalid: %v", err)
+		t.Fatal(err)
 	}
 	return doc
 }
@@ -83,18 +78,16 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 
 // validator checks responses against the document.
 type validator struct {
-	t      *testing.T
-	router routers.Router
+	t *testing.T
+	v *apitest.Validator
 }
 
 func newValidator(t *testing.T, e *env) *validator {
-	doc := loadDoc(t, e.srv.openapi)
-	doc.Servers = openapi3.Servers{{URL: e.ts.URL}}
-	r, err := legacy.NewRouter(doc)
+	v, err := apitest.New(t.Context(), e.srv.openapi, e.ts.URL)
 	if err != nil {
-		t.Fatalf("router: %v", err)
+		t.Fatal(err)
 	}
-	return &validator{t: t, router: r}
+	return &validator{t: t, v: v}
 }
 
 // check validates one exchange; it returns the body.
@@ -105,22 +98,8 @@ func (v *validator) check(req *http.Request, resp *http.Response) []byte {
 	if err != nil {
 		v.t.Fatal(err)
 	}
-	route, params, err := v.router.FindRoute(req)
-	if err != nil {
-		v.t.Errorf("%s %s: no documented route: %v", req.Method, req.URL, err)
-		return body
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-		Status: resp.StatusCode,
-		Header: resp.Header,
-		Body:   io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		v.t.Errorf("%s %s → %d: response does not match the document: %v\nbody: %.600s", req.Method, req.URL, resp.StatusCode, err, body)
+	if err := v.v.Check(context.Background(), req, resp.StatusCode, resp.Header, body); err != nil {
+		v.t.Errorf("%v\nbody: %.600s", err, body)
 	}
 	return body
 }
@@ -252,9 +231,7 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 // field, an unknown member and a time with an offset are rejected.
 func TestValidatorIsStrict(t *testing.T) {
 	e := newEnv(t, envOpts{polls: 1})
-	doc := loadDoc(t, e.srv.openapi)
-	doc.Servers = openapi3.Servers{{URL: e.ts.URL}}
-	r, err := legacy.NewRouter(doc)
+	v, err := apitest.New(t.Context(), e.srv.openapi, e.ts.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,15 +244,7 @@ func TestValidatorIsStrict(t *testing.T) {
 		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance", `{` + plantObj + `,"setType":"EnergyBalance","resolution":"OneMinute","set":[{"time":"2025-06-21T10:00:00","pvGeneration":null}]}`},
 	} {
 		req, _ := http.NewRequest("GET", e.ts.URL+tt.path, nil)
-		route, params, err := r.FindRoute(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
-			Status:                 200, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(tt.body)),
-		})
+		err := v.Check(t.Context(), req, 200, http.Header{"Content-Type": {"application/json"}}, []byte(tt.body))
 		if err == nil {
 			t.Errorf("%s: accepted %s", tt.path, tt.body)
 		}
