@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+)
+
+// TestDaemonFaults runs the real binary ("plantd run -c") against a
+// simulated plant whose faults the test switches: for each fault the
+// daemon must log inv1 offline (or stale) with a reason, log it online
+// again by itself once the fault ends, and keep polling the other devices
+// at their rate, read from its own /metrics.
+func TestDaemonFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon through every fault mode (~40 s)")
+	}
+	p := simtest.Start(t, sim.DefaultConfig())
+	dir := t.TempDir()
+	var devs strings.Builder
+	for _, d := range p.Devices()[:4] { // inv1, inv2, meter, bat
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 250ms, timeout: 500ms}\n", d.ID(), host, port)
+	}
+	cfg := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Faults, timezone: Europe/Berlin}
+devices:
+%s`, filepath.Join(dir, "plantd.db"), devs.String())
+	path := filepath.Join(dir, "plantd.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "run", "-c", path)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// waitLog waits for a log line matching re and returns it.
+	waitLog := func(re *regexp.Regexp, d time.Duration) string {
+		t.Helper()
+		deadline := time.After(d)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("plantd ended while waiting for %s", re)
+				}
+				if re.MatchString(l) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("no log line %s within %v", re, d)
+			}
+		}
+	}
+	api := listenRE.FindStringSubmatch(waitLog(listenRE, 10*time.Second))[1]
+	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
+	for seen := map[string]bool{}; len(seen) < 4; {
+		seen[online.FindStringSubmatch(waitLog(online, 10*time.Second))[1]] = true
+	}
+	polls := func() map[string]float64 {
+		resp, err := http.Get("http://" + api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		out := map[string]float64{}
+		for _, m := range regexp.MustCompile(`plantd_device_polls_total\{device="(\w+)"\} (\S+)`).FindAllStringSubmatch(string(body), -1) {
+			out[m[1]], _ = strconv.ParseFloat(m[2], 64)
+		}
+		fails := map[string]float64{}
+		for _, m := range regexp.MustCompile(`plantd_device_poll_failures_total\{device="(\w+)"\} (\S+)`).FindAllStringSubmatch(string(body), -1) {
+			fails[m[1]], _ = strconv.ParseFloat(m[2], 64)
+		}
+		for k := range out {
+			out[k] -= fails[k] // good polls
+		}
+		return out
+	}
+	inv := simtest.Device(t, p, "inv1")
+	down := regexp.MustCompile(`device inv1 (offline|stale): (.*)"`)
+	up := regexp.MustCompile(`device inv1 online`)
+	for _, f := range []sim.Fault{
+		{Kind: sim.FaultSlow, Delay: 2 * time.Second}, {Kind: sim.FaultDrop}, {Kind: sim.FaultGarbage},
+		{Kind: sim.FaultWrongTID}, {Kind: sim.FaultException, Code: 4}, {Kind: sim.FaultOffline},
+	} {
+		before, start := polls(), time.Now()
+		inv.SetFault(f)
+		m := down.FindStringSubmatch(waitLog(down, 10*time.Second))
+		time.Sleep(2 * time.Second)
+		after, window := polls(), time.Since(start)
+		inv.SetFault(sim.Fault{Kind: sim.FaultNone})
+		cleared := time.Now()
+		waitLog(up, 40*time.Second)
+		var rates []string
+		for _, id := range []string{"inv2", "meter", "bat"} {
+			rate := (after[id] - before[id]) / window.Seconds()
+			rates = append(rates, fmt.Sprintf("%s %.2f/s", id, rate))
+			if rate < 0.8*4 {
+				t.Errorf("fault %s on inv1: %s polled at %.2f good polls/s, want ≥ 3.2/s", f, id, rate)
+			}
+		}
+		t.Logf("fault %-12s inv1 %s: %s; others %s; back online %v after the fault ended",
+			f, m[1], m[2], strings.Join(rates, ", "), time.Since(cleared).Round(10*time.Millisecond))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("plantd run after SIGINT: %v", err)
+	}
+}
