@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"plantd/modbus"
 )
@@ -135,7 +136,7 @@ func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) 
 		buf = regs
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: no SunS marker at %s (%s)", ErrNoSunSpec, listBases(bases), joinTried(tried))
+		return nil, fmt.Errorf("%w: no SunS marker at %s (%s)", ErrNoSunSpec, listBases(bases), strings.Join(tried, "; "))
 	}
 	d := &Device{Base: base}
 	addr := uint32(base) + 2
@@ -192,16 +193,6 @@ func listBases(bases []uint16) string {
 	return s
 }
 
-func joinTried(t []string) string {
-	s := ""
-	for i, x := range t {
-		if i > 0 {
-			s += "; "
-		}
-		s += x
-	}
-	return s
-}
 
 // readModel reads one model's registers (in reads of at most 125) and lays
 // it out.

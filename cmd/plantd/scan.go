@@ -141,8 +141,7 @@ func printScan(w io.Writer, r scanResult) {
 
 // hostPort adds the default port to a host without one.
 func hostPort(s, defaultPort string) (string, error) {
-	if _, _, err := net.SplitHostPort(s); err == nil {
-		_, port, _ := net.SplitHostPort(s)
+	if _, port, err := net.SplitHostPort(s); err == nil {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return "", fmt.Errorf("%q: port %q is not a TCP port", s, port)
 		}
