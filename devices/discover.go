@@ -193,7 +193,6 @@ func listBases(bases []uint16) string {
 	return s
 }
 
-
 // readModel reads one model's registers (in reads of at most 125) and lays
 // it out.
 func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
