@@ -94,3 +94,93 @@ func describe(v Value) string {
 	}
 	return fmt.Sprintf("%g", v.Float)
 }
+
+// ReadModel reads one model of a device and lays it out.
+func ReadModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
+	return readModel(ctx, r, ref)
+}
+
+// WriteModel reads one model, lets edit change the instance (points of any
+// group, through Set and SetIn, in the units of each point and with the
+// scale factors the device reports now), writes the registers edit changed
+// with function 16 and reads the model back. Changed registers separated
+// only by writable points go in one write, so a setpoint and its timers and
+// enable change together. A change to a register that is not part of a
+// writable point is refused before anything is written. The returned
+// instance is the model as read back; a register that reads back different
+// from what was written is an error wrapping ErrReadBack.
+func WriteModel(ctx context.Context, rw ReadWriter, ref ModelRef, edit func(*Instance) error) (*Instance, error) {
+	before, err := readModel(ctx, rw, ref)
+	if err != nil {
+		return nil, err
+	}
+	want := &Instance{Model: before.Model, Addr: before.Addr, Regs: slices.Clone(before.Regs)}
+	want.Root = before.Root
+	if err := edit(want); err != nil {
+		return before, fmt.Errorf("write model %d: %w", ref.ID, err)
+	}
+	writable := make([]bool, len(want.Regs))
+	markWritable(&want.Root, writable)
+	type span struct{ from, to int } // registers [from, to)
+	var spans []span
+	for i, r := range want.Regs {
+		if r == before.Regs[i] {
+			continue
+		}
+		if !writable[i] {
+			return before, fmt.Errorf("write model %d register %d: %w", ref.ID, int(ref.Addr)+i, ErrNotWritable)
+		}
+		if n := len(spans); n > 0 && allTrue(writable[spans[n-1].to:i]) {
+			spans[n-1].to = i + 1
+			continue
+		}
+		spans = append(spans, span{i, i + 1})
+	}
+	if len(spans) == 0 {
+		return before, nil
+	}
+	for _, s := range spans {
+		if err := rw.WriteRegisters(ctx, ref.Addr+uint16(s.from), want.Regs[s.from:s.to]); err != nil {
+			return nil, fmt.Errorf("write model %d registers %d+%d: %w", ref.ID, int(ref.Addr)+s.from, s.to-s.from, err)
+		}
+	}
+	after, err := readModel(ctx, rw, ref)
+	if err != nil {
+		return nil, fmt.Errorf("write model %d: read back: %w", ref.ID, err)
+	}
+	for _, s := range spans {
+		for i := s.from; i < s.to; i++ {
+			if i >= len(after.Regs) || after.Regs[i] != want.Regs[i] {
+				return after, fmt.Errorf("write model %d register %d = %d: %w", ref.ID, int(ref.Addr)+i, want.Regs[i], ErrReadBack)
+			}
+		}
+	}
+	return after, nil
+}
+
+// markWritable sets w[i] for every register of a writable point of gi and
+// its sub-groups.
+func markWritable(gi *GroupInstance, w []bool) {
+	for _, p := range gi.Group.Points {
+		if !p.Writable {
+			continue
+		}
+		for r := gi.Offset + int(p.Offset); r < gi.Offset+int(p.Offset+p.Size) && r < len(w); r++ {
+			w[r] = true
+		}
+	}
+	for _, occ := range gi.Sub {
+		for i := range occ {
+			markWritable(&occ[i], w)
+		}
+	}
+}
+
+func allTrue(bs []bool) bool {
+	for _, b := range bs {
+		if !b {
+			return false
+		}
+	}
+	return true
+}

@@ -19,6 +19,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/gridcontrol"
 	"plantd/devices/sim"
 	"plantd/plant"
 )
@@ -88,8 +89,12 @@ func TestErrors(t *testing.T) {
 		{name: "logs need installer", method: "GET", path: "/monitoring/v1/plants/demo/logs", token: tokStandard, status: 403},
 		{name: "device logs need installer", method: "GET", path: "/monitoring/v1/devices/inv1/logs", token: tokStandard, status: 403},
 		{name: "schedule write needs installer", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokStandard, ctype: "application/json", body: `{}`, status: 403},
-		{name: "schedule not implemented", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
-			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T10:00:00Z","end":"2025-06-21T11:00:00Z","value":4000}]}`, status: 501},
+		{name: "schedule in the past", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-20T10:00:00Z","end":"2025-06-20T11:00:00Z","value":40}]}`, status: 400, field: "commands[0].end"},
+		{name: "schedule value out of range", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":4000}]}`, status: 400, field: "commands[0].value"},
+		{name: "schedule duplicate key", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "body"},
 		{name: "oauth wrong secret", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=client_credentials&client_id=cloud&client_secret=x", status: 401, header: "WWW-Authenticate", headerWant: "Basic"},
 		{name: "oauth grant", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=password&username=a", status: 400},
 	}
@@ -200,16 +205,16 @@ func TestEligibility(t *testing.T) {
 		{"feed-in limit with meter", "FeedInLimit", pick("inv1", "meter"), true, ""},
 		{"disconnect classic only", "OpModDisconnect", pick("inv2"), false, "NotOfferedOnNewerPlatform"},
 		{"disconnect classic", "OpModDisconnect", pick("inv1"), true, ""},
-		{"deactivated inverter", "opModMaxLimW", deactivated, false, "NotSupportedByDevices"},
+		{"deactivated inverter", "opModMaxLimW", deactivated, false, "NoActiveInverter"},
 		{"not discovered", "opModVoltVar", undiscovered, false, "DevicesNotDiscovered"},
-		{"no inverter", "opModVoltWatt", pick("meter", "bat", "wx"), false, "NotSupportedByDevices"},
+		{"no inverter", "opModVoltWatt", pick("meter", "bat", "wx"), false, "NoActiveInverter"},
 	}
 	for _, tt := range tests {
-		cmd, ok := commandByName(tt.command)
+		cmd, ok := gridcontrol.CommandByName(tt.command)
 		if !ok {
 			t.Fatalf("unknown command %s", tt.command)
 		}
-		got := eligible(cmd, tt.devs)
+		got := gridcontrol.Eligible(cmd, tt.devs)
 		if got.Eligible != tt.eligible || (tt.reason != "" && (len(got.Reasons) == 0 || got.Reasons[0].Code != tt.reason)) {
 			t.Errorf("%s: %+v, want eligible=%v reason %s", tt.name, got, tt.eligible, tt.reason)
 		}

@@ -2,110 +2,18 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"plantd/devices"
+	"plantd/gridcontrol"
 	"plantd/plant"
 )
-
-// command describes one grid-control command of spec §2.5 / DESIGN §6.
-type command struct {
-	Name string
-	// Cap is the device capability the command needs.
-	Cap devices.Capability
-	// ClassicOnly: offered only for classic systems (OpModDisconnect).
-	ClassicOnly bool
-	// NeedsMeter: needs a grid meter (FeedInLimit controls the export).
-	NeedsMeter bool
-}
-
-// commands is the table of grid-control commands.
-var commands = []command{
-	{Name: "FeedInLimit", Cap: devices.CapPowerLimit, NeedsMeter: true},
-	{Name: "OpModDisconnect", Cap: devices.CapConnect, ClassicOnly: true},
-	{Name: "opModMaxLimW", Cap: devices.CapPowerLimit},
-	{Name: "opModFixedPfAbsorbW", Cap: devices.CapPowerFactor},
-	{Name: "opModFixedPFInjectW", Cap: devices.CapPowerFactor},
-	{Name: "opModFreqWatt", Cap: devices.CapFreqWatt},
-	{Name: "opModHfrtMustTrip", Cap: devices.CapHFRT},
-	{Name: "opModHvrtMustTrip", Cap: devices.CapHVRT},
-	{Name: "opModLfrtMustTrip", Cap: devices.CapLFRT},
-	{Name: "opModLvrtMustTrip", Cap: devices.CapLVRT},
-	{Name: "opModVoltVar", Cap: devices.CapVoltVar},
-	{Name: "opModVoltWatt", Cap: devices.CapVoltWatt},
-}
-
-func commandByName(n string) (command, bool) {
-	for _, c := range commands {
-		if c.Name == n {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
-// reasonJSON is why a command is not supported.
-type reasonJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// eligibility is the result for one command.
-type eligibility struct {
-	Command  string       `json:"command"`
-	Eligible bool         `json:"eligible"`
-	Reasons  []reasonJSON `json:"reasons,omitempty"`
-}
-
-// eligible checks one command against a plant's active inverters (and its
-// batteries for storage-capable controls), by their discovered models.
-func eligible(cmd command, devs []plant.DeviceLive) eligibility {
-	res := eligibility{Command: cmd.Name}
-	var capable, unknown, classicOnlyMismatch int
-	hasMeter := false
-	for _, d := range devs {
-		if !d.Info.Active() {
-			continue
-		}
-		if d.Info.Kind == plant.KindMeter {
-			hasMeter = true
-		}
-		if d.Info.Kind != plant.KindInverter {
-			continue
-		}
-		if d.Discovered == nil {
-			unknown++
-			continue
-		}
-		if cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic {
-			classicOnlyMismatch++
-			continue
-		}
-		if !slices.Contains(d.Discovered.Capabilities, cmd.Cap) {
-			continue
-		}
-		capable++
-	}
-	switch {
-	case capable > 0 && cmd.NeedsMeter && !hasMeter:
-		res.Reasons = append(res.Reasons, reasonJSON{Code: "NoGridMeter", Message: "the command needs an active grid meter"})
-	case capable > 0:
-		res.Eligible = true
-	case classicOnlyMismatch > 0:
-		res.Reasons = append(res.Reasons, reasonJSON{Code: "NotOfferedOnNewerPlatform", Message: "the command is offered only for classic systems"})
-	case unknown > 0:
-		res.Reasons = append(res.Reasons, reasonJSON{Code: "DevicesNotDiscovered", Message: fmt.Sprintf("%d inverter(s) not discovered yet", unknown)})
-	default:
-		res.Reasons = append(res.Reasons, reasonJSON{Code: "NotSupportedByDevices", Message: "no active inverter offers " + string(cmd.Cap)})
-	}
-	return res
-}
 
 // scheduleJSON is a schedule of GET .../schedules (DESIGN §6).
 type scheduleJSON struct {
@@ -115,9 +23,26 @@ type scheduleJSON struct {
 	CreatedAt  string          `json:"createdAt"`
 }
 
-// schedules is GET /gridcontrol/v1/plants/{plantId}/schedules.
+// schedules is GET /gridcontrol/v1/plants/{plantId}/schedules: the
+// plant's schedules with the status of every command (the fallbacks that
+// restore defaults are the controller's, never listed).
 func (s *Server) schedules(c *gin.Context) {
 	p := ctxPlantOf(c)
+	if s.deps.GridControl != nil {
+		list, err := s.deps.GridControl.Schedules(p.ID)
+		if err != nil {
+			s.internal(c, err)
+			return
+		}
+		if list == nil {
+			list = []gridcontrol.Schedule{}
+		}
+		s.writeJSON(c, http.StatusOK, struct {
+			Plant     plantJSON              `json:"plant"`
+			Schedules []gridcontrol.Schedule `json:"schedules"`
+		}{plantObj(p), list}, false)
+		return
+	}
 	list, err := s.deps.History.Schedules(c.Request.Context(), p.ID)
 	if err != nil {
 		s.historyError(c, err)
@@ -137,88 +62,52 @@ func (s *Server) schedules(c *gin.Context) {
 	}{plantObj(p), out}, false)
 }
 
-// commandIn is one command of a schedule request.
-type commandIn struct {
-	Command string    `json:"command"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	Value   *float64  `json:"value,omitempty"`
-	Unit    string    `json:"unit,omitempty"`
-}
-
-// scheduleIn is the body of POST .../schedules.
-type scheduleIn struct {
-	Commands []commandIn `json:"commands"`
-}
-
-// validateCommands checks a schedule's commands.
-func validateCommands(cmds []commandIn) []FieldError {
-	var errs []FieldError
-	if len(cmds) == 0 {
-		return []FieldError{{Field: "commands", Message: "at least one command is required"}}
-	}
-	if len(cmds) > 1000 {
-		return []FieldError{{Field: "commands", Message: "at most 1000 commands"}}
-	}
-	for i, cm := range cmds {
-		f := fmt.Sprintf("commands[%d]", i)
-		if _, ok := commandByName(cm.Command); !ok {
-			errs = append(errs, FieldError{Field: f + ".command", Message: "unknown command " + cm.Command})
-		}
-		if cm.Start.IsZero() {
-			errs = append(errs, FieldError{Field: f + ".start", Message: "required (RFC 3339)"})
-		}
-		if cm.End.IsZero() {
-			errs = append(errs, FieldError{Field: f + ".end", Message: "required (RFC 3339)"})
-		}
-		if !cm.Start.IsZero() && !cm.End.IsZero() && !cm.End.After(cm.Start) {
-			errs = append(errs, FieldError{Field: f + ".end", Message: "must be after start"})
-		}
-		if cm.Value != nil && (*cm.Value < 0 || *cm.Value > 1e9) {
-			errs = append(errs, FieldError{Field: f + ".value", Message: "out of range"})
-		}
-	}
-	return errs
-}
-
 // postSchedules is POST /gridcontrol/v1/plants/{plantId}/schedules
-// (installer or gridoperator). It validates the body and runs the
-// eligibility check (unless skipEligibilityCheck=true); storing and
-// executing schedules belong to the grid-control component, not wired yet:
-// a valid request answers 501.
+// (installer or gridoperator): the grid-control package validates the
+// body (strict JSON, windows, values), runs the eligibility check unless
+// skipEligibilityCheck=true, stores and arms it; the answer is 201 with
+// the stored schedule. 400: a malformed schedule; 422: a command the
+// plant's devices cannot carry. Without a grid-control component (tests of
+// the API alone) a valid request answers 501.
 func (s *Server) postSchedules(c *gin.Context) {
 	p := ctxPlantOf(c)
 	skip, ok := parseBool(c, "skipEligibilityCheck")
 	if !ok {
 		return
 	}
-	var in scheduleIn
-	if !decodeJSON(c, &in) {
+	body, ok := readJSONBody(c)
+	if !ok {
 		return
 	}
-	if errs := validateCommands(in.Commands); len(errs) > 0 {
-		fail(c, http.StatusBadRequest, codeBadBody, "invalid schedule", errs...)
+	if s.deps.GridControl == nil {
+		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: schedules cannot be stored")
 		return
 	}
-	if !skip {
-		devs, err := s.deps.Live.DeviceStatuses(p.ID)
-		if err != nil {
-			s.internal(c, err)
+	v, _ := c.Get(ctxPrincipal)
+	pr, _ := v.(principal)
+	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, fmt.Sprintf("%s (%s)", pr.Name, pr.Role))
+	var ve *gridcontrol.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		fes := make([]FieldError, len(ve.Fields))
+		for i, f := range ve.Fields {
+			fes[i] = FieldError{Field: f.Field, Message: f.Message}
+		}
+		if ve.NotEligible {
+			fail(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
 			return
 		}
-		var errs []FieldError
-		for i, cm := range in.Commands {
-			cmd, _ := commandByName(cm.Command)
-			if e := eligible(cmd, devs); !e.Eligible {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].command", i), Message: e.Reasons[0].Code + ": " + e.Reasons[0].Message})
-			}
-		}
-		if len(errs) > 0 {
-			fail(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant does not support every command", errs...)
-			return
-		}
+		fail(c, http.StatusBadRequest, codeBadBody, "invalid schedule", fes...)
+		return
+	case err != nil:
+		s.internal(c, err)
+		return
 	}
-	fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control not implemented yet: schedules cannot be stored")
+	c.Header("Location", c.Request.URL.Path+"#"+sc.ScheduleID)
+	s.writeJSON(c, http.StatusCreated, struct {
+		Plant    plantJSON            `json:"plant"`
+		Schedule gridcontrol.Schedule `json:"schedule"`
+	}{plantObj(p), sc}, false)
 }
 
 // identIn identifies a plant in the body of eligibilityCheck and
@@ -290,7 +179,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 	}
 	var errs []FieldError
 	for i, n := range in.Commands {
-		if _, ok := commandByName(n); !ok {
+		if _, ok := gridcontrol.CommandByName(n); !ok {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d]", i), Message: "unknown command " + n})
 		}
 	}
@@ -302,15 +191,15 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 	if !ok {
 		return
 	}
-	res := make([]eligibility, 0, len(in.Commands))
+	res := make([]gridcontrol.Eligibility, 0, len(in.Commands))
 	for _, n := range in.Commands {
-		cmd, _ := commandByName(n)
-		res = append(res, eligible(cmd, devs))
+		cmd, _ := gridcontrol.CommandByName(n)
+		res = append(res, gridcontrol.Eligible(cmd, devs))
 	}
 	s.writeJSON(c, http.StatusOK, struct {
-		Plant     plantJSON     `json:"plant"`
-		CheckedAt string        `json:"checkedAt"`
-		Results   []eligibility `json:"results"`
+		Plant     plantJSON                 `json:"plant"`
+		CheckedAt string                    `json:"checkedAt"`
+		Results   []gridcontrol.Eligibility `json:"results"`
 	}{plantObj(p), utc(s.now()), res}, false)
 }
 
@@ -345,8 +234,8 @@ func (s *Server) eligibleCommands(c *gin.Context) {
 		return
 	}
 	out := []string{}
-	for _, cmd := range commands {
-		if eligible(cmd, devs).Eligible {
+	for _, cmd := range gridcontrol.Commands {
+		if gridcontrol.Eligible(cmd, devs).Eligible {
 			out = append(out, cmd.Name)
 		}
 	}

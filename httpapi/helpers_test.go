@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +22,10 @@ import (
 	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/store"
 )
 
 // The secrets of the test credentials; the config holds their hashes.
@@ -79,6 +82,8 @@ type envOpts struct {
 	polls  int           // number of polls (default 57: 00:00..14:00 every 15 min)
 	step   time.Duration // between polls (default 15 min)
 	modify func(*Config)
+	// noGridControl leaves Deps.GridControl nil (POST schedules: 501).
+	noGridControl bool
 }
 
 var day = time.Date(2025, 6, 21, 0, 0, 0, 0, mustLoc("Europe/Berlin"))
@@ -170,7 +175,11 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.modify != nil {
 		o.modify(&scfg)
 	}
-	srv, err := New(scfg, Deps{Live: e.live, History: e.hist, Now: e.clock.Now}, slog.New(slog.DiscardHandler))
+	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now}
+	if !o.noGridControl {
+		deps.GridControl = e.gridControl(plants)
+	}
+	srv, err := New(scfg, deps, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -178,6 +187,35 @@ func newEnv(t testing.TB, o envOpts) *env {
 	e.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(e.ts.Close)
 	return e
+}
+
+// gridControl is a grid-control component on a real SQLite store, on the
+// env's clock; its control cycle does not run (the API tests check what is
+// stored and answered; gridcontrol's tests check the writes).
+func (e *env) gridControl(plants []plant.Plant) *gridcontrol.Controller {
+	ctx := context.Background()
+	var sp []store.PlantInfo
+	for _, p := range plants {
+		sp = append(sp, store.PlantInfo{ID: p.ID, Location: p.Location})
+	}
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(e.t.TempDir(), "plantd.db"), Plants: sp, Now: e.clock.Now}, nil)
+	if err != nil {
+		e.t.Fatalf("open store: %v", err)
+	}
+	e.t.Cleanup(func() { _ = st.Close() })
+	conns := func(id string) (devices.ReadWriter, bool) {
+		for _, d := range e.devs {
+			if d.id == id {
+				return d.client, true
+			}
+		}
+		return nil, false
+	}
+	gc, err := gridcontrol.New(gridcontrol.Config{Now: e.clock.Now}, st, e.live, conns, nil)
+	if err != nil {
+		e.t.Fatalf("grid control: %v", err)
+	}
+	return gc
 }
 
 // pollAll reads every simulated device once at the clock's time, as the

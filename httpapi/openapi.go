@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"strings"
+
+	"plantd/gridcontrol"
 )
 
 // The OpenAPI 3.1 document of the API, built in code so that the route
@@ -144,15 +146,40 @@ func schemas() obj {
 		"LiveEnergyMix":     liveEnv(object(mixFields, "time"), true),
 		"LiveDevicesV1":     liveDevices([]string{"Active", "Inactive"}),
 		"LiveDevicesV2":     liveDevices([]string{"Ok", "Warning", "Error", "Off", "NotAvailable"}),
-		"Schedules": plantHead(obj{"schedules": arr(object(obj{"scheduleId": str(), "plantId": str(),
-			"commands": arr(obj{"type": "object"}), "createdAt": utcTimeSchema()}, "scheduleId", "plantId", "commands", "createdAt"))}, "schedules"),
-		"ScheduleRequest": object(obj{"commands": arr(object(obj{"command": ref("Command"), "start": obj{"type": "string", "format": "date-time"},
-			"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": str()}, "command", "start", "end"))}, "commands"),
+		"Schedules":         plantHead(obj{"schedules": arr(ref("Schedule"))}, "schedules"),
+		"ScheduleCreated":   plantHead(obj{"schedule": ref("Schedule")}, "schedule"),
+		"Schedule": describe(object(obj{"scheduleId": str(), "plantId": str(), "createdAt": obj{"type": "string", "format": "date-time"},
+			"createdBy": describe(str(), "the credential that sent it and its role"),
+			"commands": arr(describe(object(obj{"command": ref("Command"), "start": obj{"type": "string", "format": "date-time"},
+				"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": enum("%", "W"), "curve": ref("Curve"),
+				"status":    enum("pending", "active", "done", "superseded", "failed"),
+				"reason":    describe(str(), "why the command failed or was applied late"),
+				"appliedAt": obj{"type": "string", "format": "date-time"}, "late": boolean()},
+				"command", "start", "end", "status"), "one window of a command and its status"))},
+			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
+		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
+			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule wins and the older one is reported superseded. " +
+				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099; a window must end in the future. " +
+				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1; " +
+				"OpModDisconnect: no value; curve commands: curve.points (x, y in the units of the SunSpec model: 126/705 V, var %; 132/706 V, W %; 134 Hz, W %; " +
+				"ride-through 129/130/135/136/707..710: x = trip time s, y = V or Hz) or curve.params (127, 711: writable point names).",
+			"properties": obj{"commands": obj{"type": "array", "minItems": 1, "maxItems": 1500, "items": object(obj{"command": ref("Command"),
+				"start": obj{"type": "string", "format": "date-time"}, "end": obj{"type": "string", "format": "date-time"},
+				"value": num(), "unit": enum("%", "W"), "curve": ref("Curve")}, "command", "start", "end")}},
+			"examples": []any{
+				obj{"commands": []any{
+					obj{"command": "opModMaxLimW", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T12:00:00+01:00", "value": 60, "unit": "%"},
+					obj{"command": "opModMaxLimW", "start": "2026-11-24T12:00:00+01:00", "end": "2026-11-24T14:00:00+01:00", "value": 40, "unit": "%"}}},
+				obj{"commands": []any{obj{"command": "opModVoltVar", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T18:00:00+01:00",
+					"curve": obj{"points": []any{obj{"x": 207, "y": 44}, obj{"x": 220, "y": 0}, obj{"x": 240, "y": 0}, obj{"x": 253, "y": -44}}}}}},
+			}},
+		"Curve": object(obj{"points": arr(object(obj{"x": num(), "y": num()}, "x", "y")),
+			"params": obj{"type": "object", "additionalProperties": num()}}),
 		"Command": enum(commandNames()...),
 		"EligibilityRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str(),
 			"commands": arr(ref("Command"))}, "commands"),
 		"EligibleCommandsRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str()}),
-		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"),
+		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"), "devices": arr(str()),
 			"eligible": boolean(), "reasons": arr(object(obj{"code": str(), "message": str()}, "code", "message"))}, "command", "eligible"))},
 			"checkedAt", "results"),
 		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
@@ -168,8 +195,8 @@ func schemas() obj {
 }
 
 func commandNames() []string {
-	out := make([]string, 0, len(commands))
-	for _, c := range commands {
+	out := make([]string, 0, len(gridcontrol.Commands))
+	for _, c := range gridcontrol.Commands {
 		out = append(out, c.Name)
 	}
 	return out
@@ -262,9 +289,10 @@ func apiRoutes() []route {
 		response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 
 	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules", params: []obj{plantIDParam}, ids: true})
-	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator); answers 501 until grid control is wired",
+	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator): 201 with the stored schedule",
 		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false)},
-		body:   "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"}})
+		body:   "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"},
+		extra: obj{"201": obj{"description": "stored and armed", "content": obj{"application/json": obj{"schema": ref("ScheduleCreated")}}}}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibilityCheck", summary: "Eligibility check; a migrated plantId in the body is corrected internally",
 		response: "EligibilityResult", body: "EligibilityRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibleCommands", summary: "Eligible commands (obsolete)",

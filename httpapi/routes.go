@@ -209,6 +209,26 @@ func isTooLarge(err error) bool {
 	return errors.As(err, &mbe)
 }
 
+// readJSONBody reads a JSON request body for a component that parses it
+// itself: 415 for another content type, 413 when too large.
+func readJSONBody(c *gin.Context) ([]byte, bool) {
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/json")
+		return nil, false
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	switch {
+	case isTooLarge(err):
+		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		return nil, false
+	case err != nil:
+		fail(c, http.StatusBadRequest, codeBadBody, "reading the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
 // decodeJSON reads a JSON body strictly into v: 415 for another content
 // type, 413 when too large, 400 for bad JSON or an unknown field.
 func decodeJSON(c *gin.Context, v any) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"plantd/config"
+	"plantd/gridcontrol"
 )
 
 // maxBody is the largest request body accepted (413 above).
@@ -99,6 +100,9 @@ type Deps struct {
 	Live Live
 	// History is required (the store, through cmd/plantd's adapter).
 	History History
+	// GridControl is optional: it stores and runs schedules (a
+	// *gridcontrol.Controller); nil answers POST schedules with 501.
+	GridControl GridControl
 	// Connected is optional; nil reports "NotConfigured".
 	Connected ConnectedService
 	// Registry registers the API's metrics and is served at /metrics; nil
@@ -106,6 +110,12 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
+}
+
+// GridControl stores, lists and runs grid-control schedules.
+type GridControl interface {
+	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by string) (gridcontrol.Schedule, error)
+	Schedules(plantID string) ([]gridcontrol.Schedule, error)
 }
 
 // Server is the HTTP API server.

@@ -110,11 +110,32 @@ CREATE TABLE outbox_seq (
 	next   INTEGER NOT NULL
 ) WITHOUT ROWID;
 `,
+	2: `
+-- control_default: a device's control model as plantd first read it,
+-- before it wrote anything there (the grid-control fallback restores it).
+CREATE TABLE control_default (
+	device TEXT NOT NULL,
+	model  INTEGER NOT NULL,
+	addr   INTEGER NOT NULL,
+	read   INTEGER NOT NULL,
+	regs   BLOB NOT NULL,
+	PRIMARY KEY (device, model)
+) WITHOUT ROWID;
+
+-- control_owner: the controls of a device plantd wrote and has not
+-- restored yet, so that a restart restores what a crash left behind and
+-- nothing else.
+CREATE TABLE control_owner (
+	device  TEXT NOT NULL,
+	control TEXT NOT NULL,
+	PRIMARY KEY (device, control)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the

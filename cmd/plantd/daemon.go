@@ -15,6 +15,7 @@ import (
 	"plantd/config"
 	"plantd/devices"
 	"plantd/devices/poller"
+	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
 	"plantd/plant"
@@ -30,6 +31,7 @@ type daemon struct {
 	poller *poller.Poller
 	live   *plant.Live
 	store  *store.Store
+	grid   *gridcontrol.Controller
 	api    *httpapi.Server
 	ln     net.Listener
 	plants []plant.Plant
@@ -78,9 +80,20 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		d.store.Close()
 		return nil, err
 	}
+	d.grid, err = gridcontrol.New(gridcontrol.Config{
+		RevertTimeout:    cfg.GridControl.ReversionTimeout,
+		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
+		MeterGrace:       cfg.GridControl.MeterLossGrace,
+		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
+	}, d.store, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
+	if err != nil {
+		d.pool.Close()
+		d.store.Close()
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store))
-	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, Registry: reg, Now: now},
+	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now},
 		logger.With("component", "http"))
 	if err == nil {
 		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
@@ -159,11 +172,15 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() { storeDone <- d.store.Run(storeCtx) }()
 
 	var wg sync.WaitGroup
-	var apiErr error
-	wg.Add(2)
+	var apiErr, gridErr error
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		d.poller.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		gridErr = d.grid.Run(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -178,7 +195,7 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	wg.Wait()
 	stopStore()
-	err := errors.Join(apiErr, <-storeDone, d.pool.Close(), d.store.Close())
+	err := errors.Join(apiErr, gridErr, <-storeDone, d.pool.Close(), d.store.Close())
 	return err
 }
 
@@ -227,6 +244,25 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 		out = append(out, pc)
 	}
 	return out
+}
+
+// deviceConns gives grid control the Modbus client of each enabled device:
+// the poller's endpoint (one socket per host:port), so that writes and
+// polls of one device are serialised.
+func deviceConns(cfg *config.Config, pool *modbus.Pool) gridcontrol.Conns {
+	clients := map[string]devices.ReadWriter{}
+	for _, pc := range pollerConfigs(cfg) {
+		timeout := pc.Timeout
+		if timeout == 0 {
+			timeout = modbus.DefaultTimeout
+		}
+		ep := pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
+		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
+	}
+	return func(id string) (devices.ReadWriter, bool) {
+		rw, ok := clients[id]
+		return rw, ok
+	}
 }
 
 // report logs the live energy balance of every plant each reportEvery.

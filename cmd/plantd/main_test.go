@@ -477,8 +477,9 @@ func validateRoutes(t *testing.T, base, token string) {
 		{"POST", "/gridcontrol/v1/plants/eligibilityCheck", json, `{"plantId":"demo","commands":["FeedInLimit","opModVoltVar"]}`, true, 200},
 		{"POST", "/gridcontrol/v1/plants/eligibleCommands", json, `{"serialNumber":"SIM-inv1"}`, true, 200},
 		{"GET", "/gridcontrol/v1/plants/demo/settings/activePowerGridSettings", "", "", true, 200},
-		// Grid control is not executed yet: a validated schedule gets 501.
-		{"POST", "/gridcontrol/v1/plants/demo/schedules", json, `{"commands":[{"command":"opModMaxLimW","start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z","value":5000}]}`, true, 501},
+		// A schedule is stored and armed (the window is years ahead).
+		{"POST", "/gridcontrol/v1/plants/demo/schedules", json, `{"commands":[{"command":"opModMaxLimW","start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z","value":50}]}`, true, 201},
+		{"POST", "/gridcontrol/v1/plants/demo/schedules", json, `{"commands":[{"command":"opModMaxLimW","start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z","value":5000}]}`, true, 400},
 		{"GET", "/metrics", "", "", false, 200},
 		{"GET", "/openapi.json", "", "", false, 200},
 		{"GET", "/live/v1/plants/demo/measurements/sets/EnergyBalance", "", "", true, 200},

@@ -1,0 +1,1079 @@
+package gridcontrol
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"plantd/devices"
+	"plantd/modbus"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// Config tunes the controller; zero fields take the defaults.
+type Config struct {
+	// RevertTimeout is written with every control (123 *_RvrtTms, 704
+	// reversion points) and renewed at half of it (default 60 s).
+	RevertTimeout time.Duration
+	// RampPctPerSecond bounds how fast a limit loosens, in % of rated
+	// power per second (default 10); a tighter limit applies at once.
+	RampPctPerSecond float64
+	// Cycle is the control cycle: renewals, ramps, retries and the
+	// FeedInLimit loop (default 1 s).
+	Cycle time.Duration
+	// MeterGrace is how long FeedInLimit holds the last limit when the
+	// meter stops answering, before it steps down to the export limit
+	// itself (default 10 s).
+	MeterGrace time.Duration
+	// LateAfter is how long after its start a command counts as applied
+	// late (default 5 s).
+	LateAfter time.Duration
+	// FailAfter is the number of failed attempts on a device after which
+	// the command is reported failed (default 3); plantd keeps retrying.
+	FailAfter int
+	// DefaultLimitPct, when set, is the limit the fallback holds instead
+	// of the device's own default (config gridControl.defaults).
+	DefaultLimitPct *float64
+	// Now is the clock that validates and runs schedules (default
+	// time.Now). Schedules are real-world times: the cron entries always
+	// fire on the wall clock.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.RevertTimeout <= 0 {
+		c.RevertTimeout = 60 * time.Second
+	}
+	if c.RampPctPerSecond <= 0 {
+		c.RampPctPerSecond = 10
+	}
+	if c.Cycle <= 0 {
+		c.Cycle = time.Second
+	}
+	if c.MeterGrace <= 0 {
+		c.MeterGrace = 10 * time.Second
+	}
+	if c.LateAfter <= 0 {
+		c.LateAfter = 5 * time.Second
+	}
+	if c.FailAfter <= 0 {
+		c.FailAfter = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Store is what the controller keeps in the database (a *store.Store).
+type Store interface {
+	Schedules(ctx context.Context, plantID string) ([]store.Schedule, error)
+	PutSchedule(ctx context.Context, sc store.Schedule) error
+	Log(e store.LogEntry) bool
+	ControlDefaults(ctx context.Context, deviceID string) (map[uint16]store.ControlDefault, error)
+	PutControlDefault(ctx context.Context, d store.ControlDefault) error
+	SetControlOwned(ctx context.Context, deviceID, control string, owned bool) error
+	OwnedControls(ctx context.Context) (map[string][]string, error)
+}
+
+// Live is the live state the controller reads devices from (a *plant.Live).
+type Live interface {
+	Plants() []plant.Plant
+	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
+}
+
+// Conns returns the Modbus client of a device (shared with the poller, so
+// requests to one endpoint stay serialised).
+type Conns func(deviceID string) (devices.ReadWriter, bool)
+
+// Controller stores schedules and applies them to the plant's inverters:
+// cron entries at every window start and end, and a control cycle that
+// writes, ramps, renews reversion timeouts, retries and runs the
+// FeedInLimit loop. Create it with New, run it with Run.
+type Controller struct {
+	cfg   Config
+	log   *slog.Logger
+	st    Store
+	live  Live
+	conns Conns
+	now   func() time.Time
+	cron  *cron.Cron
+	kick  chan struct{}
+
+	mu     sync.Mutex
+	plants map[string]*plantCtl
+	devs   map[string]*devCtl
+	stats  Stats
+}
+
+// Stats are the controller's counters for /metrics.
+type Stats struct {
+	Writes, WriteErrors, Restores uint64
+	// EdgeToWrite are the latencies from a window's start or end (cron) to
+	// the first write it caused, last 1000.
+	EdgeToWrite []time.Duration
+}
+
+// plantCtl is the controller's state of one plant.
+type plantCtl struct {
+	id     string
+	scheds []*Schedule
+	cronID []cron.EntryID
+	// pendingEdge is the time of the last window boundary not yet followed
+	// by a write (for the latency figures).
+	pendingEdge time.Time
+	feed        feedState
+}
+
+// feedState is the FeedInLimit loop of a plant.
+type feedState struct {
+	active      bool
+	pct         float64 // limit in % of rated power the loop asks for
+	lastMeterOK time.Time
+	meterLost   bool
+}
+
+// devCtl is the controller's state of one device.
+type devCtl struct {
+	id       string
+	defaults map[uint16]*devices.Instance
+	ctl      map[control]*ctlState
+	// rvrtIgnored is set once the device was seen not counting its
+	// reversion timer down (warned once).
+	rvrtIgnored bool
+	busy        bool
+}
+
+// ctlState is one control of a device.
+type ctlState struct {
+	owned     bool
+	key       string  // the window last applied ("" for the fallback)
+	pct       float64 // the limit last written (limit control)
+	writtenAt time.Time
+	failures  int
+	nextTry   time.Time
+	lastErr   string
+}
+
+// New returns a controller. Schedules are loaded and devices touched only
+// by Run.
+func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Controller, error) {
+	if st == nil || live == nil || conns == nil {
+		return nil, errors.New("gridcontrol: store, live state and connections are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg = cfg.withDefaults()
+	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, now: cfg.Now,
+		kick: make(chan struct{}, 1), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
+	c.cron = cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC), cron.WithLogger(cron.DiscardLogger))
+	for _, p := range live.Plants() {
+		c.plants[p.ID] = &plantCtl{id: p.ID}
+	}
+	return c, nil
+}
+
+// Run loads the stored schedules, applies the windows open now (a window
+// that closed while plantd was down is not replayed), and runs the control
+// cycle until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	for id, pc := range c.plants {
+		list, err := c.st.Schedules(ctx, id)
+		if err != nil {
+			return fmt.Errorf("grid control: load schedules of %s: %w", id, err)
+		}
+		for _, s := range list {
+			var sc Schedule
+			if err := json.Unmarshal(s.Body, &sc); err != nil {
+				c.log.Error("stored schedule unreadable, ignored", "plant", id, "schedule", s.ID, "err", err)
+				continue
+			}
+			pc.scheds = append(pc.scheds, &sc)
+		}
+	}
+	owned, err := c.st.OwnedControls(ctx)
+	if err != nil {
+		return fmt.Errorf("grid control: %w", err)
+	}
+	c.mu.Lock()
+	for dev, ctls := range owned {
+		dc := c.dev(dev)
+		for _, n := range ctls {
+			dc.state(control(n)).owned = true
+		}
+	}
+	for _, pc := range c.plants {
+		c.arm(pc)
+	}
+	c.mu.Unlock()
+	c.cron.Start()
+	defer func() { <-c.cron.Stop().Done() }()
+
+	t := time.NewTicker(c.cfg.Cycle)
+	defer t.Stop()
+	for {
+		c.step(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// once is a cron schedule that fires at one time.
+type once time.Time
+
+func (o once) Next(t time.Time) time.Time {
+	if time.Time(o).After(t) {
+		return time.Time(o)
+	}
+	return time.Time{}
+}
+
+// arm replaces a plant's cron entries by one per future window boundary.
+// c.mu is held.
+func (c *Controller) arm(pc *plantCtl) {
+	for _, id := range pc.cronID {
+		c.cron.Remove(id)
+	}
+	pc.cronID = pc.cronID[:0]
+	for _, t := range boundaries(pc.scheds, c.now()) {
+		id := c.cron.Schedule(once(t), cron.FuncJob(func() { c.edge(pc.id, t) }))
+		pc.cronID = append(pc.cronID, id)
+	}
+}
+
+// edge runs at a window boundary: it wakes the control cycle at once.
+func (c *Controller) edge(plantID string, t time.Time) {
+	c.mu.Lock()
+	if pc := c.plants[plantID]; pc != nil {
+		pc.pendingEdge = t
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *Controller) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Controller) dev(id string) *devCtl {
+	dc := c.devs[id]
+	if dc == nil {
+		dc = &devCtl{id: id, ctl: map[control]*ctlState{}}
+		c.devs[id] = dc
+	}
+	return dc
+}
+
+func (dc *devCtl) state(k control) *ctlState {
+	s := dc.ctl[k]
+	if s == nil {
+		s = &ctlState{}
+		dc.ctl[k] = s
+	}
+	return s
+}
+
+// Stats returns a copy of the counters.
+func (c *Controller) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.EdgeToWrite = slices.Clone(s.EdgeToWrite)
+	return s
+}
+
+// newID returns a random schedule id.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Submit validates a schedule body for a plant, runs the eligibility check
+// against the plant's devices unless skipCheck, stores it and arms it. by
+// names the credential, for the plant log. Errors: *ValidationError (the
+// request), or the store's.
+func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by string) (Schedule, error) {
+	now := c.now()
+	cmds, err := ParseSchedule(body, now)
+	if err != nil {
+		return Schedule{}, err
+	}
+	devs, err := c.live.DeviceStatuses(plantID)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if !skipCheck {
+		if err := c.check(cmds, devs); err != nil {
+			return Schedule{}, err
+		}
+	}
+	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by}
+	c.mu.Lock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		c.mu.Unlock()
+		return Schedule{}, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	// Keep creation times strictly increasing, so that newest-wins is
+	// decided by time even for two schedules in one millisecond.
+	for _, o := range pc.scheds {
+		if !sc.CreatedAt.After(o.CreatedAt) {
+			sc.CreatedAt = o.CreatedAt.Add(time.Millisecond)
+		}
+	}
+	c.mu.Unlock()
+	if err := c.persist(ctx, &sc); err != nil {
+		return Schedule{}, err
+	}
+	c.mu.Lock()
+	pc.scheds = append(pc.scheds, &sc)
+	c.arm(pc)
+	out := c.view(pc, &sc, now)
+	c.mu.Unlock()
+	names := map[string]int{}
+	for _, cm := range cmds {
+		names[cm.Command]++
+	}
+	var parts []string
+	for _, cm := range Commands {
+		if n := names[cm.Name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
+		}
+	}
+	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelInfo, Code: "ScheduleAccepted",
+		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
+	c.wake()
+	return out, nil
+}
+
+// persist stores a schedule with its statuses. Called without c.mu.
+func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
+	c.mu.Lock()
+	body, err := json.Marshal(sc)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("grid control: encode schedule: %w", err)
+	}
+	return c.st.PutSchedule(ctx, store.Schedule{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
+}
+
+// check runs the eligibility check of every command and the checks that
+// depend on the devices (rated power, curve points and parameters, as the
+// devices' control models first read report them).
+func (c *Controller) check(cmds []ScheduledCmd, devs []plant.DeviceLive) error {
+	var errs []FieldError
+	elig := map[string]Eligibility{}
+	for i, sc := range cmds {
+		cmd, _ := CommandByName(sc.Command)
+		e, ok := elig[cmd.Name]
+		if !ok {
+			e = Eligible(cmd, devs)
+			elig[cmd.Name] = e
+		}
+		f := fmt.Sprintf("commands[%d]", i)
+		if !e.Eligible {
+			errs = append(errs, FieldError{Field: f + ".command", Message: fmt.Sprintf("%s not eligible: %s: %s", cmd.Name, e.Reasons[0].Code, e.Reasons[0].Message)})
+			continue
+		}
+		switch cmd.Value {
+		case ValuePower:
+			if sc.Unit == "W" {
+				if rated := ratedOf(devs, e.Devices); rated > 0 && *sc.Value > rated {
+					errs = append(errs, FieldError{Field: f + ".value", Message: fmt.Sprintf("%s: %g W exceeds the rated power of the plant's inverters (%g W)", cmd.Name, *sc.Value, rated)})
+				}
+			}
+		case ValueCurve:
+			if msg := c.checkCurve(cmd, sc.Curve, devs, e.Devices); msg != "" {
+				errs = append(errs, FieldError{Field: f + ".curve", Message: cmd.Name + ": " + msg})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Fields: errs, NotEligible: true}
+	}
+	return nil
+}
+
+// checkCurve tries a curve on the default image of every device that
+// carries it; a device whose image is not read yet is not checked.
+func (c *Controller) checkCurve(cmd Command, cv *Curve, devs []plant.DeviceLive, ids []string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range devs {
+		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
+			continue
+		}
+		ref, ok := cmd.model(d.Discovered)
+		if !ok {
+			continue
+		}
+		dc := c.devs[d.Info.ID]
+		if dc == nil || dc.defaults[ref.ID] == nil {
+			continue
+		}
+		snap := dc.defaults[ref.ID]
+		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
+		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
+			return fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+		}
+		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), true); err != nil {
+			return fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+		}
+	}
+	return ""
+}
+
+// ratedOf sums the rated power of the named devices.
+func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
+	sum := 0.0
+	for _, d := range devs {
+		if d.Discovered != nil && slices.Contains(ids, d.Info.ID) {
+			sum += d.Discovered.RatedPowerW
+		}
+	}
+	return sum
+}
+
+// Schedules returns a plant's schedules with the status of every command,
+// oldest first.
+func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		return nil, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	out := make([]Schedule, 0, len(pc.scheds))
+	for _, s := range pc.scheds {
+		out = append(out, c.view(pc, s, now))
+	}
+	return out, nil
+}
+
+// view is a copy of a schedule with each command's status at now. c.mu is
+// held.
+func (c *Controller) view(pc *plantCtl, s *Schedule, now time.Time) Schedule {
+	v := *s
+	v.Commands = slices.Clone(s.Commands)
+	for i := range v.Commands {
+		cm := &v.Commands[i]
+		switch {
+		case superseded(pc.scheds, s, i):
+			cm.Status = StatusSuperseded
+		case cm.Status == StatusFailed:
+		case now.Before(cm.Start):
+			cm.Status = StatusPending
+		case now.Before(cm.End):
+			cm.Status = StatusActive
+		default:
+			cm.Status = StatusDone
+		}
+	}
+	return v
+}
+
+// step runs one control cycle over every plant.
+func (c *Controller) step(ctx context.Context) {
+	now := c.now()
+	for _, p := range c.live.Plants() {
+		devs, err := c.live.DeviceStatuses(p.ID)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		pc := c.plants[p.ID]
+		if pc == nil {
+			c.mu.Unlock()
+			continue
+		}
+		act := activeAt(pc.scheds, now)
+		c.mu.Unlock()
+		plan := c.plan(ctx, pc, act, devs, now)
+		var wg sync.WaitGroup
+		for _, d := range devs {
+			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !reachable(d) {
+				continue
+			}
+			c.mu.Lock()
+			dc := c.dev(d.Info.ID)
+			if dc.busy {
+				// A slow device still busy with the last cycle's writes.
+				c.mu.Unlock()
+				continue
+			}
+			dc.busy = true
+			c.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.reconcile(ctx, pc, dc, d, plan, now)
+				c.mu.Lock()
+				dc.busy = false
+				c.mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// plantPlan is what a plant's active windows ask of its inverters now.
+type plantPlan struct {
+	act map[string]window
+	// limitPct is the limit in % of rated power every taking-part inverter
+	// gets (nil: no limit command active), from opModMaxLimW and the
+	// FeedInLimit loop, the lowest winning.
+	limitPct *float64
+	limitBy  []window
+}
+
+// plan resolves the active windows of a plant into per-control targets and
+// runs the FeedInLimit loop.
+func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive, now time.Time) plantPlan {
+	pl := plantPlan{act: act}
+	limitDevs := Eligible(Commands[0], devs).Devices // FeedInLimit and opModMaxLimW share the limit
+	if len(limitDevs) == 0 {
+		limitDevs = Eligible(Commands[2], devs).Devices
+	}
+	rated := ratedOf(devs, limitDevs)
+	lower := func(pct float64, w window) {
+		if pl.limitPct == nil || pct < *pl.limitPct {
+			pl.limitPct = &pct
+		}
+		pl.limitBy = append(pl.limitBy, w)
+	}
+	if w, ok := act["opModMaxLimW"]; ok {
+		pct := *w.cmd.Value
+		if w.cmd.Unit == "W" {
+			pct = pctOfRated(*w.cmd.Value, rated)
+		}
+		lower(pct, w)
+	}
+	if w, ok := act["FeedInLimit"]; ok {
+		lower(c.feedIn(ctx, pc, w, devs, limitDevs, rated, now), w)
+	} else {
+		c.mu.Lock()
+		pc.feed = feedState{}
+		c.mu.Unlock()
+	}
+	return pl
+}
+
+// reconcile brings the controls of one inverter to what the plan asks:
+// first contact reads its defaults; then each control is written, ramped,
+// renewed or restored.
+func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, pl plantPlan, now time.Time) {
+	rw, ok := c.conns(d.Info.ID)
+	if !ok {
+		return
+	}
+	if err := c.loadDefaults(ctx, dc, d, rw); err != nil {
+		c.log.Warn("read control defaults", "device", d.Info.ID, "err", err)
+		return
+	}
+	// The limit.
+	if ref, ok := firstRef(d.Discovered, 704, 123); ok {
+		c.reconcileLimit(ctx, pc, dc, d, rw, ref, pl, now)
+	}
+	// The other controls, one per command.
+	for _, cmd := range Commands[1:] {
+		k := controlOf(cmd.Name)
+		if k == ctlLimit {
+			continue
+		}
+		ref, ok := cmd.model(d.Discovered)
+		if !ok {
+			continue
+		}
+		if cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER {
+			continue
+		}
+		w, active := pl.act[cmd.Name]
+		c.reconcileControl(ctx, pc, dc, d, rw, ref, cmd, k, w, active, now)
+	}
+}
+
+func firstRef(d *devices.Device, ids ...uint16) (devices.ModelRef, bool) {
+	for _, id := range ids {
+		if ref, ok := d.Ref(id); ok {
+			return ref, true
+		}
+	}
+	return devices.ModelRef{}, false
+}
+
+// controlModels are the models whose defaults plantd keeps.
+func controlModels() []uint16 {
+	var ids []uint16
+	for _, cm := range Commands {
+		for _, id := range cm.Models {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// loadDefaults makes sure the device's default images are known: from the
+// store, or read now at first contact and stored.
+func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter) error {
+	c.mu.Lock()
+	loaded := dc.defaults != nil
+	c.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	stored, err := c.st.ControlDefaults(ctx, d.Info.ID)
+	if err != nil {
+		return err
+	}
+	defs := map[uint16]*devices.Instance{}
+	var read []uint16
+	for _, id := range controlModels() {
+		ref, ok := d.Discovered.Ref(id)
+		if !ok {
+			continue
+		}
+		if sd, ok := stored[id]; ok && sd.Addr == ref.Addr && len(sd.Regs) == int(ref.Len)+2 {
+			inst, err := devices.NewInstance(devices.ModelByID(id), sd.Addr, sd.Regs)
+			if err == nil {
+				defs[id] = inst
+				continue
+			}
+		}
+		inst, err := devices.ReadModel(ctx, rw, ref)
+		if err != nil {
+			return fmt.Errorf("read default of model %d: %w", id, err)
+		}
+		if err := c.st.PutControlDefault(ctx, store.ControlDefault{DeviceID: d.Info.ID, Model: id, Addr: ref.Addr, Regs: inst.Regs, Read: c.now().UTC()}); err != nil {
+			return err
+		}
+		defs[id] = inst
+		read = append(read, id)
+	}
+	if len(read) > 0 {
+		c.log.Info("control defaults read at first contact", "device", d.Info.ID, "models", fmt.Sprint(read))
+	}
+	c.mu.Lock()
+	dc.defaults = defs
+	c.mu.Unlock()
+	return nil
+}
+
+// reconcileLimit drives the active-power limit: tighter at once, looser by
+// the ramp rate (the fallback too), never above the device's own default
+// (an installer's permanent limit stays), renewed at half the reversion
+// timeout, restored exactly once the ramp reached the default.
+func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
+	c.mu.Lock()
+	snap := dc.defaults[ref.ID]
+	st := dc.state(ctlLimit)
+	owned, cur, writtenAt, nextTry := st.owned, st.pct, st.writtenAt, st.nextTry
+	c.mu.Unlock()
+	if snap == nil || now.Before(nextTry) {
+		return
+	}
+	def := defaultLimitPct(snap)
+	if !owned {
+		cur = def
+		writtenAt = time.Time{}
+	}
+	// One ramp step per cycle (less when a window edge woke the cycle
+	// early), whatever the time since the last write.
+	step := c.cfg.RampPctPerSecond * c.cfg.Cycle.Seconds()
+	if !writtenAt.IsZero() {
+		step = c.cfg.RampPctPerSecond * math.Min(now.Sub(writtenAt).Seconds(), c.cfg.Cycle.Seconds())
+	}
+	renew := owned && now.Sub(writtenAt) >= c.cfg.RevertTimeout/2
+	limitPct := pl.limitPct
+	if limitPct == nil && c.cfg.DefaultLimitPct != nil {
+		// The configured default is held like a command, renewed.
+		limitPct = c.cfg.DefaultLimitPct
+	}
+	if limitPct == nil {
+		if !owned {
+			return
+		}
+		next := math.Min(def, math.Round((cur+step)*10)/10)
+		if next >= def {
+			c.restoreControl(ctx, pc, dc, d, rw, ref, ctlLimit, now)
+			return
+		}
+		c.writeLimit(ctx, pc, dc, d, rw, ref, snap, next, nil, now)
+		return
+	}
+	target := math.Min(math.Max(*limitPct, 0), def)
+	next := target
+	if target > cur {
+		next = math.Min(target, cur+step)
+	}
+	next = math.Round(next*10) / 10
+	if owned && next == cur && !renew {
+		return
+	}
+	c.writeLimit(ctx, pc, dc, d, rw, ref, snap, next, pl.limitBy, now)
+}
+
+// writeLimit writes a limit and records the outcome.
+func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance, pct float64, by []window, now time.Time) {
+	rvrt := c.cfg.RevertTimeout.Seconds()
+	var rem float64 = -1
+	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+		if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
+			rem = v
+		}
+		return editLimit(inst, snap, pct, rvrt)
+	})
+	c.mu.Lock()
+	st := dc.state(ctlLimit)
+	prevPct, wasOwned, prevAt := st.pct, st.owned, st.writtenAt
+	c.mu.Unlock()
+	// A device that takes RvrtTms but does not count it down: the
+	// remaining time still at (or above) the full timeout long after the
+	// last write.
+	if err == nil && wasOwned && rem >= 0 && !prevAt.IsZero() && now.Sub(prevAt) >= 5*time.Second && rem >= rvrt-1 {
+		c.mu.Lock()
+		first := !dc.rvrtIgnored
+		dc.rvrtIgnored = true
+		c.mu.Unlock()
+		if first {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "ReversionIgnored",
+				Message: fmt.Sprintf("device %s accepts WMaxLimPctRvrtTms but does not count it down (RvrtRem %g s after %s): if plantd stops, it may keep its limit", d.Info.ID, rem, now.Sub(prevAt).Round(time.Second))})
+			c.log.Warn("device ignores its reversion timeout", "device", d.Info.ID, "rvrtRem", rem)
+		}
+	}
+	what := fmt.Sprintf("model %d WMaxLimPct %g %%", ref.ID, pct)
+	// The plant log gets each new source of the limit (a window, the
+	// fallback ramp); every step is in the debug log.
+	c.mu.Lock()
+	changed := !wasOwned || dc.state(ctlLimit).key != key(by)
+	c.mu.Unlock()
+	c.log.Debug("limit written", "device", d.Info.ID, "model", ref.ID, "pct", pct, "previous", prevPct, "err", err)
+	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, changed, err, now, func(st *ctlState) { st.pct = pct })
+}
+
+// key names the windows that set a control.
+func key(ws []window) string {
+	var parts []string
+	for _, w := range ws {
+		parts = append(parts, fmt.Sprintf("%s/%d", w.sched.ScheduleID, w.idx))
+	}
+	return strings.Join(parts, ",")
+}
+
+// reconcileControl drives a control other than the limit: written when its
+// window starts, renewed at half the reversion timeout, restored when no
+// window holds it.
+func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, cmd Command, k control, w window, active bool, now time.Time) {
+	c.mu.Lock()
+	snap := dc.defaults[ref.ID]
+	st := dc.state(k)
+	owned, prevKey, writtenAt, nextTry := st.owned, st.key, st.writtenAt, st.nextTry
+	c.mu.Unlock()
+	if snap == nil || now.Before(nextTry) {
+		return
+	}
+	if !active {
+		if owned {
+			c.restoreControl(ctx, pc, dc, d, rw, ref, k, now)
+		}
+		return
+	}
+	ws := []window{w}
+	wk := key(ws)
+	renew := has(snap, "RvrtTms") || has(snap, "Conn_RvrtTms") || has(snap, "OutPFSet_RvrtTms") || has(snap, "PFWInjRvrtTms")
+	if owned && wk == prevKey && (!renew || now.Sub(writtenAt) < c.cfg.RevertTimeout/2) {
+		return
+	}
+	rvrt := c.cfg.RevertTimeout.Seconds()
+	var err error
+	var what string
+	switch cmd.Value {
+	case ValueNone:
+		what = fmt.Sprintf("model %d Conn = disconnected", ref.ID)
+		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) })
+	case ValuePF:
+		what = fmt.Sprintf("model %d PF %g (%s)", ref.ID, *w.cmd.Value, k)
+		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
+	case ValueCurve:
+		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
+		lay := curveLayouts[ref.ID]
+		if lay.der && (wk != prevKey || !owned) {
+			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, false) })
+		}
+		if err == nil {
+			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
+		}
+	}
+	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, nil)
+}
+
+// restoreControl writes a control's default back and releases it.
+func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, k control, now time.Time) {
+	c.mu.Lock()
+	snap := dc.defaults[ref.ID]
+	c.mu.Unlock()
+	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, false) })
+	if err == nil && curveLayouts[ref.ID].der {
+		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
+	}
+	if err != nil {
+		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)
+		return
+	}
+	c.mu.Lock()
+	st := dc.state(k)
+	st.owned, st.key, st.failures, st.nextTry, st.lastErr = false, "", 0, time.Time{}, ""
+	st.pct = 0
+	c.stats.Restores++
+	c.mu.Unlock()
+	if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), false); err != nil {
+		c.log.Warn("record control released", "device", d.Info.ID, "control", k, "err", err)
+	}
+	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlRestored",
+		Message: fmt.Sprintf("device %s: %s restored to its default (model %d), read back ok", d.Info.ID, k, ref.ID)})
+}
+
+// outcome records a write: success makes the control owned (persisted
+// before anything else is written, so a crash still restores it), marks
+// the windows applied (late if so) and logs changes; failure backs off and,
+// after FailAfter attempts, marks the windows failed with the reason.
+func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, k control, wk string, ws []window, what string, changed bool, err error, now time.Time, ok func(*ctlState)) {
+	var persist []*Schedule
+	c.mu.Lock()
+	st := dc.state(k)
+	if err != nil {
+		c.stats.WriteErrors++
+		st.failures++
+		backoff := time.Duration(min(30, 1<<min(st.failures-1, 5))) * time.Second
+		st.nextTry = now.Add(backoff)
+		first := st.lastErr != err.Error()
+		st.lastErr = err.Error()
+		failed := IsRefusal(err) && (st.failures >= c.cfg.FailAfter || errors.Is(err, errUnsupported))
+		if failed {
+			for _, w := range ws {
+				cm := &w.sched.Commands[w.idx]
+				if cm.Status != StatusFailed {
+					cm.Status, cm.Reason = StatusFailed, fmt.Sprintf("device %s refused %s: %v", d.Info.ID, what, err)
+					persist = append(persist, w.sched)
+				}
+			}
+		}
+		c.mu.Unlock()
+		if first || failed {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelError, Code: "GridControlWriteFailed",
+				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, backoff, err)})
+		}
+		c.log.Warn("grid control write failed", "device", d.Info.ID, "control", k, "attempt", st.failures, "err", err)
+		c.persistAll(ctx, persist)
+		return
+	}
+	c.stats.Writes++
+	if !pc.pendingEdge.IsZero() {
+		c.stats.EdgeToWrite = append(c.stats.EdgeToWrite, c.now().Sub(pc.pendingEdge))
+		if len(c.stats.EdgeToWrite) > 1000 {
+			c.stats.EdgeToWrite = c.stats.EdgeToWrite[1:]
+		}
+		pc.pendingEdge = time.Time{}
+	}
+	wasOwned := st.owned
+	st.owned, st.key, st.writtenAt, st.failures, st.nextTry, st.lastErr = true, wk, now, 0, time.Time{}, ""
+	if ok != nil {
+		ok(st)
+	}
+	var by []string
+	for _, w := range ws {
+		cm := &w.sched.Commands[w.idx]
+		by = append(by, fmt.Sprintf("%s of schedule %s by %s", cm.Command, w.sched.ScheduleID, w.sched.CreatedBy))
+		if cm.AppliedAt == nil {
+			t := now.UTC()
+			cm.AppliedAt = &t
+			if late := now.Sub(cm.Start); late > c.cfg.LateAfter {
+				cm.Late = true
+				cm.Reason = fmt.Sprintf("applied %s after its start (device %s was not reachable)", late.Round(time.Second), d.Info.ID)
+			}
+			persist = append(persist, w.sched)
+		}
+	}
+	c.mu.Unlock()
+	if !wasOwned {
+		if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), true); err != nil {
+			c.log.Warn("record control owned", "device", d.Info.ID, "control", k, "err", err)
+		}
+	}
+	if changed {
+		src := "fallback ramp to the default"
+		if len(by) > 0 {
+			src = strings.Join(by, "; ")
+		}
+		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlWrite",
+			Message: fmt.Sprintf("device %s: %s (%s), read back ok", d.Info.ID, what, src)})
+	}
+	c.persistAll(ctx, persist)
+}
+
+func (c *Controller) persistAll(ctx context.Context, scheds []*Schedule) {
+	for _, s := range slices.Compact(scheds) {
+		if err := c.persist(ctx, s); err != nil {
+			c.log.Warn("store schedule status", "schedule", s.ScheduleID, "err", err)
+		}
+	}
+}
+
+// feedIn runs one cycle of the FeedInLimit loop and returns the limit in %
+// of rated power for the inverters taking part: from the meter's grid
+// power and the inverters' output read now, the PV power that keeps the
+// export at the limit, shared by rated power. Without an answer from the
+// meter the last limit holds for MeterGrace, then the limit steps down to
+// the export limit itself (as if consumption were 0): never open.
+func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []plant.DeviceLive, ids []string, rated float64, now time.Time) float64 {
+	limitW := *w.cmd.Value
+	if w.cmd.Unit != "W" {
+		limitW = *w.cmd.Value / 100 * rated
+	}
+	floor := 0.0
+	if rated > 0 && limitW > 0 {
+		floor = math.Min(100, limitW/rated*100) // the limit as if consumption were 0
+	}
+	c.mu.Lock()
+	fs := pc.feed
+	c.mu.Unlock()
+	if !fs.active {
+		fs = feedState{active: true, pct: floor, lastMeterOK: now}
+	}
+	gridW, meterErr := c.readMeter(ctx, devs)
+	pvW, pvErr := c.readPV(ctx, devs, ids)
+	switch {
+	case meterErr != nil || pvErr != nil:
+		err := errors.Join(meterErr, pvErr)
+		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
+			if !fs.meterLost {
+				c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelWarning, Code: "FeedInLimitMeterLost",
+					Message: fmt.Sprintf("FeedInLimit: no grid power for %s (%v): inverters held at the export limit itself (%.1f %%)", c.cfg.MeterGrace, err, floor)})
+			}
+			fs.meterLost = true
+			fs.pct = math.Min(fs.pct, floor)
+		}
+	case rated > 0:
+		// export = pv - load; keep pv at load + limit, where
+		// load = pv + grid (grid > 0 import, SunSpec meter sign).
+		want := (pvW + gridW + limitW) / rated * 100
+		fs.pct = math.Min(100, math.Max(0, want))
+		if limitW > 0 && fs.pct < 0.1 {
+			fs.pct = 0.1 // 0 % only when the command asks for it
+		}
+		if fs.meterLost {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelInfo, Code: "FeedInLimitMeterBack", Message: "FeedInLimit: grid meter answers again"})
+		}
+		fs.meterLost = false
+		fs.lastMeterOK = now
+	}
+	c.mu.Lock()
+	pc.feed = fs
+	c.mu.Unlock()
+	return fs.pct
+}
+
+// meterModels and inverterModels hold the total active power W.
+var (
+	meterModels    = []uint16{203, 204, 201, 202, 213, 214, 211, 212}
+	inverterModels = []uint16{701, 103, 102, 101, 113, 112, 111}
+)
+
+// readMeter reads the grid power (W, import > 0) of the plant's first
+// answering meter.
+func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
+	var errs []error
+	for _, d := range devs {
+		if d.Info.Kind != plant.KindMeter || !d.Info.Active() || d.Discovered == nil {
+			continue
+		}
+		w, err := c.readW(ctx, d, meterModels)
+		if err == nil {
+			return w, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return 0, errors.New("no grid meter")
+	}
+	return 0, errors.Join(errs...)
+}
+
+// readPV reads the output of the inverters taking part, in parallel.
+func (c *Controller) readPV(ctx context.Context, devs []plant.DeviceLive, ids []string) (float64, error) {
+	var mu sync.Mutex
+	var sum float64
+	var errs []error
+	var wg sync.WaitGroup
+	for _, d := range devs {
+		if !slices.Contains(ids, d.Info.ID) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := c.readW(ctx, d, inverterModels)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			sum += math.Max(0, w)
+		}()
+	}
+	wg.Wait()
+	return sum, errors.Join(errs...)
+}
+
+// readW reads the total active power of a device from the first of models
+// it has.
+func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uint16) (float64, error) {
+	rw, ok := c.conns(d.Info.ID)
+	if !ok {
+		return 0, fmt.Errorf("device %s: no connection", d.Info.ID)
+	}
+	ref, ok := firstRef(d.Discovered, models...)
+	if !ok {
+		return 0, fmt.Errorf("device %s: no model with W", d.Info.ID)
+	}
+	inst, err := devices.ReadModel(ctx, rw, ref)
+	if err != nil {
+		return 0, fmt.Errorf("device %s: %w", d.Info.ID, err)
+	}
+	w, err := inst.Float("W")
+	if err != nil {
+		return 0, fmt.Errorf("device %s model %d: %w", d.Info.ID, ref.ID, err)
+	}
+	return w, nil
+}
+
+// IsRefusal reports whether a write error is the device refusing (a
+// Modbus exception or a read-back that differs) rather than a link fault.
+func IsRefusal(err error) bool {
+	var ex *modbus.ExceptionError
+	return errors.As(err, &ex) || errors.Is(err, devices.ErrReadBack) || errors.Is(err, errUnsupported)
+}

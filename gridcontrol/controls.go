@@ -1,0 +1,477 @@
+package gridcontrol
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"plantd/devices"
+)
+
+// control names a set of points of one device that plantd owns while a
+// command holds it and restores afterwards: the active-power limit (fed by
+// FeedInLimit and opModMaxLimW), the connection, the two power-factor
+// setpoints and one per curve command.
+type control string
+
+const (
+	ctlLimit   control = "limit"
+	ctlConnect control = "connect"
+	ctlPFInj   control = "pf-inject"
+	ctlPFAbs   control = "pf-absorb"
+)
+
+// controlOf returns the control a command drives.
+func controlOf(cmd string) control {
+	switch cmd {
+	case "FeedInLimit", "opModMaxLimW":
+		return ctlLimit
+	case "OpModDisconnect":
+		return ctlConnect
+	case "opModFixedPFInjectW":
+		return ctlPFInj
+	case "opModFixedPfAbsorbW":
+		return ctlPFAbs
+	}
+	return control(cmd)
+}
+
+// errUnsupported marks a value a device cannot take (too many curve points,
+// unknown parameter): the command fails on that device, nothing is written.
+var errUnsupported = errors.New("not supported by the device")
+
+// curveLayout says where a curve model keeps its curves and points.
+type curveLayout struct {
+	der bool
+	// group holds the curves ("curve" in 12x/13x, "Crv" in 7xx); sub is,
+	// for the trip models, the group inside a curve set that holds the
+	// must-trip curve; pts is the 7xx point group.
+	group, sub, pts string
+	x, y            string
+	// params lists the writable parameters of a model without curves
+	// (127, 711).
+	params bool
+}
+
+var curveLayouts = map[uint16]curveLayout{
+	126: {group: "curve", x: "V", y: "VAr"},
+	132: {group: "curve", x: "V", y: "W"},
+	134: {group: "curve", x: "Hz", y: "W"},
+	129: {group: "curve", x: "Tms", y: "V"},
+	130: {group: "curve", x: "Tms", y: "V"},
+	135: {group: "curve", x: "Tms", y: "Hz"},
+	136: {group: "curve", x: "Tms", y: "Hz"},
+	127: {params: true},
+	705: {der: true, group: "Crv", pts: "Pt", x: "V", y: "Var"},
+	706: {der: true, group: "Crv", pts: "Pt", x: "V", y: "W"},
+	707: {der: true, group: "Crv", sub: "MustTrip", pts: "Pt", x: "Tms", y: "V"},
+	708: {der: true, group: "Crv", sub: "MustTrip", pts: "Pt", x: "Tms", y: "V"},
+	709: {der: true, group: "Crv", sub: "MustTrip", pts: "Pt", x: "Tms", y: "Hz"},
+	710: {der: true, group: "Crv", sub: "MustTrip", pts: "Pt", x: "Tms", y: "Hz"},
+	711: {der: true, group: "Ctl", params: true},
+}
+
+// has reports whether the top group of inst has the point.
+func has(inst *devices.Instance, name string) bool { return inst.Model.PointIndex(name) >= 0 }
+
+// setIf sets a top-group point when the model has it.
+func setIf(inst *devices.Instance, name string, v float64) error {
+	if !has(inst, name) {
+		return nil
+	}
+	return inst.Set(name, v)
+}
+
+// limitPoints are the points of the limit control, per model.
+var limitPoints = map[uint16][]string{
+	123: {"WMaxLimPct", "WMaxLimPct_WinTms", "WMaxLimPct_RvrtTms", "WMaxLimPct_RmpTms", "WMaxLim_Ena"},
+	704: {"WMaxLimPctEna", "WMaxLimPct", "WMaxLimPctRvrt", "WMaxLimPctEnaRvrt", "WMaxLimPctRvrtTms"},
+}
+
+// defaultLimitPct is the limit a device had before plantd touched it: its
+// WMaxLimPct when enabled, else 100.
+func defaultLimitPct(snap *devices.Instance) float64 {
+	ena := "WMaxLim_Ena"
+	if snap.Model.ID == 704 {
+		ena = "WMaxLimPctEna"
+	}
+	if e, err := snap.Float(ena); err != nil || e != 1 {
+		return 100
+	}
+	v, err := snap.Float("WMaxLimPct")
+	if err != nil {
+		return 100
+	}
+	return v
+}
+
+// editLimit sets the active-power limit with its reversion timeout. On 704
+// the stored reversion values are programmed to the device's default, so
+// that a gateway that dies leaves the device at its default, not
+// unlimited.
+func editLimit(inst, snap *devices.Instance, pct float64, rvrtS float64) error {
+	switch inst.Model.ID {
+	case 123:
+		for _, pv := range []struct {
+			n string
+			v float64
+		}{{"WMaxLimPct", pct}, {"WMaxLimPct_RvrtTms", rvrtS}, {"WMaxLimPct_RmpTms", 0}, {"WMaxLim_Ena", 1}} {
+			if err := setIf(inst, pv.n, pv.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	case 704:
+		def := defaultLimitPct(snap)
+		defEna := 1.0
+		if e, err := snap.Float("WMaxLimPctEna"); err != nil || e != 1 {
+			defEna = 0
+		}
+		for _, pv := range []struct {
+			n string
+			v float64
+		}{{"WMaxLimPct", pct}, {"WMaxLimPctRvrtTms", rvrtS}, {"WMaxLimPctRvrt", def}, {"WMaxLimPctEnaRvrt", defEna}, {"WMaxLimPctEna", 1}} {
+			if err := setIf(inst, pv.n, pv.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("model %d: %w for the power limit", inst.Model.ID, errUnsupported)
+}
+
+// editEnable writes only the enable of the limit (for devices that apply a
+// new value when the enable is toggled).
+func editEnable(inst *devices.Instance, on bool) error {
+	v := 0.0
+	if on {
+		v = 1
+	}
+	if inst.Model.ID == 704 {
+		return inst.Set("WMaxLimPctEna", v)
+	}
+	return inst.Set("WMaxLim_Ena", v)
+}
+
+// editDisconnect opens the connection (123 Conn = 0) with its reversion
+// timeout.
+func editDisconnect(inst *devices.Instance, rvrtS float64) error {
+	if err := inst.Set("Conn", 0); err != nil {
+		return err
+	}
+	return setIf(inst, "Conn_RvrtTms", rvrtS)
+}
+
+// editPF sets a fixed power factor: 123 OutPFSet (injection), or 704
+// PFWInj / PFWAbs with their reversion values programmed to the default.
+func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
+	if inst.Model.ID == 123 {
+		if c != ctlPFInj {
+			return fmt.Errorf("model 123 has no PF setpoint while absorbing: %w", errUnsupported)
+		}
+		for _, pv := range []struct {
+			n string
+			v float64
+		}{{"OutPFSet", pf}, {"OutPFSet_RvrtTms", rvrtS}, {"OutPFSet_RmpTms", 0}, {"OutPFSet_Ena", 1}} {
+			if err := setIf(inst, pv.n, pv.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	pre := "PFWInj"
+	if c == ctlPFAbs {
+		pre = "PFWAbs"
+	}
+	grp := inst.Root.Groups(pre)
+	rv := inst.Root.Groups(pre + "Rvrt")
+	if len(grp) == 0 {
+		return fmt.Errorf("model %d has no %s: %w", inst.Model.ID, pre, errUnsupported)
+	}
+	if err := inst.SetIn(&grp[0], "PF", pf); err != nil {
+		return err
+	}
+	if len(rv) > 0 {
+		sg := snap.Root.Groups(pre)
+		if def, err := snap.FloatIn(&sg[0], "PF"); err == nil {
+			if err := inst.SetIn(&rv[0], "PF", def); err != nil {
+				return err
+			}
+		}
+		if ext, err := snap.FloatIn(&sg[0], "Ext"); err == nil {
+			_ = inst.SetIn(&rv[0], "Ext", ext)
+		}
+	}
+	defEna, _ := snap.Float(pre + "Ena")
+	for _, pv := range []struct {
+		n string
+		v float64
+	}{{pre + "RvrtTms", rvrtS}, {pre + "EnaRvrt", defEna}, {pre + "Ena", 1}} {
+		if err := setIf(inst, pv.n, pv.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writableIndex returns the curve (or control) to write: the last one the
+// device does not mark read-only.
+func writableIndex(gs []devices.GroupInstance, inst *devices.Instance) (int, bool) {
+	for k := len(gs) - 1; k >= 0; k-- {
+		ro, err := inst.FloatIn(&gs[k], "ReadOnly")
+		if err != nil || ro == 0 {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// editCurve writes a curve (or parameters) into the writable curve of a
+// curve model and makes it active. A 12x/13x model takes data and header
+// in one write (ActCrv, ModEna, RvrtTms). A 7xx model is written in two
+// steps, so that a device never adopts a half-written curve: adopt=false
+// writes the curve data, adopt=true the adopt request (AdptCrvReq or
+// AdptCtlReq), Ena and RvrtTms.
+func editCurve(inst *devices.Instance, cv *Curve, rvrtS float64, adopt bool) error {
+	lay, ok := curveLayouts[inst.Model.ID]
+	if !ok {
+		return fmt.Errorf("model %d: %w for curves", inst.Model.ID, errUnsupported)
+	}
+	if lay.group == "" {
+		// 127: parameters in the top group.
+		if len(cv.Points) > 0 {
+			return fmt.Errorf("model %d takes params, not points: %w", inst.Model.ID, errUnsupported)
+		}
+		for name, v := range cv.Params {
+			if p := inst.Model.Point(name); p == nil || !p.Writable {
+				return fmt.Errorf("model %d has no writable parameter %s: %w", inst.Model.ID, name, errUnsupported)
+			}
+			if err := inst.Set(name, v); err != nil {
+				return err
+			}
+		}
+		return setIf(inst, "ModEna", 1)
+	}
+	gs := inst.Root.Groups(lay.group)
+	k, ok := writableIndex(gs, inst)
+	if !ok {
+		return fmt.Errorf("model %d: every curve is read-only: %w", inst.Model.ID, errUnsupported)
+	}
+	if !lay.der || !adopt {
+		if err := writeCurveData(inst, lay, &gs[k], cv); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !lay.der:
+		if err := inst.Set("ActCrv", float64(k+1)); err != nil {
+			return err
+		}
+		if err := setIf(inst, "RvrtTms", rvrtS); err != nil {
+			return err
+		}
+		return inst.Set("ModEna", 1)
+	case adopt:
+		if err := adoptCurve(inst, lay, k); err != nil {
+			return err
+		}
+		if err := setIf(inst, "RvrtTms", rvrtS); err != nil {
+			return err
+		}
+		return inst.Set("Ena", 1)
+	}
+	return nil
+}
+
+// adoptCurve requests a 7xx device to adopt curve (or control) k.
+func adoptCurve(inst *devices.Instance, lay curveLayout, k int) error {
+	req := "AdptCrvReq"
+	if lay.params {
+		req = "AdptCtlReq"
+	}
+	return inst.Set(req, float64(k+1))
+}
+
+// writeCurveData stores points or parameters into curve gi.
+func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupInstance, cv *Curve) error {
+	if lay.params {
+		if len(cv.Points) > 0 {
+			return fmt.Errorf("model %d takes params, not points: %w", inst.Model.ID, errUnsupported)
+		}
+		for name, v := range cv.Params {
+			i := gi.Group.PointIndex(name)
+			if i < 0 || !gi.Group.Points[i].Writable {
+				return fmt.Errorf("model %d has no writable parameter %s: %w", inst.Model.ID, name, errUnsupported)
+			}
+			if err := inst.SetIn(gi, name, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(cv.Points) == 0 {
+		return fmt.Errorf("model %d takes points: %w", inst.Model.ID, errUnsupported)
+	}
+	curve := gi
+	if lay.sub != "" {
+		subs := gi.Groups(lay.sub)
+		if len(subs) == 0 {
+			return fmt.Errorf("model %d has no %s curve: %w", inst.Model.ID, lay.sub, errUnsupported)
+		}
+		curve = &subs[0]
+	}
+	max := maxPoints(inst, lay, curve)
+	if len(cv.Points) > max {
+		return fmt.Errorf("model %d holds at most %d points per curve, got %d: %w", inst.Model.ID, max, len(cv.Points), errUnsupported)
+	}
+	if err := inst.SetIn(curve, "ActPt", float64(len(cv.Points))); err != nil {
+		return err
+	}
+	for j, p := range cv.Points {
+		if lay.der {
+			pts := curve.Groups(lay.pts)
+			if err := inst.SetIn(&pts[j], lay.x, p.X); err != nil {
+				return fmt.Errorf("point %d: %w", j+1, err)
+			}
+			if err := inst.SetIn(&pts[j], lay.y, p.Y); err != nil {
+				return fmt.Errorf("point %d: %w", j+1, err)
+			}
+			continue
+		}
+		n := fmt.Sprint(j + 1)
+		if err := inst.SetIn(curve, lay.x+n, p.X); err != nil {
+			return fmt.Errorf("point %d: %w", j+1, err)
+		}
+		if err := inst.SetIn(curve, lay.y+n, p.Y); err != nil {
+			return fmt.Errorf("point %d: %w", j+1, err)
+		}
+	}
+	return nil
+}
+
+// maxPoints is how many points a curve of the device holds: the model's
+// NPt where implemented, bounded by the registers of the layout.
+func maxPoints(inst *devices.Instance, lay curveLayout, curve *devices.GroupInstance) int {
+	limit := 0
+	if lay.der {
+		limit = len(curve.Groups(lay.pts))
+	} else {
+		for limit < 100 && curve.Group.PointIndex(lay.x+fmt.Sprint(limit+1)) >= 0 {
+			limit++
+		}
+	}
+	if n, err := inst.Float("NPt"); err == nil && n >= 0 && int(n) < limit {
+		limit = int(n)
+	}
+	return limit
+}
+
+// restore copies, from the default image snap, the registers of the points
+// a control owns: the limit, connection or PF points, or for a curve model
+// every writable register (header and curves). Registers that are not part
+// of writable points are never touched.
+func restore(inst, snap *devices.Instance, c control, adoptStep bool) error {
+	if len(snap.Regs) != len(inst.Regs) {
+		return fmt.Errorf("model %d changed length since its default was read (%d, now %d registers)", inst.Model.ID, len(snap.Regs), len(inst.Regs))
+	}
+	var names []string
+	switch c {
+	case ctlLimit:
+		names = limitPoints[inst.Model.ID]
+	case ctlConnect:
+		names = []string{"Conn", "Conn_WinTms", "Conn_RvrtTms"}
+	case ctlPFInj, ctlPFAbs:
+		if inst.Model.ID == 123 {
+			names = []string{"OutPFSet", "OutPFSet_WinTms", "OutPFSet_RvrtTms", "OutPFSet_RmpTms", "OutPFSet_Ena"}
+			break
+		}
+		pre := "PFWInj"
+		if c == ctlPFAbs {
+			pre = "PFWAbs"
+		}
+		names = []string{pre + "Ena", pre + "EnaRvrt", pre + "RvrtTms"}
+		for _, g := range []string{pre, pre + "Rvrt"} {
+			for _, gi := range inst.Root.Groups(g) {
+				copyGroup(inst, snap, &gi, nil)
+			}
+		}
+	default:
+		return restoreCurve(inst, snap, adoptStep)
+	}
+	copyGroup(inst, snap, &inst.Root, names)
+	return nil
+}
+
+// copyGroup copies the named writable points of gi (all when names is nil).
+func copyGroup(inst, snap *devices.Instance, gi *devices.GroupInstance, names []string) {
+	for _, p := range gi.Group.Points {
+		if !p.Writable || (names != nil && !slices.Contains(names, p.Name)) {
+			continue
+		}
+		from := gi.Offset + int(p.Offset)
+		copy(inst.Regs[from:from+int(p.Size)], snap.Regs[from:from+int(p.Size)])
+	}
+}
+
+// restoreCurve restores a curve model. A 12x/13x model gets back every
+// writable register it had (header and curves). A 7xx model keeps its
+// active settings in curve 1 (read-only) and adopts others into it, so the
+// default is curve 1 as first read: it is written into the writable curve
+// plantd uses (adoptStep false), then adopted with Ena and RvrtTms as they
+// were (adoptStep true).
+func restoreCurve(inst, snap *devices.Instance, adoptStep bool) error {
+	lay, ok := curveLayouts[inst.Model.ID]
+	if !ok || !lay.der {
+		copyWritable(inst, snap, &inst.Root)
+		return nil
+	}
+	gs, sg := inst.Root.Groups(lay.group), snap.Root.Groups(lay.group)
+	k, ok := writableIndex(gs, inst)
+	if !ok || len(sg) == 0 {
+		return fmt.Errorf("model %d: no writable curve to restore into: %w", inst.Model.ID, errUnsupported)
+	}
+	if !adoptStep {
+		copyInto(inst, snap, &gs[k], &sg[0])
+		return nil
+	}
+	copyGroup(inst, snap, &inst.Root, []string{"Ena", "RvrtTms"})
+	return adoptCurve(inst, lay, k)
+}
+
+// copyInto copies the writable points of the group from (of snap) into the
+// group to (of inst), which has the same layout; ReadOnly is kept.
+func copyInto(inst, snap *devices.Instance, to, from *devices.GroupInstance) {
+	for _, p := range to.Group.Points {
+		if !p.Writable {
+			continue
+		}
+		a, b := to.Offset+int(p.Offset), from.Offset+int(p.Offset)
+		copy(inst.Regs[a:a+int(p.Size)], snap.Regs[b:b+int(p.Size)])
+	}
+	for i := range to.Sub {
+		for j := range to.Sub[i] {
+			if i < len(from.Sub) && j < len(from.Sub[i]) {
+				copyInto(inst, snap, &to.Sub[i][j], &from.Sub[i][j])
+			}
+		}
+	}
+}
+
+// copyWritable copies every writable point of gi and its sub-groups.
+func copyWritable(inst, snap *devices.Instance, gi *devices.GroupInstance) {
+	copyGroup(inst, snap, gi, nil)
+	for _, occ := range gi.Sub {
+		for i := range occ {
+			copyWritable(inst, snap, &occ[i])
+		}
+	}
+}
+
+// pctOfRated converts a limit in W to % of a rating, clamped to 0..100.
+func pctOfRated(w, ratedW float64) float64 {
+	if ratedW <= 0 {
+		return 100
+	}
+	return math.Min(100, math.Max(0, w/ratedW*100))
+}

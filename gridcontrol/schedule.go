@@ -1,0 +1,438 @@
+package gridcontrol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Schedule is a plant's schedule of commands (DESIGN §6): what a client
+// POSTs (commands only) and what GET lists (with id, status and time of
+// creation).
+type Schedule struct {
+	ScheduleID string         `json:"scheduleId"`
+	PlantID    string         `json:"plantId"`
+	Commands   []ScheduledCmd `json:"commands"`
+	CreatedAt  time.Time      `json:"createdAt"`
+	// CreatedBy names the credential that sent the schedule.
+	CreatedBy string `json:"createdBy,omitempty"`
+}
+
+// ScheduledCmd is one command of a schedule: a window and its value.
+type ScheduledCmd struct {
+	Command string    `json:"command"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	// Value is the limit (FeedInLimit, opModMaxLimW, in Unit) or the power
+	// factor (opModFixedPF*); absent for OpModDisconnect and curves.
+	Value *float64 `json:"value,omitempty"`
+	// Unit is "%" (of rated power, the default) or "W" for the limits.
+	Unit  string `json:"unit,omitempty"`
+	Curve *Curve `json:"curve,omitempty"`
+
+	// Status is pending, active, done, superseded or failed (answers only).
+	Status Status `json:"status,omitempty"`
+	// Reason says why a command failed or was late (answers only).
+	Reason string `json:"reason,omitempty"`
+	// AppliedAt is when the command was first written to every device
+	// that carries it (answers only).
+	AppliedAt *time.Time `json:"appliedAt,omitempty"`
+	// Late is set when it was applied more than a few seconds after its
+	// start, e.g. because a device was offline.
+	Late bool `json:"late,omitempty"`
+}
+
+// Curve is the value of a curve command, in the units of the SunSpec model
+// that carries it: Points for the curve models (x = V, Hz or the trip
+// model's axis; y = the model's dependent value: var %, W %, trip time s),
+// Params for the parameter models (127 freq-watt: WGra, HzStr, HzStop...;
+// 711 droop: DbOf, DbUf, KOf, KUf, RspTms, PMin), by point name.
+type Curve struct {
+	Points []CurvePoint       `json:"points,omitempty"`
+	Params map[string]float64 `json:"params,omitempty"`
+}
+
+// CurvePoint is one point of a curve.
+type CurvePoint struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+}
+
+// Status is the state of a scheduled command.
+type Status string
+
+// The states of a scheduled command.
+const (
+	StatusPending    Status = "pending"
+	StatusActive     Status = "active"
+	StatusDone       Status = "done"
+	StatusSuperseded Status = "superseded"
+	StatusFailed     Status = "failed"
+)
+
+// FieldError names a field of a request and what is wrong with it.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ValidationError lists what is wrong with a schedule. NotEligible marks
+// errors of the eligibility check (HTTP 422); the others are malformed
+// requests (400).
+type ValidationError struct {
+	Fields      []FieldError
+	NotEligible bool
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Error()
+	}
+	return "invalid schedule: " + strings.Join(parts, "; ")
+}
+
+// MaxCommands bounds the commands of one schedule (a day of 1-minute
+// windows of one command fits).
+const MaxCommands = 1500
+
+// minYear and maxYear bound the dates a schedule may name.
+const minYear, maxYear = 2000, 2100
+
+// scheduleIn is the body of POST .../schedules.
+type scheduleIn struct {
+	Commands []cmdIn `json:"commands"`
+}
+
+// cmdIn is one command as posted: times as strings, so that an error can
+// say what was wrong with them.
+type cmdIn struct {
+	Command string   `json:"command"`
+	Start   string   `json:"start"`
+	End     string   `json:"end"`
+	Value   *float64 `json:"value"`
+	Unit    string   `json:"unit"`
+	Curve   *Curve   `json:"curve"`
+}
+
+// ParseSchedule decodes and checks a schedule body: strict JSON (no
+// unknown fields, no duplicate keys, one value), known commands, RFC 3339
+// times with offset between 2000 and 2100, end after start and not in the
+// past, no overlapping windows of one command, values in range. It checks
+// the body alone; Check adds what the plant's devices support.
+func ParseSchedule(body []byte, now time.Time) ([]ScheduledCmd, error) {
+	if err := checkDuplicateKeys(body); err != nil {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "body", Message: err.Error()}}}
+	}
+	var in scheduleIn
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "body", Message: jsonError(err)}}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "body", Message: "trailing data after the JSON value"}}}
+	}
+	return validate(in.Commands, now)
+}
+
+func jsonError(err error) string {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		return fmt.Sprintf("field %s: want %s", ute.Field, ute.Type)
+	}
+	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
+	var errs []FieldError
+	bad := func(i int, field, format string, a ...any) {
+		name := ""
+		if i < len(in) {
+			name = in[i].Command + ": "
+		}
+		errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].%s", i, field), Message: name + fmt.Sprintf(format, a...)})
+	}
+	switch {
+	case len(in) == 0:
+		return nil, &ValidationError{Fields: []FieldError{{Field: "commands", Message: "at least one command is required"}}}
+	case len(in) > MaxCommands:
+		return nil, &ValidationError{Fields: []FieldError{{Field: "commands", Message: fmt.Sprintf("at most %d commands", MaxCommands)}}}
+	}
+	out := make([]ScheduledCmd, len(in))
+	for i, c := range in {
+		cmd, ok := CommandByName(c.Command)
+		if !ok {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].command", i), Message: fmt.Sprintf("unknown command %q", c.Command)})
+			continue
+		}
+		sc := ScheduledCmd{Command: c.Command, Value: c.Value, Unit: c.Unit, Curve: c.Curve}
+		var okStart, okEnd bool
+		sc.Start, okStart = parseTime(c.Start, func(m string) { bad(i, "start", "%s", m) })
+		sc.End, okEnd = parseTime(c.End, func(m string) { bad(i, "end", "%s", m) })
+		if okStart && okEnd {
+			switch {
+			case !sc.End.After(sc.Start):
+				bad(i, "end", "must be after start")
+			case !sc.End.After(now):
+				bad(i, "end", "the window ended in the past (%s)", sc.End.UTC().Format(time.RFC3339))
+			}
+		}
+		checkValue(cmd, &sc, func(field, m string) { bad(i, field, "%s", m) })
+		out[i] = sc
+	}
+	// Overlapping windows of one command in one schedule.
+	byCmd := map[string][]int{}
+	for i, sc := range out {
+		if sc.Command != "" && !sc.Start.IsZero() && !sc.End.IsZero() {
+			byCmd[sc.Command] = append(byCmd[sc.Command], i)
+		}
+	}
+	for _, idx := range byCmd {
+		sort.Slice(idx, func(a, b int) bool { return out[idx[a]].Start.Before(out[idx[b]].Start) })
+		for k := 1; k < len(idx); k++ {
+			prev, cur := out[idx[k-1]], out[idx[k]]
+			if cur.Start.Before(prev.End) {
+				bad(idx[k], "start", "window overlaps commands[%d] (%s to %s)", idx[k-1],
+					prev.Start.UTC().Format(time.RFC3339), prev.End.UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(a, b int) bool { return errs[a].Field < errs[b].Field })
+		return nil, &ValidationError{Fields: errs}
+	}
+	return out, nil
+}
+
+// parseTime parses an RFC 3339 time with offset between 2000 and 2100.
+func parseTime(s string, bad func(string)) (time.Time, bool) {
+	if s == "" {
+		bad("required (RFC 3339 with offset)")
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		bad(fmt.Sprintf("%q is not an RFC 3339 time with offset", s))
+		return time.Time{}, false
+	}
+	if y := t.UTC().Year(); y < minYear || y >= maxYear {
+		bad(fmt.Sprintf("year %d outside %d..%d", y, minYear, maxYear-1))
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// checkValue checks a command's value by its kind; the device-dependent
+// limits (rated power, curve points) are checked by Check.
+func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
+	if sc.Value != nil && (math.IsNaN(*sc.Value) || math.IsInf(*sc.Value, 0)) {
+		bad("value", "not a number")
+		return
+	}
+	switch cmd.Value {
+	case ValueNone:
+		if sc.Value != nil || sc.Unit != "" || sc.Curve != nil {
+			bad("value", "the command takes no value")
+		}
+	case ValuePower:
+		if sc.Curve != nil {
+			bad("curve", "the command takes a value, not a curve")
+		}
+		switch sc.Unit {
+		case "":
+			sc.Unit = "%"
+			fallthrough
+		case "%":
+			if sc.Value == nil {
+				bad("value", "required (% of rated power, 0..100)")
+			} else if *sc.Value < 0 || *sc.Value > 100 {
+				bad("value", fmt.Sprintf("%g %% outside 0..100", *sc.Value))
+			}
+		case "W":
+			if sc.Value == nil {
+				bad("value", "required (W)")
+			} else if *sc.Value < 0 || *sc.Value > 1e9 {
+				bad("value", fmt.Sprintf("%g W outside 0..1e9", *sc.Value))
+			}
+		default:
+			bad("unit", fmt.Sprintf("%q: want %% or W", sc.Unit))
+		}
+	case ValuePF:
+		if sc.Curve != nil || (sc.Unit != "" && sc.Unit != "cos") {
+			bad("value", "the command takes a power factor 0..1 as value")
+		}
+		sc.Unit = ""
+		if sc.Value == nil {
+			bad("value", "required (displacement power factor, 0 < PF <= 1)")
+		} else if *sc.Value <= 0 || *sc.Value > 1 {
+			bad("value", fmt.Sprintf("power factor %g outside 0 < PF <= 1", *sc.Value))
+		}
+	case ValueCurve:
+		if sc.Value != nil || sc.Unit != "" {
+			bad("value", "the command takes a curve, not a value")
+		}
+		switch {
+		case sc.Curve == nil:
+			bad("curve", "required: {\"points\": [{\"x\", \"y\"}, ...]} or {\"params\": {...}}")
+		case len(sc.Curve.Points) == 0 && len(sc.Curve.Params) == 0:
+			bad("curve", "needs points or params")
+		case len(sc.Curve.Points) > 0 && len(sc.Curve.Params) > 0:
+			bad("curve", "points or params, not both")
+		}
+		if sc.Curve != nil {
+			for k, p := range sc.Curve.Points {
+				if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.Abs(p.X) > 1e6 || math.Abs(p.Y) > 1e6 {
+					bad(fmt.Sprintf("curve.points[%d]", k), "out of range")
+				}
+				if k > 0 && p.X <= sc.Curve.Points[k-1].X {
+					bad(fmt.Sprintf("curve.points[%d].x", k), "x must increase from point to point")
+				}
+			}
+			for name, v := range sc.Curve.Params {
+				if math.IsNaN(v) || math.Abs(v) > 1e6 {
+					bad("curve.params."+name, "out of range")
+				}
+			}
+		}
+	}
+}
+
+// checkDuplicateKeys rejects a JSON text in which an object names a key
+// twice (encoding/json would silently keep the last one).
+func checkDuplicateKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		obj  bool
+		keys map[string]bool
+		key  bool // next token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // syntax errors are reported by the decoder
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, isKey := tok.(string); isKey && top != nil && top.obj && top.key {
+			if top.keys[k] {
+				return fmt.Errorf("duplicate key %q", k)
+			}
+			top.keys[k] = true
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj {
+			stack[len(stack)-1].key = true
+		}
+	}
+}
+
+// window is one command's window on a plant's timeline.
+type window struct {
+	sched *Schedule
+	idx   int // index into sched.Commands
+	cmd   *ScheduledCmd
+}
+
+// newer orders schedules: later creation wins, then the larger id.
+func newer(a, b *Schedule) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ScheduleID > b.ScheduleID
+}
+
+// activeAt returns, per command name, the window that holds t: among the
+// windows of that command containing t ([start, end)), the one of the
+// newest schedule. Back-to-back windows join without a gap, since a window
+// holds its start and not its end.
+func activeAt(scheds []*Schedule, t time.Time) map[string]window {
+	out := map[string]window{}
+	for _, s := range scheds {
+		for i := range s.Commands {
+			c := &s.Commands[i]
+			if t.Before(c.Start) || !t.Before(c.End) {
+				continue
+			}
+			if cur, ok := out[c.Command]; !ok || newer(s, cur.sched) {
+				out[c.Command] = window{sched: s, idx: i, cmd: c}
+			}
+		}
+	}
+	return out
+}
+
+// superseded reports whether a newer schedule's windows of the same
+// command cover the whole window of s.Commands[i].
+func superseded(scheds []*Schedule, s *Schedule, i int) bool {
+	c := s.Commands[i]
+	var cover [][2]time.Time
+	for _, o := range scheds {
+		if o == s || !newer(o, s) {
+			continue
+		}
+		for _, oc := range o.Commands {
+			if oc.Command == c.Command && oc.Start.Before(c.End) && oc.End.After(c.Start) {
+				cover = append(cover, [2]time.Time{oc.Start, oc.End})
+			}
+		}
+	}
+	slices.SortFunc(cover, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	at := c.Start
+	for _, w := range cover {
+		if w[0].After(at) {
+			return false
+		}
+		if w[1].After(at) {
+			at = w[1]
+		}
+		if !at.Before(c.End) {
+			return true
+		}
+	}
+	return !at.Before(c.End)
+}
+
+// boundaries returns the future starts and ends of every window, sorted
+// and without duplicates.
+func boundaries(scheds []*Schedule, now time.Time) []time.Time {
+	var ts []time.Time
+	for _, s := range scheds {
+		for _, c := range s.Commands {
+			for _, t := range []time.Time{c.Start, c.End} {
+				if t.After(now) {
+					ts = append(ts, t)
+				}
+			}
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
+}
