@@ -19,8 +19,8 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/gridcontrol"
 	"plantd/devices/sim"
+	"plantd/gridcontrol"
 	"plantd/plant"
 )
 
