@@ -240,7 +240,7 @@ func editCurve(inst *devices.Instance, cv *Curve, rvrtS float64, adopt bool) err
 	}
 	if lay.group == "" {
 		// 127: parameters in the top group.
-		if len(cv.Points) > 0 {
+		if len(cv.Params) == 0 {
 			return fmt.Errorf("model %d takes params, not points: %w", inst.Model.ID, errUnsupported)
 		}
 		for name, v := range cv.Params {
@@ -296,7 +296,7 @@ func adoptCurve(inst *devices.Instance, lay curveLayout, k int) error {
 // writeCurveData stores points or parameters into curve gi.
 func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupInstance, cv *Curve) error {
 	if lay.params {
-		if len(cv.Points) > 0 {
+		if len(cv.Params) == 0 {
 			return fmt.Errorf("model %d takes params, not points: %w", inst.Model.ID, errUnsupported)
 		}
 		for name, v := range cv.Params {

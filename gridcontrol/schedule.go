@@ -50,10 +50,13 @@ type ScheduledCmd struct {
 }
 
 // Curve is the value of a curve command, in the units of the SunSpec model
-// that carries it: Points for the curve models (x = V, Hz or the trip
-// model's axis; y = the model's dependent value: var %, W %, trip time s),
-// Params for the parameter models (127 freq-watt: WGra, HzStr, HzStop...;
-// 711 droop: DbOf, DbUf, KOf, KUf, RspTms, PMin), by point name.
+// that carries it: Points for the curve models (x = V or Hz, y = var % or
+// W % for volt-var, volt-watt and freq-watt; x = trip time s, y = V or Hz
+// for the ride-through models), Params for the parameter models (127
+// freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
+// RspTms, PMin), by point name. A command may carry both, so that one
+// opModFreqWatt reaches a classic inverter with curve model 134 and a newer
+// one with 711; each device takes the part its model has.
 type Curve struct {
 	Points []CurvePoint       `json:"points,omitempty"`
 	Params map[string]float64 `json:"params,omitempty"`
@@ -286,8 +289,6 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			bad("curve", "required: {\"points\": [{\"x\", \"y\"}, ...]} or {\"params\": {...}}")
 		case len(sc.Curve.Points) == 0 && len(sc.Curve.Params) == 0:
 			bad("curve", "needs points or params")
-		case len(sc.Curve.Points) > 0 && len(sc.Curve.Params) > 0:
-			bad("curve", "points or params, not both")
 		}
 		if sc.Curve != nil {
 			for k, p := range sc.Curve.Points {
