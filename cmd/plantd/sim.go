@@ -6,20 +6,44 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 
 	"plantd/devices/sim"
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
+	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
+	var ignoreRevert, needsToggle idList
+	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
+	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Speed = *speed
+	cfg.TraceFile = *trace
+	for _, m := range []struct {
+		flag string
+		ids  idList
+		set  func(*sim.DeviceConfig)
+	}{
+		{"--ignore-revert", ignoreRevert, func(d *sim.DeviceConfig) { d.IgnoreRevert = true }},
+		{"--needs-enable-toggle", needsToggle, func(d *sim.DeviceConfig) { d.NeedsEnableToggle = true }},
+	} {
+		for _, id := range m.ids {
+			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })
+			if i < 0 || (cfg.Devices[i].Kind != sim.KindInverter && cfg.Devices[i].Kind != sim.KindDERInverter) {
+				fmt.Fprintf(stderr, "plantd sim: %s %q: not a simulated inverter (inv1, inv2)\n", m.flag, id)
+				return exitUsage
+			}
+			m.set(&cfg.Devices[i])
+		}
+	}
 	host, port, err := splitListen(*listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd sim: --listen %q: %v\n", *listen, err)
@@ -47,9 +71,26 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, d := range plant.Devices() {
 		fmt.Fprintf(stdout, "%-6s %-13s %-22s %d\n", d.ID(), d.Kind(), d.Addr(), d.Unit())
 	}
+	if *trace != "" {
+		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)
+	}
 	fmt.Fprintf(stdout, "try: plantd scan %s\n", plant.Devices()[0].Addr())
 	<-ctx.Done()
 	return exitOK
+}
+
+// idList is a flag of device ids, comma-separated, repeatable.
+type idList []string
+
+func (l *idList) String() string { return strings.Join(*l, ",") }
+
+func (l *idList) Set(s string) error {
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			*l = append(*l, id)
+		}
+	}
+	return nil
 }
 
 // splitListen accepts HOST or HOST:PORT.

@@ -57,6 +57,17 @@ type DeviceConfig struct {
 	RatedW float64
 	// CapacityWh is a battery's energy rating (default 10000).
 	CapacityWh float64
+	// IgnoreRevert makes an inverter accept and read back every reversion
+	// time (123 *_RvrtTms, 704 *RvrtTms, curve RvrtTms) but never revert:
+	// the 704 and 7xx RvrtRem points show the reversion time and do not
+	// count down, so a client can tell by reading RvrtRem twice.
+	IgnoreRevert bool
+	// NeedsEnableToggle makes an inverter take a new power limit setpoint
+	// (123 WMaxLimPct, 704 WMaxLimPct) only when its enable point
+	// (WMaxLim_Ena, WMaxLimPctEna) goes from 0 to 1 after the value was
+	// written: writing the value alone while enabled changes the register,
+	// not the limit in effect.
+	NeedsEnableToggle bool
 }
 
 // Config is a simulated plant.
@@ -81,6 +92,14 @@ type Config struct {
 	Listen string
 	// Devices are the simulated devices, in the order Devices returns them.
 	Devices []DeviceConfig
+	// TraceFile, when set, is a file every write a device receives is
+	// appended to as one JSON object per line (a TraceEntry), written
+	// through at once, so another process can follow what the simulated
+	// devices saw. It is opened (created if needed) by Start.
+	TraceFile string
+	// TraceLimit bounds the trace each device keeps in memory (default
+	// 10000 entries; older ones are dropped and counted).
+	TraceLimit int
 }
 
 // Default plant location and zone.
@@ -102,6 +121,7 @@ const (
 	defaultSpeed       = 1
 	maxRatedW          = 30000 // keeps W_SF 0 values inside int16
 	maxBatteryCapacity = 60000 // keeps WH_SF 0 values inside uint16
+	defaultTraceLimit  = 10000
 )
 
 // DefaultConfig is the demo plant: a classic 10 kW inverter "inv1", a DER
@@ -157,6 +177,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+	}
+	if c.TraceLimit == 0 {
+		c.TraceLimit = defaultTraceLimit
+	}
+	if c.TraceLimit < 0 {
+		return bad("traceLimit %d: want a positive number of entries", c.TraceLimit)
 	}
 	if len(c.Devices) == 0 {
 		return bad("no devices")
@@ -228,6 +254,9 @@ func (c Config) withDefaults() (Config, error) {
 			if d.CapacityWh < 100 || d.CapacityWh > maxBatteryCapacity {
 				return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
 			}
+		}
+		if (d.IgnoreRevert || d.NeedsEnableToggle) && d.Kind != KindInverter && d.Kind != KindDERInverter {
+			return bad("%s: ignoreRevert and needsEnableToggle apply to inverters only", field)
 		}
 		if d.RatedW < 0 || d.RatedW > maxRatedW || math.IsNaN(d.RatedW) {
 			return bad("%s.ratedW %v outside 0..%d", field, d.RatedW, maxRatedW)

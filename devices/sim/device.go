@@ -27,6 +27,7 @@ type Device struct {
 	scratch  []uint16 // write rollback buffer
 	measured []handle // blanked by FaultNotImplemented
 	writes   []Write
+	trace    traceRing
 	// gen is the Plant.gen the image was last rendered at.
 	gen uint64
 
@@ -80,6 +81,14 @@ type State struct {
 	LimitActive bool
 	// RevertAt is when an inverter's power limit reverts (zero: never).
 	RevertAt time.Time
+	// EffectiveLimitPct is the active power limit in % of WMax acting on
+	// an inverter now: the limit after its 123 RmpTms ramp, or 704 WSet
+	// when enabled and lower; 100 when nothing limits. A disconnect (123
+	// Conn 0) is not included: see Connected.
+	EffectiveLimitPct float64
+	// ReactiveVAr is an inverter's reactive power (positive: injected,
+	// negative: absorbed).
+	ReactiveVAr float64
 	// Connected is false when an inverter was disconnected by a control
 	// (123 Conn = 0) or a battery by 802 SetOp.
 	Connected bool
@@ -205,7 +214,9 @@ func (d *Device) State() State {
 		if v.limEna {
 			s.LimitPct = v.limPct
 		}
-		s.RevertAt = v.revertAt
+		s.RevertAt = v.limRvrt.at
+		s.EffectiveLimitPct = v.effectiveLimitPct(p.t)
+		s.ReactiveVAr = v.varW
 		s.Connected = v.connected
 		s.Sleeping = v.sleeping
 		s.EnergyWh = v.energyWh

@@ -27,24 +27,18 @@
 // last request to the current simulated time (sim time = Config.Start +
 // elapsed wall time × Config.Speed, with the wall clock Config.Now), in
 // steps of at most a minute, and renders the device's registers. Every
-// value is a deterministic function of the location, the clock and the
-// writes received:
+// value is a deterministic function of the location, the clock, the
+// writes received and the scenario hooks (below):
 //
 //   - the sun: elevation from declination, hour angle and the equation of
 //     time; Haurwitz clear-sky irradiance; a cloud term fixed per local day
 //     (off with Config.ClearSky); ambient and module temperature, wind;
 //   - inverters: PV available = 1.1 × rating × GHI/1000 × temperature
 //     derating × losses × efficiency, capped at the rating and WMax; AC
-//     output = min(available, limit). Below 15 W an inverter sleeps (103 St
-//     2, 701 St off / InvSt sleeping, DC values not implemented). The
-//     classic limit is 123 WMaxLimPct (% of 121 WMax) when WMaxLim_Ena is 1;
-//     WMaxLimPct_RvrtTms > 0 reverts it (Ena 0, 100 %) that many seconds
-//     after the write. 123 Conn 0 disconnects (W 0, St standby) and honours
-//     Conn_RvrtTms. The DER limit is 704 WMaxLimPctEna/WMaxLimPct (% of 702
-//     WMax); WMaxLimPctRvrtTms > 0 starts a timer shown in
-//     WMaxLimPctRvrtRem, whose expiry applies WMaxLimPctRvrt and
-//     WMaxLimPctEnaRvrt. 123 OutPFSet and 704 PFWInj, when enabled, set the
-//     reactive power;
+//     output = min(available, limit), the limit being the effective
+//     active power limit of the grid controls (below). Below 15 W an
+//     inverter sleeps (103 St 2, 701 St off / InvSt sleeping, DC values
+//     not implemented);
 //   - load: a household profile of a few hundred watts with morning,
 //     midday and evening peaks in the plant's time zone;
 //   - batteries charge from the surplus and cover the deficit up to their
@@ -58,6 +52,99 @@
 //
 // Plant.Balance returns the same numbers the registers show; Device.State
 // and Device.Writes expose a device's state and the writes it accepted.
+//
+// # Grid controls
+//
+// Every control a write touches takes effect at the simulated instant of
+// the write; every reversion timer runs on the simulated clock (Speed
+// applies) and expires at its exact time, also while the device is
+// offline (FaultOffline), as a real device's own timers would.
+//
+//	123 WMaxLimPct, WMaxLim_Ena   the limit in % of 121 WMax when enabled;
+//	                              100 % when disabled
+//	123 WMaxLimPct_RmpTms         the limit moves linearly from where it
+//	                              is to the new value (or to 100 % when
+//	                              disabled) over RmpTms seconds, 0 = at
+//	                              once; RmpTms written at the instant of
+//	                              the setpoint, or during its ramp, times
+//	                              that ramp
+//	123 WMaxLimPct_RvrtTms        > 0, written with the limit enabled:
+//	                              the limit reverts (Ena 0, 100 %, at
+//	                              once) that many seconds after the write
+//	123 OutPFSet, OutPFSet_Ena    fixed power factor: 103 VAr = W ×
+//	                              tan(acos |PF|), negative PF absorbing,
+//	                              103 PF shows it; _RmpTms ramps the
+//	                              VAr/W ratio, _RvrtTms reverts (Ena 0)
+//	123 Conn, Conn_RvrtTms        0 disconnects (W 0, St standby);
+//	                              RvrtTms reconnects
+//	123 *_WinTms, VArPct_*        stored and read back, no effect (no
+//	                              random window delay is simulated)
+//	704 WMaxLimPctEna/WMaxLimPct  the limit in % of 702 WMax, at once;
+//	                              WMaxLimPctRvrtTms starts a timer shown
+//	                              in WMaxLimPctRvrtRem, whose expiry
+//	                              applies WMaxLimPctRvrt and
+//	                              WMaxLimPctEnaRvrt
+//	704 WSetEna, WSetMod, WSet,   an active power setpoint (WSetMod 0:
+//	    WSetPct                   WSetPct in % of WMax, 1: WSet in W)
+//	                              that caps the output like a limit;
+//	                              WSetRvrtTms/WSetRvrtRem revert to
+//	                              WSetRvrt, WSetPctRvrt, WSetEnaRvrt
+//	704 PFWInjEna, PFWInj.PF/Ext  fixed power factor while injecting
+//	                              (Ext 1, under-excited, absorbs VAr):
+//	                              701 Var and PF; PFWInjRvrtTms/RvrtRem
+//	                              revert to PFWInjEnaRvrt and PFWInjRvrt
+//	704 PFWAbs*                   the same points and reversion, stored
+//	                              only: a PV inverter never absorbs W
+//	704 VarSet*, WRmp, VarRmp     stored and read back, no effect
+//	126 127 129 130 132 134 135   curve points, ActCrv, ModEna and the
+//	136 705 706 707 708 709 710   other header points are stored and
+//	711                           read back exactly; RvrtTms (126-136
+//	                              except 127; 705, 706, 711 with RvrtRem
+//	                              counting down) switches the mode off
+//	                              (ModEna bit 0 / Ena 0) on expiry, the
+//	                              curves kept; 7xx AdptCrvReq (711
+//	                              AdptCtlReq) answers AdptCrvRslt 1
+//	                              completed for 0..NCrv, 2 failed else
+//
+// The effective active power limit is the lower of the limit (after its
+// ramp) and 704 WSet when enabled; Device.State().EffectiveLimitPct and
+// Plant.EffectiveLimitPct return it. The curves have no physical effect:
+// the simulated grid stays within 231 V ± 2.5 V and 50 Hz ± 0.03 Hz, where
+// the default volt-watt (100 % up to 106 % of VRef) and freq-watt (from
+// 50.2 Hz) curves would not act anyway, and nothing trips.
+//
+// Two device modes imitate inverters that plantd must detect
+// (DeviceConfig, or plantd sim --ignore-revert / --needs-enable-toggle):
+//
+//	IgnoreRevert       every RvrtTms is accepted and read back, nothing
+//	                   ever reverts, and the 704/7xx RvrtRem points show
+//	                   the RvrtTms written and do not count down
+//	NeedsEnableToggle  a new WMaxLimPct (123 or 704) takes effect only
+//	                   when its enable (WMaxLim_Ena, WMaxLimPctEna) goes
+//	                   from 0 to 1 after it; written alone while enabled
+//	                   it changes the register, not the limit
+//
+// # Register trace
+//
+// Every write a device receives, accepted or refused, is a TraceEntry:
+// simulated and wall time, unit, address, model, the points it touched
+// with their values decoded after the write (TracePoint names like
+// "WMaxLimPct", "PFWInj.PF", "curve[2].V1"), the refusal if any, and the
+// inverter's effective limit and connection right after it.
+// Plant.Trace(id) returns the last Config.TraceLimit (10000) entries of a
+// device, Plant.TraceDropped(id) how many older ones were dropped. With
+// Config.TraceFile (plantd sim --trace FILE) each entry is also appended
+// to the file as one JSON line as soon as it happens; ReadTraceFile reads
+// such a file back.
+//
+// # Scenario hooks
+//
+// For control-loop tests: Plant.SetLoadOffset(w) adds w watts to the
+// consumption the meter sees (a load step), Plant.SetCloudFactor(f)
+// scales the irradiance by f in 0..1 (a cloud step; inverters, meter and
+// sensor follow); both act from the next read. A device stops answering
+// with Device.SetFault(Fault{Kind: FaultOffline}) and comes back with
+// Device.SetFault(Fault{}); its physics and timers carry on meanwhile.
 //
 // # Writes
 //

@@ -14,15 +14,27 @@ type inverter struct {
 	ratedW float64 // WRtg / WMaxRtg
 	peakW  float64 // PV array peak power
 
-	// Controls, decoded from the image after each write.
-	wmax         float64 // 121 WMax / 702 WMax
-	limEna       bool
-	limPct       float64 // % of wmax
-	connected    bool    // 123 Conn
-	pfEna        bool
-	pf           float64 // signed: negative absorbs reactive power
-	revertAt     time.Time
-	connRevertAt time.Time
+	// Controls, decoded from the image by the writes that touch them
+	// (controls.go).
+	wmax      float64 // 121 WMax / 702 WMax
+	limEna    bool    // the limit is enabled
+	limEnaReg bool    // the enable register as last written
+	limPct    float64 // the limit setpoint in effect, % of wmax
+	lim       ramp    // the limit in % of wmax, moving to limTarget
+	limRvrt   rvrtTimer
+	connected bool // 123 Conn
+	connRvrt  rvrtTimer
+	pfEna     bool
+	pf        float64 // signed: negative absorbs reactive power
+	pfRamp    ramp    // reactive/active power ratio, moving to pfTarget
+	pfRvrt    rvrtTimer
+	pfAbsEna  bool    // 704 PFWAbs: stored; a PV inverter never absorbs W
+	pfAbs     float64 // signed like pf
+	pfAbsRvrt rvrtTimer
+	wsetEna   bool    // 704 WSetEna
+	wsetPct   float64 // 704 WSet or WSetPct in % of wmax
+	wsetRvrt  rvrtTimer
+	curves    []curveCtl
 
 	// Physics at the instant of Plant.t.
 	availW, acW, varW float64
@@ -43,7 +55,7 @@ type classicHandles struct {
 type derHandles struct {
 	st, invSt, connSt, w, va, vAr, pf, a, llv, lnv, hz, totWhInj, tmpCab, tmpSnk handle
 	wl, val, varl, pfl, al, vll, vl, whl                                         [3]handle
-	rvrtRem                                                                      handle
+	rvrtRem, wsetRem, pfInjRem, pfAbsRem                                         handle
 }
 
 // epoch2000 is SunSpec's epoch (122 Tms counts seconds since it).
@@ -52,13 +64,11 @@ var epoch2000 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // newInverter builds the image and state of a classic or DER inverter.
 func newInverter(d *Device) (*inverter, error) {
 	v := &inverter{
-		der:       d.cfg.Kind == KindDERInverter,
-		ratedW:    d.cfg.RatedW,
-		peakW:     d.cfg.RatedW * dcACRatio,
-		wmax:      d.cfg.RatedW,
-		limPct:    100,
-		connected: true,
-		pf:        1,
+		der:    d.cfg.Kind == KindDERInverter,
+		ratedW: d.cfg.RatedW,
+		peakW:  d.cfg.RatedW * dcACRatio,
+		wmax:   d.cfg.RatedW,
+		limPct: 100,
 		// A few years of yield, different per device; never 0.
 		energyWh: d.cfg.RatedW*5.5*1000 + float64(idHash(d.cfg.ID)%100000) + 1,
 	}
@@ -83,7 +93,8 @@ func newInverter(d *Device) (*inverter, error) {
 			d.measured = append(d.measured, h.aph[i], h.ppv[i], h.phv[i])
 		}
 	}
-	v.decodeControls(d)
+	v.initControls(d)
+	v.limEnaReg = v.limEna
 	return v, nil
 }
 
@@ -603,6 +614,9 @@ func resolveDER(b *builder) *derHandles {
 	h.vl = b.phases(701, "VL1", "VL2", "VL3")
 	h.whl = b.phases(701, "TotWhInjL1", "TotWhInjL2", "TotWhInjL3")
 	h.rvrtRem = b.handle(704, "WMaxLimPctRvrtRem")
+	h.wsetRem = b.handle(704, "WSetRvrtRem")
+	h.pfInjRem = b.handle(704, "PFWInjRvrtRem")
+	h.pfAbsRem = b.handle(704, "PFWAbsRvrtRem")
 	return h
 }
 
@@ -624,112 +638,11 @@ func rawOr(in *devices.Instance, name string, def uint64) uint64 {
 	return def
 }
 
-// decodeControls reads the control points from the image.
-func (v *inverter) decodeControls(d *Device) {
-	if v.der {
-		c, capa := d.inst(704), d.inst(702)
-		v.wmax = floatOr(capa, "WMax", v.ratedW)
-		v.limEna = rawOr(c, "WMaxLimPctEna", 0) == 1
-		v.limPct = floatOr(c, "WMaxLimPct", 100)
-		v.connected = true
-		v.pfEna = rawOr(c, "PFWInjEna", 0) == 1
-		v.pf = 1
-		if g := c.Root.Groups("PFWInj"); len(g) == 1 {
-			if pf, err := c.FloatIn(&g[0], "PF"); err == nil && pf > 0 && pf <= 1 {
-				v.pf = pf
-			}
-			if ext, err := c.FloatIn(&g[0], "Ext"); err == nil && ext == 1 {
-				v.pf = -v.pf
-			}
-		}
-		return
-	}
-	c, set := d.inst(123), d.inst(121)
-	v.wmax = floatOr(set, "WMax", v.ratedW)
-	v.limEna = rawOr(c, "WMaxLim_Ena", 0) == 1
-	v.limPct = floatOr(c, "WMaxLimPct", 100)
-	v.connected = rawOr(c, "Conn", 1) != 0
-	v.pfEna = rawOr(c, "OutPFSet_Ena", 0) == 1
-	v.pf = floatOr(c, "OutPFSet", 1)
-	if v.pf == 0 || math.Abs(v.pf) > 1 {
-		v.pf = 1
-	}
-}
-
-// afterWrite applies the control points a write touched: the limits take
-// effect at once, and their reversion timers start at now.
-func (v *inverter) afterWrite(d *Device, touched []pointRef, now time.Time) {
-	v.decodeControls(d)
-	secs := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
-	if v.der {
-		c := d.inst(704)
-		if touches(touched, 704, "WMaxLimPctEna", "WMaxLimPct", "WMaxLimPctRvrtTms") {
-			v.revertAt = time.Time{}
-			if tms := floatOr(c, "WMaxLimPctRvrtTms", 0); v.limEna && tms > 0 {
-				v.revertAt = now.Add(secs(tms))
-			}
-		}
-		return
-	}
-	c := d.inst(123)
-	if touches(touched, 123, "WMaxLimPct", "WMaxLim_Ena", "WMaxLimPct_RvrtTms") {
-		v.revertAt = time.Time{}
-		if tms := floatOr(c, "WMaxLimPct_RvrtTms", 0); v.limEna && tms > 0 {
-			v.revertAt = now.Add(secs(tms))
-		}
-	}
-	if touches(touched, 123, "Conn", "Conn_RvrtTms") {
-		v.connRevertAt = time.Time{}
-		if tms := floatOr(c, "Conn_RvrtTms", 0); !v.connected && tms > 0 {
-			v.connRevertAt = now.Add(secs(tms))
-		}
-	}
-}
-
-// nextEvent is the earliest pending reversion, or the zero time.
-func (v *inverter) nextEvent() time.Time {
-	t := v.revertAt
-	if !v.connRevertAt.IsZero() && (t.IsZero() || v.connRevertAt.Before(t)) {
-		t = v.connRevertAt
-	}
-	return t
-}
-
-// revert applies the reversions due at t.
-func (v *inverter) revert(d *Device, t time.Time) {
-	if !v.revertAt.IsZero() && !t.Before(v.revertAt) {
-		v.revertAt = time.Time{}
-		if v.der {
-			c := d.inst(704)
-			pct := floatOr(c, "WMaxLimPctRvrt", 100)
-			ena := rawOr(c, "WMaxLimPctEnaRvrt", 0)
-			_ = c.Set("WMaxLimPct", pct)
-			_ = c.SetRaw("WMaxLimPctEna", ena)
-			_ = c.Set("WMaxLimPctRvrtRem", 0)
-			d.log.Info("power limit reverted", "model", 704, "limitPct", pct, "enabled", ena == 1)
-		} else {
-			c := d.inst(123)
-			_ = c.SetRaw("WMaxLim_Ena", 0)
-			_ = c.Set("WMaxLimPct", 100)
-			d.log.Info("power limit reverted", "model", 123, "limitPct", 100)
-		}
-	}
-	if !v.connRevertAt.IsZero() && !t.Before(v.connRevertAt) {
-		v.connRevertAt = time.Time{}
-		_ = d.inst(123).SetRaw("Conn", 1)
-		d.log.Info("connect reverted", "model", 123)
-	}
-	v.decodeControls(d)
-}
-
-// compute sets the inverter's output for the weather w.
-func (v *inverter) compute(w *weather) {
+// compute sets the inverter's output at t for the weather w.
+func (v *inverter) compute(t time.Time, w *weather) {
 	hw := math.Min(v.ratedW, v.wmax)
 	avail := math.Min(pvAvailable(v.peakW, *w), hw)
-	limit := hw
-	if v.limEna {
-		limit = math.Min(hw, math.Max(0, v.limPct)/100*v.wmax)
-	}
+	limit := math.Min(hw, math.Max(0, v.effectiveLimitPct(t))/100*v.wmax)
 	v.availW = avail
 	v.sleeping = avail < sleepThreshold
 	out := math.Min(avail, limit)
@@ -738,11 +651,7 @@ func (v *inverter) compute(w *weather) {
 	}
 	v.acW = math.Max(0, out)
 	v.throttled = !v.sleeping && v.connected && limit < avail-1
-	v.varW = 0
-	if v.pfEna && v.acW > 0 {
-		pf := math.Abs(v.pf)
-		v.varW = math.Copysign(v.acW*math.Tan(math.Acos(pf)), v.pf)
-	}
+	v.varW = v.acW * v.pfRamp.at(t)
 }
 
 // lineV is the line-to-line voltage between two phases 120° apart.
@@ -760,7 +669,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 	tmpSnk := w.ambientC + 3 + 25*p/v.ratedW
 	pf := math.NaN()
 	if p > 0 {
-		pf = math.Copysign(p/s, v.pf)
+		pf = math.Copysign(p/s, q)
 	}
 	if v.der {
 		h := v.dh
@@ -795,11 +704,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 			d.put(h.vl[i], w.phaseV[i])
 			d.put(h.whl[i], math.Floor(v.energyWh/3))
 		}
-		rem := 0.0
-		if !v.revertAt.IsZero() {
-			rem = math.Ceil(v.revertAt.Sub(t).Seconds())
-		}
-		d.put(h.rvrtRem, math.Max(0, rem))
+		v.renderControls(d, t)
 		return
 	}
 	h := v.classic
@@ -871,4 +776,5 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 	}
 	d.putRaw(h.stActCtl, act)
 	d.put(h.tms, math.Floor(t.Sub(epoch2000).Seconds()))
+	v.renderControls(d, t)
 }

@@ -91,6 +91,7 @@ func (p *Plant) environment(t time.Time) weather {
 		pass := 0.5 + 0.5*(0.6*math.Sin(2*math.Pi*s/2820+7*u)+0.4*math.Sin(2*math.Pi*s/1090+13*u))
 		w.ghi *= 1 - cover*pass
 	}
+	w.ghi *= p.cloud // SetCloudFactor
 	// Ambient temperature: a seasonal mean (flipped south of the equator),
 	// a daily swing peaking mid-afternoon, and the day's own offset.
 	doy := float64(local.YearDay())

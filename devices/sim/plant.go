@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"os"
 	"sync"
 	"time"
 )
@@ -30,6 +32,11 @@ type Plant struct {
 	meters    []*Device
 	sensors   []*Device
 	eps       []*endpoint
+	// Scenario hooks (SetLoadOffset, SetCloudFactor).
+	loadOffsetW float64
+	cloud       float64
+	traceFile   *os.File // Config.TraceFile while started
+	traceErr    bool     // a trace file write failed (logged once)
 
 	life    sync.Mutex // guards started and closed
 	started bool
@@ -78,6 +85,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		p.start = p.wall0
 	}
 	p.t = p.start
+	p.cloud = 1
 
 	eps := map[string]*endpoint{}
 	var meterMaxW float64 = 4000 // the load's peak
@@ -162,12 +170,22 @@ func (p *Plant) Start() error {
 	if p.started {
 		return errors.New("sim: plant already started")
 	}
+	if p.cfg.TraceFile != "" {
+		f, err := os.OpenFile(p.cfg.TraceFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("sim: trace file: %w", err)
+		}
+		p.mu.Lock()
+		p.traceFile = f
+		p.mu.Unlock()
+	}
 	for i, ep := range p.eps {
 		if err := ep.start(p.cfg.Listen); err != nil {
 			for _, e := range p.eps[:i+1] {
 				e.close()
 			}
 			p.wg.Wait()
+			p.closeTrace()
 			return fmt.Errorf("sim: start endpoint of %s: %w", ep.devs[0].cfg.ID, err)
 		}
 	}
@@ -192,7 +210,47 @@ func (p *Plant) Close() error {
 		ep.close()
 	}
 	p.wg.Wait()
+	p.closeTrace()
 	return nil
+}
+
+// closeTrace closes the trace file, if open.
+func (p *Plant) closeTrace() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.traceFile != nil {
+		_ = p.traceFile.Close()
+		p.traceFile = nil
+	}
+}
+
+// SetLoadOffset adds w watts (negative: removes them, down to no load) to
+// the plant's consumption, as a load step; the meter shows it from the
+// next read on.
+func (p *Plant) SetLoadOffset(w float64) {
+	if math.IsNaN(w) || math.IsInf(w, 0) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.advanceLocked(p.simNow())
+	p.loadOffsetW = w
+	p.flowsLocked(p.t)
+}
+
+// SetCloudFactor scales the irradiance by f (clamped to 0..1; 1 is the
+// model's own sky), as a passing cloud; inverters, meter and sensor show
+// it from the next read on.
+func (p *Plant) SetCloudFactor(f float64) {
+	if math.IsNaN(f) {
+		return
+	}
+	f = math.Max(0, math.Min(1, f))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.advanceLocked(p.simNow())
+	p.cloud = f
+	p.flowsLocked(p.t)
 }
 
 // Run starts the plant, serves until ctx ends, then closes it. It returns
@@ -216,7 +274,7 @@ func (p *Plant) simNow() time.Time {
 
 // advanceLocked integrates the plant from p.t to target in steps of at most
 // a minute (coarser across gaps longer than a week), stopping at every
-// control reversion so it takes effect at its exact time. A target before
+// control reversion and ramp end so they take effect at their exact time. A target before
 // p.t (a clock that went back) changes nothing.
 func (p *Plant) advanceLocked(target time.Time) {
 	if !target.After(p.t) {
@@ -232,7 +290,7 @@ func (p *Plant) advanceLocked(target time.Time) {
 			end = target
 		}
 		for _, d := range p.inverters {
-			if ev := d.inv.nextEvent(); !ev.IsZero() && ev.After(p.t) && ev.Before(end) {
+			if ev := d.inv.nextEvent(p.t); !ev.IsZero() && ev.Before(end) {
 				end = ev
 			}
 		}
@@ -250,9 +308,7 @@ func (p *Plant) advanceLocked(target time.Time) {
 		}
 		p.t = end
 		for _, d := range p.inverters {
-			if ev := d.inv.nextEvent(); !ev.IsZero() && !end.Before(ev) {
-				d.inv.revert(d, end)
-			}
+			d.inv.revert(d, end)
 		}
 	}
 	p.flowsLocked(target)
@@ -263,10 +319,10 @@ func (p *Plant) advanceLocked(target time.Time) {
 // absorb the surplus or cover the deficit, the meter sees the rest.
 func (p *Plant) flowsLocked(t time.Time) {
 	p.env = p.environment(t)
-	load := p.loadW(t)
+	load := math.Max(0, p.loadW(t)+p.loadOffsetW)
 	var pv, q float64
 	for _, d := range p.inverters {
-		d.inv.compute(&p.env)
+		d.inv.compute(t, &p.env)
 		pv += d.inv.acW
 		q += d.inv.varW
 	}

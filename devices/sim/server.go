@@ -168,24 +168,27 @@ func (d *Device) changed(r pointRef, off int, old []uint16) bool {
 // (exception 3 otherwise). Controls take effect at once; reversion timers
 // start now.
 func (p *Plant) write(d *Device, addr uint16, values []uint16) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.advanceLocked(p.simNow())
 	off, ok := d.span(addr, len(values))
 	if !ok {
+		p.traceLocked(d, addr, len(values), -1, fmt.Errorf("exception 2: registers %d+%d outside the map", addr, len(values)))
 		return mb.ErrIllegalDataAddress
 	}
 	for i := range values {
 		if !d.writable[off+i] {
+			p.traceLocked(d, addr, len(values), off, fmt.Errorf("exception 2: register %d is not writable", int(addr)+i))
 			return mb.ErrIllegalDataAddress
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.advanceLocked(p.simNow())
 	d.scratch = append(d.scratch[:0], d.regs[off:off+len(values)]...)
 	copy(d.regs[off:], values)
 	touched := d.touched(off, len(values))
 	if err := d.validate(touched, off, d.scratch); err != nil {
 		copy(d.regs[off:], d.scratch)
 		d.log.Info("write refused", "addr", addr, "err", err)
+		p.traceLocked(d, addr, len(values), off, fmt.Errorf("exception 3: %w", err))
 		return mb.ErrIllegalDataValue
 	}
 	switch {
@@ -203,6 +206,7 @@ func (p *Plant) write(d *Device, addr uint16, values []uint16) error {
 	}
 	d.writes = append(d.writes, Write{Time: p.t, Unit: d.cfg.Unit, Addr: addr, Values: slices.Clone(values), Points: names})
 	d.log.Info("write", "addr", addr, "count", len(values), "points", names)
+	p.traceLocked(d, addr, len(values), off, nil)
 	p.flowsLocked(p.t) // the new controls act on the next read
 	return nil
 }
