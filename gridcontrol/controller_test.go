@@ -1,0 +1,392 @@
+package gridcontrol_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"plantd/store"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/gridcontrol"
+)
+
+// curveSpec says where a model keeps its first curve's points.
+type curveSpec struct {
+	der        bool
+	group, sub string // "curve" / "Crv", and "MustTrip" for the 7xx trip models
+	x, y       string
+}
+
+var curveSpecs = map[uint16]curveSpec{
+	126: {group: "curve", x: "V", y: "VAr"}, 132: {group: "curve", x: "V", y: "W"}, 134: {group: "curve", x: "Hz", y: "W"},
+	129: {group: "curve", x: "Tms", y: "V"}, 130: {group: "curve", x: "Tms", y: "V"},
+	135: {group: "curve", x: "Tms", y: "Hz"}, 136: {group: "curve", x: "Tms", y: "Hz"},
+	705: {der: true, group: "Crv", x: "V", y: "Var"}, 706: {der: true, group: "Crv", x: "V", y: "W"},
+	707: {der: true, group: "Crv", sub: "MustTrip", x: "Tms", y: "V"}, 708: {der: true, group: "Crv", sub: "MustTrip", x: "Tms", y: "V"},
+	709: {der: true, group: "Crv", sub: "MustTrip", x: "Tms", y: "Hz"}, 710: {der: true, group: "Crv", sub: "MustTrip", x: "Tms", y: "Hz"},
+}
+
+// points reads curve k (0-based) of a curve model.
+func points(t *testing.T, inst *devices.Instance, k int) []gridcontrol.CurvePoint {
+	t.Helper()
+	cs := curveSpecs[inst.Model.ID]
+	curves := inst.Root.Groups(cs.group)
+	if k >= len(curves) {
+		t.Fatalf("model %d has %d curves, want curve %d", inst.Model.ID, len(curves), k+1)
+	}
+	c := &curves[k]
+	if cs.sub != "" {
+		c = &c.Groups(cs.sub)[0]
+	}
+	n, err := inst.FloatIn(c, "ActPt")
+	if err != nil {
+		t.Fatalf("model %d ActPt: %v", inst.Model.ID, err)
+	}
+	var out []gridcontrol.CurvePoint
+	for j := range int(n) {
+		var x, y float64
+		var ex, ey error
+		if cs.der {
+			pt := &c.Groups("Pt")[j]
+			x, ex = inst.FloatIn(pt, cs.x)
+			y, ey = inst.FloatIn(pt, cs.y)
+		} else {
+			x, ex = inst.FloatIn(c, fmt.Sprint(cs.x, j+1))
+			y, ey = inst.FloatIn(c, fmt.Sprint(cs.y, j+1))
+		}
+		if ex != nil || ey != nil {
+			t.Fatalf("model %d curve %d point %d: %v %v", inst.Model.ID, k+1, j+1, ex, ey)
+		}
+		out = append(out, gridcontrol.CurvePoint{X: x, Y: y})
+	}
+	return out
+}
+
+// lastWritable is the index of the curve plantd writes: the last one not
+// marked read-only.
+func lastWritable(t *testing.T, inst *devices.Instance) int {
+	t.Helper()
+	curves := inst.Root.Groups(curveSpecs[inst.Model.ID].group)
+	for k := len(curves) - 1; k >= 0; k-- {
+		if ro, err := inst.FloatIn(&curves[k], "ReadOnly"); err != nil || ro == 0 {
+			return k
+		}
+	}
+	t.Fatalf("model %d: no writable curve", inst.Model.ID)
+	return 0
+}
+
+func samePoints(a, b []gridcontrol.CurvePoint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i].X-b[i].X) > 0.011 || math.Abs(a[i].Y-b[i].Y) > 0.011 {
+			return false
+		}
+	}
+	return true
+}
+
+// writableRegs returns the registers of every writable point of gi and
+// its sub-groups (skipping the named top-level points), for comparing a
+// model with its default.
+func writableRegs(inst *devices.Instance, gi *devices.GroupInstance, skip ...string) map[string][]uint16 {
+	out := map[string][]uint16{}
+	var walk func(gi *devices.GroupInstance, prefix string)
+	walk = func(gi *devices.GroupInstance, prefix string) {
+		for _, p := range gi.Group.Points {
+			if !p.Writable || (prefix == "" && slices.Contains(skip, p.Name)) {
+				continue
+			}
+			from := gi.Offset + int(p.Offset)
+			out[prefix+p.Name] = slices.Clone(inst.Regs[from : from+int(p.Size)])
+		}
+		for i, occ := range gi.Sub {
+			for j := range occ {
+				walk(&occ[j], fmt.Sprintf("%s%s[%d].", prefix, gi.Group.Groups[i].Name, j+1))
+			}
+		}
+	}
+	walk(gi, "")
+	return out
+}
+
+// diff names the points whose registers differ.
+func diff(a, b map[string][]uint16) []string {
+	var out []string
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			out = append(out, fmt.Sprintf("%s %v≠%v", k, v, b[k]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check is what a device must show while a command's window is open.
+type check struct {
+	device string
+	model  uint16
+	during func(t *testing.T, inst, def *devices.Instance) string // "" when right
+	// physical, if set, checks the simulated inverter's state.
+	physical func(s sim.State) string
+}
+
+func point(inst *devices.Instance, name string, want float64) string {
+	v, err := inst.Float(name)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", name, err)
+	}
+	if math.Abs(v-want) > 1e-6 {
+		return fmt.Sprintf("%s = %g, want %g", name, v, want)
+	}
+	return ""
+}
+
+func all(msgs ...string) string {
+	var out []string
+	for _, m := range msgs {
+		if m != "" {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// curveApplied checks a curve model holding the posted curve as its
+// active one: 12x/13x ActCrv and ModEna, 7xx the adopt request and Ena.
+func curveApplied(want []gridcontrol.CurvePoint) func(t *testing.T, inst, def *devices.Instance) string {
+	return func(t *testing.T, inst, def *devices.Instance) string {
+		k := lastWritable(t, inst)
+		got := points(t, inst, k)
+		msg := ""
+		if !samePoints(got, want) {
+			msg = fmt.Sprintf("curve %d = %v, want %v", k+1, got, want)
+		}
+		if curveSpecs[inst.Model.ID].der {
+			if inst.Model.ID >= 707 && inst.Model.ID <= 710 {
+				return all(msg, point(inst, "Ena", 1), point(inst, "AdptCrvReq", float64(k+1)))
+			}
+			return all(msg, point(inst, "Ena", 1), point(inst, "AdptCrvReq", float64(k+1)), point(inst, "AdptCrvRslt", 1))
+		}
+		return all(msg, point(inst, "ActCrv", float64(k+1)), point(inst, "ModEna", 1))
+	}
+}
+
+// tweak returns the points with y moved, so that a write is visible.
+func tweak(pts []gridcontrol.CurvePoint, dy float64) []gridcontrol.CurvePoint {
+	out := slices.Clone(pts)
+	for i := range out {
+		out[i].Y += dy
+	}
+	return out
+}
+
+// TestEveryCommandBothGenerations posts one schedule with every command
+// (but FeedInLimit, below) and checks, on the classic inverter inv1
+// (123, 126…136) and the DER inverter inv2 (704…711), that the registers
+// hold the command while its window is open and are back at the default
+// read at first contact after it.
+func TestEveryCommandBothGenerations(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
+	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {
+		def["inv1"][m] = r.read("inv1", m)
+	}
+	for _, m := range []uint16{704, 705, 706, 707, 708, 709, 710, 711} {
+		def["inv2"][m] = r.read("inv2", m)
+	}
+	vv := tweak(points(t, def["inv1"][126], 0), -5)
+	vw := tweak(points(t, def["inv1"][132], 0), -10)
+	fw := tweak(points(t, def["inv1"][134], 0), -10)
+	lvrt := tweak(points(t, def["inv1"][129], 0), 2)
+	hvrt := tweak(points(t, def["inv1"][130], 0), -2)
+	lfrt := tweak(points(t, def["inv1"][135], 0), 0.2)
+	hfrt := tweak(points(t, def["inv1"][136], 0), -0.2)
+	ctl := def["inv2"][711].Root.Groups("Ctl")[0]
+	kof, err := def["inv2"][711].FloatIn(&ctl, "KOf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end := window(2*time.Second, 4*time.Second)
+	curve := func(cmd string, pts []gridcontrol.CurvePoint, params map[string]float64) string {
+		b, _ := json.Marshal(gridcontrol.Curve{Points: pts, Params: params})
+		return fmt.Sprintf(`{"command":%q,"start":%q,"end":%q,"curve":%s}`, cmd, ts(start), ts(end), b)
+	}
+	win := func(cmd string, v string) string {
+		return fmt.Sprintf(`{"command":%q,"start":%q,"end":%q%s}`, cmd, ts(start), ts(end), v)
+	}
+	sched := r.mustSubmit(body(
+		limitCmd("opModMaxLimW", start, end, 40),
+		win("OpModDisconnect", ""),
+		win("opModFixedPFInjectW", `,"value":0.95`),
+		win("opModFixedPfAbsorbW", `,"value":0.9`),
+		curve("opModVoltVar", vv, nil),
+		curve("opModVoltWatt", vw, nil),
+		curve("opModFreqWatt", fw, map[string]float64{"KOf": kof + 0.01}),
+		curve("opModLvrtMustTrip", lvrt, nil),
+		curve("opModHvrtMustTrip", hvrt, nil),
+		curve("opModLfrtMustTrip", lfrt, nil),
+		curve("opModHfrtMustTrip", hfrt, nil),
+	))
+	checks := []check{
+		{device: "inv1", model: 123, during: func(t *testing.T, inst, _ *devices.Instance) string {
+			return all(point(inst, "WMaxLimPct", 40), point(inst, "WMaxLim_Ena", 1), point(inst, "WMaxLimPct_RvrtTms", 20),
+				point(inst, "Conn", 0), point(inst, "Conn_RvrtTms", 20), point(inst, "OutPFSet", 0.95), point(inst, "OutPFSet_Ena", 1))
+		}, physical: func(s sim.State) string {
+			if s.EffectiveLimitPct != 40 || s.Connected || s.PowerW != 0 {
+				return fmt.Sprintf("limit %g %%, connected %v, %g W; want 40 %%, disconnected, 0 W", s.EffectiveLimitPct, s.Connected, s.PowerW)
+			}
+			return ""
+		}},
+		{device: "inv2", model: 704, during: func(t *testing.T, inst, def *devices.Instance) string {
+			defPct, _ := def.Float("WMaxLimPct")
+			inj, abs := inst.Root.Groups("PFWInj")[0], inst.Root.Groups("PFWAbs")[0]
+			pfi, _ := inst.FloatIn(&inj, "PF")
+			pfa, _ := inst.FloatIn(&abs, "PF")
+			msg := ""
+			if pfi != 0.95 || pfa != 0.9 {
+				msg = fmt.Sprintf("PFWInj.PF %g, PFWAbs.PF %g; want 0.95, 0.9", pfi, pfa)
+			}
+			return all(msg, point(inst, "WMaxLimPct", 40), point(inst, "WMaxLimPctEna", 1), point(inst, "WMaxLimPctRvrtTms", 20),
+				// the stored reversion value is the default, not "unlimited"
+				point(inst, "WMaxLimPctRvrt", defPct),
+				point(inst, "PFWInjEna", 1), point(inst, "PFWAbsEna", 1))
+		}, physical: func(s sim.State) string {
+			if s.EffectiveLimitPct != 40 || s.PowerW > 0.41*8000 {
+				return fmt.Sprintf("limit %g %%, %g W; want 40 %% of 8 kW", s.EffectiveLimitPct, s.PowerW)
+			}
+			return ""
+		}},
+		{device: "inv1", model: 126, during: curveApplied(vv)},
+		{device: "inv1", model: 132, during: curveApplied(vw)},
+		{device: "inv1", model: 134, during: curveApplied(fw)},
+		{device: "inv1", model: 129, during: curveApplied(lvrt)},
+		{device: "inv1", model: 130, during: curveApplied(hvrt)},
+		{device: "inv1", model: 135, during: curveApplied(lfrt)},
+		{device: "inv1", model: 136, during: curveApplied(hfrt)},
+		{device: "inv2", model: 705, during: curveApplied(vv)},
+		{device: "inv2", model: 706, during: curveApplied(vw)},
+		{device: "inv2", model: 707, during: curveApplied(lvrt)},
+		{device: "inv2", model: 708, during: curveApplied(hvrt)},
+		{device: "inv2", model: 709, during: curveApplied(lfrt)},
+		{device: "inv2", model: 710, during: curveApplied(hfrt)},
+		{device: "inv2", model: 711, during: func(t *testing.T, inst, _ *devices.Instance) string {
+			c := inst.Root.Groups("Ctl")
+			k := len(c) - 1
+			got, _ := inst.FloatIn(&c[k], "KOf")
+			msg := ""
+			if math.Abs(got-(kof+0.01)) > 1e-6 {
+				msg = fmt.Sprintf("Ctl[%d].KOf = %g, want %g", k+1, got, kof+0.01)
+			}
+			return all(msg, point(inst, "Ena", 1), point(inst, "AdptCtlReq", float64(k+1)))
+		}},
+	}
+	// Before the start nothing is touched.
+	time.Sleep(time.Until(start) - 700*time.Millisecond)
+	if l := r.limitOf("inv1"); l != 100 {
+		t.Errorf("inv1 limited to %g %% before the window", l)
+	}
+	r.waitFor(time.Until(start)+3*time.Second, "every command written", func() bool {
+		for _, c := range checks {
+			if c.during(t, r.read(c.device, c.model), def[c.device][c.model]) != "" {
+				return false
+			}
+		}
+		return true
+	})
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("every command written %s after the start", d)
+	}
+	// Held through the window (re-read in the middle of it).
+	time.Sleep(time.Until(start.Add(2 * time.Second)))
+	for _, c := range checks {
+		if msg := c.during(t, r.read(c.device, c.model), def[c.device][c.model]); msg != "" {
+			t.Errorf("%s model %d in the window: %s", c.device, c.model, msg)
+		}
+		if c.physical != nil {
+			if msg := c.physical(simtest.Device(t, r.sim, c.device).State()); msg != "" {
+				t.Errorf("%s in the window: %s", c.device, msg)
+			}
+		}
+	}
+	for i, cm := range sched.Commands {
+		if got := r.command(sched.ScheduleID, i); got.Status != gridcontrol.StatusActive || got.AppliedAt == nil || got.Late {
+			t.Errorf("%s in its window: status %s, applied %v, late %v (%s)", cm.Command, got.Status, got.AppliedAt, got.Late, got.Reason)
+		}
+	}
+	// After the end: every control back at the default read at first
+	// contact. 12x/13x models get back every writable register; 7xx models
+	// their header (Ena, RvrtTms...) and the default curve 1 adopted.
+	back := func() []string {
+		var out []string
+		for dev, models := range def {
+			for m, d := range models {
+				inst := r.read(dev, m)
+				var skip []string
+				if curveSpecs[m].der || m == 711 {
+					skip = []string{"AdptCrvReq", "AdptCtlReq"}
+					if dd := diff(writableRegs(inst, &inst.Root), writableRegs(d, &d.Root)); len(dd) > 0 {
+						// only the writable curve may differ: it holds curve 1 now
+						var top []string
+						for _, x := range dd {
+							if !strings.HasPrefix(x, curveSpecs[m].group+"[") && !strings.HasPrefix(x, "Ctl[") && !strings.HasPrefix(x, "AdptC") {
+								top = append(top, x)
+							}
+						}
+						if len(top) > 0 {
+							out = append(out, fmt.Sprintf("%s model %d: %v", dev, m, top))
+						}
+					}
+					continue
+				}
+				if dd := diff(writableRegs(inst, &inst.Root, skip...), writableRegs(d, &d.Root, skip...)); len(dd) > 0 {
+					out = append(out, fmt.Sprintf("%s model %d: %v", dev, m, dd))
+				}
+			}
+		}
+		return out
+	}
+	time.Sleep(time.Until(end))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := back()
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the end, not back at the default: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every control back at its default %s after the end", time.Since(end).Round(time.Millisecond))
+	if s := simtest.Device(t, r.sim, "inv1").State(); !s.Connected || s.EffectiveLimitPct != 100 {
+		t.Errorf("inv1 after the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
+	}
+	for i, cm := range sched.Commands {
+		if got := r.command(sched.ScheduleID, i); got.Status != gridcontrol.StatusDone {
+			t.Errorf("%s after its window: status %s", cm.Command, got.Status)
+		}
+	}
+	defer dumpLog(t, r)
+	r.waitFor(5*time.Second, "the writes and restores in the plant log", func() bool {
+		return r.logHas("ScheduleAccepted", "test (installer)") &&
+			r.logHas("GridControlWrite", "inv1", "opModMaxLimW of schedule "+sched.ScheduleID+" by test (installer)") &&
+			r.logHas("GridControlWrite", "inv2", "model 705") && r.logHas("GridControlRestored", "inv2", "model 711")
+	})
+}
+
+func dumpLog(t *testing.T, r *rig) {
+	entries, _, _ := r.st.Logs(context.Background(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	for _, e := range entries {
+		t.Logf("%s %s %s", e.Code, e.DeviceID, e.Message)
+	}
+}

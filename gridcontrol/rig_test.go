@@ -1,0 +1,278 @@
+package gridcontrol_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"plantd/devices"
+	"plantd/devices/poller"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/gridcontrol"
+	"plantd/modbus"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// rig is a plant under grid control as the daemon runs it: the simulated
+// plant on loopback Modbus TCP, the real poller feeding the live state, a
+// real SQLite store and a controller on the wall clock. The controller can
+// be stopped and started again on the same store, as plantd restarting.
+type rig struct {
+	t       testing.TB
+	sim     *sim.Plant
+	pool    *modbus.Pool
+	live    *plant.Live
+	st      *store.Store
+	clients map[string]devices.ReadWriter
+	cfg     gridcontrol.Config
+
+	mu     sync.Mutex
+	gc     *gridcontrol.Controller
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type rigOpts struct {
+	devices []sim.DeviceConfig // nil: the demo plant (inv1 classic, inv2 DER, meter, bat, wx)
+	cfg     gridcontrol.Config // zero fields: the rig's fast defaults
+}
+
+var simKinds = map[sim.Kind]plant.Kind{
+	sim.KindInverter: plant.KindInverter, sim.KindDERInverter: plant.KindInverter,
+	sim.KindMeter: plant.KindMeter, sim.KindBattery: plant.KindBattery, sim.KindSensor: plant.KindSensor,
+}
+
+// summer noon in Munich: the inverters run near their rating.
+var noon = time.Date(2026, 6, 21, 12, 0, 0, 0, mustLoc("Europe/Berlin"))
+
+func mustLoc(name string) *time.Location {
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func newRig(t testing.TB, o rigOpts) *rig {
+	t.Helper()
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = noon, true
+	if o.devices != nil {
+		scfg.Devices = o.devices
+	}
+	r := &rig{t: t, sim: simtest.Start(t, scfg), pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
+	t.Cleanup(func() { _ = r.pool.Close() })
+	plants := []plant.Plant{{ID: "demo", Name: "Demo", Location: noon.Location()}}
+	var infos []plant.DeviceInfo
+	var pcfgs []poller.DeviceConfig
+	for _, d := range r.sim.Devices() {
+		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
+		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: time.Second})
+		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
+	}
+	r.live = plant.NewLive(plants, infos, time.Now)
+	p, err := poller.New(pcfgs, r.pool, r.live.Apply, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pdone := make(chan struct{})
+	go func() { defer close(pdone); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-pdone })
+
+	r.st, err = store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "plantd.db"),
+		Plants: []store.PlantInfo{{ID: "demo", Location: noon.Location()}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	sdone := make(chan struct{})
+	go func() { defer close(sdone); _ = r.st.Run(sctx) }()
+	t.Cleanup(func() { scancel(); <-sdone; _ = r.st.Close() })
+
+	r.cfg = o.cfg
+	if r.cfg.RevertTimeout == 0 {
+		r.cfg.RevertTimeout = 20 * time.Second
+	}
+	if r.cfg.RampPctPerSecond == 0 {
+		r.cfg.RampPctPerSecond = 100
+	}
+	if r.cfg.Cycle == 0 {
+		r.cfg.Cycle = 200 * time.Millisecond
+	}
+	r.waitFor(20*time.Second, "every device discovered", func() bool {
+		devs, _ := r.live.DeviceStatuses("demo")
+		for _, d := range devs {
+			if d.Discovered == nil {
+				return false
+			}
+		}
+		return len(devs) == len(infos)
+	})
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// start runs a new controller on the rig's store, as plantd starting.
+func (r *rig) start() {
+	r.t.Helper()
+	var logger *slog.Logger
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (devices.ReadWriter, bool) {
+		c, ok := r.clients[id]
+		return c, ok
+	}, logger)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gc.Run(ctx); err != nil && ctx.Err() == nil {
+			r.t.Errorf("controller: %v", err)
+		}
+	}()
+	r.mu.Lock()
+	r.gc, r.cancel, r.done = gc, cancel, done
+	r.mu.Unlock()
+}
+
+// stop ends the controller (as plantd dying: nothing is written on the
+// way out).
+func (r *rig) stop() {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (r *rig) controller() *gridcontrol.Controller {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gc
+}
+
+// submit posts a schedule as an installer would.
+func (r *rig) submit(body string) (gridcontrol.Schedule, error) {
+	return r.controller().Submit(context.Background(), "demo", []byte(body), false, "test (installer)")
+}
+
+func (r *rig) mustSubmit(body string) gridcontrol.Schedule {
+	r.t.Helper()
+	s, err := r.submit(body)
+	if err != nil {
+		r.t.Fatalf("submit: %v\n%s", err, body)
+	}
+	return s
+}
+
+// read reads a model of a device over Modbus, as a second client would.
+func (r *rig) read(id string, model uint16) *devices.Instance {
+	r.t.Helper()
+	d, ok := r.live.Device(id)
+	if !ok || d.Discovered == nil {
+		r.t.Fatalf("device %s not discovered", id)
+	}
+	ref, ok := d.Discovered.Ref(model)
+	if !ok {
+		r.t.Fatalf("device %s has no model %d", id, model)
+	}
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		inst, err := devices.ReadModel(ctx, r.clients[id], ref)
+		cancel()
+		if err == nil {
+			return inst
+		}
+		if attempt == 3 {
+			r.t.Fatalf("read model %d of %s: %v", model, id, err)
+		}
+	}
+}
+
+func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("after %s: still not %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// command returns the status of the i-th command of a stored schedule.
+func (r *rig) command(id string, i int) gridcontrol.ScheduledCmd {
+	r.t.Helper()
+	list, err := r.controller().Schedules("demo")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ScheduleID == id {
+			return s.Commands[i]
+		}
+	}
+	r.t.Fatalf("schedule %s not listed", id)
+	return gridcontrol.ScheduledCmd{}
+}
+
+// logHas reports whether the plant log holds an entry with the code whose
+// message contains every part.
+func (r *rig) logHas(code string, parts ...string) bool {
+	r.t.Helper()
+	entries, _, err := r.st.Logs(context.Background(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+next:
+	for _, e := range entries {
+		if e.Code != code {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(e.Message, p) {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// window is a command window of a schedule body, starting at a whole
+// second (cron's resolution) in the near future.
+func window(startIn, length time.Duration) (time.Time, time.Time) {
+	start := time.Now().Add(startIn).Truncate(time.Second).Add(time.Second)
+	return start, start.Add(length)
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// limitCmd is a limit command of a schedule body.
+func limitCmd(command string, start, end time.Time, pct float64) string {
+	return fmt.Sprintf(`{"command":%q,"start":%q,"end":%q,"value":%g,"unit":"%%"}`, command, ts(start), ts(end), pct)
+}
+
+func body(cmds ...string) string { return `{"commands":[` + strings.Join(cmds, ",") + `]}` }
+
+// limitOf is an inverter's limit in effect now, as its simulator applies it.
+func (r *rig) limitOf(id string) float64 {
+	return simtest.Device(r.t, r.sim, id).State().EffectiveLimitPct
+}
