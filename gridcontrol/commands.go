@@ -172,6 +172,24 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	return res
 }
 
+// carriers returns the active inverters that carry the command, reachable
+// now or not: the devices a window must reach before it counts as applied.
+func carriers(cmd Command, devs []plant.DeviceLive) []string {
+	var ids []string
+	for _, d := range devs {
+		if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil {
+			continue
+		}
+		if (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) || (cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER) {
+			continue
+		}
+		if _, ok := cmd.model(d.Discovered); ok && slices.Contains(d.Discovered.Capabilities, cmd.Cap) {
+			ids = append(ids, d.Info.ID)
+		}
+	}
+	return ids
+}
+
 // reachable reports whether a device answered its last polls (online, or
 // stale: one poll missed).
 func reachable(d plant.DeviceLive) bool {

@@ -135,6 +135,9 @@ type plantCtl struct {
 	// by a write (for the latency figures).
 	pendingEdge time.Time
 	feed        feedState
+	// applied holds, per open window not yet applied everywhere, when each
+	// device took it.
+	applied map[string]map[string]time.Time
 }
 
 // feedState is the FeedInLimit loop of a plant.
@@ -181,7 +184,7 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 		kick: make(chan struct{}, 1), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
 	c.cron = cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC), cron.WithLogger(cron.DiscardLogger))
 	for _, p := range live.Plants() {
-		c.plants[p.ID] = &plantCtl{id: p.ID}
+		c.plants[p.ID] = &plantCtl{id: p.ID, applied: map[string]map[string]time.Time{}}
 	}
 	return c, nil
 }
@@ -201,7 +204,12 @@ func (c *Controller) Run(ctx context.Context) error {
 				c.log.Error("stored schedule unreadable, ignored", "plant", id, "schedule", s.ID, "err", err)
 				continue
 			}
-			pc.scheds = append(pc.scheds, &sc)
+			// A schedule submitted before Run is already held.
+			c.mu.Lock()
+			if !slices.ContainsFunc(pc.scheds, func(h *Schedule) bool { return h.ScheduleID == sc.ScheduleID }) {
+				pc.scheds = append(pc.scheds, &sc)
+			}
+			c.mu.Unlock()
 		}
 	}
 	owned, err := c.st.OwnedControls(ctx)
@@ -535,7 +543,65 @@ func (c *Controller) step(ctx context.Context) {
 			}()
 		}
 		wg.Wait()
+		c.settle(ctx, pc, act, devs)
 	}
+}
+
+// settle marks the open windows applied once every inverter that carries
+// their command took them (late when that was more than LateAfter after
+// the start, naming the devices that were late).
+func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) {
+	var persist []*Schedule
+	c.mu.Lock()
+	open := map[string]bool{}
+	for _, w := range act {
+		cm := &w.sched.Commands[w.idx]
+		wk := key([]window{w})
+		open[wk] = true
+		if cm.AppliedAt != nil || cm.Status == StatusFailed {
+			continue
+		}
+		cmd, _ := CommandByName(cm.Command)
+		got := pc.applied[wk]
+		var last time.Time
+		var late []string
+		all := true
+		for _, id := range carriers(cmd, devs) {
+			at, ok := got[id]
+			if !ok {
+				all = false
+				break
+			}
+			last = maxTime(last, at)
+			if at.Sub(cm.Start) > c.cfg.LateAfter {
+				late = append(late, fmt.Sprintf("%s %s late", id, at.Sub(cm.Start).Round(time.Second)))
+			}
+		}
+		if !all || last.IsZero() {
+			continue
+		}
+		t := last.UTC()
+		cm.AppliedAt = &t
+		if len(late) > 0 {
+			cm.Late = true
+			cm.Reason = "applied after its start on devices that were not reachable: " + strings.Join(late, ", ")
+		}
+		persist = append(persist, w.sched)
+	}
+	for wk := range pc.applied {
+		if !open[wk] {
+			delete(pc.applied, wk)
+		}
+	}
+	c.mu.Unlock()
+	c.persistAll(ctx, persist)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // plantPlan is what a plant's active windows ask of its inverters now.
@@ -908,13 +974,13 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		cm := &w.sched.Commands[w.idx]
 		by = append(by, fmt.Sprintf("%s of schedule %s by %s", cm.Command, w.sched.ScheduleID, w.sched.CreatedBy))
 		if cm.AppliedAt == nil {
-			t := now.UTC()
-			cm.AppliedAt = &t
-			if late := now.Sub(cm.Start); late > c.cfg.LateAfter {
-				cm.Late = true
-				cm.Reason = fmt.Sprintf("applied %s after its start (device %s was not reachable)", late.Round(time.Second), d.Info.ID)
+			wk := key([]window{w})
+			if pc.applied[wk] == nil {
+				pc.applied[wk] = map[string]time.Time{}
 			}
-			persist = append(persist, w.sched)
+			if _, ok := pc.applied[wk][d.Info.ID]; !ok {
+				pc.applied[wk][d.Info.ID] = now
+			}
 		}
 	}
 	c.mu.Unlock()

@@ -390,3 +390,104 @@ func dumpLog(t *testing.T, r *rig) {
 		t.Logf("%s %s %s", e.Code, e.DeviceID, e.Message)
 	}
 }
+
+// limitTrace is an inverter's effective limit after each write it took
+// from since on, from the simulator's register trace.
+func (r *rig) limitTrace(id string, since time.Time) []sim.TraceEntry {
+	var out []sim.TraceEntry
+	for _, e := range r.sim.Trace(id) {
+		if !e.WallTime.Before(since) && e.Error == "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestNoPeakBetweenWindows: back-to-back limit windows and a window
+// overwritten while it runs never let the limit rise above the higher of
+// the two windows between them (the fallback never shows through), and
+// the fallback at the end ramps up by the configured rate (the CSIP-AUS
+// ALL-21 idea), on both generations.
+func TestNoPeakBetweenWindows(t *testing.T) {
+	const ramp = 25.0 // % per s: 5 % per 200 ms cycle
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
+	cases := []struct {
+		name   string
+		first  float64
+		second float64
+		// overwrite: the second window is posted as a new schedule while
+		// the first runs, covering the first's last second and beyond.
+		overwrite bool
+	}{
+		{name: "60 then 40", first: 60, second: 40},
+		{name: "40 then 60", first: 40, second: 60},
+		{name: "40 overwritten by 60", first: 40, second: 60, overwrite: true},
+		{name: "60 overwritten by 30", first: 60, second: 30, overwrite: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r.waitFor(10*time.Second, "both inverters at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+			s1, mid := window(time.Second, 2*time.Second)
+			end := mid.Add(2 * time.Second)
+			if tc.overwrite {
+				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, end, tc.first)))
+				time.Sleep(time.Until(s1.Add(time.Second)))
+				r.mustSubmit(body(limitCmd("opModMaxLimW", mid, end.Add(time.Second), tc.second)))
+				end = end.Add(time.Second)
+			} else {
+				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, mid, tc.first), limitCmd("opModMaxLimW", mid, end, tc.second)))
+			}
+			// Sample the limit in effect between the writes, too.
+			peak := map[string]float64{}
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					if now := time.Now(); now.After(s1.Add(500*time.Millisecond)) && now.Before(end) {
+						for _, id := range []string{"inv1", "inv2"} {
+							peak[id] = max(peak[id], r.limitOf(id))
+						}
+					}
+				}
+			}()
+			time.Sleep(time.Until(end))
+			close(stop)
+			<-sampled
+			r.waitFor(10*time.Second, "the fallback ramp back at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+			hi := max(tc.first, tc.second)
+			for _, id := range []string{"inv1", "inv2"} {
+				if peak[id] > hi {
+					t.Errorf("%s: limit %g %% between the windows, above both (%g, %g)", id, peak[id], tc.first, tc.second)
+				}
+				var seq []float64
+				prev, prevAt := -1.0, time.Time{}
+				for _, e := range r.limitTrace(id, s1.Add(-time.Second)) {
+					if _, ok := e.Point("WMaxLimPct"); !ok {
+						continue
+					}
+					seq = append(seq, e.LimitPct)
+					if e.WallTime.Before(end) && e.LimitPct > hi {
+						t.Errorf("%s: write at %s left the limit at %g %%, above both windows", id, e.WallTime.Sub(s1).Round(time.Millisecond), e.LimitPct)
+					}
+					// Loosening steps: at most the ramp rate over the
+					// time since the last write (plus one cycle of slack
+					// for a cycle woken early by a window edge).
+					if prev >= 0 && e.LimitPct > prev {
+						allowed := ramp*e.WallTime.Sub(prevAt).Seconds() + ramp*0.2 + 0.1
+						if e.LimitPct-prev > allowed {
+							t.Errorf("%s: limit jumped from %g to %g %% in %s (ramp %g %%/s)", id, prev, e.LimitPct, e.WallTime.Sub(prevAt).Round(time.Millisecond), ramp)
+						}
+					}
+					prev, prevAt = e.LimitPct, e.WallTime
+				}
+				t.Logf("%s: limit after each write %v; peak sampled between the windows %g %%", id, seq, peak[id])
+			}
+		})
+	}
+}

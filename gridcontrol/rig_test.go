@@ -43,6 +43,9 @@ type rig struct {
 type rigOpts struct {
 	devices []sim.DeviceConfig // nil: the demo plant (inv1 classic, inv2 DER, meter, bat, wx)
 	cfg     gridcontrol.Config // zero fields: the rig's fast defaults
+	// before runs once every device is discovered, before plantd first
+	// touches them (an installer's settings).
+	before func(r *rig)
 }
 
 var simKinds = map[sim.Kind]plant.Kind{
@@ -117,6 +120,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		}
 		return len(devs) == len(infos)
 	})
+	if o.before != nil {
+		o.before(r)
+	}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -275,4 +281,26 @@ func body(cmds ...string) string { return `{"commands":[` + strings.Join(cmds, "
 // limitOf is an inverter's limit in effect now, as its simulator applies it.
 func (r *rig) limitOf(id string) float64 {
 	return simtest.Device(r.t, r.sim, id).State().EffectiveLimitPct
+}
+
+// write sets points of a model as an installer's tool would.
+func (r *rig) write(id string, model uint16, points map[string]float64) {
+	r.t.Helper()
+	d, _ := r.live.Device(id)
+	ref, ok := d.Discovered.Ref(model)
+	if !ok {
+		r.t.Fatalf("device %s has no model %d", id, model)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := devices.WriteModel(ctx, r.clients[id], ref, func(inst *devices.Instance) error {
+		for n, v := range points {
+			if err := inst.Set(n, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		r.t.Fatalf("write model %d of %s: %v", model, id, err)
+	}
 }

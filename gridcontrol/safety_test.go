@@ -1,0 +1,141 @@
+package gridcontrol_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/gridcontrol"
+)
+
+// installer70 sets a permanent 70 % limit on both inverters before plantd
+// first sees them, as an installer does for a grid connection capped
+// below the plant's rating.
+func installer70(r *rig) {
+	r.write("inv1", 123, map[string]float64{"WMaxLimPct": 70, "WMaxLim_Ena": 1})
+	r.write("inv2", 704, map[string]float64{"WMaxLimPct": 70, "WMaxLimPctEna": 1})
+	r.waitFor(5*time.Second, "the installer's 70 %", func() bool { return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 })
+}
+
+// TestDeadGatewayRevertsToTheDefault: plantd dies inside a 40 % window.
+// The DER inverter's own reversion timer takes over after the timeout and
+// goes back to the installer's 70 % that plantd programmed as its stored
+// reversion value, never to 100 %. plantd started again inside the window
+// has the limit back within one cycle; started again after the window
+// closed, it does not replay it and restores the default.
+func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
+	const rvrt = 3 * time.Second
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
+	start, end := window(time.Second, 14*time.Second)
+	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
+	r.waitFor(time.Until(start)+2*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	// Past a renewal (at half the timeout), then plantd dies.
+	time.Sleep(time.Until(start.Add(rvrt/2 + 300*time.Millisecond)))
+	r.stop()
+	killed := time.Now()
+	var peak float64
+	r.waitFor(rvrt+2*time.Second, "inv2 back at the installer's 70 %", func() bool {
+		peak = max(peak, r.limitOf("inv2"))
+		return r.limitOf("inv2") == 70
+	})
+	t.Logf("inv2 reverted to 70 %% %s after plantd died (reversion timeout %s)", time.Since(killed).Round(10*time.Millisecond), rvrt)
+	if peak > 70 {
+		t.Errorf("inv2 reached %g %% after plantd died", peak)
+	}
+	// The classic 123 has no stored reversion value: WMaxLimPct_RvrtTms
+	// disables the limit (documented in the package doc).
+	r.waitFor(2*time.Second, "inv1 reverted (123 reverts to no limit)", func() bool { return r.limitOf("inv1") == 100 })
+
+	// plantd starts again inside the window: the limit is back at once.
+	restarted := time.Now()
+	r.start()
+	r.waitFor(2*time.Second, "40 % back on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	t.Logf("40 %% back on both inverters %s after the restart", time.Since(restarted).Round(10*time.Millisecond))
+	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusActive {
+		t.Errorf("status after the restart: %s", c.Status)
+	}
+
+	// Dies again; the window closes while it is down; on the next start
+	// it is not replayed and the default is restored.
+	r.stop()
+	time.Sleep(time.Until(end.Add(500 * time.Millisecond)))
+	r.start()
+	r.waitFor(5*time.Second, "both back at the installer's 70 %", func() bool {
+		return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 && r.logHas("GridControlRestored", "inv1", "limit")
+	})
+	time.Sleep(time.Second)
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 70 || l2 != 70 {
+		t.Errorf("after a restart past the window: %g %%, %g %%; want the default 70 %%", l1, l2)
+	}
+	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
+		t.Errorf("status after the window: %s", c.Status)
+	}
+}
+
+// TestOfflineAcrossTheStart: an inverter offline when its window starts
+// gets the limit the moment it answers again, and the command says late.
+func TestOfflineAcrossTheStart(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	inv1 := simtest.Device(t, r.sim, "inv1")
+	start, end := window(time.Second, 10*time.Second)
+	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 30)))
+	inv1.SetFault(sim.Fault{Kind: sim.FaultOffline})
+	r.waitFor(time.Until(start)+2*time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
+	time.Sleep(time.Until(start.Add(6 * time.Second)))
+	if c := r.command(sched.ScheduleID, 0); c.AppliedAt != nil {
+		t.Errorf("applied at %s while inv1 was offline", c.AppliedAt)
+	}
+	back := time.Now()
+	inv1.SetFault(sim.Fault{})
+	r.waitFor(4*time.Second, "inv1 at 30 % after its return", func() bool { return r.limitOf("inv1") == 30 })
+	t.Logf("inv1 limited %s after it answered again", time.Since(back).Round(10*time.Millisecond))
+	c := r.command(sched.ScheduleID, 0)
+	if c.AppliedAt == nil || !c.Late || !strings.Contains(c.Reason, "inv1") {
+		t.Errorf("status after the late write: applied %v, late %v, reason %q", c.AppliedAt, c.Late, c.Reason)
+	}
+}
+
+// TestMeterLossDuringFeedInLimit: the grid meter stops answering while
+// FeedInLimit holds the export at 20 % of the plant's rating. The
+// inverters are held at the last limit for the grace period, then stepped
+// down to the export limit itself (as if the plant consumed nothing); at
+// no time above the limit they had.
+func TestMeterLossDuringFeedInLimit(t *testing.T) {
+	const grace = 2 * time.Second
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{MeterGrace: grace}})
+	start, end := window(time.Second, 30*time.Second)
+	r.mustSubmit(body(limitCmd("FeedInLimit", start, end, 20)))
+	// The loop settles with the household's load on top of 20 %.
+	r.waitFor(time.Until(start)+5*time.Second, "the feed-in at 20 % of 18 kW", func() bool {
+		return -r.sim.Balance().GridW > 0.18*18000 && -r.sim.Balance().GridW < 0.22*18000
+	})
+	time.Sleep(time.Second)
+	held := r.limitOf("inv1")
+	// The load and the charging battery are served first: the limit is
+	// well above the 20 % exported.
+	if held <= 25 {
+		t.Fatalf("limit under FeedInLimit %g %%, want above 20 %% (load and battery on top)", held)
+	}
+	simtest.Device(t, r.sim, "meter").SetFault(sim.Fault{Kind: sim.FaultOffline})
+	lost := time.Now()
+	var peak float64
+	r.waitFor(grace+3*time.Second, "both inverters at the export limit itself", func() bool {
+		peak = max(peak, r.limitOf("inv1"), r.limitOf("inv2"))
+		return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20
+	})
+	stepped := time.Since(lost)
+	if stepped < grace {
+		t.Errorf("stepped down %s after the meter was lost, before the grace period %s", stepped, grace)
+	}
+	if peak > held+0.1 {
+		t.Errorf("limit rose to %g %% without a meter (held %g %%)", peak, held)
+	}
+	t.Logf("held at %g %% for %s without the meter, then 20 %%", held, stepped.Round(10*time.Millisecond))
+	r.waitFor(5*time.Second, "the warning in the plant log", func() bool { return r.logHas("FeedInLimitMeterLost") })
+	time.Sleep(2 * time.Second)
+	if l := max(r.limitOf("inv1"), r.limitOf("inv2")); l > 20 {
+		t.Errorf("limit %g %% while the meter is still lost", l)
+	}
+}
