@@ -233,11 +233,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Cycle)
 	defer t.Stop()
 	for {
-		c.step(ctx)
+		// While a window waits for a device (offline at its start, or
+		// plantd just started), look again every tenth of a cycle, so the
+		// write follows the device's first answer within its poll.
+		var soon <-chan time.Time
+		if c.step(ctx) {
+			soon = time.After(c.cfg.Cycle / 10)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-soon:
 		case <-c.kick:
 		}
 	}
@@ -502,8 +509,10 @@ func (c *Controller) view(pc *plantCtl, s *Schedule, now time.Time) Schedule {
 	return v
 }
 
-// step runs one control cycle over every plant.
-func (c *Controller) step(ctx context.Context) {
+// step runs one control cycle over every plant. It reports whether a
+// device is awaited: a control plantd owns on a device not reached since
+// start, or an open window some inverter has not taken yet.
+func (c *Controller) step(ctx context.Context) (waiting bool) {
 	now := c.now()
 	for _, p := range c.live.Plants() {
 		devs, err := c.live.DeviceStatuses(p.ID)
@@ -543,14 +552,28 @@ func (c *Controller) step(ctx context.Context) {
 			}()
 		}
 		wg.Wait()
-		c.settle(ctx, pc, act, devs)
+		if c.settle(ctx, pc, act, devs) {
+			waiting = true
+		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, dc := range c.devs {
+		if dc.defaults == nil {
+			for _, st := range dc.ctl {
+				if st.owned {
+					return true
+				}
+			}
+		}
+	}
+	return waiting
 }
 
 // settle marks the open windows applied once every inverter that carries
 // their command took them (late when that was more than LateAfter after
 // the start, naming the devices that were late).
-func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) {
+func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) (pending bool) {
 	var persist []*Schedule
 	c.mu.Lock()
 	open := map[string]bool{}
@@ -578,6 +601,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 			}
 		}
 		if !all || last.IsZero() {
+			pending = true
 			continue
 		}
 		t := last.UTC()
@@ -595,6 +619,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 	}
 	c.mu.Unlock()
 	c.persistAll(ctx, persist)
+	return pending
 }
 
 func maxTime(a, b time.Time) time.Time {
