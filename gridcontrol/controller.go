@@ -156,6 +156,9 @@ type devCtl struct {
 	// rvrtIgnored is set once the device was seen not counting its
 	// reversion timer down (warned once).
 	rvrtIgnored bool
+	// needsToggle is set once the device was seen applying a new limit
+	// only after its enable went from 0 to 1.
+	needsToggle bool
 	busy        bool
 }
 
@@ -168,6 +171,9 @@ type ctlState struct {
 	failures  int
 	nextTry   time.Time
 	lastErr   string
+	// verifyAt is when the device's output is compared with the limit
+	// last written (zero: nothing to verify).
+	verifyAt time.Time
 }
 
 // New returns a controller. Schedules are loaded and devices touched only
@@ -786,6 +792,9 @@ func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCt
 	if snap == nil || now.Before(nextTry) {
 		return
 	}
+	if owned {
+		c.verifyLimit(ctx, dc, d, rw, ref, now)
+	}
 	def := defaultLimitPct(snap)
 	if !owned {
 		cur = def
@@ -839,8 +848,14 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	})
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
-	prevPct, wasOwned, prevAt := st.pct, st.owned, st.writtenAt
+	prevPct, wasOwned, prevAt, toggle := st.pct, st.owned, st.writtenAt, dc.needsToggle
+	if err == nil && pct != prevPct {
+		st.verifyAt = now.Add(c.verifyDelay())
+	}
 	c.mu.Unlock()
+	if err == nil && toggle && pct != prevPct {
+		err = c.toggleEnable(ctx, rw, ref)
+	}
 	// A device that takes RvrtTms but does not count it down: the
 	// remaining time still at (or above) the full timeout long after the
 	// last write.
@@ -863,6 +878,65 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	c.mu.Unlock()
 	c.log.Debug("limit written", "device", d.Info.ID, "model", ref.ID, "pct", pct, "previous", prevPct, "err", err)
 	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, changed, err, now, func(st *ctlState) { st.pct = pct })
+}
+
+// verifyDelay is how long after a new limit the device's output is
+// compared with it: five cycles (5 s by default), time for a device's own
+// ramp.
+func (c *Controller) verifyDelay() time.Duration { return 5 * c.cfg.Cycle }
+
+// toggleEnable writes the limit's enable 0 then 1, for devices that take a
+// new value only on that edge. The limit is off for one Modbus round trip,
+// far shorter than any inverter's power response.
+func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) error {
+	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, false) }); err != nil {
+		return fmt.Errorf("toggle the limit's enable off: %w", err)
+	}
+	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, true) }); err != nil {
+		return fmt.Errorf("toggle the limit's enable on: %w", err)
+	}
+	return nil
+}
+
+// verifyLimit checks, once after each new limit, that the device's output
+// follows it. A device whose output stays above the limit is one that
+// applies a new value only when its enable goes from 0 to 1 (the register
+// reads back right, the limit in effect is the old one): the enable is
+// toggled, the device remembered, and a warning goes to the plant log.
+func (c *Controller) verifyLimit(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, now time.Time) {
+	c.mu.Lock()
+	st := dc.state(ctlLimit)
+	at, pct, known := st.verifyAt, st.pct, dc.needsToggle
+	c.mu.Unlock()
+	if at.IsZero() || now.Before(at) || d.Discovered.RatedPowerW <= 0 {
+		return
+	}
+	w, err := c.readW(ctx, d, inverterModels)
+	if err != nil {
+		return // tried again next cycle
+	}
+	allowed := pct/100*d.Discovered.RatedPowerW*1.02 + 20
+	c.mu.Lock()
+	st.verifyAt = time.Time{}
+	c.mu.Unlock()
+	if w <= allowed {
+		return
+	}
+	if known {
+		c.log.Warn("device output above its limit after the enable toggle", "device", d.Info.ID, "w", w, "limitPct", pct)
+		return
+	}
+	if err := c.toggleEnable(ctx, rw, ref); err != nil {
+		c.log.Warn("toggle the limit's enable", "device", d.Info.ID, "err", err)
+		return
+	}
+	c.mu.Lock()
+	dc.needsToggle = true
+	st.verifyAt = now.Add(c.verifyDelay())
+	c.mu.Unlock()
+	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "LimitNeedsEnableToggle",
+		Message: fmt.Sprintf("device %s kept %.0f W under a new %g %% limit (the register read back right): it applies a new limit only when its enable goes from 0 to 1; plantd toggles it from now on", d.Info.ID, w, pct)})
+	c.log.Warn("device needs the limit's enable toggled", "device", d.Info.ID, "w", w, "limitPct", pct)
 }
 
 // key names the windows that set a control.

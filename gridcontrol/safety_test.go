@@ -139,3 +139,23 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 		t.Errorf("limit %g %% while the meter is still lost", l)
 	}
 }
+
+// TestDeviceNeedingTheEnableToggle: inverters that take a new limit only
+// when its enable goes from 0 to 1 (the register reads back right, the
+// limit in effect stays) are detected by their output and toggled, from
+// then on at every new value.
+func TestDeviceNeedingTheEnableToggle(t *testing.T) {
+	devs := sim.DefaultConfig().Devices
+	devs[0].NeedsEnableToggle, devs[1].NeedsEnableToggle = true, true
+	r := newRig(t, rigOpts{devices: devs})
+	s, mid := window(time.Second, 4*time.Second)
+	end := mid.Add(4 * time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
+	r.waitFor(time.Until(s)+2*time.Second, "60 % on both", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
+	time.Sleep(time.Until(mid))
+	r.waitFor(3*time.Second, "40 % in effect on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	t.Logf("40 %% in effect %s after the boundary", time.Since(mid).Round(10*time.Millisecond))
+	r.waitFor(5*time.Second, "the warning in the plant log", func() bool {
+		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
+	})
+}
