@@ -96,6 +96,7 @@ func (inst *Instance) layout(gi *GroupInstance, off, end int) (int, error) {
 			if n == 0 {
 				return 0, fmt.Errorf("group %s: empty repeating group", sg.Name)
 			}
+			child.Len = n
 			gi.Sub[i] = append(gi.Sub[i], child)
 			pos += n
 		}

@@ -318,6 +318,38 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 			}
 		}
 	}
+	// The settings read from the devices show every function active.
+	settings := func() map[string]gridcontrol.Setting {
+		out := map[string]gridcontrol.Setting{}
+		for _, typ := range gridcontrol.SettingsTypes {
+			list, err := r.controller().Settings(context.Background(), "demo", typ)
+			if err != nil {
+				t.Fatalf("settings %s: %v", typ, err)
+			}
+			for _, st := range list {
+				out[st.Type] = st
+			}
+		}
+		return out
+	}
+	during := settings()
+	for _, typ := range []string{"FixedActivePowerLimitConfig", "FreqWattCurveConfig", "VoltWattCurveConfig", "FixedPowerFactorSetting",
+		"VoltVarCurveSetting", "LowFrequencyRideThroughCurveConfig", "HighFrequencyRideThroughCurveConfig",
+		"LowVoltageRideThroughCurveConfig", "HighVoltageRideThroughCurveConfig"} {
+		st, ok := during[typ]
+		if !ok || !st.Active || len(st.Values) != 2 || !st.Values[0].ControlledByPlantd {
+			t.Errorf("settings in the window: %s = %+v", typ, st)
+		}
+	}
+	if st := during["FixedActivePowerLimitConfig"]; len(st.Values) == 2 && (st.Values[0].LimitPct == nil || *st.Values[0].LimitPct != 40) {
+		t.Errorf("limit setting in the window: %+v", st.Values[0])
+	}
+	if st := during["VoltVarCurveSetting"]; len(st.Values) == 2 && (st.Values[1].Curve == nil || !samePoints(st.Values[1].Curve.Points, vv)) {
+		t.Errorf("volt-var of inv2 in the window: %+v, want the posted curve %v", st.Values[1].Curve, vv)
+	}
+	if _, ok := during["DynamicActivePowerLimitDeactivatedConfig"]; !ok {
+		t.Errorf("no FeedInLimit, yet the dynamic limit is not deactivated: %v", during)
+	}
 	for i, cm := range sched.Commands {
 		if got := r.command(sched.ScheduleID, i); got.Status != gridcontrol.StatusActive || got.AppliedAt == nil || got.Late {
 			t.Errorf("%s in its window: status %s, applied %v, late %v (%s)", cm.Command, got.Status, got.AppliedAt, got.Late, got.Reason)
@@ -370,6 +402,13 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	t.Logf("every control back at its default %s after the end", time.Since(end).Round(time.Millisecond))
 	if s := simtest.Device(t, r.sim, "inv1").State(); !s.Connected || s.EffectiveLimitPct != 100 {
 		t.Errorf("inv1 after the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
+	}
+	after := settings()
+	for _, typ := range []string{"FixedActivePowerLimitDeactivatedConfig", "FreqWattCurveDeactivatedConfig", "VoltWattCurveDeactivatedConfig",
+		"ReactivePowerGridDeactivatedSetting"} {
+		if st, ok := after[typ]; !ok || st.Active || len(st.Values) != 2 || st.Values[0].ControlledByPlantd {
+			t.Errorf("settings after the window: %s = %+v", typ, st)
+		}
 	}
 	for i, cm := range sched.Commands {
 		if got := r.command(sched.ScheduleID, i); got.Status != gridcontrol.StatusDone {

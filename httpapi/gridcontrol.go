@@ -10,7 +10,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"plantd/devices"
 	"plantd/gridcontrol"
 	"plantd/plant"
 )
@@ -245,68 +244,33 @@ func (s *Server) eligibleCommands(c *gin.Context) {
 	}{plantObj(p), out}, false)
 }
 
-// settingsTypeNames are the settings types of spec §4.2.
-var settingsTypeNames = []string{"activePowerGridSettings", "reactivePowerGridSettings",
-	"frequencyFaultRideThroughSettings", "voltageFaultRideThroughSettings"}
-
-// settingJSON is one configuration of a settings type.
-type settingJSON struct {
-	Type      string   `json:"type"`
-	Supported bool     `json:"supported"`
-	Devices   []string `json:"devices"`
+// settingsJSON is the answer of GET .../settings/{settingsType}.
+type settingsJSON struct {
+	Plant          plantJSON             `json:"plant"`
+	SettingsType   string                `json:"settingsType"`
+	Configurations []gridcontrol.Setting `json:"configurations"`
 }
 
-// settings is GET /gridcontrol/v1/plants/{id}/settings/{settingsType}. No
-// control is active (plantd does not execute grid control yet), so a
-// feature answers its Deactivated type; supported and devices say which
-// active inverters could provide it.
+// settings is GET /gridcontrol/v1/plants/{id}/settings/{settingsType}:
+// each configuration of the type as the inverters report it now (read
+// over Modbus for this request), in its active form when an inverter has
+// it enabled, its Deactivated form otherwise. Without a grid controller
+// (tests of the API alone) it answers 501.
 func (s *Server) settings(c *gin.Context) {
 	p := ctxPlantOf(c)
 	name := c.Param("settingsType")
-	if !slices.Contains(settingsTypeNames, name) {
-		badParam(c, "settingsType", "want "+strings.Join(settingsTypeNames, ", "))
+	if !slices.Contains(gridcontrol.SettingsTypes, name) {
+		badParam(c, "settingsType", "want "+strings.Join(gridcontrol.SettingsTypes, ", "))
 		return
 	}
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if s.deps.GridControl == nil {
+		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: settings cannot be read")
+		return
+	}
+	cfgs, err := s.deps.GridControl.Settings(c.Request.Context(), p.ID, name)
 	if err != nil {
 		s.internal(c, err)
 		return
 	}
-	capDevs := map[devices.Capability][]string{}
-	for _, d := range devs {
-		if !d.Info.Active() || d.Info.Kind != plant.KindInverter || d.Discovered == nil {
-			continue
-		}
-		for _, cp := range d.Discovered.Capabilities {
-			capDevs[cp] = append(capDevs[cp], d.Info.ID)
-		}
-	}
-	var cfgs []settingJSON
-	add := func(typ string, cp devices.Capability) {
-		ds := capDevs[cp]
-		if ds == nil {
-			ds = []string{}
-		}
-		cfgs = append(cfgs, settingJSON{Type: typ, Supported: len(ds) > 0, Devices: ds})
-	}
-	switch name {
-	case "activePowerGridSettings":
-		add("DynamicActivePowerLimitDeactivatedConfig", devices.CapPowerLimit)
-		add("FixedActivePowerLimitDeactivatedConfig", devices.CapPowerLimit)
-		add("FreqWattCurveDeactivatedConfig", devices.CapFreqWatt)
-		add("VoltWattCurveDeactivatedConfig", devices.CapVoltWatt)
-	case "reactivePowerGridSettings":
-		add("ReactivePowerGridDeactivatedSetting", devices.CapReactivePower)
-	case "frequencyFaultRideThroughSettings":
-		add("LowFrequencyRideThroughDeviceDefault", devices.CapLFRT)
-		add("HighFrequencyRideThroughDeviceDefault", devices.CapHFRT)
-	case "voltageFaultRideThroughSettings":
-		add("LowVoltageRideThroughDeviceDefault", devices.CapLVRT)
-		add("HighVoltageRideThroughDeviceDefault", devices.CapHVRT)
-	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant          plantJSON     `json:"plant"`
-		SettingsType   string        `json:"settingsType"`
-		Configurations []settingJSON `json:"configurations"`
-	}{plantObj(p), name, cfgs}, false)
+	s.writeJSON(c, http.StatusOK, settingsJSON{plantObj(p), name, cfgs}, false)
 }

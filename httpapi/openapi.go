@@ -183,8 +183,13 @@ func schemas() obj {
 			"eligible": boolean(), "reasons": arr(object(obj{"code": str(), "message": str()}, "code", "message"))}, "command", "eligible"))},
 			"checkedAt", "results"),
 		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
-		"Settings": plantHead(obj{"settingsType": enum(settingsTypeNames...), "configurations": arr(object(obj{"type": str(),
-			"supported": boolean(), "devices": arr(str())}, "type", "supported", "devices"))}, "settingsType", "configurations"),
+		"Settings": plantHead(obj{"settingsType": enum(gridcontrol.SettingsTypes...), "configurations": arr(object(obj{
+			"type":      describe(str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
+			"supported": boolean(), "devices": arr(str()), "active": boolean(),
+			"values": arr(object(obj{"device": str(), "model": obj{"type": "integer"}, "enabled": boolean(),
+				"limitPct": num(), "powerFactor": num(), "curve": ref("Curve"), "controlledByPlantd": boolean()},
+				"device", "model", "enabled", "controlledByPlantd"))},
+			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
 		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
 			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
 		"Health": object(obj{"status": enum("Ok", "Error"),
@@ -298,7 +303,7 @@ func apiRoutes() []route {
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibleCommands", summary: "Eligible commands (obsolete)",
 		response: "EligibleCommands", body: "EligibleCommandsRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
 	add(route{method: "get", path: "/gridcontrol/v1/plants/{id}/settings/{settingsType}", summary: "Current grid settings of one type",
-		response: "Settings", params: []obj{param("id", "path", "plant id", str(), true), param("settingsType", "path", "settings type", enum(settingsTypeNames...), true)},
+		response: "Settings", params: []obj{param("id", "path", "plant id", str(), true), param("settingsType", "path", "settings type", enum(gridcontrol.SettingsTypes...), true)},
 		ids: true, errs: []string{"400"}})
 
 	add(route{method: "get", path: "/live/v1/plants/{plantId}/measurements/sets/EnergyBalance", summary: "Live energy balance", response: "LiveEnergyBalance", params: []obj{plantIDParam}, ids: true})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"plantd/gridcontrol"
 	"regexp"
 	"strings"
 	"testing"
@@ -151,7 +152,7 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 	get("/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", 200)
 	get("/monitoring/v1/devices/wx/measurements/sets/PowerAc", 404)
 	get("/gridcontrol/v1/plants/demo/schedules", 200)
-	for _, st := range settingsTypeNames {
+	for _, st := range gridcontrol.SettingsTypes {
 		get("/gridcontrol/v1/plants/demo/settings/"+st, 200)
 	}
 	get("/gridcontrol/v1/plants/demo/settings/bogus", 400)

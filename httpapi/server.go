@@ -112,10 +112,12 @@ type Deps struct {
 	Now func() time.Time
 }
 
-// GridControl stores, lists and runs grid-control schedules.
+// GridControl stores, lists and runs grid-control schedules, and reads
+// the grid settings in effect from the devices.
 type GridControl interface {
 	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by string) (gridcontrol.Schedule, error)
 	Schedules(plantID string) ([]gridcontrol.Schedule, error)
+	Settings(ctx context.Context, plantID, settingsType string) ([]gridcontrol.Setting, error)
 }
 
 // Server is the HTTP API server.

@@ -398,6 +398,33 @@ func adoptResult(c *devices.Instance, req, rslt, count string) {
 		res = 2 // FAILED
 	}
 	_ = c.SetRaw(rslt, res)
+	if res == 1 && r > 1 {
+		adopt(c, int(r)-1)
+	}
+}
+
+// adopt copies stored curve (or control) k into the first one, the one in
+// effect, which keeps its ReadOnly point.
+func adopt(c *devices.Instance, k int) {
+	for _, g := range c.Model.Group.Groups {
+		gs := c.Root.Groups(g.Name)
+		if k >= len(gs) || len(gs) < 2 {
+			continue
+		}
+		to, from := gs[0], gs[k]
+		ro := -1
+		if i := to.Group.PointIndex("ReadOnly"); i >= 0 {
+			ro = to.Offset + int(to.Group.Points[i].Offset)
+		}
+		keep := uint16(0)
+		if ro >= 0 {
+			keep = c.Regs[ro]
+		}
+		copy(c.Regs[to.Offset:to.Offset+to.Len], c.Regs[from.Offset:from.Offset+from.Len])
+		if ro >= 0 {
+			c.Regs[ro] = keep
+		}
+	}
 }
 
 // nextEvent is the earliest reversion or ramp end after t, or the zero

@@ -489,6 +489,12 @@ func TestCurvesStored(t *testing.T) {
 		if r, got := readIn(t, c2, inv2, tc.model, tc.req), readIn(t, c2, inv2, tc.model, tc.rslt); r != tc.v || got != tc.want {
 			t.Errorf("%d %s %v: reads %v, %s %v; want %v", tc.model, tc.req, tc.v, r, tc.rslt, got, tc.want)
 		}
+		if tc.model == 705 && tc.v == 2 {
+			// Adopted: curve 2 is now curve 1, the curve in effect.
+			if v, vr := readIn(t, c2, inv2, 705, "Crv[1].Pt[3].V"), readIn(t, c2, inv2, 705, "Crv[1].Pt[3].Var"); v != 104 || vr != -20 {
+				t.Errorf("705 after adopting curve 2: curve 1 point 3 = (%v, %v), want (104, -20)", v, vr)
+			}
+		}
 	}
 }
 

@@ -104,7 +104,10 @@
 //	                              (ModEna bit 0 / Ena 0) on expiry, the
 //	                              curves kept; 7xx AdptCrvReq (711
 //	                              AdptCtlReq) answers AdptCrvRslt 1
-//	                              completed for 0..NCrv, 2 failed else
+//	                              completed for 0..NCrv, 2 failed else;
+//	                              a completed request for curve N > 1
+//	                              copies it into curve 1, the curve in
+//	                              effect (its ReadOnly point kept)
 //
 // The effective active power limit is the lower of the limit (after its
 // ramp) and 704 WSet when enabled; Device.State().EffectiveLimitPct and
