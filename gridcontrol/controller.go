@@ -46,6 +46,13 @@ type Config struct {
 	// DefaultLimitPct, when set, is the limit the fallback holds instead
 	// of the device's own default (config gridControl.defaults).
 	DefaultLimitPct *float64
+	// KeepFinished is how long a schedule whose windows have all ended
+	// (or were all superseded) stays listed (default 7 days).
+	KeepFinished time.Duration
+	// MaxSchedules bounds the schedules kept per plant (default 200): the
+	// oldest finished ones go first; a POST that would exceed it with
+	// schedules still pending is refused.
+	MaxSchedules int
 	// Now is the clock that validates and runs schedules (default
 	// time.Now). Schedules are real-world times: the cron entries always
 	// fire on the wall clock.
@@ -71,6 +78,12 @@ func (c Config) withDefaults() Config {
 	if c.FailAfter <= 0 {
 		c.FailAfter = 3
 	}
+	if c.KeepFinished <= 0 {
+		c.KeepFinished = 7 * 24 * time.Hour
+	}
+	if c.MaxSchedules <= 0 {
+		c.MaxSchedules = 200
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -82,6 +95,7 @@ type Store interface {
 	Schedules(ctx context.Context, plantID string) ([]store.Schedule, error)
 	PutSchedule(ctx context.Context, sc store.Schedule) error
 	Log(e store.LogEntry) bool
+	DeleteSchedule(ctx context.Context, id string) error
 	ControlDefaults(ctx context.Context, deviceID string) (map[uint16]store.ControlDefault, error)
 	PutControlDefault(ctx context.Context, d store.ControlDefault) error
 	SetControlOwned(ctx context.Context, deviceID, control string, owned bool) error
@@ -217,6 +231,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			c.mu.Unlock()
 		}
+	}
+	for _, pc := range c.plants {
+		c.mu.Lock()
+		drop, _ := c.prunable(pc, c.now(), 0)
+		c.mu.Unlock()
+		c.forget(ctx, pc, drop)
 	}
 	owned, err := c.st.OwnedControls(ctx)
 	if err != nil {
@@ -363,14 +383,20 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 			sc.CreatedAt = o.CreatedAt.Add(time.Millisecond)
 		}
 	}
+	drop, full := c.prunable(pc, now, 1)
 	c.mu.Unlock()
+	if full {
+		return Schedule{}, &ValidationError{Fields: []FieldError{{Field: "commands",
+			Message: fmt.Sprintf("the plant holds %d schedules that have not ended yet (at most %d): wait until some end, or overwrite their commands", len(pc.scheds)-len(drop), c.cfg.MaxSchedules)}}}
+	}
+	c.forget(ctx, pc, drop)
 	if err := c.persist(ctx, &sc); err != nil {
 		return Schedule{}, err
 	}
 	c.mu.Lock()
 	pc.scheds = append(pc.scheds, &sc)
 	c.arm(pc)
-	out := c.view(pc, &sc, now)
+	out := c.view(&sc, nil, now) // the newest: nothing supersedes it
 	c.mu.Unlock()
 	names := map[string]int{}
 	for _, cm := range cmds {
@@ -386,6 +412,62 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
 	c.wake()
 	return out, nil
+}
+
+// prunable returns the schedules of a plant to drop (every window ended,
+// or superseded, more than KeepFinished ago; then the oldest finished ones
+// while more than MaxSchedules-room would be kept), and whether room
+// cannot be made. Called with c.mu held.
+func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Schedule, full bool) {
+	sup := supersededSet(pc.scheds)
+	finishedAt := func(s *Schedule) (time.Time, bool) {
+		var last time.Time
+		for i := range s.Commands {
+			cm := &s.Commands[i]
+			switch {
+			case sup[cm]:
+				// Over, but listed until its time has passed.
+				last = maxTime(last, minTime(cm.End, now))
+			case cm.End.After(now):
+				return time.Time{}, false
+			default:
+				last = maxTime(last, cm.End)
+			}
+		}
+		return last, true
+	}
+	var finished []*Schedule
+	for _, s := range pc.scheds {
+		at, ok := finishedAt(s)
+		switch {
+		case !ok:
+		case now.Sub(at) > c.cfg.KeepFinished:
+			drop = append(drop, s)
+		default:
+			finished = append(finished, s)
+		}
+	}
+	// pc.scheds is in creation order: finished is oldest first.
+	for len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules && len(finished) > 0 {
+		drop, finished = append(drop, finished[0]), finished[1:]
+	}
+	return drop, len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules
+}
+
+// forget removes schedules from the plant and the store.
+func (c *Controller) forget(ctx context.Context, pc *plantCtl, drop []*Schedule) {
+	if len(drop) == 0 {
+		return
+	}
+	c.mu.Lock()
+	pc.scheds = slices.DeleteFunc(pc.scheds, func(s *Schedule) bool { return slices.Contains(drop, s) })
+	c.mu.Unlock()
+	for _, s := range drop {
+		if err := c.st.DeleteSchedule(ctx, s.ScheduleID); err != nil {
+			c.log.Warn("delete finished schedule", "schedule", s.ScheduleID, "err", err)
+		}
+	}
+	c.log.Debug("finished schedules dropped", "plant", pc.id, "count", len(drop))
 }
 
 // persist stores a schedule with its statuses. Called without c.mu.
@@ -487,21 +569,22 @@ func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
 		return nil, fmt.Errorf("grid control: unknown plant %s", plantID)
 	}
 	out := make([]Schedule, 0, len(pc.scheds))
+	sup := supersededSet(pc.scheds)
 	for _, s := range pc.scheds {
-		out = append(out, c.view(pc, s, now))
+		out = append(out, c.view(s, sup, now))
 	}
 	return out, nil
 }
 
 // view is a copy of a schedule with each command's status at now. c.mu is
 // held.
-func (c *Controller) view(pc *plantCtl, s *Schedule, now time.Time) Schedule {
+func (c *Controller) view(s *Schedule, sup map[*ScheduledCmd]bool, now time.Time) Schedule {
 	v := *s
 	v.Commands = slices.Clone(s.Commands)
 	for i := range v.Commands {
 		cm := &v.Commands[i]
 		switch {
-		case superseded(pc.scheds, s, i):
+		case sup[&s.Commands[i]]:
 			cm.Status = StatusSuperseded
 		case cm.Status == StatusFailed:
 		case now.Before(cm.Start):
@@ -626,6 +709,13 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 	c.mu.Unlock()
 	c.persistAll(ctx, persist)
 	return pending
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -390,35 +390,58 @@ func activeAt(scheds []*Schedule, t time.Time) map[string]window {
 	return out
 }
 
-// superseded reports whether a newer schedule's windows of the same
-// command cover the whole window of s.Commands[i].
-func superseded(scheds []*Schedule, s *Schedule, i int) bool {
-	c := s.Commands[i]
-	var cover [][2]time.Time
-	for _, o := range scheds {
-		if o == s || !newer(o, s) {
-			continue
+// supersededSet returns the commands that newer schedules cover entirely
+// (their window split by the newer windows of the same command leaves no
+// slice of their own). Windows are sorted per command by start, so each is
+// compared only with the windows that can overlap it: O(n log n + n·k) for
+// n windows with at most k overlapping each.
+func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
+	type win struct {
+		s          *Schedule
+		c          *ScheduledCmd
+		start, end time.Time
+	}
+	byCmd := map[string][]win{}
+	longest := map[string]time.Duration{}
+	for _, s := range scheds {
+		for i := range s.Commands {
+			c := &s.Commands[i]
+			byCmd[c.Command] = append(byCmd[c.Command], win{s, c, c.Start, c.End})
+			longest[c.Command] = max(longest[c.Command], c.End.Sub(c.Start))
 		}
-		for _, oc := range o.Commands {
-			if oc.Command == c.Command && oc.Start.Before(c.End) && oc.End.After(c.Start) {
-				cover = append(cover, [2]time.Time{oc.Start, oc.End})
+	}
+	out := map[*ScheduledCmd]bool{}
+	var cover [][2]time.Time
+	for name, ws := range byCmd {
+		slices.SortFunc(ws, func(a, b win) int { return a.start.Compare(b.start) })
+		for _, w := range ws {
+			// Candidates start in (w.start - longest, w.end).
+			lo, _ := slices.BinarySearchFunc(ws, w.start.Add(-longest[name]), func(x win, t time.Time) int { return x.start.Compare(t) })
+			cover = cover[:0]
+			for _, o := range ws[lo:] {
+				if !o.start.Before(w.end) {
+					break
+				}
+				if o.s != w.s && newer(o.s, w.s) && o.end.After(w.start) {
+					cover = append(cover, [2]time.Time{o.start, o.end})
+				}
+			}
+			// cover is sorted by start already.
+			at := w.start
+			for _, iv := range cover {
+				if iv[0].After(at) {
+					break
+				}
+				if iv[1].After(at) {
+					at = iv[1]
+				}
+			}
+			if !at.Before(w.end) {
+				out[w.c] = true
 			}
 		}
 	}
-	slices.SortFunc(cover, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
-	at := c.Start
-	for _, w := range cover {
-		if w[0].After(at) {
-			return false
-		}
-		if w[1].After(at) {
-			at = w[1]
-		}
-		if !at.Before(c.End) {
-			return true
-		}
-	}
-	return !at.Before(c.End)
+	return out
 }
 
 // boundaries returns the future starts and ends of every window, sorted

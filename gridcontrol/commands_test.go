@@ -1,0 +1,65 @@
+package gridcontrol
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"plantd/devices"
+	"plantd/devices/poller"
+	"plantd/plant"
+)
+
+// dev is a discovered device of the given kind and models, online unless
+// state says otherwise.
+func dev(id string, kind plant.Kind, state poller.State, models ...uint16) plant.DeviceLive {
+	_, platform, caps := devices.Classify(models)
+	d := &devices.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
+	for _, m := range models {
+		d.Models = append(d.Models, devices.ModelRef{ID: m})
+	}
+	return plant.DeviceLive{Info: plant.DeviceInfo{ID: id, PlantID: "p", Kind: kind}, Discovered: d, Comm: plant.Communication{State: state}}
+}
+
+func TestEligible(t *testing.T) {
+	on, off := poller.StateOnline, poller.StateOffline
+	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
+	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
+	meter := dev("meter", plant.KindMeter, on, 1, 203)
+	deadDER := dev("inv3", plant.KindInverter, off, 1, 701, 702, 704)
+	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: plant.KindInverter}}
+	retired := classic
+	retired.Info.DeactivatedAt = time.Now()
+	cases := []struct {
+		cmd      string
+		devs     []plant.DeviceLive
+		eligible bool
+		devices  []string
+		reason   string
+	}{
+		{"opModMaxLimW", []plant.DeviceLive{classic, der}, true, []string{"inv1", "inv2"}, ""},
+		{"FeedInLimit", []plant.DeviceLive{classic, der}, false, nil, ReasonNoGridMeter},
+		{"FeedInLimit", []plant.DeviceLive{classic, meter}, true, []string{"inv1"}, ""},
+		{"OpModDisconnect", []plant.DeviceLive{der}, false, nil, ReasonClassicOnly},
+		{"OpModDisconnect", []plant.DeviceLive{classic, der}, true, []string{"inv1"}, ""},
+		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic}, false, nil, ReasonDEROnly},
+		{"opModVoltVar", []plant.DeviceLive{classic, der}, true, []string{"inv1", "inv2"}, ""},
+		{"opModLvrtMustTrip", []plant.DeviceLive{classic, der}, false, nil, ReasonNotSupported},
+		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, true, []string{"inv2"}, ReasonDevicesOffline},
+		{"opModMaxLimW", []plant.DeviceLive{deadDER}, false, nil, ReasonDevicesOffline},
+		{"opModMaxLimW", []plant.DeviceLive{undiscovered}, false, nil, ReasonNotDiscovered},
+		{"opModMaxLimW", []plant.DeviceLive{meter}, false, nil, ReasonNoActiveDevices},
+		{"opModMaxLimW", []plant.DeviceLive{retired, meter}, false, nil, ReasonNoActiveDevices},
+	}
+	for _, tc := range cases {
+		cmd, _ := CommandByName(tc.cmd)
+		got := Eligible(cmd, tc.devs)
+		var codes []string
+		for _, r := range got.Reasons {
+			codes = append(codes, r.Code)
+		}
+		if got.Eligible != tc.eligible || !slices.Equal(got.Devices, tc.devices) || (tc.reason != "" && !slices.Contains(codes, tc.reason)) || (tc.reason == "" && len(codes) > 0) {
+			t.Errorf("%s on %d devices: eligible %v devices %v reasons %v; want %v %v %q", tc.cmd, len(tc.devs), got.Eligible, got.Devices, codes, tc.eligible, tc.devices, tc.reason)
+		}
+	}
+}

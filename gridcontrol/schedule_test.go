@@ -1,0 +1,183 @@
+package gridcontrol
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
+
+func at(min int) string { return t0.Add(time.Duration(min) * time.Minute).Format(time.RFC3339) }
+
+func TestParseSchedule(t *testing.T) {
+	lim := func(start, end string, v string) string {
+		return fmt.Sprintf(`{"command":"opModMaxLimW","start":%q,"end":%q,"value":%s}`, start, end, v)
+	}
+	body := func(cmds ...string) string { return `{"commands":[` + strings.Join(cmds, ",") + `]}` }
+	cases := []struct {
+		name string
+		body string
+		// field and message parts of the error; "" = accepted
+		field, msg string
+	}{
+		{name: "one window", body: body(lim(at(10), at(20), "50"))},
+		{name: "back to back", body: body(lim(at(10), at(20), "50"), lim(at(20), at(30), "40"))},
+		{name: "offset other than UTC", body: body(lim("2026-06-21T12:10:00+02:00", at(20), "50"))},
+		{name: "in W", body: body(`{"command":"FeedInLimit","start":"` + at(1) + `","end":"` + at(2) + `","value":5000,"unit":"W"}`)},
+		{name: "disconnect", body: body(`{"command":"OpModDisconnect","start":"` + at(1) + `","end":"` + at(2) + `"}`)},
+		{name: "curve", body: body(`{"command":"opModVoltVar","start":"` + at(1) + `","end":"` + at(2) + `","curve":{"points":[{"x":92,"y":30},{"x":108,"y":-30}]}}`)},
+		{name: "window open now", body: body(lim(at(-10), at(20), "50"))},
+
+		{name: "overlap", body: body(lim(at(10), at(20), "50"), lim(at(15), at(30), "40")), field: "commands[1].start", msg: "overlaps commands[0]"},
+		{name: "end before start", body: body(lim(at(20), at(10), "50")), field: "commands[0].end", msg: "after start"},
+		{name: "end equals start", body: body(lim(at(20), at(20), "50")), field: "commands[0].end", msg: "after start"},
+		{name: "in the past", body: body(lim(at(-20), at(-10), "50")), field: "commands[0].end", msg: "past"},
+		{name: "year 1999", body: body(lim("1999-01-01T00:00:00Z", at(10), "50")), field: "commands[0].start", msg: "year 1999"},
+		{name: "year 2101", body: body(lim(at(10), "2101-01-01T00:00:00Z", "50")), field: "commands[0].end", msg: "year 2101"},
+		{name: "no offset", body: body(lim("2026-06-21T10:10:00", at(20), "50")), field: "commands[0].start", msg: "RFC 3339"},
+		{name: "unknown command", body: body(`{"command":"opModMagic","start":"` + at(1) + `","end":"` + at(2) + `"}`), field: "commands[0].command", msg: "unknown command"},
+		{name: "percent above 100", body: body(lim(at(10), at(20), "101")), field: "commands[0].value", msg: "outside 0..100"},
+		{name: "negative", body: body(lim(at(10), at(20), "-1")), field: "commands[0].value", msg: "outside 0..100"},
+		{name: "no value", body: body(`{"command":"opModMaxLimW","start":"` + at(1) + `","end":"` + at(2) + `"}`), field: "commands[0].value", msg: "required"},
+		{name: "bad unit", body: body(`{"command":"opModMaxLimW","start":"` + at(1) + `","end":"` + at(2) + `","value":5,"unit":"kW"}`), field: "commands[0].unit", msg: "want % or W"},
+		{name: "pf above 1", body: body(`{"command":"opModFixedPFInjectW","start":"` + at(1) + `","end":"` + at(2) + `","value":1.2}`), field: "commands[0].value", msg: "power factor 1.2"},
+		{name: "disconnect with value", body: body(`{"command":"OpModDisconnect","start":"` + at(1) + `","end":"` + at(2) + `","value":1}`), field: "commands[0].value", msg: "no value"},
+		{name: "curve without points", body: body(`{"command":"opModVoltVar","start":"` + at(1) + `","end":"` + at(2) + `","curve":{}}`), field: "commands[0].curve", msg: "points or params"},
+		{name: "curve x not increasing", body: body(`{"command":"opModVoltVar","start":"` + at(1) + `","end":"` + at(2) + `","curve":{"points":[{"x":108,"y":30},{"x":92,"y":-30}]}}`), field: "commands[0].curve.points[1].x", msg: "increase"},
+		{name: "no commands", body: `{"commands":[]}`, field: "commands", msg: "at least one"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmds, err := ParseSchedule([]byte(tc.body), t0)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if len(cmds) == 0 {
+					t.Fatal("no commands")
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %v, want a ValidationError on %s", err, tc.field)
+			}
+			for _, f := range ve.Fields {
+				if f.Field == tc.field && strings.Contains(f.Message, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("errors %v, want %s: …%s…", ve.Fields, tc.field, tc.msg)
+		})
+	}
+}
+
+// TestParseScheduleMalformed: bodies that are not a schedule are refused
+// before any field is looked at.
+func TestParseScheduleMalformed(t *testing.T) {
+	for _, body := range []string{
+		``, `null`, `[]`, `{"commands":[{"command":"opModMaxLimW"}]} {}`,
+		`{"commands":[],"commands":[]}`,
+		`{"commands":[{"command":"opModMaxLimW","start":"` + at(1) + `","start":"` + at(2) + `","end":"` + at(3) + `","value":5}]}`,
+		`{"commands":[{"command":"opModMaxLimW","start":"` + at(1) + `","end":"` + at(3) + `","value":5,"extra":1}]}`,
+		`{"commands":"x"}`,
+	} {
+		if _, err := ParseSchedule([]byte(body), t0); err == nil {
+			t.Errorf("%s accepted", body)
+		}
+	}
+}
+
+func sched(id string, created int, cmds ...ScheduledCmd) *Schedule {
+	return &Schedule{ScheduleID: id, CreatedAt: t0.Add(time.Duration(created) * time.Second), Commands: cmds}
+}
+
+func win(command string, from, to int, v float64) ScheduledCmd {
+	return ScheduledCmd{Command: command, Start: t0.Add(time.Duration(from) * time.Minute), End: t0.Add(time.Duration(to) * time.Minute), Value: &v}
+}
+
+// TestTimeline: newest wins per slice, the overwritten windows are
+// superseded only where newer windows cover all of them, and windows of
+// other commands are independent.
+func TestTimeline(t *testing.T) {
+	a := sched("a", 1, win("opModMaxLimW", 0, 60, 60), win("opModMaxLimW", 60, 120, 40), win("opModFixedPFInjectW", 0, 60, 0.9))
+	b := sched("b", 2, win("opModMaxLimW", 30, 90, 50))
+	c := sched("c", 3, win("opModMaxLimW", 55, 130, 30))
+	all := []*Schedule{a, b, c}
+	for _, tc := range []struct {
+		min   int
+		want  string // schedule/value of opModMaxLimW active, "" none
+		wantP bool   // PF active
+	}{
+		{-1, "", false}, {0, "a/60", true}, {29, "a/60", true}, {30, "b/50", true}, {54, "b/50", true},
+		{55, "c/30", true}, {60, "c/30", false}, {129, "c/30", false}, {130, "", false},
+	} {
+		act := activeAt(all, t0.Add(time.Duration(tc.min)*time.Minute))
+		got := ""
+		if w, ok := act["opModMaxLimW"]; ok {
+			got = fmt.Sprintf("%s/%g", w.sched.ScheduleID, *w.cmd.Value)
+		}
+		if got != tc.want {
+			t.Errorf("minute %d: %q active, want %q", tc.min, got, tc.want)
+		}
+		if _, ok := act["opModFixedPFInjectW"]; ok != tc.wantP {
+			t.Errorf("minute %d: PF active %v", tc.min, ok)
+		}
+	}
+	sup := supersededSet(all)
+	for _, tc := range []struct {
+		s    *Schedule
+		i    int
+		want bool
+	}{
+		{a, 0, false}, // 0..30 still its own
+		{a, 1, true},  // 60..120 under c
+		{a, 2, false}, // another command
+		{b, 0, false}, // 30..55 its own
+		{c, 0, false}, // the newest
+	} {
+		if got := sup[&tc.s.Commands[tc.i]]; got != tc.want {
+			t.Errorf("%s[%d] superseded %v, want %v", tc.s.ScheduleID, tc.i, got, tc.want)
+		}
+	}
+	// Edges: every start and end once, in order, from now on.
+	got := boundaries(all, t0.Add(45*time.Minute))
+	var mins []string
+	for _, b := range got {
+		mins = append(mins, fmt.Sprint(b.Sub(t0).Minutes()))
+	}
+	if s := strings.Join(mins, " "); s != "55 60 90 120 130" {
+		t.Errorf("boundaries after minute 45: %s", s)
+	}
+}
+
+// TestPrunable: finished schedules go after KeepFinished, then the oldest
+// finished ones while the plant holds more than MaxSchedules; a plant full
+// of schedules that have not ended refuses more.
+func TestPrunable(t *testing.T) {
+	c := &Controller{cfg: Config{KeepFinished: time.Hour, MaxSchedules: 3}.withDefaults()}
+	now := t0.Add(3 * time.Hour)
+	old := sched("old", 1, win("opModMaxLimW", 0, 60, 50))                  // ended 2 h ago
+	recent := sched("recent", 2, win("opModMaxLimW", 150, 170, 50))         // ended 10 min ago
+	covered := sched("covered", 3, win("opModMaxLimW", 200, 210, 50))       // superseded by open
+	open := sched("open", 4, win("opModMaxLimW", 190, 240, 40))             // runs
+	pending := sched("pending", 5, win("opModFixedPFInjectW", 300, 310, 1)) // later
+	pc := &plantCtl{scheds: []*Schedule{old, recent, covered, open, pending}}
+	drop, full := c.prunable(pc, now, 1)
+	var ids []string
+	for _, s := range drop {
+		ids = append(ids, s.ScheduleID)
+	}
+	// old: past KeepFinished; then, for room, the oldest finished: recent,
+	// covered (superseded counts as finished).
+	if got := strings.Join(ids, " "); got != "old recent covered" || full {
+		t.Errorf("drop %q, full %v; want \"old recent covered\", not full", got, full)
+	}
+	pc = &plantCtl{scheds: []*Schedule{open, pending, sched("p2", 6, win("OpModDisconnect", 400, 410, 0))}}
+	if _, full := c.prunable(pc, now, 1); !full {
+		t.Error("three open schedules and room for one more at most 3: not full")
+	}
+}
