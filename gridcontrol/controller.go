@@ -135,9 +135,14 @@ type Controller struct {
 // Stats are the controller's counters for /metrics.
 type Stats struct {
 	Writes, WriteErrors, Restores uint64
+	// Edges counts the window starts and ends that caused a write.
+	Edges uint64
 	// EdgeToWrite are the latencies from a window's start or end (cron) to
 	// the first write it caused, last 1000.
 	EdgeToWrite []time.Duration
+	// Cycles are the durations of the last 1000 control cycles that wrote
+	// or ran the FeedInLimit loop (reads, computation and writes).
+	Cycles []time.Duration
 }
 
 // plantCtl is the controller's state of one plant.
@@ -263,9 +268,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		// plantd just started), look again every tenth of a cycle, so the
 		// write follows the device's first answer within its poll.
 		var soon <-chan time.Time
+		began := time.Now()
+		c.mu.Lock()
+		writes := c.stats.Writes + c.stats.WriteErrors
+		c.mu.Unlock()
 		if c.step(ctx) {
 			soon = time.After(c.cfg.Cycle / 10)
 		}
+		took := time.Since(began)
+		c.mu.Lock()
+		if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
+			c.stats.Cycles = append(c.stats.Cycles, took)
+			if len(c.stats.Cycles) > 1000 {
+				c.stats.Cycles = c.stats.Cycles[1:]
+			}
+		}
+		c.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -274,6 +292,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-c.kick:
 		}
 	}
+}
+
+// feeding reports whether a FeedInLimit loop runs. Called with c.mu held.
+func (c *Controller) feeding() bool {
+	for _, pc := range c.plants {
+		if pc.feed.active {
+			return true
+		}
+	}
+	return false
 }
 
 // once is a cron schedule that fires at one time.
@@ -340,6 +368,7 @@ func (c *Controller) Stats() Stats {
 	defer c.mu.Unlock()
 	s := c.stats
 	s.EdgeToWrite = slices.Clone(s.EdgeToWrite)
+	s.Cycles = slices.Clone(s.Cycles)
 	return s
 }
 
@@ -1147,6 +1176,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	}
 	c.stats.Writes++
 	if !pc.pendingEdge.IsZero() {
+		c.stats.Edges++
 		c.stats.EdgeToWrite = append(c.stats.EdgeToWrite, c.now().Sub(pc.pendingEdge))
 		if len(c.stats.EdgeToWrite) > 1000 {
 			c.stats.EdgeToWrite = c.stats.EdgeToWrite[1:]

@@ -392,56 +392,72 @@ func activeAt(scheds []*Schedule, t time.Time) map[string]window {
 
 // supersededSet returns the commands that newer schedules cover entirely
 // (their window split by the newer windows of the same command leaves no
-// slice of their own). Windows are sorted per command by start, so each is
-// compared only with the windows that can overlap it: O(n log n + n·k) for
-// n windows with at most k overlapping each.
+// slice of their own). Per command, windows are taken newest first into a
+// sorted set of disjoint intervals: a window the set already covers is
+// superseded. O(n log n) for n windows, however many overlap.
 func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
-	type win struct {
-		s          *Schedule
-		c          *ScheduledCmd
-		start, end time.Time
-	}
-	byCmd := map[string][]win{}
-	longest := map[string]time.Duration{}
-	for _, s := range scheds {
+	order := slices.Clone(scheds)
+	slices.SortStableFunc(order, func(a, b *Schedule) int {
+		switch {
+		case newer(a, b):
+			return -1
+		case newer(b, a):
+			return 1
+		}
+		return 0
+	})
+	covered := map[string]*intervals{}
+	out := map[*ScheduledCmd]bool{}
+	for _, s := range order {
+		// A schedule's own windows of one command never overlap: check
+		// them all before adding them.
 		for i := range s.Commands {
 			c := &s.Commands[i]
-			byCmd[c.Command] = append(byCmd[c.Command], win{s, c, c.Start, c.End})
-			longest[c.Command] = max(longest[c.Command], c.End.Sub(c.Start))
+			if iv := covered[c.Command]; iv != nil && iv.covers(c.Start, c.End) {
+				out[c] = true
+			}
 		}
-	}
-	out := map[*ScheduledCmd]bool{}
-	var cover [][2]time.Time
-	for name, ws := range byCmd {
-		slices.SortFunc(ws, func(a, b win) int { return a.start.Compare(b.start) })
-		for _, w := range ws {
-			// Candidates start in (w.start - longest, w.end).
-			lo, _ := slices.BinarySearchFunc(ws, w.start.Add(-longest[name]), func(x win, t time.Time) int { return x.start.Compare(t) })
-			cover = cover[:0]
-			for _, o := range ws[lo:] {
-				if !o.start.Before(w.end) {
-					break
-				}
-				if o.s != w.s && newer(o.s, w.s) && o.end.After(w.start) {
-					cover = append(cover, [2]time.Time{o.start, o.end})
-				}
+		for i := range s.Commands {
+			c := &s.Commands[i]
+			if covered[c.Command] == nil {
+				covered[c.Command] = &intervals{}
 			}
-			// cover is sorted by start already.
-			at := w.start
-			for _, iv := range cover {
-				if iv[0].After(at) {
-					break
-				}
-				if iv[1].After(at) {
-					at = iv[1]
-				}
-			}
-			if !at.Before(w.end) {
-				out[w.c] = true
-			}
+			covered[c.Command].add(c.Start, c.End)
 		}
 	}
 	return out
+}
+
+// intervals is a set of disjoint half-open time intervals, sorted.
+type intervals struct{ iv [][2]time.Time }
+
+// covers reports whether [from, to) lies inside one interval of the set.
+func (s *intervals) covers(from, to time.Time) bool {
+	// The last interval starting at or before from.
+	i, _ := slices.BinarySearchFunc(s.iv, from, func(x [2]time.Time, t time.Time) int {
+		if x[0].After(t) {
+			return 1
+		}
+		return -1
+	})
+	return i > 0 && !s.iv[i-1][1].Before(to)
+}
+
+// add merges [from, to) into the set.
+func (s *intervals) add(from, to time.Time) {
+	// First interval ending at or after from, last starting at or before to.
+	lo, _ := slices.BinarySearchFunc(s.iv, from, func(x [2]time.Time, t time.Time) int {
+		if x[1].Before(t) {
+			return -1
+		}
+		return 1
+	})
+	hi := lo
+	for hi < len(s.iv) && !s.iv[hi][0].After(to) {
+		from, to = minTime(from, s.iv[hi][0]), maxTime(to, s.iv[hi][1])
+		hi++
+	}
+	s.iv = slices.Replace(s.iv, lo, hi, [2]time.Time{from, to})
 }
 
 // boundaries returns the future starts and ends of every window, sorted

@@ -3,6 +3,7 @@ package gridcontrol
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,59 @@ func TestPrunable(t *testing.T) {
 	pc = &plantCtl{scheds: []*Schedule{open, pending, sched("p2", 6, win("OpModDisconnect", 400, 410, 0))}}
 	if _, full := c.prunable(pc, now, 1); !full {
 		t.Error("three open schedules and room for one more at most 3: not full")
+	}
+}
+
+// naiveSuperseded is the definition, slice by slice: a window is
+// superseded when every instant of it lies in a window of the same command
+// of a newer schedule.
+func naiveSuperseded(scheds []*Schedule, s *Schedule, i int) bool {
+	c := s.Commands[i]
+	for t := c.Start; t.Before(c.End); t = t.Add(time.Minute) {
+		hit := false
+		for _, o := range scheds {
+			if !newer(o, s) {
+				continue
+			}
+			for _, oc := range o.Commands {
+				if oc.Command == c.Command && !t.Before(oc.Start) && t.Before(oc.End) {
+					hit = true
+				}
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSupersededAgainstTheDefinition compares supersededSet with the
+// minute-by-minute definition on random schedules of whole minutes.
+func TestSupersededAgainstTheDefinition(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for round := range 300 {
+		var all []*Schedule
+		for k := range 1 + rnd.IntN(6) {
+			var cmds []ScheduledCmd
+			at := rnd.IntN(30)
+			for range rnd.IntN(4) + 1 {
+				cmd := []string{"opModMaxLimW", "opModVoltVar"}[rnd.IntN(2)]
+				from := at + rnd.IntN(3)
+				to := from + 1 + rnd.IntN(20)
+				cmds = append(cmds, win(cmd, from, to, 50))
+				at = to
+			}
+			all = append(all, sched(fmt.Sprint(k), rnd.IntN(4), cmds...))
+		}
+		sup := supersededSet(all)
+		for _, s := range all {
+			for i := range s.Commands {
+				if got, want := sup[&s.Commands[i]], naiveSuperseded(all, s, i); got != want {
+					t.Fatalf("round %d: schedule %s (created %s) command %d %v: superseded %v, want %v", round, s.ScheduleID,
+						s.CreatedAt.Format(time.TimeOnly), i, s.Commands[i], got, want)
+				}
+			}
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // benchPaths are the live endpoints of the performance target.
@@ -78,5 +81,37 @@ func TestNoMemoryGrowth(t *testing.T) {
 	t.Logf("heap after 10k requests: %d B, after %d: %d B (%+.1f %%)", after10k, n, afterN, 100*(float64(afterN)/float64(after10k)-1))
 	if float64(afterN) > 1.1*float64(after10k) {
 		t.Errorf("heap grew more than 10 %%")
+	}
+}
+
+// BenchmarkPostSchedule96 POSTs a day of quarter-hour limit windows (96
+// commands) in process, eligibility check included; each POST overwrites
+// the last one's windows.
+func BenchmarkPostSchedule96(b *testing.B) {
+	e := newEnv(b, envOpts{})
+	h := e.srv.Handler()
+	day := e.clock.Now().Add(24 * time.Hour).Truncate(24 * time.Hour)
+	var sb strings.Builder
+	sb.WriteString(`{"commands":[`)
+	for i := range 96 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		s := day.Add(time.Duration(i) * 15 * time.Minute)
+		fmt.Fprintf(&sb, `{"command":"opModMaxLimW","start":%q,"end":%q,"value":%d}`,
+			s.UTC().Format(time.RFC3339), s.Add(15*time.Minute).UTC().Format(time.RFC3339), 30+i%60)
+	}
+	sb.WriteString(`]}`)
+	body := sb.String()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/gridcontrol/v1/plants/demo/schedules", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokInstaller)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			b.Fatalf("POST: %d %s", rec.Code, rec.Body)
+		}
 	}
 }

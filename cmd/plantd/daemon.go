@@ -93,6 +93,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store))
+	reg.MustRegister(newGridCollector(d.grid))
 	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now},
 		logger.With("component", "http"))
 	if err == nil {

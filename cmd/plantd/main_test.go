@@ -276,7 +276,7 @@ func TestDemo(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{`plantd_device_polls_total{device="inv1"}`, `plantd_device_online{device="meter"} 1`, "plantd_store_healthy 1", "plantd_store_dropped_total 0"} {
+	for _, m := range []string{`plantd_device_polls_total{device="inv1"}`, `plantd_device_online{device="meter"} 1`, "plantd_store_healthy 1", "plantd_store_dropped_total 0", "plantd_gridcontrol_write_errors_total 0"} {
 		if !strings.Contains(string(metrics), m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
