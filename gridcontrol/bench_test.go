@@ -1,0 +1,87 @@
+package gridcontrol_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/gridcontrol"
+)
+
+// report adds the median, 99th percentile and maximum of ds in ms.
+func report(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		b.Fatalf("no %s measured", name)
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(s[len(s)/2]), name+"-p50-ms")
+	b.ReportMetric(ms(s[len(s)*99/100]), name+"-p99-ms")
+	b.ReportMetric(ms(s[len(s)-1]), name+"-max-ms")
+	b.ReportMetric(float64(len(s)), name+"-n")
+}
+
+// BenchmarkEdgeToWrite: b.N back-to-back one-second limit windows
+// alternating 30 % and 60 % on the demo plant's two inverters; the latency
+// from each window boundary (cron, whole seconds) to the first register
+// written, with the default 1 s control cycle. Run with -benchtime 100x.
+func BenchmarkEdgeToWrite(b *testing.B) {
+	r := newRig(b, rigOpts{cfg: gridcontrol.Config{Cycle: time.Second, RevertTimeout: 60 * time.Second}})
+	start, _ := window(time.Second, 0)
+	var cmds []string
+	for i := range b.N {
+		s := start.Add(time.Duration(i) * time.Second)
+		cmds = append(cmds, limitCmd("opModMaxLimW", s, s.Add(time.Second), []float64{30, 60}[i%2]))
+	}
+	r.mustSubmit(body(cmds...))
+	b.ResetTimer()
+	time.Sleep(time.Until(start.Add(time.Duration(b.N)*time.Second + 1500*time.Millisecond)))
+	b.StopTimer()
+	report(b, "edge", r.controller().Stats().EdgeToWrite)
+}
+
+// BenchmarkFeedInCycle50: a plant of 50 simulated inverters (25 classic,
+// 25 DER) and a meter under FeedInLimit, the household load stepping by
+// 3 kW every cycle so that every cycle writes a new limit to all 50. The
+// duration of one cycle: read the meter and the 50 inverters, compute,
+// write all 50 (Modbus TCP on loopback, one port per device).
+func BenchmarkFeedInCycle50(b *testing.B) {
+	var devs []sim.DeviceConfig
+	for i := range 50 {
+		kind := sim.KindInverter
+		if i%2 == 1 {
+			kind = sim.KindDERInverter
+		}
+		devs = append(devs, sim.DeviceConfig{ID: fmt.Sprintf("inv%02d", i+1), Kind: kind, Unit: 1})
+	}
+	devs = append(devs, sim.DeviceConfig{ID: "meter", Kind: sim.KindMeter, Unit: 1})
+	const cycle = 200 * time.Millisecond
+	r := newRig(b, rigOpts{devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 100}})
+	start, _ := window(time.Second, 0)
+	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(time.Hour), 10)))
+	time.Sleep(time.Until(start.Add(time.Second)))
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(cycle):
+			}
+			r.sim.SetLoadOffset(float64(i%2) * 3000)
+		}
+	}()
+	before := len(r.controller().Stats().Cycles)
+	b.ResetTimer()
+	time.Sleep(time.Duration(b.N) * cycle)
+	b.StopTimer()
+	close(stop)
+	cycles := r.controller().Stats().Cycles
+	report(b, "cycle", cycles[min(before, len(cycles)):])
+	st := r.controller().Stats()
+	b.ReportMetric(float64(st.Writes), "writes")
+	b.ReportMetric(float64(st.WriteErrors), "write-errors")
+}
