@@ -196,6 +196,7 @@ func tweak(pts []gridcontrol.CurvePoint, dy float64) []gridcontrol.CurvePoint {
 // hold the command while its window is open and are back at the default
 // read at first contact after it.
 func TestEveryCommandBothGenerations(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOpts{})
 	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
 	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {
@@ -448,6 +449,7 @@ func (r *rig) limitTrace(id string, since time.Time) []sim.TraceEntry {
 // the fallback at the end ramps up by the configured rate (the CSIP-AUS
 // ALL-21 idea), on both generations.
 func TestNoPeakBetweenWindows(t *testing.T) {
+	t.Parallel()
 	const ramp = 25.0 // % per s: 5 % per 200 ms cycle
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 	cases := []struct {

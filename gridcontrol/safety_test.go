@@ -26,6 +26,7 @@ func installer70(r *rig) {
 // has the limit back within one cycle; started again after the window
 // closed, it does not replay it and restores the default.
 func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
+	t.Parallel()
 	const rvrt = 3 * time.Second
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
 	start, end := window(time.Second, 14*time.Second)
@@ -77,6 +78,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 // TestOfflineAcrossTheStart: an inverter offline when its window starts
 // gets the limit the moment it answers again, and the command says late.
 func TestOfflineAcrossTheStart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOpts{})
 	inv1 := simtest.Device(t, r.sim, "inv1")
 	start, end := window(time.Second, 10*time.Second)
@@ -103,6 +105,7 @@ func TestOfflineAcrossTheStart(t *testing.T) {
 // down to the export limit itself (as if the plant consumed nothing); at
 // no time above the limit they had.
 func TestMeterLossDuringFeedInLimit(t *testing.T) {
+	t.Parallel()
 	const grace = 2 * time.Second
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{MeterGrace: grace}})
 	start, end := window(time.Second, 30*time.Second)
@@ -145,6 +148,7 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 // limit in effect stays) are detected by their output and toggled, from
 // then on at every new value.
 func TestDeviceNeedingTheEnableToggle(t *testing.T) {
+	t.Parallel()
 	devs := sim.DefaultConfig().Devices
 	devs[0].NeedsEnableToggle, devs[1].NeedsEnableToggle = true, true
 	r := newRig(t, rigOpts{devices: devs})

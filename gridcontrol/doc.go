@@ -1,0 +1,143 @@
+// Package gridcontrol runs the grid operator's schedules on the plant's
+// inverters: it validates and stores schedules, decides per command which
+// inverters can carry it, and writes the SunSpec controls on time, with
+// the fallbacks that keep a plant safe when something fails.
+//
+// # Commands and models
+//
+// Every command of the spec (§2.5) maps to writes of both platform
+// generations, classic (12x/13x models) and IEEE 1547 (7xx):
+//
+//	command              classic                         DER
+//	opModMaxLimW         123 WMaxLimPct, WMaxLim_Ena     704 WMaxLimPct, WMaxLimPctEna
+//	FeedInLimit          the same limit, set by the loop below (needs a grid meter)
+//	OpModDisconnect      123 Conn (classic systems only, as the spec says)
+//	opModFixedPFInjectW  123 OutPFSet, OutPFSet_Ena      704 PFWInj.PF, PFWInjEna
+//	opModFixedPfAbsorbW  (none: 123 has one PF)          704 PFWAbs.PF, PFWAbsEna
+//	opModVoltVar         126                             705
+//	opModVoltWatt        132                             706
+//	opModFreqWatt        134 (points), 127 (params)      711 (params)
+//	opModLvrtMustTrip    129                             707 (MustTrip)
+//	opModHvrtMustTrip    130                             708
+//	opModLfrtMustTrip    135                             709
+//	opModHfrtMustTrip    136                             710
+//
+// A curve command carries points {x, y} in the units of the model (x = V
+// in % of VRef/VNom or Hz, or a trip time in s; y = var or W in %, or V or
+// Hz) and, for the parameter models (127, 711), params by point name; one
+// command may carry both, each device taking the part its model has. Curves
+// go into the last curve the device does not mark read-only. A 12x/13x
+// model takes the curve, ActCrv, ModEna and RvrtTms in one write; a 7xx
+// model gets the curve data first and the adopt request (AdptCrvReq /
+// AdptCtlReq) with Ena and RvrtTms in a second write, so it never adopts a
+// half-written curve. Values are checked against what each device reports
+// before anything is written: rated power for a limit in W, the number of
+// points a curve holds (NPt and the map), writable points and parameters.
+//
+// Eligibility (Eligible, and the API's eligibilityCheck): a command is
+// eligible when at least one active, discovered, reachable inverter has a
+// model that carries it and the platform rule allows it; FeedInLimit also
+// needs a grid meter that answers. Offline capable inverters are named in
+// a reason and get the command when they are back.
+//
+// # Schedules
+//
+// A schedule is {scheduleId, plantId, commands: [{command, start, end,
+// value, unit, curve}], createdAt, createdBy}; start and end are RFC 3339
+// with offset, years 2000 to 2099. ParseSchedule refuses, with every field
+// named, malformed JSON, duplicate keys, unknown fields and commands,
+// windows that end before they start or in the past, overlapping windows
+// of one command in one schedule, and values out of range (limits 0..100 %
+// or W, power factor (0, 1], curve x increasing).
+//
+// There is one timeline per command. Every start and end is a cron entry
+// (robfig/cron, seconds resolution) that wakes the control cycle; in each
+// slice the newest schedule wins, and a window every instant of which a
+// newer schedule covers is reported superseded. Back-to-back windows join:
+// the control goes from one value to the next without the default in
+// between. Across commands, the lowest active-power limit wins
+// (opModMaxLimW and FeedInLimit) and a disconnect holds whatever the limit.
+// Schedules and their status (pending, active, done, superseded, failed
+// with the reason; appliedAt once every inverter that carries the command
+// took it, late when more than 5 s after the start, naming the devices)
+// are stored in SQLite and survive restarts: a window open at boot is
+// applied at once, one that closed meanwhile is not replayed. Finished
+// schedules stay listed for 7 days; a plant keeps at most 200, the oldest
+// finished going first, and a POST that would exceed that with schedules
+// still pending is refused.
+//
+// # Defaults, ramps and reversion
+//
+// At first contact the controller reads every control model of each
+// inverter and stores the image (store: control_default); that is the
+// default it restores after the last window, never "100 %": an installer's
+// permanent 70 % limit survives plantd. gridControl.defaults.powerLimitPercent
+// in the config replaces the device's own limit as the default, and is
+// then held and renewed like a command.
+//
+// A tighter limit is written at once; a looser one, the end of a window
+// included, moves by at most gridControl.rampRatePercentPerSecond (10 % of
+// rated power per second by default) per cycle, so an ending window causes
+// no feed-in peak. Never above the device's default.
+//
+// Every control written carries its reversion timeout
+// (gridControl.reversionTimeout, 60 s): 123 *_RvrtTms, 704 *RvrtTms, the
+// curve models' RvrtTms. It is renewed from half of it on while the
+// command is due. On 704 the stored reversion values (WMaxLimPctRvrt,
+// WMaxLimPctEnaRvrt, PFWInjRvrt...) are programmed to the default, so an
+// inverter whose gateway died goes back to the installer's limit, not to
+// "unlimited". A classic 123 inverter has no such values: its reversion
+// disables the limit (100 %); a plant that must never exceed a permanent
+// limit keeps it in the inverter's own settings, where plantd's default
+// is read from.
+//
+// # Safety
+//
+//   - Ownership: plantd writes only the points of the controls it drives
+//     and records, before writing, that it owns them (store:
+//     control_owner), so a restart restores exactly those; it restores a
+//     control from the stored image of the points it owns, nothing else.
+//   - Read-back: every write reads the model back (devices.WriteModel); a
+//     refused or different value is an error. Refusals are retried with
+//     backoff (1, 2, 4 … 30 s); after 3 refusals the command is marked
+//     failed, with the device's answer, in its status and the plant log,
+//     and retried still.
+//   - Devices that ignore RvrtTms: a 704 device whose WMaxLimPctRvrtRem
+//     does not count down between two writes is logged once
+//     (ReversionIgnored): such a device keeps its limit if plantd stops.
+//   - Devices that take a new limit only when its enable goes from 0 to 1:
+//     five cycles after each new limit the inverter's output is compared
+//     with it; an output still above it (the register having read back
+//     right) makes plantd toggle the enable off and on, remember the
+//     device and log LimitNeedsEnableToggle once. The limit is then off for
+//     one Modbus round trip, far shorter than an inverter's power response.
+//   - A device offline at a window's start gets the command in the first
+//     cycle after it answers again (the cycle looks again every tenth of a
+//     cycle while a window waits for a device); the command is marked late.
+//   - Loss of the operator link: schedules are stored and run locally; the
+//     last one runs to its end, then the default applies.
+//   - A dead gateway: the devices' own reversion timers take over (above).
+//
+// # FeedInLimit
+//
+// A loop on the grid meter, once per cycle (1 s): it reads the meter's
+// grid power and the output of the inverters taking part directly over
+// Modbus, computes the PV power that keeps the export at the limit
+// (pv + grid + limit, i.e. consumption plus the allowed export), and gives
+// every inverter the same share of its rated power; the ramp applies as
+// for any limit, tighter at once. A battery charging from the surplus is
+// consumption the meter sees, so it is served before anything is
+// curtailed. If the meter does not answer, the last limit holds for
+// gridControl.meterLossGrace, then the inverters step down to the export
+// limit itself (as if the plant consumed nothing): never open. Without a
+// grid meter the command is not eligible (NoGridMeter).
+//
+// # Settings
+//
+// Settings reads, for one settings type of the spec, the configuration in
+// effect on every inverter now: the limit, fixed power factor or curve
+// with its enable, per device, and whether plantd holds it. A
+// configuration no inverter has enabled answers its Deactivated form
+// (FixedActivePowerLimitDeactivatedConfig, ...); the ride-through curves,
+// which have no such form, answer ...DeviceDefault.
+package gridcontrol

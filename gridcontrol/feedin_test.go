@@ -1,0 +1,93 @@
+package gridcontrol_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/gridcontrol"
+)
+
+// TestFeedInLimitSteps: FeedInLimit at 20 % of the plant's 18 kW on the
+// demo plant without its battery, the default 1 s cycle and 10 %/s ramp.
+// The export reaches the limit within 3 cycles of the start and stays
+// within 2 % of nominal; a 2 kW load step up and down and a cloud recover
+// within 3 cycles, never above the limit after the cycle that saw the step.
+func TestFeedInLimitSteps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs the FeedInLimit loop through load and cloud steps (~20 s)")
+	}
+	devs := sim.DefaultConfig().Devices
+	devs = []sim.DeviceConfig{devs[0], devs[1], devs[2]} // inv1, inv2, meter
+	const cycle = time.Second
+	r := newRig(t, rigOpts{devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 10}})
+	const nominal, limitPct = 18000.0, 20.0
+	limitW := nominal * limitPct / 100
+	tol := 0.02 * nominal
+	export := func() float64 { return -r.sim.Balance().GridW }
+
+	var trace []string
+	// settle samples the export every 100 ms for n cycles from now and
+	// returns how many cycles it took to come within tol of the limit
+	// (and stay), and the largest excess over the limit after the first
+	// cycle.
+	settle := func(what string, n int) (int, float64) {
+		t0 := time.Now()
+		in := -1
+		excess := 0.0
+		var line []string
+		for time.Since(t0) < time.Duration(n)*cycle {
+			time.Sleep(100 * time.Millisecond)
+			e := export()
+			k := int(time.Since(t0) / cycle)
+			if math.Abs(e-limitW) <= tol {
+				if in < 0 {
+					in = k + 1
+				}
+			} else {
+				in = -1
+			}
+			if k >= 1 {
+				excess = max(excess, e-limitW)
+			}
+			if int(time.Since(t0)/(100*time.Millisecond))%5 == 0 {
+				line = append(line, fmt.Sprintf("%.0f", e))
+			}
+		}
+		trace = append(trace, fmt.Sprintf("%-10s export W every 0.5 s: %s", what, strings.Join(line, " ")))
+		return in, excess
+	}
+
+	start, _ := window(time.Second, 0)
+	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), limitPct)))
+	time.Sleep(time.Until(start))
+	for _, step := range []struct {
+		what string
+		do   func()
+	}{
+		{"start", func() {}},
+		{"load +2kW", func() { r.sim.SetLoadOffset(2000) }},
+		{"load -2kW", func() { r.sim.SetLoadOffset(0) }},
+		{"cloud 0.6", func() { r.sim.SetCloudFactor(0.6) }},
+	} {
+		step.do()
+		in, excess := settle(step.what, 6)
+		switch {
+		case in < 0:
+			t.Errorf("%s: the export did not settle within 2 %% of nominal of %.0f W in 6 cycles", step.what, limitW)
+		case in > 3:
+			t.Errorf("%s: settled in %d cycles, want at most 3", step.what, in)
+		}
+		if excess > tol {
+			t.Errorf("%s: export %.0f W above the limit after the first cycle", step.what, excess)
+		}
+		t.Logf("%s: within 2 %% of nominal after %d cycle(s); largest excess after the first cycle %.0f W", step.what, in, excess)
+	}
+	for _, l := range trace {
+		t.Log(l)
+	}
+}
