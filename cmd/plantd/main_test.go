@@ -376,9 +376,33 @@ func TestBadConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ok") {
 		t.Errorf("check-config of the example: exit %d %s %s", code, out, errOut)
 	}
-	_, errOut, code = runBinary(t, "run", "-c", filepath.Join(t.TempDir(), "missing.yaml"))
-	if code != exitConfig || !strings.Contains(errOut, "missing.yaml") {
-		t.Errorf("run with a missing config: exit %d, %q", code, errOut)
+}
+
+// TestRunWithoutConfig checks that run never falls back to the demo plant:
+// without a config it exits 78 naming the path it looked for and pointing
+// to "plantd demo", with -c and without (the default path, unless this
+// machine has plantd installed).
+func TestRunWithoutConfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	cases := [][]string{{"run", "-c", missing}, {"-c", missing}}
+	if _, err := os.Stat(defaultConfigPath); os.IsNotExist(err) {
+		cases = append(cases, []string{"run"}, nil)
+	} else {
+		t.Logf("%s exists: the default path is not tried", defaultConfigPath)
+	}
+	for _, args := range cases {
+		start := time.Now()
+		out, errOut, code := runBinary(t, args...)
+		want := missing
+		if len(args) < 2 {
+			want = defaultConfigPath
+		}
+		if code != exitConfig || !strings.Contains(errOut, "no config file at "+want) || !strings.Contains(errOut, `"plantd demo"`) {
+			t.Errorf("plantd %q: exit %d, stderr %q; want exit %d naming %s and plantd demo", args, code, errOut, exitConfig, want)
+		}
+		if out != "" || strings.Contains(errOut, "demo plant") || time.Since(start) > 5*time.Second {
+			t.Errorf("plantd %q started something: stdout %q, stderr %q, took %v", args, out, errOut, time.Since(start))
+		}
 	}
 }
 

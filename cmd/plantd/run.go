@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,13 +24,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "c" })
-	if !explicit {
-		if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stderr, "plantd: no config at %s and no -c given: running the demo plant\n", *path)
-			return runDemo(ctx, nil, stdout, stderr)
-		}
+	// No config is an error, never the demo: an installer's typo must not
+	// serve a simulated plant as if it were theirs.
+	if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "plantd: refusing to start: no config file at %s\n"+
+			"Write one (packages install the documented example as /usr/share/doc/plantd/plantd.yaml.example)\n"+
+			"or give its path with -c FILE. To try plantd without devices, run \"plantd demo\".\n", *path)
+		return exitConfig
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
