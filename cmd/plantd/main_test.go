@@ -133,7 +133,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	out, _, code := runBinary(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "plantd ") {
+	if code != 0 || !regexp.MustCompile(`^plantd \S+ \(commit \S+, go\S+ linux/\w+\)\n$`).MatchString(out) {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
 }
