@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -418,6 +419,15 @@ func TestTokenAdd(t *testing.T) {
 	if err := os.WriteFile(path, example, 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// As root (an installer's sudo), the file keeps its group: the package
+	// installs it root:plantd 0640.
+	const gid = 4242
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Chown(path, 0, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var tokens []string
 	for _, name := range []string{"laptop", "scada"} {
 		out, errOut, code := runBinary(t, "token", "add", "--name", name, "--role", "installer", "-c", path)
@@ -433,6 +443,11 @@ func TestTokenAdd(t *testing.T) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("config after token add: %v", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("config after token add: %v, mode %v; want 0640", err, fi.Mode())
+	} else if st := fi.Sys().(*syscall.Stat_t); asRoot && st.Gid != gid {
+		t.Errorf("config after token add: group %d, want %d kept", st.Gid, gid)
 	}
 	data, _ := os.ReadFile(path)
 	for i, tok := range tokens {

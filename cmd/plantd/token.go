@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -138,6 +139,14 @@ func addToken(path string, t config.Token) error {
 	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
 		tmp.Close()
 		return err
+	}
+	// Keep the owner too: the packaged config is root:plantd 0640, and a
+	// root-owned group would lock the daemon out of its own config.
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
