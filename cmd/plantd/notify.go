@@ -179,7 +179,11 @@ func (d *daemon) reloadConfig(ready bool) {
 		// One line per problem: journald shows them as they are.
 		var problems *config.Errors
 		if errors.As(err, &problems) {
-			d.log.Error(fmt.Sprintf("config reload refused, the running config stays: %d problems", len(problems.Problems)))
+			n := fmt.Sprintf("%d problems", len(problems.Problems))
+			if len(problems.Problems) == 1 {
+				n = "1 problem"
+			}
+			d.log.Error("config reload refused, the running config stays: " + n)
 			for _, p := range problems.Problems {
 				d.log.Error("config: " + p.String())
 			}
