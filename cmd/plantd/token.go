@@ -62,7 +62,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd token add: %v\n", err)
 		return exitConfig
 	}
-	fmt.Fprintf(stdout, "added token %q (%s) to %s; restart plantd to use it.\ntoken (shown once, keep it secret): %s\n",
+	fmt.Fprintf(stdout, "added token %q (%s) to %s; reload plantd (systemctl reload plantd, or SIGHUP) to use it.\ntoken (shown once, keep it secret): %s\n",
 		entry.Name, entry.Role, *path, token)
 	return exitOK
 }
