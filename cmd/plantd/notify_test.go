@@ -264,3 +264,33 @@ func TestReloadSIGHUP(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestChangedSections: what a reload applies (tokens, OAuth2 clients, the
+// log level) is not reported; every other top-level change is.
+func TestChangedSections(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"nothing", func(*config.Config) {}, ""},
+		{"reloadable", func(c *config.Config) {
+			c.Tokens = []config.Token{{Name: "x", SHA256: config.TokenHash("x"), Role: config.RoleStandard}}
+			c.OAuthClients = []config.OAuthClient{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
+			c.Log.Level = "debug"
+		}, ""},
+		{"log format", func(c *config.Config) { c.Log.Format = "json" }, "log.format"},
+		{"listener and devices", func(c *config.Config) {
+			c.HTTP.Listen = "0.0.0.0:9090"
+			c.Devices = append(c.Devices, config.NewDevice())
+		}, "http, devices"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			running, next := config.Default(), config.Default()
+			tt.change(next)
+			if got := strings.Join(changedSections(running, next), ", "); got != tt.want {
+				t.Errorf("changedSections = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
