@@ -593,3 +593,44 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// TestSetCredentials replaces tokens and clients on a running server (a
+// config reload): a removed token and the access tokens of a removed
+// client stop working at once, a new token works, a bad list is refused
+// and the old credentials stay.
+func TestSetCredentials(t *testing.T) {
+	e := newEnv(t, envOpts{polls: 1})
+	get := func(tok string) int {
+		r := e.do("GET", "/monitoring/v1/plants", tok, "", "")
+		r.Body.Close()
+		return r.StatusCode
+	}
+	body := "grant_type=client_credentials&client_id=" + oauthID + "&client_secret=" + oauthSecret
+	r := e.do("POST", "/oauth2/token", "", "application/x-www-form-urlencoded", body)
+	var tok tokenResponse
+	_ = json.NewDecoder(r.Body).Decode(&tok)
+	r.Body.Close()
+	if r.StatusCode != 200 || get(tok.AccessToken) != 200 {
+		t.Fatalf("token: %d %+v", r.StatusCode, tok)
+	}
+
+	if err := e.srv.SetCredentials([]config.Token{{Name: "x", SHA256: "not hex", Role: config.RoleStandard}}, nil); err == nil {
+		t.Fatal("SetCredentials took a bad hash")
+	}
+	if get(tokStandard) != 200 || get(tok.AccessToken) != 200 {
+		t.Fatal("a refused SetCredentials changed the credentials")
+	}
+
+	const newTok = "a-new-token-of-the-reloaded-config"
+	if err := e.srv.SetCredentials([]config.Token{{Name: "new", SHA256: config.TokenHash(newTok), Role: config.RoleStandard}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, tok string
+		want      int
+	}{{"removed token", tokStandard, 401}, {"access token of a removed client", tok.AccessToken, 401}, {"added token", newTok, 200}} {
+		if got := get(c.tok); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

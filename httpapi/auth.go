@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -87,14 +88,20 @@ type bucket struct {
 	last   time.Time
 }
 
-// authenticator checks credentials, issues OAuth2 tokens and rate-limits.
-type authenticator struct {
-	now     func() time.Time
-	ttl     time.Duration
+// credentials are the configured tokens and clients; a reload swaps them
+// as a whole.
+type credentials struct {
 	tokens  []staticToken
 	clients []oauthClient
-	rate    float64
-	burst   float64
+}
+
+// authenticator checks credentials, issues OAuth2 tokens and rate-limits.
+type authenticator struct {
+	now   func() time.Time
+	ttl   time.Duration
+	creds atomic.Pointer[credentials]
+	rate  float64
+	burst float64
 
 	mu      sync.Mutex
 	issued  map[[sha256.Size]byte]issued
@@ -120,7 +127,17 @@ func newAuthenticator(cfg Config, now func() time.Time) (*authenticator, error) 
 		issued:  map[[sha256.Size]byte]issued{},
 		buckets: map[string]*bucket{},
 	}
-	for i, t := range cfg.Tokens {
+	c, err := newCredentials(cfg.Tokens, cfg.OAuthClients)
+	if err != nil {
+		return nil, err
+	}
+	a.creds.Store(c)
+	return a, nil
+}
+
+func newCredentials(tokens []config.Token, clients []config.OAuthClient) (*credentials, error) {
+	c := &credentials{}
+	for i, t := range tokens {
 		h, err := decodeHash(fmt.Sprintf("tokens[%d].sha256", i), t.SHA256)
 		if err != nil {
 			return nil, err
@@ -129,21 +146,44 @@ func newAuthenticator(cfg Config, now func() time.Time) (*authenticator, error) 
 		if err != nil {
 			return nil, fmt.Errorf("httpapi: tokens[%d].role: %w", i, err)
 		}
-		a.tokens = append(a.tokens, staticToken{name: t.Name, hash: h, role: r})
+		c.tokens = append(c.tokens, staticToken{name: t.Name, hash: h, role: r})
 	}
-	for i, c := range cfg.OAuthClients {
-		h, err := decodeHash(fmt.Sprintf("oauthClients[%d].secretSha256", i), c.SecretSHA256)
+	for i, cl := range clients {
+		h, err := decodeHash(fmt.Sprintf("oauthClients[%d].secretSha256", i), cl.SecretSHA256)
 		if err != nil {
 			return nil, err
 		}
-		r, err := parseRole(c.Role)
+		r, err := parseRole(cl.Role)
 		if err != nil {
 			return nil, fmt.Errorf("httpapi: oauthClients[%d].role: %w", i, err)
 		}
-		a.clients = append(a.clients, oauthClient{id: c.ClientID, secret: h, role: r})
+		c.clients = append(c.clients, oauthClient{id: cl.ClientID, secret: h, role: r})
 	}
-	return a, nil
+	return c, nil
 }
+
+// setCredentials replaces the tokens and clients. Access tokens issued to
+// a client that is gone, or whose role or secret changed, stop working.
+func (a *authenticator) setCredentials(c *credentials) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	unchanged := map[string]bool{} // principal names of clients kept as they were
+	for _, o := range a.creds.Load().clients {
+		for _, n := range c.clients {
+			if n == o {
+				unchanged[oauthPrincipal(n.id)] = true
+			}
+		}
+	}
+	a.creds.Store(c)
+	for k, v := range a.issued {
+		if !unchanged[v.p.Name] {
+			delete(a.issued, k)
+		}
+	}
+}
+
+func oauthPrincipal(clientID string) string { return "oauth:" + clientID }
 
 // lookup finds the principal of a bearer token. Every static token is
 // compared (in constant time) so the time taken does not depend on which
@@ -152,7 +192,7 @@ func (a *authenticator) lookup(token string) (principal, bool) {
 	h := sha256.Sum256([]byte(token))
 	var found principal
 	ok := false
-	for _, t := range a.tokens {
+	for _, t := range a.creds.Load().tokens {
 		if subtle.ConstantTimeCompare(h[:], t.hash[:]) == 1 {
 			found, ok = principal{Name: t.name, Role: t.role}, true
 		}
@@ -221,7 +261,7 @@ func (a *authenticator) client(id, secret string) (oauthClient, bool) {
 	h := sha256.Sum256([]byte(secret))
 	var found oauthClient
 	ok := false
-	for _, c := range a.clients {
+	for _, c := range a.creds.Load().clients {
 		idOK := subtle.ConstantTimeCompare([]byte(id), []byte(c.id))
 		secOK := subtle.ConstantTimeCompare(h[:], c.secret[:])
 		if idOK&secOK == 1 {
@@ -342,7 +382,7 @@ func (s *Server) token(c *gin.Context) {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return
 	}
-	p := principal{Name: "oauth:" + cl.id, Role: cl.role}
+	p := principal{Name: oauthPrincipal(cl.id), Role: cl.role}
 	if ok, wait := s.auth.allow(p.Name); !ok {
 		c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 		fail(c, http.StatusTooManyRequests, codeRateLimited, "too many requests for this client")

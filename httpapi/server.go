@@ -87,6 +87,19 @@ func ConfigFrom(c *config.Config) Config {
 	}
 }
 
+// SetCredentials replaces the bearer tokens and OAuth2 clients of a
+// running server (a config reload), checked as New checks them: on an
+// error the old ones stay. Access tokens issued to a client that is gone
+// or changed stop working; the others stay valid.
+func (s *Server) SetCredentials(tokens []config.Token, clients []config.OAuthClient) error {
+	c, err := newCredentials(tokens, clients)
+	if err != nil {
+		return err
+	}
+	s.auth.setCredentials(c)
+	return nil
+}
+
 // ConnectedService reports the state of the cloud connection (MQTT).
 type ConnectedService interface {
 	// ConnectedState returns a status word (Connected, Disconnected,

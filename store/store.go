@@ -189,6 +189,7 @@ type Store struct {
 
 	written, samples, logs, batches, dropped, failed atomic.Uint64
 	rolledUpTo                                       atomic.Int64
+	beat                                             atomic.Int64 // Progress, Unix ns
 	lastDropLog                                      atomic.Int64
 	warnedPlants                                     sync.Map
 
@@ -489,6 +490,7 @@ func (s *Store) Run(ctx context.Context) error {
 		return errors.New("store: Run called twice")
 	}
 	defer close(s.stopped)
+	s.tick()
 	if s.wdb.Load() == nil {
 		if !s.waitWritable(ctx) {
 			return nil
@@ -496,6 +498,21 @@ func (s *Store) Run(ctx context.Context) error {
 	}
 	return s.w.run(ctx)
 }
+
+// Progress is when the writer last went round its loop (wall clock; zero
+// before Run): at least every second while it runs, every 30 s while it
+// waits for read-only storage to become writable. A time that stops
+// advancing means the writer hangs (a commit that never returns); a
+// watchdog asks this.
+func (s *Store) Progress() time.Time {
+	ns := s.beat.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func (s *Store) tick() { s.beat.Store(time.Now().UnixNano()) }
 
 // waitWritable retries opening the database for writing until it works
 // (true) or ctx ends (false). SQLite shares a file's WAL index among the
@@ -510,6 +527,7 @@ func (s *Store) waitWritable(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
+		s.tick()
 		if writable(s.cfg.Path) != nil {
 			continue
 		}

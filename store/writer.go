@@ -148,6 +148,7 @@ func (w *writer) run(ctx context.Context) error {
 	defer maint.Stop()
 	w.nextRetention = time.Now()
 	for {
+		w.s.tick()
 		select {
 		case <-ctx.Done():
 			w.shutdown(dbctx)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -48,6 +49,14 @@ type daemon struct {
 	// reportEvery, when set, logs each plant's live energy balance at that
 	// interval (the demo does, so that its user sees the plant work).
 	reportEvery time.Duration
+
+	// cfg is the config the daemon started with; level is the log level a
+	// reload may change; reload reads the config file again (nil: the
+	// demo, which has none). reloadNote is for STATUS= (supervise only).
+	cfg        *config.Config
+	level      *slog.LevelVar
+	reload     func() (*config.Config, error)
+	reloadNote string
 }
 
 // newDaemon builds the components of a validated config. It opens the
@@ -61,7 +70,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	if now == nil {
 		now = time.Now
 	}
-	d := &daemon{log: logger, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
+	d := &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
 	d.live = plant.NewLive(plants, infos, now)
 
 	var storePlants []store.PlantInfo
@@ -162,7 +171,8 @@ func (d *daemon) onSample(s poller.Sample) {
 
 // run runs every component until ctx ends, then stops them: the poller and
 // the HTTP API first, the store last, so that what was polled is written.
-func (d *daemon) run(ctx context.Context) error {
+// hup delivers SIGHUP (config reload; see supervise).
+func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
 		d.store.Log(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
@@ -186,6 +196,11 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		apiErr = d.api.Serve(ctx, d.ln)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.supervise(ctx, hup)
 	}()
 	if d.reportEvery > 0 {
 		wg.Add(1)

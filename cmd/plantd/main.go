@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -26,9 +27,10 @@ const (
 	exitConfig = 78
 )
 
-// version is set at build time with -ldflags "-X main.version=1.2.3";
-// otherwise it comes from the module build information.
-var version = ""
+// version and commit are set at build time (packaging/build) with
+// -ldflags "-X main.version=1.2.3 -X main.commit=HASH"; otherwise they come
+// from the module and VCS build information.
+var version, commit = "", ""
 
 type command struct {
 	name    string
@@ -146,8 +148,29 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	fmt.Fprintln(stdout, "plantd", versionString())
+	fmt.Fprintf(stdout, "plantd %s (commit %s, %s %s/%s)\n", versionString(), commitString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return exitOK
+}
+
+func commitString() string {
+	if commit != "" {
+		return commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", ""
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "-dirty"
+			}
+		}
+		if rev != "" {
+			return rev + dirty
+		}
+	}
+	return "unknown"
 }
 
 func versionString() string {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,7 +134,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	out, _, code := runBinary(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "plantd ") {
+	if code != 0 || !regexp.MustCompile(`^plantd \S+ \(commit \S+, go\S+ linux/\w+\)\n$`).MatchString(out) {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
 }
@@ -376,9 +377,33 @@ func TestBadConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ok") {
 		t.Errorf("check-config of the example: exit %d %s %s", code, out, errOut)
 	}
-	_, errOut, code = runBinary(t, "run", "-c", filepath.Join(t.TempDir(), "missing.yaml"))
-	if code != exitConfig || !strings.Contains(errOut, "missing.yaml") {
-		t.Errorf("run with a missing config: exit %d, %q", code, errOut)
+}
+
+// TestRunWithoutConfig checks that run never falls back to the demo plant:
+// without a config it exits 78 naming the path it looked for and pointing
+// to "plantd demo", with -c and without (the default path, unless this
+// machine has plantd installed).
+func TestRunWithoutConfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	cases := [][]string{{"run", "-c", missing}, {"-c", missing}}
+	if _, err := os.Stat(defaultConfigPath); os.IsNotExist(err) {
+		cases = append(cases, []string{"run"}, nil)
+	} else {
+		t.Logf("%s exists: the default path is not tried", defaultConfigPath)
+	}
+	for _, args := range cases {
+		start := time.Now()
+		out, errOut, code := runBinary(t, args...)
+		want := missing
+		if len(args) < 2 {
+			want = defaultConfigPath
+		}
+		if code != exitConfig || !strings.Contains(errOut, "no config file at "+want) || !strings.Contains(errOut, `"plantd demo"`) {
+			t.Errorf("plantd %q: exit %d, stderr %q; want exit %d naming %s and plantd demo", args, code, errOut, exitConfig, want)
+		}
+		if out != "" || strings.Contains(errOut, "demo plant") || time.Since(start) > 5*time.Second {
+			t.Errorf("plantd %q started something: stdout %q, stderr %q, took %v", args, out, errOut, time.Since(start))
+		}
 	}
 }
 
@@ -393,6 +418,15 @@ func TestTokenAdd(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plantd.yaml")
 	if err := os.WriteFile(path, example, 0o640); err != nil {
 		t.Fatal(err)
+	}
+	// As root (an installer's sudo), the file keeps its group: the package
+	// installs it root:plantd 0640.
+	const gid = 4242
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Chown(path, 0, gid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var tokens []string
 	for _, name := range []string{"laptop", "scada"} {
@@ -409,6 +443,11 @@ func TestTokenAdd(t *testing.T) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("config after token add: %v", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("config after token add: %v, mode %v; want 0640", err, fi.Mode())
+	} else if st := fi.Sys().(*syscall.Stat_t); asRoot && st.Gid != gid {
+		t.Errorf("config after token add: group %d, want %d kept", st.Gid, gid)
 	}
 	data, _ := os.ReadFile(path)
 	for i, tok := range tokens {

@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"plantd/config"
@@ -25,35 +26,41 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "c" })
-	if !explicit {
-		if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stderr, "plantd: no config at %s and no -c given: running the demo plant\n", *path)
-			return runDemo(ctx, nil, stdout, stderr)
-		}
+	// No config is an error, never the demo: an installer's typo must not
+	// serve a simulated plant as if it were theirs.
+	if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "plantd: refusing to start: no config file at %s\n"+
+			"Write one (packages install the documented example as /usr/share/doc/plantd/plantd.yaml.example)\n"+
+			"or give its path with -c FILE. To try plantd without devices, run \"plantd demo\".\n", *path)
+		return exitConfig
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd: refusing to start, the config has problems:\n%v\n", err)
 		return exitConfig
 	}
-	return serve(ctx, cfg, nil, stderr, 0)
+	return serve(ctx, cfg, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
 // serve runs the daemon of a valid config until ctx ends; report, when
-// set, logs the live energy balance at that interval.
-func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr io.Writer, report time.Duration) int {
-	logger := newLogger(cfg.Log, stderr)
+// set, logs the live energy balance at that interval; reload, when set,
+// reads the config again on SIGHUP.
+func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr io.Writer, report time.Duration,
+	reload func() (*config.Config, error)) int {
+	// SIGHUP is taken from here on: before, it would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	logger, level := newLogger(cfg.Log, stderr)
 	d, err := newDaemon(ctx, cfg, now, logger)
 	if err != nil {
 		logger.Error("start: " + err.Error())
 		return exitFailure
 	}
-	d.reportEvery = report
+	d.reportEvery, d.level, d.reload = report, level, reload
 	logger.Info("plantd running", "version", versionString(), "gateway", cfg.Gateway.ID,
 		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
-	if err := d.run(ctx); err != nil {
+	if err := d.run(ctx, hup); err != nil {
 		logger.Error("stop: " + err.Error())
 		return exitFailure
 	}
@@ -61,12 +68,16 @@ func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr
 	return exitOK
 }
 
-func newLogger(l config.Log, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+// newLogger returns the daemon's logger and its level, which a config
+// reload may change.
+func newLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	level.Set(l.SlogLevel())
+	opts := &slog.HandlerOptions{Level: level}
 	if l.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
 }
 
 func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -133,7 +144,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second)
+	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second, nil)
 }
 
 // demoConfig is the config of the demo: one plant, the simulated devices.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -61,7 +62,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd token add: %v\n", err)
 		return exitConfig
 	}
-	fmt.Fprintf(stdout, "added token %q (%s) to %s; restart plantd to use it.\ntoken (shown once, keep it secret): %s\n",
+	fmt.Fprintf(stdout, "added token %q (%s) to %s; reload plantd (systemctl reload plantd, or SIGHUP) to use it.\ntoken (shown once, keep it secret): %s\n",
 		entry.Name, entry.Role, *path, token)
 	return exitOK
 }
@@ -138,6 +139,14 @@ func addToken(path string, t config.Token) error {
 	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
 		tmp.Close()
 		return err
+	}
+	// Keep the owner too: the packaged config is root:plantd 0640, and a
+	// root-owned group would lock the daemon out of its own config.
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,11 @@ const (
 	// staleAfter is how many intervals without an answer turn a stale
 	// device offline.
 	staleAfter = 3
+	// MinStallAfter is the shortest time a poll may take before Stalled
+	// reports its device: a poll is many requests, each bounded by the
+	// device's timeout, and devices behind one address wait for each
+	// other, so only a poll far beyond that is a hang.
+	MinStallAfter = 5 * time.Minute
 )
 
 // DeviceConfig is one device to poll.
@@ -57,6 +63,11 @@ type Poller struct {
 	sink    Sink
 	devices []*device
 	now     func() time.Time
+
+	// firstRound is closed once every device finished its first poll;
+	// pending counts the devices that have not.
+	firstRound chan struct{}
+	pending    atomic.Int64
 }
 
 // New checks the device list and returns a poller. The pool is shared with
@@ -69,7 +80,7 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now}
+	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now, firstRound: make(chan struct{})}
 	seen := map[string]bool{}
 	for _, c := range cfgs {
 		if c.ID == "" {
@@ -96,7 +107,31 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 			stats:  DeviceStats{ID: c.ID},
 		})
 	}
+	if p.pending.Add(int64(len(p.devices))) == 0 {
+		close(p.firstRound)
+	}
 	return p, nil
+}
+
+// FirstRound is closed once every device finished its first poll (online
+// or not); at once without devices.
+func (p *Poller) FirstRound() <-chan struct{} { return p.firstRound }
+
+// Stalled lists the devices whose poll has been running for longer than
+// their stall bound (MinStallAfter, or 50 times the device's timeout and
+// connect delay if that is longer) at now: a hang, not a slow device. The
+// other devices carry on regardless; Stalled is what a watchdog asks.
+func (p *Poller) Stalled(now time.Time) []string {
+	var out []string
+	for _, d := range p.devices {
+		d.mu.Lock()
+		since := d.busySince
+		d.mu.Unlock()
+		if !since.IsZero() && now.Sub(since) > d.stallAfter() {
+			out = append(out, d.cfg.ID)
+		}
+	}
+	return out
 }
 
 // Run polls until ctx ends, then returns nil once every device goroutine
@@ -150,8 +185,14 @@ type device struct {
 	failures int
 	state    State
 
-	mu    sync.Mutex
-	stats DeviceStats
+	mu        sync.Mutex
+	stats     DeviceStats
+	busySince time.Time // start of the poll running now (wall clock); zero between polls
+	polled    bool      // the first poll finished (only the device's goroutine)
+}
+
+func (d *device) stallAfter() time.Duration {
+	return max(MinStallAfter, 50*(d.cfg.Timeout+d.cfg.ConnectDelay))
 }
 
 func (d *device) run(ctx context.Context, p *Poller) {
@@ -165,12 +206,24 @@ func (d *device) run(ctx context.Context, p *Poller) {
 		case <-timer.C:
 		}
 		start := p.now()
+		d.mu.Lock()
+		d.busySince = time.Now()
+		d.mu.Unlock()
 		s := d.poll(ctx, p)
 		if ctx.Err() != nil {
 			return // a poll cut short by shutdown is not a device failure
 		}
 		d.record(s, p.now().Sub(start))
 		p.sink(s)
+		d.mu.Lock()
+		d.busySince = time.Time{} // a sink that hangs is a hang of the poller too
+		d.mu.Unlock()
+		if !d.polled {
+			d.polled = true
+			if p.pending.Add(-1) == 0 {
+				close(p.firstRound)
+			}
+		}
 
 		wait := d.cfg.Interval
 		if s.Err != nil {

@@ -326,3 +326,49 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Fatalf("%d goroutines before %d connect/disconnect cycles, %d after:\n%s", before, n, after, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestFirstRoundAndStalled holds the sink of a device's first poll: the
+// first round is not over, and the device counts as stalled once the poll
+// has run longer than its stall bound (asked with a later now); released,
+// the first round ends. Without devices the first
+// round is over at once.
+func TestFirstRoundAndStalled(t *testing.T) {
+	empty, err := poller.New(nil, modbus.NewPool(nil), func(poller.Sample) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty.FirstRound():
+	default:
+		t.Error("a poller without devices: first round not over")
+	}
+
+	p := simtest.Start(t, sim.DefaultConfig())
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	pl, _, _ := runPoller(t, deviceConfigs(p, time.Second)[:1], func(poller.Sample) {
+		once.Do(func() { close(entered); <-release })
+	})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first poll within 10 s")
+	}
+	select {
+	case <-pl.FirstRound():
+		t.Fatal("first round over while its sink runs")
+	default:
+	}
+	if s := pl.Stalled(time.Now()); len(s) != 0 {
+		t.Errorf("stalled at once: %v", s)
+	}
+	if s := pl.Stalled(time.Now().Add(poller.MinStallAfter + time.Second)); len(s) != 1 {
+		t.Errorf("stalled after MinStallAfter: %v, want the one device", s)
+	}
+	close(release)
+	select {
+	case <-pl.FirstRound():
+	case <-time.After(10 * time.Second):
+		t.Fatal("first round not over 10 s after the sink returned")
+	}
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
+	"plantd/config"
+	"plantd/devices/poller"
+)
+
+// Supervision limits.
+const (
+	// readyWait bounds the wait for the first poll round before READY=1:
+	// an unreachable device must not keep the service "activating" until
+	// systemd gives up on it (TimeoutStartSec, 90 s by default).
+	readyWait = 60 * time.Second
+	// statusEvery is how often STATUS= is refreshed without a watchdog;
+	// with one, it is refreshed with every WATCHDOG=1.
+	statusEvery = 10 * time.Second
+	// writerStallAfter is how long the store's writer may go without a
+	// round of its loop (once a second when idle) before it counts as
+	// hung: far above the longest commit or rollup step.
+	writerStallAfter = 2 * time.Minute
+)
+
+// supervise talks to systemd (sd_notify; a no-op when NOTIFY_SOCKET is
+// not set): READY=1 once the first poll round ran (the store is open and
+// the HTTP port bound before run starts), STATUS= with a one-line summary,
+// WATCHDOG=1 only while the poller and the store's writer make progress,
+// and a config reload on each SIGHUP (RELOADING=1, then READY=1 again).
+// STOPPING=1 when ctx ends.
+func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
+	start := time.Now()
+	watchdog, err := sd.SdWatchdogEnabled(false)
+	if err != nil {
+		d.log.Warn("systemd watchdog: " + err.Error())
+	}
+	every := statusEvery
+	if watchdog > 0 {
+		every = min(every, watchdog/3)
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	first := d.poller.FirstRound()
+	readyTimer := time.NewTimer(readyWait)
+	defer readyTimer.Stop()
+	ready := false
+	becomeReady := func(complete bool) {
+		ready, first = true, nil
+		readyTimer.Stop()
+		d.notify(sd.SdNotifyReady + "\nSTATUS=" + d.status())
+		if complete {
+			d.log.Info("ready: store open, HTTP API bound, first poll round done", "after", time.Since(start).Round(time.Millisecond))
+		} else {
+			d.log.Warn(fmt.Sprintf("ready before the first poll round ended: it took longer than %v", readyWait))
+		}
+	}
+	lastStall := ""
+	for {
+		select {
+		case <-ctx.Done():
+			d.notify(sd.SdNotifyStopping + "\nSTATUS=stopping")
+			return
+		case <-first:
+			becomeReady(true)
+			continue
+		case <-readyTimer.C:
+			if !ready {
+				becomeReady(false)
+			}
+			continue
+		case <-hup:
+			d.reloadConfig(ready)
+			continue
+		case <-tick.C:
+		}
+		stall := d.stalled(time.Now(), start)
+		if stall != lastStall {
+			if stall != "" {
+				d.log.Error("watchdog: no progress, not reporting alive to systemd: " + stall)
+			} else {
+				d.log.Info("watchdog: progress again")
+			}
+			lastStall = stall
+		}
+		msg := ""
+		if watchdog > 0 && stall == "" {
+			msg = sd.SdNotifyWatchdog + "\n"
+		}
+		if stall != "" {
+			msg += "STATUS=no progress: " + stall
+		} else if ready {
+			msg += "STATUS=" + d.status()
+		} else {
+			msg += "STATUS=starting: first poll round"
+		}
+		d.notify(msg)
+	}
+}
+
+// notify sends state to systemd; without NOTIFY_SOCKET it does nothing.
+func (d *daemon) notify(state string) {
+	if _, err := sd.SdNotify(false, state); err != nil {
+		d.log.Debug("sd_notify: " + err.Error())
+	}
+}
+
+// stalled says what does not make progress at now ("" all does): a device
+// stuck in one poll far beyond its timeouts, or a store writer that has
+// not gone round its loop for writerStallAfter.
+func (d *daemon) stalled(now, start time.Time) string {
+	var why []string
+	if ids := d.poller.Stalled(now); len(ids) > 0 {
+		why = append(why, "poller stuck on "+strings.Join(ids, ", "))
+	}
+	beat := d.store.Progress()
+	if beat.IsZero() {
+		beat = start
+	}
+	if age := now.Sub(beat); age > writerStallAfter {
+		why = append(why, fmt.Sprintf("store writer silent for %v", age.Round(time.Second)))
+	}
+	return strings.Join(why, "; ")
+}
+
+// status is the one-line summary of STATUS= (systemctl status shows it).
+func (d *daemon) status() string {
+	var online, stale, offline int
+	stats := d.poller.Stats()
+	for _, s := range stats {
+		switch s.State {
+		case poller.StateOnline:
+			online++
+		case poller.StateStale:
+			stale++
+		default:
+			offline++
+		}
+	}
+	st := d.store.Stats()
+	s := fmt.Sprintf("%d devices: %d online, %d stale, %d offline; %d measurements stored", len(stats), online, stale, offline, st.Written)
+	if st.Dropped+st.Failed > 0 {
+		s += fmt.Sprintf(", %d lost", st.Dropped+st.Failed)
+	}
+	s += "; API on " + d.ln.Addr().String()
+	if d.reloadNote != "" {
+		s += "; " + d.reloadNote
+	}
+	return s
+}
+
+// reloadConfig reads the config file again (SIGHUP, systemctl reload). An
+// invalid file is refused with its problems in the log, and the running
+// config stays. Of a valid one, the HTTP tokens and OAuth2 clients and the
+// log level take effect at once; every other change needs a restart and
+// is logged as such.
+func (d *daemon) reloadConfig(ready bool) {
+	if d.reload == nil {
+		d.log.Warn("SIGHUP: nothing to reload, the demo has no config file")
+		return
+	}
+	d.notify(sd.SdNotifyReloading + "\n" + sd.SdNotifyMonotonicUsec() + "STATUS=reloading the config")
+	defer func() {
+		msg := "STATUS=" + d.status()
+		if ready {
+			msg = sd.SdNotifyReady + "\n" + msg
+		}
+		d.notify(msg)
+	}()
+	cfg, err := d.reload()
+	if err != nil {
+		// One line per problem: journald shows them as they are.
+		var problems *config.Errors
+		if errors.As(err, &problems) {
+			n := fmt.Sprintf("%d problems", len(problems.Problems))
+			if len(problems.Problems) == 1 {
+				n = "1 problem"
+			}
+			d.log.Error("config reload refused, the running config stays: " + n)
+			for _, p := range problems.Problems {
+				d.log.Error("config: " + p.String())
+			}
+		} else {
+			d.log.Error("config reload refused, the running config stays: " + err.Error())
+		}
+		d.reloadNote = "last config reload refused"
+		return
+	}
+	if err := d.api.SetCredentials(cfg.Tokens, cfg.OAuthClients); err != nil {
+		d.log.Error("config reload refused, the running config stays: " + err.Error())
+		d.reloadNote = "last config reload refused"
+		return
+	}
+	d.level.Set(cfg.Log.SlogLevel())
+	d.reloadNote = ""
+	d.log.Info("config reloaded", "tokens", len(cfg.Tokens), "oauthClients", len(cfg.OAuthClients), "logLevel", cfg.Log.Level)
+	if pending := changedSections(d.cfg, cfg); len(pending) > 0 {
+		d.log.Warn("config changes that need a restart were not applied (systemctl restart plantd): " + strings.Join(pending, ", "))
+		d.reloadNote = "config changes pending a restart: " + strings.Join(pending, ", ")
+	}
+}
+
+// changedSections lists the top-level config keys that differ between the
+// running config and a reloaded one, leaving out what a reload applies:
+// tokens, oauthClients and log.level.
+func changedSections(running, next *config.Config) []string {
+	var out []string
+	a, b := reflect.ValueOf(*running), reflect.ValueOf(*next)
+	typ := a.Type()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "" || name == "tokens" || name == "oauthClients" {
+			continue
+		}
+		if name == "log" {
+			if running.Log.Format != next.Log.Format {
+				out = append(out, "log.format")
+			}
+			continue
+		}
+		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"plantd/config"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+)
+
+// daemonRun is the real binary running "plantd run -c" on a config the
+// test writes, its log lines on a channel.
+type daemonRun struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	path  string
+	lines chan string
+}
+
+// simConfig is a config of the simulated plant's first n devices, polled
+// every 250 ms, with the given extra YAML.
+func simConfig(p *sim.Plant, dir string, n int, extra string) string {
+	var devs strings.Builder
+	for _, d := range p.Devices()[:n] {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 250ms, timeout: 500ms}\n", d.ID(), host, port)
+	}
+	return fmt.Sprintf("http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\nplants:\n  - {id: p1, name: Test, timezone: Europe/Berlin}\ndevices:\n%s%s",
+		filepath.Join(dir, "plantd.db"), devs.String(), extra)
+}
+
+func startPlantd(t *testing.T, cfg string, env ...string) *daemonRun {
+	t.Helper()
+	d := &daemonRun{t: t, path: filepath.Join(t.TempDir(), "plantd.yaml"), lines: make(chan string, 10000)}
+	d.writeConfig(cfg)
+	d.cmd = exec.Command(binPath, "run", "-c", d.path)
+	d.cmd.Env = append(os.Environ(), env...)
+	stderr, _ := d.cmd.StderrPipe()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			d.lines <- sc.Text()
+		}
+		close(d.lines)
+	}()
+	return d
+}
+
+func (d *daemonRun) writeConfig(cfg string) {
+	d.t.Helper()
+	if err := os.WriteFile(d.path, []byte(cfg), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// waitLog waits for a log line matching re and returns it.
+func (d *daemonRun) waitLog(re *regexp.Regexp, timeout time.Duration) string {
+	d.t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-d.lines:
+			if !ok {
+				d.t.Fatalf("plantd ended while waiting for %s", re)
+			}
+			if re.MatchString(l) {
+				return l
+			}
+			if testing.Verbose() {
+				d.t.Log(l)
+			}
+		case <-deadline:
+			d.t.Fatalf("no log line %s within %v", re, timeout)
+		}
+	}
+}
+
+// stop ends plantd with SIGTERM and wants exit status 0.
+func (d *daemonRun) stop() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.cmd.Wait(); err != nil {
+		d.t.Errorf("plantd after SIGTERM: %v", err)
+	}
+}
+
+// TestSystemdNotify runs the real binary with NOTIFY_SOCKET pointing at a
+// unixgram socket the test listens on, and a watchdog of 600 ms: READY=1
+// comes once the first poll round ran (both devices polled), with a
+// STATUS= summary; WATCHDOG=1 follows at a third of the watchdog interval
+// with the summary refreshed; SIGTERM sends STOPPING=1.
+func TestSystemdNotify(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	msgs := make(chan string, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	next := func(timeout time.Duration) string {
+		t.Helper()
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatal("notify socket closed")
+			}
+			return m
+		case <-time.After(timeout):
+			t.Fatalf("no notify message within %v", timeout)
+		}
+		return ""
+	}
+
+	start := time.Now()
+	d := startPlantd(t, simConfig(p, dir, 2, ""), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=600000")
+	var ready string
+	for ready == "" {
+		m := next(30 * time.Second)
+		if strings.Contains(m, "READY=1") {
+			ready = m
+		} else if !strings.Contains(m, "STATUS=starting") && !strings.Contains(m, "WATCHDOG=1") {
+			t.Errorf("before READY=1: %q", m)
+		}
+	}
+	t.Logf("READY=1 after %v: %q", time.Since(start).Round(time.Millisecond), ready)
+	if !regexp.MustCompile(`STATUS=2 devices: \d online`).MatchString(ready) {
+		t.Errorf("READY=1 without the summary: %q", ready)
+	}
+	// The first round is done: both devices answered once (the sim is up),
+	// so the log says so before or with READY.
+	d.waitLog(regexp.MustCompile(`ready: store open, HTTP API bound, first poll round done`), 10*time.Second)
+
+	status := regexp.MustCompile(`STATUS=2 devices: 2 online, 0 stale, 0 offline; (\d+) measurements stored; API on 127\.0\.0\.1:\d+`)
+	var beats []time.Time
+	stored := ""
+	for len(beats) < 6 {
+		m := next(5 * time.Second)
+		if !strings.Contains(m, "WATCHDOG=1") {
+			t.Errorf("unexpected message: %q", m)
+			continue
+		}
+		beats = append(beats, time.Now())
+		if sm := status.FindStringSubmatch(m); sm == nil {
+			t.Errorf("WATCHDOG=1 without the summary: %q", m)
+		} else {
+			stored = sm[1]
+		}
+	}
+	if gap := beats[len(beats)-1].Sub(beats[0]) / time.Duration(len(beats)-1); gap > 400*time.Millisecond {
+		t.Errorf("WATCHDOG=1 every %v, want about 200 ms (a third of WatchdogSec)", gap)
+	}
+	if stored == "0" {
+		t.Errorf("no measurements stored after %d watchdog rounds", len(beats))
+	}
+
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	for {
+		m := next(10 * time.Second)
+		if strings.Contains(m, "STOPPING=1") {
+			break
+		}
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("plantd after SIGTERM: %v", err)
+	}
+}
+
+// TestReloadSIGHUP sends SIGHUP to the real binary: a valid new config
+// replaces the HTTP tokens and the log level at once and names the changes
+// that need a restart (a device removed); an invalid one is refused with
+// its problems and the running config stays; polling goes on throughout.
+func TestReloadSIGHUP(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	dir := t.TempDir()
+	const tokA, tokB = "token-a-of-the-first-config", "token-b-of-the-reloaded-config"
+	tokens := func(name, tok string) string {
+		return fmt.Sprintf("tokens:\n  - {name: %s, sha256: %s, role: standard}\n", name, config.TokenHash(tok))
+	}
+	d := startPlantd(t, simConfig(p, dir, 2, tokens("a", tokA)))
+	api := listenRE.FindStringSubmatch(d.waitLog(listenRE, 10*time.Second))[1]
+	d.waitLog(regexp.MustCompile(`ready: `), 30*time.Second)
+	get := func(tok string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+api+"/monitoring/v1/plants", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b := get(tokA), get(tokB); a != 200 || b != 401 {
+		t.Fatalf("before the reload: token a %d, token b %d", a, b)
+	}
+
+	// Token b instead of a, debug logging, the second device gone.
+	d.writeConfig(simConfig(p, dir, 1, tokens("b", tokB)+"log:\n  level: debug\n"))
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.waitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
+	d.waitLog(regexp.MustCompile(`need a restart.*: devices`), 10*time.Second)
+	if a, b := get(tokA), get(tokB); a != 401 || b != 200 {
+		t.Errorf("after the reload: token a %d, token b %d", a, b)
+	}
+	d.waitLog(regexp.MustCompile(`level=DEBUG`), 10*time.Second)
+
+	// An invalid config: refused, the problems logged, token b still good.
+	d.writeConfig(simConfig(p, dir, 1, tokens("b", tokB)+"bogusKey: 1\n"))
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.waitLog(regexp.MustCompile(`config reload refused, the running config stays`), 10*time.Second)
+	d.waitLog(regexp.MustCompile(`config: .*plantd.yaml:\d+: .*bogusKey`), 10*time.Second)
+	if b := get(tokB); b != 200 {
+		t.Errorf("after a refused reload: token b %d", b)
+	}
+	// Still polling both devices of the running config.
+	polls := func() string {
+		resp, err := http.Get("http://" + api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		m := regexp.MustCompile(`plantd_device_polls_total\{device="inv2"\} (\S+)`).FindSubmatch(body)
+		if m == nil {
+			t.Fatal("no poll counter of inv2 in /metrics")
+		}
+		return string(m[1])
+	}
+	before := polls()
+	for deadline := time.Now().Add(10 * time.Second); polls() == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("inv2 not polled any more after the reloads")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.stop()
+}
+
+// TestChangedSections: what a reload applies (tokens, OAuth2 clients, the
+// log level) is not reported; every other top-level change is.
+func TestChangedSections(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"nothing", func(*config.Config) {}, ""},
+		{"reloadable", func(c *config.Config) {
+			c.Tokens = []config.Token{{Name: "x", SHA256: config.TokenHash("x"), Role: config.RoleStandard}}
+			c.OAuthClients = []config.OAuthClient{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
+			c.Log.Level = "debug"
+		}, ""},
+		{"log format", func(c *config.Config) { c.Log.Format = "json" }, "log.format"},
+		{"listener and devices", func(c *config.Config) {
+			c.HTTP.Listen = "0.0.0.0:9090"
+			c.Devices = append(c.Devices, config.NewDevice())
+		}, "http, devices"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			running, next := config.Default(), config.Default()
+			tt.change(next)
+			if got := strings.Join(changedSections(running, next), ", "); got != tt.want {
+				t.Errorf("changedSections = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
