@@ -394,7 +394,7 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 		return Schedule{}, err
 	}
 	if !skipCheck {
-		if err := c.check(cmds, devs); err != nil {
+		if err := c.check(ctx, cmds, devs); err != nil {
 			return Schedule{}, err
 		}
 	}
@@ -513,7 +513,7 @@ func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
 // check runs the eligibility check of every command and the checks that
 // depend on the devices (rated power, curve points and parameters, as the
 // devices' control models first read report them).
-func (c *Controller) check(cmds []ScheduledCmd, devs []plant.DeviceLive) error {
+func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive) error {
 	var errs []FieldError
 	elig := map[string]Eligibility{}
 	for i, sc := range cmds {
@@ -536,7 +536,7 @@ func (c *Controller) check(cmds []ScheduledCmd, devs []plant.DeviceLive) error {
 				}
 			}
 		case ValueCurve:
-			if msg := c.checkCurve(cmd, sc.Curve, devs, e.Devices); msg != "" {
+			if msg := c.checkCurve(ctx, cmd, sc.Curve, devs, e.Devices); msg != "" {
 				errs = append(errs, FieldError{Field: f + ".curve", Message: cmd.Name + ": " + msg})
 			}
 		}
@@ -548,10 +548,8 @@ func (c *Controller) check(cmds []ScheduledCmd, devs []plant.DeviceLive) error {
 }
 
 // checkCurve tries a curve on the default image of every device that
-// carries it; a device whose image is not read yet is not checked.
-func (c *Controller) checkCurve(cmd Command, cv *Curve, devs []plant.DeviceLive, ids []string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// carries it (read from the device now when plantd has not yet).
+func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, devs []plant.DeviceLive, ids []string) string {
 	for _, d := range devs {
 		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
 			continue
@@ -560,11 +558,23 @@ func (c *Controller) checkCurve(cmd Command, cv *Curve, devs []plant.DeviceLive,
 		if !ok {
 			continue
 		}
-		dc := c.devs[d.Info.ID]
-		if dc == nil || dc.defaults[ref.ID] == nil {
-			continue
+		c.mu.Lock()
+		var snap *devices.Instance
+		if dc := c.devs[d.Info.ID]; dc != nil {
+			snap = dc.defaults[ref.ID]
 		}
-		snap := dc.defaults[ref.ID]
+		c.mu.Unlock()
+		if snap == nil {
+			rw, ok := c.conns(d.Info.ID)
+			if !ok {
+				continue
+			}
+			inst, err := devices.ReadModel(ctx, rw, ref)
+			if err != nil {
+				continue // offline now: checked when written
+			}
+			snap = inst
+		}
 		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
 		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
 			return fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)

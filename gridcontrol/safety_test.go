@@ -1,6 +1,8 @@
 package gridcontrol_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +166,40 @@ func TestDeviceNeedingTheEnableToggle(t *testing.T) {
 	r.waitFor(5*time.Second, "the warning in the plant log", func() bool {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
+}
+
+// TestRefusedCommandFails: a command a device cannot take (here a volt-var
+// curve of 10 points on inverters that hold 4, posted with the
+// eligibility check skipped) is never half-written: the window is marked
+// failed with the device's reason, the plant log says so, and the other
+// commands of the schedule run.
+func TestRefusedCommandFails(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	start, end := window(time.Second, 6*time.Second)
+	var pts []string
+	for i := range 10 {
+		pts = append(pts, fmt.Sprintf(`{"x":%d,"y":%d}`, 90+2*i, 30-6*i))
+	}
+	curve := fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":{"points":[%s]}}`, ts(start), ts(end), strings.Join(pts, ","))
+	b := body(curve, limitCmd("opModMaxLimW", start, end, 50))
+	if _, err := r.submit(b); err == nil {
+		t.Fatal("10 points on devices holding 4 accepted with the eligibility check")
+	}
+	s, err := r.controller().Submit(context.Background(), "demo", []byte(b), true, "test (installer)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(time.Until(start)+3*time.Second, "the curve marked failed", func() bool { return r.command(s.ScheduleID, 0).Status == gridcontrol.StatusFailed })
+	if c := r.command(s.ScheduleID, 0); !strings.Contains(c.Reason, "at most 4 points") {
+		t.Errorf("reason %q", c.Reason)
+	}
+	if l := r.limitOf("inv1"); l != 50 {
+		t.Errorf("the schedule's limit: inv1 at %g %%", l)
+	}
+	v := r.read("inv1", 126)
+	if got, _ := v.Float("ModEna"); got != 0 {
+		t.Errorf("126 ModEna %g after a refused curve", got)
+	}
+	r.waitFor(5*time.Second, "the failure in the plant log", func() bool { return r.logHas("GridControlWriteFailed", "at most 4 points") })
 }
