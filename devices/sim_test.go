@@ -263,3 +263,35 @@ func BenchmarkPollRead(b *testing.B) {
 		})
 	}
 }
+
+// TestWriteModelTrigger: a trigger point is written although its value
+// does not change (a second adopt request for the same curve), and only
+// what changed besides it; WriteModel alone writes nothing then.
+func TestWriteModelTrigger(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	inv := simtest.Device(t, p, "inv2")
+	c := newClient(t, newPool(t), inv, time.Second)
+	d, err := devices.Discover(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := d.Ref(705)
+	req := func(inst *devices.Instance) error { return inst.Set("AdptCrvReq", 2) }
+	if _, err := devices.WriteModel(t.Context(), c, ref, req); err != nil {
+		t.Fatal(err)
+	}
+	n := len(inv.Writes())
+	if _, err := devices.WriteModel(t.Context(), c, ref, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(inv.Writes()); got != n {
+		t.Errorf("WriteModel of an unchanged value wrote %d times", got-n)
+	}
+	if _, err := devices.WriteModelTrigger(t.Context(), c, ref, []string{"AdptCrvReq"}, req); err != nil {
+		t.Fatal(err)
+	}
+	w := inv.Writes()
+	if len(w) != n+1 || !slices.Equal(w[len(w)-1].Points, []string{"705.AdptCrvReq"}) {
+		t.Errorf("WriteModelTrigger wrote %d times, last %v; want AdptCrvReq once", len(w)-n, w[len(w)-1].Points)
+	}
+}

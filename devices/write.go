@@ -110,6 +110,14 @@ func ReadModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
 // instance is the model as read back; a register that reads back different
 // from what was written is an error wrapping ErrReadBack.
 func WriteModel(ctx context.Context, rw ReadWriter, ref ModelRef, edit func(*Instance) error) (*Instance, error) {
+	return WriteModelTrigger(ctx, rw, ref, nil, edit)
+}
+
+// WriteModelTrigger is WriteModel with trigger points: top-level points
+// (such as a 7xx AdptCrvReq) that act when written, so they are written
+// even when edit leaves them at their value, and are not compared on
+// read-back (a device may clear a request once it acted on it).
+func WriteModelTrigger(ctx context.Context, rw ReadWriter, ref ModelRef, triggers []string, edit func(*Instance) error) (*Instance, error) {
 	before, err := readModel(ctx, rw, ref)
 	if err != nil {
 		return nil, err
@@ -121,10 +129,20 @@ func WriteModel(ctx context.Context, rw ReadWriter, ref ModelRef, edit func(*Ins
 	}
 	writable := make([]bool, len(want.Regs))
 	markWritable(&want.Root, writable)
+	trigger := make([]bool, len(want.Regs))
+	for _, name := range triggers {
+		if i := want.Model.Group.PointIndex(name); i >= 0 {
+			p := &want.Model.Group.Points[i]
+			from := want.Root.Offset + int(p.Offset)
+			for r := from; r < from+int(p.Size) && r < len(trigger); r++ {
+				trigger[r] = true
+			}
+		}
+	}
 	type span struct{ from, to int } // registers [from, to)
 	var spans []span
 	for i, r := range want.Regs {
-		if r == before.Regs[i] {
+		if r == before.Regs[i] && !trigger[i] {
 			continue
 		}
 		if !writable[i] {
@@ -150,6 +168,9 @@ func WriteModel(ctx context.Context, rw ReadWriter, ref ModelRef, edit func(*Ins
 	}
 	for _, s := range spans {
 		for i := s.from; i < s.to; i++ {
+			if trigger[i] {
+				continue
+			}
 			if i >= len(after.Regs) || after.Regs[i] != want.Regs[i] {
 				return after, fmt.Errorf("write model %d register %d = %d: %w", ref.ID, int(ref.Addr)+i, want.Regs[i], ErrReadBack)
 			}

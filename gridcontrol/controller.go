@@ -1118,10 +1118,27 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, false) })
 		}
 		if err == nil {
-			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
+			err = adopt(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
 		}
 	}
 	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, nil)
+}
+
+// adopt writes a 7xx adopt request (with what edit sets beside it): the
+// request is written even when it holds the same index already, since
+// writing it is what makes the device adopt, and a device that answers
+// the adoption failed is a refusal.
+func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, edit func(*devices.Instance) error) error {
+	after, err := devices.WriteModelTrigger(ctx, rw, ref, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
+	if err != nil {
+		return err
+	}
+	for _, rslt := range []string{"AdptCrvRslt", "AdptCtlRslt"} {
+		if v, err := after.Float(rslt); err == nil && v == 2 {
+			return fmt.Errorf("model %d: %s FAILED: %w", ref.ID, rslt, devices.ErrReadBack)
+		}
+	}
+	return nil
 }
 
 // restoreControl writes a control's default back and releases it.
@@ -1131,7 +1148,7 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	c.mu.Unlock()
 	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, false) })
 	if err == nil && curveLayouts[ref.ID].der {
-		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
+		err = adopt(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
 	}
 	if err != nil {
 		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,32 +127,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	}
 	limit := func(id string) float64 { return p.Device(id).State().EffectiveLimitPct }
 
-	dir := t.TempDir()
-	var devs strings.Builder
-	for _, d := range p.Devices()[:4] {
-		host, port, _ := net.SplitHostPort(d.Addr())
-		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms, timeout: 1s}\n", d.ID(), host, port)
-	}
-	const tokInst, tokStd, tokGrid = "installer-token-0123456789abcdef0123", "standard-token-0123456789abcdef01234", "gridop-token-0123456789abcdef0123456"
-	cfgPath := filepath.Join(dir, "plantd.yaml")
-	cfg := fmt.Sprintf(`http:
-  listen: 127.0.0.1:0
-database:
-  path: %s
-plants:
-  - {id: p1, name: Grid, timezone: Europe/Berlin}
-devices:
-%stokens:
-  - {name: inst, sha256: %s, role: installer}
-  - {name: std, sha256: %s, role: standard}
-  - {name: dso, sha256: %s, role: gridoperator}
-gridControl:
-  reversionTimeout: 4s
-  rampRatePercentPerSecond: 50
-`, filepath.Join(dir, "plantd.db"), devs.String(), config.TokenHash(tokInst), config.TokenHash(tokStd), config.TokenHash(tokGrid))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := gridConfig(t, p)
 	d := startDaemon(t, cfgPath)
 	online := regexp.MustCompile(`device (inv1|inv2) online`)
 	d.waitLog(online, 10*time.Second)
@@ -219,6 +195,43 @@ gridControl:
 	}
 }
 
+// The tokens of gridConfig.
+const tokInst, tokStd, tokGrid = "installer-token-0123456789abcdef0123", "standard-token-0123456789abcdef01234", "gridop-token-0123456789abcdef0123456"
+
+// gridConfig writes a config for plant p1 with the simulated plant's
+// inverters, meter and battery polled every 500 ms, an installer, a
+// standard and a grid-operator token, a 4 s reversion timeout and a
+// 50 %/s ramp.
+func gridConfig(t *testing.T, p *sim.Plant) string {
+	t.Helper()
+	dir := t.TempDir()
+	var devs strings.Builder
+	for _, d := range p.Devices()[:4] {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms, timeout: 1s}\n", d.ID(), host, port)
+	}
+	cfgPath := filepath.Join(dir, "plantd.yaml")
+	cfg := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Grid, timezone: Europe/Berlin}
+devices:
+%stokens:
+  - {name: inst, sha256: %s, role: installer}
+  - {name: std, sha256: %s, role: standard}
+  - {name: dso, sha256: %s, role: gridoperator}
+gridControl:
+  reversionTimeout: 4s
+  rampRatePercentPerSecond: 50
+`, filepath.Join(dir, "plantd.db"), devs.String(), config.TokenHash(tokInst), config.TokenHash(tokStd), config.TokenHash(tokGrid))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath
+}
+
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -227,5 +240,173 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 			t.Fatalf("after %s: still not %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestGridControlEveryCommandOverHTTP posts one schedule with every
+// command but FeedInLimit over HTTP to the real binary. While the window
+// is open the simulator's registers have every function enabled on both
+// generations (123 and 704 limit, PF, disconnect on 123, every curve
+// model); after it, every writable register of the classic models and the
+// enables and curve 1 of the 7xx models are back at what they were.
+func TestGridControlEveryCommandOverHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a schedule of every command through plantd (~15 s)")
+	}
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	p := simtest.Start(t, scfg)
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	type dev struct {
+		cl   devices.ReadWriter
+		info *devices.Device
+	}
+	devs := map[string]dev{}
+	for _, id := range []string{"inv1", "inv2"} {
+		cl := pool.Endpoint(modbus.EndpointConfig{Address: p.Device(id).Addr()}).Unit(1, 2*time.Second)
+		info, err := devices.Discover(t.Context(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs[id] = dev{cl, info}
+	}
+	read := func(id string, model uint16) *devices.Instance {
+		t.Helper()
+		ref, _ := devs[id].info.Ref(model)
+		inst, err := devices.ReadModel(t.Context(), devs[id].cl, ref)
+		if err != nil {
+			t.Fatalf("read %s model %d: %v", id, model, err)
+		}
+		return inst
+	}
+	models := map[string][]uint16{"inv1": {123, 126, 129, 130, 132, 134, 135, 136}, "inv2": {704, 705, 706, 707, 708, 709, 710, 711}}
+	before := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
+	for id, ms := range models {
+		for _, m := range ms {
+			before[id][m] = read(id, m)
+		}
+	}
+	// Curves: inv1's curve 1 of each classic model, y moved a little.
+	curve := func(m uint16, x, y string, dy float64) string {
+		inst := before["inv1"][m]
+		c := inst.Root.Groups("curve")[0]
+		n, _ := inst.FloatIn(&c, "ActPt")
+		var pts []string
+		for j := 1; j <= int(n); j++ {
+			xv, _ := inst.FloatIn(&c, fmt.Sprint(x, j))
+			yv, _ := inst.FloatIn(&c, fmt.Sprint(y, j))
+			pts = append(pts, fmt.Sprintf(`{"x":%g,"y":%g}`, xv, yv+dy))
+		}
+		return `{"points":[` + strings.Join(pts, ",") + `]}`
+	}
+	// 711 (DER freq-droop) takes parameters: its KOf moved a little.
+	ctl := before["inv2"][711].Root.Groups("Ctl")[0]
+	kof, err := before["inv2"][711].FloatIn(&ctl, "KOf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, gridConfig(t, p))
+	online := regexp.MustCompile(`device (inv1|inv2) online`)
+	d.waitLog(online, 10*time.Second)
+	d.waitLog(online, 10*time.Second)
+	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	end := start.Add(5 * time.Second)
+	win := func(cmd, rest string) string {
+		return fmt.Sprintf(`{"command":%q,"start":%q,"end":%q%s}`, cmd, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), rest)
+	}
+	body := `{"commands":[` + strings.Join([]string{
+		win("opModMaxLimW", `,"value":45`), win("OpModDisconnect", ""),
+		win("opModFixedPFInjectW", `,"value":0.95`), win("opModFixedPfAbsorbW", `,"value":0.9`),
+		win("opModVoltVar", `,"curve":`+curve(126, "V", "VAr", -5)),
+		win("opModVoltWatt", `,"curve":`+curve(132, "V", "W", -10)),
+		win("opModFreqWatt", `,"curve":`+strings.TrimSuffix(curve(134, "Hz", "W", -10), "}")+fmt.Sprintf(`,"params":{"KOf":%g}}`, kof+0.01)),
+		win("opModLvrtMustTrip", `,"curve":`+curve(129, "Tms", "V", 2)),
+		win("opModHvrtMustTrip", `,"curve":`+curve(130, "Tms", "V", -2)),
+		win("opModLfrtMustTrip", `,"curve":`+curve(135, "Tms", "Hz", 0.2)),
+		win("opModHfrtMustTrip", `,"curve":`+curve(136, "Tms", "Hz", -0.2)),
+	}, ",") + `]}`
+	if code, b := d.request("POST", "/gridcontrol/v1/plants/p1/schedules", tokGrid, body); code != 201 {
+		t.Fatalf("POST every command: %d %s", code, b)
+	}
+	enabled := func() []string {
+		var off []string
+		want := map[string]map[uint16][]string{
+			"inv1": {123: {"WMaxLim_Ena", "OutPFSet_Ena"}, 126: {"ModEna"}, 129: {"ModEna"}, 130: {"ModEna"}, 132: {"ModEna"}, 134: {"ModEna"}, 135: {"ModEna"}, 136: {"ModEna"}},
+			"inv2": {704: {"WMaxLimPctEna", "PFWInjEna", "PFWAbsEna"}, 705: {"Ena"}, 706: {"Ena"}, 707: {"Ena"}, 708: {"Ena"}, 709: {"Ena"}, 710: {"Ena"}, 711: {"Ena"}},
+		}
+		for id, ms := range want {
+			for m, names := range ms {
+				inst := read(id, m)
+				for _, n := range names {
+					if v, err := inst.Float(n); err != nil || int(v)&1 != 1 {
+						off = append(off, fmt.Sprintf("%s %d %s", id, m, n))
+					}
+				}
+			}
+		}
+		if v, _ := read("inv1", 123).Float("Conn"); v != 0 {
+			off = append(off, "inv1 123 Conn")
+		}
+		return off
+	}
+	waitUntil(t, time.Until(start)+3*time.Second, "every function enabled on both inverters", func() bool { return len(enabled()) == 0 })
+	t.Logf("every function enabled %s after the start", time.Since(start).Round(10*time.Millisecond))
+	if s := p.Device("inv1").State(); s.Connected || s.EffectiveLimitPct != 45 {
+		t.Errorf("inv1 in the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
+	}
+	time.Sleep(time.Until(end))
+	restored := func() []string {
+		var diff []string
+		for id, ms := range models {
+			for _, m := range ms {
+				now, was := read(id, m), before[id][m]
+				if m >= 700 {
+					// 7xx: the enables and the curve in effect (curve 1).
+					for _, n := range []string{"Ena", "WMaxLimPctEna", "PFWInjEna", "PFWAbsEna", "WMaxLimPct"} {
+						a, errA := now.Float(n)
+						b, errB := was.Float(n)
+						if (errA == nil) != (errB == nil) || a != b {
+							diff = append(diff, fmt.Sprintf("%s %d %s %g≠%g", id, m, n, a, b))
+						}
+					}
+					for _, g := range []string{"Crv", "Ctl"} {
+						if gs, ws := now.Root.Groups(g), was.Root.Groups(g); len(gs) > 0 && len(ws) > 0 &&
+							!slices.Equal(now.Regs[gs[0].Offset:gs[0].Offset+gs[0].Len], was.Regs[ws[0].Offset:ws[0].Offset+ws[0].Len]) {
+							diff = append(diff, fmt.Sprintf("%s %d %s[1] %v≠%v", id, m, g, now.Regs[gs[0].Offset:gs[0].Offset+gs[0].Len], was.Regs[ws[0].Offset:ws[0].Offset+ws[0].Len]))
+						}
+					}
+					continue
+				}
+				for _, pt := range now.Model.Group.Points {
+					if !pt.Writable {
+						continue
+					}
+					o := int(pt.Offset)
+					if !slices.Equal(now.Regs[o:o+int(pt.Size)], was.Regs[o:o+int(pt.Size)]) {
+						diff = append(diff, fmt.Sprintf("%s %d %s", id, m, pt.Name))
+					}
+				}
+				if gs, ws := now.Root.Groups("curve"), was.Root.Groups("curve"); len(gs) > 0 {
+					last := gs[len(gs)-1]
+					if !slices.Equal(now.Regs[last.Offset:last.Offset+last.Len], was.Regs[ws[len(ws)-1].Offset:ws[len(ws)-1].Offset+ws[len(ws)-1].Len]) {
+						diff = append(diff, fmt.Sprintf("%s %d curve[%d]", id, m, len(gs)))
+					}
+				}
+			}
+		}
+		return diff
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for left := restored(); len(left) > 0; left = restored() {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the end, not back at the default: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every control back at its default %s after the end", time.Since(end).Round(10*time.Millisecond))
+	code, b := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")
+	if code != 200 || strings.Count(string(b), `"status":"done"`) != 11 {
+		t.Errorf("GET schedules after the window: %d %s", code, b)
 	}
 }
