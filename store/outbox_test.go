@@ -1,0 +1,54 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestOutboxBatchMarksAndTrim(t *testing.T) {
+	s := openTest(t, Config{})
+	ctx := t.Context()
+	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	var msgs []OutboxAppend
+	for i := range 10 {
+		msgs = append(msgs, OutboxAppend{Stream: "log/p1", Payload: []byte{byte(i)}, Created: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	msgs = append(msgs, OutboxAppend{Stream: "ack", Payload: []byte("a")})
+	seqs, err := s.EnqueueBatch(ctx, msgs, &OutboxMark{Key: "rollup/p1", Value: 42})
+	if err != nil || len(seqs) != 11 || seqs[0] != 1 || seqs[9] != 10 || seqs[10] != 1 {
+		t.Fatalf("enqueue batch: %v, %v", seqs, err)
+	}
+	if v, ok, err := s.Mark(ctx, "rollup/p1"); v != 42 || !ok || err != nil {
+		t.Errorf("mark %d %v %v", v, ok, err)
+	}
+	if _, ok, _ := s.Mark(ctx, "none"); ok {
+		t.Error("unknown mark found")
+	}
+	// Enqueue and EnqueueBatch share the counters.
+	if seq, _ := s.Enqueue(ctx, "log/p1", []byte{10}); seq != 11 {
+		t.Errorf("enqueue after batch: seq %d, want 11", seq)
+	}
+	ms, err := s.PeekAfter(ctx, "log/p1", 8, 2)
+	if err != nil || len(ms) != 2 || ms[0].Seq != 9 || ms[1].Seq != 10 || !ms[0].Created.Equal(t0.Add(8*time.Minute)) {
+		t.Errorf("peek after 8: %+v, %v", ms, err)
+	}
+	st, err := s.OutboxStreams(ctx)
+	if err != nil || len(st) != 2 || st[0].Stream != "ack" || st[1].Depth != 11 || st[1].First != 1 || st[1].Last != 11 || !st[1].Oldest.Equal(t0) {
+		t.Errorf("streams %+v, %v", st, err)
+	}
+	// Age: the messages before t0+3m go; rows: the newest 5 stay.
+	if n, err := s.TrimOutbox(ctx, "log/p1", 0, t0.Add(3*time.Minute)); n != 3 || err != nil {
+		t.Errorf("trim by age: %d, %v", n, err)
+	}
+	if n, err := s.TrimOutbox(ctx, "log/p1", 5, time.Time{}); n != 3 || err != nil {
+		t.Errorf("trim by rows: %d, %v", n, err)
+	}
+	ms, _ = s.Peek(ctx, "log/p1", 100)
+	if len(ms) != 5 || ms[0].Seq != 7 {
+		t.Errorf("after trims: %d messages from %d", len(ms), ms[0].Seq)
+	}
+	if _, err := s.EnqueueBatch(ctx, []OutboxAppend{{Stream: ""}}, nil); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("empty stream: %v", err)
+	}
+}
