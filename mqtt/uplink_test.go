@@ -1,0 +1,142 @@
+package mqtt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plantd/plant"
+	"plantd/store"
+)
+
+// fakeLive is a plant "p1" with one device "inv1" whose values are new at
+// every call.
+type fakeLive struct{}
+
+func (fakeLive) Plants() []plant.Plant { return []plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}} }
+func (fakeLive) EnergyBalance(string) (plant.Balance, error) {
+	pv := 1234.5
+	return plant.Balance{PlantID: "p1", Time: time.Now(), PVGenerationW: &pv}, nil
+}
+func (fakeLive) Devices(string) ([]plant.DeviceLive, error) {
+	return []plant.DeviceLive{{Info: plant.DeviceInfo{ID: "inv1", PlantID: "p1"}, LastUpdate: time.Now(),
+		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1000}}}}, nil
+}
+
+// fastConfig is a config for tests: quick live ticks and reconnects, no
+// rate cap.
+func fastConfig(b *testBroker, gw string) Config {
+	return Config{Broker: b.url(), GatewayID: gw, LiveInterval: 50 * time.Millisecond,
+		BackoffMin: 200 * time.Millisecond, BackoffMax: time.Second, ConnectTimeout: 2 * time.Second, PublishTimeout: 5 * time.Second,
+		BacklogMessagesPerSecond: -1, BacklogBytesPerSecond: -1, KeepAlive: 2 * time.Second}
+}
+
+// outage is how long the outage test stops the broker
+// (PLANTD_MQTT_OUTAGE=60s for the long run).
+func outage(t *testing.T) time.Duration {
+	if s := os.Getenv("PLANTD_MQTT_OUTAGE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return 3 * time.Second
+}
+
+// TestOutage: a broker stopped and restarted while live values and log
+// entries keep coming; afterwards every seq of every stream arrived, in
+// order, duplicates only as repeated seqs; live values were coalesced
+// while offline (no gap either).
+func TestOutage(t *testing.T) {
+	b := newBroker(t, nil)
+	col := newCollector(t, b)
+	st := openStore(t, "")
+	u, err := New(fastConfig(b, "gw-outage"), Deps{Outbox: st, Live: fakeLive{}}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runUplink(t, u)
+	// Log entries at ~200/s from a "poller".
+	var logged atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for ctx.Err() == nil {
+			<-tk.C
+			if u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
+				logged.Add(1)
+			}
+		}
+	}()
+	waitFor(t, 10*time.Second, "first messages", func() bool { return col.distinct("log/p1") > 50 && col.distinct("live/p1") > 5 })
+	b.stop()
+	liveBefore := col.distinct("live/p1")
+	time.Sleep(outage(t))
+	b.start()
+	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
+	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.distinct("live/p1") > liveBefore+5 })
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	n := int(logged.Load())
+	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.distinct("log/p1") >= n })
+	waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
+	stop()
+	for _, s := range []string{"log/p1", "live/p1", "live/devices/inv1"} {
+		distinct, dups, gaps := col.check(s, true)
+		t.Logf("stream %s: %d seqs, %d duplicates, %d gaps, %d historical messages", s, distinct, dups, len(gaps), col.hist[s])
+		if len(gaps) > 0 {
+			t.Errorf("stream %s: missing seqs %v", s, gaps[:min(len(gaps), 20)])
+		}
+	}
+	if d := col.distinct("log/p1"); d != n {
+		t.Errorf("log entries: %d delivered, %d logged", d, n)
+	}
+	// Live was coalesced: about one live message per tick while online,
+	// none queued while offline.
+	if s, ok := col.lastState(); !ok || s.State != "offline" {
+		t.Errorf("state after a clean stop: %+v", s)
+	}
+	t.Logf("status: %+v", u.Status())
+}
+
+// TestBacklogAfterKill: 10,000 messages left in the outbox by a killed
+// plantd (written, never published) are all delivered after the restart,
+// in order, marked historical.
+func TestBacklogAfterKill(t *testing.T) {
+	b := newBroker(t, nil)
+	col := newCollector(t, b)
+	path := t.TempDir() + "/plantd.db"
+	st := openStore(t, path)
+	const n = 10000
+	msgs := make([]store.OutboxAppend, 0, n)
+	for i := range n {
+		msgs = append(msgs, store.OutboxAppend{Stream: "log/p1", Payload: fmt.Appendf(nil, `[{"code":"Test","message":"%d"}]`, i+1)})
+	}
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(b, "gw-kill")
+	u, err := New(cfg, Deps{Outbox: st}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	runUplink(t, u)
+	waitFor(t, 60*time.Second, "the backlog", func() bool { return col.distinct("log/p1") >= n })
+	el := time.Since(start)
+	waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
+	distinct, dups, gaps := col.check("log/p1", true)
+	if distinct != n || len(gaps) > 0 {
+		t.Errorf("%d of %d delivered, gaps %v", distinct, n, gaps[:min(10, len(gaps))])
+	}
+	col.mu.Lock()
+	items := col.items["log/p1"]
+	col.mu.Unlock()
+	t.Logf("%d messages (%d items, %d duplicates) in %s: %.0f/s; %d MQTT messages, all historical: %v",
+		distinct, items, dups, el.Round(time.Millisecond), float64(n)/el.Seconds(), u.Status().Published, col.hist["log/p1"] == int(u.Status().Published))
+}
