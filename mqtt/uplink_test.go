@@ -16,7 +16,9 @@ import (
 // every call.
 type fakeLive struct{}
 
-func (fakeLive) Plants() []plant.Plant { return []plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}} }
+func (fakeLive) Plants() []plant.Plant {
+	return []plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}}
+}
 func (fakeLive) EnergyBalance(string) (plant.Balance, error) {
 	pv := 1234.5
 	return plant.Balance{PlantID: "p1", Time: time.Now(), PVGenerationW: &pv}, nil
