@@ -130,6 +130,14 @@ func (b *testBroker) start() {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	b.startWith(cf)
+}
+
+// startWith starts mosquitto with the config file cf and waits until it
+// listens on b.port.
+func (b *testBroker) startWith(cf string) {
+	t := b.t
+	t.Helper()
 	b.stderr = &bytes.Buffer{}
 	b.cmd = exec.Command(mosquittoPath(t), "-c", cf)
 	b.cmd.Stderr = &lockedWriter{w: b.stderr}
