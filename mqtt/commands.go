@@ -107,6 +107,11 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 	switch {
 	case strings.HasPrefix(in.topic, u.topics.schedulePrefix()):
 		plantID := strings.TrimPrefix(in.topic, u.topics.schedulePrefix())
+		if len(in.payload) == 0 {
+			// The cloud cleared the retained schedule: nothing to answer.
+			skip = true
+			return
+		}
 		var req scheduleRequest
 		if err := decodeStrict(in.payload, &req); err != nil {
 			fail(http.StatusBadRequest, "bad-body", "malformed schedule message: "+err.Error())
