@@ -18,13 +18,14 @@ import (
 	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
+	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/store"
 )
 
 // daemon is a running plantd: the components a config asks for, wired
-// together. Data flows one way: poller → live state → store, and the HTTP
-// API reads the live state and the store.
+// together. Data flows one way: poller → live state → store and MQTT
+// uplink, and the HTTP API reads the live state and the store.
 type daemon struct {
 	log    *slog.Logger
 	pool   *modbus.Pool
@@ -33,6 +34,7 @@ type daemon struct {
 	store  *store.Store
 	grid   *gridcontrol.Controller
 	api    *httpapi.Server
+	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
 	plants []plant.Plant
 
@@ -93,8 +95,30 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store))
-	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now},
-		logger.With("component", "http"))
+	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
+	commands := &lateHandler{}
+	if cfg.MQTT.Broker != "" {
+		locs := map[string]*time.Location{}
+		for _, p := range plants {
+			locs[p.ID] = p.Location
+		}
+		deps := mqtt.Deps{Outbox: d.store, Live: d.live, Rollups: storeRollups{st: d.store, locs: locs}}
+		if cfg.MQTT.RemoteControl {
+			deps.Commands = commands
+		}
+		d.up, err = mqtt.New(uplinkConfig(cfg), deps, logger.With("component", "mqtt"))
+		if err != nil {
+			d.pool.Close()
+			d.store.Close()
+			return nil, err
+		}
+		apiDeps.Connected = uplinkHealth{d.up}
+		reg.MustRegister(newUplinkCollector(d.up))
+	}
+	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), apiDeps, logger.With("component", "http"))
+	if err == nil && cfg.MQTT.RemoteControl {
+		commands.h, err = d.api.AsRole("mqtt:"+cfg.Gateway.ID, cfg.MQTT.RemoteRole)
+	}
 	if err == nil {
 		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
 	}
@@ -104,6 +128,15 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		return nil, fmt.Errorf("http api: %w", err)
 	}
 	return d, nil
+}
+
+// logEntry stores a log entry and hands it to the uplink (both never
+// block).
+func (d *daemon) logEntry(e store.LogEntry) {
+	d.store.Log(e)
+	if d.up != nil {
+		d.up.Log(mqtt.LogItem{Time: e.Time, Level: e.Level, Code: e.Code, Message: e.Message, PlantID: e.PlantID, DeviceID: e.DeviceID})
+	}
 }
 
 // onSample is the poller's sink: the live state first, then the store
@@ -137,7 +170,7 @@ func (d *daemon) onSample(s poller.Sample) {
 		case plant.HealthError:
 			e.Level = store.LevelError
 		}
-		d.store.Log(e)
+		d.logEntry(e)
 	}
 	if prev == s.State {
 		return
@@ -156,14 +189,14 @@ func (d *daemon) onSample(s poller.Sample) {
 	default:
 		return
 	}
-	d.store.Log(e)
+	d.logEntry(e)
 }
 
 // run runs every component until ctx ends, then stops them: the poller and
 // the HTTP API first, the store last, so that what was polled is written.
 func (d *daemon) run(ctx context.Context) error {
 	for _, p := range d.plants {
-		d.store.Log(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
+		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
@@ -186,6 +219,16 @@ func (d *daemon) run(ctx context.Context) error {
 		defer wg.Done()
 		apiErr = d.api.Serve(ctx, d.ln)
 	}()
+	// The uplink writes the outbox synchronously (not through the store's
+	// writer), so it stops with the poller, before the store closes.
+	var upErr error
+	if d.up != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			upErr = d.up.Run(ctx)
+		}()
+	}
 	if d.reportEvery > 0 {
 		wg.Add(1)
 		go func() {
@@ -195,7 +238,7 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	wg.Wait()
 	stopStore()
-	err := errors.Join(apiErr, gridErr, <-storeDone, d.pool.Close(), d.store.Close())
+	err := errors.Join(apiErr, gridErr, upErr, <-storeDone, d.pool.Close(), d.store.Close())
 	return err
 }
 
