@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"plantd/mqtt/mqtttest"
 )
 
 // proxy forwards TCP connections to a broker; it can close every
@@ -155,8 +157,8 @@ func TestBadBrokers(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		t.Parallel()
 		b := newBroker(t, map[string]string{"plantd": "right-secret"})
-		newCollector(t, b) // the right password is taken
-		_, h := attempts(t, Config{Broker: b.url(), Username: "plantd", Password: "wrong-secret"})
+		mqtttest.Collect(t, b) // the right password is taken
+		_, h := attempts(t, Config{Broker: b.URL(), Username: "plantd", Password: "wrong-secret"})
 		if h.warns.Load() != 1 {
 			t.Errorf("%d warnings for one state, want 1", h.warns.Load())
 		}
@@ -180,8 +182,8 @@ func TestBadBrokers(t *testing.T) {
 	t.Run("drops after 300ms", func(t *testing.T) {
 		t.Parallel()
 		b := newBroker(t, nil)
-		col := newCollector(t, b)
-		p := newProxy(t, b.addr(), 300*time.Millisecond)
+		col := mqtttest.Collect(t, b)
+		p := newProxy(t, b.Addr(), 300*time.Millisecond)
 		st := openStore(t, "")
 		cfg := fastConfig(b, "gw-drop")
 		cfg.Broker = p.url()
@@ -197,7 +199,7 @@ func TestBadBrokers(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		p.dropAfter.Store(0)
-		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.distinct("log/p1") >= 300 })
+		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 300 })
 		stop()
 		s := u.Status()
 		t.Logf("%d connections accepted by the dropping broker, %d attempts, %d warnings", p.accepted.Load(), s.Attempts, h.warns.Load())
@@ -205,7 +207,7 @@ func TestBadBrokers(t *testing.T) {
 			t.Errorf("%d attempts: busy loop", s.Attempts)
 		}
 		for _, s := range []string{"log/p1", "live/p1"} {
-			_, _, gaps := col.check(s, true)
+			_, _, gaps := col.Check(s, true)
 			if len(gaps) > 0 {
 				t.Errorf("stream %s: gaps %v", s, gaps)
 			}
@@ -247,8 +249,8 @@ func TestBackoffSchedule(t *testing.T) {
 // and offline again after a clean stop.
 func TestLastWill(t *testing.T) {
 	b := newBroker(t, nil)
-	col := newCollector(t, b)
-	p := newProxy(t, b.addr(), 0)
+	col := mqtttest.Collect(t, b)
+	p := newProxy(t, b.Addr(), 0)
 	cfg := fastConfig(b, "gw-lwt")
 	cfg.Broker = p.url()
 	u, err := New(cfg, Deps{Outbox: openStore(t, "")}, testLogger())
@@ -256,16 +258,16 @@ func TestLastWill(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.lastState(); return s.State == "online" })
+	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
 	p.sever(true) // as if plantd were killed: no DISCONNECT
-	waitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.lastState(); return s.State == "offline" })
-	s, _ := col.lastState()
+	waitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+	s, _ := col.LastState()
 	if s.BootID != u.BootID() || s.GatewayID != "gw-lwt" {
 		t.Errorf("last will %+v", s)
 	}
 	// A new subscriber gets the retained offline state.
-	col2 := newCollector(t, b)
-	waitFor(t, 5*time.Second, "the retained state", func() bool { s, ok := col2.lastState(); return ok && s.State == "offline" })
+	col2 := mqtttest.Collect(t, b)
+	waitFor(t, 5*time.Second, "the retained state", func() bool { s, ok := col2.LastState(); return ok && s.State == "offline" })
 }
 
 // makeCA writes a self-signed CA and a server certificate for 127.0.0.1
@@ -306,7 +308,7 @@ func makeCA(t testing.TB, dir, name string) (caFile, certFile, keyFile string) {
 // embedded broker) and returns its host:port.
 func newTLSBroker(t testing.TB, dir, cert, key string) string {
 	t.Helper()
-	if mosquittoPath(t) == "" {
+	if mqtttest.MosquittoPath(t) == "" {
 		b := newBroker(t, nil)
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
@@ -325,7 +327,7 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 				}
 				go func() {
 					defer c.Close()
-					s, err := net.Dial("tcp", b.addr())
+					s, err := net.Dial("tcp", b.Addr())
 					if err != nil {
 						return
 					}
@@ -337,13 +339,11 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 		}()
 		return ln.Addr().String()
 	}
-	b := &testBroker{t: t, port: freePort(t), dir: dir}
-	conf := fmt.Sprintf("listener %d 127.0.0.1\nuser root\nallow_anonymous true\ncertfile %s\nkeyfile %s\nlog_dest stderr\nlog_type error\n", b.port, cert, key)
+	port := freePort(t)
+	conf := fmt.Sprintf("listener %d 127.0.0.1\nuser root\nallow_anonymous true\ncertfile %s\nkeyfile %s\nlog_dest stderr\nlog_type error\n", port, cert, key)
 	cf := filepath.Join(dir, "tls.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b.startWith(cf)
-	t.Cleanup(b.stop)
-	return b.addr()
+	return mqtttest.StartMosquitto(t, port, cf).Addr()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
 )
@@ -30,8 +31,8 @@ func (fakeLive) Devices(string) ([]plant.DeviceLive, error) {
 
 // fastConfig is a config for tests: quick live ticks and reconnects, no
 // rate cap.
-func fastConfig(b *testBroker, gw string) Config {
-	return Config{Broker: b.url(), GatewayID: gw, LiveInterval: 50 * time.Millisecond,
+func fastConfig(b *mqtttest.Broker, gw string) Config {
+	return Config{Broker: b.URL(), GatewayID: gw, LiveInterval: 50 * time.Millisecond,
 		BackoffMin: 200 * time.Millisecond, BackoffMax: time.Second, ConnectTimeout: 2 * time.Second, PublishTimeout: 5 * time.Second,
 		BacklogMessagesPerSecond: -1, BacklogBytesPerSecond: -1, KeepAlive: 2 * time.Second}
 }
@@ -55,7 +56,7 @@ func outage(t *testing.T) time.Duration {
 // while offline (no gap either).
 func TestOutage(t *testing.T) {
 	b := newBroker(t, nil)
-	col := newCollector(t, b)
+	col := mqtttest.Collect(t, b)
 	st := openStore(t, "")
 	u, err := New(fastConfig(b, "gw-outage"), Deps{Outbox: st, Live: fakeLive{}}, testLogger())
 	if err != nil {
@@ -75,32 +76,32 @@ func TestOutage(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 10*time.Second, "first messages", func() bool { return col.distinct("log/p1") > 50 && col.distinct("live/p1") > 5 })
-	b.stop()
-	liveBefore := col.distinct("live/p1")
+	waitFor(t, 10*time.Second, "first messages", func() bool { return col.Distinct("log/p1") > 50 && col.Distinct("live/p1") > 5 })
+	b.Stop()
+	liveBefore := col.Distinct("live/p1")
 	time.Sleep(outage(t))
-	b.start()
+	b.Start()
 	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
-	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.distinct("live/p1") > liveBefore+5 })
+	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.Distinct("live/p1") > liveBefore+5 })
 	cancel()
 	time.Sleep(20 * time.Millisecond)
 	n := int(logged.Load())
-	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.distinct("log/p1") >= n })
+	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= n })
 	waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
 	stop()
 	for _, s := range []string{"log/p1", "live/p1", "live/devices/inv1"} {
-		distinct, dups, gaps := col.check(s, true)
-		t.Logf("stream %s: %d seqs, %d duplicates, %d gaps, %d historical messages", s, distinct, dups, len(gaps), col.hist[s])
+		distinct, dups, gaps := col.Check(s, true)
+		t.Logf("stream %s: %d seqs, %d duplicates, %d gaps, %d historical messages", s, distinct, dups, len(gaps), col.Historical(s))
 		if len(gaps) > 0 {
 			t.Errorf("stream %s: missing seqs %v", s, gaps[:min(len(gaps), 20)])
 		}
 	}
-	if d := col.distinct("log/p1"); d != n {
+	if d := col.Distinct("log/p1"); d != n {
 		t.Errorf("log entries: %d delivered, %d logged", d, n)
 	}
 	// Live was coalesced: about one live message per tick while online,
 	// none queued while offline.
-	if s, ok := col.lastState(); !ok || s.State != "offline" {
+	if s, ok := col.LastState(); !ok || s.State != "offline" {
 		t.Errorf("state after a clean stop: %+v", s)
 	}
 	t.Logf("status: %+v", u.Status())
@@ -111,7 +112,7 @@ func TestOutage(t *testing.T) {
 // in order, marked historical.
 func TestBacklogAfterKill(t *testing.T) {
 	b := newBroker(t, nil)
-	col := newCollector(t, b)
+	col := mqtttest.Collect(t, b)
 	path := t.TempDir() + "/plantd.db"
 	st := openStore(t, path)
 	const n = 10000
@@ -129,16 +130,14 @@ func TestBacklogAfterKill(t *testing.T) {
 	}
 	start := time.Now()
 	runUplink(t, u)
-	waitFor(t, 60*time.Second, "the backlog", func() bool { return col.distinct("log/p1") >= n })
+	waitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n })
 	el := time.Since(start)
 	waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
-	distinct, dups, gaps := col.check("log/p1", true)
+	distinct, dups, gaps := col.Check("log/p1", true)
 	if distinct != n || len(gaps) > 0 {
 		t.Errorf("%d of %d delivered, gaps %v", distinct, n, gaps[:min(10, len(gaps))])
 	}
-	col.mu.Lock()
-	items := col.items["log/p1"]
-	col.mu.Unlock()
+	items := col.Items("log/p1")
 	t.Logf("%d messages (%d items, %d duplicates) in %s: %.0f/s; %d MQTT messages, all historical: %v",
-		distinct, items, dups, el.Round(time.Millisecond), float64(n)/el.Seconds(), u.Status().Published, col.hist["log/p1"] == int(u.Status().Published))
+		distinct, items, dups, el.Round(time.Millisecond), float64(n)/el.Seconds(), u.Status().Published, col.Historical("log/p1") == int(u.Status().Published))
 }
