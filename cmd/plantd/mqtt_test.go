@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"plantd/config"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/mqtt/mqtttest"
+	"plantd/store"
+)
+
+// plantdProc is a running "plantd run -c" with its log lines.
+type plantdProc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string
+	done  chan struct{}
+}
+
+func startPlantd(t *testing.T, cfgPath string) *plantdProc {
+	t.Helper()
+	p := &plantdProc{t: t, cmd: exec.Command(binPath, "run", "-c", cfgPath), lines: make(chan string, 10000), done: make(chan struct{})}
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
+	return p
+}
+
+// waitLog waits for a log line matching re and returns it.
+func (p *plantdProc) waitLog(re *regexp.Regexp, d time.Duration) string {
+	p.t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case l := <-p.lines:
+			if re.MatchString(l) {
+				return l
+			}
+		case <-p.done:
+			p.t.Fatalf("plantd ended while waiting for %s", re)
+		case <-deadline:
+			p.t.Fatalf("no log line %s within %v", re, d)
+		}
+	}
+}
+
+func (p *plantdProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// TestMQTTUplink runs the real binary against mosquitto: 10,000 messages
+// left unsent in the outbox and a SIGKILL while the broker is down are all
+// delivered after the restart, without a gap; the retained state says
+// offline after a kill (last will); a schedule sent over MQTT is answered
+// exactly like the same POST over HTTP.
+func TestMQTTUplink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon against a broker (~15 s)")
+	}
+	p := simtest.Start(t, sim.DefaultConfig())
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "plantd.db")
+	const token = "mqtt-test-token-0123456789abcdef0123456789"
+	var devs strings.Builder
+	for _, d := range p.Devices()[:4] {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
+	}
+	cfg := fmt.Sprintf(`gateway:
+  id: gw-test
+http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: MQTT, timezone: Europe/Berlin}
+devices:
+%stokens:
+  - {name: t, sha256: %s, role: installer}
+mqtt:
+  broker: %s
+  liveInterval: 1s
+  remoteControl: true
+  remoteRole: installer
+  backlog: {messagesPerSecond: 100000, bytesPerSecond: 100000000}
+`, db, devs.String(), config.TokenHash(token), b.URL())
+	cfgPath := filepath.Join(dir, "plantd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A plantd that was killed with 10,000 messages unsent.
+	st, err := store.Open(t.Context(), store.Config{Path: db, Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10000
+	msgs := make([]store.OutboxAppend, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxAppend{Stream: "log/p1", Payload: fmt.Appendf(nil, `[{"time":"2026-01-01T00:00:00Z","level":"info","code":"Backlog","message":"%d"}]`, i+1)}
+	}
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	// Broker down: plantd starts, queues its own log entries, is killed.
+	b.Stop()
+	p1 := startPlantd(t, cfgPath)
+	p1.waitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
+	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
+	for seen := map[string]bool{}; len(seen) < 4; {
+		seen[online.FindStringSubmatch(p1.waitLog(online, 10*time.Second))[1]] = true
+	}
+	time.Sleep(300 * time.Millisecond) // the online log entries reach the outbox
+	p1.kill()
+	b.Start()
+	mqtttest.WaitFor(t, 10*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+
+	start := time.Now()
+	p2 := startPlantd(t, cfgPath)
+	mqtttest.WaitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n+4 })
+	el := time.Since(start)
+	distinct, dups, gaps := col.Check("log/p1", true)
+	t.Logf("after SIGKILL with %d unsent: %d log messages delivered in %s (process start included), %d duplicates, gaps %v",
+		n, distinct, el.Round(time.Millisecond), dups, gaps)
+	if len(gaps) > 0 {
+		t.Errorf("log/p1: missing %v", gaps[:min(len(gaps), 20)])
+	}
+	mqtttest.WaitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 2 && col.Distinct("live/devices/inv1") >= 2 })
+	s, _ := col.LastState()
+	if s.State != "online" || s.GatewayID != "gw-test" {
+		t.Errorf("state %+v", s)
+	}
+
+	// A schedule over MQTT and the same POST over HTTP: same answer.
+	api := listenRE.FindStringSubmatch(p2.waitLog(listenRE, 10*time.Second))[1]
+	const schedule = `{"commands":[{"command":"opModMaxLimW","start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z","value":50}]}`
+	for _, tc := range []struct{ id, body string }{{"req-ok", schedule}, {"req-bad", `{"commands":[{"command":"nope"}]}`}} {
+		req, _ := http.NewRequestWithContext(context.Background(), "POST", "http://"+api+"/gridcontrol/v1/plants/p1/schedules", strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", tc.id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		httpBody, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		version := map[string]int{"req-ok": 1, "req-bad": 2}[tc.id]
+		col.Publish("plantd/v1/gw-test/down/schedule/p1", true, fmt.Sprintf(`{"requestId":%q,"version":%d,"schedule":%s}`, tc.id, version, tc.body))
+		mqtttest.WaitFor(t, 10*time.Second, "the ack of "+tc.id, func() bool { return len(col.Acks(tc.id)) > 0 })
+		a := col.Acks(tc.id)[0]
+		if a.Status != resp.StatusCode || !bytes.Equal(bytes.TrimSpace(a.Body), bytes.TrimSpace(httpBody)) {
+			t.Errorf("%s: MQTT %d %s\nHTTP %d %s", tc.id, a.Status, a.Body, resp.StatusCode, httpBody)
+		} else {
+			t.Logf("%s: MQTT and HTTP both %d %s", tc.id, a.Status, a.Body)
+		}
+	}
+
+	// Killed while connected: the broker publishes the last will.
+	p2.kill()
+	mqtttest.WaitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+}
