@@ -93,7 +93,7 @@ type Config struct {
 	// LiveInterval is how often live values are published (default 10 s).
 	LiveInterval time.Duration
 	// RollupInterval is how often completed rollups are looked for
-	// (default 30 s).
+	// (default 5 s).
 	RollupInterval time.Duration
 	// BacklogMessagesPerSecond and BacklogBytesPerSecond cap the drain of
 	// the rollup and log streams (defaults 100 and 256 KiB; negative: no
@@ -156,7 +156,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxAge, 720*time.Hour)
 	defInt(&c.LiveMaxRows, 100)
 	def(&c.LiveInterval, 10*time.Second)
-	def(&c.RollupInterval, 30*time.Second)
+	def(&c.RollupInterval, 5*time.Second)
 	if c.BacklogMessagesPerSecond == 0 {
 		c.BacklogMessagesPerSecond = 100
 	}
