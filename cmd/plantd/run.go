@@ -90,12 +90,13 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--interval D]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
+	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -123,7 +124,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// client "demo" with the demo token as its secret.
 	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller}}
 	var broker *mqtt.Broker
-	if *mqttAddr != "off" {
+	if *brokerURL != "" {
+		cfg.MQTT.Broker = *brokerURL
+		cfg.MQTT.RemoteControl = true
+		cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
+	} else if *mqttAddr != "off" {
 		// The demo's cloud: an embedded broker on loopback, where
 		// mosquitto_sub shows what plantd publishes.
 		broker, err = mqtt.StartBroker(*mqttAddr, true, nil)
