@@ -193,3 +193,46 @@ mqtt:
 	p2.kill()
 	mqtttest.WaitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
 }
+
+// TestDemoOutageDay: plantd demo at 4320× publishing to mosquitto, the
+// broker stopped for 20 s (a simulated day of rollups and log entries);
+// afterwards every stream is complete, in order, and the day's rollups
+// came as historical, batched messages. The deadlines are generous: after
+// a 20 s outage the reconnect backoff alone may wait up to 32 s.
+func TestDemoOutageDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a broker for a simulated day (~40 s)")
+	}
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	cmd := exec.Command(binPath, "demo", "--speed", "4320", "--interval", "250ms", "--listen", "127.0.0.1:0",
+		"--db", filepath.Join(t.TempDir(), "demo.db"), "--broker", b.URL())
+	var stderr syncBuffer
+	cmd.Stderr, cmd.Stdout = &stderr, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	mqtttest.WaitFor(t, 60*time.Second, "the first rollups", func() bool { return col.Distinct("rollup/demo") >= 2 })
+	b.Stop()
+	time.Sleep(20 * time.Second)
+	b.Start()
+	mqtttest.WaitFor(t, 30*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+	before := col.Distinct("rollup/demo")
+	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool { return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 })
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("plantd demo after SIGINT: %v\n%s", err, stderr.String())
+	}
+	for _, s := range col.Streams() {
+		distinct, dups, gaps := col.Check(s, false)
+		t.Logf("%-22s %5d seqs, %4d items, %3d historical messages, %d duplicates, %d gaps", s, distinct, col.Items(s), col.Historical(s), dups, len(gaps))
+		if len(gaps) > 0 {
+			t.Errorf("stream %s: missing %v", s, gaps[:min(len(gaps), 20)])
+		}
+	}
+	if n := col.Items("rollup/demo"); n < 250 {
+		t.Errorf("%d rollup rows, want a simulated day's (288)", n)
+	}
+}
