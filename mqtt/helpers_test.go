@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,15 +66,18 @@ func runUplink(t testing.TB, u *Uplink) (stop func()) {
 	return stop
 }
 
-// outboxDepth is the number of messages in the outbox.
-func outboxDepth(t testing.TB, st *store.Store) int {
+// outboxDepth is the number of messages in the outbox streams named (all
+// streams when none is).
+func outboxDepth(t testing.TB, st *store.Store, streams ...string) int {
 	ss, err := st.OutboxStreams(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, s := range ss {
-		n += s.Depth
+		if len(streams) == 0 || slices.Contains(streams, s.Stream) {
+			n += s.Depth
+		}
 	}
 	return n
 }
