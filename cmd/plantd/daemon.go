@@ -87,7 +87,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
 		MeterGrace:       cfg.GridControl.MeterLossGrace,
 		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
-	}, d.store, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
+	}, gridStore{Store: d.store, d: d}, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
 		d.store.Close()
@@ -131,13 +131,24 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 }
 
 // logEntry stores a log entry and hands it to the uplink (both never
-// block).
-func (d *daemon) logEntry(e store.LogEntry) {
-	d.store.Log(e)
+// block); it reports whether the store took it.
+func (d *daemon) logEntry(e store.LogEntry) bool {
+	ok := d.store.Log(e)
 	if d.up != nil {
 		d.up.Log(mqtt.LogItem{Time: e.Time, Level: e.Level, Code: e.Code, Message: e.Message, PlantID: e.PlantID, DeviceID: e.DeviceID})
 	}
+	return ok
 }
+
+// gridStore is the store as the grid controller sees it: its log entries
+// (schedules accepted, controls restored, writes failed) go where the
+// daemon's go, to the store and the uplink's log stream.
+type gridStore struct {
+	*store.Store
+	d *daemon
+}
+
+func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
 
 // onSample is the poller's sink: the live state first, then the store
 // (non-blocking) with the device's readings and, on a change of its

@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,34 +165,149 @@ mqtt:
 		t.Errorf("state %+v", s)
 	}
 
-	// A schedule over MQTT and the same POST over HTTP: same answer.
+	// Schedules over MQTT and the same POSTs over HTTP: the same status and
+	// body but for what names the request itself (the schedule's id,
+	// creation time and credential); the accepted one is stored by the grid
+	// controller, shows in GET schedules and in the log stream.
 	api := listenRE.FindStringSubmatch(p2.waitLog(listenRE, 10*time.Second))[1]
-	const schedule = `{"commands":[{"command":"opModMaxLimW","start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z","value":50}]}`
-	for _, tc := range []struct{ id, body string }{{"req-ok", schedule}, {"req-bad", `{"commands":[{"command":"nope"}]}`}} {
-		req, _ := http.NewRequestWithContext(context.Background(), "POST", "http://"+api+"/gridcontrol/v1/plants/p1/schedules", strings.NewReader(tc.body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", tc.id)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		httpBody, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		version := map[string]int{"req-ok": 1, "req-bad": 2}[tc.id]
-		col.Publish("plantd/v1/gw-test/down/schedule/p1", true, fmt.Sprintf(`{"requestId":%q,"version":%d,"schedule":%s}`, tc.id, version, tc.body))
-		mqtttest.WaitFor(t, 10*time.Second, "the ack of "+tc.id, func() bool { return len(col.Acks(tc.id)) > 0 })
+	const window = `"start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z"`
+	var mqttIDs []string
+	for i, tc := range []struct {
+		id, body string
+		status   int
+	}{
+		{"req-ok", `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50}]}`, http.StatusCreated},
+		{"req-bad", `{"commands":[{"command":"nope"}]}`, http.StatusBadRequest},
+		{"req-rated", `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":1e9,"unit":"W"}]}`, http.StatusUnprocessableEntity},
+	} {
+		status, httpBody := apiDo(t, api, token, "POST", "/gridcontrol/v1/plants/p1/schedules", tc.id, tc.body)
+		col.Publish("plantd/v1/gw-test/down/schedule/p1", true, fmt.Sprintf(`{"requestId":%q,"version":%d,"schedule":%s}`, tc.id, i+1, tc.body))
+		mqtttest.WaitFor(t, 30*time.Second, "the ack of "+tc.id, func() bool { return len(col.Acks(tc.id)) > 0 })
 		a := col.Acks(tc.id)[0]
-		if a.Status != resp.StatusCode || !bytes.Equal(bytes.TrimSpace(a.Body), bytes.TrimSpace(httpBody)) {
-			t.Errorf("%s: MQTT %d %s\nHTTP %d %s", tc.id, a.Status, a.Body, resp.StatusCode, httpBody)
-		} else {
-			t.Logf("%s: MQTT and HTTP both %d %s", tc.id, a.Status, a.Body)
+		if status != tc.status || a.Status != status || a.Version != int64(i+1) {
+			t.Errorf("%s: HTTP %d, MQTT %d (version %d), want %d", tc.id, status, a.Status, a.Version, tc.status)
 		}
+		h, m := withoutRequestFields(t, httpBody), withoutRequestFields(t, a.Body)
+		if h != m {
+			t.Errorf("%s: answers differ\nMQTT %s\nHTTP %s", tc.id, a.Body, httpBody)
+			continue
+		}
+		t.Logf("%s: MQTT and HTTP both %d %s", tc.id, a.Status, m)
+		if status == http.StatusCreated {
+			var ans struct {
+				Schedule struct{ ScheduleID, CreatedBy string }
+			}
+			if err := json.Unmarshal(a.Body, &ans); err != nil || ans.Schedule.ScheduleID == "" {
+				t.Fatalf("%s: answer %s: %v", tc.id, a.Body, err)
+			}
+			if ans.Schedule.CreatedBy != "mqtt:gw-test (installer)" {
+				t.Errorf("%s: createdBy %q, want the cloud's credential", tc.id, ans.Schedule.CreatedBy)
+			}
+			mqttIDs = append(mqttIDs, ans.Schedule.ScheduleID)
+		}
+	}
+	if got := scheduleIDs(t, api, token); len(got) != 2 || !slices.Contains(got, mqttIDs[0]) {
+		t.Errorf("GET schedules: %v, want the HTTP one and %s (MQTT)", got, mqttIDs[0])
+	}
+	mqtttest.WaitFor(t, 30*time.Second, "ScheduleAccepted on up/log/p1", func() bool {
+		return slices.ContainsFunc(col.ItemsOf("log/p1"), func(it json.RawMessage) bool {
+			return bytes.Contains(it, []byte(`"ScheduleAccepted"`)) && bytes.Contains(it, []byte(mqttIDs[0]))
+		})
+	})
+	// The schedule list over down/cmd: byte for byte the GET's.
+	col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-list","command":"schedules","plantId":"p1"}`)
+	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-list", func() bool { return len(col.Acks("req-list")) > 0 })
+	status, list := apiDo(t, api, token, "GET", "/gridcontrol/v1/plants/p1/schedules", "req-list", "")
+	if a := col.Acks("req-list")[0]; a.Status != status || !bytes.Equal(bytes.TrimSpace(a.Body), bytes.TrimSpace(list)) {
+		t.Errorf("schedules: MQTT %d %s\nHTTP %d %s", a.Status, a.Body, status, list)
 	}
 
 	// Killed while connected: the broker publishes the last will.
 	p2.kill()
-	mqtttest.WaitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+	mqtttest.WaitFor(t, 30*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+
+	// Restarted: the retained schedule message (version 3) comes again and
+	// is not answered again; a new version is; the stored schedules are
+	// back.
+	p3 := startPlantd(t, cfgPath)
+	api = listenRE.FindStringSubmatch(p3.waitLog(listenRE, 10*time.Second))[1]
+	mqtttest.WaitFor(t, 60*time.Second, "a command answered after the restart", func() bool {
+		col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-ping","command":"schedules","plantId":"p1"}`)
+		time.Sleep(500 * time.Millisecond)
+		return len(col.Acks("req-ping")) > 0
+	})
+	col.Publish("plantd/v1/gw-test/down/schedule/p1", true, `{"requestId":"req-v4","version":4,"schedule":{"commands":[{"command":"opModMaxLimW",`+window+`,"value":60}]}}`)
+	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-v4", func() bool { return len(col.Acks("req-v4")) > 0 })
+	if a := col.Acks("req-v4")[0]; a.Status != http.StatusCreated {
+		t.Errorf("req-v4: %d %s", a.Status, a.Body)
+	}
+	if n := len(col.Acks("req-rated")); n != 1 {
+		t.Errorf("the retained version 3 was answered %d times, want once", n)
+	}
+	if got := scheduleIDs(t, api, token); len(got) != 3 {
+		t.Errorf("GET schedules after the restart: %v, want 3", got)
+	}
+}
+
+// apiDo runs one request against the daemon's HTTP API and returns the
+// status and body.
+func apiDo(t *testing.T, addr, token, method, path, requestID, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader = http.NoBody
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Request-Id", requestID)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// withoutRequestFields is an answer as canonical JSON without the fields
+// that differ between two submissions of the same schedule.
+func withoutRequestFields(t *testing.T, body []byte) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	if sc, ok := v["schedule"].(map[string]any); ok {
+		delete(sc, "scheduleId")
+		delete(sc, "createdAt")
+		delete(sc, "createdBy")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// scheduleIDs lists the ids of GET .../plants/p1/schedules.
+func scheduleIDs(t *testing.T, addr, token string) []string {
+	t.Helper()
+	status, body := apiDo(t, addr, token, "GET", "/gridcontrol/v1/plants/p1/schedules", "list", "")
+	var l struct{ Schedules []struct{ ScheduleID string } }
+	if err := json.Unmarshal(body, &l); status != http.StatusOK || err != nil {
+		t.Fatalf("GET schedules: %d %s %v", status, body, err)
+	}
+	var out []string
+	for _, s := range l.Schedules {
+		out = append(out, s.ScheduleID)
+	}
+	return out
 }
 
 // TestDemoOutageDay: plantd demo at 4320× publishing to mosquitto, the

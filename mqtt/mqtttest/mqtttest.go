@@ -289,6 +289,7 @@ type Collector struct {
 	mu     sync.Mutex
 	seqs   map[string][]uint64
 	items  map[string]int
+	raw    map[string][]json.RawMessage
 	hist   map[string]int
 	states []State
 	acks   []Ack
@@ -297,7 +298,7 @@ type Collector struct {
 // Collect connects a collector (with the broker's first user, if any).
 func Collect(t testing.TB, b *Broker) *Collector {
 	t.Helper()
-	c := &Collector{t: t, seqs: map[string][]uint64{}, items: map[string]int{}, hist: map[string]int{}}
+	c := &Collector{t: t, seqs: map[string][]uint64{}, items: map[string]int{}, hist: map[string]int{}, raw: map[string][]json.RawMessage{}}
 	id := fmt.Sprintf("collector-%d", time.Now().UnixNano())
 	o := paho.NewClientOptions().AddBroker(b.URL()).SetClientID(id).SetCleanSession(false).
 		SetAutoReconnect(true).SetMaxReconnectInterval(100 * time.Millisecond).SetConnectRetry(true).
@@ -361,6 +362,7 @@ func (c *Collector) handle(_ paho.Client, m paho.Message) {
 			c.seqs[e.Stream] = append(c.seqs[e.Stream], s)
 		}
 		c.items[e.Stream] += len(e.Items)
+		c.raw[e.Stream] = append(c.raw[e.Stream], e.Items...)
 		if e.Historical {
 			c.hist[e.Stream]++
 		}
@@ -418,6 +420,14 @@ func (c *Collector) Items(stream string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.items[stream]
+}
+
+// ItemsOf returns the items received on a stream in arrival order
+// (duplicates included).
+func (c *Collector) ItemsOf(stream string) []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.raw[stream])
 }
 
 // Historical is the number of messages of a stream marked historical.
