@@ -107,7 +107,7 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 // connection ends.
 func (u *Uplink) dial(ctx context.Context) (paho.Client, <-chan error, error) {
 	lost := make(chan error, 1)
-	will, _ := json.Marshal(stateMessage{GatewayID: u.cfg.GatewayID, BootID: u.bootID, State: "offline"})
+	will, _ := json.Marshal(u.state("offline", time.Time{}))
 	o := paho.NewClientOptions().
 		AddBroker(u.cfg.Broker).
 		SetClientID(u.cfg.GatewayID).
@@ -151,6 +151,17 @@ func (u *Uplink) dial(ctx context.Context) (paho.Client, <-chan error, error) {
 	return c, lost, nil
 }
 
+// state is a message of the state topic; a zero since leaves its time
+// out.
+func (u *Uplink) state(state string, since time.Time) stateMessage {
+	m := stateMessage{GatewayID: u.cfg.GatewayID, BootID: u.bootID, State: state, Version: u.cfg.Version,
+		StartedAt: u.started.UTC().Format(time.RFC3339)}
+	if !since.IsZero() {
+		m.Time = since.UTC().Format(time.RFC3339)
+	}
+	return m
+}
+
 // waitToken waits for a token with the publish timeout.
 func (u *Uplink) waitToken(ctx context.Context, tok paho.Token) error {
 	select {
@@ -191,8 +202,7 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	defer c.Disconnect(0)
 	start := time.Now()
 
-	online, _ := json.Marshal(stateMessage{GatewayID: u.cfg.GatewayID, BootID: u.bootID, State: "online",
-		Time: start.UTC().Format(time.RFC3339)})
+	online, _ := json.Marshal(u.state("online", start))
 	if err := u.waitToken(ctx, c.Publish(u.topics.state(), 1, true, online)); err != nil {
 		return fmt.Errorf("publish state: %w", err)
 	}
@@ -370,8 +380,7 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 		select {
 		case <-ctx.Done():
 			flushAcks(context.WithoutCancel(ctx))
-			off, _ := json.Marshal(stateMessage{GatewayID: u.cfg.GatewayID, BootID: u.bootID, State: "offline",
-				Time: time.Now().UTC().Format(time.RFC3339)})
+			off, _ := json.Marshal(u.state("offline", time.Now()))
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			_ = u.waitToken(tctx, c.Publish(u.topics.state(), 1, true, off))
 			cancel()

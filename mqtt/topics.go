@@ -76,12 +76,16 @@ type envelope struct {
 	Items      json.RawMessage `json:"items"`
 }
 
-// stateMessage is the retained payload of the state topic.
+// stateMessage is the retained payload of the state topic: the state,
+// since when it holds (absent in the last will, which the broker sends
+// when it notices), and which run of which plantd it is about.
 type stateMessage struct {
 	GatewayID string `json:"gatewayId"`
 	BootID    string `json:"bootId"`
 	State     string `json:"state"` // online | offline
 	Time      string `json:"time,omitempty"`
+	Version   string `json:"version,omitempty"`
+	StartedAt string `json:"startedAt"`
 }
 
 // joinItems concatenates JSON arrays ([a],[b,c] → [a,b,c]); rows that are

@@ -80,6 +80,8 @@ type Config struct {
 	TLS                           *tls.Config
 	// GatewayID is the client id and the topics' {gatewayId}; required.
 	GatewayID string
+	// Version is plantd's version, shown in the state topic.
+	Version string
 	// TopicPrefix precedes the gateway id (default "plantd/v1").
 	TopicPrefix string
 	// KeepAlive (default 30 s).
@@ -208,12 +210,13 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 
 // Uplink publishes to the cloud broker and takes commands from it.
 type Uplink struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	tls    *tls.Config
-	topics topics
-	bootID string
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	tls     *tls.Config
+	topics  topics
+	bootID  string
+	started time.Time
 
 	logs chan LogItem
 	cmds chan inbound
@@ -281,6 +284,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		tls:        tc,
 		topics:     newTopics(c.TopicPrefix, c.GatewayID),
 		bootID:     hex.EncodeToString(b[:]),
+		started:    time.Now(),
 		logs:       make(chan LogItem, 4096),
 		cmds:       make(chan inbound, 64),
 		notified:   map[string]bool{},

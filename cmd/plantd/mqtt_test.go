@@ -161,7 +161,7 @@ mqtt:
 	}
 	mqtttest.WaitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 2 && col.Distinct("live/devices/inv1") >= 2 })
 	s, _ := col.LastState()
-	if s.State != "online" || s.GatewayID != "gw-test" {
+	if s.State != "online" || s.GatewayID != "gw-test" || s.Version == "" || s.StartedAt == "" {
 		t.Errorf("state %+v", s)
 	}
 

@@ -18,7 +18,7 @@ func uplinkConfig(cfg *config.Config) mqtt.Config {
 	return mqtt.Config{
 		Broker: m.Broker, Username: m.Username, Password: m.Password,
 		CAFile: m.CAFile, ClientCert: m.ClientCert, ClientKey: m.ClientKey,
-		GatewayID: cfg.Gateway.ID, TopicPrefix: m.TopicPrefix, KeepAlive: m.KeepAlive,
+		GatewayID: cfg.Gateway.ID, Version: versionString(), TopicPrefix: m.TopicPrefix, KeepAlive: m.KeepAlive,
 		MaxRows: m.Outbox.MaxRows, MaxAge: m.Outbox.MaxAge, LiveInterval: m.LiveInterval,
 		BacklogMessagesPerSecond: m.Backlog.MessagesPerSecond, BacklogBytesPerSecond: m.Backlog.BytesPerSecond,
 		RemoteControl: m.RemoteControl,

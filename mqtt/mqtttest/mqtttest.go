@@ -268,6 +268,8 @@ type State struct {
 	GatewayID string `json:"gatewayId"`
 	BootID    string `json:"bootId"`
 	State     string `json:"state"`
+	Version   string `json:"version"`
+	StartedAt string `json:"startedAt"`
 }
 
 // Ack is one item of up/ack.
