@@ -81,3 +81,16 @@ func outboxDepth(t testing.TB, st *store.Store, streams ...string) int {
 	}
 	return n
 }
+
+// getenvDuration parses a duration from the environment (0 when unset).
+func getenvDuration(t testing.TB, name string) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return d
+}
