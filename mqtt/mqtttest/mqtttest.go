@@ -100,6 +100,15 @@ func (b *Broker) URL() string { return fmt.Sprintf("tcp://127.0.0.1:%d", b.port)
 // Addr is the broker's host:port.
 func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
 
+// Pid is the process id of mosquitto (0 for the embedded broker or when
+// stopped).
+func (b *Broker) Pid() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
 // Embedded reports whether the broker is the embedded one (no
 // persistence across Stop and Start).
 func (b *Broker) Embedded() bool { return b.moch }
