@@ -27,12 +27,14 @@ import (
 
 // proxy forwards TCP connections to a broker; it can close every
 // connection a while after it was accepted (a broker that accepts and
-// drops), and sever all connections at once (a crash, as the broker sees
-// it).
+// drops), sever all connections at once (a crash, as the broker sees
+// it), and freeze the way back from the broker (a link that hangs: what
+// plantd sends arrives, no PUBACK or PINGRESP comes back).
 type proxy struct {
 	ln        net.Listener
 	target    string
 	dropAfter atomic.Int64 // ns; 0: never
+	frozen    atomic.Bool
 	accepted  atomic.Int64
 	mu        sync.Mutex
 	conns     []net.Conn
@@ -68,9 +70,29 @@ func (p *proxy) serve() {
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
 		go func() { io.Copy(s, c); s.Close() }()
-		go func() { io.Copy(c, s); c.Close() }()
+		go func() { p.back(c, s); c.Close() }()
 		if d := time.Duration(p.dropAfter.Load()); d > 0 {
 			time.AfterFunc(d, func() { c.Close(); s.Close() })
+		}
+	}
+}
+
+// back copies from the broker to the client, holding the data while the
+// proxy is frozen.
+func (p *proxy) back(c, s net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.Read(buf)
+		for n > 0 && p.frozen.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }
@@ -147,6 +169,13 @@ func TestBadBrokers(t *testing.T) {
 		}
 		return u, h
 	}
+	t.Run("unresolvable host", func(t *testing.T) {
+		t.Parallel()
+		_, h := attempts(t, Config{Broker: "tcp://plantd-broker.invalid:1883"})
+		if h.warns.Load() != 1 {
+			t.Errorf("%d warnings for one state, want 1: %q", h.warns.Load(), h.lines)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
 		_, h := attempts(t, Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))})
@@ -346,4 +375,50 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 		t.Fatal(err)
 	}
 	return mqtttest.StartMosquitto(t, port, cf).Addr()
+}
+
+// TestHungLink: the way back from the broker hangs (messages arrive, no
+// PUBACK returns): no publish token is waited for longer than
+// PublishTimeout, the connection is given up, nothing is deleted from the
+// outbox without its PUBACK, and after the link recovers every message is
+// sent again on the new connection: duplicates at the backend, no gap.
+func TestHungLink(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	p := newProxy(t, b.Addr(), 0)
+	st := openStore(t, "")
+	cfg := fastConfig(b, "gw-hung")
+	cfg.Broker = p.url()
+	cfg.PublishTimeout = 2 * time.Second
+	u, err := New(cfg, Deps{Outbox: st}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	logs := func(from, to int) {
+		for i := from; i <= to; i++ {
+			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+		}
+	}
+	logs(1, 100)
+	waitFor(t, 30*time.Second, "the first 100", func() bool { return col.Distinct("log/p1") >= 100 })
+	waitFor(t, 30*time.Second, "their PUBACKs", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+
+	p.frozen.Store(true)
+	connects := u.Status().Connects
+	logs(101, 200)
+	// They reach the broker (and the collector), but plantd hears nothing.
+	waitFor(t, 30*time.Second, "the next 100 at the broker", func() bool { return col.Distinct("log/p1") >= 200 })
+	waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
+	if d := outboxDepth(t, st, "log/p1"); d != 100 {
+		t.Errorf("outbox holds %d log messages while no PUBACK came, want 100", d)
+	}
+	p.frozen.Store(false)
+	waitFor(t, 60*time.Second, "a new connection", func() bool { return u.Status().Connects > connects })
+	waitFor(t, 30*time.Second, "the outbox emptied on the new connection", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	distinct, dups, gaps := col.Check("log/p1", true)
+	t.Logf("after the hung link: %d seqs, %d duplicates (resent, never acknowledged), gaps %v", distinct, dups, gaps)
+	if distinct != 200 || len(gaps) > 0 || dups == 0 {
+		t.Errorf("%d distinct, %d duplicates, gaps %v; want 200, some duplicates, none missing", distinct, dups, gaps)
+	}
 }
