@@ -240,16 +240,25 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	var rateTimer *time.Timer
 	refill := true
 
+	// flushAcks deletes what the broker acknowledged, every stream in one
+	// transaction.
+	upTo := map[string]uint64{}
 	flushAcks := func(ctx context.Context) {
+		clear(upTo)
 		for name, st := range states {
-			if st.ackUpTo == 0 {
-				continue
+			if st.ackUpTo != 0 {
+				upTo[name] = st.ackUpTo
 			}
-			if err := u.deps.Outbox.Ack(ctx, name, st.ackUpTo); err != nil {
-				u.log.Warn("outbox ack failed (messages will be sent again)", "stream", name, "err", err)
-				continue
-			}
-			st.ackUpTo = 0
+		}
+		if len(upTo) == 0 {
+			return
+		}
+		if err := u.deps.Outbox.AckBatch(ctx, upTo); err != nil {
+			u.log.Warn("outbox ack failed (messages will be sent again)", "streams", len(upTo), "err", err)
+			return
+		}
+		for name := range upTo {
+			states[name].ackUpTo = 0
 		}
 	}
 	defer flushAcks(context.WithoutCancel(ctx))

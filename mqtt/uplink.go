@@ -24,7 +24,7 @@ import (
 type Outbox interface {
 	EnqueueBatch(ctx context.Context, msgs []store.OutboxAppend, mark *store.OutboxMark) ([]uint64, error)
 	PeekAfter(ctx context.Context, stream string, after uint64, limit int) ([]store.OutboxMessage, error)
-	Ack(ctx context.Context, stream string, seq uint64) error
+	AckBatch(ctx context.Context, upTo map[string]uint64) error
 	OutboxStreams(ctx context.Context) ([]store.OutboxStream, error)
 	TrimOutbox(ctx context.Context, stream string, maxRows int, olderThan time.Time) (int64, error)
 	Mark(ctx context.Context, key string) (int64, bool, error)

@@ -102,6 +102,40 @@ func (s *Store) EnqueueBatch(ctx context.Context, msgs []OutboxAppend, mark *Out
 	return seqs, nil
 }
 
+// AckBatch deletes, in one transaction, the messages of each stream up to
+// and including its seq (what the broker acknowledged).
+func (s *Store) AckBatch(ctx context.Context, upTo map[string]uint64) error {
+	if len(upTo) == 0 {
+		return nil
+	}
+	db := s.wdb.Load()
+	if db == nil || s.closed.Load() {
+		if err := s.Health(); err != nil {
+			return fmt.Errorf("store: ack outbox: %w", err)
+		}
+		return fmt.Errorf("store: ack outbox: %w", ErrClosed)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: ack outbox: %w", classify(err))
+	}
+	defer tx.Rollback()
+	del, err := tx.PrepareContext(ctx, `DELETE FROM outbox WHERE stream = ? AND seq <= ?`)
+	if err != nil {
+		return fmt.Errorf("store: ack outbox: %w", classify(err))
+	}
+	defer del.Close()
+	for stream, seq := range upTo {
+		if _, err := del.ExecContext(ctx, stream, seq); err != nil {
+			return fmt.Errorf("store: ack outbox %s: %w", stream, classify(err))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: ack outbox: %w", classify(err))
+	}
+	return nil
+}
+
 // Mark returns an outbox mark written by EnqueueBatch (false: never
 // written).
 func (s *Store) Mark(ctx context.Context, key string) (int64, bool, error) {

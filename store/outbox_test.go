@@ -52,3 +52,48 @@ func TestOutboxBatchMarksAndTrim(t *testing.T) {
 		t.Errorf("empty stream: %v", err)
 	}
 }
+
+// TestOutboxAckBatch: one call deletes each stream's acknowledged prefix
+// and nothing else; the counters go on.
+func TestOutboxAckBatch(t *testing.T) {
+	s := openTest(t, Config{})
+	ctx := t.Context()
+	var msgs []OutboxAppend
+	for _, stream := range []string{"live/p1", "log/p1", "ack"} {
+		for range 5 {
+			msgs = append(msgs, OutboxAppend{Stream: stream, Payload: []byte("x")})
+		}
+	}
+	if _, err := s.EnqueueBatch(ctx, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AckBatch(ctx, map[string]uint64{"live/p1": 5, "log/p1": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AckBatch(ctx, nil); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+	st, err := s.OutboxStreams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]uint64{}
+	for _, x := range st {
+		got[x.Stream] = [2]uint64{uint64(x.Depth), x.First}
+	}
+	for _, tc := range []struct {
+		stream       string
+		depth, first uint64
+	}{{"ack", 5, 1}, {"log/p1", 3, 3}, {"live/p1", 0, 0}} {
+		if g := got[tc.stream]; g != [2]uint64{tc.depth, tc.first} {
+			t.Errorf("%s: depth %d from %d, want %d from %d", tc.stream, g[0], g[1], tc.depth, tc.first)
+		}
+	}
+	if seq, _ := s.Enqueue(ctx, "live/p1", nil); seq != 6 {
+		t.Errorf("next live seq %d, want 6", seq)
+	}
+	s.Close()
+	if err := s.AckBatch(ctx, map[string]uint64{"log/p1": 3}); !errors.Is(err, ErrClosed) {
+		t.Errorf("after close: %v", err)
+	}
+}
