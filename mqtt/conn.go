@@ -315,6 +315,24 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 			}
 			return strings.Compare(a, b)
 		})
+		// The ack and live streams (many, a message or two each) are read
+		// in one go, at most a window's worth each.
+		after := map[string]uint64{}
+		for _, name := range names {
+			if states[name] == nil {
+				states[name] = &sendState{}
+			}
+			if !classOf(name).backlog() {
+				after[name] = states[name].sent
+			}
+		}
+		var quick map[string][]store.OutboxMessage
+		if free := u.cfg.Window - nIn; len(after) > 0 && free > 0 {
+			var err error
+			if quick, err = u.deps.Outbox.PeekStreams(ctx, after, free); err != nil {
+				return 0, fmt.Errorf("read outbox: %w", err)
+			}
+		}
 		var rateWait time.Duration
 		for _, name := range names {
 			free := u.cfg.Window - nIn
@@ -322,22 +340,21 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 				break
 			}
 			st := states[name]
-			if st == nil {
-				st = &sendState{}
-				states[name] = st
-			}
 			class := classOf(name)
 			limit := free
+			var rows []store.OutboxMessage
 			if class.backlog() {
 				if w := bucket.wait(1); w > 0 {
 					rateWait = w
 					continue
 				}
 				limit = min(free*8, 512)
-			}
-			rows, err := u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit)
-			if err != nil {
-				return 0, fmt.Errorf("read outbox: %w", err)
+				var err error
+				if rows, err = u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit); err != nil {
+					return 0, fmt.Errorf("read outbox: %w", err)
+				}
+			} else if rows = quick[name]; len(rows) > limit {
+				rows = rows[:limit] // the rest when the window has room again
 			}
 			if len(rows) < limit {
 				delete(active, name) // drained until notified again

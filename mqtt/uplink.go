@@ -24,6 +24,7 @@ import (
 type Outbox interface {
 	EnqueueBatch(ctx context.Context, msgs []store.OutboxAppend, mark *store.OutboxMark) ([]uint64, error)
 	PeekAfter(ctx context.Context, stream string, after uint64, limit int) ([]store.OutboxMessage, error)
+	PeekStreams(ctx context.Context, after map[string]uint64, limit int) (map[string][]store.OutboxMessage, error)
 	AckBatch(ctx context.Context, upTo map[string]uint64) error
 	OutboxStreams(ctx context.Context) ([]store.OutboxStream, error)
 	TrimOutbox(ctx context.Context, stream string, maxRows int, olderThan time.Time) (int64, error)

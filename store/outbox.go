@@ -61,10 +61,15 @@ func (s *Store) EnqueueBatch(ctx context.Context, msgs []OutboxAppend, mark *Out
 		return nil, fmt.Errorf("store: enqueue: %w", classify(err))
 	}
 	defer ins.Close()
+	sel, err := tx.PrepareContext(ctx, `SELECT next FROM outbox_seq WHERE stream = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("store: enqueue: %w", classify(err))
+	}
+	defer sel.Close()
 	for i, m := range msgs {
 		seq, ok := next[m.Stream]
 		if !ok {
-			err := tx.QueryRowContext(ctx, `SELECT next FROM outbox_seq WHERE stream = ?`, m.Stream).Scan(&seq)
+			err := sel.QueryRowContext(ctx, m.Stream).Scan(&seq)
 			if errors.Is(err, sql.ErrNoRows) {
 				seq, err = 1, nil
 			}
@@ -172,11 +177,17 @@ func (s *Store) PeekAfter(ctx context.Context, stream string, after uint64, limi
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: peek limit %d", ErrBadQuery, limit)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT seq, created, payload FROM outbox WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		stream, after, limit)
+	rows, err := db.QueryContext(ctx, peekQuery, stream, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: peek: %w", classify(err))
 	}
+	return scanPeek(stream, rows)
+}
+
+const peekQuery = `SELECT seq, created, payload FROM outbox WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?`
+
+// scanPeek reads and closes the rows of peekQuery.
+func scanPeek(stream string, rows *sql.Rows) ([]OutboxMessage, error) {
 	defer rows.Close()
 	var out []OutboxMessage
 	for rows.Next() {
@@ -188,7 +199,48 @@ func (s *Store) PeekAfter(ctx context.Context, stream string, after uint64, limi
 		m.Created = time.UnixMilli(created).UTC()
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: peek: %w", classify(err))
+	}
+	return out, nil
+}
+
+// PeekStreams is PeekAfter for several streams (stream → the seq to read
+// after) with one statement in one read transaction; streams without
+// messages are absent from the result.
+func (s *Store) PeekStreams(ctx context.Context, after map[string]uint64, limit int) (map[string][]OutboxMessage, error) {
+	db := s.rdb.Load()
+	if db == nil {
+		return nil, ErrClosed
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: peek limit %d", ErrBadQuery, limit)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: peek: %w", classify(err))
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, peekQuery)
+	if err != nil {
+		return nil, fmt.Errorf("store: peek: %w", classify(err))
+	}
+	defer stmt.Close()
+	out := make(map[string][]OutboxMessage, len(after))
+	for stream, a := range after {
+		rows, err := stmt.QueryContext(ctx, stream, a, limit)
+		if err != nil {
+			return nil, fmt.Errorf("store: peek %s: %w", stream, classify(err))
+		}
+		ms, err := scanPeek(stream, rows)
+		if err != nil {
+			return nil, err
+		}
+		if len(ms) > 0 {
+			out[stream] = ms
+		}
+	}
+	return out, nil
 }
 
 // OutboxStream describes the unsent part of one outbox stream.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -54,7 +55,7 @@ func TestOutboxBatchMarksAndTrim(t *testing.T) {
 }
 
 // TestOutboxAckBatch: one call deletes each stream's acknowledged prefix
-// and nothing else; the counters go on.
+// and nothing else; the counters go on; PeekStreams reads what is left.
 func TestOutboxAckBatch(t *testing.T) {
 	s := openTest(t, Config{})
 	ctx := t.Context()
@@ -91,6 +92,37 @@ func TestOutboxAckBatch(t *testing.T) {
 	}
 	if seq, _ := s.Enqueue(ctx, "live/p1", nil); seq != 6 {
 		t.Errorf("next live seq %d, want 6", seq)
+	}
+	// PeekStreams: each stream after its seq, at most limit, empty ones
+	// absent.
+	for _, tc := range []struct {
+		after map[string]uint64
+		limit int
+		want  map[string][]uint64
+	}{
+		{map[string]uint64{"log/p1": 3, "ack": 0, "live/p1": 0, "none": 0}, 10,
+			map[string][]uint64{"log/p1": {4, 5}, "ack": {1, 2, 3, 4, 5}, "live/p1": {6}}},
+		{map[string]uint64{"ack": 1, "live/p1": 6}, 2, map[string][]uint64{"ack": {2, 3}}},
+	} {
+		got, err := s.PeekStreams(ctx, tc.after, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := map[string][]uint64{}
+		for stream, ms := range got {
+			for _, m := range ms {
+				if m.Stream != stream {
+					t.Errorf("message of %s under %s", m.Stream, stream)
+				}
+				seqs[stream] = append(seqs[stream], m.Seq)
+			}
+		}
+		if fmt.Sprint(seqs) != fmt.Sprint(tc.want) {
+			t.Errorf("PeekStreams(%v, %d) = %v, want %v", tc.after, tc.limit, seqs, tc.want)
+		}
+	}
+	if _, err := s.PeekStreams(ctx, map[string]uint64{"ack": 0}, 0); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("limit 0: %v", err)
 	}
 	s.Close()
 	if err := s.AckBatch(ctx, map[string]uint64{"log/p1": 3}); !errors.Is(err, ErrClosed) {
