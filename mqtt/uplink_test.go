@@ -3,7 +3,9 @@ package mqtt
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,4 +143,86 @@ func TestBacklogAfterKill(t *testing.T) {
 	items := col.Items("log/p1")
 	t.Logf("%d messages (%d items, %d duplicates) in %s: %.0f/s; %d MQTT messages, all historical: %v",
 		distinct, items, dups, el.Round(time.Millisecond), float64(n)/el.Seconds(), u.Status().Published, col.Historical("log/p1") == int(u.Status().Published))
+}
+
+// TestOutboxCaps: with the broker unreachable, the per-stream caps drop
+// the oldest messages of the rollup, log and live streams by count and by
+// age, count every drop per stream and log it; the ack stream is never
+// trimmed; and handing log entries to an uplink at its cap never blocks.
+func TestOutboxCaps(t *testing.T) {
+	st := openStore(t, "")
+	old := time.Now().Add(-2 * time.Hour)
+	var msgs []store.OutboxAppend
+	add := func(stream string, n int, created time.Time) {
+		for range n {
+			msgs = append(msgs, store.OutboxAppend{Stream: stream, Payload: []byte(`[{"x":1}]`), Created: created})
+		}
+	}
+	add("log/p1", 200, time.Now())
+	add("ack", 200, old)
+	add("rollup/p1", 5, old)
+	add("rollup/p1", 25, time.Now())
+	add("live/p1", 150, time.Now())
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := newCountingHandler()
+	cfg := Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t)), GatewayID: "gw-caps", MaxRows: 120, MaxAge: time.Hour,
+		BackoffMin: time.Second, BackoffMax: time.Second}
+	u, err := New(cfg, Deps{Outbox: st}, slog.New(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	want := []struct {
+		stream         string
+		depth, dropped int
+	}{
+		{"ack", 200, 0},      // never trimmed, however old
+		{"live/p1", 100, 50}, // the live cap (100)
+		{"log/p1", 120, 80},  // by count (MaxRows)
+		{"rollup/p1", 25, 5}, // by age
+	}
+	got := func() map[string]StreamStatus {
+		m := map[string]StreamStatus{}
+		for _, s := range u.Status().Streams {
+			m[s.Stream] = s
+		}
+		return m
+	}
+	waitFor(t, 30*time.Second, "the caps applied", func() bool {
+		g := got()
+		for _, w := range want {
+			if g[w.stream].Depth != w.depth {
+				return false
+			}
+		}
+		return true
+	})
+	g := got()
+	for _, w := range want {
+		if s := g[w.stream]; s.Dropped != uint64(w.dropped) {
+			t.Errorf("%s: %d dropped, want %d", w.stream, s.Dropped, w.dropped)
+		}
+	}
+	var dropLines int
+	h.mu.Lock()
+	for _, l := range h.lines {
+		if strings.Contains(l, "outbox cap reached") {
+			dropLines++
+		}
+	}
+	h.mu.Unlock()
+	if dropLines != 3 {
+		t.Errorf("%d log lines about drops, want one per trimmed stream (3): %q", dropLines, h.lines)
+	}
+	// At the cap and offline, handing over log entries never waits.
+	start := time.Now()
+	for i := range 10000 {
+		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("10,000 log entries took %s to hand over", el)
+	}
+	t.Logf("status: %d log entries refused while the queue was full", u.Status().LogDropped)
 }
