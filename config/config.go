@@ -274,7 +274,27 @@ type MQTT struct {
 	TopicPrefix string `yaml:"topicPrefix"`
 	// KeepAlive is the MQTT keep-alive, 1s..65535s. Default 30s.
 	KeepAlive time.Duration `yaml:"keepAlive"`
-	Outbox    Outbox        `yaml:"outbox"`
+	// LiveInterval is how often the live energy balance and the devices'
+	// live values are published, 1s..1h. Default 10s.
+	LiveInterval time.Duration `yaml:"liveInterval"`
+	Outbox       Outbox        `yaml:"outbox"`
+	Backlog      Backlog       `yaml:"backlog"`
+	// RemoteControl accepts schedules and commands from the cloud
+	// (down/schedule/{plantId}, down/cmd). Default false.
+	RemoteControl bool `yaml:"remoteControl"`
+	// RemoteRole is the role the cloud's requests run with: standard,
+	// installer or gridoperator. Default installer.
+	RemoteRole string `yaml:"remoteRole"`
+}
+
+// Backlog caps the drain of queued rollups and log entries after an
+// outage, so that a metered link is not flooded; live values and acks are
+// not capped.
+type Backlog struct {
+	// MessagesPerSecond, > 0. Default 100.
+	MessagesPerSecond float64 `yaml:"messagesPerSecond"`
+	// BytesPerSecond of payload, >= 1024. Default 262144 (256 KiB).
+	BytesPerSecond float64 `yaml:"bytesPerSecond"`
 }
 
 // Outbox bounds the SQLite outbox of messages not yet acknowledged by the

@@ -32,6 +32,10 @@ const (
 	defaultKeepAlive         = 30 * time.Second
 	defaultOutboxMaxRows     = 500000
 	defaultOutboxMaxAge      = 720 * time.Hour
+	defaultLiveInterval      = 10 * time.Second
+	defaultBacklogMessages   = 100
+	defaultBacklogBytes      = 256 << 10
+	defaultRemoteRole        = RoleInstaller
 	defaultReversionTimeout  = 60 * time.Second
 	defaultRampRate          = 10 // % of nominal power per second
 	defaultMeterLossGrace    = 30 * time.Second
@@ -79,6 +83,10 @@ func (c *Config) setDefaults() {
 	c.MQTT.KeepAlive = defaultKeepAlive
 	c.MQTT.Outbox.MaxRows = defaultOutboxMaxRows
 	c.MQTT.Outbox.MaxAge = defaultOutboxMaxAge
+	c.MQTT.LiveInterval = defaultLiveInterval
+	c.MQTT.Backlog.MessagesPerSecond = defaultBacklogMessages
+	c.MQTT.Backlog.BytesPerSecond = defaultBacklogBytes
+	c.MQTT.RemoteRole = defaultRemoteRole
 	c.GridControl.ReversionTimeout = defaultReversionTimeout
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace

@@ -411,6 +411,17 @@ func (v *validator) mqtt() {
 		v.add("mqtt.outbox.maxRows", "%d is out of range (at least 1)", m.Outbox.MaxRows)
 	}
 	v.duration("mqtt.outbox.maxAge", m.Outbox.MaxAge, time.Hour, 0)
+	v.duration("mqtt.liveInterval", m.LiveInterval, time.Second, time.Hour)
+	if r := m.Backlog.MessagesPerSecond; !(r > 0) {
+		v.add("mqtt.backlog.messagesPerSecond", "%g is out of range (more than 0)", r)
+	}
+	if r := m.Backlog.BytesPerSecond; !(r >= 1024) {
+		v.add("mqtt.backlog.bytesPerSecond", "%g is out of range (at least 1024)", r)
+	}
+	v.role("mqtt.remoteRole", m.RemoteRole)
+	if m.RemoteControl && m.Broker == "" {
+		v.add("mqtt.remoteControl", "needs a broker (mqtt.broker)")
+	}
 }
 
 func (v *validator) broker(m MQTT) {

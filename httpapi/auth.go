@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -281,8 +282,35 @@ func unauthorized(c *gin.Context, errCode, detail string) {
 	fail(c, http.StatusUnauthorized, codeUnauthorized, detail)
 }
 
-// authenticate requires a valid bearer token and rate-limits its holder.
+// localPrincipal is the context key of a principal that AsRole set: a
+// request made in process, not over the network. Only this package can
+// set it.
+type localPrincipal struct{}
+
+// AsRole returns a handler that serves every request as the credential
+// name with role (standard, installer or gridoperator), without a bearer
+// token, and otherwise exactly as Handler does (same routes, checks,
+// rate limit and problem-JSON). It is for in-process callers, such as the
+// MQTT uplink answering the cloud's schedules and commands; it must never
+// be served on a listener.
+func (s *Server) AsRole(name, roleName string) (http.Handler, error) {
+	r, err := parseRole(roleName)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	p := principal{Name: name, Role: r}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.engine.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), localPrincipal{}, p)))
+	}), nil
+}
+
+// authenticate requires a valid bearer token (or a principal set by
+// AsRole) and rate-limits its holder.
 func (s *Server) authenticate(c *gin.Context) {
+	if p, ok := c.Request.Context().Value(localPrincipal{}).(principal); ok {
+		s.admit(c, p)
+		return
+	}
 	h := c.GetHeader("Authorization")
 	scheme, tok, found := strings.Cut(h, " ")
 	if h == "" {
@@ -299,6 +327,11 @@ func (s *Server) authenticate(c *gin.Context) {
 		unauthorized(c, "invalid_token", "invalid or expired token")
 		return
 	}
+	s.admit(c, p)
+}
+
+// admit rate-limits an authenticated principal and passes the request on.
+func (s *Server) admit(c *gin.Context, p principal) {
 	if ok, wait := s.auth.allow(p.Name); !ok {
 		secs := int(math.Ceil(wait.Seconds()))
 		if secs < 1 {

@@ -195,7 +195,9 @@ func schemas() obj {
 		"Health": object(obj{"status": enum("Ok", "Error"),
 			"storage": object(obj{"status": str(), "error": str()}, "status"),
 			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
-			"mqtt":    object(obj{"status": str(), "since": utcTimeSchema()}, "status")}, "status", "storage", "devices", "mqtt"),
+			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
+				"streams": arr(object(obj{"stream": str(), "depth": obj{"type": "integer"}, "oldestUnsentAgeSeconds": num(),
+					"dropped": obj{"type": "integer"}}, "stream", "depth"))}, "status")}, "status", "storage", "devices", "mqtt"),
 	}
 }
 

@@ -345,9 +345,19 @@ func (s *Server) healthz(c *gin.Context) {
 	}
 	out["devices"] = map[string]int{"total": ds.Total, "ok": ds.Ok, "unreachable": ds.Unreachable}
 	st, since := s.connectedState()
-	mq := map[string]string{"status": st}
+	mq := map[string]any{"status": st}
 	if !since.IsZero() {
 		mq["since"] = since.UTC().Format(timeRFC3339)
+	}
+	if uh, ok := s.deps.Connected.(UplinkHealth); ok {
+		lastErr, streams := uh.UplinkHealth()
+		if lastErr != "" {
+			mq["lastError"] = lastErr
+		}
+		if streams == nil {
+			streams = []UplinkStream{}
+		}
+		mq["streams"] = streams
 	}
 	out["mqtt"] = mq
 	out["status"] = "Ok"

@@ -107,6 +107,25 @@ type ConnectedService interface {
 	ConnectedState() (status string, since time.Time)
 }
 
+// UplinkHealth is optionally implemented by Deps.Connected: the cloud
+// uplink's figures for /healthz.
+type UplinkHealth interface {
+	// UplinkHealth returns the last connection error ("" none) and the
+	// outbox streams.
+	UplinkHealth() (lastError string, streams []UplinkStream)
+}
+
+// UplinkStream is one outbox stream of the uplink.
+type UplinkStream struct {
+	Stream string `json:"stream"`
+	// Depth is the number of unsent messages, OldestUnsentAgeSeconds the
+	// age of the oldest (absent when empty).
+	Depth                  int      `json:"depth"`
+	OldestUnsentAgeSeconds *float64 `json:"oldestUnsentAgeSeconds,omitempty"`
+	// Dropped counts messages dropped by the outbox's caps.
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
 // Deps are the server's collaborators.
 type Deps struct {
 	// Live is required (the live state cache, *plant.Live).

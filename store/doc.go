@@ -213,5 +213,10 @@
 // range, with an opaque cursor. Schedules are stored as the grid-control
 // package's JSON (Schedules, PutSchedule, DeleteSchedule). The outbox
 // keeps MQTT messages per stream with a sequence number that is never
-// reused (Enqueue, Peek, Ack).
+// reused (Enqueue, Peek, Ack; EnqueueBatch appends many in one
+// transaction together with a mark, a named integer by which a publisher
+// remembers how far it enqueued a source; PeekAfter reads on from a
+// sequence number; OutboxStreams gives depth, bytes and oldest message
+// per stream; TrimOutbox drops by count and age, leaving a gap in the
+// sequence numbers).
 package store

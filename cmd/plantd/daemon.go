@@ -19,13 +19,14 @@ import (
 	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
+	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/store"
 )
 
 // daemon is a running plantd: the components a config asks for, wired
-// together. Data flows one way: poller → live state → store, and the HTTP
-// API reads the live state and the store.
+// together. Data flows one way: poller → live state → store and MQTT
+// uplink, and the HTTP API reads the live state and the store.
 type daemon struct {
 	log    *slog.Logger
 	pool   *modbus.Pool
@@ -34,6 +35,7 @@ type daemon struct {
 	store  *store.Store
 	grid   *gridcontrol.Controller
 	api    *httpapi.Server
+	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
 	plants []plant.Plant
 
@@ -94,7 +96,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
 		MeterGrace:       cfg.GridControl.MeterLossGrace,
 		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
-	}, d.store, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
+	}, gridStore{Store: d.store, d: d}, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
 		d.store.Close()
@@ -103,8 +105,30 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store))
 	reg.MustRegister(newGridCollector(d.grid))
-	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now},
-		logger.With("component", "http"))
+	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
+	commands := &lateHandler{}
+	if cfg.MQTT.Broker != "" {
+		locs := map[string]*time.Location{}
+		for _, p := range plants {
+			locs[p.ID] = p.Location
+		}
+		deps := mqtt.Deps{Outbox: d.store, Live: d.live, Rollups: storeRollups{st: d.store, locs: locs}}
+		if cfg.MQTT.RemoteControl {
+			deps.Commands = commands
+		}
+		d.up, err = mqtt.New(uplinkConfig(cfg), deps, logger.With("component", "mqtt"))
+		if err != nil {
+			d.pool.Close()
+			d.store.Close()
+			return nil, err
+		}
+		apiDeps.Connected = uplinkHealth{d.up}
+		reg.MustRegister(newUplinkCollector(d.up))
+	}
+	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), apiDeps, logger.With("component", "http"))
+	if err == nil && cfg.MQTT.RemoteControl {
+		commands.h, err = d.api.AsRole("mqtt:"+cfg.Gateway.ID, cfg.MQTT.RemoteRole)
+	}
 	if err == nil {
 		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
 	}
@@ -115,6 +139,26 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	}
 	return d, nil
 }
+
+// logEntry stores a log entry and hands it to the uplink (both never
+// block); it reports whether the store took it.
+func (d *daemon) logEntry(e store.LogEntry) bool {
+	ok := d.store.Log(e)
+	if d.up != nil {
+		d.up.Log(mqtt.LogItem{Time: e.Time, Level: e.Level, Code: e.Code, Message: e.Message, PlantID: e.PlantID, DeviceID: e.DeviceID})
+	}
+	return ok
+}
+
+// gridStore is the store as the grid controller sees it: its log entries
+// (schedules accepted, controls restored, writes failed) go where the
+// daemon's go, to the store and the uplink's log stream.
+type gridStore struct {
+	*store.Store
+	d *daemon
+}
+
+func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
 
 // onSample is the poller's sink: the live state first, then the store
 // (non-blocking) with the device's readings and, on a change of its
@@ -147,7 +191,7 @@ func (d *daemon) onSample(s poller.Sample) {
 		case plant.HealthError:
 			e.Level = store.LevelError
 		}
-		d.store.Log(e)
+		d.logEntry(e)
 	}
 	if prev == s.State {
 		return
@@ -166,7 +210,7 @@ func (d *daemon) onSample(s poller.Sample) {
 	default:
 		return
 	}
-	d.store.Log(e)
+	d.logEntry(e)
 }
 
 // run runs every component until ctx ends, then stops them: the poller and
@@ -174,7 +218,7 @@ func (d *daemon) onSample(s poller.Sample) {
 // hup delivers SIGHUP (config reload; see supervise).
 func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
-		d.store.Log(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
+		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
@@ -202,6 +246,16 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 		defer wg.Done()
 		d.supervise(ctx, hup)
 	}()
+	// The uplink writes the outbox synchronously (not through the store's
+	// writer), so it stops with the poller, before the store closes.
+	var upErr error
+	if d.up != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			upErr = d.up.Run(ctx)
+		}()
+	}
 	if d.reportEvery > 0 {
 		wg.Add(1)
 		go func() {
@@ -211,7 +265,7 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	wg.Wait()
 	stopStore()
-	err := errors.Join(apiErr, gridErr, <-storeDone, d.pool.Close(), d.store.Close())
+	err := errors.Join(apiErr, gridErr, upErr, <-storeDone, d.pool.Close(), d.store.Close())
 	return err
 }
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"plantd/devices/poller"
+	"plantd/mqtt"
 	"plantd/store"
 )
 
@@ -71,4 +74,66 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(st.Failed))
 	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
 	ch <- prometheus.MustNewConstMetric(c.rolledUp, prometheus.GaugeValue, rolled)
+}
+
+// uplinkCollector exports the MQTT uplink's state at /metrics, read at
+// scrape time (the outbox figures are refreshed by the uplink every few
+// seconds).
+type uplinkCollector struct {
+	up *mqtt.Uplink
+
+	connected, attempts, connects, published, publishedBytes, acked *prometheus.Desc
+	logDropped, commands, commandsDropped                           *prometheus.Desc
+	depth, oldest, dropped                                          *prometheus.Desc
+}
+
+func newUplinkCollector(up *mqtt.Uplink) *uplinkCollector {
+	stream := []string{"stream"}
+	return &uplinkCollector{
+		up:              up,
+		connected:       prometheus.NewDesc("plantd_mqtt_connected", "1 while connected to the broker.", nil, nil),
+		attempts:        prometheus.NewDesc("plantd_mqtt_connection_attempts_total", "Connection attempts to the broker.", nil, nil),
+		connects:        prometheus.NewDesc("plantd_mqtt_connections_total", "Successful connections to the broker.", nil, nil),
+		published:       prometheus.NewDesc("plantd_mqtt_published_messages_total", "MQTT messages published (a backlog message may carry several outbox messages).", nil, nil),
+		publishedBytes:  prometheus.NewDesc("plantd_mqtt_published_bytes_total", "Payload bytes published.", nil, nil),
+		acked:           prometheus.NewDesc("plantd_mqtt_acked_total", "Outbox messages acknowledged by the broker (PUBACK) and deleted.", nil, nil),
+		logDropped:      prometheus.NewDesc("plantd_mqtt_log_dropped_total", "Log entries not handed to the uplink because its queue was full.", nil, nil),
+		commands:        prometheus.NewDesc("plantd_mqtt_commands_total", "Schedules and commands from the cloud answered on up/ack.", nil, nil),
+		commandsDropped: prometheus.NewDesc("plantd_mqtt_commands_dropped_total", "Incoming messages dropped because the command queue was full.", nil, nil),
+		depth:           prometheus.NewDesc("plantd_mqtt_outbox_depth", "Messages in the outbox not yet acknowledged, per stream.", stream, nil),
+		oldest:          prometheus.NewDesc("plantd_mqtt_outbox_oldest_unsent_age_seconds", "Age of the oldest unacknowledged message, per stream (0 when empty).", stream, nil),
+		dropped:         prometheus.NewDesc("plantd_mqtt_outbox_dropped_total", "Messages dropped by the outbox caps (count and age), per stream.", stream, nil),
+	}
+}
+
+func (c *uplinkCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.connected, c.attempts, c.connects, c.published, c.publishedBytes, c.acked,
+		c.logDropped, c.commands, c.commandsDropped, c.depth, c.oldest, c.dropped} {
+		ch <- d
+	}
+}
+
+func (c *uplinkCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.up.Status()
+	connected := 0.0
+	if st.Connected {
+		connected = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, connected)
+	for _, v := range []struct {
+		d *prometheus.Desc
+		n uint64
+	}{{c.attempts, st.Attempts}, {c.connects, st.Connects}, {c.published, st.Published}, {c.publishedBytes, st.PublishedBytes},
+		{c.acked, st.Acked}, {c.logDropped, st.LogDropped}, {c.commands, st.Commands}, {c.commandsDropped, st.CommandsDropped}} {
+		ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n))
+	}
+	for _, s := range st.Streams {
+		age := 0.0
+		if s.Depth > 0 && !s.Oldest.IsZero() {
+			age = time.Since(s.Oldest).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(s.Depth), s.Stream)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age, s.Stream)
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped), s.Stream)
+	}
 }

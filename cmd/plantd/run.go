@@ -15,6 +15,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices/sim"
+	"plantd/mqtt"
 )
 
 // defaultConfigPath is where packages install the config.
@@ -100,11 +101,13 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--interval D]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
+	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
+	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -131,6 +134,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A client of the cloud API gets its token with client_credentials:
 	// client "demo" with the demo token as its secret.
 	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller}}
+	var broker *mqtt.Broker
+	if *brokerURL != "" {
+		cfg.MQTT.Broker = *brokerURL
+		cfg.MQTT.RemoteControl = true
+		cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
+	} else if *mqttAddr != "off" {
+		// The demo's cloud: an embedded broker on loopback, where
+		// mosquitto_sub shows what plantd publishes.
+		broker, err = mqtt.StartBroker(*mqttAddr, true, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "plantd demo: %v\n", err)
+			return exitFailure
+		}
+		defer broker.Close()
+		cfg.MQTT.Broker = "tcp://" + broker.Addr()
+		cfg.MQTT.RemoteControl = true
+		cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
@@ -143,6 +164,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
+	if broker != nil {
+		host, port, _ := splitListen(broker.Addr())
+		fmt.Fprintf(stdout, "MQTT broker (embedded) on %s, gateway %s; watch it: mosquitto_sub -h %s -p %d -t 'plantd/#' -v\n",
+			broker.Addr(), cfg.Gateway.ID, host, port)
+	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
 	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second, nil)
 }

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"plantd/config"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/mqtt/mqtttest"
+	"plantd/store"
+)
+
+// plantdProc is a running "plantd run -c" with its log lines.
+type plantdProc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string
+	done  chan struct{}
+}
+
+func startUplinkPlantd(t *testing.T, cfgPath string) *plantdProc {
+	t.Helper()
+	p := &plantdProc{t: t, cmd: exec.Command(binPath, "run", "-c", cfgPath), lines: make(chan string, 10000), done: make(chan struct{})}
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
+	return p
+}
+
+// waitLog waits for a log line matching re and returns it.
+func (p *plantdProc) waitLog(re *regexp.Regexp, d time.Duration) string {
+	p.t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case l := <-p.lines:
+			if re.MatchString(l) {
+				return l
+			}
+		case <-p.done:
+			p.t.Fatalf("plantd ended while waiting for %s", re)
+		case <-deadline:
+			p.t.Fatalf("no log line %s within %v", re, d)
+		}
+	}
+}
+
+func (p *plantdProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// TestMQTTUplink runs the real binary against mosquitto: 10,000 messages
+// left unsent in the outbox and a SIGKILL while the broker is down are all
+// delivered after the restart, without a gap; the retained state says
+// offline after a kill (last will); a schedule sent over MQTT is answered
+// exactly like the same POST over HTTP.
+func TestMQTTUplink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon against a broker (~15 s)")
+	}
+	p := simtest.Start(t, sim.DefaultConfig())
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "plantd.db")
+	const token = "mqtt-test-token-0123456789abcdef0123456789"
+	var devs strings.Builder
+	for _, d := range p.Devices()[:4] {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
+	}
+	cfg := fmt.Sprintf(`gateway:
+  id: gw-test
+http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: MQTT, timezone: Europe/Berlin}
+devices:
+%stokens:
+  - {name: t, sha256: %s, role: installer}
+mqtt:
+  broker: %s
+  liveInterval: 1s
+  remoteControl: true
+  remoteRole: installer
+  backlog: {messagesPerSecond: 100000, bytesPerSecond: 100000000}
+`, db, devs.String(), config.TokenHash(token), b.URL())
+	cfgPath := filepath.Join(dir, "plantd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A plantd that was killed with 10,000 messages unsent.
+	st, err := store.Open(t.Context(), store.Config{Path: db, Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10000
+	msgs := make([]store.OutboxAppend, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxAppend{Stream: "log/p1", Payload: fmt.Appendf(nil, `[{"time":"2026-01-01T00:00:00Z","level":"info","code":"Backlog","message":"%d"}]`, i+1)}
+	}
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	// Broker down: plantd starts, queues its own log entries, is killed.
+	b.Stop()
+	p1 := startUplinkPlantd(t, cfgPath)
+	p1.waitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
+	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
+	for seen := map[string]bool{}; len(seen) < 4; {
+		seen[online.FindStringSubmatch(p1.waitLog(online, 10*time.Second))[1]] = true
+	}
+	time.Sleep(300 * time.Millisecond) // the online log entries reach the outbox
+	p1.kill()
+	b.Start()
+	mqtttest.WaitFor(t, 10*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+
+	start := time.Now()
+	p2 := startUplinkPlantd(t, cfgPath)
+	mqtttest.WaitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n+4 })
+	el := time.Since(start)
+	distinct, dups, gaps := col.Check("log/p1", true)
+	t.Logf("after SIGKILL with %d unsent: %d log messages delivered in %s (process start included), %d duplicates, gaps %v",
+		n, distinct, el.Round(time.Millisecond), dups, gaps)
+	if len(gaps) > 0 {
+		t.Errorf("log/p1: missing %v", gaps[:min(len(gaps), 20)])
+	}
+	mqtttest.WaitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 2 && col.Distinct("live/devices/inv1") >= 2 })
+	s, _ := col.LastState()
+	if s.State != "online" || s.GatewayID != "gw-test" || s.Version == "" || s.StartedAt == "" {
+		t.Errorf("state %+v", s)
+	}
+
+	// Schedules over MQTT and the same POSTs over HTTP: the same status and
+	// body but for what names the request itself (the schedule's id,
+	// creation time and credential); the accepted one is stored by the grid
+	// controller, shows in GET schedules and in the log stream.
+	api := listenRE.FindStringSubmatch(p2.waitLog(listenRE, 10*time.Second))[1]
+	const window = `"start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z"`
+	var mqttIDs []string
+	for i, tc := range []struct {
+		id, body string
+		status   int
+	}{
+		{"req-ok", `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50}]}`, http.StatusCreated},
+		{"req-bad", `{"commands":[{"command":"nope"}]}`, http.StatusBadRequest},
+		{"req-rated", `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":1e9,"unit":"W"}]}`, http.StatusUnprocessableEntity},
+	} {
+		status, httpBody := apiDo(t, api, token, "POST", "/gridcontrol/v1/plants/p1/schedules", tc.id, tc.body)
+		col.Publish("plantd/v1/gw-test/down/schedule/p1", true, fmt.Sprintf(`{"requestId":%q,"version":%d,"schedule":%s}`, tc.id, i+1, tc.body))
+		mqtttest.WaitFor(t, 30*time.Second, "the ack of "+tc.id, func() bool { return len(col.Acks(tc.id)) > 0 })
+		a := col.Acks(tc.id)[0]
+		if status != tc.status || a.Status != status || a.Version != int64(i+1) {
+			t.Errorf("%s: HTTP %d, MQTT %d (version %d), want %d", tc.id, status, a.Status, a.Version, tc.status)
+		}
+		h, m := withoutRequestFields(t, httpBody), withoutRequestFields(t, a.Body)
+		if h != m {
+			t.Errorf("%s: answers differ\nMQTT %s\nHTTP %s", tc.id, a.Body, httpBody)
+			continue
+		}
+		t.Logf("%s: MQTT and HTTP both %d %s", tc.id, a.Status, m)
+		if status == http.StatusCreated {
+			var ans struct {
+				Schedule struct{ ScheduleID, CreatedBy string }
+			}
+			if err := json.Unmarshal(a.Body, &ans); err != nil || ans.Schedule.ScheduleID == "" {
+				t.Fatalf("%s: answer %s: %v", tc.id, a.Body, err)
+			}
+			if ans.Schedule.CreatedBy != "mqtt:gw-test (installer)" {
+				t.Errorf("%s: createdBy %q, want the cloud's credential", tc.id, ans.Schedule.CreatedBy)
+			}
+			mqttIDs = append(mqttIDs, ans.Schedule.ScheduleID)
+		}
+	}
+	if got := scheduleIDs(t, api, token); len(got) != 2 || !slices.Contains(got, mqttIDs[0]) {
+		t.Errorf("GET schedules: %v, want the HTTP one and %s (MQTT)", got, mqttIDs[0])
+	}
+	mqtttest.WaitFor(t, 30*time.Second, "ScheduleAccepted on up/log/p1", func() bool {
+		return slices.ContainsFunc(col.ItemsOf("log/p1"), func(it json.RawMessage) bool {
+			return bytes.Contains(it, []byte(`"ScheduleAccepted"`)) && bytes.Contains(it, []byte(mqttIDs[0]))
+		})
+	})
+	// The schedule list over down/cmd: byte for byte the GET's.
+	col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-list","command":"schedules","plantId":"p1"}`)
+	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-list", func() bool { return len(col.Acks("req-list")) > 0 })
+	status, list := apiDo(t, api, token, "GET", "/gridcontrol/v1/plants/p1/schedules", "req-list", "")
+	if a := col.Acks("req-list")[0]; a.Status != status || !bytes.Equal(bytes.TrimSpace(a.Body), bytes.TrimSpace(list)) {
+		t.Errorf("schedules: MQTT %d %s\nHTTP %d %s", a.Status, a.Body, status, list)
+	}
+
+	// Killed while connected: the broker publishes the last will.
+	p2.kill()
+	mqtttest.WaitFor(t, 30*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+
+	// Restarted: the retained schedule message (version 3) comes again and
+	// is not answered again; a new version is; the stored schedules are
+	// back.
+	p3 := startUplinkPlantd(t, cfgPath)
+	api = listenRE.FindStringSubmatch(p3.waitLog(listenRE, 10*time.Second))[1]
+	mqtttest.WaitFor(t, 60*time.Second, "a command answered after the restart", func() bool {
+		col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-ping","command":"schedules","plantId":"p1"}`)
+		time.Sleep(500 * time.Millisecond)
+		return len(col.Acks("req-ping")) > 0
+	})
+	col.Publish("plantd/v1/gw-test/down/schedule/p1", true, `{"requestId":"req-v4","version":4,"schedule":{"commands":[{"command":"opModMaxLimW",`+window+`,"value":60}]}}`)
+	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-v4", func() bool { return len(col.Acks("req-v4")) > 0 })
+	if a := col.Acks("req-v4")[0]; a.Status != http.StatusCreated {
+		t.Errorf("req-v4: %d %s", a.Status, a.Body)
+	}
+	if n := len(col.Acks("req-rated")); n != 1 {
+		t.Errorf("the retained version 3 was answered %d times, want once", n)
+	}
+	if got := scheduleIDs(t, api, token); len(got) != 3 {
+		t.Errorf("GET schedules after the restart: %v, want 3", got)
+	}
+}
+
+// apiDo runs one request against the daemon's HTTP API and returns the
+// status and body.
+func apiDo(t *testing.T, addr, token, method, path, requestID, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader = http.NoBody
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Request-Id", requestID)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// withoutRequestFields is an answer as canonical JSON without the fields
+// that differ between two submissions of the same schedule.
+func withoutRequestFields(t *testing.T, body []byte) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	if sc, ok := v["schedule"].(map[string]any); ok {
+		delete(sc, "scheduleId")
+		delete(sc, "createdAt")
+		delete(sc, "createdBy")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// scheduleIDs lists the ids of GET .../plants/p1/schedules.
+func scheduleIDs(t *testing.T, addr, token string) []string {
+	t.Helper()
+	status, body := apiDo(t, addr, token, "GET", "/gridcontrol/v1/plants/p1/schedules", "list", "")
+	var l struct{ Schedules []struct{ ScheduleID string } }
+	if err := json.Unmarshal(body, &l); status != http.StatusOK || err != nil {
+		t.Fatalf("GET schedules: %d %s %v", status, body, err)
+	}
+	var out []string
+	for _, s := range l.Schedules {
+		out = append(out, s.ScheduleID)
+	}
+	return out
+}
+
+// TestDemoOutageDay: plantd demo at 4320× publishing to mosquitto, the
+// broker stopped for 20 s (a simulated day of rollups and log entries);
+// afterwards every stream is complete, in order, and the day's rollups
+// came as historical, batched messages. The deadlines are generous: after
+// a 20 s outage the reconnect backoff alone may wait up to 32 s.
+func TestDemoOutageDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a broker for a simulated day (~40 s)")
+	}
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	cmd := exec.Command(binPath, "demo", "--speed", "4320", "--interval", "250ms", "--listen", "127.0.0.1:0",
+		"--db", filepath.Join(t.TempDir(), "demo.db"), "--broker", b.URL())
+	var stderr syncBuffer
+	cmd.Stderr, cmd.Stdout = &stderr, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	mqtttest.WaitFor(t, 60*time.Second, "the first rollups", func() bool { return col.Distinct("rollup/demo") >= 2 })
+	b.Stop()
+	time.Sleep(20 * time.Second)
+	b.Start()
+	mqtttest.WaitFor(t, 30*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+	before := col.Distinct("rollup/demo")
+	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool { return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 })
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("plantd demo after SIGINT: %v\n%s", err, stderr.String())
+	}
+	for _, s := range col.Streams() {
+		distinct, dups, gaps := col.Check(s, false)
+		t.Logf("%-22s %5d seqs, %4d items, %3d historical messages, %d duplicates, %d gaps", s, distinct, col.Items(s), col.Historical(s), dups, len(gaps))
+		if len(gaps) > 0 {
+			t.Errorf("stream %s: missing %v", s, gaps[:min(len(gaps), 20)])
+		}
+	}
+	if n := col.Items("rollup/demo"); n < 250 {
+		t.Errorf("%d rollup rows, want a simulated day's (288)", n)
+	}
+}

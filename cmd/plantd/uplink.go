@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"plantd/config"
+	"plantd/httpapi"
+	"plantd/mqtt"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// uplinkConfig maps the config's mqtt section onto the uplink's config.
+func uplinkConfig(cfg *config.Config) mqtt.Config {
+	m := cfg.MQTT
+	return mqtt.Config{
+		Broker: m.Broker, Username: m.Username, Password: m.Password,
+		CAFile: m.CAFile, ClientCert: m.ClientCert, ClientKey: m.ClientKey,
+		GatewayID: cfg.Gateway.ID, Version: versionString(), TopicPrefix: m.TopicPrefix, KeepAlive: m.KeepAlive,
+		MaxRows: m.Outbox.MaxRows, MaxAge: m.Outbox.MaxAge, LiveInterval: m.LiveInterval,
+		BacklogMessagesPerSecond: m.Backlog.MessagesPerSecond, BacklogBytesPerSecond: m.Backlog.BytesPerSecond,
+		RemoteControl: m.RemoteControl,
+	}
+}
+
+// storeRollups gives the uplink the plants' completed 5-minute
+// energy-balance rows from the store.
+type storeRollups struct {
+	st   *store.Store
+	locs map[string]*time.Location // by plant id
+}
+
+var _ mqtt.RollupSource = storeRollups{}
+
+func (r storeRollups) RolledUpTo() time.Time { return r.st.Stats().RolledUpTo }
+
+// Rollups reads the plant-local days that [from, to) touches and keeps
+// the rows starting inside it.
+func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time.Time) ([]mqtt.RollupRow, error) {
+	var out []mqtt.RollupRow
+	loc := r.locs[plantID]
+	if loc == nil {
+		loc = time.UTC
+	}
+	lf := from.In(loc)
+	for day := time.Date(lf.Year(), lf.Month(), lf.Day(), 0, 0, 0, 0, loc); day.Before(to); day = day.AddDate(0, 0, 1) {
+		res, err := r.st.QuerySet(ctx, store.SetQuery{PlantID: plantID, SetType: plant.SetEnergyBalance, Period: store.PeriodDay, Date: day})
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range res.Rows {
+			if !row.Start.Before(from) && row.Start.Before(to) {
+				out = append(out, mqtt.RollupRow{Start: row.Start, Values: row.Values})
+			}
+		}
+	}
+	return out, nil
+}
+
+// uplinkHealth shows the uplink at /healthz and in the plant
+// configuration's connectedService.
+type uplinkHealth struct{ *mqtt.Uplink }
+
+var _ httpapi.UplinkHealth = uplinkHealth{}
+
+func (u uplinkHealth) UplinkHealth() (string, []httpapi.UplinkStream) {
+	st := u.Status()
+	out := make([]httpapi.UplinkStream, 0, len(st.Streams))
+	for _, s := range st.Streams {
+		us := httpapi.UplinkStream{Stream: s.Stream, Depth: s.Depth, Dropped: s.Dropped}
+		if s.Depth > 0 && !s.Oldest.IsZero() {
+			age := time.Since(s.Oldest).Seconds()
+			us.OldestUnsentAgeSeconds = &age
+		}
+		out = append(out, us)
+	}
+	return st.LastError, out
+}
+
+// lateHandler is a handler set after it is handed out: the uplink is made
+// before the HTTP API (whose health shows the uplink) and answers remote
+// commands through it.
+type lateHandler struct{ h http.Handler }
+
+func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if l.h == nil {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	l.h.ServeHTTP(w, r)
+}

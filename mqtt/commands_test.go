@@ -1,0 +1,138 @@
+package mqtt
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"plantd/mqtt/mqtttest"
+)
+
+// fakeAPI answers like the HTTP API: schedules 501, eligibility checks
+// 200 with the body echoed; a body "block" blocks until release closes.
+type fakeAPI struct {
+	release chan struct{}
+	mu      sync.Mutex
+	reqs    []string
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r.Method+" "+r.URL.String()+" "+r.Header.Get("X-Request-Id")+" "+string(b))
+	f.mu.Unlock()
+	if strings.Contains(string(b), "block") {
+		<-f.release
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/schedules") && r.Method == http.MethodPost:
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotImplemented)
+		io.WriteString(w, `{"type":"https://plantd.dev/problems/not-implemented","status":501}`)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}
+}
+
+// ack returns the last ack of a request id and how many arrived.
+func ack(c *mqtttest.Collector, requestID string) (mqtttest.Ack, int) {
+	as := c.Acks(requestID)
+	if len(as) == 0 {
+		return mqtttest.Ack{}, 0
+	}
+	return as[len(as)-1], len(as)
+}
+
+// TestCommands: schedules and commands from the cloud are answered on
+// up/ack with the request id and the handler's status and body; a
+// retained schedule version is answered once, across reconnects;
+// malformed, oversized and unknown messages get an error answer.
+func TestCommands(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	api := &fakeAPI{release: make(chan struct{})}
+	cfg := fastConfig(b, "gw-cmd")
+	cfg.RemoteControl = true
+	cfg.MaxCommandBytes = 1024
+	p := newProxy(t, b.Addr(), 0)
+	cfg.Broker = p.url()
+	u, err := New(cfg, Deps{Outbox: openStore(t, ""), Commands: api, Live: fakeLive{}}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
+	base := "plantd/v1/gw-cmd/down/"
+	col.Publish(base+"schedule/p1", true, `{"requestId":"s1","version":1,"schedule":{"commands":[]}}`)
+	col.Publish(base+"cmd", false, `{"requestId":"c1","command":"eligibilityCheck","body":{"plantId":"p1"}}`)
+	col.Publish(base+"cmd", false, `{"requestId":"c2","command":"reboot"}`)
+	col.Publish(base+"cmd", false, `{"requestId":"c3",`)
+	col.Publish(base+"cmd", false, `{"requestId":"c4","command":"eligibilityCheck","body":"`+strings.Repeat("x", 2000)+`"}`)
+	col.Publish(base+"cmd", false, `{"requestId":"c5","command":"schedules","plantId":"p1","extra":1}`)
+	waitFor(t, 10*time.Second, "acks", func() bool {
+		_, n1 := ack(col, "s1")
+		_, n2 := ack(col, "c2")
+		_, n5 := ack(col, "")
+		return n1 == 1 && n2 == 1 && n5 >= 3
+	})
+	s1, _ := ack(col, "s1")
+	if s1.Status != 501 || s1.Version != 1 || s1.Topic != "down/schedule/p1" || !strings.Contains(string(s1.Body), "not-implemented") {
+		t.Errorf("schedule ack %+v %s", s1, s1.Body)
+	}
+	c1, _ := ack(col, "c1")
+	if c1.Status != 200 || string(c1.Body) != `{"plantId":"p1"}` {
+		t.Errorf("eligibilityCheck ack %+v %s", c1, c1.Body)
+	}
+	c2, _ := ack(col, "c2")
+	if c2.Status != 400 || !strings.Contains(string(c2.Body), "unknown command") {
+		t.Errorf("unknown command ack %+v %s", c2, c2.Body)
+	}
+	var statuses []int
+	for _, a := range col.Acks("") {
+		statuses = append(statuses, a.Status)
+	}
+	slices.Sort(statuses)
+	if fmt.Sprint(statuses) != "[400 400 413]" {
+		t.Errorf("malformed, oversized, unknown field: statuses %v", statuses)
+	}
+	api.mu.Lock()
+	if len(api.reqs) != 2 || !slices.Contains(api.reqs, `POST /gridcontrol/v1/plants/p1/schedules s1 {"commands":[]}`) {
+		t.Errorf("requests %q", api.reqs)
+	}
+	api.mu.Unlock()
+
+	// Reconnect: the retained schedule comes again and is not answered
+	// again; a new version is.
+	p.sever(false)
+	waitFor(t, 10*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
+	col.Publish(base+"schedule/p1", true, `{"requestId":"s2","version":2,"schedule":{"commands":[]}}`)
+	waitFor(t, 10*time.Second, "ack of version 2", func() bool { _, n := ack(col, "s2"); return n == 1 })
+	if _, n := ack(col, "s1"); n != 1 {
+		t.Errorf("version 1 answered %d times", n)
+	}
+	// Clearing the retained schedule (an empty message) is not answered.
+	col.Publish(base+"schedule/p1", true, ``)
+
+	// A handler that blocks does not block the client: live values keep
+	// flowing, further commands are queued or dropped (counted).
+	col.Publish(base+"cmd", false, `{"requestId":"b1","command":"eligibilityCheck","body":"block"}`)
+	waitFor(t, 5*time.Second, "the blocking request", func() bool {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		return strings.Contains(strings.Join(api.reqs, "\n"), "b1")
+	})
+	for range 100 {
+		col.Client().Publish(base+"cmd", 1, false, `{"requestId":"x","command":"eligibilityCheck","body":{}}`)
+	}
+	live := col.Distinct("live/p1")
+	waitFor(t, 5*time.Second, "live values while a handler blocks", func() bool { return col.Distinct("live/p1") > live+10 })
+	close(api.release)
+	waitFor(t, 10*time.Second, "the blocked request's ack", func() bool { _, n := ack(col, "b1"); return n == 1 })
+	t.Logf("commands answered %d, dropped while blocked %d", u.Status().Commands, u.Status().CommandsDropped)
+}

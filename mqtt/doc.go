@@ -1,0 +1,54 @@
+// Package mqtt is plantd's cloud uplink: it publishes the plant's live
+// values, 5-minute rollups and log entries to an MQTT broker through the
+// store's durable outbox, and takes schedules and commands from the cloud
+// (DESIGN §7; every topic and payload is in docs/mqtt.md).
+//
+// # Job
+//
+// [New] builds an [Uplink] from a [Config] and its [Deps]; [Uplink.Run]
+// runs it until its context ends. The daemon hands it log entries with
+// [Uplink.Log] (never blocks); live values it reads itself from the live
+// state ([LiveSource]) at Config.LiveInterval, rollups from a
+// [RollupSource] as they complete. /healthz and /metrics read
+// [Uplink.Status].
+//
+// # Delivery
+//
+// Every message is written to the outbox (SQLite) before it is published,
+// with a per-stream sequence number that is never reused, and deleted
+// only after its PUBACK arrived on the connection it was sent on; after a
+// reconnect everything not acknowledged is sent again (the backend dedupes
+// on gatewayId, stream, seq). Live values are enqueued only while
+// connected: offline they are coalesced (the next tick after the
+// reconnect sends the current ones), so their sequence has no gaps. Live
+// and ack streams go first; rollup and log streams drain beside them,
+// oldest first, under a message and byte rate cap, several outbox rows
+// batched per MQTT message. Per-stream caps by count and age drop the
+// oldest messages, counted and logged; the ack stream is never trimmed.
+//
+// # Connection
+//
+// One paho client per connection, with clean session, automatic
+// reconnection off and the last will "offline" on the retained state
+// topic: plantd's own loop reconnects with exponential backoff and jitter
+// (1 s up to 60 s; a connection that lasted less than a minute does not
+// reset the backoff, so a broker that accepts and drops is not hammered),
+// and subscribes again on every connect. A publish token not completed
+// within PublishTimeout ends the connection; tokens of an old connection
+// never acknowledge anything. Message handlers only hand messages to a
+// worker goroutine.
+//
+// # Commands
+//
+// When Config.RemoteControl is set, down/schedule/{plantId} and down/cmd
+// are answered on up/ack: each request is run in process through the HTTP
+// API's handler (Deps.Commands, which cmd/plantd builds with the role the
+// config gives the cloud), so the status and problem-JSON are those of
+// HTTP.
+//
+// # Import boundary
+//
+// mqtt imports plant (the domain types it publishes), store (the outbox's
+// message types), paho and the standard library; never httpapi, poller or
+// cmd. Nothing imports mqtt but cmd/plantd.
+package mqtt

@@ -1,0 +1,424 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plantd/mqtt/mqtttest"
+)
+
+// proxy forwards TCP connections to a broker; it can close every
+// connection a while after it was accepted (a broker that accepts and
+// drops), sever all connections at once (a crash, as the broker sees
+// it), and freeze the way back from the broker (a link that hangs: what
+// plantd sends arrives, no PUBACK or PINGRESP comes back).
+type proxy struct {
+	ln        net.Listener
+	target    string
+	dropAfter atomic.Int64 // ns; 0: never
+	frozen    atomic.Bool
+	accepted  atomic.Int64
+	mu        sync.Mutex
+	conns     []net.Conn
+}
+
+func newProxy(t testing.TB, target string, dropAfter time.Duration) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.dropAfter.Store(int64(dropAfter))
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) url() string { return "tcp://" + p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(s, c); s.Close() }()
+		go func() { p.back(c, s); c.Close() }()
+		if d := time.Duration(p.dropAfter.Load()); d > 0 {
+			time.AfterFunc(d, func() { c.Close(); s.Close() })
+		}
+	}
+}
+
+// back copies from the broker to the client, holding the data while the
+// proxy is frozen.
+func (p *proxy) back(c, s net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.Read(buf)
+		for n > 0 && p.frozen.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// sever closes every connection (and, with stop, accepts no more).
+func (p *proxy) sever(stop bool) {
+	if stop {
+		p.ln.Close()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) close() { p.sever(true) }
+
+// countingHandler counts log records at Warn and above.
+type countingHandler struct {
+	slog.Handler
+	warns atomic.Int64
+	mu    sync.Mutex
+	lines []string
+}
+
+func newCountingHandler() *countingHandler {
+	return &countingHandler{Handler: testLogger().Handler()}
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.warns.Add(1)
+		var b strings.Builder
+		b.WriteString(r.Message)
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+		h.mu.Lock()
+		h.lines = append(h.lines, b.String())
+		h.mu.Unlock()
+	}
+	if h.Handler.Enabled(ctx, r.Level) {
+		return h.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+// TestBadBrokers: refused connections, a wrong password, a wrong CA and a
+// broker that drops every connection after a while: the uplink retries
+// with backoff (no busy loop), logs once per change of state, never logs
+// the password, and loses nothing.
+func TestBadBrokers(t *testing.T) {
+	const run = 3 * time.Second
+	// With BackoffMin 100 ms and BackoffMax 400 ms, at most about one
+	// attempt per 150 ms (jitter takes d/2..d).
+	const maxAttempts = int(run/(150*time.Millisecond)) + 3
+	attempts := func(t *testing.T, cfg Config) (*Uplink, *countingHandler) {
+		cfg.GatewayID = "gw-bad"
+		cfg.BackoffMin, cfg.BackoffMax = 100*time.Millisecond, 400*time.Millisecond
+		cfg.ConnectTimeout = time.Second
+		h := newCountingHandler()
+		u, err := New(cfg, Deps{Outbox: openStore(t, "")}, slog.New(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runUplink(t, u)
+		time.Sleep(run)
+		stop()
+		st := u.Status()
+		t.Logf("%d connection attempts in %s (%.0f/min), %d warnings: %q", st.Attempts, run, float64(st.Attempts)/run.Minutes(), h.warns.Load(), h.lines)
+		if int(st.Attempts) > maxAttempts || st.Attempts < 3 {
+			t.Errorf("%d attempts in %s, want 3..%d", st.Attempts, run, maxAttempts)
+		}
+		return u, h
+	}
+	t.Run("unresolvable host", func(t *testing.T) {
+		t.Parallel()
+		_, h := attempts(t, Config{Broker: "tcp://plantd-broker.invalid:1883"})
+		if h.warns.Load() != 1 {
+			t.Errorf("%d warnings for one state, want 1: %q", h.warns.Load(), h.lines)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		_, h := attempts(t, Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))})
+		if h.warns.Load() != 1 {
+			t.Errorf("%d warnings for one state, want 1", h.warns.Load())
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		t.Parallel()
+		b := newBroker(t, map[string]string{"plantd": "right-secret"})
+		mqtttest.Collect(t, b) // the right password is taken
+		_, h := attempts(t, Config{Broker: b.URL(), Username: "plantd", Password: "wrong-secret"})
+		if h.warns.Load() != 1 {
+			t.Errorf("%d warnings for one state, want 1", h.warns.Load())
+		}
+		for _, l := range h.lines {
+			if strings.Contains(l, "secret") {
+				t.Errorf("password logged: %s", l)
+			}
+		}
+	})
+	t.Run("wrong CA", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		_, srvCert, srvKey := makeCA(t, dir, "server")
+		caOther, _, _ := makeCA(t, dir, "other")
+		b := newTLSBroker(t, dir, srvCert, srvKey)
+		_, h := attempts(t, Config{Broker: "ssl://" + b, CAFile: caOther})
+		if h.warns.Load() != 1 || !strings.Contains(strings.Join(h.lines, " "), "certificate") {
+			t.Errorf("warnings %q, want one about the certificate", h.lines)
+		}
+	})
+	t.Run("drops after 300ms", func(t *testing.T) {
+		t.Parallel()
+		b := newBroker(t, nil)
+		col := mqtttest.Collect(t, b)
+		p := newProxy(t, b.Addr(), 300*time.Millisecond)
+		st := openStore(t, "")
+		cfg := fastConfig(b, "gw-drop")
+		cfg.Broker = p.url()
+		cfg.BackoffMin, cfg.BackoffMax = 100*time.Millisecond, 400*time.Millisecond
+		h := newCountingHandler()
+		u, err := New(cfg, Deps{Outbox: st, Live: fakeLive{}}, slog.New(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runUplink(t, u)
+		for i := range 300 {
+			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+			time.Sleep(10 * time.Millisecond)
+		}
+		p.dropAfter.Store(0)
+		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 300 })
+		stop()
+		s := u.Status()
+		t.Logf("%d connections accepted by the dropping broker, %d attempts, %d warnings", p.accepted.Load(), s.Attempts, h.warns.Load())
+		if s.Attempts > uint64(maxAttempts) {
+			t.Errorf("%d attempts: busy loop", s.Attempts)
+		}
+		for _, s := range []string{"log/p1", "live/p1"} {
+			_, _, gaps := col.Check(s, true)
+			if len(gaps) > 0 {
+				t.Errorf("stream %s: gaps %v", s, gaps)
+			}
+		}
+	})
+}
+
+// TestBackoffSchedule: with the defaults (1 s doubling to 60 s, jitter
+// d/2..d), a broker that never answers sees about 8 attempts in the first
+// minute and at most 2 a minute after that.
+func TestBackoffSchedule(t *testing.T) {
+	u, err := New(Config{Broker: "tcp://127.0.0.1:1", GatewayID: "gw"}, Deps{Outbox: openStore(t, "")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var el time.Duration
+	first, later := 0, 0
+	for n := 1; el < 11*time.Minute; n++ {
+		d := u.backoff(n)
+		if d > 60*time.Second || d < 0 {
+			t.Fatalf("backoff(%d) = %s", n, d)
+		}
+		el += d
+		switch {
+		case el < time.Minute:
+			first++
+		case el >= 10*time.Minute && el < 11*time.Minute:
+			later++
+		}
+	}
+	t.Logf("attempts: %d in the first minute, %d in the 11th", first+1, later)
+	if first+1 > 10 || later > 2 {
+		t.Errorf("%d attempts in the first minute, %d in the 11th", first+1, later)
+	}
+}
+
+// TestLastWill: the retained state is online while connected, offline
+// (the broker's last will) after the connection dies without DISCONNECT,
+// and offline again after a clean stop.
+func TestLastWill(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	p := newProxy(t, b.Addr(), 0)
+	cfg := fastConfig(b, "gw-lwt")
+	cfg.Broker = p.url()
+	u, err := New(cfg, Deps{Outbox: openStore(t, "")}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
+	p.sever(true) // as if plantd were killed: no DISCONNECT
+	waitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+	s, _ := col.LastState()
+	if s.BootID != u.BootID() || s.GatewayID != "gw-lwt" {
+		t.Errorf("last will %+v", s)
+	}
+	// A new subscriber gets the retained offline state.
+	col2 := mqtttest.Collect(t, b)
+	waitFor(t, 5*time.Second, "the retained state", func() bool { s, ok := col2.LastState(); return ok && s.State == "offline" })
+}
+
+// makeCA writes a self-signed CA and a server certificate for 127.0.0.1
+// signed by it; it returns the files of the CA, the certificate and the
+// key.
+func makeCA(t testing.TB, dir, name string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	write := func(file, typ string, b []byte) string {
+		p := filepath.Join(dir, file)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write(name+"-ca.pem", "CERTIFICATE", caDER), write(name+".pem", "CERTIFICATE", der), write(name+".key", "EC PRIVATE KEY", kb)
+}
+
+// newTLSBroker starts a TLS broker (mosquitto, or a TLS front of the
+// embedded broker) and returns its host:port.
+func newTLSBroker(t testing.TB, dir, cert, key string) string {
+	t.Helper()
+	if mqtttest.MosquittoPath(t) == "" {
+		b := newBroker(t, nil)
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					s, err := net.Dial("tcp", b.Addr())
+					if err != nil {
+						return
+					}
+					defer s.Close()
+					go io.Copy(s, c)
+					io.Copy(c, s)
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	port := freePort(t)
+	conf := fmt.Sprintf("listener %d 127.0.0.1\nuser root\nallow_anonymous true\ncertfile %s\nkeyfile %s\nlog_dest stderr\nlog_type error\n", port, cert, key)
+	cf := filepath.Join(dir, "tls.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mqtttest.StartMosquitto(t, port, cf).Addr()
+}
+
+// TestHungLink: the way back from the broker hangs (messages arrive, no
+// PUBACK returns): no publish token is waited for longer than
+// PublishTimeout, the connection is given up, nothing is deleted from the
+// outbox without its PUBACK, and after the link recovers every message is
+// sent again on the new connection: duplicates at the backend, no gap.
+func TestHungLink(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	p := newProxy(t, b.Addr(), 0)
+	st := openStore(t, "")
+	cfg := fastConfig(b, "gw-hung")
+	cfg.Broker = p.url()
+	cfg.PublishTimeout = 2 * time.Second
+	u, err := New(cfg, Deps{Outbox: st}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	logs := func(from, to int) {
+		for i := from; i <= to; i++ {
+			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+		}
+	}
+	logs(1, 100)
+	waitFor(t, 30*time.Second, "the first 100", func() bool { return col.Distinct("log/p1") >= 100 })
+	waitFor(t, 30*time.Second, "their PUBACKs", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+
+	p.frozen.Store(true)
+	connects := u.Status().Connects
+	logs(101, 200)
+	// They reach the broker (and the collector), but plantd hears nothing.
+	waitFor(t, 30*time.Second, "the next 100 at the broker", func() bool { return col.Distinct("log/p1") >= 200 })
+	waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
+	if d := outboxDepth(t, st, "log/p1"); d != 100 {
+		t.Errorf("outbox holds %d log messages while no PUBACK came, want 100", d)
+	}
+	p.frozen.Store(false)
+	waitFor(t, 60*time.Second, "a new connection", func() bool { return u.Status().Connects > connects })
+	waitFor(t, 30*time.Second, "the outbox emptied on the new connection", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	distinct, dups, gaps := col.Check("log/p1", true)
+	t.Logf("after the hung link: %d seqs, %d duplicates (resent, never acknowledged), gaps %v", distinct, dups, gaps)
+	if distinct != 200 || len(gaps) > 0 || dups == 0 {
+		t.Errorf("%d distinct, %d duplicates, gaps %v; want 200, some duplicates, none missing", distinct, dups, gaps)
+	}
+}

@@ -1,0 +1,297 @@
+package mqtt
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"plantd/mqtt/mqtttest"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// fleetPlant is a synthetic plant of five devices with new values at
+// every call.
+type fleetPlant struct{}
+
+func (fleetPlant) Plants() []plant.Plant {
+	return []plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}}
+}
+
+func (fleetPlant) EnergyBalance(string) (plant.Balance, error) {
+	pv, load, grid := 7400.0, 650.0, 6750.0
+	return plant.Balance{PlantID: "p1", Time: time.Now(), PVGenerationW: &pv, TotalConsumptionW: &load, GridFeedInW: &grid}, nil
+}
+
+func (fleetPlant) Devices(string) ([]plant.DeviceLive, error) {
+	now := time.Now()
+	rs := []plant.Reading{{Channel: plant.ActivePower, Value: 3700}, {Channel: plant.GridFrequency, Value: 50.01},
+		{Channel: plant.VoltagePhaseA, Value: 231.2}, {Channel: plant.CurrentPhaseA, Value: 5.3}}
+	out := make([]plant.DeviceLive, 0, 5)
+	for _, id := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
+		out = append(out, plant.DeviceLive{Info: plant.DeviceInfo{ID: id, PlantID: "p1"}, LastUpdate: now, Readings: rs})
+	}
+	return out, nil
+}
+
+// procCPU is the user and system CPU time of a process from /proc.
+func procCPU(t testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// BenchmarkFleet runs PLANTD_FLEET gateway uplinks (default 100; the
+// issue's figure is 1000) in this process, each with its own SQLite
+// outbox and a five-device plant published every 10 s, against one
+// mosquitto; scripts/mqtt-subscriber (a persistent session) checks every
+// stream. It reports the steady-state message rate and the CPU of the
+// broker and of this process; then the broker is stopped, an hour of
+// backlog (12 rollup and 60 log messages) is queued in every outbox, the
+// broker started again, and the time until every gateway's backlog is
+// acknowledged is reported. Finally every uplink stops (offline state)
+// and the subscriber's summary must show every seq of every stream.
+//
+//	PLANTD_FLEET=1000 go test -run '^$' -bench Fleet -benchtime 1x -timeout 30m ./mqtt/
+func BenchmarkFleet(b *testing.B) {
+	n := 100
+	if s := os.Getenv("PLANTD_FLEET"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("PLANTD_FLEET=%q", s)
+		}
+	}
+	steady := 30 * time.Second
+	if d := getenvDuration(b, "PLANTD_FLEET_STEADY"); d > 0 {
+		steady = d
+	}
+	br := mqtttest.Start(b, mqtttest.Options{})
+	if br.Embedded() {
+		b.Skip("the fleet benchmark measures mosquitto")
+	}
+	dir := b.TempDir()
+
+	// The reference subscriber.
+	sub := filepath.Join(dir, "mqtt-subscriber")
+	if out, err := exec.Command("go", "build", "-o", sub, "../scripts/mqtt-subscriber").CombinedOutput(); err != nil {
+		b.Fatalf("build the subscriber: %v\n%s", err, out)
+	}
+	subCmd := exec.Command(sub, "-broker", br.URL(), "-session", "fleet-check", "-from1")
+	subOut, _ := subCmd.StdoutPipe()
+	subCmd.Stderr = os.Stderr
+	if err := subCmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer subCmd.Process.Kill()
+	var offline sync.Map // gateway → true, once its offline state arrived
+	var summary []string
+	var inSummary bool
+	lines := make(chan struct{})
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(subOut)
+		for sc.Scan() {
+			l := sc.Text()
+			f := strings.Fields(l)
+			switch {
+			case len(f) >= 3 && f[0] == "state" && f[2] == "offline":
+				offline.Store(f[1], true)
+			case len(f) > 0 && f[0] == "gateway":
+				inSummary = true
+			case inSummary:
+				summary = append(summary, l)
+			}
+		}
+	}()
+	time.Sleep(time.Second) // the subscriber's session is in place
+
+	// The fleet.
+	ups := make([]*Uplink, n)
+	stores := make([]*store.Store, n)
+	stops := make([]func(), n)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	start := time.Now()
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				u, err := New(Config{Broker: br.URL(), GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				stores[i], ups[i] = st, u
+			}
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	defer func() {
+		for _, st := range stores {
+			st.Close()
+		}
+	}()
+	for i, u := range ups {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { u.Run(ctx); close(done) }()
+		stops[i] = func() { cancel(); <-done }
+	}
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	connected := func(min uint64) func() bool {
+		return func() bool {
+			for _, u := range ups {
+				if u.Status().Connects < min || !u.connected.Load() {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(b, 10*time.Minute, "every gateway connected", connected(1))
+	b.Logf("%d gateways opened and connected in %s", n, time.Since(start).Round(time.Millisecond))
+
+	total := func() (pub, bytes, acked uint64) {
+		for _, u := range ups {
+			s := u.Status()
+			pub, bytes, acked = pub+s.Published, bytes+s.PublishedBytes, acked+s.Acked
+		}
+		return
+	}
+	for b.Loop() {
+		// Steady state.
+		time.Sleep(10 * time.Second) // past the first ticks
+		p0, by0, _ := total()
+		bc0, sc0, t0 := procCPU(b, br.Pid()), cpuTime(b), time.Now()
+		time.Sleep(steady)
+		p1, by1, _ := total()
+		bc1, sc1, el := procCPU(b, br.Pid()), cpuTime(b), time.Since(t0)
+		b.ReportMetric(float64(p1-p0)/el.Seconds(), "steady-msgs/s")
+		b.ReportMetric(float64(by1-by0)/el.Seconds(), "steady-bytes/s")
+		b.ReportMetric(100*(bc1-bc0).Seconds()/el.Seconds(), "broker-%core")
+		b.ReportMetric(100*(sc1-sc0).Seconds()/el.Seconds(), "fleet-%core")
+
+		// An hour of backlog in every outbox while the broker is down.
+		stopped := time.Now()
+		br.Stop()
+		waitFor(b, 2*time.Minute, "every gateway disconnected", func() bool {
+			for _, u := range ups {
+				if u.connected.Load() {
+					return false
+				}
+			}
+			return true
+		})
+		_, _, a0 := total()
+		hour := time.Now().Add(-time.Hour)
+		for _, st := range stores {
+			var msgs []store.OutboxAppend
+			for m := range 60 {
+				at := hour.Add(time.Duration(m) * time.Minute)
+				if m%5 == 4 {
+					msgs = append(msgs, store.OutboxAppend{Stream: "rollup/p1", Created: at, Payload: fmt.Appendf(nil,
+						`[{"time":%q,"pvGeneration":612.5,"gridFeedIn":540.1,"gridConsumption":0,"totalConsumption":72.4,"selfConsumption":72.4,"autarkyRate":1}]`,
+						at.UTC().Format(time.RFC3339))})
+				}
+				msgs = append(msgs, store.OutboxAppend{Stream: "log/p1", Created: at, Payload: fmt.Appendf(nil,
+					`[{"time":%q,"level":"warning","code":"DeviceStale","message":"device inv1 stale: read timeout","deviceId":"inv1"}]`,
+					at.UTC().Format(time.RFC3339))})
+			}
+			if _, err := st.EnqueueBatch(context.Background(), msgs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		backlog := uint64(n * 72)
+		br.Start()
+		t1 := time.Now()
+		outage := t1.Sub(stopped)
+		waitFor(b, 10*time.Minute, "every gateway reconnected", connected(2))
+		reconnected := time.Since(t1)
+		waitFor(b, 10*time.Minute, "every backlog acknowledged", func() bool {
+			for _, st := range stores {
+				ss, err := st.OutboxStreams(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, s := range ss {
+					if classOf(s.Stream).backlog() && s.Depth > 0 {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		replay := time.Since(t1)
+		_, _, a1 := total()
+		b.ReportMetric(reconnected.Seconds(), "reconnect-all-s")
+		b.ReportMetric(replay.Seconds(), "replay-s")
+		b.Logf("%d gateways, broker down %s: %d backlog messages (and the live ones since) acknowledged: %d in %s after the broker's restart; all reconnected after %s (the backoff after that outage)",
+			n, outage.Round(time.Millisecond), backlog, a1-a0, replay.Round(time.Millisecond), reconnected.Round(time.Millisecond))
+		b.ReportMetric(outage.Seconds(), "outage-s")
+	}
+
+	// Stop every uplink (each publishes its offline state last); the
+	// subscriber's summary must show every stream complete.
+	for _, s := range stops {
+		s()
+	}
+	waitFor(b, 5*time.Minute, "every offline state at the subscriber", func() bool {
+		c := 0
+		offline.Range(func(any, any) bool { c++; return true })
+		return c >= n
+	})
+	subCmd.Process.Signal(syscall.SIGINT)
+	err := subCmd.Wait()
+	<-lines
+	streams, dups, missing, short := 0, 0, 0, 0
+	for _, l := range summary {
+		f := strings.Fields(l)
+		if len(f) < 9 {
+			continue
+		}
+		streams++
+		d, _ := strconv.Atoi(f[6])
+		m, _ := strconv.Atoi(f[8])
+		dups, missing = dups+d, missing+m
+		// Backlog streams: seq 1..72 of the hour (12 rollups, 60 log
+		// entries).
+		if want := map[string]string{"rollup/p1": "1..12", "log/p1": "1..60"}[f[1]]; want != "" && f[2] != want {
+			short++
+			b.Errorf("%s %s: seqs %s, want %s", f[0], f[1], f[2], want)
+		}
+	}
+	b.Logf("reference subscriber: %d streams of %d gateways, %d missing seqs, %d duplicates, %d incomplete backlog streams, exit %v",
+		streams, n, missing, dups, short, err)
+	if err != nil || missing > 0 || streams < n*8 {
+		b.Errorf("subscriber: exit %v, %d streams (want %d), %d missing", err, streams, n*8, missing)
+	}
+}

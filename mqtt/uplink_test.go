@@ -1,0 +1,228 @@
+package mqtt
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"plantd/mqtt/mqtttest"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// fakeLive is a plant "p1" with one device "inv1" whose values are new at
+// every call.
+type fakeLive struct{}
+
+func (fakeLive) Plants() []plant.Plant {
+	return []plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}}
+}
+func (fakeLive) EnergyBalance(string) (plant.Balance, error) {
+	pv := 1234.5
+	return plant.Balance{PlantID: "p1", Time: time.Now(), PVGenerationW: &pv}, nil
+}
+func (fakeLive) Devices(string) ([]plant.DeviceLive, error) {
+	return []plant.DeviceLive{{Info: plant.DeviceInfo{ID: "inv1", PlantID: "p1"}, LastUpdate: time.Now(),
+		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1000}}}}, nil
+}
+
+// fastConfig is a config for tests: quick live ticks and reconnects, no
+// rate cap.
+func fastConfig(b *mqtttest.Broker, gw string) Config {
+	return Config{Broker: b.URL(), GatewayID: gw, LiveInterval: 50 * time.Millisecond,
+		BackoffMin: 200 * time.Millisecond, BackoffMax: time.Second, ConnectTimeout: 2 * time.Second, PublishTimeout: 5 * time.Second,
+		BacklogMessagesPerSecond: -1, BacklogBytesPerSecond: -1, KeepAlive: 2 * time.Second}
+}
+
+// outage is how long the outage test stops the broker
+// (PLANTD_MQTT_OUTAGE=60s for the long run).
+func outage(t *testing.T) time.Duration {
+	if s := os.Getenv("PLANTD_MQTT_OUTAGE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return 3 * time.Second
+}
+
+// TestOutage: a broker stopped and restarted while live values and log
+// entries keep coming; afterwards every seq of every stream arrived, in
+// order, duplicates only as repeated seqs; live values were coalesced
+// while offline (no gap either).
+func TestOutage(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	st := openStore(t, "")
+	u, err := New(fastConfig(b, "gw-outage"), Deps{Outbox: st, Live: fakeLive{}}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runUplink(t, u)
+	// Log entries at ~200/s from a "poller".
+	var logged atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for ctx.Err() == nil {
+			<-tk.C
+			if u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
+				logged.Add(1)
+			}
+		}
+	}()
+	waitFor(t, 10*time.Second, "first messages", func() bool { return col.Distinct("log/p1") > 50 && col.Distinct("live/p1") > 5 })
+	b.Stop()
+	liveBefore := col.Distinct("live/p1")
+	time.Sleep(outage(t))
+	b.Start()
+	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
+	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.Distinct("live/p1") > liveBefore+5 })
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	n := int(logged.Load())
+	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= n })
+	// Live values keep coming every 50 ms, so only the log stream empties.
+	waitFor(t, 30*time.Second, "an empty log stream in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	stop()
+	for _, s := range []string{"log/p1", "live/p1", "live/devices/inv1"} {
+		distinct, dups, gaps := col.Check(s, true)
+		t.Logf("stream %s: %d seqs, %d duplicates, %d gaps, %d historical messages", s, distinct, dups, len(gaps), col.Historical(s))
+		if len(gaps) > 0 {
+			t.Errorf("stream %s: missing seqs %v", s, gaps[:min(len(gaps), 20)])
+		}
+	}
+	if d := col.Distinct("log/p1"); d != n {
+		t.Errorf("log entries: %d delivered, %d logged", d, n)
+	}
+	// Live was coalesced: about one live message per tick while online,
+	// none queued while offline.
+	// The offline state was acknowledged by the broker before stop
+	// returned; it reaches the collector a moment later.
+	waitFor(t, 30*time.Second, "the offline state after a clean stop", func() bool { s, ok := col.LastState(); return ok && s.State == "offline" })
+	t.Logf("status: %+v", u.Status())
+}
+
+// TestBacklogAfterKill: 10,000 messages left in the outbox by a killed
+// plantd (written, never published) are all delivered after the restart,
+// in order, marked historical.
+func TestBacklogAfterKill(t *testing.T) {
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	path := t.TempDir() + "/plantd.db"
+	st := openStore(t, path)
+	const n = 10000
+	msgs := make([]store.OutboxAppend, 0, n)
+	for i := range n {
+		msgs = append(msgs, store.OutboxAppend{Stream: "log/p1", Payload: fmt.Appendf(nil, `[{"code":"Test","message":"%d"}]`, i+1)})
+	}
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(b, "gw-kill")
+	u, err := New(cfg, Deps{Outbox: st}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	runUplink(t, u)
+	waitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n })
+	el := time.Since(start)
+	waitFor(t, 30*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
+	distinct, dups, gaps := col.Check("log/p1", true)
+	if distinct != n || len(gaps) > 0 {
+		t.Errorf("%d of %d delivered, gaps %v", distinct, n, gaps[:min(10, len(gaps))])
+	}
+	items := col.Items("log/p1")
+	t.Logf("%d messages (%d items, %d duplicates) in %s: %.0f/s; %d MQTT messages, all historical: %v",
+		distinct, items, dups, el.Round(time.Millisecond), float64(n)/el.Seconds(), u.Status().Published, col.Historical("log/p1") == int(u.Status().Published))
+}
+
+// TestOutboxCaps: with the broker unreachable, the per-stream caps drop
+// the oldest messages of the rollup, log and live streams by count and by
+// age, count every drop per stream and log it; the ack stream is never
+// trimmed; and handing log entries to an uplink at its cap never blocks.
+func TestOutboxCaps(t *testing.T) {
+	st := openStore(t, "")
+	old := time.Now().Add(-2 * time.Hour)
+	var msgs []store.OutboxAppend
+	add := func(stream string, n int, created time.Time) {
+		for range n {
+			msgs = append(msgs, store.OutboxAppend{Stream: stream, Payload: []byte(`[{"x":1}]`), Created: created})
+		}
+	}
+	add("log/p1", 200, time.Now())
+	add("ack", 200, old)
+	add("rollup/p1", 5, old)
+	add("rollup/p1", 25, time.Now())
+	add("live/p1", 150, time.Now())
+	if _, err := st.EnqueueBatch(t.Context(), msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := newCountingHandler()
+	cfg := Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t)), GatewayID: "gw-caps", MaxRows: 120, MaxAge: time.Hour,
+		BackoffMin: time.Second, BackoffMax: time.Second}
+	u, err := New(cfg, Deps{Outbox: st}, slog.New(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	want := []struct {
+		stream         string
+		depth, dropped int
+	}{
+		{"ack", 200, 0},      // never trimmed, however old
+		{"live/p1", 100, 50}, // the live cap (100)
+		{"log/p1", 120, 80},  // by count (MaxRows)
+		{"rollup/p1", 25, 5}, // by age
+	}
+	got := func() map[string]StreamStatus {
+		m := map[string]StreamStatus{}
+		for _, s := range u.Status().Streams {
+			m[s.Stream] = s
+		}
+		return m
+	}
+	waitFor(t, 30*time.Second, "the caps applied", func() bool {
+		g := got()
+		for _, w := range want {
+			if g[w.stream].Depth != w.depth {
+				return false
+			}
+		}
+		return true
+	})
+	g := got()
+	for _, w := range want {
+		if s := g[w.stream]; s.Dropped != uint64(w.dropped) {
+			t.Errorf("%s: %d dropped, want %d", w.stream, s.Dropped, w.dropped)
+		}
+	}
+	var dropLines int
+	h.mu.Lock()
+	for _, l := range h.lines {
+		if strings.Contains(l, "outbox cap reached") {
+			dropLines++
+		}
+	}
+	h.mu.Unlock()
+	if dropLines != 3 {
+		t.Errorf("%d log lines about drops, want one per trimmed stream (3): %q", dropLines, h.lines)
+	}
+	// At the cap and offline, handing over log entries never waits.
+	start := time.Now()
+	for i := range 10000 {
+		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("10,000 log entries took %s to hand over", el)
+	}
+	t.Logf("status: %d log entries refused while the queue was full", u.Status().LogDropped)
+}
