@@ -106,6 +106,7 @@ func TestAllDevicesOnline(t *testing.T) {
 // that keeps a single client: plantd must use one connection for both and
 // poll each at its rate.
 func TestSharedEndpointOneClient(t *testing.T) {
+	t.Parallel()
 	cfg := sim.DefaultConfig()
 	cfg.Devices = []sim.DeviceConfig{
 		{ID: "inv1", Kind: sim.KindInverter, Unit: 1, Endpoint: "gw"},
@@ -155,6 +156,7 @@ func countOK(ss []poller.Sample) int {
 // shares with the meter; faults that take a connection down (drop,
 // offline) with inv1 on its own address, where they belong.
 func TestFaultIsolation(t *testing.T) {
+	t.Parallel()
 	type check func(t *testing.T, s poller.Sample)
 	failsWith := func(target error, words string) check {
 		return func(t *testing.T, s poller.Sample) {
@@ -208,6 +210,7 @@ func TestFaultIsolation(t *testing.T) {
 			name = tc.fault.Kind.String() + "/own"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each subtest has its own simulated plant
 			cfg := sim.DefaultConfig()
 			cfg.Devices = tc.layout
 			p := simtest.Start(t, cfg)
@@ -256,6 +259,7 @@ func TestFaultIsolation(t *testing.T) {
 // connecting to a device that keeps only one client: plantd loses its
 // connection each time, reconnects, and keeps polling.
 func TestOneClientTakenOver(t *testing.T) {
+	t.Parallel()
 	cfg := sim.DefaultConfig()
 	cfg.Devices = cfg.Devices[:1]
 	p := simtest.Start(t, cfg)
