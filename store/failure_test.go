@@ -442,6 +442,7 @@ func crashChild(t *testing.T) {
 }
 
 func TestCrash(t *testing.T) {
+	t.Parallel() // independent database files
 	kills := 20
 	if testing.Short() {
 		kills = 5

@@ -141,6 +141,7 @@ func (c simCounters) plus(o simCounters) simCounters {
 // counters (inverter energy, meter import/export, battery charge and
 // discharge) within 0.5 %.
 func TestSimPlant(t *testing.T) {
+	t.Parallel() // independent database files
 	loc := mustZone(t, sim.DefaultTimeZone)
 	start := time.Date(2026, 5, 31, 0, 0, 0, 0, loc)
 	// The battery has no energy counter: the store integrates its power
