@@ -25,6 +25,7 @@ import (
 // again by itself once the fault ends, and keep polling the other devices
 // at their rate, read from its own /metrics.
 func TestDaemonFaults(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
 		t.Skip("runs the daemon through every fault mode (~40 s)")
 	}

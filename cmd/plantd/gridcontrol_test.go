@@ -98,6 +98,7 @@ func (d *daemonProc) request(method, path, token, body string) (int, []byte) {
 // standard gets 403, the grid operator and the installer may write, and
 // the plant log names who sent the schedule and every write.
 func TestGridControlKilledInsideWindow(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
 		t.Skip("kills and restarts plantd inside a limit window (~25 s)")
 	}
@@ -250,6 +251,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // model); after it, every writable register of the classic models and the
 // enables and curve 1 of the 7xx models are back at what they were.
 func TestGridControlEveryCommandOverHTTP(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
 		t.Skip("runs a schedule of every command through plantd (~15 s)")
 	}

@@ -316,6 +316,7 @@ func scheduleIDs(t *testing.T, addr, token string) []string {
 // came as historical, batched messages. The deadlines are generous: after
 // a 20 s outage the reconnect backoff alone may wait up to 32 s.
 func TestDemoOutageDay(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
 		t.Skip("stops a broker for a simulated day (~40 s)")
 	}
