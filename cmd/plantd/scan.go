@@ -30,7 +30,9 @@ type scanResult struct {
 	RatedPowerW   float64              `json:"ratedPowerW"`
 	RatedEnergyWh float64              `json:"ratedEnergyWh,omitempty"`
 	Capabilities  []devices.Capability `json:"capabilities"`
-	Models        []scanModel          `json:"models"`
+	// KindReason says why a device is of kind unknown.
+	KindReason string      `json:"kindReason,omitempty"`
+	Models     []scanModel `json:"models"`
 }
 
 type scanModel struct {
@@ -38,12 +40,39 @@ type scanModel struct {
 	Name string `json:"name"`
 	Addr uint16 `json:"addr"`
 	Len  uint16 `json:"len"`
+	// Points are the implemented points with their values (--values).
+	Points []scanPoint `json:"points,omitempty"`
+	// Error says why the model could not be read (--values).
+	Error string `json:"error,omitempty"`
+}
+
+// scanPoint is one implemented point as --values prints it: the value in
+// the point's units (scale factor applied), the symbol of an enum or the
+// set bits of a bitfield, the text of a string.
+type scanPoint struct {
+	Name   string   `json:"name"`
+	Value  *float64 `json:"value,omitempty"`
+	Units  string   `json:"units,omitempty"`
+	Text   string   `json:"text,omitempty"`
+	Symbol []string `json:"symbols,omitempty"`
+}
+
+// scanError is what --json prints when the scan fails.
+type scanError struct {
+	Address string `json:"address"`
+	Unit    uint   `json:"unit"`
+	Error   string `json:"error"`
+	// NoSunSpec is set when the device answers Modbus but has no SunSpec
+	// map at the bases tried.
+	NoSunSpec bool `json:"noSunSpec"`
 }
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--json] [--timeout D]", stderr)
-	unit := fs.Uint("unit", 1, "Modbus unit id (1..247; gateways often use 1, 2, 126 or 240)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D]", stderr)
+	unit := fs.Uint("unit", 1, "Modbus unit id, 0..255 (1..247 are the standard range; gateways often use 1, 2, 126 or 240)")
+	base := fs.Int("base", -1, "SunSpec base register (default: try 40000, 0, 50000 in turn)")
+	values := fs.Bool("values", false, "read every model and print each implemented point with its value and units")
+	asJSON := fs.Bool("json", false, "print the result as JSON (a failure too: {\"address\", \"unit\", \"error\"})")
 	timeout := fs.Duration("timeout", 3*time.Second, "timeout of each Modbus request")
 	delay := fs.Duration("connect-delay", 0, "wait this long after connecting before the first request")
 	pos, code, ok := parseArgs(fs, args)
@@ -58,6 +87,14 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (0..255)\n", *unit)
 		return exitUsage
 	}
+	bases := devices.Bases
+	if *base >= 0 {
+		if *base > 65535-2 {
+			fmt.Fprintf(stderr, "plantd scan: --base %d is not a register address (0..65533)\n", *base)
+			return exitUsage
+		}
+		bases = []uint16{uint16(*base)}
+	}
 	addr, err := hostPort(pos[0], "502")
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd scan: %v\n", err)
@@ -67,8 +104,14 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	defer pool.Close()
 	client := pool.Endpoint(modbus.EndpointConfig{Address: addr, Timeout: *timeout, ConnectDelay: *delay}).Unit(byte(*unit), *timeout)
-	dev, err := devices.Discover(ctx, client)
+	dev, err := devices.DiscoverAt(ctx, client, bases)
 	if err != nil {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(scanError{Address: addr, Unit: *unit, Error: err.Error(), NoSunSpec: errors.Is(err, devices.ErrNoSunSpec)})
+			return exitFailure
+		}
 		if errors.Is(err, devices.ErrNoSunSpec) {
 			fmt.Fprintf(stderr, "plantd scan: %s unit %d answers Modbus but is not a SunSpec device: %v\n", addr, *unit, err)
 		} else {
@@ -77,6 +120,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	res := newScanResult(addr, byte(*unit), dev)
+	if *values {
+		readValues(ctx, client, dev, &res)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -104,7 +150,76 @@ func newScanResult(addr string, unit byte, d *devices.Device) scanResult {
 		}
 		res.Models = append(res.Models, scanModel{ID: m.ID, Name: name, Addr: m.Addr, Len: m.Len})
 	}
+	if d.Kind == devices.KindUnknown {
+		res.KindReason = "no model that makes an inverter (101-103, 111-113, 701), meter (201-204, 211-214), battery (124, 713, 802) or weather sensor (302, 303, 307, 308): the device offers only what its capabilities say"
+	}
 	return res
+}
+
+// readValues reads every model of the device and fills in its implemented
+// points.
+func readValues(ctx context.Context, r devices.Reader, d *devices.Device, res *scanResult) {
+	for i, m := range d.Models {
+		if devices.ModelByID(m.ID) == nil {
+			res.Models[i].Error = "model definition unknown to plantd"
+			continue
+		}
+		inst, err := devices.ReadModel(ctx, r, m)
+		if err != nil {
+			res.Models[i].Error = err.Error()
+			continue
+		}
+		res.Models[i].Points = scanPoints(inst, &inst.Root, "")
+	}
+}
+
+// scanPoints lists the implemented points of gi and its sub-groups, named
+// like "curve[2].V1" inside repeating groups.
+func scanPoints(inst *devices.Instance, gi *devices.GroupInstance, prefix string) []scanPoint {
+	var out []scanPoint
+	for i := range gi.Group.Points {
+		p := &gi.Group.Points[i]
+		if p.Type == devices.TypePad || p.Type == devices.TypeSunssf || (prefix == "" && (p.Name == "ID" || p.Name == "L")) {
+			continue
+		}
+		sp := scanPoint{Name: prefix + p.Name, Units: p.Units}
+		if p.Type == devices.TypeString {
+			if sp.Text = inst.StringIn(gi, p.Name); sp.Text == "" {
+				continue
+			}
+			out = append(out, sp)
+			continue
+		}
+		v := inst.ValueAt(gi, i)
+		if !v.OK {
+			continue
+		}
+		f := v.Float
+		sp.Value = &f
+		for _, sym := range p.Symbols {
+			switch p.Type {
+			case devices.TypeEnum16, devices.TypeEnum32:
+				if int64(v.Raw) == sym.Value {
+					sp.Symbol = append(sp.Symbol, sym.Name)
+				}
+			case devices.TypeBitfield16, devices.TypeBitfield32:
+				if v.Raw&(1<<uint(sym.Value)) != 0 {
+					sp.Symbol = append(sp.Symbol, sym.Name)
+				}
+			}
+		}
+		out = append(out, sp)
+	}
+	for k, occ := range gi.Sub {
+		for j := range occ {
+			name := gi.Group.Groups[k].Name
+			if len(occ) > 1 || gi.Group.Groups[k].Repeat != devices.RepeatOnce {
+				name = fmt.Sprintf("%s[%d]", name, j+1)
+			}
+			out = append(out, scanPoints(inst, &occ[j], prefix+name+".")...)
+		}
+	}
+	return out
 }
 
 func printScan(w io.Writer, r scanResult) {
@@ -133,9 +248,26 @@ func printScan(w io.Writer, r scanResult) {
 		caps = []string{"none"}
 	}
 	row("capabilities", strings.Join(caps, ", "))
+	row("why unknown", r.KindReason)
 	fmt.Fprintf(w, "  models:\n")
 	for _, m := range r.Models {
 		fmt.Fprintf(w, "    %4d  %-24s at %5d, %3d registers\n", m.ID, m.Name, m.Addr, m.Len)
+		if m.Error != "" {
+			fmt.Fprintf(w, "          (values not read: %s)\n", m.Error)
+		}
+		for _, p := range m.Points {
+			val := p.Text
+			if p.Value != nil {
+				val = strconv.FormatFloat(*p.Value, 'g', 10, 64)
+				if p.Units != "" {
+					val += " " + p.Units
+				}
+				if len(p.Symbol) > 0 {
+					val += " (" + strings.Join(p.Symbol, ", ") + ")"
+				}
+			}
+			fmt.Fprintf(w, "          %-28s %s\n", p.Name, val)
+		}
 	}
 }
 
