@@ -108,11 +108,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
 	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one")
+	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	simCfg := sim.DefaultConfig()
 	simCfg.Speed = *speed
+	if *startAt != "" {
+		t, err := parseDemoStart(*startAt, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "plantd demo: --start: %v\n", err)
+			return exitUsage
+		}
+		simCfg.Start = t
+	}
 	plantSim, err := sim.New(simCfg, slog.New(slog.DiscardHandler))
 	if err == nil {
 		err = plantSim.Start()
@@ -160,6 +169,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, d := range plantSim.Devices() {
 		fmt.Fprintf(stdout, "  %-6s %-13s %s unit %d\n", d.ID(), d.Kind(), d.Addr(), d.Unit())
 	}
+	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", plantSim.Now().In(plantSim.Location()).Format("2006-01-02 15:04:05 MST"),
+		plantSim.Location(), simCfg.Speed)
 	fmt.Fprintf(stdout, "HTTP API on %s (the log says the port when 0 was asked), database %s\n", *listen, *dbPath)
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
@@ -199,4 +210,25 @@ func demoToken() (string, error) {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// parseDemoStart reads the --start of plantd demo: "HH:MM" today (as of
+// now) in the demo plant's time zone, or a local date and time
+// "YYYY-MM-DDTHH:MM" there, or RFC 3339.
+func parseDemoStart(s string, now time.Time) (time.Time, error) {
+	loc, err := time.LoadLocation(sim.DefaultTimeZone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02T15:04", s, loc); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("15:04", s, loc); err == nil {
+		y, m, d := now.In(loc).Date()
+		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, loc), nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want HH:MM, YYYY-MM-DDTHH:MM or an RFC 3339 time", s)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"plantd/devices"
 	"plantd/devices/sim"
@@ -98,6 +99,27 @@ func TestScanUnknownKind(t *testing.T) {
 	for _, want := range []string{"kind          unknown", "capabilities  lvrt", "why unknown   no model that makes an inverter"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("scan of a 1+129 device lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestParseDemoStart(t *testing.T) {
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	now := time.Date(2026, 11, 23, 22, 30, 0, 0, time.UTC) // 23:30 in Berlin
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		bad  bool
+	}{
+		{in: "10:00", want: time.Date(2026, 11, 23, 10, 0, 0, 0, berlin)},
+		{in: "2026-06-21T12:30", want: time.Date(2026, 6, 21, 12, 30, 0, 0, berlin)},
+		{in: "2026-06-21T12:30:00Z", want: time.Date(2026, 6, 21, 12, 30, 0, 0, time.UTC)},
+		{in: "25:00", bad: true},
+		{in: "noon", bad: true},
+	} {
+		got, err := parseDemoStart(tc.in, now)
+		if tc.bad != (err != nil) || (!tc.bad && !got.Equal(tc.want)) {
+			t.Errorf("%q: %v, %v; want %v (bad %v)", tc.in, got, err, tc.want, tc.bad)
 		}
 	}
 }
