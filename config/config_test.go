@@ -12,7 +12,7 @@ import (
 	"time"
 	_ "time/tzdata" // time zone checks must not depend on the machine's zoneinfo
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*/want.err and want.yaml from the current output")

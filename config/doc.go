@@ -68,8 +68,10 @@
 //
 // # Import boundary
 //
-// This package imports only the standard library and gopkg.in/yaml.v3. It
-// must not import any other plantd package: every component takes its part
+// This package imports only the standard library and go.yaml.in/yaml/v3
+// (the maintained continuation of gopkg.in/yaml.v3, which gin's and
+// kin-openapi's dependencies still pull in indirectly). It must not import
+// any other plantd package: every component takes its part
 // of the Config (or values copied from it) from cmd/plantd, which alone
 // wires them together.
 package config

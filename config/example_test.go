@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // examplePath is the documented example, kept in packaging/ (where the

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"plantd/config"
 )
