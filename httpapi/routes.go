@@ -36,11 +36,8 @@ var deviceSetTypes = []plant.SetType{
 
 // routes builds the Gin engine.
 func (s *Server) routes() *gin.Engine {
-	if s.cfg.Debug {
-		gin.SetMode(gin.DebugMode)
-	} else {
-		gin.SetMode(gin.ReleaseMode)
-	}
+	// gin's mode is a process-wide setting: the program sets it (plantd's
+	// main: release mode), not this constructor.
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false

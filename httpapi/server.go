@@ -49,8 +49,6 @@ type Config struct {
 	TokenTTL time.Duration
 	// Migrated old ids → new ids (308 redirects).
 	Migrated config.Migrated
-	// Debug puts Gin into debug mode (off: release mode).
-	Debug bool
 	// OpenOps serves /healthz and /metrics to any address, not only to
 	// loopback clients.
 	OpenOps bool
@@ -83,7 +81,6 @@ func ConfigFrom(c *config.Config) Config {
 		Tokens:       c.Tokens,
 		OAuthClients: c.OAuthClients,
 		Migrated:     c.Migrated,
-		Debug:        c.Log.Level == "debug",
 	}
 }
 
@@ -181,8 +178,11 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	// The config's defaults (config/defaults.go) for what it sets; the
+	// timeouts below are the server's own.
+	dflt := config.Default().HTTP
 	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:8080"
+		cfg.Listen = dflt.Listen
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("httpapi: tls cert and key must be given together")
@@ -199,10 +199,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	def(&cfg.IdleTimeout, 120*time.Second)
 	def(&cfg.ShutdownTimeout, 10*time.Second)
 	if cfg.RateLimit.RequestsPerSecond <= 0 {
-		cfg.RateLimit.RequestsPerSecond = 20
+		cfg.RateLimit.RequestsPerSecond = dflt.RateLimit.RequestsPerSecond
 	}
 	if cfg.RateLimit.Burst < 1 {
-		cfg.RateLimit.Burst = 40
+		cfg.RateLimit.Burst = dflt.RateLimit.Burst
 	}
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	_ "time/tzdata" // plant time zones must validate on boxes without zoneinfo
+
+	"github.com/gin-gonic/gin"
 )
 
 // Exit codes.
@@ -52,6 +54,7 @@ func commands() []command {
 
 func main() {
 	tuneGC()
+	gin.SetMode(gin.ReleaseMode) // no route listing on stdout; requests are logged by httpapi
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
