@@ -14,6 +14,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/simonvetter/modbus v1.6.3
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/time v0.16.0
 )
 
 require (

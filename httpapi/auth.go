@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
 
 	"plantd/config"
 )
@@ -83,12 +84,6 @@ type issued struct {
 	expires time.Time
 }
 
-// bucket is a token bucket.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
 // credentials are the configured tokens and clients; a reload swaps them
 // as a whole.
 type credentials struct {
@@ -104,9 +99,9 @@ type authenticator struct {
 	rate  float64
 	burst float64
 
-	mu      sync.Mutex
-	issued  map[[sha256.Size]byte]issued
-	buckets map[string]*bucket
+	mu     sync.Mutex
+	issued map[[sha256.Size]byte]issued
+	limits map[string]*rate.Limiter // per credential name
 }
 
 func decodeHash(field, s string) ([sha256.Size]byte, error) {
@@ -121,12 +116,12 @@ func decodeHash(field, s string) ([sha256.Size]byte, error) {
 
 func newAuthenticator(cfg Config, now func() time.Time) (*authenticator, error) {
 	a := &authenticator{
-		now:     now,
-		ttl:     cfg.TokenTTL,
-		rate:    cfg.RateLimit.RequestsPerSecond,
-		burst:   float64(cfg.RateLimit.Burst),
-		issued:  map[[sha256.Size]byte]issued{},
-		buckets: map[string]*bucket{},
+		now:    now,
+		ttl:    cfg.TokenTTL,
+		rate:   cfg.RateLimit.RequestsPerSecond,
+		burst:  float64(cfg.RateLimit.Burst),
+		issued: map[[sha256.Size]byte]issued{},
+		limits: map[string]*rate.Limiter{},
 	}
 	c, err := newCredentials(cfg.Tokens, cfg.OAuthClients)
 	if err != nil {
@@ -214,27 +209,23 @@ func (a *authenticator) lookup(token string) (principal, bool) {
 	return is.p, true
 }
 
-// allow takes one request from the credential's bucket; when empty it
-// returns how long until the next request is allowed.
+// allow takes one request from the credential's token bucket; when it is
+// empty it returns how long until the next request is allowed.
 func (a *authenticator) allow(name string) (bool, time.Duration) {
 	now := a.now()
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	b := a.buckets[name]
-	if b == nil {
-		b = &bucket{tokens: a.burst, last: now}
-		a.buckets[name] = b
+	l := a.limits[name]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(a.rate), int(a.burst))
+		a.limits[name] = l
 	}
-	if el := now.Sub(b.last).Seconds(); el > 0 {
-		b.tokens = math.Min(a.burst, b.tokens+el*a.rate)
+	a.mu.Unlock()
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
 	}
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	wait := time.Duration((1 - b.tokens) / a.rate * float64(time.Second))
-	return false, wait
+	return true, 0
 }
 
 // issue gives a new access token to a client.
