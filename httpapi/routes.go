@@ -68,15 +68,21 @@ func (s *Server) routes() *gin.Engine {
 	mon := api.Group("/monitoring/v1")
 	mon.GET("/plants", s.plantList)
 	mp := mon.Group("/plants/:plantId", s.resolvePlant)
+	mp.GET("", s.plantBare)
 	mp.GET("/installation", s.installation)
 	mp.GET("/configuration", s.configuration)
 	mp.GET("/devices", s.devices)
+	mp.GET("/devices/lean", s.devicesLean)
 	mp.GET("/stakeholders", s.stakeholders)
 	mp.GET("/logs", need(roleInstaller), s.plantLogs)
 	mp.GET("/communication", s.communication)
 	mp.GET("/measurements/sets/EnergyBalance", s.plantSet)
 	mp.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
+	// Set types in any letter case, like periods ("energybalance").
+	mp.GET("/measurements/sets/:setType", s.plantSetAnyCase)
+	mp.GET("/measurements/sets/:setType/:period", s.plantSetAnyCase)
 	md := mon.Group("/devices/:deviceId", s.resolveDevice)
+	md.GET("", s.deviceDetails)
 	md.GET("/logs", need(roleInstaller), s.deviceLogs)
 	md.GET("/measurements/sets", s.deviceSetList)
 	for _, st := range deviceSetTypes {
@@ -84,7 +90,14 @@ func (s *Server) routes() *gin.Engine {
 		md.GET("/measurements/sets/"+string(st), h)
 		md.GET("/measurements/sets/"+string(st)+"/:period", h)
 	}
+	md.GET("/measurements/sets/:setType", s.deviceSetAnyCase)
+	md.GET("/measurements/sets/:setType/:period", s.deviceSetAnyCase)
 	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(string(plant.SetEnergyMix)))
+
+	// v2 of the plant energy balance answers as v1 (a client calls it).
+	mp2 := api.Group("/monitoring/v2/plants/:plantId", s.resolvePlant)
+	mp2.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
+	mp2.GET("/measurements/sets/:setType/:period", s.plantSetAnyCase)
 
 	gc := api.Group("/gridcontrol/v1/plants")
 	gc.GET("/:plantId/schedules", s.resolvePlant, s.schedules)

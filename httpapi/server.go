@@ -58,6 +58,9 @@ type Config struct {
 	CORSOrigins []string
 	// Stakeholders by plant id (modelled; DESIGN §4).
 	Stakeholders map[string][]Stakeholder
+	// ProductIDs are the vendors' numeric product ids by device id, sent
+	// as the devices' productId (omitted for a device not listed).
+	ProductIDs map[string]int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout of the
 	// http.Server (defaults 5 s, 15 s, 30 s, 120 s); ShutdownTimeout bounds
 	// the graceful shutdown (default 10 s).
@@ -84,7 +87,19 @@ func ConfigFrom(c *config.Config) Config {
 		OAuthClients: c.OAuthClients,
 		Migrated:     c.Migrated,
 		Debug:        c.Log.Level == "debug",
+		ProductIDs:   productIDs(c.Devices),
 	}
+}
+
+// productIDs maps the devices that have a product id to it.
+func productIDs(devs []config.Device) map[string]int {
+	m := map[string]int{}
+	for _, d := range devs {
+		if d.ProductID > 0 {
+			m[d.ID] = d.ProductID
+		}
+	}
+	return m
 }
 
 // SetCredentials replaces the bearer tokens and OAuth2 clients of a
