@@ -342,17 +342,17 @@ func TestMeasurementSetShapes(t *testing.T) {
 	}
 	tests := []struct {
 		path, res string
-		first     string // time of the first row
+		first     string // time of the first row: the end of a sub-day interval, the date of a longer one
 		total     bool
 		field     string
 	}{
-		{"/monitoring/v1/devices/inv1/measurements/sets/PowerAc/dAY?Date=2025-06-21&WithTotal=true", "FiveMinutes", "2025-06-21T00:00:00", true, "activePower"},
-		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?date=2025-06-21&WithTotal=TRUE", "OneHour", "2025-06-21T00:00:00", true, "pvGeneration"},
-		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?Date=2025-06-21", "FifteenMinutes", "2025-06-21T00:00:00", false, "pvGeneration"},
+		{"/monitoring/v1/devices/inv1/measurements/sets/PowerAc/dAY?Date=2025-06-21&WithTotal=true", "FiveMinutes", "2025-06-21T00:05:00", true, "activePower"},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?date=2025-06-21&WithTotal=TRUE", "OneHour", "2025-06-21T01:00:00", true, "pvGeneration"},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?Date=2025-06-21", "FifteenMinutes", "2025-06-21T00:15:00", false, "pvGeneration"},
 		{"/monitoring/v1/devices/bat/measurements/sets/EnergyAndPowerBattery/month?Date=2025-06", "OneDay", "2025-06-21T00:00:00", false, "batteryStateOfCharge"},
 		{"/monitoring/v1/devices/wx/measurements/sets/Sensor/Year?Date=2025", "OneMonth", "2025-06-01T00:00:00", false, "externalInsolation"},
 		{"/monitoring/v1/devices/inv1/measurements/sets/PowerDc/total", "OneYear", "2025-01-01T00:00:00", false, "dcPowerInput"},
-		{"/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", "FiveMinutes", "2025-06-21T00:00:00", false, "totalConsumption"},
+		{"/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", "FiveMinutes", "2025-06-21T00:05:00", false, "totalConsumption"},
 	}
 	for _, tt := range tests {
 		var s set
@@ -384,11 +384,28 @@ func TestMeasurementSetShapes(t *testing.T) {
 			}
 		}
 	}
-	// The last poll (14:00 Berlin) is the last Day row, local time.
+	// The last poll (14:00 Berlin) falls in the interval 14:00..14:05,
+	// labelled with its end, local time.
 	var s set
 	e.getJSON("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-21", &s)
-	if got := s.Set[len(s.Set)-1]["time"]; got != "2025-06-21T14:00:00" {
-		t.Errorf("last Day row at %v, want 2025-06-21T14:00:00", got)
+	if got := s.Set[len(s.Set)-1]["time"]; got != "2025-06-21T14:05:00" {
+		t.Errorf("last Day row at %v, want 2025-06-21T14:05:00", got)
+	}
+	// Recent is one row of the newest values, whatever the case of the
+	// set type and period.
+	for _, p := range []string{
+		"/monitoring/v1/devices/bat/measurements/sets/EnergyAndPowerBattery/Recent",
+		"/monitoring/v1/devices/bat/measurements/sets/energyandpowerbattery/recent",
+		"/monitoring/v1/devices/bat/measurements/sets/ENERGYANDPOWERBATTERY",
+	} {
+		e.getJSON(p, &s)
+		if len(s.Set) != 1 || s.SetType != "EnergyAndPowerBattery" {
+			t.Errorf("%s: %d rows of %s, want 1 of EnergyAndPowerBattery", p, len(s.Set), s.SetType)
+			continue
+		}
+		if _, ok := s.Set[0]["batteryStateOfCharge"]; !ok {
+			t.Errorf("%s: set[0] lacks batteryStateOfCharge: %v", p, s.Set[0])
+		}
 	}
 	// A plant-local day: the day before holds nothing.
 	e.getJSON("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-20", &s)
