@@ -180,7 +180,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.modify != nil {
 		o.modify(&scfg)
 	}
-	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now}
+	// The tests step token expiry and rate limits on the same clock.
+	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now, WallClock: e.clock.Now}
 	if !o.noGridControl {
 		deps.GridControl = e.gridControl(plants)
 	}

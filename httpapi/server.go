@@ -155,8 +155,13 @@ type Deps struct {
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *prometheus.Registry
-	// Now is the clock (nil = time.Now).
+	// Now is the clock of the data (nil = time.Now): the default Date of
+	// queries. The demo passes its simulated clock.
 	Now func() time.Time
+	// WallClock runs token expiry and rate limits (nil = time.Now); it is
+	// never the demo's simulated clock, on which a 300 s token would die
+	// within a second.
+	WallClock func() time.Time
 }
 
 // GridControl stores, lists and runs grid-control schedules, and reads
@@ -222,7 +227,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
 	}
-	auth, err := newAuthenticator(cfg, deps.Now)
+	if deps.WallClock == nil {
+		deps.WallClock = time.Now
+	}
+	auth, err := newAuthenticator(cfg, deps.WallClock)
 	if err != nil {
 		return nil, err
 	}
