@@ -144,3 +144,28 @@ func TestSetLabelsDST(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoInterval: the demo's poll interval shrinks with the speed so
+// that polls stay at most 5 simulated minutes apart.
+func TestDemoInterval(t *testing.T) {
+	for _, tt := range []struct {
+		interval time.Duration
+		speed    float64
+		want     time.Duration
+	}{
+		{2 * time.Second, 1, 2 * time.Second},
+		{2 * time.Second, 100, 2 * time.Second},
+		{2 * time.Second, 600, 500 * time.Millisecond},
+		{2 * time.Second, 1000, 300 * time.Millisecond},
+		{2 * time.Second, 5000, 250 * time.Millisecond}, // the minimum; warns
+		{250 * time.Millisecond, 600, 250 * time.Millisecond},
+	} {
+		var warn strings.Builder
+		if got := demoInterval(tt.interval, tt.speed, &warn); got != tt.want {
+			t.Errorf("interval %v speed %g: %v, want %v", tt.interval, tt.speed, got, tt.want)
+		}
+		if (warn.Len() > 0) != (tt.speed == 5000) {
+			t.Errorf("speed %g: warning %q", tt.speed, warn.String())
+		}
+	}
+}
