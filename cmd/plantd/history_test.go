@@ -112,10 +112,10 @@ func TestSetLabelsDST(t *testing.T) {
 		return n
 	}
 	for _, tt := range []struct {
-		date          string
-		rows          int
-		first, last   string
-		hour2, two0   int // labels in local hour 02, labels 02:00:00
+		date        string
+		rows        int
+		first, last string
+		hour2, two0 int // labels in local hour 02, labels 02:00:00
 	}{
 		// 02:00 CET jumps to 03:00 CEST: the interval 01:55..03:00 ends
 		// at 03:00, no label falls in hour 02.
