@@ -484,6 +484,23 @@ func TestLiveAndPartial(t *testing.T) {
 	if len(lg.Logs) != 1 || lg.Logs[0].Code != "PollFailed" || lg.Next == "" {
 		t.Errorf("device logs %+v", lg)
 	}
+	// /healthz: Degraded, still 200, with two unreachable; /readyz: every
+	// device has answered once, so ready.
+	resp = e.do("GET", "/healthz", "", "", "")
+	var h struct {
+		Status  string
+		Devices struct{ Unreachable int }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || h.Status != "Degraded" || h.Devices.Unreachable != 2 {
+		t.Errorf("healthz %d %+v, want 200 Degraded with 2 unreachable", resp.StatusCode, h)
+	}
+	resp = e.do("GET", "/readyz", "", "", "")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("readyz %d, want 200", resp.StatusCode)
+	}
 }
 
 // TestCachingAndGzip: ETag/304 on monitoring sets; gzip for large ones.
@@ -529,7 +546,7 @@ func TestCachingAndGzip(t *testing.T) {
 // TestOpsLoopbackOnly: /healthz and /metrics answer loopback clients only.
 func TestOpsLoopbackOnly(t *testing.T) {
 	e := newEnv(t, envOpts{polls: 1})
-	for _, p := range []string{"/healthz", "/metrics"} {
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		rec := newRecorder(e, "GET", p, "10.0.0.7:5555")
 		if rec.Code != 403 {
 			t.Errorf("%s from 10.0.0.7: %d", p, rec.Code)
@@ -551,6 +568,9 @@ func TestOpsLoopbackOnly(t *testing.T) {
 	e.hist.mu.Unlock()
 	if rec := newRecorder(e, "GET", "/healthz", "127.0.0.1:1"); rec.Code != 503 {
 		t.Errorf("unhealthy storage: %d", rec.Code)
+	}
+	if rec := newRecorder(e, "GET", "/readyz", "127.0.0.1:1"); rec.Code != 503 || !strings.Contains(rec.Body.String(), "storage") {
+		t.Errorf("readyz with unhealthy storage: %d %s", rec.Code, rec.Body)
 	}
 }
 

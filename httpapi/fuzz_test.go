@@ -60,7 +60,7 @@ func FuzzRequest(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		route := req.URL.Path
-		if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && route == "/healthz") {
+		if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && (route == "/healthz" || route == "/readyz")) {
 			t.Fatalf("%s %s: %d %s", m, target, rec.Code, rec.Body.String())
 		}
 		if rec.Code >= 400 && rec.Header().Get("Content-Type") != contentTypeProblem {

@@ -205,7 +205,8 @@ func schemas() obj {
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
 		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
 			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
-		"Health": object(obj{"status": enum("Ok", "Error"),
+		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
+		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
 			"storage": object(obj{"status": str(), "error": str()}, "status"),
 			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
 			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
@@ -350,6 +351,8 @@ func apiRoutes() []route {
 		body: "TokenRequest", bodyType: "application/x-www-form-urlencoded", errs: []string{"400", "413", "415"}})
 	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
+	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once (loopback only)", response: "Ready", open: true,
+		errs: []string{"403"}, extra: obj{"503": obj{"description": "not ready, with the reason", "content": obj{"application/json": obj{"schema": ref("Ready")}}}}})
 	add(route{method: "get", path: "/metrics", summary: "Prometheus metrics (loopback only)", open: true, errs: []string{"403"},
 		extra: obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}}})
 	add(route{method: "get", path: "/openapi.json", summary: "This document", open: true,

@@ -178,6 +178,7 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 	get("/live/v1/plants/demo/devices", 200)
 	get("/live/v2/plants/demo/devices", 200)
 	get("/healthz", 200)
+	get("/readyz", 200)
 	get("/metrics", 200)
 	// Migrated ids.
 	get("/monitoring/v1/plants/7190000/devices", 308)

@@ -59,6 +59,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	e.GET("/healthz", s.loopbackOnly, s.healthz)
+	e.GET("/readyz", s.loopbackOnly, s.readyz)
 	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", s.openAPI)
 	e.POST("/oauth2/token", s.token)
@@ -373,9 +374,42 @@ func (s *Server) healthz(c *gin.Context) {
 		mq["streams"] = streams
 	}
 	out["mqtt"] = mq
-	out["status"] = "Ok"
-	if status != http.StatusOK {
+	switch {
+	case status != http.StatusOK:
 		out["status"] = "Error"
+	case ds.Unreachable > 0:
+		// Still 200: the gateway works, some devices do not answer.
+		out["status"] = "Degraded"
+	default:
+		out["status"] = "Ok"
 	}
 	s.writeJSON(c, status, out, false)
+}
+
+// readyz answers whether the gateway serves data: 200 when the storage
+// works and every active device has answered at least once (or been given
+// up on), 503 with the reason otherwise. A load balancer or systemd check
+// asks it; /healthz says how well the gateway is doing.
+func (s *Server) readyz(c *gin.Context) {
+	var waiting []string
+	reason := ""
+	if err := s.deps.History.Health(); err != nil {
+		reason = "storage: " + err.Error()
+	}
+	for _, p := range s.deps.Live.Plants() {
+		devs, _ := s.deps.Live.DeviceStatuses(p.ID)
+		for _, d := range devs {
+			if d.Info.Active() && d.Info.Kind != plant.KindGateway && d.Comm.LastContact.IsZero() && !offline(d) {
+				waiting = append(waiting, d.Info.ID)
+			}
+		}
+	}
+	if reason == "" && len(waiting) > 0 {
+		reason = "no first answer yet from " + strings.Join(waiting, ", ")
+	}
+	if reason != "" {
+		s.writeJSON(c, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason}, false)
+		return
+	}
+	s.writeJSON(c, http.StatusOK, map[string]any{"ready": true}, false)
 }
