@@ -95,8 +95,6 @@ func TestErrors(t *testing.T) {
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":4000}]}`, status: 400, field: "commands[0].value"},
 		{name: "schedule duplicate key", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "body"},
-		{name: "oauth wrong secret", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=client_credentials&client_id=cloud&client_secret=x", status: 401, header: "WWW-Authenticate", headerWant: "Basic"},
-		{name: "oauth grant", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=password&username=a", status: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

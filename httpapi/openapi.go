@@ -203,6 +203,9 @@ func schemas() obj {
 				"limitPct": num(), "powerFactor": num(), "curve": ref("Curve"), "controlledByPlantd": boolean()},
 				"device", "model", "enabled", "controlledByPlantd"))},
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
+		"OAuthError": describe(object(obj{"error": enum("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+			"unsupported_grant_type", "invalid_scope", "slow_down"), "error_description": str()}, "error"),
+			"an error of the token endpoint (RFC 6749 §5.2); slow_down (RFC 8628) with 429 and Retry-After"),
 		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
 			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
 		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
@@ -387,6 +390,9 @@ func buildOpenAPI() ([]byte, error) {
 		}
 		for _, code := range append(codes, r.errs...) {
 			resp[code] = problemResponse(statusText[code])
+			if strings.HasPrefix(r.path, "/oauth2/") && code != "404" && code != "405" && code != "500" {
+				resp[code] = obj{"description": statusText[code], "content": obj{"application/json": obj{"schema": ref("OAuthError")}}}
+			}
 		}
 		if r.ids {
 			resp["308"] = obj{"description": "migrated id: empty body, Location = the URL with the new id, query kept",
@@ -406,7 +412,8 @@ func buildOpenAPI() ([]byte, error) {
 		if r.body != "" {
 			schema := ref(r.body)
 			if r.bodyType != "application/json" {
-				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(), "scope": str()}, "grant_type")
+				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(),
+					"scope": describe(str(), "space-separated roles up to the client's (standard, installer, gridoperator); default the client's role; any other is refused with invalid_scope")}, "grant_type")
 				schema["additionalProperties"] = true
 			}
 			op["requestBody"] = obj{"required": true, "content": obj{r.bodyType: obj{"schema": schema}}}
