@@ -205,6 +205,9 @@ type Device struct {
 	// Enabled false keeps the device in the API (and its history) but does
 	// not poll it. Default true.
 	Enabled bool `yaml:"enabled"`
+	// ProductID is the vendor's numeric product id the cloud API reports
+	// as the device's productId; 0 = not known (omitted).
+	ProductID int `yaml:"productId"`
 }
 
 // Address returns the device's Modbus TCP endpoint, host:port.

@@ -294,6 +294,9 @@ func (v *validator) devices() {
 		if !unitOK {
 			v.add(path+".unit", "%d is not a Modbus unit id (0..247 or 255)", d.Unit)
 		}
+		if d.ProductID < 0 {
+			v.add(path+".productId", "%d is not a product id (a positive number, or omit it)", d.ProductID)
+		}
 		switch d.Kind {
 		case "", KindInverter, KindMeter, KindBattery, KindSensor:
 		default:

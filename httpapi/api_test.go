@@ -95,8 +95,6 @@ func TestErrors(t *testing.T) {
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":4000}]}`, status: 400, field: "commands[0].value"},
 		{name: "schedule duplicate key", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "body"},
-		{name: "oauth wrong secret", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=client_credentials&client_id=cloud&client_secret=x", status: 401, header: "WWW-Authenticate", headerWant: "Basic"},
-		{name: "oauth grant", method: "POST", path: "/oauth2/token", ctype: "application/x-www-form-urlencoded", body: "grant_type=password&username=a", status: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,17 +340,17 @@ func TestMeasurementSetShapes(t *testing.T) {
 	}
 	tests := []struct {
 		path, res string
-		first     string // time of the first row
+		first     string // time of the first row: the end of a sub-day interval, the date of a longer one
 		total     bool
 		field     string
 	}{
-		{"/monitoring/v1/devices/inv1/measurements/sets/PowerAc/dAY?Date=2025-06-21&WithTotal=true", "FiveMinutes", "2025-06-21T00:00:00", true, "activePower"},
-		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?date=2025-06-21&WithTotal=TRUE", "OneHour", "2025-06-21T00:00:00", true, "pvGeneration"},
-		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?Date=2025-06-21", "FifteenMinutes", "2025-06-21T00:00:00", false, "pvGeneration"},
+		{"/monitoring/v1/devices/inv1/measurements/sets/PowerAc/dAY?Date=2025-06-21&WithTotal=true", "FiveMinutes", "2025-06-21T00:05:00", true, "activePower"},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?date=2025-06-21&WithTotal=TRUE", "OneHour", "2025-06-21T01:00:00", true, "pvGeneration"},
+		{"/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Week?Date=2025-06-21", "FifteenMinutes", "2025-06-21T00:15:00", false, "pvGeneration"},
 		{"/monitoring/v1/devices/bat/measurements/sets/EnergyAndPowerBattery/month?Date=2025-06", "OneDay", "2025-06-21T00:00:00", false, "batteryStateOfCharge"},
 		{"/monitoring/v1/devices/wx/measurements/sets/Sensor/Year?Date=2025", "OneMonth", "2025-06-01T00:00:00", false, "externalInsolation"},
 		{"/monitoring/v1/devices/inv1/measurements/sets/PowerDc/total", "OneYear", "2025-01-01T00:00:00", false, "dcPowerInput"},
-		{"/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", "FiveMinutes", "2025-06-21T00:00:00", false, "totalConsumption"},
+		{"/monitoring/v1/devices/inv1/measurement/sets/EnergyMix/Day?Date=2025-06-21", "FiveMinutes", "2025-06-21T00:05:00", false, "totalConsumption"},
 	}
 	for _, tt := range tests {
 		var s set
@@ -384,11 +382,28 @@ func TestMeasurementSetShapes(t *testing.T) {
 			}
 		}
 	}
-	// The last poll (14:00 Berlin) is the last Day row, local time.
+	// The last poll (14:00 Berlin) falls in the interval 14:00..14:05,
+	// labelled with its end, local time.
 	var s set
 	e.getJSON("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-21", &s)
-	if got := s.Set[len(s.Set)-1]["time"]; got != "2025-06-21T14:00:00" {
-		t.Errorf("last Day row at %v, want 2025-06-21T14:00:00", got)
+	if got := s.Set[len(s.Set)-1]["time"]; got != "2025-06-21T14:05:00" {
+		t.Errorf("last Day row at %v, want 2025-06-21T14:05:00", got)
+	}
+	// Recent is one row of the newest values, whatever the case of the
+	// set type and period.
+	for _, p := range []string{
+		"/monitoring/v1/devices/bat/measurements/sets/EnergyAndPowerBattery/Recent",
+		"/monitoring/v1/devices/bat/measurements/sets/energyandpowerbattery/recent",
+		"/monitoring/v1/devices/bat/measurements/sets/ENERGYANDPOWERBATTERY",
+	} {
+		e.getJSON(p, &s)
+		if len(s.Set) != 1 || s.SetType != "EnergyAndPowerBattery" {
+			t.Errorf("%s: %d rows of %s, want 1 of EnergyAndPowerBattery", p, len(s.Set), s.SetType)
+			continue
+		}
+		if _, ok := s.Set[0]["batteryStateOfCharge"]; !ok {
+			t.Errorf("%s: set[0] lacks batteryStateOfCharge: %v", p, s.Set[0])
+		}
 	}
 	// A plant-local day: the day before holds nothing.
 	e.getJSON("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-20", &s)
@@ -467,6 +482,23 @@ func TestLiveAndPartial(t *testing.T) {
 	if len(lg.Logs) != 1 || lg.Logs[0].Code != "PollFailed" || lg.Next == "" {
 		t.Errorf("device logs %+v", lg)
 	}
+	// /healthz: Degraded, still 200, with two unreachable; /readyz: every
+	// device has answered once, so ready.
+	resp = e.do("GET", "/healthz", "", "", "")
+	var h struct {
+		Status  string
+		Devices struct{ Unreachable int }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || h.Status != "Degraded" || h.Devices.Unreachable != 2 {
+		t.Errorf("healthz %d %+v, want 200 Degraded with 2 unreachable", resp.StatusCode, h)
+	}
+	resp = e.do("GET", "/readyz", "", "", "")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("readyz %d, want 200", resp.StatusCode)
+	}
 }
 
 // TestCachingAndGzip: ETag/304 on monitoring sets; gzip for large ones.
@@ -512,7 +544,7 @@ func TestCachingAndGzip(t *testing.T) {
 // TestOpsLoopbackOnly: /healthz and /metrics answer loopback clients only.
 func TestOpsLoopbackOnly(t *testing.T) {
 	e := newEnv(t, envOpts{polls: 1})
-	for _, p := range []string{"/healthz", "/metrics"} {
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		rec := newRecorder(e, "GET", p, "10.0.0.7:5555")
 		if rec.Code != 403 {
 			t.Errorf("%s from 10.0.0.7: %d", p, rec.Code)
@@ -534,6 +566,9 @@ func TestOpsLoopbackOnly(t *testing.T) {
 	e.hist.mu.Unlock()
 	if rec := newRecorder(e, "GET", "/healthz", "127.0.0.1:1"); rec.Code != 503 {
 		t.Errorf("unhealthy storage: %d", rec.Code)
+	}
+	if rec := newRecorder(e, "GET", "/readyz", "127.0.0.1:1"); rec.Code != 503 || !strings.Contains(rec.Body.String(), "storage") {
+		t.Errorf("readyz with unhealthy storage: %d %s", rec.Code, rec.Body)
 	}
 }
 

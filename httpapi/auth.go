@@ -360,31 +360,81 @@ type tokenResponse struct {
 // oauthError answers an OAuth2 error as problem-JSON with the RFC 6749
 // error member.
 func oauthError(c *gin.Context, status int, errCode, detail string) {
-	p := problem(c, status, codeBadBody, detail)
+	// RFC 6749 §5.2: application/json with error and error_description,
+	// never cached; 401 names the Basic scheme (the client may retry with
+	// it).
 	if status == http.StatusUnauthorized {
-		p.Type, p.Code = problemTypeBase+codeUnauthorized, codeUnauthorized
 		c.Header("WWW-Authenticate", `Basic realm="plantd"`)
 	}
-	p.Error = errCode
-	writeProblem(c, p)
+	c.Header("Cache-Control", "no-store")
+	c.Header("Pragma", "no-cache")
+	c.Header("X-Request-Id", c.GetString(ctxRequestID))
+	c.AbortWithStatusJSON(status, oauthErrorJSON{Error: errCode, Description: detail})
 }
 
-// token is POST /oauth2/token (client_credentials grant).
+// oauthErrorJSON is an error of the token endpoint (RFC 6749 §5.2).
+type oauthErrorJSON struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+// grantScope returns the role a token request's scope asks for: the
+// client's own role without a scope; the highest role named when every
+// role named is within the client's. A scope the client may not have, or
+// one plantd does not know, is refused (RFC 6749 §3.3: never silently
+// ignored).
+func grantScope(scope string, client role) (role, string, bool) {
+	if strings.TrimSpace(scope) == "" {
+		return client, "", true
+	}
+	granted := roleNone
+	for _, s := range strings.Fields(scope) {
+		r, err := parseRole(s)
+		if err != nil {
+			return roleNone, "unknown scope " + strconv.Quote(s) + "; this client may ask for " + scopesUpTo(client), false
+		}
+		if r > client {
+			return roleNone, "scope " + s + " exceeds the client's role; it may ask for " + scopesUpTo(client), false
+		}
+		granted = max(granted, r)
+	}
+	return granted, "", true
+}
+
+// scopesUpTo lists the scopes a client of role r may ask for.
+func scopesUpTo(r role) string {
+	var out []string
+	for _, x := range []role{roleStandard, roleInstaller, roleGridOperator} {
+		if x <= r {
+			out = append(out, x.String())
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// token is POST /oauth2/token (client_credentials grant). Every error
+// answers as RFC 6749 §5.2 says.
 func (s *Server) token(c *gin.Context) {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "application/x-www-form-urlencoded" {
-		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/x-www-form-urlencoded")
+		oauthError(c, http.StatusUnsupportedMediaType, "invalid_request", "content type must be application/x-www-form-urlencoded")
 		return
 	}
 	if err := c.Request.ParseForm(); err != nil {
 		if isTooLarge(err) {
-			fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, "request body too large")
+			oauthError(c, http.StatusRequestEntityTooLarge, "invalid_request", "request body too large")
 			return
 		}
 		oauthError(c, http.StatusBadRequest, "invalid_request", "malformed form body")
 		return
 	}
 	f := c.Request.PostForm
+	for k, vs := range f {
+		if len(vs) > 1 { // RFC 6749 §3.2: parameters must not repeat
+			oauthError(c, http.StatusBadRequest, "invalid_request", "parameter "+k+" given more than once")
+			return
+		}
+	}
 	if gt := f.Get("grant_type"); gt != "client_credentials" {
 		if gt == "" {
 			oauthError(c, http.StatusBadRequest, "invalid_request", "grant_type is required")
@@ -395,7 +445,15 @@ func (s *Server) token(c *gin.Context) {
 	}
 	id, secret := f.Get("client_id"), f.Get("client_secret")
 	if u, p, ok := c.Request.BasicAuth(); ok {
+		// RFC 6749 §2.3: one authentication method per request.
+		if f.Has("client_secret") || (id != "" && id != u) {
+			oauthError(c, http.StatusBadRequest, "invalid_request", "more than one client authentication method (HTTP Basic and the form)")
+			return
+		}
 		id, secret = u, p
+	} else if c.GetHeader("Authorization") != "" {
+		oauthError(c, http.StatusUnauthorized, "invalid_client", "unsupported Authorization scheme; use HTTP Basic or client_secret in the form")
+		return
 	}
 	if id == "" {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
@@ -406,10 +464,15 @@ func (s *Server) token(c *gin.Context) {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return
 	}
-	p := principal{Name: oauthPrincipal(cl.id), Role: cl.role}
+	r, why, ok := grantScope(f.Get("scope"), cl.role)
+	if !ok {
+		oauthError(c, http.StatusBadRequest, "invalid_scope", why)
+		return
+	}
+	p := principal{Name: oauthPrincipal(cl.id), Role: r}
 	if ok, wait := s.auth.allow(p.Name); !ok {
 		c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		fail(c, http.StatusTooManyRequests, codeRateLimited, "too many requests for this client")
+		oauthError(c, http.StatusTooManyRequests, "slow_down", "too many requests for this client")
 		return
 	}
 	tok, err := s.auth.issue(p)
@@ -420,5 +483,5 @@ func (s *Server) token(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Header("Pragma", "no-cache")
 	c.JSON(http.StatusOK, tokenResponse{AccessToken: tok, TokenType: "Bearer",
-		ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: cl.role.String()})
+		ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: r.String()})
 }

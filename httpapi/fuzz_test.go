@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +11,7 @@ import (
 // FuzzRequest sends arbitrary paths, queries, bodies and content types
 // through the whole handler (auth, routing, id resolution, parameter and
 // body parsing, rendering): nothing may panic or answer 5xx; every error
-// is problem-JSON.
+// is problem-JSON, those of the token endpoint RFC 6749 §5.2 JSON.
 func FuzzRequest(f *testing.F) {
 	seeds := []struct {
 		method      uint8
@@ -60,10 +61,16 @@ func FuzzRequest(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		route := req.URL.Path
-		if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && route == "/healthz") {
+		if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && (route == "/healthz" || route == "/readyz")) {
 			t.Fatalf("%s %s: %d %s", m, target, rec.Code, rec.Body.String())
 		}
-		if rec.Code >= 400 && rec.Header().Get("Content-Type") != contentTypeProblem {
+		if rec.Code >= 400 && route == "/oauth2/token" && m == "POST" {
+			// RFC 6749 §5.2 errors.
+			var oe struct{ Error string }
+			if !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || json.Unmarshal(rec.Body.Bytes(), &oe) != nil || oe.Error == "" {
+				t.Fatalf("%s %s: %d %q %s", m, target, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+			}
+		} else if rec.Code >= 400 && rec.Header().Get("Content-Type") != contentTypeProblem {
 			t.Fatalf("%s %s: %d with content type %q", m, target, rec.Code, rec.Header().Get("Content-Type"))
 		}
 	})

@@ -84,6 +84,8 @@ type envOpts struct {
 	modify func(*Config)
 	// noGridControl leaves Deps.GridControl nil (POST schedules: 501).
 	noGridControl bool
+	// devices edits the plant's devices before the live cache is built.
+	devices func([]plant.DeviceInfo)
 }
 
 var day = time.Date(2025, 6, 21, 0, 0, 0, 0, mustLoc("Europe/Berlin"))
@@ -163,6 +165,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 		e.devs = append(e.devs, &simDev{id: d.ID(), dev: d, client: c, info: info, plan: plan})
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
 	}
+	if o.devices != nil {
+		o.devices(infos)
+	}
 	e.live = plant.NewLive(plants, infos, e.clock.Now)
 	e.hist = newFakeHistory(e.live)
 	for i := range o.polls {
@@ -175,7 +180,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.modify != nil {
 		o.modify(&scfg)
 	}
-	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now}
+	// The tests step token expiry and rate limits on the same clock.
+	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now, WallClock: e.clock.Now}
 	if !o.noGridControl {
 		deps.GridControl = e.gridControl(plants)
 	}

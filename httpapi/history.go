@@ -76,7 +76,9 @@ type SetQuery struct {
 }
 
 // SetResult is the answer to a SetQuery. Rows are in time order; a row
-// holds only the values that were measured.
+// holds only the values that were measured. For Recent the rows are the
+// complete intervals of the latest hour; the API merges them into the one
+// row the cloud answers (the newest value of every field).
 type SetResult struct {
 	// Resolution the rows have; "" means the one asked for.
 	Resolution string
@@ -89,7 +91,8 @@ type SetResult struct {
 // Row is one interval of a measurement set.
 type Row struct {
 	// Start is the interval's start, a UTC instant; the API renders it as
-	// plant-local time.
+	// plant-local time: the interval's end for sub-day resolutions, the
+	// start (the day, month or year) for longer ones.
 	Start time.Time
 	// Values by API field name ("activePower", "pvGeneration", ...).
 	Values map[string]float64

@@ -134,7 +134,9 @@ func (s *Server) installationOf(p plant.Plant, devs []plant.DeviceLive) installa
 	in.CalcAcNominalPower = in.CalculatedAcNominalPower
 	in.AcNominalPower = in.CalculatedAcNominalPower
 	if su := pc.Installation.StartUp; !su.IsZero() {
-		in.StartUpUtc = utc(su.In(time.UTC))
+		// The cloud writes it without offset; Java clients parse it with
+		// LocalDateTime as UTC.
+		in.StartUpUtc = su.In(time.UTC).Format(localTime)
 	}
 	if pc.Installation.Azimuth != nil || pc.Installation.CollectorSlope != nil {
 		in.Orientation = &orientationJSON{Azimuth: validAzimuth(pc.Installation.Azimuth), CollectorSlope: pc.Installation.CollectorSlope}
@@ -286,7 +288,7 @@ type deviceJSON struct {
 	Timezone              string   `json:"timezone"`
 	Type                  string   `json:"type"`
 	Product               string   `json:"product"`
-	ProductID             string   `json:"productId,omitempty"`
+	ProductID             *int     `json:"productId,omitempty"`
 	Serial                string   `json:"serial,omitempty"`
 	Vendor                string   `json:"vendor"`
 	GeneratorPower        *float64 `json:"generatorPower,omitempty"`
@@ -313,11 +315,16 @@ func smartConnectedReady(d plant.DeviceLive) bool {
 	return false
 }
 
-func deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
+func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 	j := deviceJSON{DeviceID: d.Info.ID, Name: d.Info.Name, Timezone: p.Timezone(), Type: d.Info.Type(),
 		IsActive: d.Info.Active(), IsSmartConnectedReady: smartConnectedReady(d)}
+	if id, ok := s.cfg.ProductIDs[d.Info.ID]; ok && id > 0 {
+		j.ProductID = &id
+	}
 	if !d.Info.Active() {
-		j.DeactivatedAt = utc(d.Info.DeactivatedAt)
+		// Plant-local without offset, as the cloud sends it (clients
+		// parse it with LocalDateTime in the plant's zone).
+		j.DeactivatedAt = d.Info.DeactivatedAt.In(plantLoc(p)).Format(localTime)
 	}
 	switch {
 	case d.Info.Kind == plant.KindGateway:
@@ -346,12 +353,62 @@ func (s *Server) devices(c *gin.Context) {
 	}
 	out := make([]deviceJSON, 0, len(devs))
 	for _, d := range devs {
-		out = append(out, deviceOf(p, d))
+		out = append(out, s.deviceOf(p, d))
 	}
 	s.writeJSON(c, http.StatusOK, struct {
 		Plant   plantJSON    `json:"plant"`
 		Devices []deviceJSON `json:"devices"`
 	}{plantObj(p), out}, true)
+}
+
+// plantLoc is a plant's zone (UTC when it has none).
+func plantLoc(p plant.Plant) *time.Location {
+	if p.Location == nil {
+		return time.UTC
+	}
+	return p.Location
+}
+
+// plantBare is GET /monitoring/v1/plants/{plantId}: the bare plant object
+// (SolarNetwork's SMA client reads the time zone there before every
+// query).
+func (s *Server) plantBare(c *gin.Context) {
+	s.writeJSON(c, http.StatusOK, plantObj(ctxPlantOf(c)), true)
+}
+
+// devicesLean is GET .../plants/{plantId}/devices/lean: the device list
+// without the plant wrapper; deactivated devices only with
+// WithDeactivatedDevices=true.
+func (s *Server) devicesLean(c *gin.Context) {
+	p := ctxPlantOf(c)
+	withDeactivated, ok := parseBool(c, "WithDeactivatedDevices")
+	if !ok {
+		return
+	}
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if err != nil {
+		s.internal(c, err)
+		return
+	}
+	out := make([]deviceJSON, 0, len(devs))
+	for _, d := range devs {
+		if d.Info.Active() || withDeactivated {
+			out = append(out, s.deviceOf(p, d))
+		}
+	}
+	s.writeJSON(c, http.StatusOK, struct {
+		Devices []deviceJSON `json:"devices"`
+	}{out}, true)
+}
+
+// deviceDetails is GET /monitoring/v1/devices/{deviceId}: the device's
+// plant and the device object of the device list (modelled).
+func (s *Server) deviceDetails(c *gin.Context) {
+	p, d := ctxPlantOf(c), ctxDeviceOf(c)
+	s.writeJSON(c, http.StatusOK, struct {
+		Plant   plantJSON  `json:"plant"`
+		Details deviceJSON `json:"details"`
+	}{plantObj(p), s.deviceOf(p, d)}, true)
 }
 
 // stakeholders is GET .../plants/{plantId}/stakeholders.

@@ -35,7 +35,15 @@ func describe(o obj, d string) obj { o["description"] = d; return o }
 // localTimeSchema is a plant-local time without offset.
 func localTimeSchema() obj {
 	return obj{"type": "string", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`,
-		"description": "plant-local time without offset (the plant's timezone), start of the interval"}
+		"description": "plant-local time without offset (the plant's timezone), as the cloud API: OneMinute, FiveMinutes, " +
+			"FifteenMinutes and OneHour rows carry the END of their interval (a Day of FiveMinutes runs 00:05:00 .. next day 00:00:00); " +
+			"OneDay, OneMonth and OneYear rows the day, month or year they stand for (00:00:00 of its first day); " +
+			"Recent is one row labelled with the end of the newest interval it holds"}
+}
+
+// noOffsetSchema is a time written without offset (LocalDateTime).
+func noOffsetSchema(d string) obj {
+	return obj{"type": "string", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`, "description": d}
 }
 
 func utcTimeSchema() obj {
@@ -78,7 +86,7 @@ func schemas() obj {
 		"calculatedAcNominalPower": describe(num(), "sum of the rated AC power of the active inverters, W"),
 		"calcAcNominalPower":       describe(num(), "the same value under the cloud API's other name"),
 		"dcPowerInputMax":          num(), "co2SavingsFactor": describe(num(), "g/kWh"),
-		"startUpUtc": utcTimeSchema(), "orientation": orientation,
+		"startUpUtc": noOffsetSchema("the start-up day, UTC, written without offset as the cloud does (2021-11-03T00:00:00)"), "orientation": orientation,
 		"pvModuleAreas": describe(arr(object(obj{"name": str(), "azimuth": obj{"type": "number", "minimum": 0, "maximum": 360},
 			"collectorSlope": num(), "peakPower": num(), "moduleCount": obj{"type": "integer"}}, "name")), "newer-platform plants only (modelled)"),
 	}, "co2SavingsFactor")
@@ -122,11 +130,16 @@ func schemas() obj {
 		"Configuration": plantHead(obj{"plantWithBattery": boolean(), "plantWithLiveData": boolean(),
 			"connectedService": object(obj{"status": str(), "since": utcTimeSchema()}, "status")},
 			"plantWithBattery", "plantWithLiveData", "connectedService"),
-		"Devices": plantHead(obj{"devices": arr(object(obj{"deviceId": str(), "name": str(), "timezone": str(),
+		"Device": object(obj{"deviceId": str(), "name": str(), "timezone": str(),
 			"type":    enum("Solar Inverters", "Battery Inverter", "Energy Meter", "Monitoring and control", "Sensor technology", "Unknown"),
-			"product": str(), "productId": str(), "serial": str(), "vendor": str(), "generatorPower": num(), "generatorPowerDc": num(),
-			"isActive": boolean(), "deactivatedAt": utcTimeSchema(), "isSmartConnectedReady": boolean()},
-			"deviceId", "name", "timezone", "type", "product", "vendor", "isActive", "isSmartConnectedReady"))}, "devices"),
+			"product": str(), "productId": describe(obj{"type": "integer"}, "the vendor's product id, when configured"),
+			"serial": str(), "vendor": str(), "generatorPower": num(), "generatorPowerDc": num(),
+			"isActive": boolean(), "deactivatedAt": noOffsetSchema("plant-local time without offset, as the cloud sends it"),
+			"isSmartConnectedReady": boolean()},
+			"deviceId", "name", "timezone", "type", "product", "vendor", "isActive", "isSmartConnectedReady"),
+		"Devices":       plantHead(obj{"devices": arr(ref("Device"))}, "devices"),
+		"DevicesLean":   object(obj{"devices": arr(ref("Device"))}, "devices"),
+		"DeviceDetails": describe(plantHead(obj{"details": ref("Device")}, "details"), "the device's plant and its device object (modelled)"),
 		"Stakeholders": plantHead(obj{"stakeholders": arr(object(obj{"role": enum("owner", "installer", "operator", "connectedServiceProvider"),
 			"name": str(), "email": str(), "phone": str()}, "role", "name"))}, "stakeholders"),
 		"PlantLogs":  logs(false),
@@ -190,9 +203,13 @@ func schemas() obj {
 				"limitPct": num(), "powerFactor": num(), "curve": ref("Curve"), "controlledByPlantd": boolean()},
 				"device", "model", "enabled", "controlledByPlantd"))},
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
+		"OAuthError": describe(object(obj{"error": enum("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+			"unsupported_grant_type", "invalid_scope", "slow_down"), "error_description": str()}, "error"),
+			"an error of the token endpoint (RFC 6749 §5.2); slow_down (RFC 8628) with 429 and Retry-After"),
 		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
 			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
-		"Health": object(obj{"status": enum("Ok", "Error"),
+		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
+		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
 			"storage": object(obj{"status": str(), "error": str()}, "status"),
 			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
 			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
@@ -268,6 +285,13 @@ func apiRoutes() []route {
 	var rs []route
 	add := func(r route) { rs = append(rs, r) }
 	add(route{method: "get", path: "/monitoring/v1/plants", summary: "Plant list", response: "PlantList"})
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}", summary: "The bare plant object (plantId, name, description, timezone)",
+		response: "Plant", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/devices/lean", summary: "Devices without the plant wrapper; deactivated ones only with WithDeactivatedDevices=true",
+		response: "DevicesLean", params: []obj{plantIDParam, param("WithDeactivatedDevices", "query", "also list deactivated devices",
+			enum("true", "false", "True", "False", "TRUE", "FALSE"), false)}, ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}", summary: "A device: its plant and its device object (modelled)",
+		response: "DeviceDetails", params: []obj{deviceIDParam}, ids: true})
 	for _, r := range []struct{ seg, summary, resp string }{
 		{"installation", "Installation data", "PlantInstallation"},
 		{"configuration", "Configuration", "Configuration"},
@@ -283,6 +307,15 @@ func apiRoutes() []route {
 		response: "MeasurementSet", params: append([]obj{plantIDParam}, setParams(false)...), ids: true, errs: []string{"400"}})
 	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/measurements/sets/EnergyBalance/{period}", summary: "Energy balance of a period",
 		response: "MeasurementSet", params: append([]obj{plantIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+	setTypeParam := param("setType", "path", "the set type in any letter case (energybalance, POWERAC, ...)", str(), true)
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/measurements/sets/{setType}", summary: "Energy balance (Recent), set type in any letter case",
+		response: "MeasurementSet", params: append([]obj{plantIDParam, setTypeParam}, setParams(false)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v1/plants/{plantId}/measurements/sets/{setType}/{period}", summary: "Energy balance of a period, set type in any letter case",
+		response: "MeasurementSet", params: append([]obj{plantIDParam, setTypeParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v2/plants/{plantId}/measurements/sets/EnergyBalance/{period}", summary: "Energy balance of a period (v2, the same as v1)",
+		response: "MeasurementSet", params: append([]obj{plantIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v2/plants/{plantId}/measurements/sets/{setType}/{period}", summary: "Energy balance of a period (v2), set type in any letter case",
+		response: "MeasurementSet", params: append([]obj{plantIDParam, setTypeParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/logs", summary: "Device log messages (installer)", response: "DeviceLogs",
 		params: append([]obj{deviceIDParam}, logParams()...), ids: true, errs: []string{"400", "403"}})
 	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurements/sets", summary: "Measurement sets of a device", response: "SetList",
@@ -292,6 +325,10 @@ func apiRoutes() []route {
 		add(route{method: "get", path: p, summary: string(st) + " (Recent)", response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(false)...), ids: true, errs: []string{"400"}})
 		add(route{method: "get", path: p + "/{period}", summary: string(st) + " of a period", response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 	}
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurements/sets/{setType}", summary: "A device set (Recent), set type in any letter case",
+		response: "MeasurementSet", params: append([]obj{deviceIDParam, setTypeParam}, setParams(false)...), ids: true, errs: []string{"400"}})
+	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurements/sets/{setType}/{period}", summary: "A device set of a period, set type in any letter case",
+		response: "MeasurementSet", params: append([]obj{deviceIDParam, setTypeParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurement/sets/EnergyMix/{period}", summary: "Energy mix of a period (spec's singular path)",
 		response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 
@@ -317,6 +354,8 @@ func apiRoutes() []route {
 		body: "TokenRequest", bodyType: "application/x-www-form-urlencoded", errs: []string{"400", "413", "415"}})
 	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
+	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once (loopback only)", response: "Ready", open: true,
+		errs: []string{"403"}, extra: obj{"503": obj{"description": "not ready, with the reason", "content": obj{"application/json": obj{"schema": ref("Ready")}}}}})
 	add(route{method: "get", path: "/metrics", summary: "Prometheus metrics (loopback only)", open: true, errs: []string{"403"},
 		extra: obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}}})
 	add(route{method: "get", path: "/openapi.json", summary: "This document", open: true,
@@ -351,6 +390,9 @@ func buildOpenAPI() ([]byte, error) {
 		}
 		for _, code := range append(codes, r.errs...) {
 			resp[code] = problemResponse(statusText[code])
+			if strings.HasPrefix(r.path, "/oauth2/") && code != "404" && code != "405" && code != "500" {
+				resp[code] = obj{"description": statusText[code], "content": obj{"application/json": obj{"schema": ref("OAuthError")}}}
+			}
 		}
 		if r.ids {
 			resp["308"] = obj{"description": "migrated id: empty body, Location = the URL with the new id, query kept",
@@ -370,7 +412,8 @@ func buildOpenAPI() ([]byte, error) {
 		if r.body != "" {
 			schema := ref(r.body)
 			if r.bodyType != "application/json" {
-				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(), "scope": str()}, "grant_type")
+				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(),
+					"scope": describe(str(), "space-separated roles up to the client's (standard, installer, gridoperator); default the client's role; any other is refused with invalid_scope")}, "grant_type")
 				schema["additionalProperties"] = true
 			}
 			op["requestBody"] = obj{"required": true, "content": obj{r.bodyType: obj{"schema": schema}}}
@@ -407,7 +450,7 @@ func buildOpenAPI() ([]byte, error) {
 
 func etagged(resp string) bool {
 	switch resp {
-	case "PlantInstallation", "Devices", "Stakeholders", "SetList", "MeasurementSet":
+	case "PlantInstallation", "Devices", "DevicesLean", "DeviceDetails", "Plant", "Stakeholders", "SetList", "MeasurementSet":
 		return true
 	}
 	return false

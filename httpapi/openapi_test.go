@@ -133,6 +133,23 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 		"MONTH?Date=2025-06&ReturnEnergyValues=true", "Year?Date=2025", "Total?WithTotal=true"} {
 		get("/monitoring/v1/plants/demo/measurements/sets/EnergyBalance/"+per, 200)
 	}
+	// The routes real clients call besides the spec's.
+	get("/monitoring/v1/plants/demo", 200)
+	get("/monitoring/v1/plants/demo/devices/lean", 200)
+	get("/monitoring/v1/plants/demo/devices/lean?WithDeactivatedDevices=true", 200)
+	get("/monitoring/v1/plants/demo/devices/lean?WithDeactivatedDevices=maybe", 400)
+	get("/monitoring/v1/devices/bat", 200)
+	get("/monitoring/v1/plants/demo/measurements/sets/energybalance", 200)
+	get("/monitoring/v1/plants/demo/measurements/sets/ENERGYBALANCE/day?Date=2025-06-21", 200)
+	get("/monitoring/v1/plants/demo/measurements/sets/PowerAc/Day", 404)
+	get("/monitoring/v2/plants/demo/measurements/sets/EnergyBalance/Day?Date=2025-06-21&WithTotal=true", 200)
+	get("/monitoring/v2/plants/demo/measurements/sets/energyBalance/Total?WithTotal=true", 200)
+	get("/monitoring/v2/plants/7190000/measurements/sets/EnergyBalance/Recent", 308)
+	get("/monitoring/v1/devices/inv1/measurements/sets/poweraC/day?Date=2025-06-21", 200)
+	get("/monitoring/v1/devices/inv1/measurements/sets/pOwErDc", 200)
+	get("/monitoring/v1/devices/inv1/measurements/sets/Nonsense/Day", 404)
+	get("/monitoring/v1/devices/nope", 404)
+	get("/monitoring/v1/plants/7190000", 308)
 	get("/monitoring/v1/devices/inv1/logs", 200)
 	get("/monitoring/v1/devices/inv1/measurements/sets", 200)
 	get("/monitoring/v1/devices/wx/measurements/sets", 200)
@@ -161,6 +178,7 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 	get("/live/v1/plants/demo/devices", 200)
 	get("/live/v2/plants/demo/devices", 200)
 	get("/healthz", 200)
+	get("/readyz", 200)
 	get("/metrics", 200)
 	// Migrated ids.
 	get("/monitoring/v1/plants/7190000/devices", 308)

@@ -56,6 +56,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	e.GET("/healthz", s.loopbackOnly, s.healthz)
+	e.GET("/readyz", s.loopbackOnly, s.readyz)
 	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", s.openAPI)
 	e.POST("/oauth2/token", s.token)
@@ -65,15 +66,21 @@ func (s *Server) routes() *gin.Engine {
 	mon := api.Group("/monitoring/v1")
 	mon.GET("/plants", s.plantList)
 	mp := mon.Group("/plants/:plantId", s.resolvePlant)
+	mp.GET("", s.plantBare)
 	mp.GET("/installation", s.installation)
 	mp.GET("/configuration", s.configuration)
 	mp.GET("/devices", s.devices)
+	mp.GET("/devices/lean", s.devicesLean)
 	mp.GET("/stakeholders", s.stakeholders)
 	mp.GET("/logs", need(roleInstaller), s.plantLogs)
 	mp.GET("/communication", s.communication)
 	mp.GET("/measurements/sets/EnergyBalance", s.plantSet)
 	mp.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
+	// Set types in any letter case, like periods ("energybalance").
+	mp.GET("/measurements/sets/:setType", s.plantSetAnyCase)
+	mp.GET("/measurements/sets/:setType/:period", s.plantSetAnyCase)
 	md := mon.Group("/devices/:deviceId", s.resolveDevice)
+	md.GET("", s.deviceDetails)
 	md.GET("/logs", need(roleInstaller), s.deviceLogs)
 	md.GET("/measurements/sets", s.deviceSetList)
 	for _, st := range deviceSetTypes {
@@ -81,7 +88,14 @@ func (s *Server) routes() *gin.Engine {
 		md.GET("/measurements/sets/"+string(st), h)
 		md.GET("/measurements/sets/"+string(st)+"/:period", h)
 	}
+	md.GET("/measurements/sets/:setType", s.deviceSetAnyCase)
+	md.GET("/measurements/sets/:setType/:period", s.deviceSetAnyCase)
 	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(string(plant.SetEnergyMix)))
+
+	// v2 of the plant energy balance answers as v1 (a client calls it).
+	mp2 := api.Group("/monitoring/v2/plants/:plantId", s.resolvePlant)
+	mp2.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
+	mp2.GET("/measurements/sets/:setType/:period", s.plantSetAnyCase)
 
 	gc := api.Group("/gridcontrol/v1/plants")
 	gc.GET("/:plantId/schedules", s.resolvePlant, s.schedules)
@@ -357,9 +371,42 @@ func (s *Server) healthz(c *gin.Context) {
 		mq["streams"] = streams
 	}
 	out["mqtt"] = mq
-	out["status"] = "Ok"
-	if status != http.StatusOK {
+	switch {
+	case status != http.StatusOK:
 		out["status"] = "Error"
+	case ds.Unreachable > 0:
+		// Still 200: the gateway works, some devices do not answer.
+		out["status"] = "Degraded"
+	default:
+		out["status"] = "Ok"
 	}
 	s.writeJSON(c, status, out, false)
+}
+
+// readyz answers whether the gateway serves data: 200 when the storage
+// works and every active device has answered at least once (or been given
+// up on), 503 with the reason otherwise. A load balancer or systemd check
+// asks it; /healthz says how well the gateway is doing.
+func (s *Server) readyz(c *gin.Context) {
+	var waiting []string
+	reason := ""
+	if err := s.deps.History.Health(); err != nil {
+		reason = "storage: " + err.Error()
+	}
+	for _, p := range s.deps.Live.Plants() {
+		devs, _ := s.deps.Live.DeviceStatuses(p.ID)
+		for _, d := range devs {
+			if d.Info.Active() && d.Info.Kind != plant.KindGateway && d.Comm.LastContact.IsZero() && !offline(d) {
+				waiting = append(waiting, d.Info.ID)
+			}
+		}
+	}
+	if reason == "" && len(waiting) > 0 {
+		reason = "no first answer yet from " + strings.Join(waiting, ", ")
+	}
+	if reason != "" {
+		s.writeJSON(c, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason}, false)
+		return
+	}
+	s.writeJSON(c, http.StatusOK, map[string]any{"ready": true}, false)
 }

@@ -56,6 +56,9 @@ type Config struct {
 	CORSOrigins []string
 	// Stakeholders by plant id (modelled; DESIGN §4).
 	Stakeholders map[string][]Stakeholder
+	// ProductIDs are the vendors' numeric product ids by device id, sent
+	// as the devices' productId (omitted for a device not listed).
+	ProductIDs map[string]int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout of the
 	// http.Server (defaults 5 s, 15 s, 30 s, 120 s); ShutdownTimeout bounds
 	// the graceful shutdown (default 10 s).
@@ -81,7 +84,19 @@ func ConfigFrom(c *config.Config) Config {
 		Tokens:       c.Tokens,
 		OAuthClients: c.OAuthClients,
 		Migrated:     c.Migrated,
+		ProductIDs:   productIDs(c.Devices),
 	}
+}
+
+// productIDs maps the devices that have a product id to it.
+func productIDs(devs []config.Device) map[string]int {
+	m := map[string]int{}
+	for _, d := range devs {
+		if d.ProductID > 0 {
+			m[d.ID] = d.ProductID
+		}
+	}
+	return m
 }
 
 // SetCredentials replaces the bearer tokens and OAuth2 clients of a
@@ -137,8 +152,13 @@ type Deps struct {
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *prometheus.Registry
-	// Now is the clock (nil = time.Now).
+	// Now is the clock of the data (nil = time.Now): the default Date of
+	// queries. The demo passes its simulated clock.
 	Now func() time.Time
+	// WallClock runs token expiry and rate limits (nil = time.Now); it is
+	// never the demo's simulated clock, on which a 300 s token would die
+	// within a second.
+	WallClock func() time.Time
 }
 
 // GridControl stores, lists and runs grid-control schedules, and reads
@@ -207,7 +227,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
 	}
-	auth, err := newAuthenticator(cfg, deps.Now)
+	if deps.WallClock == nil {
+		deps.WallClock = time.Now
+	}
+	auth, err := newAuthenticator(cfg, deps.WallClock)
 	if err != nil {
 		return nil, err
 	}

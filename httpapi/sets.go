@@ -133,9 +133,57 @@ func clean(v float64) float64 {
 	return r
 }
 
-func rowJSON(r Row, loc *time.Location) map[string]any {
+// intervalOf is the length of a sub-day resolution's intervals; 0 for
+// OneDay, OneMonth and OneYear (and for a total).
+func intervalOf(res string) time.Duration {
+	switch res {
+	case ResolutionOneMinute:
+		return time.Minute
+	case ResolutionFiveMinutes:
+		return 5 * time.Minute
+	case ResolutionFifteenMinutes:
+		return 15 * time.Minute
+	case ResolutionOneHour:
+		return time.Hour
+	}
+	return 0
+}
+
+// label is a row's time as the cloud API writes it, plant-local without
+// offset: the END of a sub-day interval (a Day of FiveMinutes runs 00:05
+// .. next day 00:00), the day, month or year itself for longer ones. The
+// end is the start's instant plus the interval, so a DST day keeps its 23
+// or 25 hours of rows (on the 25-hour day the repeated hour's labels
+// appear twice, in time order).
+func label(start time.Time, res string, loc *time.Location) string {
+	return start.Add(intervalOf(res)).In(loc).Format(localTime)
+}
+
+// collapseRecent merges Recent's rows (oldest first) into one: the newest
+// value of every field, labelled with the newest row's interval. A client
+// reads set[0] and finds every field the device measured lately.
+func collapseRecent(rows []Row) []Row {
+	if len(rows) <= 1 {
+		return rows
+	}
+	out := Row{Start: rows[len(rows)-1].Start, Values: map[string]float64{}}
+	for _, r := range rows {
+		for k, v := range r.Values {
+			out.Values[k] = v
+		}
+		for k, iv := range r.Indexed {
+			if out.Indexed == nil {
+				out.Indexed = map[string][]IndexedValue{}
+			}
+			out.Indexed[k] = iv
+		}
+	}
+	return []Row{out}
+}
+
+func rowJSON(r Row, loc *time.Location, res string) map[string]any {
 	m := make(map[string]any, 1+len(r.Values)+len(r.Indexed))
-	m["time"] = r.Start.In(loc).Format(localTime)
+	m["time"] = label(r.Start, res, loc)
 	for k, v := range r.Values {
 		m[k] = clean(v)
 	}
@@ -170,8 +218,12 @@ func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *device
 	if env.Resolution == "" {
 		env.Resolution = q.Resolution
 	}
-	for _, r := range res.Rows {
-		env.Set = append(env.Set, rowJSON(r, loc))
+	rows := res.Rows
+	if q.Period == PeriodRecent {
+		rows = collapseRecent(rows)
+	}
+	for _, r := range rows {
+		env.Set = append(env.Set, rowJSON(r, loc, env.Resolution))
 	}
 	if q.WithTotal && res.Total != nil {
 		t := *res.Total
@@ -181,7 +233,7 @@ func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *device
 		if t.Start.IsZero() && len(res.Rows) > 0 { // Recent, Total
 			t.Start = res.Rows[0].Start
 		}
-		env.Total = rowJSON(t, loc)
+		env.Total = rowJSON(t, loc, "") // the period's start: the day, month or year it stands for
 	}
 	s.writeJSON(c, http.StatusOK, env, true)
 }
@@ -194,6 +246,33 @@ func (s *Server) plantSet(c *gin.Context) {
 		return
 	}
 	s.querySet(c, q, p, nil)
+}
+
+// plantSetAnyCase serves .../plants/{plantId}/measurements/sets/{setType}
+// for EnergyBalance written in another letter case; any other set type is
+// a 404.
+func (s *Server) plantSetAnyCase(c *gin.Context) {
+	st := c.Param("setType")
+	if !strings.EqualFold(st, string(plant.SetEnergyBalance)) {
+		fail(c, http.StatusNotFound, codeNotFound, "plant "+ctxPlantOf(c).ID+" has no measurement set "+st+"; plants have EnergyBalance",
+			FieldError{Field: "setType", Message: "want EnergyBalance"})
+		return
+	}
+	s.plantSet(c)
+}
+
+// deviceSetAnyCase serves .../devices/{deviceId}/measurements/sets/{setType}
+// for a set type written in another letter case ("poweraC"); an unknown
+// set type is a 404.
+func (s *Server) deviceSetAnyCase(c *gin.Context) {
+	st := c.Param("setType")
+	for _, t := range deviceSetTypes {
+		if strings.EqualFold(st, string(t)) {
+			s.deviceSet(string(t))(c)
+			return
+		}
+	}
+	fail(c, http.StatusNotFound, codeNotFound, "no measurement set type "+st, FieldError{Field: "setType", Message: "unknown set type"})
 }
 
 // deviceSetsOf lists the sets a device supports: from its discovered

@@ -587,9 +587,10 @@ const (
 	recentWidth = minuteMs
 )
 
-// recent answers Recent: the OneMinute intervals of the hour up to the
-// scope's newest sample, computed from raw samples with the same bucket
-// engine as the rollups.
+// recent answers Recent: the complete OneMinute intervals of the hour up
+// to the scope's newest sample (the running minute only when there is no
+// other), computed from raw samples with the same bucket engine as the
+// rollups. The API merges them into one row of the newest values.
 func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (SetResult, error) {
 	res := SetResult{Resolution: ResOneMinute}
 	want := map[int64]*device{}
@@ -687,6 +688,12 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (S
 		if len(r.Values) > 0 || len(r.Indexed) > 0 {
 			res.Rows = append(res.Rows, r)
 		}
+	}
+	// The minute of the newest sample is still running: its values are
+	// partial (an energy of a few seconds). Recent is the latest complete
+	// values, so it goes unless it is all there is.
+	if n := len(res.Rows); n > 1 && res.Rows[n-1].Start.UnixMilli()+recentWidth > latest.Int64 {
+		res.Rows = res.Rows[:n-1]
 	}
 	if q.WithTotal {
 		t := Row{Start: time.UnixMilli(from).UTC(), Values: map[string]float64{}}

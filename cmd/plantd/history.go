@@ -48,9 +48,11 @@ func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (httpapi
 		sq.DeviceID = ""
 	}
 	res, err := h.st.QuerySet(ctx, sq)
-	if errors.Is(err, store.ErrUnknownDevice) {
-		// The API checked that the device is configured; the store has
-		// just not recorded it yet: an empty set, not a 404.
+	if errors.Is(err, store.ErrUnknownDevice) || (q.DeviceID != "" && errors.Is(err, store.ErrUnsupportedSet)) {
+		// The API checked that the device is configured and lists the
+		// set (from its discovered models); the store has just not
+		// recorded it or no channel of that set yet: an empty set, not a
+		// 404 (a set listed for a device must answer).
 		return httpapi.SetResult{Rows: []httpapi.Row{}}, nil
 	}
 	if err != nil {

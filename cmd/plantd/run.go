@@ -132,6 +132,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer plantSim.Close()
 
+	*interval = demoInterval(*interval, *speed, stderr)
 	cfg := demoConfig(plantSim, simCfg, *interval)
 	cfg.HTTP.Listen, cfg.Database.Path = *listen, *dbPath
 	token, err := demoToken()
@@ -182,6 +183,28 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
 	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second, nil)
+}
+
+// maxDemoGap is the most simulated time between two polls of the demo: the
+// store spreads an energy over at most 15 minutes between samples, and a
+// battery's charge and discharge change within minutes.
+const maxDemoGap = 5 * time.Minute
+
+// demoInterval scales the poll interval with the speed so that polls stay
+// at most maxDemoGap of simulated time apart (at --speed 600 every 0.5 s),
+// never below the config's minimum of 250 ms; above that speed it warns.
+func demoInterval(interval time.Duration, speed float64, stderr io.Writer) time.Duration {
+	if speed <= 0 {
+		return interval
+	}
+	if limit := time.Duration(float64(maxDemoGap) / speed); interval > limit {
+		interval = max(limit, 250*time.Millisecond).Round(time.Millisecond)
+	}
+	if gap := time.Duration(float64(interval) * speed); gap > maxDemoGap {
+		fmt.Fprintf(stderr, "plantd demo: at --speed %g polls are %v of simulated time apart (more than %v): energies may be spread coarsely\n",
+			speed, gap.Round(time.Second), maxDemoGap)
+	}
+	return interval
 }
 
 // demoConfig is the config of the demo: one plant, the simulated devices.
