@@ -159,6 +159,7 @@ func schemas() obj {
 		"LiveEnergyMix":     liveEnv(object(mixFields, "time"), true),
 		"LiveDevicesV1":     liveDevices([]string{"Active", "Inactive"}),
 		"LiveDevicesV2":     liveDevices([]string{"Ok", "Warning", "Error", "Off", "NotAvailable"}),
+		"LiveDevice":        liveDeviceSchema(),
 		"Schedules":         plantHead(obj{"schedules": arr(ref("Schedule"))}, "schedules"),
 		"ScheduleCreated":   plantHead(obj{"schedule": ref("Schedule")}, "schedule"),
 		"Schedule": describe(object(obj{"scheduleId": str(), "plantId": str(), "createdAt": obj{"type": "string", "format": "date-time"},
@@ -349,6 +350,7 @@ func apiRoutes() []route {
 	add(route{method: "get", path: "/live/v1/devices/{deviceId}/measurement/sets/EnergyMix", summary: "Live energy mix (of the device's plant)", response: "LiveEnergyMix", params: []obj{deviceIDParam}, ids: true})
 	add(route{method: "get", path: "/live/v1/plants/{plantId}/devices", summary: "Live device list v1 (obsolete)", response: "LiveDevicesV1", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "get", path: "/live/v2/plants/{plantId}/devices", summary: "Live device list v2", response: "LiveDevicesV2", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "get", path: "/live/v1/devices/{deviceId}", summary: "Live values of one device with units, health, communication and SunSpec models (plantd's)", response: "LiveDevice", params: []obj{deviceIDParam}, ids: true})
 
 	add(route{method: "post", path: "/oauth2/token", summary: "OAuth2 client_credentials token", response: "TokenResponse", open: true,
 		body: "TokenRequest", bodyType: "application/x-www-form-urlencoded", errs: []string{"400", "413", "415"}})

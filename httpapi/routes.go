@@ -111,6 +111,7 @@ func (s *Server) routes() *gin.Engine {
 	live.GET("/v1/devices/:deviceId/measurement/sets/EnergyMix", s.resolveDevice, s.liveMix)
 	live.GET("/v1/plants/:plantId/devices", s.resolvePlant, s.liveDevices(1))
 	live.GET("/v2/plants/:plantId/devices", s.resolvePlant, s.liveDevices(2))
+	live.GET("/v1/devices/:deviceId", s.resolveDevice, s.liveDevice)
 	return e
 }
 
