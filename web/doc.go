@@ -1,0 +1,23 @@
+// Package web is the gateway's own page: plain HTML, CSS and JavaScript
+// modules embedded with go:embed and served by httpapi at / (the page) and
+// /ui/{version}/... (its files), with uPlot vendored under
+// static/vendor/uplot (scripts/vendor-uplot.sh refreshes it and checks its
+// hash).
+//
+// The page is a client of plantd's public HTTP API like any other: it
+// signs in with a bearer token or an OAuth2 client kept in the browser's
+// session storage, and every number it shows comes from an API route, so
+// roles apply as everywhere. There is no build step: the files here are
+// the files the browser runs.
+//
+// Serving: index.html is revalidated on every load (no-cache, ETag) and
+// names its files under /ui/{version}/, the version a hash of every
+// embedded file, so those are cached for a year (immutable). Text files
+// are gzipped once at start. Every answer carries a strict
+// Content-Security-Policy (scripts, styles and connections only from the
+// gateway itself; no inline script or style) and the usual hardening
+// headers.
+//
+// Import boundary: the standard library only; httpapi imports web, never
+// the other way round.
+package web

@@ -1,0 +1,199 @@
+// History: Day / Week / Month / Year charts of the plant's energy balance
+// or of any set of a device, with date navigation in the plant's zone.
+import { get } from './api.js';
+import { h, clear, problemBox, fmtValue, fmtRate, localDate, localDateTime, localToMs, addDays, addMonths, weekday, wall } from './util.js';
+
+const PERIODS = ['Day', 'Week', 'Month', 'Year'];
+const BALANCE_SHOWN = ['pvGeneration', 'totalConsumption', 'gridFeedIn', 'gridConsumption', 'batteryCharging', 'batteryDischarging', 'batteryStateOfCharge'];
+const COLORS = ['#b27b00', '#0b63c5', '#6b4fbb', '#c2185b', '#17803d', '#00838f', '#5d4037', '#7b1fa2', '#455a64', '#ef6c00'];
+const DASHES = [[], [6, 3], [2, 3], [10, 3, 2, 3], [1, 1], [12, 4]];
+
+// The unit of a set field in a period (sets carry no units; DESIGN §4).
+export function unitOf(field, period) {
+  const rules = [[/^(voltage|batteryVoltage|dcVoltage)/, 'V'], [/^(current|batteryCurrent|dcCurrent)/, 'A'],
+    [/^reactivePower/, 'var'], [/^apparentPower/, 'VA'], [/^gridFrequency$/, 'Hz'], [/Rate$|PowerFactor$/, ''],
+    [/StateOf(Charge|Health)$/, '%'], [/Temperature$/, '°C'], [/^externalInsolation$/, 'W/m²'], [/^windSpeed$/, 'm/s'],
+    [/^isolationResistance$/, 'Ω'], [/^dcEnergyInput$/, 'Wh']];
+  for (const [re, u] of rules) if (re.test(field)) return u;
+  if (ENERGY.has(field)) return period === 'Day' || period === 'Week' ? 'W' : 'Wh';
+  return 'W'; // other powers (activePower, dcPowerInput, ...) are means in every period
+}
+
+// The energy fields: W as interval means for Day and Week, Wh for Month
+// and Year and in totals (store/doc.go, Queries).
+const ENERGY = new Set(['pvGeneration', 'gridFeedIn', 'gridConsumption', 'directConsumption', 'selfConsumption', 'selfSupply',
+  'totalConsumption', 'totalGeneration', 'batteryCharging', 'batteryDischarging', 'dieselGeneration', 'consumption']);
+
+const saved = () => { try { return JSON.parse(sessionStorage.getItem('plantd.history')) || {}; } catch { return {}; } };
+
+function periodDate(period, today) {
+  return { Day: today, Week: today, Month: today.slice(0, 7), Year: today.slice(0, 4) }[period];
+}
+function step(period, date, n) {
+  switch (period) {
+    case 'Day': return addDays(date, n);
+    case 'Week': return addDays(date, 7 * n);
+    case 'Month': return addMonths(date, n);
+    default: return String(+date + n);
+  }
+}
+function label(period, date) {
+  if (period !== 'Week') return date;
+  const mon = addDays(date, -weekday(date));
+  return `${mon} – ${addDays(mon, 6)}`;
+}
+
+// series turns set rows into uPlot data: x in epoch seconds (interval ends
+// for Day and Week, the day or month for Month and Year), one series per
+// numeric field and per input of indexed fields.
+export function toData(rows, tz) {
+  const names = [], idx = new Map();
+  const add = n => { if (!idx.has(n)) { idx.set(n, names.length); names.push(n); } };
+  for (const r of rows) for (const [k, v] of Object.entries(r)) {
+    if (k === 'time') continue;
+    if (typeof v === 'number') add(k);
+    else if (Array.isArray(v)) for (const x of v) add(`${k}.${x.index}`);
+  }
+  const xs = [], cols = names.map(() => []);
+  let prev;
+  for (const r of rows) {
+    prev = localToMs(r.time, tz, prev);
+    xs.push(prev / 1000);
+    for (const c of cols) c.push(null);
+    for (const [k, v] of Object.entries(r)) {
+      if (typeof v === 'number' && idx.has(k)) cols[idx.get(k)][xs.length - 1] = v;
+      else if (Array.isArray(v)) for (const x of v) cols[idx.get(`${k}.${x.index}`)][xs.length - 1] = x.value;
+    }
+  }
+  return { names, data: [xs, ...cols] };
+}
+
+const pad = n => String(n).padStart(2, '0');
+
+// xLabels labels the time axis in the plant's zone, 24-hour clock.
+function xLabels(period, tz) {
+  return (_, ticks) => ticks.map(t => {
+    const w = wall(t * 1000, tz);
+    if (period === 'Year') return `${w.y}-${pad(w.m)}`;
+    if (period === 'Month' || (w.H === 0 && w.M === 0)) return `${pad(w.d)}.${pad(w.m)}.`;
+    return `${pad(w.H)}:${pad(w.M)}`;
+  });
+}
+
+function chart(el, r, period, tz, shown) {
+  const { names, data } = toData(r.set, tz);
+  const unitOfName = n => unitOf(n.split('.')[0], period);
+  // Without a chosen list, show the fields of the first two units (power
+  // and energy first).
+  const rank = u => (u === 'W' || u === 'Wh' ? 0 : 1);
+  const all = [...new Set(names.map(unitOfName))].sort((a, b) => rank(a) - rank(b));
+  const visible = n => (shown ? shown.includes(n) : all.slice(0, 2).includes(unitOfName(n)));
+  const axisUnits = [...new Set(names.filter(visible).map(unitOfName))].sort((a, b) => rank(a) - rank(b)).slice(0, 2);
+  const series = [{ label: 'Time', value: (_, v) => v === null || v === undefined ? '–' : localDateTime(v * 1000, tz).slice(0, 16) }];
+  names.forEach((n, i) => {
+    const u = unitOfName(n);
+    series.push({
+      label: u ? `${n} [${u}]` : n, scale: u || 'ratio', stroke: COLORS[i % COLORS.length], width: 1.5,
+      dash: DASHES[Math.floor(i / 2) % DASHES.length], points: { show: period === 'Month' || period === 'Year' },
+      show: visible(n),
+      value: (_, v) => v === null || v === undefined ? '–' : fmtValue(v, u),
+    });
+  });
+  const incrs = { Day: [300, 900, 1800, 3600, 7200, 10800, 21600], Week: [3600, 10800, 21600, 43200, 86400] }[period];
+  const axes = [{ values: xLabels(period, tz), ...(incrs ? { incrs } : {}) }];
+  axisUnits.forEach((u, i) => axes.push({ scale: u || 'ratio', side: i === 0 ? 3 : 1, label: u || 'ratio', size: 60,
+    grid: { show: i === 0 }, values: (_, ticks) => ticks.map(t => Math.abs(t) >= 1e4 ? (t / 1000) + 'k' : String(t)) }));
+  const width = () => Math.max(280, el.clientWidth);
+  const height = () => (window.innerWidth < 520 ? 260 : 340);
+  const u = new window.uPlot({ width: width(), height: height(), series, axes, tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz),
+    cursor: { points: { size: 6 } }, legend: { live: true } }, data, el);
+  const ro = new ResizeObserver(() => u.setSize({ width: width(), height: height() }));
+  ro.observe(el);
+  return () => { ro.disconnect(); u.destroy(); };
+}
+
+function totals(r, period) {
+  if (!r.total) return null;
+  const rows = Object.entries(r.total).filter(([k, v]) => k !== 'time' && typeof v === 'number');
+  if (!rows.length) return null;
+  return h('div', { class: 'scroll' }, h('table', { id: 'history-total' },
+    h('caption', { class: 'muted' }, 'Period total (energies summed, other values averaged)'),
+    h('tbody', null, rows.map(([k, v]) => {
+      let u = unitOf(k, period);
+      if (ENERGY.has(k)) u = 'Wh';
+      const text = /Rate$/.test(k) ? fmtRate(v) : fmtValue(v, u);
+      return h('tr', { 'data-field': k, 'data-value': v }, h('th', { scope: 'row' }, k), h('td', { class: 'num' }, text));
+    }))));
+}
+
+export async function render(ctx, root) {
+  const { plantId, tz } = ctx;
+  const today = localDate(await ctx.plantNow(), tz);
+  const st = Object.assign({ source: 'plant', period: 'Day' }, saved());
+  if (!st.date || !PERIODS.includes(st.period)) st.date = periodDate(st.period = PERIODS.includes(st.period) ? st.period : 'Day', today);
+  const source = h('select', { id: 'history-source', 'aria-label': 'Data' }, h('option', { value: 'plant' }, 'Plant: energy balance'));
+  const periodBtns = PERIODS.map(p => h('button', { type: 'button', 'data-period': p, 'aria-pressed': String(p === st.period) }, p));
+  const dateLabel = h('span', { class: 'date', id: 'history-date', 'aria-live': 'polite' });
+  const prev = h('button', { type: 'button', id: 'history-prev', 'aria-label': 'Previous period' }, '◀');
+  const next = h('button', { type: 'button', id: 'history-next', 'aria-label': 'Next period' }, '▶');
+  const now = h('button', { type: 'button', id: 'history-today' }, 'Today');
+  const plot = h('div', { class: 'chart', id: 'history-chart' });
+  const below = h('div');
+  root.append(h('h1', null, 'History'), h('section', { class: 'card' },
+    h('div', { class: 'toolbar' }, source, h('span', { role: 'group', 'aria-label': 'Period' }, periodBtns)),
+    h('div', { class: 'toolbar' }, prev, dateLabel, next, now), plot, below));
+  let destroy = null, seq = 0;
+
+  async function draw() {
+    sessionStorage.setItem('plantd.history', JSON.stringify(st));
+    periodBtns.forEach(b => b.setAttribute('aria-pressed', String(b.dataset.period === st.period)));
+    dateLabel.textContent = label(st.period, st.date);
+    next.disabled = st.date >= periodDate(st.period, today);
+    const my = ++seq;
+    const [kind, dev, set] = st.source.split(':');
+    const path = kind === 'plant'
+      ? `/monitoring/v1/plants/${encodeURIComponent(plantId)}/measurements/sets/EnergyBalance/${st.period}`
+      : `/monitoring/v1/devices/${encodeURIComponent(dev)}/measurements/sets/${set}/${st.period}`;
+    try {
+      const r = await get(path, { Date: st.date, WithTotal: 'true' });
+      if (my !== seq || !ctx.active()) return;
+      if (destroy) { destroy(); destroy = null; }
+      clear(plot);
+      clear(below);
+      plot.dataset.rows = r.set.length;
+      plot.dataset.resolution = r.resolution;
+      if (!r.set.length) {
+        plot.append(h('p', { class: 'muted', id: 'history-empty' }, 'Nothing stored for this period.'));
+        return;
+      }
+      destroy = chart(plot, r, st.period, tz, kind === 'plant' ? BALANCE_SHOWN : null);
+      below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${r.resolution}); times in ${tz}. Click a legend entry to show or hide it.`), totals(r, st.period));
+    } catch (e) {
+      if (my === seq) { clear(plot, problemBox(e)); clear(below); }
+    }
+  }
+  periodBtns.forEach(b => b.addEventListener('click', () => {
+    st.period = b.dataset.period;
+    st.date = periodDate(st.period, st.date.length >= 10 ? st.date : today);
+    draw();
+  }));
+  prev.addEventListener('click', () => { st.date = step(st.period, st.date, -1); draw(); });
+  next.addEventListener('click', () => { st.date = step(st.period, st.date, 1); draw(); });
+  now.addEventListener('click', () => { st.date = periodDate(st.period, today); draw(); });
+  source.addEventListener('change', () => { st.source = source.value; draw(); });
+
+  // Device sets for the source list.
+  try {
+    const r = await get(`/monitoring/v1/plants/${encodeURIComponent(plantId)}/devices`);
+    const lists = await Promise.all(r.devices.map(d => get(`/monitoring/v1/devices/${encodeURIComponent(d.deviceId)}/measurements/sets`)
+      .then(l => [d, l.sets], () => [d, []])));
+    for (const [d, sets] of lists) {
+      if (!sets.length) continue;
+      source.append(h('optgroup', { label: d.name }, sets.map(s => h('option', { value: `device:${d.deviceId}:${s}` }, `${d.name}: ${s}`))));
+    }
+  } catch { /* the plant's balance still works */ }
+  if (![...source.options].some(o => o.value === st.source)) st.source = 'plant';
+  source.value = st.source;
+  await draw();
+  return () => { seq++; if (destroy) destroy(); };
+}
