@@ -362,6 +362,7 @@ func apiRoutes() []route {
 		extra: obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}}})
 	add(route{method: "get", path: "/openapi.json", summary: "This document", open: true,
 		extra: obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}})
+	rs = append(rs, pageRoutes()...)
 	return rs
 }
 

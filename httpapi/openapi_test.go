@@ -15,7 +15,7 @@ import (
 	"plantd/httpapi/apitest"
 )
 
-var paramRE = regexp.MustCompile(`\{[^}]*\}|:[A-Za-z]+`)
+var paramRE = regexp.MustCompile(`\{[^}]*\}|[:*][A-Za-z]+`)
 
 // normPath replaces every path parameter by {} (Gin needs one parameter
 // name per tree position; the spec names the settings path's id {id}).

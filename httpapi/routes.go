@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"plantd/plant"
+	"plantd/web"
 )
 
 // Context keys of the resolved plant and device.
@@ -60,6 +61,11 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", s.openAPI)
 	e.POST("/oauth2/token", s.token)
+	// The gateway's own page (package web): a client of this API like any
+	// other, its files open (they hold no data), every read behind a token.
+	page := web.New()
+	e.GET("/", gin.WrapH(page))
+	e.GET("/ui/*file", gin.WrapH(page))
 
 	api := e.Group("", s.authenticate)
 
