@@ -22,11 +22,12 @@ function scheduleRows(list, tz, all) {
   for (const s of [...list].sort((a, b) => b.createdAt.localeCompare(a.createdAt))) {
     for (const c of s.commands) {
       if (!all && FINISHED.includes(c.status)) continue;
+      const cell = (label, attrs, ...content) => h('td', { 'data-label': label, ...attrs }, ...content);
       rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '' },
-        h('td', null, c.command), h('td', { class: 'num' }, fmtUtc(c.start, tz)), h('td', { class: 'num' }, fmtUtc(c.end, tz)),
-        h('td', null, valueOf(c)), h('td', null, badge(c.status), c.late ? ' late' : ''),
-        h('td', { class: 'muted' }, [c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
-        h('td', { class: 'muted' }, `${s.createdBy || ''} ${fmtUtc(s.createdAt, tz)}`)));
+        cell('Command', null, c.command), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
+        cell('Value', null, valueOf(c)), cell('Status', null, badge(c.status), c.late ? ' late' : ''),
+        cell('Notes', { class: 'muted' }, [c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
+        cell('Sent by', { class: 'muted' }, `${s.createdBy || ''} ${fmtUtc(s.createdAt, tz)}`)));
     }
   }
   return rows;
