@@ -389,6 +389,15 @@ func TestBrowser(t *testing.T) {
 	}
 	both("grid", listed)
 
+	// Sign out, then in again as the demo's OAuth2 client.
+	js(`document.getElementById('sign-out').click()`, nil)
+	b.waitFor("signed out", `!document.getElementById('signin').hidden && !sessionStorage.getItem('plantd.auth')`, 5*time.Second)
+	js(`(() => { document.querySelector('input[name=kind][value=client]').click(); document.getElementById('client-id').value = 'demo';
+		document.getElementById('client-secret').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit() })()`, nil)
+	b.waitFor("signed in as the OAuth2 client", `document.getElementById('signin').hidden && JSON.parse(sessionStorage.getItem('plantd.auth')).kind === 'client'`, 10*time.Second)
+	nav("devices")
+	b.waitFor("devices as the OAuth2 client", allOnline, 20*time.Second)
+
 	// A second gateway on the same simulated devices, with a standard token:
 	// the page signs in, shows data and is refused the logs.
 	std := "standard-" + token
