@@ -158,7 +158,8 @@ func TestBrowser(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/plantd").CombinedOutput(); err != nil {
 		t.Fatalf("build plantd: %v\n%s", err, out)
 	}
-	base, stdout := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
+	base, stdout := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "10:00", "--mqtt", "off",
+		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
 	var token string
 	for _, l := range strings.Split(stdout.String(), "\n") {
 		if v, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
