@@ -3,7 +3,7 @@
 import { get } from './api.js';
 import { h, clear, fmtW, fmtWh, fmtRate, problemBox, localDate, localToMs, localDateTime } from './util.js';
 
-const LIVE_MS = 2000, TODAY_MS = 60000;
+const LIVE_MS = 2000, TODAY_MS = 30000;
 
 const liveFields = [
   ['pvGeneration', 'PV generation', fmtW], ['totalConsumption', 'Consumption', fmtW],
