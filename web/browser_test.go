@@ -42,24 +42,20 @@ var (
 	deviceRE = regexp.MustCompile(`(?m)^\s+(\w+)\s+\S+\s+(127\.0\.0\.1):(\d+) unit (\d+)$`)
 )
 
-// gateway is a running plantd binary.
-type gateway struct {
-	base  string
-	out   *bytes.Buffer
-	token string
-}
-
+// lockedBuffer collects a process's output while the test reads it. It
+// offers Write only (an embedded bytes.Buffer would hand exec its
+// unlocked ReadFrom).
 type lockedBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.Buffer.String() }
+func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
 // startPlantd runs the binary with args and waits for its API address.
 func startPlantd(t *testing.T, bin string, args ...string) (base string, stdout *lockedBuffer) {
