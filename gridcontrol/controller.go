@@ -54,8 +54,10 @@ type Config struct {
 	// schedules still pending is refused.
 	MaxSchedules int
 	// Now is the clock that validates and runs schedules (default
-	// time.Now). Schedules are real-world times: the cron entries always
-	// fire on the wall clock.
+	// time.Now). The cron entries fire on the wall clock and only wake
+	// the control cycle, which decides by this clock: with another clock
+	// (the demo's simulated one) each window still applies within a
+	// cycle of its start on that clock.
 	Now func() time.Time
 }
 

@@ -96,6 +96,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
 		MeterGrace:       cfg.GridControl.MeterLossGrace,
 		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
+		// The daemon's clock: the wall clock, or the demo's simulated one
+		// (schedule times are then simulated plant times, as the page and
+		// the API show them).
+		Now: now,
 	}, gridStore{Store: d.store, d: d}, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()

@@ -223,6 +223,16 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		dev.PollInterval = interval
 		cfg.Devices = append(cfg.Devices, dev)
 	}
+	// Grid control runs on the simulated clock, and the simulated
+	// inverters' reversion timers too: at --speed N a timeout of 60 s
+	// would expire N times faster than the 1 s control cycle renews it.
+	// Scale the timeouts with the speed (the register holds at most
+	// 65535 s).
+	if sc.Speed > 1 {
+		g := &cfg.GridControl
+		g.ReversionTimeout = min(time.Duration(float64(g.ReversionTimeout)*sc.Speed).Truncate(time.Second), 65535*time.Second)
+		g.MeterLossGrace = min(time.Duration(float64(g.MeterLossGrace)*sc.Speed), time.Hour)
+	}
 	return cfg
 }
 
