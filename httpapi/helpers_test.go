@@ -299,7 +299,7 @@ type fakeHistory struct {
 type snap struct {
 	t       time.Time
 	values  map[string]float64
-	indexed map[string][]IndexedValue
+	indexed map[string][]plant.IndexedValue
 	sets    map[string]bool
 }
 
@@ -321,14 +321,14 @@ func (h *fakeHistory) sample(s poller.Sample) {
 			PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 		return
 	}
-	sn := snap{t: s.Time, values: map[string]float64{}, indexed: map[string][]IndexedValue{}, sets: map[string]bool{}}
+	sn := snap{t: s.Time, values: map[string]float64{}, indexed: map[string][]plant.IndexedValue{}, sets: map[string]bool{}}
 	for _, r := range d.Readings {
 		if r.Channel.Counter() {
 			continue
 		}
 		sn.sets[string(r.Channel.Set())] = true
 		if r.Channel.Indexed() {
-			sn.indexed[r.Channel.Field()] = append(sn.indexed[r.Channel.Field()], IndexedValue{Index: plant.IndexLabel(r.Index), Value: r.Value})
+			sn.indexed[r.Channel.Field()] = append(sn.indexed[r.Channel.Field()], plant.IndexedValue{Index: plant.IndexLabel(r.Index), Value: r.Value})
 		} else {
 			sn.values[r.Channel.Field()] = r.Value
 		}
@@ -419,24 +419,24 @@ func setFields(setType string) map[string]bool {
 	return out
 }
 
-func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (SetResult, error) {
+func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var snaps []snap
 	if q.DeviceID == "" || q.SetType == string(plant.SetEnergyMix) {
 		snaps = h.plant[q.PlantID]
 		if snaps == nil {
-			return SetResult{}, fmt.Errorf("plant %q: %w", q.PlantID, ErrNotFound)
+			return plant.SetResult{}, fmt.Errorf("plant %q: %w", q.PlantID, ErrNotFound)
 		}
 	} else {
 		var ok bool
 		snaps, ok = h.dev[q.DeviceID]
 		if !ok {
-			return SetResult{}, fmt.Errorf("device %q: %w", q.DeviceID, ErrNotFound)
+			return plant.SetResult{}, fmt.Errorf("device %q: %w", q.DeviceID, ErrNotFound)
 		}
 	}
 	if len(snaps) == 0 {
-		return SetResult{Resolution: q.Resolution}, nil
+		return plant.SetResult{Resolution: q.Resolution}, nil
 	}
 	from, to := window(q, snaps[len(snaps)-1].t)
 	fields := setFields(q.SetType)
@@ -447,7 +447,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (SetResult, erro
 		dur   time.Duration
 		sum   map[string]float64
 		n     map[string]int
-		ix    map[string][]IndexedValue
+		ix    map[string][]plant.IndexedValue
 	}
 	var buckets []*acc
 	for _, sn := range snaps {
@@ -456,7 +456,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (SetResult, erro
 		}
 		bs, dur := bucketStart(sn.t, q.Resolution, q.Location)
 		if len(buckets) == 0 || !buckets[len(buckets)-1].start.Equal(bs) {
-			buckets = append(buckets, &acc{start: bs, dur: dur, sum: map[string]float64{}, n: map[string]int{}, ix: map[string][]IndexedValue{}})
+			buckets = append(buckets, &acc{start: bs, dur: dur, sum: map[string]float64{}, n: map[string]int{}, ix: map[string][]plant.IndexedValue{}})
 		}
 		b := buckets[len(buckets)-1]
 		for k, v := range sn.values {
@@ -471,13 +471,13 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (SetResult, erro
 			}
 		}
 	}
-	res := SetResult{Resolution: q.Resolution}
-	tot := Row{Start: from, Values: map[string]float64{}}
+	res := plant.SetResult{Resolution: q.Resolution}
+	tot := plant.SetRow{Start: from, Values: map[string]float64{}}
 	if q.Period == PeriodRecent || q.Period == PeriodTotal {
 		tot.Start = time.Time{} // the API takes the first row's start
 	}
 	for _, b := range buckets {
-		r := Row{Start: b.start.UTC(), Values: map[string]float64{}}
+		r := plant.SetRow{Start: b.start.UTC(), Values: map[string]float64{}}
 		for k, s := range b.sum {
 			v := s / float64(b.n[k])
 			if energy && !strings.HasSuffix(k, "Rate") && k != "batteryStateOfCharge" {

@@ -21,7 +21,7 @@ var (
 // and schedules. cmd/plantd adapts the store to it.
 type History interface {
 	// QuerySet returns the rows of one measurement set for one period.
-	QuerySet(ctx context.Context, q SetQuery) (SetResult, error)
+	QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error)
 	// DeviceSets lists the set types the history holds for a device.
 	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
 	// Logs returns log entries newest first and the cursor of the next
@@ -73,37 +73,6 @@ type SetQuery struct {
 	Resolution         string
 	WithTotal          bool
 	ReturnEnergyValues bool
-}
-
-// SetResult is the answer to a SetQuery. Rows are in time order; a row
-// holds only the values that were measured. For Recent the rows are the
-// complete intervals of the latest hour; the API merges them into the one
-// row the cloud answers (the newest value of every field).
-type SetResult struct {
-	// Resolution the rows have; "" means the one asked for.
-	Resolution string
-	Rows       []Row
-	// Total sums (energies) or averages (powers) the period; nil unless
-	// WithTotal was asked and there is data.
-	Total *Row
-}
-
-// Row is one interval of a measurement set.
-type Row struct {
-	// Start is the interval's start, a UTC instant; the API renders it as
-	// plant-local time: the interval's end for sub-day resolutions, the
-	// start (the day, month or year) for longer ones.
-	Start time.Time
-	// Values by API field name ("activePower", "pvGeneration", ...).
-	Values map[string]float64
-	// Indexed values by API field name ("dcPowerInput", ...).
-	Indexed map[string][]IndexedValue
-}
-
-// IndexedValue is one value of an indexed field (per DC input or battery).
-type IndexedValue struct {
-	Index string
-	Value float64
 }
 
 // LogQuery asks for a page of plant or device log entries.

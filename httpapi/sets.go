@@ -162,26 +162,26 @@ func label(start time.Time, res string, loc *time.Location) string {
 // collapseRecent merges Recent's rows (oldest first) into one: the newest
 // value of every field, labelled with the newest row's interval. A client
 // reads set[0] and finds every field the device measured lately.
-func collapseRecent(rows []Row) []Row {
+func collapseRecent(rows []plant.SetRow) []plant.SetRow {
 	if len(rows) <= 1 {
 		return rows
 	}
-	out := Row{Start: rows[len(rows)-1].Start, Values: map[string]float64{}}
+	out := plant.SetRow{Start: rows[len(rows)-1].Start, Values: map[string]float64{}}
 	for _, r := range rows {
 		for k, v := range r.Values {
 			out.Values[k] = v
 		}
 		for k, iv := range r.Indexed {
 			if out.Indexed == nil {
-				out.Indexed = map[string][]IndexedValue{}
+				out.Indexed = map[string][]plant.IndexedValue{}
 			}
 			out.Indexed[k] = iv
 		}
 	}
-	return []Row{out}
+	return []plant.SetRow{out}
 }
 
-func rowJSON(r Row, loc *time.Location, res string) map[string]any {
+func rowJSON(r plant.SetRow, loc *time.Location, res string) map[string]any {
 	m := make(map[string]any, 1+len(r.Values)+len(r.Indexed))
 	m["time"] = label(r.Start, res, loc)
 	for k, v := range r.Values {

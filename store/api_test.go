@@ -102,7 +102,7 @@ func TestDeviceSetValues(t *testing.T) {
 	s, day := seeded(t)
 	ctx := t.Context()
 	noon := day.Add(12 * time.Hour).UTC()
-	row := func(q SetQuery, at time.Time) Row {
+	row := func(q SetQuery, at time.Time) plant.SetRow {
 		t.Helper()
 		res, err := s.QuerySet(ctx, q)
 		if err != nil {
@@ -114,7 +114,7 @@ func TestDeviceSetValues(t *testing.T) {
 			}
 		}
 		t.Fatalf("%+v: no row at %v", q, at)
-		return Row{}
+		return plant.SetRow{}
 	}
 	// PowerAc: means; DC inputs indexed.
 	ac := row(SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: PeriodDay, Date: day}, noon)

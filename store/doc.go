@@ -166,8 +166,8 @@
 // dcEnergyInput is Wh per interval in every period. Total (WithTotal)
 // sums energies in Wh over the whole period and averages the rest.
 //
-// Row.Start is the UTC instant an interval starts; the API formats it in
-// the plant's zone. Interval boundaries are plant-local: on the 23-hour
+// A row's Start (plant.SetRow) is the UTC instant its interval starts;
+// the API formats it in the plant's zone. Interval boundaries are plant-local: on the 23-hour
 // day the missing hour has no rows; on the 25-hour day the repeated local
 // hour appears twice, in chronological order, its two halves told apart by
 // their UTC instants (the API can add the UTC time or the offset). Hours

@@ -62,7 +62,7 @@ func TestEnergyTotals(t *testing.T) {
 			days := recordDays(t, s, sy, start, 4, time.Minute)
 			stop()
 			ctx := t.Context()
-			q := func(q SetQuery) SetResult {
+			q := func(q SetQuery) plant.SetResult {
 				t.Helper()
 				if q.DeviceID == "" {
 					q.PlantID = "p1"

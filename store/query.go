@@ -71,37 +71,6 @@ type SetQuery struct {
 	WithTotal, ReturnEnergyValues bool
 }
 
-// SetResult is a measurement set.
-type SetResult struct {
-	Resolution string
-	// Rows are the measured intervals in chronological order; an interval
-	// without data has no row, a field without data no value.
-	Rows []Row
-	// Total (with WithTotal) sums the energies of the whole period in Wh
-	// and averages the rest; nil without WithTotal.
-	Total *Row
-}
-
-// Row is one interval of a set.
-type Row struct {
-	// Start is the UTC instant the interval starts; the API formats it in
-	// the plant's zone. On the day with 25 hours the repeated local hour
-	// appears twice, told apart by this instant.
-	Start time.Time
-	// Values maps API field names to values; only measured fields are
-	// present.
-	Values map[string]float64
-	// Indexed holds the per-input fields (dcPowerInput, batteryVoltage,
-	// ...), inputs in order; nil when there are none.
-	Indexed map[string][]IndexedValue
-}
-
-// IndexedValue is one input's value of an indexed field.
-type IndexedValue struct {
-	Index string
-	Value float64
-}
-
 // setOrder is the order DeviceSets lists sets in.
 var setOrder = []plant.SetType{
 	plant.SetEnergyAndPowerPv, plant.SetEnergyAndPowerInOut, plant.SetEnergyAndPowerConsumption,
@@ -268,45 +237,45 @@ func (iv *interval) add(sid int64, a agg) {
 	iv.es = slices.Insert(iv.es, i, aggEntry{sid: sid, a: a})
 }
 
-// QuerySet answers a measurement set (see SetQuery, SetResult and doc.go,
+// QuerySet answers a measurement set (see SetQuery, plant.SetResult and doc.go,
 // "Queries"). Errors: ErrUnknownPlant, ErrUnknownDevice, ErrUnsupportedSet,
 // ErrBadQuery (naming the parameter), or the storage's.
-func (s *Store) QuerySet(ctx context.Context, q SetQuery) (SetResult, error) {
+func (s *Store) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error) {
 	db := s.rdb.Load()
 	if db == nil {
-		return SetResult{}, ErrClosed
+		return plant.SetResult{}, ErrClosed
 	}
 	if !validSet(q.SetType) {
-		return SetResult{}, fmt.Errorf("%w: setType %q", ErrBadQuery, q.SetType)
+		return plant.SetResult{}, fmt.Errorf("%w: setType %q", ErrBadQuery, q.SetType)
 	}
 	p := PeriodRecent
 	if q.Period != "" {
 		var err error
 		if p, err = ParsePeriod(string(q.Period)); err != nil {
-			return SetResult{}, err
+			return plant.SetResult{}, err
 		}
 	}
 	sc, err := s.scopeOf(q)
 	if err != nil {
-		return SetResult{}, err
+		return plant.SetResult{}, err
 	}
 	if p == PeriodRecent {
 		return s.recent(ctx, db, sc, q)
 	}
 	w, err := s.windowOf(p, q.Date, sc.loc, q)
 	if err != nil {
-		return SetResult{}, err
+		return plant.SetResult{}, err
 	}
-	res := SetResult{Resolution: w.res}
+	res := plant.SetResult{Resolution: w.res}
 	var ivs []*interval
 	if sc.src != nil {
 		ivs, err = s.readIntervals(ctx, db, sc.src, w)
 		if err != nil {
-			return SetResult{}, err
+			return plant.SetResult{}, err
 		}
 	}
 	wh := w.width == 0 || (q.ReturnEnergyValues && energyAndPowerSet(q.SetType))
-	res.Rows = make([]Row, 0, len(ivs))
+	res.Rows = make([]plant.SetRow, 0, len(ivs))
 	for _, iv := range ivs {
 		hours := float64(iv.end-iv.start) / 3.6e6
 		r := s.buildRow(sc, iv.es, iv.start, hours, wh)
@@ -380,10 +349,10 @@ func (s *Store) readIntervals(ctx context.Context, db *sql.DB, src *device, w wi
 	return out, nil
 }
 
-// buildRow turns an interval's aggregates into a Row. hours is the
+// buildRow turns an interval's aggregates into a plant.SetRow. hours is the
 // interval's length for W means; wh gives energies in Wh instead.
-func (s *Store) buildRow(sc scope, es []aggEntry, start int64, hours float64, wh bool) Row {
-	r := Row{Start: time.UnixMilli(start).UTC(), Values: make(map[string]float64, 8)}
+func (s *Store) buildRow(sc scope, es []aggEntry, start int64, hours float64, wh bool) plant.SetRow {
+	r := plant.SetRow{Start: time.UnixMilli(start).UTC(), Values: make(map[string]float64, 8)}
 	if sc.set == plant.SetEnergyBalance || sc.set == plant.SetEnergyMix {
 		var b balRow
 		s.cat.mu.RLock()
@@ -486,7 +455,7 @@ func energyField(c plant.Channel) bool {
 // EnergyAndPower* sets from energies, EnergyDc's dcEnergyInput in Wh, and
 // every other channel of the set (Channel.Set) as its sample mean; inputs
 // of indexed fields in input order.
-func deviceValues(r *Row, set plant.SetType, ch []chAgg, hours float64, wh bool) {
+func deviceValues(r *plant.SetRow, set plant.SetType, ch []chAgg, hours float64, wh bool) {
 	type input struct {
 		field string
 		idx   int32
@@ -514,9 +483,9 @@ func deviceValues(r *Row, set plant.SetType, ch []chAgg, hours float64, wh bool)
 	}
 	if len(inputs) > 0 {
 		slices.SortFunc(inputs, func(a, b input) int { return cmp.Or(cmp.Compare(a.field, b.field), cmp.Compare(a.idx, b.idx)) })
-		r.Indexed = map[string][]IndexedValue{}
+		r.Indexed = map[string][]plant.IndexedValue{}
 		for _, in := range inputs {
-			r.Indexed[in.field] = append(r.Indexed[in.field], IndexedValue{Index: plant.IndexLabel(max(1, int(in.idx))), Value: in.v})
+			r.Indexed[in.field] = append(r.Indexed[in.field], plant.IndexedValue{Index: plant.IndexLabel(max(1, int(in.idx))), Value: in.v})
 		}
 	}
 	if set == plant.SetPowerAc {
@@ -591,8 +560,8 @@ const (
 // to the scope's newest sample (the running minute only when there is no
 // other), computed from raw samples with the same bucket engine as the
 // rollups. The API merges them into one row of the newest values.
-func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (SetResult, error) {
-	res := SetResult{Resolution: ResOneMinute}
+func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (plant.SetResult, error) {
+	res := plant.SetResult{Resolution: ResOneMinute}
 	want := map[int64]*device{}
 	if sc.dev != nil && sc.set != plant.SetEnergyMix {
 		want[sc.dev.id] = sc.dev
@@ -656,7 +625,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (S
 	totalDev := map[chKey]*agg{}
 	plantSet := sc.set == plant.SetEnergyBalance || sc.set == plant.SetEnergyMix
 	for _, b := range starts {
-		r := Row{Start: time.UnixMilli(b).UTC(), Values: map[string]float64{}}
+		r := plant.SetRow{Start: time.UnixMilli(b).UTC(), Values: map[string]float64{}}
 		if plantSet {
 			bal, ok := computeBalance(minutes[b])
 			if !ok {
@@ -696,7 +665,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (S
 		res.Rows = res.Rows[:n-1]
 	}
 	if q.WithTotal {
-		t := Row{Start: time.UnixMilli(from).UTC(), Values: map[string]float64{}}
+		t := plant.SetRow{Start: time.UnixMilli(from).UTC(), Values: map[string]float64{}}
 		switch sc.set {
 		case plant.SetEnergyBalance:
 			balanceValues(t.Values, &totalBal, 0, true)

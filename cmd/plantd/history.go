@@ -30,13 +30,13 @@ func apiError(err error) error {
 	return err
 }
 
-func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (httpapi.SetResult, error) {
+func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (plant.SetResult, error) {
 	if q.Period == "" {
 		q.Period = string(store.PeriodRecent)
 	}
 	period, err := store.ParsePeriod(q.Period)
 	if err != nil {
-		return httpapi.SetResult{}, fmt.Errorf("%w: %v", httpapi.ErrBadQuery, err)
+		return plant.SetResult{}, fmt.Errorf("%w: %v", httpapi.ErrBadQuery, err)
 	}
 	sq := store.SetQuery{
 		PlantID: q.PlantID, DeviceID: q.DeviceID, SetType: plant.SetType(q.SetType), Period: period,
@@ -53,35 +53,9 @@ func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (httpapi
 		// set (from its discovered models); the store has just not
 		// recorded it or no channel of that set yet: an empty set, not a
 		// 404 (a set listed for a device must answer).
-		return httpapi.SetResult{Rows: []httpapi.Row{}}, nil
+		return plant.SetResult{Rows: []plant.SetRow{}}, nil
 	}
-	if err != nil {
-		return httpapi.SetResult{}, apiError(err)
-	}
-	out := httpapi.SetResult{Resolution: res.Resolution, Rows: make([]httpapi.Row, len(res.Rows))}
-	for i, r := range res.Rows {
-		out.Rows[i] = apiRow(r)
-	}
-	if res.Total != nil {
-		t := apiRow(*res.Total)
-		out.Total = &t
-	}
-	return out, nil
-}
-
-func apiRow(r store.Row) httpapi.Row {
-	row := httpapi.Row{Start: r.Start, Values: r.Values}
-	if len(r.Indexed) > 0 {
-		row.Indexed = make(map[string][]httpapi.IndexedValue, len(r.Indexed))
-		for k, vs := range r.Indexed {
-			iv := make([]httpapi.IndexedValue, len(vs))
-			for i, v := range vs {
-				iv[i] = httpapi.IndexedValue{Index: v.Index, Value: v.Value}
-			}
-			row.Indexed[k] = iv
-		}
-	}
-	return row
+	return res, apiError(err)
 }
 
 func (h storeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
