@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ type Device struct {
 	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
 	// RatedEnergyWh is a battery's usable capacity (802/713 WHRtg).
 	RatedEnergyWh float64 `json:"ratedEnergyWh,omitempty"`
+	// RatedApparentVA is the nameplate apparent power (120 VARtg, 702
+	// VAMaxRtg), 0 when the device reports none.
+	RatedApparentVA float64 `json:"ratedApparentVA,omitempty"`
+	// RatedReactiveVAr is the nameplate reactive power, the larger of
+	// injection and absorption (120 VArRtgQ1..Q4, 702 VarMaxInjRtg and
+	// VarMaxAbsRtg), 0 when the device reports none.
+	RatedReactiveVAr float64 `json:"ratedReactiveVAr,omitempty"`
+	// RatedCurrentA is the nameplate AC current (120 ARtg, 702 AMaxRtg),
+	// 0 when the device reports none.
+	RatedCurrentA float64 `json:"ratedCurrentA,omitempty"`
 }
 
 // ModelIDs lists the ids of the device's models in chain order.
@@ -217,18 +228,21 @@ func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
 	return NewInstance(m, ref.Addr, regs)
 }
 
-// ratingPoints name, per model, the points discovery reads ratings from:
-// power first, then energy.
+// ratingPoints name, per model, the points discovery reads ratings from.
+// A rating comes from the first model of the list that has it.
 var ratingPoints = []struct {
-	Model  uint16
-	Power  string
-	Energy string
+	Model    uint16
+	Power    string
+	Energy   string
+	Apparent string
+	Reactive []string // the largest of them
+	Current  string
 }{
-	{120, "WRtg", "WHRtg"},
-	{702, "WMaxRtg", ""},
-	{802, "WChaRteMax", "WHRtg"},
-	{713, "", "WHRtg"},
-	{124, "WChaMax", ""},
+	{120, "WRtg", "WHRtg", "VARtg", []string{"VArRtgQ1", "VArRtgQ2", "VArRtgQ3", "VArRtgQ4"}, "ARtg"},
+	{702, "WMaxRtg", "", "VAMaxRtg", []string{"VarMaxInjRtg", "VarMaxAbsRtg"}, "AMaxRtg"},
+	{802, "WChaRteMax", "WHRtg", "", nil, ""},
+	{713, "", "WHRtg", "", nil, ""},
+	{124, "WChaMax", "", "", nil, ""},
 }
 
 // readIdentity reads the common model and the nameplate ratings.
@@ -244,21 +258,35 @@ func (d *Device) readIdentity(ctx context.Context, r Reader) error {
 	d.Serial = common.String("SN")
 	for _, rp := range ratingPoints {
 		ref, ok := d.Ref(rp.Model)
-		if !ok || (d.RatedPowerW != 0 || rp.Power == "") && (d.RatedEnergyWh != 0 || rp.Energy == "") {
+		if !ok {
+			continue
+		}
+		want := func(name string, have float64) bool { return name != "" && have == 0 }
+		if !want(rp.Power, d.RatedPowerW) && !want(rp.Energy, d.RatedEnergyWh) && !want(rp.Apparent, d.RatedApparentVA) &&
+			!want(rp.Current, d.RatedCurrentA) && (len(rp.Reactive) == 0 || d.RatedReactiveVAr != 0) {
 			continue
 		}
 		inst, err := readModel(ctx, r, ref)
 		if err != nil {
 			return err
 		}
-		if rp.Power != "" && d.RatedPowerW == 0 {
-			if v, err := inst.Float(rp.Power); err == nil {
-				d.RatedPowerW = v
+		take := func(name string, dst *float64) {
+			if !want(name, *dst) {
+				return
+			}
+			if v, err := inst.Float(name); err == nil && v > 0 && !math.IsInf(v, 0) {
+				*dst = v
 			}
 		}
-		if rp.Energy != "" && d.RatedEnergyWh == 0 {
-			if v, err := inst.Float(rp.Energy); err == nil {
-				d.RatedEnergyWh = v
+		take(rp.Power, &d.RatedPowerW)
+		take(rp.Energy, &d.RatedEnergyWh)
+		take(rp.Apparent, &d.RatedApparentVA)
+		take(rp.Current, &d.RatedCurrentA)
+		if d.RatedReactiveVAr == 0 {
+			for _, name := range rp.Reactive {
+				if v, err := inst.Float(name); err == nil && !math.IsInf(v, 0) {
+					d.RatedReactiveVAr = max(d.RatedReactiveVAr, math.Abs(v))
+				}
 			}
 		}
 	}

@@ -60,6 +60,44 @@
 // Where several rows give one channel, the first row of the table wins,
 // whatever the order of the models in the device's chain.
 //
+// # Plausibility
+//
+// Every value Apply extracts is checked before it reaches the live state
+// (and so the store, the balance and any uplink, which read it from
+// there). A value outside its bounds is dropped for that poll (the channel
+// is absent, as if not implemented), counted per device and channel
+// ([Live.Implausible], /metrics plantd_device_implausible_values_total)
+// and logged when the channel turns implausible and when it is plausible
+// again, not per poll. The device's other values stay. Bounds, inclusive
+// ([Bound]); "rated" is the device's nameplate × 1.25 + 50 (W, VA, var, A),
+// and a rating is never taken above the absolute limit:
+//
+//	activePower (+ phases)          ±rated WRtg (120 WRtg, 702 WMaxRtg, 802 WChaRteMax, 124 WChaMax), else ±5 MW
+//	pvGeneration, gridFeedIn, gridConsumption,
+//	batteryCharging, batteryDischarging      0 .. the same
+//	apparentPower (+ phases)        ±rated VARtg (120 VARtg, 702 VAMaxRtg), else as active power
+//	reactivePower (+ phases)        ±rated VArRtg (largest of 120 VArRtgQ1..4, 702 VarMaxInjRtg/AbsRtg), else as apparent
+//	currentPhaseA/B/C               ±rated ARtg (120 ARtg, 702 AMaxRtg), else ±10 kA
+//	dcPowerInput                    ±WRtg × 1.5 + 50 (an oversized array), else ±5 MW
+//	voltages AC                     0 .. 1000 V (low voltage, IEC 60038)
+//	dcVoltageInput, batteryVoltage  0 .. 1500 V
+//	dcCurrentInput, batteryCurrent  ±10 kA
+//	gridFrequency                   40 .. 70 Hz
+//	displacementPowerFactor         −1 .. 1 (a percent value within 1 % above 100 is rounding and clamped)
+//	batteryStateOfCharge/OfHealth   0 .. 100 %
+//	lifetime counters (…Total, dcEnergyInput)  0 .. rated WRtg × 40 years, else 5 MW × 40 years
+//	isolationResistance             0 .. 1 TΩ
+//	externalInsolation              −50 .. 2000 W/m²
+//	ambientTemperature              −90 .. 70 °C; moduleTemperature, batteryTemperature −60 .. 150 °C
+//	windSpeed                       0 .. 120 m/s
+//
+// Counter steps are checked by the store (store/doc.go, Energy: at most
+// 5 MW × the span + 1 kWh), and since every power is bounded, energy
+// integrated from power is at most the bound × the span. WHRtg (a
+// battery's capacity) bounds nothing yet: no channel carries a battery's
+// energy counter. The check costs about 2 ns per value and allocates
+// nothing (BenchmarkPlausibility, BenchmarkApply).
+//
 // # Live energy balance
 //
 // See computeBalance for the formulas. The balance's pvGeneration is the

@@ -3,6 +3,7 @@ package plant
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"math/bits"
 	"slices"
 	"sync"
@@ -32,6 +33,7 @@ type Live struct {
 	byPlant map[string][]*deviceState
 
 	dropped atomic.Uint64
+	log     *slog.Logger // plausibility verdicts; nil: none
 }
 
 // deviceState is one device's entry. mu guards everything but info.
@@ -51,6 +53,13 @@ type deviceState struct {
 	polls     int    // polls in hist, at most historyLen
 	vals      values
 	status    deviceStatus
+	// Plausibility: the bounds of the device (computed from boundsOf, its
+	// nameplate), the channels the last poll dropped, and the count of
+	// dropped values per channel.
+	bounds      *bounds
+	boundsOf    *devices.Device
+	badChans    chanMask
+	implausible [numChannels]uint64
 }
 
 // NewLive builds the cache for the given plants and devices (validated by
@@ -145,6 +154,10 @@ func (l *Live) Apply(s poller.Sample) {
 	}
 	d.lastOK = t
 	l.mapping.extract(d.info.Kind, s.Models, &d.vals)
+	if d.bounds == nil || d.boundsOf != d.disc {
+		d.bounds, d.boundsOf = boundsFor(d.disc), d.disc
+	}
+	l.noteImplausible(d, d.vals.check(d.bounds))
 	d.status = l.status.evaluate(s.Models)
 }
 

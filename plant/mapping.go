@@ -36,6 +36,9 @@ func (c conv) apply(v float64) float64 {
 		if math.Abs(v) > 1.0001 {
 			v /= 100
 		}
+		if math.Abs(v) > 1.01 {
+			return v // not rounding: the plausibility check drops it
+		}
 		return math.Max(-1, math.Min(1, v))
 	}
 	return v
@@ -320,6 +323,9 @@ type values struct {
 	// setBy is the id of the rule that set a channel (0 = absent).
 	setBy  [numChannels]uint16
 	inputs []Reading // indexed channels, in rule order
+	// dropped is the last value of a channel the plausibility check
+	// dropped, for the log.
+	dropped [numChannels]float64
 }
 
 func (v *values) reset() {

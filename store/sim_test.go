@@ -40,11 +40,18 @@ var simKinds = map[sim.Kind]plant.Kind{
 
 func startSim(t *testing.T, start time.Time) *simRig { return startSimB(t, start) }
 
-func startSimB(t testing.TB, start time.Time) *simRig {
+func startSimB(t testing.TB, start time.Time) *simRig { return startSimCfg(t, start, nil) }
+
+// startSimCfg is startSim with the demo plant's config changed by edit
+// (nil: none) before it starts.
+func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig {
 	t.Helper()
 	clock := &atomic.Int64{}
 	clock.Store(start.UnixNano())
 	cfg := sim.DefaultConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
 	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	cfg.Start = start
 	p := simtest.Start(t, cfg)

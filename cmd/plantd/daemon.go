@@ -74,6 +74,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	}
 	d := &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
 	d.live = plant.NewLive(plants, infos, now)
+	d.live.SetLogger(logger.With("component", "plant"))
 
 	var storePlants []store.PlantInfo
 	for _, p := range plants {
@@ -107,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newDaemonCollector(d.poller, d.store))
+	reg.MustRegister(newDaemonCollector(d.poller, d.store, d.live))
 	reg.MustRegister(newGridCollector(d.grid))
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
 	commands := &lateHandler{}

@@ -7,6 +7,7 @@ import (
 
 	"plantd/devices/poller"
 	"plantd/mqtt"
+	"plantd/plant"
 	"plantd/store"
 )
 
@@ -16,16 +17,20 @@ import (
 type daemonCollector struct {
 	poller *poller.Poller
 	store  *store.Store
+	live   *plant.Live
 
+	implausible                                                  *prometheus.Desc
 	polls, failures, online, pollSeconds                         *prometheus.Desc
 	queued, written, samples, dropped, failed, healthy, rolledUp *prometheus.Desc
 }
 
-func newDaemonCollector(p *poller.Poller, s *store.Store) *daemonCollector {
+func newDaemonCollector(p *poller.Poller, s *store.Store, l *plant.Live) *daemonCollector {
 	dev := []string{"device"}
 	return &daemonCollector{
 		poller:      p,
 		store:       s,
+		live:        l,
+		implausible: prometheus.NewDesc("plantd_device_implausible_values_total", "Values of a device's channel dropped as implausible (plant/doc.go, Plausibility).", []string{"device", "channel"}, nil),
 		polls:       prometheus.NewDesc("plantd_device_polls_total", "Polls of a device, successful or not.", dev, nil),
 		failures:    prometheus.NewDesc("plantd_device_poll_failures_total", "Failed polls of a device.", dev, nil),
 		online:      prometheus.NewDesc("plantd_device_online", "1 while the device's last poll succeeded.", dev, nil),
@@ -41,7 +46,7 @@ func newDaemonCollector(p *poller.Poller, s *store.Store) *daemonCollector {
 }
 
 func (c *daemonCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.polls, c.failures, c.online, c.pollSeconds,
+	for _, d := range []*prometheus.Desc{c.implausible, c.polls, c.failures, c.online, c.pollSeconds,
 		c.queued, c.written, c.samples, c.dropped, c.failed, c.healthy, c.rolledUp} {
 		ch <- d
 	}
@@ -57,6 +62,9 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(s.Polls-s.Successes), s.ID)
 		ch <- prometheus.MustNewConstMetric(c.online, prometheus.GaugeValue, online, s.ID)
 		ch <- prometheus.MustNewConstMetric(c.pollSeconds, prometheus.GaugeValue, s.LastDuration.Seconds(), s.ID)
+	}
+	for _, n := range c.live.Implausible() {
+		ch <- prometheus.MustNewConstMetric(c.implausible, prometheus.CounterValue, float64(n.Count), n.DeviceID, n.Channel.Name())
 	}
 	st := c.store.Stats()
 	healthy := 1.0

@@ -68,6 +68,11 @@ type DeviceConfig struct {
 	// written: writing the value alone while enabled changes the register,
 	// not the limit in effect.
 	NeedsEnableToggle bool
+	// EnergyStepWh is the resolution of an inverter's lifetime energy
+	// counter (103 WH, 122 ActWh, 701 TotWhInj): the counter shows the
+	// energy rounded down to a multiple of it, as a meter counting in kWh
+	// does (default 1 Wh).
+	EnergyStepWh float64
 }
 
 // Config is a simulated plant.
@@ -257,6 +262,15 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if (d.IgnoreRevert || d.NeedsEnableToggle) && d.Kind != KindInverter && d.Kind != KindDERInverter {
 			return bad("%s: ignoreRevert and needsEnableToggle apply to inverters only", field)
+		}
+		if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
+			return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)
+		}
+		if d.EnergyStepWh != 0 && d.Kind != KindInverter && d.Kind != KindDERInverter {
+			return bad("%s: energyStepWh applies to inverters only", field)
+		}
+		if d.EnergyStepWh == 0 {
+			d.EnergyStepWh = 1
 		}
 		if d.RatedW < 0 || d.RatedW > maxRatedW || math.IsNaN(d.RatedW) {
 			return bad("%s.ratedW %v outside 0..%d", field, d.RatedW, maxRatedW)

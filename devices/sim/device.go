@@ -30,6 +30,10 @@ type Device struct {
 	trace    traceRing
 	// gen is the Plant.gen the image was last rendered at.
 	gen uint64
+	// overrides pin points to fixed bits (Override).
+	overrides []override
+	// frozenWh is the energy counter a FreezeCounter froze (-1: moving).
+	frozenWh float64
 
 	inv *inverter
 	bat *battery

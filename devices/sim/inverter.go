@@ -691,7 +691,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 		d.put(h.llv, (lineV(w.phaseV[0], w.phaseV[1])+lineV(w.phaseV[1], w.phaseV[2])+lineV(w.phaseV[2], w.phaseV[0]))/3)
 		d.put(h.lnv, (w.phaseV[0]+w.phaseV[1]+w.phaseV[2])/3)
 		d.put(h.hz, w.hz)
-		d.put(h.totWhInj, math.Floor(v.energyWh))
+		d.put(h.totWhInj, d.counterWh(v.energyWh))
 		d.put(h.tmpCab, tmpCab)
 		d.put(h.tmpSnk, tmpSnk)
 		for i := range 3 {
@@ -702,7 +702,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 			d.put(h.al[i], ph[i])
 			d.put(h.vll[i], lineV(w.phaseV[i], w.phaseV[(i+1)%3]))
 			d.put(h.vl[i], w.phaseV[i])
-			d.put(h.whl[i], math.Floor(v.energyWh/3))
+			d.put(h.whl[i], math.Floor(d.counterWh(v.energyWh)/3))
 		}
 		v.renderControls(d, t)
 		return
@@ -729,7 +729,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 	d.put(h.va, s)
 	d.put(h.vAr, q)
 	d.put(h.pf, pf*100)
-	d.put(h.wh, math.Floor(v.energyWh))
+	d.put(h.wh, d.counterWh(v.energyWh))
 	d.put(h.tmpCab, tmpCab)
 	d.put(h.tmpSnk, tmpSnk)
 	if v.sleeping {
@@ -759,7 +759,7 @@ func (v *inverter) render(d *Device, t time.Time, w *weather) {
 		ecp = 1
 	}
 	d.putRaw(h.ecpConn, ecp)
-	d.put(h.actWh, math.Floor(v.energyWh))
+	d.put(h.actWh, d.counterWh(v.energyWh))
 	d.put(h.actVAh, math.Floor(v.energyWh))
 	d.put(h.wAval, v.availW)
 	if v.sleeping {

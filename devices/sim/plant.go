@@ -106,7 +106,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		if dc.Port != 0 {
 			ep.port = dc.Port
 		}
-		d := &Device{plant: p, cfg: dc, ep: ep, log: p.log.With("device", dc.ID)}
+		d := &Device{plant: p, cfg: dc, ep: ep, log: p.log.With("device", dc.ID), frozenWh: -1}
 		switch dc.Kind {
 		case KindInverter, KindDERInverter:
 			d.inv, err = newInverter(d)
@@ -363,4 +363,5 @@ func (p *Plant) renderLocked(d *Device) {
 			d.ni(h)
 		}
 	}
+	d.applyOverrides()
 }
