@@ -97,15 +97,29 @@
 //
 //   - from the device's lifetime counter (pvGenerationTotal,
 //     gridConsumptionTotal, gridFeedInTotal, dcEnergyInput per input) when
-//     both polls have it and the difference is plausible: ≥ 0 and at most
-//     5 MW × the span + 1 kWh (coarse counters). A counter that goes back
-//     (a replaced device, an acc32 wrap, a reset) or jumps further starts
-//     a new baseline: that pair's energy comes from integrated power
-//     instead, never a negative or giant interval, and a warning is
-//     logged;
+//     both polls have it. The counter is the truth for totals, but a
+//     counter moves in steps (1 Wh, or 1 kWh on coarse meters): the pairs
+//     between two moves of the counter form a run, and the step that ends
+//     the run is spread over the run's pairs in proportion to their
+//     integrated power (by time when no power is known). So a kWh counter
+//     gives rows that follow the power curve and totals that equal the
+//     counter's. Until the counter moves, the open run's pairs take their
+//     integrated power; when the step arrives, the intervals back to the
+//     run's first pair with power (at most 24 h) are rolled up again. A
+//     step must be ≥ 0 and at most 5 MW × the run's span + 1 kWh; a counter
+//     that goes back (a replaced device, an acc32 wrap, a reset) or jumps
+//     further starts a new baseline: that pair's energy comes from
+//     integrated power instead, never a negative or giant interval, and a
+//     warning is logged. A counter that stands still while the run's
+//     integrated power exceeds its step by more than 2 kWh is stuck: the
+//     run takes integrated power, and a warning is logged once per
+//     counter. The first run after plantd starts (or after a gap) takes
+//     its whole step, though the counter may have stood anywhere within
+//     that step when polling began;
 //   - else from the power (pvGeneration, gridConsumption, gridFeedIn,
 //     batteryCharging, batteryDischarging, dcPowerInput) integrated with
-//     the trapezoid rule.
+//     the trapezoid rule. Every power is bounded by the plausibility check
+//     of package plant, so this energy is at most the bound × the span.
 //
 // A counter's difference is spread across a gap of up to 1 h between
 // polls, power integrated across up to 15 min; longer gaps give no energy

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"plantd/plant"
 )
@@ -25,6 +26,13 @@ const (
 	maxDeviceW = 5e6
 	// counterSlackWh allows for counters of coarse resolution (kWh).
 	counterSlackWh = 1000
+	// frozenSlackWh: a counter that stood still while integrated power
+	// gave more than this beyond its step is stuck (a 1 kWh counter moves
+	// at least every 1 kWh).
+	frozenSlackWh = 2 * counterSlackWh
+	// maxRunMs bounds how far back a counter's step is spread: the run
+	// before it is looked for this far.
+	maxRunMs = 24 * 60 * 60 * 1000
 )
 
 // chVal is one channel value of a raw sample.
@@ -124,6 +132,9 @@ type counterEvent struct {
 	idx      int32
 	t        int64
 	from, to float64
+	// frozenWh, when not 0, says the counter stood still while this much
+	// energy was integrated from power: stuck.
+	frozenWh float64
 }
 
 // floorDiv rounds t down to a multiple of w.
@@ -141,6 +152,15 @@ type bucketer struct {
 	from, to, width int64
 	out             map[int64]*devBucket
 	onCounter       func(counterEvent)
+	lead            map[chKey]runLead
+}
+
+// runLead is the part before a window of the counter run open at the
+// window's first sample: the energy integrated from power and the time of
+// its pairs.
+type runLead struct {
+	powerWh float64
+	spanMs  int64
 }
 
 func (bk *bucketer) bucket(start int64) *devBucket {
@@ -156,10 +176,14 @@ func (bk *bucketer) bucket(start int64) *devBucket {
 // before from (nil: none within counterGapMs), samples are the samples in
 // [from, to) in time order, next the first sample at or after to (nil:
 // none). Sample statistics count the samples in [from, to); energies come
-// from consecutive pairs of samples and are spread over the pair's span by
-// time, the part inside [from, to) landing in the intervals it overlaps.
-func aggregate(prev *rawSample, samples []rawSample, next *rawSample, from, to, width int64, onCounter func(counterEvent)) map[int64]*devBucket {
-	bk := &bucketer{from: from, to: to, width: width, out: map[int64]*devBucket{}, onCounter: onCounter}
+// from consecutive pairs of samples (energyOf) and are spread over each
+// pair's span by time, the part inside [from, to) landing in the intervals
+// it overlaps.
+//
+// lead describes, per counter, the part before prev of the run that is
+// open at prev (nil, or a counter not in it: the run starts at prev).
+func aggregate(prev *rawSample, samples []rawSample, next *rawSample, from, to, width int64, lead map[chKey]runLead, onCounter func(counterEvent)) map[int64]*devBucket {
+	bk := &bucketer{from: from, to: to, width: width, out: map[int64]*devBucket{}, onCounter: onCounter, lead: lead}
 	for i := range samples {
 		s := &samples[i]
 		b := bk.bucket(floorDiv(s.t, width))
@@ -171,72 +195,192 @@ func aggregate(prev *rawSample, samples []rawSample, next *rawSample, from, to, 
 			b.at(cv.k).add(cv.v)
 		}
 	}
-	p := prev
-	for i := range samples {
-		bk.pair(p, &samples[i])
-		p = &samples[i]
+	seq := make([]*rawSample, 0, len(samples)+2)
+	if prev != nil {
+		seq = append(seq, prev)
 	}
-	if len(samples) > 0 || prev != nil {
-		bk.pair(p, next)
+	for i := range samples {
+		seq = append(seq, &samples[i])
+	}
+	if next != nil && (len(samples) > 0 || prev != nil) {
+		seq = append(seq, next)
+	}
+	if len(seq) < 2 {
+		return bk.out
+	}
+	for _, sp := range energySpecs {
+		bk.series(seq, sp, 0)
+	}
+	// DC inputs: every input some sample has, by its counter where the
+	// pair has it, else by its power.
+	var inputs []int32
+	for _, smp := range seq {
+		for _, cv := range smp.vals {
+			if (cv.k.ch == plant.DCEnergyInput || cv.k.ch == plant.DCPowerInput) && !slices.Contains(inputs, cv.k.idx) {
+				inputs = append(inputs, cv.k.idx)
+			}
+		}
+	}
+	for _, idx := range inputs {
+		bk.series(seq, dcSpec, idx)
 	}
 	return bk.out
 }
 
-// pair attributes the energies between two consecutive samples.
-func (bk *bucketer) pair(p, c *rawSample) {
-	if p == nil || c == nil || c.t <= p.t || c.t-p.t > counterGapMs {
-		return
+// pairPower returns the energy of a pair integrated from power (trapezoid),
+// or false when the pair has no power or spans more than powerGapMs.
+func pairPower(p, c *rawSample, k chKey) (float64, bool) {
+	dt := c.t - p.t
+	if dt <= 0 || dt > powerGapMs {
+		return 0, false
 	}
-	if c.t <= bk.from || p.t >= bk.to {
-		return
-	}
-	for _, sp := range energySpecs {
-		bk.pairEnergy(p, c, sp, 0)
-	}
-	// DC inputs: every input the later sample has, once (by its counter,
-	// or by its power when it has no counter).
-	for _, cv := range c.vals {
-		switch cv.k.ch {
-		case plant.DCEnergyInput:
-		case plant.DCPowerInput:
-			if _, ok := c.get(chKey{plant.DCEnergyInput, cv.k.idx}); ok {
-				continue
-			}
-		default:
-			continue
-		}
-		bk.pairEnergy(p, c, dcSpec, cv.k.idx)
-	}
-}
-
-func (bk *bucketer) pairEnergy(p, c *rawSample, sp energySpec, idx int32) {
-	dtMs := c.t - p.t
-	hours := float64(dtMs) / 3.6e6
-	if sp.counter != 0 {
-		k := chKey{sp.counter, idx}
-		cp, ok1 := p.get(k)
-		cc, ok2 := c.get(k)
-		if ok1 && ok2 {
-			d := cc - cp
-			if d >= 0 && d <= maxDeviceW*hours+counterSlackWh {
-				bk.spread(chKey{sp.field, idx}, d, p.t, c.t)
-				return
-			}
-			if bk.onCounter != nil && c.t >= bk.from && c.t < bk.to {
-				bk.onCounter(counterEvent{ch: sp.counter, idx: idx, t: c.t, from: cp, to: cc})
-			}
-		}
-	}
-	if dtMs > powerGapMs {
-		return
-	}
-	k := chKey{sp.power, idx}
 	wp, ok1 := p.get(k)
 	wc, ok2 := c.get(k)
 	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return (wp + wc) / 2 * float64(dt) / 3.6e6, true
+}
+
+// runPair is one pair of a counter run: its samples and its energy from
+// integrated power (hasP false: no power known).
+type runPair struct {
+	p, c *rawSample
+	e    float64
+	hasP bool
+}
+
+// series attributes one energy field's energy over a device's sample
+// sequence (doc.go, Energy). A counter is the truth for totals: the pairs
+// between two moves of the counter form a run, and the run's counter step
+// is spread over its pairs in proportion to their integrated power (by
+// time when there is none), so a counter in kWh steps gives a power-shaped
+// curve and the counter's total. A run not yet closed by a step (the
+// counter may move later), a run whose counter stood still while the
+// integrated power exceeded the step by more than frozenSlackWh (a stuck
+// counter), a pair without counter values and a counter that went back or
+// jumped take integrated power.
+func (bk *bucketer) series(seq []*rawSample, sp energySpec, idx int32) {
+	field := chKey{sp.field, idx}
+	pk := chKey{sp.power, idx}
+	var run []runPair
+	var ck chKey
+	if sp.counter != 0 {
+		ck = chKey{sp.counter, idx}
+	}
+	lead := bk.lead[ck] // the zero runLead: the run starts at seq[0]
+	flushPower := func() {
+		for _, rp := range run {
+			if rp.hasP {
+				bk.spread(field, rp.e, rp.p.t, rp.c.t)
+			}
+		}
+		run = run[:0]
+		lead = runLead{}
+	}
+	for i := 1; i < len(seq); i++ {
+		p, c := seq[i-1], seq[i]
+		if c.t <= p.t || c.t-p.t > counterGapMs {
+			flushPower()
+			continue
+		}
+		e, hasP := pairPower(p, c, pk)
+		rp := runPair{p: p, c: c, e: e, hasP: hasP}
+		if sp.counter == 0 {
+			run = append(run, rp)
+			flushPower()
+			continue
+		}
+		cp, ok1 := p.get(ck)
+		cc, ok2 := c.get(ck)
+		if !ok1 || !ok2 {
+			flushPower()
+			run = append(run, rp)
+			flushPower()
+			continue
+		}
+		d := cc - cp
+		runFrom := p.t
+		if len(run) > 0 {
+			runFrom = run[0].p.t
+		}
+		hours := float64(c.t-runFrom+lead.spanMs) / 3.6e6
+		if d < 0 || d > maxDeviceW*hours+counterSlackWh {
+			if bk.onCounter != nil && c.t >= bk.from && c.t < bk.to {
+				bk.onCounter(counterEvent{ch: sp.counter, idx: idx, t: c.t, from: cp, to: cc})
+			}
+			flushPower()
+			run = append(run, rp)
+			flushPower()
+			continue
+		}
+		run = append(run, rp)
+		if d == 0 {
+			continue
+		}
+		// The first run after a baseline also takes its step, though
+		// where within the step the counter stood when the run began is
+		// unknown: the counter is the truth for totals.
+		bk.closeRun(run, lead, field, d, sp.counter, idx)
+		run = run[:0]
+		lead = runLead{}
+	}
+	// The open run: provisional, from power, until its counter moves.
+	if sp.counter != 0 && len(run) > 0 && bk.onCounter != nil {
+		if e := lead.powerWh + runPowerWh(run); e > frozenSlackWh {
+			last := run[len(run)-1]
+			if last.c.t >= bk.from && last.c.t < bk.to {
+				v, _ := last.c.get(ck)
+				bk.onCounter(counterEvent{ch: sp.counter, idx: idx, t: last.c.t, from: v, to: v, frozenWh: e})
+			}
+		}
+	}
+	flushPower()
+}
+
+// runPowerWh sums the integrated power of a run's pairs.
+func runPowerWh(run []runPair) float64 {
+	sum := 0.0
+	for _, rp := range run {
+		if rp.hasP {
+			sum += rp.e
+		}
+	}
+	return sum
+}
+
+// closeRun spreads counter step d over the pairs of a run.
+func (bk *bucketer) closeRun(run []runPair, lead runLead, field chKey, d float64, counter plant.Channel, idx int32) {
+	sumP := lead.powerWh + runPowerWh(run)
+	if sumP > d+frozenSlackWh {
+		// The counter stood still while power flowed: stuck, or stuck and
+		// now moving again. Power tells the intervals' energy.
+		last := run[len(run)-1]
+		if bk.onCounter != nil && last.c.t >= bk.from && last.c.t < bk.to {
+			v, _ := last.c.get(chKey{counter, idx})
+			bk.onCounter(counterEvent{ch: counter, idx: idx, t: last.c.t, from: v - d, to: v, frozenWh: sumP})
+		}
+		for _, rp := range run {
+			if rp.hasP {
+				bk.spread(field, rp.e, rp.p.t, rp.c.t)
+			}
+		}
 		return
 	}
-	bk.spread(chKey{sp.field, idx}, (wp+wc)/2*hours, p.t, c.t)
+	if sumP > 0 {
+		for _, rp := range run {
+			share := 0.0
+			if rp.hasP && rp.e > 0 {
+				share = d * rp.e / sumP
+			}
+			bk.spread(field, share, rp.p.t, rp.c.t)
+		}
+		return
+	}
+	span := float64(run[len(run)-1].c.t - run[0].p.t + lead.spanMs)
+	for _, rp := range run {
+		bk.spread(field, d*float64(rp.c.t-rp.p.t)/span, rp.p.t, rp.c.t)
+	}
 }
 
 // spread adds energy e of the span (t0, t1] to the intervals it overlaps

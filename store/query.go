@@ -608,7 +608,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (p
 	minutes := map[int64][]devInterval{}
 	perDev := map[int64]map[int64]*devBucket{}
 	for id, ds := range cd.devs {
-		out := aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil)
+		out := aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil)
 		perDev[id] = out
 		for b, db := range out {
 			minutes[b] = append(minutes[b], devInterval{kind: ds.dev.kind, b: db})

@@ -110,6 +110,21 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 	if err != nil {
 		return err
 	}
+	// A coarse counter that moves in this chunk spreads its step over the
+	// run of polls since it last moved: roll those intervals up again.
+	back, err := runsBefore(ctx, db, w.s, data, from)
+	if err != nil {
+		return err
+	}
+	if back < from {
+		from = floorDiv(back, bucketMs)
+		if data, err = readWindow(ctx, db, w.s, from, to, nil, nil); err != nil {
+			return err
+		}
+		if _, err := runsBefore(ctx, db, w.s, data, from); err != nil {
+			return err
+		}
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin rollup: %w", err)
@@ -166,6 +181,8 @@ type devSamples struct {
 	dev        *device
 	prev, next *rawSample
 	samples    []rawSample
+	// lead describes the counter runs open at prev (runsBefore).
+	lead map[chKey]runLead
 }
 
 // readWindow reads the samples in [from, to) of the devices want accepts
@@ -311,7 +328,20 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from
 	var entries []aggEntry
 	for _, ds := range cd.devs {
 		d := ds.dev
-		out := aggregate(ds.prev, ds.samples, ds.next, from, to, bucketMs, func(ev counterEvent) {
+		out := aggregate(ds.prev, ds.samples, ds.next, from, to, bucketMs, ds.lead, func(ev counterEvent) {
+			if ev.frozenWh > 0 {
+				key := fmt.Sprintf("%s/%s/%d", d.name, ev.ch.Name(), ev.idx)
+				if w.stuck == nil {
+					w.stuck = map[string]bool{}
+				}
+				if !w.stuck[key] {
+					w.stuck[key] = true
+					w.s.log.Warn("energy counter stands still while power flows: energy integrated from power instead",
+						"device", d.name, "channel", ev.ch.Name(), "input", ev.idx,
+						"time", time.UnixMilli(ev.t).UTC(), "counter_wh", ev.to, "integrated_wh", ev.frozenWh)
+				}
+				return
+			}
 			w.s.log.Warn("energy counter went back or jumped: new baseline, power integrated meanwhile",
 				"device", d.name, "channel", ev.ch.Name(), "input", ev.idx,
 				"time", time.UnixMilli(ev.t).UTC(), "from_wh", ev.from, "to_wh", ev.to)
@@ -531,4 +561,117 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 		more = true
 	}
 	return more, nil
+}
+
+// runsBefore returns how far back before from the counter runs reach that
+// a step inside the chunk (or at its next sample) closes: the start of the
+// earliest pair with power of such a run, at most maxRunMs back; from when
+// none does. The intervals from there on must be rolled up again, since
+// the step's energy is spread over the whole run (engine.go, series). It
+// records in each device's lead what it found of those runs before prev.
+func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from int64) (int64, error) {
+	back := from
+	for id, ds := range cd.devs {
+		if ds.prev == nil {
+			continue
+		}
+		// The counters of the device whose value at prev changes later in
+		// the window: their run is closed by the chunk.
+		type open struct {
+			k, pk chKey
+			v     float64
+			done  bool
+		}
+		var runs []*open
+		for _, cv := range ds.prev.vals {
+			pk, ok := powerOf(cv.k)
+			if !ok {
+				continue
+			}
+			moves := false
+			for i := range ds.samples {
+				if v, ok := ds.samples[i].get(cv.k); ok && v != cv.v {
+					moves = true
+					break
+				}
+			}
+			if !moves && ds.next != nil {
+				if v, ok := ds.next.get(cv.k); ok && v != cv.v {
+					moves = true
+				}
+			}
+			if moves {
+				runs = append(runs, &open{k: cv.k, pk: pk, v: cv.v})
+			}
+		}
+		if len(runs) == 0 {
+			continue
+		}
+		rows, err := db.QueryContext(ctx, `SELECT t, v FROM raw WHERE device = ? AND t < ? AND t >= ? ORDER BY t DESC`,
+			id, ds.prev.t, from-maxRunMs)
+		if err != nil {
+			return 0, fmt.Errorf("read counter runs: %w", err)
+		}
+		cur := ds.prev
+		left := len(runs)
+		ds.lead = map[chKey]runLead{}
+		for _, r := range runs {
+			ds.lead[r.k] = runLead{}
+		}
+		for left > 0 && rows.Next() {
+			var t int64
+			var v []byte
+			if err := rows.Scan(&t, &v); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("read counter runs: %w", err)
+			}
+			vals, err := decodeRaw(v, s.cat, nil)
+			if err != nil {
+				continue
+			}
+			o := &rawSample{t: t, vals: vals}
+			if cur.t-o.t > counterGapMs {
+				break
+			}
+			for _, r := range runs {
+				if r.done {
+					continue
+				}
+				ld := ds.lead[r.k]
+				if ov, ok := o.get(r.k); !ok || ov != r.v {
+					// The counter's previous move: the run starts here.
+					r.done = true
+					left--
+					continue
+				}
+				if e, ok := pairPower(o, cur, r.pk); ok {
+					ld.powerWh += e
+					if e > 0 {
+						back = min(back, o.t)
+					}
+				}
+				ld.spanMs += cur.t - o.t
+				ds.lead[r.k] = ld
+			}
+			cur = o
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("read counter runs: %w", err)
+		}
+	}
+	return back, nil
+}
+
+// powerOf returns the power channel whose energy counter k is.
+func powerOf(k chKey) (chKey, bool) {
+	if k.ch == dcSpec.counter {
+		return chKey{dcSpec.power, k.idx}, true
+	}
+	for _, sp := range energySpecs {
+		if sp.counter != 0 && sp.counter == k.ch {
+			return chKey{sp.power, k.idx}, true
+		}
+	}
+	return chKey{}, false
 }

@@ -45,6 +45,9 @@ type writer struct {
 	// previous rollup chunk; carryAt < 0 means none.
 	carry   map[int64]*rawSample
 	carryAt int64
+	// stuck names the counters (device name, channel, input) logged as
+	// stuck, so each is logged once.
+	stuck map[string]bool
 
 	batch []item
 	nMeas int
