@@ -98,6 +98,16 @@
 // energy counter. The check costs about 2 ns per value and allocates
 // nothing (BenchmarkPlausibility, BenchmarkApply).
 //
+// # Time
+//
+// [Clock] stamps samples: an anchor's wall time plus the monotonic time
+// since, so stamps advance steadily. A wall clock that moves more than
+// 5 s against it (a board without a real-time clock that starts in 1970
+// and gets NTP, an operator setting the date) is a jump: logged once,
+// counted, and followed. The store refuses samples stamped more than a
+// poll interval in its clock's future and keeps rows written while the
+// clock was ahead from hiding the present (store/doc.go).
+//
 // # Live energy balance
 //
 // See computeBalance for the formulas. The balance's pvGeneration is the
