@@ -81,6 +81,14 @@
 // tries again. When Run's context ends it commits what is queued, rolls up
 // everything (the last, partial interval too) and returns nil.
 //
+// A sample stamped more than Config.FutureTolerance (default 5 s; the
+// daemon passes its longest poll interval) beyond Config.Now is refused,
+// at Record and again when its batch is written (the clock may have been
+// set back in between), counted in Stats.Dropped. Rows of the clock's
+// future already stored (written while the clock was ahead) are kept, but
+// Recent and the rollup horizon look only up to Now + FutureTolerance, so
+// they never hide the present.
+//
 // A sample older than the raw retention (counted back from the newest
 // sample, never from later than Config.Now) is dropped: retention would
 // delete it before its interval could be rolled up again.

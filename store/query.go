@@ -579,19 +579,22 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (p
 	ids := make([]any, 0, len(want)+1)
 	marks := make([]string, 0, len(want))
 	var newest sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw`).Scan(&newest); err != nil {
+	// A row stamped in the clock's future (written while the clock was
+	// ahead) never hides the present.
+	limit := s.futureLimit()
+	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, limit).Scan(&newest); err != nil {
 		return res, fmt.Errorf("store: recent: %w", classify(err))
 	}
 	if !newest.Valid {
 		return res, nil
 	}
-	ids = append(ids, newest.Int64-recentLook)
+	ids = append(ids, newest.Int64-recentLook, limit)
 	for id := range want {
 		ids = append(ids, id)
 		marks = append(marks, "?")
 	}
 	// Newest first: stops at the scope's newest sample.
-	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
+	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND t <= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return res, fmt.Errorf("store: recent: %w", classify(err))
 	}

@@ -29,10 +29,13 @@ func (w *writer) horizon(complete bool) int64 {
 	if w.maxSeen == 0 {
 		return 0
 	}
+	// A sample of the clock's future (stored while the clock was ahead)
+	// does not drag the rollups ahead of the present.
+	newest := min(w.maxSeen, w.s.futureLimit())
 	if complete {
-		return floorDiv(w.maxSeen, bucketMs) + bucketMs
+		return floorDiv(newest, bucketMs) + bucketMs
 	}
-	return floorDiv(w.maxSeen-graceMs, bucketMs)
+	return floorDiv(newest-graceMs, bucketMs)
 }
 
 // rollupStep rolls up one chunk if one is due and reports whether more is

@@ -75,6 +75,14 @@ type Config struct {
 	// cadences (batches, idle rollups, retention passes) always run on
 	// the wall clock.
 	Now func() time.Time
+	// FutureTolerance is how far beyond Now a measurement may be stamped
+	// (default 5 s, the default poll interval; the daemon passes its
+	// longest poll interval). A later one is refused at Record and again
+	// when its batch is written (the clock may have been set back
+	// meanwhile), and rows beyond it that are already stored (written
+	// while the clock was ahead) are ignored by Recent and by the rollup
+	// horizon, so they never hide the present.
+	FutureTolerance time.Duration
 }
 
 // PlantInfo is a plant the store keeps data for.
@@ -88,8 +96,10 @@ const (
 	DefaultRawRetention  = 168 * time.Hour
 	DefaultBatchRows     = 1000
 	DefaultBatchInterval = time.Second
-	DefaultQueueLen      = 10000
-	DefaultLogLimit      = 100000
+	// DefaultFutureTolerance: see Config.FutureTolerance.
+	DefaultFutureTolerance = 5 * time.Second
+	DefaultQueueLen        = 10000
+	DefaultLogLimit        = 100000
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -116,6 +126,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.FutureTolerance < 0 {
+		return c, fmt.Errorf("%w: negative future tolerance", ErrConfig)
+	}
+	if c.FutureTolerance == 0 {
+		c.FutureTolerance = DefaultFutureTolerance
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Plants {
@@ -361,6 +377,10 @@ func (s *Store) Record(m Measurement) bool {
 	if m.Time.IsZero() {
 		m.Time = s.cfg.Now()
 	}
+	if m.Time.UnixMilli() > s.futureLimit() {
+		s.drop("stamped in the future")
+		return false
+	}
 	m.Readings = slices.Clone(m.Readings)
 	select {
 	case s.queue <- item{m: m}:
@@ -370,6 +390,9 @@ func (s *Store) Record(m Measurement) bool {
 		return false
 	}
 }
+
+// futureLimit is the latest sample time (Unix ms) accepted now.
+func (s *Store) futureLimit() int64 { return s.cfg.Now().Add(s.cfg.FutureTolerance).UnixMilli() }
 
 // drop counts a refused entry and logs it at most once a minute.
 func (s *Store) drop(why string) {

@@ -87,7 +87,9 @@ func (w *writer) load(ctx context.Context) error {
 	}
 	w.wm, w.hasWM = wm.Int64, wm.Valid
 	var maxT sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw`).Scan(&maxT); err != nil {
+	// Rows stamped in the future (written while the clock was ahead) do
+	// not count as the newest.
+	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, w.s.futureLimit()).Scan(&maxT); err != nil {
 		return fmt.Errorf("load newest sample: %w", err)
 	}
 	w.maxSeen = maxT.Int64
@@ -319,6 +321,12 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 		t := m.Time.UnixMilli()
 		if w.tooOld(t, maxT, now) {
 			dropped++
+			continue
+		}
+		if t > now+w.s.cfg.FutureTolerance.Milliseconds() {
+			// The clock was set back since Record: a sample of the
+			// clock's future is refused.
+			w.s.drop("stamped in the future")
 			continue
 		}
 		dev, err := w.adds.ensureDevice(ctx, tx, m.DeviceID, m.PlantID, m.Kind)

@@ -70,7 +70,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		return nil, err
 	}
 	if now == nil {
-		now = time.Now
+		// Samples are stamped on a monotonic-anchored clock that logs
+		// wall-clock jumps (plant.Clock).
+		now = plant.NewClock(plant.ClockConfig{Logger: logger.With("component", "clock")}).Now
 	}
 	d := &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
 	d.live = plant.NewLive(plants, infos, now)
@@ -80,7 +82,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	for _, p := range plants {
 		storePlants = append(storePlants, store.PlantInfo{ID: p.ID, Location: p.Location})
 	}
-	d.store, err = store.Open(ctx, store.Config{Path: cfg.Database.Path, RawRetention: cfg.Database.RawRetention, Plants: storePlants, Now: now},
+	d.store, err = store.Open(ctx, store.Config{Path: cfg.Database.Path, RawRetention: cfg.Database.RawRetention, Plants: storePlants, Now: now,
+		FutureTolerance: maxPollInterval(cfg)},
 		logger.With("component", "store"))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Database.Path, err)
@@ -319,6 +322,17 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 		out = append(out, pc)
 	}
 	return out
+}
+
+// maxPollInterval is the longest poll interval of the enabled devices (at
+// least the default): how far ahead of the clock the store accepts a
+// sample.
+func maxPollInterval(cfg *config.Config) time.Duration {
+	m := poller.DefaultInterval
+	for _, pc := range pollerConfigs(cfg) {
+		m = max(m, pc.Interval)
+	}
+	return m
 }
 
 // deviceConns gives grid control the Modbus client of each enabled device:
