@@ -93,6 +93,14 @@
 // sample, never from later than Config.Now) is dropped: retention would
 // delete it before its interval could be rolled up again.
 //
+// One Store per database: Open takes an exclusive flock on
+// path+".lock" (holding its pid) and refuses with ErrLocked, naming the
+// holder, while another process or Store holds it. Close closes the
+// read-only connections first and checkpoints the WAL into the database
+// file (wal_checkpoint(TRUNCATE)) before closing the writer, so after a
+// clean stop the database file alone is complete. [Backup] copies a live
+// database with SQLite's online backup API.
+//
 // Durability: a committed batch survives a crash of plantd (SIGKILL,
 // panic). A power cut never corrupts the database (WAL, checksummed
 // frames), but with synchronous=NORMAL it may lose the last commits the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,9 @@ var (
 	// ErrSchemaTooNew: the database was written by a newer plantd; Open
 	// refuses it without modifying it.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this plantd")
+	// ErrLocked: another process (or another Store) has the database
+	// open; the message names the holder's pid.
+	ErrLocked = errors.New("store: database in use")
 	// ErrReadOnly: the database or its directory cannot be written.
 	ErrReadOnly = errors.New("store: storage is read-only")
 	// ErrDiskFull: the disk (or the file size limit) is full.
@@ -187,6 +191,8 @@ type Store struct {
 	log    *slog.Logger
 	plants map[string]*time.Location
 	cat    *catalog
+	// lock holds the database's lock file (nil on read-only storage).
+	lock *os.File
 
 	// wdb is the single writing connection (nil on read-only storage),
 	// rdb the read-only connections of queries; both are swapped when
@@ -269,6 +275,17 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		}
 		s.plants[p.ID] = loc
 	}
+	lock, err := lockDB(c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", c.Path, err)
+	}
+	s.lock = lock
+	ok := false
+	defer func() {
+		if !ok {
+			s.unlock()
+		}
+	}()
 	if _, err := checkVersion(ctx, c.Path); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
@@ -324,15 +341,32 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		s.setHealth(roErr)
 	}
 	s.writable.Store(s.wdb.Load() != nil)
+	ok = true
 	return s, nil
 }
 
+// unlock releases the database's lock.
+func (s *Store) unlock() {
+	if s.lock != nil {
+		s.lock.Close() // closing the descriptor releases the flock
+		s.lock = nil
+	}
+}
+
+// closeDBs closes the read-only connections first, then checkpoints the
+// WAL into the database file and truncates it, then closes the writer:
+// after a clean stop the database file alone holds everything. (Closed
+// the other way round, the last connection to close is a read-only one,
+// which cannot checkpoint, and the data stays in -wal.)
 func (s *Store) closeDBs() error {
 	var errs []error
-	if db := s.wdb.Swap(nil); db != nil {
+	if db := s.rdb.Swap(nil); db != nil {
 		errs = append(errs, db.Close())
 	}
-	if db := s.rdb.Swap(nil); db != nil {
+	if db := s.wdb.Swap(nil); db != nil {
+		if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			s.log.Warn("checkpoint at close failed: the data is in the -wal file beside the database, keep it", "err", err)
+		}
 		errs = append(errs, db.Close())
 	}
 	return errors.Join(errs...)
@@ -349,7 +383,9 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		s.w.closeStmts()
 	}
-	if err := s.closeDBs(); err != nil {
+	err := s.closeDBs()
+	s.unlock()
+	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil

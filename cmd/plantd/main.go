@@ -45,6 +45,7 @@ func commands() []command {
 		{"run", "run the daemon with a config file (the default command)", runRun},
 		{"demo", "run the daemon on the embedded simulated plant, no config needed", runDemo},
 		{"check-config", "validate a config file without starting", runCheckConfig},
+		{"backup", "copy the database consistently while plantd runs (backup DEST)", runBackup},
 		{"token", "add a bearer token for the HTTP API to the config (token add)", runToken},
 		{"scan", "discover and describe a SunSpec device over Modbus TCP", runScan},
 		{"sim", "run the simulated demo plant (SunSpec Modbus TCP servers)", runSim},

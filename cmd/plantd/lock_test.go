@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/store"
+)
+
+// TestSecondDaemonRefused starts the real binary twice on one database:
+// the second must refuse at once, naming the first one's pid, and not
+// poll.
+func TestSecondDaemonRefused(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	dir := t.TempDir()
+	d := p.Devices()[0]
+	host, port, _ := net.SplitHostPort(d.Addr())
+	cfg := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Lock, timezone: Europe/Berlin}
+devices:
+  - {id: %s, host: %s, port: %s, pollInterval: 250ms}
+`, filepath.Join(dir, "plantd.db"), d.ID(), host, port)
+	path := filepath.Join(dir, "plantd.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := exec.Command(binPath, "run", "-c", path)
+	stderr, _ := first.StderrPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		first.Process.Signal(os.Interrupt)
+		first.Wait()
+	}()
+	running := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		closed := false
+		for sc.Scan() {
+			if !closed && listenRE.MatchString(sc.Text()) {
+				close(running)
+				closed = true
+			}
+		}
+	}()
+	select {
+	case <-running:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first plantd did not start within 30 s")
+	}
+	start := time.Now()
+	_, errOut, code := runBinary(t, "run", "-c", path)
+	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Errorf("second plantd: exit %d, stderr:\n%s\nwant a refusal naming pid %d", code, errOut, first.Process.Pid)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the second plantd took %v to refuse", took)
+	}
+}
+
+// TestBackupCommand copies a running daemon's database with the real
+// binary's backup command and opens the copy.
+func TestBackupCommand(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "plantd.db")
+	st := openStoreForTest(t, src)
+	st.Close()
+	dst := filepath.Join(dir, "copy.db")
+	out, errOut, code := runBinary(t, "backup", "--db", src, dst)
+	if code != 0 || !strings.Contains(out, "backed up") {
+		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runBinary(t, "backup", "--db", src, dst); code == 0 {
+		t.Errorf("a backup onto an existing file succeeded: %s", errOut)
+	}
+	openStoreForTest(t, dst).Close()
+}
+
+func openStoreForTest(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{Path: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
