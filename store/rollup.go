@@ -41,7 +41,7 @@ func (w *writer) horizon(complete bool) int64 {
 // rollupStep rolls up one chunk if one is due and reports whether more is
 // due. Errors are reported through Health.
 func (w *writer) rollupStep(ctx context.Context, complete bool) bool {
-	if w.db() == nil || !w.hasWM {
+	if w.db() == nil || !w.hasWM || w.s.corrupt.Load() {
 		return false
 	}
 	h := w.horizon(complete)

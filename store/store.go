@@ -87,6 +87,9 @@ type Config struct {
 	// while the clock was ahead) are ignored by Recent and by the rollup
 	// horizon, so they never hide the present.
 	FutureTolerance time.Duration
+	// CheckTimeout bounds the integrity check (PRAGMA quick_check) at
+	// Open and daily at 03:00 local time (default DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
 
 // PlantInfo is a plant the store keeps data for.
@@ -133,6 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FutureTolerance < 0 {
 		return c, fmt.Errorf("%w: negative future tolerance", ErrConfig)
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = DefaultCheckTimeout
 	}
 	if c.FutureTolerance == 0 {
 		c.FutureTolerance = DefaultFutureTolerance
@@ -193,6 +199,9 @@ type Store struct {
 	cat    *catalog
 	// lock holds the database's lock file (nil on read-only storage).
 	lock *os.File
+	// corrupt is set once quick_check found the file damaged: nothing is
+	// written to it any more.
+	corrupt atomic.Bool
 
 	// wdb is the single writing connection (nil on read-only storage),
 	// rdb the read-only connections of queries; both are swapped when
@@ -220,7 +229,7 @@ type Store struct {
 	retryRO time.Duration
 
 	healthMu  sync.Mutex
-	healthErr [2]error // by healthSlot; nil: healthy
+	healthErr [numSlots]error // by healthSlot; nil: healthy
 	lastErr   error
 	lastErrAt time.Time
 }
@@ -230,8 +239,10 @@ type Store struct {
 type healthSlot int
 
 const (
-	slotWrite  healthSlot = iota // opening for writing, committing batches
-	slotRollup                   // rolling up
+	slotWrite     healthSlot = iota // opening for writing, committing batches
+	slotRollup                      // rolling up
+	slotIntegrity                   // quick_check found the file damaged
+	numSlots
 )
 
 // item is one entry of the writer's queue.
@@ -341,6 +352,12 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		s.setHealth(roErr)
 	}
 	s.writable.Store(s.wdb.Load() != nil)
+	if err := s.quickCheck(ctx, c.CheckTimeout); errors.Is(err, ErrCorrupt) {
+		s.markCorrupt(err)
+	} else if err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("store: open %s: %w", c.Path, err)
+	}
 	ok = true
 	return s, nil
 }
@@ -364,7 +381,9 @@ func (s *Store) closeDBs() error {
 		errs = append(errs, db.Close())
 	}
 	if db := s.wdb.Swap(nil); db != nil {
-		if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		if s.corrupt.Load() {
+			// Keep the damaged file as it is.
+		} else if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			s.log.Warn("checkpoint at close failed: the data is in the -wal file beside the database, keep it", "err", err)
 		}
 		errs = append(errs, db.Close())
@@ -498,8 +517,11 @@ func (s *Store) setSlot(slot healthSlot, err error) {
 	}
 	s.healthMu.Unlock()
 	what := "storage"
-	if slot == slotRollup {
+	switch slot {
+	case slotRollup:
 		what = "rollups"
+	case slotIntegrity:
+		what = "integrity"
 	}
 	switch {
 	case err != nil && prev == nil:
@@ -550,6 +572,12 @@ func (s *Store) Run(ctx context.Context) error {
 	}
 	defer close(s.stopped)
 	s.tick()
+	checks := make(chan struct{})
+	go func() {
+		defer close(checks)
+		s.integrityLoop(ctx)
+	}()
+	defer func() { <-checks }()
 	if s.wdb.Load() == nil {
 		if !s.waitWritable(ctx) {
 			return nil

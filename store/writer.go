@@ -219,6 +219,9 @@ func (w *writer) shutdown(ctx context.Context) {
 // maintain runs between batches: rollup catch-up while the queue is empty,
 // the idle rollup, retention.
 func (w *writer) maintain(ctx context.Context) {
+	if w.s.corrupt.Load() {
+		return
+	}
 	now := time.Now()
 	w.rollupUntil(ctx, false, now.Add(maintainBudget))
 	if !w.idleDone && !w.lastData.IsZero() && now.Sub(w.lastData) >= idleRollup && len(w.s.queue) == 0 {
@@ -251,8 +254,12 @@ func (w *writer) commit(ctx context.Context) error {
 	if n == 0 {
 		return nil
 	}
-	err := classify(w.writeBatch(ctx))
-	if err != nil {
+	var err error
+	if w.s.corrupt.Load() {
+		// Nothing more is written to a damaged file.
+		err = fmt.Errorf("%w: writing stopped", ErrCorrupt)
+		w.s.dropped.Add(uint64(n))
+	} else if err = classify(w.writeBatch(ctx)); err != nil {
 		w.s.failed.Add(uint64(n))
 		w.s.setHealth(err)
 	} else {
