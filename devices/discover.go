@@ -212,6 +212,10 @@ func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
 		return nil, fmt.Errorf("model %d at %d: unknown model", ref.ID, ref.Addr)
 	}
 	rg := ref.Range()
+	capped := false
+	if ml := m.MaxLen(); int(ref.Len) > ml {
+		rg.Count, capped = uint16(ml)+2, true // a hostile or broken header
+	}
 	regs := make([]uint16, 0, rg.Count)
 	for off := uint16(0); off < rg.Count; {
 		n := min(rg.Count-off, modbus.MaxReadRegisters)
@@ -224,6 +228,9 @@ func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
 		}
 		regs = append(regs, got...)
 		off += n
+	}
+	if capped {
+		regs[1] = rg.Count - 2
 	}
 	return NewInstance(m, ref.Addr, regs)
 }

@@ -136,6 +136,35 @@ type Group struct {
 	FixedLen uint16
 }
 
+// MaxRepeats bounds the occurrences of a repeating group plantd reads:
+// more than any real device has (MPPT inputs, curve points, ports), few
+// enough that a hostile length cannot make a poll read the whole address
+// space.
+const MaxRepeats = 100
+
+// MaxLen returns the longest length L (registers after ID and L) plantd
+// reads of the model: its definition's for a fixed model; for one with
+// repeating groups, MaxRepeats occurrences of each (at most 65535).
+func (m *Model) MaxLen() int {
+	return min(maxGroupLen(&m.Group)-2, 0xFFFF)
+}
+
+func maxGroupLen(g *Group) int {
+	n := int(g.FixedLen)
+	for i := range g.Groups {
+		sg := &g.Groups[i]
+		l := maxGroupLen(sg)
+		if sg.Repeat != RepeatOnce {
+			l *= MaxRepeats
+		}
+		n += l
+		if n > 0x10001 {
+			return 0x10001
+		}
+	}
+	return n
+}
+
 // Repeat says how a group repeats inside its parent.
 type Repeat uint8
 

@@ -15,6 +15,8 @@ import (
 // with its values. A plan reuses its buffers: keep one per device.
 type ReadPlan struct {
 	models []ModelRef
+	lens   []uint16 // per model, the length read: min(L, MaxLen)
+	capped []ModelRef
 	defs   []*Model
 	reads  []modbus.Read
 	regs   [][]uint16 // per model, reused between reads
@@ -31,7 +33,15 @@ func (d *Device) NewReadPlan(models []ModelRef) (*ReadPlan, error) {
 			return nil, fmt.Errorf("plan read of model %d at %d: unknown model", m.ID, m.Addr)
 		}
 		p.defs = append(p.defs, def)
-		need[i] = m.Range()
+		l := m.Len
+		if ml := def.MaxLen(); int(l) > ml {
+			// A hostile or broken header: read the model only as far as
+			// plantd knows it.
+			l = uint16(ml)
+			p.capped = append(p.capped, m)
+		}
+		p.lens = append(p.lens, l)
+		need[i] = modbus.Range{Addr: m.Addr, Count: l + 2}
 		p.regs = append(p.regs, make([]uint16, need[i].Count))
 	}
 	var forbidden []modbus.Range
@@ -47,6 +57,10 @@ func (d *Device) NewReadPlan(models []ModelRef) (*ReadPlan, error) {
 	})
 	return p, nil
 }
+
+// Capped lists the models whose header claims a length L beyond what
+// plantd reads of them (Model.MaxLen): they are read only that far.
+func (p *ReadPlan) Capped() []ModelRef { return p.capped }
 
 // Requests is the number of Modbus requests one Read costs.
 func (p *ReadPlan) Requests() int { return len(p.reads) }
@@ -79,12 +93,13 @@ func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 	}
 	out := make([]*Instance, len(p.models))
 	for i, m := range p.models {
+		if l := p.regs[i][1]; l != m.Len {
+			return nil, fmt.Errorf("model %d at %d: length changed from %d to %d", m.ID, m.Addr, m.Len, l)
+		}
+		p.regs[i][1] = p.lens[i] // the part read
 		inst, err := NewInstance(p.defs[i], m.Addr, p.regs[i])
 		if err != nil {
 			return nil, err
-		}
-		if inst.Regs[1] != m.Len {
-			return nil, fmt.Errorf("model %d at %d: length changed from %d to %d", m.ID, m.Addr, m.Len, inst.Regs[1])
 		}
 		out[i] = inst
 	}

@@ -9,6 +9,11 @@
 // behind one gateway address take turns on its one socket, as the device
 // requires). State changes are logged once per transition, not per poll.
 //
+// A poll never makes more than DeviceConfig.MaxRequests requests (default
+// 16): a device whose poll models need more fails its polls with
+// ErrRequestBudget. A model whose header claims more registers than its
+// definition is read only to Model.MaxLen, logged at discovery.
+//
 // The poller imports modbus and devices; it knows nothing of the plant
 // domain, storage, HTTP or MQTT.
 package poller

@@ -24,6 +24,10 @@ const (
 	MinInterval     = 250 * time.Millisecond
 	// MaxRetryWait bounds the backoff of a failing device.
 	MaxRetryWait = 30 * time.Second
+	// DefaultMaxRequests is the request budget of one poll: far more than
+	// any device plantd knows needs (a classic inverter with every model
+	// takes 2 or 3), far fewer than a hostile model length could ask for.
+	DefaultMaxRequests = 16
 	// staleAfter is how many intervals without an answer turn a stale
 	// device offline.
 	staleAfter = 3
@@ -50,7 +54,15 @@ type DeviceConfig struct {
 	Timeout time.Duration
 	// ConnectDelay is waited after connecting, before the first request.
 	ConnectDelay time.Duration
+	// MaxRequests is the most Modbus requests one poll may make (default
+	// DefaultMaxRequests); a device whose poll models need more is not
+	// polled, its polls fail with ErrRequestBudget.
+	MaxRequests int
 }
+
+// ErrRequestBudget is the error of a device whose poll would need more
+// requests than its budget (DeviceConfig.MaxRequests).
+var ErrRequestBudget = errors.New("poll exceeds the request budget")
 
 // Sink receives every sample. It is called from the device's goroutine and
 // must return quickly.
@@ -98,6 +110,12 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 		}
 		if c.Timeout == 0 {
 			c.Timeout = modbus.DefaultTimeout
+		}
+		if c.MaxRequests == 0 {
+			c.MaxRequests = DefaultMaxRequests
+		}
+		if c.MaxRequests < 0 {
+			return nil, fmt.Errorf("poller: device %s: negative request budget", c.ID)
 		}
 		ep := pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
 		p.devices = append(p.devices, &device{
@@ -314,6 +332,13 @@ func (d *device) read(ctx context.Context, s *Sample) error {
 		plan, err := info.NewReadPlan(info.PollModels())
 		if err != nil {
 			return err
+		}
+		for _, m := range plan.Capped() {
+			d.log.Warn(fmt.Sprintf("device %s: model %d at %d claims %d registers, more than its definition: reading %d",
+				d.cfg.ID, m.ID, m.Addr, m.Len, devices.ModelByID(m.ID).MaxLen()))
+		}
+		if n := plan.Requests(); n > d.cfg.MaxRequests {
+			return fmt.Errorf("%w: models %s need %d requests, budget %d", ErrRequestBudget, modelList(info), n, d.cfg.MaxRequests)
 		}
 		d.info, d.plan = info, plan
 	}
