@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"syscall"
-
-	"go.yaml.in/yaml/v3"
 
 	"plantd/config"
 )
@@ -58,102 +52,11 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			token, entry.Name, entry.SHA256, entry.Role)
 		return exitOK
 	}
-	if err := addToken(*path, entry); err != nil {
+	if err := config.AddToken(*path, entry); err != nil {
 		fmt.Fprintf(stderr, "plantd token add: %v\n", err)
 		return exitConfig
 	}
 	fmt.Fprintf(stdout, "added token %q (%s) to %s; reload plantd (systemctl reload plantd, or SIGHUP) to use it.\ntoken (shown once, keep it secret): %s\n",
 		entry.Name, entry.Role, *path, token)
 	return exitOK
-}
-
-// addToken appends a token entry to the config file's tokens list. It edits
-// the YAML tree, so comments stay; it validates the result before it
-// replaces the file atomically, and refuses a name already in use.
-func addToken(path string, t config.Token) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if _, err := config.Parse(path, data); err != nil {
-		return fmt.Errorf("the config has problems already; fix them first:\n%w", err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: the config is not a YAML mapping", path)
-	}
-	root := doc.Content[0]
-	var list *yaml.Node
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "tokens" {
-			list = root.Content[i+1]
-		}
-	}
-	if list == nil {
-		list = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "tokens"}, list)
-	}
-	if list.Kind != yaml.SequenceNode {
-		// "tokens:" with no value is a null scalar: make it a list.
-		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: list.Line}
-	}
-	for _, item := range list.Content {
-		for i := 0; i+1 < len(item.Content); i += 2 {
-			if item.Content[i].Value == "name" && item.Content[i+1].Value == t.Name {
-				return fmt.Errorf("%s: a token named %q exists already", path, t.Name)
-			}
-		}
-	}
-	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
-	list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		str("name"), str(t.Name), str("sha256"), str(t.SHA256), str("role"), str(t.Role),
-	}})
-	var out bytes.Buffer
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return err
-	}
-	if err := enc.Close(); err != nil {
-		return err
-	}
-	if _, err := config.Parse(path, out.Bytes()); err != nil {
-		return fmt.Errorf("the edited config does not validate, file left unchanged:\n%w", err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".plantd.yaml.*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out.Bytes()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	// Keep the owner too: the packaged config is root:plantd 0640, and a
-	// root-owned group would lock the daemon out of its own config.
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
