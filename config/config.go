@@ -56,6 +56,10 @@ type HTTP struct {
 	TLSKey  string `yaml:"tlsKey"`
 	// RateLimit limits the requests of each credential.
 	RateLimit RateLimit `yaml:"rateLimit"`
+	// TrustedProxies are the IP addresses or CIDRs of reverse proxies in
+	// front of plantd whose X-Forwarded-For names the client. Default none:
+	// forwarding headers are ignored.
+	TrustedProxies []string `yaml:"trustedProxies"`
 }
 
 // RateLimit is a token bucket per credential (token or OAuth client).

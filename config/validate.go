@@ -162,6 +162,11 @@ func (v *validator) http() {
 	if b := h.RateLimit.Burst; b < 1 {
 		v.add("http.rateLimit.burst", "%d is out of range (at least 1)", b)
 	}
+	for i, p := range h.TrustedProxies {
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			v.add(fmt.Sprintf("http.trustedProxies[%d]", i), "%q is not an IP address or CIDR", p)
+		}
+	}
 }
 
 func (v *validator) database() {

@@ -40,6 +40,11 @@ func (s *Server) routes() *gin.Engine {
 	// gin's mode is a process-wide setting: the program sets it (plantd's
 	// main: release mode), not this constructor.
 	e := gin.New()
+	// X-Forwarded-For and X-Real-IP name the client only when they come
+	// from a proxy the config names; otherwise anyone could write the
+	// access log's addresses.
+	e.ForwardedByClientIP = len(s.cfg.TrustedProxies) > 0
+	_ = e.SetTrustedProxies(s.cfg.TrustedProxies) // checked by New
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false

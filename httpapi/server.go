@@ -52,6 +52,10 @@ type Config struct {
 	// OpenOps serves /healthz and /metrics to any address, not only to
 	// loopback clients.
 	OpenOps bool
+	// TrustedProxies are the addresses or CIDRs of reverse proxies whose
+	// X-Forwarded-For names the client (for the access log); empty: none,
+	// the client is the peer of the connection.
+	TrustedProxies []string
 	// CORSOrigins lists allowed origins ("*" for any); empty = CORS off.
 	CORSOrigins []string
 	// Stakeholders by plant id (modelled; DESIGN §4).
@@ -85,6 +89,8 @@ func ConfigFrom(c *config.Config) Config {
 		OAuthClients: c.OAuthClients,
 		Migrated:     c.Migrated,
 		ProductIDs:   productIDs(c.Devices),
+
+		TrustedProxies: c.HTTP.TrustedProxies,
 	}
 }
 
@@ -255,6 +261,11 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	s.openapi, err = buildOpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: openapi document: %w", err)
+	}
+	for _, p := range s.cfg.TrustedProxies {
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			return nil, fmt.Errorf("httpapi: trusted proxy %q: want an IP address or CIDR", p)
+		}
 	}
 	s.engine = s.routes()
 	return s, nil
