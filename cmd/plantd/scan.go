@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"plantd/devices"
 	"plantd/modbus"
@@ -226,7 +228,7 @@ func printScan(w io.Writer, r scanResult) {
 	fmt.Fprintf(w, "%s unit %d: SunSpec device, map at base %d\n", r.Address, r.Unit, r.Base)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "  %-13s %s\n", k, v)
+			fmt.Fprintf(w, "  %-13s %s\n", k, terminalSafe(v))
 		}
 	}
 	row("kind", fmt.Sprintf("%s (%s platform)", r.Kind, r.Platform))
@@ -269,6 +271,25 @@ func printScan(w io.Writer, r scanResult) {
 			fmt.Fprintf(w, "          %-28s %s\n", p.Name, val)
 		}
 	}
+}
+
+// terminalSafe quotes what a device's strings must not send to a
+// terminal: control characters (C0, DEL, C1: escape sequences, bells,
+// carriage returns) and invalid UTF-8, written as Go escapes (\x1b, \a).
+func terminalSafe(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // hostPort adds the default port to a host without one.

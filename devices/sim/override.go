@@ -116,3 +116,16 @@ func (d *Device) counterWh(e float64) float64 {
 	}
 	return math.Floor(e/step) * step
 }
+
+// OverrideString pins a top-level string point of model id to s (cut or
+// padded with NULs to the point's size), whatever bytes s holds: a device
+// with escape sequences in its manufacturer name.
+func (d *Device) OverrideString(model uint16, point, s string) error {
+	return d.override(model, point, func(p *devices.Point, dst []uint16) {
+		b := make([]byte, 2*len(dst))
+		copy(b, s)
+		for i := range dst {
+			dst[i] = uint16(b[2*i])<<8 | uint16(b[2*i+1])
+		}
+	})
+}
