@@ -48,6 +48,8 @@ func TestChild(t *testing.T) {
 		crashChild(t)
 	case "fsize":
 		fsizeChild(t)
+	case "readonly":
+		readOnlyChild(t)
 	default:
 		t.Fatalf("unknown child mode %q", os.Getenv(childEnv))
 	}
@@ -112,16 +114,93 @@ func TestNewerSchema(t *testing.T) {
 }
 
 // canMount reports whether this process may mount (root with
-// CAP_SYS_ADMIN, as in the CI container); the tests that need a mount skip
-// otherwise.
+// CAP_SYS_ADMIN); the tests that need a mount skip otherwise, but fail
+// under CI=true, where the container must grant it (as the mbpoll test
+// fails there without mbpoll).
 func canMount(t *testing.T) bool {
 	t.Helper()
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot mount a tmpfs (%v): CI must run the store tests with CAP_SYS_ADMIN", err)
+		}
 		return false
 	}
 	syscall.Unmount(dir, 0)
 	return true
+}
+
+// nobody is the user the read-only child runs as.
+const nobodyID = 65534
+
+// readOnlyAsNobody seeds a day into a database in a directory nobody can
+// read but not write, and runs checkDegraded on it in a child process
+// running as nobody.
+func readOnlyAsNobody(t *testing.T, day time.Time) {
+	dir, err := os.MkdirTemp("", "plantd-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "plantd.db")
+	seedDay(t, path, day)
+	for _, p := range []string{dir, path} {
+		mode := os.FileMode(0o444)
+		if p == dir {
+			mode = 0o555
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		os.Chmod(side, 0o444)
+	}
+	// The test binary must be reachable by nobody too: a copy beside.
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir, err := os.MkdirTemp("", "plantd-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(binDir) })
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(binDir, "store.test")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := runChild(t, "readonly", "STORE_TEST_PATH="+path, "STORE_TEST_DAY="+day.Format(time.RFC3339))
+	cmd.Path, cmd.Args[0] = exe, exe
+	cmd.Dir = binDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyID, Gid: nobodyID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child as nobody: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("PASS")) {
+		t.Fatalf("child as nobody did not pass:\n%s", out)
+	}
+}
+
+// readOnlyChild is the child of readOnlyAsNobody.
+func readOnlyChild(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Fatal("the read-only child runs as root")
+	}
+	day, err := time.Parse(time.RFC3339, os.Getenv("STORE_TEST_DAY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), Config{Path: os.Getenv("STORE_TEST_PATH"), Plants: []PlantInfo{{ID: "p1", Location: day.Location()}}}, testLogger(t))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	checkDegraded(t, s, day)
 }
 
 // mountTmpfs mounts a tmpfs of size bytes at a new directory until the
@@ -165,42 +244,46 @@ func seedDay(t *testing.T, path string, day time.Time) {
 	}
 }
 
+// checkDegraded checks a store opened on read-only storage holding the
+// seeded day.
+func checkDegraded(t *testing.T, s *Store, day time.Time) {
+	t.Helper()
+	if err := s.Health(); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("health %v, want ErrReadOnly", err)
+	}
+	res, err := s.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+	if err != nil || len(res.Rows) != 288 {
+		t.Errorf("query on read-only storage: %d rows, %v", len(res.Rows), err)
+	}
+	if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Time: day, Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}) {
+		t.Error("Record accepted on read-only storage")
+	}
+	if s.Log(LogEntry{PlantID: "p1", Message: "x"}) {
+		t.Error("Log accepted on read-only storage")
+	}
+	if err := s.PutSchedule(t.Context(), Schedule{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("PutSchedule: %v, want ErrReadOnly", err)
+	}
+	if st := s.Stats(); st.Dropped != 2 || !strings.Contains(st.LastError, "read-only") {
+		t.Errorf("stats %+v", st)
+	}
+	// Run waits for the storage to become writable and ends cleanly.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	loc := mustZone(t, "Europe/Berlin")
 	day := time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
-	// checkDegraded checks a store opened on read-only storage.
-	checkDegraded := func(t *testing.T, s *Store) {
-		t.Helper()
-		if err := s.Health(); !errors.Is(err, ErrReadOnly) {
-			t.Errorf("health %v, want ErrReadOnly", err)
-		}
-		res, err := s.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
-		if err != nil || len(res.Rows) != 288 {
-			t.Errorf("query on read-only storage: %d rows, %v", len(res.Rows), err)
-		}
-		if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Time: day, Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}) {
-			t.Error("Record accepted on read-only storage")
-		}
-		if s.Log(LogEntry{PlantID: "p1", Message: "x"}) {
-			t.Error("Log accepted on read-only storage")
-		}
-		if err := s.PutSchedule(t.Context(), Schedule{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
-			t.Errorf("PutSchedule: %v, want ErrReadOnly", err)
-		}
-		if st := s.Stats(); st.Dropped != 2 || !strings.Contains(st.LastError, "read-only") {
-			t.Errorf("stats %+v", st)
-		}
-		// Run waits for the storage to become writable and ends cleanly.
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		defer cancel()
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-
 	t.Run("file", func(t *testing.T) {
 		if os.Geteuid() == 0 {
-			t.Skip("root writes read-only files; the mount subtests cover root")
+			// Root writes read-only files: the check runs in a child
+			// process as nobody, so it needs no capability beyond root's.
+			readOnlyAsNobody(t, day)
+			return
 		}
 		path := filepath.Join(t.TempDir(), "plantd.db")
 		seedDay(t, path, day)
@@ -208,7 +291,7 @@ func TestReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := openTest(t, Config{Path: path})
-		checkDegraded(t, s)
+		checkDegraded(t, s, day)
 	})
 
 	t.Run("mount", func(t *testing.T) {
@@ -220,7 +303,7 @@ func TestReadOnly(t *testing.T) {
 		seedDay(t, path, day)
 		remount(t, dir, true)
 		s := openTest(t, Config{Path: path})
-		checkDegraded(t, s)
+		checkDegraded(t, s, day)
 		s.Close()
 
 		// A new database in a read-only directory: a clear error.

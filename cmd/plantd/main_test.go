@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binPath = filepath.Join(dir, "plantd")
-	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race") // the real binary is checked for races too
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		panic("build plantd: " + err.Error() + "\n" + string(out))
 	}
