@@ -60,6 +60,16 @@ type HTTP struct {
 	// front of plantd whose X-Forwarded-For names the client. Default none:
 	// forwarding headers are ignored.
 	TrustedProxies []string `yaml:"trustedProxies"`
+	// CORSOrigins are the web origins ("https://portal.example.com", or
+	// "*" for any) whose pages may call the API from a browser. Default
+	// none: CORS off.
+	CORSOrigins []string `yaml:"corsOrigins"`
+	// OpenOps serves /healthz and /metrics to any address, not only to
+	// clients on this machine. Default false.
+	OpenOps bool `yaml:"openOps"`
+	// TokenTTL is the lifetime of OAuth2 access tokens issued by POST
+	// /oauth2/token, 1m..24h. Default 300s.
+	TokenTTL time.Duration `yaml:"tokenTTL"`
 }
 
 // RateLimit is a token bucket per credential (token or OAuth client).
@@ -114,6 +124,19 @@ type Plant struct {
 	Timezone     string       `yaml:"timezone"`
 	Location     Location     `yaml:"location"`
 	Installation Installation `yaml:"installation"`
+	// Stakeholders are the people and companies with a role at the plant
+	// (GET .../stakeholders).
+	Stakeholders []Stakeholder `yaml:"stakeholders"`
+}
+
+// Stakeholder is a person or company with a role at a plant.
+type Stakeholder struct {
+	// Role: owner, installer, operator or connectedServiceProvider.
+	Role string `yaml:"role"`
+	// Name is required.
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
+	Phone string `yaml:"phone"`
 }
 
 // Zone loads the plant's time zone. It cannot fail for a validated Config.

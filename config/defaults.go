@@ -21,6 +21,7 @@ const (
 	defaultBurst             = 40
 	defaultDatabasePath      = "/var/lib/plantd/plantd.db"
 	defaultRawRetention      = 168 * time.Hour
+	defaultTokenTTL          = 300 * time.Second
 	defaultLogLevel          = "info"
 	defaultLogFormat         = "text"
 	defaultCO2SavingsFactor  = 400 // g/kWh
@@ -75,6 +76,7 @@ func (c *Config) setDefaults() {
 	c.HTTP.Listen = defaultListen
 	c.HTTP.RateLimit.RequestsPerSecond = defaultRequestsPerSecond
 	c.HTTP.RateLimit.Burst = defaultBurst
+	c.HTTP.TokenTTL = defaultTokenTTL
 	c.Database.Path = defaultDatabasePath
 	c.Database.RawRetention = defaultRawRetention
 	c.Log.Level = defaultLogLevel

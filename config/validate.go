@@ -162,6 +162,15 @@ func (v *validator) http() {
 	if b := h.RateLimit.Burst; b < 1 {
 		v.add("http.rateLimit.burst", "%d is out of range (at least 1)", b)
 	}
+	v.duration("http.tokenTTL", h.TokenTTL, time.Minute, 24*time.Hour)
+	for i, o := range h.CORSOrigins {
+		if o == "*" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			v.add(fmt.Sprintf("http.corsOrigins[%d]", i), "%q is not an origin (scheme://host[:port]) or *", o)
+		}
+	}
 	for i, p := range h.TrustedProxies {
 		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
 			v.add(fmt.Sprintf("http.trustedProxies[%d]", i), "%q is not an IP address or CIDR", p)
@@ -215,6 +224,17 @@ func (v *validator) plants() {
 		}
 		v.location(path+".location", p.Location)
 		v.installation(path+".installation", p.Installation)
+		for j, sh := range p.Stakeholders {
+			sp := fmt.Sprintf("%s.stakeholders[%d]", path, j)
+			switch sh.Role {
+			case "owner", "installer", "operator", "connectedServiceProvider":
+			default:
+				v.add(sp+".role", "%q: want owner, installer, operator or connectedServiceProvider", sh.Role)
+			}
+			if sh.Name == "" {
+				v.add(sp+".name", "required")
+			}
+		}
 	}
 }
 

@@ -91,6 +91,10 @@ func ConfigFrom(c *config.Config) Config {
 		ProductIDs:   productIDs(c.Devices),
 
 		TrustedProxies: c.HTTP.TrustedProxies,
+		CORSOrigins:    c.HTTP.CORSOrigins,
+		OpenOps:        c.HTTP.OpenOps,
+		TokenTTL:       c.HTTP.TokenTTL,
+		Stakeholders:   stakeholdersOf(c.Plants),
 	}
 }
 
@@ -103,6 +107,17 @@ func productIDs(devs []config.Device) map[string]int {
 		}
 	}
 	return m
+}
+
+// stakeholdersOf maps the plants' configured stakeholders by plant id.
+func stakeholdersOf(plants []config.Plant) map[string][]Stakeholder {
+	out := map[string][]Stakeholder{}
+	for _, p := range plants {
+		for _, sh := range p.Stakeholders {
+			out[p.ID] = append(out[p.ID], Stakeholder{Role: sh.Role, Name: sh.Name, Email: sh.Email, Phone: sh.Phone})
+		}
+	}
+	return out
 }
 
 // SetCredentials replaces the bearer tokens and OAuth2 clients of a

@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"testing"
+	"time"
+
+	"plantd/config"
+)
+
+// TestSettingsFromConfig: every setting of Config that an installer may
+// want has a config key: CORS origins, open /healthz and /metrics, the
+// OAuth2 token lifetime, trusted proxies and the stakeholders of a plant.
+func TestSettingsFromConfig(t *testing.T) {
+	c, err := config.Parse("settings.yaml", []byte(`
+http:
+  corsOrigins: [https://portal.example.com]
+  openOps: true
+  tokenTTL: 10m
+  trustedProxies: [10.0.0.0/8]
+plants:
+  - id: p1
+    name: P
+    timezone: Europe/Berlin
+    stakeholders:
+      - {role: owner, name: Anna Example, email: anna@example.com}
+      - {role: installer, name: Solar GmbH, phone: "+49 89 123"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ConfigFrom(c)
+	if len(cfg.CORSOrigins) != 1 || cfg.CORSOrigins[0] != "https://portal.example.com" || !cfg.OpenOps ||
+		cfg.TokenTTL != 10*time.Minute || len(cfg.TrustedProxies) != 1 {
+		t.Errorf("http settings: %+v", cfg)
+	}
+	sh := cfg.Stakeholders["p1"]
+	if len(sh) != 2 || sh[0] != (Stakeholder{Role: "owner", Name: "Anna Example", Email: "anna@example.com"}) || sh[1].Phone != "+49 89 123" {
+		t.Errorf("stakeholders: %+v", cfg.Stakeholders)
+	}
+	for _, bad := range []string{
+		"http: {tokenTTL: 1s}\nplants: [{id: p1, name: P, timezone: UTC}]",
+		"http: {corsOrigins: ['not a url']}\nplants: [{id: p1, name: P, timezone: UTC}]",
+		"plants: [{id: p1, name: P, timezone: UTC, stakeholders: [{role: boss, name: X}]}]",
+		"plants: [{id: p1, name: P, timezone: UTC, stakeholders: [{role: owner}]}]",
+	} {
+		if _, err := config.Parse("bad.yaml", []byte(bad)); err == nil {
+			t.Errorf("accepted:\n%s", bad)
+		}
+	}
+}
