@@ -81,6 +81,8 @@ func TestImplausibleValuesNeverStored(t *testing.T) {
 		for _, id := range []string{"inv2"} {
 			pvAll += total(SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: start})["pvGeneration"]
 		}
+		t.Logf("%s: inv1 pvGeneration %v Wh (absent: nothing stored), plant pvGeneration %.1f Wh (inv2 %.1f Wh)",
+			p, dev["pvGeneration"], bal["pvGeneration"], pvAll)
 		if v := dev["pvGeneration"]; v > maxWh || math.IsNaN(v) {
 			t.Errorf("%s: inv1 pvGeneration %g Wh, at most %g possible", p, v, maxWh)
 		}

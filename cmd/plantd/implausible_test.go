@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/config"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+)
+
+// TestImplausibleMetrics runs the daemon's components against a simulated
+// inverter that reports W=32767 with W_SF=10: /metrics must count the
+// dropped values per device and channel, and the log say it once.
+func TestImplausibleMetrics(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	inv := simtest.Device(t, p, "inv1")
+	if err := inv.Override(103, "W", 32767); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Override(103, "W_SF", 10); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(inv.Addr())
+	cfg, err := config.Parse("implausible.yaml", []byte(fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Implausible, timezone: Europe/Berlin}
+devices:
+  - {id: inv1, host: %s, port: %s, pollInterval: 250ms}
+`, filepath.Join(t.TempDir(), "plantd.db"), host, port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	d, err := newDaemon(ctx, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	re := regexp.MustCompile(`plantd_device_implausible_values_total\{channel="activePower",device="inv1"\} (\d+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + d.ln.Addr().String() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := re.FindSubmatch(body); m != nil {
+			if n, _ := strconv.Atoi(string(m[1])); n >= 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no count of 3 implausible activePower values in /metrics within 30 s:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "implausible activePower dropped"); n != 1 {
+		t.Errorf("%d log lines for activePower turning implausible, want 1", n)
+	}
+}
