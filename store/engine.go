@@ -248,6 +248,9 @@ type runPair struct {
 	p, c *rawSample
 	e    float64
 	hasP bool
+	// counted: both samples have the counter (a pair without power then
+	// still gives its intervals an energy, 0 until the run closes).
+	counted bool
 }
 
 // series attributes one energy field's energy over a device's sample
@@ -271,8 +274,11 @@ func (bk *bucketer) series(seq []*rawSample, sp energySpec, idx int32) {
 	lead := bk.lead[ck] // the zero runLead: the run starts at seq[0]
 	flushPower := func() {
 		for _, rp := range run {
-			if rp.hasP {
+			switch {
+			case rp.hasP:
 				bk.spread(field, rp.e, rp.p.t, rp.c.t)
+			case rp.counted:
+				bk.spread(field, 0, rp.p.t, rp.c.t)
 			}
 		}
 		run = run[:0]
@@ -314,6 +320,7 @@ func (bk *bucketer) series(seq []*rawSample, sp energySpec, idx int32) {
 			flushPower()
 			continue
 		}
+		rp.counted = true
 		run = append(run, rp)
 		if d == 0 {
 			continue

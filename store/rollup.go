@@ -584,6 +584,12 @@ func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from i
 			k, pk chKey
 			v     float64
 			done  bool
+			// start is the run's first sample found so far; withP says
+			// whether a pair of it had power (then the run's intervals
+			// from its first pair with power on are rolled up again,
+			// else from its start: its step is spread by time).
+			start int64
+			withP bool
 		}
 		var runs []*open
 		for _, cv := range ds.prev.vals {
@@ -604,7 +610,7 @@ func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from i
 				}
 			}
 			if moves {
-				runs = append(runs, &open{k: cv.k, pk: pk, v: cv.v})
+				runs = append(runs, &open{k: cv.k, pk: pk, v: cv.v, start: ds.prev.t})
 			}
 		}
 		if len(runs) == 0 {
@@ -651,8 +657,10 @@ func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from i
 					ld.powerWh += e
 					if e > 0 {
 						back = min(back, o.t)
+						r.withP = true
 					}
 				}
+				r.start = o.t
 				ld.spanMs += cur.t - o.t
 				ds.lead[r.k] = ld
 			}
@@ -661,6 +669,11 @@ func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from i
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return 0, fmt.Errorf("read counter runs: %w", err)
+		}
+		for _, r := range runs {
+			if !r.withP {
+				back = min(back, r.start)
+			}
 		}
 	}
 	return back, nil
