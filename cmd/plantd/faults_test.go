@@ -83,7 +83,7 @@ devices:
 	api := listenRE.FindStringSubmatch(waitLog(listenRE, 10*time.Second))[1]
 	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
 	for seen := map[string]bool{}; len(seen) < 4; {
-		seen[online.FindStringSubmatch(waitLog(online, 10*time.Second))[1]] = true
+		seen[online.FindStringSubmatch(waitLog(online, 30*time.Second))[1]] = true
 	}
 	polls := func() map[string]float64 {
 		resp, err := http.Get("http://" + api + "/metrics")
