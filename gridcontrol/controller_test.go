@@ -458,7 +458,6 @@ func (r *rig) limitTrace(id string, since time.Time) []sim.TraceEntry {
 func TestNoPeakBetweenWindows(t *testing.T) {
 	t.Parallel()
 	const ramp = 25.0 // % per s: 5 % per 200 ms cycle
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 	cases := []struct {
 		name   string
 		first  float64
@@ -474,6 +473,8 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case on a plant of its own
+			r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 			r.waitFor(10*time.Second, "both inverters at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 			s1, mid := window(time.Second, 2*time.Second)
 			end := mid.Add(2 * time.Second)

@@ -1,0 +1,18 @@
+package gridcontrol_test
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// TestMain lets the rig tests, which mostly wait for window boundaries on
+// the wall clock, run 8 at a time rather than one per core (unless
+// -parallel is given).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == f.DefValue {
+		_ = f.Value.Set("8")
+	}
+	os.Exit(m.Run())
+}
