@@ -262,7 +262,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	s := &Server{
 		cfg:             cfg,
 		deps:            deps,
-		log:             logger.With("component", "httpapi"),
+		log:             logger, // the caller names the component
 		now:             deps.Now,
 		auth:            auth,
 		metrics:         m,

@@ -55,7 +55,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.Devices[i].Port = port + i
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "sim")
 	plant, err := sim.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd sim: %v\n", err)

@@ -78,7 +78,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Plant{cfg: c, log: logger.With("component", "sim"), loc: loc}
+	p := &Plant{cfg: c, log: logger, loc: loc}
 	p.wall0 = c.Now()
 	p.start = c.Start
 	if p.start.IsZero() {
