@@ -109,8 +109,13 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: plantd %s %s\n\nflags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "usage: plantd %s %s\n", name, synopsis)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(stderr, "\nflags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }

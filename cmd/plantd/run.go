@@ -82,7 +82,7 @@ func newLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 }
 
 func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check-config", "FILE", stderr)
+	fs := newFlagSet("check-config", "FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0.", stderr)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -101,7 +101,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
