@@ -96,7 +96,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d plants, %d devices)\n", pos[0], len(cfg.Plants), len(cfg.Devices))
+	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], count(len(cfg.Plants), "plant"), count(len(cfg.Devices), "device"))
 	return exitOK
 }
 
@@ -264,4 +264,12 @@ func parseDemoStart(s string, now time.Time) (time.Time, error) {
 		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, loc), nil
 	}
 	return time.Time{}, fmt.Errorf("%q: want HH:MM, YYYY-MM-DDTHH:MM or an RFC 3339 time", s)
+}
+
+// count says "1 plant", "5 devices".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
