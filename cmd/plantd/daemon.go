@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
 	"plantd/devices"
@@ -86,7 +87,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		FutureTolerance: maxPollInterval(cfg)},
 		logger.With("component", "store"))
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", cfg.Database.Path, err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
 	d.pool = modbus.NewPool(logger.With("component", "modbus"))
 	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
@@ -221,60 +222,57 @@ func (d *daemon) onSample(s poller.Sample) {
 	d.logEntry(e)
 }
 
-// run runs every component until ctx ends, then stops them: the poller and
-// the HTTP API first, the store last, so that what was polled is written.
-// hup delivers SIGHUP (config reload; see supervise).
+// run runs every component until ctx ends or one of them fails, then
+// stops them all: the poller, grid control and the HTTP API first, the
+// store last, so that what was polled is written. One errgroup owns the
+// components: the first error ends the others, and run returns it (the
+// start errors a component can have, newDaemon already met). hup delivers
+// SIGHUP (config reload; see supervise).
 func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
 		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	// The store outlives the rest of the group: it stops once the
+	// components that feed it have returned, and an early end of its
+	// writer ends the group like any other failure.
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStore()
-	storeDone := make(chan error, 1)
-	go func() { storeDone <- d.store.Run(storeCtx) }()
-
-	var wg sync.WaitGroup
-	var apiErr, gridErr error
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		d.poller.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		gridErr = d.grid.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		apiErr = d.api.Serve(ctx, d.ln)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.supervise(ctx, hup)
-	}()
+	g.Go(func() error {
+		err := d.store.Run(storeCtx)
+		if err == nil && storeCtx.Err() == nil {
+			err = errors.New("store: writer stopped")
+		}
+		return err
+	})
+	var feeders sync.WaitGroup
+	component := func(f func(context.Context) error) {
+		feeders.Add(1)
+		g.Go(func() error {
+			defer feeders.Done()
+			return f(gctx)
+		})
+	}
+	component(d.poller.Run)
+	component(d.grid.Run)
+	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
+	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's
 	// writer), so it stops with the poller, before the store closes.
-	var upErr error
 	if d.up != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			upErr = d.up.Run(ctx)
-		}()
+		component(d.up.Run)
 	}
 	if d.reportEvery > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.report(ctx)
-		}()
+		component(func(ctx context.Context) error { d.report(ctx); return nil })
 	}
-	wg.Wait()
-	stopStore()
-	err := errors.Join(apiErr, gridErr, upErr, <-storeDone, d.pool.Close(), d.store.Close())
-	return err
+	g.Go(func() error {
+		feeders.Wait()
+		stopStore()
+		return nil
+	})
+	err := g.Wait()
+	return errors.Join(err, d.pool.Close(), d.store.Close())
 }
 
 // domainOf maps the config onto the domain types of package plant.

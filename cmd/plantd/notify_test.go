@@ -100,6 +100,31 @@ func (d *daemonRun) stop() {
 	}
 }
 
+// fakeNotifySocket is systemd's side of sd_notify for a test: a unixgram
+// socket to pass as NOTIFY_SOCKET, and the messages plantd sends to it.
+func fakeNotifySocket(t *testing.T) (path string, msgs <-chan string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch := make(chan string, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(ch)
+				return
+			}
+			ch <- string(buf[:n])
+		}
+	}()
+	return path, ch
+}
+
 // TestSystemdNotify runs the real binary with NOTIFY_SOCKET pointing at a
 // unixgram socket the test listens on, and a watchdog of 600 ms: READY=1
 // comes once the first poll round ran (both devices polled), with a
@@ -108,24 +133,7 @@ func (d *daemonRun) stop() {
 func TestSystemdNotify(t *testing.T) {
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 1000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	sock, msgs := fakeNotifySocket(t)
 	next := func(timeout time.Duration) string {
 		t.Helper()
 		select {
