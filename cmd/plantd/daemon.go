@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 type daemon struct {
 	log    *slog.Logger
 	pool   *modbus.Pool
+	conns  *deviceConns
 	poller *poller.Poller
 	live   *plant.Live
 	store  *store.Store
@@ -90,6 +92,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	d.pool = modbus.NewPool(logger.With("component", "modbus"))
+	d.conns = newDeviceConns(cfg, d.pool)
 	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
 	if err != nil {
 		d.pool.Close()
@@ -105,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		// (schedule times are then simulated plant times, as the page and
 		// the API show them).
 		Now: now,
-	}, gridStore{Store: d.store, d: d}, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
+	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
 		d.store.Close()
@@ -335,21 +338,77 @@ func maxPollInterval(cfg *config.Config) time.Duration {
 
 // deviceConns gives grid control the Modbus client of each enabled device:
 // the poller's endpoint (one socket per host:port), so that writes and
-// polls of one device are serialised.
-func deviceConns(cfg *config.Config, pool *modbus.Pool) gridcontrol.Conns {
+// polls of one device are serialised. A config reload replaces the list
+// (set).
+type deviceConns struct {
+	pool    *modbus.Pool
+	mu      sync.RWMutex
+	clients map[string]devices.ReadWriter
+}
+
+func newDeviceConns(cfg *config.Config, pool *modbus.Pool) *deviceConns {
+	c := &deviceConns{pool: pool}
+	c.set(cfg)
+	return c
+}
+
+// set makes the clients of cfg's enabled devices the ones returned.
+func (c *deviceConns) set(cfg *config.Config) {
 	clients := map[string]devices.ReadWriter{}
 	for _, pc := range pollerConfigs(cfg) {
 		timeout := pc.Timeout
 		if timeout == 0 {
 			timeout = modbus.DefaultTimeout
 		}
-		ep := pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
+		ep := c.pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
 		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
 	}
-	return func(id string) (devices.ReadWriter, bool) {
-		rw, ok := clients[id]
-		return rw, ok
+	c.mu.Lock()
+	c.clients = clients
+	c.mu.Unlock()
+}
+
+// get is the gridcontrol.Conns of the daemon.
+func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	rw, ok := c.clients[id]
+	return rw, ok
+}
+
+// applyDevices makes the devices of next (a reloaded config) the ones
+// plantd polls, controls and serves, without touching the devices that
+// stay the same: the live cache learns the new ones first (so that their
+// first samples are kept), the poller stops the removed ones and starts
+// the new, then the live cache forgets the removed. Devices of a plant the
+// running config does not have are refused: plants need a restart.
+func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
+	_, infos, err := domainOf(next)
+	if err != nil {
+		return poller.Changes{}, err
 	}
+	for _, in := range infos {
+		if _, ok := d.live.Plant(in.PlantID); !ok {
+			return poller.Changes{}, fmt.Errorf("device %s is in plant %s, which plantd was not started with", in.ID, in.PlantID)
+		}
+	}
+	_, running, _ := domainOf(d.cfg)
+	d.live.SetDevices(append(slices.Clone(infos), running...))
+	d.conns.set(next)
+	ch, err := d.poller.Update(pollerConfigs(next))
+	if err != nil {
+		d.live.SetDevices(running)
+		d.conns.set(d.cfg)
+		return poller.Changes{}, err
+	}
+	d.live.SetDevices(infos)
+	d.mu.Lock()
+	for _, id := range append(ch.Removed, ch.Changed...) {
+		delete(d.state, id)
+		delete(d.health, id)
+	}
+	d.mu.Unlock()
+	return ch, nil
 }
 
 // report logs the live energy balance of every plant each reportEvery.

@@ -32,8 +32,14 @@ type daemonRun struct {
 // simConfig is a config of the simulated plant's first n devices, polled
 // every 250 ms, with the given extra YAML.
 func simConfig(p *sim.Plant, dir string, n int, extra string) string {
+	return simConfigOf(p.Devices()[:n], dir, extra)
+}
+
+// simConfigOf is a config of the given simulated devices, polled every
+// 250 ms, with the given extra YAML.
+func simConfigOf(devices []*sim.Device, dir string, extra string) string {
 	var devs strings.Builder
-	for _, d := range p.Devices()[:n] {
+	for _, d := range devices {
 		host, port, _ := net.SplitHostPort(d.Addr())
 		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 250ms, timeout: 500ms}\n", d.ID(), host, port)
 	}
@@ -204,7 +210,8 @@ func TestSystemdNotify(t *testing.T) {
 
 // TestReloadSIGHUP sends SIGHUP to the real binary: a valid new config
 // replaces the HTTP tokens and the log level at once and names the changes
-// that need a restart (a device removed); an invalid one is refused with
+// that need a restart (the gateway id); an invalid one (that would also
+// remove a device) is refused with
 // its problems and the running config stays; polling goes on throughout.
 func TestReloadSIGHUP(t *testing.T) {
 	p := simtest.Start(t, sim.DefaultConfig())
@@ -231,11 +238,11 @@ func TestReloadSIGHUP(t *testing.T) {
 		t.Fatalf("before the reload: token a %d, token b %d", a, b)
 	}
 
-	// Token b instead of a, debug logging, the second device gone.
-	d.writeConfig(simConfig(p, dir, 1, tokens("b", tokB)+"log:\n  level: debug\n"))
+	// Token b instead of a, debug logging, another gateway id.
+	d.writeConfig(simConfig(p, dir, 2, tokens("b", tokB)+"log:\n  level: debug\ngateway:\n  id: gw-renamed\n"))
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	d.waitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
-	d.waitLog(regexp.MustCompile(`need a restart.*: devices`), 10*time.Second)
+	d.waitLog(regexp.MustCompile(`need a restart.*: gateway`), 10*time.Second)
 	if a, b := get(tokA), get(tokB); a != 401 || b != 200 {
 		t.Errorf("after the reload: token a %d, token b %d", a, b)
 	}
