@@ -88,7 +88,7 @@ func TestStartFailsFast(t *testing.T) {
 				}
 			}
 			return noDevicesConfig("127.0.0.1:0", "", path)
-		}, regexp.MustCompile(`database locked by another process`)},
+		}, regexp.MustCompile(`database in use: locked by another process`)},
 
 		{"corrupt database", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, "plantd.db")
