@@ -199,6 +199,7 @@ type Server struct {
 	engine  *gin.Engine
 	auth    *authenticator
 	metrics *metrics
+	tls     *tls.Config // nil: plain HTTP
 	plants  map[string]config.Plant
 	// reverse of cfg.Migrated for the plant list (new ids only)
 	migratedPlants, migratedDevices map[string]string
@@ -227,6 +228,16 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("httpapi: tls cert and key must be given together")
+	}
+	// The TLS files are read here, not in Serve: a key plantd cannot read
+	// stops it at start, before it reports ready.
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: tls certificate %s, key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -266,6 +277,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 		now:             deps.Now,
 		auth:            auth,
 		metrics:         m,
+		tls:             tlsCfg,
 		plants:          make(map[string]config.Plant, len(cfg.Plants)),
 		migratedPlants:  cfg.Migrated.Plants,
 		migratedDevices: cfg.Migrated.Devices,
@@ -310,16 +322,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	if s.cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("httpapi: tls: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if s.tls != nil {
+		srv.TLSConfig = s.tls.Clone()
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
-	s.log.Info("http api listening", "addr", ln.Addr().String(), "tls", s.cfg.TLSCert != "")
+	s.log.Info("http api listening", "addr", ln.Addr().String(), "tls", s.tls != nil)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

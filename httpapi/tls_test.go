@@ -14,8 +14,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"plantd/config"
 )
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
@@ -108,5 +111,33 @@ func TestCORS(t *testing.T) {
 				t.Errorf("preflight: %d allow-origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 			}
 		})
+	}
+}
+
+// TestTLSFilesReadByNew: a key that cannot be read or parsed fails New
+// (plantd's start), naming the files, instead of Serve later.
+func TestTLSFilesReadByNew(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t)
+	e := newEnv(t, envOpts{polls: 1})
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{
+		"missing":     filepath.Join(t.TempDir(), "missing.pem"),
+		"a directory": t.TempDir(),
+		"not a key":   garbage,
+	} {
+		cfg := testConfig(config.RateLimit{})
+		cfg.TLSCert, cfg.TLSKey = certFile, key
+		_, err := New(cfg, Deps{Live: e.live, History: e.hist}, nil)
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("key %s: New: %v, want an error naming %s", name, err, key)
+		}
+	}
+	cfg := testConfig(config.RateLimit{})
+	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
+	if _, err := New(cfg, Deps{Live: e.live, History: e.hist}, nil); err != nil {
+		t.Errorf("good pair: %v", err)
 	}
 }

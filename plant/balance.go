@@ -112,7 +112,7 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 		return nil, fmt.Errorf("live balance of plant %q: %w", plantID, ErrUnknownPlant)
 	}
 	var out []contrib
-	for _, d := range l.byPlant[plantID] {
+	for _, d := range l.idx.Load().byPlant[plantID] {
 		switch d.kind() {
 		case KindInverter, KindMeter, KindBattery:
 		default:

@@ -25,22 +25,61 @@ type Live struct {
 	mapping *mapping
 	status  *status
 
-	// The fields below are built by NewLive and only read after.
+	// plants and plantIx are built by NewLive and only read after.
 	plants  []Plant
 	plantIx map[string]int
-	devs    []*deviceState // config order
-	byID    map[string]*deviceState
-	byPlant map[string][]*deviceState
+	// idx is the device index: replaced whole by SetDevices (under setMu),
+	// never modified, so that readers need no lock.
+	idx   atomic.Pointer[index]
+	setMu sync.Mutex
 
 	dropped atomic.Uint64
 	log     *slog.Logger // plausibility verdicts; nil: none
 }
 
+// index finds the device entries.
+type index struct {
+	devs    []*deviceState // config order
+	byID    map[string]*deviceState
+	byPlant map[string][]*deviceState
+}
+
+// buildIndex indexes devs (of a duplicate id the first wins), taking the
+// entries of old whose DeviceInfo is the same, with their state.
+func buildIndex(old *index, devs []DeviceInfo) *index {
+	x := &index{byID: make(map[string]*deviceState, len(devs)), byPlant: map[string][]*deviceState{}}
+	for _, di := range devs {
+		if _, dup := x.byID[di.ID]; dup {
+			continue
+		}
+		var d *deviceState
+		if old != nil {
+			if o := old.byID[di.ID]; o != nil && o.conf.same(di) {
+				d = o
+			}
+		}
+		if d == nil {
+			d = &deviceState{info: di, conf: di}
+		}
+		x.devs = append(x.devs, d)
+		x.byID[di.ID] = d
+		x.byPlant[di.PlantID] = append(x.byPlant[di.PlantID], d)
+	}
+	return x
+}
+
+// same reports whether two configured devices are the same.
+func (d DeviceInfo) same(o DeviceInfo) bool {
+	return d.ID == o.ID && d.PlantID == o.PlantID && d.Name == o.Name && d.Kind == o.Kind && d.DeactivatedAt.Equal(o.DeactivatedAt)
+}
+
 // deviceState is one device's entry. mu guards everything but info.
 type deviceState struct {
-	// info is fixed at NewLive, except info.Kind: a device configured
-	// without a kind takes the kind discovery found, set under mu.
+	// info is fixed when the entry is made, except info.Kind: a device
+	// configured without a kind takes the kind discovery found, set under
+	// mu. conf is info as configured.
 	info DeviceInfo
+	conf DeviceInfo
 
 	mu        sync.Mutex
 	disc      *devices.Device // discovery result, nil until known
@@ -85,24 +124,24 @@ func NewLive(plants []Plant, devs []DeviceInfo, now func() time.Time) *Live {
 		status:  st,
 		plants:  slices.Clone(plants),
 		plantIx: make(map[string]int, len(plants)),
-		byID:    make(map[string]*deviceState, len(devs)),
-		byPlant: make(map[string][]*deviceState, len(plants)),
 	}
 	for i, p := range l.plants {
 		if _, dup := l.plantIx[p.ID]; !dup {
 			l.plantIx[p.ID] = i
 		}
 	}
-	for _, di := range devs {
-		if _, dup := l.byID[di.ID]; dup {
-			continue
-		}
-		d := &deviceState{info: di}
-		l.devs = append(l.devs, d)
-		l.byID[di.ID] = d
-		l.byPlant[di.PlantID] = append(l.byPlant[di.PlantID], d)
-	}
+	l.idx.Store(buildIndex(nil, devs))
 	return l
+}
+
+// SetDevices replaces the device list (a config reload) while the cache is
+// in use. A device whose DeviceInfo is unchanged keeps its state; one that
+// is new or changed starts empty; one no longer listed is gone from every
+// read, and its later samples are dropped.
+func (l *Live) SetDevices(devs []DeviceInfo) {
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	l.idx.Store(buildIndex(l.idx.Load(), devs))
 }
 
 // Apply records one poll of one device: on success its channel values,
@@ -113,7 +152,7 @@ func NewLive(plants []Plant, devs []DeviceInfo, now func() time.Time) *Live {
 // online when it succeeded and offline when it failed. Apply keeps nothing
 // of the sample's model instances, which the poller reuses.
 func (l *Live) Apply(s poller.Sample) {
-	d := l.byID[s.Device]
+	d := l.idx.Load().byID[s.Device]
 	if d == nil {
 		l.dropped.Add(1)
 		return
@@ -247,7 +286,7 @@ func (d *DeviceLive) Inputs(c Channel) []Reading {
 
 // Device returns the live view of one device.
 func (l *Live) Device(id string) (DeviceLive, bool) {
-	d := l.byID[id]
+	d := l.idx.Load().byID[id]
 	if d == nil {
 		return DeviceLive{}, false
 	}
@@ -272,7 +311,7 @@ func (l *Live) DeviceStatuses(plantID string) ([]DeviceLive, error) {
 }
 
 func (l *Live) devices(plantID string, readings bool) []DeviceLive {
-	ds := l.byPlant[plantID]
+	ds := l.idx.Load().byPlant[plantID]
 	out := make([]DeviceLive, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, l.snapshot(d, readings))

@@ -377,3 +377,68 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// TestLiveSetDevices replaces the device list: an unchanged device keeps
+// its values and counters, a removed one is gone (its samples dropped), an
+// added one is listed and takes samples, a changed one starts anew; reads
+// and Apply run concurrently with the replacement.
+func TestLiveSetDevices(t *testing.T) {
+	plants, devs := testPlant()
+	l := NewLive(plants, devs, nil)
+	in := mk(t, 103, nil, val("W", 1500))
+	l.Apply(sample("inv1", t0, in))
+	l.Apply(sample("inv1", t0.Add(time.Second), in))
+	l.Apply(sample("meter", t0, mk(t, 203, nil, val("W", -100))))
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.Apply(sample("inv1", t0.Add(time.Duration(i)*time.Second), in))
+			l.Devices("7190000")
+			l.EnergyBalance("7190000")
+		}
+	}()
+	next := []DeviceInfo{
+		devs[0], devs[1], // gw, inv1 unchanged
+		{ID: "meter", PlantID: "7190000", Name: "Grid meter (new name)", Kind: KindMeter},
+		{ID: "inv2", PlantID: "7190000", Name: "Inverter 2", Kind: KindInverter},
+	} // bat and old removed
+	l.SetDevices(next)
+	close(stop)
+	wg.Wait()
+
+	if d, ok := l.Device("inv1"); !ok || len(d.Readings) == 0 || d.Comm.Polls < 2 {
+		t.Errorf("inv1 lost its state: ok %v, %d readings, %d polls", ok, len(d.Readings), d.Comm.Polls)
+	}
+	if d, ok := l.Device("meter"); !ok || d.Info.Name != "Grid meter (new name)" || d.Comm.Polls != 0 {
+		t.Errorf("meter not renewed: ok %v, name %q, %d polls", ok, d.Info.Name, d.Comm.Polls)
+	}
+	if _, ok := l.Device("bat"); ok {
+		t.Error("bat still known after its removal")
+	}
+	dropped := l.Dropped()
+	l.Apply(sample("bat", t0, mk(t, 802, nil, val("W", -500))))
+	if l.Dropped() != dropped+1 {
+		t.Error("a sample of a removed device was not dropped")
+	}
+	l.Apply(sample("inv2", t0, mk(t, 103, nil, val("W", 700))))
+	list, _ := l.Devices("7190000")
+	var ids []string
+	for _, d := range list {
+		ids = append(ids, d.Info.ID)
+	}
+	if got := fmt.Sprint(ids); got != "[gw inv1 meter inv2]" {
+		t.Errorf("devices %s, want [gw inv1 meter inv2]", got)
+	}
+	if d, _ := l.Device("inv2"); len(d.Readings) == 0 {
+		t.Error("inv2 took no values")
+	}
+}

@@ -193,7 +193,7 @@ type ImplausibleCount struct {
 // channel that dropped any, in config and channel order.
 func (l *Live) Implausible() []ImplausibleCount {
 	var out []ImplausibleCount
-	for _, d := range l.devs {
+	for _, d := range l.idx.Load().devs {
 		d.mu.Lock()
 		for c := Channel(1); c < numChannels; c++ {
 			if n := d.implausible[c]; n > 0 {

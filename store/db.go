@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -181,6 +183,42 @@ func openWriter(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// lockWait is how long Open waits for a lock another process holds on the
+// database before giving up: a start must fail fast, not after the busy
+// timeout of the running store.
+const lockWait = 300 * time.Millisecond
+
+// probeLock takes and releases the write lock of an existing database
+// (BEGIN IMMEDIATE, ROLLBACK) on a connection of its own that waits at most
+// lockWait. It fails with ErrLocked when another process holds a lock
+// that would block plantd's writer (an open write transaction, an
+// exclusive lock), and with ErrCorrupt when the file is not a database. A
+// missing file has nothing to lock.
+func probeLock(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	p := url.Values{}
+	p.Set("_busy_timeout", strconv.Itoa(int(lockWait/time.Millisecond)))
+	p.Set("_txlock", "immediate")
+	db := sql.OpenDB(connector{drv: &sqlite3.SQLiteDriver{}, dsn: dsn(path, p)})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err == nil {
+		// A schema read makes SQLite look at the file's header.
+		_, err = userVersion(ctx, tx)
+		if rerr := tx.Rollback(); err == nil {
+			err = rerr
+		}
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return fmt.Errorf("%w: locked by another process (waited %v): %w", ErrLocked, lockWait, err)
+	}
+	return classify(err)
 }
 
 // openReader opens the pool of read-only connections the queries use.

@@ -748,3 +748,68 @@ func checkRollupsAgree(t *testing.T, s *Store) {
 }
 
 var _ = sqlite3.ErrFull
+
+// TestLocked: a database another connection holds locked (an open write
+// transaction on plantd's WAL database, or an exclusive lock on a
+// rollback-journal one) fails Open with ErrLocked after about lockWait,
+// not after the writer's busy timeout.
+func TestLocked(t *testing.T) {
+	for _, tt := range []struct {
+		name, mode string
+		hold       []string
+	}{
+		{"wal write transaction", "WAL", []string{`BEGIN IMMEDIATE`, `INSERT INTO meta VALUES ('lock-test', 1)`}},
+		{"exclusive lock", "DELETE", []string{`BEGIN EXCLUSIVE`, `INSERT INTO meta VALUES ('lock-test', 1)`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "plantd.db")
+			openTest(t, Config{Path: path}).Close()
+			db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode="+tt.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range tt.hold {
+				if _, err := conn.ExecContext(t.Context(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			start := time.Now()
+			s, err := Open(t.Context(), Config{Path: path}, testLogger(t))
+			took := time.Since(start)
+			if err == nil {
+				s.Close()
+				t.Fatal("open of a locked database succeeded")
+			}
+			if !errors.Is(err, ErrLocked) {
+				t.Errorf("open: %v, want ErrLocked", err)
+			}
+			if took > 2*lockWait+500*time.Millisecond {
+				t.Errorf("open failed after %v, want about %v", took, lockWait)
+			}
+			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+			if _, err := conn.ExecContext(t.Context(), `ROLLBACK`); err != nil {
+				t.Fatal(err)
+			}
+			openTest(t, Config{Path: path})
+		})
+	}
+}
+
+// TestCorruptFile: a file that is not a database fails Open with
+// ErrCorrupt at once.
+func TestCorruptFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plantd.db")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(t.Context(), Config{Path: path}, testLogger(t))
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open: %v, want ErrCorrupt", err)
+	}
+}

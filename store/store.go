@@ -34,7 +34,9 @@ var (
 	// refuses it without modifying it.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this plantd")
 	// ErrLocked: another process (or another Store) has the database
-	// open; the message names the holder's pid.
+	// open; the message names the holder's pid. Also: another process
+	// (not a plantd) holds an SQLite lock that keeps plantd from writing
+	// (Open does not wait long for it).
 	ErrLocked = errors.New("store: database in use")
 	// ErrReadOnly: the database or its directory cannot be written.
 	ErrReadOnly = errors.New("store: storage is read-only")
@@ -297,10 +299,17 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 			s.unlock()
 		}
 	}()
+	roErr := writable(c.Path)
+	if roErr == nil {
+		// First, and briefly: a lock held by another process would make
+		// every later step wait out the busy timeout before failing.
+		if err := probeLock(ctx, c.Path); err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", c.Path, err)
+		}
+	}
 	if _, err := checkVersion(ctx, c.Path); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	roErr := writable(c.Path)
 	if roErr == nil {
 		wdb, err := openWriter(ctx, c.Path)
 		if err == nil {

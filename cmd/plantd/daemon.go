@@ -8,10 +8,12 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
 	"plantd/devices"
@@ -30,6 +32,7 @@ import (
 type daemon struct {
 	log    *slog.Logger
 	pool   *modbus.Pool
+	conns  *deviceConns
 	poller *poller.Poller
 	live   *plant.Live
 	store  *store.Store
@@ -86,9 +89,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		FutureTolerance: maxPollInterval(cfg)},
 		logger.With("component", "store"))
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", cfg.Database.Path, err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
 	d.pool = modbus.NewPool(logger.With("component", "modbus"))
+	d.conns = newDeviceConns(cfg, d.pool)
 	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
 	if err != nil {
 		d.pool.Close()
@@ -104,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		// (schedule times are then simulated plant times, as the page and
 		// the API show them).
 		Now: now,
-	}, gridStore{Store: d.store, d: d}, d.live, deviceConns(cfg, d.pool), logger.With("component", "gridcontrol"))
+	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
 		d.store.Close()
@@ -221,60 +225,57 @@ func (d *daemon) onSample(s poller.Sample) {
 	d.logEntry(e)
 }
 
-// run runs every component until ctx ends, then stops them: the poller and
-// the HTTP API first, the store last, so that what was polled is written.
-// hup delivers SIGHUP (config reload; see supervise).
+// run runs every component until ctx ends or one of them fails, then
+// stops them all: the poller, grid control and the HTTP API first, the
+// store last, so that what was polled is written. One errgroup owns the
+// components: the first error ends the others, and run returns it (the
+// start errors a component can have, newDaemon already met). hup delivers
+// SIGHUP (config reload; see supervise).
 func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
 		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	// The store outlives the rest of the group: it stops once the
+	// components that feed it have returned, and an early end of its
+	// writer ends the group like any other failure.
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStore()
-	storeDone := make(chan error, 1)
-	go func() { storeDone <- d.store.Run(storeCtx) }()
-
-	var wg sync.WaitGroup
-	var apiErr, gridErr error
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		d.poller.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		gridErr = d.grid.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		apiErr = d.api.Serve(ctx, d.ln)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.supervise(ctx, hup)
-	}()
+	g.Go(func() error {
+		err := d.store.Run(storeCtx)
+		if err == nil && storeCtx.Err() == nil {
+			err = errors.New("store: writer stopped")
+		}
+		return err
+	})
+	var feeders sync.WaitGroup
+	component := func(f func(context.Context) error) {
+		feeders.Add(1)
+		g.Go(func() error {
+			defer feeders.Done()
+			return f(gctx)
+		})
+	}
+	component(d.poller.Run)
+	component(d.grid.Run)
+	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
+	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's
 	// writer), so it stops with the poller, before the store closes.
-	var upErr error
 	if d.up != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			upErr = d.up.Run(ctx)
-		}()
+		component(d.up.Run)
 	}
 	if d.reportEvery > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.report(ctx)
-		}()
+		component(func(ctx context.Context) error { d.report(ctx); return nil })
 	}
-	wg.Wait()
-	stopStore()
-	err := errors.Join(apiErr, gridErr, upErr, <-storeDone, d.pool.Close(), d.store.Close())
-	return err
+	g.Go(func() error {
+		feeders.Wait()
+		stopStore()
+		return nil
+	})
+	err := g.Wait()
+	return errors.Join(err, d.pool.Close(), d.store.Close())
 }
 
 // domainOf maps the config onto the domain types of package plant.
@@ -337,21 +338,77 @@ func maxPollInterval(cfg *config.Config) time.Duration {
 
 // deviceConns gives grid control the Modbus client of each enabled device:
 // the poller's endpoint (one socket per host:port), so that writes and
-// polls of one device are serialised.
-func deviceConns(cfg *config.Config, pool *modbus.Pool) gridcontrol.Conns {
+// polls of one device are serialised. A config reload replaces the list
+// (set).
+type deviceConns struct {
+	pool    *modbus.Pool
+	mu      sync.RWMutex
+	clients map[string]devices.ReadWriter
+}
+
+func newDeviceConns(cfg *config.Config, pool *modbus.Pool) *deviceConns {
+	c := &deviceConns{pool: pool}
+	c.set(cfg)
+	return c
+}
+
+// set makes the clients of cfg's enabled devices the ones returned.
+func (c *deviceConns) set(cfg *config.Config) {
 	clients := map[string]devices.ReadWriter{}
 	for _, pc := range pollerConfigs(cfg) {
 		timeout := pc.Timeout
 		if timeout == 0 {
 			timeout = modbus.DefaultTimeout
 		}
-		ep := pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
+		ep := c.pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
 		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
 	}
-	return func(id string) (devices.ReadWriter, bool) {
-		rw, ok := clients[id]
-		return rw, ok
+	c.mu.Lock()
+	c.clients = clients
+	c.mu.Unlock()
+}
+
+// get is the gridcontrol.Conns of the daemon.
+func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	rw, ok := c.clients[id]
+	return rw, ok
+}
+
+// applyDevices makes the devices of next (a reloaded config) the ones
+// plantd polls, controls and serves, without touching the devices that
+// stay the same: the live cache learns the new ones first (so that their
+// first samples are kept), the poller stops the removed ones and starts
+// the new, then the live cache forgets the removed. Devices of a plant the
+// running config does not have are refused: plants need a restart.
+func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
+	_, infos, err := domainOf(next)
+	if err != nil {
+		return poller.Changes{}, err
 	}
+	for _, in := range infos {
+		if _, ok := d.live.Plant(in.PlantID); !ok {
+			return poller.Changes{}, fmt.Errorf("device %s is in plant %s, which plantd was not started with", in.ID, in.PlantID)
+		}
+	}
+	_, running, _ := domainOf(d.cfg)
+	d.live.SetDevices(append(slices.Clone(infos), running...))
+	d.conns.set(next)
+	ch, err := d.poller.Update(pollerConfigs(next))
+	if err != nil {
+		d.live.SetDevices(running)
+		d.conns.set(d.cfg)
+		return poller.Changes{}, err
+	}
+	d.live.SetDevices(infos)
+	d.mu.Lock()
+	for _, id := range append(ch.Removed, ch.Changed...) {
+		delete(d.state, id)
+		delete(d.health, id)
+	}
+	d.mu.Unlock()
+	return ch, nil
 }
 
 // report logs the live energy balance of every plant each reportEvery.

@@ -158,9 +158,10 @@ func (d *daemon) status() string {
 
 // reloadConfig reads the config file again (SIGHUP, systemctl reload). An
 // invalid file is refused with its problems in the log, and the running
-// config stays. Of a valid one, the HTTP tokens and OAuth2 clients and the
-// log level take effect at once; every other change needs a restart and
-// is logged as such.
+// config stays. Of a valid one, the HTTP tokens and OAuth2 clients, the
+// log level and the devices (added, removed or changed; the others polled
+// on undisturbed) take effect at once; every other change needs a restart
+// and is logged as such.
 func (d *daemon) reloadConfig(ready bool) {
 	if d.reload == nil {
 		d.log.Warn("SIGHUP: nothing to reload, the demo has no config file")
@@ -201,6 +202,18 @@ func (d *daemon) reloadConfig(ready bool) {
 	d.level.Set(cfg.Log.SlogLevel())
 	d.reloadNote = ""
 	d.log.Info("config reloaded", "tokens", len(cfg.Tokens), "oauthClients", len(cfg.OAuthClients), "logLevel", cfg.Log.Level)
+	if !reflect.DeepEqual(d.cfg.Devices, cfg.Devices) {
+		ch, err := d.applyDevices(cfg)
+		if err != nil {
+			d.log.Error("device changes not applied: " + err.Error())
+		} else {
+			running := *d.cfg
+			running.Devices = cfg.Devices
+			d.cfg = &running
+			d.log.Info("devices reloaded, the others polled on undisturbed", "added", strings.Join(ch.Added, ","),
+				"removed", strings.Join(ch.Removed, ","), "changed", strings.Join(ch.Changed, ","))
+		}
+	}
 	if pending := changedSections(d.cfg, cfg); len(pending) > 0 {
 		d.log.Warn("config changes that need a restart were not applied (systemctl restart plantd): " + strings.Join(pending, ", "))
 		d.reloadNote = "config changes pending a restart: " + strings.Join(pending, ", ")

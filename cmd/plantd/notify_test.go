@@ -32,8 +32,14 @@ type daemonRun struct {
 // simConfig is a config of the simulated plant's first n devices, polled
 // every 250 ms, with the given extra YAML.
 func simConfig(p *sim.Plant, dir string, n int, extra string) string {
+	return simConfigOf(p.Devices()[:n], dir, extra)
+}
+
+// simConfigOf is a config of the given simulated devices, polled every
+// 250 ms, with the given extra YAML.
+func simConfigOf(devices []*sim.Device, dir string, extra string) string {
 	var devs strings.Builder
-	for _, d := range p.Devices()[:n] {
+	for _, d := range devices {
 		host, port, _ := net.SplitHostPort(d.Addr())
 		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 250ms, timeout: 500ms}\n", d.ID(), host, port)
 	}
@@ -100,6 +106,31 @@ func (d *daemonRun) stop() {
 	}
 }
 
+// fakeNotifySocket is systemd's side of sd_notify for a test: a unixgram
+// socket to pass as NOTIFY_SOCKET, and the messages plantd sends to it.
+func fakeNotifySocket(t *testing.T) (path string, msgs <-chan string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch := make(chan string, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(ch)
+				return
+			}
+			ch <- string(buf[:n])
+		}
+	}()
+	return path, ch
+}
+
 // TestSystemdNotify runs the real binary with NOTIFY_SOCKET pointing at a
 // unixgram socket the test listens on, and a watchdog of 600 ms: READY=1
 // comes once the first poll round ran (both devices polled), with a
@@ -108,24 +139,7 @@ func (d *daemonRun) stop() {
 func TestSystemdNotify(t *testing.T) {
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 1000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	sock, msgs := fakeNotifySocket(t)
 	next := func(timeout time.Duration) string {
 		t.Helper()
 		select {
@@ -196,7 +210,8 @@ func TestSystemdNotify(t *testing.T) {
 
 // TestReloadSIGHUP sends SIGHUP to the real binary: a valid new config
 // replaces the HTTP tokens and the log level at once and names the changes
-// that need a restart (a device removed); an invalid one is refused with
+// that need a restart (the gateway id); an invalid one (that would also
+// remove a device) is refused with
 // its problems and the running config stays; polling goes on throughout.
 func TestReloadSIGHUP(t *testing.T) {
 	p := simtest.Start(t, sim.DefaultConfig())
@@ -223,11 +238,11 @@ func TestReloadSIGHUP(t *testing.T) {
 		t.Fatalf("before the reload: token a %d, token b %d", a, b)
 	}
 
-	// Token b instead of a, debug logging, the second device gone.
-	d.writeConfig(simConfig(p, dir, 1, tokens("b", tokB)+"log:\n  level: debug\n"))
+	// Token b instead of a, debug logging, another gateway id.
+	d.writeConfig(simConfig(p, dir, 2, tokens("b", tokB)+"log:\n  level: debug\ngateway:\n  id: gw-renamed\n"))
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	d.waitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
-	d.waitLog(regexp.MustCompile(`need a restart.*: devices`), 10*time.Second)
+	d.waitLog(regexp.MustCompile(`need a restart.*: gateway`), 10*time.Second)
 	if a, b := get(tokA), get(tokB); a != 401 || b != 200 {
 		t.Errorf("after the reload: token a %d, token b %d", a, b)
 	}

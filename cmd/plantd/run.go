@@ -55,7 +55,7 @@ func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr
 	logger, level := newLogger(cfg.Log, stderr)
 	d, err := newDaemon(ctx, cfg, now, logger)
 	if err != nil {
-		logger.Error("start: " + err.Error())
+		logger.Error("cannot start: " + err.Error())
 		return exitFailure
 	}
 	d.reportEvery, d.level, d.reload = report, level, reload

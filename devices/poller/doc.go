@@ -14,6 +14,11 @@
 // ErrRequestBudget. A model whose header claims more registers than its
 // definition is read only to Model.MaxLen, logged at discovery.
 //
+// The device list may change while the poller runs (Update, on a config
+// reload): devices removed stop, devices added start, a device whose
+// settings changed starts anew, and the others keep their goroutines and
+// schedules.
+//
 // The poller imports modbus and devices; it knows nothing of the plant
 // domain, storage, HTTP or MQTT.
 package poller

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,18 +67,26 @@ var ErrRequestBudget = errors.New("poll exceeds the request budget")
 // must return quickly.
 type Sink func(Sample)
 
-// Poller polls a set of devices.
+// Poller polls a set of devices. The set may change while it runs
+// (Update): a device added starts polling, a device removed stops, and the
+// others carry on undisturbed.
 type Poller struct {
-	log     *slog.Logger
-	pool    *modbus.Pool
-	sink    Sink
-	devices []*device
-	now     func() time.Time
+	log  *slog.Logger
+	pool *modbus.Pool
+	sink Sink
+	now  func() time.Time
 
+	mu      sync.Mutex
+	devices []*device // configuration order
+	// runCtx is Run's context while it runs (nil before); stopping is set
+	// once Run waits for the device goroutines, which may not grow then.
+	runCtx   context.Context
+	stopping bool
+	running  sync.WaitGroup
 	// firstRound is closed once every device finished its first poll;
-	// pending counts the devices that have not.
+	// pending holds the devices that have not (nil once closed).
 	firstRound chan struct{}
-	pending    atomic.Int64
+	pending    map[*device]bool
 }
 
 // New checks the device list and returns a poller. The pool is shared with
@@ -92,7 +99,24 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now, firstRound: make(chan struct{})}
+	cfgs, err := checkConfigs(cfgs)
+	if err != nil {
+		return nil, err
+	}
+	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now, firstRound: make(chan struct{}), pending: map[*device]bool{}}
+	for _, c := range cfgs {
+		d := p.newDevice(c)
+		p.devices = append(p.devices, d)
+		p.pending[d] = true
+	}
+	p.firstRoundDone()
+	return p, nil
+}
+
+// checkConfigs validates a device list and returns it with the defaults
+// filled in.
+func checkConfigs(cfgs []DeviceConfig) ([]DeviceConfig, error) {
+	out := make([]DeviceConfig, 0, len(cfgs))
 	seen := map[string]bool{}
 	for _, c := range cfgs {
 		if c.ID == "" {
@@ -117,23 +141,48 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 		if c.MaxRequests < 0 {
 			return nil, fmt.Errorf("poller: device %s: negative request budget", c.ID)
 		}
-		ep := pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
-		p.devices = append(p.devices, &device{
-			cfg:    c,
-			client: ep.Unit(c.Unit, c.Timeout),
-			log:    logger.With("device", c.ID),
-			stats:  DeviceStats{ID: c.ID},
-		})
+		out = append(out, c)
 	}
-	if p.pending.Add(int64(len(p.devices))) == 0 {
+	return out, nil
+}
+
+func (p *Poller) newDevice(c DeviceConfig) *device {
+	ep := p.pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
+	return &device{
+		cfg:    c,
+		client: ep.Unit(c.Unit, c.Timeout),
+		log:    p.log.With("device", c.ID),
+		stats:  DeviceStats{ID: c.ID},
+	}
+}
+
+// equal reports whether two (checked) configs poll a device the same way.
+func (c DeviceConfig) equal(o DeviceConfig) bool {
+	return c.ID == o.ID && c.Address == o.Address && c.Unit == o.Unit && c.Kind == o.Kind &&
+		slices.Equal(c.Bases, o.Bases) && c.Interval == o.Interval && c.Timeout == o.Timeout && c.ConnectDelay == o.ConnectDelay &&
+		c.MaxRequests == o.MaxRequests
+}
+
+// firstRoundDone closes firstRound when no device is pending; p.mu held
+// or not yet shared.
+func (p *Poller) firstRoundDone() {
+	if p.pending != nil && len(p.pending) == 0 {
 		close(p.firstRound)
+		p.pending = nil
 	}
-	return p, nil
 }
 
 // FirstRound is closed once every device finished its first poll (online
-// or not); at once without devices.
+// or not); at once without devices. A device removed before its first
+// poll counts as done; one added before the round ended is waited for.
 func (p *Poller) FirstRound() <-chan struct{} { return p.firstRound }
+
+// list returns the devices in configuration order.
+func (p *Poller) list() []*device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.devices)
+}
 
 // Stalled lists the devices whose poll has been running for longer than
 // their stall bound (MinStallAfter, or 50 times the device's timeout and
@@ -141,7 +190,7 @@ func (p *Poller) FirstRound() <-chan struct{} { return p.firstRound }
 // other devices carry on regardless; Stalled is what a watchdog asks.
 func (p *Poller) Stalled(now time.Time) []string {
 	var out []string
-	for _, d := range p.devices {
+	for _, d := range p.list() {
 		d.mu.Lock()
 		since := d.busySince
 		d.mu.Unlock()
@@ -155,22 +204,129 @@ func (p *Poller) Stalled(now time.Time) []string {
 // Run polls until ctx ends, then returns nil once every device goroutine
 // has stopped.
 func (p *Poller) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, d := range p.devices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.run(ctx, p)
-		}()
+	p.mu.Lock()
+	if p.runCtx != nil {
+		p.mu.Unlock()
+		return errors.New("poller: Run called twice")
 	}
-	wg.Wait()
+	p.runCtx = ctx
+	for _, d := range p.devices {
+		p.startLocked(d)
+	}
+	p.mu.Unlock()
+	<-ctx.Done()
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	p.running.Wait()
 	return nil
+}
+
+// startLocked starts d's goroutine under Run's context; p.mu held.
+func (p *Poller) startLocked(d *device) {
+	if p.runCtx == nil || p.stopping || d.done != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(p.runCtx)
+	d.cancel, d.done = cancel, make(chan struct{})
+	p.running.Add(1)
+	go func() {
+		defer p.running.Done()
+		defer close(d.done)
+		defer cancel()
+		d.run(ctx, p)
+	}()
+}
+
+// Changes says what an Update did, by device id.
+type Changes struct {
+	Added, Removed, Changed []string
+}
+
+// Update replaces the device list while the poller runs (or before Run):
+// devices no longer listed stop polling, and Update returns once their
+// goroutines have ended, so that no sample of theirs follows; new devices
+// start; a device whose config changed is stopped and started anew (and
+// discovered again). Devices whose config is the same keep polling on
+// their schedule, untouched. An invalid list changes nothing.
+func (p *Poller) Update(cfgs []DeviceConfig) (Changes, error) {
+	cfgs, err := checkConfigs(cfgs)
+	if err != nil {
+		return Changes{}, err
+	}
+	var ch Changes
+	p.mu.Lock()
+	old := map[string]*device{}
+	for _, d := range p.devices {
+		old[d.cfg.ID] = d
+	}
+	var next, fresh, stop []*device
+	for _, c := range cfgs {
+		d := old[c.ID]
+		delete(old, c.ID)
+		switch {
+		case d == nil:
+			ch.Added = append(ch.Added, c.ID)
+		case !d.cfg.equal(c):
+			ch.Changed = append(ch.Changed, c.ID)
+			stop = append(stop, d)
+		default:
+			next = append(next, d)
+			continue
+		}
+		d = p.newDevice(c)
+		fresh = append(fresh, d)
+		next = append(next, d)
+	}
+	for _, d := range p.devices {
+		if old[d.cfg.ID] == d {
+			ch.Removed = append(ch.Removed, d.cfg.ID)
+			stop = append(stop, d)
+		}
+	}
+	p.devices = next
+	type goroutine struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	var ending []goroutine
+	for _, d := range stop {
+		if d.cancel != nil {
+			ending = append(ending, goroutine{d.cancel, d.done})
+		}
+	}
+	if p.pending != nil {
+		for _, d := range stop {
+			delete(p.pending, d)
+		}
+		for _, d := range fresh {
+			p.pending[d] = true
+		}
+		p.firstRoundDone()
+	}
+	p.mu.Unlock()
+
+	// The replaced goroutines end before their successors start: one
+	// device id is never polled twice at once.
+	for _, g := range ending {
+		g.cancel()
+		<-g.done
+	}
+	p.mu.Lock()
+	for _, d := range fresh {
+		if slices.Contains(p.devices, d) { // not replaced by a later Update
+			p.startLocked(d)
+		}
+	}
+	p.mu.Unlock()
+	return ch, nil
 }
 
 // Stats returns the poll counters of every device, in configuration order.
 func (p *Poller) Stats() []DeviceStats {
-	out := make([]DeviceStats, len(p.devices))
-	for i, d := range p.devices {
+	devs := p.list()
+	out := make([]DeviceStats, len(devs))
+	for i, d := range devs {
 		d.mu.Lock()
 		out[i] = d.stats
 		d.mu.Unlock()
@@ -202,6 +358,11 @@ type device struct {
 	lastOK   time.Time
 	failures int
 	state    State
+
+	// cancel and done are set when the goroutine starts (under the
+	// poller's mu): cancel stops it, done is closed once it ended.
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu        sync.Mutex
 	stats     DeviceStats
@@ -238,9 +399,12 @@ func (d *device) run(ctx context.Context, p *Poller) {
 		d.mu.Unlock()
 		if !d.polled {
 			d.polled = true
-			if p.pending.Add(-1) == 0 {
-				close(p.firstRound)
+			p.mu.Lock()
+			if p.pending != nil {
+				delete(p.pending, d)
+				p.firstRoundDone()
 			}
+			p.mu.Unlock()
 		}
 
 		wait := d.cfg.Interval

@@ -376,3 +376,97 @@ func TestFirstRoundAndStalled(t *testing.T) {
 		t.Fatal("first round not over 10 s after the sink returned")
 	}
 }
+
+// TestUpdate changes the device list of a running poller: a device
+// removed stops (no sample after Update returns), one added comes online,
+// one whose config changed is polled anew, and the device left alone keeps
+// its goroutine and counters and is polled throughout.
+func TestUpdate(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	all := deviceConfigs(p, time.Second)
+	if len(all) < 4 {
+		t.Fatalf("%d simulated devices, the test needs 4", len(all))
+	}
+	var c collector
+	pl, _, _ := runPoller(t, []poller.DeviceConfig{all[0], all[1], all[3]}, c.sink)
+	<-pl.FirstRound()
+	kept, removed, added, changed := all[0].ID, all[1].ID, all[2].ID, all[3].ID
+	statsOf := func(id string) (poller.DeviceStats, bool) {
+		for _, s := range pl.Stats() {
+			if s.ID == id {
+				return s, true
+			}
+		}
+		return poller.DeviceStats{}, false
+	}
+	before, _ := statsOf(kept)
+
+	if _, err := pl.Update([]poller.DeviceConfig{all[0], all[0]}); err == nil {
+		t.Error("a list with a device twice was accepted")
+	}
+	slower := all[3]
+	slower.Interval = 2 * interval
+	ch, err := pl.Update([]poller.DeviceConfig{all[0], all[2], slower})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := time.Now()
+	if got := strings.Join(ch.Added, ",") + "|" + strings.Join(ch.Removed, ",") + "|" + strings.Join(ch.Changed, ","); got != added+"|"+removed+"|"+changed {
+		t.Errorf("changes %q, want %q", got, added+"|"+removed+"|"+changed)
+	}
+	waitFor(t, 10*time.Second, added+" online", func() bool {
+		s, ok := c.last(added)
+		return ok && s.State == poller.StateOnline
+	})
+	waitFor(t, 10*time.Second, changed+" polled again", func() bool { return countOK(c.since(changed, updated)) > 0 })
+	if n := len(c.since(removed, updated)); n > 0 {
+		t.Errorf("%d samples of %s after it was removed", n, removed)
+	}
+	if _, ok := statsOf(removed); ok {
+		t.Errorf("%s still in Stats", removed)
+	}
+	after, _ := statsOf(kept)
+	if after.Polls < before.Polls {
+		t.Errorf("%s's counters restarted: %d polls before the update, %d after", kept, before.Polls, after.Polls)
+	}
+	// The kept device was polled on its schedule throughout: no gap in
+	// its samples around the update longer than a few intervals.
+	waitFor(t, 10*time.Second, kept+" polled after the update", func() bool { return len(c.since(kept, updated)) >= 4 })
+	ss := c.since(kept, time.Time{})
+	for i := 1; i < len(ss); i++ {
+		if gap := ss[i].Time.Sub(ss[i-1].Time); gap > 4*interval {
+			t.Errorf("%s not polled for %v (until %v; update at %v)", kept, gap, ss[i].Time.Format("15:04:05.000"), updated.UTC().Format("15:04:05.000"))
+		}
+	}
+	var ids []string
+	for _, s := range pl.Stats() {
+		ids = append(ids, s.ID)
+	}
+	if got, want := strings.Join(ids, ","), kept+","+added+","+changed; got != want {
+		t.Errorf("Stats in order %s, want %s", got, want)
+	}
+}
+
+// TestUpdateBeforeFirstRound: a device removed before its first poll does
+// not hold up FirstRound.
+func TestUpdateBeforeFirstRound(t *testing.T) {
+	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
+	defer pool.Close()
+	pl, err := poller.New([]poller.DeviceConfig{{ID: "x", Address: "127.0.0.1:1"}}, pool, func(poller.Sample) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pl.FirstRound():
+		t.Fatal("first round done before Run")
+	default:
+	}
+	if _, err := pl.Update(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pl.FirstRound():
+	case <-time.After(10 * time.Second):
+		t.Fatal("first round not done without devices")
+	}
+}
