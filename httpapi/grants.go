@@ -173,6 +173,13 @@ func (g *grants) request(c *consent, accepted bool) error {
 	if n >= maxPending && !accepted {
 		return errTooManyWaits
 	}
+	if c.Kind == kindBackChannel { // a new request replaces the client's older ones for the hint
+		for oid, o := range g.consents {
+			if o.Kind == kindBackChannel && o.ClientID == c.ClientID && o.LoginHint == c.LoginHint {
+				delete(g.consents, oid)
+			}
+		}
+	}
 	c.ID, c.RequestedAt, c.ExpiresAt, c.State = id, now, now.Add(consentTTL), statePending
 	if accepted {
 		c.State, c.DecidedAt = stateAccepted, &now

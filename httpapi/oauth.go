@@ -499,7 +499,7 @@ func (s *Server) authorizeAnswer(c *gin.Context, id string) {
 	switch {
 	case code != "":
 		redirectTo(c, p.RedirectURI, url.Values{"code": {code}}, p.state)
-	case p.State == statePending:
+	case p.State == statePending && !p.done:
 		waitingPage(c, p)
 	default:
 		detail := "the gateway's owner refused the request"
