@@ -482,3 +482,42 @@ func TestBackChannelConsent(t *testing.T) {
 		t.Errorf("lapsed: %d %s", a.status, a.body)
 	}
 }
+
+// TestOAuthAgainstOpenAPI validates the answers of the OAuth2 endpoints
+// (success and errors) against /openapi.json.
+func TestOAuthAgainstOpenAPI(t *testing.T) {
+	e := codeEnv(t, envOpts{})
+	v := newValidator(t, e)
+	send := func(req *http.Request) answer {
+		t.Helper()
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := answer{status: resp.StatusCode, header: resp.Header}
+		a.body = v.check(req, resp)
+		_ = json.Unmarshal(a.body, &a.json)
+		return a
+	}
+	formReq := func(path string, f url.Values, user, pass string) *http.Request {
+		req, _ := http.NewRequest("POST", e.ts.URL+path, strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		return req
+	}
+	get := func(path string) *http.Request { r, _ := http.NewRequest("GET", e.ts.URL+path, nil); return r }
+	q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {"s"}, "scope": {"offline_access"}}
+	// (kin-openapi cannot decode the waiting page's text/html.)
+	id := e.authorize(t, q).header.Get("X-Consent-Id")
+	send(get("/oauth2/auth?client_id=nobody"))
+	e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil)
+	rq := redirected(t, send(get("/oauth2/auth/"+id)), appRedirect)
+	send(get("/oauth2/auth/" + id))
+	tok := send(formReq("/oauth2/token", codeForm(rq.Get("code")), appID, appSecret))
+	send(formReq("/oauth2/token", codeForm(rq.Get("code")), appID, appSecret))
+	send(formReq("/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.str("refresh_token")}}, appID, "x"))
+	send(formReq("/oauth2/revoke", url.Values{"token": {tok.str("refresh_token")}}, appID, appSecret))
+	send(formReq("/oauth2/revoke", url.Values{"token": {"x"}, "token_type_hint": {"x"}}, appID, appSecret))
+}
