@@ -167,14 +167,16 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 			oauthError(c, http.StatusBadRequest, "invalid_request", "more than one client authentication method (HTTP Basic and the form)")
 			return oauthClient{}, false
 		}
-		// RFC 6749 §2.3.1: Basic credentials are form-urlencoded first.
-		if du, err := url.QueryUnescape(u); err == nil {
-			u = du
-		}
-		if dp, err := url.QueryUnescape(p); err == nil {
-			p = dp
-		}
 		id, secret = u, p
+		// RFC 6749 §2.3.1: Basic credentials are form-urlencoded first;
+		// many clients skip that, so the raw pair is tried first.
+		du, err1 := url.QueryUnescape(u)
+		dp, err2 := url.QueryUnescape(p)
+		if err1 == nil && err2 == nil && (du != u || dp != p) {
+			if _, ok := s.auth.client(u, p); !ok {
+				id, secret = du, dp
+			}
+		}
 	} else if c.GetHeader("Authorization") != "" {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "unsupported Authorization scheme; use HTTP Basic or client_secret in the form")
 		return oauthClient{}, false
