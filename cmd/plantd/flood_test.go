@@ -22,8 +22,8 @@ import (
 
 // TestLoginFlood floods the real "plantd demo" with wrong client secrets
 // from one address while its devices are polled every 250 ms: after the
-// first 10 failures the address gets 429 without its secrets being
-// checked, one log line says so, the polls keep their rate, and a client
+// first 10 failures (and one more every 6 s) the address gets 429
+// without its secrets being checked, one log line a minute says so, the polls keep their rate, and a client
 // at another address gets its tokens as before. The flood lasts 5 s, or
 // PLANTD_FLOOD (a Go duration, e.g. 60s) when set.
 func TestLoginFlood(t *testing.T) {
@@ -184,8 +184,9 @@ func TestLoginFlood(t *testing.T) {
 		sent.Load(), float64(sent.Load())/elapsed.Seconds(), unauthorized.Load(), limited.Load(), other.Load())
 	t.Logf("polls: %.1f/s before, %.1f/s during the flood (5 devices every %v = %.0f/s)", baseRate, floodRate, interval, 5/interval.Seconds())
 	t.Logf("other address: %d grants, %d failed, p99 %v", len(grantTimes), grantFails, p99.Round(time.Microsecond))
-	if unauthorized.Load() != 10 {
-		t.Errorf("%d wrong secrets were checked, want the 10 of the allowance", unauthorized.Load())
+	// The allowance: 10, then one more every 6 s.
+	if most := int64(10 + elapsed/(6*time.Second) + 1); unauthorized.Load() < 10 || unauthorized.Load() > most {
+		t.Errorf("%d wrong secrets were checked, want 10 and one per 6 s (at most %d)", unauthorized.Load(), most)
 	}
 	if floodRate < 0.9*baseRate {
 		t.Errorf("polls fell from %.1f/s to %.1f/s during the flood", baseRate, floodRate)
