@@ -254,7 +254,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.WallClock == nil {
 		deps.WallClock = time.Now
 	}
-	auth, err := newAuthenticator(cfg, deps.WallClock, logger.With("component", "httpapi"))
+	auth, err := newAuthenticator(cfg, deps.WallClock, logger)
 	if err != nil {
 		return nil, err
 	}
