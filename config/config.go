@@ -273,6 +273,14 @@ type OAuthClient struct {
 	// Role of the tokens issued to the client: standard, installer or
 	// gridoperator.
 	Role string `yaml:"role"`
+	// RedirectURIs the client may name in the authorization_code flow
+	// (GET /oauth2/auth): absolute URLs without a fragment, compared
+	// exactly. None = the client may not use that flow.
+	RedirectURIs []string `yaml:"redirectUris"`
+	// PreApproved clients need no approval by the gateway's owner: their
+	// authorization requests and back-channel consents
+	// (POST /oauth2/v2/bc-authorize) are accepted at once. Default false.
+	PreApproved bool `yaml:"preApproved"`
 }
 
 // TokenHash returns the hex SHA-256 of a bearer token or client secret, the

@@ -385,6 +385,23 @@ func (v *validator) oauthClients() {
 		v.unique(ids, o.ClientID, path+".clientId", path, "client id")
 		v.sha256(path+".secretSha256", o.SecretSHA256)
 		v.role(path+".role", o.Role)
+		for j, u := range o.RedirectURIs {
+			v.redirectURI(fmt.Sprintf("%s.redirectUris[%d]", path, j), u)
+		}
+	}
+}
+
+// redirectURI checks an OAuth2 redirection endpoint (RFC 6749 §3.1.2):
+// absolute, http or https, without a fragment.
+func (v *validator) redirectURI(field, s string) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		v.add(field, "%q is not a URL: %v", s, err)
+	case u.Scheme != "https" && u.Scheme != "http" || u.Host == "":
+		v.add(field, "%q: want an absolute http or https URL", s)
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		v.add(field, "%q: a redirect URI must not have a fragment", s)
 	}
 }
 

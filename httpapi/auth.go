@@ -8,9 +8,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"math"
-	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,12 +77,30 @@ type oauthClient struct {
 	id     string
 	secret [sha256.Size]byte
 	role   role
+	// redirectURIs are the client's redirect URIs, one a line (a string,
+	// so that a client stays comparable with ==).
+	redirectURIs string
+	preApproved  bool
+}
+
+// redirectURI reports whether u is one of the client's redirect URIs
+// (compared exactly, RFC 6749 §3.1.2.3), and the only one when u is "".
+func (c oauthClient) redirectURI(u string) (string, bool) {
+	all := strings.Split(c.redirectURIs, "\n")
+	if c.redirectURIs == "" {
+		return "", false
+	}
+	if u == "" {
+		return all[0], len(all) == 1
+	}
+	return u, slices.Contains(all, u)
 }
 
 // issued is an OAuth2 access token plantd gave out.
 type issued struct {
 	p       principal
 	expires time.Time
+	grant   string // the grant family of a code-flow token ("" none)
 }
 
 // credentials are the configured tokens and clients; a reload swaps them
@@ -99,9 +118,13 @@ type authenticator struct {
 	rate  float64
 	burst float64
 
+	grants *grants
+	guard  *loginGuard
+
 	mu     sync.Mutex
 	issued map[[sha256.Size]byte]issued
 	limits map[string]*rate.Limiter // per credential name
+	swept  time.Time                // when issued was last swept of expired tokens
 }
 
 func decodeHash(field, s string) ([sha256.Size]byte, error) {
@@ -114,9 +137,11 @@ func decodeHash(field, s string) ([sha256.Size]byte, error) {
 	return h, nil
 }
 
-func newAuthenticator(cfg Config, now func() time.Time) (*authenticator, error) {
+func newAuthenticator(cfg Config, now func() time.Time, log *slog.Logger) (*authenticator, error) {
 	a := &authenticator{
 		now:    now,
+		grants: newGrants(now),
+		guard:  newLoginGuard(cfg.FailedLogins, now, log),
 		ttl:    cfg.TokenTTL,
 		rate:   cfg.RateLimit.RequestsPerSecond,
 		burst:  float64(cfg.RateLimit.Burst),
@@ -153,7 +178,8 @@ func newCredentials(tokens []config.Token, clients []config.OAuthClient) (*crede
 		if err != nil {
 			return nil, fmt.Errorf("httpapi: oauthClients[%d].role: %w", i, err)
 		}
-		c.clients = append(c.clients, oauthClient{id: cl.ClientID, secret: h, role: r})
+		c.clients = append(c.clients, oauthClient{id: cl.ClientID, secret: h, role: r,
+			redirectURIs: strings.Join(cl.RedirectURIs, "\n"), preApproved: cl.PreApproved})
 	}
 	return c, nil
 }
@@ -164,14 +190,17 @@ func (a *authenticator) setCredentials(c *credentials) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	unchanged := map[string]bool{} // principal names of clients kept as they were
+	var kept []string
 	for _, o := range a.creds.Load().clients {
 		for _, n := range c.clients {
 			if n == o {
 				unchanged[oauthPrincipal(n.id)] = true
+				kept = append(kept, n.id)
 			}
 		}
 	}
 	a.creds.Store(c)
+	a.grants.keepClients(kept)
 	for k, v := range a.issued {
 		if !unchanged[v.p.Name] {
 			delete(a.issued, k)
@@ -206,6 +235,10 @@ func (a *authenticator) lookup(token string) (principal, bool) {
 		delete(a.issued, h)
 		return principal{}, false
 	}
+	if is.grant != "" && a.grants.isRevoked(is.grant) {
+		delete(a.issued, h)
+		return principal{}, false
+	}
 	return is.p, true
 }
 
@@ -229,7 +262,25 @@ func (a *authenticator) allow(name string) (bool, time.Duration) {
 }
 
 // issue gives a new access token to a client.
-func (a *authenticator) issue(p principal) (string, error) {
+func (a *authenticator) issue(p principal) (string, error) { return a.issueGrant(p, "") }
+
+// revokeAccess drops an access token of the client; it reports whether
+// the token was the client's.
+func (a *authenticator) revokeAccess(tok, clientID string) bool {
+	h := sha256.Sum256([]byte(tok))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	is, ok := a.issued[h]
+	if !ok || is.p.Name != oauthPrincipal(clientID) {
+		return false
+	}
+	delete(a.issued, h)
+	return true
+}
+
+// issueGrant gives a new access token to a client, of a grant family
+// ("" for client_credentials) whose revocation ends it too.
+func (a *authenticator) issueGrant(p principal, grant string) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", fmt.Errorf("random token: %w", err)
@@ -239,12 +290,17 @@ func (a *authenticator) issue(p principal) (string, error) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k, v := range a.issued { // drop expired ones
-		if !now.Before(v.expires) {
-			delete(a.issued, k)
+	// Drop expired ones, at most once a second: a sweep per grant would
+	// make issuing quadratic (at 2,000 grants/s, 600,000 live tokens).
+	if now.Sub(a.swept) >= time.Second || now.Before(a.swept) {
+		a.swept = now
+		for k, v := range a.issued {
+			if !now.Before(v.expires) {
+				delete(a.issued, k)
+			}
 		}
 	}
-	a.issued[h] = issued{p: p, expires: now.Add(a.ttl)}
+	a.issued[h] = issued{p: p, expires: now.Add(a.ttl), grant: grant}
 	return tok, nil
 }
 
@@ -261,6 +317,28 @@ func (a *authenticator) client(id, secret string) (oauthClient, bool) {
 		}
 	}
 	return found, ok
+}
+
+// clientByID returns a configured OAuth2 client.
+func (a *authenticator) clientByID(id string) (oauthClient, bool) {
+	for _, c := range a.creds.Load().clients {
+		if c.id == id {
+			return c, true
+		}
+	}
+	return oauthClient{}, false
+}
+
+// dropGrant drops the access tokens of a revoked grant family (lookup
+// refuses them anyway; this frees them).
+func (a *authenticator) dropGrant(family string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, v := range a.issued {
+		if v.grant == family {
+			delete(a.issued, k)
+		}
+	}
 }
 
 // unauthorized answers 401 with a WWW-Authenticate challenge.
@@ -313,8 +391,13 @@ func (s *Server) authenticate(c *gin.Context) {
 		unauthorized(c, "invalid_request", "authorization must be a bearer token")
 		return
 	}
+	src := sourceAddr(c.Request)
+	if s.loginBlocked(c, src, false) {
+		return
+	}
 	p, ok := s.auth.lookup(tok)
 	if !ok {
+		s.auth.guard.failed(src)
 		unauthorized(c, "invalid_token", "invalid or expired token")
 		return
 	}
@@ -347,141 +430,4 @@ func need(r role) gin.HandlerFunc {
 		}
 		c.Next()
 	}
-}
-
-// tokenResponse is the OAuth2 access-token response (RFC 6749 §5.1).
-type tokenResponse struct {
-	AccessToken string `json:"access_token"`
-	TokenType   string `json:"token_type"`
-	ExpiresIn   int    `json:"expires_in"`
-	Scope       string `json:"scope"`
-}
-
-// oauthError answers an OAuth2 error as problem-JSON with the RFC 6749
-// error member.
-func oauthError(c *gin.Context, status int, errCode, detail string) {
-	// RFC 6749 §5.2: application/json with error and error_description,
-	// never cached; 401 names the Basic scheme (the client may retry with
-	// it).
-	if status == http.StatusUnauthorized {
-		c.Header("WWW-Authenticate", `Basic realm="plantd"`)
-	}
-	c.Header("Cache-Control", "no-store")
-	c.Header("Pragma", "no-cache")
-	c.Header("X-Request-Id", c.GetString(ctxRequestID))
-	c.AbortWithStatusJSON(status, oauthErrorJSON{Error: errCode, Description: detail})
-}
-
-// oauthErrorJSON is an error of the token endpoint (RFC 6749 §5.2).
-type oauthErrorJSON struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description,omitempty"`
-}
-
-// grantScope returns the role a token request's scope asks for: the
-// client's own role without a scope; the highest role named when every
-// role named is within the client's. A scope the client may not have, or
-// one plantd does not know, is refused (RFC 6749 §3.3: never silently
-// ignored).
-func grantScope(scope string, client role) (role, string, bool) {
-	if strings.TrimSpace(scope) == "" {
-		return client, "", true
-	}
-	granted := roleNone
-	for _, s := range strings.Fields(scope) {
-		r, err := parseRole(s)
-		if err != nil {
-			return roleNone, "unknown scope " + strconv.Quote(s) + "; this client may ask for " + scopesUpTo(client), false
-		}
-		if r > client {
-			return roleNone, "scope " + s + " exceeds the client's role; it may ask for " + scopesUpTo(client), false
-		}
-		granted = max(granted, r)
-	}
-	return granted, "", true
-}
-
-// scopesUpTo lists the scopes a client of role r may ask for.
-func scopesUpTo(r role) string {
-	var out []string
-	for _, x := range []role{roleStandard, roleInstaller, roleGridOperator} {
-		if x <= r {
-			out = append(out, x.String())
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-// token is POST /oauth2/token (client_credentials grant). Every error
-// answers as RFC 6749 §5.2 says.
-func (s *Server) token(c *gin.Context) {
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		oauthError(c, http.StatusUnsupportedMediaType, "invalid_request", "content type must be application/x-www-form-urlencoded")
-		return
-	}
-	if err := c.Request.ParseForm(); err != nil {
-		if isTooLarge(err) {
-			oauthError(c, http.StatusRequestEntityTooLarge, "invalid_request", "request body too large")
-			return
-		}
-		oauthError(c, http.StatusBadRequest, "invalid_request", "malformed form body")
-		return
-	}
-	f := c.Request.PostForm
-	for k, vs := range f {
-		if len(vs) > 1 { // RFC 6749 §3.2: parameters must not repeat
-			oauthError(c, http.StatusBadRequest, "invalid_request", "parameter "+k+" given more than once")
-			return
-		}
-	}
-	if gt := f.Get("grant_type"); gt != "client_credentials" {
-		if gt == "" {
-			oauthError(c, http.StatusBadRequest, "invalid_request", "grant_type is required")
-			return
-		}
-		oauthError(c, http.StatusBadRequest, "unsupported_grant_type", "only grant_type client_credentials is supported")
-		return
-	}
-	id, secret := f.Get("client_id"), f.Get("client_secret")
-	if u, p, ok := c.Request.BasicAuth(); ok {
-		// RFC 6749 §2.3: one authentication method per request.
-		if f.Has("client_secret") || (id != "" && id != u) {
-			oauthError(c, http.StatusBadRequest, "invalid_request", "more than one client authentication method (HTTP Basic and the form)")
-			return
-		}
-		id, secret = u, p
-	} else if c.GetHeader("Authorization") != "" {
-		oauthError(c, http.StatusUnauthorized, "invalid_client", "unsupported Authorization scheme; use HTTP Basic or client_secret in the form")
-		return
-	}
-	if id == "" {
-		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
-		return
-	}
-	cl, ok := s.auth.client(id, secret)
-	if !ok {
-		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
-		return
-	}
-	r, why, ok := grantScope(f.Get("scope"), cl.role)
-	if !ok {
-		oauthError(c, http.StatusBadRequest, "invalid_scope", why)
-		return
-	}
-	p := principal{Name: oauthPrincipal(cl.id), Role: r}
-	if ok, wait := s.auth.allow(p.Name); !ok {
-		c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		oauthError(c, http.StatusTooManyRequests, "slow_down", "too many requests for this client")
-		return
-	}
-	tok, err := s.auth.issue(p)
-	if err != nil {
-		s.internal(c, err)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.Header("Pragma", "no-cache")
-	c.JSON(http.StatusOK, tokenResponse{AccessToken: tok, TokenType: "Bearer",
-		ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: r.String()})
 }

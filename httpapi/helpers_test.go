@@ -86,6 +86,8 @@ type envOpts struct {
 	noGridControl bool
 	// devices edits the plant's devices before the live cache is built.
 	devices func([]plant.DeviceInfo)
+	// logger receives the server's log (nil: discarded).
+	logger *slog.Logger
 }
 
 var day = time.Date(2025, 6, 21, 0, 0, 0, 0, mustLoc("Europe/Berlin"))
@@ -185,7 +187,11 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if !o.noGridControl {
 		deps.GridControl = e.gridControl(plants)
 	}
-	srv, err := New(scfg, deps, slog.New(slog.DiscardHandler))
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv, err := New(scfg, deps, logger)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -205,10 +205,13 @@ func schemas() obj {
 				"device", "model", "enabled", "controlledByPlantd"))},
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
 		"OAuthError": describe(object(obj{"error": enum("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
-			"unsupported_grant_type", "invalid_scope", "slow_down"), "error_description": str()}, "error"),
-			"an error of the token endpoint (RFC 6749 §5.2); slow_down (RFC 8628) with 429 and Retry-After"),
+			"unsupported_grant_type", "invalid_scope", "unsupported_token_type", "server_error", "slow_down"), "error_description": str()}, "error"),
+			"an error of the OAuth2 endpoints (RFC 6749 §5.2, RFC 7009 §2.2.1); slow_down (RFC 8628) with 429 and Retry-After: "+
+				"too many requests of the client, or too many failed logins from the source address"),
 		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
-			"scope": str()}, "access_token", "token_type", "expires_in", "scope"),
+			"scope":         describe(str(), "the role granted; with offline_access when a refresh token comes with it"),
+			"refresh_token": describe(str(), "authorization_code with scope offline_access, and refresh_token (its successor: a refresh token is spent by its use)")},
+			"access_token", "token_type", "expires_in", "scope"),
 		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
 		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
 			"storage": object(obj{"status": str(), "error": str()}, "status"),
@@ -253,6 +256,13 @@ type route struct {
 	open bool // no auth
 	// extra responses
 	extra obj
+	// form is the schema of a form-encoded body (bodyType
+	// application/x-www-form-urlencoded).
+	form obj
+	// oauthErrs: the route's errors are RFC 6749 §5.2 JSON (OAuthError),
+	// not problem-JSON; oauthAuth: it authenticates the client (401, and
+	// 429 for a source with too many failed logins).
+	oauthErrs, oauthAuth bool
 }
 
 func setParams(period bool) []obj {
@@ -352,8 +362,7 @@ func apiRoutes() []route {
 	add(route{method: "get", path: "/live/v2/plants/{plantId}/devices", summary: "Live device list v2", response: "LiveDevicesV2", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "get", path: "/live/v1/devices/{deviceId}", summary: "Live values of one device with units, health, communication and SunSpec models (plantd's)", response: "LiveDevice", params: []obj{deviceIDParam}, ids: true})
 
-	add(route{method: "post", path: "/oauth2/token", summary: "OAuth2 client_credentials token", response: "TokenResponse", open: true,
-		body: "TokenRequest", bodyType: "application/x-www-form-urlencoded", errs: []string{"400", "413", "415"}})
+	rs = append(rs, oauthRoutes()...)
 	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
 	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once (loopback only)", response: "Ready", open: true,
@@ -370,7 +379,7 @@ var statusText = map[string]string{
 	"400": "bad parameter or body (names the parameter)", "401": "missing or invalid token (WWW-Authenticate)",
 	"403": "role too low or not loopback", "404": "unknown route, plant or device", "405": "method not allowed (Allow)",
 	"413": "body over 1 MiB", "415": "wrong content type", "422": "command not eligible", "429": "rate limited (Retry-After)",
-	"500": "internal error (with request id)", "501": "not implemented yet",
+	"409": "the consent request is decided already", "500": "internal error (with request id)", "501": "not implemented yet",
 }
 
 // buildOpenAPI renders the document.
@@ -388,12 +397,12 @@ func buildOpenAPI() ([]byte, error) {
 		if !r.open {
 			codes = append(codes, "401", "429")
 		}
-		if r.path == "/oauth2/token" {
+		if r.oauthAuth {
 			codes = append(codes, "401", "429")
 		}
 		for _, code := range append(codes, r.errs...) {
 			resp[code] = problemResponse(statusText[code])
-			if strings.HasPrefix(r.path, "/oauth2/") && code != "404" && code != "405" && code != "500" {
+			if r.oauthErrs && code != "404" && code != "405" && code != "500" {
 				resp[code] = obj{"description": statusText[code], "content": obj{"application/json": obj{"schema": ref("OAuthError")}}}
 			}
 		}
@@ -414,10 +423,8 @@ func buildOpenAPI() ([]byte, error) {
 		}
 		if r.body != "" {
 			schema := ref(r.body)
-			if r.bodyType != "application/json" {
-				schema = object(obj{"grant_type": enum("client_credentials"), "client_id": str(), "client_secret": str(),
-					"scope": describe(str(), "space-separated roles up to the client's (standard, installer, gridoperator); default the client's role; any other is refused with invalid_scope")}, "grant_type")
-				schema["additionalProperties"] = true
+			if r.form != nil {
+				schema = r.form
 			}
 			op["requestBody"] = obj{"required": true, "content": obj{r.bodyType: obj{"schema": schema}}}
 		}
@@ -439,14 +446,17 @@ func buildOpenAPI() ([]byte, error) {
 		"servers": []any{obj{"url": "/"}},
 		"paths":   paths,
 		"components": obj{
-			"schemas": schemas(),
+			"schemas": withOAuthSchemas(schemas()),
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "description": "static token (config, stored hashed) or OAuth2 access token"},
 				"oauth2": obj{"type": "oauth2", "flows": obj{"clientCredentials": obj{"tokenUrl": "/oauth2/token", "scopes": obj{
 					"standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+				"oauth2Code": obj{"type": "oauth2", "description": "authorization_code: the gateway's owner approves each request (plantd consent); PKCE S256 accepted; refresh tokens rotate on use and are revocable at /oauth2/revoke",
+					"flows": obj{"authorizationCode": obj{"authorizationUrl": "/oauth2/auth", "tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": obj{
+						"offline_access": "a refresh token as well", "standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
 			},
 		},
-		"security": []any{obj{"bearer": []any{}}, obj{"oauth2": []any{}}},
+		"security": []any{obj{"bearer": []any{}}, obj{"oauth2": []any{}}, obj{"oauth2Code": []any{}}},
 	}
 	return json.MarshalIndent(doc, "", " ")
 }

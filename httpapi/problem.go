@@ -51,6 +51,7 @@ const (
 	codeNotImplemented   = "not-implemented"
 	codeNotEligible      = "not-eligible"
 	codeUnavailable      = "unavailable"
+	codeConflict         = "conflict"
 )
 
 // problem builds a Problem for the request.

@@ -66,6 +66,9 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", s.openAPI)
 	e.POST("/oauth2/token", s.token)
+	e.POST("/oauth2/revoke", s.revoke)
+	e.GET("/oauth2/auth", s.authorize)
+	e.GET("/oauth2/auth/:id", s.authorizeWait)
 	// The gateway's own page (package web): a client of this API like any
 	// other, its files open (they hold no data), every read behind a token.
 	page := web.New()
@@ -73,6 +76,13 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/ui/*file", gin.WrapH(page))
 
 	api := e.Group("", s.authenticate)
+
+	api.POST("/oauth2/v2/bc-authorize", s.bcAuthorize)
+	api.GET("/oauth2/v2/bc-authorize/:loginHint", s.bcPoll)
+	cons := api.Group("/gateway/v1/consents", need(roleInstaller))
+	cons.GET("", s.consentList)
+	cons.POST("/:id/approve", s.consentDecide(true))
+	cons.POST("/:id/reject", s.consentDecide(false))
 
 	mon := api.Group("/monitoring/v1")
 	mon.GET("/plants", s.plantList)

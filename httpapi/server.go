@@ -47,6 +47,9 @@ type Config struct {
 	OAuthClients []config.OAuthClient
 	// TokenTTL of issued OAuth2 tokens (default 300 s).
 	TokenTTL time.Duration
+	// FailedLogins limits failed logins per source address (default 10,
+	// then one per 6 s).
+	FailedLogins FailedLogins
 	// Migrated old ids → new ids (308 redirects).
 	Migrated config.Migrated
 	// OpenOps serves /healthz and /metrics to any address, not only to
@@ -262,7 +265,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.WallClock == nil {
 		deps.WallClock = time.Now
 	}
-	auth, err := newAuthenticator(cfg, deps.WallClock)
+	auth, err := newAuthenticator(cfg, deps.WallClock, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -329,6 +332,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("http api listening", "addr", ln.Addr().String(), "tls", s.tls != nil)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	gctx, stopGuard := context.WithCancel(ctx)
+	guardDone := make(chan struct{})
+	go func() { defer close(guardDone); s.auth.guard.run(gctx) }()
+	defer func() { stopGuard(); <-guardDone }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("httpapi: serve: %w", err)

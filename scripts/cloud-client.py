@@ -19,14 +19,31 @@ copied):
   - a dashboard reading batteryStateOfCharge, batteryDischarging,
     totalConsumption and totalGeneration from the plant's EnergyBalance
     Day, Total and Recent with WithTotal=true (v1 and v2).
+With --plantd (the plantd binary) and PLANTD_TOKEN (a token of the
+installer role) it also runs the other flows of the cloud's auth server, the
+owner deciding each consent with `plantd consent` as on the gateway:
+  - authorization_code with PKCE S256: the authorize URL, `plantd consent
+    list` and `approve`, the redirect's code and state, the exchange with
+    HTTP Basic client auth, a read with the token;
+  - refresh_token: rotated on use; the spent one and a revoked one
+    (POST /oauth2/revoke, RFC 7009) refused with invalid_grant;
+  - the back-channel consent POST /oauth2/v2/bc-authorize, polled from
+    Pending to Accepted (`plantd consent approve`) and to Rejected
+    (`plantd consent reject`).
 Exits non-zero on any mismatch.
 
   scripts/cloud-client.py --base http://127.0.0.1:8080 [--auth URL] \
-      --client-id cloud --client-secret cloud-secret [--date 2025-06-21]
+      --client-id cloud --client-secret cloud-secret [--date 2025-06-21] \
+      [--plantd ./plantd --redirect-uri http://127.0.0.1:8765/callback]
 """
 import argparse
+import base64
 import datetime as dt
+import hashlib
 import json
+import os
+import secrets
+import subprocess
 import sys
 import time
 import urllib.error
@@ -191,6 +208,151 @@ def dashboard_flow(base, token, pid, day):
     print("dashboard: EnergyBalance Day, Total and Recent with WithTotal on v1 and v2")
 
 
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def raw(url, data=None, headers=None, basic=None, method=None):
+    """One request, no redirects followed, errors returned: status, headers, JSON (or None)."""
+    h = dict(headers or {})
+    if basic:
+        # RFC 6749 §2.3.1: client id and secret form-encoded, then Basic.
+        pair = urllib.parse.quote(basic[0], safe="") + ":" + urllib.parse.quote(basic[1], safe="")
+        h["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    opener = urllib.request.build_opener(NoRedirect)
+    for attempt in range(10):
+        req = urllib.request.Request(url, data=data, headers=h, method=method)
+        try:
+            with opener.open(req, timeout=10) as resp:
+                status, hdrs, body = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            status, hdrs, body = e.code, e.headers, e.read()
+        if status != 429 or attempt == 9:
+            break
+        time.sleep(float(hdrs.get("Retry-After") or 1))  # rate-limited: wait as told
+    try:
+        js = json.loads(body) if body else None
+    except ValueError:
+        js = None
+    return status, hdrs, js
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def form(d):
+    return urllib.parse.urlencode(d).encode()
+
+
+def consent(plantd, base, verb, *args):
+    """Runs `plantd consent VERB` as the gateway's owner does."""
+    out = subprocess.run([plantd, "consent", verb, *args, "--url", base], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, f"plantd consent {verb} {args}: exit {out.returncode}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def pending_consent(plantd, base, client_id, **match):
+    listed = json.loads(consent(plantd, base, "list", "--json") or "{}").get("consents", [])
+    for c in listed:
+        if c["clientId"] == client_id and c["state"] == "Pending" and all(c.get(k) == v for k, v in match.items()):
+            return c
+    check(False, f"plantd consent list: no pending request of {client_id} {match}: {listed}")
+    return None
+
+
+def oauth_error(status, body, want_status, want_error, what):
+    check(status == want_status and isinstance(body, dict) and body.get("error") == want_error,
+          f"{what}: {status} {body}, want {want_status} {want_error}")
+
+
+def code_flow(base, auth, client_id, secret, redirect_uri, plantd):
+    """authorization_code with PKCE, approved with plantd consent; then refresh and revocation."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    state = secrets.token_urlsafe(12)
+    q = urllib.parse.urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri,
+                                "state": state, "scope": "offline_access",
+                                "code_challenge": challenge, "code_challenge_method": "S256"})
+    status, hdrs, _ = raw(f"{auth}/oauth2/auth?{q}")
+    if not check(status == 200, f"authorize: status {status}, want the waiting page"):
+        return
+    c = pending_consent(plantd, base, client_id, kind="authorization_code", redirectUri=redirect_uri)
+    if not c:
+        return
+    check(c["id"] == hdrs.get("X-Consent-Id"), "the listed request is not the browser's")
+    status, _, _ = raw(f"{auth}/oauth2/auth/{c['id']}")
+    check(status == 200, f"before approval the page waits, got {status}")
+    consent(plantd, base, "approve", c["id"])
+    status, hdrs, _ = raw(f"{auth}/oauth2/auth/{c['id']}")
+    loc = urllib.parse.urlsplit(hdrs.get("Location") or "")
+    rq = urllib.parse.parse_qs(loc.query)
+    if not check(status == 302 and f"{loc.scheme}://{loc.netloc}{loc.path}" == redirect_uri and "code" in rq,
+                 f"after approval: {status} to {hdrs.get('Location')}"):
+        return
+    check(rq.get("state") == [state], "state not returned")
+    code = rq["code"][0]
+    exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "code_verifier": verifier}
+    status, _, tok = raw(f"{auth}/oauth2/token", form(exchange), FORM, basic=(client_id, secret))
+    if not check(status == 200 and tok.get("refresh_token") and tok.get("token_type") == "Bearer",
+                 f"code exchange: {status} {tok}"):
+        return
+    check("offline_access" in tok.get("scope", "").split(), f"scope {tok.get('scope')}")
+    status, _, plants = raw(f"{base}/monitoring/v1/plants", headers={"Authorization": "Bearer " + tok["access_token"]})
+    check(status == 200 and plants.get("plants"), f"read with the code flow's token: {status}")
+    # refresh_token, rotated on use.
+    r1 = tok["refresh_token"]
+    status, _, tok2 = raw(f"{auth}/oauth2/token", form({"grant_type": "refresh_token", "refresh_token": r1}), FORM,
+                          basic=(client_id, secret))
+    if not check(status == 200 and tok2.get("refresh_token") not in (None, r1), f"refresh: {status} {tok2}"):
+        return
+    status, _, _ = raw(f"{base}/monitoring/v1/plants", headers={"Authorization": "Bearer " + tok2["access_token"]})
+    check(status == 200, f"read with the refreshed token: {status}")
+    # Revocation (RFC 7009), then the revoked and the spent refresh token.
+    r2 = tok2["refresh_token"]
+    status, _, _ = raw(f"{auth}/oauth2/revoke", form({"token": r2, "token_type_hint": "refresh_token"}), FORM,
+                       basic=(client_id, secret))
+    check(status == 200, f"revoke: {status}")
+    status, _, body = raw(f"{auth}/oauth2/token", form({"grant_type": "refresh_token", "refresh_token": r2}), FORM,
+                          basic=(client_id, secret))
+    oauth_error(status, body, 400, "invalid_grant", "refresh with a revoked token")
+    status, _, body = raw(f"{auth}/oauth2/token", form({"grant_type": "refresh_token", "refresh_token": r1}), FORM,
+                          basic=(client_id, secret))
+    oauth_error(status, body, 400, "invalid_grant", "refresh with a rotated (spent) token")
+    status, _, _ = raw(f"{base}/monitoring/v1/plants", headers={"Authorization": "Bearer " + tok2["access_token"]})
+    check(status == 401, f"the revoked grant's access token still reads: {status}")
+    # The code used again (RFC 6749 §4.1.2: refused, its grant revoked).
+    status, _, body = raw(f"{auth}/oauth2/token", form(exchange), FORM, basic=(client_id, secret))
+    oauth_error(status, body, 400, "invalid_grant", "the code used twice")
+    status, _, body = raw(f"{auth}/oauth2/token", form({"grant_type": "client_credentials"}), FORM,
+                          basic=(client_id, secret + "x"))
+    oauth_error(status, body, 401, "invalid_client", "wrong secret")
+    print(f"code flow: consent {c['id'][:8]}… approved with plantd consent, code exchanged with PKCE S256 and HTTP Basic, "
+          f"refresh rotated, spent and revoked refresh tokens refused")
+
+
+def back_channel_flow(base, auth, token, plantd):
+    """POST /oauth2/v2/bc-authorize, polled while the owner decides with plantd consent."""
+    hdr = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    seen = []
+    run = secrets.token_hex(3)  # a fresh owner per run: a decided consent stays decided
+    for hint, verb, final in ((f"owner-{run}@example.com", "approve", "Accepted"), (f"other-{run}@example.com", "reject", "Rejected")):
+        status, _, bc = raw(f"{base}/oauth2/v2/bc-authorize", json.dumps({"loginHint": hint}).encode(), hdr)
+        if not check(status == 200 and bc.get("state") == "Pending", f"bc-authorize {hint}: {status} {bc}"):
+            return
+        poll = f"{base}/oauth2/v2/bc-authorize/{urllib.parse.quote(hint, safe='')}"
+        status, _, bc = raw(poll, headers=hdr)
+        check(status == 200 and bc.get("state") == "Pending", f"poll before the decision: {bc}")
+        c = pending_consent(plantd, base, bc["clientId"], kind="bc-authorize", loginHint=hint)
+        if not c:
+            return
+        consent(plantd, base, verb, c["id"])
+        status, _, bc = raw(poll, headers=hdr)
+        check(status == 200 and bc.get("state") == final, f"poll after plantd consent {verb}: {bc}, want {final}")
+        seen.append(f"{hint}: Pending → {bc.get('state')}")
+    print("back-channel consent: " + "; ".join(seen))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", default="http://127.0.0.1:8080")
@@ -198,6 +360,9 @@ def main():
     ap.add_argument("--client-id", default="cloud")
     ap.add_argument("--client-secret", default="cloud-secret")
     ap.add_argument("--date", help="YYYY-MM-DD (default: today in the plant's zone)")
+    ap.add_argument("--plantd", help="the plantd binary: also run the code flow, refresh and the back-channel consent, "
+                                     "deciding consents with `plantd consent` (needs PLANTD_TOKEN, installer role)")
+    ap.add_argument("--redirect-uri", default="http://127.0.0.1:8765/callback", help="the client's redirect URI")
     a = ap.parse_args()
     base = a.base.rstrip("/")
     token = get_token(a.auth or base, a.client_id, a.client_secret)
@@ -238,6 +403,13 @@ def main():
     solarnetwork_flow(base, token, pid, day)
     battery_script_flow(base, token, pid)
     dashboard_flow(base, token, pid, day)
+
+    if a.plantd:
+        if not check(os.environ.get("PLANTD_TOKEN"), "--plantd needs PLANTD_TOKEN (installer role) for plantd consent"):
+            sys.exit(1)
+        auth = (a.auth or base).rstrip("/")
+        code_flow(base, auth, a.client_id, a.client_secret, a.redirect_uri, a.plantd)
+        back_channel_flow(base, auth, token, a.plantd)
 
     if failures:
         print(f"{len(failures)} mismatch(es)", file=sys.stderr)

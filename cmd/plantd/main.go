@@ -47,6 +47,8 @@ func commands() []command {
 		{"check-config", "validate a config file without starting", runCheckConfig},
 		{"backup", "copy the database consistently while plantd runs (backup DEST)", runBackup},
 		{"token", "add a bearer token for the HTTP API to the config (token add)", runToken},
+		{"client", "add an OAuth2 client with a generated secret to the config (client add)", runClient},
+		{"consent", "list, approve or reject OAuth2 clients' consent requests (running daemon)", runConsent},
 		{"scan", "discover and describe a SunSpec device over Modbus TCP", runScan},
 		{"sim", "run the simulated demo plant (SunSpec Modbus TCP servers)", runSim},
 		{"version", "print the version", runVersion},

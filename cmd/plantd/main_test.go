@@ -203,7 +203,9 @@ func TestSimCommand(t *testing.T) {
 // TestDemo runs "plantd demo": all five simulated devices must be logged
 // online within 10 s; the HTTP API answers with the printed token, and a
 // client written for the cloud API (scripts/cloud-client.py, no plantd
-// code) reads the plant through it; SIGINT stops it within 2 s with exit 0.
+// code) reads the plant through it and runs the OAuth2 code flow, refresh
+// and the back-channel consent, the owner deciding each consent with the
+// binary's "plantd consent"; SIGINT stops it within 2 s with exit 0.
 func TestDemo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	// At 600× a 5-minute interval of the database closes every 0.5 s.
@@ -302,7 +304,9 @@ func TestDemo(t *testing.T) {
 		var out []byte
 		for try := 0; try < 20; try++ {
 			c := exec.Command(py, filepath.Join("..", "..", "scripts", "cloud-client.py"), "--base", base,
-				"--client-id", "demo", "--client-secret", token, "--date", today)
+				"--client-id", "demo", "--client-secret", token, "--date", today,
+				"--plantd", binPath, "--redirect-uri", demoRedirectURI)
+			c.Env = append(os.Environ(), "PLANTD_TOKEN="+token)
 			out, err = c.CombinedOutput()
 			if err == nil {
 				break

@@ -142,8 +142,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Tokens = []config.Token{{Name: "demo", SHA256: config.TokenHash(token), Role: config.RoleInstaller}}
 	// A client of the cloud API gets its token with client_credentials:
-	// client "demo" with the demo token as its secret.
-	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller}}
+	// client "demo" with the demo token as its secret; it may use the
+	// authorization_code flow too, redirected to demoRedirectURI (the
+	// owner approves with plantd consent).
+	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller,
+		RedirectURIs: []string{demoRedirectURI}}}
 	var broker *mqtt.Broker
 	if *brokerURL != "" {
 		cfg.MQTT.Broker = *brokerURL
@@ -175,6 +178,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "HTTP API on %s (the log says the port when 0 was asked), database %s\n", *listen, *dbPath)
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
+	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, *listen)
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
 	if broker != nil {
 		host, port, _ := splitListen(broker.Addr())
@@ -184,6 +188,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
 	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second, nil)
 }
+
+// demoRedirectURI is the redirect URI of the demo's OAuth2 client.
+const demoRedirectURI = "http://127.0.0.1:8765/callback"
 
 // maxDemoGap is the most simulated time between two polls of the demo: the
 // store spreads an energy over at most 15 minutes between samples, and a

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"plantd/config"
+)
+
+// TestClientAdd: "plantd client add" generates a 256-bit secret, prints
+// it once and adds the client with the secret's hash, redirect URIs and
+// pre-approval to the config (mode kept, comments kept); a taken id or a
+// bad redirect URI leaves the file unchanged.
+func TestClientAdd(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBinary(t, "client", "add", "--id", "portal", "--role", "standard", "-c", path,
+		"--redirect-uri", "https://portal.example.com/cb", "--redirect-uri", "http://127.0.0.1:8765/cb", "--pre-approved")
+	if code != 0 {
+		t.Fatalf("client add: exit %d %s", code, errOut)
+	}
+	i := strings.Index(out, "keep it secret): ")
+	if i < 0 {
+		t.Fatalf("no secret printed: %q", out)
+	}
+	secret := strings.TrimSpace(out[i+len("keep it secret): "):])
+	if len(secret) < 43 { // 32 bytes, base64url
+		t.Errorf("secret %q shorter than 256 bits", secret)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config after client add: %v", err)
+	}
+	var got *config.OAuthClient
+	for i := range cfg.OAuthClients {
+		if cfg.OAuthClients[i].ClientID == "portal" {
+			got = &cfg.OAuthClients[i]
+		}
+	}
+	if got == nil || got.SecretSHA256 != config.TokenHash(secret) || got.Role != "standard" || !got.PreApproved ||
+		!slices.Equal(got.RedirectURIs, []string{"https://portal.example.com/cb", "http://127.0.0.1:8765/cb"}) {
+		t.Fatalf("client in the config: %+v", got)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), secret) || !strings.Contains(string(data), "# Clients that get expiring tokens") {
+		t.Error("the config holds the secret, or lost its comments")
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode after client add: %v %v", fi.Mode(), err)
+	}
+	for _, args := range [][]string{
+		{"--id", "portal"},
+		{"--id", "other", "--redirect-uri", "https://x.example.com/cb#frag"},
+		{"--id", "other", "--redirect-uri", "/relative"},
+	} {
+		_, errOut, code := runBinary(t, append([]string{"client", "add", "-c", path}, args...)...)
+		if code != exitConfig {
+			t.Errorf("client add %v: exit %d, want %d: %s", args, code, exitConfig, errOut)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(data) {
+			t.Errorf("client add %v changed the file", args)
+		}
+	}
+	// Without a token, plantd consent says where to get one.
+	_, errOut, code = runBinary(t, "consent", "list", "--url", "http://127.0.0.1:9")
+	if code != exitUsage || !strings.Contains(errOut, "PLANTD_TOKEN") {
+		t.Errorf("consent list without a token: exit %d %s", code, errOut)
+	}
+}

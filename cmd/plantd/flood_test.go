@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestLoginFlood floods the real "plantd demo" with wrong client secrets
+// from one address while its devices are polled every 250 ms: after the
+// first 10 failures (and one more every 6 s) the address gets 429
+// without its secrets being checked, one log line a minute says so, the polls keep their rate, and a client
+// at another address gets its tokens as before. The flood lasts 5 s, or
+// PLANTD_FLOOD (a Go duration, e.g. 60s) when set.
+func TestLoginFlood(t *testing.T) {
+	flood := 5 * time.Second
+	if s := os.Getenv("PLANTD_FLOOD"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("PLANTD_FLOOD: %v", err)
+		}
+		flood = d
+	}
+	const interval = 250 * time.Millisecond
+	cmd := exec.Command(binPath, "demo", "--interval", interval.String(), "--listen", "127.0.0.1:0", "--mqtt", "off",
+		"--db", filepath.Join(t.TempDir(), "demo.db"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout syncBuffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var mu sync.Mutex
+	var logLines []string
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			l := sc.Text()
+			if m := listenRE.FindStringSubmatch(l); m != nil {
+				addr <- m[1]
+			}
+			mu.Lock()
+			logLines = append(logLines, l)
+			mu.Unlock()
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(15 * time.Second):
+		t.Fatal("plantd demo did not listen within 15 s")
+	}
+	secret := ""
+	deadline := time.Now().Add(5 * time.Second)
+	for secret == "" && time.Now().Before(deadline) {
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if s, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
+				secret = s
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if secret == "" {
+		t.Fatal("no demo token printed")
+	}
+	// polls sums plantd_device_polls_total over the devices.
+	polls := func() float64 {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		sum := 0.0
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "plantd_device_polls_total{") {
+				f := strings.Fields(l)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				sum += v
+			}
+		}
+		return sum
+	}
+	// Wait for all five devices to be polled, then take a baseline.
+	for deadline := time.Now().Add(15 * time.Second); polls() < 10; {
+		if time.Now().After(deadline) {
+			t.Fatal("devices not polled within 15 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	window := min(flood, 5*time.Second)
+	p0, t0 := polls(), time.Now()
+	time.Sleep(window)
+	baseRate := (polls() - p0) / time.Since(t0).Seconds()
+
+	// The flood: 8 connections from 127.0.0.1 with wrong secrets.
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16,
+			DialContext: func(ctx context.Context, n, a string) (net.Conn, error) { return d.DialContext(ctx, n, a) }}}
+	}
+	post := func(cl *http.Client, secret string) int {
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"demo"}, "client_secret": {secret}}
+		resp, err := cl.Post(base+"/oauth2/token", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+		if err != nil {
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ctx, stop := context.WithTimeout(t.Context(), flood)
+	defer stop()
+	var sent, unauthorized, limited, other atomic.Int64
+	var wg sync.WaitGroup
+	attacker := from("127.0.0.1")
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				switch post(attacker, "guess") {
+				case 401:
+					unauthorized.Add(1)
+				case 429:
+					limited.Add(1)
+				default:
+					other.Add(1)
+				}
+				sent.Add(1)
+			}
+		}()
+	}
+	// Meanwhile a client at another address gets a token every 200 ms.
+	var grantTimes []time.Duration
+	grantFails := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl := from("127.0.0.2")
+		for ctx.Err() == nil {
+			start := time.Now()
+			if post(cl, secret) != 200 {
+				grantFails++
+			}
+			grantTimes = append(grantTimes, time.Since(start))
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	p1, t1 := polls(), time.Now()
+	wg.Wait()
+	floodRate := (polls() - p1) / time.Since(t1).Seconds()
+	elapsed := time.Since(t1)
+
+	sort.Slice(grantTimes, func(i, j int) bool { return grantTimes[i] < grantTimes[j] })
+	p99 := time.Duration(0)
+	if n := len(grantTimes); n > 0 {
+		p99 = grantTimes[min(n-1, n*99/100)]
+	}
+	t.Logf("flood %v: %d wrong secrets (%.0f/s): %d answered 401, %d 429, %d other", elapsed.Round(time.Millisecond),
+		sent.Load(), float64(sent.Load())/elapsed.Seconds(), unauthorized.Load(), limited.Load(), other.Load())
+	t.Logf("polls: %.1f/s before, %.1f/s during the flood (5 devices every %v = %.0f/s)", baseRate, floodRate, interval, 5/interval.Seconds())
+	t.Logf("other address: %d grants, %d failed, p99 %v", len(grantTimes), grantFails, p99.Round(time.Microsecond))
+	// The allowance: 10, then one more every 6 s.
+	if most := int64(10 + elapsed/(6*time.Second) + 1); unauthorized.Load() < 10 || unauthorized.Load() > most {
+		t.Errorf("%d wrong secrets were checked, want 10 and one per 6 s (at most %d)", unauthorized.Load(), most)
+	}
+	if floodRate < 0.9*baseRate {
+		t.Errorf("polls fell from %.1f/s to %.1f/s during the flood", baseRate, floodRate)
+	}
+	if grantFails > 0 || len(grantTimes) == 0 {
+		t.Errorf("the other address failed %d of %d grants", grantFails, len(grantTimes))
+	}
+	// One line for the burst (plus one a minute for a longer flood).
+	mu.Lock()
+	n := 0
+	re := regexp.MustCompile(`msg="failed logins".*source=127\.0\.0\.1 `)
+	for _, l := range logLines {
+		if re.MatchString(l) {
+			n++
+		}
+	}
+	mu.Unlock()
+	if want := 1 + int(elapsed/time.Minute); n < 1 || n > want+1 {
+		t.Errorf("%d failed-login log lines for 127.0.0.1, want about %d", n, want)
+	}
+	t.Logf("failed-login log lines for 127.0.0.1: %d", n)
+}

@@ -1,0 +1,448 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Lifetimes of the OAuth2 grants (all on the wall clock).
+const (
+	codeTTL    = 60 * time.Second    // an authorization code (RFC 6749 §4.1.2: short)
+	refreshTTL = 30 * 24 * time.Hour // a refresh token, renewed by every rotation
+	consentTTL = 10 * time.Minute    // a consent request waiting for the owner
+	decidedTTL = 24 * time.Hour      // a decided authorization request, for the list
+	maxPending = 100                 // pending consent requests per client
+)
+
+// Consent kinds and states (the states are the cloud's words).
+const (
+	kindAuthorize   = "authorization_code"
+	kindBackChannel = "bc-authorize"
+
+	statePending  = "Pending"
+	stateAccepted = "Accepted"
+	stateRejected = "Rejected"
+)
+
+// Errors of the grant store, mapped to RFC 6749 codes by the handlers.
+var (
+	errNoConsent     = errors.New("no such consent request")
+	errDecided       = errors.New("the consent request is decided already")
+	errTooManyWaits  = errors.New("too many consent requests of this client wait for the owner")
+	errInvalidGrant  = errors.New("invalid grant")
+	errGrantReplayed = errors.New("grant used twice; every token of it is revoked")
+	errScopeRefused  = errors.New("scope refused")
+)
+
+// Consent is a request for the owner's approval: an authorization request
+// (GET /oauth2/auth) or a back-channel consent (POST
+// /oauth2/v2/bc-authorize). It is what GET /gateway/v1/consents lists.
+type Consent struct {
+	ID          string     `json:"id"`
+	Kind        string     `json:"kind"`
+	ClientID    string     `json:"clientId"`
+	LoginHint   string     `json:"loginHint,omitempty"`
+	RedirectURI string     `json:"redirectUri,omitempty"`
+	Scope       string     `json:"scope"`
+	State       string     `json:"state"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	DecidedAt   *time.Time `json:"decidedAt,omitempty"`
+	// ExpiresAt is when a pending request lapses unanswered.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// consent is a Consent with what the code flow needs after approval.
+type consent struct {
+	Consent
+	role      role
+	offline   bool
+	state     string // the client's state parameter
+	challenge string // PKCE S256 code challenge ("" none)
+	redirect  bool   // the authorization request named redirect_uri
+	done      bool   // its code (or error) went to the client
+}
+
+// authCode is an authorization code, kept by hash until it expires so a
+// second use is recognised.
+type authCode struct {
+	client, redirectURI, challenge, grant string
+	role                                  role
+	offline                               bool
+	expires                               time.Time
+	used                                  bool
+}
+
+// refreshToken is a refresh token, kept by hash; a rotated one stays
+// (used) until it expires so its replay is recognised.
+type refreshToken struct {
+	client, grant string
+	role          role
+	expires       time.Time
+	used          bool
+}
+
+// grants hold consents, codes and refresh tokens: in memory, so a restart
+// forgets them (clients authorize again; DESIGN §5 does not ask them to
+// survive). Secrets are kept only as SHA-256 hashes.
+type grants struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	consents map[string]*consent // by id
+	codes    map[[sha256.Size]byte]*authCode
+	refresh  map[[sha256.Size]byte]*refreshToken
+	revoked  map[string]time.Time // grant families revoked, until their last refresh token would expire
+}
+
+func newGrants(now func() time.Time) *grants {
+	return &grants{now: now, consents: map[string]*consent{}, codes: map[[sha256.Size]byte]*authCode{},
+		refresh: map[[sha256.Size]byte]*refreshToken{}, revoked: map[string]time.Time{}}
+}
+
+// randomString returns n random bytes, base64url.
+func randomString(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// randomID returns 128 random bits as 32 hex digits.
+func randomID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// sweepLocked drops what has expired; the caller holds g.mu.
+func (g *grants) sweepLocked(now time.Time) {
+	for id, c := range g.consents {
+		if c.State == statePending && !now.Before(c.ExpiresAt) && c.Kind == kindBackChannel {
+			delete(g.consents, id)
+		}
+		if c.Kind == kindAuthorize && !now.Before(c.ExpiresAt.Add(decidedTTL)) {
+			delete(g.consents, id)
+		}
+	}
+	for h, c := range g.codes {
+		if !now.Before(c.expires) {
+			delete(g.codes, h)
+		}
+	}
+	for h, r := range g.refresh {
+		if !now.Before(r.expires) {
+			delete(g.refresh, h)
+		}
+	}
+	for f, until := range g.revoked {
+		if !now.Before(until) {
+			delete(g.revoked, f)
+		}
+	}
+}
+
+// request adds a pending consent request (decided at once when accepted
+// is true: a pre-approved client).
+func (g *grants) request(c *consent, accepted bool) error {
+	id, err := randomID()
+	if err != nil {
+		return err
+	}
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sweepLocked(now)
+	n := 0
+	for _, o := range g.consents {
+		if o.ClientID == c.ClientID && o.State == statePending && now.Before(o.ExpiresAt) {
+			n++
+		}
+	}
+	if n >= maxPending && !accepted {
+		return errTooManyWaits
+	}
+	if c.Kind == kindBackChannel { // a new request replaces the client's older ones for the hint
+		for oid, o := range g.consents {
+			if o.Kind == kindBackChannel && o.ClientID == c.ClientID && o.LoginHint == c.LoginHint {
+				delete(g.consents, oid)
+			}
+		}
+	}
+	c.ID, c.RequestedAt, c.ExpiresAt, c.State = id, now, now.Add(consentTTL), statePending
+	if accepted {
+		c.State, c.DecidedAt = stateAccepted, &now
+	}
+	g.consents[id] = c
+	return nil
+}
+
+// list returns the consent requests, pending first, newest first.
+func (g *grants) list() []Consent {
+	now := g.now()
+	g.mu.Lock()
+	g.sweepLocked(now)
+	out := make([]Consent, 0, len(g.consents))
+	for _, c := range g.consents {
+		v := c.Consent
+		if v.State == statePending && !now.Before(v.ExpiresAt) {
+			continue // lapsed
+		}
+		out = append(out, v)
+	}
+	g.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		pi, pj := out[i].State == statePending, out[j].State == statePending
+		if pi != pj {
+			return pi
+		}
+		return out[i].RequestedAt.After(out[j].RequestedAt)
+	})
+	return out
+}
+
+// decide accepts or rejects a pending request.
+func (g *grants) decide(id string, accept bool) (Consent, error) {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.consents[id]
+	if c == nil || (c.State == statePending && !now.Before(c.ExpiresAt)) {
+		return Consent{}, errNoConsent
+	}
+	if c.State != statePending {
+		return c.Consent, errDecided
+	}
+	c.State, c.DecidedAt = stateRejected, &now
+	if accept {
+		c.State = stateAccepted
+	}
+	return c.Consent, nil
+}
+
+// backChannel returns the client's newest consent for loginHint.
+func (g *grants) backChannel(client, hint string) (Consent, bool) {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var best *consent
+	for _, c := range g.consents {
+		if c.Kind != kindBackChannel || c.ClientID != client || c.LoginHint != hint {
+			continue
+		}
+		if c.State == statePending && !now.Before(c.ExpiresAt) {
+			continue
+		}
+		if best == nil || c.RequestedAt.After(best.RequestedAt) {
+			best = c
+		}
+	}
+	if best == nil {
+		return Consent{}, false
+	}
+	return best.Consent, true
+}
+
+// authorization returns an authorization request by id, for the page the
+// owner's browser waits on.
+func (g *grants) authorization(id string) (consent, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.consents[id]
+	if c == nil || c.Kind != kindAuthorize {
+		return consent{}, false
+	}
+	return *c, true
+}
+
+// finish marks an authorization request answered (its code or error sent)
+// and, when it was accepted, issues its code; a request is answered once.
+func (g *grants) finish(id string) (code string, c consent, err error) {
+	code, err = randomString(32)
+	if err != nil {
+		return "", consent{}, err
+	}
+	family, err := randomID()
+	if err != nil {
+		return "", consent{}, err
+	}
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.consents[id]
+	if p == nil || p.Kind != kindAuthorize || p.done {
+		return "", consent{}, errNoConsent
+	}
+	if p.State == statePending && now.Before(p.ExpiresAt) {
+		return "", *p, nil
+	}
+	p.done = true
+	if p.State != stateAccepted {
+		return "", *p, nil
+	}
+	redirect := ""
+	if p.redirect {
+		redirect = p.RedirectURI
+	}
+	g.codes[sha256.Sum256([]byte(code))] = &authCode{client: p.ClientID, redirectURI: redirect, challenge: p.challenge,
+		grant: family, role: p.role, offline: p.offline, expires: now.Add(codeTTL)}
+	return code, *p, nil
+}
+
+// redeem takes an authorization code for the client: the grant it starts.
+// A used code is refused and every token of its grant revoked (RFC 6749
+// §4.1.2).
+func (g *grants) redeem(code, client, redirectURI, verifier string, hasVerifier bool) (authCode, error) {
+	now := g.now()
+	h := sha256.Sum256([]byte(code))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.codes[h]
+	switch {
+	case c == nil || !now.Before(c.expires):
+		return authCode{}, fmt.Errorf("%w: unknown or expired code", errInvalidGrant)
+	case c.client != client:
+		return authCode{}, fmt.Errorf("%w: the code was issued to another client", errInvalidGrant)
+	case c.used:
+		g.revokeLocked(c.grant, now)
+		return authCode{}, fmt.Errorf("%w: %w", errInvalidGrant, errGrantReplayed)
+	case c.redirectURI != "" && c.redirectURI != redirectURI:
+		return authCode{}, fmt.Errorf("%w: redirect_uri differs from the authorization request's", errInvalidGrant)
+	case c.challenge == "" && hasVerifier:
+		return authCode{}, fmt.Errorf("%w: code_verifier given, but the authorization request had no code_challenge", errInvalidGrant)
+	case c.challenge != "" && !hasVerifier:
+		return authCode{}, fmt.Errorf("%w: code_verifier required (the authorization request had a code_challenge)", errInvalidGrant)
+	case c.challenge != "" && subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(c.challenge)) != 1:
+		return authCode{}, fmt.Errorf("%w: code_verifier does not match the code_challenge (PKCE S256)", errInvalidGrant)
+	}
+	c.used = true
+	return *c, nil
+}
+
+// s256 is PKCE's S256 transform (RFC 7636 §4.2).
+func s256(verifier string) string {
+	h := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// newRefresh issues a refresh token of a grant family.
+func (g *grants) newRefresh(client, family string, r role) (string, error) {
+	tok, err := randomString(32)
+	if err != nil {
+		return "", err
+	}
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, gone := g.revoked[family]; gone {
+		return "", fmt.Errorf("%w: the grant was revoked", errInvalidGrant)
+	}
+	g.refresh[sha256.Sum256([]byte(tok))] = &refreshToken{client: client, grant: family, role: r, expires: now.Add(refreshTTL)}
+	return tok, nil
+}
+
+// rotate takes a refresh token for the client and retires it; the caller
+// issues its successor. Replaying a retired one revokes its whole grant
+// family (RFC 9700 §4.14.2).
+// scopeOK checks the request's scope against the grant's role before the
+// token is spent.
+func (g *grants) rotate(tok, client string, scopeOK func(granted role) bool) (refreshToken, error) {
+	now := g.now()
+	h := sha256.Sum256([]byte(tok))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.refresh[h]
+	switch {
+	case r == nil || !now.Before(r.expires):
+		return refreshToken{}, fmt.Errorf("%w: unknown, expired or revoked refresh token", errInvalidGrant)
+	case r.client != client:
+		return refreshToken{}, fmt.Errorf("%w: the refresh token was issued to another client", errInvalidGrant)
+	case r.used:
+		g.revokeLocked(r.grant, now)
+		return refreshToken{}, fmt.Errorf("%w: refresh token used before (rotated); %w", errInvalidGrant, errGrantReplayed)
+	}
+	if _, gone := g.revoked[r.grant]; gone {
+		return refreshToken{}, fmt.Errorf("%w: the grant was revoked", errInvalidGrant)
+	}
+	if !scopeOK(r.role) {
+		return refreshToken{}, errScopeRefused
+	}
+	r.used = true
+	return *r, nil
+}
+
+// revokeRefresh revokes the grant family of a refresh token of the
+// client; it reports the family ("" when the token is not the client's
+// refresh token).
+func (g *grants) revokeRefresh(tok, client string) string {
+	now := g.now()
+	h := sha256.Sum256([]byte(tok))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.refresh[h]
+	if r == nil || r.client != client {
+		return ""
+	}
+	g.revokeLocked(r.grant, now)
+	return r.grant
+}
+
+// revokeLocked ends a grant family: its refresh tokens and codes go; the
+// caller drops its access tokens. The caller holds g.mu.
+func (g *grants) revokeLocked(family string, now time.Time) {
+	g.revoked[family] = now.Add(refreshTTL)
+	for h, r := range g.refresh {
+		if r.grant == family {
+			delete(g.refresh, h)
+		}
+	}
+	for _, c := range g.codes {
+		if c.grant == family {
+			c.used = true
+		}
+	}
+}
+
+// isRevoked reports whether a grant family was revoked.
+func (g *grants) isRevoked(family string) bool {
+	if family == "" {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, gone := g.revoked[family]
+	return gone
+}
+
+// keepClients drops the codes, refresh tokens and consents of clients not
+// in keep (a reload removed or changed them).
+func (g *grants) keepClients(keep []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for h, c := range g.codes {
+		if !slices.Contains(keep, c.client) {
+			delete(g.codes, h)
+		}
+	}
+	for h, r := range g.refresh {
+		if !slices.Contains(keep, r.client) {
+			delete(g.refresh, h)
+		}
+	}
+	for id, c := range g.consents {
+		if !slices.Contains(keep, c.ClientID) {
+			delete(g.consents, id)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// clientFrom is an HTTP client whose connections come from the loopback
+// address ip (Linux answers on all of 127.0.0.0/8).
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}}}
+}
+
+// TestFailedLoginLimit: after Burst failed logins from one address its
+// requests get 429 with Retry-After (even with the right secret, which is
+// then not checked), one log line says so for the burst, and another
+// address logs in as before; an allowance comes back after Every.
+func TestFailedLoginLimit(t *testing.T) {
+	var logs lockedBuffer
+	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
+		c.FailedLogins = FailedLogins{Burst: 5, Every: 10 * time.Second}
+	}})
+	post := func(cl *http.Client, secret string) (int, string) {
+		t.Helper()
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {secret}}
+		resp, err := cl.Post(e.ts.URL+"/oauth2/token", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	a, b := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
+	for i := range 5 {
+		if st, _ := post(a, "wrong"); st != 401 {
+			t.Fatalf("failure %d: status %d, want 401", i+1, st)
+		}
+	}
+	for i := range 50 {
+		st, ra := post(a, "wrong")
+		if st != 429 {
+			t.Fatalf("guess %d after the burst: status %d, want 429", i+6, st)
+		}
+		if secs, err := strconv.Atoi(ra); err != nil || secs < 1 || secs > 10 {
+			t.Fatalf("Retry-After %q", ra)
+		}
+	}
+	if st, _ := post(a, oauthSecret); st != 429 {
+		t.Errorf("right secret from the blocked address: %d, want 429", st)
+	}
+	// Bearer tokens from that address are refused too, without a lookup.
+	req, _ := http.NewRequest("GET", e.ts.URL+"/monitoring/v1/plants", nil)
+	req.Header.Set("Authorization", "Bearer "+tokStandard)
+	if resp, err := a.Do(req); err != nil || resp.StatusCode != 429 {
+		t.Fatalf("bearer from the blocked address: %v %v", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	// Another address is not affected.
+	if st, _ := post(b, oauthSecret); st != 200 {
+		t.Errorf("other address, right secret: %d, want 200", st)
+	}
+	if st, _ := post(b, "wrong"); st != 401 {
+		t.Errorf("other address, wrong secret: %d, want 401", st)
+	}
+	// One line for the burst of 57 from 127.0.0.1 (the first failure);
+	// the rest is counted for the next line, a minute later.
+	lines := func(src string) []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `msg="failed logins"`) && strings.Contains(l, "source="+src+" ") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if got := lines("127.0.0.1"); len(got) != 1 || !strings.Contains(got[0], "failures=1 ") {
+		t.Errorf("log lines of 127.0.0.1 during the burst:\n%s", strings.Join(got, "\n"))
+	}
+	// An allowance comes back after Every.
+	e.clock.Add(10 * time.Second)
+	if st, _ := post(a, oauthSecret); st != 200 {
+		t.Errorf("after 10 s, right secret: %d, want 200", st)
+	}
+	// A minute on, the next event logs the burst's counts.
+	e.clock.Add(time.Minute)
+	post(a, "wrong")
+	got := lines("127.0.0.1")
+	if len(got) != 2 || !strings.Contains(got[1], "failures=5 ") || !strings.Contains(got[1], "refused=52 ") {
+		t.Errorf("log lines of 127.0.0.1 after a minute:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// BenchmarkTokenGrant measures client_credentials grants per second
+// through the handler (no rate limit in the way).
+func BenchmarkTokenGrant(b *testing.B) {
+	e := newEnv(b, envOpts{polls: 1})
+	h := e.srv.Handler()
+	body := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {oauthSecret}}.Encode()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", "/oauth2/token", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.RemoteAddr = "192.0.2.1:1234"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+}
+
+// BenchmarkRefreshGrant measures refresh_token grants (rotation) per
+// second, one refresh chain per goroutine.
+func BenchmarkRefreshGrant(b *testing.B) {
+	e := codeEnvB(b)
+	h := e.srv.Handler()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rt := ""
+		for pb.Next() {
+			if rt == "" {
+				b.StopTimer()
+				rt = e.refreshTokenB(b)
+				b.StartTimer()
+			}
+			req, _ := http.NewRequest("POST", "/oauth2/token", strings.NewReader(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth(appID, appSecret)
+			req.RemoteAddr = "192.0.2.1:1234"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			rt = extract(rec.Body.String(), "refresh_token")
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+}
+
+// BenchmarkFailedLoginRefused measures the answer to a source that used
+// up its failed logins (what a flood of wrong secrets costs).
+func BenchmarkFailedLoginRefused(b *testing.B) {
+	e := newEnv(b, envOpts{polls: 1})
+	h := e.srv.Handler()
+	body := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {"wrong"}}.Encode()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", "/oauth2/token", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.RemoteAddr = "192.0.2.9:1234"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 429 && rec.Code != 401 {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "answers/s")
+}

@@ -1,0 +1,523 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/config"
+)
+
+// The code-flow clients of the tests.
+const (
+	appID       = "app"
+	appSecret   = "app-secret-0123456789abcdef0123456789abcdef"
+	appRedirect = "https://app.example.com/cb?tenant=1"
+	preID       = "trusted"
+	preSecret   = "trusted-secret-0123456789abcdef0123456789abcd"
+)
+
+// codeEnv is an env with a code-flow client (standard role) and a
+// pre-approved one (installer role).
+func codeEnv(t testing.TB, o envOpts) *env {
+	o.polls = 1
+	o.modify = func(c *Config) {
+		c.OAuthClients = append(c.OAuthClients,
+			config.OAuthClient{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard,
+				RedirectURIs: []string{appRedirect, "http://127.0.0.1:9/cb"}},
+			config.OAuthClient{ClientID: preID, SecretSHA256: config.TokenHash(preSecret), Role: config.RoleInstaller,
+				RedirectURIs: []string{"https://trusted.example.com/cb"}, PreApproved: true})
+	}
+	return newEnv(t, o)
+}
+
+func codeEnvB(b *testing.B) *env { return codeEnv(b, envOpts{}) }
+
+// refreshTokenB runs the code flow to a refresh token.
+func (e *env) refreshTokenB(t testing.TB) string {
+	_, rt := wantToken(t, e.postForm(t, "/oauth2/token", codeForm(e.codeFor(t, nil)), appID, appSecret), "standard offline_access", true)
+	return rt
+}
+
+// extract reads a string member of a JSON object.
+func extract(body, key string) string {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(body), &m)
+	s, _ := m[key].(string)
+	return s
+}
+
+// noRedirect is a client that does not follow redirects.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// answer is an HTTP exchange's outcome.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	json   map[string]any
+}
+
+func (a answer) str(k string) string { s, _ := a.json[k].(string); return s }
+
+func do(t testing.TB, req *http.Request) answer {
+	t.Helper()
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
+	_ = json.Unmarshal(b, &a.json)
+	return a
+}
+
+// postForm posts a form to path, with HTTP Basic when user is not "".
+func (e *env) postForm(t testing.TB, path string, form url.Values, user, pass string) answer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.ts.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	return do(t, req)
+}
+
+// call makes a request with a bearer token and an optional JSON body.
+func (e *env) call(t testing.TB, method, path, token string, body any) answer {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.ts.URL+path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return do(t, req)
+}
+
+// authorize starts an authorization request; it returns the answer (the
+// waiting page or a redirect).
+func (e *env) authorize(t testing.TB, q url.Values) answer {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.ts.URL+"/oauth2/auth?"+q.Encode(), nil)
+	return do(t, req)
+}
+
+// redirected parses the Location of a 302 to the redirect URI.
+func redirected(t testing.TB, a answer, want string) url.Values {
+	t.Helper()
+	if a.status != http.StatusFound {
+		t.Fatalf("status %d, want 302: %s", a.status, a.body)
+	}
+	u, err := url.Parse(a.header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := *u
+	q := u.Query()
+	base.RawQuery = ""
+	if w, _ := url.Parse(want); base.String() != (&url.URL{Scheme: w.Scheme, Host: w.Host, Path: w.Path}).String() {
+		t.Fatalf("redirected to %s, want %s", u, want)
+	}
+	return q
+}
+
+// codeFor runs the code flow up to the code: authorization request, the
+// owner's approval, the redirect.
+func (e *env) codeFor(t testing.TB, extra url.Values) string {
+	t.Helper()
+	q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect},
+		"state": {"xyz"}, "scope": {"offline_access"}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	a := e.authorize(t, q)
+	if a.status != http.StatusOK || a.header.Get("X-Consent-Id") == "" {
+		t.Fatalf("authorize: %d %s", a.status, a.body)
+	}
+	id := a.header.Get("X-Consent-Id")
+	if again := e.call(t, "GET", "/oauth2/auth/"+id, "", nil); again.status != http.StatusOK {
+		t.Fatalf("waiting page before approval: %d", again.status)
+	}
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 || d.str("state") != stateAccepted {
+		t.Fatalf("approve: %d %s", d.status, d.body)
+	}
+	rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), appRedirect)
+	if rq.Get("state") != "xyz" || rq.Get("tenant") != "1" || rq.Get("code") == "" {
+		t.Fatalf("redirect query %v", rq)
+	}
+	return rq.Get("code")
+}
+
+func codeForm(code string) url.Values {
+	return url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {appRedirect}}
+}
+
+// wantOAuthError checks an RFC 6749 §5.2 error answer.
+func wantOAuthError(t testing.TB, a answer, status int, code string) {
+	t.Helper()
+	if a.status != status || a.str("error") != code || a.str("error_description") == "" {
+		t.Fatalf("got %d %s, want %d with error %s", a.status, a.body, status, code)
+	}
+	if !strings.HasPrefix(a.header.Get("Content-Type"), "application/json") || a.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("headers %v", a.header)
+	}
+	if status == 401 && !strings.Contains(a.header.Get("WWW-Authenticate"), "Basic") {
+		t.Errorf("401 without WWW-Authenticate Basic")
+	}
+}
+
+func wantToken(t testing.TB, a answer, scope string, refresh bool) (access, rt string) {
+	t.Helper()
+	if a.status != 200 || a.str("access_token") == "" || a.str("token_type") != "Bearer" || a.str("scope") != scope ||
+		(a.str("refresh_token") != "") != refresh || a.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("token answer %d %s, want scope %q refresh %v", a.status, a.body, scope, refresh)
+	}
+	return a.str("access_token"), a.str("refresh_token")
+}
+
+// canRead reports whether an access token reads the plant list.
+func (e *env) canRead(t testing.TB, tok string) bool {
+	t.Helper()
+	return e.call(t, "GET", "/monitoring/v1/plants", tok, nil).status == 200
+}
+
+// TestOAuthCodeFlow: the RFC 6749 cases of the authorization_code and
+// refresh_token grants and of revocation (RFC 7009), each with the RFC's
+// status and error code; PKCE (RFC 7636) S256.
+func TestOAuthCodeFlow(t *testing.T) {
+	t.Run("code flow, refresh rotation, reuse revokes", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		code := e.codeFor(t, nil)
+		acc, rt := wantToken(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), "standard offline_access", true)
+		if !e.canRead(t, acc) {
+			t.Fatal("the code flow's access token does not read")
+		}
+		// Refresh: a new pair; the old refresh token is spent.
+		acc2, rt2 := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, appID, appSecret),
+			"standard offline_access", true)
+		if rt2 == rt || acc2 == acc || !e.canRead(t, acc2) {
+			t.Fatal("refresh did not rotate")
+		}
+		// Refresh after rotation: the spent token is refused and its
+		// whole grant revoked (RFC 9700 §4.14.2).
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, appID, appSecret), 400, "invalid_grant")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt2}}, appID, appSecret), 400, "invalid_grant")
+		if e.canRead(t, acc2) || e.canRead(t, acc) {
+			t.Error("access tokens of a replayed grant still read")
+		}
+	})
+	t.Run("reused code", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		code := e.codeFor(t, nil)
+		acc, _ := wantToken(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), "standard offline_access", true)
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), 400, "invalid_grant")
+		if e.canRead(t, acc) {
+			t.Error("RFC 6749 §4.1.2: the tokens of a reused code should be revoked")
+		}
+	})
+	t.Run("expired code", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		code := e.codeFor(t, nil)
+		e.clock.Add(codeTTL + time.Second)
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), 400, "invalid_grant")
+	})
+	t.Run("wrong redirect_uri", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		code := e.codeFor(t, nil)
+		f := codeForm(code)
+		f.Set("redirect_uri", "http://127.0.0.1:9/cb")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", f, appID, appSecret), 400, "invalid_grant")
+		f.Del("redirect_uri")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", f, appID, appSecret), 400, "invalid_grant")
+	})
+	t.Run("wrong secret", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		code := e.codeFor(t, nil)
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, "wrong"), 401, "invalid_client")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", codeForm(code), oauthID, oauthSecret), 400, "invalid_grant") // another client's code
+		wantToken(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), "standard offline_access", true)
+	})
+	t.Run("PKCE", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		verifier := strings.Repeat("v3rifier-", 6)
+		sum := sha256.Sum256([]byte(verifier))
+		pkce := url.Values{"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+		for _, tt := range []struct {
+			name, verifier string
+			ok             bool
+		}{{"mismatch", verifier + "x", false}, {"missing", "", false}, {"match", verifier, true}} {
+			f := codeForm(e.codeFor(t, pkce))
+			if tt.verifier != "" {
+				f.Set("code_verifier", tt.verifier)
+			}
+			a := e.postForm(t, "/oauth2/token", f, appID, appSecret)
+			if tt.ok {
+				wantToken(t, a, "standard offline_access", true)
+			} else {
+				wantOAuthError(t, a, 400, "invalid_grant")
+			}
+		}
+		// A verifier without a challenge is refused too.
+		f := codeForm(e.codeFor(t, nil))
+		f.Set("code_verifier", verifier)
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", f, appID, appSecret), 400, "invalid_grant")
+		// plain is not taken (the method defaults to plain when absent).
+		q := url.Values{"response_type": {"code"}, "client_id": {appID}, "state": {"s"}, "redirect_uri": {appRedirect},
+			"code_challenge": pkce["code_challenge"]}
+		if rq := redirected(t, e.authorize(t, q), appRedirect); rq.Get("error") != "invalid_request" || rq.Get("state") != "s" {
+			t.Errorf("challenge without S256: %v", rq)
+		}
+	})
+	t.Run("revoked refresh token", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		acc, rt := wantToken(t, e.postForm(t, "/oauth2/token", codeForm(e.codeFor(t, nil)), appID, appSecret), "standard offline_access", true)
+		wantOAuthError(t, e.postForm(t, "/oauth2/revoke", url.Values{"token": {rt}}, appID, "wrong"), 401, "invalid_client")
+		wantOAuthError(t, e.postForm(t, "/oauth2/revoke", url.Values{}, appID, appSecret), 400, "invalid_request")
+		wantOAuthError(t, e.postForm(t, "/oauth2/revoke", url.Values{"token": {rt}, "token_type_hint": {"id_token"}}, appID, appSecret), 400, "unsupported_token_type")
+		// Another client cannot revoke it (answered 200 as an unknown token).
+		if a := e.postForm(t, "/oauth2/revoke", url.Values{"token": {rt}}, oauthID, oauthSecret); a.status != 200 {
+			t.Fatalf("revoke by another client: %d %s", a.status, a.body)
+		}
+		if a := e.postForm(t, "/oauth2/revoke", url.Values{"token": {rt}, "token_type_hint": {"refresh_token"}}, appID, appSecret); a.status != 200 {
+			t.Fatalf("revoke: %d %s", a.status, a.body)
+		}
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, appID, appSecret), 400, "invalid_grant")
+		if e.canRead(t, acc) {
+			t.Error("an access token of a revoked grant still reads")
+		}
+		// Unknown tokens: 200 (RFC 7009 §2.2). An access token alone.
+		if a := e.postForm(t, "/oauth2/revoke", url.Values{"token": {"nonsense"}}, appID, appSecret); a.status != 200 {
+			t.Fatalf("revoke unknown: %d", a.status)
+		}
+		cc, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"client_credentials"}}, appID, appSecret), "standard", false)
+		e.postForm(t, "/oauth2/revoke", url.Values{"token": {cc}, "token_type_hint": {"access_token"}}, appID, appSecret)
+		if e.canRead(t, cc) {
+			t.Error("a revoked access token still reads")
+		}
+	})
+	t.Run("refresh scope and client", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		_, rt := wantToken(t, e.postForm(t, "/oauth2/token", codeForm(e.codeFor(t, nil)), appID, appSecret), "standard offline_access", true)
+		refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", refresh, oauthID, oauthSecret), 400, "invalid_grant") // not its token
+		refresh.Set("scope", "installer")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", refresh, appID, appSecret), 400, "invalid_scope")
+		refresh.Set("scope", "standard")
+		// The refused requests did not spend it.
+		wantToken(t, e.postForm(t, "/oauth2/token", refresh, appID, appSecret), "standard offline_access", true)
+		refresh.Del("scope")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", refresh, appID, appSecret), 400, "invalid_grant")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}}, appID, appSecret), 400, "invalid_request")
+		wantOAuthError(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"authorization_code"}}, appID, appSecret), 400, "invalid_request")
+	})
+	t.Run("authorization errors", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		base := func() url.Values {
+			return url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {"st"}}
+		}
+		// Errors about the client or redirect URI are not redirected.
+		q := base()
+		q.Set("client_id", "nobody")
+		wantOAuthError(t, e.authorize(t, q), 400, "invalid_request")
+		q = base()
+		q.Set("redirect_uri", "https://evil.example.com/cb")
+		wantOAuthError(t, e.authorize(t, q), 400, "invalid_request")
+		q = base()
+		q.Del("redirect_uri") // two registered: it must be named
+		wantOAuthError(t, e.authorize(t, q), 400, "invalid_request")
+		q = base()
+		q.Set("client_id", oauthID) // no redirect URIs configured
+		wantOAuthError(t, e.authorize(t, q), 400, "unauthorized_client")
+		// The others go to the client.
+		for _, tt := range []struct{ key, val, err string }{
+			{"response_type", "token", "unsupported_response_type"},
+			{"scope", "installer", "invalid_scope"},
+			{"scope", "openid", "invalid_scope"},
+			{"code_challenge_method", "S256", "invalid_request"},
+		} {
+			q = base()
+			q.Set(tt.key, tt.val)
+			if rq := redirected(t, e.authorize(t, q), appRedirect); rq.Get("error") != tt.err || rq.Get("state") != "st" {
+				t.Errorf("%s=%s: redirect %v, want error %s", tt.key, tt.val, rq, tt.err)
+			}
+		}
+		// The owner rejects: access_denied.
+		a := e.authorize(t, base())
+		id := a.header.Get("X-Consent-Id")
+		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/reject", tokInstaller, nil); d.status != 200 || d.str("state") != stateRejected {
+			t.Fatalf("reject: %d %s", d.status, d.body)
+		}
+		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 409 {
+			t.Fatalf("approve after reject: %d %s", d.status, d.body)
+		}
+		if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), appRedirect); rq.Get("error") != "access_denied" || rq.Get("state") != "st" {
+			t.Errorf("rejected: %v", rq)
+		}
+		wantOAuthError(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), 400, "invalid_request") // answered once
+		// Unanswered in time: access_denied too.
+		id = e.authorize(t, base()).header.Get("X-Consent-Id")
+		e.clock.Add(consentTTL + time.Second)
+		if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), appRedirect); rq.Get("error") != "access_denied" {
+			t.Errorf("lapsed: %v", rq)
+		}
+		// Approving needs the installer role.
+		id = e.authorize(t, base()).header.Get("X-Consent-Id")
+		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokStandard, nil); d.status != 403 {
+			t.Errorf("approve with a standard token: %d", d.status)
+		}
+		if d := e.call(t, "POST", "/gateway/v1/consents/nope/approve", tokInstaller, nil); d.status != 404 {
+			t.Errorf("approve unknown: %d", d.status)
+		}
+	})
+	t.Run("pre-approved client", func(t *testing.T) {
+		e := codeEnv(t, envOpts{})
+		q := url.Values{"response_type": {"code"}, "client_id": {preID}, "scope": {"offline_access installer"}}
+		rq := redirected(t, e.authorize(t, q), "https://trusted.example.com/cb")
+		// No redirect_uri in the request: none needed at the exchange.
+		f := url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")}, "client_id": {preID}, "client_secret": {preSecret}}
+		wantToken(t, e.postForm(t, "/oauth2/token", f, "", ""), "installer offline_access", true)
+	})
+}
+
+// TestBackChannelConsent: POST /oauth2/v2/bc-authorize is Pending until
+// the owner approves or rejects it on the gateway; a pre-approved client
+// is Accepted at once; only OAuth2 clients may ask.
+func TestBackChannelConsent(t *testing.T) {
+	e := codeEnv(t, envOpts{})
+	v := newValidator(t, e)
+	tokenOf := func(id, secret string) string {
+		acc, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}}, "", ""),
+			map[string]string{appID: "standard", preID: "installer"}[id], false)
+		return acc
+	}
+	app := tokenOf(appID, appSecret)
+	call := func(method, path, tok string, body any) answer {
+		var r io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			r = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, e.ts.URL+path, r)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := answer{status: resp.StatusCode, header: resp.Header}
+		a.body = v.check(req, resp)
+		_ = json.Unmarshal(a.body, &a.json)
+		return a
+	}
+	state := func(a answer) string { t.Helper(); return a.str("state") }
+	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "owner@example.com"}); a.status != 200 || state(a) != statePending {
+		t.Fatalf("bc-authorize: %d %s", a.status, a.body)
+	}
+	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != statePending {
+		t.Fatalf("poll: %s", a.body)
+	}
+	// Asking again answers the same request.
+	call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "owner@example.com"})
+	list := call("GET", "/gateway/v1/consents", tokInstaller, nil)
+	var cs struct{ Consents []Consent }
+	_ = json.Unmarshal(list.body, &cs)
+	if len(cs.Consents) != 1 || cs.Consents[0].Kind != kindBackChannel || cs.Consents[0].LoginHint != "owner@example.com" {
+		t.Fatalf("consents %s", list.body)
+	}
+	call("POST", "/gateway/v1/consents/"+cs.Consents[0].ID+"/approve", tokInstaller, nil)
+	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != stateAccepted || a.json["decidedAt"] == nil {
+		t.Fatalf("after approve: %s", a.body)
+	}
+	// Another hint, rejected; asking again after a rejection is a new
+	// request.
+	call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "other"})
+	_ = json.Unmarshal(call("GET", "/gateway/v1/consents", tokInstaller, nil).body, &cs)
+	if cs.Consents[0].State != statePending || cs.Consents[0].LoginHint != "other" {
+		t.Fatalf("pending first: %+v", cs.Consents)
+	}
+	call("POST", "/gateway/v1/consents/"+cs.Consents[0].ID+"/reject", tokInstaller, nil)
+	if a := call("GET", "/oauth2/v2/bc-authorize/other", app, nil); state(a) != stateRejected {
+		t.Fatalf("after reject: %s", a.body)
+	}
+	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "other"}); state(a) != statePending {
+		t.Fatalf("asked again after rejection: %s", a.body)
+	}
+	// Pre-approved: Accepted at once.
+	if a := call("POST", "/oauth2/v2/bc-authorize", tokenOf(preID, preSecret), map[string]string{"loginHint": "owner@example.com"}); state(a) != stateAccepted {
+		t.Fatalf("pre-approved: %s", a.body)
+	}
+	// Errors.
+	if a := call("POST", "/oauth2/v2/bc-authorize", tokInstaller, map[string]string{"loginHint": "x"}); a.status != 403 {
+		t.Errorf("static token: %d", a.status)
+	}
+	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": ""}); a.status != 400 {
+		t.Errorf("empty hint: %d", a.status)
+	}
+	if a := call("GET", "/oauth2/v2/bc-authorize/nobody", app, nil); a.status != 404 {
+		t.Errorf("unknown hint: %d", a.status)
+	}
+	if a := call("GET", "/gateway/v1/consents", app, nil); a.status != 403 {
+		t.Errorf("consents with a standard client token: %d", a.status)
+	}
+	// Polling lapses a pending request after consentTTL (404 then).
+	e.clock.Add(consentTTL + time.Second)
+	if a := call("GET", "/oauth2/v2/bc-authorize/other", tokenOf(appID, appSecret), nil); a.status != 404 {
+		t.Errorf("lapsed: %d %s", a.status, a.body)
+	}
+}
+
+// TestOAuthAgainstOpenAPI validates the answers of the OAuth2 endpoints
+// (success and errors) against /openapi.json.
+func TestOAuthAgainstOpenAPI(t *testing.T) {
+	e := codeEnv(t, envOpts{})
+	v := newValidator(t, e)
+	send := func(req *http.Request) answer {
+		t.Helper()
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := answer{status: resp.StatusCode, header: resp.Header}
+		a.body = v.check(req, resp)
+		_ = json.Unmarshal(a.body, &a.json)
+		return a
+	}
+	formReq := func(path string, f url.Values, user, pass string) *http.Request {
+		req, _ := http.NewRequest("POST", e.ts.URL+path, strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		return req
+	}
+	get := func(path string) *http.Request { r, _ := http.NewRequest("GET", e.ts.URL+path, nil); return r }
+	q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {"s"}, "scope": {"offline_access"}}
+	// (kin-openapi cannot decode the waiting page's text/html.)
+	id := e.authorize(t, q).header.Get("X-Consent-Id")
+	send(get("/oauth2/auth?client_id=nobody"))
+	e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil)
+	rq := redirected(t, send(get("/oauth2/auth/"+id)), appRedirect)
+	send(get("/oauth2/auth/" + id))
+	tok := send(formReq("/oauth2/token", codeForm(rq.Get("code")), appID, appSecret))
+	send(formReq("/oauth2/token", codeForm(rq.Get("code")), appID, appSecret))
+	send(formReq("/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.str("refresh_token")}}, appID, "x"))
+	send(formReq("/oauth2/revoke", url.Values{"token": {tok.str("refresh_token")}}, appID, appSecret))
+	send(formReq("/oauth2/revoke", url.Values{"token": {"x"}, "token_type_hint": {"x"}}, appID, appSecret))
+}
