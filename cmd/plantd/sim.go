@@ -9,15 +9,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"plantd/devices/sim"
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--devices N [--gateways G] [--report EVERY]]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
+	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
+	gateways := fs.Int("gateways", 0, "with --devices: put the devices as unit ids behind `G` gateway addresses (0: one address each)")
+	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
 	var ignoreRevert, needsToggle idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
@@ -25,6 +29,17 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	cfg := sim.DefaultConfig()
+	if *nDevices > 0 {
+		var err error
+		if cfg, err = sim.ScaleConfig(*nDevices, *gateways); err != nil {
+			fmt.Fprintf(stderr, "plantd sim: --devices %d --gateways %d: %v\n", *nDevices, *gateways, err)
+			return exitUsage
+		}
+	} else if *gateways != 0 {
+		fmt.Fprintln(stderr, "plantd sim: --gateways needs --devices")
+		return exitUsage
+	}
+	cfg.CountReads = *report > 0
 	cfg.Speed = *speed
 	cfg.TraceFile = *trace
 	for _, m := range []struct {
@@ -51,11 +66,26 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Listen = host
 	if port > 0 {
+		// PORT, PORT+1, ... for the endpoints in the order they first
+		// appear (devices behind one gateway share its port).
+		ports := map[string]int{}
 		for i := range cfg.Devices {
-			cfg.Devices[i].Port = port + i
+			d := &cfg.Devices[i]
+			key := "dev:" + d.ID
+			if d.Endpoint != "" {
+				key = "ep:" + d.Endpoint
+			}
+			if _, ok := ports[key]; !ok {
+				ports[key] = port + len(ports)
+			}
+			d.Port = ports[key]
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "sim")
+	level := slog.LevelInfo
+	if *nDevices > 0 {
+		level = slog.LevelWarn // not a line per device at start
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "sim")
 	plant, err := sim.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd sim: %v\n", err)
@@ -75,8 +105,46 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)
 	}
 	fmt.Fprintf(stdout, "try: plantd scan %s\n", plant.Devices()[0].Addr())
+	if *report > 0 {
+		reportReads(ctx, plant, *report, stdout)
+	}
 	<-ctx.Done()
 	return exitOK
+}
+
+// reportReads prints the plant's read statistics every period until ctx
+// ends: reads and polls per second, reads per poll, and the poll interval
+// as the devices saw it (median, and the deviation from it at p50, p99 and
+// max: the client's poll jitter).
+func reportReads(ctx context.Context, plant *sim.Plant, every time.Duration, w io.Writer) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	plant.TakeReadStats()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := plant.TakeReadStats()
+		perPoll := 0.0
+		if s.Polls > 0 {
+			perPoll = float64(s.Reads) / float64(s.Polls)
+		}
+		line := fmt.Sprintf("reads/s %.0f polls/s %.1f reads/poll %.2f", float64(s.Reads)/every.Seconds(), float64(s.Polls)/every.Seconds(), perPoll)
+		if len(s.Gaps) > 0 {
+			slices.Sort(s.Gaps)
+			med := s.Gaps[len(s.Gaps)/2]
+			dev := make([]time.Duration, len(s.Gaps))
+			for i, g := range s.Gaps {
+				dev[i] = (g - med).Abs()
+			}
+			slices.Sort(dev)
+			q := func(f float64) float64 { return dev[int(f*float64(len(dev)-1))].Seconds() * 1000 }
+			line += fmt.Sprintf(" interval %.1fms jitter_ms p50 %.2f p99 %.2f max %.2f", med.Seconds()*1000, q(0.5), q(0.99), q(1))
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // idList is a flag of device ids, comma-separated, repeatable.

@@ -93,6 +93,15 @@ type Config struct {
 	// ClearSky turns the deterministic cloud term off: irradiance follows
 	// the clear-sky model only.
 	ClearSky bool
+	// Resolution, when set, makes the plant advance in whole steps of
+	// that much simulated time: reads within one step see the same
+	// values, and a step costs one pass over every device however many
+	// reads it serves (scale tests with thousands of devices use 1 s).
+	// Default 0: every read sees its own instant.
+	Resolution time.Duration
+	// CountReads makes the plant count the reads its devices answer and
+	// the polls they come in, for Plant.TakeReadStats.
+	CountReads bool
 	// Listen is the host the endpoints bind (default 127.0.0.1).
 	Listen string
 	// Devices are the simulated devices, in the order Devices returns them.
@@ -179,6 +188,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Speed < 0 || math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) {
 		return bad("speed %v: want a positive factor", c.Speed)
+	}
+	if c.Resolution < 0 {
+		return bad("resolution %v: want a positive duration or 0", c.Resolution)
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen

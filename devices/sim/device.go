@@ -34,6 +34,10 @@ type Device struct {
 	overrides []override
 	// frozenWh is the energy counter a FreezeCounter froze (-1: moving).
 	frozenWh float64
+	// Wall times of the last read and of the first read of the current
+	// poll (Config.CountReads).
+	lastRead, pollStart time.Time
+	lastReadAddr        uint16
 
 	inv *inverter
 	bat *battery

@@ -24,9 +24,9 @@ func newMeter(d *Device, maxW float64) (*meter, error) {
 		impWh: 4.2e6 + float64(idHash(d.cfg.ID)%10000) + 1,
 		expWh: 7.9e6 + float64(idHash(d.cfg.ID)%7000) + 1,
 	}
-	wSF := 0
-	if maxW > 32000 {
-		wSF = 1
+	wSF := 0 // the smallest scale keeping maxW inside int16
+	for lim := 32000.0; maxW > lim; lim *= 10 {
+		wSF++
 	}
 	specs := []modelSpec{
 		{id: 1},

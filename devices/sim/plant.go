@@ -35,8 +35,9 @@ type Plant struct {
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
 	cloud       float64
-	traceFile   *os.File // Config.TraceFile while started
-	traceErr    bool     // a trace file write failed (logged once)
+	traceFile   *os.File  // Config.TraceFile while started
+	traceErr    bool      // a trace file write failed (logged once)
+	reads       ReadStats // Config.CountReads
 
 	life    sync.Mutex // guards started and closed
 	started bool
@@ -277,6 +278,9 @@ func (p *Plant) simNow() time.Time {
 // control reversion and ramp end so they take effect at their exact time. A target before
 // p.t (a clock that went back) changes nothing.
 func (p *Plant) advanceLocked(target time.Time) {
+	if r := p.cfg.Resolution; r > 0 {
+		target = target.Truncate(r)
+	}
 	if !target.After(p.t) {
 		return
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	mb "github.com/simonvetter/modbus"
 
@@ -55,6 +56,9 @@ func (p *Plant) read(d *Device, addr, quantity uint16) ([]uint16, error) {
 	}
 	out := make([]uint16, quantity)
 	p.mu.Lock()
+	if p.cfg.CountReads {
+		p.countReadLocked(d, addr, time.Now())
+	}
 	p.advanceLocked(p.simNow())
 	p.renderLocked(d)
 	copy(out, d.regs[off:])
