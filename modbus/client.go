@@ -112,13 +112,11 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	}
 
 	adu := e.encode(c.unit, req)
-	e.handler.Timeout = timeout
 	e.stats.requests.Add(1)
 	e.stats.bytesSent.Add(uint64(len(adu)))
-	resp, err := e.handler.Send(adu)
-	if err == nil {
+	resp, err := e.exchange(adu, timeout)
+	if resp != nil {
 		e.stats.bytesReceived.Add(uint64(len(resp)))
-		err = e.handler.Verify(adu, resp)
 	}
 	if err == nil {
 		dst, err = decode(req, resp, dst)
@@ -128,7 +126,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		return dst, nil
 	}
 
-	err = classify(err, req.fc)
+	err = classify(err)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.

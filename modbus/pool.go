@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	gmodbus "github.com/goburrow/modbus"
 )
 
 // Defaults of [EndpointConfig].
@@ -165,7 +163,7 @@ type Endpoint struct {
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
-	handler     *gmodbus.TCPClientHandler
+	conn        net.Conn // nil while not connected
 	connected   bool
 	readyAt     time.Time // first request allowed after ConnectDelay
 	failures    int       // consecutive failed connects
@@ -176,25 +174,20 @@ type Endpoint struct {
 	// the other units behind the endpoint keep their turn.
 	units map[byte]*unitBackoff
 	txID  uint16
-	buf   [maxADU]byte
+	buf   [maxADU]byte // request frame
+	rbuf  [maxADU]byte // answer frame
 
 	stats counters
 }
 
 func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
-	h := gmodbus.NewTCPClientHandler(cfg.Address)
-	h.Timeout = cfg.Timeout
-	// No idle timer: it would close the socket behind our back, and the next
-	// Send would then reconnect silently, skipping ConnectDelay.
-	h.IdleTimeout = 0
 	return &Endpoint{
-		cfg:     cfg,
-		log:     log,
-		now:     now,
-		rand:    rnd,
-		sem:     make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		handler: h,
+		cfg:  cfg,
+		log:  log,
+		now:  now,
+		rand: rnd,
+		sem:  make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 }
 
@@ -318,10 +311,9 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	e.handler.Timeout = t
-	if err := e.handler.Connect(); err != nil {
+	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
-		err = classify(err, 0)
+		err = classify(err)
 		e.fail(err)
 		return err
 	}
@@ -336,7 +328,11 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 
 // disconnect closes the socket. The caller holds sem.
 func (e *Endpoint) disconnect(reason string) error {
-	err := e.handler.Close()
+	var err error
+	if e.conn != nil {
+		err = e.conn.Close()
+		e.conn = nil
+	}
 	e.connected = false
 	e.stats.connected.Store(false)
 	e.stats.disconnects.Add(1)
