@@ -1,43 +1,35 @@
 package httpapi
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"plantd/metrics"
 )
 
-// metrics are the API's Prometheus metrics.
-type metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+// apiMetrics are the API's request metrics.
+type apiMetrics struct {
+	requests *metrics.CounterVec
+	latency  *metrics.HistogramVec
 }
 
-func newMetrics(reg *prometheus.Registry) (*metrics, error) {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "plantd", Subsystem: "http", Name: "requests_total",
-			Help: "HTTP API requests by method, route and status.",
-		}, []string{"method", "route", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "plantd", Subsystem: "http", Name: "request_duration_seconds",
-			Help:    "HTTP API request latency by method, route and status.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}, []string{"method", "route", "status"}),
+func newMetrics(reg *metrics.Registry) *apiMetrics {
+	m := &apiMetrics{
+		requests: metrics.NewCounterVec("plantd_http_requests_total",
+			"HTTP API requests by method, route and status.", "method", "route", "status"),
+		latency: metrics.NewHistogramVec("plantd_http_request_duration_seconds",
+			"HTTP API request latency by method, route and status.",
+			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "method", "route", "status"),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
-		}
-	}
-	return m, nil
+	reg.MustRegister(m.requests, m.latency)
+	return m
 }
 
 // middleware counts and times every request by its route template (never
 // the raw path, so unknown paths cannot blow up the label set).
-func (m *metrics) middleware(c *gin.Context) {
+func (m *apiMetrics) middleware(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	method := c.Request.Method
@@ -51,6 +43,6 @@ func (m *metrics) middleware(c *gin.Context) {
 		route = "unmatched"
 	}
 	status := strconv.Itoa(c.Writer.Status())
-	m.requests.WithLabelValues(method, route, status).Inc()
-	m.latency.WithLabelValues(method, route, status).Observe(time.Since(start).Seconds())
+	m.requests.Inc(method, route, status)
+	m.latency.Observe(time.Since(start).Seconds(), method, route, status)
 }

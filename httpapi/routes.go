@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"plantd/plant"
 	"plantd/web"
@@ -63,7 +62,7 @@ func (s *Server) routes() *gin.Engine {
 
 	e.GET("/healthz", s.loopbackOnly, s.healthz)
 	e.GET("/readyz", s.loopbackOnly, s.readyz)
-	e.GET("/metrics", s.loopbackOnly, gin.WrapH(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})))
+	e.GET("/metrics", s.loopbackOnly, gin.WrapH(s.deps.Registry))
 	e.GET("/openapi.json", s.openAPI)
 	e.POST("/oauth2/token", s.token)
 	e.POST("/oauth2/revoke", s.revoke)

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"plantd/config"
 	"plantd/gridcontrol"
+	"plantd/metrics"
 )
 
 // maxBody is the largest request body accepted (413 above).
@@ -175,7 +175,7 @@ type Deps struct {
 	Connected ConnectedService
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
-	Registry *prometheus.Registry
+	Registry *metrics.Registry
 	// Now is the clock of the data (nil = time.Now): the default Date of
 	// queries. The demo passes its simulated clock.
 	Now func() time.Time
@@ -201,7 +201,7 @@ type Server struct {
 	now     func() time.Time
 	engine  *gin.Engine
 	auth    *authenticator
-	metrics *metrics
+	metrics *apiMetrics
 	tls     *tls.Config // nil: plain HTTP
 	plants  map[string]config.Plant
 	// reverse of cfg.Migrated for the plant list (new ids only)
@@ -260,7 +260,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 		cfg.RateLimit.Burst = dflt.RateLimit.Burst
 	}
 	if deps.Registry == nil {
-		deps.Registry = prometheus.NewRegistry()
+		deps.Registry = metrics.NewRegistry()
 	}
 	if deps.WallClock == nil {
 		deps.WallClock = time.Now
@@ -269,10 +269,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(deps.Registry)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(deps.Registry)
 	s := &Server{
 		cfg:             cfg,
 		deps:            deps,

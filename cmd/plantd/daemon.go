@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
@@ -20,6 +19,7 @@ import (
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
 	"plantd/httpapi"
+	"plantd/metrics"
 	"plantd/modbus"
 	"plantd/mqtt"
 	"plantd/plant"
@@ -114,7 +114,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		d.store.Close()
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store, d.live))
 	reg.MustRegister(newGridCollector(d.grid))
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
