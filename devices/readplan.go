@@ -21,6 +21,11 @@ type ReadPlan struct {
 	reads  []modbus.Read
 	regs   [][]uint16 // per model, reused between reads
 	buf    []uint16
+	// insts are the instances of the last Read, per model: reused by the
+	// next one when the model's layout cannot have changed (no group
+	// repeated by a count point, same length), laid out anew otherwise.
+	insts  []*Instance
+	static []bool // per model: no group repeated by a count point
 }
 
 // NewReadPlan plans the reads of the given models of d.
@@ -75,8 +80,10 @@ func (p *ReadPlan) Registers() int {
 }
 
 // Read performs the plan and returns the models laid out, in the order the
-// plan was made with. The instances' registers are owned by the plan and
-// valid until the next Read.
+// plan was made with. The slice, the instances and their registers are
+// owned by the plan and valid until the next Read, which reads into them
+// again: a poll allocates nothing once the plan has read once (models
+// whose layout follows a count point are laid out anew each time).
 func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 	for _, rd := range p.reads {
 		got, err := r.ReadHoldingRegisters(ctx, rd.Addr, rd.Count, p.buf[:0])
@@ -91,19 +98,40 @@ func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 			copyOverlap(p.regs[i], m.Addr, got, rd.Addr)
 		}
 	}
-	out := make([]*Instance, len(p.models))
+	if p.insts == nil {
+		p.insts = make([]*Instance, len(p.models))
+		p.static = make([]bool, len(p.models))
+		for i, def := range p.defs {
+			p.static[i] = !countedGroups(&def.Group)
+		}
+	}
 	for i, m := range p.models {
 		if l := p.regs[i][1]; l != m.Len {
 			return nil, fmt.Errorf("model %d at %d: length changed from %d to %d", m.ID, m.Addr, m.Len, l)
 		}
 		p.regs[i][1] = p.lens[i] // the part read
+		if inst := p.insts[i]; inst != nil && p.static[i] && p.regs[i][0] == m.ID {
+			continue // the registers were read into inst.Regs in place
+		}
+		p.insts[i] = nil
 		inst, err := NewInstance(p.defs[i], m.Addr, p.regs[i])
 		if err != nil {
 			return nil, err
 		}
-		out[i] = inst
+		p.insts[i] = inst
 	}
-	return out, nil
+	return p.insts, nil
+}
+
+// countedGroups reports whether g or a group inside it repeats by the
+// value of a count point.
+func countedGroups(g *Group) bool {
+	for i := range g.Groups {
+		if g.Groups[i].Repeat == RepeatByPoint || countedGroups(&g.Groups[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // copyOverlap copies the registers src (starting at address srcAddr) holds
