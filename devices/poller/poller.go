@@ -510,15 +510,10 @@ func (d *device) read(ctx context.Context, s *Sample) error {
 	if err != nil {
 		return err
 	}
-	// The plan reuses its buffers; the sample owns copies.
-	s.Models = make([]*devices.Instance, len(insts))
-	for i, in := range insts {
-		c, err := devices.NewInstance(in.Model, in.Addr, slices.Clone(in.Regs))
-		if err != nil {
-			return err
-		}
-		s.Models[i] = c
-	}
+	// The plan's instances and their registers are the device's sample
+	// buffers, refilled by the next poll: the sink reads them during its
+	// call and copies what it keeps (Sample.Models).
+	s.Models = insts
 	return nil
 }
 

@@ -7,8 +7,8 @@ import (
 )
 
 // Sample is the outcome of one poll of one device: the SunSpec models read,
-// decoded and owned by the sample, or the reason the poll failed. The
-// poller emits one Sample per device per poll.
+// or the reason the poll failed. The poller emits one Sample per device per
+// poll.
 type Sample struct {
 	// Device is the configured device id.
 	Device string
@@ -19,7 +19,9 @@ type Sample struct {
 	// between samples and never modified.
 	Info *devices.Device
 	// Models are the device's poll models as read, in chain order; nil when
-	// Err is set.
+	// Err is set. They are the device's read buffers, valid until the sink
+	// returns: the next poll reads into them again, so a sink that keeps
+	// values copies them (plant.Live extracts its channels in place).
 	Models []*devices.Instance
 	// Err is why the poll failed (unreachable, timeout, garbage answer,
 	// exception); nil on success.
