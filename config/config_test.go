@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -311,5 +312,44 @@ func TestDate(t *testing.T) {
 	}
 	if got := d.In(berlin).UTC(); !got.Equal(time.Date(2019, 5, 3, 22, 0, 0, 0, time.UTC)) {
 		t.Errorf("In(Berlin) = %v", got)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	devs := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "  - {id: d%d, host: h%d, unit: %d}\n", i, i/247, i%247+1)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, gateway string
+		devices       int
+		want          int64
+		wantErr       string
+	}{
+		{"default, 1 device", "", 1, 64<<20 + 32<<10, ""},
+		{"default, 1000 devices", "", 1000, 64<<20 + 1000*32<<10, ""},
+		{"explicit", "memoryLimitMB: 256", 1000, 256 << 20, ""},
+		{"explicit 0 is the default", "memoryLimitMB: 0", 10, 64<<20 + 10*32<<10, ""},
+		{"negative", "memoryLimitMB: -1", 1, 0, "gateway.memoryLimitMB: -1 is outside"},
+		{"too small", "memoryLimitMB: 8", 1, 0, "gateway.memoryLimitMB: 8 MiB is too small"},
+	} {
+		src := "gateway: {" + tc.gateway + "}\nplants: [{id: p, name: P, timezone: UTC}]\ndevices:\n" + devs(tc.devices)
+		c, err := parse("plantd.yaml", []byte(src), testHostname)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := c.MemoryLimit(); got != tc.want {
+			t.Errorf("%s: MemoryLimit() = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -41,7 +41,19 @@ const (
 	defaultRampRate          = 10 // % of nominal power per second
 	defaultMeterLossGrace    = 30 * time.Second
 	gatewayIDPrefix          = "plantd-"
+	// The default memory limit: a base and a share per device.
+	defaultMemoryBaseMB     = 64
+	defaultMemoryPerDeviceB = 32 << 10
 )
+
+// MemoryLimit returns the soft memory limit in bytes: gateway.memoryLimitMB,
+// or, when that is 0, the default sized to the number of devices.
+func (c *Config) MemoryLimit() int64 {
+	if c.Gateway.MemoryLimitMB > 0 {
+		return int64(c.Gateway.MemoryLimitMB) << 20
+	}
+	return defaultMemoryBaseMB<<20 + int64(len(c.Devices))*defaultMemoryPerDeviceB
+}
 
 // Default returns a Config with every default set and no plants or devices:
 // the base that Parse decodes into. Its gateway id comes from the host name.

@@ -139,7 +139,18 @@ func (v *validator) gateway() {
 	case len(id) > maxIDLen || !gatewayIDPattern.MatchString(id):
 		v.add("gateway.id", "%q is not a valid gateway id (letters, digits and . _ -, starting with a letter or digit, at most %d)", id, maxIDLen)
 	}
+	if m := v.c.Gateway.MemoryLimitMB; m < 0 || m > maxMemoryLimitMB {
+		v.add("gateway.memoryLimitMB", "%d is outside 0..%d (0: sized to the plant)", m, maxMemoryLimitMB)
+	} else if m > 0 && m < minMemoryLimitMB {
+		v.add("gateway.memoryLimitMB", "%d MiB is too small to run plantd (at least %d)", m, minMemoryLimitMB)
+	}
 }
+
+// Bounds of gateway.memoryLimitMB.
+const (
+	minMemoryLimitMB = 16
+	maxMemoryLimitMB = 1 << 20
+)
 
 func (v *validator) http() {
 	h := v.c.HTTP

@@ -40,6 +40,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd: refusing to start, the config has problems:\n%v\n", err)
 		return exitConfig
 	}
+	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
 	return serve(ctx, cfg, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
