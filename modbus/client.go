@@ -112,11 +112,13 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	}
 
 	adu := e.encode(c.unit, req)
+	e.handler.Timeout = timeout
 	e.stats.requests.Add(1)
 	e.stats.bytesSent.Add(uint64(len(adu)))
-	resp, err := e.exchange(adu, timeout)
-	if resp != nil {
+	resp, err := e.handler.Send(adu)
+	if err == nil {
 		e.stats.bytesReceived.Add(uint64(len(resp)))
+		err = e.handler.Verify(adu, resp)
 	}
 	if err == nil {
 		dst, err = decode(req, resp, dst)
@@ -126,7 +128,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		return dst, nil
 	}
 
-	err = classify(err)
+	err = classify(err, req.fc)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.

@@ -15,15 +15,9 @@
 // honours its context. Each request runs with a timeout: the smaller of the
 // Client's timeout and what is left of the context's deadline. A context that
 // is already done fails at once, without I/O. A cancellation without a
-// deadline takes effect at the latest when the request in flight times out
-// (the socket's deadline bounds it; connects also end with the context).
-//
-// The framing is the package's own and allocates nothing per request: each
-// endpoint encodes into one send buffer and reads the answer into one
-// receive buffer, and reads append to the caller's slice. (It used
-// github.com/goburrow/modbus before, whose Send allocates three times per
-// request and cannot be handed a buffer; plantd used only its socket
-// handling, not its client functions.)
+// deadline takes effect at the latest when the request in flight times out,
+// because the underlying library (github.com/goburrow/modbus) takes no
+// context.
 //
 // Reads use function 3 (read holding registers, 1..125 registers). Writes
 // always use function 16 (write multiple registers, 1..123 registers), even for
@@ -84,6 +78,7 @@
 //
 // # Import boundary
 //
-// This package imports only the standard library. It must not import any other plantd package: it
+// This package imports only the standard library and
+// github.com/goburrow/modbus. It must not import any other plantd package: it
 // is the bottom of plantd's data flow (modbus ← devices ← poller → plant).
 package modbus

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
+
+	gmodbus "github.com/goburrow/modbus"
 )
 
 // Sentinel errors. Test for them with errors.Is on an error returned by a
@@ -236,7 +239,8 @@ func IsRetryable(err error) bool {
 }
 
 // kindError attaches a sentinel (kind) to a cause, so that errors.Is finds both.
-// msg, when set, replaces the cause's text.
+// msg, when set, replaces the cause's text (goburrow prefixes its own with
+// "modbus: ", which the *Error message already says).
 type kindError struct {
 	kind error
 	err  error
@@ -272,14 +276,25 @@ func (e *backoffError) Error() string {
 
 func (e *backoffError) Unwrap() error { return ErrBackoff }
 
-// classify maps an error of the socket or the framing to this package's
-// errors. Timeouts
-// wrap ErrTimeout and a frame cut short ErrMalformed; the framing's own
-// errors already carry their kind, and any other I/O error (EOF, reset) is
-// returned unchanged.
-func classify(err error) error {
+// classify maps an error from goburrow or the socket to this package's errors.
+// fc is the request's function code (0 for a connect). Modbus exceptions for
+// fc become *ExceptionError. Timeouts wrap ErrTimeout. goburrow's string
+// errors about mismatched answers wrap ErrMismatch, and those about bad frames
+// wrap ErrMalformed. Any other I/O error (EOF, reset) is returned unchanged.
+func classify(err error, fc byte) error {
 	if err == nil {
 		return nil
+	}
+	var mbErr *gmodbus.ModbusError
+	if errors.As(err, &mbErr) {
+		// goburrow's client turns any function code that differs from the
+		// request's into a ModbusError. It is a real exception only when it
+		// is the request's code with the 0x80 bit set.
+		if fc != 0 && mbErr.FunctionCode == fc|0x80 {
+			return &ExceptionError{Function: fc, Code: mbErr.ExceptionCode}
+		}
+		return &kindError{kind: ErrMismatch, err: err,
+			msg: fmt.Sprintf("response function code %d does not match request %d", mbErr.FunctionCode, fc)}
 	}
 	if isTimeout(err) {
 		return &kindError{kind: ErrTimeout, err: err}
@@ -287,7 +302,39 @@ func classify(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &kindError{kind: ErrMalformed, err: err, msg: "frame cut short: " + err.Error()}
 	}
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "modbus: ")
+	if !ok {
+		return err
+	}
+	for _, m := range goburrowErrors {
+		if strings.Contains(rest, m.substr) {
+			return &kindError{kind: m.kind, err: err, msg: rest}
+		}
+	}
 	return err
+}
+
+// goburrowErrors lists the fmt.Errorf messages of github.com/goburrow/modbus
+// v0.1.0 (tcpclient.go, client.go) that describe answers, with their kind.
+var goburrowErrors = [...]struct {
+	substr string
+	kind   error
+}{
+	// tcpPackager.Verify
+	{"response transaction id", ErrMismatch},
+	{"response unit id", ErrMismatch},
+	{"response protocol id", ErrMalformed},
+	// client.send and the write functions: an answer to another request.
+	{"response function code", ErrMismatch},
+	{"response address", ErrMismatch},
+	{"response quantity", ErrMismatch},
+	{"response value", ErrMismatch},
+	// tcpTransporter.Send and tcpPackager.Decode: bad MBAP length.
+	{"length in response", ErrMalformed},
+	// client: byte count or PDU size.
+	{"response data size", ErrMalformed},
+	{"response data is empty", ErrMalformed},
 }
 
 func isTimeout(err error) bool {

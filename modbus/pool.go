@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	gmodbus "github.com/goburrow/modbus"
 )
 
 // Defaults of [EndpointConfig].
@@ -163,7 +165,7 @@ type Endpoint struct {
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
-	conn        net.Conn // nil while not connected
+	handler     *gmodbus.TCPClientHandler
 	connected   bool
 	readyAt     time.Time // first request allowed after ConnectDelay
 	failures    int       // consecutive failed connects
@@ -174,20 +176,25 @@ type Endpoint struct {
 	// the other units behind the endpoint keep their turn.
 	units map[byte]*unitBackoff
 	txID  uint16
-	buf   [maxADU]byte // request frame
-	rbuf  [maxADU]byte // answer frame
+	buf   [maxADU]byte
 
 	stats counters
 }
 
 func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
+	h := gmodbus.NewTCPClientHandler(cfg.Address)
+	h.Timeout = cfg.Timeout
+	// No idle timer: it would close the socket behind our back, and the next
+	// Send would then reconnect silently, skipping ConnectDelay.
+	h.IdleTimeout = 0
 	return &Endpoint{
-		cfg:  cfg,
-		log:  log,
-		now:  now,
-		rand: rnd,
-		sem:  make(chan struct{}, 1),
-		done: make(chan struct{}),
+		cfg:     cfg,
+		log:     log,
+		now:     now,
+		rand:    rnd,
+		sem:     make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		handler: h,
 	}
 }
 
@@ -311,9 +318,10 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := e.dial(ctx, t); err != nil {
+	e.handler.Timeout = t
+	if err := e.handler.Connect(); err != nil {
 		e.stats.connectFailures.Add(1)
-		err = classify(err)
+		err = classify(err, 0)
 		e.fail(err)
 		return err
 	}
@@ -328,11 +336,7 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 
 // disconnect closes the socket. The caller holds sem.
 func (e *Endpoint) disconnect(reason string) error {
-	var err error
-	if e.conn != nil {
-		err = e.conn.Close()
-		e.conn = nil
-	}
+	err := e.handler.Close()
 	e.connected = false
 	e.stats.connected.Store(false)
 	e.stats.disconnects.Add(1)
