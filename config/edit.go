@@ -14,6 +14,19 @@ import (
 // edits the YAML tree, so comments stay; it validates the result before it
 // replaces the file (WriteFileKeeping), and refuses a name already in use.
 func AddToken(path string, t Token) error {
+	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		yamlStr("name"), yamlStr(t.Name), yamlStr("sha256"), yamlStr(t.SHA256), yamlStr("role"), yamlStr(t.Role),
+	}}
+	return appendToList(path, "tokens", "name", t.Name, "a token named", item)
+}
+
+func yamlStr(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+
+// appendToList appends item to the top-level list key of the config file:
+// the file must validate before, an entry whose idKey is id is refused
+// (what names it in the error), the edited tree (comments kept) must
+// validate after, and WriteFileKeeping replaces the file.
+func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -31,29 +44,26 @@ func AddToken(path string, t Token) error {
 	root := doc.Content[0]
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "tokens" {
+		if root.Content[i].Value == key {
 			list = root.Content[i+1]
 		}
 	}
 	if list == nil {
 		list = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "tokens"}, list)
+		root.Content = append(root.Content, yamlStr(key), list)
 	}
 	if list.Kind != yaml.SequenceNode {
-		// "tokens:" with no value is a null scalar: make it a list.
+		// "key:" with no value is a null scalar: make it a list.
 		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: list.Line}
 	}
-	for _, item := range list.Content {
-		for i := 0; i+1 < len(item.Content); i += 2 {
-			if item.Content[i].Value == "name" && item.Content[i+1].Value == t.Name {
-				return fmt.Errorf("%s: a token named %q exists already", path, t.Name)
+	for _, it := range list.Content {
+		for i := 0; i+1 < len(it.Content); i += 2 {
+			if it.Content[i].Value == idKey && it.Content[i+1].Value == id {
+				return fmt.Errorf("%s: %s %q exists already", path, what, id)
 			}
 		}
 	}
-	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
-	list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		str("name"), str(t.Name), str("sha256"), str(t.SHA256), str("role"), str(t.Role),
-	}})
+	list.Content = append(list.Content, item)
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
