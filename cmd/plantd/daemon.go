@@ -254,7 +254,14 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 		feeders.Add(1)
 		g.Go(func() error {
 			defer feeders.Done()
-			return f(gctx)
+			err := f(gctx)
+			// A component stopped in the middle of its start (a SIGTERM
+			// right after READY=1) returns the cancellation: that is a
+			// stop, not a failure.
+			if gctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
 		})
 	}
 	component(d.poller.Run)

@@ -102,7 +102,14 @@ func (d *daemonRun) stop() {
 	d.t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	if err := d.cmd.Wait(); err != nil {
-		d.t.Errorf("plantd after SIGTERM: %v", err)
+		var tail []string
+		for l := range d.lines {
+			tail = append(tail, l)
+		}
+		if len(tail) > 20 {
+			tail = tail[len(tail)-20:]
+		}
+		d.t.Errorf("plantd after SIGTERM: %v; its last lines:\n%s", err, strings.Join(tail, "\n"))
 	}
 }
 

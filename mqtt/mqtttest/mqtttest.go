@@ -289,6 +289,9 @@ type Ack struct {
 	Version   int64           `json:"version"`
 	Status    int             `json:"status"`
 	Body      json.RawMessage `json:"body"`
+	// Seq is the ack stream's sequence number of this item: a
+	// redelivered envelope (at least once) repeats it.
+	Seq uint64 `json:"-"`
 }
 
 // Collector subscribes to plantd/# (QoS 1) with a persistent session and
@@ -378,9 +381,10 @@ func (c *Collector) handle(_ paho.Client, m paho.Message) {
 			c.hist[e.Stream]++
 		}
 		if e.Stream == "ack" {
-			for _, it := range e.Items {
+			for i, it := range e.Items {
 				var a Ack
 				json.Unmarshal(it, &a)
+				a.Seq = e.Seq + uint64(i)
 				c.acks = append(c.acks, a)
 			}
 		}
@@ -470,13 +474,17 @@ func (c *Collector) LastState() (State, bool) {
 	return c.states[len(c.states)-1], true
 }
 
-// Acks returns the acks received for a request id, in arrival order.
+// Acks returns the acks received for a request id, in arrival order,
+// each once: an envelope delivered again (its PUBACK lost with the
+// connection) repeats the seqs of its acks and is not a second answer.
 func (c *Collector) Acks(requestID string) []Ack {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Ack
+	seen := map[uint64]bool{}
 	for _, a := range c.acks {
-		if a.RequestID == requestID {
+		if a.RequestID == requestID && !seen[a.Seq] {
+			seen[a.Seq] = true
 			out = append(out, a)
 		}
 	}
