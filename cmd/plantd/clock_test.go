@@ -50,7 +50,7 @@ devices:
 		Logger: logger,
 	})
 	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, clock.Now, logger)
+	d, err := newDaemon(ctx, cfg, nil, clock.Now, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

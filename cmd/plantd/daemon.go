@@ -64,10 +64,22 @@ type daemon struct {
 	reloadNote string
 }
 
-// newDaemon builds the components of a validated config. It opens the
-// database and binds the HTTP port, so that a broken disk or a port in use
-// stops plantd at start with a clear message.
-func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, logger *slog.Logger) (*daemon, error) {
+// newDaemon builds the components of a validated config. It binds the
+// HTTP port first (ln, when the caller bound it already, else
+// cfg.HTTP.Listen) and then opens the database, so that a port in use or
+// a broken disk stops plantd at start with a clear message, and a port in
+// use leaves no database file behind. On error ln is closed.
+func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("http api: %w", err)
+		}
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 	plants, infos, err := domainOf(cfg)
 	if err != nil {
 		return nil, err
@@ -77,7 +89,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 		// wall-clock jumps (plant.Clock).
 		now = plant.NewClock(plant.ClockConfig{Logger: logger.With("component", "clock")}).Now
 	}
-	d := &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now}
+	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln}
 	d.live = plant.NewLive(plants, infos, now)
 	d.live.SetLogger(logger.With("component", "plant"))
 
@@ -140,9 +152,6 @@ func newDaemon(ctx context.Context, cfg *config.Config, now func() time.Time, lo
 	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), apiDeps, logger.With("component", "http"))
 	if err == nil && cfg.MQTT.RemoteControl {
 		commands.h, err = d.api.AsRole("mqtt:"+cfg.Gateway.ID, cfg.MQTT.RemoteRole)
-	}
-	if err == nil {
-		d.ln, err = net.Listen("tcp", cfg.HTTP.Listen)
 	}
 	if err != nil {
 		d.pool.Close()

@@ -46,7 +46,7 @@ devices:
 	}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	d, err := newDaemon(ctx, cfg, nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

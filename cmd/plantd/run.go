@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,20 +42,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
-	return serve(ctx, cfg, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
+	return serve(ctx, cfg, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
-// serve runs the daemon of a valid config until ctx ends; report, when
-// set, logs the live energy balance at that interval; reload, when set,
-// reads the config again on SIGHUP.
-func serve(ctx context.Context, cfg *config.Config, now func() time.Time, stderr io.Writer, report time.Duration,
+// serve runs the daemon of a valid config until ctx ends; ln, when set,
+// is the HTTP listener bound already; report, when set, logs the live
+// energy balance at that interval; reload, when set, reads the config
+// again on SIGHUP.
+func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
 	reload func() (*config.Config, error)) int {
 	// SIGHUP is taken from here on: before, it would end the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	logger, level := newLogger(cfg.Log, stderr)
-	d, err := newDaemon(ctx, cfg, now, logger)
+	d, err := newDaemon(ctx, cfg, ln, now, logger)
 	if err != nil {
 		logger.Error("cannot start: " + err.Error())
 		return exitFailure
@@ -113,6 +115,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	// The HTTP port first: when it is taken, that is the one thing to say
+	// (before the banner and its token), and no database is created.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: HTTP API: %v (another plantd or demo running? choose another port with --listen)\n", err)
+		return exitFailure
+	}
+	defer ln.Close()
+	*listen = ln.Addr().String()
 	simCfg := sim.DefaultConfig()
 	simCfg.Speed = *speed
 	if *startAt != "" {
@@ -176,7 +187,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", plantSim.Now().In(plantSim.Location()).Format("2006-01-02 15:04:05 MST"),
 		plantSim.Location(), simCfg.Speed)
-	fmt.Fprintf(stdout, "HTTP API on %s (the log says the port when 0 was asked), database %s\n", *listen, *dbPath)
+	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", *listen, *dbPath)
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
 	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, *listen)
@@ -187,7 +198,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			broker.Addr(), cfg.Gateway.ID, host, port)
 	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, plantSim.Now, stderr, 10*time.Second, nil)
+	return serve(ctx, cfg, ln, plantSim.Now, stderr, 10*time.Second, nil)
 }
 
 // demoRedirectURI is the redirect URI of the demo's OAuth2 client.

@@ -138,6 +138,12 @@ func TestStartFailsFast(t *testing.T) {
 			if strings.Contains(stderr.String(), "plantd running") {
 				t.Errorf("plantd said it was running:\n%s", stderr.String())
 			}
+			if tt.name == "port in use" {
+				// The port is bound before the database is opened.
+				if _, err := os.Stat(filepath.Join(dir, "plantd.db")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a database file was created when the port was taken: %v", err)
+				}
+			}
 			// The datagrams plantd sent are queued on the socket: read
 			// what is there.
 			for {
@@ -177,4 +183,46 @@ func TestReadyWithoutDevices(t *testing.T) {
 		t.Errorf("READY=1 after %v, want well under a second", took)
 	}
 	d.stop()
+}
+
+// TestDemoPortTaken: plantd demo on a taken port says so first and only:
+// no banner, no token, no database file.
+func TestDemoPortTaken(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "demo.db")
+	cmd := exec.Command(binPath, "demo", "--listen", taken.Addr().String(), "--db", db, "--mqtt", "off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("plantd demo still running after 30 s; stdout:\n%s", stdout.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Errorf("plantd demo: %v, want a non-zero exit", err)
+	}
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	if !strings.Contains(first, "address already in use") || !strings.Contains(first, taken.Addr().String()) {
+		t.Errorf("first line of stderr %q, want the taken port", first)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("plantd demo printed its banner on a taken port:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a database file was created: %v", err)
+	}
 }
