@@ -181,19 +181,15 @@ func (s *Store) Schedules(ctx context.Context, plantID string) ([]Schedule, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: schedules: %w", classify(err))
 	}
-	defer rows.Close()
-	var out []Schedule
-	for rows.Next() {
+	out, err := scanAll(rows, func(rows *sql.Rows) (Schedule, error) {
 		sc := Schedule{PlantID: plantID}
 		var created int64
-		if err := rows.Scan(&sc.ID, &created, &sc.Body); err != nil {
-			return nil, fmt.Errorf("store: schedules: %w", err)
-		}
+		err := rows.Scan(&sc.ID, &created, &sc.Body)
 		sc.CreatedAt = time.UnixMilli(created).UTC()
-		out = append(out, sc)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: schedules: %w", err)
+		return sc, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: schedules: %w", classify(err))
 	}
 	return out, nil
 }
@@ -286,31 +282,10 @@ func (s *Store) Enqueue(ctx context.Context, stream string, payload []byte) (uin
 	return seq, nil
 }
 
-// Peek returns up to limit messages of a stream, oldest first.
+// Peek returns up to limit messages of a stream, oldest first (seqs
+// start at 1).
 func (s *Store) Peek(ctx context.Context, stream string, limit int) ([]OutboxMessage, error) {
-	db := s.rdb.Load()
-	if db == nil {
-		return nil, ErrClosed
-	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: peek limit %d", ErrBadQuery, limit)
-	}
-	rows, err := db.QueryContext(ctx, `SELECT seq, created, payload FROM outbox WHERE stream = ? ORDER BY seq LIMIT ?`, stream, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: peek: %w", classify(err))
-	}
-	defer rows.Close()
-	var out []OutboxMessage
-	for rows.Next() {
-		m := OutboxMessage{Stream: stream}
-		var created int64
-		if err := rows.Scan(&m.Seq, &created, &m.Payload); err != nil {
-			return nil, fmt.Errorf("store: peek: %w", err)
-		}
-		m.Created = time.UnixMilli(created).UTC()
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return s.PeekAfter(ctx, stream, 0, limit)
 }
 
 // Ack deletes a stream's messages up to and including seq.

@@ -188,21 +188,31 @@ const peekQuery = `SELECT seq, created, payload FROM outbox WHERE stream = ? AND
 
 // scanPeek reads and closes the rows of peekQuery.
 func scanPeek(stream string, rows *sql.Rows) ([]OutboxMessage, error) {
-	defer rows.Close()
-	var out []OutboxMessage
-	for rows.Next() {
+	out, err := scanAll(rows, func(rows *sql.Rows) (OutboxMessage, error) {
 		m := OutboxMessage{Stream: stream}
 		var created int64
-		if err := rows.Scan(&m.Seq, &created, &m.Payload); err != nil {
-			return nil, fmt.Errorf("store: peek: %w", err)
-		}
+		err := rows.Scan(&m.Seq, &created, &m.Payload)
 		m.Created = time.UnixMilli(created).UTC()
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return m, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store: peek: %w", classify(err))
 	}
 	return out, nil
+}
+
+// scanAll reads and closes rows, each with scan.
+func scanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // PeekStreams is PeekAfter for several streams (stream → the seq to read
@@ -266,18 +276,17 @@ func (s *Store) OutboxStreams(ctx context.Context) ([]OutboxStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox streams: %w", classify(err))
 	}
-	defer rows.Close()
-	var out []OutboxStream
-	for rows.Next() {
+	out, err := scanAll(rows, func(rows *sql.Rows) (OutboxStream, error) {
 		var st OutboxStream
 		var oldest int64
-		if err := rows.Scan(&st.Stream, &st.Depth, &st.Bytes, &st.First, &st.Last, &oldest); err != nil {
-			return nil, fmt.Errorf("store: outbox streams: %w", err)
-		}
+		err := rows.Scan(&st.Stream, &st.Depth, &st.Bytes, &st.First, &st.Last, &oldest)
 		st.Oldest = time.UnixMilli(oldest).UTC()
-		out = append(out, st)
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox streams: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // TrimOutbox drops the oldest messages of a stream beyond maxRows (0: no
