@@ -39,7 +39,7 @@ func chromium(t *testing.T) string {
 
 var (
 	listenRE = regexp.MustCompile(`http api listening.* addr=(\S+)`)
-	deviceRE = regexp.MustCompile(`(?m)^\s+(\w+)\s+\S+\s+(127\.0\.0\.1):(\d+) unit (\d+)$`)
+	deviceRE = regexp.MustCompile(`(?m)^\s+(\w+)\s+\S.*?\s+(127\.0\.0\.1):(\d+) unit (\d+)$`)
 )
 
 // lockedBuffer collects a process's output while the test reads it. It
