@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/sim"
 	"plantd/gridcontrol"
+	"plantd/internal/proctest"
 	"plantd/plant"
 )
 
@@ -132,7 +132,7 @@ func TestErrors(t *testing.T) {
 // problem with the request id and that the server stays up.
 func TestPanicIs500(t *testing.T) {
 	e := newEnv(t, envOpts{polls: 1})
-	var logBuf syncBuffer
+	var logBuf proctest.Buffer
 	e.srv.log = slog.New(slog.NewTextHandler(&logBuf, nil))
 	e.srv.engine.GET("/panic", func(*gin.Context) { panic("boom") })
 	req, _ := http.NewRequest("GET", e.ts.URL+"/panic", nil)
@@ -150,24 +150,6 @@ func TestPanicIs500(t *testing.T) {
 	}
 	var v any
 	e.getJSON("/monitoring/v1/plants", &v) // still up
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer for captured logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestEligibility checks the eligibility rules on device lists built from

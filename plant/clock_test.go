@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // TestClockJumps moves a Clock's wall clock both ways, beside a steady
@@ -15,7 +17,7 @@ func TestClockJumps(t *testing.T) {
 	base := time.Date(1970, 1, 1, 0, 0, 10, 0, time.UTC) // a board without RTC
 	var wallOff, mono atomic.Int64
 	wall := func() time.Time { return base.Add(time.Duration(mono.Load() + wallOff.Load())) }
-	var buf syncBuffer
+	var buf proctest.Buffer
 	c := NewClock(ClockConfig{Wall: wall, Mono: func() time.Duration { return time.Duration(mono.Load()) },
 		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	step := func(d time.Duration) { mono.Add(int64(d)) }

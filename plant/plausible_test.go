@@ -1,14 +1,13 @@
 package plant
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"plantd/devices"
+	"plantd/internal/proctest"
 )
 
 // TestPlausibleSim overrides points of the simulated devices with wild
@@ -19,7 +18,7 @@ import (
 func TestPlausibleSim(t *testing.T) {
 	at := time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC)
 	_, sds, l := simPlant(t, at)
-	var buf syncBuffer
+	var buf proctest.Buffer
 	l.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
 	byID := map[string]*simDevice{}
 	for _, sd := range sds {
@@ -103,29 +102,6 @@ func counts(l *Live, dev string) map[Channel]uint64 {
 		}
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }
 
 // TestBoundsFromNameplate checks the bounds of a device with a nameplate,

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // chromium finds Debian's chromium: without it the browser test is
@@ -42,64 +42,19 @@ var (
 	deviceRE = regexp.MustCompile(`(?m)^\s+(\w+)\s+\S.*?\s+(127\.0\.0\.1):(\d+) unit (\d+)$`)
 )
 
-// lockedBuffer collects a process's output while the test reads it. It
-// offers Write only (an embedded bytes.Buffer would hand exec its
-// unlocked ReadFrom).
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
-
-// startPlantd runs the binary with args and waits for its API address.
-func startPlantd(t *testing.T, bin string, args ...string) (base string, stdout *lockedBuffer) {
+// startPlantd runs the binary with args and waits for its API address;
+// the test's cleanup stops it with SIGINT.
+func startPlantd(t *testing.T, bin string, args ...string) (base string, p *proctest.Proc) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stdout = &lockedBuffer{}
-	cmd.Stdout = stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p = proctest.Start(t, exec.Command(bin, args...))
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
+		p.Signal(os.Interrupt)
 		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		case <-p.Exited():
+		case <-time.After(10 * time.Second): // killed by proctest's cleanup
 		}
 	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a, stdout
-	case <-time.After(30 * time.Second):
-		t.Fatalf("plantd %v: no API address after 30 s; stdout %s", args, stdout.String())
-	}
-	return "", nil
+	return "http://" + listenRE.FindStringSubmatch(p.WaitLog(listenRE, 30*time.Second))[1], p
 }
 
 func apiGet(t *testing.T, base, token, path string, out any) {
@@ -151,20 +106,20 @@ func TestBrowser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "plantd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/plantd").CombinedOutput(); err != nil {
-		t.Fatalf("build plantd: %v\n%s", err, out)
+	if err := proctest.Build(bin, "../cmd/plantd"); err != nil {
+		t.Fatal(err)
 	}
-	base, stdout := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "10:00", "--mqtt", "off",
+	base, demo := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "10:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
 	var token string
-	for _, l := range strings.Split(stdout.String(), "\n") {
+	for _, l := range strings.Split(demo.Stdout.String(), "\n") {
 		if v, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
 			token = v
 		}
 	}
-	devs := deviceRE.FindAllStringSubmatch(stdout.String(), -1)
+	devs := deviceRE.FindAllStringSubmatch(demo.Stdout.String(), -1)
 	if token == "" || len(devs) != 5 {
-		t.Fatalf("demo output without token or five devices: %s", stdout.String())
+		t.Fatalf("demo output without token or five devices: %s", demo.Stdout.String())
 	}
 
 	var evMu sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/store"
 )
@@ -43,7 +44,7 @@ devices:
 		t.Fatal(err)
 	}
 	var offset atomic.Int64
-	var logs syncBuffer
+	var logs proctest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	clock := plant.NewClock(plant.ClockConfig{
 		Wall:   func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
@@ -30,17 +31,11 @@ func TestDemoEnergy(t *testing.T) {
 		t.Skip("set PLANTD_DEMO_RUN=5m to run plantd demo that long and check its stored energy")
 	}
 	db := filepath.Join(t.TempDir(), "demo.db")
-	cmd := exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "288", "--listen", "127.0.0.1:0", "--db", db)
-	var stdout syncBuffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	demo := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "288", "--listen", "127.0.0.1:0", "--db", db))
 	addrs := map[string]string{}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(addrs) < 5 && time.Now().Before(deadline) {
-		for _, l := range strings.Split(stdout.String(), "\n") {
+		for _, l := range strings.Split(demo.Stdout.String(), "\n") {
 			f := strings.Fields(l)
 			if len(f) == 5 && f[3] == "unit" {
 				addrs[f[0]] = f[2]
@@ -84,8 +79,8 @@ func TestDemoEnergy(t *testing.T) {
 	before := read()
 	time.Sleep(run)
 	after := read()
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
+	demo.Signal(os.Interrupt)
+	if err := demo.Wait(30 * time.Second); err != nil {
 		t.Fatalf("plantd demo: %v", err)
 	}
 	berlin, _ := time.LoadLocation("Europe/Berlin")

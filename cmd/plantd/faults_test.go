@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -48,42 +46,11 @@ devices:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binPath, "run", "-c", path)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 1000)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	// waitLog waits for a log line matching re and returns it.
-	waitLog := func(re *regexp.Regexp, d time.Duration) string {
-		t.Helper()
-		deadline := time.After(d)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("plantd ended while waiting for %s", re)
-				}
-				if re.MatchString(l) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("no log line %s within %v", re, d)
-			}
-		}
-	}
-	api := listenRE.FindStringSubmatch(waitLog(listenRE, 10*time.Second))[1]
+	d := startDaemon(t, path)
+	api := d.waitAPI(10 * time.Second)
 	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
 	for seen := map[string]bool{}; len(seen) < 4; {
-		seen[online.FindStringSubmatch(waitLog(online, 30*time.Second))[1]] = true
+		seen[online.FindStringSubmatch(d.WaitLog(online, 30*time.Second))[1]] = true
 	}
 	polls := func() map[string]float64 {
 		resp, err := http.Get("http://" + api + "/metrics")
@@ -114,12 +81,12 @@ devices:
 	} {
 		before, start := polls(), time.Now()
 		inv.SetFault(f)
-		m := down.FindStringSubmatch(waitLog(down, 10*time.Second))
+		m := down.FindStringSubmatch(d.WaitLog(down, 10*time.Second))
 		time.Sleep(2 * time.Second)
 		after, window := polls(), time.Since(start)
 		inv.SetFault(sim.Fault{Kind: sim.FaultNone})
 		cleared := time.Now()
-		waitLog(up, 40*time.Second)
+		d.WaitLog(up, 40*time.Second)
 		var rates []string
 		for _, id := range []string{"inv2", "meter", "bat"} {
 			rate := (after[id] - before[id]) / window.Seconds()
@@ -131,8 +98,5 @@ devices:
 		t.Logf("fault %-12s inv1 %s: %s; others %s; back online %v after the fault ended",
 			f, m[1], m[2], strings.Join(rates, ", "), time.Since(cleared).Round(10*time.Millisecond))
 	}
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("plantd run after SIGINT: %v", err)
-	}
+	d.Stop(os.Interrupt, 30*time.Second)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // TestLoginFlood floods the real "plantd demo" with wrong client secrets
@@ -36,44 +37,13 @@ func TestLoginFlood(t *testing.T) {
 		flood = d
 	}
 	const interval = 250 * time.Millisecond
-	cmd := exec.Command(binPath, "demo", "--interval", interval.String(), "--listen", "127.0.0.1:0", "--mqtt", "off",
-		"--db", filepath.Join(t.TempDir(), "demo.db"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout syncBuffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var mu sync.Mutex
-	var logLines []string
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			l := sc.Text()
-			if m := listenRE.FindStringSubmatch(l); m != nil {
-				addr <- m[1]
-			}
-			mu.Lock()
-			logLines = append(logLines, l)
-			mu.Unlock()
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case <-time.After(15 * time.Second):
-		t.Fatal("plantd demo did not listen within 15 s")
-	}
+	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", interval.String(), "--listen", "127.0.0.1:0", "--mqtt", "off",
+		"--db", filepath.Join(t.TempDir(), "demo.db")))
+	base := "http://" + listenRE.FindStringSubmatch(d.WaitLog(listenRE, 15*time.Second))[1]
 	secret := ""
 	deadline := time.Now().Add(5 * time.Second)
 	for secret == "" && time.Now().Before(deadline) {
-		for _, l := range strings.Split(stdout.String(), "\n") {
+		for _, l := range strings.Split(d.Stdout.String(), "\n") {
 			if s, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
 				secret = s
 			}
@@ -195,15 +165,13 @@ func TestLoginFlood(t *testing.T) {
 		t.Errorf("the other address failed %d of %d grants", grantFails, len(grantTimes))
 	}
 	// One line for the burst (plus one a minute for a longer flood).
-	mu.Lock()
 	n := 0
 	re := regexp.MustCompile(`msg="failed logins".*source=127\.0\.0\.1 `)
-	for _, l := range logLines {
+	for _, l := range d.Stderr() {
 		if re.MatchString(l) {
 			n++
 		}
 	}
-	mu.Unlock()
 	if want := 1 + int(elapsed/time.Minute); n < 1 || n > want+1 {
 		t.Errorf("%d failed-login log lines for 127.0.0.1, want about %d", n, want)
 	}

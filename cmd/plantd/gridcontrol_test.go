@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,71 +18,6 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 )
-
-// daemonProc is a running "plantd run" whose log lines a test reads.
-type daemonProc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	lines chan string
-	api   string
-}
-
-func startDaemon(t *testing.T, cfgPath string) *daemonProc {
-	t.Helper()
-	cmd := exec.Command(binPath, "run", "-c", cfgPath)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	d := &daemonProc{t: t, cmd: cmd, lines: make(chan string, 10000)}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case d.lines <- sc.Text():
-			default: // nobody reads: drop
-			}
-		}
-		close(d.lines)
-	}()
-	d.api = listenRE.FindStringSubmatch(d.waitLog(listenRE, 15*time.Second))[1]
-	return d
-}
-
-func (d *daemonProc) waitLog(re *regexp.Regexp, timeout time.Duration) string {
-	d.t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case l, ok := <-d.lines:
-			if !ok {
-				d.t.Fatalf("plantd ended while waiting for %s", re)
-			}
-			if re.MatchString(l) {
-				return l
-			}
-		case <-deadline:
-			d.t.Fatalf("no log line %s within %v", re, timeout)
-		}
-	}
-}
-
-func (d *daemonProc) request(method, path, token, body string) (int, []byte) {
-	d.t.Helper()
-	req, _ := http.NewRequest(method, "http://"+d.api+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
 
 // TestGridControlKilledInsideWindow is the dead-gateway acceptance with
 // the real binary: an installer's permanent 70 % limit, a 40 % window
@@ -130,9 +60,10 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 
 	cfgPath := gridConfig(t, p)
 	d := startDaemon(t, cfgPath)
+	d.waitAPI(15 * time.Second)
 	online := regexp.MustCompile(`device (inv1|inv2) online`)
-	d.waitLog(online, 10*time.Second)
-	d.waitLog(online, 10*time.Second)
+	d.WaitLog(online, 10*time.Second)
+	d.WaitLog(online, 10*time.Second)
 
 	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	end := start.Add(25 * time.Second)
@@ -157,8 +88,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 
 	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	time.Sleep(time.Until(start.Add(3 * time.Second)))
-	_ = d.cmd.Process.Kill() // SIGKILL: no chance to clean up
-	_ = d.cmd.Wait()
+	d.Kill() // SIGKILL: no chance to clean up
 	killed := time.Now()
 	var peak float64
 	waitUntil(t, 8*time.Second, "inv2 reverted to the installer's 70 %", func() bool {
@@ -173,7 +103,8 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 		t.Fatalf("too slow: the window is nearly over")
 	}
 	d2 := startDaemon(t, cfgPath)
-	d2.waitLog(regexp.MustCompile(`device inv2 online`), 10*time.Second)
+	d2.waitAPI(15 * time.Second)
+	d2.WaitLog(regexp.MustCompile(`device inv2 online`), 10*time.Second)
 	onlineAt := time.Now()
 	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	t.Logf("restart inside the window: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
@@ -187,13 +118,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 		s := string(b)
 		return strings.Contains(s, "by inst (installer)") && strings.Contains(s, "by dso (gridoperator)") && strings.Contains(s, "WMaxLimPct 40")
 	})
-	_ = d2.cmd.Process.Signal(os.Interrupt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	go func() { <-ctx.Done(); _ = d2.cmd.Process.Kill() }()
-	if err := d2.cmd.Wait(); err != nil {
-		t.Errorf("plantd after SIGINT: %v", err)
-	}
+	d2.Stop(os.Interrupt, 10*time.Second)
 }
 
 // The tokens of gridConfig.
@@ -309,9 +234,10 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, gridConfig(t, p))
+	d.waitAPI(15 * time.Second)
 	online := regexp.MustCompile(`device (inv1|inv2) online`)
-	d.waitLog(online, 10*time.Second)
-	d.waitLog(online, 10*time.Second)
+	d.WaitLog(online, 10*time.Second)
+	d.WaitLog(online, 10*time.Second)
 	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
 	end := start.Add(5 * time.Second)
 	win := func(cmd, rest string) string {

@@ -17,6 +17,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 )
 
 // TestImplausibleMetrics runs the daemon's components against a simulated
@@ -44,7 +45,7 @@ devices:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs proctest.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	d, err := newDaemon(ctx, cfg, nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,35 +35,13 @@ devices:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	first := exec.Command(binPath, "run", "-c", path)
-	stderr, _ := first.StderrPipe()
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		first.Process.Signal(os.Interrupt)
-		first.Wait()
-	}()
-	running := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		closed := false
-		for sc.Scan() {
-			if !closed && listenRE.MatchString(sc.Text()) {
-				close(running)
-				closed = true
-			}
-		}
-	}()
-	select {
-	case <-running:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first plantd did not start within 30 s")
-	}
+	first := startDaemon(t, path)
+	defer first.Stop(os.Interrupt, 30*time.Second)
+	first.waitAPI(30 * time.Second)
 	start := time.Now()
 	_, errOut, code := runBinary(t, "run", "-c", path)
-	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("pid %d", first.Process.Pid)) {
-		t.Errorf("second plantd: exit %d, stderr:\n%s\nwant a refusal naming pid %d", code, errOut, first.Process.Pid)
+	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("pid %d", first.Cmd.Process.Pid)) {
+		t.Errorf("second plantd: exit %d, stderr:\n%s\nwant a refusal naming pid %d", code, errOut, first.Cmd.Process.Pid)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the second plantd took %v to refuse", took)

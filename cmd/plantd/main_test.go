@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,11 +21,12 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/httpapi/apitest"
+	"plantd/internal/proctest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// plantdBinary builds the real binary once per test run.
+// binPath is the real binary, built once per test run.
 var binPath string
 
 func TestMain(m *testing.M) {
@@ -36,13 +36,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binPath = filepath.Join(dir, "plantd")
-	args := []string{"build", "-o", binPath}
-	if raceEnabled {
-		args = append(args, "-race") // the real binary is checked for races too
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+	if err := proctest.Build(binPath, "."); err != nil {
 		os.RemoveAll(dir)
-		panic("build plantd: " + err.Error() + "\n" + string(out))
+		panic("build plantd: " + err.Error())
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -209,60 +205,34 @@ func TestSimCommand(t *testing.T) {
 func TestDemo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	// At 600× a 5-minute interval of the database closes every 0.5 s.
-	cmd := exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--listen", "127.0.0.1:0", "--db", db)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout syncBuffer
-	cmd.Stdout = &stdout
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--listen", "127.0.0.1:0", "--db", db))
 	online := map[string]bool{}
 	apiAddr := ""
-	deadline := time.After(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for len(online) < 5 || apiAddr == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("plantd demo ended; online so far %v", online)
+		l, ok := d.Next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("plantd demo ended or after 10 s only %v online, api at %q", online, apiAddr)
+		}
+		for _, id := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
+			if strings.Contains(l, "device "+id+" online (plantd ") {
+				online[id] = true
 			}
-			for _, id := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
-				if strings.Contains(l, "device "+id+" online (plantd ") {
-					online[id] = true
-				}
-			}
-			if m := listenRE.FindStringSubmatch(l); m != nil {
-				apiAddr = m[1]
-			}
-		case <-deadline:
-			t.Fatalf("after 10 s only %v online, api at %q", online, apiAddr)
+		}
+		if m := listenRE.FindStringSubmatch(l); m != nil {
+			apiAddr = m[1]
 		}
 	}
-	go func() {
-		for range lines {
-		}
-	}()
 	t.Logf("all five devices online %v after start; API at %s", time.Since(start).Round(time.Millisecond), apiAddr)
 	token := ""
-	for _, l := range strings.Split(stdout.String(), "\n") {
+	for _, l := range strings.Split(d.Stdout.String(), "\n") {
 		if strings.HasPrefix(l, "demo token (installer role): ") {
 			token = strings.TrimPrefix(l, "demo token (installer role): ")
 		}
 	}
 	if token == "" {
-		t.Fatalf("no demo token printed: %q", stdout.String())
+		t.Fatalf("no demo token printed: %q", d.Stdout.String())
 	}
 	base := "http://" + apiAddr
 	get := func(path string) (int, []byte) {
@@ -323,39 +293,9 @@ func TestDemo(t *testing.T) {
 	} else {
 		t.Log("python3 not found: cloud client check skipped")
 	}
-	cmd.Process.Signal(os.Interrupt)
 	stopped := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("plantd demo after SIGINT: %v", err)
-		}
-		t.Logf("stopped %v after SIGINT", time.Since(stopped).Round(time.Millisecond))
-	case <-time.After(2 * time.Second):
-		t.Fatal("plantd demo did not stop within 2 s of SIGINT")
-	}
-}
-
-var listenRE = regexp.MustCompile(`http api listening.* addr=(\S+)`)
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	d.Stop(os.Interrupt, 2*time.Second)
+	t.Logf("stopped %v after SIGINT", time.Since(stopped).Round(time.Millisecond))
 }
 
 // TestBadConfig checks that check-config reports all three mistakes of

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,69 +13,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/store"
 )
-
-// plantdProc is a running "plantd run -c" with its log lines.
-type plantdProc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	lines chan string
-	done  chan struct{}
-}
-
-func startUplinkPlantd(t *testing.T, cfgPath string) *plantdProc {
-	t.Helper()
-	p := &plantdProc{t: t, cmd: exec.Command(binPath, "run", "-c", cfgPath), lines: make(chan string, 10000), done: make(chan struct{})}
-	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
-		}
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
-	return p
-}
-
-// waitLog waits for a log line matching re and returns it.
-func (p *plantdProc) waitLog(re *regexp.Regexp, d time.Duration) string {
-	p.t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case l := <-p.lines:
-			if re.MatchString(l) {
-				return l
-			}
-		case <-p.done:
-			p.t.Fatalf("plantd ended while waiting for %s", re)
-		case <-deadline:
-			p.t.Fatalf("no log line %s within %v", re, d)
-		}
-	}
-}
-
-func (p *plantdProc) kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
 
 // TestMQTTUplink runs the real binary against mosquitto: 10,000 messages
 // left unsent in the outbox and a SIGKILL while the broker is down are all
@@ -138,19 +84,19 @@ mqtt:
 
 	// Broker down: plantd starts, queues its own log entries, is killed.
 	b.Stop()
-	p1 := startUplinkPlantd(t, cfgPath)
-	p1.waitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
+	p1 := startDaemon(t, cfgPath)
+	p1.WaitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
 	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
 	for seen := map[string]bool{}; len(seen) < 4; {
-		seen[online.FindStringSubmatch(p1.waitLog(online, 10*time.Second))[1]] = true
+		seen[online.FindStringSubmatch(p1.WaitLog(online, 10*time.Second))[1]] = true
 	}
 	time.Sleep(300 * time.Millisecond) // the online log entries reach the outbox
-	p1.kill()
+	p1.Kill()
 	b.Start()
 	mqtttest.WaitFor(t, 10*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
 
 	start := time.Now()
-	p2 := startUplinkPlantd(t, cfgPath)
+	p2 := startDaemon(t, cfgPath)
 	mqtttest.WaitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n+4 })
 	el := time.Since(start)
 	distinct, dups, gaps := col.Check("log/p1", true)
@@ -169,7 +115,7 @@ mqtt:
 	// body but for what names the request itself (the schedule's id,
 	// creation time and credential); the accepted one is stored by the grid
 	// controller, shows in GET schedules and in the log stream.
-	api := listenRE.FindStringSubmatch(p2.waitLog(listenRE, 10*time.Second))[1]
+	api := p2.waitAPI(10 * time.Second)
 	const window = `"start":"2030-06-21T10:00:00Z","end":"2030-06-21T11:00:00Z"`
 	var mqttIDs []string
 	for i, tc := range []struct {
@@ -223,14 +169,14 @@ mqtt:
 	}
 
 	// Killed while connected: the broker publishes the last will.
-	p2.kill()
+	p2.Kill()
 	mqtttest.WaitFor(t, 30*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
 
 	// Restarted: the retained schedule message (version 3) comes again and
 	// is not answered again; a new version is; the stored schedules are
 	// back.
-	p3 := startUplinkPlantd(t, cfgPath)
-	api = listenRE.FindStringSubmatch(p3.waitLog(listenRE, 10*time.Second))[1]
+	p3 := startDaemon(t, cfgPath)
+	api = p3.waitAPI(10 * time.Second)
 	mqtttest.WaitFor(t, 60*time.Second, "a command answered after the restart", func() bool {
 		col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-ping","command":"schedules","plantId":"p1"}`)
 		time.Sleep(500 * time.Millisecond)
@@ -324,12 +270,8 @@ func TestDemoOutageDay(t *testing.T) {
 	col := mqtttest.Collect(t, b)
 	cmd := exec.Command(binPath, "demo", "--speed", "4320", "--interval", "250ms", "--listen", "127.0.0.1:0",
 		"--db", filepath.Join(t.TempDir(), "demo.db"), "--broker", b.URL())
-	var stderr syncBuffer
-	cmd.Stderr, cmd.Stdout = &stderr, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	cmd.Stdout = io.Discard
+	d := proctest.Start(t, cmd)
 	mqtttest.WaitFor(t, 60*time.Second, "the first rollups", func() bool { return col.Distinct("rollup/demo") >= 2 })
 	b.Stop()
 	time.Sleep(20 * time.Second)
@@ -338,10 +280,7 @@ func TestDemoOutageDay(t *testing.T) {
 	before := col.Distinct("rollup/demo")
 	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool { return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 })
 	time.Sleep(2 * time.Second)
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("plantd demo after SIGINT: %v\n%s", err, stderr.String())
-	}
+	d.Stop(os.Interrupt, 30*time.Second)
 	for _, s := range col.Streams() {
 		distinct, dups, gaps := col.Check(s, false)
 		t.Logf("%-22s %5d seqs, %4d items, %3d historical messages, %d duplicates, %d gaps", s, distinct, col.Items(s), col.Historical(s), dups, len(gaps))

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,15 +16,6 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 )
-
-// daemonRun is the real binary running "plantd run -c" on a config the
-// test writes, its log lines on a channel.
-type daemonRun struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	path  string
-	lines chan string
-}
 
 // simConfig is a config of the simulated plant's first n devices, polled
 // every 250 ms, with the given extra YAML.
@@ -45,72 +33,6 @@ func simConfigOf(devices []*sim.Device, dir string, extra string) string {
 	}
 	return fmt.Sprintf("http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\nplants:\n  - {id: p1, name: Test, timezone: Europe/Berlin}\ndevices:\n%s%s",
 		filepath.Join(dir, "plantd.db"), devs.String(), extra)
-}
-
-func startPlantd(t *testing.T, cfg string, env ...string) *daemonRun {
-	t.Helper()
-	d := &daemonRun{t: t, path: filepath.Join(t.TempDir(), "plantd.yaml"), lines: make(chan string, 10000)}
-	d.writeConfig(cfg)
-	d.cmd = exec.Command(binPath, "run", "-c", d.path)
-	d.cmd.Env = append(os.Environ(), env...)
-	stderr, _ := d.cmd.StderrPipe()
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			d.lines <- sc.Text()
-		}
-		close(d.lines)
-	}()
-	return d
-}
-
-func (d *daemonRun) writeConfig(cfg string) {
-	d.t.Helper()
-	if err := os.WriteFile(d.path, []byte(cfg), 0o600); err != nil {
-		d.t.Fatal(err)
-	}
-}
-
-// waitLog waits for a log line matching re and returns it.
-func (d *daemonRun) waitLog(re *regexp.Regexp, timeout time.Duration) string {
-	d.t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case l, ok := <-d.lines:
-			if !ok {
-				d.t.Fatalf("plantd ended while waiting for %s", re)
-			}
-			if re.MatchString(l) {
-				return l
-			}
-			if testing.Verbose() {
-				d.t.Log(l)
-			}
-		case <-deadline:
-			d.t.Fatalf("no log line %s within %v", re, timeout)
-		}
-	}
-}
-
-// stop ends plantd with SIGTERM and wants exit status 0.
-func (d *daemonRun) stop() {
-	d.t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	if err := d.cmd.Wait(); err != nil {
-		var tail []string
-		for l := range d.lines {
-			tail = append(tail, l)
-		}
-		if len(tail) > 20 {
-			tail = tail[len(tail)-20:]
-		}
-		d.t.Errorf("plantd after SIGTERM: %v; its last lines:\n%s", err, strings.Join(tail, "\n"))
-	}
 }
 
 // fakeNotifySocket is systemd's side of sd_notify for a test: a unixgram
@@ -162,7 +84,7 @@ func TestSystemdNotify(t *testing.T) {
 	}
 
 	start := time.Now()
-	d := startPlantd(t, simConfig(p, dir, 2, ""), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=600000")
+	d := startDaemonConfig(t, simConfig(p, dir, 2, ""), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=600000")
 	var ready string
 	for ready == "" {
 		m := next(30 * time.Second)
@@ -178,7 +100,7 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	// The first round is done: both devices answered once (the sim is up),
 	// so the log says so before or with READY.
-	d.waitLog(regexp.MustCompile(`ready: store open, HTTP API bound, first poll round done`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`ready: store open, HTTP API bound, first poll round done`), 10*time.Second)
 
 	status := regexp.MustCompile(`STATUS=2 devices: 2 online, 0 stale, 0 offline; (\d+) measurements stored; API on 127\.0\.0\.1:\d+`)
 	var beats []time.Time
@@ -203,14 +125,14 @@ func TestSystemdNotify(t *testing.T) {
 		t.Errorf("no measurements stored after %d watchdog rounds", len(beats))
 	}
 
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.Signal(syscall.SIGTERM)
 	for {
 		m := next(10 * time.Second)
 		if strings.Contains(m, "STOPPING=1") {
 			break
 		}
 	}
-	if err := d.cmd.Wait(); err != nil {
+	if err := d.Wait(30 * time.Second); err != nil {
 		t.Errorf("plantd after SIGTERM: %v", err)
 	}
 }
@@ -227,9 +149,9 @@ func TestReloadSIGHUP(t *testing.T) {
 	tokens := func(name, tok string) string {
 		return fmt.Sprintf("tokens:\n  - {name: %s, sha256: %s, role: standard}\n", name, config.TokenHash(tok))
 	}
-	d := startPlantd(t, simConfig(p, dir, 2, tokens("a", tokA)))
-	api := listenRE.FindStringSubmatch(d.waitLog(listenRE, 10*time.Second))[1]
-	d.waitLog(regexp.MustCompile(`ready: `), 30*time.Second)
+	d := startDaemonConfig(t, simConfig(p, dir, 2, tokens("a", tokA)))
+	api := d.waitAPI(10 * time.Second)
+	d.WaitLog(regexp.MustCompile(`ready: `), 30*time.Second)
 	get := func(tok string) int {
 		t.Helper()
 		req, _ := http.NewRequest("GET", "http://"+api+"/monitoring/v1/plants", nil)
@@ -247,19 +169,19 @@ func TestReloadSIGHUP(t *testing.T) {
 
 	// Token b instead of a, debug logging, another gateway id.
 	d.writeConfig(simConfig(p, dir, 2, tokens("b", tokB)+"log:\n  level: debug\ngateway:\n  id: gw-renamed\n"))
-	d.cmd.Process.Signal(syscall.SIGHUP)
-	d.waitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
-	d.waitLog(regexp.MustCompile(`need a restart.*: gateway`), 10*time.Second)
+	d.Signal(syscall.SIGHUP)
+	d.WaitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`need a restart.*: gateway`), 10*time.Second)
 	if a, b := get(tokA), get(tokB); a != 401 || b != 200 {
 		t.Errorf("after the reload: token a %d, token b %d", a, b)
 	}
-	d.waitLog(regexp.MustCompile(`level=DEBUG`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`level=DEBUG`), 10*time.Second)
 
 	// An invalid config: refused, the problems logged, token b still good.
 	d.writeConfig(simConfig(p, dir, 1, tokens("b", tokB)+"bogusKey: 1\n"))
-	d.cmd.Process.Signal(syscall.SIGHUP)
-	d.waitLog(regexp.MustCompile(`config reload refused, the running config stays`), 10*time.Second)
-	d.waitLog(regexp.MustCompile(`config: .*plantd.yaml:\d+: .*bogusKey`), 10*time.Second)
+	d.Signal(syscall.SIGHUP)
+	d.WaitLog(regexp.MustCompile(`config reload refused, the running config stays`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`config: .*plantd.yaml:\d+: .*bogusKey`), 10*time.Second)
 	if b := get(tokB); b != 200 {
 		t.Errorf("after a refused reload: token b %d", b)
 	}

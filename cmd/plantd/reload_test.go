@@ -30,9 +30,9 @@ func TestReloadDevices(t *testing.T) {
 	dir := t.TempDir()
 	const tok = "token-of-the-device-reload-test"
 	extra := fmt.Sprintf("tokens:\n  - {name: t, sha256: %s, role: standard}\n", config.TokenHash(tok))
-	d := startPlantd(t, simConfigOf([]*sim.Device{kept, removed}, dir, extra))
-	api := listenRE.FindStringSubmatch(d.waitLog(listenRE, 10*time.Second))[1]
-	d.waitLog(regexp.MustCompile(`ready: `), 30*time.Second)
+	d := startDaemonConfig(t, simConfigOf([]*sim.Device{kept, removed}, dir, extra))
+	api := d.waitAPI(10 * time.Second)
+	d.WaitLog(regexp.MustCompile(`ready: `), 30*time.Second)
 
 	get := func(path string) []byte {
 		t.Helper()
@@ -126,8 +126,8 @@ func TestReloadDevices(t *testing.T) {
 
 	d.writeConfig(simConfigOf([]*sim.Device{kept, added}, dir, extra))
 	reloaded := time.Now()
-	d.cmd.Process.Signal(syscall.SIGHUP)
-	line := d.waitLog(regexp.MustCompile(`devices reloaded`), 10*time.Second)
+	d.Signal(syscall.SIGHUP)
+	line := d.WaitLog(regexp.MustCompile(`devices reloaded`), 10*time.Second)
 	want := regexp.MustCompile(`added=` + added.ID() + ` removed=` + removed.ID() + ` changed=(""|$| )`)
 	if !want.MatchString(line) {
 		t.Errorf("reload log %q, want %s", line, want)

@@ -167,7 +167,7 @@ func TestReadyWithoutDevices(t *testing.T) {
 	dir := t.TempDir()
 	sock, msgs := fakeNotifySocket(t)
 	start := time.Now()
-	d := startPlantd(t, noDevicesConfig("127.0.0.1:0", "", filepath.Join(dir, "plantd.db")), "NOTIFY_SOCKET="+sock)
+	d := startDaemonConfig(t, noDevicesConfig("127.0.0.1:0", "", filepath.Join(dir, "plantd.db")), "NOTIFY_SOCKET="+sock)
 	deadline := time.After(30 * time.Second)
 	for ready := false; !ready; {
 		select {
