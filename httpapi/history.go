@@ -113,6 +113,9 @@ type Live interface {
 	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
 	EnergyBalance(plantID string) (plant.Balance, error)
 	EnergyMix(plantID string) (plant.EnergyMix, error)
+	// Changes grows with every update of the live state; the API keeps
+	// encoded live answers while it stays the same.
+	Changes() uint64
 }
 
 var _ Live = (*plant.Live)(nil)

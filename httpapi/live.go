@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"net/http"
+	"fmt"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,33 +34,35 @@ type liveMixItem struct {
 // liveBalance is GET /live/v1/plants/{plantId}/measurements/sets/EnergyBalance.
 func (s *Server) liveBalance(c *gin.Context) {
 	p := ctxPlantOf(c)
-	b, err := s.deps.Live.EnergyBalance(p.ID)
-	if err != nil {
-		s.internal(c, err)
-		return
-	}
-	s.writeJSON(c, http.StatusOK, liveEnvelope[liveBalanceItem]{
-		Plant: plantObj(p), SetType: string(plant.SetEnergyBalance), Resolution: "Live",
-		Set:   []liveBalanceItem{{Time: b.Time.In(locOf(p)).Format(localTime), Balance: b}},
-		Error: b.Error,
-	}, false)
+	s.writeLive(c, "balance "+p.ID, func() (any, error) {
+		b, err := s.deps.Live.EnergyBalance(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		return liveEnvelope[liveBalanceItem]{
+			Plant: plantObj(p), SetType: string(plant.SetEnergyBalance), Resolution: "Live",
+			Set:   []liveBalanceItem{{Time: b.Time.In(locOf(p)).Format(localTime), Balance: b}},
+			Error: b.Error,
+		}, nil
+	})
 }
 
 // liveMix is GET /live/v1/devices/{deviceId}/measurement/sets/EnergyMix:
 // the live energy mix of the device's plant.
 func (s *Server) liveMix(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	m, err := s.deps.Live.EnergyMix(p.ID)
-	if err != nil {
-		s.internal(c, err)
-		return
-	}
-	dev := deviceObj(p, d)
-	s.writeJSON(c, http.StatusOK, liveEnvelope[liveMixItem]{
-		Plant: plantObj(p), Device: &dev, SetType: string(plant.SetEnergyMix), Resolution: "Live",
-		Set:   []liveMixItem{{Time: m.Time.In(locOf(p)).Format(localTime), EnergyMix: m}},
-		Error: m.Error,
-	}, false)
+	s.writeLive(c, "mix "+d.Info.ID, func() (any, error) {
+		m, err := s.deps.Live.EnergyMix(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		dev := deviceObj(p, d)
+		return liveEnvelope[liveMixItem]{
+			Plant: plantObj(p), Device: &dev, SetType: string(plant.SetEnergyMix), Resolution: "Live",
+			Set:   []liveMixItem{{Time: m.Time.In(locOf(p)).Format(localTime), EnergyMix: m}},
+			Error: m.Error,
+		}, nil
+	})
 }
 
 func locOf(p plant.Plant) *time.Location {
@@ -83,37 +85,42 @@ type liveDeviceJSON struct {
 
 // liveDevices is GET /live/v{1,2}/plants/{plantId}/devices.
 func (s *Server) liveDevices(version int) gin.HandlerFunc {
+	key := fmt.Sprintf("devices v%d ", version)
 	return func(c *gin.Context) {
 		p := ctxPlantOf(c)
-		devs, err := s.deps.Live.DeviceStatuses(p.ID)
-		if err != nil {
-			s.internal(c, err)
-			return
-		}
-		out := make([]liveDeviceJSON, 0, len(devs))
-		for _, d := range devs {
-			h := string(d.Health)
-			if version == 1 {
-				h = string(d.Health.V1())
-			}
-			if h == "" {
-				h = string(plant.HealthNotAvailable)
-				if version == 1 {
-					h = string(plant.HealthInactive)
-				}
-			}
-			j := liveDeviceJSON{DeviceID: d.Info.ID, Name: d.Info.Name, Type: d.Info.Type(), HealthStatus: h}
-			if j.Type == "" {
-				j.Type = "Unknown"
-			}
-			if !d.LastUpdate.IsZero() {
-				j.LastUpdateUtc = utc(d.LastUpdate)
-			}
-			out = append(out, j)
-		}
-		s.writeJSON(c, http.StatusOK, struct {
-			Plant   plantJSON        `json:"plant"`
-			Devices []liveDeviceJSON `json:"devices"`
-		}{plantObj(p), out}, false)
+		s.writeLive(c, key+p.ID, func() (any, error) { return s.liveDeviceList(p, version) })
 	}
+}
+
+// liveDeviceList builds the live device list of a plant.
+func (s *Server) liveDeviceList(p plant.Plant, version int) (any, error) {
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]liveDeviceJSON, 0, len(devs))
+	for _, d := range devs {
+		h := string(d.Health)
+		if version == 1 {
+			h = string(d.Health.V1())
+		}
+		if h == "" {
+			h = string(plant.HealthNotAvailable)
+			if version == 1 {
+				h = string(plant.HealthInactive)
+			}
+		}
+		j := liveDeviceJSON{DeviceID: d.Info.ID, Name: d.Info.Name, Type: d.Info.Type(), HealthStatus: h}
+		if j.Type == "" {
+			j.Type = "Unknown"
+		}
+		if !d.LastUpdate.IsZero() {
+			j.LastUpdateUtc = utc(d.LastUpdate)
+		}
+		out = append(out, j)
+	}
+	return struct {
+		Plant   plantJSON        `json:"plant"`
+		Devices []liveDeviceJSON `json:"devices"`
+	}{plantObj(p), out}, nil
 }

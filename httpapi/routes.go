@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -316,8 +314,7 @@ func (s *Server) writeJSON(c *gin.Context, status int, v any, etag bool) {
 	}
 	h := c.Writer.Header()
 	if etag {
-		sum := sha256.Sum256(b)
-		tag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+		tag := etagOf(b)
 		h.Set("ETag", tag)
 		h.Set("Cache-Control", "private, no-cache")
 		if inm := c.GetHeader("If-None-Match"); inm != "" && strings.Contains(inm, tag) {

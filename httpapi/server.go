@@ -207,6 +207,7 @@ type Server struct {
 	// reverse of cfg.Migrated for the plant list (new ids only)
 	migratedPlants, migratedDevices map[string]string
 	openapi                         []byte
+	answers                         answerCache
 }
 
 // New validates cfg and deps and builds the server with its routes.

@@ -34,8 +34,19 @@ type Live struct {
 	setMu sync.Mutex
 
 	dropped atomic.Uint64
+	// changes counts the updates of the state (Apply, SetDevices); see
+	// Changes.
+	changes atomic.Uint64
 	log     *slog.Logger // plausibility verdicts; nil: none
 }
+
+// Changes returns a number that grows with every update of the live state
+// (a poll applied, a device list replaced). A reader that takes it before
+// reading sees in its read every update the number counts, so an answer
+// built after Changes returned n stays right while Changes returns n,
+// except for what depends on the clock alone (the balance's time, a
+// device turning stale).
+func (l *Live) Changes() uint64 { return l.changes.Load() }
 
 // index finds the device entries.
 type index struct {
@@ -142,6 +153,7 @@ func (l *Live) SetDevices(devs []DeviceInfo) {
 	l.setMu.Lock()
 	defer l.setMu.Unlock()
 	l.idx.Store(buildIndex(l.idx.Load(), devs))
+	l.changes.Add(1)
 }
 
 // Apply records one poll of one device: on success its channel values,
@@ -170,6 +182,9 @@ func (l *Live) Apply(s poller.Sample) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Counted while d is locked, after the update (deferred calls run last
+	// in, first out): a reader that saw the new count sees the update.
+	defer l.changes.Add(1)
 	d.hist <<= 1
 	if s.Err == nil {
 		d.hist |= 1
