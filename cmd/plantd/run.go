@@ -62,6 +62,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() 
 		return exitFailure
 	}
 	d.reportEvery, d.level, d.reload = report, level, reload
+	startPprof(ctx, logger)
 	logger.Info("plantd running", "version", versionString(), "gateway", cfg.Gateway.ID,
 		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
 	if err := d.run(ctx, hup); err != nil {
