@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -22,6 +23,14 @@ func TestCoarseAndFrozenCounters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulated day and a half")
 	}
+	// The rollup as it runs, and with every device in a batch of its own
+	// (a coarse counter's run then reaches back from one batch).
+	for _, batch := range []int{0, 1} {
+		t.Run(fmt.Sprintf("rollup batch %d", batch), func(t *testing.T) { testCoarseAndFrozenCounters(t, batch) })
+	}
+}
+
+func testCoarseAndFrozenCounters(t *testing.T, batch int) {
 	loc := mustZone(t, sim.DefaultTimeZone)
 	day := time.Date(2026, 6, 1, 0, 0, 0, 0, loc)
 	r := startSimCfg(t, day, func(c *sim.Config) {
@@ -34,7 +43,7 @@ func TestCoarseAndFrozenCounters(t *testing.T) {
 	})
 	inv2 := r.p.Device("inv2")
 	inv2.FreezeCounter(true)
-	s := openTest(t, Config{Plants: []PlantInfo{{ID: "demo", Location: loc}}})
+	s := openTest(t, Config{Plants: []PlantInfo{{ID: "demo", Location: loc}}, rollupBatch: batch})
 	stop := runStore(t, s)
 	ctx := t.Context()
 	counter := func(e float64) float64 { return math.Floor(e/1000) * 1000 }

@@ -46,14 +46,21 @@ func recordDays(t *testing.T, s *Store, sy *synth, start time.Time, n int, step 
 }
 
 func TestEnergyTotals(t *testing.T) {
-	for _, counters := range []bool{true, false} {
+	for _, tc := range []struct {
+		counters bool
+		batch    int // Config.rollupBatch
+	}{{true, 0}, {false, 0}, {true, 1}} {
+		counters := tc.counters
 		name := "counters"
 		if !counters {
 			name = "integrated power"
 		}
+		if tc.batch > 0 {
+			name += ", one device per rollup batch"
+		}
 		t.Run(name, func(t *testing.T) {
 			loc := mustZone(t, "Europe/Berlin")
-			s := openTest(t, Config{})
+			s := openTest(t, Config{rollupBatch: tc.batch})
 			stop := runStore(t, s)
 			sy := &synth{loc: loc, noCounters: !counters}
 			// Sunday 2026-03-29 (23 h) to Wednesday 2026-04-01: a week

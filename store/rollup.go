@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -109,30 +110,15 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 	if w.carryAt == from && w.carry != nil {
 		carry = w.carry
 	}
-	data, err := readWindow(ctx, db, w.s, from, to, nil, carry)
+	batches, err := w.deviceBatches(ctx, db, from, to)
 	if err != nil {
 		return err
-	}
-	// A coarse counter that moves in this chunk spreads its step over the
-	// run of polls since it last moved: roll those intervals up again.
-	back, err := runsBefore(ctx, db, w.s, data, from)
-	if err != nil {
-		return err
-	}
-	if back < from {
-		from = floorDiv(back, bucketMs)
-		if data, err = readWindow(ctx, db, w.s, from, to, nil, nil); err != nil {
-			return err
-		}
-		if _, err := runsBefore(ctx, db, w.s, data, from); err != nil {
-			return err
-		}
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin rollup: %w", err)
 	}
-	err = w.writeChunk(ctx, tx, data, from, to)
+	newCarry, err := w.writeBatches(ctx, tx, batches, from, to, carry)
 	if err == nil {
 		err = setWatermark(ctx, tx, to)
 	}
@@ -147,9 +133,102 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 	}
 	w.adds.commit()
 	w.wm = to
-	w.carry, w.carryAt = data.carry, to
+	w.carry, w.carryAt = newCarry, to
 	w.s.rolledUpTo.Store(to)
 	return nil
+}
+
+// rollupBatchSamples bounds the samples a rollup holds decoded at once
+// (about 250 bytes each): the devices are rolled up in batches of about
+// this many samples, each batch read in one scan of the chunk's rows that
+// decodes only its devices' samples. 1,000 devices at 1 s held 300,000
+// samples (about 60 MB) in one piece before.
+const rollupBatchSamples = 16384
+
+// deviceBatches splits the devices into batches of about
+// rollupBatchSamples samples in [from, to), by the chunk's mean samples
+// per device.
+func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) ([]map[int64]bool, error) {
+	var devs []int64
+	for _, d := range w.s.cat.devices() {
+		if d.kind != kindPlant {
+			devs = append(devs, d.id)
+		}
+	}
+	slices.Sort(devs)
+	var rows int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM raw WHERE t >= ? AND t < ?`, from, to).Scan(&rows); err != nil {
+		return nil, fmt.Errorf("count samples: %w", err)
+	}
+	budget := int64(rollupBatchSamples)
+	if w.s.cfg.rollupBatch > 0 {
+		budget = int64(w.s.cfg.rollupBatch)
+	}
+	per := max(1, len(devs))
+	if rows > 0 {
+		mean := max(1, rows/int64(max(1, len(devs))))
+		per = int(max(1, min(int64(len(devs)), budget/mean)))
+	}
+	var out []map[int64]bool
+	for b := range slices.Chunk(devs, max(1, per)) {
+		m := make(map[int64]bool, len(b))
+		for _, id := range b {
+			m[id] = true
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// writeBatches rolls up [from, to) batch by batch in tx (reading through
+// it too) and returns
+// the carry for the next chunk. A coarse counter that moves in the chunk
+// spreads its step over the run of polls since it last moved: when a
+// batch has such a run reaching before from, the batches are read again
+// from the start of the earliest (rows already written in tx are written
+// again, replaced).
+func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []map[int64]bool, from, to int64, carry map[int64]*rawSample) (map[int64]*rawSample, error) {
+	for pass := 0; pass < 2; pass++ {
+		edges, err := readEdges(ctx, tx, from, to, carry == nil)
+		if err != nil {
+			return nil, err
+		}
+		cw, err := w.beginChunkWrite(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		newCarry := map[int64]*rawSample{}
+		back := from
+		for _, batch := range batches {
+			data, err := readWindow(ctx, tx, w.s, from, to, func(d *device) bool { return batch[d.id] }, carry, edges)
+			if err != nil {
+				cw.close()
+				return nil, err
+			}
+			b, err := runsBefore(ctx, tx, w.s, data, from)
+			if err != nil {
+				cw.close()
+				return nil, err
+			}
+			if back = min(back, b); back < from && pass == 0 {
+				continue // only the earliest run's start matters now
+			}
+			if err := w.writeDevices(ctx, tx, cw, data, from, to); err != nil {
+				cw.close()
+				return nil, err
+			}
+			maps.Copy(newCarry, data.carry)
+		}
+		if back < from && pass == 0 {
+			cw.close()
+			from, carry = floorDiv(back, bucketMs), nil
+			continue
+		}
+		err = w.finishChunk(ctx, tx, cw)
+		cw.close()
+		return newCarry, err
+	}
+	panic("unreachable")
 }
 
 // advanceEmpty moves the watermark over a range without samples.
@@ -195,7 +274,7 @@ type devSamples struct {
 // readWindow reads the samples in [from, to) of the devices want accepts
 // (nil: all), each one's last sample before from (taken from carry when it
 // is not nil) and its first sample at or after to.
-func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want func(*device) bool, carry map[int64]*rawSample) (*chunkData, error) {
+func readWindow(ctx context.Context, db querier, s *Store, from, to int64, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges) (*chunkData, error) {
 	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}}
 	skip := map[int64]bool{}
 	get := func(id int64) *devSamples {
@@ -220,7 +299,7 @@ func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want 
 	}
 	for rows.Next() {
 		var t, dev int64
-		var v []byte
+		var v sql.RawBytes // decoded before the next row: no copy
 		if err := rows.Scan(&t, &dev, &v); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("read samples: %w", err)
@@ -255,6 +334,11 @@ func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want 
 		}
 		ds.arena, ds.ends = nil, nil
 	}
+	if edges == nil {
+		if edges, err = readEdges(ctx, db, from, to, carry == nil); err != nil {
+			return nil, err
+		}
+	}
 	if carry != nil {
 		for id, smp := range carry {
 			if smp.t >= from-counterGapMs {
@@ -263,12 +347,10 @@ func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want 
 				}
 			}
 		}
-	} else if err := edgeSamples(ctx, db, s, `SELECT device, max(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`,
-		from-counterGapMs, from, get, func(ds *devSamples, smp *rawSample) { ds.prev = smp }); err != nil {
+	} else if err := edgeSamples(ctx, db, s, edges.prev, get, func(ds *devSamples, smp *rawSample) { ds.prev = smp }); err != nil {
 		return nil, err
 	}
-	if err := edgeSamples(ctx, db, s, `SELECT device, min(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`,
-		to, to+counterGapMs, get, func(ds *devSamples, smp *rawSample) { ds.next = smp }); err != nil {
+	if err := edgeSamples(ctx, db, s, edges.next, get, func(ds *devSamples, smp *rawSample) { ds.next = smp }); err != nil {
 		return nil, err
 	}
 	for id, ds := range cd.devs {
@@ -288,42 +370,75 @@ func readWindow(ctx context.Context, db *sql.DB, s *Store, from, to int64, want 
 	return cd, nil
 }
 
-// edgeSamples finds per device one sample time with q over [lo, hi) and
-// reads those samples.
-func edgeSamples(ctx context.Context, db *sql.DB, s *Store, q string, lo, hi int64,
-	get func(int64) *devSamples, set func(*devSamples, *rawSample)) error {
+// querier reads: the database, or the transaction a rollup writes in
+// (the writer's pool has one connection, which the transaction holds).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// windowEdges are, per device row id, the times of its samples around a
+// window: its last sample in the counterGapMs before the window (when
+// asked for) and its first sample in the counterGapMs after it. Read once
+// per window for all devices, they serve every batch of its devices.
+type windowEdges struct {
+	prev, next map[int64]int64
+}
+
+// readEdges finds the edge samples' times of [from, to).
+func readEdges(ctx context.Context, db querier, from, to int64, withPrev bool) (*windowEdges, error) {
+	e := &windowEdges{}
+	var err error
+	if withPrev {
+		if e.prev, err = edgeTimes(ctx, db, `SELECT device, max(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`, from-counterGapMs, from); err != nil {
+			return nil, err
+		}
+	}
+	if e.next, err = edgeTimes(ctx, db, `SELECT device, min(t) FROM raw WHERE t >= ? AND t < ? GROUP BY device`, to, to+counterGapMs); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// edgeTimes runs q (device, time per device) over [lo, hi).
+func edgeTimes(ctx context.Context, db querier, q string, lo, hi int64) (map[int64]int64, error) {
 	rows, err := db.QueryContext(ctx, q, lo, hi)
 	if err != nil {
-		return fmt.Errorf("read edge samples: %w", err)
+		return nil, fmt.Errorf("read edge samples: %w", err)
 	}
-	type key struct{ dev, t int64 }
-	var keys []key
+	defer rows.Close()
+	out := map[int64]int64{}
 	for rows.Next() {
-		var k key
-		if err := rows.Scan(&k.dev, &k.t); err != nil {
-			rows.Close()
-			return fmt.Errorf("read edge samples: %w", err)
+		var dev, t int64
+		if err := rows.Scan(&dev, &t); err != nil {
+			return nil, fmt.Errorf("read edge samples: %w", err)
 		}
-		keys = append(keys, k)
+		out[dev] = t
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read edge samples: %w", err)
+		return nil, fmt.Errorf("read edge samples: %w", err)
 	}
-	for _, k := range keys {
-		ds := get(k.dev)
+	return out, nil
+}
+
+// edgeSamples reads the samples at times (device → time) of the devices
+// get accepts and hands each to set.
+func edgeSamples(ctx context.Context, db querier, s *Store, times map[int64]int64,
+	get func(int64) *devSamples, set func(*devSamples, *rawSample)) error {
+	for dev, t := range times {
+		ds := get(dev)
 		if ds == nil {
 			continue
 		}
 		var v []byte
-		if err := db.QueryRowContext(ctx, `SELECT v FROM raw WHERE t = ? AND device = ?`, k.t, k.dev).Scan(&v); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT v FROM raw WHERE t = ? AND device = ?`, t, dev).Scan(&v); err != nil {
 			return fmt.Errorf("read edge sample: %w", err)
 		}
 		vals, err := decodeRaw(v, s.cat, nil)
 		if err != nil {
 			continue
 		}
-		set(ds, &rawSample{t: k.t, vals: vals})
+		set(ds, &rawSample{t: t, vals: vals})
 	}
 	return nil
 }
@@ -335,25 +450,39 @@ type srcTouch struct {
 	hours map[int64]bool
 }
 
-// writeChunk computes and writes a chunk's rows inside tx.
-func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from, to int64) error {
+// chunkWrite is a chunk's rollup in progress: the statement writing
+// 5-minute rows, the local hours each source's rows fall in, and per
+// plant the devices' intervals its balance is made of.
+type chunkWrite struct {
+	up5     *sql.Stmt
+	touched map[int64]*srcTouch
+	plants  map[string]map[int64][]devInterval // plant id → bucket start → the devices' intervals
+	entries []aggEntry
+}
+
+func (w *writer) beginChunkWrite(ctx context.Context, tx *sql.Tx) (*chunkWrite, error) {
 	up5, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r5m (src, t, v) VALUES (?, ?, ?)`)
 	if err != nil {
-		return fmt.Errorf("prepare rollup: %w", err)
+		return nil, fmt.Errorf("prepare rollup: %w", err)
 	}
-	defer up5.Close()
-	touched := map[int64]*srcTouch{}
-	touch := func(src *device, t int64) {
-		st := touched[src.id]
-		if st == nil {
-			st = &srcTouch{src: src, hours: map[int64]bool{}}
-			touched[src.id] = st
-		}
-		st.hours[hourStart(t, w.s.zone(src.plant))] = true
+	return &chunkWrite{up5: up5, touched: map[int64]*srcTouch{}, plants: map[string]map[int64][]devInterval{}}, nil
+}
+
+func (cw *chunkWrite) close() { cw.up5.Close() }
+
+// touch notes that src has a row in the local hour of t.
+func (w *writer) touch(cw *chunkWrite, src *device, t int64) {
+	st := cw.touched[src.id]
+	if st == nil {
+		st = &srcTouch{src: src, hours: map[int64]bool{}}
+		cw.touched[src.id] = st
 	}
-	// plant id → bucket start → the devices' intervals
-	plants := map[string]map[int64][]devInterval{}
-	var entries []aggEntry
+	st.hours[hourStart(t, w.s.zone(src.plant))] = true
+}
+
+// writeDevices writes the 5-minute rows of the devices of cd over
+// [from, to) and keeps their intervals for the plants' balances.
+func (w *writer) writeDevices(ctx context.Context, tx *sql.Tx, cw *chunkWrite, cd *chunkData, from, to int64) error {
 	for _, ds := range cd.devs {
 		d := ds.dev
 		out := aggregate(ds.prev, ds.samples, ds.next, from, to, bucketMs, ds.lead, func(ev counterEvent) {
@@ -374,33 +503,36 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from
 				"device", d.name, "channel", ev.ch.Name(), "input", ev.idx,
 				"time", time.UnixMilli(ev.t).UTC(), "from_wh", ev.from, "to_wh", ev.to)
 		})
-		if len(out) == 0 {
-			continue
-		}
 		for b, db := range out {
-			entries = entries[:0]
+			cw.entries = cw.entries[:0]
 			for k, a := range db.aggs {
 				s, err := w.adds.ensureChan(ctx, tx, d, k)
 				if err != nil {
 					return err
 				}
-				entries = append(entries, aggEntry{sid: s.id, a: *a})
+				cw.entries = append(cw.entries, aggEntry{sid: s.id, a: *a})
 			}
-			if err := w.putRow(ctx, up5, d, b, db.n, entries); err != nil {
+			if err := w.putRow(ctx, cw.up5, d, b, db.n, cw.entries); err != nil {
 				return err
 			}
-			touch(d, b)
+			w.touch(cw, d, b)
 			if _, ok := w.s.plants[d.plant]; ok {
-				pb := plants[d.plant]
+				pb := cw.plants[d.plant]
 				if pb == nil {
 					pb = map[int64][]devInterval{}
-					plants[d.plant] = pb
+					cw.plants[d.plant] = pb
 				}
 				pb[b] = append(pb[b], devInterval{kind: d.kind, b: db})
 			}
 		}
 	}
-	for pid, buckets := range plants {
+	return nil
+}
+
+// finishChunk writes the plants' balance rows from their devices'
+// intervals, then the hourly and daily rows of every touched hour.
+func (w *writer) finishChunk(ctx context.Context, tx *sql.Tx, cw *chunkWrite) error {
+	for pid, buckets := range cw.plants {
 		src, err := w.adds.ensurePlantSrc(ctx, tx, pid)
 		if err != nil {
 			return err
@@ -410,7 +542,7 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from
 			if !ok {
 				continue
 			}
-			entries = entries[:0]
+			cw.entries = cw.entries[:0]
 			for f := range numBal {
 				if row[f].n == 0 && !row[f].hasE {
 					continue
@@ -419,15 +551,15 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, cd *chunkData, from
 				if err != nil {
 					return err
 				}
-				entries = append(entries, aggEntry{sid: s.id, a: row[f]})
+				cw.entries = append(cw.entries, aggEntry{sid: s.id, a: row[f]})
 			}
-			if err := w.putRow(ctx, up5, src, b, 1, entries); err != nil {
+			if err := w.putRow(ctx, cw.up5, src, b, 1, cw.entries); err != nil {
 				return err
 			}
-			touch(src, b)
+			w.touch(cw, src, b)
 		}
 	}
-	return w.rollUpTouched(ctx, tx, touched)
+	return w.rollUpTouched(ctx, tx, cw.touched)
 }
 
 // putRow encodes and writes one rollup row.
@@ -597,7 +729,7 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 // none does. The intervals from there on must be rolled up again, since
 // the step's energy is spread over the whole run (engine.go, series). It
 // records in each device's lead what it found of those runs before prev.
-func runsBefore(ctx context.Context, db *sql.DB, s *Store, cd *chunkData, from int64) (int64, error) {
+func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from int64) (int64, error) {
 	back := from
 	for id, ds := range cd.devs {
 		if ds.prev == nil {

@@ -92,6 +92,10 @@ type Config struct {
 	// CheckTimeout bounds the integrity check (PRAGMA quick_check) at
 	// Open and daily at 03:00 local time (default DefaultCheckTimeout).
 	CheckTimeout time.Duration
+
+	// rollupBatch overrides rollupBatchSamples (tests roll up one device
+	// per batch with 1).
+	rollupBatch int
 }
 
 // PlantInfo is a plant the store keeps data for.
