@@ -25,6 +25,7 @@ import (
 // the samples taken while the clock was ahead stay a year ahead, but once
 // the clock is back Recent answers the present, never the future rows.
 func TestDaemonClockJumps(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	var devs strings.Builder

@@ -24,6 +24,7 @@ import (
 // inverter that reports W=32767 with W_SF=10: /metrics must count the
 // dropped values per device and channel, and the log say it once.
 func TestImplausibleMetrics(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	p := simtest.Start(t, sim.DefaultConfig())
 	inv := simtest.Device(t, p, "inv1")
 	if err := inv.Override(103, "W", 32767); err != nil {

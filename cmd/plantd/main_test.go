@@ -203,6 +203,7 @@ func TestSimCommand(t *testing.T) {
 // and the back-channel consent, the owner deciding each consent with the
 // binary's "plantd consent"; SIGINT stops it within 2 s with exit 0.
 func TestDemo(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	db := filepath.Join(t.TempDir(), "demo.db")
 	// At 600× a 5-minute interval of the database closes every 0.5 s.
 	start := time.Now()

@@ -30,6 +30,7 @@ import (
 // offline after a kill (last will); a schedule sent over MQTT is answered
 // exactly like the same POST over HTTP.
 func TestMQTTUplink(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	if testing.Short() {
 		t.Skip("runs the daemon against a broker (~15 s)")
 	}

@@ -66,6 +66,7 @@ func fakeNotifySocket(t *testing.T) (path string, msgs <-chan string) {
 // STATUS= summary; WATCHDOG=1 follows at a third of the watchdog interval
 // with the summary refreshed; SIGTERM sends STOPPING=1.
 func TestSystemdNotify(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	sock, msgs := fakeNotifySocket(t)

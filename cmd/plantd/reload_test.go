@@ -24,6 +24,7 @@ import (
 // device that stayed is polled throughout, its counter never reset (its
 // goroutine was not restarted).
 func TestReloadDevices(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	p := simtest.Start(t, sim.DefaultConfig())
 	all := p.Devices()
 	kept, removed, added := all[0], all[1], all[2]

@@ -20,6 +20,7 @@ import (
 // device modes, writes limits the way plantd does, and reads in the trace
 // file what the separately running simulator saw.
 func TestSimModesAndTrace(t *testing.T) {
+	t.Parallel() // its own daemon, ports and files
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
 	cmd := exec.Command(binPath, "sim", "--trace", trace, "--ignore-revert", "inv2", "--needs-enable-toggle", "inv1")
 	stdout, err := cmd.StdoutPipe()
