@@ -603,7 +603,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (p
 	}
 	to := floorDiv(latest.Int64, recentWidth) + recentWidth
 	from := to - recentSpan
-	cd, err := readWindow(ctx, db, s, from, to, func(d *device) bool { return want[d.id] != nil }, nil, nil)
+	cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil)
 	if err != nil {
 		return res, fmt.Errorf("store: recent: %w", classify(err))
 	}

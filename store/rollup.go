@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -145,15 +146,24 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 // samples (about 60 MB) in one piece before.
 const rollupBatchSamples = 16384
 
-// deviceBatches splits the devices into batches of about
+// devRange is a range of device row ids, both ends included; the zero
+// range is every device.
+type devRange struct{ lo, hi int64 }
+
+func (r devRange) has(id int64) bool { return r == (devRange{}) || r.lo <= id && id <= r.hi }
+
+// deviceBatches splits the devices into ranges of ids with about
 // rollupBatchSamples samples in [from, to), by the chunk's mean samples
 // per device.
-func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) ([]map[int64]bool, error) {
+func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) ([]devRange, error) {
 	var devs []int64
 	for _, d := range w.s.cat.devices() {
 		if d.kind != kindPlant {
 			devs = append(devs, d.id)
 		}
+	}
+	if len(devs) == 0 {
+		return []devRange{{}}, nil
 	}
 	slices.Sort(devs)
 	var rows int64
@@ -164,19 +174,18 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 	if w.s.cfg.rollupBatch > 0 {
 		budget = int64(w.s.cfg.rollupBatch)
 	}
-	per := max(1, len(devs))
+	per := len(devs)
 	if rows > 0 {
-		mean := max(1, rows/int64(max(1, len(devs))))
+		mean := max(1, rows/int64(len(devs)))
 		per = int(max(1, min(int64(len(devs)), budget/mean)))
 	}
-	var out []map[int64]bool
-	for b := range slices.Chunk(devs, max(1, per)) {
-		m := make(map[int64]bool, len(b))
-		for _, id := range b {
-			m[id] = true
-		}
-		out = append(out, m)
+	var out []devRange
+	for b := range slices.Chunk(devs, per) {
+		out = append(out, devRange{b[0], b[len(b)-1]})
 	}
+	// The first and last ranges open to the ends, so that a device the
+	// catalog does not list yet is still read (and skipped) by one.
+	out[0].lo, out[len(out)-1].hi = math.MinInt64, math.MaxInt64
 	return out, nil
 }
 
@@ -187,7 +196,7 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 // batch has such a run reaching before from, the batches are read again
 // from the start of the earliest (rows already written in tx are written
 // again, replaced).
-func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []map[int64]bool, from, to int64, carry map[int64]*rawSample) (map[int64]*rawSample, error) {
+func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRange, from, to int64, carry map[int64]*rawSample) (map[int64]*rawSample, error) {
 	for pass := 0; pass < 2; pass++ {
 		edges, err := readEdges(ctx, tx, from, to, carry == nil)
 		if err != nil {
@@ -200,7 +209,7 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []map[int
 		newCarry := map[int64]*rawSample{}
 		back := from
 		for _, batch := range batches {
-			data, err := readWindow(ctx, tx, w.s, from, to, func(d *device) bool { return batch[d.id] }, carry, edges)
+			data, err := readWindow(ctx, tx, w.s, from, to, batch, nil, carry, edges)
 			if err != nil {
 				cw.close()
 				return nil, err
@@ -274,7 +283,7 @@ type devSamples struct {
 // readWindow reads the samples in [from, to) of the devices want accepts
 // (nil: all), each one's last sample before from (taken from carry when it
 // is not nil) and its first sample at or after to.
-func readWindow(ctx context.Context, db querier, s *Store, from, to int64, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges) (*chunkData, error) {
+func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span devRange, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges) (*chunkData, error) {
 	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}}
 	skip := map[int64]bool{}
 	get := func(id int64) *devSamples {
@@ -285,7 +294,7 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, want 
 			return nil
 		}
 		d := s.cat.byRowID(id)
-		if d == nil || d.kind == kindPlant || (want != nil && !want(d)) {
+		if d == nil || d.kind == kindPlant || !span.has(id) || (want != nil && !want(d)) {
 			skip[id] = true
 			return nil
 		}
@@ -293,7 +302,13 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, want 
 		cd.devs[id] = ds
 		return ds
 	}
-	rows, err := db.QueryContext(ctx, `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? ORDER BY t`, from, to)
+	// The device range is tested by SQLite: the rows of other batches
+	// never cross into Go.
+	q, args := `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? ORDER BY t`, []any{from, to}
+	if span != (devRange{}) {
+		q, args = `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? AND device BETWEEN ? AND ? ORDER BY t`, append(args, span.lo, span.hi)
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read samples: %w", err)
 	}
