@@ -42,6 +42,9 @@ type daemon struct {
 	ln     net.Listener
 	plants []plant.Plant
 
+	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
+	pollDuration *metrics.HistogramVec
+
 	mu     sync.Mutex
 	state  map[string]poller.State // last state per device, for the log
 	health map[string]plant.Health // last health per device, for the log
@@ -105,6 +108,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	}
 	d.pool = modbus.NewPool(logger.With("component", "modbus"))
 	d.conns = newDeviceConns(cfg, d.pool)
+	d.pollDuration = metrics.NewHistogramVec("plantd_poll_duration_seconds",
+		"Duration of a device's poll (discovery and a retry included) by device kind and result (ok, error).",
+		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "kind", "result")
 	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
 	if err != nil {
 		d.pool.Close()
@@ -128,7 +134,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	}
 	reg := metrics.NewRegistry()
 	reg.MustRegister(newDaemonCollector(d.poller, d.store, d.live))
-	reg.MustRegister(newGridCollector(d.grid))
+	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
 	commands := &lateHandler{}
 	if cfg.MQTT.Broker != "" {
@@ -191,6 +197,14 @@ func (d *daemon) onSample(s poller.Sample) {
 	if !ok {
 		return
 	}
+	kind, result := string(dl.Info.Kind), "ok"
+	if kind == "" {
+		kind = "unknown" // not discovered yet, no kind configured
+	}
+	if s.Err != nil {
+		result = "error"
+	}
+	d.pollDuration.Observe(s.Duration.Seconds(), kind, result)
 	if s.Err == nil {
 		d.store.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
 	}

@@ -48,7 +48,7 @@ devices:
 	}
 	d := startDaemon(t, path)
 	api := d.waitAPI(10 * time.Second)
-	online := regexp.MustCompile(`device (inv1|inv2|meter|bat) online`)
+	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2|meter|bat) `)
 	for seen := map[string]bool{}; len(seen) < 4; {
 		seen[online.FindStringSubmatch(d.WaitLog(online, 30*time.Second))[1]] = true
 	}
@@ -73,8 +73,8 @@ devices:
 		return out
 	}
 	inv := simtest.Device(t, p, "inv1")
-	down := regexp.MustCompile(`device inv1 (offline|stale): (.*)"`)
-	up := regexp.MustCompile(`device inv1 online`)
+	down := regexp.MustCompile(`msg="device (offline|stale)" .*device=inv1 .* err="?(.*?)"?$`)
+	up := regexp.MustCompile(`msg="device online" .*device=inv1 `)
 	for _, f := range []sim.Fault{
 		{Kind: sim.FaultSlow, Delay: 2 * time.Second}, {Kind: sim.FaultDrop}, {Kind: sim.FaultGarbage},
 		{Kind: sim.FaultWrongTID}, {Kind: sim.FaultException, Code: 4}, {Kind: sim.FaultOffline},

@@ -61,7 +61,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	cfgPath := gridConfig(t, p)
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(15 * time.Second)
-	online := regexp.MustCompile(`device (inv1|inv2) online`)
+	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
 	d.WaitLog(online, 10*time.Second)
 	d.WaitLog(online, 10*time.Second)
 
@@ -104,7 +104,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	}
 	d2 := startDaemon(t, cfgPath)
 	d2.waitAPI(15 * time.Second)
-	d2.WaitLog(regexp.MustCompile(`device inv2 online`), 10*time.Second)
+	d2.WaitLog(regexp.MustCompile(`msg="device online" .*device=inv2 `), 10*time.Second)
 	onlineAt := time.Now()
 	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	t.Logf("restart inside the window: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
@@ -235,7 +235,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	}
 	d := startDaemon(t, gridConfig(t, p))
 	d.waitAPI(15 * time.Second)
-	online := regexp.MustCompile(`device (inv1|inv2) online`)
+	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
 	d.WaitLog(online, 10*time.Second)
 	d.WaitLog(online, 10*time.Second)
 	start := time.Now().Truncate(time.Second).Add(3 * time.Second)

@@ -217,7 +217,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("plantd demo ended or after 10 s only %v online, api at %q", online, apiAddr)
 		}
 		for _, id := range []string{"inv1", "inv2", "meter", "bat", "wx"} {
-			if strings.Contains(l, "device "+id+" online (plantd ") {
+			if strings.Contains(l, `msg="device online"`) && strings.Contains(l, " device="+id+" manufacturer=plantd ") {
 				online[id] = true
 			}
 		}

@@ -385,13 +385,15 @@ func (d *device) run(ctx context.Context, p *Poller) {
 		case <-timer.C:
 		}
 		start := p.now()
+		began := time.Now()
 		d.mu.Lock()
-		d.busySince = time.Now()
+		d.busySince = began
 		d.mu.Unlock()
 		s := d.poll(ctx, p)
 		if ctx.Err() != nil {
 			return // a poll cut short by shutdown is not a device failure
 		}
+		s.Duration = time.Since(began)
 		d.record(s, p.now().Sub(start))
 		p.sink(s)
 		d.mu.Lock()
@@ -450,8 +452,8 @@ func (d *device) poll(ctx context.Context, p *Poller) Sample {
 		d.failures = 0
 		d.lastOK = s.Time
 		if d.state != StateOnline {
-			d.log.Info(fmt.Sprintf("device %s online (%s %s, models %s)", d.cfg.ID,
-				d.info.Manufacturer, d.info.Model, modelList(d.info)), "address", d.cfg.Address, "unit", d.cfg.Unit)
+			d.log.Info("device online", "device", d.cfg.ID, "manufacturer", d.info.Manufacturer, "model", d.info.Model,
+				"models", modelList(d.info), "address", d.cfg.Address, "unit", d.cfg.Unit)
 		}
 		d.state = StateOnline
 		s.State = d.state
@@ -470,11 +472,11 @@ func (d *device) poll(ctx context.Context, p *Poller) Sample {
 		d.info, d.plan = nil, nil
 	}
 	if d.state != prev {
+		msg := "device offline"
 		if d.state == StateStale {
-			d.log.Warn(fmt.Sprintf("device %s stale: %v", d.cfg.ID, err))
-		} else {
-			d.log.Warn(fmt.Sprintf("device %s offline: %v", d.cfg.ID, err))
+			msg = "device stale"
 		}
+		d.log.Warn(msg, "device", d.cfg.ID, "address", d.cfg.Address, "unit", d.cfg.Unit, "err", err)
 	}
 	s.State = d.state
 	return s
@@ -498,8 +500,8 @@ func (d *device) read(ctx context.Context, s *Sample) error {
 			return err
 		}
 		for _, m := range plan.Capped() {
-			d.log.Warn(fmt.Sprintf("device %s: model %d at %d claims %d registers, more than its definition: reading %d",
-				d.cfg.ID, m.ID, m.Addr, m.Len, devices.ModelByID(m.ID).MaxLen()))
+			d.log.Warn("model longer than its definition: reading the defined length", "device", d.cfg.ID,
+				"model", m.ID, "addr", m.Addr, "claims", m.Len, "reading", devices.ModelByID(m.ID).MaxLen())
 		}
 		if n := plan.Requests(); n > d.cfg.MaxRequests {
 			return fmt.Errorf("%w: models %s need %d requests, budget %d", ErrRequestBudget, modelList(info), n, d.cfg.MaxRequests)

@@ -28,6 +28,9 @@ type Sample struct {
 	Err error
 	// State is the device's communication state after this poll.
 	State State
+	// Duration is how long the poll took on the wall clock (discovery and
+	// a retry included).
+	Duration time.Duration
 }
 
 // Model returns the sample's instance of model id, or nil.
