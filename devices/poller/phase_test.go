@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -21,9 +22,10 @@ func TestSetPhases(t *testing.T) {
 		{"one device", []*device{dev("a:502", time.Second)}, nil, []time.Duration{0}},
 		{"three units behind one address, one device alone",
 			[]*device{dev("a:502", time.Second), dev("a:502", time.Second), dev("b:502", time.Second), dev("a:502", time.Second)}, nil,
-			[]time.Duration{0, 333333333, 500 * time.Millisecond, 666666666}},
+			[]time.Duration{0, 300 * time.Millisecond, 500 * time.Millisecond, 650 * time.Millisecond}}, // in slots of 50 ms
 		{"four addresses of their own", []*device{dev("a:502", 4*time.Second), dev("b:502", 4*time.Second), dev("c:502", 4*time.Second), dev("d:502", 4*time.Second)}, nil,
 			[]time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second}},
+		{"fifty addresses share twenty slots", fifty(), nil, fiftyWant()},
 		{"two gateways of two units", []*device{dev("a:502", time.Second), dev("a:502", time.Second), dev("b:502", time.Second), dev("b:502", time.Second)}, nil,
 			[]time.Duration{0, 500 * time.Millisecond, 250 * time.Millisecond, 750 * time.Millisecond}},
 		{"only the new device", []*device{dev("a:502", time.Second), dev("a:502", time.Second)}, []int{1},
@@ -52,4 +54,22 @@ func TestSetPhases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fifty is fifty devices at addresses of their own, polled every second.
+func fifty() []*device {
+	var out []*device
+	for i := range 50 {
+		out = append(out, &device{cfg: DeviceConfig{Address: fmt.Sprintf("10.0.0.%d:502", i), Interval: time.Second}})
+	}
+	return out
+}
+
+// fiftyWant: device e of 50 at e/50 s, rounded down to 50 ms.
+func fiftyWant() []time.Duration {
+	var out []time.Duration
+	for e := range 50 {
+		out = append(out, time.Duration(e*20)*time.Millisecond/(50*time.Millisecond)*(50*time.Millisecond))
+	}
+	return out
 }

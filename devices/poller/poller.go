@@ -379,6 +379,10 @@ type device struct {
 	phase time.Duration
 }
 
+// phaseSlots is how many slots of its interval a device's polls may be
+// shifted to (setPhases).
+const phaseSlots = 20
+
 // setPhases spreads the polls of devs over their intervals: the units
 // behind one address take turns on its connection, so polling them all at
 // the same instant makes the last wait for all the others (1,000 devices
@@ -386,9 +390,14 @@ type device struct {
 // devices saw it a jitter p99 of 35 ms). The k-th of n units of an address
 // is shifted by k/n of its interval, and the e-th of E addresses by a
 // further e/E of one unit's share, so that devices with addresses of
-// their own are spread too. Only the devices in set get a phase (the
-// others already run with theirs); the first poll of every device is
-// immediate, the phase applies from the second on.
+// their own are spread too. Phases are rounded down to phaseSlots slots
+// of the interval, so that the poller wakes at most that many times per
+// interval and not once per device (1,000 phases of their own cost 18 %
+// of a core in wake-ups; the devices sharing a slot are polled together,
+// on connections of their own or not at the same address). Only the
+// devices in set get a phase (the others already run with theirs); the
+// first poll of every device is immediate, the phase applies from the
+// second on.
 func setPhases(devs []*device, set map[*device]bool) {
 	var addrs []string
 	units := map[string][]*device{}
@@ -404,7 +413,8 @@ func setPhases(devs []*device, set map[*device]bool) {
 		for k, d := range us {
 			if set[d] {
 				share := float64(k) + float64(e)/float64(len(addrs))
-				d.phase = time.Duration(share / float64(len(us)) * float64(d.cfg.Interval))
+				slot := d.cfg.Interval / phaseSlots
+				d.phase = time.Duration(share/float64(len(us))*float64(d.cfg.Interval)) / slot * slot
 			}
 		}
 	}
