@@ -398,6 +398,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	p, ok := s.auth.lookup(tok)
 	if !ok {
 		s.auth.guard.failed(src)
+		s.metrics.authFailures.Inc("invalid_token")
 		unauthorized(c, "invalid_token", "invalid or expired token")
 		return
 	}

@@ -1,8 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,28 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
-
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // clientFrom is an HTTP client whose connections come from the loopback
 // address ip (Linux answers on all of 127.0.0.0/8).
@@ -47,7 +30,7 @@ func clientFrom(ip string) *http.Client {
 // then not checked), one log line says so for the burst, and another
 // address logs in as before; an allowance comes back after Every.
 func TestFailedLoginLimit(t *testing.T) {
-	var logs lockedBuffer
+	var logs proctest.Buffer
 	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
 		c.FailedLogins = FailedLogins{Burst: 5, Every: 10 * time.Second}
 	}})
@@ -119,6 +102,28 @@ func TestFailedLoginLimit(t *testing.T) {
 	got := lines("127.0.0.1")
 	if len(got) != 2 || !strings.Contains(got[1], "failures=5 ") || !strings.Contains(got[1], "refused=52 ") {
 		t.Errorf("log lines of 127.0.0.1 after a minute:\n%s", strings.Join(got, "\n"))
+	}
+	// An unknown bearer token from the other address.
+	req, _ = http.NewRequest("GET", e.ts.URL+"/monitoring/v1/plants", nil)
+	req.Header.Set("Authorization", "Bearer no-such-token")
+	if resp, err := b.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("unknown bearer token: %v %v", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	// /metrics counts them by reason: 7 wrong secrets (5 + 1 from each
+	// address later), 52 refused unchecked, 1 unknown bearer token.
+	resp, err := http.Get(e.ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`plantd_auth_failures_total{reason="invalid_client"} 7`,
+		`plantd_auth_failures_total{reason="rate_limited"} 52`, `plantd_auth_failures_total{reason="invalid_token"} 1`} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 }
 

@@ -13,6 +13,11 @@ import (
 type apiMetrics struct {
 	requests *metrics.CounterVec
 	latency  *metrics.HistogramVec
+	// authFailures counts failed logins by reason: invalid_client (a
+	// wrong secret or unknown client at /oauth2/token), invalid_token (a
+	// bearer token plantd does not know), rate_limited (refused unchecked
+	// because the address used up its failed logins).
+	authFailures *metrics.CounterVec
 }
 
 func newMetrics(reg *metrics.Registry) *apiMetrics {
@@ -23,7 +28,9 @@ func newMetrics(reg *metrics.Registry) *apiMetrics {
 			"HTTP API request latency by method, route and status.",
 			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "method", "route", "status"),
 	}
-	reg.MustRegister(m.requests, m.latency)
+	m.authFailures = metrics.NewCounterVec("plantd_auth_failures_total",
+		"Failed logins by reason (invalid_client, invalid_token, rate_limited).", "reason")
+	reg.MustRegister(m.requests, m.latency, m.authFailures)
 	return m
 }
 

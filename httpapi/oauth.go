@@ -66,6 +66,7 @@ func (s *Server) loginBlocked(c *gin.Context, src string, oauth bool) bool {
 	if !blocked {
 		return false
 	}
+	s.metrics.authFailures.Inc("rate_limited")
 	retryAfter(c, wait)
 	const msg = "too many failed logins from this address; retry later"
 	if oauth {
@@ -188,6 +189,7 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 	cl, ok := s.auth.client(id, secret)
 	if !ok {
 		s.auth.guard.failed(src)
+		s.metrics.authFailures.Inc("invalid_client")
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return oauthClient{}, false
 	}
