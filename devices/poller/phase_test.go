@@ -22,12 +22,12 @@ func TestSetPhases(t *testing.T) {
 		{"one device", []*device{dev("a:502", time.Second)}, nil, []time.Duration{0}},
 		{"three units behind one address, one device alone",
 			[]*device{dev("a:502", time.Second), dev("a:502", time.Second), dev("b:502", time.Second), dev("a:502", time.Second)}, nil,
-			[]time.Duration{0, 300 * time.Millisecond, 500 * time.Millisecond, 650 * time.Millisecond}}, // in slots of 50 ms
+			[]time.Duration{0, 333333333, 333333333, 666666666}}, // 3 slots: as many as units at one address
 		{"four addresses of their own", []*device{dev("a:502", 4*time.Second), dev("b:502", 4*time.Second), dev("c:502", 4*time.Second), dev("d:502", 4*time.Second)}, nil,
-			[]time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second}},
-		{"fifty addresses share twenty slots", fifty(), nil, fiftyWant()},
+			[]time.Duration{0, 0, 0, 0}}, // a small plant: one slot
+		{"1,000 addresses share twenty slots", ownAddresses(1000), nil, ownAddressesWant(1000)},
 		{"two gateways of two units", []*device{dev("a:502", time.Second), dev("a:502", time.Second), dev("b:502", time.Second), dev("b:502", time.Second)}, nil,
-			[]time.Duration{0, 500 * time.Millisecond, 250 * time.Millisecond, 750 * time.Millisecond}},
+			[]time.Duration{0, 500 * time.Millisecond, 0, 500 * time.Millisecond}}, // 2 slots
 		{"only the new device", []*device{dev("a:502", time.Second), dev("a:502", time.Second)}, []int{1},
 			[]time.Duration{0, 500 * time.Millisecond}},
 	} {
@@ -56,20 +56,22 @@ func TestSetPhases(t *testing.T) {
 	}
 }
 
-// fifty is fifty devices at addresses of their own, polled every second.
-func fifty() []*device {
+// ownAddresses is n devices at addresses of their own, polled every
+// second.
+func ownAddresses(n int) []*device {
 	var out []*device
-	for i := range 50 {
-		out = append(out, &device{cfg: DeviceConfig{Address: fmt.Sprintf("10.0.0.%d:502", i), Interval: time.Second}})
+	for i := range n {
+		out = append(out, &device{cfg: DeviceConfig{Address: fmt.Sprintf("10.0.%d.%d:502", i/250, i%250), Interval: time.Second}})
 	}
 	return out
 }
 
-// fiftyWant: device e of 50 at e/50 s, rounded down to 50 ms.
-func fiftyWant() []time.Duration {
+// ownAddressesWant: device e of n (n >= 1,000) at e/n s, rounded down to
+// the 50 ms of one of 20 slots.
+func ownAddressesWant(n int) []time.Duration {
 	var out []time.Duration
-	for e := range 50 {
-		out = append(out, time.Duration(e*20)*time.Millisecond/(50*time.Millisecond)*(50*time.Millisecond))
+	for e := range n {
+		out = append(out, time.Duration(e)*time.Second/time.Duration(n)/(50*time.Millisecond)*(50*time.Millisecond))
 	}
 	return out
 }

@@ -380,8 +380,12 @@ type device struct {
 }
 
 // phaseSlots is how many slots of its interval a device's polls may be
-// shifted to (setPhases).
-const phaseSlots = 20
+// shifted to at most, and slotDevices how many devices at addresses of
+// their own share a slot before another is used (setPhases).
+const (
+	phaseSlots  = 20
+	slotDevices = 50
+)
 
 // setPhases spreads the polls of devs over their intervals: the units
 // behind one address take turns on its connection, so polling them all at
@@ -390,11 +394,14 @@ const phaseSlots = 20
 // devices saw it a jitter p99 of 35 ms). The k-th of n units of an address
 // is shifted by k/n of its interval, and the e-th of E addresses by a
 // further e/E of one unit's share, so that devices with addresses of
-// their own are spread too. Phases are rounded down to phaseSlots slots
-// of the interval, so that the poller wakes at most that many times per
-// interval and not once per device (1,000 phases of their own cost 18 %
-// of a core in wake-ups; the devices sharing a slot are polled together,
-// on connections of their own or not at the same address). Only the
+// their own are spread too. Phases are rounded down to slots of the
+// interval, so that the poller wakes a few times per interval and not
+// once per device (1,000 phases of their own cost 18 % of a core in
+// wake-ups): as many slots as an address has units, or one per
+// slotDevices devices, at most phaseSlots; the devices sharing a slot are
+// polled together, on connections of their own or not at the same
+// address. A small plant of devices at addresses of their own keeps one
+// slot: all polled at once, as before. Only the
 // devices in set get a phase (the others already run with theirs); the
 // first poll of every device is immediate, the phase applies from the
 // second on.
@@ -408,13 +415,20 @@ func setPhases(devs []*device, set map[*device]bool) {
 		}
 		units[a] = append(units[a], d)
 	}
+	slots := (len(devs) + slotDevices - 1) / slotDevices
+	for _, us := range units {
+		slots = max(slots, len(us))
+	}
+	slots = min(max(slots, 1), phaseSlots)
 	for e, a := range addrs {
 		us := units[a]
 		for k, d := range us {
 			if set[d] {
-				share := float64(k) + float64(e)/float64(len(addrs))
-				slot := d.cfg.Interval / phaseSlots
-				d.phase = time.Duration(share/float64(len(us))*float64(d.cfg.Interval)) / slot * slot
+				// (k + e/E) / n of the interval, in integers: no float
+				// rounding below a slot's edge.
+				E, n := int64(len(addrs)), int64(len(us))
+				slot := d.cfg.Interval / time.Duration(slots)
+				d.phase = time.Duration(int64(d.cfg.Interval)*(int64(k)*E+int64(e))/(n*E)) / slot * slot
 			}
 		}
 	}
