@@ -1,3 +1,5 @@
+//go:build pprof
+
 package main
 
 import (
@@ -15,7 +17,8 @@ import (
 // in PLANTD_PPROF (e.g. 127.0.0.1:6060) until ctx ends, for a developer
 // chasing memory or CPU on a running gateway. Off unless set; refused on
 // an address that is not loopback, since profiles show the process's
-// memory.
+// memory. Only in a binary built with -tags pprof (net/http/pprof adds
+// 0.4 MB to the stripped binary).
 func startPprof(ctx context.Context, logger *slog.Logger) {
 	addr := os.Getenv("PLANTD_PPROF")
 	if addr == "" {
