@@ -28,6 +28,7 @@ func TestSetPhases(t *testing.T) {
 		{"1,000 addresses share twenty slots", ownAddresses(1000), nil, ownAddressesWant(1000)},
 		{"two gateways of two units", []*device{dev("a:502", time.Second), dev("a:502", time.Second), dev("b:502", time.Second), dev("b:502", time.Second)}, nil,
 			[]time.Duration{0, 500 * time.Millisecond, 0, 500 * time.Millisecond}}, // 2 slots
+		{"200 units behind one address at 5 s: 100 slots of 50 ms", unitsAt(200, 5*time.Second), nil, unitsAtWant(200, 100, 5*time.Second)},
 		{"only the new device", []*device{dev("a:502", time.Second), dev("a:502", time.Second)}, []int{1},
 			[]time.Duration{0, 500 * time.Millisecond}},
 	} {
@@ -72,6 +73,25 @@ func ownAddressesWant(n int) []time.Duration {
 	var out []time.Duration
 	for e := range n {
 		out = append(out, time.Duration(e)*time.Second/time.Duration(n)/(50*time.Millisecond)*(50*time.Millisecond))
+	}
+	return out
+}
+
+// unitsAt is n units behind one address, polled every iv.
+func unitsAt(n int, iv time.Duration) []*device {
+	var out []*device
+	for range n {
+		out = append(out, &device{cfg: DeviceConfig{Address: "gw:502", Interval: iv}})
+	}
+	return out
+}
+
+// unitsAtWant: unit k of n at k/n of iv, rounded down to one of slots.
+func unitsAtWant(n, slots int, iv time.Duration) []time.Duration {
+	var out []time.Duration
+	slot := iv / time.Duration(slots)
+	for k := range n {
+		out = append(out, iv*time.Duration(k)/time.Duration(n)/slot*slot)
 	}
 	return out
 }

@@ -379,12 +379,12 @@ type device struct {
 	phase time.Duration
 }
 
-// phaseSlots is how many slots of its interval a device's polls may be
-// shifted to at most, and slotDevices how many devices at addresses of
-// their own share a slot before another is used (setPhases).
+// slotsPerSecond bounds how often per second of a device's interval the
+// poller wakes for a new slot, and slotDevices is how many devices at
+// addresses of their own share a slot before another is used (setPhases).
 const (
-	phaseSlots  = 20
-	slotDevices = 50
+	slotsPerSecond = 20
+	slotDevices    = 50
 )
 
 // setPhases spreads the polls of devs over their intervals: the units
@@ -398,7 +398,8 @@ const (
 // interval, so that the poller wakes a few times per interval and not
 // once per device (1,000 phases of their own cost 18 % of a core in
 // wake-ups): as many slots as an address has units, or one per
-// slotDevices devices, at most phaseSlots; the devices sharing a slot are
+// slotDevices devices, at most slotsPerSecond per second of the interval
+// (20 at 1 s, 100 at 5 s); the devices sharing a slot are
 // polled together, on connections of their own or not at the same
 // address. A small plant of devices at addresses of their own keeps one
 // slot: all polled at once, as before. Only the
@@ -419,7 +420,6 @@ func setPhases(devs []*device, set map[*device]bool) {
 	for _, us := range units {
 		slots = max(slots, len(us))
 	}
-	slots = min(max(slots, 1), phaseSlots)
 	for e, a := range addrs {
 		us := units[a]
 		for k, d := range us {
@@ -427,7 +427,8 @@ func setPhases(devs []*device, set map[*device]bool) {
 				// (k + e/E) / n of the interval, in integers: no float
 				// rounding below a slot's edge.
 				E, n := int64(len(addrs)), int64(len(us))
-				slot := d.cfg.Interval / time.Duration(slots)
+				most := max(1, int(d.cfg.Interval*slotsPerSecond/time.Second))
+				slot := d.cfg.Interval / time.Duration(min(max(slots, 1), most))
 				d.phase = time.Duration(int64(d.cfg.Interval)*(int64(k)*E+int64(e))/(n*E)) / slot * slot
 			}
 		}
