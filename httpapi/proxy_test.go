@@ -1,34 +1,16 @@
 package httpapi
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"plantd/config"
+	"plantd/internal/proctest"
 	"plantd/plant"
 )
-
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestForwardedHeadersNotTrusted: a client's X-Forwarded-For and X-Real-IP
 // must not change the address in the access log, unless the config names
@@ -46,7 +28,7 @@ func TestForwardedHeadersNotTrusted(t *testing.T) {
 			live := plant.NewLive([]plant.Plant{{ID: "p1", Name: "p"}}, nil, nil)
 			cfg := testConfig(config.RateLimit{RequestsPerSecond: 1000, Burst: 1000})
 			cfg.TrustedProxies = tt.proxies
-			var logs logBuf
+			var logs proctest.Buffer
 			srv, err := New(cfg, Deps{Live: live, History: newFakeHistory(live)}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			if err != nil {
 				t.Fatal(err)

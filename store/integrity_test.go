@@ -1,36 +1,18 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // fillDB writes a few MB of samples into a new database and closes it.
 func fillDB(t *testing.T, path string) {
@@ -75,7 +57,7 @@ func TestCorruptionInTheMiddle(t *testing.T) {
 	}
 	f.Close()
 
-	var logs lockedBuffer
+	var logs proctest.Buffer
 	s, err := Open(t.Context(), Config{Path: path, Plants: []PlantInfo{{ID: "p1"}}}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		// Refusing to start is also acceptable only if it says so; the

@@ -2,7 +2,8 @@
 // the real plantd binary built once, started with its log lines (stderr)
 // kept for the test to wait on, and stopped by the test's cleanup. Buffer
 // is the goroutine-safe sink for a process's output or a test's slog
-// handler. Only tests import it; it imports no plantd package.
+// handler. Only tests and test helpers (mqtt/mqtttest) import it; it
+// imports no plantd package.
 package proctest
 
 import (

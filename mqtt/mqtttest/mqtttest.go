@@ -8,13 +8,11 @@
 package mqtttest
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -30,6 +28,8 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
+
+	"plantd/internal/proctest"
 )
 
 // Broker is a broker of one test.
@@ -41,7 +41,7 @@ type Broker struct {
 	extra  string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	stderr *lockedBuffer
+	stderr *proctest.Buffer
 	embed  *mochi.Server
 	moch   bool
 }
@@ -183,7 +183,7 @@ func StartMosquitto(t testing.TB, port int, confFile string) *Broker {
 func (b *Broker) startWith(cf string) {
 	t := b.t
 	t.Helper()
-	b.stderr = &lockedBuffer{}
+	b.stderr = &proctest.Buffer{}
 	b.cmd = exec.Command(MosquittoPath(t), "-c", cf)
 	b.cmd.Stderr = b.stderr
 	if err := b.cmd.Start(); err != nil {
@@ -252,25 +252,6 @@ func startEmbedded(addr string) (*mochi.Server, error) {
 	}
 	return srv, nil
 }
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var _ io.Writer = (*lockedBuffer)(nil)
 
 // State is a message of the state topic.
 type State struct {
