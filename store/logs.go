@@ -49,7 +49,7 @@ func (s *Store) Log(e LogEntry) bool {
 		e.Time = s.cfg.Now()
 	}
 	select {
-	case s.queue <- item{l: e, isL: true}:
+	case s.queue <- item{l: &e}:
 		return true
 	default:
 		s.drop("queue full")

@@ -316,8 +316,8 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 		switch {
 		case it.done != nil:
 			continue
-		case it.isL:
-			e := &it.l
+		case it.l != nil:
+			e := it.l
 			if _, err := lg.ExecContext(ctx, e.Time.UnixMilli(), e.Level, e.Code, e.Message, e.PlantID, e.DeviceID); err != nil {
 				return fmt.Errorf("insert log entry: %w", err)
 			}
