@@ -125,21 +125,17 @@ func newBattery(d *Device) (*battery, error) {
 	}
 	err := d.build(defaultBase, specs, func(bb *builder) {
 		h := &b.h
-		for _, n := range [...]struct {
-			dst *handle
-			id  uint16
-			n   string
-		}{
-			{&h.soc, 802, "SoC"}, {&h.dod, 802, "DoD"}, {&h.soh, 802, "SoH"}, {&h.nCyc, 802, "NCyc"},
-			{&h.chaSt, 802, "ChaSt"}, {&h.hb, 802, "Hb"}, {&h.state, 802, "State"}, {&h.v, 802, "V"},
-			{&h.cellVMax, 802, "CellVMax"}, {&h.cellVMin, 802, "CellVMin"}, {&h.cellVAvg, 802, "CellVAvg"},
-			{&h.a, 802, "A"}, {&h.w, 802, "W"},
-			{&h.chaState, 124, "ChaState"}, {&h.storAval, 124, "StorAval"}, {&h.inBatV, 124, "InBatV"},
-			{&h.chaSt124, 124, "ChaSt"},
-			{&h.whAvail, 713, "WHAvail"}, {&h.soc713, 713, "SoC"}, {&h.soh713, 713, "SoH"},
-		} {
-			*n.dst = bb.handle(n.id, n.n)
-		}
+		bb.bindAll(802,
+			named{&h.soc, "SoC"}, named{&h.dod, "DoD"}, named{&h.soh, "SoH"}, named{&h.nCyc, "NCyc"}, named{&h.chaSt, "ChaSt"},
+			named{&h.hb, "Hb"}, named{&h.state, "State"}, named{&h.v, "V"}, named{&h.cellVMax, "CellVMax"},
+			named{&h.cellVMin, "CellVMin"}, named{&h.cellVAvg, "CellVAvg"}, named{&h.a, "A"}, named{&h.w, "W"},
+		)
+		bb.bindAll(124,
+			named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"}, named{&h.inBatV, "InBatV"}, named{&h.chaSt124, "ChaSt"},
+		)
+		bb.bindAll(713,
+			named{&h.whAvail, "WHAvail"}, named{&h.soc713, "SoC"}, named{&h.soh713, "SoH"},
+		)
 	})
 	if err != nil {
 		return nil, err

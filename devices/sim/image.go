@@ -124,6 +124,19 @@ func (b *builder) handle(id uint16, name string) handle {
 	return h
 }
 
+// named is a handle to resolve by its point's name.
+type named struct {
+	dst *handle
+	n   string
+}
+
+// bindAll resolves the handles of points of model id.
+func (b *builder) bindAll(id uint16, ns ...named) {
+	for _, n := range ns {
+		*n.dst = b.handle(id, n.n)
+	}
+}
+
 // phases resolves the three per-phase points of a quantity.
 func (b *builder) phases(id uint16, a, bb, c string) [3]handle {
 	return [3]handle{b.handle(id, a), b.handle(id, bb), b.handle(id, c)}

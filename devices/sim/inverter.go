@@ -198,33 +198,10 @@ func classicSpecs(c DeviceConfig) []modelSpec {
 			b.set(in, "OutPFSet", 1)
 			b.raw(in, "VArPct_Mod", 2) // % of VArMax
 		}},
-		{id: 126, counts: map[string]int{"curve": 2}, fill: func(b *builder, in *devices.Instance) {
-			legacyCurveHeader(b, in, 2)
-			b.sf(in, "V_SF", 0)
-			b.sf(in, "DeptRef_SF", 0)
-			b.sf(in, "RmpIncDec_SF", 0)
-			curves := b.groups(&in.Root, "curve", 2)
-			if curves == nil {
-				return
-			}
-			for i, c := range []struct {
-				name string
-				pts  [][2]float64
-			}{
-				{"VV-EN50549", [][2]float64{{92, 30}, {98, 0}, {102, 0}, {108, -30}}},
-				{"VV-WIDE", [][2]float64{{94, 44}, {97, 0}, {103, 0}, {106, -44}}},
-			} {
-				gi := &curves[i]
-				b.setIn(in, gi, "ActPt", float64(len(c.pts)))
-				b.setIn(in, gi, "DeptRef", 2) // % of VArMax
-				legacyPoints(b, in, gi, "V", "VAr", c.pts)
-				curveName(b, in, gi, c.name)
-				b.setIn(in, gi, "RmpTms", 10)
-				b.setIn(in, gi, "RmpDecTmm", 100)
-				b.setIn(in, gi, "RmpIncTmm", 100)
-				b.setIn(in, gi, "ReadOnly", 0)
-			}
-		}},
+		// Volt-var: reactive power in % of VArMax (DeptRef 2).
+		legacyVoltCurves(126, "VAr", 2, "RmpTms",
+			namedCurve{"VV-EN50549", [][2]float64{{92, 30}, {98, 0}, {102, 0}, {108, -30}}},
+			namedCurve{"VV-WIDE", [][2]float64{{94, 44}, {97, 0}, {103, 0}, {106, -44}}}),
 		{id: 127, fill: func(b *builder, in *devices.Instance) {
 			b.sf(in, "WGra_SF", 0)
 			b.sf(in, "HzStrStop_SF", -2)
@@ -238,33 +215,10 @@ func classicSpecs(c DeviceConfig) []modelSpec {
 		}},
 		rideThrough(129, "Tms", "V", 0, [][2]float64{{0.15, 15}, {0.5, 45}, {1.5, 70}, {3, 85}}, "LVRT"),
 		rideThrough(130, "Tms", "V", 0, [][2]float64{{0.1, 120}, {0.2, 115}, {1, 112}, {5, 110}}, "HVRT"),
-		{id: 132, counts: map[string]int{"curve": 2}, fill: func(b *builder, in *devices.Instance) {
-			legacyCurveHeader(b, in, 2)
-			b.sf(in, "V_SF", 0)
-			b.sf(in, "DeptRef_SF", 0)
-			b.sf(in, "RmpIncDec_SF", 0)
-			curves := b.groups(&in.Root, "curve", 2)
-			if curves == nil {
-				return
-			}
-			for i, c := range []struct {
-				name string
-				pts  [][2]float64
-			}{
-				{"VW-STD", [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}}},
-				{"VW-SOFT", [][2]float64{{100, 100}, {105, 100}, {108, 40}, {110, 0}}},
-			} {
-				gi := &curves[i]
-				b.setIn(in, gi, "ActPt", float64(len(c.pts)))
-				b.setIn(in, gi, "DeptRef", 1) // % of WMax
-				legacyPoints(b, in, gi, "V", "W", c.pts)
-				curveName(b, in, gi, c.name)
-				b.setIn(in, gi, "RmpPt1Tms", 10)
-				b.setIn(in, gi, "RmpDecTmm", 100)
-				b.setIn(in, gi, "RmpIncTmm", 100)
-				b.setIn(in, gi, "ReadOnly", 0)
-			}
-		}},
+		// Volt-watt: active power in % of WMax (DeptRef 1).
+		legacyVoltCurves(132, "W", 1, "RmpPt1Tms",
+			namedCurve{"VW-STD", [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}}},
+			namedCurve{"VW-SOFT", [][2]float64{{100, 100}, {105, 100}, {108, 40}, {110, 0}}}),
 		// One curve only: with two, 134 would be 128 registers, more than
 		// one read can fetch together with its scale factors.
 		{id: 134, counts: map[string]int{"curve": 1}, fill: func(b *builder, in *devices.Instance) {
@@ -293,6 +247,40 @@ func classicSpecs(c DeviceConfig) []modelSpec {
 		rideThrough(135, "Tms", "Hz", -2, [][2]float64{{0.1, 47.5}, {1, 48}, {5, 48.5}, {10, 49}}, "LFRT"),
 		rideThrough(136, "Tms", "Hz", -2, [][2]float64{{0.1, 52}, {1, 51.5}, {5, 51}, {10, 50.5}}, "HFRT"),
 	}
+}
+
+// namedCurve is a curve of (x, y) points with its CrvNam.
+type namedCurve struct {
+	name string
+	pts  [][2]float64
+}
+
+// legacyVoltCurves is a legacy curve model over voltage (126 volt-var,
+// 132 volt-watt) with the given curves of (V, y) points: y is the curve's
+// dependent point ("VAr", "W"), deptRef its DeptRef, rampTms the name of
+// its ramp time point; ramps of 10 s and 100 %/min.
+func legacyVoltCurves(id uint16, y string, deptRef float64, rampTms string, curves ...namedCurve) modelSpec {
+	return modelSpec{id: id, counts: map[string]int{"curve": len(curves)}, fill: func(b *builder, in *devices.Instance) {
+		legacyCurveHeader(b, in, len(curves))
+		b.sf(in, "V_SF", 0)
+		b.sf(in, "DeptRef_SF", 0)
+		b.sf(in, "RmpIncDec_SF", 0)
+		gis := b.groups(&in.Root, "curve", len(curves))
+		if gis == nil {
+			return
+		}
+		for i, c := range curves {
+			gi := &gis[i]
+			b.setIn(in, gi, "ActPt", float64(len(c.pts)))
+			b.setIn(in, gi, "DeptRef", deptRef)
+			legacyPoints(b, in, gi, "V", y, c.pts)
+			curveName(b, in, gi, c.name)
+			b.setIn(in, gi, rampTms, 10)
+			b.setIn(in, gi, "RmpDecTmm", 100)
+			b.setIn(in, gi, "RmpIncTmm", 100)
+			b.setIn(in, gi, "ReadOnly", 0)
+		}
+	}}
 }
 
 // legacyCurveHeader sets the fixed points of a legacy curve model (126 to
@@ -357,19 +345,15 @@ func rideThrough(id uint16, x, y string, ySF int, pts [][2]float64, name string)
 
 func resolveClassic(b *builder) *classicHandles {
 	h := &classicHandles{}
-	for _, n := range [...]struct {
-		dst *handle
-		id  uint16
-		n   string
-	}{
-		{&h.a, 103, "A"}, {&h.w, 103, "W"}, {&h.hz, 103, "Hz"}, {&h.va, 103, "VA"}, {&h.vAr, 103, "VAr"},
-		{&h.pf, 103, "PF"}, {&h.wh, 103, "WH"}, {&h.dca, 103, "DCA"}, {&h.dcv, 103, "DCV"}, {&h.dcw, 103, "DCW"},
-		{&h.tmpCab, 103, "TmpCab"}, {&h.tmpSnk, 103, "TmpSnk"}, {&h.st, 103, "St"},
-		{&h.pvConn, 122, "PVConn"}, {&h.ecpConn, 122, "ECPConn"}, {&h.actWh, 122, "ActWh"}, {&h.actVAh, 122, "ActVAh"},
-		{&h.wAval, 122, "WAval"}, {&h.varAval, 122, "VArAval"}, {&h.stActCtl, 122, "StActCtl"}, {&h.tms, 122, "Tms"},
-	} {
-		*n.dst = b.handle(n.id, n.n)
-	}
+	b.bindAll(103,
+		named{&h.a, "A"}, named{&h.w, "W"}, named{&h.hz, "Hz"}, named{&h.va, "VA"}, named{&h.vAr, "VAr"}, named{&h.pf, "PF"},
+		named{&h.wh, "WH"}, named{&h.dca, "DCA"}, named{&h.dcv, "DCV"}, named{&h.dcw, "DCW"}, named{&h.tmpCab, "TmpCab"},
+		named{&h.tmpSnk, "TmpSnk"}, named{&h.st, "St"},
+	)
+	b.bindAll(122,
+		named{&h.pvConn, "PVConn"}, named{&h.ecpConn, "ECPConn"}, named{&h.actWh, "ActWh"}, named{&h.actVAh, "ActVAh"},
+		named{&h.wAval, "WAval"}, named{&h.varAval, "VArAval"}, named{&h.stActCtl, "StActCtl"}, named{&h.tms, "Tms"},
+	)
 	h.aph = b.phases(103, "AphA", "AphB", "AphC")
 	h.ppv = b.phases(103, "PPVphAB", "PPVphBC", "PPVphCA")
 	h.phv = b.phases(103, "PhVphA", "PhVphB", "PhVphC")
@@ -595,16 +579,11 @@ func tripModel(id uint16, y string, ySF int, curves [3][][2]float64) modelSpec {
 
 func resolveDER(b *builder) *derHandles {
 	h := &derHandles{}
-	for _, n := range [...]struct {
-		dst *handle
-		n   string
-	}{
-		{&h.st, "St"}, {&h.invSt, "InvSt"}, {&h.connSt, "ConnSt"}, {&h.w, "W"}, {&h.va, "VA"}, {&h.vAr, "Var"},
-		{&h.pf, "PF"}, {&h.a, "A"}, {&h.llv, "LLV"}, {&h.lnv, "LNV"}, {&h.hz, "Hz"}, {&h.totWhInj, "TotWhInj"},
-		{&h.tmpCab, "TmpCab"}, {&h.tmpSnk, "TmpSnk"},
-	} {
-		*n.dst = b.handle(701, n.n)
-	}
+	b.bindAll(701,
+		named{&h.st, "St"}, named{&h.invSt, "InvSt"}, named{&h.connSt, "ConnSt"}, named{&h.w, "W"}, named{&h.va, "VA"},
+		named{&h.vAr, "Var"}, named{&h.pf, "PF"}, named{&h.a, "A"}, named{&h.llv, "LLV"}, named{&h.lnv, "LNV"}, named{&h.hz, "Hz"},
+		named{&h.totWhInj, "TotWhInj"}, named{&h.tmpCab, "TmpCab"}, named{&h.tmpSnk, "TmpSnk"},
+	)
 	h.wl = b.phases(701, "WL1", "WL2", "WL3")
 	h.val = b.phases(701, "VAL1", "VAL2", "VAL3")
 	h.varl = b.phases(701, "VarL1", "VarL2", "VarL3")

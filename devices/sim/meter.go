@@ -44,15 +44,10 @@ func newMeter(d *Device, maxW float64) (*meter, error) {
 	}
 	err := d.build(defaultBase, specs, func(b *builder) {
 		h := &m.h
-		for _, n := range [...]struct {
-			dst *handle
-			n   string
-		}{
-			{&h.a, "A"}, {&h.phv, "PhV"}, {&h.ppv, "PPV"}, {&h.hz, "Hz"}, {&h.w, "W"}, {&h.va, "VA"},
-			{&h.vAr, "VAR"}, {&h.pf, "PF"}, {&h.imp, "TotWhImp"}, {&h.exp, "TotWhExp"},
-		} {
-			*n.dst = b.handle(203, n.n)
-		}
+		b.bindAll(203,
+			named{&h.a, "A"}, named{&h.phv, "PhV"}, named{&h.ppv, "PPV"}, named{&h.hz, "Hz"}, named{&h.w, "W"}, named{&h.va, "VA"},
+			named{&h.vAr, "VAR"}, named{&h.pf, "PF"}, named{&h.imp, "TotWhImp"}, named{&h.exp, "TotWhExp"},
+		)
 		h.aph = b.phases(203, "AphA", "AphB", "AphC")
 		h.phvph = b.phases(203, "PhVphA", "PhVphB", "PhVphC")
 		h.ppvph = b.phases(203, "PhVphAB", "PhVphBC", "PhVphCA")
