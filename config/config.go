@@ -175,6 +175,10 @@ type Location struct {
 type Installation struct {
 	// PeakPowerW is the plant's peak power in W; >= 0, 0 = not given.
 	PeakPowerW float64 `yaml:"peakPowerW"`
+	// DCPowerInputMaxW is the most DC power the plant's inverters take in,
+	// in W (the API's dcPowerInputMax; SunSpec has no point for it); >= 0,
+	// 0 = not given.
+	DCPowerInputMaxW float64 `yaml:"dcPowerInputMaxW"`
 	// CO2SavingsFactor in g/kWh; >= 0. Default 400.
 	CO2SavingsFactor float64 `yaml:"co2SavingsFactor"`
 	// StartUp is the day the plant started feeding in.

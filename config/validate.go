@@ -259,6 +259,7 @@ func (v *validator) location(path string, l Location) {
 
 func (v *validator) installation(path string, in Installation) {
 	v.nonNegative(path+".peakPowerW", in.PeakPowerW)
+	v.nonNegative(path+".dcPowerInputMaxW", in.DCPowerInputMaxW)
 	v.nonNegative(path+".co2SavingsFactor", in.CO2SavingsFactor)
 	if d := in.StartUp; !d.IsZero() {
 		if t := d.In(time.UTC); t.Year() != d.Year || t.Month() != d.Month || t.Day() != d.Day {

@@ -109,9 +109,9 @@ func testConfig(rate config.RateLimit) Config {
 		RateLimit: rate,
 		Plants: []config.Plant{{
 			ID: "demo", Name: "Demo plant", Description: "simulated", Timezone: "Europe/Berlin",
-			Location: config.Location{Latitude: float(48.1), Longitude: float(11.6), Country: "DE", City: "München",
+			Location: config.Location{Latitude: float(48.1), Longitude: float(11.6), Country: "DE", FederalState: "Bayern", City: "München",
 				ZipCode: "80331", Street: "Marienplatz", StreetNo: "1", CurrencyCode3: "EUR"},
-			Installation: config.Installation{PeakPowerW: 18000, CO2SavingsFactor: 420,
+			Installation: config.Installation{PeakPowerW: 18000, DCPowerInputMaxW: 18500, CO2SavingsFactor: 420,
 				StartUp: config.Date{Year: 2024, Month: 4, Day: 1}, Azimuth: float(180), CollectorSlope: float(30),
 				PVModuleAreas: []config.PVModuleArea{{Name: "south roof", Azimuth: float(180), CollectorSlope: float(30), PeakPowerW: 10000, ModuleCount: 24}}},
 		}},

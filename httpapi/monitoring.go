@@ -116,7 +116,7 @@ func (s *Server) installationOf(p plant.Plant, devs []plant.DeviceLive) installa
 	if co2 == 0 {
 		co2 = 400
 	}
-	in := installationJSON{PeakPower: pos(pc.Installation.PeakPowerW), CO2SavingsFactor: co2}
+	in := installationJSON{PeakPower: pos(pc.Installation.PeakPowerW), DcPowerInputMax: pos(pc.Installation.DCPowerInputMaxW), CO2SavingsFactor: co2}
 	var acSum float64
 	newer := false
 	for _, d := range devs {
