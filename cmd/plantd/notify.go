@@ -159,8 +159,8 @@ func (d *daemon) status() string {
 // reloadConfig reads the config file again (SIGHUP, systemctl reload). An
 // invalid file is refused with its problems in the log, and the running
 // config stays. Of a valid one, the HTTP tokens and OAuth2 clients, the
-// log level and the devices (added, removed or changed; the others polled
-// on undisturbed) take effect at once; every other change needs a restart
+// log level, the soft memory limit and the devices (added, removed or
+// changed; the others polled on undisturbed) take effect at once; every other change needs a restart
 // and is logged as such.
 func (d *daemon) reloadConfig(ready bool) {
 	if d.reload == nil {
@@ -214,6 +214,15 @@ func (d *daemon) reloadConfig(ready bool) {
 				"removed", strings.Join(ch.Removed, ","), "changed", strings.Join(ch.Changed, ","))
 		}
 	}
+	// The soft memory limit follows the config (its own value, or the
+	// default sized by the device count that a reload may change).
+	if cfg.MemoryLimit() != d.cfg.MemoryLimit() {
+		limit := setMemoryLimit(cfg)
+		d.log.Info("memory limit applied", "limitMiB", limit>>20)
+	}
+	running := *d.cfg
+	running.Gateway.MemoryLimitMB = cfg.Gateway.MemoryLimitMB
+	d.cfg = &running
 	if pending := changedSections(d.cfg, cfg); len(pending) > 0 {
 		d.log.Warn("config changes that need a restart were not applied (systemctl restart plantd): " + strings.Join(pending, ", "))
 		d.reloadNote = "config changes pending a restart: " + strings.Join(pending, ", ")
@@ -222,7 +231,9 @@ func (d *daemon) reloadConfig(ready bool) {
 
 // changedSections lists the top-level config keys that differ between the
 // running config and a reloaded one, leaving out what a reload applies:
-// tokens, oauthClients and log.level.
+// tokens, oauthClients, log.level (and the devices and
+// gateway.memoryLimitMB, which reloadConfig copies into the running
+// config when it applied them).
 func changedSections(running, next *config.Config) []string {
 	var out []string
 	a, b := reflect.ValueOf(*running), reflect.ValueOf(*next)

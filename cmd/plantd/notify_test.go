@@ -168,11 +168,13 @@ func TestReloadSIGHUP(t *testing.T) {
 		t.Fatalf("before the reload: token a %d, token b %d", a, b)
 	}
 
-	// Token b instead of a, debug logging, another gateway id.
-	d.writeConfig(simConfig(p, dir, 2, tokens("b", tokB)+"log:\n  level: debug\ngateway:\n  id: gw-renamed\n"))
+	// Token b instead of a, debug logging, a memory limit (applied at
+	// once), another gateway id (needs a restart).
+	d.writeConfig(simConfig(p, dir, 2, tokens("b", tokB)+"log:\n  level: debug\ngateway:\n  id: gw-renamed\n  memoryLimitMB: 80\n"))
 	d.Signal(syscall.SIGHUP)
 	d.WaitLog(regexp.MustCompile(`config reloaded"? tokens=1 .*logLevel=debug`), 10*time.Second)
-	d.WaitLog(regexp.MustCompile(`need a restart.*: gateway`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`memory limit applied"? limitMiB=80`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`need a restart.*: gateway"?$`), 10*time.Second)
 	if a, b := get(tokA), get(tokB); a != 401 || b != 200 {
 		t.Errorf("after the reload: token a %d, token b %d", a, b)
 	}
