@@ -201,7 +201,9 @@ func TestSimCommand(t *testing.T) {
 // client written for the cloud API (scripts/cloud-client.py, no plantd
 // code) reads the plant through it and runs the OAuth2 code flow, refresh
 // and the back-channel consent, the owner deciding each consent with the
-// binary's "plantd consent"; SIGINT stops it within 2 s with exit 0.
+// binary's "plantd consent", and so does a JavaScript client
+// (scripts/battery-client.mjs, under node); SIGINT stops it within 2 s
+// with exit 0.
 func TestDemo(t *testing.T) {
 	t.Parallel() // its own daemon, ports and files
 	db := filepath.Join(t.TempDir(), "demo.db")
@@ -293,6 +295,23 @@ func TestDemo(t *testing.T) {
 		t.Error("python3 is needed for the cloud client check in CI")
 	} else {
 		t.Log("python3 not found: cloud client check skipped")
+	}
+	// The battery script, in JavaScript as its public original: a
+	// back-channel consent the owner approves with plantd consent, then
+	// the battery's state of charge.
+	if node, err := exec.LookPath("node"); err == nil {
+		c := exec.Command(node, "--no-warnings", filepath.Join("..", "..", "scripts", "battery-client.mjs"), "--base", base,
+			"--client-id", "demo", "--client-secret", token, "--plantd", binPath)
+		c.Env = append(os.Environ(), "PLANTD_TOKEN="+token)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("battery-client.mjs against plantd demo: %v\n%s", err, out)
+		} else {
+			t.Logf("%s", strings.TrimSpace(string(out)))
+		}
+	} else if os.Getenv("CI") == "true" {
+		t.Error("node is needed for the JavaScript client check in CI")
+	} else {
+		t.Log("node not found: JavaScript client check skipped")
 	}
 	stopped := time.Now()
 	d.Stop(os.Interrupt, 2*time.Second)
