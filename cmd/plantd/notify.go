@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 		}
 	}
 	lastStall := ""
+	var rolledUp time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -81,6 +83,7 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 			continue
 		case <-tick.C:
 		}
+		rolledUp = d.releaseAfterRollup(rolledUp)
 		stall := d.stalled(time.Now(), start)
 		if stall != lastStall {
 			if stall != "" {
@@ -103,6 +106,24 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 		}
 		d.notify(msg)
 	}
+}
+
+// releaseAfterRollup returns the heap's free pages to the system once the
+// store rolled up another interval since prev (every 5 minutes): a rollup
+// reads and decodes a chunk of samples, and the pages it used would
+// otherwise stay resident until the runtime's background scavenger gets
+// to them, a gateway's RSS rising by its largest rollup (100 devices at
+// 1 s: VmRSS 34-36 MB between rollups, 43-53 MB peaks). It returns the
+// watermark seen.
+func (d *daemon) releaseAfterRollup(prev time.Time) time.Time {
+	now := d.store.Stats().RolledUpTo
+	if !now.After(prev) {
+		return prev
+	}
+	if !prev.IsZero() {
+		debug.FreeOSMemory()
+	}
+	return now
 }
 
 // notify sends state to systemd; without NOTIFY_SOCKET it does nothing.
