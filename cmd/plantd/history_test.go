@@ -155,6 +155,7 @@ func TestDemoInterval(t *testing.T) {
 	}{
 		{2 * time.Second, 1, 2 * time.Second},
 		{2 * time.Second, 100, 2 * time.Second},
+		{2 * time.Second, 288, 1041 * time.Millisecond}, // 299.8 s apart, no warning
 		{2 * time.Second, 600, 500 * time.Millisecond},
 		{2 * time.Second, 1000, 300 * time.Millisecond},
 		{2 * time.Second, 5000, 250 * time.Millisecond}, // the minimum; warns

@@ -227,7 +227,9 @@ func demoInterval(interval time.Duration, speed float64, stderr io.Writer) time.
 		return interval
 	}
 	if limit := time.Duration(float64(maxDemoGap) / speed); interval > limit {
-		interval = max(limit, 250*time.Millisecond).Round(time.Millisecond)
+		// Rounded down: rounded to the nearest millisecond, 300 s / 288 =
+		// 1.0417 s became 1.042 s, 300.1 s of simulated time, and warned.
+		interval = max(limit.Truncate(time.Millisecond), 250*time.Millisecond)
 	}
 	if gap := time.Duration(float64(interval) * speed); gap > maxDemoGap {
 		fmt.Fprintf(stderr, "plantd demo: at --speed %g polls are %v of simulated time apart (more than %v): energies may be spread coarsely\n",
