@@ -11,7 +11,7 @@ cloud API (written from what their public code calls and reads, none of it
 copied):
   - SolarNetwork's SMA integration: the bare plant for its time zone,
     devices/lean?WithDeactivatedDevices=true, each device's set list, every
-    listed set's Day with ReturnEnergyValues for the Energy* sets, `time`
+    listed set's Day with ReturnEnergyValues for the EnergyAndPower* sets, `time`
     parsed as a LocalDateTime in the plant's zone, and its EnergySpike check
     (no five-minute pvGeneration above generatorPower * 5/60 Wh);
   - a script that finds the "Battery Inverter", reads GET /v1/devices/{id}
@@ -120,7 +120,7 @@ def check_set(body, set_type, zone, day, fields):
 
 
 # The measurement-set names SolarNetwork's SMA integration knows, and which of
-# them it asks with ReturnEnergyValues=true (its Energy* sets).
+# them it asks with ReturnEnergyValues=true (its EnergyAndPower* sets; EnergyDc and EnergyMix get false).
 SN_SETS = ["EnergyAndPowerPv", "EnergyAndPowerInOut", "EnergyAndPowerConsumption",
            "EnergyAndPowerBattery", "PowerAc", "PowerDc", "EnergyDc", "EnergyMix", "Sensor"]
 SN_RESOLUTIONS = {"OneMinute": 60, "FiveMinutes": 300, "FifteenMinutes": 900, "OneHour": 3600,
@@ -150,7 +150,7 @@ def solarnetwork_flow(base, token, pid, day):
         for name in sl["sets"]:
             if not check(name in SN_SETS, f"{d['deviceId']}: set {name} unknown to SolarNetwork"):
                 continue
-            energy = "true" if name.startswith("Energy") else "false"
+            energy = "true" if name.startswith("EnergyAndPower") else "false"
             _, _, body = request(f"{base}/monitoring/v1/devices/{q(d['deviceId'])}/measurements/sets/{name}/Day"
                                  f"?Date={day.isoformat()}&ReturnEnergyValues={energy}", token)
             sets_read += 1
