@@ -365,7 +365,7 @@ func apiRoutes() []route {
 	rs = append(rs, oauthRoutes()...)
 	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
-	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once (loopback only)", response: "Ready", open: true,
+	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once or was given up on as offline (loopback only)", response: "Ready", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "not ready, with the reason", "content": obj{"application/json": obj{"schema": ref("Ready")}}}}})
 	add(route{method: "get", path: "/metrics", summary: "Prometheus metrics (loopback only)", open: true, errs: []string{"403"},
 		extra: obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}}})
