@@ -295,3 +295,38 @@ func TestWriteModelTrigger(t *testing.T) {
 		t.Errorf("WriteModelTrigger wrote %d times, last %v; want AdptCrvReq once", len(w)-n, w[len(w)-1].Points)
 	}
 }
+
+// TestWriteModelRenew: renew points are written although their values do
+// not change (a reversion timeout renewed), read back, and a point the
+// model lacks is ignored.
+func TestWriteModelRenew(t *testing.T) {
+	p := simtest.Start(t, sim.DefaultConfig())
+	inv := simtest.Device(t, p, "inv1")
+	c := newClient(t, newPool(t), inv, time.Second)
+	d, err := devices.Discover(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := d.Ref(123)
+	set := func(inst *devices.Instance) error {
+		if err := inst.Set("WMaxLimPct", 40); err != nil {
+			return err
+		}
+		return inst.Set("WMaxLimPct_RvrtTms", 30)
+	}
+	if _, err := devices.WriteModel(t.Context(), c, ref, set); err != nil {
+		t.Fatal(err)
+	}
+	n := len(inv.Writes())
+	after, err := devices.WriteModelRenew(t.Context(), c, ref, []string{"WMaxLimPct", "WMaxLimPct_RvrtTms", "WMaxLimPctRvrtTms"}, nil, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := inv.Writes()
+	if len(w) != n+1 || !slices.Contains(w[len(w)-1].Points, "123.WMaxLimPct") || !slices.Contains(w[len(w)-1].Points, "123.WMaxLimPct_RvrtTms") {
+		t.Errorf("WriteModelRenew wrote %d times, last %v; want WMaxLimPct and its RvrtTms once", len(w)-n, w[len(w)-1].Points)
+	}
+	if v, _ := after.Float("WMaxLimPct_RvrtTms"); v != 30 {
+		t.Errorf("read back WMaxLimPct_RvrtTms %g", v)
+	}
+}

@@ -118,6 +118,19 @@ func WriteModel(ctx context.Context, rw ReadWriter, ref ModelRef, edit func(*Ins
 // even when edit leaves them at their value, and are not compared on
 // read-back (a device may clear a request once it acted on it).
 func WriteModelTrigger(ctx context.Context, rw ReadWriter, ref ModelRef, triggers []string, edit func(*Instance) error) (*Instance, error) {
+	return writeModel(ctx, rw, ref, triggers, nil, edit)
+}
+
+// WriteModelRenew is WriteModelTrigger with renew points: top-level points
+// written even when edit leaves them at their value, and read back like the
+// others, such as a control's setpoint and reversion timeout, whose write
+// restarts the device's reversion timer (a write that changes no register
+// is no write at all). Points the model lacks are ignored.
+func WriteModelRenew(ctx context.Context, rw ReadWriter, ref ModelRef, renew, triggers []string, edit func(*Instance) error) (*Instance, error) {
+	return writeModel(ctx, rw, ref, triggers, renew, edit)
+}
+
+func writeModel(ctx context.Context, rw ReadWriter, ref ModelRef, triggers, renew []string, edit func(*Instance) error) (*Instance, error) {
 	before, err := readModel(ctx, rw, ref)
 	if err != nil {
 		return nil, err
@@ -129,20 +142,24 @@ func WriteModelTrigger(ctx context.Context, rw ReadWriter, ref ModelRef, trigger
 	}
 	writable := make([]bool, len(want.Regs))
 	markWritable(&want.Root, writable)
-	trigger := make([]bool, len(want.Regs))
-	for _, name := range triggers {
-		if i := want.Model.Group.PointIndex(name); i >= 0 {
-			p := &want.Model.Group.Points[i]
-			from := want.Root.Offset + int(p.Offset)
-			for r := from; r < from+int(p.Size) && r < len(trigger); r++ {
-				trigger[r] = true
+	mark := func(names []string) []bool {
+		m := make([]bool, len(want.Regs))
+		for _, name := range names {
+			if i := want.Model.Group.PointIndex(name); i >= 0 {
+				p := &want.Model.Group.Points[i]
+				from := want.Root.Offset + int(p.Offset)
+				for r := from; r < from+int(p.Size) && r < len(m); r++ {
+					m[r] = true
+				}
 			}
 		}
+		return m
 	}
+	trigger, force := mark(triggers), mark(renew)
 	type span struct{ from, to int } // registers [from, to)
 	var spans []span
 	for i, r := range want.Regs {
-		if r == before.Regs[i] && !trigger[i] {
+		if r == before.Regs[i] && !trigger[i] && !force[i] {
 			continue
 		}
 		if !writable[i] {

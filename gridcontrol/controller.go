@@ -971,7 +971,7 @@ func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCt
 func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance, pct float64, by []window, now time.Time) {
 	rvrt := c.cfg.RevertTimeout.Seconds()
 	var rem float64 = -1
-	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+	_, err := devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, func(inst *devices.Instance) error {
 		if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
 			rem = v
 		}
@@ -1109,10 +1109,10 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	switch cmd.Value {
 	case ValueNone:
 		what = fmt.Sprintf("model %d Conn = disconnected", ref.ID)
-		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) })
+		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) })
 	case ValuePF:
 		what = fmt.Sprintf("model %d PF %g (%s)", ref.ID, *w.cmd.Value, k)
-		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
+		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
 	case ValueCurve:
 		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
 		lay := curveLayouts[ref.ID]
@@ -1120,7 +1120,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, false) })
 		}
 		if err == nil {
-			err = adopt(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
+			err = adopt(ctx, rw, ref, renewPoints(k), func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
 		}
 	}
 	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, nil)
@@ -1129,9 +1129,10 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 // adopt writes a 7xx adopt request (with what edit sets beside it): the
 // request is written even when it holds the same index already, since
 // writing it is what makes the device adopt, and a device that answers
-// the adoption failed is a refusal.
-func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, edit func(*devices.Instance) error) error {
-	after, err := devices.WriteModelTrigger(ctx, rw, ref, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
+// the adoption failed is a refusal. The renew points are written even when
+// unchanged (see renewPoints).
+func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, renew []string, edit func(*devices.Instance) error) error {
+	after, err := devices.WriteModelRenew(ctx, rw, ref, renew, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
 	if err != nil {
 		return err
 	}
@@ -1150,7 +1151,7 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	c.mu.Unlock()
 	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, false) })
 	if err == nil && curveLayouts[ref.ID].der {
-		err = adopt(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
+		err = adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
 	}
 	if err != nil {
 		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)

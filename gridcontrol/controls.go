@@ -22,6 +22,27 @@ const (
 	ctlPFAbs   control = "pf-absorb"
 )
 
+// renewPoints are the points of a control written again at every renewal
+// of its reversion timeout, even when they hold the value already: the
+// setpoint and its RvrtTms (123 and 704 limit, 123 Conn, 123 OutPFSet and
+// 704 PFWInj/PFWAbs timeouts, 12x/13x curve selection). A write that
+// changes no register is no write at all, and the device's own timer would
+// revert the control in the middle of its window. 7xx curves are renewed
+// by their adopt request, written every time.
+func renewPoints(k control) []string {
+	switch k {
+	case ctlLimit:
+		return []string{"WMaxLimPct", "WMaxLimPct_RvrtTms", "WMaxLimPctRvrtTms"}
+	case ctlConnect:
+		return []string{"Conn", "Conn_RvrtTms"}
+	case ctlPFInj:
+		return []string{"OutPFSet", "OutPFSet_RvrtTms", "PFWInjRvrtTms"}
+	case ctlPFAbs:
+		return []string{"PFWAbsRvrtTms"} // 704 only
+	}
+	return []string{"ActCrv", "RvrtTms"}
+}
+
 // controlOf returns the control a command drives.
 func controlOf(cmd string) control {
 	switch cmd {

@@ -83,7 +83,10 @@
 // Every control written carries its reversion timeout
 // (gridControl.reversionTimeout, 60 s): 123 *_RvrtTms, 704 *RvrtTms, the
 // curve models' RvrtTms. It is renewed from half of it on while the
-// command is due. On 704 the stored reversion values (WMaxLimPctRvrt,
+// command is due, by writing the setpoint and its timeout again even when
+// unchanged (a write that changes no register would not reach the device,
+// whose timer would revert the control inside its window); a 7xx curve is
+// renewed by its adopt request. On 704 the stored reversion values (WMaxLimPctRvrt,
 // WMaxLimPctEnaRvrt, PFWInjRvrt...) are programmed to the default, so an
 // inverter whose gateway died goes back to the installer's limit, not to
 // "unlimited". A classic 123 inverter has no such values: its reversion

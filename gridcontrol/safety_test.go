@@ -2,6 +2,7 @@ package gridcontrol_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -202,4 +203,52 @@ func TestRefusedCommandFails(t *testing.T) {
 		t.Errorf("126 ModEna %g after a refused curve", got)
 	}
 	r.waitFor(5*time.Second, "the failure in the plant log", func() bool { return r.logHas("GridControlWriteFailed", "at most 4 points") })
+}
+
+// TestReversionRenewedInLongWindows: windows several reversion timeouts
+// long. The renewal at half the timeout must reach the devices (a write
+// that changes no register is no write at all): the limit, the fixed
+// power factor and a curve stay in effect on both generations to the end,
+// never reverted by the inverters' own timers in between.
+func TestReversionRenewedInLongWindows(t *testing.T) {
+	t.Parallel()
+	const rvrt = 2 * time.Second
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}})
+	vv := tweak(points(t, r.read("inv1", 126), 0), -5)
+	cv, _ := json.Marshal(gridcontrol.Curve{Points: vv})
+	start, end := window(time.Second, 4*rvrt)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40),
+		fmt.Sprintf(`{"command":"opModFixedPFInjectW","start":%q,"end":%q,"value":0.95}`, ts(start), ts(end)),
+		fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), cv)))
+	held := func() string {
+		var off []string
+		for _, id := range []string{"inv1", "inv2"} {
+			s := simtest.Device(t, r.sim, id).State()
+			if s.EffectiveLimitPct != 40 {
+				off = append(off, fmt.Sprintf("%s limit %g %%", id, s.EffectiveLimitPct))
+			}
+			if s.ReactiveVAr <= 0 {
+				off = append(off, fmt.Sprintf("%s %g var (PF 0.95 injecting)", id, s.ReactiveVAr))
+			}
+		}
+		if v, _ := r.read("inv1", 126).Float("ModEna"); v != 1 {
+			off = append(off, "inv1 126 ModEna 0")
+		}
+		if v, _ := r.read("inv2", 705).Float("Ena"); v != 1 {
+			off = append(off, "inv2 705 Ena 0")
+		}
+		return strings.Join(off, ", ")
+	}
+	r.waitFor(time.Until(start)+2*time.Second, "every control in effect", func() bool { return held() == "" })
+	var lapses []string
+	for time.Until(end) > 300*time.Millisecond {
+		if h := held(); h != "" {
+			lapses = append(lapses, fmt.Sprintf("start+%s: %s", time.Since(start).Round(10*time.Millisecond), h))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(lapses) > 0 {
+		t.Errorf("controls lapsed inside a window %s long with a reversion timeout of %s (%d samples): %s … %s",
+			end.Sub(start), rvrt, len(lapses), lapses[0], lapses[len(lapses)-1])
+	}
 }
