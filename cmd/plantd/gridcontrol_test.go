@@ -17,6 +17,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/mqtt/mqtttest"
 )
 
 // TestGridControlKilledInsideWindow is the dead-gateway acceptance with
@@ -337,4 +338,80 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	if code != 200 || strings.Count(string(b), `"status":"done"`) != 11 {
 		t.Errorf("GET schedules after the window: %d %s", code, b)
 	}
+}
+
+// TestGridControlOperatorLinkLoss is the operator-link-loss acceptance
+// (the CSIP-AUS ALL-23 idea) with the real binary and mosquitto: a 40 %
+// window arrives over MQTT, the cloud's link, and the broker then stays
+// away for the whole window and beyond (plantd has no link timeout that
+// would drop a stored schedule). The window is applied at its start and
+// held to its end, its reversion timeout renewed throughout; after it the
+// fallback ramps both inverters back to their default.
+func TestGridControlOperatorLinkLoss(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
+	if testing.Short() {
+		t.Skip("runs a schedule through a broker outage (~25 s)")
+	}
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	p := simtest.Start(t, scfg)
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	cfgPath := gridConfig(t, p)
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "gateway:\n  id: gw-link\nmqtt:\n  broker: %s\n  remoteControl: true\n  remoteRole: gridoperator\n", b.URL())
+	f.Close()
+	limit := func(id string) float64 { return p.Device(id).State().EffectiveLimitPct }
+
+	d := startDaemon(t, cfgPath)
+	d.waitAPI(15 * time.Second)
+	d.WaitLog(regexp.MustCompile(`mqtt connected`), 10*time.Second)
+	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
+	d.WaitLog(online, 10*time.Second)
+	d.WaitLog(online, 10*time.Second)
+
+	start := time.Now().Truncate(time.Second).Add(5 * time.Second)
+	end := start.Add(12 * time.Second) // three reversion timeouts of 4 s
+	col.Publish("plantd/v1/gw-link/down/schedule/p1", true, fmt.Sprintf(
+		`{"requestId":"req-link","version":1,"schedule":{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40}]}}`,
+		start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
+	mqtttest.WaitFor(t, 4*time.Second, "the ack of req-link", func() bool { return len(col.Acks("req-link")) > 0 })
+	if a := col.Acks("req-link")[0]; a.Status != 201 {
+		t.Fatalf("schedule over MQTT: %d %s", a.Status, a.Body)
+	}
+	if time.Until(start) < 500*time.Millisecond {
+		t.Fatal("too slow: the window started before the link was cut")
+	}
+	b.Stop() // the operator's link is gone, before the window starts
+	lost := time.Now()
+	d.WaitLog(regexp.MustCompile(`mqtt connection lost`), 5*time.Second)
+
+	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters without the link", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	applied := time.Since(start)
+	// Held to the end: sampled every 50 ms until just before it.
+	var hi float64
+	var rises []string
+	for time.Until(end) > 200*time.Millisecond {
+		l1, l2 := limit("inv1"), limit("inv2")
+		if l1 != 40 || l2 != 40 {
+			rises = append(rises, fmt.Sprintf("start+%s: inv1 %g %%, inv2 %g %%", time.Since(start).Round(10*time.Millisecond), l1, l2))
+		}
+		hi = max(hi, l1, l2)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if hi != 40 {
+		t.Errorf("limit rose to %g %% inside the window while the link was down: %v", hi, rises)
+		t.Logf("plantd's log:\n%s", d.Tail(60))
+	}
+	waitUntil(t, 5*time.Second, "the fallback: both back at their default 100 %", func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
+	t.Logf("link down %s before the start; 40 %% applied %s after the start, held (max %g %%) to the end, default 100 %% %s after the end; link down %s in all",
+		start.Sub(lost).Round(10*time.Millisecond), applied.Round(10*time.Millisecond), hi, time.Since(end).Round(10*time.Millisecond), time.Since(lost).Round(100*time.Millisecond))
+	code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")
+	if code != 200 || !strings.Contains(string(body), `"status":"done"`) || !strings.Contains(string(body), "mqtt:gw-link (gridoperator)") {
+		t.Errorf("GET schedules after the window: %d %s", code, body)
+	}
+	d.Stop(os.Interrupt, 10*time.Second)
 }
