@@ -268,7 +268,7 @@ func printScan(w io.Writer, r scanResult) {
 					val += " (" + strings.Join(p.Symbol, ", ") + ")"
 				}
 			}
-			fmt.Fprintf(w, "          %-28s %s\n", p.Name, val)
+			fmt.Fprintf(w, "          %-28s %s\n", p.Name, terminalSafe(val))
 		}
 	}
 }
