@@ -248,7 +248,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 			*d = v
 		}
 	}
-	def(&cfg.TokenTTL, 300*time.Second)
+	def(&cfg.TokenTTL, dflt.TokenTTL)
 	def(&cfg.ReadHeaderTimeout, 5*time.Second)
 	def(&cfg.ReadTimeout, 15*time.Second)
 	def(&cfg.WriteTimeout, 30*time.Second)
