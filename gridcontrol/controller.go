@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"plantd/config"
+
 	"github.com/robfig/cron/v3"
 
 	"plantd/devices"
@@ -35,7 +37,7 @@ type Config struct {
 	Cycle time.Duration
 	// MeterGrace is how long FeedInLimit holds the last limit when the
 	// meter stops answering, before it steps down to the export limit
-	// itself (default 10 s).
+	// itself (default: gridControl.meterLossGrace of config.Default, 30 s).
 	MeterGrace time.Duration
 	// LateAfter is how long after its start a command counts as applied
 	// late (default 5 s).
@@ -62,17 +64,20 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	// The configurable ones come from the config's defaults, so that a
+	// zero Config and an empty plantd.yaml behave alike.
+	def := config.Default().GridControl
 	if c.RevertTimeout <= 0 {
-		c.RevertTimeout = 60 * time.Second
+		c.RevertTimeout = def.ReversionTimeout
 	}
 	if c.RampPctPerSecond <= 0 {
-		c.RampPctPerSecond = 10
+		c.RampPctPerSecond = def.RampRatePercentPerSecond
 	}
 	if c.Cycle <= 0 {
 		c.Cycle = time.Second
 	}
 	if c.MeterGrace <= 0 {
-		c.MeterGrace = 10 * time.Second
+		c.MeterGrace = def.MeterLossGrace
 	}
 	if c.LateAfter <= 0 {
 		c.LateAfter = 5 * time.Second

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"plantd/config"
 	"plantd/plant"
 	"plantd/store"
 )
@@ -151,20 +152,23 @@ func (c Config) withDefaults() (Config, error) {
 			*d = v
 		}
 	}
+	// The configurable ones come from the config's defaults, so that a
+	// zero Config and an empty plantd.yaml behave alike.
+	cd := config.Default().MQTT
 	if c.TopicPrefix == "" {
-		c.TopicPrefix = "plantd/v1"
+		c.TopicPrefix = cd.TopicPrefix
 	}
-	def(&c.KeepAlive, 30*time.Second)
-	defInt(&c.MaxRows, 500000)
-	def(&c.MaxAge, 720*time.Hour)
+	def(&c.KeepAlive, cd.KeepAlive)
+	defInt(&c.MaxRows, cd.Outbox.MaxRows)
+	def(&c.MaxAge, cd.Outbox.MaxAge)
 	defInt(&c.LiveMaxRows, 100)
-	def(&c.LiveInterval, 10*time.Second)
+	def(&c.LiveInterval, cd.LiveInterval)
 	def(&c.RollupInterval, 5*time.Second)
 	if c.BacklogMessagesPerSecond == 0 {
-		c.BacklogMessagesPerSecond = 100
+		c.BacklogMessagesPerSecond = cd.Backlog.MessagesPerSecond
 	}
 	if c.BacklogBytesPerSecond == 0 {
-		c.BacklogBytesPerSecond = 256 << 10
+		c.BacklogBytesPerSecond = cd.Backlog.BytesPerSecond
 	}
 	defInt(&c.BatchBytes, 4096)
 	defInt(&c.Window, 256)
