@@ -88,10 +88,11 @@ func fmtW(w float64) string {
 // instant, five devices online with values, history charts (DST arithmetic
 // included), logs as installer, a limit window created from the page and
 // listed; then a second gateway with a standard token, where logs are
-// refused. Every request the page makes must go to the gateway, and the
-// console must stay free of errors (CSP violations included). Screenshots
-// of each view at desktop and phone width go to $PLANTD_WEB_SHOTS (default
-// a plantd-web-shots folder in the temp dir).
+// refused, and whose overview shows the live balance's error once the
+// demo's devices are gone. Every request the page makes must go to the
+// gateway, and the console must stay free of errors (CSP violations
+// included). Screenshots of each view at desktop and phone width go to
+// $PLANTD_WEB_SHOTS (default a plantd-web-shots folder in the temp dir).
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
@@ -359,7 +360,9 @@ func TestBrowser(t *testing.T) {
 	b.waitFor("devices as the OAuth2 client", allOnline, 20*time.Second)
 
 	// A second gateway on the same simulated devices, with a standard token:
-	// the page signs in, shows data and is refused the logs.
+	// the page signs in, shows data and is refused the logs; when the demo
+	// (and its devices) stops, the overview shows the live balance's error
+	// naming the devices.
 	std := "standard-" + token
 	sum := sha256.Sum256([]byte(std))
 	var cfg strings.Builder
@@ -381,6 +384,21 @@ func TestBrowser(t *testing.T) {
 	both("logs-standard", `document.getElementById('log-refused')`)
 	nav("overview")
 	b.waitFor("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	demo.Signal(os.Interrupt)
+	select {
+	case <-demo.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the demo did not stop on SIGINT")
+	}
+	b.waitFor("the live balance's error naming the stopped devices", `document.getElementById('live-error')?.textContent.includes('bat: ')`, 15*time.Second)
+	var errText, batFlow string
+	js(`document.getElementById('live-error').innerText`, &errText)
+	js(`document.querySelector('.node.n-bat').innerText`, &batFlow)
+	t.Logf("overview with the devices gone: %q; battery in the flow: %q", errText, batFlow)
+	if !strings.Contains(batFlow, "–") || !strings.Contains(batFlow, "no value") {
+		t.Errorf("the flow's battery without values shows %q, want – and no value", batFlow)
+	}
+	both("overview-error", `document.getElementById('live-error')`)
 
 	evMu.Lock()
 	defer evMu.Unlock()

@@ -29,19 +29,25 @@ function node(cls, label, field, value, dir) {
     h('div', { class: 'label' }, label), h('div', { class: 'value' }, fmtW(value)), h('div', { class: 'dir' }, dir || '\u00a0'));
 }
 
-function flow(b) {
+// flow draws the balance; a value the API left out (its device offline or
+// never read, or the plant has none of that role) shows as "–" with why,
+// never as 0 W idle.
+function flow(b, err) {
+  const absent = err ? 'no value' : 'none';
   const pv = b.pvGeneration, buy = b.gridConsumption || 0, feed = b.gridFeedIn || 0;
   const chg = b.batteryCharging || 0, dis = b.batteryDischarging || 0;
-  const grid = buy > 0 ? node('n-grid', 'Grid', 'gridConsumption', buy, 'buying')
-    : node('n-grid', 'Grid', 'gridFeedIn', feed, feed > 0 ? 'feeding in' : 'idle');
+  const grid = b.gridConsumption === undefined && b.gridFeedIn === undefined ? node('n-grid', 'Grid', 'gridFeedIn', undefined, absent)
+    : buy > 0 ? node('n-grid', 'Grid', 'gridConsumption', buy, 'buying')
+      : node('n-grid', 'Grid', 'gridFeedIn', feed, feed > 0 ? 'feeding in' : 'idle');
   const soc = b.batteryStateOfCharge === undefined ? '' : ` · ${Math.round(b.batteryStateOfCharge)} %`;
-  const bat = dis > 0 ? node('n-bat', 'Battery', 'batteryDischarging', dis, 'discharging' + soc)
-    : node('n-bat', 'Battery', 'batteryCharging', chg, (chg > 0 ? 'charging' : 'idle') + soc);
+  const bat = b.batteryCharging === undefined && b.batteryDischarging === undefined ? node('n-bat', 'Battery', 'batteryCharging', undefined, absent + soc)
+    : dis > 0 ? node('n-bat', 'Battery', 'batteryDischarging', dis, 'discharging' + soc)
+      : node('n-bat', 'Battery', 'batteryCharging', chg, (chg > 0 ? 'charging' : 'idle') + soc);
   return h('div', { class: 'flow', role: 'group', 'aria-label': 'Power flow' },
-    node('n-pv', 'PV', 'pvGeneration', pv, pv > 0 ? 'producing' : 'idle'),
+    node('n-pv', 'PV', 'pvGeneration', pv, pv === undefined ? absent : pv > 0 ? 'producing' : 'idle'),
     h('div', { class: 'arrow v', 'aria-hidden': 'true' }, pv > 0 ? '↓' : '·'),
     grid, h('div', { class: 'arrow l', 'aria-hidden': 'true' }, buy > 0 ? '→' : feed > 0 ? '←' : '·'),
-    node('n-home', 'Home', 'totalConsumption', b.totalConsumption, 'consuming'),
+    node('n-home', 'Home', 'totalConsumption', b.totalConsumption, b.totalConsumption === undefined ? absent : 'consuming'),
     h('div', { class: 'arrow r', 'aria-hidden': 'true' }, dis > 0 ? '←' : chg > 0 ? '→' : '·'),
     bat);
 }
@@ -68,7 +74,7 @@ export async function render(ctx, root) {
       live.dataset.time = b.time || '';
       clear(live, h('h2', { id: 'live-h' }, 'Now'),
         h('p', { class: 'muted' }, 'Values of ', h('time', { id: 'live-time' }, b.time ? b.time.replace('T', ' ') : '–'), ` (plant time, ${tz}); updated every ${LIVE_MS / 1000} s`),
-        errorBox(r.error), flow(b),
+        errorBox(r.error), flow(b, r.error),
         h('h3', null, 'Live values'), h('div', { class: 'kpis', id: 'live-values' }, liveFields.map(([f, l, fmt]) => kpi(f, l, b[f], fmt))));
     } catch (e) {
       if (!stopped) clear(live, h('h2', { id: 'live-h' }, 'Now'), problemBox(e));
