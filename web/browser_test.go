@@ -59,8 +59,20 @@ func startPlantd(t *testing.T, bin string, args ...string) (base string, p *proc
 
 func apiGet(t *testing.T, base, token, path string, out any) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	apiDo(t, "GET", base+path, token, "", "", out)
+}
+
+// apiDo sends a request with an optional bearer token and body and decodes
+// a 200 answer into out.
+func apiDo(t *testing.T, method, url, token, contentType, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +80,7 @@ func apiGet(t *testing.T, base, token, path string, out any) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatal(err)
@@ -87,7 +99,8 @@ func fmtW(w float64) string {
 // demo: sign-in, the overview's numbers against the API for the same
 // instant, five devices online with values, history charts (DST arithmetic
 // included), logs as installer, a limit window created from the page and
-// listed; then a second gateway with a standard token, where logs are
+// listed, a back-channel consent of the demo's client approved on the page;
+// then a second gateway with a standard token, where logs and consents are
 // refused, and whose overview shows the live balance's error once the
 // demo's devices are gone. Every request the page makes must go to the
 // gateway, and the console must stay free of errors (CSP violations
@@ -350,6 +363,30 @@ func TestBrowser(t *testing.T) {
 	}
 	both("grid", listed)
 
+	// Consents: the demo's OAuth2 client asks for the owner's consent over
+	// the back channel; the installer approves it on the page.
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	apiDo(t, "POST", base+"/oauth2/token", "", "application/x-www-form-urlencoded",
+		"grant_type=client_credentials&client_id=demo&client_secret="+token, &tok)
+	var bc struct{ State string }
+	apiDo(t, "POST", base+"/oauth2/v2/bc-authorize", tok.AccessToken, "application/json", `{"loginHint":"owner@example.com"}`, &bc)
+	if bc.State != "Pending" {
+		t.Fatalf("back-channel consent: %q, want Pending", bc.State)
+	}
+	nav("consents")
+	pending := `document.querySelector('#consent-table tr[data-state=Pending] button.approve')`
+	b.waitFor("the pending consent", pending, 10*time.Second)
+	both("consents", pending)
+	js(pending+`.click()`, nil)
+	b.waitFor("the consent approved", `document.querySelector('#consent-decided[data-state=Accepted]') && document.querySelector('#consent-table tr[data-state=Accepted]')`, 10*time.Second)
+	apiDo(t, "GET", base+"/oauth2/v2/bc-authorize/owner@example.com", tok.AccessToken, "", "", &bc)
+	if bc.State != "Accepted" {
+		t.Errorf("back-channel consent after approving on the page: %q, want Accepted", bc.State)
+	}
+	shot("consents-approved-desktop")
+
 	// Sign out, then in again as the demo's OAuth2 client.
 	js(`document.getElementById('sign-out').click()`, nil)
 	b.waitFor("signed out", `!document.getElementById('signin').hidden && !sessionStorage.getItem('plantd.auth')`, 5*time.Second)
@@ -360,9 +397,9 @@ func TestBrowser(t *testing.T) {
 	b.waitFor("devices as the OAuth2 client", allOnline, 20*time.Second)
 
 	// A second gateway on the same simulated devices, with a standard token:
-	// the page signs in, shows data and is refused the logs; when the demo
-	// (and its devices) stops, the overview shows the live balance's error
-	// naming the devices.
+	// the page signs in, shows data and is refused the logs and the
+	// consents; when the demo (and its devices) stops, the overview shows
+	// the live balance's error naming the devices.
 	std := "standard-" + token
 	sum := sha256.Sum256([]byte(std))
 	var cfg strings.Builder
@@ -382,6 +419,8 @@ func TestBrowser(t *testing.T) {
 	js(`document.getElementById('token').value = `+strconv.Quote(std)+`; document.getElementById('signin-form').requestSubmit()`, nil)
 	b.waitFor("logs refused for the standard role", `document.getElementById('log-refused')`, 15*time.Second)
 	both("logs-standard", `document.getElementById('log-refused')`)
+	nav("consents")
+	b.waitFor("consents refused for the standard role", `document.getElementById('consent-refused')`, 15*time.Second)
 	nav("overview")
 	b.waitFor("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	demo.Signal(os.Interrupt)

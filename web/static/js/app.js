@@ -6,8 +6,9 @@ import * as devices from './devices.js';
 import * as history from './history.js';
 import * as logs from './logs.js';
 import * as grid from './grid.js';
+import * as consents from './consents.js';
 
-const views = { overview, devices, history, logs, grid };
+const views = { overview, devices, history, logs, grid, consents };
 const $ = id => document.getElementById(id);
 const state = { plants: [], plant: null, stop: null, seq: 0 };
 
