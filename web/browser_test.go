@@ -299,17 +299,34 @@ func TestBrowser(t *testing.T) {
 	}
 	both("history-day", chartWithData)
 	js(`document.querySelector('button[data-period=Week]').click()`, nil)
-	b.waitFor("week chart", chartWithData+` && document.getElementById('history-chart').dataset.resolution === 'OneHour'`, 10*time.Second)
-	shot("history-week-desktop")
+	weekChart := chartWithData + ` && document.getElementById('history-chart').dataset.resolution === 'OneHour'`
+	b.waitFor("week chart", weekChart, 10*time.Second)
+	both("history-week", weekChart)
 	js(`(() => { const s = document.getElementById('history-source'); s.value = 'device:inv2:PowerAc'; s.dispatchEvent(new Event('change')) })()`, nil)
 	b.waitFor("inv2 PowerAc chart", chartWithData+` && document.querySelector('.u-legend').textContent.includes('voltagePhaseA')`, 10*time.Second)
 	shot("history-device-desktop")
 	var dst []float64
 	js(dstCheckJS(), &dst)
-	if want := []float64{1761438600000, 1761442200000, 1774746000000, 300, 288, 276}; fmt.Sprint(dst) != fmt.Sprint(want) {
+	if want := []float64{1761438600000, 1761442200000, 1774746000000, 300, 288, 276, 90000, 82800}; fmt.Sprint(dst) != fmt.Sprint(want) {
 		t.Errorf("DST arithmetic in the page: %v, want %v", dst, want)
 	}
-	js(`(() => { const s = document.getElementById('history-source'); s.value = 'plant'; s.dispatchEvent(new Event('change')); document.querySelector('button[data-period=Day]').click() })()`, nil)
+	// Month and Year of the demo's single day: the axis spans the whole
+	// period, not years around one point.
+	js(`(() => { const s = document.getElementById('history-source'); s.value = 'plant'; s.dispatchEvent(new Event('change')); document.querySelector('button[data-period=Month]').click() })()`, nil)
+	for _, p := range []struct {
+		period, resolution string
+		minDays, maxDays   float64
+	}{{"Month", "OneDay", 28, 31}, {"Year", "OneMonth", 364, 365}} {
+		js(`document.querySelector('button[data-period=`+p.period+`]').click()`, nil)
+		b.waitFor(p.period+" chart", chartWithData+` && document.getElementById('history-chart').dataset.resolution === '`+p.resolution+`'`, 10*time.Second)
+		var days float64
+		js(`(document.getElementById('history-chart').dataset.to - document.getElementById('history-chart').dataset.from) / 86400`, &days)
+		if days < p.minDays-0.1 || days > p.maxDays+0.1 {
+			t.Errorf("%s chart's time axis spans %.2f days, want %v to %v", p.period, days, p.minDays, p.maxDays)
+		}
+		shot("history-" + strings.ToLower(p.period) + "-desktop")
+	}
+	js(`document.querySelector('button[data-period=Day]').click()`, nil)
 
 	// Logs as installer.
 	nav("logs")
@@ -456,7 +473,8 @@ func TestBrowser(t *testing.T) {
 // days of 2025/2026: the repeated 02:30 of 26 Oct 2025 resolves first to
 // 00:30 UTC, after that to 01:30 UTC; 03:00 on 29 Mar 2026 is 01:00 UTC;
 // a fully measured 25-, 24- and 23-hour day (interval-end labels as the API
-// writes them) gives 300, 288 and 276 strictly increasing 5-minute steps.
+// writes them) gives 300, 288 and 276 strictly increasing 5-minute steps;
+// the day chart's axis spans 25 h on 26 Oct 2025 and 23 h on 29 Mar 2026.
 func dstCheckJS() string {
 	return `(async () => {
 	const base = document.querySelector('script[type=module]').src.replace(/js\/app\.js$/, 'js/');
@@ -474,6 +492,7 @@ func dstCheckJS() string {
 	const steps = rows => { const xs = hi.toData(rows, tz).data[0]; return xs.every((x, i) => i === 0 || x - xs[i - 1] === 300) ? xs.length : -1; };
 	return [first, u.localToMs('2025-10-26T02:30:00', tz, first), u.localToMs('2026-03-29T03:00:00', tz),
 		steps(labels('2025-10-25T22:00:00Z', '2025-10-26T23:00:00Z')),
-		steps(labels('2025-06-20T22:00:00Z', '2025-06-21T22:00:00Z')), steps(labels('2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z'))];
+		steps(labels('2025-06-20T22:00:00Z', '2025-06-21T22:00:00Z')), steps(labels('2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z')),
+		...['2025-10-26', '2026-03-29'].map(d => { const [a, b] = hi.span('Day', d, tz); return b - a; })];
 })()`
 }

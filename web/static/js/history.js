@@ -80,8 +80,26 @@ function xLabels(period, tz) {
   });
 }
 
-function chart(el, r, period, tz, shown) {
+// span is the period's extent on the time axis in epoch seconds: the day
+// or week from its first to its last midnight (interval ends fall inside),
+// the month's days and the year's months with half a step either side.
+export function span(period, date, tz) {
+  const at = d => localToMs(d + 'T00:00:00', tz) / 1000;
+  switch (period) {
+    case 'Day': return [at(date), at(addDays(date, 1))];
+    case 'Week': { const mon = addDays(date, -weekday(date)); return [at(mon), at(addDays(mon, 7))]; }
+    case 'Month': return [at(date + '-01') - 43200, at(addMonths(date, 1) + '-01') - 43200];
+    default: return [at(date + '-01-01') - 15 * 86400, at(date + '-12-01') + 15 * 86400];
+  }
+}
+
+function chart(el, r, period, date, tz, shown) {
   const { names, data } = toData(r.set, tz);
+  // The axis shows the whole period however little is stored (uPlot would
+  // spread one point over years): empty points at its ends.
+  const [from, to] = span(period, date, tz), xs = data[0];
+  if (from < xs[0]) { xs.unshift(from); data.slice(1).forEach(c => c.unshift(null)); }
+  if (to > xs[xs.length - 1]) { xs.push(to); data.slice(1).forEach(c => c.push(null)); }
   const unitOfName = n => unitOf(n.split('.')[0], period);
   // Without a chosen list, show the fields of the first two units (power
   // and energy first).
@@ -94,19 +112,20 @@ function chart(el, r, period, tz, shown) {
     const u = unitOfName(n);
     series.push({
       label: u ? `${n} [${u}]` : n, scale: u || 'ratio', stroke: COLORS[i % COLORS.length], width: 1.5,
-      dash: DASHES[Math.floor(i / 2) % DASHES.length], points: { show: period === 'Month' || period === 'Year' },
+      dash: DASHES[Math.floor(i / 2) % DASHES.length], points: period === 'Month' || period === 'Year' ? { show: true } : {}, // else uPlot's: points where data is sparse
       show: visible(n),
       value: (_, v) => v === null || v === undefined ? '–' : fmtValue(v, u),
     });
   });
-  const incrs = { Day: [300, 900, 1800, 3600, 7200, 10800, 21600], Week: [3600, 10800, 21600, 43200, 86400] }[period];
+  const incrs = { Day: [300, 900, 1800, 3600, 7200, 10800, 21600, 43200], Week: [3600, 10800, 21600, 43200, 86400, 172800, 259200] }[period];
   const axes = [{ values: xLabels(period, tz), ...(incrs ? { incrs } : {}) }];
   axisUnits.forEach((u, i) => axes.push({ scale: u || 'ratio', side: i === 0 ? 3 : 1, label: u || 'ratio', size: 60,
     grid: { show: i === 0 }, values: (_, ticks) => ticks.map(t => Math.abs(t) >= 1e4 ? (t / 1000) + 'k' : String(t)) }));
   const width = () => Math.max(280, el.clientWidth);
   const height = () => (window.innerWidth < 520 ? 260 : 340);
   const u = new window.uPlot({ width: width(), height: height(), series, axes, tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz),
-    cursor: { points: { size: 6 } }, legend: { live: true } }, data, el);
+    cursor: { points: { size: 6 } }, legend: { live: true },
+    hooks: { setScale: [(p, key) => { if (key === 'x') Object.assign(el.dataset, { from: p.scales.x.min, to: p.scales.x.max }); }] } }, data, el);
   const ro = new ResizeObserver(() => u.setSize({ width: width(), height: height() }));
   ro.observe(el);
   return () => { ro.disconnect(); u.destroy(); };
@@ -166,7 +185,7 @@ export async function render(ctx, root) {
         plot.append(h('p', { class: 'muted', id: 'history-empty' }, 'Nothing stored for this period.'));
         return;
       }
-      destroy = chart(plot, r, st.period, tz, kind === 'plant' ? BALANCE_SHOWN : null);
+      destroy = chart(plot, r, st.period, st.date, tz, kind === 'plant' ? BALANCE_SHOWN : null);
       below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${r.resolution}); times in ${tz}. Click a legend entry to show or hide it.`), totals(r, st.period));
     } catch (e) {
       if (my === seq) { clear(plot, problemBox(e)); clear(below); }
