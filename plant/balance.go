@@ -115,6 +115,9 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 	for _, d := range l.idx.Load().byPlant[plantID] {
 		switch d.kind() {
 		case KindInverter, KindMeter, KindBattery:
+		case "":
+			// Configured without a kind and not discovered yet: it may
+			// be any of them, so it is named below until it answers.
 		default:
 			continue
 		}
@@ -145,6 +148,9 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 			c.capacityWh = d.disc.RatedEnergyWh
 		}
 		d.mu.Unlock()
+		if c.kind == "" && c.everOK {
+			continue // read, yet of no kind the balance knows
+		}
 		out = append(out, c)
 	}
 	return out, nil

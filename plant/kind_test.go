@@ -20,6 +20,23 @@ func TestKindFromDiscovery(t *testing.T) {
 	}
 }
 
+// A device configured without a kind that never answered may be the
+// meter or an inverter: the live balance names it until discovery tells.
+func TestBalanceNamesUndiscoveredDevice(t *testing.T) {
+	l := NewLive([]Plant{{ID: "p", Name: "P"}}, []DeviceInfo{{ID: "m", PlantID: "p", Name: "M"}}, nil)
+	b, err := l.EnergyBalance("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Error == nil || len(b.Error.Devices) != 1 || b.Error.Devices[0].DeviceID != "m" {
+		t.Fatalf("balance error %+v, want device m named", b.Error)
+	}
+	l.Apply(poller.Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindSensor}, State: poller.StateOnline})
+	if b, _ := l.EnergyBalance("p"); b.Error != nil {
+		t.Errorf("a sensor once discovered is no part of the balance; error %+v", b.Error)
+	}
+}
+
 // DeviceStatuses gives what Devices gives, without the readings.
 func TestDeviceStatusesWithoutReadings(t *testing.T) {
 	l := NewLive([]Plant{{ID: "p", Name: "P"}}, []DeviceInfo{{ID: "m", PlantID: "p", Name: "M", Kind: KindMeter}}, nil)
