@@ -125,24 +125,19 @@ func newBattery(d *Device) (*battery, error) {
 	}
 	err := d.build(defaultBase, specs, func(bb *builder) {
 		h := &b.h
-		bb.bindAll(802,
-			named{&h.soc, "SoC"}, named{&h.dod, "DoD"}, named{&h.soh, "SoH"}, named{&h.nCyc, "NCyc"}, named{&h.chaSt, "ChaSt"},
-			named{&h.hb, "Hb"}, named{&h.state, "State"}, named{&h.v, "V"}, named{&h.cellVMax, "CellVMax"},
-			named{&h.cellVMin, "CellVMin"}, named{&h.cellVAvg, "CellVAvg"}, named{&h.a, "A"}, named{&h.w, "W"},
-		)
-		bb.bindAll(124,
-			named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"}, named{&h.inBatV, "InBatV"}, named{&h.chaSt124, "ChaSt"},
-		)
-		bb.bindAll(713,
-			named{&h.whAvail, "WHAvail"}, named{&h.soc713, "SoC"}, named{&h.soh713, "SoH"},
-		)
+		bb.bindAll(802, useMeasured, named{&h.soc, "SoC"}, named{&h.dod, "DoD"}, named{&h.soh, "SoH"}, named{&h.v, "V"},
+			named{&h.cellVMax, "CellVMax"}, named{&h.cellVMin, "CellVMin"}, named{&h.cellVAvg, "CellVAvg"},
+			named{&h.a, "A"}, named{&h.w, "W"})
+		bb.bindAll(802, useState, named{&h.nCyc, "NCyc"}, named{&h.chaSt, "ChaSt"}, named{&h.hb, "Hb"},
+			named{&h.state, "State"})
+		bb.bindAll(124, useMeasured, named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"},
+			named{&h.inBatV, "InBatV"})
+		bb.bindAll(124, useState, named{&h.chaSt124, "ChaSt"})
+		bb.bindAll(713, useMeasured, named{&h.whAvail, "WHAvail"}, named{&h.soc713, "SoC"}, named{&h.soh713, "SoH"})
 	})
 	if err != nil {
 		return nil, err
 	}
-	h := &b.h
-	d.measured = append(d.measured, h.soc, h.dod, h.soh, h.v, h.cellVMax, h.cellVMin, h.cellVAvg, h.a, h.w,
-		h.chaState, h.storAval, h.inBatV, h.whAvail, h.soc713, h.soh713)
 	b.decodeControls(d)
 	return b, nil
 }

@@ -124,6 +124,16 @@ func (b *builder) handle(id uint16, name string) handle {
 	return h
 }
 
+// pointUse says what a handle's point is to the faults: a measurement, which
+// FaultNotImplemented blanks, or state (status, counters, timers), which
+// stays.
+type pointUse bool
+
+const (
+	useState    pointUse = false
+	useMeasured pointUse = true
+)
+
 // named is a handle to resolve by its point's name.
 type named struct {
 	dst *handle
@@ -131,15 +141,42 @@ type named struct {
 }
 
 // bindAll resolves the handles of points of model id.
-func (b *builder) bindAll(id uint16, ns ...named) {
+func (b *builder) bindAll(id uint16, u pointUse, ns ...named) {
 	for _, n := range ns {
 		*n.dst = b.handle(id, n.n)
+		if u == useMeasured {
+			b.d.measured = append(b.d.measured, *n.dst)
+		}
 	}
 }
 
-// phases resolves the three per-phase points of a quantity.
-func (b *builder) phases(id uint16, a, bb, c string) [3]handle {
-	return [3]handle{b.handle(id, a), b.handle(id, bb), b.handle(id, c)}
+// Suffixes of per-phase point names: by phase (AphA), by pair of phases
+// (PhVphAB), and the same numbered in models 7xx (WL1, VL1L2).
+var (
+	phaseABC = [3]string{"A", "B", "C"}
+	phaseAB  = [3]string{"AB", "BC", "CA"}
+	phase123 = [3]string{"1", "2", "3"}
+	phase12  = [3]string{"1L2", "2L3", "3L1"}
+)
+
+// phased is a per-phase quantity to resolve: the points named prefix
+// followed by each of the suffixes.
+type phased struct {
+	dst    *[3]handle
+	prefix string
+	suffix [3]string
+}
+
+// bindPhases resolves the handles of per-phase points of model id.
+func (b *builder) bindPhases(id uint16, u pointUse, ps ...phased) {
+	for _, p := range ps {
+		for i, s := range p.suffix {
+			p.dst[i] = b.handle(id, p.prefix+s)
+		}
+		if u == useMeasured {
+			b.d.measured = append(b.d.measured, p.dst[:]...)
+		}
+	}
 }
 
 // slot returns the model id of the device's map, or nil.

@@ -81,18 +81,6 @@ func newInverter(d *Device) (*inverter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.der {
-		d.measured = append(d.measured, v.dh.w, v.dh.va, v.dh.vAr, v.dh.pf, v.dh.a, v.dh.llv, v.dh.lnv, v.dh.hz, v.dh.tmpCab, v.dh.tmpSnk)
-		for i := range 3 {
-			d.measured = append(d.measured, v.dh.wl[i], v.dh.val[i], v.dh.varl[i], v.dh.pfl[i], v.dh.al[i], v.dh.vll[i], v.dh.vl[i])
-		}
-	} else {
-		h := v.classic
-		d.measured = append(d.measured, h.a, h.w, h.hz, h.va, h.vAr, h.pf, h.dca, h.dcv, h.dcw, h.tmpCab, h.tmpSnk, h.wAval, h.varAval)
-		for i := range 3 {
-			d.measured = append(d.measured, h.aph[i], h.ppv[i], h.phv[i])
-		}
-	}
 	v.initControls(d)
 	v.limEnaReg = v.limEna
 	return v, nil
@@ -343,20 +331,18 @@ func rideThrough(id uint16, x, y string, ySF int, pts [][2]float64, name string)
 	}}
 }
 
+// resolveClassic resolves the handles a classic inverter renders.
 func resolveClassic(b *builder) *classicHandles {
 	h := &classicHandles{}
-	b.bindAll(103,
-		named{&h.a, "A"}, named{&h.w, "W"}, named{&h.hz, "Hz"}, named{&h.va, "VA"}, named{&h.vAr, "VAr"}, named{&h.pf, "PF"},
-		named{&h.wh, "WH"}, named{&h.dca, "DCA"}, named{&h.dcv, "DCV"}, named{&h.dcw, "DCW"}, named{&h.tmpCab, "TmpCab"},
-		named{&h.tmpSnk, "TmpSnk"}, named{&h.st, "St"},
-	)
-	b.bindAll(122,
-		named{&h.pvConn, "PVConn"}, named{&h.ecpConn, "ECPConn"}, named{&h.actWh, "ActWh"}, named{&h.actVAh, "ActVAh"},
-		named{&h.wAval, "WAval"}, named{&h.varAval, "VArAval"}, named{&h.stActCtl, "StActCtl"}, named{&h.tms, "Tms"},
-	)
-	h.aph = b.phases(103, "AphA", "AphB", "AphC")
-	h.ppv = b.phases(103, "PPVphAB", "PPVphBC", "PPVphCA")
-	h.phv = b.phases(103, "PhVphA", "PhVphB", "PhVphC")
+	b.bindAll(103, useMeasured, named{&h.a, "A"}, named{&h.w, "W"}, named{&h.hz, "Hz"}, named{&h.va, "VA"},
+		named{&h.vAr, "VAr"}, named{&h.pf, "PF"}, named{&h.dca, "DCA"}, named{&h.dcv, "DCV"}, named{&h.dcw, "DCW"},
+		named{&h.tmpCab, "TmpCab"}, named{&h.tmpSnk, "TmpSnk"})
+	b.bindAll(103, useState, named{&h.wh, "WH"}, named{&h.st, "St"})
+	b.bindPhases(103, useMeasured, phased{&h.aph, "Aph", phaseABC}, phased{&h.ppv, "PPVph", phaseAB},
+		phased{&h.phv, "PhVph", phaseABC})
+	b.bindAll(122, useMeasured, named{&h.wAval, "WAval"}, named{&h.varAval, "VArAval"})
+	b.bindAll(122, useState, named{&h.pvConn, "PVConn"}, named{&h.ecpConn, "ECPConn"}, named{&h.actWh, "ActWh"},
+		named{&h.actVAh, "ActVAh"}, named{&h.stActCtl, "StActCtl"}, named{&h.tms, "Tms"})
 	return h
 }
 
@@ -577,25 +563,20 @@ func tripModel(id uint16, y string, ySF int, curves [3][][2]float64) modelSpec {
 	}}
 }
 
+// resolveDER resolves the handles a DER inverter renders.
 func resolveDER(b *builder) *derHandles {
 	h := &derHandles{}
-	b.bindAll(701,
-		named{&h.st, "St"}, named{&h.invSt, "InvSt"}, named{&h.connSt, "ConnSt"}, named{&h.w, "W"}, named{&h.va, "VA"},
-		named{&h.vAr, "Var"}, named{&h.pf, "PF"}, named{&h.a, "A"}, named{&h.llv, "LLV"}, named{&h.lnv, "LNV"}, named{&h.hz, "Hz"},
-		named{&h.totWhInj, "TotWhInj"}, named{&h.tmpCab, "TmpCab"}, named{&h.tmpSnk, "TmpSnk"},
-	)
-	h.wl = b.phases(701, "WL1", "WL2", "WL3")
-	h.val = b.phases(701, "VAL1", "VAL2", "VAL3")
-	h.varl = b.phases(701, "VarL1", "VarL2", "VarL3")
-	h.pfl = b.phases(701, "PFL1", "PFL2", "PFL3")
-	h.al = b.phases(701, "AL1", "AL2", "AL3")
-	h.vll = b.phases(701, "VL1L2", "VL2L3", "VL3L1")
-	h.vl = b.phases(701, "VL1", "VL2", "VL3")
-	h.whl = b.phases(701, "TotWhInjL1", "TotWhInjL2", "TotWhInjL3")
-	h.rvrtRem = b.handle(704, "WMaxLimPctRvrtRem")
-	h.wsetRem = b.handle(704, "WSetRvrtRem")
-	h.pfInjRem = b.handle(704, "PFWInjRvrtRem")
-	h.pfAbsRem = b.handle(704, "PFWAbsRvrtRem")
+	b.bindAll(701, useMeasured, named{&h.w, "W"}, named{&h.va, "VA"}, named{&h.vAr, "Var"}, named{&h.pf, "PF"},
+		named{&h.a, "A"}, named{&h.llv, "LLV"}, named{&h.lnv, "LNV"}, named{&h.hz, "Hz"}, named{&h.tmpCab, "TmpCab"},
+		named{&h.tmpSnk, "TmpSnk"})
+	b.bindAll(701, useState, named{&h.st, "St"}, named{&h.invSt, "InvSt"}, named{&h.connSt, "ConnSt"},
+		named{&h.totWhInj, "TotWhInj"})
+	b.bindPhases(701, useMeasured, phased{&h.wl, "WL", phase123}, phased{&h.val, "VAL", phase123},
+		phased{&h.varl, "VarL", phase123}, phased{&h.pfl, "PFL", phase123}, phased{&h.al, "AL", phase123},
+		phased{&h.vll, "VL", phase12}, phased{&h.vl, "VL", phase123})
+	b.bindPhases(701, useState, phased{&h.whl, "TotWhInjL", phase123})
+	b.bindAll(704, useState, named{&h.rvrtRem, "WMaxLimPctRvrtRem"}, named{&h.wsetRem, "WSetRvrtRem"},
+		named{&h.pfInjRem, "PFWInjRvrtRem"}, named{&h.pfAbsRem, "PFWAbsRvrtRem"})
 	return h
 }
 

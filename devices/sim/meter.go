@@ -44,27 +44,16 @@ func newMeter(d *Device, maxW float64) (*meter, error) {
 	}
 	err := d.build(defaultBase, specs, func(b *builder) {
 		h := &m.h
-		b.bindAll(203,
-			named{&h.a, "A"}, named{&h.phv, "PhV"}, named{&h.ppv, "PPV"}, named{&h.hz, "Hz"}, named{&h.w, "W"}, named{&h.va, "VA"},
-			named{&h.vAr, "VAR"}, named{&h.pf, "PF"}, named{&h.imp, "TotWhImp"}, named{&h.exp, "TotWhExp"},
-		)
-		h.aph = b.phases(203, "AphA", "AphB", "AphC")
-		h.phvph = b.phases(203, "PhVphA", "PhVphB", "PhVphC")
-		h.ppvph = b.phases(203, "PhVphAB", "PhVphBC", "PhVphCA")
-		h.wph = b.phases(203, "WphA", "WphB", "WphC")
-		h.vaph = b.phases(203, "VAphA", "VAphB", "VAphC")
-		h.varph = b.phases(203, "VARphA", "VARphB", "VARphC")
-		h.pfph = b.phases(203, "PFphA", "PFphB", "PFphC")
-		h.impPh = b.phases(203, "TotWhImpPhA", "TotWhImpPhB", "TotWhImpPhC")
-		h.expPh = b.phases(203, "TotWhExpPhA", "TotWhExpPhB", "TotWhExpPhC")
+		b.bindAll(203, useMeasured, named{&h.a, "A"}, named{&h.phv, "PhV"}, named{&h.ppv, "PPV"}, named{&h.hz, "Hz"},
+			named{&h.w, "W"}, named{&h.va, "VA"}, named{&h.vAr, "VAR"}, named{&h.pf, "PF"})
+		b.bindAll(203, useState, named{&h.imp, "TotWhImp"}, named{&h.exp, "TotWhExp"})
+		b.bindPhases(203, useMeasured, phased{&h.aph, "Aph", phaseABC}, phased{&h.phvph, "PhVph", phaseABC},
+			phased{&h.ppvph, "PhVph", phaseAB}, phased{&h.wph, "Wph", phaseABC}, phased{&h.vaph, "VAph", phaseABC},
+			phased{&h.varph, "VARph", phaseABC}, phased{&h.pfph, "PFph", phaseABC})
+		b.bindPhases(203, useState, phased{&h.impPh, "TotWhImpPh", phaseABC}, phased{&h.expPh, "TotWhExpPh", phaseABC})
 	})
 	if err != nil {
 		return nil, err
-	}
-	h := &m.h
-	d.measured = append(d.measured, h.a, h.phv, h.ppv, h.hz, h.w, h.va, h.vAr, h.pf)
-	for i := range 3 {
-		d.measured = append(d.measured, h.aph[i], h.phvph[i], h.ppvph[i], h.wph[i], h.vaph[i], h.varph[i], h.pfph[i])
 	}
 	return m, nil
 }
@@ -124,15 +113,12 @@ type sensor struct {
 func newSensor(d *Device) (*sensor, error) {
 	s := &sensor{}
 	err := d.build(defaultBase, []modelSpec{{id: 1}, {id: 308}}, func(b *builder) {
-		s.ghi = b.handle(308, "GHI")
-		s.tmpBOM = b.handle(308, "TmpBOM")
-		s.tmpAmb = b.handle(308, "TmpAmb")
-		s.wndSpd = b.handle(308, "WndSpd")
+		b.bindAll(308, useMeasured, named{&s.ghi, "GHI"}, named{&s.tmpBOM, "TmpBOM"}, named{&s.tmpAmb, "TmpAmb"},
+			named{&s.wndSpd, "WndSpd"})
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.measured = append(d.measured, s.ghi, s.tmpBOM, s.tmpAmb, s.wndSpd)
 	return s, nil
 }
 
