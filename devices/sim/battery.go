@@ -3,8 +3,6 @@ package sim
 import (
 	"math"
 	"time"
-
-	"plantd/devices"
 )
 
 // battery is the physics and control state of a battery system. Guarded by
@@ -59,69 +57,36 @@ func newBattery(d *Device) (*battery, error) {
 	if c.RatedW/44 > 320 {
 		aSF = -1
 	}
+	aMax := math.Round(c.RatedW / 44)
 	specs := []modelSpec{
 		{id: 1},
-		{id: 124, fill: func(bb *builder, in *devices.Instance) {
-			for _, n := range []string{"WChaMax_SF", "WChaDisChaGra_SF", "VAChaMax_SF", "MinRsvPct_SF", "InOutWRte_SF"} {
-				bb.sf(in, n, 0)
-			}
-			for _, n := range []string{"ChaState_SF", "StorAval_SF", "InBatV_SF"} {
-				bb.sf(in, n, -1)
-			}
-			bb.set(in, "WChaMax", c.RatedW)
-			bb.set(in, "WChaGra", 100)
-			bb.set(in, "WDisChaGra", 100)
-			bb.raw(in, "StorCtl_Mod", 0)
-			bb.set(in, "VAChaMax", c.RatedW)
-			bb.set(in, "MinRsvPct", b.minRsv)
-			bb.set(in, "OutWRte", 100)
-			bb.set(in, "InWRte", 100)
-			bb.set(in, "InOutWRte_WinTms", 0)
-			bb.set(in, "InOutWRte_RvrtTms", 0)
-			bb.set(in, "InOutWRte_RmpTms", 0)
-			bb.raw(in, "ChaGriSet", 0) // charge from PV only
-		}},
-		{id: 713, fill: func(bb *builder, in *devices.Instance) {
-			bb.sf(in, "WH_SF", 0)
-			bb.sf(in, "Pct_SF", -1)
-			bb.set(in, "WHRtg", c.CapacityWh)
-			bb.raw(in, "Sta", 0) // OK
-		}},
-		{id: 802, fill: func(bb *builder, in *devices.Instance) {
-			for _, n := range []string{"AHRtg_SF", "WHRtg_SF", "WChaDisChaMax_SF", "AMax_SF", "W_SF"} {
-				bb.sf(in, n, 0)
-			}
-			for _, n := range []string{"SoC_SF", "DoD_SF", "SoH_SF", "V_SF"} {
-				bb.sf(in, n, -1)
-			}
-			bb.sf(in, "CellV_SF", -3)
-			bb.sf(in, "A_SF", aSF)
-			bb.set(in, "AHRtg", b.ahRtg)
-			bb.set(in, "WHRtg", c.CapacityWh)
-			bb.set(in, "WChaRteMax", c.RatedW)
-			bb.set(in, "WDisChaRteMax", c.RatedW)
-			bb.set(in, "SoCMax", b.socMax)
-			bb.set(in, "SoCMin", b.socMin)
-			bb.set(in, "SocRsvMax", b.rsvMax)
-			bb.set(in, "SoCRsvMin", b.rsvMin)
-			bb.raw(in, "LocRemCtl", 0) // remote
-			bb.set(in, "CtrlHb", 0)
-			bb.set(in, "AlmRst", 0)
-			bb.raw(in, "Typ", 4) // lithium ion
-			for _, n := range []string{"Evt1", "Evt2", "EvtVnd1", "EvtVnd2"} {
-				bb.raw(in, n, 0)
-			}
-			bb.set(in, "VMax", 57.6)
-			bb.set(in, "VMin", 44.8)
-			bb.set(in, "CellVMaxStr", 1)
-			bb.set(in, "CellVMaxMod", 1)
-			bb.set(in, "CellVMinStr", 1)
-			bb.set(in, "CellVMinMod", 2)
-			bb.set(in, "AChaMax", math.Round(c.RatedW/44))
-			bb.set(in, "ADisChaMax", math.Round(c.RatedW/44))
-			bb.raw(in, "SetOp", 1)       // connect
-			bb.raw(in, "SetInvState", 3) // started
-		}},
+		{
+			id: 124,
+			sf: sfs{"WChaMax_SF": 0, "WChaDisChaGra_SF": 0, "VAChaMax_SF": 0, "MinRsvPct_SF": 0, "InOutWRte_SF": 0,
+				"ChaState_SF": -1, "StorAval_SF": -1, "InBatV_SF": -1},
+			raw: raws{"StorCtl_Mod": 0, "ChaGriSet": 0}, // charge from PV only
+			val: vals{"WChaMax": c.RatedW, "VAChaMax": c.RatedW, "WChaGra": 100, "WDisChaGra": 100,
+				"MinRsvPct": b.minRsv, "OutWRte": 100, "InWRte": 100,
+				"InOutWRte_WinTms": 0, "InOutWRte_RvrtTms": 0, "InOutWRte_RmpTms": 0},
+		},
+		{
+			id:  713,
+			sf:  sfs{"WH_SF": 0, "Pct_SF": -1},
+			raw: raws{"Sta": 0}, // OK
+			val: vals{"WHRtg": c.CapacityWh},
+		},
+		{
+			id: 802,
+			sf: sfs{"AHRtg_SF": 0, "WHRtg_SF": 0, "WChaDisChaMax_SF": 0, "AMax_SF": 0, "W_SF": 0,
+				"SoC_SF": -1, "DoD_SF": -1, "SoH_SF": -1, "V_SF": -1, "CellV_SF": -3, "A_SF": aSF},
+			// Remote control, lithium ion, connected and started.
+			raw: raws{"LocRemCtl": 0, "Typ": 4, "Evt1": 0, "Evt2": 0, "EvtVnd1": 0, "EvtVnd2": 0,
+				"SetOp": 1, "SetInvState": 3},
+			val: vals{"AHRtg": b.ahRtg, "WHRtg": c.CapacityWh, "WChaRteMax": c.RatedW, "WDisChaRteMax": c.RatedW,
+				"SoCMax": b.socMax, "SoCMin": b.socMin, "SocRsvMax": b.rsvMax, "SoCRsvMin": b.rsvMin,
+				"CtrlHb": 0, "AlmRst": 0, "VMax": 57.6, "VMin": 44.8, "AChaMax": aMax, "ADisChaMax": aMax,
+				"CellVMaxStr": 1, "CellVMaxMod": 1, "CellVMinStr": 1, "CellVMinMod": 2},
+		},
 	}
 	err := d.build(defaultBase, specs, func(bb *builder) {
 		h := &b.h

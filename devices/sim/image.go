@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"plantd/devices"
@@ -24,12 +26,59 @@ const (
 )
 
 // modelSpec is one model of a device kind: its id, the repeats of its
-// repeating groups (see devices.NewBlank) and the static values it holds.
+// repeating groups (see devices.NewBlank) and the static values it holds,
+// as tables of point name to value. The builder stores the scale factors
+// first, as the values are encoded with them, then the other tables, then
+// calls fill for what a table cannot say (curves, nested groups).
 type modelSpec struct {
 	id     uint16
 	counts map[string]int
+	sf     sfs
+	raw    raws
+	str    strs
+	val    vals
+	zero   []string        // top-level points whose value is 0
+	groups map[string]vals // points of the first occurrence of top-level groups
 	fill   func(b *builder, inst *devices.Instance)
 }
+
+// Point tables: the static values of a model or group by point name.
+type (
+	// sfs are scale factors (the power of ten).
+	sfs map[string]int
+	// raws are register bits: enums and bitfields.
+	raws map[string]uint64
+	// strs are string points.
+	strs map[string]string
+	// vals are values in the point's units, encoded with its scale factor.
+	vals map[string]float64
+)
+
+// fillTables stores the tables of s into inst.
+func (b *builder) fillTables(s *modelSpec, inst *devices.Instance) {
+	for _, n := range sortedKeys(s.sf) {
+		b.sf(inst, n, s.sf[n])
+	}
+	for _, n := range sortedKeys(s.raw) {
+		b.raw(inst, n, s.raw[n])
+	}
+	for _, n := range sortedKeys(s.str) {
+		b.str(inst, n, s.str[n])
+	}
+	b.setAll(inst, &inst.Root, s.val)
+	for _, n := range s.zero {
+		b.set(inst, n, 0)
+	}
+	for _, g := range sortedKeys(s.groups) {
+		if gs := b.groups(&inst.Root, g, 1); gs != nil {
+			b.setAll(inst, &gs[0], s.groups[g])
+		}
+	}
+}
+
+// sortedKeys returns the point names of a table in order, so a table is
+// stored, and its first error reported, the same way every time.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // builder sets static points and resolves handles, keeping the first error
 // so the model tables read as plain lists of values.
@@ -75,6 +124,14 @@ func (b *builder) str(inst *devices.Instance, name, s string) {
 func (b *builder) setIn(inst *devices.Instance, gi *devices.GroupInstance, name string, v float64) {
 	if b.err == nil {
 		b.fail(inst.SetIn(gi, name, v))
+	}
+}
+
+// setAll stores the values of a table into the points of a group
+// instance.
+func (b *builder) setAll(inst *devices.Instance, gi *devices.GroupInstance, t vals) {
+	for _, n := range sortedKeys(t) {
+		b.setIn(inst, gi, n, t[n])
 	}
 }
 
@@ -266,6 +323,7 @@ func (d *Device) build(base uint16, specs []modelSpec, resolve func(b *builder))
 		if s.id == 1 {
 			d.fillCommon(b, inst)
 		}
+		b.fillTables(&s, inst)
 		if s.fill != nil {
 			s.fill(b, inst)
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"plantd/devices"
@@ -96,200 +97,142 @@ func idHash(id string) uint64 {
 	return h
 }
 
+// classicSpecs are the models of a classic inverter rated c.RatedW: the
+// 12x status and controls, the legacy curves 126 to 136.
 func classicSpecs(c DeviceConfig) []modelSpec {
 	r := c.RatedW
 	ratedA := r / 3 / 230 * 1.1
+	// Volt-var: reactive power in % of VArMax (DeptRef 2); volt-watt:
+	// active power in % of WMax (DeptRef 1); both ramp in 10 s and at
+	// 100 %/min.
+	voltVar := vals{"DeptRef": 2, "RmpTms": 10, "RmpDecTmm": 100, "RmpIncTmm": 100}
+	voltWatt := vals{"DeptRef": 1, "RmpPt1Tms": 10, "RmpDecTmm": 100, "RmpIncTmm": 100}
+	voltSFs := sfs{"V_SF": 0, "DeptRef_SF": 0, "RmpIncDec_SF": 0}
 	return []modelSpec{
 		{id: 1},
-		{id: 103, fill: func(b *builder, in *devices.Instance) {
-			for _, s := range []struct {
-				n  string
-				sf int
-			}{{"A_SF", -2}, {"V_SF", -1}, {"W_SF", 0}, {"Hz_SF", -2}, {"VA_SF", 0}, {"VAr_SF", 0}, {"PF_SF", -1},
-				{"WH_SF", 0}, {"DCA_SF", -2}, {"DCV_SF", -1}, {"DCW_SF", 0}, {"Tmp_SF", -1}} {
-				b.sf(in, s.n, s.sf)
-			}
-			b.raw(in, "St", 2)
-			b.raw(in, "Evt1", 0)
-			b.raw(in, "Evt2", 0)
-		}},
-		{id: 120, fill: func(b *builder, in *devices.Instance) {
-			b.raw(in, "DERTyp", 4) // PV
-			for _, n := range []string{"WRtg_SF", "VARtg_SF", "VArRtg_SF"} {
-				b.sf(in, n, 0)
-			}
-			b.sf(in, "ARtg_SF", -1)
-			b.sf(in, "PFRtg_SF", -2)
-			b.set(in, "WRtg", r)
-			b.set(in, "VARtg", r)
-			b.set(in, "VArRtgQ1", 0.6*r)
-			b.set(in, "VArRtgQ2", 0.6*r)
-			b.set(in, "VArRtgQ3", -0.6*r)
-			b.set(in, "VArRtgQ4", -0.6*r)
-			b.set(in, "ARtg", ratedA)
-			b.set(in, "PFRtgQ1", 0.8)
-			b.set(in, "PFRtgQ2", -0.8)
-			b.set(in, "PFRtgQ3", -0.8)
-			b.set(in, "PFRtgQ4", 0.8)
-		}},
-		{id: 121, fill: func(b *builder, in *devices.Instance) {
-			for _, n := range []string{"WMax_SF", "VRef_SF", "VRefOfs_SF", "VMinMax_SF", "VAMax_SF", "VArMax_SF", "WGra_SF", "MaxRmpRte_SF"} {
-				b.sf(in, n, 0)
-			}
-			b.sf(in, "PFMin_SF", -2)
-			b.sf(in, "ECPNomHz_SF", -2)
-			b.set(in, "WMax", r)
-			b.set(in, "VRef", 230)
-			b.set(in, "VRefOfs", 0)
-			b.set(in, "VMax", 253)
-			b.set(in, "VMin", 196)
-			b.set(in, "VAMax", r)
-			b.set(in, "VArMaxQ1", 0.6*r)
-			b.set(in, "VArMaxQ2", 0.6*r)
-			b.set(in, "VArMaxQ3", -0.6*r)
-			b.set(in, "VArMaxQ4", -0.6*r)
-			b.set(in, "WGra", 10)
-			b.set(in, "PFMinQ1", 0.8)
-			b.set(in, "PFMinQ2", -0.8)
-			b.set(in, "PFMinQ3", -0.8)
-			b.set(in, "PFMinQ4", 0.8)
-			b.raw(in, "VArAct", 1)   // switch
-			b.raw(in, "ClcTotVA", 1) // vector
-			b.set(in, "MaxRmpRte", 100)
-			b.set(in, "ECPNomHz", 50)
-		}},
-		{id: 122, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "VArAval_SF", 0)
-			b.sf(in, "WAval_SF", 0)
-			b.sf(in, "Ris_SF", 3)
-			b.raw(in, "PVConn", 1)
-			b.raw(in, "StorConn", 0)
-			b.raw(in, "ECPConn", 1)
-			b.raw(in, "StSetLimMsk", 0)
-			b.raw(in, "StActCtl", 0)
-			b.str(in, "TmSrc", "RTC")
-			b.raw(in, "RtSt", 0)
-			b.set(in, "Ris", 2000e3)
-		}},
-		{id: 123, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "WMaxLimPct_SF", -1)
-			b.sf(in, "OutPFSet_SF", -3)
-			b.sf(in, "VArPct_SF", 0)
-			for _, n := range []string{"Conn_WinTms", "Conn_RvrtTms", "WMaxLimPct_WinTms", "WMaxLimPct_RvrtTms",
+		{
+			id: 103,
+			sf: sfs{"A_SF": -2, "V_SF": -1, "W_SF": 0, "Hz_SF": -2, "VA_SF": 0, "VAr_SF": 0, "PF_SF": -1,
+				"WH_SF": 0, "DCA_SF": -2, "DCV_SF": -1, "DCW_SF": 0, "Tmp_SF": -1},
+			raw: raws{"St": 2, "Evt1": 0, "Evt2": 0},
+		},
+		{
+			id:  120,
+			sf:  sfs{"WRtg_SF": 0, "VARtg_SF": 0, "VArRtg_SF": 0, "ARtg_SF": -1, "PFRtg_SF": -2},
+			raw: raws{"DERTyp": 4}, // PV
+			val: vals{"WRtg": r, "VARtg": r, "ARtg": ratedA,
+				"VArRtgQ1": 0.6 * r, "VArRtgQ2": 0.6 * r, "VArRtgQ3": -0.6 * r, "VArRtgQ4": -0.6 * r,
+				"PFRtgQ1": 0.8, "PFRtgQ2": -0.8, "PFRtgQ3": -0.8, "PFRtgQ4": 0.8},
+		},
+		{
+			id: 121,
+			sf: sfs{"WMax_SF": 0, "VRef_SF": 0, "VRefOfs_SF": 0, "VMinMax_SF": 0, "VAMax_SF": 0, "VArMax_SF": 0,
+				"WGra_SF": 0, "MaxRmpRte_SF": 0, "PFMin_SF": -2, "ECPNomHz_SF": -2},
+			raw: raws{"VArAct": 1, "ClcTotVA": 1}, // switch, vector
+			val: vals{"WMax": r, "VRef": 230, "VRefOfs": 0, "VMax": 253, "VMin": 196, "VAMax": r,
+				"VArMaxQ1": 0.6 * r, "VArMaxQ2": 0.6 * r, "VArMaxQ3": -0.6 * r, "VArMaxQ4": -0.6 * r,
+				"WGra": 10, "MaxRmpRte": 100, "ECPNomHz": 50,
+				"PFMinQ1": 0.8, "PFMinQ2": -0.8, "PFMinQ3": -0.8, "PFMinQ4": 0.8},
+		},
+		{
+			id:  122,
+			sf:  sfs{"VArAval_SF": 0, "WAval_SF": 0, "Ris_SF": 3},
+			raw: raws{"PVConn": 1, "StorConn": 0, "ECPConn": 1, "StSetLimMsk": 0, "StActCtl": 0, "RtSt": 0},
+			str: strs{"TmSrc": "RTC"},
+			val: vals{"Ris": 2000e3},
+		},
+		{
+			id:  123,
+			sf:  sfs{"WMaxLimPct_SF": -1, "OutPFSet_SF": -3, "VArPct_SF": 0},
+			raw: raws{"Conn": 1, "VArPct_Mod": 2}, // VArPct in % of VArMax
+			val: vals{"WMaxLimPct": 100, "OutPFSet": 1},
+			zero: []string{"Conn_WinTms", "Conn_RvrtTms", "WMaxLimPct_WinTms", "WMaxLimPct_RvrtTms",
 				"WMaxLimPct_RmpTms", "WMaxLim_Ena", "OutPFSet_WinTms", "OutPFSet_RvrtTms", "OutPFSet_RmpTms",
 				"OutPFSet_Ena", "VArWMaxPct", "VArMaxPct", "VArAvalPct", "VArPct_WinTms", "VArPct_RvrtTms",
-				"VArPct_RmpTms", "VArPct_Ena"} {
-				b.set(in, n, 0)
-			}
-			b.raw(in, "Conn", 1)
-			b.set(in, "WMaxLimPct", 100)
-			b.set(in, "OutPFSet", 1)
-			b.raw(in, "VArPct_Mod", 2) // % of VArMax
-		}},
-		// Volt-var: reactive power in % of VArMax (DeptRef 2).
-		legacyVoltCurves(126, "VAr", 2, "RmpTms",
-			namedCurve{"VV-EN50549", [][2]float64{{92, 30}, {98, 0}, {102, 0}, {108, -30}}},
-			namedCurve{"VV-WIDE", [][2]float64{{94, 44}, {97, 0}, {103, 0}, {106, -44}}}),
-		{id: 127, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "WGra_SF", 0)
-			b.sf(in, "HzStrStop_SF", -2)
-			b.sf(in, "RmpIncDec_SF", 0)
-			b.set(in, "WGra", 40)
-			b.set(in, "HzStr", 0.2)
-			b.set(in, "HzStop", 0.05)
-			b.raw(in, "HysEna", 1)
-			b.raw(in, "ModEna", 0)
-			b.set(in, "HzStopWGra", 10)
-		}},
-		rideThrough(129, "Tms", "V", 0, [][2]float64{{0.15, 15}, {0.5, 45}, {1.5, 70}, {3, 85}}, "LVRT"),
-		rideThrough(130, "Tms", "V", 0, [][2]float64{{0.1, 120}, {0.2, 115}, {1, 112}, {5, 110}}, "HVRT"),
-		// Volt-watt: active power in % of WMax (DeptRef 1).
-		legacyVoltCurves(132, "W", 1, "RmpPt1Tms",
-			namedCurve{"VW-STD", [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}}},
-			namedCurve{"VW-SOFT", [][2]float64{{100, 100}, {105, 100}, {108, 40}, {110, 0}}}),
+				"VArPct_RmpTms", "VArPct_Ena"},
+		},
+		legacyCurves(126, voltSFs, "V", "VAr",
+			curve{"VV-EN50549", [][2]float64{{92, 30}, {98, 0}, {102, 0}, {108, -30}}, voltVar},
+			curve{"VV-WIDE", [][2]float64{{94, 44}, {97, 0}, {103, 0}, {106, -44}}, voltVar}),
+		{
+			id:  127,
+			sf:  sfs{"WGra_SF": 0, "HzStrStop_SF": -2, "RmpIncDec_SF": 0},
+			raw: raws{"HysEna": 1, "ModEna": 0},
+			val: vals{"WGra": 40, "HzStr": 0.2, "HzStop": 0.05, "HzStopWGra": 10},
+		},
+		rideThrough(129, "V", 0, "LVRT", [][2]float64{{0.15, 15}, {0.5, 45}, {1.5, 70}, {3, 85}}),
+		rideThrough(130, "V", 0, "HVRT", [][2]float64{{0.1, 120}, {0.2, 115}, {1, 112}, {5, 110}}),
+		legacyCurves(132, voltSFs, "V", "W",
+			curve{"VW-STD", [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}}, voltWatt},
+			curve{"VW-SOFT", [][2]float64{{100, 100}, {105, 100}, {108, 40}, {110, 0}}, voltWatt}),
 		// One curve only: with two, 134 would be 128 registers, more than
 		// one read can fetch together with its scale factors.
-		{id: 134, counts: map[string]int{"curve": 1}, fill: func(b *builder, in *devices.Instance) {
-			legacyCurveHeader(b, in, 1)
-			b.sf(in, "Hz_SF", -2)
-			b.sf(in, "W_SF", 0)
-			b.sf(in, "RmpIncDec_SF", 0)
-			curves := b.groups(&in.Root, "curve", 1)
-			if curves == nil {
-				return
-			}
-			gi := &curves[0]
-			b.setIn(in, gi, "ActPt", 4)
-			legacyPoints(b, in, gi, "Hz", "W", [][2]float64{{50.2, 100}, {50.5, 90}, {51, 50}, {51.5, 0}})
-			curveName(b, in, gi, "FW-STD")
-			b.setIn(in, gi, "RmpPT1Tms", 5)
-			b.setIn(in, gi, "RmpDecTmm", 100)
-			b.setIn(in, gi, "RmpIncTmm", 100)
-			b.setIn(in, gi, "RmpRsUp", 10)
-			b.setIn(in, gi, "SnptW", 1)
-			b.setIn(in, gi, "WRef", 100)
-			b.setIn(in, gi, "WRefStrHz", 50.2)
-			b.setIn(in, gi, "WRefStopHz", 50.05)
-			b.setIn(in, gi, "ReadOnly", 0)
-		}},
-		rideThrough(135, "Tms", "Hz", -2, [][2]float64{{0.1, 47.5}, {1, 48}, {5, 48.5}, {10, 49}}, "LFRT"),
-		rideThrough(136, "Tms", "Hz", -2, [][2]float64{{0.1, 52}, {1, 51.5}, {5, 51}, {10, 50.5}}, "HFRT"),
+		legacyCurves(134, sfs{"Hz_SF": -2, "W_SF": 0, "RmpIncDec_SF": 0}, "Hz", "W",
+			curve{"FW-STD", [][2]float64{{50.2, 100}, {50.5, 90}, {51, 50}, {51.5, 0}}, vals{
+				"RmpPT1Tms": 5, "RmpDecTmm": 100, "RmpIncTmm": 100, "RmpRsUp": 10, "SnptW": 1,
+				"WRef": 100, "WRefStrHz": 50.2, "WRefStopHz": 50.05}}),
+		rideThrough(135, "Hz", -2, "LFRT", [][2]float64{{0.1, 47.5}, {1, 48}, {5, 48.5}, {10, 49}}),
+		rideThrough(136, "Hz", -2, "HFRT", [][2]float64{{0.1, 52}, {1, 51.5}, {5, 51}, {10, 50.5}}),
 	}
 }
 
-// namedCurve is a curve of (x, y) points with its CrvNam.
-type namedCurve struct {
+// curve is one curve group of a curve model: its CrvNam (none when
+// empty), its (x, y) points and the values of its other points.
+type curve struct {
 	name string
 	pts  [][2]float64
+	vals vals
 }
 
-// legacyVoltCurves is a legacy curve model over voltage (126 volt-var,
-// 132 volt-watt) with the given curves of (V, y) points: y is the curve's
-// dependent point ("VAr", "W"), deptRef its DeptRef, rampTms the name of
-// its ramp time point; ramps of 10 s and 100 %/min.
-func legacyVoltCurves(id uint16, y string, deptRef float64, rampTms string, curves ...namedCurve) modelSpec {
-	return modelSpec{id: id, counts: map[string]int{"curve": len(curves)}, fill: func(b *builder, in *devices.Instance) {
-		legacyCurveHeader(b, in, len(curves))
-		b.sf(in, "V_SF", 0)
-		b.sf(in, "DeptRef_SF", 0)
-		b.sf(in, "RmpIncDec_SF", 0)
-		gis := b.groups(&in.Root, "curve", len(curves))
+// pointSetter stores the (x, y) points of a curve group as its model
+// names them.
+type pointSetter func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64)
+
+// fillCurves fills the top-level groups named group of a curve model, one
+// per curve: its values, ActPt, ReadOnly 0, CrvNam and points.
+func fillCurves(group string, curves []curve, setPoints pointSetter) func(*builder, *devices.Instance) {
+	return func(b *builder, in *devices.Instance) {
+		gis := b.groups(&in.Root, group, len(curves))
 		if gis == nil {
 			return
 		}
 		for i, c := range curves {
 			gi := &gis[i]
+			b.setAll(in, gi, c.vals)
 			b.setIn(in, gi, "ActPt", float64(len(c.pts)))
-			b.setIn(in, gi, "DeptRef", deptRef)
-			legacyPoints(b, in, gi, "V", y, c.pts)
-			curveName(b, in, gi, c.name)
-			b.setIn(in, gi, rampTms, 10)
-			b.setIn(in, gi, "RmpDecTmm", 100)
-			b.setIn(in, gi, "RmpIncTmm", 100)
 			b.setIn(in, gi, "ReadOnly", 0)
+			if c.name != "" {
+				curveName(b, in, gi, c.name)
+			}
+			setPoints(b, in, gi, c.pts)
 		}
-	}}
-}
-
-// legacyCurveHeader sets the fixed points of a legacy curve model (126 to
-// 136): no mode enabled, curve 1 active, ncrv curves of 4 points.
-func legacyCurveHeader(b *builder, in *devices.Instance, ncrv int) {
-	b.set(in, "ActCrv", 1)
-	b.raw(in, "ModEna", 0)
-	b.set(in, "WinTms", 0)
-	b.set(in, "RvrtTms", 0)
-	b.set(in, "RmpTms", 0)
-	b.set(in, "NCrv", float64(ncrv))
-	b.set(in, "NPt", 4)
-}
-
-// legacyPoints sets the numbered points x1, y1, x2, y2... of a legacy curve.
-func legacyPoints(b *builder, in *devices.Instance, gi *devices.GroupInstance, x, y string, pts [][2]float64) {
-	for j, pt := range pts {
-		n := itoa(j + 1)
-		b.setIn(in, gi, x+n, pt[0])
-		b.setIn(in, gi, y+n, pt[1])
 	}
+}
+
+// legacyCurves is a legacy curve model (126 to 136) with the scale factors
+// sf and the given curves, whose points are named x1, y1, x2, y2...: no
+// mode enabled, curve 1 active, 4 points a curve.
+func legacyCurves(id uint16, sf sfs, x, y string, curves ...curve) modelSpec {
+	return modelSpec{
+		id:     id,
+		counts: map[string]int{"curve": len(curves)},
+		sf:     sf,
+		raw:    raws{"ModEna": 0},
+		val:    vals{"ActCrv": 1, "WinTms": 0, "RvrtTms": 0, "RmpTms": 0, "NCrv": float64(len(curves)), "NPt": 4},
+		fill: fillCurves("curve", curves, func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64) {
+			for j, pt := range pts {
+				n := strconv.Itoa(j + 1)
+				b.setIn(in, gi, x+n, pt[0])
+				b.setIn(in, gi, y+n, pt[1])
+			}
+		}),
+	}
+}
+
+// rideThrough is a legacy ride-through model (129, 130, 135, 136) with one
+// must-disconnect curve of (time, y) points; ySF is the scale of y.
+func rideThrough(id uint16, y string, ySF int, name string, pts [][2]float64) modelSpec {
+	return legacyCurves(id, sfs{"Tms_SF": -2, y + "_SF": ySF}, "Tms", y, curve{name: name, pts: pts})
 }
 
 // curveName sets a curve group's CrvNam string.
@@ -303,32 +246,6 @@ func curveName(b *builder, in *devices.Instance, gi *devices.GroupInstance, name
 	}
 	p := &gi.Group.Points[i]
 	b.fail(devices.EncodeString(p, name, in.Regs[gi.Offset+int(p.Offset):]))
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return string(rune('0'+i/10)) + string(rune('0'+i%10))
-}
-
-// rideThrough is a legacy ride-through model (129, 130, 135, 136) with one
-// must-disconnect curve of (time, y) points; ySF is the scale of y.
-func rideThrough(id uint16, x, y string, ySF int, pts [][2]float64, name string) modelSpec {
-	return modelSpec{id: id, counts: map[string]int{"curve": 1}, fill: func(b *builder, in *devices.Instance) {
-		legacyCurveHeader(b, in, 1)
-		b.sf(in, "Tms_SF", -2)
-		b.sf(in, y+"_SF", ySF)
-		curves := b.groups(&in.Root, "curve", 1)
-		if curves == nil {
-			return
-		}
-		gi := &curves[0]
-		b.setIn(in, gi, "ActPt", float64(len(pts)))
-		legacyPoints(b, in, gi, x, y, pts)
-		curveName(b, in, gi, name)
-		b.setIn(in, gi, "ReadOnly", 0)
-	}}
 }
 
 // resolveClassic resolves the handles a classic inverter renders.
@@ -346,126 +263,65 @@ func resolveClassic(b *builder) *classicHandles {
 	return h
 }
 
+// derSpecs are the models of a DER (IEEE 1547) inverter rated c.RatedW:
+// measurements, ratings and settings, controls, the curves 705 to 711.
 func derSpecs(c DeviceConfig) []modelSpec {
 	r := c.RatedW
 	ratedA := r / 3 / 230 * 1.1
+	// Volt-var in % of VarMax (DeptRef 1), reactive power priority.
+	voltVar := vals{"DeptRef": 1, "Pri": 1, "VRef": 100, "VRefAuto": 100, "VRefAutoEna": 0, "VRefAutoTms": 300,
+		"RspTms": 5}
 	return []modelSpec{
 		{id: 1},
-		{id: 701, fill: func(b *builder, in *devices.Instance) {
-			for _, s := range []struct {
-				n  string
-				sf int
-			}{{"A_SF", -2}, {"V_SF", -1}, {"Hz_SF", -3}, {"W_SF", 0}, {"PF_SF", -3}, {"VA_SF", 0}, {"Var_SF", 0},
-				{"TotWh_SF", 0}, {"TotVarh_SF", 0}, {"Tmp_SF", -1}} {
-				b.sf(in, s.n, s.sf)
-			}
-			b.raw(in, "ACType", 2) // three phase
-			b.raw(in, "St", 0)
-			b.raw(in, "InvSt", 1)
-			b.raw(in, "ConnSt", 0)
-			b.raw(in, "Alrm", 0)
-			b.raw(in, "DERMode", 1) // grid following
-			b.set(in, "TotWhAbs", 1520)
-			for _, n := range []string{"TotWhAbsL1", "TotWhAbsL2", "TotWhAbsL3"} {
-				b.set(in, n, 506)
-			}
-		}},
-		{id: 702, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "W_SF", 0)
-			b.sf(in, "PF_SF", -3)
-			b.sf(in, "VA_SF", 0)
-			b.sf(in, "Var_SF", 0)
-			b.sf(in, "V_SF", -1)
-			b.sf(in, "A_SF", -1)
-			for _, p := range []struct {
-				n string
-				v float64
-			}{
-				{"WMaxRtg", r}, {"WOvrExtRtg", r}, {"WOvrExtRtgPF", 0.9}, {"WUndExtRtg", r}, {"WUndExtRtgPF", 0.9},
-				{"VAMaxRtg", r}, {"VarMaxInjRtg", 0.55 * r}, {"VarMaxAbsRtg", 0.55 * r}, {"VNomRtg", 230},
-				{"VMaxRtg", 264.5}, {"VMinRtg", 184}, {"AMaxRtg", ratedA}, {"PFOvrExtRtg", 0.8}, {"PFUndExtRtg", 0.8},
-				{"WMax", r}, {"WMaxOvrExt", r}, {"WOvrExtPF", 0.9}, {"WMaxUndExt", r}, {"WUndExtPF", 0.9},
-				{"VAMax", r}, {"VarMaxInj", 0.55 * r}, {"VarMaxAbs", 0.55 * r}, {"VNom", 230}, {"VMax", 253},
-				{"VMin", 207}, {"AMax", ratedA}, {"PFOvrExt", 0.8}, {"PFUndExt", 0.8},
-			} {
-				b.set(in, p.n, p.v)
-			}
-			b.raw(in, "NorOpCatRtg", 1) // CAT_B
-			b.raw(in, "AbnOpCatRtg", 1) // CAT_2
-			// MAX_W, FIXED_W, FIXED_PF, VOLT_VAR, FREQ_WATT, LV_TRIP, HV_TRIP, VOLT_WATT
-			b.raw(in, "CtrlModes", 1<<0|1<<1|1<<3|1<<4|1<<5|1<<7|1<<8|1<<10)
-			b.raw(in, "IntIslandCatRtg", 1)
-			b.raw(in, "IntIslandCat", 1)
-		}},
-		{id: 704, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "PF_SF", -3)
-			b.sf(in, "WMaxLimPct_SF", -1)
-			b.sf(in, "WSet_SF", 0)
-			b.sf(in, "WSetPct_SF", -1)
-			b.sf(in, "VarSet_SF", 0)
-			b.sf(in, "VarSetPct_SF", -1)
-			for _, n := range []string{"PFWInjEna", "PFWInjEnaRvrt", "PFWInjRvrtTms", "PFWInjRvrtRem", "PFWAbsEna",
+		{
+			id: 701,
+			sf: sfs{"A_SF": -2, "V_SF": -1, "Hz_SF": -3, "W_SF": 0, "PF_SF": -3, "VA_SF": 0, "Var_SF": 0,
+				"TotWh_SF": 0, "TotVarh_SF": 0, "Tmp_SF": -1},
+			// Three phase, grid following.
+			raw: raws{"ACType": 2, "St": 0, "InvSt": 1, "ConnSt": 0, "Alrm": 0, "DERMode": 1},
+			val: vals{"TotWhAbs": 1520, "TotWhAbsL1": 506, "TotWhAbsL2": 506, "TotWhAbsL3": 506},
+		},
+		{
+			id: 702,
+			sf: sfs{"W_SF": 0, "PF_SF": -3, "VA_SF": 0, "Var_SF": 0, "V_SF": -1, "A_SF": -1},
+			val: vals{
+				"WMaxRtg": r, "WOvrExtRtg": r, "WOvrExtRtgPF": 0.9, "WUndExtRtg": r, "WUndExtRtgPF": 0.9,
+				"VAMaxRtg": r, "VarMaxInjRtg": 0.55 * r, "VarMaxAbsRtg": 0.55 * r, "VNomRtg": 230,
+				"VMaxRtg": 264.5, "VMinRtg": 184, "AMaxRtg": ratedA, "PFOvrExtRtg": 0.8, "PFUndExtRtg": 0.8,
+				"WMax": r, "WMaxOvrExt": r, "WOvrExtPF": 0.9, "WMaxUndExt": r, "WUndExtPF": 0.9,
+				"VAMax": r, "VarMaxInj": 0.55 * r, "VarMaxAbs": 0.55 * r, "VNom": 230, "VMax": 253,
+				"VMin": 207, "AMax": ratedA, "PFOvrExt": 0.8, "PFUndExt": 0.8,
+			},
+			raw: raws{
+				"NorOpCatRtg": 1, // CAT_B
+				"AbnOpCatRtg": 1, // CAT_2
+				// MAX_W, FIXED_W, FIXED_PF, VOLT_VAR, FREQ_WATT, LV_TRIP, HV_TRIP, VOLT_WATT
+				"CtrlModes":       1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<5 | 1<<7 | 1<<8 | 1<<10,
+				"IntIslandCatRtg": 1, "IntIslandCat": 1,
+			},
+		},
+		{
+			id: 704,
+			sf: sfs{"PF_SF": -3, "WMaxLimPct_SF": -1, "WSet_SF": 0, "WSetPct_SF": -1, "VarSet_SF": 0,
+				"VarSetPct_SF": -1},
+			zero: []string{"PFWInjEna", "PFWInjEnaRvrt", "PFWInjRvrtTms", "PFWInjRvrtRem", "PFWAbsEna",
 				"PFWAbsEnaRvrt", "PFWAbsRvrtTms", "PFWAbsRvrtRem", "WMaxLimPctEna", "WMaxLimPctEnaRvrt",
 				"WMaxLimPctRvrtTms", "WMaxLimPctRvrtRem", "WSetEna", "WSetMod", "WSet", "WSetRvrt", "WSetPct",
 				"WSetPctRvrt", "WSetEnaRvrt", "WSetRvrtTms", "WSetRvrtRem", "VarSetEna", "VarSet", "VarSetRvrt",
-				"VarSetPct", "VarSetPctRvrt", "VarSetEnaRvrt", "VarSetRvrtTms", "VarSetRvrtRem"} {
-				b.set(in, n, 0)
-			}
-			b.set(in, "WMaxLimPct", 100)
-			b.set(in, "WMaxLimPctRvrt", 100)
-			b.raw(in, "VarSetMod", 1) // % of VarMax
-			b.raw(in, "VarSetPri", 1) // reactive
-			b.set(in, "WRmp", 10)
-			b.raw(in, "WRmpRef", 1) // W_MAX
-			b.set(in, "VarRmp", 10)
-			b.raw(in, "AntiIslEna", 1)
-			for _, g := range []string{"PFWInj", "PFWInjRvrt", "PFWAbs", "PFWAbsRvrt"} {
-				gs := b.groups(&in.Root, g, 1)
-				if gs == nil {
-					return
-				}
-				b.setIn(in, &gs[0], "PF", 1)
-				b.setIn(in, &gs[0], "Ext", 0)
-			}
-		}},
-		{id: 705, counts: map[string]int{"NCrv": 2, "NPt": 4}, fill: func(b *builder, in *devices.Instance) {
-			derCurveHeader(b, in)
-			b.set(in, "RvrtCrv", 0)
-			curves := b.groups(&in.Root, "Crv", 2)
-			if curves == nil {
-				return
-			}
-			for i, pts := range [][][2]float64{
-				{{92, 30}, {98, 0}, {102, 0}, {108, -30}},
-				{{94, 44}, {97, 0}, {103, 0}, {106, -44}},
-			} {
-				gi := &curves[i]
-				b.setIn(in, gi, "ActPt", 4)
-				b.setIn(in, gi, "DeptRef", 1) // % of VarMax
-				b.setIn(in, gi, "Pri", 1)     // reactive
-				b.setIn(in, gi, "VRef", 100)
-				b.setIn(in, gi, "VRefAuto", 100)
-				b.setIn(in, gi, "VRefAutoEna", 0)
-				b.setIn(in, gi, "VRefAutoTms", 300)
-				b.setIn(in, gi, "RspTms", 5)
-				b.setIn(in, gi, "ReadOnly", 0)
-				derPoints(b, in, gi, "Pt", "V", "Var", pts)
-			}
-		}},
-		{id: 706, counts: map[string]int{"NCrv": 1, "NPt": 4}, fill: func(b *builder, in *devices.Instance) {
-			derCurveHeader(b, in)
-			b.set(in, "RvrtCrv", 0)
-			curves := b.groups(&in.Root, "Crv", 1)
-			if curves == nil {
-				return
-			}
-			gi := &curves[0]
-			b.setIn(in, gi, "ActPt", 4)
-			b.setIn(in, gi, "DeptRef", 0) // % of WMax
-			b.setIn(in, gi, "RspTms", 10)
-			b.setIn(in, gi, "ReadOnly", 0)
-			derPoints(b, in, gi, "Pt", "V", "W", [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}})
-		}},
+				"VarSetPct", "VarSetPctRvrt", "VarSetEnaRvrt", "VarSetRvrtTms", "VarSetRvrtRem"},
+			val: vals{"WMaxLimPct": 100, "WMaxLimPctRvrt": 100, "WRmp": 10, "VarRmp": 10},
+			// VarSet in % of VarMax, reactive priority, WRmp in % of W_MAX.
+			raw: raws{"VarSetMod": 1, "VarSetPri": 1, "WRmpRef": 1, "AntiIslEna": 1},
+			groups: map[string]vals{
+				"PFWInj": unityPF, "PFWInjRvrt": unityPF, "PFWAbs": unityPF, "PFWAbsRvrt": unityPF,
+			},
+		},
+		derCurves(705, "Var",
+			curve{pts: [][2]float64{{92, 30}, {98, 0}, {102, 0}, {108, -30}}, vals: voltVar},
+			curve{pts: [][2]float64{{94, 44}, {97, 0}, {103, 0}, {106, -44}}, vals: voltVar}),
+		// Volt-watt in % of WMax (DeptRef 0).
+		derCurves(706, "W",
+			curve{pts: [][2]float64{{100, 100}, {106, 100}, {108, 50}, {110, 0}}, vals: vals{"DeptRef": 0, "RspTms": 10}}),
 		tripModel(707, "V", 0, [3][][2]float64{
 			{{0, 0.16}, {45, 0.16}, {45, 2}, {88, 2}},
 			{{0, 0.32}, {50, 0.32}, {50, 10}, {88, 21}},
@@ -486,48 +342,41 @@ func derSpecs(c DeviceConfig) []modelSpec {
 			{{52, 0.2}, {51.5, 1}, {51, 300}, {50.5, 300}},
 			{{52.5, 0}, {52, 0}, {52, 0.1}, {52, 0.1}},
 		}),
-		{id: 711, counts: map[string]int{"NCtl": 1}, fill: func(b *builder, in *devices.Instance) {
-			b.raw(in, "Ena", 0)
-			b.set(in, "AdptCtlReq", 0)
-			b.raw(in, "AdptCtlRslt", 1) // completed
-			b.set(in, "RvrtTms", 0)
-			b.set(in, "RvrtRem", 0)
-			b.set(in, "RvrtCtl", 0)
-			b.sf(in, "Db_SF", -3)
-			b.sf(in, "K_SF", -3)
-			b.sf(in, "RspTms_SF", 0)
-			ctl := b.groups(&in.Root, "Ctl", 1)
-			if ctl == nil {
-				return
-			}
-			gi := &ctl[0]
-			b.setIn(in, gi, "DbOf", 0.2)
-			b.setIn(in, gi, "DbUf", 0.2)
-			b.setIn(in, gi, "KOf", 0.05)
-			b.setIn(in, gi, "KUf", 0.05)
-			b.setIn(in, gi, "RspTms", 5)
-			b.setIn(in, gi, "PMin", 0)
-			b.setIn(in, gi, "ReadOnly", 0)
-		}},
+		{
+			id:     711,
+			counts: map[string]int{"NCtl": 1},
+			sf:     sfs{"Db_SF": -3, "K_SF": -3, "RspTms_SF": 0},
+			raw:    raws{"Ena": 0, "AdptCtlRslt": 1}, // adoption completed
+			val:    vals{"AdptCtlReq": 0, "RvrtTms": 0, "RvrtRem": 0, "RvrtCtl": 0},
+			groups: map[string]vals{
+				"Ctl": {"DbOf": 0.2, "DbUf": 0.2, "KOf": 0.05, "KUf": 0.05, "RspTms": 5, "PMin": 0, "ReadOnly": 0},
+			},
+		},
 	}
 }
 
-// derCurveHeader sets the fixed points of 705/706: disabled, adoption
-// completed, no reversion, scale factors 0.
-func derCurveHeader(b *builder, in *devices.Instance) {
-	b.raw(in, "Ena", 0)
-	b.set(in, "AdptCrvReq", 0)
-	b.raw(in, "AdptCrvRslt", 1) // completed
-	b.set(in, "RvrtTms", 0)
-	b.set(in, "RvrtRem", 0)
-	b.sf(in, "V_SF", 0)
-	b.sf(in, "DeptRef_SF", 0)
-	b.sf(in, "RspTms_SF", 0)
+// unityPF is a 704 power factor group at unity, not excited.
+var unityPF = vals{"PF": 1, "Ext": 0}
+
+// derCurves is a DER curve model (705 volt-var, 706 volt-watt) with the
+// given curves of (V, y) points: disabled, adoption completed, no
+// reversion, scale factors 0.
+func derCurves(id uint16, y string, curves ...curve) modelSpec {
+	return modelSpec{
+		id:     id,
+		counts: map[string]int{"NCrv": len(curves), "NPt": 4},
+		sf:     sfs{"V_SF": 0, "DeptRef_SF": 0, "RspTms_SF": 0},
+		raw:    raws{"Ena": 0, "AdptCrvRslt": 1},
+		val:    vals{"AdptCrvReq": 0, "RvrtTms": 0, "RvrtRem": 0, "RvrtCrv": 0},
+		fill: fillCurves("Crv", curves, func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64) {
+			derPoints(b, in, gi, "V", y, pts)
+		}),
+	}
 }
 
-// derPoints sets the point groups of a DER curve.
-func derPoints(b *builder, in *devices.Instance, gi *devices.GroupInstance, group, x, y string, pts [][2]float64) {
-	ps := b.groups(gi, group, len(pts))
+// derPoints sets the Pt groups of a DER curve to (x, y) points.
+func derPoints(b *builder, in *devices.Instance, gi *devices.GroupInstance, x, y string, pts [][2]float64) {
+	ps := b.groups(gi, "Pt", len(pts))
 	for j := range ps {
 		b.setIn(in, &ps[j], x, pts[j][0])
 		b.setIn(in, &ps[j], y, pts[j][1])
@@ -537,30 +386,28 @@ func derPoints(b *builder, in *devices.Instance, gi *devices.GroupInstance, grou
 // tripModel is a DER trip model (707 to 710) with one curve set: must
 // trip, may trip and momentary cessation curves of (y, seconds) points.
 func tripModel(id uint16, y string, ySF int, curves [3][][2]float64) modelSpec {
-	return modelSpec{id: id, counts: map[string]int{"NCrvSet": 1, "NPt": 4}, fill: func(b *builder, in *devices.Instance) {
-		b.raw(in, "Ena", 1)
-		b.set(in, "AdptCrvReq", 0)
-		b.raw(in, "AdptCrvRslt", 1)
-		b.sf(in, y+"_SF", ySF)
-		b.sf(in, "Tms_SF", -2)
-		sets := b.groups(&in.Root, "Crv", 1)
-		if sets == nil {
-			return
-		}
-		b.setIn(in, &sets[0], "ReadOnly", 0)
-		for i, g := range []string{"MustTrip", "MayTrip", "MomCess"} {
-			gs := b.groups(&sets[0], g, 1)
-			if gs == nil {
+	return modelSpec{
+		id:     id,
+		counts: map[string]int{"NCrvSet": 1, "NPt": 4},
+		sf:     sfs{y + "_SF": ySF, "Tms_SF": -2},
+		raw:    raws{"Ena": 1, "AdptCrvRslt": 1},
+		val:    vals{"AdptCrvReq": 0},
+		fill: func(b *builder, in *devices.Instance) {
+			sets := b.groups(&in.Root, "Crv", 1)
+			if sets == nil {
 				return
 			}
-			b.setIn(in, &gs[0], "ActPt", float64(len(curves[i])))
-			pts := b.groups(&gs[0], "Pt", len(curves[i]))
-			for j := range pts {
-				b.setIn(in, &pts[j], y, curves[i][j][0])
-				b.setIn(in, &pts[j], "Tms", curves[i][j][1])
+			b.setIn(in, &sets[0], "ReadOnly", 0)
+			for i, g := range []string{"MustTrip", "MayTrip", "MomCess"} {
+				gs := b.groups(&sets[0], g, 1)
+				if gs == nil {
+					return
+				}
+				b.setIn(in, &gs[0], "ActPt", float64(len(curves[i])))
+				derPoints(b, in, &gs[0], y, "Tms", curves[i])
 			}
-		}
-	}}
+		},
+	}
 }
 
 // resolveDER resolves the handles a DER inverter renders.

@@ -1,10 +1,6 @@
 package sim
 
-import (
-	"math"
-
-	"plantd/devices"
-)
+import "math"
 
 // meter is the grid meter's state. Guarded by Plant.mu.
 type meter struct {
@@ -30,17 +26,12 @@ func newMeter(d *Device, maxW float64) (*meter, error) {
 	}
 	specs := []modelSpec{
 		{id: 1},
-		{id: 203, fill: func(b *builder, in *devices.Instance) {
-			b.sf(in, "A_SF", -2)
-			b.sf(in, "V_SF", -1)
-			b.sf(in, "Hz_SF", -2)
-			for _, n := range []string{"W_SF", "VA_SF", "VAR_SF"} {
-				b.sf(in, n, wSF)
-			}
-			b.sf(in, "PF_SF", -1)
-			b.sf(in, "TotWh_SF", 0)
-			b.raw(in, "Evt", 0)
-		}},
+		{
+			id: 203,
+			sf: sfs{"A_SF": -2, "V_SF": -1, "Hz_SF": -2, "W_SF": wSF, "VA_SF": wSF, "VAR_SF": wSF, "PF_SF": -1,
+				"TotWh_SF": 0},
+			raw: raws{"Evt": 0},
+		},
 	}
 	err := d.build(defaultBase, specs, func(b *builder) {
 		h := &m.h
