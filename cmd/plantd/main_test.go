@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -154,46 +153,32 @@ func deadAddr(t *testing.T) string {
 // TestSimCommand runs "plantd sim", scans a device it lists with "plantd
 // scan" and stops it with SIGINT.
 func TestSimCommand(t *testing.T) {
-	cmd := exec.Command(binPath, "sim", "--speed", "10")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	devs := map[string]string{} // id → address
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 4 && strings.HasPrefix(f[2], "127.0.0.1:") {
-			devs[f[0]] = f[2]
-		}
-		if strings.HasPrefix(sc.Text(), "try:") {
-			break
-		}
-	}
+	p := proctest.Start(t, exec.Command(binPath, "sim", "--speed", "10"))
+	devs := simDevices(p.WaitStdout(simReadyRE, 10*time.Second))
 	if len(devs) != 5 {
-		t.Fatalf("plantd sim listed %v, want 5 devices; stderr: %s", devs, stderr.String())
+		t.Fatalf("plantd sim listed %v, want 5 devices; stdout:\n%s", devs, p.Stdout.String())
 	}
 	out, errOut, code := runBinary(t, "scan", devs["meter"], "--json")
 	if code != 0 || !strings.Contains(out, `"kind": "meter"`) {
 		t.Fatalf("scan of the meter: exit %d %s %s", code, out, errOut)
 	}
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("plantd sim after SIGINT: %v; stderr: %s", err, stderr.String())
+	p.Stop(os.Interrupt, 2*time.Second)
+}
+
+// simReadyRE is the last line "plantd sim" prints at start, after its
+// device list.
+var simReadyRE = regexp.MustCompile(`^try: `)
+
+// simDevices returns the addresses of the devices in the list "plantd
+// sim" prints at start, by device id.
+func simDevices(stdout string) map[string]string {
+	devs := map[string]string{}
+	for l := range strings.Lines(stdout) {
+		if f := strings.Fields(l); len(f) == 4 && strings.HasPrefix(f[2], "127.0.0.1:") {
+			devs[f[0]] = f[2]
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("plantd sim did not stop within 2 s of SIGINT")
 	}
+	return devs
 }
 
 // TestDemo runs "plantd demo": all five simulated devices must be logged

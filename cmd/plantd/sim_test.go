@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"plantd/devices"
 	"plantd/devices/sim"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -22,26 +21,10 @@ import (
 func TestSimModesAndTrace(t *testing.T) {
 	t.Parallel() // its own daemon, ports and files
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
-	cmd := exec.Command(binPath, "sim", "--trace", trace, "--ignore-revert", "inv2", "--needs-enable-toggle", "inv1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	addrs := map[string]string{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.HasPrefix(sc.Text(), "try:") {
-		if f := strings.Fields(sc.Text()); len(f) == 4 && strings.HasPrefix(f[2], "127.0.0.1:") {
-			addrs[f[0]] = f[2]
-		}
-	}
+	p := proctest.Start(t, exec.Command(binPath, "sim", "--trace", trace, "--ignore-revert", "inv2", "--needs-enable-toggle", "inv1"))
+	addrs := simDevices(p.WaitStdout(simReadyRE, 10*time.Second))
 	if addrs["inv1"] == "" || addrs["inv2"] == "" {
-		t.Fatalf("plantd sim listed %v; stderr: %s", addrs, stderr.String())
+		t.Fatalf("plantd sim listed %v; stdout:\n%s", addrs, p.Stdout.String())
 	}
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
@@ -102,10 +85,7 @@ func TestSimModesAndTrace(t *testing.T) {
 			t.Errorf("entry without times or sequence: %+v", e)
 		}
 	}
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("plantd sim: %v; stderr: %s", err, stderr.String())
-	}
+	p.Stop(os.Interrupt, 5*time.Second)
 }
 
 func trim(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -22,13 +22,18 @@ import (
 // Buffer is a bytes.Buffer safe for one writer and any readers. It offers
 // Write, not ReadFrom, so exec copies into it under the lock.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	grown chan struct{} // closed at the next Write; nil until watched
 }
 
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.grown != nil {
+		close(b.grown)
+		b.grown = nil
+	}
 	return b.b.Write(p)
 }
 
@@ -37,6 +42,17 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// watch returns everything written so far and a channel closed at the
+// next Write.
+func (b *Buffer) watch() (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.grown == nil {
+		b.grown = make(chan struct{})
+	}
+	return b.b.String(), b.grown
 }
 
 // Reset empties the buffer.
@@ -156,6 +172,34 @@ func (p *Proc) WaitLog(re *regexp.Regexp, timeout time.Duration) string {
 			p.tb.Fatalf("%s ended (%v) while waiting for %s; its last lines:\n%s", p.Cmd.Path, p.err, re, p.Tail(20))
 		default:
 			p.tb.Fatalf("no log line %s within %v; the last lines:\n%s", re, timeout, p.Tail(20))
+		}
+	}
+}
+
+// WaitStdout waits up to timeout for a whole line of Stdout (the
+// command had none of its own) matching re and returns Stdout up to the
+// end of that line. It fails the test if none
+// comes in time or the process ends first, with what it printed.
+func (p *Proc) WaitStdout(re *regexp.Regexp, timeout time.Duration) string {
+	p.tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		out, grown := p.Stdout.watch()
+		end := 0
+		for l := range strings.Lines(out) {
+			end += len(l)
+			if strings.HasSuffix(l, "\n") && re.MatchString(strings.TrimSuffix(l, "\n")) {
+				return out[:end]
+			}
+		}
+		select {
+		case <-grown:
+		case <-p.exited:
+			if out == p.Stdout.String() {
+				p.tb.Fatalf("%s ended (%v) without printing %s; its stdout:\n%s\nits last log lines:\n%s", p.Cmd.Path, p.err, re, out, p.Tail(20))
+			}
+		case <-deadline:
+			p.tb.Fatalf("no output line %s within %v; stdout:\n%s\nthe last log lines:\n%s", re, timeout, out, p.Tail(20))
 		}
 	}
 }
