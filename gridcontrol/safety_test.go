@@ -252,3 +252,38 @@ func TestReversionRenewedInLongWindows(t *testing.T) {
 			end.Sub(start), rvrt, len(lapses), lapses[0], lapses[len(lapses)-1])
 	}
 }
+
+// A DER inverter that accepts WMaxLimPctRvrtTms but never counts it down
+// keeps its limit if plantd dies: the controller finds it from RvrtRem at
+// the first renewal and warns once (ReversionIgnored); one that counts
+// down is not warned about.
+func TestReversionIgnoredWarned(t *testing.T) {
+	t.Parallel()
+	for _, ignores := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ignores=%v", ignores), func(t *testing.T) {
+			t.Parallel()
+			// The renewal at half the timeout comes 6 s after the first
+			// write, past the 5 s the check waits for.
+			const rvrt = 12 * time.Second
+			devs := sim.DefaultConfig().Devices
+			for i := range devs {
+				devs[i].IgnoreRevert = ignores && devs[i].ID == "inv2"
+			}
+			r := newRig(t, rigOpts{devices: devs, cfg: gridcontrol.Config{RevertTimeout: rvrt}})
+			start, end := window(time.Second, rvrt)
+			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
+			renewed := start.Add(rvrt/2 + 2*time.Second)
+			if ignores {
+				r.waitFor(time.Until(renewed), "ReversionIgnored for inv2", func() bool { return r.logHas("ReversionIgnored", "inv2") })
+			} else {
+				time.Sleep(time.Until(renewed))
+			}
+			if !ignores && r.logHas("ReversionIgnored") {
+				t.Error("ReversionIgnored logged for a device that counts its reversion timeout down")
+			}
+			if r.logHas("ReversionIgnored", "inv1") {
+				t.Error("ReversionIgnored logged for inv1, whose model 123 has no RvrtRem")
+			}
+		})
+	}
+}
