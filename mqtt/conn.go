@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -56,7 +57,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // ctx ends. It logs once per change of state, not per attempt.
 func (u *Uplink) connectLoop(ctx context.Context) {
 	failures := 0
-	lastErr := ""
+	// The kinds of error logged since the last connection: each is logged
+	// once, however often it recurs (its text may hold a new local port
+	// each time, and some brokers answer one failure in two ways).
+	logged := map[string]bool{}
 	for ctx.Err() == nil {
 		u.attempts.Add(1)
 		c, lost, err := u.dial(ctx)
@@ -66,10 +70,10 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 			}
 			failures++
 			wait := u.backoff(failures)
-			if msg := err.Error(); msg != lastErr {
+			if k := errKind(err); !logged[k] {
 				u.log.Warn("mqtt broker unreachable; retrying with backoff", "broker", u.brokerForLog(), "err", err)
-				lastErr = msg
-				u.setState(false, msg)
+				logged[k] = true
+				u.setState(false, err.Error())
 			}
 			u.log.Debug("mqtt reconnect", "attempt", failures, "in", wait)
 			if !sleep(ctx, wait) {
@@ -80,7 +84,7 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 		u.connects.Add(1)
 		u.setState(true, "")
 		u.log.Info("mqtt connected", "broker", u.brokerForLog(), "clientId", u.cfg.GatewayID)
-		lastErr = ""
+		clear(logged)
 		start := time.Now()
 		err = u.session(ctx, c, lost)
 		if ctx.Err() != nil {
@@ -90,7 +94,6 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 		}
 		msg := fmt.Sprint(err)
 		u.setState(false, msg)
-		lastErr = msg
 		up := time.Since(start)
 		if up >= time.Minute {
 			failures = 0
@@ -103,6 +106,16 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 	}
 }
 
+// errKind is an error without the addresses of a network error (a new
+// local port at every attempt), for logging each kind of failure once.
+func errKind(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Op + " " + op.Net + ": " + op.Err.Error()
+	}
+	return err.Error()
+}
+
 // dial makes a new client and connects it. lost receives the reason the
 // connection ends.
 func (u *Uplink) dial(ctx context.Context) (paho.Client, <-chan error, error) {
@@ -112,6 +125,7 @@ func (u *Uplink) dial(ctx context.Context) (paho.Client, <-chan error, error) {
 		AddBroker(u.cfg.Broker).
 		SetClientID(u.cfg.GatewayID).
 		SetCleanSession(true).
+		SetProtocolVersion(4). // MQTT 3.1.1 only: no second connection with 3.1 after a failed one
 		SetAutoReconnect(false).
 		SetConnectRetry(false).
 		SetResumeSubs(false).
