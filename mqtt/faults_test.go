@@ -361,7 +361,10 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 						return
 					}
 					defer s.Close()
-					go io.Copy(s, c)
+					// A client that fails the handshake ends the broker's
+					// side too (else the embedded broker's Close waits for
+					// it forever).
+					go func() { io.Copy(s, c); s.Close() }()
 					io.Copy(c, s)
 				}()
 			}
