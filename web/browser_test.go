@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 
 	"plantd/internal/proctest"
 )
@@ -137,31 +145,24 @@ func TestBrowser(t *testing.T) {
 	}
 
 	var evMu sync.Mutex
-	var requests, problems, liveIDs []string
-	b := startBrowser(t, chrome, func(method string, params json.RawMessage) {
+	var requests, problems []string
+	var liveIDs []network.RequestID
+	b := startBrowser(t, chrome, func(ev any) {
 		evMu.Lock()
 		defer evMu.Unlock()
-		switch method {
-		case "Network.requestWillBeSent":
-			var p struct{ Request struct{ URL string } }
-			_ = json.Unmarshal(params, &p)
-			requests = append(requests, p.Request.URL)
-		case "Network.loadingFinished":
-			var p struct{ RequestID string }
-			_ = json.Unmarshal(params, &p)
-			liveIDs = append(liveIDs, p.RequestID)
-		case "Log.entryAdded":
-			var p struct {
-				Entry struct{ Level, Text, URL string }
-			}
-			_ = json.Unmarshal(params, &p)
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, ev.Request.URL)
+		case *network.EventLoadingFinished:
+			liveIDs = append(liveIDs, ev.RequestID)
+		case *cdplog.EventEntryAdded:
 			// A 401/403/404 the page asked for and handles is logged by
 			// the browser as a failed resource load; anything else counts.
-			if p.Entry.Level == "error" && !strings.Contains(p.Entry.Text, "status of 40") {
-				problems = append(problems, p.Entry.Text+" "+p.Entry.URL)
+			if ev.Entry.Level == cdplog.EntryLevelError && !strings.Contains(ev.Entry.Text, "status of 40") {
+				problems = append(problems, ev.Entry.Text+" "+ev.Entry.URL)
 			}
-		case "Runtime.exceptionThrown":
-			problems = append(problems, string(params))
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
 		}
 	})
 	shot := func(name string) {
@@ -178,19 +179,20 @@ func TestBrowser(t *testing.T) {
 		shot(name + "-phone")
 		b.viewport(1280, 900, false)
 	}
-	nav := func(view string) {
-		b.must("Runtime.evaluate", map[string]any{"expression": "location.hash = '#/" + view + "'"}, nil)
-	}
 	js := func(s string, out any) {
 		t.Helper()
 		if err := b.eval(s, out); err != nil {
 			t.Fatal(err)
 		}
 	}
+	nav := func(view string) {
+		t.Helper()
+		js("location.hash = '#/"+view+"'", nil)
+	}
 
 	// Sign in.
 	b.viewport(1280, 900, false)
-	b.must("Page.navigate", map[string]any{"url": base + "/"}, nil)
+	b.navigate(base + "/")
 	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	shot("signin-desktop")
 	// First paint from the gateway on loopback with a cold cache (a fresh
@@ -234,12 +236,12 @@ func TestBrowser(t *testing.T) {
 	ids := slices.Clone(liveIDs)
 	evMu.Unlock()
 	for _, id := range slices.Backward(ids) {
-		var body struct{ Body string }
-		if res, err := b.call("Network.getResponseBody", map[string]any{"requestId": id}); err != nil || json.Unmarshal(res, &body) != nil {
+		body, err := b.responseBody(id)
+		if err != nil {
 			continue
 		}
 		var l live
-		if json.Unmarshal([]byte(body.Body), &l) == nil && len(l.Set) == 1 && l.Set[0]["time"] == page.Time {
+		if json.Unmarshal(body, &l) == nil && len(l.Set) == 1 && l.Set[0]["time"] == page.Time {
 			api = l
 			break
 		}
@@ -433,7 +435,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdBase, _ := startPlantd(t, bin, "run", "-c", cfgPath)
-	b.must("Page.navigate", map[string]any{"url": stdBase + "/#/logs"}, nil)
+	b.navigate(stdBase + "/#/logs")
 	b.waitFor("sign-in on the second gateway", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(std)+`; document.getElementById('signin-form').requestSubmit()`, nil)
 	b.waitFor("logs refused for the standard role", `document.getElementById('log-refused')`, 15*time.Second)
@@ -497,4 +499,130 @@ func dstCheckJS() string {
 		steps(labels('2025-06-20T22:00:00Z', '2025-06-21T22:00:00Z')), steps(labels('2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z')),
 		...['2025-10-26', '2026-03-29'].map(d => { const [a, b] = hi.span('Day', d, tz); return b - a; })];
 })()`
+}
+
+// browser is one tab of a headless Chromium that chromedp drives over
+// --remote-debugging-pipe.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context // of the tab
+	width int64           // of the viewport
+}
+
+// callTimeout bounds each command sent to the browser.
+const callTimeout = 30 * time.Second
+
+// startBrowser starts chromium with a fresh profile and opens one page;
+// every event of that page goes to onEvent, in the order they arrive and
+// before a command that follows them returns (onEvent must return fast).
+func startBrowser(t *testing.T, path string, onEvent func(ev any)) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc) // after the tab's cleanup: waits for chromium to exit
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	// The first use of ctx starts the browser, so it has no timeout.
+	if err := chromedp.Listen(ctx, onEvent); err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+// do runs actions in the tab, each call limited to callTimeout.
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// navigate loads url in the tab and waits for its load event.
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(url))
+}
+
+// eval runs JavaScript in the page (awaiting a promise) and decodes its
+// value, if it has one, into out.
+func (b *browser) eval(js string, out any) error {
+	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+	if err != nil || out == nil || len(raw) == 0 {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// waitFor polls a JavaScript condition until it is true or the deadline.
+func (b *browser) waitFor(what, js string, d time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		var ok bool
+		if lastErr = b.eval("!!("+js+")", &ok); lastErr == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s: not true after %v (%v)", what, d, lastErr)
+		}
+		<-tick.C
+	}
+}
+
+// responseBody is the body of a response the page received.
+func (b *browser) responseBody(id network.RequestID) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetResponseBody, network.GetResponseBodyParams{RequestID: id})
+	return res.Body, err
+}
+
+// viewport sets the page's size: a desktop or a phone.
+func (b *browser) viewport(width, height int64, mobile bool) {
+	b.t.Helper()
+	b.width = width
+	opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+	if mobile {
+		opts = append(opts, chromedp.EmulateMobile)
+	}
+	b.do(chromedp.EmulateViewport(width, height, opts...))
+}
+
+// screenshot writes the whole page, as wide as the viewport, as a PNG.
+func (b *browser) screenshot(path string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+		m, err := cdp.Call(ctx, t, page.GetLayoutMetrics, cdp.Empty{})
+		if err != nil {
+			return nil, err
+		}
+		shot, err := cdp.Call(ctx, t, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format:                page.CaptureScreenshotFormatPng,
+			CaptureBeyondViewport: new(true),
+			Clip: &page.Viewport{Width: min(m.CSSContentSize.Width, float64(b.width)),
+				Height: min(m.CSSContentSize.Height, 6000), Scale: 1},
+		})
+		return shot.Data, err
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
 }
