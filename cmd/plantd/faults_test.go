@@ -48,10 +48,7 @@ devices:
 	}
 	d := startDaemon(t, path)
 	api := d.waitAPI(10 * time.Second)
-	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2|meter|bat) `)
-	for seen := map[string]bool{}; len(seen) < 4; {
-		seen[online.FindStringSubmatch(d.WaitLog(online, 30*time.Second))[1]] = true
-	}
+	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
 	polls := func() map[string]float64 {
 		resp, err := http.Get("http://" + api + "/metrics")
 		if err != nil {

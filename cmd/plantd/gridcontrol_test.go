@@ -62,9 +62,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	cfgPath := gridConfig(t, p)
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(15 * time.Second)
-	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
-	d.WaitLog(online, 10*time.Second)
-	d.WaitLog(online, 10*time.Second)
+	d.waitOnline(10*time.Second, "inv1", "inv2")
 
 	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	end := start.Add(25 * time.Second)
@@ -105,7 +103,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	}
 	d2 := startDaemon(t, cfgPath)
 	d2.waitAPI(15 * time.Second)
-	d2.WaitLog(regexp.MustCompile(`msg="device online" .*device=inv2 `), 10*time.Second)
+	d2.waitOnline(10*time.Second, "inv2")
 	onlineAt := time.Now()
 	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	t.Logf("restart inside the window: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
@@ -236,9 +234,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	}
 	d := startDaemon(t, gridConfig(t, p))
 	d.waitAPI(15 * time.Second)
-	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
-	d.WaitLog(online, 10*time.Second)
-	d.WaitLog(online, 10*time.Second)
+	d.waitOnline(10*time.Second, "inv1", "inv2")
 	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
 	end := start.Add(5 * time.Second)
 	win := func(cmd, rest string) string {
@@ -369,9 +365,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(15 * time.Second)
 	d.WaitLog(regexp.MustCompile(`mqtt connected`), 10*time.Second)
-	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2) `)
-	d.WaitLog(online, 10*time.Second)
-	d.WaitLog(online, 10*time.Second)
+	d.waitOnline(10*time.Second, "inv1", "inv2")
 
 	start := time.Now().Truncate(time.Second).Add(5 * time.Second)
 	end := start.Add(12 * time.Second) // three reversion timeouts of 4 s

@@ -87,10 +87,7 @@ mqtt:
 	b.Stop()
 	p1 := startDaemon(t, cfgPath)
 	p1.WaitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
-	online := regexp.MustCompile(`msg="device online" .*device=(inv1|inv2|meter|bat) `)
-	for seen := map[string]bool{}; len(seen) < 4; {
-		seen[online.FindStringSubmatch(p1.WaitLog(online, 10*time.Second))[1]] = true
-	}
+	p1.waitOnline(10*time.Second, "inv1", "inv2", "meter", "bat")
 	time.Sleep(300 * time.Millisecond) // the online log entries reach the outbox
 	p1.Kill()
 	b.Start()

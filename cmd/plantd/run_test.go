@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,6 +56,22 @@ func writeConfig(t *testing.T, path, cfg string) {
 func (d *plantdRun) writeConfig(cfg string) {
 	d.t.Helper()
 	writeConfig(d.t, d.path, cfg)
+}
+
+// waitOnline waits until the daemon logged each of ids online, wherever
+// in its log (the first poll round may end before the API listens).
+func (d *plantdRun) waitOnline(timeout time.Duration, ids ...string) {
+	d.t.Helper()
+	d.WaitLines("online: "+strings.Join(ids, ", "), timeout, func(lines []string) bool {
+		for _, id := range ids {
+			if !slices.ContainsFunc(lines, func(l string) bool {
+				return strings.Contains(l, `msg="device online"`) && strings.Contains(l, " device="+id+" ")
+			}) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // waitAPI waits for the log line naming the API's address and returns it.

@@ -204,6 +204,33 @@ func (p *Proc) WaitStdout(re *regexp.Regexp, timeout time.Duration) string {
 	}
 }
 
+// WaitLines waits up to timeout until ok holds for all the stderr lines
+// so far, from the first (Next's place is not moved): for lines that may
+// come in any order, some before a line another wait passed. It fails
+// the test, naming what, if ok never holds in time or the process ends.
+func (p *Proc) WaitLines(what string, timeout time.Duration, ok func(lines []string) bool) {
+	p.tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		p.mu.Lock()
+		lines, grown := p.lines, p.grown
+		p.mu.Unlock()
+		if ok(lines) {
+			return
+		}
+		select {
+		case <-grown:
+		case <-p.exited:
+			if !ok(p.Stderr()) {
+				p.tb.Fatalf("%s ended (%v) before %s; its last lines:\n%s", p.Cmd.Path, p.err, what, p.Tail(20))
+			}
+			return
+		case <-deadline:
+			p.tb.Fatalf("not %s within %v; the last lines:\n%s", what, timeout, p.Tail(20))
+		}
+	}
+}
+
 // Stderr returns all the stderr lines so far.
 func (p *Proc) Stderr() []string {
 	p.mu.Lock()
