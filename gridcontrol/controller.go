@@ -360,6 +360,30 @@ func (c *Controller) dev(id string) *devCtl {
 	return dc
 }
 
+// untouched reports whether the device's defaults are known and plantd
+// holds none of its controls; c.mu held.
+func (dc *devCtl) untouched() bool {
+	if dc.defaults == nil || dc.busy {
+		return false
+	}
+	for _, st := range dc.ctl {
+		if st.owned {
+			return false
+		}
+	}
+	return true
+}
+
+// peek returns a copy of control k's state (the zero state when plantd
+// never wrote it) without adding it: a device plantd never controlled
+// keeps no state per control.
+func (dc *devCtl) peek(k control) ctlState {
+	if s := dc.ctl[k]; s != nil {
+		return *s
+	}
+	return ctlState{}
+}
+
 func (dc *devCtl) state(k control) *ctlState {
 	s := dc.ctl[k]
 	if s == nil {
@@ -663,13 +687,25 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		act := activeAt(pc.scheds, now)
 		c.mu.Unlock()
 		plan := c.plan(ctx, pc, act, devs, now)
+		// Nothing to hold, renew or restore: an inverter whose defaults are
+		// known and that holds no control of plantd's is left alone (no
+		// goroutine, no state), which is every inverter of a plant most
+		// of the time.
+		quiet := len(act) == 0 && plan.limitPct == nil && c.cfg.DefaultLimitPct == nil
 		var wg sync.WaitGroup
-		for _, d := range devs {
-			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !reachable(d) {
+		for i := range devs {
+			// A pointer into devs: a loop variable the goroutine below
+			// captured would be moved to the heap on every iteration.
+			d := &devs[i]
+			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()
 			dc := c.dev(d.Info.ID)
+			if quiet && dc.untouched() {
+				c.mu.Unlock()
+				continue
+			}
 			if dc.busy {
 				// A slow device still busy with the last cycle's writes.
 				c.mu.Unlock()
@@ -680,7 +716,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.reconcile(ctx, pc, dc, d, plan, now)
+				c.reconcile(ctx, pc, dc, *d, plan, now)
 				c.mu.Lock()
 				dc.busy = false
 				c.mu.Unlock()
@@ -922,7 +958,7 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
-	st := dc.state(ctlLimit)
+	st := dc.peek(ctlLimit)
 	owned, cur, writtenAt, nextTry := st.owned, st.pct, st.writtenAt, st.nextTry
 	c.mu.Unlock()
 	if snap == nil || now.Before(nextTry) {
@@ -1041,7 +1077,7 @@ func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, re
 // toggled, the device remembered, and a warning goes to the plant log.
 func (c *Controller) verifyLimit(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, now time.Time) {
 	c.mu.Lock()
-	st := dc.state(ctlLimit)
+	st := dc.peek(ctlLimit)
 	at, pct, known := st.verifyAt, st.pct, dc.needsToggle
 	c.mu.Unlock()
 	if at.IsZero() || now.Before(at) || d.Discovered.RatedPowerW <= 0 {
@@ -1090,7 +1126,7 @@ func key(ws []window) string {
 func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, cmd Command, k control, w window, active bool, now time.Time) {
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
-	st := dc.state(k)
+	st := dc.peek(k)
 	owned, prevKey, writtenAt, nextTry := st.owned, st.key, st.writtenAt, st.nextTry
 	c.mu.Unlock()
 	if snap == nil || now.Before(nextTry) {
