@@ -516,3 +516,27 @@ func TestDeviceMoves(t *testing.T) {
 		t.Errorf("device %+v", d)
 	}
 }
+
+// TestRecordCopies: Record queues a copy of the readings, RecordOwned the
+// caller's slice itself.
+func TestRecordCopies(t *testing.T) {
+	s := openTest(t, Config{QueueLen: 2})
+	rs := []plant.Reading{{Channel: plant.ActivePower, Value: 1}}
+	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(), Readings: rs}
+	for _, tc := range []struct {
+		name   string
+		record func(Measurement) bool
+		shared bool
+	}{{"Record", s.Record, false}, {"RecordOwned", s.RecordOwned, true}} {
+		if !tc.record(m) {
+			t.Fatalf("%s refused", tc.name)
+		}
+		got := (<-s.queue).m.Readings
+		if len(got) != 1 || got[0] != rs[0] {
+			t.Errorf("%s queued %v, want %v", tc.name, got, rs)
+		}
+		if shared := &got[0] == &rs[0]; shared != tc.shared {
+			t.Errorf("%s: queued slice is the caller's: %v, want %v", tc.name, shared, tc.shared)
+		}
+	}
+}

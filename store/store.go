@@ -430,6 +430,17 @@ func (s *Store) Close() error {
 // unknown plant, store closed), counted in Stats.Dropped. A measurement
 // without readings is accepted and ignored. Record copies m.Readings.
 func (s *Store) Record(m Measurement) bool {
+	return s.record(m, true)
+}
+
+// RecordOwned is Record without the copy: the store keeps m.Readings,
+// which the caller must not change afterwards (a slice made for this
+// measurement, as plant.Live.Device returns; one copy less per poll).
+func (s *Store) RecordOwned(m Measurement) bool {
+	return s.record(m, false)
+}
+
+func (s *Store) record(m Measurement, clone bool) bool {
 	if s.closed.Load() || !s.writable.Load() {
 		s.drop("storage not writable")
 		return false
@@ -451,7 +462,9 @@ func (s *Store) Record(m Measurement) bool {
 		s.drop("stamped in the future")
 		return false
 	}
-	m.Readings = slices.Clone(m.Readings)
+	if clone {
+		m.Readings = slices.Clone(m.Readings)
+	}
 	select {
 	case s.queue <- item{m: m}:
 		return true

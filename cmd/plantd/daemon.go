@@ -206,7 +206,8 @@ func (d *daemon) onSample(s poller.Sample) {
 	}
 	d.pollDuration.Observe(s.Duration.Seconds(), kind, result)
 	if s.Err == nil {
-		d.store.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
+		// dl.Readings was made for this call: the store keeps it.
+		d.store.RecordOwned(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
 	}
 	d.mu.Lock()
 	prev, prevHealth := d.state[s.Device], d.health[s.Device]
