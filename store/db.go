@@ -221,6 +221,9 @@ func probeLock(ctx context.Context, path string) error {
 	return classify(err)
 }
 
+// readerIdle is how long an unused reader connection is kept open.
+const readerIdle = time.Minute
+
 // openReader opens the pool of read-only connections the queries use.
 // immutable is for a database on read-only storage whose WAL index cannot
 // be created: SQLite then reads the main file only.
@@ -234,6 +237,10 @@ func openReader(ctx context.Context, path string, immutable bool) (*sql.DB, erro
 	db := sql.OpenDB(connector{drv: &sqlite3.SQLiteDriver{}, dsn: dsn(path, p)})
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
+	// A reader connection keeps a page cache of up to 2 MB; one unused for
+	// a minute is closed, so that the cache of a burst of queries (or of
+	// the integrity check) is given back instead of kept for good.
+	db.SetConnMaxIdleTime(readerIdle)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, err
