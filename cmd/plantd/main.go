@@ -65,15 +65,24 @@ func main() {
 }
 
 // tuneGC sets a soft memory limit of 64 MiB (plantd run replaces it with
-// the config's) unless GOMEMLIMIT is set, and leaves GOGC at Go's default
-// of 100: plantd's live heap is a few MB, so a cycle every few seconds
-// costs little, while GOGC=400 (tried before) let the heap grow to five
-// times the live data and 100 devices' RSS to 85 MB over an hour.
+// the config's) unless GOMEMLIMIT is set, and GOGC=50 unless GOGC is set:
+// the heap may grow by half its live data between collections, not by all
+// of it. Go keeps about 1.1 times that goal resident, so the goal is most
+// of plantd's anonymous memory. 1,000 devices at 1 s (scripts/scale 1000
+// 50): RSS 73 -> 59 MB, a collection every 2.2 s instead of 4.2 s, the
+// collector's CPU share 0.29 -> 0.34 % of the machine. GOGC=400 (tried
+// before) let 100 devices' RSS reach 85 MB in an hour.
 func tuneGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(64 << 20)
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGOGC)
+	}
 }
+
+// defaultGOGC is plantd's GOGC unless the environment sets one.
+const defaultGOGC = 50
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
