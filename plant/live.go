@@ -109,7 +109,7 @@ type deviceState struct {
 	bounds      *bounds
 	boundsOf    *devices.Device
 	badChans    chanMask
-	implausible [numChannels]uint64
+	implausible *[numChannels]uint64 // nil until a value was dropped
 }
 
 // NewLive builds the cache for the given plants and devices (validated by

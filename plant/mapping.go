@@ -324,8 +324,8 @@ type values struct {
 	setBy  [numChannels]uint16
 	inputs []Reading // indexed channels, in rule order
 	// dropped is the last value of a channel the plausibility check
-	// dropped, for the log.
-	dropped [numChannels]float64
+	// dropped, for the log (nil until one was: 368 bytes per device).
+	dropped *[numChannels]float64
 }
 
 func (v *values) reset() {

@@ -141,13 +141,13 @@ type chanMask uint64
 var _ [64 - numChannels]struct{}
 
 // check drops the values of v outside b and returns the channels that had
-// one. It does not allocate.
+// one. It allocates only at a device's first dropped value.
 func (v *values) check(b *bounds) chanMask {
 	var bad chanMask
 	for c := Channel(1); c < numChannels; c++ {
 		if v.setBy[c] != 0 && !channelDefs[c].Indexed && !b[c].ok(v.scalar[c]) {
 			v.setBy[c] = 0
-			v.dropped[c] = v.scalar[c]
+			v.drop(c, v.scalar[c])
 			bad |= 1 << c
 		}
 	}
@@ -155,7 +155,7 @@ func (v *values) check(b *bounds) chanMask {
 	for _, r := range v.inputs {
 		if !b[r.Channel].ok(r.Value) {
 			bad |= 1 << r.Channel
-			v.dropped[r.Channel] = r.Value
+			v.drop(r.Channel, r.Value)
 			continue
 		}
 		v.inputs[n] = r
@@ -170,6 +170,14 @@ func (v *values) check(b *bounds) chanMask {
 		}
 	}
 	return bad
+}
+
+// drop keeps a dropped value for the log.
+func (v *values) drop(c Channel, x float64) {
+	if v.dropped == nil {
+		v.dropped = new([numChannels]float64)
+	}
+	v.dropped[c] = x
 }
 
 func (v *values) hasInput(c Channel) bool {
@@ -196,6 +204,9 @@ func (l *Live) Implausible() []ImplausibleCount {
 	for _, d := range l.idx.Load().devs {
 		d.mu.Lock()
 		for c := Channel(1); c < numChannels; c++ {
+			if d.implausible == nil {
+				break
+			}
 			if n := d.implausible[c]; n > 0 {
 				out = append(out, ImplausibleCount{DeviceID: d.info.ID, Channel: c, Count: n})
 			}
@@ -208,6 +219,9 @@ func (l *Live) Implausible() []ImplausibleCount {
 // noteImplausible counts the channels a poll dropped and logs each channel
 // whose verdict changed. d.mu is held.
 func (l *Live) noteImplausible(d *deviceState, bad chanMask) {
+	if bad != 0 && d.implausible == nil {
+		d.implausible = new([numChannels]uint64)
+	}
 	for m := bad; m != 0; m &= m - 1 {
 		d.implausible[bits.TrailingZeros64(uint64(m))]++
 	}
