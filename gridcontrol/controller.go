@@ -178,7 +178,11 @@ type feedState struct {
 type devCtl struct {
 	id       string
 	defaults map[uint16]*devices.Instance
-	ctl      map[control]*ctlState
+	// defaultsStored is set once the defaults are in the store: an
+	// untouched device's are dropped from memory (2.5 KB per inverter)
+	// and loaded from the store again when a command needs them.
+	defaultsStored bool
+	ctl            map[control]*ctlState
 	// rvrtIgnored is set once the device was seen not counting its
 	// reversion timer down (warned once).
 	rvrtIgnored bool
@@ -360,10 +364,10 @@ func (c *Controller) dev(id string) *devCtl {
 	return dc
 }
 
-// untouched reports whether the device's defaults are known and plantd
+// untouched reports whether the device's defaults are stored and plantd
 // holds none of its controls; c.mu held.
 func (dc *devCtl) untouched() bool {
-	if dc.defaults == nil || dc.busy {
+	if !dc.defaultsStored || dc.busy {
 		return false
 	}
 	for _, st := range dc.ctl {
@@ -703,6 +707,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			c.mu.Lock()
 			dc := c.dev(d.Info.ID)
 			if quiet && dc.untouched() {
+				dc.defaults = nil
 				c.mu.Unlock()
 				continue
 			}
@@ -946,7 +951,7 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 		c.log.Info("control defaults read at first contact", "device", d.Info.ID, "models", fmt.Sprint(read))
 	}
 	c.mu.Lock()
-	dc.defaults = defs
+	dc.defaults, dc.defaultsStored = defs, true
 	c.mu.Unlock()
 	return nil
 }
