@@ -4,6 +4,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"plantd/internal/proctest"
 )
 
 // TestMain lets the rig tests, which mostly wait for window boundaries on
@@ -11,8 +13,6 @@ import (
 // -parallel is given).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == f.DefValue {
-		_ = f.Value.Set("8")
-	}
+	proctest.DefaultParallel(8)
 	os.Exit(m.Run())
 }

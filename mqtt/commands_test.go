@@ -54,6 +54,7 @@ func ack(c *mqtttest.Collector, requestID string) (mqtttest.Ack, int) {
 // retained schedule version is answered once, across reconnects;
 // malformed, oversized and unknown messages get an error answer.
 func TestCommands(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	api := &fakeAPI{release: make(chan struct{})}

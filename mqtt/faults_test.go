@@ -140,6 +140,7 @@ func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 // with backoff (no busy loop), logs once per change of state, never logs
 // the password, and loses nothing.
 func TestBadBrokers(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	const run = 3 * time.Second
 	// With BackoffMin 100 ms and BackoffMax 400 ms, at most about one
 	// attempt per 150 ms (jitter takes d/2..d).
@@ -242,6 +243,7 @@ func TestBadBrokers(t *testing.T) {
 // d/2..d), a broker that never answers sees about 8 attempts in the first
 // minute and at most 2 a minute after that.
 func TestBackoffSchedule(t *testing.T) {
+	t.Parallel() // its own store and uplink
 	u, err := New(Config{Broker: "tcp://127.0.0.1:1", GatewayID: "gw"}, Deps{Outbox: openStore(t, "")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +273,7 @@ func TestBackoffSchedule(t *testing.T) {
 // (the broker's last will) after the connection dies without DISCONNECT,
 // and offline again after a clean stop.
 func TestLastWill(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	p := newProxy(t, b.Addr(), 0)
@@ -356,6 +359,7 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 // outbox without its PUBACK, and after the link recovers every message is
 // sent again on the new connection: duplicates at the backend, no gap.
 func TestHungLink(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	p := newProxy(t, b.Addr(), 0)

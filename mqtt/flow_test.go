@@ -12,6 +12,7 @@ import (
 // messages are published (the backlog is not pushed out at once), and
 // once the PUBACKs flow every message arrives.
 func TestInFlightWindow(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	p := newProxy(t, b.Addr(), 0)
@@ -47,6 +48,7 @@ func TestInFlightWindow(t *testing.T) {
 // TestBacklogRateCapLiveFirst: a backlog drains under its message rate
 // cap while live values go out at every tick beside it.
 func TestBacklogRateCapLiveFirst(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	st := openStore(t, "")

@@ -29,6 +29,7 @@ func writePKI(t testing.TB, dir string) (ca, srvCert, srvKey, cliCert, cliKey st
 // retries with backoff and logs each kind of failure once (not once per
 // attempt), never the password.
 func TestTLSClientCertAndPassword(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	if mqtttest.MosquittoPath(t) == "" {
 		t.Skip("needs mosquitto (a TLS listener with client certificates)")
 	}

@@ -57,6 +57,7 @@ func outage(t *testing.T) time.Duration {
 // order, duplicates only as repeated seqs; live values were coalesced
 // while offline (no gap either).
 func TestOutage(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	st := openStore(t, "")
@@ -114,6 +115,7 @@ func TestOutage(t *testing.T) {
 // plantd (written, never published) are all delivered after the restart,
 // in order, marked historical.
 func TestBacklogAfterKill(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	path := t.TempDir() + "/plantd.db"
@@ -150,6 +152,7 @@ func TestBacklogAfterKill(t *testing.T) {
 // age, count every drop per stream and log it; the ack stream is never
 // trimmed; and handing log entries to an uplink at its cap never blocks.
 func TestOutboxCaps(t *testing.T) {
+	t.Parallel() // its own store and uplink
 	st := openStore(t, "")
 	old := time.Now().Add(-2 * time.Hour)
 	var msgs []store.OutboxAppend

@@ -28,8 +28,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // binPath is the real binary, built once per test run.
 var binPath string
 
+// TestMain builds the binary once for all tests and runs up to 16
+// parallel tests at a time rather than one per core (unless -parallel is
+// given): each mostly waits for its own daemon, simulated devices or
+// broker.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	proctest.DefaultParallel(16)
 	dir, err := os.MkdirTemp("", "plantd-bin")
 	if err != nil {
 		panic(err)

@@ -1,0 +1,19 @@
+package proctest
+
+import (
+	"flag"
+	"strconv"
+)
+
+// DefaultParallel sets -test.parallel to n unless the command line gave
+// it. For a TestMain (after flag.Parse) of a package whose parallel tests
+// mostly wait (on the wall clock, a broker, a device or a process) rather
+// than compute: go test's default, one at a time per core, would run them
+// two at a time on a 2-core machine.
+func DefaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		_ = f.Value.Set(strconv.Itoa(n))
+	}
+}
