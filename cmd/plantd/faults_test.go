@@ -21,12 +21,27 @@ import (
 // simulated plant whose faults the test switches: for each fault the
 // daemon must log inv1 offline (or stale) with a reason, log it online
 // again by itself once the fault ends, and keep polling the other devices
-// at their rate, read from its own /metrics.
+// at their rate, read from its own /metrics. Each fault runs in a subtest
+// of its own, with its own simulated plant and daemon, in parallel.
 func TestDaemonFaults(t *testing.T) {
-	t.Parallel() // its own simulator, broker and binary
+	t.Parallel() // its own simulators and binaries
 	if testing.Short() {
 		t.Skip("runs the daemon through every fault mode (~40 s)")
 	}
+	for _, f := range []sim.Fault{
+		{Kind: sim.FaultSlow, Delay: 2 * time.Second}, {Kind: sim.FaultDrop}, {Kind: sim.FaultGarbage},
+		{Kind: sim.FaultWrongTID}, {Kind: sim.FaultException, Code: 4}, {Kind: sim.FaultOffline},
+	} {
+		t.Run(f.Kind.String(), func(t *testing.T) {
+			t.Parallel() // its own simulator and daemon
+			daemonFault(t, f)
+		})
+	}
+}
+
+// daemonFault starts a simulated plant and plantd polling it, switches f
+// on inv1 and checks what TestDaemonFaults says.
+func daemonFault(t *testing.T, f sim.Fault) {
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	var devs strings.Builder
@@ -72,28 +87,23 @@ devices:
 	inv := simtest.Device(t, p, "inv1")
 	down := regexp.MustCompile(`msg="device (offline|stale)" .*device=inv1 .* err="?(.*?)"?$`)
 	up := regexp.MustCompile(`msg="device online" .*device=inv1 `)
-	for _, f := range []sim.Fault{
-		{Kind: sim.FaultSlow, Delay: 2 * time.Second}, {Kind: sim.FaultDrop}, {Kind: sim.FaultGarbage},
-		{Kind: sim.FaultWrongTID}, {Kind: sim.FaultException, Code: 4}, {Kind: sim.FaultOffline},
-	} {
-		before, start := polls(), time.Now()
-		inv.SetFault(f)
-		m := down.FindStringSubmatch(d.WaitLog(down, 10*time.Second))
-		time.Sleep(2 * time.Second)
-		after, window := polls(), time.Since(start)
-		inv.SetFault(sim.Fault{Kind: sim.FaultNone})
-		cleared := time.Now()
-		d.WaitLog(up, 40*time.Second)
-		var rates []string
-		for _, id := range []string{"inv2", "meter", "bat"} {
-			rate := (after[id] - before[id]) / window.Seconds()
-			rates = append(rates, fmt.Sprintf("%s %.2f/s", id, rate))
-			if rate < 0.8*4 {
-				t.Errorf("fault %s on inv1: %s polled at %.2f good polls/s, want ≥ 3.2/s", f, id, rate)
-			}
+	before, start := polls(), time.Now()
+	inv.SetFault(f)
+	m := down.FindStringSubmatch(d.WaitLog(down, 10*time.Second))
+	time.Sleep(2 * time.Second)
+	after, window := polls(), time.Since(start)
+	inv.SetFault(sim.Fault{Kind: sim.FaultNone})
+	cleared := time.Now()
+	d.WaitLog(up, 40*time.Second)
+	var rates []string
+	for _, id := range []string{"inv2", "meter", "bat"} {
+		rate := (after[id] - before[id]) / window.Seconds()
+		rates = append(rates, fmt.Sprintf("%s %.2f/s", id, rate))
+		if rate < 0.8*4 {
+			t.Errorf("fault %s on inv1: %s polled at %.2f good polls/s, want ≥ 3.2/s", f, id, rate)
 		}
-		t.Logf("fault %-12s inv1 %s: %s; others %s; back online %v after the fault ended",
-			f, m[1], m[2], strings.Join(rates, ", "), time.Since(cleared).Round(10*time.Millisecond))
 	}
+	t.Logf("fault %-12s inv1 %s: %s; others %s; back online %v after the fault ended",
+		f, m[1], m[2], strings.Join(rates, ", "), time.Since(cleared).Round(10*time.Millisecond))
 	d.Stop(os.Interrupt, 30*time.Second)
 }
