@@ -16,11 +16,38 @@ import (
 // The export reaches the limit within 3 cycles of the start and stays
 // within 2 % of nominal; a 2 kW load step up and down and a cloud recover
 // within 3 cycles, never above the limit after the cycle that saw the step.
+// Each step runs on a plant of its own, in parallel, after the start
+// (the step down from a plant started with the 2 kW load on).
 func TestFeedInLimitSteps(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("runs the FeedInLimit loop through load and cloud steps (~20 s)")
+		t.Skip("runs the FeedInLimit loop through load and cloud steps (~15 s)")
 	}
+	for _, tc := range []struct {
+		name   string
+		before func(r *rig) // before the window starts
+		step   feedInStep
+	}{
+		{"load up", func(*rig) {}, feedInStep{"load +2kW", func(r *rig) { r.sim.SetLoadOffset(2000) }}},
+		{"load down", func(r *rig) { r.sim.SetLoadOffset(2000) }, feedInStep{"load -2kW", func(r *rig) { r.sim.SetLoadOffset(0) }}},
+		{"cloud", func(*rig) {}, feedInStep{"cloud 0.6", func(r *rig) { r.sim.SetCloudFactor(0.6) }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a plant of its own
+			feedInSteps(t, tc.before, []feedInStep{{"start", func(*rig) {}}, tc.step})
+		})
+	}
+}
+
+// feedInStep is a change of the plant under FeedInLimit.
+type feedInStep struct {
+	what string
+	do   func(r *rig)
+}
+
+// feedInSteps runs a FeedInLimit window as TestFeedInLimitSteps says and
+// checks how the export settles after each step.
+func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 	devs := sim.DefaultConfig().Devices
 	devs = []sim.DeviceConfig{devs[0], devs[1], devs[2]} // inv1, inv2, meter
 	const cycle = time.Second
@@ -62,19 +89,12 @@ func TestFeedInLimitSteps(t *testing.T) {
 		return in, excess
 	}
 
+	before(r)
 	start, _ := window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), limitPct)))
 	time.Sleep(time.Until(start))
-	for _, step := range []struct {
-		what string
-		do   func()
-	}{
-		{"start", func() {}},
-		{"load +2kW", func() { r.sim.SetLoadOffset(2000) }},
-		{"load -2kW", func() { r.sim.SetLoadOffset(0) }},
-		{"cloud 0.6", func() { r.sim.SetCloudFactor(0.6) }},
-	} {
-		step.do()
+	for _, step := range steps {
+		step.do(r)
 		in, excess := settle(step.what, 6)
 		switch {
 		case in < 0:
