@@ -13,6 +13,7 @@ import (
 )
 
 func TestParsePeriod(t *testing.T) {
+	t.Parallel() // its own database files
 	for _, tt := range []struct {
 		in   string
 		want Period
@@ -40,6 +41,7 @@ func seeded(t *testing.T) (*Store, time.Time) {
 }
 
 func TestQueryErrors(t *testing.T) {
+	t.Parallel() // its own database files
 	s, day := seeded(t)
 	tests := []struct {
 		name string
@@ -78,6 +80,7 @@ func contains(s, sub string) bool {
 }
 
 func TestDeviceSets(t *testing.T) {
+	t.Parallel() // its own database files
 	s, _ := seeded(t)
 	tests := []struct {
 		dev  string
@@ -99,6 +102,7 @@ func TestDeviceSets(t *testing.T) {
 }
 
 func TestDeviceSetValues(t *testing.T) {
+	t.Parallel() // its own database files
 	s, day := seeded(t)
 	ctx := t.Context()
 	noon := day.Add(12 * time.Hour).UTC()
@@ -157,6 +161,7 @@ func TestDeviceSetValues(t *testing.T) {
 }
 
 func TestPowerAcFallback(t *testing.T) {
+	t.Parallel() // its own database files
 	tests := []struct {
 		name string
 		in   map[string]float64
@@ -207,6 +212,7 @@ func countIn(a, b map[string]float64) int {
 }
 
 func TestRecent(t *testing.T) {
+	t.Parallel() // its own database files
 	s, day := seeded(t)
 	end := day.Add(26 * time.Hour) // the last sample is at end − 1 min
 	for _, tt := range []struct {
@@ -253,6 +259,7 @@ func TestRecent(t *testing.T) {
 }
 
 func TestRecordRefused(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{QueueLen: 2})
 	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(),
 		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}
@@ -284,6 +291,7 @@ func TestRecordRefused(t *testing.T) {
 }
 
 func TestBadValues(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{})
 	stop := runStore(t, s)
 	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
@@ -306,6 +314,7 @@ func TestBadValues(t *testing.T) {
 }
 
 func TestLogs(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{Plants: []PlantInfo{{ID: "p1"}, {ID: "p2"}}, LogLimit: 40})
 	stop := runStore(t, s)
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
@@ -393,6 +402,7 @@ func TestLogs(t *testing.T) {
 }
 
 func TestSchedulesAndOutbox(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{})
 	ctx := t.Context()
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
@@ -442,6 +452,7 @@ func TestSchedulesAndOutbox(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
+	t.Parallel() // its own database files
 	loc := mustZone(t, "Europe/Berlin")
 	s := openTest(t, Config{RawRetention: 24 * time.Hour})
 	day := time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
@@ -473,6 +484,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
+	t.Parallel() // its own database files
 	for _, cfg := range []Config{
 		{},
 		{Path: "x.db", RawRetention: -time.Hour},
@@ -488,6 +500,7 @@ func TestConfig(t *testing.T) {
 // TestDeviceMoves records a device under one plant and kind, then under
 // another, while queries run: the catalog swaps device values, no race.
 func TestDeviceMoves(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{Plants: []PlantInfo{{ID: "p1"}, {ID: "p2"}}})
 	stop := runStore(t, s)
 	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)

@@ -13,6 +13,7 @@ import (
 // the file (written while the clock was ahead) does not hide the present
 // from Recent.
 func TestFutureRows(t *testing.T) {
+	t.Parallel() // its own database files
 	loc := mustZone(t, "Europe/Berlin")
 	now0 := time.Date(2026, 6, 1, 12, 0, 0, 0, loc)
 	var clock atomic.Int64

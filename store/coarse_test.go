@@ -20,6 +20,7 @@ import (
 // where within its first step the counter stood when polling began is
 // unknown (it gives its whole step to that run).
 func TestCoarseAndFrozenCounters(t *testing.T) {
+	t.Parallel() // its own database files
 	if testing.Short() {
 		t.Skip("a simulated day and a half")
 	}

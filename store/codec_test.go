@@ -6,6 +6,7 @@ import (
 )
 
 func TestDecRoundTrip(t *testing.T) {
+	t.Parallel() // its own database files
 	tests := []struct {
 		v       float64
 		maxSize int
@@ -56,6 +57,7 @@ type fixedCodec struct {
 func (f fixedCodec) codecOf(sid int64) (float64, bool, bool) { return f.q, f.mm, sid < 1000 }
 
 func TestAggsRoundTrip(t *testing.T) {
+	t.Parallel() // its own database files
 	var a, b, c agg
 	for _, v := range []float64{10, 20, 60} {
 		a.add(v)

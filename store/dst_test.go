@@ -24,6 +24,7 @@ func fillSynth(t *testing.T, s *Store, sy *synth, from, to time.Time, step time.
 }
 
 func TestDST(t *testing.T) {
+	t.Parallel() // its own database files
 	type check struct {
 		name      string
 		q         SetQuery

@@ -46,6 +46,7 @@ func recordDays(t *testing.T, s *Store, sy *synth, start time.Time, n int, step 
 }
 
 func TestEnergyTotals(t *testing.T) {
+	t.Parallel() // its own database files
 	for _, tc := range []struct {
 		counters bool
 		batch    int // Config.rollupBatch
@@ -199,6 +200,7 @@ func rollupDump(t *testing.T, s *Store) map[string]map[int64]float64 {
 // data), and in two runs with a restart between: the rollups must be the
 // same.
 func TestRebuild(t *testing.T) {
+	t.Parallel() // its own database files
 	loc := mustZone(t, "Europe/Berlin")
 	start := time.Date(2026, 5, 4, 0, 0, 0, 0, loc)
 	gen := func() []Measurement {

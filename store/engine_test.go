@@ -38,6 +38,7 @@ func seriesOf(n int, step int64, f func(i int) rawSample) []rawSample {
 }
 
 func TestAggregateEnergy(t *testing.T) {
+	t.Parallel() // its own database files
 	const width = bucketMs
 	type want map[int64]float64 // bucket (s) → energy (Wh)
 	tests := []struct {
@@ -228,6 +229,7 @@ func TestAggregateEnergy(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestAggregateStats(t *testing.T) {
+	t.Parallel() // its own database files
 	samples := []rawSample{
 		smp(0, kVolt, 230.0, kPV, 100.0, kPVTot, 5.0),
 		smp(100, kVolt, 232.0, kPV, 300.0, kPVTot, 6.0),
@@ -255,6 +257,7 @@ func TestAggregateStats(t *testing.T) {
 }
 
 func TestComputeBalance(t *testing.T) {
+	t.Parallel() // its own database files
 	bucket := func(kv ...any) *devBucket {
 		b := &devBucket{n: 1, aggs: map[chKey]*agg{}}
 		for i := 0; i < len(kv); i += 2 {

@@ -56,6 +56,7 @@ func TestChild(t *testing.T) {
 }
 
 func TestMigrations(t *testing.T) {
+	t.Parallel() // its own database files
 	if got := len(migrations) - 1; got != SchemaVersion {
 		t.Fatalf("SchemaVersion %d, but %d migrations", SchemaVersion, got)
 	}
@@ -87,6 +88,7 @@ func fileHash(t *testing.T, path string) [32]byte {
 }
 
 func TestNewerSchema(t *testing.T) {
+	t.Parallel() // its own database files
 	path := filepath.Join(t.TempDir(), "plantd.db")
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
 	if err != nil {
@@ -276,6 +278,7 @@ func checkDegraded(t *testing.T, s *Store, day time.Time) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel() // its own database files
 	loc := mustZone(t, "Europe/Berlin")
 	day := time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
 	t.Run("file", func(t *testing.T) {
@@ -804,6 +807,7 @@ func TestLocked(t *testing.T) {
 // TestCorruptFile: a file that is not a database fails Open with
 // ErrCorrupt at once.
 func TestCorruptFile(t *testing.T) {
+	t.Parallel() // its own database files
 	path := filepath.Join(t.TempDir(), "plantd.db")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func fillDB(t *testing.T, path string) {
 // file. Open must notice (quick_check), report ErrCorrupt through Health,
 // stop writing, keep the file and say in the log how to recover.
 func TestCorruptionInTheMiddle(t *testing.T) {
+	t.Parallel() // its own database files
 	path := filepath.Join(t.TempDir(), "plantd.db")
 	fillDB(t, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

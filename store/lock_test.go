@@ -44,6 +44,7 @@ func TestOneStorePerFile(t *testing.T) {
 // main database file alone holds every table and every sample (the WAL is
 // checkpointed and truncated), so copying plantd.db is a backup.
 func TestCleanCloseLeavesCompleteFile(t *testing.T) {
+	t.Parallel() // its own database files
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plantd.db")
 	s := openTest(t, Config{Path: path})
@@ -84,6 +85,7 @@ func TestCleanCloseLeavesCompleteFile(t *testing.T) {
 // keeps writing: the copy opens as a store of its own and holds what was
 // committed before the backup began.
 func TestBackupWhileRunning(t *testing.T) {
+	t.Parallel() // its own database files
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plantd.db")
 	s := openTest(t, Config{Path: path})

@@ -8,6 +8,7 @@ import (
 )
 
 func TestOutboxBatchMarksAndTrim(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{})
 	ctx := t.Context()
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
@@ -57,6 +58,7 @@ func TestOutboxBatchMarksAndTrim(t *testing.T) {
 // TestOutboxAckBatch: one call deletes each stream's acknowledged prefix
 // and nothing else; the counters go on; PeekStreams reads what is left.
 func TestOutboxAckBatch(t *testing.T) {
+	t.Parallel() // its own database files
 	s := openTest(t, Config{})
 	ctx := t.Context()
 	var msgs []OutboxAppend

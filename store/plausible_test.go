@@ -18,6 +18,7 @@ import (
 // the device's nameplate (10 kW) or physics, and the plant's PV energy of
 // those 20 s stays within 10 kW × 20 s.
 func TestImplausibleValuesNeverStored(t *testing.T) {
+	t.Parallel() // its own database files
 	loc := mustZone(t, sim.DefaultTimeZone)
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, loc)
 	r := startSim(t, start)
