@@ -71,13 +71,16 @@ func TestCommands(t *testing.T) {
 	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
 	base := "plantd/v1/gw-cmd/down/"
 	col.Publish(base+"schedule/p1", true, `{"requestId":"s1","version":1,"schedule":{"commands":[]}}`)
+	// The online state comes before plantd subscribes: the retained
+	// schedule's ack says it has, and commands sent now are not lost.
+	waitFor(t, 10*time.Second, "the schedule's ack", func() bool { _, n := ack(col, "s1"); return n == 1 })
 	col.Publish(base+"cmd", false, `{"requestId":"c1","command":"eligibilityCheck","body":{"plantId":"p1"}}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c2","command":"reboot"}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c3",`)
 	col.Publish(base+"cmd", false, `{"requestId":"c4","command":"eligibilityCheck","body":"`+strings.Repeat("x", 2000)+`"}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c5","command":"schedules","plantId":"p1","extra":1}`)
 	waitFor(t, 10*time.Second, "acks", func() bool {
-		_, n1 := ack(col, "s1")
+		_, n1 := ack(col, "c1")
 		_, n2 := ack(col, "c2")
 		_, n5 := ack(col, "")
 		return n1 == 1 && n2 == 1 && n5 >= 3
