@@ -32,7 +32,10 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	t.Parallel()
 	const rvrt = 3 * time.Second
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
-	start, end := window(time.Second, 14*time.Second)
+	// Killed at 1.8 s, reverted about 3 s later, restarted and limited
+	// again within 2 s: usually 6 s into the window, leaving 4 s to die
+	// again inside it.
+	start, end := window(time.Second, 10*time.Second)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
 	r.waitFor(time.Until(start)+2*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	// Past a renewal (at half the timeout), then plantd dies.
@@ -59,6 +62,9 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	t.Logf("40 %% back on both inverters %s after the restart", time.Since(restarted).Round(10*time.Millisecond))
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusActive {
 		t.Errorf("status after the restart: %s", c.Status)
+	}
+	if time.Until(end) < 500*time.Millisecond {
+		t.Fatalf("too slow: restarted %s after the start of a %s window", restarted.Sub(start).Round(10*time.Millisecond), end.Sub(start))
 	}
 
 	// Dies again; the window closes while it is down; on the next start
