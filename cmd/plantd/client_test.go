@@ -15,6 +15,7 @@ import (
 // pre-approval to the config (mode kept, comments kept); a taken id or a
 // bad redirect URI leaves the file unchanged.
 func TestClientAdd(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
 	if err != nil {
 		t.Fatal(err)

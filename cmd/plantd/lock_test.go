@@ -18,6 +18,7 @@ import (
 // the second must refuse at once, naming the first one's pid, and not
 // poll.
 func TestSecondDaemonRefused(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	d := p.Devices()[0]
@@ -51,6 +52,7 @@ devices:
 // TestBackupCommand copies a running daemon's database with the real
 // binary's backup command and opens the copy.
 func TestBackupCommand(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	dir := t.TempDir()
 	src := filepath.Join(dir, "plantd.db")
 	st := openStoreForTest(t, src)

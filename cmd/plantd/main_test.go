@@ -67,9 +67,11 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // compares the --json output with testdata/scan_<id>.json (the address,
 // whose port changes from run to run, is replaced by ADDR).
 func TestScanGolden(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	for _, d := range p.Devices() {
 		t.Run(d.ID(), func(t *testing.T) {
+			t.Parallel() // a device of its own
 			out, errOut, code := runBinary(t, "scan", d.Addr(), "--json", "--unit", "1")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
@@ -102,6 +104,7 @@ func TestScanGolden(t *testing.T) {
 }
 
 func TestScanFailures(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	wx := p.Devices()[0]
 	// A port where nothing listens.
@@ -131,6 +134,7 @@ func TestScanFailures(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	for _, cmd := range []string{"run", "demo", "check-config", "scan", "sim", "version"} {
 		_, errOut, code := runBinary(t, cmd, "-h")
 		if code != 0 || !strings.Contains(errOut, "usage: plantd "+cmd) {
@@ -312,6 +316,7 @@ func TestDemo(t *testing.T) {
 // config/testdata/three-mistakes with their lines, and that run refuses
 // to start with the same messages.
 func TestBadConfig(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	dir := filepath.Join("..", "..", "config", "testdata", "three-mistakes")
 	want, err := os.ReadFile(filepath.Join(dir, "want.err"))
 	if err != nil {
@@ -369,6 +374,7 @@ func TestRunWithoutConfig(t *testing.T) {
 // real binary: the file keeps its comments, validates, holds the hashes and
 // never the tokens; a second token with the same name is refused.
 func TestTokenAdd(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
 	if err != nil {
 		t.Fatal(err)

@@ -144,6 +144,7 @@ func TestSystemdNotify(t *testing.T) {
 // remove a device) is refused with
 // its problems and the running config stays; polling goes on throughout.
 func TestReloadSIGHUP(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	const tokA, tokB = "token-a-of-the-first-config", "token-b-of-the-reloaded-config"

@@ -13,6 +13,7 @@ import (
 // reach the installer's terminal raw from plantd scan; the text around
 // them stays readable, with --values too.
 func TestScanQuotesControlCharacters(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	inv := simtest.Device(t, p, "inv1")
 	if err := inv.OverrideString(1, "Mn", "Evil\x1b[2J\x1b]0;pwned\x07Co"); err != nil {

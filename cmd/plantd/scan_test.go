@@ -15,6 +15,7 @@ import (
 // prints each implemented point with its value in its units (scale factor
 // applied), enum symbols and strings; --json carries the same.
 func TestScanValues(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	inv := simtest.Device(t, p, "inv1")
 	out, errOut, code := runBinary(t, "scan", inv.Addr(), "--values", "--json")
@@ -67,6 +68,7 @@ func TestScanValues(t *testing.T) {
 // TestScanJSONFailure: with --json a failed scan prints a JSON error
 // object too; --base limits the probe to one base.
 func TestScanJSONFailure(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	p := simtest.Start(t, sim.DefaultConfig())
 	inv := simtest.Device(t, p, "inv1")
 	for _, tc := range []struct {
@@ -91,6 +93,7 @@ func TestScanJSONFailure(t *testing.T) {
 // TestScanUnknownKind: a device with models that make no kind (1 and 129
 // only) is reported with its capabilities and why its kind is unknown.
 func TestScanUnknownKind(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	kind, platform, caps := devices.Classify([]uint16{1, 129})
 	res := newScanResult("10.0.0.9:502", 3, &devices.Device{Base: 40000, Kind: kind, Platform: platform, Capabilities: caps,
 		Models: []devices.ModelRef{{ID: 1, Addr: 40002, Len: 66}, {ID: 129, Addr: 40070, Len: 60}}})

@@ -15,6 +15,7 @@ import (
 // as root) must edit the target through the link and keep its owner,
 // group and mode, so that the service user can still read it.
 func TestTokenAddKeepsFile(t *testing.T) {
+	t.Parallel() // its own files, processes and ports
 	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
 	if err != nil {
 		t.Fatal(err)
