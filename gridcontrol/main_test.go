@@ -9,10 +9,10 @@ import (
 )
 
 // TestMain lets the rig tests, which mostly wait for window boundaries on
-// the wall clock, run 8 at a time rather than one per core (unless
-// -parallel is given).
+// the wall clock, run 20 at a time (all of them) rather than one per core
+// (unless -parallel is given): 1.9 s of CPU in all (5.5 s under -race).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	proctest.DefaultParallel(8)
+	proctest.DefaultParallel(20)
 	os.Exit(m.Run())
 }
