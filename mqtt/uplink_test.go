@@ -69,7 +69,9 @@ func TestOutage(t *testing.T) {
 	// Log entries at ~200/s from a "poller".
 	var logged atomic.Int64
 	ctx, cancel := context.WithCancel(t.Context())
+	logging := make(chan struct{})
 	go func() {
+		defer close(logging)
 		tk := time.NewTicker(5 * time.Millisecond)
 		defer tk.Stop()
 		for ctx.Err() == nil {
@@ -87,7 +89,7 @@ func TestOutage(t *testing.T) {
 	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
 	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.Distinct("live/p1") > liveBefore+5 })
 	cancel()
-	time.Sleep(20 * time.Millisecond)
+	<-logging // its last entry counted
 	n := int(logged.Load())
 	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= n })
 	// Live values keep coming every 50 ms, so only the log stream empties.
