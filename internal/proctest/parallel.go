@@ -17,3 +17,7 @@ func DefaultParallel(n int) {
 		_ = f.Value.Set(strconv.Itoa(n))
 	}
 }
+
+// Race reports whether the tests run with -race (and Build builds with
+// it).
+func Race() bool { return raceEnabled }
