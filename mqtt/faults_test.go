@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
 
@@ -173,7 +174,7 @@ func TestBadBrokers(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		_, h := attempts(t, Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))})
+		_, h := attempts(t, Config{Broker: "tcp://" + proctest.DeadAddr(t)})
 		if h.warns.Load() != 1 {
 			t.Errorf("%d warnings for one state, want 1", h.warns.Load())
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,17 +152,9 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
-// deadAddr returns a loopback address where nothing listens.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+// deadAddr returns a loopback address where nothing listens (and no
+// parallel test's listener can take it).
+func deadAddr(t *testing.T) string { return proctest.DeadAddr(t) }
 
 // TestSimCommand runs "plantd sim", scans a device it lists with "plantd
 // scan" and stops it with SIGINT.
