@@ -23,7 +23,6 @@ import (
 // the cloud's labels (the END of each interval, 00:05 .. next day 00:00),
 // and a Month of days carries the dates themselves.
 func TestSetLabelsDST(t *testing.T) {
-	t.Parallel() // its own files, processes and ports
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
