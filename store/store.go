@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"plantd/plant"
@@ -380,7 +381,13 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 // unlock releases the database's lock.
 func (s *Store) unlock() {
 	if s.lock != nil {
-		s.lock.Close() // closing the descriptor releases the flock
+		// Closing the descriptor releases the flock, unless a child
+		// forked by this process at that moment holds a copy of it until
+		// its exec: os/exec forks under syscall.ForkLock, so close
+		// outside a fork.
+		syscall.ForkLock.RLock()
+		s.lock.Close()
+		syscall.ForkLock.RUnlock()
 		s.lock = nil
 	}
 }
