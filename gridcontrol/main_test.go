@@ -1,7 +1,6 @@
 package gridcontrol_test
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -12,8 +11,4 @@ import (
 // the wall clock, run 8 at a time rather than one per core (unless
 // -parallel is given). Not more: all 17 at once under -race on a loaded
 // 2-core machine delayed their controllers past the cycle-bound checks.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	proctest.DefaultParallel(8)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(proctest.RunParallel(m, 8)) }

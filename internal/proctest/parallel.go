@@ -3,7 +3,17 @@ package proctest
 import (
 	"flag"
 	"strconv"
+	"testing"
 )
+
+// RunParallel is a TestMain's body for such a package: it parses the
+// flags, sets DefaultParallel(n) and runs the tests, returning the exit
+// code for os.Exit.
+func RunParallel(m *testing.M, n int) int {
+	flag.Parse()
+	DefaultParallel(n)
+	return m.Run()
+}
 
 // DefaultParallel sets -test.parallel to n unless the command line gave
 // it. For a TestMain (after flag.Parse) of a package whose parallel tests
