@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"strings"
@@ -52,12 +50,11 @@ func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd client add: --role %q: want standard, installer or gridoperator\n", *role)
 		return exitUsage
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	secret, err := newSecret(32)
+	if err != nil {
 		fmt.Fprintf(stderr, "plantd client add: %v\n", err)
 		return exitFailure
 	}
-	secret := base64.RawURLEncoding.EncodeToString(raw)
 	cl := config.OAuthClient{ClientID: *id, SecretSHA256: config.TokenHash(secret), Role: *role, RedirectURIs: redirects, PreApproved: *pre}
 	if *printOnly {
 		var b strings.Builder

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -268,13 +266,7 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 }
 
 // demoToken makes the bearer token the demo prints at start.
-func demoToken() (string, error) {
-	raw := make([]byte, 24)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(raw), nil
-}
+func demoToken() (string, error) { return newSecret(24) }
 
 // parseDemoStart reads the --start of plantd demo: "HH:MM" today (as of
 // now) in the demo plant's time zone, or a local date and time

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 
@@ -40,12 +38,11 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd token add: --role %q: want standard, installer or gridoperator\n", *role)
 		return exitUsage
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	token, err := newSecret(32)
+	if err != nil {
 		fmt.Fprintf(stderr, "plantd token add: %v\n", err)
 		return exitFailure
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
 	entry := config.Token{Name: *name, SHA256: config.TokenHash(token), Role: *role}
 	if *printOnly {
 		fmt.Fprintf(stdout, "token (shown once, keep it secret): %s\n\nadd to the config under tokens:\n  - name: %s\n    sha256: %s\n    role: %s\n",
