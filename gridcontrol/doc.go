@@ -73,7 +73,10 @@
 // default it restores after the last window, never "100 %": an installer's
 // permanent 70 % limit survives plantd. gridControl.defaults.powerLimitPercent
 // in the config replaces the device's own limit as the default, and is
-// then held and renewed like a command.
+// then held and renewed like a command. While no window is active and
+// plantd holds none of an inverter's controls, the cycle leaves the
+// inverter alone and its default image stays in the store only, loaded
+// again when a window needs it.
 //
 // A tighter limit is written at once; a looser one, the end of a window
 // included, moves by at most gridControl.rampRatePercentPerSecond (10 % of
