@@ -692,9 +692,10 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		c.mu.Unlock()
 		plan := c.plan(ctx, pc, act, devs, now)
 		// Nothing to hold, renew or restore: an inverter whose defaults are
-		// known and that holds no control of plantd's is left alone (no
-		// goroutine, no state), which is every inverter of a plant most
-		// of the time.
+		// stored and of which plantd holds no control is left alone (no
+		// goroutine, no per-control state, its defaults dropped from
+		// memory until a window loads them again), which is every inverter
+		// of a plant most of the time.
 		quiet := len(act) == 0 && plan.limitPct == nil && c.cfg.DefaultLimitPct == nil
 		var wg sync.WaitGroup
 		for i := range devs {
