@@ -583,7 +583,8 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 }
 
 // checkCurve tries a curve on the default image of every device that
-// carries it (read from the device now when plantd has not yet).
+// carries it (from memory, else from the store, else read from the device
+// now when plantd has not yet).
 func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, devs []plant.DeviceLive, ids []string) string {
 	for _, d := range devs {
 		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
@@ -599,6 +600,12 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, dev
 			snap = dc.defaults[ref.ID]
 		}
 		c.mu.Unlock()
+		if snap == nil {
+			// A quiet inverter's defaults are in the store only.
+			if stored, err := c.st.ControlDefaults(ctx, d.Info.ID); err == nil {
+				snap = storedDefault(stored, ref)
+			}
+		}
 		if snap == nil {
 			rw, ok := c.conns(d.Info.ID)
 			if !ok {
@@ -911,6 +918,20 @@ func controlModels() []uint16 {
 	return ids
 }
 
+// storedDefault lays out the stored default image of ref's model; nil when
+// none is stored or it no longer fits the model where discovery found it.
+func storedDefault(stored map[uint16]store.ControlDefault, ref devices.ModelRef) *devices.Instance {
+	sd, ok := stored[ref.ID]
+	if !ok || sd.Addr != ref.Addr || len(sd.Regs) != int(ref.Len)+2 {
+		return nil
+	}
+	inst, err := devices.NewInstance(devices.ModelByID(ref.ID), sd.Addr, sd.Regs)
+	if err != nil {
+		return nil
+	}
+	return inst
+}
+
 // loadDefaults makes sure the device's default images are known: from the
 // store, or read now at first contact and stored.
 func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter) error {
@@ -931,12 +952,9 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 		if !ok {
 			continue
 		}
-		if sd, ok := stored[id]; ok && sd.Addr == ref.Addr && len(sd.Regs) == int(ref.Len)+2 {
-			inst, err := devices.NewInstance(devices.ModelByID(id), sd.Addr, sd.Regs)
-			if err == nil {
-				defs[id] = inst
-				continue
-			}
+		if inst := storedDefault(stored, ref); inst != nil {
+			defs[id] = inst
+			continue
 		}
 		inst, err := devices.ReadModel(ctx, rw, ref)
 		if err != nil {
