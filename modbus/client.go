@@ -112,13 +112,12 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	}
 
 	adu := e.encode(c.unit, req)
-	e.handler.Timeout = timeout
 	e.stats.requests.Add(1)
 	e.stats.bytesSent.Add(uint64(len(adu)))
-	resp, err := e.handler.Send(adu)
+	resp, err := e.roundTrip(adu, timeout)
 	if err == nil {
 		e.stats.bytesReceived.Add(uint64(len(resp)))
-		err = e.handler.Verify(adu, resp)
+		err = framing.Verify(adu, resp)
 	}
 	if err == nil {
 		dst, err = decode(req, resp, dst)

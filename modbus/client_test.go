@@ -246,6 +246,7 @@ func TestFaults(t *testing.T) {
 		{name: "byte count differs from data", fault: fault{kind: faultBadByteCount}, wantIs: ErrMalformed},
 		{name: "fewer registers than asked", fault: fault{kind: faultShortCount}, wantIs: ErrMalformed},
 		{name: "truncated frame then close", fault: fault{kind: faultTruncate}, wantIs: ErrMalformed},
+		{name: "bytes after the answer", fault: fault{kind: faultTrailing}, wantIs: ErrMalformed},
 		{name: "late answer", fault: fault{kind: faultDelay, delay: time.Second}, wantIs: ErrTimeout},
 		{name: "late write answer", fault: fault{kind: faultDelay, delay: time.Second}, write: true, wantIs: ErrTimeout},
 		{name: "no answer", fault: fault{kind: faultSilent}, wantIs: ErrTimeout},
@@ -300,6 +301,27 @@ func TestFaults(t *testing.T) {
 				t.Errorf("stats %+v: want 2 connects, 2 requests, 1 failure", st)
 			}
 		})
+	}
+}
+
+// TestAnswerInPieces checks that an answer whose bytes come one at a time
+// (slow serial gateways forward what they have) is assembled, and that the
+// next answers on the connection stay in step.
+func TestAnswerInPieces(t *testing.T) {
+	srv := startFaultServer(t, fault{kind: faultDribble}, fault{kind: faultDribble})
+	ep := newTestPool(t).Endpoint(EndpointConfig{Address: srv.addr()})
+	c := ep.Unit(1, 0)
+	for i, want := range [][]uint16{{1, 11, 12}, {2, 11, 12}, {3, 11, 12}} {
+		got, err := c.ReadHoldingRegisters(t.Context(), 10, 3, nil)
+		if err != nil {
+			t.Fatalf("read %d: %v", i+1, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("read %d got %v, want %v", i+1, got, want)
+		}
+	}
+	if st := ep.Stats(); st.Connects != 1 || st.Failures != 0 || st.BytesReceived != 3*(mbapSize+2+6) {
+		t.Errorf("stats %+v: want 3 answers of %d bytes on one connection", st, mbapSize+2+6)
 	}
 }
 

@@ -14,10 +14,23 @@
 // Requests on one endpoint are serialised. A caller waiting for its turn
 // honours its context. Each request runs with a timeout: the smaller of the
 // Client's timeout and what is left of the context's deadline. A context that
-// is already done fails at once, without I/O. A cancellation without a
-// deadline takes effect at the latest when the request in flight times out,
-// because the underlying library (github.com/goburrow/modbus) takes no
-// context.
+// is already done fails at once, without I/O, and a connect ends with its
+// context. A cancellation without a deadline takes effect at the latest when
+// the request in flight times out: watching the context during each request
+// would cost an allocation and a timer per request on the hot path.
+//
+// # Transport
+//
+// plantd writes and reads the socket itself (transport.go): per request one
+// write, one wait for readability and usually one read, into buffers the
+// endpoint keeps, so a request allocates nothing. github.com/goburrow/modbus
+// checks that an answer's MBAP header matches its request. Its own transport
+// was used until it showed up as the largest allocator and syscall source
+// at 1,000 devices: 4.4 system calls per request (two reads per answer, a
+// read that finds nothing before each wait, both deadlines) against 2.8 now,
+// and 336 bytes in 3 allocations per request against none. An answer that
+// comes in pieces is assembled; bytes after an answer fail the request as
+// malformed, since the stream is then out of step.
 //
 // Reads use function 3 (read holding registers, 1..125 registers). Writes
 // always use function 16 (write multiple registers, 1..123 registers), even for

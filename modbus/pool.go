@@ -10,9 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	gmodbus "github.com/goburrow/modbus"
 )
 
 // Defaults of [EndpointConfig].
@@ -165,7 +164,8 @@ type Endpoint struct {
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
-	handler     *gmodbus.TCPClientHandler
+	conn        net.Conn        // open while connected
+	raw         syscall.RawConn // conn's file descriptor, for roundTrip
 	connected   bool
 	readyAt     time.Time // first request allowed after ConnectDelay
 	failures    int       // consecutive failed connects
@@ -176,26 +176,26 @@ type Endpoint struct {
 	// the other units behind the endpoint keep their turn.
 	units map[byte]*unitBackoff
 	txID  uint16
-	buf   [maxADU]byte
+	buf   [maxADU]byte // request frame
+	rbuf  [maxADU]byte // answer frame
+	// exchange is the request in flight and step its read callback.
+	exchange exchange
+	step     func(fd uintptr) bool
 
 	stats counters
 }
 
 func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
-	h := gmodbus.NewTCPClientHandler(cfg.Address)
-	h.Timeout = cfg.Timeout
-	// No idle timer: it would close the socket behind our back, and the next
-	// Send would then reconnect silently, skipping ConnectDelay.
-	h.IdleTimeout = 0
-	return &Endpoint{
-		cfg:     cfg,
-		log:     log,
-		now:     now,
-		rand:    rnd,
-		sem:     make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		handler: h,
+	e := &Endpoint{
+		cfg:  cfg,
+		log:  log,
+		now:  now,
+		rand: rnd,
+		sem:  make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
+	e.step = e.exchange.step
+	return e
 }
 
 // Address returns the endpoint's host:port.
@@ -318,8 +318,7 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	e.handler.Timeout = t
-	if err := e.handler.Connect(); err != nil {
+	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
 		err = classify(err, 0)
 		e.fail(err)
@@ -336,7 +335,8 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 
 // disconnect closes the socket. The caller holds sem.
 func (e *Endpoint) disconnect(reason string) error {
-	err := e.handler.Close()
+	err := e.conn.Close()
+	e.conn, e.raw = nil, nil
 	e.connected = false
 	e.stats.connected.Store(false)
 	e.stats.disconnects.Add(1)

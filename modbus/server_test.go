@@ -166,6 +166,8 @@ const (
 	faultSilent                         // no answer, connection kept
 	faultClose                          // close without answering
 	faultException                      // exception code
+	faultTrailing                       // a correct answer and two more bytes in one write
+	faultDribble                        // a correct answer, one byte per write
 )
 
 // fault is one scripted answer.
@@ -381,8 +383,19 @@ func (s *faultServer) answer(c net.Conn, frame []byte, req faultRequest, seq uin
 	out = binary.BigEndian.AppendUint16(out, length)
 	out = append(out, unit)
 	out = append(out, pdu...)
-	if f.kind == faultTruncate {
+	switch f.kind {
+	case faultTruncate:
 		out = out[:len(out)/2]
+	case faultTrailing:
+		out = append(out, 0xde, 0xad)
+	case faultDribble:
+		for i := range out {
+			if _, err := c.Write(out[i : i+1]); err != nil {
+				return false
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return true
 	}
 	if _, err := c.Write(out); err != nil {
 		return false
