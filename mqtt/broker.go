@@ -1,3 +1,9 @@
+//go:build !nobroker
+
+// The embedded broker is left out of the packaged binary (tag nobroker,
+// broker_off.go): it serves only plantd demo, and mochi-mqtt with its
+// websocket listener is 600 KB of the static binary.
+
 package mqtt
 
 import (

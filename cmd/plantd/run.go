@@ -102,6 +102,9 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	return exitOK
 }
 
+// startBroker starts the demo's embedded MQTT broker; tests replace it.
+var startBroker = mqtt.StartBroker
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
@@ -159,6 +162,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller,
 		RedirectURIs: []string{demoRedirectURI}}}
 	var broker *mqtt.Broker
+	noBroker := false
 	if *brokerURL != "" {
 		cfg.MQTT.Broker = *brokerURL
 		cfg.MQTT.RemoteControl = true
@@ -166,15 +170,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if *mqttAddr != "off" {
 		// The demo's cloud: an embedded broker on loopback, where
 		// mosquitto_sub shows what plantd publishes.
-		broker, err = mqtt.StartBroker(*mqttAddr, true, nil)
-		if err != nil {
+		broker, err = startBroker(*mqttAddr, true, nil)
+		switch {
+		case errors.Is(err, mqtt.ErrNoBroker):
+			// The packaged binary: the demo runs without an uplink.
+			noBroker = true
+		case err != nil:
 			fmt.Fprintf(stderr, "plantd demo: %v\n", err)
 			return exitFailure
+		default:
+			defer broker.Close()
+			cfg.MQTT.Broker = "tcp://" + broker.Addr()
+			cfg.MQTT.RemoteControl = true
+			cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
 		}
-		defer broker.Close()
-		cfg.MQTT.Broker = "tcp://" + broker.Addr()
-		cfg.MQTT.RemoteControl = true
-		cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
@@ -191,6 +200,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
 	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, *listen)
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
+	if noBroker {
+		fmt.Fprintln(stdout, "MQTT: off, this build has no embedded broker (the packages leave it out); --broker tcp://HOST:PORT publishes to one")
+	}
 	if broker != nil {
 		host, port, _ := splitListen(broker.Addr())
 		fmt.Fprintf(stdout, "MQTT broker (embedded) on %s, gateway %s; watch it: mosquitto_sub -h %s -p %d -t 'plantd/#' -v\n",

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	_ "github.com/mattn/go-sqlite3"
+
+	"plantd/internal/proctest"
+	"plantd/mqtt"
 )
 
 // startDeadline is how soon plantd must give up when a component cannot
@@ -224,5 +231,62 @@ func TestDemoPortTaken(t *testing.T) {
 	}
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a database file was created: %v", err)
+	}
+}
+
+// TestDemoWithoutEmbeddedBroker: in the packaged binary (tag nobroker)
+// plantd demo has no embedded broker; it says so in its banner and runs
+// without an uplink instead of failing. Runs runDemo in this process, with
+// StartBroker as the nobroker build has it.
+func TestDemoWithoutEmbeddedBroker(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode) // as main sets it
+	startBroker = func(string, bool, *slog.Logger) (*mqtt.Broker, error) { return nil, mqtt.ErrNoBroker }
+	defer func() { startBroker = mqtt.StartBroker }()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr proctest.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- runDemo(ctx, []string{"--listen", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "demo.db"), "--interval", "1s"}, &stdout, &stderr)
+	}()
+	banner := regexp.MustCompile(`(?s)HTTP API on http://(\S+),.*demo token \(installer role\): (\S+)\n.*Ctrl-C stops it`)
+	var m []string
+	for deadline := time.Now().Add(30 * time.Second); m == nil; time.Sleep(20 * time.Millisecond) {
+		select {
+		case c := <-code:
+			t.Fatalf("runDemo returned %d before its banner; stderr:\n%s", c, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no banner after 30 s; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		m = banner.FindStringSubmatch(stdout.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "MQTT: off, this build has no embedded broker") || strings.Contains(out, "MQTT broker (embedded)") {
+		t.Errorf("banner does not say the uplink is off:\n%s", out)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m[1]+"/live/v1/plants/demo/measurements/sets/EnergyBalance", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("energy balance: %s, want 200", resp.Status)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Errorf("runDemo exited %d after cancel, want %d; stderr:\n%s", c, exitOK, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("runDemo still running 30 s after cancel")
 	}
 }
