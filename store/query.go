@@ -603,7 +603,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (p
 	}
 	to := floorDiv(latest.Int64, recentWidth) + recentWidth
 	from := to - recentSpan
-	cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil)
+	cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
 	if err != nil {
 		return res, fmt.Errorf("store: recent: %w", classify(err))
 	}
@@ -614,7 +614,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (p
 		out := aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil)
 		perDev[id] = out
 		for b, db := range out {
-			minutes[b] = append(minutes[b], devInterval{kind: ds.dev.kind, b: db})
+			minutes[b] = append(minutes[b], intervalOf(ds.dev.kind, db))
 		}
 	}
 	starts := make([]int64, 0, len(minutes))
