@@ -113,6 +113,8 @@ type Store interface {
 type Live interface {
 	Plants() []plant.Plant
 	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
+	// AppendDeviceStatuses is DeviceStatuses into a slice the cycle keeps.
+	AppendDeviceStatuses(dst []plant.DeviceLive, plantID string) ([]plant.DeviceLive, error)
 }
 
 // Conns returns the Modbus client of a device (shared with the poller, so
@@ -132,6 +134,9 @@ type Controller struct {
 	now   func() time.Time
 	cron  *cron.Cron
 	kick  chan struct{}
+	// cycleDevs is the device list of step, reused every cycle; only the
+	// run loop (step) touches it.
+	cycleDevs []plant.DeviceLive
 
 	mu     sync.Mutex
 	plants map[string]*plantCtl
@@ -685,7 +690,11 @@ func (c *Controller) view(s *Schedule, sup map[*ScheduledCmd]bool, now time.Time
 func (c *Controller) step(ctx context.Context) (waiting bool) {
 	now := c.now()
 	for _, p := range c.live.Plants() {
-		devs, err := c.live.DeviceStatuses(p.ID)
+		// The devices go into the slice of the last cycle: nothing keeps
+		// them past this iteration (reconcile gets copies and is waited
+		// for below).
+		devs, err := c.live.AppendDeviceStatuses(c.cycleDevs[:0], p.ID)
+		c.cycleDevs = devs[:0]
 		if err != nil {
 			continue
 		}

@@ -313,7 +313,7 @@ func (l *Live) Devices(plantID string) ([]DeviceLive, error) {
 	if _, ok := l.plantIx[plantID]; !ok {
 		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
 	}
-	return l.devices(plantID, true), nil
+	return l.appendDevices(nil, plantID, true), nil
 }
 
 // DeviceStatuses is Devices without the readings: identity, health and
@@ -322,16 +322,29 @@ func (l *Live) DeviceStatuses(plantID string) ([]DeviceLive, error) {
 	if _, ok := l.plantIx[plantID]; !ok {
 		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
 	}
-	return l.devices(plantID, false), nil
+	return l.appendDevices(nil, plantID, false), nil
 }
 
-func (l *Live) devices(plantID string, readings bool) []DeviceLive {
-	ds := l.idx.Load().byPlant[plantID]
-	out := make([]DeviceLive, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, l.snapshot(d, readings))
+// AppendDeviceStatuses is DeviceStatuses appending to dst, for a caller
+// that asks every second and keeps its slice (pass dst[:0]): the grid-control
+// cycle reads every device each second, and a new slice per cycle was
+// 1.6 MB/s of garbage at 5,000 devices.
+func (l *Live) AppendDeviceStatuses(dst []DeviceLive, plantID string) ([]DeviceLive, error) {
+	if _, ok := l.plantIx[plantID]; !ok {
+		return dst, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
 	}
-	return out
+	return l.appendDevices(dst, plantID, false), nil
+}
+
+func (l *Live) appendDevices(dst []DeviceLive, plantID string, readings bool) []DeviceLive {
+	ds := l.idx.Load().byPlant[plantID]
+	if dst == nil {
+		dst = make([]DeviceLive, 0, len(ds))
+	}
+	for _, d := range ds {
+		dst = append(dst, l.snapshot(d, readings))
+	}
+	return dst
 }
 
 // snapshot copies a device's state out under its lock; the readings only
