@@ -319,10 +319,7 @@ func (l *Live) Devices(plantID string) ([]DeviceLive, error) {
 // DeviceStatuses is Devices without the readings: identity, health and
 // communication only, for device lists that must be cheap.
 func (l *Live) DeviceStatuses(plantID string) ([]DeviceLive, error) {
-	if _, ok := l.plantIx[plantID]; !ok {
-		return nil, fmt.Errorf("live devices of plant %q: %w", plantID, ErrUnknownPlant)
-	}
-	return l.appendDevices(nil, plantID, false), nil
+	return l.AppendDeviceStatuses(nil, plantID)
 }
 
 // AppendDeviceStatuses is DeviceStatuses appending to dst, for a caller
