@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -107,6 +106,8 @@ type Store interface {
 	PutControlDefault(ctx context.Context, d store.ControlDefault) error
 	SetControlOwned(ctx context.Context, deviceID, control string, owned bool) error
 	OwnedControls(ctx context.Context) (map[string][]string, error)
+	SetDeviceQuirk(ctx context.Context, deviceID, quirk string, on bool) error
+	DeviceQuirks(ctx context.Context) (map[string][]string, error)
 }
 
 // Live is the live state the controller reads devices from (a *plant.Live).
@@ -115,6 +116,9 @@ type Live interface {
 	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
 	// AppendDeviceStatuses is DeviceStatuses into a slice the cycle keeps.
 	AppendDeviceStatuses(dst []plant.DeviceLive, plantID string) ([]plant.DeviceLive, error)
+	// Device is one device with its latest readings (the follow check
+	// reads its output there, not over Modbus).
+	Device(id string) (plant.DeviceLive, bool)
 }
 
 // Conns returns the Modbus client of a device (shared with the poller, so
@@ -137,6 +141,9 @@ type Controller struct {
 	// cycleDevs is the device list of step, reused every cycle; only the
 	// run loop (step) touches it.
 	cycleDevs []plant.DeviceLive
+	// due is when a ramp wants its next step (zero: none); set during a
+	// cycle, read and cleared by the run loop. Guarded by mu.
+	due time.Time
 
 	mu     sync.Mutex
 	plants map[string]*plantCtl
@@ -155,6 +162,10 @@ type Stats struct {
 	// Cycles are the durations of the last 1000 control cycles that wrote
 	// or ran the FeedInLimit loop (reads, computation and writes).
 	Cycles []time.Duration
+	// NotFollowing is the number of inverters whose output stays above
+	// their limit although the register reads back right and the enable
+	// was toggled.
+	NotFollowing int
 }
 
 // plantCtl is the controller's state of one plant.
@@ -192,9 +203,15 @@ type devCtl struct {
 	// reversion timer down (warned once).
 	rvrtIgnored bool
 	// needsToggle is set once the device was seen applying a new limit
-	// only after its enable went from 0 to 1.
+	// only after its enable went from 0 to 1 (kept in the store).
 	needsToggle bool
-	busy        bool
+	// notFollowing is set while the device's output stays above its
+	// limit after the enable toggle (checkFollow).
+	notFollowing bool
+	// noRevertSaid is set once the plant log said that the device's
+	// limits are written without a reversion time (limitRevert).
+	noRevertSaid bool
+	busy         bool
 }
 
 // ctlState is one control of a device.
@@ -206,9 +223,19 @@ type ctlState struct {
 	failures  int
 	nextTry   time.Time
 	lastErr   string
-	// verifyAt is when the device's output is compared with the limit
-	// last written (zero: nothing to verify).
-	verifyAt time.Time
+	// The limit control only:
+	// known is set once pct is what the device holds: written by this
+	// run of plantd, or read from the device after a restart.
+	known bool
+	// rising is set while a looser limit ramps; upAt is when the ramp
+	// started or last stepped up.
+	rising bool
+	upAt   time.Time
+	// changedAt is when the limit last changed (the follow check counts
+	// the device's output from followGrace cycles after it); aboveSince
+	// is the first sample since then with the output above the limit;
+	// sampleAt the last sample the check looked at.
+	changedAt, aboveSince, sampleAt time.Time
 }
 
 // New returns a controller. Schedules are loaded and devices touched only
@@ -263,12 +290,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("grid control: %w", err)
 	}
+	quirks, err := c.st.DeviceQuirks(ctx)
+	if err != nil {
+		return fmt.Errorf("grid control: %w", err)
+	}
 	c.mu.Lock()
 	for dev, ctls := range owned {
 		dc := c.dev(dev)
 		for _, n := range ctls {
+			// Owned but not known: the limit continues from what the
+			// device holds (reconcileLimit reads it first).
 			dc.state(control(n)).owned = true
 		}
+	}
+	for dev, qs := range quirks {
+		c.dev(dev).needsToggle = slices.Contains(qs, quirkNeedsToggle)
 	}
 	for _, pc := range c.plants {
 		c.arm(pc)
@@ -287,12 +323,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		began := time.Now()
 		c.mu.Lock()
 		writes := c.stats.Writes + c.stats.WriteErrors
+		c.due = time.Time{}
 		c.mu.Unlock()
 		if c.step(ctx) {
 			soon = time.After(c.cfg.Cycle / 10)
 		}
 		took := time.Since(began)
 		c.mu.Lock()
+		if due := c.due; !due.IsZero() && soon == nil {
+			// A ramp's next step is due a cycle after its last one, which
+			// the ticker's phase need not match.
+			soon = time.After(min(max(due.Sub(c.now()), 0), c.cfg.Cycle))
+		}
 		if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
 			c.stats.Cycles = append(c.stats.Cycles, took)
 			if len(c.stats.Cycles) > 1000 {
@@ -409,6 +451,11 @@ func (c *Controller) Stats() Stats {
 	s := c.stats
 	s.EdgeToWrite = slices.Clone(s.EdgeToWrite)
 	s.Cycles = slices.Clone(s.Cycles)
+	for _, dc := range c.devs {
+		if dc.notFollowing {
+			s.NotFollowing++
+		}
+	}
 	return s
 }
 
@@ -984,166 +1031,6 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 	return nil
 }
 
-// reconcileLimit drives the active-power limit: tighter at once, looser by
-// the ramp rate (the fallback too), never above the device's own default
-// (an installer's permanent limit stays), renewed at half the reversion
-// timeout, restored exactly once the ramp reached the default.
-func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
-	c.mu.Lock()
-	snap := dc.defaults[ref.ID]
-	st := dc.peek(ctlLimit)
-	owned, cur, writtenAt, nextTry := st.owned, st.pct, st.writtenAt, st.nextTry
-	c.mu.Unlock()
-	if snap == nil || now.Before(nextTry) {
-		return
-	}
-	if owned {
-		c.verifyLimit(ctx, dc, d, rw, ref, now)
-	}
-	def := defaultLimitPct(snap)
-	if !owned {
-		cur = def
-		writtenAt = time.Time{}
-	}
-	// One ramp step per cycle (less when a window edge woke the cycle
-	// early), whatever the time since the last write.
-	step := c.cfg.RampPctPerSecond * c.cfg.Cycle.Seconds()
-	if !writtenAt.IsZero() {
-		step = c.cfg.RampPctPerSecond * math.Min(now.Sub(writtenAt).Seconds(), c.cfg.Cycle.Seconds())
-	}
-	renew := owned && now.Sub(writtenAt) >= c.cfg.RevertTimeout/2
-	limitPct := pl.limitPct
-	if limitPct == nil && c.cfg.DefaultLimitPct != nil {
-		// The configured default is held like a command, renewed.
-		limitPct = c.cfg.DefaultLimitPct
-	}
-	if limitPct == nil {
-		if !owned {
-			return
-		}
-		next := math.Min(def, math.Round((cur+step)*10)/10)
-		if next >= def {
-			c.restoreControl(ctx, pc, dc, d, rw, ref, ctlLimit, now)
-			return
-		}
-		c.writeLimit(ctx, pc, dc, d, rw, ref, snap, next, nil, now)
-		return
-	}
-	target := math.Min(math.Max(*limitPct, 0), def)
-	next := target
-	if target > cur {
-		next = math.Min(target, cur+step)
-	}
-	next = math.Round(next*10) / 10
-	if owned && next == cur && !renew {
-		return
-	}
-	c.writeLimit(ctx, pc, dc, d, rw, ref, snap, next, pl.limitBy, now)
-}
-
-// writeLimit writes a limit and records the outcome.
-func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance, pct float64, by []window, now time.Time) {
-	rvrt := c.cfg.RevertTimeout.Seconds()
-	var rem float64 = -1
-	_, err := devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, func(inst *devices.Instance) error {
-		if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
-			rem = v
-		}
-		return editLimit(inst, snap, pct, rvrt)
-	})
-	c.mu.Lock()
-	st := dc.state(ctlLimit)
-	prevPct, wasOwned, prevAt, toggle := st.pct, st.owned, st.writtenAt, dc.needsToggle
-	if err == nil && pct != prevPct {
-		st.verifyAt = now.Add(c.verifyDelay())
-	}
-	c.mu.Unlock()
-	if err == nil && toggle && pct != prevPct {
-		err = c.toggleEnable(ctx, rw, ref)
-	}
-	// A device that takes RvrtTms but does not count it down: the
-	// remaining time still at (or above) the full timeout long after the
-	// last write.
-	if err == nil && wasOwned && rem >= 0 && !prevAt.IsZero() && now.Sub(prevAt) >= 5*time.Second && rem >= rvrt-1 {
-		c.mu.Lock()
-		first := !dc.rvrtIgnored
-		dc.rvrtIgnored = true
-		c.mu.Unlock()
-		if first {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "ReversionIgnored",
-				Message: fmt.Sprintf("device %s accepts WMaxLimPctRvrtTms but does not count it down (RvrtRem %g s after %s): if plantd stops, it may keep its limit", d.Info.ID, rem, now.Sub(prevAt).Round(time.Second))})
-			c.log.Warn("device ignores its reversion timeout", "device", d.Info.ID, "rvrtRem", rem)
-		}
-	}
-	what := fmt.Sprintf("model %d WMaxLimPct %g %%", ref.ID, pct)
-	// The plant log gets each new source of the limit (a window, the
-	// fallback ramp); every step is in the debug log.
-	c.mu.Lock()
-	changed := !wasOwned || dc.state(ctlLimit).key != key(by)
-	c.mu.Unlock()
-	c.log.Debug("limit written", "device", d.Info.ID, "model", ref.ID, "pct", pct, "previous", prevPct, "err", err)
-	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, changed, err, now, func(st *ctlState) { st.pct = pct })
-}
-
-// verifyDelay is how long after a new limit the device's output is
-// compared with it: five cycles (5 s by default), time for a device's own
-// ramp.
-func (c *Controller) verifyDelay() time.Duration { return 5 * c.cfg.Cycle }
-
-// toggleEnable writes the limit's enable 0 then 1, for devices that take a
-// new value only on that edge. The limit is off for one Modbus round trip,
-// far shorter than any inverter's power response.
-func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) error {
-	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, false) }); err != nil {
-		return fmt.Errorf("toggle the limit's enable off: %w", err)
-	}
-	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, true) }); err != nil {
-		return fmt.Errorf("toggle the limit's enable on: %w", err)
-	}
-	return nil
-}
-
-// verifyLimit checks, once after each new limit, that the device's output
-// follows it. A device whose output stays above the limit is one that
-// applies a new value only when its enable goes from 0 to 1 (the register
-// reads back right, the limit in effect is the old one): the enable is
-// toggled, the device remembered, and a warning goes to the plant log.
-func (c *Controller) verifyLimit(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, now time.Time) {
-	c.mu.Lock()
-	st := dc.peek(ctlLimit)
-	at, pct, known := st.verifyAt, st.pct, dc.needsToggle
-	c.mu.Unlock()
-	if at.IsZero() || now.Before(at) || d.Discovered.RatedPowerW <= 0 {
-		return
-	}
-	w, err := c.readW(ctx, d, inverterModels)
-	if err != nil {
-		return // tried again next cycle
-	}
-	allowed := pct/100*d.Discovered.RatedPowerW*1.02 + 20
-	c.mu.Lock()
-	st.verifyAt = time.Time{}
-	c.mu.Unlock()
-	if w <= allowed {
-		return
-	}
-	if known {
-		c.log.Warn("device output above its limit after the enable toggle", "device", d.Info.ID, "w", w, "limitPct", pct)
-		return
-	}
-	if err := c.toggleEnable(ctx, rw, ref); err != nil {
-		c.log.Warn("toggle the limit's enable", "device", d.Info.ID, "err", err)
-		return
-	}
-	c.mu.Lock()
-	dc.needsToggle = true
-	st.verifyAt = now.Add(c.verifyDelay())
-	c.mu.Unlock()
-	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "LimitNeedsEnableToggle",
-		Message: fmt.Sprintf("device %s kept %.0f W under a new %g %% limit (the register read back right): it applies a new limit only when its enable goes from 0 to 1; plantd toggles it from now on", d.Info.ID, w, pct)})
-	c.log.Warn("device needs the limit's enable toggled", "device", d.Info.ID, "w", w, "limitPct", pct)
-}
-
 // key names the windows that set a control.
 func key(ws []window) string {
 	var parts []string
@@ -1233,8 +1120,7 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	}
 	c.mu.Lock()
 	st := dc.state(k)
-	st.owned, st.key, st.failures, st.nextTry, st.lastErr = false, "", 0, time.Time{}, ""
-	st.pct = 0
+	*st = ctlState{}
 	c.stats.Restores++
 	c.mu.Unlock()
 	if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), false); err != nil {
@@ -1329,135 +1215,6 @@ func (c *Controller) persistAll(ctx context.Context, scheds []*Schedule) {
 			c.log.Warn("store schedule status", "schedule", s.ScheduleID, "err", err)
 		}
 	}
-}
-
-// feedIn runs one cycle of the FeedInLimit loop and returns the limit in %
-// of rated power for the inverters taking part: from the meter's grid
-// power and the inverters' output read now, the PV power that keeps the
-// export at the limit, shared by rated power. Without an answer from the
-// meter the last limit holds for MeterGrace, then the limit steps down to
-// the export limit itself (as if consumption were 0): never open.
-func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []plant.DeviceLive, ids []string, rated float64, now time.Time) float64 {
-	limitW := *w.cmd.Value
-	if w.cmd.Unit != "W" {
-		limitW = *w.cmd.Value / 100 * rated
-	}
-	floor := 0.0
-	if rated > 0 && limitW > 0 {
-		floor = math.Min(100, limitW/rated*100) // the limit as if consumption were 0
-	}
-	c.mu.Lock()
-	fs := pc.feed
-	c.mu.Unlock()
-	if !fs.active {
-		fs = feedState{active: true, pct: floor, lastMeterOK: now}
-	}
-	gridW, meterErr := c.readMeter(ctx, devs)
-	pvW, pvErr := c.readPV(ctx, devs, ids)
-	switch {
-	case meterErr != nil || pvErr != nil:
-		err := errors.Join(meterErr, pvErr)
-		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
-			if !fs.meterLost {
-				c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelWarning, Code: "FeedInLimitMeterLost",
-					Message: fmt.Sprintf("FeedInLimit: no grid power for %s (%v): inverters held at the export limit itself (%.1f %%)", c.cfg.MeterGrace, err, floor)})
-			}
-			fs.meterLost = true
-			fs.pct = math.Min(fs.pct, floor)
-		}
-	case rated > 0:
-		// export = pv - load; keep pv at load + limit, where
-		// load = pv + grid (grid > 0 import, SunSpec meter sign).
-		want := (pvW + gridW + limitW) / rated * 100
-		fs.pct = math.Min(100, math.Max(0, want))
-		if limitW > 0 && fs.pct < 0.1 {
-			fs.pct = 0.1 // 0 % only when the command asks for it
-		}
-		if fs.meterLost {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelInfo, Code: "FeedInLimitMeterBack", Message: "FeedInLimit: grid meter answers again"})
-		}
-		fs.meterLost = false
-		fs.lastMeterOK = now
-	}
-	c.mu.Lock()
-	pc.feed = fs
-	c.mu.Unlock()
-	return fs.pct
-}
-
-// meterModels and inverterModels hold the total active power W.
-var (
-	meterModels    = []uint16{203, 204, 201, 202, 213, 214, 211, 212}
-	inverterModels = []uint16{701, 103, 102, 101, 113, 112, 111}
-)
-
-// readMeter reads the grid power (W, import > 0) of the plant's first
-// answering meter.
-func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
-	var errs []error
-	for _, d := range devs {
-		if d.Info.Kind != plant.KindMeter || !d.Info.Active() || d.Discovered == nil {
-			continue
-		}
-		w, err := c.readW(ctx, d, meterModels)
-		if err == nil {
-			return w, nil
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return 0, errors.New("no grid meter")
-	}
-	return 0, errors.Join(errs...)
-}
-
-// readPV reads the output of the inverters taking part, in parallel.
-func (c *Controller) readPV(ctx context.Context, devs []plant.DeviceLive, ids []string) (float64, error) {
-	var mu sync.Mutex
-	var sum float64
-	var errs []error
-	var wg sync.WaitGroup
-	for _, d := range devs {
-		if !slices.Contains(ids, d.Info.ID) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, err := c.readW(ctx, d, inverterModels)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			sum += math.Max(0, w)
-		}()
-	}
-	wg.Wait()
-	return sum, errors.Join(errs...)
-}
-
-// readW reads the total active power of a device from the first of models
-// it has.
-func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uint16) (float64, error) {
-	rw, ok := c.conns(d.Info.ID)
-	if !ok {
-		return 0, fmt.Errorf("device %s: no connection", d.Info.ID)
-	}
-	ref, ok := firstRef(d.Discovered, models...)
-	if !ok {
-		return 0, fmt.Errorf("device %s: no model with W", d.Info.ID)
-	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
-	if err != nil {
-		return 0, fmt.Errorf("device %s: %w", d.Info.ID, err)
-	}
-	w, err := inst.Float("W")
-	if err != nil {
-		return 0, fmt.Errorf("device %s model %d: %w", d.Info.ID, ref.ID, err)
-	}
-	return w, nil
 }
 
 // IsRefusal reports whether a write error is the device refusing (a

@@ -127,11 +127,11 @@ func defaultLimitPct(snap *devices.Instance) float64 {
 	return v
 }
 
-// editLimit sets the active-power limit with its reversion timeout. On 704
-// the stored reversion values are programmed to the device's default, so
-// that a gateway that dies leaves the device at its default, not
-// unlimited.
-func editLimit(inst, snap *devices.Instance, pct float64, rvrtS float64) error {
+// editLimit sets the active-power limit with its reversion timeout (0:
+// none). On 704 the stored reversion values are programmed to the fallback
+// (the device's default, or the configured default where tighter), so that
+// a gateway that dies leaves the device there, not unlimited.
+func editLimit(inst, snap *devices.Instance, fallback, pct, rvrtS float64) error {
 	switch inst.Model.ID {
 	case 123:
 		for _, pv := range []struct {
@@ -144,15 +144,14 @@ func editLimit(inst, snap *devices.Instance, pct float64, rvrtS float64) error {
 		}
 		return nil
 	case 704:
-		def := defaultLimitPct(snap)
 		defEna := 1.0
-		if e, err := snap.Float("WMaxLimPctEna"); err != nil || e != 1 {
+		if e, err := snap.Float("WMaxLimPctEna"); (err != nil || e != 1) && fallback >= 100 {
 			defEna = 0
 		}
 		for _, pv := range []struct {
 			n string
 			v float64
-		}{{"WMaxLimPct", pct}, {"WMaxLimPctRvrtTms", rvrtS}, {"WMaxLimPctRvrt", def}, {"WMaxLimPctEnaRvrt", defEna}, {"WMaxLimPctEna", 1}} {
+		}{{"WMaxLimPct", pct}, {"WMaxLimPctRvrtTms", rvrtS}, {"WMaxLimPctRvrt", fallback}, {"WMaxLimPctEnaRvrt", defEna}, {"WMaxLimPctEna", 1}} {
 			if err := setIf(inst, pv.n, pv.v); err != nil {
 				return err
 			}

@@ -79,9 +79,15 @@
 // again when a window needs it.
 //
 // A tighter limit is written at once; a looser one, the end of a window
-// included, moves by at most gridControl.rampRatePercentPerSecond (10 % of
-// rated power per second by default) per cycle, so an ending window causes
-// no feed-in peak. Never above the device's default.
+// included, ramps at gridControl.rampRatePercentPerSecond (10 % of rated
+// power per second by default): nothing moves at the moment the target
+// rises, then the limit climbs one cycle's worth of the rate at a time,
+// each step at least a cycle after the last reached the device, so the
+// rise over any second stays within the rate and an ending window causes
+// no feed-in peak. Never above the device's default. After a restart the
+// controller reads the limit each inverter holds and continues from it: an
+// equal or tighter value stays (and ramps up from there), a looser one is
+// tightened at once; it never assumes a value it did not read.
 //
 // Every control written carries its reversion timeout
 // (gridControl.reversionTimeout, 60 s): 123 *_RvrtTms, 704 *RvrtTms, the
@@ -89,13 +95,18 @@
 // command is due, by writing the setpoint and its timeout again even when
 // unchanged (a write that changes no register would not reach the device,
 // whose timer would revert the control inside its window); a 7xx curve is
-// renewed by its adopt request. On 704 the stored reversion values (WMaxLimPctRvrt,
-// WMaxLimPctEnaRvrt, PFWInjRvrt...) are programmed to the default, so an
-// inverter whose gateway died goes back to the installer's limit, not to
-// "unlimited". A classic 123 inverter has no such values: its reversion
-// disables the limit (100 %); a plant that must never exceed a permanent
-// limit keeps it in the inverter's own settings, where plantd's default
-// is read from.
+// renewed by its adopt request. On 704 the stored reversion values
+// (WMaxLimPctRvrt, WMaxLimPctEnaRvrt, PFWInjRvrt...) are programmed to the
+// default (or the configured default where tighter), so an inverter whose
+// gateway died goes back to the installer's limit, not to "unlimited". A
+// classic 123 inverter has no such values: its reversion disables the
+// limit (100 %). Where its default is a limit (an installer's permanent
+// one, or the configured default), plantd therefore writes its limits
+// without a reversion time: a dead gateway leaves the window's value,
+// between the window and the installer's limit (the safe side), until
+// plantd runs again; the plant log says so once per device
+// (LimitWithoutReversion). Where its default is no limit, the reversion
+// lands on it and the timeout is written as for 704.
 //
 // # Safety
 //
@@ -112,11 +123,21 @@
 //     does not count down between two writes is logged once
 //     (ReversionIgnored): such a device keeps its limit if plantd stops.
 //   - Devices that take a new limit only when its enable goes from 0 to 1:
-//     five cycles after each new limit the inverter's output is compared
-//     with it; an output still above it (the register having read back
-//     right) makes plantd toggle the enable off and on, remember the
-//     device and log LimitNeedsEnableToggle once. The limit is then off for
-//     one Modbus round trip, far shorter than an inverter's power response.
+//     every cycle while plantd holds a limit, the inverter's output (its
+//     latest poll, no extra Modbus traffic) is compared with it, from two
+//     cycles after each change on; an output above it on two samples in a
+//     row (the register having read back right) makes plantd toggle the
+//     enable off and on, record the device in the store (device_quirk, so
+//     a restart toggles with its first write) and log
+//     LimitNeedsEnableToggle once. Such a device is toggled with every new
+//     value; the limit is then off for one Modbus round trip, far shorter
+//     than an inverter's power response. Checked all through the window,
+//     not once: a device under clouds at the change shows it when the sun
+//     returns. An output still above the limit 30 cycles after the toggle
+//     is a device that does not follow its limit: LimitNotFollowed in the
+//     plant log, the limit's windows failed (never done), and
+//     plantd_gridcontrol_devices_not_following in /metrics, until it
+//     follows again (LimitFollowedAgain).
 //   - A device offline at a window's start gets the command in the first
 //     cycle after it answers again (the cycle looks again every tenth of a
 //     cycle while a window waits for a device); the command is marked late.

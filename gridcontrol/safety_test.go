@@ -25,7 +25,8 @@ func installer70(r *rig) {
 // TestDeadGatewayRevertsToTheDefault: plantd dies inside a 40 % window.
 // The DER inverter's own reversion timer takes over after the timeout and
 // goes back to the installer's 70 % that plantd programmed as its stored
-// reversion value, never to 100 %. plantd started again inside the window
+// reversion value, never to 100 %; the classic one, whose 123 would revert
+// to no limit, keeps the window's 40 %. plantd started again inside the window
 // has the limit back within one cycle; started again after the window
 // closed, it does not replay it and restores the default.
 func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
@@ -43,17 +44,31 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	r.stop()
 	killed := time.Now()
 	var peak float64
+	lo1, hi1 := 100.0, 0.0
 	r.waitFor(rvrt+2*time.Second, "inv2 back at the installer's 70 %", func() bool {
 		peak = max(peak, r.limitOf("inv2"))
+		l1 := r.limitOf("inv1")
+		lo1, hi1 = min(lo1, l1), max(hi1, l1)
 		return r.limitOf("inv2") == 70
 	})
 	t.Logf("inv2 reverted to 70 %% %s after plantd died (reversion timeout %s)", time.Since(killed).Round(10*time.Millisecond), rvrt)
 	if peak > 70 {
 		t.Errorf("inv2 reached %g %% after plantd died", peak)
 	}
-	// The classic 123 has no stored reversion value: WMaxLimPct_RvrtTms
-	// disables the limit (documented in the package doc).
-	r.waitFor(2*time.Second, "inv1 reverted (123 reverts to no limit)", func() bool { return r.limitOf("inv1") == 100 })
+	// The classic 123 reverts a limit to none, not to a default: with an
+	// installer's limit plantd writes its windows without a reversion
+	// time, so the dead gateway leaves it at the window's 40 %, inside
+	// [window, installer's limit], and the plant log said so.
+	time.Sleep(rvrt)
+	l1 := r.limitOf("inv1")
+	lo1, hi1 = min(lo1, l1), max(hi1, l1)
+	if lo1 < 40 || hi1 > 70 {
+		t.Errorf("inv1 (model 123) between %g and %g %% after plantd died, want within [40, 70]", lo1, hi1)
+	}
+	r.waitFor(2*time.Second, "LimitWithoutReversion for inv1 only", func() bool { return r.logHas("LimitWithoutReversion", "inv1") })
+	if r.logHas("LimitWithoutReversion", "inv2") {
+		t.Error("LimitWithoutReversion for inv2, whose 704 reverts to the programmed default")
+	}
 
 	// plantd starts again inside the window: the limit is back at once.
 	restarted := time.Now()

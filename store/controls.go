@@ -103,3 +103,36 @@ func (s *Store) OwnedControls(ctx context.Context) (map[string][]string, error) 
 	}
 	return out, rows.Err()
 }
+
+// SetDeviceQuirk records a behaviour grid control learned of a device
+// (first sighting kept), or forgets it.
+func (s *Store) SetDeviceQuirk(ctx context.Context, deviceID, quirk string, on bool) error {
+	if on {
+		return s.exec(ctx, "record quirk "+quirk+" of "+deviceID,
+			`INSERT OR IGNORE INTO device_quirk (device, quirk, since) VALUES (?, ?, ?)`, deviceID, quirk, s.cfg.Now().UnixMilli())
+	}
+	return s.exec(ctx, "forget quirk "+quirk+" of "+deviceID,
+		`DELETE FROM device_quirk WHERE device = ? AND quirk = ?`, deviceID, quirk)
+}
+
+// DeviceQuirks returns, per device, the quirks recorded.
+func (s *Store) DeviceQuirks(ctx context.Context) (map[string][]string, error) {
+	db := s.rdb.Load()
+	if db == nil {
+		return nil, ErrClosed
+	}
+	rows, err := db.QueryContext(ctx, `SELECT device, quirk FROM device_quirk ORDER BY device, quirk`)
+	if err != nil {
+		return nil, fmt.Errorf("store: device quirks: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var dev, q string
+		if err := rows.Scan(&dev, &q); err != nil {
+			return nil, fmt.Errorf("store: device quirks: %w", err)
+		}
+		out[dev] = append(out[dev], q)
+	}
+	return out, rows.Err()
+}

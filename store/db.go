@@ -133,11 +133,22 @@ CREATE TABLE control_owner (
 	PRIMARY KEY (device, control)
 ) WITHOUT ROWID;
 `,
+	3: `
+-- device_quirk: what grid control learned of a device's behaviour from
+-- its own answers (e.g. 'limit-needs-enable-toggle'), kept across
+-- restarts.
+CREATE TABLE device_quirk (
+	device TEXT NOT NULL,
+	quirk  TEXT NOT NULL,
+	since  INTEGER NOT NULL,
+	PRIMARY KEY (device, quirk)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the

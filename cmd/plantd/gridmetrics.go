@@ -24,5 +24,6 @@ func (c *gridCollector) Collect(w *metrics.Writer) {
 	if n := len(s.EdgeToWrite); n > 0 {
 		w.Gauge("plantd_gridcontrol_edge_to_write_seconds", "Latency from the last window start or end to the first write it caused.", s.EdgeToWrite[n-1].Seconds())
 	}
+	w.Gauge("plantd_gridcontrol_devices_not_following", "Inverters whose output stays above their limit although it reads back right and the enable was toggled.", float64(s.NotFollowing))
 	w.Counter("plantd_gridcontrol_edges_total", "Window starts and ends that caused a write (last 1000 kept for the latency).", float64(s.Edges))
 }

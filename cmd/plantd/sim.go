@@ -15,16 +15,17 @@ import (
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--devices N [--gateways G] [--report EVERY]]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
 	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
 	gateways := fs.Int("gateways", 0, "with --devices: put the devices as unit ids behind `G` gateway addresses (0: one address each)")
 	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
-	var ignoreRevert, needsToggle idList
+	var ignoreRevert, needsToggle, ignoresLimit idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
+	fs.Var(&ignoresLimit, "ignores-limit", "inverters (`IDS`, comma-separated) that accept a power limit but never limit their output")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -49,6 +50,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}{
 		{"--ignore-revert", ignoreRevert, func(d *sim.DeviceConfig) { d.IgnoreRevert = true }},
 		{"--needs-enable-toggle", needsToggle, func(d *sim.DeviceConfig) { d.NeedsEnableToggle = true }},
+		{"--ignores-limit", ignoresLimit, func(d *sim.DeviceConfig) { d.IgnoresLimit = true }},
 	} {
 		for _, id := range m.ids {
 			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })

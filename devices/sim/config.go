@@ -68,6 +68,10 @@ type DeviceConfig struct {
 	// written: writing the value alone while enabled changes the register,
 	// not the limit in effect.
 	NeedsEnableToggle bool
+	// IgnoresLimit makes an inverter accept and read back every power
+	// limit write (123 or 704) but never limit its output: a device that
+	// does not follow its limit, toggled or not.
+	IgnoresLimit bool
 	// EnergyStepWh is the resolution of an inverter's lifetime energy
 	// counter (103 WH, 122 ActWh, 701 TotWhInj): the counter shows the
 	// energy rounded down to a multiple of it, as a meter counting in kWh
@@ -272,8 +276,8 @@ func (c Config) withDefaults() (Config, error) {
 				return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
 			}
 		}
-		if (d.IgnoreRevert || d.NeedsEnableToggle) && d.Kind != KindInverter && d.Kind != KindDERInverter {
-			return bad("%s: ignoreRevert and needsEnableToggle apply to inverters only", field)
+		if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != KindInverter && d.Kind != KindDERInverter {
+			return bad("%s: ignoreRevert, needsEnableToggle and ignoresLimit apply to inverters only", field)
 		}
 		if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
 			return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)

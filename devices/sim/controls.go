@@ -260,7 +260,7 @@ func (v *inverter) setLimit(d *Device, ena bool, pct float64, now time.Time, rmp
 	if !d.cfg.NeedsEnableToggle || rising {
 		v.limPct = pct
 	}
-	v.limEnaReg, v.limEna = ena, ena
+	v.limEnaReg, v.limEna = ena, ena && !d.cfg.IgnoresLimit
 	v.lim.set(now, v.limTarget(), rmp)
 }
 

@@ -116,8 +116,9 @@
 // the default volt-watt (100 % up to 106 % of VRef) and freq-watt (from
 // 50.2 Hz) curves would not act anyway, and nothing trips.
 //
-// Two device modes imitate inverters that plantd must detect
-// (DeviceConfig, or plantd sim --ignore-revert / --needs-enable-toggle):
+// Three device modes imitate inverters that plantd must detect
+// (DeviceConfig, or plantd sim --ignore-revert / --needs-enable-toggle /
+// --ignores-limit):
 //
 //	IgnoreRevert       every RvrtTms is accepted and read back, nothing
 //	                   ever reverts, and the 704/7xx RvrtRem points show
@@ -126,6 +127,8 @@
 //	                   when its enable (WMaxLim_Ena, WMaxLimPctEna) goes
 //	                   from 0 to 1 after it; written alone while enabled
 //	                   it changes the register, not the limit
+//	IgnoresLimit       every limit write is accepted and read back, and
+//	                   the output is never limited (toggled or not)
 //
 // # Register trace
 //

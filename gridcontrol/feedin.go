@@ -1,0 +1,148 @@
+package gridcontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"plantd/devices"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// The FeedInLimit loop: the grid meter's power and the inverters' output,
+// read once per cycle, give the limit that keeps the export at the
+// command's value.
+
+// feedIn runs one cycle of the FeedInLimit loop and returns the limit in %
+// of rated power for the inverters taking part: from the meter's grid
+// power and the inverters' output read now, the PV power that keeps the
+// export at the limit, shared by rated power. Without an answer from the
+// meter the last limit holds for MeterGrace, then the limit steps down to
+// the export limit itself (as if consumption were 0): never open.
+func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []plant.DeviceLive, ids []string, rated float64, now time.Time) float64 {
+	limitW := *w.cmd.Value
+	if w.cmd.Unit != "W" {
+		limitW = *w.cmd.Value / 100 * rated
+	}
+	floor := 0.0
+	if rated > 0 && limitW > 0 {
+		floor = math.Min(100, limitW/rated*100) // the limit as if consumption were 0
+	}
+	c.mu.Lock()
+	fs := pc.feed
+	c.mu.Unlock()
+	if !fs.active {
+		fs = feedState{active: true, pct: floor, lastMeterOK: now}
+	}
+	gridW, meterErr := c.readMeter(ctx, devs)
+	pvW, pvErr := c.readPV(ctx, devs, ids)
+	switch {
+	case meterErr != nil || pvErr != nil:
+		err := errors.Join(meterErr, pvErr)
+		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
+			if !fs.meterLost {
+				c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelWarning, Code: "FeedInLimitMeterLost",
+					Message: fmt.Sprintf("FeedInLimit: no grid power for %s (%v): inverters held at the export limit itself (%.1f %%)", c.cfg.MeterGrace, err, floor)})
+			}
+			fs.meterLost = true
+			fs.pct = math.Min(fs.pct, floor)
+		}
+	case rated > 0:
+		// export = pv - load; keep pv at load + limit, where
+		// load = pv + grid (grid > 0 import, SunSpec meter sign).
+		want := (pvW + gridW + limitW) / rated * 100
+		fs.pct = math.Min(100, math.Max(0, want))
+		if limitW > 0 && fs.pct < 0.1 {
+			fs.pct = 0.1 // 0 % only when the command asks for it
+		}
+		if fs.meterLost {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelInfo, Code: "FeedInLimitMeterBack", Message: "FeedInLimit: grid meter answers again"})
+		}
+		fs.meterLost = false
+		fs.lastMeterOK = now
+	}
+	c.mu.Lock()
+	pc.feed = fs
+	c.mu.Unlock()
+	return fs.pct
+}
+
+// meterModels and inverterModels hold the total active power W.
+var (
+	meterModels    = []uint16{203, 204, 201, 202, 213, 214, 211, 212}
+	inverterModels = []uint16{701, 103, 102, 101, 113, 112, 111}
+)
+
+// readMeter reads the grid power (W, import > 0) of the plant's first
+// answering meter.
+func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
+	var errs []error
+	for _, d := range devs {
+		if d.Info.Kind != plant.KindMeter || !d.Info.Active() || d.Discovered == nil {
+			continue
+		}
+		w, err := c.readW(ctx, d, meterModels)
+		if err == nil {
+			return w, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return 0, errors.New("no grid meter")
+	}
+	return 0, errors.Join(errs...)
+}
+
+// readPV reads the output of the inverters taking part, in parallel.
+func (c *Controller) readPV(ctx context.Context, devs []plant.DeviceLive, ids []string) (float64, error) {
+	var mu sync.Mutex
+	var sum float64
+	var errs []error
+	var wg sync.WaitGroup
+	for _, d := range devs {
+		if !slices.Contains(ids, d.Info.ID) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := c.readW(ctx, d, inverterModels)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			sum += math.Max(0, w)
+		}()
+	}
+	wg.Wait()
+	return sum, errors.Join(errs...)
+}
+
+// readW reads the total active power of a device from the first of models
+// it has.
+func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uint16) (float64, error) {
+	rw, ok := c.conns(d.Info.ID)
+	if !ok {
+		return 0, fmt.Errorf("device %s: no connection", d.Info.ID)
+	}
+	ref, ok := firstRef(d.Discovered, models...)
+	if !ok {
+		return 0, fmt.Errorf("device %s: no model with W", d.Info.ID)
+	}
+	inst, err := devices.ReadModel(ctx, rw, ref)
+	if err != nil {
+		return 0, fmt.Errorf("device %s: %w", d.Info.ID, err)
+	}
+	w, err := inst.Float("W")
+	if err != nil {
+		return 0, fmt.Errorf("device %s model %d: %w", d.Info.ID, ref.ID, err)
+	}
+	return w, nil
+}

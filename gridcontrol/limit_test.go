@@ -1,0 +1,276 @@
+package gridcontrol_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/devices/sim"
+	"plantd/gridcontrol"
+	"plantd/store"
+)
+
+// limitWrites are the values of WMaxLimPct an inverter received from since
+// on, with their times, from the simulator's register trace.
+func (r *rig) limitWrites(id string, since time.Time) []sim.TraceEntry {
+	var out []sim.TraceEntry
+	for _, e := range r.limitTrace(id, since) {
+		if p, ok := e.Point("WMaxLimPct"); ok {
+			e.LimitPct = p.Value // the register, not the effect
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestRestartContinuesFromTheHeldLimit: plantd restarted inside a limit
+// window reads what each inverter holds and continues from there: the
+// same value stays (renewed, never lowered to a guess), a looser one
+// another client wrote meanwhile is tightened at once, a tighter one
+// rises to the window's value at the ramp rate, never in one jump.
+func TestRestartContinuesFromTheHeldLimit(t *testing.T) {
+	t.Parallel()
+	const ramp = 25.0 // % per s, 5 % per 200 ms cycle
+	cases := []struct {
+		name   string
+		window float64
+		// held is what another client writes while plantd is down (0:
+		// nothing, the device keeps the window's value).
+		held float64
+	}{
+		{name: "same", window: 15},
+		{name: "looser held", window: 40, held: 60},
+		{name: "tighter held", window: 40, held: 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
+			start, end := window(time.Second, 30*time.Second)
+			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, tc.window)))
+			r.waitFor(time.Until(start)+3*time.Second, "the window's limit on both", func() bool {
+				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window
+			})
+			r.stop()
+			if tc.held > 0 {
+				r.write("inv1", 123, map[string]float64{"WMaxLimPct": tc.held, "WMaxLim_Ena": 1})
+				r.write("inv2", 704, map[string]float64{"WMaxLimPct": tc.held, "WMaxLimPctEna": 1})
+			}
+			restarted := time.Now()
+			r.start()
+			r.waitFor(5*time.Second, "the window's limit back on both, written", func() bool {
+				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window &&
+					len(r.limitWrites("inv1", restarted)) > 0 && len(r.limitWrites("inv2", restarted)) > 0
+			})
+			t.Logf("%s: the window's %g %% in effect on both %s after the restart", tc.name, tc.window, time.Since(restarted).Round(10*time.Millisecond))
+			for _, id := range []string{"inv1", "inv2"} {
+				ws := r.limitWrites(id, restarted)
+				if len(ws) == 0 {
+					t.Errorf("%s: nothing written after the restart (the reversion timer is not renewed)", id)
+					continue
+				}
+				var seq []string
+				prev, prevAt := tc.held, restarted
+				if tc.held == 0 {
+					prev = tc.window
+				}
+				for i, w := range ws {
+					seq = append(seq, fmt.Sprintf("%g@+%s", w.LimitPct, w.WallTime.Sub(restarted).Round(time.Millisecond)))
+					switch {
+					case tc.held == 0 && w.LimitPct != tc.window:
+						t.Errorf("%s: wrote %g %% after the restart, while the device held the window's %g %%", id, w.LimitPct, tc.window)
+					case tc.held > tc.window && i == 0 && w.LimitPct != tc.window:
+						t.Errorf("%s: first write after the restart %g %%; a looser %g %% must be tightened to %g %% at once", id, w.LimitPct, tc.held, tc.window)
+					case w.LimitPct > prev && w.LimitPct-prev > ramp*0.2+0.05:
+						t.Errorf("%s: rose from %g to %g %% in one step (%g %% per cycle at most)", id, prev, w.LimitPct, ramp*0.2)
+					case w.LimitPct > prev && w.WallTime.Sub(prevAt) < 200*time.Millisecond:
+						t.Errorf("%s: rose to %g %% %s after the last change (one cycle at least)", id, w.LimitPct, w.WallTime.Sub(prevAt))
+					}
+					if w.LimitPct != prev {
+						prev, prevAt = w.LimitPct, w.WallTime
+					}
+				}
+				t.Logf("%s after the restart: %s", id, strings.Join(seq, " "))
+			}
+		})
+	}
+}
+
+// maxRiseIn returns the largest rise of an inverter's limit register over
+// any interval of length d (the register holding each written value until
+// the next write), with the interval's start.
+func maxRiseIn(ws []sim.TraceEntry, from float64, d time.Duration) (float64, time.Time) {
+	var worst float64
+	var at time.Time
+	for i := range ws {
+		// An interval starting just before write i: the value before it
+		// is the one written last before.
+		base := from
+		if i > 0 {
+			base = ws[i-1].LimitPct
+		}
+		top := base
+		for j := i; j < len(ws) && ws[j].WallTime.Sub(ws[i].WallTime) < d; j++ {
+			top = max(top, ws[j].LimitPct)
+		}
+		if top-base > worst {
+			worst, at = top-base, ws[i].WallTime
+		}
+	}
+	return worst, at
+}
+
+// TestRampNeverExceedsItsRate: the ramp at a window's end (to the default)
+// and from one window to a looser one never rises faster than the
+// configured rate over any interval of a second (the rate's unit): the
+// first step comes a cycle after the end, not at it, and steps come at
+// least a cycle apart, whatever woke the cycle in between.
+func TestRampNeverExceedsItsRate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		cycle time.Duration
+		ramp  float64
+		first float64
+		// second follows first back to back (0: the window ends, the
+		// limit ramps to the default).
+		second float64
+	}{
+		{name: "1 s cycle, 10 %/s, 50 % to the default", cycle: time.Second, ramp: 10, first: 50},
+		{name: "200 ms cycle, 25 %/s, 20 % to 60 %", cycle: 200 * time.Millisecond, ramp: 25, first: 20, second: 60},
+		{name: "200 ms cycle, 50 %/s, 30 % to the default", cycle: 200 * time.Millisecond, ramp: 50, first: 30},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{cfg: gridcontrol.Config{Cycle: tc.cycle, RampPctPerSecond: tc.ramp}})
+			start, mid := window(time.Second, 3*time.Second)
+			cmds := []string{limitCmd("opModMaxLimW", start, mid, tc.first)}
+			target := 100.0
+			if tc.second > 0 {
+				cmds = append(cmds, limitCmd("opModMaxLimW", mid, mid.Add(20*time.Second), tc.second))
+				target = tc.second
+			}
+			r.mustSubmit(body(cmds...))
+			r.waitFor(time.Until(start)+2*time.Second, "the first window on both", func() bool {
+				return r.limitOf("inv1") == tc.first && r.limitOf("inv2") == tc.first
+			})
+			r.waitFor(time.Until(mid)+time.Duration((target-tc.first)/tc.ramp*float64(time.Second))+5*time.Second, "the ramp's end on both", func() bool {
+				return r.limitOf("inv1") == target && r.limitOf("inv2") == target
+			})
+			for _, id := range []string{"inv1", "inv2"} {
+				ws := r.limitWrites(id, mid.Add(-tc.cycle))
+				var seq []string
+				for _, w := range ws {
+					seq = append(seq, fmt.Sprintf("%g@+%s", w.LimitPct, w.WallTime.Sub(mid).Round(time.Millisecond)))
+				}
+				t.Logf("%s from the boundary: %s", id, strings.Join(seq, " "))
+				if len(ws) == 0 {
+					t.Fatalf("%s: no writes", id)
+				}
+				rise, at := maxRiseIn(ws, tc.first, time.Second)
+				if rise > tc.ramp+0.05 {
+					t.Errorf("%s: rose %.1f %% within one second from +%s (rate %g %%/s)", id, rise, at.Sub(mid).Round(time.Millisecond), tc.ramp)
+				}
+				for _, w := range ws {
+					if w.LimitPct > tc.first && w.WallTime.Sub(mid) < tc.cycle-5*time.Millisecond {
+						t.Errorf("%s: rose to %g %% %s after the boundary, before a cycle (%s) passed", id, w.LimitPct, w.WallTime.Sub(mid), tc.cycle)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEnableToggleFoundLateAndRemembered: an inverter that takes a new
+// limit only when its enable goes from 0 to 1, under clouds when its
+// window tightens (its output below both the old and the new limit, so
+// nothing shows), is found when the sun comes back and its output rises
+// above the new limit: plantd toggles the enable and remembers it in the
+// store, so that after a restart the next new limit is toggled with its
+// first write and never runs at the old value.
+func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
+	t.Parallel()
+	devs := sim.DefaultConfig().Devices
+	devs[0].NeedsEnableToggle, devs[1].NeedsEnableToggle = true, true
+	r := newRig(t, rigOpts{devices: devs})
+	r.sim.SetCloudFactor(0.2)
+	s, mid := window(time.Second, 2*time.Second)
+	end := mid.Add(20 * time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
+	r.waitFor(time.Until(mid)+2*time.Second, "40 % written on both", func() bool {
+		ws1, ws2 := r.limitWrites("inv1", mid), r.limitWrites("inv2", mid)
+		return len(ws1) > 0 && ws1[len(ws1)-1].LimitPct == 40 && len(ws2) > 0 && ws2[len(ws2)-1].LimitPct == 40
+	})
+	// Under clouds: the registers say 40 %, the devices still act on 60 %.
+	time.Sleep(time.Second)
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 60 || l2 != 60 {
+		t.Fatalf("the simulated devices act on %g and %g %%, want the old 60 %% (the test's premise)", l1, l2)
+	}
+	sun := time.Now()
+	r.sim.SetCloudFactor(1)
+	r.waitFor(6*time.Second, "40 % in effect on both once the output shows it", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	t.Logf("40 %% in effect on both %s after the sun came back", time.Since(sun).Round(10*time.Millisecond))
+	r.waitFor(3*time.Second, "the warning in the plant log", func() bool {
+		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
+	})
+
+	// Restarted, with a tighter window: toggled with its first write.
+	r.stop()
+	r.start()
+	s2, e2 := window(time.Second, 10*time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s2, e2, 25)))
+	r.waitFor(time.Until(s2)+2*time.Second, "25 % written on both", func() bool {
+		ws1, ws2 := r.limitWrites("inv1", s2), r.limitWrites("inv2", s2)
+		return len(ws1) > 0 && len(ws2) > 0
+	})
+	time.Sleep(400 * time.Millisecond) // the toggle's two writes follow the value
+	for _, id := range []string{"inv1", "inv2"} {
+		if l := r.limitOf(id); l != 25 {
+			t.Errorf("%s: acts on %g %% after the restart's first write of 25 %% (the toggle forgotten)", id, l)
+		}
+	}
+	entries, _, err := r.st.Logs(t.Context(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Code == "LimitNeedsEnableToggle" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("LimitNeedsEnableToggle logged %d times, want once per device", n)
+	}
+}
+
+// TestLimitNotFollowedFails: an inverter that reads its limit back right
+// and never acts on it, toggled or not, is reported (plant log, /metrics
+// count) and its window marked failed, never done.
+func TestLimitNotFollowedFails(t *testing.T) {
+	t.Parallel()
+	devs := sim.DefaultConfig().Devices
+	devs[0].IgnoresLimit = true // inv1
+	r := newRig(t, rigOpts{devices: devs})
+	start, end := window(time.Second, 12*time.Second)
+	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
+	r.waitFor(time.Until(start)+2*time.Second, "40 % in effect on inv2", func() bool { return r.limitOf("inv2") == 40 })
+	r.waitFor(10*time.Second, "the window failed", func() bool { return r.command(sched.ScheduleID, 0).Status == gridcontrol.StatusFailed })
+	c := r.command(sched.ScheduleID, 0)
+	if !strings.Contains(c.Reason, "inv1") || !strings.Contains(c.Reason, "does not follow") {
+		t.Errorf("reason %q", c.Reason)
+	}
+	r.waitFor(3*time.Second, "LimitNotFollowed in the plant log", func() bool { return r.logHas("LimitNotFollowed", "inv1") })
+	if r.logHas("LimitNotFollowed", "inv2") {
+		t.Error("LimitNotFollowed for inv2, which follows")
+	}
+	if n := r.controller().Stats().NotFollowing; n != 1 {
+		t.Errorf("Stats().NotFollowing = %d, want 1", n)
+	}
+	time.Sleep(time.Until(end.Add(500 * time.Millisecond)))
+	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusFailed {
+		t.Errorf("status after the window: %s, want failed", c.Status)
+	}
+}
