@@ -176,6 +176,9 @@ type plantCtl struct {
 	// pendingEdge is the time of the last window boundary not yet followed
 	// by a write (for the latency figures).
 	pendingEdge time.Time
+	// limitRatedW is the rated power of the inverters taking the limit,
+	// as the last cycle found it: limits in % and in W compare with it.
+	limitRatedW float64
 	feed        feedState
 	// applied holds, per open window not yet applied everywhere, when each
 	// device took it.
@@ -470,7 +473,7 @@ func newID() string {
 // against the plant's devices unless skipCheck, stores it and arms it. by
 // names the credential, for the plant log. Errors: *ValidationError (the
 // request), or the store's.
-func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by string) (Schedule, error) {
+func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by Origin) (Schedule, error) {
 	now := c.now()
 	cmds, err := ParseSchedule(body, now)
 	if err != nil {
@@ -485,7 +488,7 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 			return Schedule{}, err
 		}
 	}
-	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by}
+	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by.String(), Role: by.Role}
 	c.mu.Lock()
 	pc := c.plants[plantID]
 	if pc == nil {
@@ -512,7 +515,7 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 	c.mu.Lock()
 	pc.scheds = append(pc.scheds, &sc)
 	c.arm(pc)
-	out := c.view(&sc, nil, now) // the newest: nothing supersedes it
+	out := c.view(pc, &sc, nil, now) // the newest: nothing supersedes it
 	c.mu.Unlock()
 	names := map[string]int{}
 	for _, cm := range cmds {
@@ -680,6 +683,15 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, dev
 	return ""
 }
 
+// limitDevices are the inverters that take the active-power limit now
+// (FeedInLimit and opModMaxLimW share it).
+func limitDevices(devs []plant.DeviceLive) []string {
+	if ids := Eligible(Commands[0], devs).Devices; len(ids) > 0 {
+		return ids
+	}
+	return Eligible(Commands[2], devs).Devices
+}
+
 // ratedOf sums the rated power of the named devices.
 func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
 	sum := 0.0
@@ -704,16 +716,18 @@ func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
 	out := make([]Schedule, 0, len(pc.scheds))
 	sup := supersededSet(pc.scheds)
 	for _, s := range pc.scheds {
-		out = append(out, c.view(s, sup, now))
+		out = append(out, c.view(pc, s, sup, now))
 	}
 	return out, nil
 }
 
-// view is a copy of a schedule with each command's status at now. c.mu is
-// held.
-func (c *Controller) view(s *Schedule, sup map[*ScheduledCmd]bool, now time.Time) Schedule {
+// view is a copy of a schedule with each command's status at now: an open
+// window that another role's window governs is overridden, naming that
+// schedule. c.mu is held.
+func (c *Controller) view(pc *plantCtl, s *Schedule, sup map[*ScheduledCmd]bool, now time.Time) Schedule {
 	v := *s
 	v.Commands = slices.Clone(s.Commands)
+	var gov map[string]window
 	for i := range v.Commands {
 		cm := &v.Commands[i]
 		switch {
@@ -724,6 +738,12 @@ func (c *Controller) view(s *Schedule, sup map[*ScheduledCmd]bool, now time.Time
 			cm.Status = StatusPending
 		case now.Before(cm.End):
 			cm.Status = StatusActive
+			if gov == nil {
+				gov = activeAt(pc.scheds, now, pc.limitRatedW)
+			}
+			if w, ok := gov[cm.Command]; ok && w.cmd != &s.Commands[i] {
+				cm.Status, cm.OverriddenBy = StatusOverridden, w.sched.ScheduleID
+			}
 		default:
 			cm.Status = StatusDone
 		}
@@ -751,7 +771,9 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			c.mu.Unlock()
 			continue
 		}
-		act := activeAt(pc.scheds, now)
+		rated := ratedOf(devs, limitDevices(devs))
+		pc.limitRatedW = rated
+		act := activeAt(pc.scheds, now, rated)
 		c.mu.Unlock()
 		plan := c.plan(ctx, pc, act, devs, now)
 		// Nothing to hold, renew or restore: an inverter whose defaults are
@@ -890,10 +912,7 @@ type plantPlan struct {
 // runs the FeedInLimit loop.
 func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive, now time.Time) plantPlan {
 	pl := plantPlan{act: act}
-	limitDevs := Eligible(Commands[0], devs).Devices // FeedInLimit and opModMaxLimW share the limit
-	if len(limitDevs) == 0 {
-		limitDevs = Eligible(Commands[2], devs).Devices
-	}
+	limitDevs := limitDevices(devs)
 	rated := ratedOf(devs, limitDevs)
 	lower := func(pct float64, w window) {
 		if pl.limitPct == nil || pct < *pl.limitPct {

@@ -51,15 +51,25 @@
 // or W, power factor (0, 1], curve x increasing).
 //
 // There is one timeline per command. Every start and end is a cron entry
-// (robfig/cron, seconds resolution) that wakes the control cycle; in each
-// slice the newest schedule wins, and a window every instant of which a
-// newer schedule covers is reported superseded. Back-to-back windows join:
-// the control goes from one value to the next without the default in
-// between. Across commands, the lowest active-power limit wins
-// (opModMaxLimW and FeedInLimit) and a disconnect holds whatever the limit.
-// Schedules and their status (pending, active, done, superseded, failed
-// with the reason; appliedAt once every inverter that carries the command
-// took it, late when more than 5 s after the start, naming the devices)
+// (robfig/cron, seconds resolution) that wakes the control cycle. In each
+// slice the newest schedule of a role wins, and a window every instant of
+// which a newer schedule of the same role covers is reported superseded.
+// Across roles a grid operator's window is mandatory: for the limits
+// (opModMaxLimW, FeedInLimit) the most restrictive of the roles' windows
+// governs (compared in W with the rated power of the inverters taking the
+// limit), so an installer can tighten but never loosen an operator's
+// limit; for the other commands, whose values have no order, the grid
+// operator's window governs. An open window that does not govern is listed
+// overridden, with overriddenBy naming the schedule that does; it governs
+// again when that one ends. The role is the credential's (Schedule.Role;
+// schedules stored before it are read from createdBy's "(role)").
+// Back-to-back windows join: the control goes from one value to the next
+// without the default in between. Across commands, the lowest active-power
+// limit wins (opModMaxLimW and FeedInLimit) and a disconnect holds whatever
+// the limit. Schedules and their status (pending, active, done,
+// superseded, overridden, failed with the reason; appliedAt once every
+// inverter that carries the command took it, late when more than 5 s after
+// the start, naming the devices)
 // are stored in SQLite and survive restarts: a window open at boot is
 // applied at once, one that closed meanwhile is not replayed. Finished
 // schedules stay listed for 7 days; a plant keeps at most 200, the oldest

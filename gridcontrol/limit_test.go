@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/store"
 )
@@ -272,5 +273,46 @@ func TestLimitNotFollowedFails(t *testing.T) {
 	time.Sleep(time.Until(end.Add(500 * time.Millisecond)))
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusFailed {
 		t.Errorf("status after the window: %s, want failed", c.Status)
+	}
+}
+
+// TestOperatorLimitHoldsAgainstInstaller: a grid operator's 20 % window,
+// then an installer's newer 60 % overlapping it. The installer never
+// loosens the operator's limit: register trace and simulated AC power stay
+// at 20 % of rated while both are open, the installer's window is listed
+// overridden by the operator's schedule, and it governs once the
+// operator's window ends (ramping up to 60 %).
+func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	start, opEnd := window(time.Second, 6*time.Second)
+	op, err := r.controller().Submit(t.Context(), "demo", []byte(body(limitCmd("opModMaxLimW", start, opEnd, 20))), false, gridOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(time.Until(start)+2*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+	posted := time.Now()
+	inst := r.mustSubmit(body(limitCmd("opModMaxLimW", start, opEnd.Add(6*time.Second), 60)))
+	for time.Until(opEnd) > 200*time.Millisecond {
+		for _, id := range []string{"inv1", "inv2"} {
+			s := simtest.Device(t, r.sim, id).State()
+			rated := map[string]float64{"inv1": 10000, "inv2": 8000}[id]
+			if s.EffectiveLimitPct > 20 || s.PowerW > 0.2*rated*1.01+1 {
+				t.Fatalf("%s at %g %% and %.0f W %s after the installer's 60 %%, over the operator's 20 %%", id, s.EffectiveLimitPct, s.PowerW, time.Since(posted).Round(time.Millisecond))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range []string{"inv1", "inv2"} {
+		for _, w := range r.limitWrites(id, start) {
+			if w.WallTime.Before(opEnd) && w.LimitPct > 20 {
+				t.Errorf("%s: %g %% written at +%s, inside the operator's 20 %% window", id, w.LimitPct, w.WallTime.Sub(start).Round(time.Millisecond))
+			}
+		}
+	}
+	r.waitFor(time.Until(opEnd)+time.Second, "the installer's window governing", func() bool { return r.command(inst.ScheduleID, 0).Status == gridcontrol.StatusActive })
+	r.waitFor(8*time.Second, "60 % on both after the operator's window", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
+	if c := r.command(op.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
+		t.Errorf("operator's window after its end: %s", c.Status)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/config"
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/devices/sim"
@@ -174,9 +175,15 @@ func (r *rig) controller() *gridcontrol.Controller {
 	return r.gc
 }
 
+// installer and gridOperator send the rig's schedules.
+var (
+	installer    = gridcontrol.Origin{Name: "test", Role: config.RoleInstaller}
+	gridOperator = gridcontrol.Origin{Name: "dso", Role: config.RoleGridOperator}
+)
+
 // submit posts a schedule as an installer would.
 func (r *rig) submit(body string) (gridcontrol.Schedule, error) {
-	return r.controller().Submit(context.Background(), "demo", []byte(body), false, "test (installer)")
+	return r.controller().Submit(context.Background(), "demo", []byte(body), false, installer)
 }
 
 func (r *rig) mustSubmit(body string) gridcontrol.Schedule {

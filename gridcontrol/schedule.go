@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"plantd/config"
 )
 
 // Schedule is a plant's schedule of commands (DESIGN §6): what a client
@@ -23,6 +25,41 @@ type Schedule struct {
 	CreatedAt  time.Time      `json:"createdAt"`
 	// CreatedBy names the credential that sent the schedule.
 	CreatedBy string `json:"createdBy,omitempty"`
+	// Role is the role of that credential (gridoperator, installer):
+	// windows of one command from different roles do not overwrite each
+	// other (see activeAt).
+	Role string `json:"role,omitempty"`
+}
+
+// Origin names who sends a schedule: the credential and its role.
+type Origin struct {
+	Name, Role string
+}
+
+func (o Origin) String() string { return fmt.Sprintf("%s (%s)", o.Name, o.Role) }
+
+// role is the schedule's role; schedules stored before the field existed
+// carry it only in CreatedBy, as "name (role)".
+func (s *Schedule) role() string {
+	if s.Role != "" {
+		return s.Role
+	}
+	if i := strings.LastIndexByte(s.CreatedBy, '('); i >= 0 && strings.HasSuffix(s.CreatedBy, ")") {
+		return s.CreatedBy[i+1 : len(s.CreatedBy)-1]
+	}
+	return ""
+}
+
+// rank orders roles for commands without an order of their values: the
+// grid operator's windows are mandatory.
+func rank(role string) int {
+	switch role {
+	case config.RoleGridOperator:
+		return 2
+	case config.RoleInstaller:
+		return 1
+	}
+	return 0
 }
 
 // ScheduledCmd is one command of a schedule: a window and its value.
@@ -37,8 +74,12 @@ type ScheduledCmd struct {
 	Unit  string `json:"unit,omitempty"`
 	Curve *Curve `json:"curve,omitempty"`
 
-	// Status is pending, active, done, superseded or failed (answers only).
+	// Status is pending, active, done, superseded, overridden or failed
+	// (answers only).
 	Status Status `json:"status,omitempty"`
+	// OverriddenBy names the schedule whose window governs the command
+	// now instead of this one (status overridden; answers only).
+	OverriddenBy string `json:"overriddenBy,omitempty"`
 	// Reason says why a command failed or was late (answers only).
 	Reason string `json:"reason,omitempty"`
 	// AppliedAt is when the command was first written to every device
@@ -77,6 +118,9 @@ const (
 	StatusActive     Status = "active"
 	StatusDone       Status = "done"
 	StatusSuperseded Status = "superseded"
+	// StatusOverridden: the window is open, but another role's window of
+	// the same command governs (a grid operator's tighter limit, say).
+	StatusOverridden Status = "overridden"
 	StatusFailed     Status = "failed"
 )
 
@@ -370,31 +414,69 @@ func newer(a, b *Schedule) bool {
 	return a.ScheduleID > b.ScheduleID
 }
 
-// activeAt returns, per command name, the window that holds t: among the
-// windows of that command containing t ([start, end)), the one of the
-// newest schedule. Back-to-back windows join without a gap, since a window
+// activeAt returns, per command name, the window that governs at t. Within
+// one role the newest schedule's window holding t ([start, end)) wins.
+// Across roles, for the limits (opModMaxLimW, FeedInLimit) the most
+// restrictive wins (the lowest, compared in W with ratedW, the rated power
+// of the inverters carrying limits), so an installer never loosens a grid
+// operator's limit nor the other way round; for the other commands, whose
+// values have no order, the grid operator's window wins over the
+// installer's. Back-to-back windows join without a gap, since a window
 // holds its start and not its end.
-func activeAt(scheds []*Schedule, t time.Time) map[string]window {
-	out := map[string]window{}
+func activeAt(scheds []*Schedule, t time.Time, ratedW float64) map[string]window {
+	type roleCmd struct{ cmd, role string }
+	newest := map[roleCmd]window{}
 	for _, s := range scheds {
 		for i := range s.Commands {
 			c := &s.Commands[i]
 			if t.Before(c.Start) || !t.Before(c.End) {
 				continue
 			}
-			if cur, ok := out[c.Command]; !ok || newer(s, cur.sched) {
-				out[c.Command] = window{sched: s, idx: i, cmd: c}
+			k := roleCmd{c.Command, s.role()}
+			if cur, ok := newest[k]; !ok || newer(s, cur.sched) {
+				newest[k] = window{sched: s, idx: i, cmd: c}
 			}
+		}
+	}
+	out := map[string]window{}
+	for k, w := range newest {
+		cur, ok := out[k.cmd]
+		if !ok || governs(w, cur, ratedW) {
+			out[k.cmd] = w
 		}
 	}
 	return out
 }
 
-// supersededSet returns the commands that newer schedules cover entirely
-// (their window split by the newer windows of the same command leaves no
-// slice of their own). Per command, windows are taken newest first into a
-// sorted set of disjoint intervals: a window the set already covers is
-// superseded. O(n log n) for n windows, however many overlap.
+// governs reports whether window a governs over window b of the same
+// command and another role (see activeAt); ties go to the newer schedule,
+// so the choice never depends on map order.
+func governs(a, b window, ratedW float64) bool {
+	if cmd, _ := CommandByName(a.cmd.Command); cmd.Value == ValuePower && a.cmd.Value != nil && b.cmd.Value != nil {
+		wa, wb := limitW(a.cmd, ratedW), limitW(b.cmd, ratedW)
+		if wa != wb {
+			return wa < wb
+		}
+	} else if ra, rb := rank(a.sched.role()), rank(b.sched.role()); ra != rb {
+		return ra > rb
+	}
+	return newer(a.sched, b.sched)
+}
+
+// limitW is a limit command's value in W (in % when the rating is
+// unknown, which orders windows of one unit alike).
+func limitW(c *ScheduledCmd, ratedW float64) float64 {
+	if c.Unit == "W" || ratedW <= 0 {
+		return *c.Value
+	}
+	return *c.Value / 100 * ratedW
+}
+
+// supersededSet returns the commands that newer schedules of the same
+// role cover entirely (their window split by the newer windows of the same
+// command and role leaves no slice of their own). Per command and role,
+// windows are taken newest first into a sorted set of disjoint intervals:
+// a window the set already covers is superseded. O(n log n) for n windows, however many overlap.
 func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
 	order := slices.Clone(scheds)
 	slices.SortStableFunc(order, func(a, b *Schedule) int {
@@ -406,23 +488,28 @@ func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
 		}
 		return 0
 	})
-	covered := map[string]*intervals{}
+	// Per command and role: another role's window never supersedes (it
+	// may override while it governs, see activeAt).
+	type roleCmd struct{ cmd, role string }
+	covered := map[roleCmd]*intervals{}
 	out := map[*ScheduledCmd]bool{}
 	for _, s := range order {
+		role := s.role()
 		// A schedule's own windows of one command never overlap: check
 		// them all before adding them.
 		for i := range s.Commands {
 			c := &s.Commands[i]
-			if iv := covered[c.Command]; iv != nil && iv.covers(c.Start, c.End) {
+			if iv := covered[roleCmd{c.Command, role}]; iv != nil && iv.covers(c.Start, c.End) {
 				out[c] = true
 			}
 		}
 		for i := range s.Commands {
 			c := &s.Commands[i]
-			if covered[c.Command] == nil {
-				covered[c.Command] = &intervals{}
+			k := roleCmd{c.Command, role}
+			if covered[k] == nil {
+				covered[k] = &intervals{}
 			}
-			covered[c.Command].add(c.Start, c.End)
+			covered[k].add(c.Start, c.End)
 		}
 	}
 	return out

@@ -116,7 +116,7 @@ func TestTimeline(t *testing.T) {
 		{-1, "", false}, {0, "a/60", true}, {29, "a/60", true}, {30, "b/50", true}, {54, "b/50", true},
 		{55, "c/30", true}, {60, "c/30", false}, {129, "c/30", false}, {130, "", false},
 	} {
-		act := activeAt(all, t0.Add(time.Duration(tc.min)*time.Minute))
+		act := activeAt(all, t0.Add(time.Duration(tc.min)*time.Minute), 0)
 		got := ""
 		if w, ok := act["opModMaxLimW"]; ok {
 			got = fmt.Sprintf("%s/%g", w.sched.ScheduleID, *w.cmd.Value)
@@ -152,6 +152,64 @@ func TestTimeline(t *testing.T) {
 	}
 	if s := strings.Join(mins, " "); s != "55 60 90 120 130" {
 		t.Errorf("boundaries after minute 45: %s", s)
+	}
+}
+
+// TestRolePrecedence: newest wins only within one role; across roles the
+// most restrictive limit governs (an installer never loosens the grid
+// operator's limit, in % or in W), and for commands without an order of
+// values the grid operator's window governs. Another role's window never
+// supersedes.
+func TestRolePrecedence(t *testing.T) {
+	role := func(s *Schedule, r string) *Schedule { s.Role = r; return s }
+	watts := func(c ScheduledCmd) ScheduledCmd { c.Unit = "W"; return c }
+	dso := role(sched("dso", 1, win("opModMaxLimW", 0, 60, 20), win("opModFixedPFInjectW", 0, 60, 0.9)), "gridoperator")
+	inst := role(sched("inst", 2, win("opModMaxLimW", 10, 90, 60), win("opModFixedPFInjectW", 0, 90, 0.95)), "installer")
+	instTight := role(sched("inst2", 3, win("opModMaxLimW", 40, 50, 10)), "installer")
+	// Stored before the role field: the role is read from createdBy.
+	old := sched("old", 4, win("opModMaxLimW", 70, 80, 50))
+	old.CreatedBy = "dso2 (gridoperator)"
+	instW := role(sched("instW", 5, watts(win("opModMaxLimW", 100, 110, 3000))), "installer")
+	dsoPct := role(sched("dsoPct", 6, win("opModMaxLimW", 100, 110, 40)), "gridoperator")
+	all := []*Schedule{dso, inst, instTight, old, instW, dsoPct}
+	for _, tc := range []struct {
+		min     int
+		limit   string // governing opModMaxLimW
+		pf      string // governing opModFixedPFInjectW
+		ratedW  float64
+		comment string
+	}{
+		{5, "dso/20", "dso/0.9", 10000, "the operator alone"},
+		{15, "dso/20", "dso/0.9", 10000, "the installer's newer 60 % does not loosen the operator's 20 %"},
+		{45, "inst2/10", "dso/0.9", 10000, "the installer's tighter 10 % applies"},
+		{65, "inst/60", "inst/0.95", 10000, "the operator's windows ended"},
+		{75, "old/50", "inst/0.95", 10000, "an operator's 50 %, stored as 'name (role)', against the installer's 60 %"},
+		{105, "instW/3000", "", 10000, "3000 W of 10 kW (30 %) is tighter than the operator's 40 %"},
+		{105, "dsoPct/40", "", 5000, "3000 W of 5 kW (60 %) is looser than 40 %"},
+	} {
+		act := activeAt(all, t0.Add(time.Duration(tc.min)*time.Minute), tc.ratedW)
+		got := func(cmd string) string {
+			if w, ok := act[cmd]; ok {
+				return fmt.Sprintf("%s/%g", w.sched.ScheduleID, *w.cmd.Value)
+			}
+			return ""
+		}
+		if g := got("opModMaxLimW"); g != tc.limit {
+			t.Errorf("minute %d (%s): limit %q, want %q", tc.min, tc.comment, g, tc.limit)
+		}
+		if g := got("opModFixedPFInjectW"); g != tc.pf {
+			t.Errorf("minute %d (%s): PF %q, want %q", tc.min, tc.comment, g, tc.pf)
+		}
+	}
+	// 75 overlaps 'old' (an operator's, stored before the role field) with
+	// the older installer window: neither supersedes the other.
+	sup := supersededSet(all)
+	for _, s := range all {
+		for i := range s.Commands {
+			if sup[&s.Commands[i]] {
+				t.Errorf("%s[%d] superseded by another role's window", s.ScheduleID, i)
+			}
+		}
 	}
 }
 

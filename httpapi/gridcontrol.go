@@ -84,7 +84,7 @@ func (s *Server) postSchedules(c *gin.Context) {
 	}
 	v, _ := c.Get(ctxPrincipal)
 	pr, _ := v.(principal)
-	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, fmt.Sprintf("%s (%s)", pr.Name, pr.Role))
+	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: pr.Name, Role: pr.Role.String()})
 	var ve *gridcontrol.ValidationError
 	switch {
 	case errors.As(err, &ve):

@@ -164,15 +164,18 @@ func schemas() obj {
 		"ScheduleCreated":   plantHead(obj{"schedule": ref("Schedule")}, "schedule"),
 		"Schedule": describe(object(obj{"scheduleId": str(), "plantId": str(), "createdAt": obj{"type": "string", "format": "date-time"},
 			"createdBy": describe(str(), "the credential that sent it and its role"),
+			"role":      describe(enum("installer", "gridoperator"), "the role of that credential: windows of one command from different roles never overwrite each other"),
 			"commands": arr(describe(object(obj{"command": ref("Command"), "start": obj{"type": "string", "format": "date-time"},
 				"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": enum("%", "W"), "curve": ref("Curve"),
-				"status":    enum("pending", "active", "done", "superseded", "failed"),
-				"reason":    describe(str(), "why the command failed or was applied late"),
-				"appliedAt": obj{"type": "string", "format": "date-time"}, "late": boolean()},
+				"status":       describe(enum("pending", "active", "done", "superseded", "overridden", "failed"), "superseded: newer windows of the same role cover it; overridden: open, but another role's window of the command governs now (the grid operator's, or a more restrictive limit)"),
+				"overriddenBy": describe(str(), "the scheduleId whose window governs instead (status overridden)"),
+				"reason":       describe(str(), "why the command failed or was applied late"),
+				"appliedAt":    obj{"type": "string", "format": "date-time"}, "late": boolean()},
 				"command", "start", "end", "status"), "one window of a command and its status"))},
 			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
 		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
-			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule wins and the older one is reported superseded. " +
+			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule of a role wins and the older one is reported superseded; " +
+				"across roles the most restrictive limit (opModMaxLimW, FeedInLimit) of the grid operator's and the installer's applies and, for the other commands, the grid operator's window; the losing window is reported overridden. " +
 				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099; a window must end in the future. " +
 				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1; " +
 				"OpModDisconnect: no value; curve commands: curve.points (x, y in the units of the SunSpec model: 126/705 V, var %; 132/706 V, W %; 134 Hz, W %; " +

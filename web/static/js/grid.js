@@ -26,7 +26,7 @@ function scheduleRows(list, tz, all) {
       rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '' },
         cell('Command', null, c.command), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
         cell('Value', null, valueOf(c)), cell('Status', null, badge(c.status), c.late ? ' late' : ''),
-        cell('Notes', { class: 'muted' }, [c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
+        cell('Notes', { class: 'muted' }, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
         cell('Sent by', { class: 'muted' }, `${s.createdBy || ''} ${fmtUtc(s.createdAt, tz)}`)));
     }
   }
@@ -73,7 +73,7 @@ export async function render(ctx, root) {
       h('div', { class: 'scroll' }, h('table', { id: 'sched-table' },
         h('thead', null, h('tr', null, ['Command', 'Start', 'End', 'Value', 'Status', 'Notes', 'Sent by'].map(t => h('th', { scope: 'col' }, t)))), tbody))),
     h('section', { class: 'card', 'aria-labelledby': 'new-h' }, h('h2', { id: 'new-h' }, 'New limit window (installer)'),
-      h('p', { class: 'muted' }, 'Where windows of one command overlap, the newest wins: this overwrites older windows for its time.'), form, result),
+      h('p', { class: 'muted' }, 'Where windows of one command overlap, the newest of a role wins: this overwrites your older windows for its time. A grid operator\'s limit still holds where it is tighter (your window then shows overridden).'), form, result),
     h('section', { class: 'card', 'aria-labelledby': 'set-h' }, h('h2', { id: 'set-h' }, 'Current settings'),
       h('p', { class: 'muted' }, 'As the inverters report them now.'), settings));
 
