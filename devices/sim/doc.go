@@ -104,10 +104,13 @@
 //	                              (ModEna bit 0 / Ena 0) on expiry, the
 //	                              curves kept; 7xx AdptCrvReq (711
 //	                              AdptCtlReq) answers AdptCrvRslt 1
-//	                              completed for 0..NCrv, 2 failed else;
+//	                              completed for 1..NCrv, 2 failed else;
 //	                              a completed request for curve N > 1
 //	                              copies it into curve 1, the curve in
-//	                              effect (its ReadOnly point kept)
+//	                              effect (its ReadOnly point kept); 0 is
+//	                              no request: nothing adopted, the result
+//	                              kept; the request reads as written
+//	                              (AdoptClearsRequest: set back to 0)
 //
 // The effective active power limit is the lower of the limit (after its
 // ramp) and 704 WSet when enabled; Device.State().EffectiveLimitPct and
@@ -126,6 +129,9 @@
 //	                   when its enable (WMaxLim_Ena, WMaxLimPctEna) goes
 //	                   from 0 to 1 after it; written alone while enabled
 //	                   it changes the register, not the limit
+//	AdoptClearsRequest a DER inverter sets a 7xx adopt request back to
+//	                   0 once it acted on it (the request of a device
+//	                   without it reads as written)
 //
 // # Register trace
 //
