@@ -1223,9 +1223,12 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	c.mu.Unlock()
-	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, false) })
-	if err == nil && curveLayouts[ref.ID].der {
-		err = adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
+	var note string
+	var err error
+	if curveLayouts[ref.ID].der {
+		note, err = restoreDER(ctx, rw, ref, snap)
+	} else {
+		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k) })
 	}
 	if err != nil {
 		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)
@@ -1242,6 +1245,10 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	}
 	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlRestored",
 		Message: fmt.Sprintf("device %s: %s restored to its default (model %d), read back ok", d.Info.ID, k, ref.ID)})
+	if note != "" {
+		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "GridControlRestoreNote",
+			Message: fmt.Sprintf("device %s: %s (model %d): %s", d.Info.ID, k, ref.ID, note)})
+	}
 }
 
 // outcome records a write: success makes the control owned (persisted

@@ -71,7 +71,19 @@
 // At first contact the controller reads every control model of each
 // inverter and stores the image (store: control_default); that is the
 // default it restores after the last window, never "100 %": an installer's
-// permanent 70 % limit survives plantd. gridControl.defaults.powerLimitPercent
+// permanent 70 % limit survives plantd. After a window every writable
+// register plantd touched reads as in that image, bit for bit. A 7xx
+// curve model takes three writes for it, since its curve 1 (the one in
+// effect) changes only by adoption: curve 1's default goes into a
+// writable curve (the one the adopt request named at first contact if
+// that is writable, else plantd's own), which is adopted with the header
+// (Ena, RvrtTms, RvrtCrv...) as it was; then that curve gets its own
+// default back and the adopt request (AdptCrvReq, AdptCtlReq) its value
+// as read, when writing it adopts nothing unwanted: 0 is no request, and
+// an index is written only when its curve now equals curve 1. A device
+// that clears its request itself after adopting is left to do so; a
+// request that cannot be put back without adopting other contents is left
+// at the index plantd adopted and logged (GridControlRestoreNote). gridControl.defaults.powerLimitPercent
 // in the config replaces the device's own limit as the default, and is
 // then held and renewed like a command. While no window is active and
 // plantd holds none of an inverter's controls, the cycle leaves the
