@@ -3,6 +3,7 @@ package gridcontrol_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"plantd/store"
@@ -588,5 +589,54 @@ func TestDERRestoreBitForBit(t *testing.T) {
 				t.Errorf("curve 1 in effect after the window %v, want %v", got, points(t, def, 0))
 			}
 		})
+	}
+}
+
+// TestCurveInVolts: a volt-var curve sent in volts (unit "V") reaches each
+// inverter in % of its own reference voltage (inv1: 121 VRef, set to
+// 240 V here; inv2: 702 VNom, 230 V); volts that convert to an implausible
+// percentage on a device are refused, naming the point.
+func TestCurveInVolts(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
+	start, end := window(time.Second, 3*time.Second)
+	post := func(pts string) (gridcontrol.Schedule, error) {
+		return r.submit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end), pts)))
+	}
+	// Per cent sent as volts: 92 V is 38 % of 240 V.
+	_, err := post(`{"x":92,"y":30},{"x":108,"y":-30}`)
+	var ve *gridcontrol.ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) == 0 || ve.Fields[0].Field != "commands[0].curve.points[0]" ||
+		!strings.Contains(ve.Fields[0].Message, "x = 92 V is") || !strings.Contains(ve.Fields[0].Message, "outside 50..150 %") {
+		t.Fatalf("volts that are per cent: %v, want a problem naming commands[0].curve.points[0]", err)
+	}
+	r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end),
+		`{"x":207,"y":44},{"x":220,"y":0},{"x":240,"y":0},{"x":253,"y":-44}`)))
+	want := map[string]struct {
+		model uint16
+		vref  float64
+	}{"inv1": {126, 240}, "inv2": {705, 230}}
+	for _, id := range []string{"inv1", "inv2"} {
+		w := want[id]
+		var exp []gridcontrol.CurvePoint
+		for _, p := range []gridcontrol.CurvePoint{{X: 207, Y: 44}, {X: 220}, {X: 240}, {X: 253, Y: -44}} {
+			exp = append(exp, gridcontrol.CurvePoint{X: p.X / w.vref * 100, Y: p.Y})
+		}
+		var got []gridcontrol.CurvePoint
+		r.waitFor(time.Until(end), id+" holding the curve in % of its reference voltage", func() bool {
+			inst := r.read(id, w.model)
+			got = points(t, inst, lastWritable(t, inst))
+			if len(got) != len(exp) {
+				return false
+			}
+			for i := range got {
+				// The registers hold whole per cent (V_SF 0).
+				if math.Abs(got[i].X-exp[i].X) > 0.5 || got[i].Y != exp[i].Y {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("%s: %v", id, got)
 	}
 }

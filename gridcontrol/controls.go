@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"plantd/devices"
 )
@@ -366,6 +367,72 @@ func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupIn
 		}
 	}
 	return nil
+}
+
+// refVoltage reads the voltage a device's curve points are a percentage
+// of: 12x/13x "% VRef" is 121 VRef, 7xx "VNomPct" 702 VNom (else its
+// rating VNomRtg).
+func refVoltage(ctx context.Context, rw devices.ReadWriter, d *devices.Device, der bool) (float64, error) {
+	id, names := uint16(121), []string{"VRef"}
+	if der {
+		id, names = 702, []string{"VNom", "VNomRtg"}
+	}
+	ref, ok := d.Ref(id)
+	if !ok {
+		return 0, fmt.Errorf("no model %d, so no reference voltage to convert volts with: %w", id, errUnsupported)
+	}
+	inst, err := devices.ReadModel(ctx, rw, ref)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		if v, err := inst.Float(n); err == nil && v > 0 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("model %d reports no %s, so no reference voltage to convert volts with: %w", id, strings.Join(names, " or "), errUnsupported)
+}
+
+// pointError says what is wrong with point j of a curve.
+type pointError struct {
+	j   int
+	msg string
+}
+
+func (e *pointError) Error() string { return fmt.Sprintf("point %d: %s", e.j+1, e.msg) }
+
+// deviceCurve returns the curve of a command as a device takes it: with
+// unit "V" its voltage axis converted to % of the device's reference
+// voltage and range-checked there (a *pointError wrapped with
+// errUnsupported when out of range); otherwise the command's curve.
+func deviceCurve(ctx context.Context, rw devices.ReadWriter, d *devices.Device, ref devices.ModelRef, sc *ScheduledCmd) (*Curve, error) {
+	ax, ok := curveAxesOf[sc.Command]
+	if sc.Unit != "V" || !ok || len(sc.Curve.Points) == 0 {
+		return sc.Curve, nil
+	}
+	lay, ok := curveLayouts[ref.ID]
+	if !ok || lay.params {
+		return sc.Curve, nil // parameters only: nothing in volts
+	}
+	vref, err := refVoltage(ctx, rw, d, lay.der)
+	if err != nil {
+		return nil, err
+	}
+	out := &Curve{Points: slices.Clone(sc.Curve.Points), Params: sc.Curve.Params}
+	vax := ax.voltage()
+	for j := range out.Points {
+		v := &out.Points[j].X
+		if ax.y.volts {
+			v = &out.Points[j].Y
+		}
+		volts := *v
+		*v = volts / vref * 100
+		if *v < vax.min || *v > vax.max {
+			return nil, fmt.Errorf("%w: %w", &pointError{j: j, msg: fmt.Sprintf("%s = %g V is %.4g %% of the device's reference voltage %g V, outside %g..%g %%",
+				vax.point, volts, *v, vref, vax.min, vax.max)}, errUnsupported)
+		}
+	}
+	return out, nil
 }
 
 // maxPoints is how many points a curve of the device holds: the model's
