@@ -626,8 +626,8 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 				}
 			}
 		case ValueCurve:
-			if msg := c.checkCurve(ctx, cmd, sc.Curve, devs, e.Devices); msg != "" {
-				errs = append(errs, FieldError{Field: f + ".curve", Message: cmd.Name + ": " + msg})
+			if field, msg := c.checkCurve(ctx, cmd, &cmds[i], devs, e.Devices); msg != "" {
+				errs = append(errs, FieldError{Field: f + ".curve" + field, Message: cmd.Name + ": " + msg})
 			}
 		}
 	}
@@ -639,8 +639,10 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 
 // checkCurve tries a curve on the default image of every device that
 // carries it (from memory, else from the store, else read from the device
-// now when plantd has not yet).
-func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, devs []plant.DeviceLive, ids []string) string {
+// now when plantd has not yet), in volts converted with the device's
+// reference voltage. It returns what is wrong, and the field below
+// "curve" that it concerns (".points[j]" or "").
+func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledCmd, devs []plant.DeviceLive, ids []string) (string, string) {
 	for _, d := range devs {
 		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
 			continue
@@ -672,15 +674,32 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, cv *Curve, dev
 			}
 			snap = inst
 		}
+		cv := sc.Curve
+		if sc.Unit == "V" {
+			rw, ok := c.conns(d.Info.ID)
+			if !ok {
+				continue
+			}
+			var err error
+			if cv, err = deviceCurve(ctx, rw, d.Discovered, ref, sc); err != nil {
+				if pe := (*pointError)(nil); errors.As(err, &pe) {
+					return fmt.Sprintf(".points[%d]", pe.j), fmt.Sprintf("device %s (model %d): %s", d.Info.ID, ref.ID, pe.msg)
+				}
+				if IsRefusal(err) {
+					return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+				}
+				continue // offline now: checked when written
+			}
+		}
 		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
 		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
-			return fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
 		}
 		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), true); err != nil {
-			return fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // limitDevices are the inverters that take the active-power limit now
@@ -1095,12 +1114,18 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
 	case ValueCurve:
 		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
+		if w.cmd.Unit == "V" {
+			what = fmt.Sprintf("model %d curve (%d points in V, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
+		}
 		lay := curveLayouts[ref.ID]
-		if lay.der && (wk != prevKey || !owned) {
-			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, false) })
+		// The curve as this device takes it (volts converted).
+		var cv *Curve
+		cv, err = deviceCurve(ctx, rw, d.Discovered, ref, w.cmd)
+		if err == nil && lay.der && (wk != prevKey || !owned) {
+			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, false) })
 		}
 		if err == nil {
-			err = adopt(ctx, rw, ref, renewPoints(k), func(inst *devices.Instance) error { return editCurve(inst, w.cmd.Curve, rvrt, true) })
+			err = adopt(ctx, rw, ref, renewPoints(k), func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, true) })
 		}
 	}
 	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, nil)
@@ -1129,9 +1154,12 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	c.mu.Unlock()
-	_, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k, false) })
-	if err == nil && curveLayouts[ref.ID].der {
-		err = adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error { return restore(inst, snap, k, true) })
+	var note string
+	var err error
+	if curveLayouts[ref.ID].der {
+		note, err = restoreDER(ctx, rw, ref, snap)
+	} else {
+		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k) })
 	}
 	if err != nil {
 		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)
@@ -1147,6 +1175,10 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	}
 	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlRestored",
 		Message: fmt.Sprintf("device %s: %s restored to its default (model %d), read back ok", d.Info.ID, k, ref.ID)})
+	if note != "" {
+		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "GridControlRestoreNote",
+			Message: fmt.Sprintf("device %s: %s (model %d): %s", d.Info.ID, k, ref.ID, note)})
+	}
 }
 
 // outcome records a write: success makes the control owned (persisted

@@ -3,6 +3,7 @@ package gridcontrol_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"plantd/store"
@@ -356,43 +357,21 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 			t.Errorf("%s in its window: status %s, applied %v, late %v (%s)", cm.Command, got.Status, got.AppliedAt, got.Late, got.Reason)
 		}
 	}
-	// After the end: every control back at the default read at first
-	// contact. 12x/13x models get back every writable register; 7xx models
-	// their header (Ena, RvrtTms...) and the default curve 1 adopted.
+	// After the end: every writable register of every control model back
+	// at what it held before plantd touched it, bit for bit: on 7xx models
+	// also the adopt requests (AdptCrvReq, AdptCtlReq) and every stored
+	// curve, the one plantd wrote into included.
 	back := func() []string {
 		var out []string
 		for dev, models := range def {
 			for m, d := range models {
 				inst := r.read(dev, m)
-				var skip []string
-				if curveSpecs[m].der || m == 711 {
-					skip = []string{"AdptCrvReq", "AdptCtlReq"}
-					if dd := diff(writableRegs(inst, &inst.Root), writableRegs(d, &d.Root)); len(dd) > 0 {
-						// Only the curve plantd writes into may differ: it
-						// holds the default curve 1, adopted again.
-						grp := curveSpecs[m].group
-						if m == 711 {
-							grp = "Ctl"
-						}
-						gs := inst.Root.Groups(grp)
-						mine := fmt.Sprintf("%s[%d].", grp, len(gs))
-						var top []string
-						for _, x := range dd {
-							if !strings.HasPrefix(x, mine) && !strings.HasPrefix(x, "AdptC") {
-								top = append(top, x)
-							}
-						}
-						if len(top) > 0 {
-							out = append(out, fmt.Sprintf("%s model %d: %v", dev, m, top))
-						}
-					}
-					continue
-				}
-				if dd := diff(writableRegs(inst, &inst.Root, skip...), writableRegs(d, &d.Root, skip...)); len(dd) > 0 {
+				if dd := diff(writableRegs(inst, &inst.Root), writableRegs(d, &d.Root)); len(dd) > 0 {
 					out = append(out, fmt.Sprintf("%s model %d: %v", dev, m, dd))
 				}
 			}
 		}
+		slices.Sort(out)
 		return out
 	}
 	time.Sleep(time.Until(end))
@@ -538,5 +517,126 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 				t.Logf("%s: limit after each write %v; peak sampled between the windows %g %%", id, seq, peak[id])
 			}
 		})
+	}
+}
+
+// writeCurvePoint sets one point of a 705 curve (k 0-based) as an
+// installer's tool would.
+func (r *rig) writeCurvePoint(id string, k, j int, v float64) {
+	r.t.Helper()
+	d, _ := r.live.Device(id)
+	ref, _ := d.Discovered.Ref(705)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := devices.WriteModel(ctx, r.clients[id], ref, func(inst *devices.Instance) error {
+		crv := inst.Root.Groups("Crv")[k]
+		return inst.SetIn(&crv.Groups("Pt")[j], "V", v)
+	}); err != nil {
+		r.t.Fatalf("write 705 curve %d point %d of %s: %v", k+1, j+1, id, err)
+	}
+}
+
+// TestDERRestoreBitForBit: after a volt-var window the DER inverter's 705
+// is back at what it read before, bit for bit: the adopt request, curve 1
+// in effect and the curve plantd wrote into, also when an installer had
+// adopted curve 2 and edited it since (the request reads 2 and curve 2
+// differs from curve 1), and on a device that clears its requests itself.
+func TestDERRestoreBitForBit(t *testing.T) {
+	t.Parallel()
+	// adoptedEdited: the installer adopted curve 2, then edited it.
+	adoptedEdited := func(r *rig) {
+		d, _ := r.live.Device("inv2")
+		ref, _ := d.Discovered.Ref(705)
+		// A trigger: the device may clear the request once it acted.
+		if _, err := devices.WriteModelTrigger(context.Background(), r.clients["inv2"], ref, []string{"AdptCrvReq"},
+			func(inst *devices.Instance) error { return inst.Set("AdptCrvReq", 2) }); err != nil {
+			r.t.Fatalf("adopt curve 2: %v", err)
+		}
+		r.writeCurvePoint("inv2", 1, 1, 96)
+	}
+	cases := []struct {
+		name   string
+		clears bool
+		before func(r *rig)
+	}{
+		{name: "request 0"},
+		{name: "curve 2 adopted and edited", before: adoptedEdited},
+		{name: "device clears its request", clears: true, before: adoptedEdited},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			devs := sim.DefaultConfig().Devices
+			devs[1].AdoptClearsRequest = tc.clears
+			r := newRig(t, rigOpts{devices: devs, before: tc.before})
+			def := r.read("inv2", 705)
+			vv := tweak(points(t, def, 0), -5)
+			start, end := window(time.Second, 2*time.Second)
+			b, _ := json.Marshal(gridcontrol.Curve{Points: vv})
+			r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), b)))
+			r.waitFor(time.Until(end)+5*time.Second, "the curve restored", func() bool {
+				return r.logHas("GridControlRestored", "inv2", "model 705")
+			})
+			if !r.logHas("GridControlWrite", "inv2", "model 705") {
+				t.Fatal("the window's curve was never written")
+			}
+			inst := r.read("inv2", 705)
+			if dd := diff(writableRegs(inst, &inst.Root), writableRegs(def, &def.Root)); len(dd) > 0 {
+				dumpLog(t, r)
+				t.Errorf("705 after the window differs from before: %v", dd)
+			}
+			if got := points(t, inst, 0); !samePoints(got, points(t, def, 0)) {
+				t.Errorf("curve 1 in effect after the window %v, want %v", got, points(t, def, 0))
+			}
+		})
+	}
+}
+
+// TestCurveInVolts: a volt-var curve sent in volts (unit "V") reaches each
+// inverter in % of its own reference voltage (inv1: 121 VRef, set to
+// 240 V here; inv2: 702 VNom, 230 V); volts that convert to an implausible
+// percentage on a device are refused, naming the point.
+func TestCurveInVolts(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
+	start, end := window(time.Second, 3*time.Second)
+	post := func(pts string) (gridcontrol.Schedule, error) {
+		return r.submit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end), pts)))
+	}
+	// Per cent sent as volts: 92 V is 38 % of 240 V.
+	_, err := post(`{"x":92,"y":30},{"x":108,"y":-30}`)
+	var ve *gridcontrol.ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) == 0 || ve.Fields[0].Field != "commands[0].curve.points[0]" ||
+		!strings.Contains(ve.Fields[0].Message, "x = 92 V is") || !strings.Contains(ve.Fields[0].Message, "outside 50..150 %") {
+		t.Fatalf("volts that are per cent: %v, want a problem naming commands[0].curve.points[0]", err)
+	}
+	r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end),
+		`{"x":207,"y":44},{"x":220,"y":0},{"x":240,"y":0},{"x":253,"y":-44}`)))
+	want := map[string]struct {
+		model uint16
+		vref  float64
+	}{"inv1": {126, 240}, "inv2": {705, 230}}
+	for _, id := range []string{"inv1", "inv2"} {
+		w := want[id]
+		var exp []gridcontrol.CurvePoint
+		for _, p := range []gridcontrol.CurvePoint{{X: 207, Y: 44}, {X: 220}, {X: 240}, {X: 253, Y: -44}} {
+			exp = append(exp, gridcontrol.CurvePoint{X: p.X / w.vref * 100, Y: p.Y})
+		}
+		var got []gridcontrol.CurvePoint
+		r.waitFor(time.Until(end), id+" holding the curve in % of its reference voltage", func() bool {
+			inst := r.read(id, w.model)
+			got = points(t, inst, lastWritable(t, inst))
+			if len(got) != len(exp) {
+				return false
+			}
+			for i := range got {
+				// The registers hold whole per cent (V_SF 0).
+				if math.Abs(got[i].X-exp[i].X) > 0.5 || got[i].Y != exp[i].Y {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("%s: %v", id, got)
 	}
 }

@@ -1,10 +1,12 @@
 package gridcontrol
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"plantd/devices"
 )
@@ -306,11 +308,7 @@ func editCurve(inst *devices.Instance, cv *Curve, rvrtS float64, adopt bool) err
 
 // adoptCurve requests a 7xx device to adopt curve (or control) k.
 func adoptCurve(inst *devices.Instance, lay curveLayout, k int) error {
-	req := "AdptCrvReq"
-	if lay.params {
-		req = "AdptCtlReq"
-	}
-	return inst.Set(req, float64(k+1))
+	return inst.Set(adoptReq(lay), float64(k+1))
 }
 
 // writeCurveData stores points or parameters into curve gi.
@@ -370,6 +368,72 @@ func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupIn
 	return nil
 }
 
+// refVoltage reads the voltage a device's curve points are a percentage
+// of: 12x/13x "% VRef" is 121 VRef, 7xx "VNomPct" 702 VNom (else its
+// rating VNomRtg).
+func refVoltage(ctx context.Context, rw devices.ReadWriter, d *devices.Device, der bool) (float64, error) {
+	id, names := uint16(121), []string{"VRef"}
+	if der {
+		id, names = 702, []string{"VNom", "VNomRtg"}
+	}
+	ref, ok := d.Ref(id)
+	if !ok {
+		return 0, fmt.Errorf("no model %d, so no reference voltage to convert volts with: %w", id, errUnsupported)
+	}
+	inst, err := devices.ReadModel(ctx, rw, ref)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		if v, err := inst.Float(n); err == nil && v > 0 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("model %d reports no %s, so no reference voltage to convert volts with: %w", id, strings.Join(names, " or "), errUnsupported)
+}
+
+// pointError says what is wrong with point j of a curve.
+type pointError struct {
+	j   int
+	msg string
+}
+
+func (e *pointError) Error() string { return fmt.Sprintf("point %d: %s", e.j+1, e.msg) }
+
+// deviceCurve returns the curve of a command as a device takes it: with
+// unit "V" its voltage axis converted to % of the device's reference
+// voltage and range-checked there (a *pointError wrapped with
+// errUnsupported when out of range); otherwise the command's curve.
+func deviceCurve(ctx context.Context, rw devices.ReadWriter, d *devices.Device, ref devices.ModelRef, sc *ScheduledCmd) (*Curve, error) {
+	ax, ok := curveAxesOf[sc.Command]
+	if sc.Unit != "V" || !ok || len(sc.Curve.Points) == 0 {
+		return sc.Curve, nil
+	}
+	lay, ok := curveLayouts[ref.ID]
+	if !ok || lay.params {
+		return sc.Curve, nil // parameters only: nothing in volts
+	}
+	vref, err := refVoltage(ctx, rw, d, lay.der)
+	if err != nil {
+		return nil, err
+	}
+	out := &Curve{Points: slices.Clone(sc.Curve.Points), Params: sc.Curve.Params}
+	vax := ax.voltage()
+	for j := range out.Points {
+		v := &out.Points[j].X
+		if ax.y.volts {
+			v = &out.Points[j].Y
+		}
+		volts := *v
+		*v = volts / vref * 100
+		if *v < vax.min || *v > vax.max {
+			return nil, fmt.Errorf("%w: %w", &pointError{j: j, msg: fmt.Sprintf("%s = %g V is %.4g %% of the device's reference voltage %g V, outside %g..%g %%",
+				vax.point, volts, *v, vref, vax.min, vax.max)}, errUnsupported)
+		}
+	}
+	return out, nil
+}
+
 // maxPoints is how many points a curve of the device holds: the model's
 // NPt where implemented, bounded by the registers of the layout.
 func maxPoints(inst *devices.Instance, lay curveLayout, curve *devices.GroupInstance) int {
@@ -388,10 +452,11 @@ func maxPoints(inst *devices.Instance, lay curveLayout, curve *devices.GroupInst
 }
 
 // restore copies, from the default image snap, the registers of the points
-// a control owns: the limit, connection or PF points, or for a curve model
-// every writable register (header and curves). Registers that are not part
-// of writable points are never touched.
-func restore(inst, snap *devices.Instance, c control, adoptStep bool) error {
+// a control owns: the limit, connection or PF points, or for a 12x/13x
+// curve model every writable register (header and curves). Registers that
+// are not part of writable points are never touched. A 7xx curve model is
+// restored by restoreDER instead, in three writes.
+func restore(inst, snap *devices.Instance, c control) error {
 	if len(snap.Regs) != len(inst.Regs) {
 		return fmt.Errorf("model %d changed length since its default was read (%d, now %d registers)", inst.Model.ID, len(snap.Regs), len(inst.Regs))
 	}
@@ -417,10 +482,142 @@ func restore(inst, snap *devices.Instance, c control, adoptStep bool) error {
 			}
 		}
 	default:
-		return restoreCurve(inst, snap, adoptStep)
+		if lay, ok := curveLayouts[inst.Model.ID]; ok && lay.der {
+			return fmt.Errorf("model %d: a 7xx curve is restored by adoption", inst.Model.ID)
+		}
+		copyWritable(inst, snap, &inst.Root)
+		return nil
 	}
 	copyGroup(inst, snap, &inst.Root, names)
 	return nil
+}
+
+// adoptReq is the adopt request point of a 7xx layout.
+func adoptReq(lay curveLayout) string {
+	if lay.params {
+		return "AdptCtlReq"
+	}
+	return "AdptCrvReq"
+}
+
+// restoreDER brings a 7xx curve model back to its default image snap, bit
+// for bit, every stored curve and the adopt request included. A 7xx
+// device keeps the settings in effect in curve 1 (read-only on most
+// devices) and takes others into it only by adoption, so:
+//
+//  1. curve 1 as first read is written into a writable curve a: the one
+//     the adopt request read at first contact names, when that is a
+//     writable curve other than 1, else the one plantd writes into;
+//  2. curve a is adopted, with the header's writable points (Ena, RvrtTms,
+//     RvrtCrv...) as they were: curve 1 is the default again;
+//  3. curve a gets its own default contents back (it held curve 1's only
+//     to be adopted), and the adopt request its default value when
+//     writing that adopts nothing unwanted: 0 (no request), or an index
+//     whose curve now equals curve 1. A device that clears the request
+//     itself after adopting is left to do so; a default request that
+//     would adopt other contents is left as the adoption set it, and
+//     the note says so.
+//
+// Each write is read back. A failure leaves the control owned, and the
+// next attempt starts over at step 1.
+func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance) (note string, err error) {
+	lay := curveLayouts[ref.ID]
+	req := adoptReq(lay)
+	sg := snap.Root.Groups(lay.group)
+	if len(sg) == 0 {
+		return "", fmt.Errorf("model %d: no %s group to restore: %w", ref.ID, lay.group, errUnsupported)
+	}
+	a, ok := writableIndex(sg, snap)
+	if !ok {
+		return "", fmt.Errorf("model %d: no writable curve to restore into: %w", ref.ID, errUnsupported)
+	}
+	defReq, err := snap.Float(req)
+	if err != nil {
+		return "", fmt.Errorf("model %d %s: %w", ref.ID, req, err)
+	}
+	if r := int(defReq); float64(r) == defReq && r >= 2 && r <= len(sg) {
+		if ro, err := snap.FloatIn(&sg[r-1], "ReadOnly"); err != nil || ro == 0 {
+			a = r - 1
+		}
+	}
+	same := func(inst *devices.Instance) error {
+		if len(snap.Regs) != len(inst.Regs) {
+			return fmt.Errorf("model %d changed length since its default was read (%d, now %d registers)", ref.ID, len(snap.Regs), len(inst.Regs))
+		}
+		return nil
+	}
+	// 1. Curve 1's default into curve a.
+	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+		if err := same(inst); err != nil {
+			return err
+		}
+		copyInto(inst, snap, &inst.Root.Groups(lay.group)[a], &sg[0])
+		return nil
+	}); err != nil {
+		return "", err
+	}
+	// 2. Adopt it, the header as it was.
+	if err := adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error {
+		if err := same(inst); err != nil {
+			return err
+		}
+		for _, p := range inst.Model.Group.Points {
+			if p.Writable && p.Name != req {
+				copyGroup(inst, snap, &inst.Root, []string{p.Name})
+			}
+		}
+		return inst.Set(req, float64(a+1))
+	}); err != nil {
+		return "", err
+	}
+	// 3. Curve a's own default, and the request's.
+	_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+		if err := same(inst); err != nil {
+			return err
+		}
+		gs := inst.Root.Groups(lay.group)
+		copyInto(inst, snap, &gs[a], &sg[a])
+		cur, err := inst.Float(req)
+		if err != nil || cur == defReq {
+			return err
+		}
+		if cur != float64(a+1) {
+			note = fmt.Sprintf("%s reads %g after the adoption (the device sets it itself), %g before", req, cur, defReq)
+			return nil
+		}
+		r := int(defReq)
+		if defReq == 0 || (float64(r) == defReq && r >= 1 && r <= len(gs) && sameWritable(inst, &gs[r-1], inst, &gs[0])) {
+			return inst.Set(req, defReq)
+		}
+		note = fmt.Sprintf("%s left at %d: writing %g, as read before, would adopt curve contents other than the default", req, a+1, defReq)
+		return nil
+	})
+	return note, err
+}
+
+// sameWritable reports whether the writable points of two groups of the
+// same layout (and their sub-groups) hold the same registers.
+func sameWritable(x *devices.Instance, gx *devices.GroupInstance, y *devices.Instance, gy *devices.GroupInstance) bool {
+	for _, p := range gx.Group.Points {
+		if !p.Writable {
+			continue
+		}
+		i, j := gx.Offset+int(p.Offset), gy.Offset+int(p.Offset)
+		if !slices.Equal(x.Regs[i:i+int(p.Size)], y.Regs[j:j+int(p.Size)]) {
+			return false
+		}
+	}
+	for i := range gx.Sub {
+		if i >= len(gy.Sub) || len(gx.Sub[i]) != len(gy.Sub[i]) {
+			return false
+		}
+		for j := range gx.Sub[i] {
+			if !sameWritable(x, &gx.Sub[i][j], y, &gy.Sub[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // copyGroup copies the named writable points of gi (all when names is nil).
@@ -432,31 +629,6 @@ func copyGroup(inst, snap *devices.Instance, gi *devices.GroupInstance, names []
 		from := gi.Offset + int(p.Offset)
 		copy(inst.Regs[from:from+int(p.Size)], snap.Regs[from:from+int(p.Size)])
 	}
-}
-
-// restoreCurve restores a curve model. A 12x/13x model gets back every
-// writable register it had (header and curves). A 7xx model keeps its
-// active settings in curve 1 (read-only) and adopts others into it, so the
-// default is curve 1 as first read: it is written into the writable curve
-// plantd uses (adoptStep false), then adopted with Ena and RvrtTms as they
-// were (adoptStep true).
-func restoreCurve(inst, snap *devices.Instance, adoptStep bool) error {
-	lay, ok := curveLayouts[inst.Model.ID]
-	if !ok || !lay.der {
-		copyWritable(inst, snap, &inst.Root)
-		return nil
-	}
-	gs, sg := inst.Root.Groups(lay.group), snap.Root.Groups(lay.group)
-	k, ok := writableIndex(gs, inst)
-	if !ok || len(sg) == 0 {
-		return fmt.Errorf("model %d: no writable curve to restore into: %w", inst.Model.ID, errUnsupported)
-	}
-	if !adoptStep {
-		copyInto(inst, snap, &gs[k], &sg[0])
-		return nil
-	}
-	copyGroup(inst, snap, &inst.Root, []string{"Ena", "RvrtTms"})
-	return adoptCurve(inst, lay, k)
 }
 
 // copyInto copies the writable points of the group from (of snap) into the

@@ -23,9 +23,14 @@
 //	opModHfrtMustTrip    136                             710
 //
 // A curve command carries points {x, y} in the units of the model (x = V
-// in % of VRef/VNom or Hz, or a trip time in s; y = var or W in %, or V or
-// Hz) and, for the parameter models (127, 711), params by point name; one
-// command may carry both, each device taking the part its model has. Curves
+// in % of the reference voltage or Hz, or a trip time in s; y = var or W
+// in %, or V in % or Hz; the reference is 121 VRef for the 12x/13x "%
+// VRef", 702 VNom for the 7xx "VNomPct") and, for the parameter models
+// (127, 711), params by point name. A curve with a voltage axis may send
+// it in volts with the command's unit "V": it is converted for each device
+// with that device's reference voltage, read when the curve is checked and
+// when it is written, and range-checked in % there. One command may carry
+// both points and params, each device taking the part its model has. Curves
 // go into the last curve the device does not mark read-only. A 12x/13x
 // model takes the curve, ActCrv, ModEna and RvrtTms in one write; a 7xx
 // model gets the curve data first and the adopt request (AdptCrvReq /
@@ -48,7 +53,10 @@
 // named, malformed JSON, duplicate keys, unknown fields and commands,
 // windows that end before they start or in the past, overlapping windows
 // of one command in one schedule, and values out of range (limits 0..100 %
-// or W, power factor (0, 1], curve x increasing).
+// or W, power factor (0, 1] without unit, curve x increasing, curve points
+// within plausible ranges of their model's unit: curveAxesOf, e.g.
+// volt-var x 50..150 % and y -100..100 %, so that volts sent as per cent
+// are refused with a hint to send unit "V").
 //
 // There is one timeline per command. Every start and end is a cron entry
 // (robfig/cron, seconds resolution) that wakes the control cycle. In each
@@ -81,7 +89,19 @@
 // At first contact the controller reads every control model of each
 // inverter and stores the image (store: control_default); that is the
 // default it restores after the last window, never "100 %": an installer's
-// permanent 70 % limit survives plantd. gridControl.defaults.powerLimitPercent
+// permanent 70 % limit survives plantd. After a window every writable
+// register plantd touched reads as in that image, bit for bit. A 7xx
+// curve model takes three writes for it, since its curve 1 (the one in
+// effect) changes only by adoption: curve 1's default goes into a
+// writable curve (the one the adopt request named at first contact if
+// that is writable, else plantd's own), which is adopted with the header
+// (Ena, RvrtTms, RvrtCrv...) as it was; then that curve gets its own
+// default back and the adopt request (AdptCrvReq, AdptCtlReq) its value
+// as read, when writing it adopts nothing unwanted: 0 is no request, and
+// an index is written only when its curve now equals curve 1. A device
+// that clears its request itself after adopting is left to do so; a
+// request that cannot be put back without adopting other contents is left
+// at the index plantd adopted and logged (GridControlRestoreNote). gridControl.defaults.powerLimitPercent
 // in the config replaces the device's own limit as the default, and is
 // then held and renewed like a command. While no window is active and
 // plantd holds none of an inverter's controls, the cycle leaves the

@@ -70,7 +70,11 @@ type ScheduledCmd struct {
 	// Value is the limit (FeedInLimit, opModMaxLimW, in Unit) or the power
 	// factor (opModFixedPF*); absent for OpModDisconnect and curves.
 	Value *float64 `json:"value,omitempty"`
-	// Unit is "%" (of rated power, the default) or "W" for the limits.
+	// Unit is "%" (of rated power, the default) or "W" for the limits;
+	// for a curve with a voltage axis (volt-var, volt-watt, LVRT, HVRT)
+	// "%" (of the device's reference voltage, the default) or "V": that
+	// axis in volts, converted with each device's reference voltage
+	// (12x/13x: 121 VRef, 7xx: 702 VNom) when written.
 	Unit  string `json:"unit,omitempty"`
 	Curve *Curve `json:"curve,omitempty"`
 
@@ -91,9 +95,11 @@ type ScheduledCmd struct {
 }
 
 // Curve is the value of a curve command, in the units of the SunSpec model
-// that carries it: Points for the curve models (x = V or Hz, y = var % or
-// W % for volt-var, volt-watt and freq-watt; x = trip time s, y = V or Hz
-// for the ride-through models), Params for the parameter models (127
+// that carries it: Points for the curve models (x = V in % of the
+// reference voltage or Hz, y = var % or W % for volt-var, volt-watt and
+// freq-watt; x = trip time s, y = V in % of the reference voltage or Hz
+// for the ride-through models; the voltage axis in volts with the
+// command's unit "V"; ranges in curveAxesOf), Params for the parameter models (127
 // freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
 // RspTms, PMin), by point name. A command may carry both, so that one
 // opModFreqWatt reaches a classic inverter with curve model 134 and a newer
@@ -315,8 +321,11 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			bad("unit", fmt.Sprintf("%q: want %% or W", sc.Unit))
 		}
 	case ValuePF:
-		if sc.Curve != nil || (sc.Unit != "" && sc.Unit != "cos") {
-			bad("value", "the command takes a power factor 0..1 as value")
+		switch {
+		case sc.Curve != nil:
+			bad("curve", "the command takes a power factor as value, not a curve")
+		case sc.Unit != "" && sc.Unit != "cos":
+			bad("unit", fmt.Sprintf("%q: a power factor is a ratio without unit (cos φ): leave unit out (or \"cos\") and send value 0 < PF <= 1, e.g. 0.95", sc.Unit))
 		}
 		sc.Unit = ""
 		if sc.Value == nil {
@@ -325,8 +334,22 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			bad("value", fmt.Sprintf("power factor %g outside 0 < PF <= 1", *sc.Value))
 		}
 	case ValueCurve:
-		if sc.Value != nil || sc.Unit != "" {
+		ax := curveAxesOf[cmd.Name]
+		if sc.Value != nil {
 			bad("value", "the command takes a curve, not a value")
+		}
+		switch sc.Unit {
+		case "", "%":
+		case "V":
+			if !ax.x.volts && !ax.y.volts {
+				bad("unit", fmt.Sprintf("\"V\": the curve has no voltage axis (x in %s, y in %s); leave unit out", ax.x.unit, ax.y.unit))
+			}
+		default:
+			if ax.x.volts || ax.y.volts {
+				bad("unit", fmt.Sprintf("%q: the voltage axis of a curve takes %q (%s, the default) or \"V\" (volts, converted with each device's reference voltage)", sc.Unit, "%", ax.voltage().unit))
+			} else {
+				bad("unit", fmt.Sprintf("%q: the curve takes no unit (x in %s, y in %s)", sc.Unit, ax.x.unit, ax.y.unit))
+			}
 		}
 		switch {
 		case sc.Curve == nil:
@@ -335,9 +358,12 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			bad("curve", "needs points or params")
 		}
 		if sc.Curve != nil {
+			volts := sc.Unit == "V"
 			for k, p := range sc.Curve.Points {
 				if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.Abs(p.X) > 1e6 || math.Abs(p.Y) > 1e6 {
 					bad(fmt.Sprintf("curve.points[%d]", k), "out of range")
+				} else if msg := ax.check(p, volts); msg != "" {
+					bad(fmt.Sprintf("curve.points[%d]", k), msg)
 				}
 				if k > 0 && p.X <= sc.Curve.Points[k-1].X {
 					bad(fmt.Sprintf("curve.points[%d].x", k), "x must increase from point to point")
@@ -350,6 +376,79 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			}
 		}
 	}
+}
+
+// curveAxis is one axis of a curve command's points: what it is, its unit
+// in the SunSpec models that carry the command and the range that is
+// plausible there (the model definitions give none).
+type curveAxis struct {
+	name, point string // "voltage", "x"
+	unit        string
+	min, max    float64
+	// volts: a voltage in % of the device's reference voltage (12x/13x
+	// "% VRef": 121 VRef; 7xx "VNomPct": 702 VNom), which a command may
+	// send in volts instead (unit "V").
+	volts bool
+	// minV, maxV bound a voltage sent in volts before it is converted.
+	minV, maxV float64
+}
+
+// curveAxes are the axes of a curve command's points.
+type curveAxes struct{ x, y curveAxis }
+
+// voltage returns the voltage axis (zero when there is none).
+func (a curveAxes) voltage() curveAxis {
+	if a.y.volts {
+		return a.y
+	}
+	return a.x
+}
+
+func voltAxis(point string, minPct, maxPct float64) curveAxis {
+	return curveAxis{name: "voltage", point: point, unit: "% of the reference voltage (VRef, 7xx VNom)", min: minPct, max: maxPct, volts: true, minV: 0, maxV: 100000}
+}
+
+var (
+	tripTime = curveAxis{name: "trip time", point: "x", unit: "s", min: 0, max: 3600}
+	tripHz   = curveAxis{name: "frequency", point: "y", unit: "Hz", min: 40, max: 70}
+	pctOfMax = func(what string) curveAxis { return curveAxis{name: what, point: "y", unit: "%", min: -100, max: 100} }
+)
+
+// curveAxesOf gives, per curve command, what its points' x and y are.
+var curveAxesOf = map[string]curveAxes{
+	"opModVoltVar":      {x: voltAxis("x", 50, 150), y: pctOfMax("reactive power")},
+	"opModVoltWatt":     {x: voltAxis("x", 50, 150), y: pctOfMax("active power")},
+	"opModFreqWatt":     {x: curveAxis{name: "frequency", point: "x", unit: "Hz", min: 40, max: 70}, y: pctOfMax("active power")},
+	"opModLvrtMustTrip": {x: tripTime, y: voltAxis("y", 0, 100)},
+	"opModHvrtMustTrip": {x: tripTime, y: voltAxis("y", 100, 200)},
+	"opModLfrtMustTrip": {x: tripTime, y: tripHz},
+	"opModHfrtMustTrip": {x: tripTime, y: tripHz},
+}
+
+// check returns what is wrong with a point ("" when nothing): a value
+// outside its axis's range, the voltage axis in volts when volts is set.
+func (a curveAxes) check(p CurvePoint, volts bool) string {
+	var msgs []string
+	for _, c := range []struct {
+		ax curveAxis
+		v  float64
+	}{{a.x, p.X}, {a.y, p.Y}} {
+		ax := c.ax
+		switch {
+		case ax.name == "":
+		case ax.volts && volts:
+			if c.v < ax.minV || c.v > ax.maxV {
+				msgs = append(msgs, fmt.Sprintf("%s = %g V (%s) outside %g..%g V", ax.point, c.v, ax.name, ax.minV, ax.maxV))
+			}
+		case c.v < ax.min || c.v > ax.max:
+			m := fmt.Sprintf("%s = %g (%s) outside %g..%g %s", ax.point, c.v, ax.name, ax.min, ax.max, ax.unit)
+			if ax.volts && c.v > ax.max {
+				m += `; for volts send "unit":"V" with the command`
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // checkDuplicateKeys rejects a JSON text in which an object names a key

@@ -18,6 +18,13 @@ func TestParseSchedule(t *testing.T) {
 		return fmt.Sprintf(`{"command":"opModMaxLimW","start":%q,"end":%q,"value":%s}`, start, end, v)
 	}
 	body := func(cmds ...string) string { return `{"commands":[` + strings.Join(cmds, ",") + `]}` }
+	crv := func(cmd, unit, pts string) string {
+		u := ""
+		if unit != "" {
+			u = fmt.Sprintf(`,"unit":%q`, unit)
+		}
+		return fmt.Sprintf(`{"command":%q,"start":%q,"end":%q%s,"curve":{"points":[%s]}}`, cmd, at(1), at(2), u, pts)
+	}
 	cases := []struct {
 		name string
 		body string
@@ -49,6 +56,23 @@ func TestParseSchedule(t *testing.T) {
 		{name: "curve without points", body: body(`{"command":"opModVoltVar","start":"` + at(1) + `","end":"` + at(2) + `","curve":{}}`), field: "commands[0].curve", msg: "points or params"},
 		{name: "curve x not increasing", body: body(`{"command":"opModVoltVar","start":"` + at(1) + `","end":"` + at(2) + `","curve":{"points":[{"x":108,"y":30},{"x":92,"y":-30}]}}`), field: "commands[0].curve.points[1].x", msg: "increase"},
 		{name: "no commands", body: `{"commands":[]}`, field: "commands", msg: "at least one"},
+
+		// Units of curves and power factors.
+		{name: "volt-var in volts without unit", body: body(crv("opModVoltVar", "", `{"x":207,"y":44},{"x":220,"y":0},{"x":240,"y":0},{"x":253,"y":-44}`)), field: "commands[0].curve.points[0]", msg: `x = 207 (voltage) outside 50..150 % of the reference voltage (VRef, 7xx VNom); for volts send "unit":"V"`},
+		{name: "volt-var in volts, last point", body: body(crv("opModVoltVar", "%", `{"x":92,"y":30},{"x":253,"y":-44}`)), field: "commands[0].curve.points[1]", msg: "x = 253 (voltage) outside 50..150"},
+		{name: "volt-var in volts with unit V", body: body(crv("opModVoltVar", "V", `{"x":207,"y":44},{"x":220,"y":0},{"x":240,"y":0},{"x":253,"y":-44}`))},
+		{name: "volt-var var beyond 100 %", body: body(crv("opModVoltVar", "", `{"x":92,"y":130},{"x":108,"y":-30}`)), field: "commands[0].curve.points[0]", msg: "y = 130 (reactive power) outside -100..100 %"},
+		{name: "volt-watt below 50 %", body: body(crv("opModVoltWatt", "", `{"x":1.0,"y":100},{"x":1.1,"y":0}`)), field: "commands[0].curve.points[0]", msg: "x = 1 (voltage) outside 50..150"},
+		{name: "negative volts", body: body(crv("opModVoltVar", "V", `{"x":-5,"y":30},{"x":250,"y":0}`)), field: "commands[0].curve.points[0]", msg: "x = -5 V (voltage) outside 0..100000 V"},
+		{name: "lvrt in volts without unit", body: body(crv("opModLvrtMustTrip", "", `{"x":0.16,"y":103},{"x":2,"y":202}`)), field: "commands[0].curve.points[1]", msg: "y = 202 (voltage) outside 0..100"},
+		{name: "hvrt in %", body: body(crv("opModHvrtMustTrip", "", `{"x":0.16,"y":120},{"x":13,"y":110}`))},
+		{name: "hvrt in volts", body: body(crv("opModHvrtMustTrip", "V", `{"x":0.16,"y":276},{"x":13,"y":253}`))},
+		{name: "negative trip time", body: body(crv("opModLfrtMustTrip", "", `{"x":-1,"y":47.5},{"x":10,"y":49}`)), field: "commands[0].curve.points[0]", msg: "x = -1 (trip time) outside 0..3600 s"},
+		{name: "freq-watt in per unit", body: body(crv("opModFreqWatt", "", `{"x":1.004,"y":100},{"x":1.03,"y":0}`)), field: "commands[0].curve.points[0]", msg: "x = 1.004 (frequency) outside 40..70 Hz"},
+		{name: "freq-watt in volts", body: body(crv("opModFreqWatt", "V", `{"x":50.2,"y":100},{"x":51.5,"y":0}`)), field: "commands[0].unit", msg: "no voltage axis"},
+		{name: "curve unit kV", body: body(crv("opModVoltVar", "kV", `{"x":92,"y":30},{"x":108,"y":-30}`)), field: "commands[0].unit", msg: `takes "%" (% of the reference voltage`},
+		{name: "pf in %", body: body(`{"command":"opModFixedPFInjectW","start":"` + at(1) + `","end":"` + at(2) + `","value":95,"unit":"%"}`), field: "commands[0].unit", msg: "a power factor is a ratio without unit (cos φ)"},
+		{name: "pf with unit cos", body: body(`{"command":"opModFixedPfAbsorbW","start":"` + at(1) + `","end":"` + at(2) + `","value":0.95,"unit":"cos"}`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,6 +93,10 @@ func TestErrors(t *testing.T) {
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-20T10:00:00Z","end":"2025-06-20T11:00:00Z","value":40}]}`, status: 400, field: "commands[0].end"},
 		{name: "schedule value out of range", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":4000}]}`, status: 400, field: "commands[0].value"},
+		{name: "volt-var in volts without unit", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModVoltVar","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","curve":{"points":[{"x":207,"y":44},{"x":253,"y":-44}]}}]}`, status: 400, field: "commands[0].curve.points[0]"},
+		{name: "power factor in %", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModFixedPFInjectW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":95,"unit":"%"}]}`, status: 400, field: "commands[0].unit"},
 		{name: "schedule duplicate key", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "body"},
 	}

@@ -166,7 +166,7 @@ func schemas() obj {
 			"createdBy": describe(str(), "the credential that sent it and its role"),
 			"role":      describe(enum("installer", "gridoperator"), "the role of that credential: windows of one command from different roles never overwrite each other"),
 			"commands": arr(describe(object(obj{"command": ref("Command"), "start": obj{"type": "string", "format": "date-time"},
-				"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": enum("%", "W"), "curve": ref("Curve"),
+				"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": enum("%", "W", "V", "cos"), "curve": ref("Curve"),
 				"status":       describe(enum("pending", "active", "done", "superseded", "overridden", "failed"), "superseded: newer windows of the same role cover it; overridden: open, but another role's window of the command governs now (the grid operator's, or a more restrictive limit)"),
 				"overriddenBy": describe(str(), "the scheduleId whose window governs instead (status overridden)"),
 				"reason":       describe(str(), "why the command failed or was applied late"),
@@ -177,17 +177,23 @@ func schemas() obj {
 			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule of a role wins and the older one is reported superseded; " +
 				"across roles the most restrictive limit (opModMaxLimW, FeedInLimit) of the grid operator's and the installer's applies and, for the other commands, the grid operator's window; the losing window is reported overridden. " +
 				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099; a window must end in the future. " +
-				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1; " +
-				"OpModDisconnect: no value; curve commands: curve.points (x, y in the units of the SunSpec model: 126/705 V, var %; 132/706 V, W %; 134 Hz, W %; " +
-				"ride-through 129/130/135/136/707..710: x = trip time s, y = V or Hz) or curve.params (127, 711: writable point names).",
+				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1 " +
+				"(no unit, or cos; a power factor is not a %); OpModDisconnect: no value; curve commands: curve.points, x and y in the units of the SunSpec models " +
+				"(a voltage in % of the device's reference voltage: 12x/13x % VRef, 7xx % VNom), with these ranges: opModVoltVar x voltage 50..150 %, y var -100..100 %; " +
+				"opModVoltWatt x voltage 50..150 %, y W -100..100 %; opModFreqWatt x 40..70 Hz, y W -100..100 %; opModLvrtMustTrip x trip time 0..3600 s, y voltage 0..100 %; " +
+				"opModHvrtMustTrip x 0..3600 s, y voltage 100..200 %; opModLfrtMustTrip and opModHfrtMustTrip x 0..3600 s, y 40..70 Hz; " +
+				"a curve with a voltage axis may send it in volts with unit V: plantd converts it per device with that device's reference voltage (121 VRef, 702 VNom; 422 when a point then falls outside the range); " +
+				"or curve.params (127, 711: writable point names). A point out of range is a 400 naming commands[i].curve.points[j].",
 			"properties": obj{"commands": obj{"type": "array", "minItems": 1, "maxItems": 1500, "items": object(obj{"command": ref("Command"),
 				"start": obj{"type": "string", "format": "date-time"}, "end": obj{"type": "string", "format": "date-time"},
-				"value": num(), "unit": enum("%", "W"), "curve": ref("Curve")}, "command", "start", "end")}},
+				"value": num(), "unit": enum("%", "W", "V", "cos"), "curve": ref("Curve")}, "command", "start", "end")}},
 			"examples": []any{
 				obj{"commands": []any{
 					obj{"command": "opModMaxLimW", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T12:00:00+01:00", "value": 60, "unit": "%"},
 					obj{"command": "opModMaxLimW", "start": "2026-11-24T12:00:00+01:00", "end": "2026-11-24T14:00:00+01:00", "value": 40, "unit": "%"}}},
 				obj{"commands": []any{obj{"command": "opModVoltVar", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T18:00:00+01:00",
+					"curve": obj{"points": []any{obj{"x": 90, "y": 44}, obj{"x": 96, "y": 0}, obj{"x": 104, "y": 0}, obj{"x": 110, "y": -44}}}}}},
+				obj{"commands": []any{obj{"command": "opModVoltVar", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T18:00:00+01:00", "unit": "V",
 					"curve": obj{"points": []any{obj{"x": 207, "y": 44}, obj{"x": 220, "y": 0}, obj{"x": 240, "y": 0}, obj{"x": 253, "y": -44}}}}}},
 			}},
 		"Curve": object(obj{"points": arr(object(obj{"x": num(), "y": num()}, "x", "y")),

@@ -3,12 +3,14 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"plantd/gridcontrol"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -271,6 +273,35 @@ func TestValidatorIsStrict(t *testing.T) {
 		err := v.Check(t.Context(), req, 200, http.Header{"Content-Type": {"application/json"}}, []byte(tt.body))
 		if err == nil {
 			t.Errorf("%s: accepted %s", tt.path, tt.body)
+		}
+	}
+}
+
+// TestScheduleExamplesParse: every example of ScheduleRequest in
+// /openapi.json is a schedule plantd accepts (units and ranges included).
+func TestScheduleExamplesParse(t *testing.T) {
+	raw, err := buildOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Examples []json.RawMessage `json:"examples"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	exs := doc.Components.Schemas["ScheduleRequest"].Examples
+	if len(exs) == 0 {
+		t.Fatal("ScheduleRequest has no examples")
+	}
+	before := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) // the examples are dated 2026-11-24
+	for i, ex := range exs {
+		if _, err := gridcontrol.ParseSchedule(ex, before); err != nil {
+			t.Errorf("example %d %s: %v", i, ex, err)
 		}
 	}
 }

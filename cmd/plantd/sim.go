@@ -22,10 +22,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
 	gateways := fs.Int("gateways", 0, "with --devices: put the devices as unit ids behind `G` gateway addresses (0: one address each)")
 	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
-	var ignoreRevert, needsToggle, ignoresLimit idList
+	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
 	fs.Var(&ignoresLimit, "ignores-limit", "inverters (`IDS`, comma-separated) that accept a power limit but never limit their output")
+	fs.Var(&adoptClears, "adopt-clears-request", "DER inverters (`IDS`, comma-separated) that set a 7xx adopt request (AdptCrvReq, AdptCtlReq) back to 0 once they acted on it")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -51,6 +52,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{"--ignore-revert", ignoreRevert, func(d *sim.DeviceConfig) { d.IgnoreRevert = true }},
 		{"--needs-enable-toggle", needsToggle, func(d *sim.DeviceConfig) { d.NeedsEnableToggle = true }},
 		{"--ignores-limit", ignoresLimit, func(d *sim.DeviceConfig) { d.IgnoresLimit = true }},
+		{"--adopt-clears-request", adoptClears, func(d *sim.DeviceConfig) { d.AdoptClearsRequest = true }},
 	} {
 		for _, id := range m.ids {
 			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })

@@ -72,6 +72,10 @@ type DeviceConfig struct {
 	// limit write (123 or 704) but never limit its output: a device that
 	// does not follow its limit, toggled or not.
 	IgnoresLimit bool
+	// AdoptClearsRequest makes a DER inverter set a 7xx adopt request
+	// (AdptCrvReq, 711 AdptCtlReq) back to 0 once it acted on it, as many
+	// real devices do; without it the request reads as written.
+	AdoptClearsRequest bool
 	// EnergyStepWh is the resolution of an inverter's lifetime energy
 	// counter (103 WH, 122 ActWh, 701 TotWhInj): the counter shows the
 	// energy rounded down to a multiple of it, as a meter counting in kWh
@@ -278,6 +282,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != KindInverter && d.Kind != KindDERInverter {
 			return bad("%s: ignoreRevert, needsEnableToggle and ignoresLimit apply to inverters only", field)
+		}
+		if d.AdoptClearsRequest && d.Kind != KindDERInverter {
+			return bad("%s: adoptClearsRequest applies to DER inverters only", field)
 		}
 		if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
 			return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)

@@ -359,7 +359,7 @@ func (v *inverter) afterWriteCurves(d *Device, touched []pointRef, now time.Time
 				req, rslt, n = "AdptCtlReq", "AdptCtlRslt", "NCtl"
 			}
 			if touches(touched, cc.model, req) {
-				adoptResult(c, req, rslt, n)
+				adoptResult(c, req, rslt, n, d.cfg.AdoptClearsRequest)
 			}
 			if touches(touched, cc.model, "Ena", "RvrtTms", req) {
 				if rawOr(c, "Ena", 0) == 1 {
@@ -381,18 +381,27 @@ func (v *inverter) afterWriteCurves(d *Device, touched []pointRef, now time.Time
 	// 707 to 710 have adopt requests but no reversion.
 	for _, id := range []uint16{707, 708, 709, 710} {
 		if touches(touched, id, "AdptCrvReq") {
-			adoptResult(d.inst(id), "AdptCrvReq", "AdptCrvRslt", "NCrvSet")
+			adoptResult(d.inst(id), "AdptCrvReq", "AdptCrvRslt", "NCrvSet", d.cfg.AdoptClearsRequest)
 		}
 	}
 }
 
-// adoptResult sets a 7xx adopt result: completed for an index of a stored
-// curve (or 0, no request), failed otherwise. The request stays as written.
-func adoptResult(c *devices.Instance, req, rslt, count string) {
+// adoptResult answers a 7xx adopt request written: for the index of a
+// stored curve (1..count) it copies that curve into curve 1, the one in
+// effect (1 copies curve 1 onto itself), and sets the result COMPLETED;
+// any other index but 0 FAILED. 0 is no request (SunSpec: "First curve
+// index is 1"; 711 "0 = No active control"): nothing is adopted and the
+// result of the last adoption stays. The request stays as written, unless
+// clear (DeviceConfig.AdoptClearsRequest): then a device that acted on a
+// request sets it back to 0, as many real ones do.
+func adoptResult(c *devices.Instance, req, rslt, count string, clear bool) {
 	if c == nil {
 		return
 	}
 	r, n := floatOr(c, req, 0), floatOr(c, count, 0)
+	if r == 0 {
+		return
+	}
 	res := uint64(1) // COMPLETED
 	if r < 0 || r > n {
 		res = 2 // FAILED
@@ -400,6 +409,9 @@ func adoptResult(c *devices.Instance, req, rslt, count string) {
 	_ = c.SetRaw(rslt, res)
 	if res == 1 && r > 1 {
 		adopt(c, int(r)-1)
+	}
+	if clear {
+		_ = c.SetRaw(req, 0)
 	}
 }
 

@@ -474,7 +474,8 @@ func TestCurvesStored(t *testing.T) {
 			t.Errorf("%d %s reads %v, want %v", tc.model, tc.point, got, tc.v)
 		}
 	}
-	// Adopt requests: a stored curve completes, any other fails.
+	// Adopt requests: a stored curve completes, any other fails; 0 is no
+	// request and keeps the result of the last one.
 	for _, tc := range []struct {
 		model     uint16
 		req, rslt string
@@ -482,6 +483,9 @@ func TestCurvesStored(t *testing.T) {
 	}{
 		{705, "AdptCrvReq", "AdptCrvRslt", 2, 1},
 		{705, "AdptCrvReq", "AdptCrvRslt", 3, 2},
+		{705, "AdptCrvReq", "AdptCrvRslt", 0, 2},
+		{705, "AdptCrvReq", "AdptCrvRslt", 1, 1},
+		{705, "AdptCrvReq", "AdptCrvRslt", 0, 1},
 		{707, "AdptCrvReq", "AdptCrvRslt", 1, 1},
 		{711, "AdptCtlReq", "AdptCtlRslt", 4, 2},
 	} {
@@ -494,6 +498,36 @@ func TestCurvesStored(t *testing.T) {
 			if v, vr := readIn(t, c2, inv2, 705, "Crv[1].Pt[3].V"), readIn(t, c2, inv2, 705, "Crv[1].Pt[3].Var"); v != 104 || vr != -20 {
 				t.Errorf("705 after adopting curve 2: curve 1 point 3 = (%v, %v), want (104, -20)", v, vr)
 			}
+		}
+	}
+}
+
+// TestAdoptClearsRequest: a device that clears its adopt requests adopts
+// the curve, answers COMPLETED and reads 0; writing 0 adopts nothing on
+// either kind of device.
+func TestAdoptClearsRequest(t *testing.T) {
+	for _, clears := range []bool{false, true} {
+		p, _ := sunnyPlant(t, func(c *Config) { c.Devices[1].AdoptClearsRequest = clears })
+		inv2 := p.Device("inv2")
+		c2 := dial(t, inv2)
+		writeIn(t, c2, inv2, 705, "Crv[2].Pt[3].V", 104)
+		writeIn(t, c2, inv2, 705, "AdptCrvReq", 2)
+		want := 2.0
+		if clears {
+			want = 0
+		}
+		if r, res, v := readIn(t, c2, inv2, 705, "AdptCrvReq"), readIn(t, c2, inv2, 705, "AdptCrvRslt"), readIn(t, c2, inv2, 705, "Crv[1].Pt[3].V"); r != want || res != 1 || v != 104 {
+			t.Errorf("clears %v: after adopting curve 2 AdptCrvReq %v, AdptCrvRslt %v, curve 1 point 3 V %v; want %v, 1, 104", clears, r, res, v, want)
+		}
+		// Curve 2 changes again; writing 0 must not adopt it.
+		writeIn(t, c2, inv2, 705, "Crv[2].Pt[3].V", 105)
+		writeIn(t, c2, inv2, 705, "AdptCrvReq", 0)
+		if r, v := readIn(t, c2, inv2, 705, "AdptCrvReq"), readIn(t, c2, inv2, 705, "Crv[1].Pt[3].V"); r != 0 || v != 104 {
+			t.Errorf("clears %v: after writing 0 AdptCrvReq %v, curve 1 point 3 V %v; want 0, 104", clears, r, v)
+		}
+		writeIn(t, c2, inv2, 711, "AdptCtlReq", 1)
+		if r := readIn(t, c2, inv2, 711, "AdptCtlReq"); r != min(want, 1) {
+			t.Errorf("clears %v: 711 AdptCtlReq reads %v after writing 1", clears, r)
 		}
 	}
 }

@@ -104,10 +104,13 @@
 //	                              (ModEna bit 0 / Ena 0) on expiry, the
 //	                              curves kept; 7xx AdptCrvReq (711
 //	                              AdptCtlReq) answers AdptCrvRslt 1
-//	                              completed for 0..NCrv, 2 failed else;
+//	                              completed for 1..NCrv, 2 failed else;
 //	                              a completed request for curve N > 1
 //	                              copies it into curve 1, the curve in
-//	                              effect (its ReadOnly point kept)
+//	                              effect (its ReadOnly point kept); 0 is
+//	                              no request: nothing adopted, the result
+//	                              kept; the request reads as written
+//	                              (AdoptClearsRequest: set back to 0)
 //
 // The effective active power limit is the lower of the limit (after its
 // ramp) and 704 WSet when enabled; Device.State().EffectiveLimitPct and
@@ -116,9 +119,9 @@
 // the default volt-watt (100 % up to 106 % of VRef) and freq-watt (from
 // 50.2 Hz) curves would not act anyway, and nothing trips.
 //
-// Three device modes imitate inverters that plantd must detect
+// Four device modes imitate inverters that plantd must detect or handle
 // (DeviceConfig, or plantd sim --ignore-revert / --needs-enable-toggle /
-// --ignores-limit):
+// --ignores-limit / --adopt-clears-request):
 //
 //	IgnoreRevert       every RvrtTms is accepted and read back, nothing
 //	                   ever reverts, and the 704/7xx RvrtRem points show
@@ -129,6 +132,9 @@
 //	                   it changes the register, not the limit
 //	IgnoresLimit       every limit write is accepted and read back, and
 //	                   the output is never limited (toggled or not)
+//	AdoptClearsRequest a DER inverter sets a 7xx adopt request back to
+//	                   0 once it acted on it (the request of a device
+//	                   without it reads as written)
 //
 // # Register trace
 //
