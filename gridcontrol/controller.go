@@ -54,12 +54,11 @@ type Config struct {
 	// oldest finished ones go first; a POST that would exceed it with
 	// schedules still pending is refused.
 	MaxSchedules int
-	// Now is the clock that validates and runs schedules (default
-	// time.Now). The cron entries fire on the wall clock and only wake
-	// the control cycle, which decides by this clock: with another clock
-	// (the demo's simulated one) each window still applies within a
-	// cycle of its start on that clock.
-	Now func() time.Time
+	// Clock validates and runs schedules: the cycle, the ramp, renewals
+	// and window boundaries (default: the system's clock, on which
+	// robfig/cron fires the boundaries; on another clock the run loop
+	// fires the same cron entries by that clock).
+	Clock Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -90,8 +89,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxSchedules <= 0 {
 		c.MaxSchedules = 200
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = wallClock{}
 	}
 	return c
 }
@@ -135,8 +134,13 @@ type Controller struct {
 	st    Store
 	live  Live
 	conns Conns
-	now   func() time.Time
+	clock Clock
+	now   func() time.Time // clock.Now
 	cron  *cron.Cron
+	// edgesUntil is the time up to which the run loop fired the cron
+	// entries itself (a clock other than the system's); zero on the
+	// system's clock, where cron fires them.
+	edgesUntil time.Time
 	kick  chan struct{}
 	// cycleDevs is the device list of step, reused every cycle; only the
 	// run loop (step) touches it.
@@ -251,7 +255,7 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, now: cfg.Now,
+	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, clock: cfg.Clock, now: cfg.Clock.Now,
 		kick: make(chan struct{}, 1), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
 	c.cron = cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC), cron.WithLogger(cron.DiscardLogger))
 	for _, p := range live.Plants() {
@@ -313,30 +317,41 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.arm(pc)
 	}
 	c.mu.Unlock()
-	c.cron.Start()
-	defer func() { <-c.cron.Stop().Done() }()
+	_, onWall := c.clock.(wallClock)
+	if onWall {
+		c.cron.Start()
+		defer func() { <-c.cron.Stop().Done() }()
+	} else {
+		c.edgesUntil = c.now()
+	}
 
-	t := time.NewTicker(c.cfg.Cycle)
-	defer t.Stop()
+	// The cycle keeps its cadence on the clock: the next tick is a cycle
+	// after the last one, however long the step took.
+	tick := c.now().Add(c.cfg.Cycle)
 	for {
-		// While a window waits for a device (offline at its start, or
-		// plantd just started), look again every tenth of a cycle, so the
-		// write follows the device's first answer within its poll.
-		var soon <-chan time.Time
 		began := time.Now()
 		c.mu.Lock()
 		writes := c.stats.Writes + c.stats.WriteErrors
 		c.due = time.Time{}
 		c.mu.Unlock()
+		// While a window waits for a device (offline at its start, or
+		// plantd just started), look again every tenth of a cycle, so the
+		// write follows the device's first answer within its poll.
+		wait := c.cfg.Cycle
 		if c.step(ctx) {
-			soon = time.After(c.cfg.Cycle / 10)
+			wait = c.cfg.Cycle / 10
 		}
 		took := time.Since(began)
+		now := c.now()
+		if !now.Before(tick) {
+			tick = now.Add(c.cfg.Cycle)
+		}
+		wait = min(wait, tick.Sub(now))
 		c.mu.Lock()
-		if due := c.due; !due.IsZero() && soon == nil {
+		if due := c.due; !due.IsZero() {
 			// A ramp's next step is due a cycle after its last one, which
-			// the ticker's phase need not match.
-			soon = time.After(min(max(due.Sub(c.now()), 0), c.cfg.Cycle))
+			// the cycle's phase need not match.
+			wait = min(wait, max(due.Sub(now), 0))
 		}
 		if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
 			c.stats.Cycles = append(c.stats.Cycles, took)
@@ -345,14 +360,44 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}
 		c.mu.Unlock()
+		if !onWall {
+			if next := c.fireEdges(now); !next.IsZero() {
+				wait = min(wait, max(next.Sub(now), 0))
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-		case <-soon:
+		case <-c.clock.After(wait):
+			if !onWall {
+				c.fireEdges(c.now())
+			}
 		case <-c.kick:
 		}
 	}
+}
+
+// fireEdges runs, on a clock other than the system's, the cron entries
+// (window boundaries) the clock passed since the last look, and returns
+// the time of the next one (zero: none).
+func (c *Controller) fireEdges(now time.Time) (next time.Time) {
+	for _, e := range c.cron.Entries() {
+		at := e.Schedule.Next(c.edgesUntil)
+		if at.IsZero() {
+			continue
+		}
+		if !at.After(now) {
+			e.Job.Run()
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if now.After(c.edgesUntil) {
+		c.edgesUntil = now
+	}
+	return next
 }
 
 // feeding reports whether a FeedInLimit loop runs. Called with c.mu held.

@@ -223,7 +223,7 @@ func (e *env) gridControl(plants []plant.Plant) *gridcontrol.Controller {
 		}
 		return nil, false
 	}
-	gc, err := gridcontrol.New(gridcontrol.Config{Now: e.clock.Now}, st, e.live, conns, nil)
+	gc, err := gridcontrol.New(gridcontrol.Config{Clock: gridcontrol.FuncClock(e.clock.Now)}, st, e.live, conns, nil)
 	if err != nil {
 		e.t.Fatalf("grid control: %v", err)
 	}

@@ -87,10 +87,16 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	if err != nil {
 		return nil, err
 	}
+	// Grid control runs on the system's clock (robfig/cron fires the
+	// window boundaries), or on the clock given (the demo's simulated
+	// one, on which its schedules are written).
+	var gridClock gridcontrol.Clock
 	if now == nil {
 		// Samples are stamped on a monotonic-anchored clock that logs
 		// wall-clock jumps (plant.Clock).
 		now = plant.NewClock(plant.ClockConfig{Logger: logger.With("component", "clock")}).Now
+	} else {
+		gridClock = gridcontrol.FuncClock(now)
 	}
 	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln}
 	d.live = plant.NewLive(plants, infos, now)
@@ -122,10 +128,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
 		MeterGrace:       cfg.GridControl.MeterLossGrace,
 		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
-		// The daemon's clock: the wall clock, or the demo's simulated one
-		// (schedule times are then simulated plant times, as the page and
-		// the API show them).
-		Now: now,
+		// The demo's schedule times are simulated plant times, as the
+		// page and the API show them.
+		Clock: gridClock,
 	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
