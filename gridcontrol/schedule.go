@@ -47,6 +47,15 @@ type ScheduledCmd struct {
 	// Late is set when it was applied more than a few seconds after its
 	// start, e.g. because a device was offline.
 	Late bool `json:"late,omitempty"`
+	// Partial is set when some of the plant's active inverters do not act
+	// on the command (answers only): Coverage is the share (0..1) of their
+	// rated power that does, Inverters says per inverter whether it acts
+	// and why not. Judged when the schedule is accepted and again when the
+	// window is applied. Status keeps its meaning (pending, active, ...):
+	// a partial window is still pending, active or done.
+	Partial   bool               `json:"partial,omitempty"`
+	Coverage  *float64           `json:"coverage,omitempty"`
+	Inverters []InverterCoverage `json:"inverters,omitempty"`
 }
 
 // Curve is the value of a curve command, in the units of the SunSpec model
