@@ -124,6 +124,9 @@ const (
 	ReasonNotSupported    = "NotSupportedByDevices"
 	ReasonDevicesOffline  = "DevicesOffline"
 	ReasonNoActiveDevices = "NoActiveInverter"
+	// ReasonNotEveryInverter: all or nothing was asked (requireAll) and
+	// some active inverter does not act on the command.
+	ReasonNotEveryInverter = "NotEveryInverter"
 )
 
 // verdict is what one device is to a command.
@@ -273,6 +276,18 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 	}
 	share := math.Round(acting/total*1000) / 1000
 	return inverters, &share
+}
+
+// AllOrNothing is the answer to a request that asks for every active
+// inverter (on: requireAll): a partial command is then not eligible, with
+// reason NotEveryInverter first. Off, e is returned as it is.
+func (e Eligibility) AllOrNothing(on bool) Eligibility {
+	if !on || !e.Partial {
+		return e
+	}
+	e.Eligible, e.Partial = false, false
+	e.Reasons = append([]Reason{{Code: ReasonNotEveryInverter, Message: "not every active inverter acts on the command (all or nothing was asked): " + e.Describe()}}, e.Reasons...)
+	return e
 }
 
 // Describe says in one line which share of the plant's rated power the

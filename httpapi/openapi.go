@@ -168,7 +168,10 @@ func schemas() obj {
 				"end": obj{"type": "string", "format": "date-time"}, "value": num(), "unit": enum("%", "W"), "curve": ref("Curve"),
 				"status":    enum("pending", "active", "done", "superseded", "failed"),
 				"reason":    describe(str(), "why the command failed or was applied late"),
-				"appliedAt": obj{"type": "string", "format": "date-time"}, "late": boolean()},
+				"appliedAt": obj{"type": "string", "format": "date-time"}, "late": boolean(),
+				"partial":   describe(boolean(), "some of the plant's active inverters do not act on the command (plantd's); status keeps its meaning"),
+				"coverage":  describe(num(), "share 0..1 of the active inverters' rated power that acts on the command (only on partial windows)"),
+				"inverters": describe(arr(ref("InverterCoverage")), "each active inverter: whether it acts and why not (only on partial windows)")},
 				"command", "start", "end", "status"), "one window of a command and its status"))},
 			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
 		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
@@ -193,9 +196,18 @@ func schemas() obj {
 		"EligibilityRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str(),
 			"commands": arr(ref("Command"))}, "commands"),
 		"EligibleCommandsRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str()}),
-		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"), "devices": arr(str()),
-			"eligible": boolean(), "reasons": arr(object(obj{"code": str(), "message": str()}, "code", "message"))}, "command", "eligible"))},
+		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"),
+			"devices":  describe(arr(str()), "ids of the inverters that carry the command now"),
+			"eligible": boolean(), "reasons": arr(ref("Reason")),
+			"partial":   describe(boolean(), "eligible, but some active inverters do not act on the command (plantd's)"),
+			"coverage":  describe(num(), "share 0..1 of the active inverters' rated power that acts on the command (plantd's)"),
+			"inverters": describe(arr(ref("InverterCoverage")), "every active inverter: whether it acts on the command and why not (plantd's)")},
+			"command", "eligible"))},
 			"checkedAt", "results"),
+		"Reason": object(obj{"code": str(), "message": str()}, "code", "message"),
+		"InverterCoverage": describe(object(obj{"deviceId": str(), "acts": boolean(), "reason": ref("Reason"), "ratedPowerW": num()}, "deviceId", "acts"),
+			"acts: the inverter carries the command (an offline one once it is back: reason DevicesOffline); otherwise reason says why not "+
+				"(NotOfferedOnNewerPlatform, NotOfferedOnClassicPlatform, NotSupportedByDevices, DevicesNotDiscovered, NoGridMeter)"),
 		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
 		"Settings": plantHead(obj{"settingsType": enum(gridcontrol.SettingsTypes...), "configurations": arr(object(obj{
 			"type":      describe(str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
@@ -345,10 +357,12 @@ func apiRoutes() []route {
 
 	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator): 201 with the stored schedule",
-		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false)},
-		body:   "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"},
+		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false),
+			param("requireAll", "query", "all or nothing: 422 for a command that not every active inverter acts on (also with skipEligibilityCheck); without it such a command is stored with its windows marked partial (plantd's)", enum("true", "false"), false)},
+		body: "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"},
 		extra: obj{"201": obj{"description": "stored and armed", "content": obj{"application/json": obj{"schema": ref("ScheduleCreated")}}}}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibilityCheck", summary: "Eligibility check; a migrated plantId in the body is corrected internally",
+		params:   []obj{param("requireAll", "query", "judge as POST schedules with requireAll=true: a partial command is not eligible (reason NotEveryInverter) (plantd's)", enum("true", "false"), false)},
 		response: "EligibilityResult", body: "EligibilityRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibleCommands", summary: "Eligible commands (obsolete)",
 		response: "EligibleCommands", body: "EligibleCommandsRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
