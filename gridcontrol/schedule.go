@@ -189,8 +189,8 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 		}
 		sc := ScheduledCmd{Command: c.Command, Value: c.Value, Unit: c.Unit, Curve: c.Curve}
 		var okStart, okEnd bool
-		sc.Start, okStart = parseTime(c.Start, func(m string) { bad(i, "start", "%s", m) })
-		sc.End, okEnd = parseTime(c.End, func(m string) { bad(i, "end", "%s", m) })
+		sc.Start, okStart = parseTime(c.Start, now, func(m string) { bad(i, "start", "%s", m) })
+		sc.End, okEnd = parseTime(c.End, now, func(m string) { bad(i, "end", "%s", m) })
 		if okStart && okEnd {
 			switch {
 			case !sc.End.After(sc.Start):
@@ -226,16 +226,30 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 	return out, nil
 }
 
-// parseTime parses an RFC 3339 time with offset between 2000 and 2100.
-func parseTime(s string, bad func(string)) (time.Time, bool) {
+// parseTime parses an RFC 3339 time with offset between 2000 and 2100,
+// or a time relative to now, "+" and a Go duration ("+10s", "+1h30m"):
+// resolved against the gateway's clock when the schedule arrives (under
+// plantd demo its simulated clock) and stored as the time it names, to the
+// millisecond.
+func parseTime(s string, now time.Time, bad func(string)) (time.Time, bool) {
 	if s == "" {
-		bad("required (RFC 3339 with offset)")
+		bad("required (RFC 3339 with offset, or relative to now: +10m)")
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		bad(fmt.Sprintf("%q is not an RFC 3339 time with offset", s))
-		return time.Time{}, false
+	var t time.Time
+	if rel, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rel)
+		if err != nil || d < 0 || strings.HasPrefix(rel, "+") {
+			bad(fmt.Sprintf("%q is not a time relative to now (+ and a duration such as +10s, +2m, +1h30m)", s))
+			return time.Time{}, false
+		}
+		t = now.Add(d).UTC().Truncate(time.Millisecond)
+	} else {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			bad(fmt.Sprintf("%q is not an RFC 3339 time with offset (nor relative to now: +10m)", s))
+			return time.Time{}, false
+		}
 	}
 	if y := t.UTC().Year(); y < minYear || y >= maxYear {
 		bad(fmt.Sprintf("year %d outside %d..%d", y, minYear, maxYear-1))

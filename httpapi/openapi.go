@@ -46,6 +46,13 @@ func noOffsetSchema(d string) obj {
 	return obj{"type": "string", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`, "description": d}
 }
 
+// windowTimeSchema is the start or end of a posted window: RFC 3339 with
+// offset, or relative to the gateway's clock ("+10m").
+func windowTimeSchema() obj {
+	return obj{"type": "string", "anyOf": []any{obj{"format": "date-time"}, obj{"pattern": `^\+[0-9.]+(ns|us|µs|ms|s|m|h)([0-9.]+(ns|us|µs|ms|s|m|h))*$`}},
+		"description": "RFC 3339 with offset, or relative to the gateway's clock when the request arrives: + and a duration (+10s, +2m, +1h30m)"}
+}
+
 func utcTimeSchema() obj {
 	return obj{"type": "string", "format": "date-time", "pattern": `Z$`, "description": "RFC 3339, UTC"}
 }
@@ -176,12 +183,13 @@ func schemas() obj {
 			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
 		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
 			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule wins and the older one is reported superseded. " +
-				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099; a window must end in the future. " +
+				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099, or relative to the gateway's clock when the request arrives " +
+				"(\"+\" and a duration: +10s, +2m, +1h30m; under plantd demo the simulated clock), stored as the times they name; a window must end in the future. " +
 				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1; " +
 				"OpModDisconnect: no value; curve commands: curve.points (x, y in the units of the SunSpec model: 126/705 V, var %; 132/706 V, W %; 134 Hz, W %; " +
 				"ride-through 129/130/135/136/707..710: x = trip time s, y = V or Hz) or curve.params (127, 711: writable point names).",
 			"properties": obj{"commands": obj{"type": "array", "minItems": 1, "maxItems": 1500, "items": object(obj{"command": ref("Command"),
-				"start": obj{"type": "string", "format": "date-time"}, "end": obj{"type": "string", "format": "date-time"},
+				"start": windowTimeSchema(), "end": windowTimeSchema(),
 				"value": num(), "unit": enum("%", "W"), "curve": ref("Curve")}, "command", "start", "end")}},
 			"examples": []any{
 				obj{"commands": []any{

@@ -205,6 +205,8 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 			`{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":5000,"unit":"W"}]}`, 201},
 		tc{"POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json",
 			`{"commands":[{"command":"OpModDisconnect","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z"}]}`, 201},
+		tc{"POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json",
+			`{"commands":[{"command":"opModMaxLimW","start":"+1h","end":"+1h30m","value":50}]}`, 201},
 		tc{"POST", "/gridcontrol/v1/plants/demo/schedules?requireAll=true", tokInstaller, "application/json",
 			`{"commands":[{"command":"OpModDisconnect","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z"}]}`, 422},
 		tc{"POST", "/gridcontrol/v1/plants/eligibilityCheck?requireAll=true", tokStandard, "application/json",
