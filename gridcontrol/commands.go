@@ -2,7 +2,9 @@ package gridcontrol
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"plantd/devices"
 	"plantd/devices/poller"
@@ -89,8 +91,28 @@ type Eligibility struct {
 	Command  string   `json:"command"`
 	Eligible bool     `json:"eligible"`
 	Reasons  []Reason `json:"reasons,omitempty"`
-	// Devices are the inverters that would carry the command.
+	// Devices are the inverters that would carry the command now (ids;
+	// clients parse a list of strings here).
 	Devices []string `json:"devices,omitempty"`
+	// Partial is set when the command is eligible but some active
+	// inverters will not act on it (Inverters says which and why).
+	Partial bool `json:"partial,omitempty"`
+	// Coverage is the share (0..1) of the active inverters' rated power
+	// that acts on the command (absent when no rating is known).
+	Coverage *float64 `json:"coverage,omitempty"`
+	// Inverters are the plant's active inverters, each with whether it
+	// acts on the command (Assess only).
+	Inverters []InverterCoverage `json:"inverters,omitempty"`
+}
+
+// InverterCoverage is one active inverter's answer to a command: whether
+// it acts on it and, when it does not (or acts only once it is back
+// online), why.
+type InverterCoverage struct {
+	DeviceID    string  `json:"deviceId"`
+	Acts        bool    `json:"acts"`
+	Reason      *Reason `json:"reason,omitempty"`
+	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
 }
 
 // The reason codes of the eligibility check.
@@ -102,65 +124,89 @@ const (
 	ReasonNotSupported    = "NotSupportedByDevices"
 	ReasonDevicesOffline  = "DevicesOffline"
 	ReasonNoActiveDevices = "NoActiveInverter"
+	// ReasonNotEveryInverter: all or nothing was asked (requireAll) and
+	// some active inverter does not act on the command.
+	ReasonNotEveryInverter = "NotEveryInverter"
 )
+
+// verdict is what one device is to a command.
+type verdict int
+
+const (
+	notInverter      verdict = iota // not an active inverter: not counted
+	undiscovered                    // models unknown yet
+	platformMismatch                // the platform rule of the command excludes it
+	noModel                         // no model that carries the command
+	capableOffline                  // carries it, not reachable now
+	capable                         // carries it, reachable now
+)
+
+// classify says what a device is to a command.
+func classify(cmd Command, d plant.DeviceLive) verdict {
+	switch {
+	case d.Info.Kind != plant.KindInverter || !d.Info.Active():
+		return notInverter
+	case d.Discovered == nil:
+		return undiscovered
+	case (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
+		(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER):
+		return platformMismatch
+	case !slices.Contains(d.Discovered.Capabilities, cmd.Cap):
+		return noModel
+	}
+	if _, ok := cmd.model(d.Discovered); !ok {
+		return noModel
+	}
+	if !reachable(d) {
+		return capableOffline
+	}
+	return capable
+}
 
 // Eligible checks one command against a plant's devices: the active
 // inverters that expose a model carrying it, a grid meter where the command
 // needs one, the platform rules of the spec. A command is eligible when at
 // least one inverter can carry it now; offline inverters that could are
 // named in a reason but do not make it ineligible (the command is applied
-// when they are back).
+// when they are back). Assess adds which inverters act and which do not.
 func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	res := Eligibility{Command: cmd.Name}
-	var unknown, offline, platformMismatch, inverters int
+	var unknown, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
-		if !d.Info.Active() {
-			continue
-		}
-		if d.Info.Kind == plant.KindMeter && d.Discovered != nil && reachable(d) {
+		if d.Info.Kind == plant.KindMeter && d.Info.Active() && d.Discovered != nil && reachable(d) {
 			meter = true
 		}
-		if d.Info.Kind != plant.KindInverter {
-			continue
+		v := classify(cmd, d)
+		if v != notInverter {
+			inverters++
 		}
-		inverters++
-		if d.Discovered == nil {
+		switch v {
+		case undiscovered:
 			unknown++
-			continue
-		}
-		if (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
-			(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER) {
-			platformMismatch++
-			continue
-		}
-		if !slices.Contains(d.Discovered.Capabilities, cmd.Cap) {
-			continue
-		}
-		if _, ok := cmd.model(d.Discovered); !ok {
-			continue
-		}
-		if !reachable(d) {
+		case platformMismatch:
+			mismatch++
+		case capableOffline:
 			offline++
-			continue
+		case capable:
+			res.Devices = append(res.Devices, d.Info.ID)
 		}
-		res.Devices = append(res.Devices, d.Info.ID)
 	}
-	capable := len(res.Devices)
+	capableN := len(res.Devices)
 	switch {
-	case capable > 0 && cmd.NeedsMeter && !meter:
+	case capableN > 0 && cmd.NeedsMeter && !meter:
 		res.Devices = nil
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNoGridMeter, Message: "the command needs an active grid meter that answers"})
-	case capable > 0:
+	case capableN > 0:
 		res.Eligible = true
 		if offline > 0 {
 			res.Reasons = append(res.Reasons, Reason{Code: ReasonDevicesOffline, Message: fmt.Sprintf("%d capable inverter(s) offline: applied when they are back", offline)})
 		}
 	case offline > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonDevicesOffline, Message: fmt.Sprintf("every capable inverter (%d) is offline", offline)})
-	case platformMismatch > 0 && cmd.ClassicOnly:
+	case mismatch > 0 && cmd.ClassicOnly:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonClassicOnly, Message: "the command is offered only for classic systems"})
-	case platformMismatch > 0:
+	case mismatch > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonDEROnly, Message: "only the IEEE 1547 (7xx) models carry the command"})
 	case unknown > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNotDiscovered, Message: fmt.Sprintf("%d inverter(s) not discovered yet", unknown)})
@@ -172,18 +218,117 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	return res
 }
 
+// Assess is Eligible with the answer per active inverter: whether it acts
+// on the command (now, or when it is back if it is offline) and why not,
+// the share of the plant's rated power that acts, and whether that is only
+// part of the plant. A command the plant cannot carry at all is not
+// partial: it is not eligible.
+func Assess(cmd Command, devs []plant.DeviceLive) Eligibility {
+	res := Eligible(cmd, devs)
+	noMeter := !res.Eligible && len(res.Reasons) > 0 && res.Reasons[0].Code == ReasonNoGridMeter
+	res.Inverters, res.Coverage = coverage(cmd, devs, noMeter)
+	res.Partial = res.Eligible && !res.whole()
+	return res
+}
+
+// coverage answers per active inverter whether it acts on the command
+// (noMeter: the command lacks the grid meter it needs, so none does) and
+// the share of their rated power that acts.
+func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCoverage, *float64) {
+	var inverters []InverterCoverage
+	var total, acting float64
+	for _, d := range devs {
+		v := classify(cmd, d)
+		if v == notInverter {
+			continue
+		}
+		ic := InverterCoverage{DeviceID: d.Info.ID}
+		if d.Discovered != nil {
+			ic.RatedPowerW = d.Discovered.RatedPowerW
+		}
+		switch v {
+		case undiscovered:
+			ic.Reason = &Reason{Code: ReasonNotDiscovered, Message: "not discovered yet: its models are unknown"}
+		case platformMismatch:
+			if cmd.ClassicOnly {
+				ic.Reason = &Reason{Code: ReasonClassicOnly, Message: "a newer-platform (IEEE 1547, 7xx) inverter: the command is offered only for classic systems"}
+			} else {
+				ic.Reason = &Reason{Code: ReasonDEROnly, Message: "a classic inverter: only the IEEE 1547 (7xx) models carry the command"}
+			}
+		case noModel:
+			ic.Reason = &Reason{Code: ReasonNotSupported, Message: fmt.Sprintf("exposes none of the models %v that carry the command", cmd.Models)}
+		case capableOffline, capable:
+			ic.Acts = !noMeter
+			if noMeter {
+				ic.Reason = &Reason{Code: ReasonNoGridMeter, Message: "the command needs an active grid meter that answers"}
+			} else if v == capableOffline {
+				ic.Reason = &Reason{Code: ReasonDevicesOffline, Message: "offline now: the command is applied when it is back"}
+			}
+		}
+		total += ic.RatedPowerW
+		if ic.Acts {
+			acting += ic.RatedPowerW
+		}
+		inverters = append(inverters, ic)
+	}
+	if total == 0 {
+		return inverters, nil
+	}
+	share := math.Round(acting/total*1000) / 1000
+	return inverters, &share
+}
+
+// AllOrNothing is the answer to a request that asks for every active
+// inverter (on: requireAll): a partial command is then not eligible, with
+// reason NotEveryInverter first. Off, e is returned as it is.
+func (e Eligibility) AllOrNothing(on bool) Eligibility {
+	if !on || !e.Partial {
+		return e
+	}
+	e.Eligible, e.Partial = false, false
+	e.Reasons = append([]Reason{{Code: ReasonNotEveryInverter, Message: "not every active inverter acts on the command (all or nothing was asked): " + e.Describe()}}, e.Reasons...)
+	return e
+}
+
+// Describe says in one line which share of the plant's rated power the
+// command governs and which inverters do not act, for the plant log and
+// for refusals of an all-or-nothing request.
+func (e Eligibility) Describe() string {
+	var acting, total float64
+	var acts, not []string
+	for _, ic := range e.Inverters {
+		total += ic.RatedPowerW
+		if ic.Acts {
+			acting += ic.RatedPowerW
+			acts = append(acts, ic.DeviceID)
+			continue
+		}
+		why := "unknown"
+		if ic.Reason != nil {
+			why = ic.Reason.Code
+		}
+		not = append(not, fmt.Sprintf("%s (%s)", ic.DeviceID, why))
+	}
+	share := ""
+	if total > 0 {
+		share = fmt.Sprintf(" (%.0f %%)", acting/total*100)
+	}
+	s := fmt.Sprintf("%s governs %g of %g W%s of the plant's active inverters", e.Command, acting, total, share)
+	if len(acts) > 0 {
+		s += "; acting: " + strings.Join(acts, ", ")
+	}
+	if len(not) > 0 {
+		s += "; not acting: " + strings.Join(not, ", ")
+	}
+	return s
+}
+
 // carriers returns the active inverters that carry the command, reachable
 // now or not: the devices a window must reach before it counts as applied.
 func carriers(cmd Command, devs []plant.DeviceLive) []string {
 	var ids []string
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil {
-			continue
-		}
-		if (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) || (cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER) {
-			continue
-		}
-		if _, ok := cmd.model(d.Discovered); ok && slices.Contains(d.Discovered.Capabilities, cmd.Cap) {
+		if v := classify(cmd, d); v == capable || v == capableOffline {
 			ids = append(ids, d.Info.ID)
 		}
 	}

@@ -1,7 +1,9 @@
 package gridcontrol
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,60 @@ func TestEligible(t *testing.T) {
 		}
 		if got.Eligible != tc.eligible || !slices.Equal(got.Devices, tc.devices) || (tc.reason != "" && !slices.Contains(codes, tc.reason)) || (tc.reason == "" && len(codes) > 0) {
 			t.Errorf("%s on %d devices: eligible %v devices %v reasons %v; want %v %v %q", tc.cmd, len(tc.devs), got.Eligible, got.Devices, codes, tc.eligible, tc.devices, tc.reason)
+		}
+	}
+}
+
+// TestAssess: per active inverter, whether it acts on a command and why
+// not; the share of rated power that acts; partial only when the command
+// is eligible and some inverter does not act.
+func TestAssess(t *testing.T) {
+	on, off := poller.StateOnline, poller.StateOffline
+	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
+	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
+	der.Discovered.RatedPowerW = 5000
+	meter := dev("meter", plant.KindMeter, on, 1, 203)
+	deadDER := dev("inv3", plant.KindInverter, off, 1, 701, 702, 704)
+	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: plant.KindInverter}}
+	retired := dev("inv5", plant.KindInverter, on, 1, 103, 123)
+	retired.Info.DeactivatedAt = time.Now()
+	cases := []struct {
+		cmd      string
+		devs     []plant.DeviceLive
+		partial  bool
+		coverage float64 // -1: none
+		verdicts string  // id:acts/reason, in device order
+	}{
+		{"opModMaxLimW", []plant.DeviceLive{classic, der, meter}, false, 1, "inv1:true/ inv2:true/"},
+		{"OpModDisconnect", []plant.DeviceLive{classic, der}, true, 0.667, "inv1:true/ inv2:false/" + ReasonClassicOnly},
+		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic, der}, true, 0.333, "inv1:false/" + ReasonDEROnly + " inv2:true/"},
+		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic}, false, 0, "inv1:false/" + ReasonDEROnly},
+		{"opModVoltWatt", []plant.DeviceLive{classic, deadDER}, true, 0.5, "inv1:true/ inv3:false/" + ReasonNotSupported},
+		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, false, 1, "inv2:true/ inv3:true/" + ReasonDevicesOffline},
+		{"opModMaxLimW", []plant.DeviceLive{classic, undiscovered, retired}, true, 1, "inv1:true/ inv4:false/" + ReasonNotDiscovered},
+		{"FeedInLimit", []plant.DeviceLive{classic, der}, false, 0, "inv1:false/" + ReasonNoGridMeter + " inv2:false/" + ReasonNoGridMeter},
+		{"opModMaxLimW", []plant.DeviceLive{meter}, false, -1, ""},
+	}
+	for _, tc := range cases {
+		cmd, _ := CommandByName(tc.cmd)
+		got := Assess(cmd, tc.devs)
+		var vs []string
+		for _, ic := range got.Inverters {
+			code := ""
+			if ic.Reason != nil {
+				code = ic.Reason.Code
+			}
+			vs = append(vs, fmt.Sprintf("%s:%v/%s", ic.DeviceID, ic.Acts, code))
+		}
+		cov := -1.0
+		if got.Coverage != nil {
+			cov = *got.Coverage
+		}
+		if got.Partial != tc.partial || cov != tc.coverage || strings.Join(vs, " ") != tc.verdicts {
+			t.Errorf("%s: partial %v coverage %g verdicts %q; want %v %g %q", tc.cmd, got.Partial, cov, strings.Join(vs, " "), tc.partial, tc.coverage, tc.verdicts)
+		}
+		if e := Eligible(cmd, tc.devs); e.Eligible != got.Eligible || !slices.Equal(e.Devices, got.Devices) {
+			t.Errorf("%s: Assess changed the eligibility: %+v vs %+v", tc.cmd, got, e)
 		}
 	}
 }

@@ -141,7 +141,7 @@ type Controller struct {
 	// entries itself (a clock other than the system's); zero on the
 	// system's clock, where cron fires them.
 	edgesUntil time.Time
-	kick  chan struct{}
+	kick       chan struct{}
 	// cycleDevs is the device list of step, reused every cycle; only the
 	// run loop (step) touches it.
 	cycleDevs []plant.DeviceLive
@@ -514,11 +514,29 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// SubmitOption tunes one Submit.
+type SubmitOption func(*submitOpts)
+
+type submitOpts struct{ requireAll bool }
+
+// RequireAll makes Submit all or nothing: a command that some active
+// inverter of the plant would not act on (another platform, no model that
+// carries it, not discovered yet, no grid meter) is refused as not
+// eligible, also when the eligibility check is skipped.
+func RequireAll(on bool) SubmitOption { return func(o *submitOpts) { o.requireAll = on } }
+
 // Submit validates a schedule body for a plant, runs the eligibility check
 // against the plant's devices unless skipCheck, stores it and arms it. by
-// names the credential, for the plant log. Errors: *ValidationError (the
+// names the credential, for the plant log. A command that only some of the
+// plant's active inverters act on is accepted, its windows marked partial
+// (with the share of rated power and the inverters that act and do not),
+// and logged; with RequireAll it is refused. Errors: *ValidationError (the
 // request), or the store's.
-func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by Origin) (Schedule, error) {
+func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by Origin, opts ...SubmitOption) (Schedule, error) {
+	var o submitOpts
+	for _, f := range opts {
+		f(&o)
+	}
 	now := c.now()
 	cmds, err := ParseSchedule(body, now)
 	if err != nil {
@@ -528,10 +546,19 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 	if err != nil {
 		return Schedule{}, err
 	}
+	elig := assessAll(cmds, devs)
+	var errs []FieldError
 	if !skipCheck {
-		if err := c.check(ctx, cmds, devs); err != nil {
-			return Schedule{}, err
-		}
+		errs = c.check(ctx, cmds, devs, elig)
+	}
+	if o.requireAll {
+		errs = append(errs, wholePlant(cmds, elig, !skipCheck)...)
+	}
+	if len(errs) > 0 {
+		return Schedule{}, &ValidationError{Fields: errs, NotEligible: true}
+	}
+	for i := range cmds {
+		markCoverage(&cmds[i], elig[cmds[i].Command])
 	}
 	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by.String(), Role: by.Role}
 	c.mu.Lock()
@@ -574,6 +601,12 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 	}
 	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelInfo, Code: "ScheduleAccepted",
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
+	for _, cm := range Commands {
+		if e, ok := elig[cm.Name]; ok && !e.whole() {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelWarning, Code: "CommandPartial",
+				Message: fmt.Sprintf("schedule %s: %s", sc.ScheduleID, e.Describe())})
+		}
+	}
 	c.wake()
 	return out, nil
 }
@@ -645,19 +678,68 @@ func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
 	return c.st.PutSchedule(ctx, store.Schedule{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
 }
 
+// assessAll is the eligibility of every command a schedule names, with
+// the answer of each active inverter (Assess).
+func assessAll(cmds []ScheduledCmd, devs []plant.DeviceLive) map[string]Eligibility {
+	elig := map[string]Eligibility{}
+	for _, sc := range cmds {
+		if _, ok := elig[sc.Command]; !ok {
+			cmd, _ := CommandByName(sc.Command)
+			elig[sc.Command] = Assess(cmd, devs)
+		}
+	}
+	return elig
+}
+
+// whole reports whether every active inverter of the plant acts on the
+// command (and the plant has one).
+func (e Eligibility) whole() bool {
+	for _, ic := range e.Inverters {
+		if !ic.Acts {
+			return false
+		}
+	}
+	return len(e.Inverters) > 0
+}
+
+// wholePlant lists the windows of commands that not every active inverter
+// acts on, for an all-or-nothing request; a command the eligibility check
+// (when it ran: checked) already refused is not named twice.
+func wholePlant(cmds []ScheduledCmd, elig map[string]Eligibility, checked bool) []FieldError {
+	var out []FieldError
+	for i, sc := range cmds {
+		e := elig[sc.Command]
+		if e.whole() || (checked && !e.Eligible) {
+			continue
+		}
+		f := fmt.Sprintf("commands[%d].command", i)
+		msg := sc.Command + ": not every active inverter acts on it (all or nothing was asked): " + e.Describe()
+		if len(e.Inverters) == 0 {
+			msg = sc.Command + ": the plant has no active inverter"
+		}
+		out = append(out, FieldError{Field: f, Message: msg})
+	}
+	return out
+}
+
+// markCoverage marks a window partial, with its coverage, when some active
+// inverter does not act on its command, and clears the mark otherwise.
+func markCoverage(sc *ScheduledCmd, e Eligibility) {
+	if e.whole() {
+		sc.Partial, sc.Coverage, sc.Inverters = false, nil, nil
+		return
+	}
+	sc.Partial, sc.Coverage, sc.Inverters = true, e.Coverage, e.Inverters
+}
+
 // check runs the eligibility check of every command and the checks that
 // depend on the devices (rated power, curve points and parameters, as the
 // devices' control models first read report them).
-func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive) error {
+func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive, elig map[string]Eligibility) []FieldError {
 	var errs []FieldError
-	elig := map[string]Eligibility{}
 	for i, sc := range cmds {
 		cmd, _ := CommandByName(sc.Command)
-		e, ok := elig[cmd.Name]
-		if !ok {
-			e = Eligible(cmd, devs)
-			elig[cmd.Name] = e
-		}
+		e := elig[cmd.Name]
 		f := fmt.Sprintf("commands[%d]", i)
 		if !e.Eligible {
 			errs = append(errs, FieldError{Field: f + ".command", Message: fmt.Sprintf("%s not eligible: %s: %s", cmd.Name, e.Reasons[0].Code, e.Reasons[0].Message)})
@@ -676,10 +758,7 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return &ValidationError{Fields: errs, NotEligible: true}
-	}
-	return nil
+	return errs
 }
 
 // checkCurve tries a curve on the default image of every device that
@@ -901,6 +980,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 // the start, naming the devices that were late).
 func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) (pending bool) {
 	var persist []*Schedule
+	var logs []store.LogEntry
 	c.mu.Lock()
 	open := map[string]bool{}
 	for _, w := range act {
@@ -932,6 +1012,17 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		}
 		t := last.UTC()
 		cm.AppliedAt = &t
+		// What the window governs as applied: the plant may have changed
+		// since it was accepted (an inverter discovered, added, retired).
+		e := Eligibility{Command: cmd.Name}
+		e.Inverters, e.Coverage = coverage(cmd, devs, false)
+		if was := cm.Partial; was || !e.whole() {
+			markCoverage(cm, e)
+			if !cm.Partial || !was {
+				logs = append(logs, store.LogEntry{Time: t, PlantID: pc.id, Level: store.LevelWarning, Code: "CommandPartial",
+					Message: fmt.Sprintf("schedule %s: applied: %s", w.sched.ScheduleID, e.Describe())})
+			}
+		}
 		if len(late) > 0 {
 			cm.Late = true
 			cm.Reason = "applied after its start on devices that were not reachable: " + strings.Join(late, ", ")
@@ -944,6 +1035,9 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		}
 	}
 	c.mu.Unlock()
+	for _, e := range logs {
+		c.st.Log(e)
+	}
 	c.persistAll(ctx, persist)
 	return pending
 }

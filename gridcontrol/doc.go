@@ -45,11 +45,23 @@
 // needs a grid meter that answers. Offline capable inverters are named in
 // a reason and get the command when they are back.
 //
+// A command may reach only part of a plant: OpModDisconnect only classic
+// inverters, opModFixedPfAbsorbW only DER ones, a curve only inverters with
+// its model. Assess answers per active inverter whether it acts and why
+// not, the share of their rated power that acts (coverage) and partial.
+// Submit stores such a command with its windows marked partial (coverage
+// and inverters, judged again when the window is applied) and logs
+// CommandPartial with the share it governs; the window's status keeps its
+// meaning. With RequireAll (the API's requireAll=true) it is refused
+// instead, also when the eligibility check is skipped.
+//
 // # Schedules
 //
 // A schedule is {scheduleId, plantId, commands: [{command, start, end,
 // value, unit, curve}], createdAt, createdBy}; start and end are RFC 3339
-// with offset, years 2000 to 2099. ParseSchedule refuses, with every field
+// with offset, years 2000 to 2099, or relative to the controller's clock
+// when the schedule arrives ("+10s", "+1h30m": the simulated clock under
+// plantd demo), stored as the times they name. ParseSchedule refuses, with every field
 // named, malformed JSON, duplicate keys, unknown fields and commands,
 // windows that end before they start or in the past, overlapping windows
 // of one command in one schedule, and values out of range (limits 0..100 %

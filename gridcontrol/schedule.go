@@ -92,6 +92,15 @@ type ScheduledCmd struct {
 	// Late is set when it was applied more than a few seconds after its
 	// start, e.g. because a device was offline.
 	Late bool `json:"late,omitempty"`
+	// Partial is set when some of the plant's active inverters do not act
+	// on the command (answers only): Coverage is the share (0..1) of their
+	// rated power that does, Inverters says per inverter whether it acts
+	// and why not. Judged when the schedule is accepted and again when the
+	// window is applied. Status keeps its meaning (pending, active, ...):
+	// a partial window is still pending, active or done.
+	Partial   bool               `json:"partial,omitempty"`
+	Coverage  *float64           `json:"coverage,omitempty"`
+	Inverters []InverterCoverage `json:"inverters,omitempty"`
 }
 
 // Curve is the value of a curve command, in the units of the SunSpec model
@@ -230,8 +239,8 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 		}
 		sc := ScheduledCmd{Command: c.Command, Value: c.Value, Unit: c.Unit, Curve: c.Curve}
 		var okStart, okEnd bool
-		sc.Start, okStart = parseTime(c.Start, func(m string) { bad(i, "start", "%s", m) })
-		sc.End, okEnd = parseTime(c.End, func(m string) { bad(i, "end", "%s", m) })
+		sc.Start, okStart = parseTime(c.Start, now, func(m string) { bad(i, "start", "%s", m) })
+		sc.End, okEnd = parseTime(c.End, now, func(m string) { bad(i, "end", "%s", m) })
 		if okStart && okEnd {
 			switch {
 			case !sc.End.After(sc.Start):
@@ -267,16 +276,30 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 	return out, nil
 }
 
-// parseTime parses an RFC 3339 time with offset between 2000 and 2100.
-func parseTime(s string, bad func(string)) (time.Time, bool) {
+// parseTime parses an RFC 3339 time with offset between 2000 and 2100,
+// or a time relative to now, "+" and a Go duration ("+10s", "+1h30m"):
+// resolved against the gateway's clock when the schedule arrives (under
+// plantd demo its simulated clock) and stored as the time it names, to the
+// millisecond.
+func parseTime(s string, now time.Time, bad func(string)) (time.Time, bool) {
 	if s == "" {
-		bad("required (RFC 3339 with offset)")
+		bad("required (RFC 3339 with offset, or relative to now: +10m)")
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		bad(fmt.Sprintf("%q is not an RFC 3339 time with offset", s))
-		return time.Time{}, false
+	var t time.Time
+	if rel, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rel)
+		if err != nil || d < 0 || strings.HasPrefix(rel, "+") {
+			bad(fmt.Sprintf("%q is not a time relative to now (+ and a duration such as +10s, +2m, +1h30m)", s))
+			return time.Time{}, false
+		}
+		t = now.Add(d).UTC().Truncate(time.Millisecond)
+	} else {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			bad(fmt.Sprintf("%q is not an RFC 3339 time with offset (nor relative to now: +10m)", s))
+			return time.Time{}, false
+		}
 	}
 	if y := t.UTC().Year(); y < minYear || y >= maxYear {
 		bad(fmt.Sprintf("year %d outside %d..%d", y, minYear, maxYear-1))

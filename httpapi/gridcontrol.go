@@ -65,12 +65,19 @@ func (s *Server) schedules(c *gin.Context) {
 // (installer or gridoperator): the grid-control package validates the
 // body (strict JSON, windows, values), runs the eligibility check unless
 // skipEligibilityCheck=true, stores and arms it; the answer is 201 with
-// the stored schedule. 400: a malformed schedule; 422: a command the
-// plant's devices cannot carry. Without a grid-control component (tests of
-// the API alone) a valid request answers 501.
+// the stored schedule, whose windows say partial (with coverage and the
+// inverters that act and do not) when only some of the plant's active
+// inverters act on their command. requireAll=true asks all or nothing:
+// such a command is refused with 422. 400: a malformed schedule; 422: a
+// command the plant's devices cannot carry. Without a grid-control
+// component (tests of the API alone) a valid request answers 501.
 func (s *Server) postSchedules(c *gin.Context) {
 	p := ctxPlantOf(c)
 	skip, ok := parseBool(c, "skipEligibilityCheck")
+	if !ok {
+		return
+	}
+	requireAll, ok := parseBool(c, "requireAll")
 	if !ok {
 		return
 	}
@@ -84,7 +91,7 @@ func (s *Server) postSchedules(c *gin.Context) {
 	}
 	v, _ := c.Get(ctxPrincipal)
 	pr, _ := v.(principal)
-	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: pr.Name, Role: pr.Role.String()})
+	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: pr.Name, Role: pr.Role.String()}, gridcontrol.RequireAll(requireAll))
 	var ve *gridcontrol.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -166,8 +173,17 @@ func (s *Server) findPlant(in identIn) (plant.Plant, string, []FieldError) {
 // eligibilityCheck is POST /gridcontrol/v1/plants/eligibilityCheck. A
 // migrated plantId in the body is corrected internally (the answer names
 // the new plant), not redirected: a redirect could not carry the corrected
-// body, and a 308 to the same URL would loop.
+// body, and a 308 to the same URL would loop. Each result lists the
+// plant's active inverters (inverters: whether each acts and why not),
+// the share of rated power that acts (coverage) and partial; devices stays
+// the list of ids that carry the command now. requireAll=true answers as
+// a POST with requireAll=true would be judged: a partial command is not
+// eligible (reason NotEveryInverter).
 func (s *Server) eligibilityCheck(c *gin.Context) {
+	requireAll, ok := parseBool(c, "requireAll")
+	if !ok {
+		return
+	}
 	var in identIn
 	if !decodeJSON(c, &in) {
 		return
@@ -193,7 +209,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 	res := make([]gridcontrol.Eligibility, 0, len(in.Commands))
 	for _, n := range in.Commands {
 		cmd, _ := gridcontrol.CommandByName(n)
-		res = append(res, gridcontrol.Eligible(cmd, devs))
+		res = append(res, gridcontrol.Assess(cmd, devs).AllOrNothing(requireAll))
 	}
 	s.writeJSON(c, http.StatusOK, struct {
 		Plant     plantJSON                 `json:"plant"`

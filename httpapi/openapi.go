@@ -46,6 +46,13 @@ func noOffsetSchema(d string) obj {
 	return obj{"type": "string", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`, "description": d}
 }
 
+// windowTimeSchema is the start or end of a posted window: RFC 3339 with
+// offset, or relative to the gateway's clock ("+10m").
+func windowTimeSchema() obj {
+	return obj{"type": "string", "anyOf": []any{obj{"format": "date-time"}, obj{"pattern": `^\+[0-9.]+(ns|us|µs|ms|s|m|h)([0-9.]+(ns|us|µs|ms|s|m|h))*$`}},
+		"description": "RFC 3339 with offset, or relative to the gateway's clock when the request arrives: + and a duration (+10s, +2m, +1h30m)"}
+}
+
 func utcTimeSchema() obj {
 	return obj{"type": "string", "format": "date-time", "pattern": `Z$`, "description": "RFC 3339, UTC"}
 }
@@ -170,13 +177,17 @@ func schemas() obj {
 				"status":       describe(enum("pending", "active", "done", "superseded", "overridden", "failed"), "superseded: newer windows of the same role cover it; overridden: open, but another role's window of the command governs now (the grid operator's, or a more restrictive limit)"),
 				"overriddenBy": describe(str(), "the scheduleId whose window governs instead (status overridden)"),
 				"reason":       describe(str(), "why the command failed or was applied late"),
-				"appliedAt":    obj{"type": "string", "format": "date-time"}, "late": boolean()},
+				"appliedAt":    obj{"type": "string", "format": "date-time"}, "late": boolean(),
+				"partial":   describe(boolean(), "some of the plant's active inverters do not act on the command (plantd's); status keeps its meaning"),
+				"coverage":  describe(num(), "share 0..1 of the active inverters' rated power that acts on the command (only on partial windows)"),
+				"inverters": describe(arr(ref("InverterCoverage")), "each active inverter: whether it acts and why not (only on partial windows)")},
 				"command", "start", "end", "status"), "one window of a command and its status"))},
 			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
 		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
 			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule of a role wins and the older one is reported superseded; " +
 				"across roles the most restrictive limit (opModMaxLimW, FeedInLimit) of the grid operator's and the installer's applies and, for the other commands, the grid operator's window; the losing window is reported overridden. " +
-				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099; a window must end in the future. " +
+				"Windows of one command must not overlap; times RFC 3339 with offset, 2000..2099, or relative to the gateway's clock when the request arrives " +
+				"(\"+\" and a duration: +10s, +2m, +1h30m; under plantd demo the simulated clock), stored as the times they name; a window must end in the future. " +
 				"FeedInLimit and opModMaxLimW: value in % of rated power (unit %, default) or W; opModFixedPF*: a displacement power factor 0 < PF <= 1 " +
 				"(no unit, or cos; a power factor is not a %); OpModDisconnect: no value; curve commands: curve.points, x and y in the units of the SunSpec models " +
 				"(a voltage in % of the device's reference voltage: 12x/13x % VRef, 7xx % VNom), with these ranges: opModVoltVar x voltage 50..150 %, y var -100..100 %; " +
@@ -185,7 +196,7 @@ func schemas() obj {
 				"a curve with a voltage axis may send it in volts with unit V: plantd converts it per device with that device's reference voltage (121 VRef, 702 VNom; 422 when a point then falls outside the range); " +
 				"or curve.params (127, 711: writable point names). A point out of range is a 400 naming commands[i].curve.points[j].",
 			"properties": obj{"commands": obj{"type": "array", "minItems": 1, "maxItems": 1500, "items": object(obj{"command": ref("Command"),
-				"start": obj{"type": "string", "format": "date-time"}, "end": obj{"type": "string", "format": "date-time"},
+				"start": windowTimeSchema(), "end": windowTimeSchema(),
 				"value": num(), "unit": enum("%", "W", "V", "cos"), "curve": ref("Curve")}, "command", "start", "end")}},
 			"examples": []any{
 				obj{"commands": []any{
@@ -202,9 +213,18 @@ func schemas() obj {
 		"EligibilityRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str(),
 			"commands": arr(ref("Command"))}, "commands"),
 		"EligibleCommandsRequest": object(obj{"plantId": str(), "deviceId": str(), "meterId": str(), "serialNumber": str()}),
-		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"), "devices": arr(str()),
-			"eligible": boolean(), "reasons": arr(object(obj{"code": str(), "message": str()}, "code", "message"))}, "command", "eligible"))},
+		"EligibilityResult": plantHead(obj{"checkedAt": utcTimeSchema(), "results": arr(object(obj{"command": ref("Command"),
+			"devices":  describe(arr(str()), "ids of the inverters that carry the command now"),
+			"eligible": boolean(), "reasons": arr(ref("Reason")),
+			"partial":   describe(boolean(), "eligible, but some active inverters do not act on the command (plantd's)"),
+			"coverage":  describe(num(), "share 0..1 of the active inverters' rated power that acts on the command (plantd's)"),
+			"inverters": describe(arr(ref("InverterCoverage")), "every active inverter: whether it acts on the command and why not (plantd's)")},
+			"command", "eligible"))},
 			"checkedAt", "results"),
+		"Reason": object(obj{"code": str(), "message": str()}, "code", "message"),
+		"InverterCoverage": describe(object(obj{"deviceId": str(), "acts": boolean(), "reason": ref("Reason"), "ratedPowerW": num()}, "deviceId", "acts"),
+			"acts: the inverter carries the command (an offline one once it is back: reason DevicesOffline); otherwise reason says why not "+
+				"(NotOfferedOnNewerPlatform, NotOfferedOnClassicPlatform, NotSupportedByDevices, DevicesNotDiscovered, NoGridMeter)"),
 		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
 		"Settings": plantHead(obj{"settingsType": enum(gridcontrol.SettingsTypes...), "configurations": arr(object(obj{
 			"type":      describe(str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
@@ -354,10 +374,12 @@ func apiRoutes() []route {
 
 	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator): 201 with the stored schedule",
-		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false)},
-		body:   "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"},
+		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false),
+			param("requireAll", "query", "all or nothing: 422 for a command that not every active inverter acts on (also with skipEligibilityCheck); without it such a command is stored with its windows marked partial (plantd's)", enum("true", "false"), false)},
+		body: "ScheduleRequest", bodyType: "application/json", ids: true, errs: []string{"400", "403", "413", "415", "422", "501"},
 		extra: obj{"201": obj{"description": "stored and armed", "content": obj{"application/json": obj{"schema": ref("ScheduleCreated")}}}}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibilityCheck", summary: "Eligibility check; a migrated plantId in the body is corrected internally",
+		params:   []obj{param("requireAll", "query", "judge as POST schedules with requireAll=true: a partial command is not eligible (reason NotEveryInverter) (plantd's)", enum("true", "false"), false)},
 		response: "EligibilityResult", body: "EligibilityRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/eligibleCommands", summary: "Eligible commands (obsolete)",
 		response: "EligibleCommands", body: "EligibleCommandsRequest", bodyType: "application/json", errs: []string{"400", "413", "415"}})

@@ -188,7 +188,7 @@ type Deps struct {
 // GridControl stores, lists and runs grid-control schedules, and reads
 // the grid settings in effect from the devices.
 type GridControl interface {
-	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin) (gridcontrol.Schedule, error)
+	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Schedules(plantID string) ([]gridcontrol.Schedule, error)
 	Settings(ctx context.Context, plantID, settingsType string) ([]gridcontrol.Setting, error)
 }

@@ -200,6 +200,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
 	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, *listen)
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
+	ws, we := demoWindow(simCfg.Speed)
+	fmt.Fprintf(stdout, "grid control, a 40 %% limit from 10 s to 2 min of real time from now (window times relative to the simulated clock): "+
+		"curl -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '%s' http://%s/gridcontrol/v1/plants/demo/schedules\n",
+		token, demoLimitBody(ws, we), *listen)
 	if noBroker {
 		fmt.Fprintln(stdout, "MQTT: off, this build has no embedded broker (the packages leave it out); --broker tcp://HOST:PORT publishes to one")
 	}
@@ -210,6 +214,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
 	return serve(ctx, cfg, ln, plantSim.Now, stderr, 10*time.Second, nil)
+}
+
+// demoWindow is the window of the banner's grid-control example, relative
+// to the simulated clock ("+" and a duration, which POST schedules
+// resolves against the clock plantd runs on): 10 s to 2 min of real time
+// from the request, scaled by the demo's speed, so that at --speed 288
+// the limit still holds for two real minutes.
+func demoWindow(speed float64) (start, end string) {
+	if speed <= 0 {
+		speed = 1
+	}
+	rel := func(d time.Duration) string { return "+" + time.Duration(float64(d)*speed).Round(time.Second).String() }
+	return rel(10 * time.Second), rel(2 * time.Minute)
+}
+
+// demoLimitBody is the body of the banner's grid-control example.
+func demoLimitBody(start, end string) string {
+	return fmt.Sprintf(`{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40,"unit":"%%"}]}`, start, end)
 }
 
 // demoKindWords names the demo's devices in the banner as README does.
