@@ -112,7 +112,7 @@ const (
 // when they are back).
 func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	res := Eligibility{Command: cmd.Name}
-	var unknown, offline, platformMismatch, inverters int
+	var unknown, dark, offline, platformMismatch, inverters int
 	meter := false
 	for _, d := range devs {
 		if !d.Info.Active() {
@@ -121,14 +121,22 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 		if d.Info.Kind == plant.KindMeter && d.Discovered != nil && reachable(d) {
 			meter = true
 		}
+		if d.Discovered == nil && (d.Info.Kind == plant.KindInverter || d.Info.Kind == "") {
+			// Not discovered yet: an inverter, or a device configured
+			// without a kind (known only from discovery) that may be one.
+			// Offline (an inverter asleep at night): it may carry the
+			// command when it answers.
+			if d.Comm.State == poller.StateOffline {
+				dark++
+			} else {
+				unknown++
+			}
+			continue
+		}
 		if d.Info.Kind != plant.KindInverter {
 			continue
 		}
 		inverters++
-		if d.Discovered == nil {
-			unknown++
-			continue
-		}
 		if (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
 			(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER) {
 			platformMismatch++
@@ -162,6 +170,8 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonClassicOnly, Message: "the command is offered only for classic systems"})
 	case platformMismatch > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonDEROnly, Message: "only the IEEE 1547 (7xx) models carry the command"})
+	case dark > 0:
+		res.Reasons = append(res.Reasons, Reason{Code: ReasonDevicesOffline, Message: fmt.Sprintf("%d inverter(s) offline and not discovered yet", dark)})
 	case unknown > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNotDiscovered, Message: fmt.Sprintf("%d inverter(s) not discovered yet", unknown)})
 	case inverters == 0:
