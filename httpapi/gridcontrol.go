@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -66,7 +68,9 @@ func (s *Server) schedules(c *gin.Context) {
 // body (strict JSON, windows, values), runs the eligibility check unless
 // skipEligibilityCheck=true, stores and arms it; the answer is 201 with
 // the stored schedule. 400: a malformed schedule; 422: a command the
-// plant's devices cannot carry. Without a grid-control component (tests of
+// plant's devices cannot carry, with each refused command's reason code
+// (reasons) and retryable when every refusal is of devices not reachable
+// or not discovered yet. Without a grid-control component (tests of
 // the API alone) a valid request answers 501.
 func (s *Server) postSchedules(c *gin.Context) {
 	p := ctxPlantOf(c)
@@ -93,7 +97,9 @@ func (s *Server) postSchedules(c *gin.Context) {
 			fes[i] = FieldError{Field: f.Field, Message: f.Message}
 		}
 		if ve.NotEligible {
-			fail(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
+			pb := problem(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
+			pb.Reasons, pb.Retryable = s.refusalReasons(p.ID, body, ve)
+			writeProblem(c, pb)
 			return
 		}
 		fail(c, http.StatusBadRequest, codeBadBody, "invalid schedule", fes...)
@@ -107,6 +113,59 @@ func (s *Server) postSchedules(c *gin.Context) {
 		Plant    plantJSON            `json:"plant"`
 		Schedule gridcontrol.Schedule `json:"schedule"`
 	}{plantObj(p), sc}, false)
+}
+
+// commandFieldPattern is the field of an eligibility refusal.
+var commandFieldPattern = regexp.MustCompile(`^commands\[(\d+)\]\.command$`)
+
+// refusalReasons names the eligibility reason of each command of a
+// refused schedule that is not eligible (from the devices' state now),
+// and whether the refusal is retryable: every field refused is a
+// command's eligibility (no value or curve refused) for a reason that
+// passes once the devices answer (DevicesOffline, DevicesNotDiscovered).
+// A command that is eligible by now counts as retryable.
+func (s *Server) refusalReasons(plantID string, body []byte, ve *gridcontrol.ValidationError) ([]ProblemReason, bool) {
+	var in struct {
+		Commands []struct {
+			Command string `json:"command"`
+		} `json:"commands"`
+	}
+	_ = json.Unmarshal(body, &in) // parsed already by Submit
+	devs, err := s.deps.Live.DeviceStatuses(plantID)
+	if err != nil {
+		return nil, false
+	}
+	var out []ProblemReason
+	seen := map[string]bool{}
+	retryable := len(ve.Fields) > 0
+	for _, f := range ve.Fields {
+		m := commandFieldPattern.FindStringSubmatch(f.Field)
+		if m == nil {
+			retryable = false
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		if i >= len(in.Commands) || seen[in.Commands[i].Command] {
+			continue
+		}
+		name := in.Commands[i].Command
+		seen[name] = true
+		cmd, ok := gridcontrol.CommandByName(name)
+		if !ok {
+			retryable = false
+			continue
+		}
+		e := gridcontrol.Eligible(cmd, devs)
+		if e.Eligible || len(e.Reasons) == 0 {
+			continue
+		}
+		r := e.Reasons[0]
+		out = append(out, ProblemReason{Command: name, Code: r.Code, Message: r.Message})
+		if r.Code != gridcontrol.ReasonDevicesOffline && r.Code != gridcontrol.ReasonNotDiscovered {
+			retryable = false
+		}
+	}
+	return out, retryable
 }
 
 // identIn identifies a plant in the body of eligibilityCheck and
