@@ -247,12 +247,19 @@ func (u *Uplink) answerSchedule(ctx context.Context, plantID string, in inbound)
 			fmt.Sprintf("version %d is more than 2^42 ahead of the last answered version (%d)", req.Version, last))
 		return
 	}
+	np := &pendingSchedule{plantID: plantID, rel: rel, req: req}
 	if p != nil {
 		delete(u.pending, plantID)
 		u.sendAcks(ctx, nil, ackItem{RequestID: p.req.RequestID, Topic: p.rel, Version: p.req.Version, Status: http.StatusConflict,
 			Body: problem(http.StatusConflict, "superseded", fmt.Sprintf("version %d was superseded by version %d before it could be applied", p.req.Version, req.Version), p.rel)})
+		if p.wait == waitRate && time.Now().Before(p.notBefore) {
+			// The rate limit's wait holds for the newer version too.
+			np.wait, np.notBefore = waitRate, p.notBefore
+			u.pending[plantID] = np
+			return
+		}
 	}
-	u.evaluate(ctx, &pendingSchedule{plantID: plantID, rel: rel, req: req}, true)
+	u.evaluate(ctx, np, true)
 }
 
 // evaluate runs a schedule through the HTTP API and answers it, or keeps

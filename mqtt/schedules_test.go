@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,14 +32,16 @@ import (
 // that discovery and polls read. The test polls it by hand: night (the
 // inverter does not answer) and day.
 type gridStack struct {
-	t      *testing.T
-	st     *store.Store
-	live   *plant.Live
-	gc     *gridcontrol.Controller
-	api    http.Handler // as the cloud's role
-	client *modbus.Client
-	info   *devices.Device
-	plan   *devices.ReadPlan
+	t    *testing.T
+	st   *store.Store
+	live *plant.Live
+	gc   *gridcontrol.Controller
+	api  http.Handler // as the cloud's role
+	// limited counts the API's 429 answers.
+	limited atomic.Int64
+	client  *modbus.Client
+	info    *devices.Device
+	plan    *devices.ReadPlan
 }
 
 // stackOpts tune newGridStack.
@@ -87,10 +90,31 @@ func newGridStack(t *testing.T, o stackOpts) *gridStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.api, err = srv.AsRole("mqtt:test", "installer"); err != nil {
+	h, err := srv.AsRole("mqtt:test", "installer")
+	if err != nil {
 		t.Fatal(err)
 	}
+	g.api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status == http.StatusTooManyRequests {
+			g.limited.Add(1)
+		}
+	})
 	return g
+}
+
+// statusWriter keeps the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // night records a poll of inv1 that found nothing answering.
@@ -322,7 +346,10 @@ func TestScheduleFlood(t *testing.T) {
 			t.Errorf("version %d: %d %s", v, s, as[0].Body)
 		}
 	}
-	t.Logf("acks by status %v; stored %d schedules", statuses, len(g.values("p1")))
+	t.Logf("acks by status %v; stored %d schedules; the API answered 429 %d times", statuses, len(g.values("p1")), g.limited.Load())
+	if g.limited.Load() == 0 {
+		t.Error("the API never rate-limited the flood: the test does not try what it means to")
+	}
 }
 
 // countAcks counts the acks whose request id starts with prefix.
