@@ -133,21 +133,31 @@ const (
 type verdict int
 
 const (
-	notInverter      verdict = iota // not an active inverter: not counted
-	undiscovered                    // models unknown yet
-	platformMismatch                // the platform rule of the command excludes it
-	noModel                         // no model that carries the command
-	capableOffline                  // carries it, not reachable now
-	capable                         // carries it, reachable now
+	notInverter         verdict = iota // not an active inverter: not counted
+	undiscovered                       // models unknown yet
+	undiscoveredOffline                // models unknown, and not answering (an inverter asleep at night)
+	platformMismatch                   // the platform rule of the command excludes it
+	noModel                            // no model that carries the command
+	capableOffline                     // carries it, not reachable now
+	capable                            // carries it, reachable now
 )
 
 // classify says what a device is to a command.
 func classify(cmd Command, d plant.DeviceLive) verdict {
 	switch {
-	case d.Info.Kind != plant.KindInverter || !d.Info.Active():
+	case !d.Info.Active():
 		return notInverter
-	case d.Discovered == nil:
+	case d.Discovered == nil && (d.Info.Kind == plant.KindInverter || d.Info.Kind == ""):
+		// Not discovered yet: an inverter, or a device configured without
+		// a kind (known only from discovery) that may be one. Offline (an
+		// inverter asleep at night), it may carry the command when it
+		// answers.
+		if d.Comm.State == poller.StateOffline {
+			return undiscoveredOffline
+		}
 		return undiscovered
+	case d.Info.Kind != plant.KindInverter:
+		return notInverter
 	case (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
 		(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER):
 		return platformMismatch
@@ -171,19 +181,21 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 // when they are back). Assess adds which inverters act and which do not.
 func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	res := Eligibility{Command: cmd.Name}
-	var unknown, offline, mismatch, inverters int
+	var unknown, dark, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
 		if d.Info.Kind == plant.KindMeter && d.Info.Active() && d.Discovered != nil && reachable(d) {
 			meter = true
 		}
 		v := classify(cmd, d)
-		if v != notInverter {
+		if v != notInverter && v != undiscovered && v != undiscoveredOffline {
 			inverters++
 		}
 		switch v {
 		case undiscovered:
 			unknown++
+		case undiscoveredOffline:
+			dark++
 		case platformMismatch:
 			mismatch++
 		case capableOffline:
@@ -208,6 +220,8 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonClassicOnly, Message: "the command is offered only for classic systems"})
 	case mismatch > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonDEROnly, Message: "only the IEEE 1547 (7xx) models carry the command"})
+	case dark > 0:
+		res.Reasons = append(res.Reasons, Reason{Code: ReasonDevicesOffline, Message: fmt.Sprintf("%d inverter(s) offline and not discovered yet", dark)})
 	case unknown > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNotDiscovered, Message: fmt.Sprintf("%d inverter(s) not discovered yet", unknown)})
 	case inverters == 0:
@@ -249,6 +263,8 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 		switch v {
 		case undiscovered:
 			ic.Reason = &Reason{Code: ReasonNotDiscovered, Message: "not discovered yet: its models are unknown"}
+		case undiscoveredOffline:
+			ic.Reason = &Reason{Code: ReasonDevicesOffline, Message: "offline and not discovered yet: whether it carries the command is known when it answers"}
 		case platformMismatch:
 			if cmd.ClassicOnly {
 				ic.Reason = &Reason{Code: ReasonClassicOnly, Message: "a newer-platform (IEEE 1547, 7xx) inverter: the command is offered only for classic systems"}

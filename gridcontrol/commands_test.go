@@ -30,6 +30,12 @@ func TestEligible(t *testing.T) {
 	meter := dev("meter", plant.KindMeter, on, 1, 203)
 	deadDER := dev("inv3", plant.KindInverter, off, 1, 701, 702, 704)
 	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: plant.KindInverter}}
+	// Configured without a kind, never answered (an inverter asleep at
+	// night when plantd starts), or not polled yet.
+	asleep := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv5", PlantID: "p"}, Comm: plant.Communication{State: off}}
+	unpolled := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv6", PlantID: "p"}}
+	asleepInverter := asleep
+	asleepInverter.Info.Kind = plant.KindInverter
 	retired := classic
 	retired.Info.DeactivatedAt = time.Now()
 	cases := []struct {
@@ -50,6 +56,9 @@ func TestEligible(t *testing.T) {
 		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, true, []string{"inv2"}, ReasonDevicesOffline},
 		{"opModMaxLimW", []plant.DeviceLive{deadDER}, false, nil, ReasonDevicesOffline},
 		{"opModMaxLimW", []plant.DeviceLive{undiscovered}, false, nil, ReasonNotDiscovered},
+		{"opModMaxLimW", []plant.DeviceLive{asleep, meter}, false, nil, ReasonDevicesOffline},
+		{"opModMaxLimW", []plant.DeviceLive{asleepInverter}, false, nil, ReasonDevicesOffline},
+		{"opModMaxLimW", []plant.DeviceLive{unpolled, meter}, false, nil, ReasonNotDiscovered},
 		{"opModMaxLimW", []plant.DeviceLive{meter}, false, nil, ReasonNoActiveDevices},
 		{"opModMaxLimW", []plant.DeviceLive{retired, meter}, false, nil, ReasonNoActiveDevices},
 	}

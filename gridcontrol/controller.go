@@ -717,7 +717,7 @@ func wholePlant(cmds []ScheduledCmd, elig map[string]Eligibility, checked bool) 
 		if len(e.Inverters) == 0 {
 			msg = sc.Command + ": the plant has no active inverter"
 		}
-		out = append(out, FieldError{Field: f, Message: msg})
+		out = append(out, FieldError{Field: f, Message: msg, Code: ReasonNotEveryInverter})
 	}
 	return out
 }
@@ -742,7 +742,7 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 		e := elig[cmd.Name]
 		f := fmt.Sprintf("commands[%d]", i)
 		if !e.Eligible {
-			errs = append(errs, FieldError{Field: f + ".command", Message: fmt.Sprintf("%s not eligible: %s: %s", cmd.Name, e.Reasons[0].Code, e.Reasons[0].Message)})
+			errs = append(errs, FieldError{Field: f + ".command", Code: e.Reasons[0].Code, Message: fmt.Sprintf("%s not eligible: %s: %s", cmd.Name, e.Reasons[0].Code, e.Reasons[0].Message)})
 			continue
 		}
 		switch cmd.Value {

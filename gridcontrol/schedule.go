@@ -143,6 +143,9 @@ const (
 type FieldError struct {
 	Field   string
 	Message string
+	// Code is the eligibility check's reason code when the field is a
+	// command the plant's devices cannot carry (empty otherwise).
+	Code string
 }
 
 func (e FieldError) Error() string { return e.Field + ": " + e.Message }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -69,8 +71,10 @@ func (s *Server) schedules(c *gin.Context) {
 // inverters that act and do not) when only some of the plant's active
 // inverters act on their command. requireAll=true asks all or nothing:
 // such a command is refused with 422. 400: a malformed schedule; 422: a
-// command the plant's devices cannot carry. Without a grid-control
-// component (tests of the API alone) a valid request answers 501.
+// command the plant's devices cannot carry, with each refused command's
+// reason code (reasons) and retryable when every refusal is of devices
+// not reachable or not discovered yet. Without a grid-control component
+// (tests of the API alone) a valid request answers 501.
 func (s *Server) postSchedules(c *gin.Context) {
 	p := ctxPlantOf(c)
 	skip, ok := parseBool(c, "skipEligibilityCheck")
@@ -100,7 +104,9 @@ func (s *Server) postSchedules(c *gin.Context) {
 			fes[i] = FieldError{Field: f.Field, Message: f.Message}
 		}
 		if ve.NotEligible {
-			fail(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
+			pb := problem(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
+			pb.Reasons, pb.Retryable = refusalReasons(body, ve)
+			writeProblem(c, pb)
 			return
 		}
 		fail(c, http.StatusBadRequest, codeBadBody, "invalid schedule", fes...)
@@ -114,6 +120,43 @@ func (s *Server) postSchedules(c *gin.Context) {
 		Plant    plantJSON            `json:"plant"`
 		Schedule gridcontrol.Schedule `json:"schedule"`
 	}{plantObj(p), sc}, false)
+}
+
+// commandFieldPattern is the field of an eligibility refusal.
+var commandFieldPattern = regexp.MustCompile(`^commands\[(\d+)\]\.command$`)
+
+// refusalReasons names the eligibility reason of each command of a
+// refused schedule that is not eligible, as the grid-control check found
+// it, and whether the refusal is retryable: every field refused is a
+// command's eligibility (no value or curve refused) for a reason that
+// passes once the devices answer (DevicesOffline, DevicesNotDiscovered).
+func refusalReasons(body []byte, ve *gridcontrol.ValidationError) ([]ProblemReason, bool) {
+	var in struct {
+		Commands []struct {
+			Command string `json:"command"`
+		} `json:"commands"`
+	}
+	_ = json.Unmarshal(body, &in) // parsed already by Submit
+	var out []ProblemReason
+	seen := map[string]bool{}
+	retryable := len(ve.Fields) > 0
+	for _, f := range ve.Fields {
+		m := commandFieldPattern.FindStringSubmatch(f.Field)
+		if m == nil || f.Code == "" {
+			retryable = false
+			continue
+		}
+		if f.Code != gridcontrol.ReasonDevicesOffline && f.Code != gridcontrol.ReasonNotDiscovered {
+			retryable = false
+		}
+		i, _ := strconv.Atoi(m[1])
+		if i >= len(in.Commands) || seen[in.Commands[i].Command] {
+			continue
+		}
+		seen[in.Commands[i].Command] = true
+		out = append(out, ProblemReason{Command: in.Commands[i].Command, Code: f.Code, Message: f.Message})
+	}
+	return out, retryable
 }
 
 // identIn identifies a plant in the body of eligibilityCheck and

@@ -120,7 +120,11 @@ func schemas() obj {
 	return obj{
 		"Problem": object(obj{"type": str(), "title": str(), "status": obj{"type": "integer"}, "detail": str(),
 			"instance": str(), "code": str(), "message": str(), "requestId": str(), "error": describe(str(), "OAuth2 error code (token endpoint)"),
-			"errors": arr(object(obj{"field": str(), "message": str()}, "field", "message"))},
+			"errors": arr(object(obj{"field": str(), "message": str()}, "field", "message")),
+			"reasons": describe(arr(object(obj{"command": str(), "code": str(), "message": str()}, "command", "code", "message")),
+				"422 not-eligible: the eligibility reason of each refused command"),
+			"retryable": describe(obj{"type": "boolean"},
+				"422 not-eligible: every refusal is DevicesOffline or DevicesNotDiscovered (the same request may pass once the devices answer)")},
 			"type", "title", "status", "code", "message"),
 		"Plant":        object(obj{"plantId": str(), "name": str(), "description": str(), "timezone": describe(str(), "IANA time zone")}, "plantId", "name", "timezone"),
 		"DeviceRef":    object(obj{"deviceId": str(), "name": str(), "timezone": str()}, "deviceId", "name", "timezone"),

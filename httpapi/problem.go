@@ -17,6 +17,13 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// ProblemReason is the eligibility reason of one refused command.
+type ProblemReason struct {
+	Command string `json:"command"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 // Problem is an RFC 9457 problem document plus the cloud API's own error
 // members code and message.
 type Problem struct {
@@ -29,6 +36,13 @@ type Problem struct {
 	Message   string       `json:"message"`
 	RequestID string       `json:"requestId,omitempty"`
 	Errors    []FieldError `json:"errors,omitempty"`
+	// Reasons are the eligibility reasons of the commands a schedule was
+	// refused for (422 not-eligible); Retryable says every refusal is
+	// one of devices not reachable or not discovered yet
+	// (DevicesOffline, DevicesNotDiscovered): the same request may pass
+	// once they answer.
+	Reasons   []ProblemReason `json:"reasons,omitempty"`
+	Retryable bool            `json:"retryable,omitempty"`
 	// Error is the OAuth2 error code (RFC 6749 §5.2) on the token endpoint.
 	Error string `json:"error,omitempty"`
 }

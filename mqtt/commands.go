@@ -45,7 +45,14 @@ type ackItem struct {
 	Version   int64           `json:"version,omitempty"`
 	Status    int             `json:"status"`
 	Body      json.RawMessage `json:"body,omitempty"`
-	Time      string          `json:"time"`
+	// Retrying: the schedule was refused only because the plant's
+	// devices do not answer or are not discovered yet; plantd keeps it
+	// and evaluates it again when they answer (a further ack follows).
+	Retrying bool `json:"retrying,omitempty"`
+	// MigratedTo is the plant a schedule sent on a migrated plant id was
+	// applied to.
+	MigratedTo string `json:"migratedTo,omitempty"`
+	Time       string `json:"time"`
 }
 
 // problemJSON is an RFC 9457 problem in the HTTP API's shape, for errors
@@ -70,74 +77,109 @@ func problem(status int, code, detail, instance string) json.RawMessage {
 var requestIDPattern = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
 
 // handleCommands answers incoming messages one after another until ctx
-// ends.
+// ends, and evaluates the schedules kept for later when their time has
+// come.
 func (u *Uplink) handleCommands(ctx context.Context) {
+	tick := time.NewTicker(min(u.cfg.LiveInterval, time.Second))
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case in := <-u.cmds:
 			u.answer(ctx, in)
+		case <-u.schedWake:
+			u.takeSchedules(ctx)
+		case <-tick.C:
+			u.retryPending(ctx)
 		}
 	}
 }
 
-// answer runs one incoming message and enqueues its ack.
-func (u *Uplink) answer(ctx context.Context, in inbound) {
-	rel := u.topics.relative(in.topic)
-	ack := ackItem{Topic: rel}
-	var mark *store.OutboxMark
-	skip := false
-	defer func() {
-		if skip {
+// receive hands a message from the broker to the command worker without
+// blocking: a schedule whose version can be read into its plant's slot
+// (the newest version wins, see offer), anything else into the queue,
+// dropped and counted when the queue is full.
+func (u *Uplink) receive(in inbound) {
+	if plantID, ok := strings.CutPrefix(in.topic, u.topics.schedulePrefix()); ok && len(in.payload) > 0 && len(in.payload) <= u.cfg.MaxCommandBytes {
+		var head struct {
+			RequestID string `json:"requestId"`
+			Version   int64  `json:"version"`
+		}
+		if json.Unmarshal(in.payload, &head) == nil && head.Version >= 1 && u.offer(plantID, in, head.RequestID, head.Version) {
 			return
 		}
-		ack.Time = time.Now().UTC().Format(time.RFC3339Nano)
-		b, _ := json.Marshal([]ackItem{ack})
-		u.commands.Add(1)
-		u.enqueue(ctx, []store.OutboxAppend{{Stream: streamAck, Payload: b, Created: time.Now()}}, mark)
-	}()
+	}
+	select {
+	case u.cmds <- in:
+	default:
+		u.cmdDropped.Add(1)
+	}
+}
+
+// readableHead reads what it can of a message's request id, version and
+// command, for the answer to a message refused as malformed.
+func readableHead(b []byte) (requestID string, version int64, command string) {
+	var h struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Version   json.RawMessage `json:"version"`
+		Command   json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(b, &h) != nil {
+		return "", 0, ""
+	}
+	_ = json.Unmarshal(h.RequestID, &requestID)
+	_ = json.Unmarshal(h.Version, &version)
+	_ = json.Unmarshal(h.Command, &command)
+	return requestID, version, command
+}
+
+// sendAcks enqueues acks, one outbox message each, in one transaction
+// with mark (nil: none).
+func (u *Uplink) sendAcks(ctx context.Context, mark *store.OutboxMark, acks ...ackItem) {
+	now := time.Now()
+	msgs := make([]store.OutboxAppend, len(acks))
+	for i := range acks {
+		acks[i].Time = now.UTC().Format(time.RFC3339Nano)
+		b, _ := json.Marshal([]ackItem{acks[i]})
+		msgs[i] = store.OutboxAppend{Stream: streamAck, Payload: b, Created: now}
+	}
+	u.commands.Add(uint64(len(acks)))
+	u.enqueue(ctx, msgs, mark)
+}
+
+// answer runs one message of the queue and enqueues its ack. Schedules
+// come here only when their slot could not take them (unreadable,
+// oversized, or too many plants waiting).
+func (u *Uplink) answer(ctx context.Context, in inbound) {
+	rel := u.topics.relative(in.topic)
+	plantID, isSchedule := strings.CutPrefix(in.topic, u.topics.schedulePrefix())
+	if isSchedule && len(in.payload) == 0 {
+		// The cloud cleared the retained schedule: nothing to answer.
+		return
+	}
+	ack := ackItem{Topic: rel}
 	fail := func(status int, code, detail string) {
 		ack.Status, ack.Body = status, problem(status, code, detail, rel)
+		u.sendAcks(ctx, nil, ack)
 	}
 	if len(in.payload) > u.cfg.MaxCommandBytes {
+		ack.RequestID, ack.Version, ack.Command = readableHead(in.payload)
+		if isSchedule {
+			ack.Command = ""
+		} else {
+			ack.Version = 0
+		}
 		fail(http.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("message larger than %d bytes", u.cfg.MaxCommandBytes))
 		return
 	}
 	switch {
-	case strings.HasPrefix(in.topic, u.topics.schedulePrefix()):
-		plantID := strings.TrimPrefix(in.topic, u.topics.schedulePrefix())
-		if len(in.payload) == 0 {
-			// The cloud cleared the retained schedule: nothing to answer.
-			skip = true
-			return
-		}
-		var req scheduleRequest
-		if err := decodeStrict(in.payload, &req); err != nil {
-			fail(http.StatusBadRequest, "bad-body", "malformed schedule message: "+err.Error())
-			return
-		}
-		ack.RequestID, ack.Version = req.RequestID, req.Version
-		if req.Version < 1 || len(req.Schedule) == 0 || req.RequestID == "" {
-			fail(http.StatusBadRequest, "bad-body", "a schedule message needs requestId, version (≥ 1) and schedule")
-			return
-		}
-		key := "schedule/" + plantID
-		if last, ok, err := u.deps.Outbox.Mark(ctx, key); err == nil && ok && req.Version <= last {
-			// Already answered (a retained schedule delivered again).
-			u.log.Debug("schedule version already answered", "plant", plantID, "version", req.Version)
-			skip = true
-			return
-		}
-		mark = &store.OutboxMark{Key: key, Value: req.Version}
-		path := "/gridcontrol/v1/plants/" + url.PathEscape(plantID) + "/schedules"
-		if req.SkipEligibilityCheck {
-			path += "?skipEligibilityCheck=true"
-		}
-		ack.Status, ack.Body = u.do(ctx, http.MethodPost, path, req.RequestID, req.Schedule)
+	case isSchedule:
+		u.answerSchedule(ctx, plantID, in)
 	case in.topic == u.topics.cmd():
 		var req cmdRequest
 		if err := decodeStrict(in.payload, &req); err != nil {
+			ack.RequestID, _, ack.Command = readableHead(in.payload)
 			fail(http.StatusBadRequest, "bad-body", "malformed command message: "+err.Error())
 			return
 		}
@@ -148,16 +190,18 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 		}
 		switch req.Command {
 		case "eligibilityCheck", "eligibleCommands":
-			ack.Status, ack.Body = u.do(ctx, http.MethodPost, "/gridcontrol/v1/plants/"+req.Command, req.RequestID, req.Body)
+			ack.Status, ack.Body, _ = u.do(ctx, http.MethodPost, "/gridcontrol/v1/plants/"+req.Command, req.RequestID, req.Body)
 		case "schedules":
 			if req.PlantID == "" {
 				fail(http.StatusBadRequest, "bad-body", "command schedules needs a plantId")
 				return
 			}
-			ack.Status, ack.Body = u.do(ctx, http.MethodGet, "/gridcontrol/v1/plants/"+url.PathEscape(req.PlantID)+"/schedules", req.RequestID, nil)
+			ack.Status, ack.Body, _ = u.do(ctx, http.MethodGet, "/gridcontrol/v1/plants/"+url.PathEscape(req.PlantID)+"/schedules", req.RequestID, nil)
 		default:
 			fail(http.StatusBadRequest, "bad-body", fmt.Sprintf("unknown command %q (eligibilityCheck, eligibleCommands, schedules)", req.Command))
+			return
 		}
+		u.sendAcks(ctx, nil, ack)
 	default:
 		fail(http.StatusNotFound, "not-found", "no handler for this topic")
 	}
@@ -177,9 +221,9 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-// do runs one request through the HTTP handler and returns its status and
-// body (the body as JSON when it is JSON, else as a JSON string).
-func (u *Uplink) do(ctx context.Context, method, target, requestID string, body []byte) (int, json.RawMessage) {
+// do runs one request through the HTTP handler and returns its status,
+// body (as JSON when it is JSON, else as a JSON string) and header.
+func (u *Uplink) do(ctx context.Context, method, target, requestID string, body []byte) (int, json.RawMessage, http.Header) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	var rd io.Reader = http.NoBody
@@ -188,7 +232,7 @@ func (u *Uplink) do(ctx context.Context, method, target, requestID string, body 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return http.StatusBadRequest, problem(http.StatusBadRequest, "bad-parameter", err.Error(), target)
+		return http.StatusBadRequest, problem(http.StatusBadRequest, "bad-parameter", err.Error(), target), nil
 	}
 	req.RemoteAddr = "mqtt"
 	if body != nil {
@@ -204,12 +248,12 @@ func (u *Uplink) do(ctx context.Context, method, target, requestID string, body 
 	}
 	out := bytes.TrimSpace(w.body.Bytes())
 	if len(out) == 0 {
-		return w.status, nil
+		return w.status, nil, w.header
 	}
 	if !json.Valid(out) {
 		out, _ = json.Marshal(string(out))
 	}
-	return w.status, out
+	return w.status, out, w.header
 }
 
 // recorder is a minimal http.ResponseWriter that keeps what was written.

@@ -222,18 +222,16 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	}
 	if u.cfg.RemoteControl {
 		handler := func(_ paho.Client, m paho.Message) {
-			// Never block the client: hand over or drop (counted).
-			in := inbound{topic: m.Topic(), payload: slices.Clone(m.Payload())}
-			select {
-			case u.cmds <- in:
-			default:
-				u.cmdDropped.Add(1)
-			}
+			// Never block the client: hand over (a schedule coalesced
+			// with the newest of its plant) or drop (counted).
+			u.receive(inbound{topic: m.Topic(), payload: slices.Clone(m.Payload()), retained: m.Retained()})
 		}
 		tok := c.SubscribeMultiple(map[string]byte{u.topics.scheduleFilter(): 1, u.topics.cmd(): 1}, handler)
 		if err := u.waitToken(ctx, tok); err != nil {
 			return fmt.Errorf("subscribe: %w", err)
 		}
+		u.subscribed.Store(true)
+		defer u.subscribed.Store(false)
 	}
 
 	states := map[string]*sendState{}

@@ -44,7 +44,16 @@
 // are answered on up/ack: each request is run in process through the HTTP
 // API's handler (Deps.Commands, which cmd/plantd builds with the role the
 // config gives the cloud), so the status and problem-JSON are those of
-// HTTP.
+// HTTP. Schedules (schedules.go) are coalesced per plant, the newest
+// version evaluated and the others answered 409; versions are bounded
+// (≤ 2^53−1, ≤ 2^42 ahead of the last answered) and a lower one is
+// answered 409; a version counts as answered (the outbox mark
+// "schedule/<plant>", written with its ack) only when answered for good:
+// one that waits for the plant's first poll round, for the API's rate
+// limit, or whose refusal is only of devices not answering yet (422
+// with retrying) is kept in memory and evaluated again when that is
+// over. A schedule on a migrated plant id follows the API's 308 once and
+// says migratedTo in its ack.
 //
 // # Import boundary
 //

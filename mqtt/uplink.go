@@ -226,6 +226,16 @@ type Uplink struct {
 	logs chan LogItem
 	cmds chan inbound
 
+	// schedIn holds per plant (of the topic) the newest schedule message
+	// not yet taken by the command worker, and the versions it made
+	// obsolete; schedWake wakes the worker.
+	schedMu   sync.Mutex
+	schedIn   map[string]*schedSlot
+	schedWake chan struct{}
+	// pending are the schedules kept to be evaluated again, by plant of
+	// the topic (command worker only).
+	pending map[string]*pendingSchedule
+
 	// notify: streams with new outbox rows, and a wake-up for the sender.
 	notifyMu sync.Mutex
 	notified map[string]bool
@@ -233,6 +243,8 @@ type Uplink struct {
 
 	connected atomic.Bool
 	running   atomic.Bool
+	// subscribed: the session's subscriptions to down/ are in place.
+	subscribed atomic.Bool
 
 	// lastDevice is the LastUpdate of each device's last live message
 	// (producer goroutine only).
@@ -254,10 +266,12 @@ type streamStats struct {
 	dropped uint64
 }
 
-// inbound is a message from the broker.
+// inbound is a message from the broker; retained: sent because plantd
+// subscribed (the topic's retained message), not as it was published.
 type inbound struct {
-	topic   string
-	payload []byte
+	topic    string
+	payload  []byte
+	retained bool
 }
 
 // New validates cfg and deps and builds the Uplink. logger is the
@@ -292,6 +306,9 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		started:    time.Now(),
 		logs:       make(chan LogItem, 4096),
 		cmds:       make(chan inbound, 64),
+		schedIn:    map[string]*schedSlot{},
+		schedWake:  make(chan struct{}, 1),
+		pending:    map[string]*pendingSchedule{},
 		notified:   map[string]bool{},
 		wake:       make(chan struct{}, 1),
 		lastDevice: map[string]time.Time{},

@@ -193,6 +193,99 @@ mqtt:
 	}
 }
 
+// TestMQTTNightStartSchedule runs the real binary at night: its inverters
+// (configured without a kind, as most are) do not answer when it starts,
+// a retained schedule waits on the broker. The schedule is answered 422
+// DevicesOffline with retrying, not applied and not marked answered; when
+// the inverters answer it is applied (201) and written to them. The ack
+// sequence on up/ack is exactly those two.
+func TestMQTTNightStartSchedule(t *testing.T) {
+	t.Parallel() // its own daemon, simulator, broker and files
+	if testing.Short() {
+		t.Skip("runs the daemon against a broker")
+	}
+	p := simtest.Start(t, sim.DefaultConfig())
+	b := mqtttest.Start(t, mqtttest.Options{})
+	col := mqtttest.Collect(t, b)
+	dir := t.TempDir()
+	var devs strings.Builder
+	var inverters []*sim.Device
+	for _, d := range p.Devices()[:3] {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
+		if d.Kind() == sim.KindInverter || d.Kind() == sim.KindDERInverter {
+			inverters = append(inverters, d)
+			d.SetFault(sim.Fault{Kind: sim.FaultOffline}) // asleep
+		}
+	}
+	if len(inverters) == 0 {
+		t.Fatal("no inverter among the simulated devices")
+	}
+	cfg := fmt.Sprintf(`gateway:
+  id: gw-night
+http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Night, timezone: Europe/Berlin}
+devices:
+%smqtt:
+  broker: %s
+  liveInterval: 1s
+  remoteControl: true
+  remoteRole: installer
+`, filepath.Join(dir, "plantd.db"), devs.String(), b.URL())
+	cfgPath := filepath.Join(dir, "plantd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Second)
+	col.Publish("plantd/v1/gw-night/down/schedule/p1", true, fmt.Sprintf(
+		`{"requestId":"night","version":1,"schedule":{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40}]}}`,
+		start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339)))
+
+	startDaemon(t, cfgPath)
+	mqtttest.WaitFor(t, 60*time.Second, "the first ack", func() bool { return len(col.Acks("night")) > 0 })
+	first := col.Acks("night")[0]
+	var pb struct {
+		Retryable bool
+		Reasons   []struct{ Code string }
+	}
+	_ = json.Unmarshal(first.Body, &pb)
+	if first.Status != http.StatusUnprocessableEntity || !first.Retrying || !pb.Retryable || len(pb.Reasons) != 1 || pb.Reasons[0].Code != "DevicesOffline" {
+		t.Fatalf("first ack: %d retrying %v %s, want 422 retrying DevicesOffline", first.Status, first.Retrying, first.Body)
+	}
+	t.Logf("at night: %d retrying %s", first.Status, first.Body)
+	for _, d := range inverters {
+		if n := len(d.Writes()); n != 0 {
+			t.Errorf("%s: %d writes while refused", d.ID(), n)
+		}
+	}
+
+	// Morning.
+	for _, d := range inverters {
+		d.SetFault(sim.Fault{})
+	}
+	mqtttest.WaitFor(t, 60*time.Second, "the second ack", func() bool { return len(col.Acks("night")) > 1 })
+	if a := col.Acks("night")[1]; a.Status != http.StatusCreated || a.Retrying || a.Version != 1 {
+		t.Fatalf("second ack: %d retrying %v %s, want 201", a.Status, a.Retrying, a.Body)
+	}
+	mqtttest.WaitFor(t, 30*time.Second, "the limit written to an inverter", func() bool {
+		for _, d := range inverters {
+			for _, w := range d.Writes() {
+				if slices.ContainsFunc(w.Points, func(pt string) bool { return strings.HasSuffix(pt, "WMaxLimPct") }) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if n := len(col.Acks("night")); n != 2 {
+		t.Errorf("%d acks of the schedule, want 2 (422 retrying, 201)", n)
+	}
+}
+
 // apiDo runs one request against the daemon's HTTP API and returns the
 // status and body.
 func apiDo(t *testing.T, addr, token, method, path, requestID, body string) (int, []byte) {

@@ -270,6 +270,12 @@ type Ack struct {
 	Version   int64           `json:"version"`
 	Status    int             `json:"status"`
 	Body      json.RawMessage `json:"body"`
+	// Retrying: plantd keeps the schedule and evaluates it again when
+	// the plant's devices answer (a further ack follows).
+	Retrying bool `json:"retrying"`
+	// MigratedTo is the plant a schedule on a migrated plant id was
+	// applied to.
+	MigratedTo string `json:"migratedTo"`
 	// Seq is the ack stream's sequence number of this item: a
 	// redelivered envelope (at least once) repeats it.
 	Seq uint64 `json:"-"`
@@ -465,6 +471,22 @@ func (c *Collector) Acks(requestID string) []Ack {
 	seen := map[uint64]bool{}
 	for _, a := range c.acks {
 		if a.RequestID == requestID && !seen[a.Seq] {
+			seen[a.Seq] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// AllAcks returns every ack, once each (a redelivered envelope's items
+// are left out), in arrival order.
+func (c *Collector) AllAcks() []Ack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Ack
+	seen := map[uint64]bool{}
+	for _, a := range c.acks {
+		if !seen[a.Seq] {
 			seen[a.Seq] = true
 			out = append(out, a)
 		}
