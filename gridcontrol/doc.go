@@ -209,4 +209,30 @@
 // configuration no inverter has enabled answers its Deactivated form
 // (FixedActivePowerLimitDeactivatedConfig, ...); the ride-through curves,
 // which have no such form, answer ...DeviceDefault.
+//
+// # Clock
+//
+// Config.Clock is the one clock of the controller: schedule validation,
+// the control cycle's cadence, ramps, renewals, the follow check and the
+// window boundaries. On the system's clock (the default, plantd run)
+// robfig/cron fires a cron entry at every window boundary; on any other
+// clock (the demo's simulated plant clock, FuncClock, or a test's) the run
+// loop fires the same cron entries when that clock passes them, so a test
+// steps an hour's window through in a second of simulated time.
+//
+// # Files and imports
+//
+// controller.go runs the loop (cycle, plan of a plant, boundaries);
+// schedule.go parses schedules and resolves the timeline (roles,
+// superseded); submit.go takes and lists schedules; device.go holds an
+// inverter's controls, writes with read-back and restores; limit.go the
+// active-power limit (restart, ramp, reversion, follow check); feedin.go
+// the FeedInLimit loop; controls.go the register edits per model;
+// commands.go the command table and eligibility; settings.go the settings
+// read-out; clock.go the clock. gridcontrol imports config (defaults and
+// role names), devices (models, reads, writes), devices/poller (a
+// device's connection state), modbus (exceptions), plant
+// (the live state and its types), store (schedules, defaults, ownership,
+// quirks, the plant log), robfig/cron and the standard library; only
+// cmd/plantd and httpapi import it.
 package gridcontrol

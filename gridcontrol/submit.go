@@ -1,0 +1,483 @@
+package gridcontrol
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"plantd/devices"
+	"plantd/plant"
+	"plantd/store"
+)
+
+// Schedules in and out: Submit validates a schedule against the plant's
+// devices and stores it; Schedules lists them with each window's status;
+// settle marks windows applied.
+
+// newID returns a random schedule id.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// SubmitOption tunes one Submit.
+type SubmitOption func(*submitOpts)
+
+type submitOpts struct{ requireAll bool }
+
+// RequireAll makes Submit all or nothing: a command that some active
+// inverter of the plant would not act on (another platform, no model that
+// carries it, not discovered yet, no grid meter) is refused as not
+// eligible, also when the eligibility check is skipped.
+func RequireAll(on bool) SubmitOption { return func(o *submitOpts) { o.requireAll = on } }
+
+// Submit validates a schedule body for a plant, runs the eligibility check
+// against the plant's devices unless skipCheck, stores it and arms it. by
+// names the credential, for the plant log. A command that only some of the
+// plant's active inverters act on is accepted, its windows marked partial
+// (with the share of rated power and the inverters that act and do not),
+// and logged; with RequireAll it is refused. Errors: *ValidationError (the
+// request), or the store's.
+func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by Origin, opts ...SubmitOption) (Schedule, error) {
+	var o submitOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	now := c.now()
+	cmds, err := ParseSchedule(body, now)
+	if err != nil {
+		return Schedule{}, err
+	}
+	devs, err := c.live.DeviceStatuses(plantID)
+	if err != nil {
+		return Schedule{}, err
+	}
+	elig := assessAll(cmds, devs)
+	var errs []FieldError
+	if !skipCheck {
+		errs = c.check(ctx, cmds, devs, elig)
+	}
+	if o.requireAll {
+		errs = append(errs, wholePlant(cmds, elig, !skipCheck)...)
+	}
+	if len(errs) > 0 {
+		return Schedule{}, &ValidationError{Fields: errs, NotEligible: true}
+	}
+	for i := range cmds {
+		markCoverage(&cmds[i], elig[cmds[i].Command])
+	}
+	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by.String(), Role: by.Role}
+	c.mu.Lock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		c.mu.Unlock()
+		return Schedule{}, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	// Keep creation times strictly increasing, so that newest-wins is
+	// decided by time even for two schedules in one millisecond.
+	for _, o := range pc.scheds {
+		if !sc.CreatedAt.After(o.CreatedAt) {
+			sc.CreatedAt = o.CreatedAt.Add(time.Millisecond)
+		}
+	}
+	drop, full := c.prunable(pc, now, 1)
+	c.mu.Unlock()
+	if full {
+		return Schedule{}, &ValidationError{Fields: []FieldError{{Field: "commands",
+			Message: fmt.Sprintf("the plant holds %d schedules that have not ended yet (at most %d): wait until some end, or overwrite their commands", len(pc.scheds)-len(drop), c.cfg.MaxSchedules)}}}
+	}
+	c.forget(ctx, pc, drop)
+	if err := c.persist(ctx, &sc); err != nil {
+		return Schedule{}, err
+	}
+	c.mu.Lock()
+	pc.scheds = append(pc.scheds, &sc)
+	c.arm(pc)
+	out := c.view(pc, &sc, nil, now) // the newest: nothing supersedes it
+	c.mu.Unlock()
+	names := map[string]int{}
+	for _, cm := range cmds {
+		names[cm.Command]++
+	}
+	var parts []string
+	for _, cm := range Commands {
+		if n := names[cm.Name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
+		}
+	}
+	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelInfo, Code: "ScheduleAccepted",
+		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
+	for _, cm := range Commands {
+		if e, ok := elig[cm.Name]; ok && !e.whole() {
+			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelWarning, Code: "CommandPartial",
+				Message: fmt.Sprintf("schedule %s: %s", sc.ScheduleID, e.Describe())})
+		}
+	}
+	c.wake()
+	return out, nil
+}
+
+// prunable returns the schedules of a plant to drop (every window ended,
+// or superseded, more than KeepFinished ago; then the oldest finished ones
+// while more than MaxSchedules-room would be kept), and whether room
+// cannot be made. Called with c.mu held.
+func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Schedule, full bool) {
+	sup := supersededSet(pc.scheds)
+	finishedAt := func(s *Schedule) (time.Time, bool) {
+		var last time.Time
+		for i := range s.Commands {
+			cm := &s.Commands[i]
+			switch {
+			case sup[cm]:
+				// Over, but listed until its time has passed.
+				last = maxTime(last, minTime(cm.End, now))
+			case cm.End.After(now):
+				return time.Time{}, false
+			default:
+				last = maxTime(last, cm.End)
+			}
+		}
+		return last, true
+	}
+	var finished []*Schedule
+	for _, s := range pc.scheds {
+		at, ok := finishedAt(s)
+		switch {
+		case !ok:
+		case now.Sub(at) > c.cfg.KeepFinished:
+			drop = append(drop, s)
+		default:
+			finished = append(finished, s)
+		}
+	}
+	// pc.scheds is in creation order: finished is oldest first.
+	for len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules && len(finished) > 0 {
+		drop, finished = append(drop, finished[0]), finished[1:]
+	}
+	return drop, len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules
+}
+
+// forget removes schedules from the plant and the store.
+func (c *Controller) forget(ctx context.Context, pc *plantCtl, drop []*Schedule) {
+	if len(drop) == 0 {
+		return
+	}
+	c.mu.Lock()
+	pc.scheds = slices.DeleteFunc(pc.scheds, func(s *Schedule) bool { return slices.Contains(drop, s) })
+	c.mu.Unlock()
+	for _, s := range drop {
+		if err := c.st.DeleteSchedule(ctx, s.ScheduleID); err != nil {
+			c.log.Warn("delete finished schedule", "schedule", s.ScheduleID, "err", err)
+		}
+	}
+	c.log.Debug("finished schedules dropped", "plant", pc.id, "count", len(drop))
+}
+
+// persist stores a schedule with its statuses. Called without c.mu.
+func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
+	c.mu.Lock()
+	body, err := json.Marshal(sc)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("grid control: encode schedule: %w", err)
+	}
+	return c.st.PutSchedule(ctx, store.Schedule{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
+}
+
+// assessAll is the eligibility of every command a schedule names, with
+// the answer of each active inverter (Assess).
+func assessAll(cmds []ScheduledCmd, devs []plant.DeviceLive) map[string]Eligibility {
+	elig := map[string]Eligibility{}
+	for _, sc := range cmds {
+		if _, ok := elig[sc.Command]; !ok {
+			cmd, _ := CommandByName(sc.Command)
+			elig[sc.Command] = Assess(cmd, devs)
+		}
+	}
+	return elig
+}
+
+// whole reports whether every active inverter of the plant acts on the
+// command (and the plant has one).
+func (e Eligibility) whole() bool {
+	for _, ic := range e.Inverters {
+		if !ic.Acts {
+			return false
+		}
+	}
+	return len(e.Inverters) > 0
+}
+
+// wholePlant lists the windows of commands that not every active inverter
+// acts on, for an all-or-nothing request; a command the eligibility check
+// (when it ran: checked) already refused is not named twice.
+func wholePlant(cmds []ScheduledCmd, elig map[string]Eligibility, checked bool) []FieldError {
+	var out []FieldError
+	for i, sc := range cmds {
+		e := elig[sc.Command]
+		if e.whole() || (checked && !e.Eligible) {
+			continue
+		}
+		f := fmt.Sprintf("commands[%d].command", i)
+		msg := sc.Command + ": not every active inverter acts on it (all or nothing was asked): " + e.Describe()
+		if len(e.Inverters) == 0 {
+			msg = sc.Command + ": the plant has no active inverter"
+		}
+		out = append(out, FieldError{Field: f, Message: msg, Code: ReasonNotEveryInverter})
+	}
+	return out
+}
+
+// markCoverage marks a window partial, with its coverage, when some active
+// inverter does not act on its command, and clears the mark otherwise.
+func markCoverage(sc *ScheduledCmd, e Eligibility) {
+	if e.whole() {
+		sc.Partial, sc.Coverage, sc.Inverters = false, nil, nil
+		return
+	}
+	sc.Partial, sc.Coverage, sc.Inverters = true, e.Coverage, e.Inverters
+}
+
+// check runs the eligibility check of every command and the checks that
+// depend on the devices (rated power, curve points and parameters, as the
+// devices' control models first read report them).
+func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive, elig map[string]Eligibility) []FieldError {
+	var errs []FieldError
+	for i, sc := range cmds {
+		cmd, _ := CommandByName(sc.Command)
+		e := elig[cmd.Name]
+		f := fmt.Sprintf("commands[%d]", i)
+		if !e.Eligible {
+			errs = append(errs, FieldError{Field: f + ".command", Code: e.Reasons[0].Code, Message: fmt.Sprintf("%s not eligible: %s: %s", cmd.Name, e.Reasons[0].Code, e.Reasons[0].Message)})
+			continue
+		}
+		switch cmd.Value {
+		case ValuePower:
+			if sc.Unit == "W" {
+				if rated := ratedOf(devs, e.Devices); rated > 0 && *sc.Value > rated {
+					errs = append(errs, FieldError{Field: f + ".value", Message: fmt.Sprintf("%s: %g W exceeds the rated power of the plant's inverters (%g W)", cmd.Name, *sc.Value, rated)})
+				}
+			}
+		case ValueCurve:
+			if field, msg := c.checkCurve(ctx, cmd, &cmds[i], devs, e.Devices); msg != "" {
+				errs = append(errs, FieldError{Field: f + ".curve" + field, Message: cmd.Name + ": " + msg})
+			}
+		}
+	}
+	return errs
+}
+
+// checkCurve tries a curve on the default image of every device that
+// carries it (from memory, else from the store, else read from the device
+// now when plantd has not yet), in volts converted with the device's
+// reference voltage. It returns what is wrong, and the field below
+// "curve" that it concerns (".points[j]" or "").
+func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledCmd, devs []plant.DeviceLive, ids []string) (string, string) {
+	for _, d := range devs {
+		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
+			continue
+		}
+		ref, ok := cmd.model(d.Discovered)
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		var snap *devices.Instance
+		if dc := c.devs[d.Info.ID]; dc != nil {
+			snap = dc.defaults[ref.ID]
+		}
+		c.mu.Unlock()
+		if snap == nil {
+			// A quiet inverter's defaults are in the store only.
+			if stored, err := c.st.ControlDefaults(ctx, d.Info.ID); err == nil {
+				snap = storedDefault(stored, ref)
+			}
+		}
+		if snap == nil {
+			rw, ok := c.conns(d.Info.ID)
+			if !ok {
+				continue
+			}
+			inst, err := devices.ReadModel(ctx, rw, ref)
+			if err != nil {
+				continue // offline now: checked when written
+			}
+			snap = inst
+		}
+		cv := sc.Curve
+		if sc.Unit == "V" {
+			rw, ok := c.conns(d.Info.ID)
+			if !ok {
+				continue
+			}
+			var err error
+			if cv, err = deviceCurve(ctx, rw, d.Discovered, ref, sc); err != nil {
+				if pe := (*pointError)(nil); errors.As(err, &pe) {
+					return fmt.Sprintf(".points[%d]", pe.j), fmt.Sprintf("device %s (model %d): %s", d.Info.ID, ref.ID, pe.msg)
+				}
+				if IsRefusal(err) {
+					return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+				}
+				continue // offline now: checked when written
+			}
+		}
+		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
+		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
+			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+		}
+		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), true); err != nil {
+			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
+		}
+	}
+	return "", ""
+}
+
+// limitDevices are the inverters that take the active-power limit now
+// (FeedInLimit and opModMaxLimW share it).
+func limitDevices(devs []plant.DeviceLive) []string {
+	if ids := Eligible(Commands[0], devs).Devices; len(ids) > 0 {
+		return ids
+	}
+	return Eligible(Commands[2], devs).Devices
+}
+
+// ratedOf sums the rated power of the named devices.
+func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
+	sum := 0.0
+	for _, d := range devs {
+		if d.Discovered != nil && slices.Contains(ids, d.Info.ID) {
+			sum += d.Discovered.RatedPowerW
+		}
+	}
+	return sum
+}
+
+// Schedules returns a plant's schedules with the status of every command,
+// oldest first.
+func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		return nil, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	out := make([]Schedule, 0, len(pc.scheds))
+	sup := supersededSet(pc.scheds)
+	for _, s := range pc.scheds {
+		out = append(out, c.view(pc, s, sup, now))
+	}
+	return out, nil
+}
+
+// view is a copy of a schedule with each command's status at now: an open
+// window that another role's window governs is overridden, naming that
+// schedule. c.mu is held.
+func (c *Controller) view(pc *plantCtl, s *Schedule, sup map[*ScheduledCmd]bool, now time.Time) Schedule {
+	v := *s
+	v.Commands = slices.Clone(s.Commands)
+	var gov map[string]window
+	for i := range v.Commands {
+		cm := &v.Commands[i]
+		switch {
+		case sup[&s.Commands[i]]:
+			cm.Status = StatusSuperseded
+		case cm.Status == StatusFailed:
+		case now.Before(cm.Start):
+			cm.Status = StatusPending
+		case now.Before(cm.End):
+			cm.Status = StatusActive
+			if gov == nil {
+				gov = activeAt(pc.scheds, now, pc.limitRatedW)
+			}
+			if w, ok := gov[cm.Command]; ok && w.cmd != &s.Commands[i] {
+				cm.Status, cm.OverriddenBy = StatusOverridden, w.sched.ScheduleID
+			}
+		default:
+			cm.Status = StatusDone
+		}
+	}
+	return v
+}
+
+// settle marks the open windows applied once every inverter that carries
+// their command took them (late when that was more than LateAfter after
+// the start, naming the devices that were late).
+func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) (pending bool) {
+	var persist []*Schedule
+	var logs []store.LogEntry
+	c.mu.Lock()
+	open := map[string]bool{}
+	for _, w := range act {
+		cm := &w.sched.Commands[w.idx]
+		wk := key([]window{w})
+		open[wk] = true
+		if cm.AppliedAt != nil || cm.Status == StatusFailed {
+			continue
+		}
+		cmd, _ := CommandByName(cm.Command)
+		got := pc.applied[wk]
+		var last time.Time
+		var late []string
+		all := true
+		for _, id := range carriers(cmd, devs) {
+			at, ok := got[id]
+			if !ok {
+				all = false
+				break
+			}
+			last = maxTime(last, at)
+			if at.Sub(cm.Start) > c.cfg.LateAfter {
+				late = append(late, fmt.Sprintf("%s %s late", id, at.Sub(cm.Start).Round(time.Second)))
+			}
+		}
+		if !all || last.IsZero() {
+			pending = true
+			continue
+		}
+		t := last.UTC()
+		cm.AppliedAt = &t
+		// What the window governs as applied: the plant may have changed
+		// since it was accepted (an inverter discovered, added, retired).
+		e := Eligibility{Command: cmd.Name}
+		e.Inverters, e.Coverage = coverage(cmd, devs, false)
+		if was := cm.Partial; was || !e.whole() {
+			markCoverage(cm, e)
+			if !cm.Partial || !was {
+				logs = append(logs, store.LogEntry{Time: t, PlantID: pc.id, Level: store.LevelWarning, Code: "CommandPartial",
+					Message: fmt.Sprintf("schedule %s: applied: %s", w.sched.ScheduleID, e.Describe())})
+			}
+		}
+		if len(late) > 0 {
+			cm.Late = true
+			cm.Reason = "applied after its start on devices that were not reachable: " + strings.Join(late, ", ")
+		}
+		persist = append(persist, w.sched)
+	}
+	for wk := range pc.applied {
+		if !open[wk] {
+			delete(pc.applied, wk)
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range logs {
+		c.st.Log(e)
+	}
+	c.persistAll(ctx, persist)
+	return pending
+}
+
+func (c *Controller) persistAll(ctx context.Context, scheds []*Schedule) {
+	for _, s := range slices.Compact(scheds) {
+		if err := c.persist(ctx, s); err != nil {
+			c.log.Warn("store schedule status", "schedule", s.ScheduleID, "err", err)
+		}
+	}
+}
