@@ -113,6 +113,9 @@ type InverterCoverage struct {
 	Acts        bool    `json:"acts"`
 	Reason      *Reason `json:"reason,omitempty"`
 	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
+	// Note says what an acting inverter cannot do for the command:
+	// NoReversionToDefault for a limit on model 123.
+	Note *Reason `json:"note,omitempty"`
 }
 
 // The reason codes of the eligibility check.
@@ -127,6 +130,10 @@ const (
 	// ReasonNotEveryInverter: all or nothing was asked (requireAll) and
 	// some active inverter does not act on the command.
 	ReasonNotEveryInverter = "NotEveryInverter"
+	// ReasonNoRevertToDefault (a note on an acting inverter): a limit on
+	// model 123 cannot revert to the inverter's own default limit if
+	// plantd dies (see the package doc).
+	ReasonNoRevertToDefault = "NoReversionToDefault"
 )
 
 // verdict is what one device is to a command.
@@ -275,6 +282,9 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 			ic.Reason = &Reason{Code: ReasonNotSupported, Message: fmt.Sprintf("exposes none of the models %v that carry the command", cmd.Models)}
 		case capableOffline, capable:
 			ic.Acts = !noMeter
+			if _, der := d.Discovered.Ref(704); ic.Acts && cmd.Cap == devices.CapPowerLimit && !der {
+				ic.Note = &Reason{Code: ReasonNoRevertToDefault, Message: "model 123 reverts a limit to none, not to the inverter's default: where that default is a limit (an installer's, or the configured one), plantd writes windows without a reversion time, so a window's limit stays if plantd stops, until it runs again"}
+			}
 			if noMeter {
 				ic.Reason = &Reason{Code: ReasonNoGridMeter, Message: "the command needs an active grid meter that answers"}
 			} else if v == capableOffline {

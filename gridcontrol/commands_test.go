@@ -95,13 +95,13 @@ func TestAssess(t *testing.T) {
 		coverage float64 // -1: none
 		verdicts string  // id:acts/reason, in device order
 	}{
-		{"opModMaxLimW", []plant.DeviceLive{classic, der, meter}, false, 1, "inv1:true/ inv2:true/"},
+		{"opModMaxLimW", []plant.DeviceLive{classic, der, meter}, false, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv2:true/"},
 		{"OpModDisconnect", []plant.DeviceLive{classic, der}, true, 0.667, "inv1:true/ inv2:false/" + ReasonClassicOnly},
 		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic, der}, true, 0.333, "inv1:false/" + ReasonDEROnly + " inv2:true/"},
 		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic}, false, 0, "inv1:false/" + ReasonDEROnly},
 		{"opModVoltWatt", []plant.DeviceLive{classic, deadDER}, true, 0.5, "inv1:true/ inv3:false/" + ReasonNotSupported},
 		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, false, 1, "inv2:true/ inv3:true/" + ReasonDevicesOffline},
-		{"opModMaxLimW", []plant.DeviceLive{classic, undiscovered, retired}, true, 1, "inv1:true/ inv4:false/" + ReasonNotDiscovered},
+		{"opModMaxLimW", []plant.DeviceLive{classic, undiscovered, retired}, true, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv4:false/" + ReasonNotDiscovered},
 		{"FeedInLimit", []plant.DeviceLive{classic, der}, false, 0, "inv1:false/" + ReasonNoGridMeter + " inv2:false/" + ReasonNoGridMeter},
 		{"opModMaxLimW", []plant.DeviceLive{meter}, false, -1, ""},
 	}
@@ -113,6 +113,9 @@ func TestAssess(t *testing.T) {
 			code := ""
 			if ic.Reason != nil {
 				code = ic.Reason.Code
+			}
+			if ic.Note != nil {
+				code += "+" + ic.Note.Code
 			}
 			vs = append(vs, fmt.Sprintf("%s:%v/%s", ic.DeviceID, ic.Acts, code))
 		}

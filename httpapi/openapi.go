@@ -226,9 +226,11 @@ func schemas() obj {
 			"command", "eligible"))},
 			"checkedAt", "results"),
 		"Reason": object(obj{"code": str(), "message": str()}, "code", "message"),
-		"InverterCoverage": describe(object(obj{"deviceId": str(), "acts": boolean(), "reason": ref("Reason"), "ratedPowerW": num()}, "deviceId", "acts"),
+		"InverterCoverage": describe(object(obj{"deviceId": str(), "acts": boolean(), "reason": ref("Reason"), "ratedPowerW": num(), "note": ref("Reason")}, "deviceId", "acts"),
 			"acts: the inverter carries the command (an offline one once it is back: reason DevicesOffline); otherwise reason says why not "+
-				"(NotOfferedOnNewerPlatform, NotOfferedOnClassicPlatform, NotSupportedByDevices, DevicesNotDiscovered, NoGridMeter)"),
+				"(NotOfferedOnNewerPlatform, NotOfferedOnClassicPlatform, NotSupportedByDevices, DevicesNotDiscovered, NoGridMeter). "+
+				"note: what an acting inverter cannot do for the command (NoReversionToDefault: a limit on a classic model 123 reverts to no limit, "+
+				"so where the inverter's default is a limit plantd writes windows without a reversion time and the window's limit stays if plantd stops)"),
 		"EligibleCommands": plantHead(obj{"eligibleCommands": arr(ref("Command"))}, "eligibleCommands"),
 		"Settings": plantHead(obj{"settingsType": enum(gridcontrol.SettingsTypes...), "configurations": arr(object(obj{
 			"type":      describe(str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
