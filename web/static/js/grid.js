@@ -17,6 +17,15 @@ function valueOf(c) {
   return '';
 }
 
+// partialNote says which share of the plant a window governs when some
+// active inverters do not act on its command.
+function partialNote(c) {
+  if (!c.partial) return '';
+  const not = (c.inverters || []).filter(i => !i.acts).map(i => `${i.deviceId} (${i.reason?.code || 'not acting'})`);
+  const share = c.coverage !== undefined ? `${Math.round(c.coverage * 100)} % of rated power` : 'part of the plant';
+  return `partial: governs ${share}; not acting: ${not.join(', ')}`;
+}
+
 function scheduleRows(list, tz, all) {
   const rows = [];
   for (const s of [...list].sort((a, b) => b.createdAt.localeCompare(a.createdAt))) {
@@ -26,7 +35,7 @@ function scheduleRows(list, tz, all) {
       rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '' },
         cell('Command', null, c.command), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
         cell('Value', null, valueOf(c)), cell('Status', null, badge(c.status), c.late ? ' late' : ''),
-        cell('Notes', { class: 'muted' }, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
+        cell('Notes', { class: 'muted' }, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', partialNote(c), c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
         cell('Sent by', { class: 'muted' }, `${s.createdBy || ''} ${fmtUtc(s.createdAt, tz)}`)));
     }
   }
