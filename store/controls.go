@@ -84,22 +84,28 @@ func (s *Store) SetControlOwned(ctx context.Context, deviceID, control string, o
 
 // OwnedControls returns, per device, the controls plantd owns.
 func (s *Store) OwnedControls(ctx context.Context) (map[string][]string, error) {
+	return s.byDevice(ctx, "owned controls", `SELECT device, control FROM control_owner ORDER BY device, control`)
+}
+
+// byDevice runs a query of (device, name) rows and groups the names by
+// device.
+func (s *Store) byDevice(ctx context.Context, what, query string) (map[string][]string, error) {
 	db := s.rdb.Load()
 	if db == nil {
 		return nil, ErrClosed
 	}
-	rows, err := db.QueryContext(ctx, `SELECT device, control FROM control_owner ORDER BY device, control`)
+	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("store: owned controls: %w", classify(err))
+		return nil, fmt.Errorf("store: %s: %w", what, classify(err))
 	}
 	defer rows.Close()
 	out := map[string][]string{}
 	for rows.Next() {
-		var dev, ctl string
-		if err := rows.Scan(&dev, &ctl); err != nil {
-			return nil, fmt.Errorf("store: owned controls: %w", err)
+		var dev, name string
+		if err := rows.Scan(&dev, &name); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", what, err)
 		}
-		out[dev] = append(out[dev], ctl)
+		out[dev] = append(out[dev], name)
 	}
 	return out, rows.Err()
 }
@@ -117,22 +123,5 @@ func (s *Store) SetDeviceQuirk(ctx context.Context, deviceID, quirk string, on b
 
 // DeviceQuirks returns, per device, the quirks recorded.
 func (s *Store) DeviceQuirks(ctx context.Context) (map[string][]string, error) {
-	db := s.rdb.Load()
-	if db == nil {
-		return nil, ErrClosed
-	}
-	rows, err := db.QueryContext(ctx, `SELECT device, quirk FROM device_quirk ORDER BY device, quirk`)
-	if err != nil {
-		return nil, fmt.Errorf("store: device quirks: %w", classify(err))
-	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var dev, q string
-		if err := rows.Scan(&dev, &q); err != nil {
-			return nil, fmt.Errorf("store: device quirks: %w", err)
-		}
-		out[dev] = append(out[dev], q)
-	}
-	return out, rows.Err()
+	return s.byDevice(ctx, "device quirks", `SELECT device, quirk FROM device_quirk ORDER BY device, quirk`)
 }

@@ -50,6 +50,9 @@
 //	log(id, t, level, code, message, plant, device)
 //	schedule(id, plant, created, body)
 //	outbox(stream, seq, created, payload), outbox_seq(stream, next)
+//	control_default(device, model, addr, read, regs)   grid control: a control model as first read
+//	control_owner(device, control)     grid control: the controls plantd wrote and has not restored
+//	device_quirk(device, quirk, since) grid control: what a device's answers showed (limit-needs-enable-toggle)
 //
 // Times are Unix ms (UTC). The data tables are WITHOUT ROWID. Raw rows are
 // keyed (t, device), not (series, t) with a row per value: a commit then
