@@ -180,16 +180,18 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
 	prevPct, wasOwned, prevAt, toggle := st.pct, st.owned && st.known, st.writtenAt, dc.needsToggle
-	firstNoRvrt := rvrt == 0 && !dc.noRevertSaid
-	if firstNoRvrt {
-		dc.noRevertSaid = true
-	}
 	c.mu.Unlock()
 	changed := !wasOwned || pct != prevPct
 	if err == nil && toggle && changed {
 		err = c.toggleEnable(ctx, rw, ref)
 	}
-	if firstNoRvrt && err == nil {
+	c.mu.Lock()
+	firstNoRvrt := err == nil && rvrt == 0 && !dc.noRevertSaid
+	if firstNoRvrt {
+		dc.noRevertSaid = true
+	}
+	c.mu.Unlock()
+	if firstNoRvrt {
 		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "LimitWithoutReversion",
 			Message: fmt.Sprintf("device %s: model 123 reverts a limit to none, not to its default of %g %%; its limits are written without a reversion time, so if plantd stops inside a window the device keeps that window's limit until plantd runs again", d.Info.ID, fallback)})
 	}
