@@ -302,12 +302,18 @@ func TestBrowser(t *testing.T) {
 		js(`document.getElementById('history-today').click()`, nil)
 	}
 	both("history-day", chartWithData)
+	checkChart(t, b, "Day", "W")
 	js(`document.querySelector('button[data-period=Week]').click()`, nil)
 	weekChart := chartWithData + ` && document.getElementById('history-chart').dataset.resolution === 'OneHour'`
 	b.waitFor("week chart", weekChart, 10*time.Second)
 	both("history-week", weekChart)
 	js(`(() => { const s = document.getElementById('history-source'); s.value = 'device:inv2:PowerAc'; s.dispatchEvent(new Event('change')) })()`, nil)
-	b.waitFor("inv2 PowerAc chart", chartWithData+` && document.querySelector('.u-legend').textContent.includes('voltagePhaseA')`, 10*time.Second)
+	b.waitFor("inv2 PowerAc chart", chartWithData+` && /voltage/i.test(document.querySelector('.u-legend').textContent)`, 10*time.Second)
+	var devLegend string
+	js(`document.querySelector('.u-legend').textContent`, &devLegend)
+	if !strings.Contains(devLegend, "Voltage L1 (V)") || rawName.MatchString(devLegend) {
+		t.Errorf("inv2 PowerAc chart's legend %q: want Voltage L1 (V), no API field names", devLegend)
+	}
 	shot("history-device-desktop")
 	var dst []float64
 	js(dstCheckJS(), &dst)
@@ -328,7 +334,13 @@ func TestBrowser(t *testing.T) {
 		if days < p.minDays-0.1 || days > p.maxDays+0.1 {
 			t.Errorf("%s chart's time axis spans %.2f days, want %v to %v", p.period, days, p.minDays, p.maxDays)
 		}
-		shot("history-" + strings.ToLower(p.period) + "-desktop")
+		checkChart(t, b, p.period, "Wh")
+		checkBars(t, b, p.period)
+		if p.period == "Month" {
+			both("history-month", chartWithData)
+		} else {
+			shot("history-year-desktop")
+		}
 	}
 	js(`document.querySelector('button[data-period=Day]').click()`, nil)
 
@@ -635,5 +647,86 @@ func (b *browser) screenshot(path string) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
+	}
+}
+
+// rawName is an API field name in a label: camelCase or a unit in brackets.
+var rawName = regexp.MustCompile(`\b[a-z]+[A-Z]\w*|\[`)
+
+// checkChart checks the history chart of the plant's balance for a
+// period: legend and totals in words with units (the energies in unit),
+// no API field name, and the % axis within 0..100.
+func checkChart(t *testing.T, b *browser, period, unit string) {
+	t.Helper()
+	var c struct {
+		Legend, Totals []string
+		Pct            []float64
+	}
+	if err := b.eval(`(() => { const el = document.getElementById('history-chart'), u = el.uplot;
+		return { Legend: [...el.querySelectorAll('.u-legend .u-series .u-label')].map(e => e.textContent),
+			Totals: [...document.querySelectorAll('#history-total th')].map(e => e.textContent),
+			Pct: u && u.scales['%'] ? [u.scales['%'].min, u.scales['%'].max] : [] } })()`, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PV generation (" + unit + ")", "Grid feed-in (" + unit + ")", "Battery state of charge (%)", "Autarky (%)"} {
+		if !slices.Contains(c.Legend, want) {
+			t.Errorf("%s chart's legend %q: no %q", period, c.Legend, want)
+		}
+	}
+	if !slices.Contains(c.Totals, "PV generation") {
+		t.Errorf("%s totals %q: no PV generation", period, c.Totals)
+	}
+	for _, l := range append(c.Legend, c.Totals...) {
+		if rawName.MatchString(l) {
+			t.Errorf("%s chart shows %q: an API field name", period, l)
+		}
+	}
+	if len(c.Pct) != 2 || c.Pct[0] < 0 || c.Pct[1] > 100 {
+		t.Errorf("%s chart's %% axis spans %v, want within 0..100", period, c.Pct)
+	}
+}
+
+// checkBars checks, in the chart's canvas, that the energies of a Month or
+// Year chart are drawn as bars: halfway between zero and each shown
+// energy's value (where a line or point draws nothing of that day), the
+// day's or month's slot has pixels of that series' colour.
+func checkBars(t *testing.T, b *browser, period string) {
+	t.Helper()
+	var res []struct {
+		Label  string
+		Height float64
+		Pixels int
+	}
+	if err := b.eval(`(() => { const u = document.getElementById('history-chart').uplot, out = [];
+		if (!u) return out;
+		const ctx = u.ctx, half = `+map[string]string{"Month": "43200", "Year": "15 * 86400"}[period]+`;
+		u.series.forEach((s, i) => {
+			if (i === 0 || !s.show || s.scale !== 'Wh') return;
+			const j = u.data[i].findIndex(v => v !== null && v !== undefined);
+			if (j < 0) return;
+			const x = u.data[0][j], v = u.data[i][j];
+			const y0 = u.valToPos(0, 'Wh', true), y1 = u.valToPos(v, 'Wh', true), y = Math.round((y0 + y1) / 2);
+			const a = Math.floor(u.valToPos(x - half, 'x', true)), z = Math.ceil(u.valToPos(x + half, 'x', true));
+			const px = ctx.getImageData(a, y, z - a, 1).data, c = typeof s.stroke === 'function' ? s.stroke(u, i) : s.stroke;
+			const [r, g, bl] = [1, 3, 5].map(k => parseInt(c.slice(k, k + 2), 16));
+			let n = 0;
+			for (let k = 0; k < px.length; k += 4) if (px[k + 3] > 100 && Math.abs(px[k] - r) < 12 && Math.abs(px[k + 1] - g) < 12 && Math.abs(px[k + 2] - bl) < 12) n++;
+			out.push({ Label: s.label, Height: Math.abs(y0 - y1), Pixels: n });
+		});
+		return out })()`, &res); err != nil {
+		t.Fatal(err)
+	}
+	tall := 0
+	for _, r := range res {
+		if r.Height < 12 {
+			continue
+		}
+		tall++
+		if r.Pixels == 0 {
+			t.Errorf("%s chart: %s (%.0f px high) is no bar: none of its colour halfway up", period, r.Label, r.Height)
+		}
+	}
+	if tall < 2 {
+		t.Errorf("%s chart: %d energies tall enough to check for bars (%+v), want 2 or more", period, tall, res)
 	}
 }

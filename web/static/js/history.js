@@ -2,27 +2,12 @@
 // or of any set of a device, with date navigation in the plant's zone.
 import { get } from './api.js';
 import { h, clear, problemBox, fmtValue, fmtRate, localDate, localDateTime, localToMs, addDays, addMonths, weekday, wall } from './util.js';
+import { FIELDS, fieldLabel, fieldUnit, isEnergy, isRate, withUnit, UNITS } from './labels.js';
 
 const PERIODS = ['Day', 'Week', 'Month', 'Year'];
 const BALANCE_SHOWN = ['pvGeneration', 'totalConsumption', 'gridFeedIn', 'gridConsumption', 'batteryCharging', 'batteryDischarging', 'batteryStateOfCharge'];
 const COLORS = ['#b27b00', '#0b63c5', '#6b4fbb', '#c2185b', '#17803d', '#00838f', '#5d4037', '#7b1fa2', '#455a64', '#ef6c00'];
 const DASHES = [[], [6, 3], [2, 3], [10, 3, 2, 3], [1, 1], [12, 4]];
-
-// The unit of a set field in a period (sets carry no units; DESIGN §4).
-export function unitOf(field, period) {
-  const rules = [[/^(voltage|batteryVoltage|dcVoltage)/, 'V'], [/^(current|batteryCurrent|dcCurrent)/, 'A'],
-    [/^reactivePower/, 'var'], [/^apparentPower/, 'VA'], [/^gridFrequency$/, 'Hz'], [/Rate$|PowerFactor$/, ''],
-    [/StateOf(Charge|Health)$/, '%'], [/Temperature$/, '°C'], [/^externalInsolation$/, 'W/m²'], [/^windSpeed$/, 'm/s'],
-    [/^isolationResistance$/, 'Ω'], [/^dcEnergyInput$/, 'Wh']];
-  for (const [re, u] of rules) if (re.test(field)) return u;
-  if (ENERGY.has(field)) return period === 'Day' || period === 'Week' ? 'W' : 'Wh';
-  return 'W'; // other powers (activePower, dcPowerInput, ...) are means in every period
-}
-
-// The energy fields: W as interval means for Day and Week, Wh for Month
-// and Year and in totals (store/doc.go, Queries).
-const ENERGY = new Set(['pvGeneration', 'gridFeedIn', 'gridConsumption', 'directConsumption', 'selfConsumption', 'selfSupply',
-  'totalConsumption', 'totalGeneration', 'batteryCharging', 'batteryDischarging', 'dieselGeneration', 'consumption']);
 
 const saved = () => { try { return JSON.parse(sessionStorage.getItem('plantd.history')) || {}; } catch { return {}; } };
 
@@ -93,55 +78,83 @@ export function span(period, date, tz) {
   }
 }
 
+// chart draws the set into el with uPlot: human labels with units, energies
+// of Month and Year as bars (one group per day or month), other fields as
+// lines, rates in % on the % axis, which spans 0 to 100. el.uplot is the
+// chart (for the console and the browser test).
+// byVocabulary orders field names (by index) as the balance is shown,
+// then as the vocabulary lists them, unknown names last.
+function byVocabulary(names) {
+  const keys = Object.keys(FIELDS), rank = n => {
+    const f = n.split('.')[0], b = BALANCE_SHOWN.indexOf(f), k = keys.indexOf(f);
+    return b >= 0 ? b : k >= 0 ? BALANCE_SHOWN.length + k : Infinity;
+  };
+  return names.map((n, i) => [rank(n), i]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, i]) => i);
+}
+
 function chart(el, r, period, date, tz, shown) {
-  const { names, data } = toData(r.set, tz);
+  const set = toData(r.set, tz), order = byVocabulary(set.names);
+  const names = order.map(i => set.names[i]), data = [set.data[0], ...order.map(i => set.data[i + 1])];
+  // Rates come as 0..1: the chart shows them in %.
+  names.forEach((n, i) => { if (isRate(n)) data[i + 1] = data[i + 1].map(v => (v === null ? null : v * 100)); });
   // The axis shows the whole period however little is stored (uPlot would
   // spread one point over years): empty points at its ends.
   const [from, to] = span(period, date, tz), xs = data[0];
   if (from < xs[0]) { xs.unshift(from); data.slice(1).forEach(c => c.unshift(null)); }
   if (to > xs[xs.length - 1]) { xs.push(to); data.slice(1).forEach(c => c.push(null)); }
-  const unitOfName = n => unitOf(n.split('.')[0], period);
+  const unitOfName = n => fieldUnit(n, period);
   // Without a chosen list, show the fields of the first two units (power
   // and energy first).
   const rank = u => (u === 'W' || u === 'Wh' ? 0 : 1);
   const all = [...new Set(names.map(unitOfName))].sort((a, b) => rank(a) - rank(b));
   const visible = n => (shown ? shown.includes(n) : all.slice(0, 2).includes(unitOfName(n)));
   const axisUnits = [...new Set(names.filter(visible).map(unitOfName))].sort((a, b) => rank(a) - rank(b)).slice(0, 2);
+  // Bars: the energies of a day (Month) or a month (Year), side by side in
+  // 80 % of the slot, each shown series its share.
+  const slot = period === 'Month' ? 86400 : period === 'Year' ? 30.4 * 86400 : 0;
+  const bar = names.map(n => slot > 0 && isEnergy(n));
+  const barWidth = u => slot * 0.8 / Math.max(1, u.series.filter((s, i) => i > 0 && s.show && bar[i - 1]).length);
+  const barStart = (u, si) => {
+    const shownBars = u.series.map((s, i) => i > 0 && s.show && bar[i - 1] ? i : 0).filter(Boolean);
+    const k = shownBars.indexOf(si), w = barWidth(u);
+    return u.data[0].map(x => x - (shownBars.length * w) / 2 + Math.max(0, k) * w);
+  };
+  const bars = window.uPlot.paths.bars({ disp: { x0: { unit: 1, values: barStart }, size: { unit: 1, values: u => [barWidth(u)] } } });
   const series = [{ label: 'Time', value: (_, v) => v === null || v === undefined ? '–' : localDateTime(v * 1000, tz).slice(0, 16) }];
   names.forEach((n, i) => {
-    const u = unitOfName(n);
+    const u = unitOfName(n), color = COLORS[i % COLORS.length];
     series.push({
-      label: u ? `${n} [${u}]` : n, scale: u || 'ratio', stroke: COLORS[i % COLORS.length], width: 1.5,
-      dash: DASHES[Math.floor(i / 2) % DASHES.length], points: period === 'Month' || period === 'Year' ? { show: true } : {}, // else uPlot's: points where data is sparse
-      show: visible(n),
+      label: withUnit(fieldLabel(n), u), scale: u || 'ratio', stroke: color, width: bar[i] ? 1 : 1.5, show: visible(n),
+      ...(bar[i] ? { paths: bars, fill: color + '99', points: { show: false } }
+        : { dash: DASHES[Math.floor(i / 2) % DASHES.length], points: slot ? { show: true } : {} }), // else uPlot's: points where data is sparse
       value: (_, v) => v === null || v === undefined ? '–' : fmtValue(v, u),
     });
   });
   const incrs = { Day: [300, 900, 1800, 3600, 7200, 10800, 21600, 43200], Week: [3600, 10800, 21600, 43200, 86400, 172800, 259200] }[period];
   const axes = [{ values: xLabels(period, tz), ...(incrs ? { incrs } : {}) }];
-  axisUnits.forEach((u, i) => axes.push({ scale: u || 'ratio', side: i === 0 ? 3 : 1, label: u || 'ratio', size: 60,
+  axisUnits.forEach((u, i) => axes.push({ scale: u || 'ratio', side: i === 0 ? 3 : 1, label: UNITS[u] ?? u, size: 60,
     grid: { show: i === 0 }, values: (_, ticks) => ticks.map(t => Math.abs(t) >= 1e4 ? (t / 1000) + 'k' : String(t)) }));
   const width = () => Math.max(280, el.clientWidth);
   const height = () => (window.innerWidth < 520 ? 260 : 340);
-  const u = new window.uPlot({ width: width(), height: height(), series, axes, tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz),
-    cursor: { points: { size: 6 } }, legend: { live: true },
+  const u = new window.uPlot({ width: width(), height: height(), series, axes, scales: { '%': { range: [0, 100] } },
+    tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz), cursor: { points: { size: 6 } }, legend: { live: true },
     hooks: { setScale: [(p, key) => { if (key === 'x') Object.assign(el.dataset, { from: p.scales.x.min, to: p.scales.x.max }); }] } }, data, el);
+  el.uplot = u;
   const ro = new ResizeObserver(() => u.setSize({ width: width(), height: height() }));
   ro.observe(el);
-  return () => { ro.disconnect(); u.destroy(); };
+  return () => { ro.disconnect(); u.destroy(); delete el.uplot; };
 }
 
-function totals(r, period) {
+function totals(r) {
   if (!r.total) return null;
-  const rows = Object.entries(r.total).filter(([k, v]) => k !== 'time' && typeof v === 'number');
+  const all = Object.entries(r.total).filter(([k, v]) => k !== 'time' && typeof v === 'number');
+  const rows = byVocabulary(all.map(([k]) => k)).map(i => all[i]);
   if (!rows.length) return null;
   return h('div', { class: 'scroll' }, h('table', { id: 'history-total' },
     h('caption', { class: 'muted' }, 'Period total (energies summed, other values averaged)'),
     h('tbody', null, rows.map(([k, v]) => {
-      let u = unitOf(k, period);
-      if (ENERGY.has(k)) u = 'Wh';
-      const text = /Rate$/.test(k) ? fmtRate(v) : fmtValue(v, u);
-      return h('tr', { 'data-field': k, 'data-value': v }, h('th', { scope: 'row' }, k), h('td', { class: 'num' }, text));
+      const text = isRate(k) ? fmtRate(v) : fmtValue(v, fieldUnit(k, 'Total'));
+      return h('tr', { 'data-field': k, 'data-value': v }, h('th', { scope: 'row', title: k }, fieldLabel(k)), h('td', { class: 'num' }, text));
     }))));
 }
 
@@ -186,7 +199,7 @@ export async function render(ctx, root) {
         return;
       }
       destroy = chart(plot, r, st.period, st.date, tz, kind === 'plant' ? BALANCE_SHOWN : null);
-      below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${r.resolution}); times in ${tz}. Click a legend entry to show or hide it.`), totals(r, st.period));
+      below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${r.resolution}); times in ${tz}. Click a legend entry to show or hide it.`), totals(r));
     } catch (e) {
       if (my === seq) { clear(plot, problemBox(e)); clear(below); }
     }

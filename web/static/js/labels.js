@@ -1,0 +1,142 @@
+// The page's vocabulary: what the API's field and type names mean to a
+// person, and their units. Every view takes its words from here; the API
+// name stays available next to them (data attributes, a code caption or a
+// title) for comparing with the API.
+
+// FIELDS: label and unit of each measurement-set field (sets carry no
+// units; DESIGN §4). Unit 'energy': W as interval means in Day and Week,
+// Wh in Month, Year and in totals (store/doc.go, Queries); 'rate': a ratio
+// of 0..1 the page shows in %.
+export const FIELDS = {
+  // Plant: EnergyBalance and EnergyMix.
+  pvGeneration: ['PV generation', 'energy'],
+  totalGeneration: ['Total generation', 'energy'],
+  totalConsumption: ['Consumption', 'energy'],
+  gridConsumption: ['Grid purchase', 'energy'],
+  gridFeedIn: ['Grid feed-in', 'energy'],
+  batteryCharging: ['Battery charging', 'energy'],
+  batteryDischarging: ['Battery discharging', 'energy'],
+  batteryStateOfCharge: ['Battery state of charge', '%'],
+  selfConsumption: ['PV used on site', 'energy'],
+  directConsumption: ['PV consumed directly', 'energy'],
+  selfSupply: ['Consumption not from the grid', 'energy'],
+  dieselGeneration: ['Diesel generation', 'energy'],
+  consumption: ['Consumption', 'energy'],
+  autarkyRate: ['Autarky', 'rate'],
+  selfConsumptionRate: ['Self-consumption rate', 'rate'],
+  pvConsumptionRate: ['Consumption from PV', 'rate'],
+  batteryConsumptionRate: ['Consumption from the battery', 'rate'],
+  gridConsumptionRate: ['Consumption from the grid', 'rate'],
+  // Devices: PowerAc.
+  activePower: ['Active power', 'W'],
+  activePowerPhaseA: ['Active power L1', 'W'],
+  activePowerPhaseB: ['Active power L2', 'W'],
+  activePowerPhaseC: ['Active power L3', 'W'],
+  reactivePower: ['Reactive power', 'var'],
+  reactivePowerPhaseA: ['Reactive power L1', 'var'],
+  reactivePowerPhaseB: ['Reactive power L2', 'var'],
+  reactivePowerPhaseC: ['Reactive power L3', 'var'],
+  apparentPower: ['Apparent power', 'VA'],
+  apparentPowerPhaseA: ['Apparent power L1', 'VA'],
+  apparentPowerPhaseB: ['Apparent power L2', 'VA'],
+  apparentPowerPhaseC: ['Apparent power L3', 'VA'],
+  voltagePhaseA: ['Voltage L1', 'V'],
+  voltagePhaseB: ['Voltage L2', 'V'],
+  voltagePhaseC: ['Voltage L3', 'V'],
+  voltagePhaseA2B: ['Voltage L1–L2', 'V'],
+  voltagePhaseB2C: ['Voltage L2–L3', 'V'],
+  voltagePhaseC2A: ['Voltage L3–L1', 'V'],
+  currentPhaseA: ['Current L1', 'A'],
+  currentPhaseB: ['Current L2', 'A'],
+  currentPhaseC: ['Current L3', 'A'],
+  gridFrequency: ['Grid frequency', 'Hz'],
+  displacementPowerFactor: ['Power factor', ''],
+  // PowerDc, EnergyDc (indexed per input: "DC power, input 1").
+  dcPowerInput: ['DC power, input', 'W'],
+  dcVoltageInput: ['DC voltage, input', 'V'],
+  dcCurrentInput: ['DC current, input', 'A'],
+  dcEnergyInput: ['DC energy, input', 'Wh'],
+  isolationResistance: ['Isolation resistance', 'Ω'],
+  // Battery (indexed per battery).
+  batteryStateOfHealth: ['Battery state of health', '%'],
+  batteryVoltage: ['Battery voltage, battery', 'V'],
+  batteryCurrent: ['Battery current, battery', 'A'],
+  batteryTemperature: ['Battery temperature, battery', '°C'],
+  // Sensor.
+  externalInsolation: ['Irradiance', 'W/m²'],
+  ambientTemperature: ['Ambient temperature', '°C'],
+  moduleTemperature: ['Module temperature', '°C'],
+  windSpeed: ['Wind speed', 'm/s'],
+};
+
+// UNITS names the quantity of a unit for an axis.
+export const UNITS = { W: 'Power (W)', Wh: 'Energy (Wh)', '%': 'Percent (%)', V: 'Voltage (V)', A: 'Current (A)',
+  var: 'Reactive power (var)', VA: 'Apparent power (VA)', Hz: 'Frequency (Hz)', '°C': 'Temperature (°C)',
+  'W/m²': 'Irradiance (W/m²)', 'm/s': 'Wind speed (m/s)', 'Ω': 'Resistance (Ω)', '': 'Ratio' };
+
+// words turns an unknown camelCase name into words ("fooBarBaz" → "Foo bar baz").
+const words = n => n.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/^./, c => c.toUpperCase())
+  .replace(/ ([A-Z])(?=[a-z])/g, (_, c) => ' ' + c.toLowerCase());
+
+// fieldLabel: the words for a field, "name.index" for an input of an
+// indexed field.
+export function fieldLabel(name) {
+  const [f, index] = name.split('.');
+  const l = FIELDS[f]?.[0] ?? words(f);
+  return index === undefined ? l.replace(/, (input|battery)$/, '') : `${l} ${index}`;
+}
+
+export const isEnergy = name => FIELDS[name.split('.')[0]]?.[1] === 'energy';
+export const isRate = name => FIELDS[name.split('.')[0]]?.[1] === 'rate';
+
+// fieldUnit: the unit a field's values have in a period (Day, Week, Month,
+// Year; 'Total' for a period's total). Rates: % (the page scales them).
+export function fieldUnit(name, period) {
+  const u = FIELDS[name.split('.')[0]]?.[1];
+  if (u === undefined) return '';
+  if (u === 'energy') return period === 'Day' || period === 'Week' ? 'W' : 'Wh';
+  if (u === 'rate') return '%';
+  return u;
+}
+
+// withUnit: "PV generation (W)".
+export const withUnit = (label, unit) => (unit ? `${label} (${unit})` : label);
+
+// SETTINGS: the grid-control settings types and their configurations
+// (gridcontrol/settings.go). A configuration no inverter has enabled is
+// answered in its Deactivated form, a ride-through curve as DeviceDefault.
+export const SETTINGS = {
+  activePowerGridSettings: 'Active power',
+  reactivePowerGridSettings: 'Reactive power',
+  frequencyFaultRideThroughSettings: 'Frequency ride-through',
+  voltageFaultRideThroughSettings: 'Voltage ride-through',
+};
+export const CONFIGS = {
+  DynamicActivePowerLimit: 'Dynamic active power limit (feed-in limit)',
+  FixedActivePowerLimit: 'Fixed active power limit',
+  FreqWattCurve: 'Frequency-watt curve',
+  VoltWattCurve: 'Volt-watt curve',
+  FixedPowerFactor: 'Fixed power factor',
+  VoltVarCurve: 'Volt-var curve',
+  ReactivePowerGrid: 'Reactive power control',
+  LowFrequencyRideThroughCurve: 'Low-frequency ride-through curve',
+  HighFrequencyRideThroughCurve: 'High-frequency ride-through curve',
+  LowVoltageRideThroughCurve: 'Low-voltage ride-through curve',
+  HighVoltageRideThroughCurve: 'High-voltage ride-through curve',
+  LowFrequencyRideThrough: 'Low-frequency ride-through',
+  HighFrequencyRideThrough: 'High-frequency ride-through',
+  LowVoltageRideThrough: 'Low-voltage ride-through',
+  HighVoltageRideThrough: 'High-voltage ride-through',
+};
+
+export const settingsLabel = t => SETTINGS[t] ?? words(t);
+
+// configLabel: the words for a configuration type, its state left to the
+// page's active/inactive badge: "FixedActivePowerLimitDeactivatedConfig"
+// → "Fixed active power limit", "LowVoltageRideThroughDeviceDefault" →
+// "Low-voltage ride-through, device default".
+export function configLabel(type) {
+  const m = /^(.*?)(Deactivated)?(Config|Setting|DeviceDefault)$/.exec(type);
+  const base = m ? CONFIGS[m[1]] ?? words(m[1]) : words(type);
+  return m?.[3] === 'DeviceDefault' ? base + ', device default' : base;
+}
