@@ -395,6 +395,44 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("schedule %s from the page not in the API's list with value 40 from %s (plant time): %+v", id, start, scheds)
 	}
 	both("grid", listed)
+	// Settings: headed in words, with the API's type name beside; on a
+	// phone no table is wider than its card (every type opened).
+	var heads struct{ Words, API []string }
+	js(`(() => { const text = e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+		return { Words: [...document.querySelectorAll('#settings summary, #settings h3')].map(text),
+			API: [...document.querySelectorAll('#settings code')].map(c => c.textContent) } })()`, &heads)
+	apiName := regexp.MustCompile(`^[A-Za-z]+(Config|Setting|Settings|DeviceDefault)$|[a-z][A-Z]`)
+	for _, w := range heads.Words {
+		if apiName.MatchString(w) || !strings.Contains(w, " ") {
+			t.Errorf("grid-control heading %q: an API name, want words", w)
+		}
+	}
+	for _, want := range []string{"Active power", "Fixed active power limit", "Frequency-watt curve"} {
+		if !slices.Contains(heads.Words, want) {
+			t.Errorf("grid-control headings %q: no %q", heads.Words, want)
+		}
+	}
+	if !slices.Contains(heads.API, "activePowerGridSettings") || !slices.ContainsFunc(heads.API, func(s string) bool { return strings.HasPrefix(s, "FixedActivePowerLimit") }) {
+		t.Errorf("grid-control settings without the API's type names beside the words: %q", heads.API)
+	}
+	b.viewport(390, 844, true)
+	var gridProblems []string
+	js(`(() => { document.querySelectorAll('#settings details').forEach(d => d.open = true);
+		const w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth > w) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
+		const card = document.getElementById('settings').closest('.card'), cb = card.getBoundingClientRect();
+		const tables = document.querySelectorAll('#settings table');
+		if (!tables.length) out.push('no settings tables');
+		for (const t of tables) {
+			const b = t.getBoundingClientRect(), box = t.parentElement;
+			if (b.left < cb.left || b.right > cb.right) out.push('a table at ' + Math.round(b.left) + '..' + Math.round(b.right) + ' in its card at ' + Math.round(cb.left) + '..' + Math.round(cb.right));
+			if (box.scrollWidth > box.clientWidth) out.push('a table ' + box.scrollWidth + ' wide in a box of ' + box.clientWidth);
+		}
+		return out })()`, &gridProblems)
+	for _, p := range gridProblems {
+		t.Errorf("grid control at 390 px: %s", p)
+	}
+	b.viewport(1280, 900, false)
 	// A disconnect only the classic inverter carries: the page says the
 	// window is partial and which inverter does not act.
 	var disc struct {

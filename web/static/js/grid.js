@@ -3,6 +3,7 @@
 // settings per type as the inverters report them.
 import { get, post } from './api.js';
 import { h, clear, fmtUtc, problemBox, localInput, localToMs } from './util.js';
+import { settingsLabel, configLabel } from './labels.js';
 
 const REFRESH_MS = 10000;
 const FINISHED = ['done', 'superseded'];
@@ -42,17 +43,21 @@ function scheduleRows(list, tz, all) {
   return rows;
 }
 
+// settingsBlock: one settings type, its configurations headed in words
+// with the API's type name as a caption; on a phone each device's values
+// are a block of label and value (app.css, table.stack).
 function settingsBlock(r) {
   return h('details', { class: 'settings', 'data-type': r.settingsType, open: r.settingsType === 'activePowerGridSettings' },
-    h('summary', null, r.settingsType),
-    r.configurations.map(cf => h('div', null,
-      h('h3', null, cf.type, ' ', cf.active ? badge('active') : h('span', { class: 'badge s-Off' }, 'inactive'), cf.supported ? '' : ' (not supported)'),
-      h('div', { class: 'scroll' }, h('table', null,
+    h('summary', null, settingsLabel(r.settingsType), ' ', h('code', { class: 'api-name' }, r.settingsType)),
+    r.configurations.map(cf => h('div', { class: 'config', 'data-type': cf.type },
+      h('h3', null, configLabel(cf.type), ' ', cf.active ? badge('active') : h('span', { class: 'badge s-Off' }, 'inactive'), cf.supported ? '' : ' (not supported)'),
+      h('p', { class: 'api-name' }, h('code', null, cf.type)),
+      h('table', { class: 'stack' },
         h('thead', null, h('tr', null, ['Device', 'Model', 'Enabled', 'Value', 'Set by plantd'].map(t => h('th', { scope: 'col' }, t)))),
-        h('tbody', null, cf.values.map(v => h('tr', null, h('td', null, v.device), h('td', { class: 'num' }, v.model),
-          h('td', null, v.enabled ? 'yes' : 'no'),
-          h('td', null, v.limitPct !== undefined ? v.limitPct + ' %' : v.powerFactor !== undefined ? 'PF ' + v.powerFactor : valueOf(v)),
-          h('td', null, v.controlledByPlantd ? 'yes' : 'no')))))))));
+        h('tbody', null, cf.values.map(v => h('tr', null, h('td', { 'data-label': 'Device' }, v.device), h('td', { class: 'num', 'data-label': 'Model' }, v.model),
+          h('td', { 'data-label': 'Enabled' }, v.enabled ? 'yes' : 'no'),
+          h('td', { 'data-label': 'Value' }, v.limitPct !== undefined ? v.limitPct + ' %' : v.powerFactor !== undefined ? 'PF ' + v.powerFactor : valueOf(v)),
+          h('td', { 'data-label': 'Set by plantd' }, v.controlledByPlantd ? 'yes' : 'no'))))))));
 }
 
 export async function render(ctx, root) {
@@ -128,7 +133,7 @@ export async function render(ctx, root) {
       const ps = doc.paths['/gridcontrol/v1/plants/{id}/settings/{settingsType}'].get.parameters;
       types = ps.find(p => p.name === 'settingsType').schema.enum || types;
     } catch { /* the list above */ }
-    const blocks = await Promise.all(types.map(t => get(`${base}/settings/${t}`).then(settingsBlock, e => h('div', null, h('h3', null, t), problemBox(e)))));
+    const blocks = await Promise.all(types.map(t => get(`${base}/settings/${t}`).then(settingsBlock, e => h('div', null, h('h3', null, settingsLabel(t), ' ', h('code', { class: 'api-name' }, t)), problemBox(e)))));
     if (!stopped) clear(settings, blocks);
   })();
   return () => { stopped = true; clearTimeout(timer); };
