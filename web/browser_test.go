@@ -348,6 +348,21 @@ func TestBrowser(t *testing.T) {
 	nav("logs")
 	b.waitFor("log entries", `document.querySelectorAll('#log-table tbody tr').length > 0`, 10*time.Second)
 	both("logs", `document.querySelectorAll('#log-table tbody tr').length > 0`)
+	// On a phone every entry's message is in sight: no column off-screen.
+	b.viewport(390, 844, true)
+	var logProblems []string
+	js(`(() => { const w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth > w) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
+		for (const r of document.querySelectorAll('#log-table tbody tr')) {
+			const c = r.cells[r.cells.length - 1], b = c.getBoundingClientRect();
+			if (b.left < 0 || b.right > w + 0.5 || b.width < w / 2) out.push('message "' + c.textContent + '" at ' + Math.round(b.left) + '..' + Math.round(b.right) + ' of ' + w);
+		}
+		for (const s of document.querySelectorAll('#view .scroll')) if (s.scrollWidth > s.clientWidth) out.push('a scroll box ' + s.scrollWidth + ' wide in ' + s.clientWidth);
+		return out })()`, &logProblems)
+	for _, p := range logProblems {
+		t.Errorf("logs at 390 px: %s", p)
+	}
+	b.viewport(1280, 900, false)
 
 	// Grid control: a limit window from the page, then in the list.
 	nav("grid")

@@ -26,8 +26,8 @@ export async function render(ctx, root) {
       clear(status);
       table.hidden = false;
       body.append(...r.logs.map(l => h('tr', { class: 'lv-' + l.level },
-        h('td', { class: 'time' }, fmtUtc(l.time, tz)), h('td', null, l.level), h('td', null, l.code),
-        h('td', null, l.deviceId || dev || ''), h('td', null, l.message))));
+        h('td', { class: 'time' }, fmtUtc(l.time, tz)), h('td', { class: 'level' }, l.level), h('td', { class: 'code' }, l.code),
+        h('td', { class: 'device' }, l.deviceId || dev || ''), h('td', { class: 'message' }, l.message))));
       if (reset && !r.logs.length) status.append(h('p', { class: 'muted' }, 'No log entries.'));
       next = r.next || null;
       more.hidden = !next;
