@@ -37,6 +37,7 @@ const (
 var (
 	errNoConsent     = errors.New("no such consent request")
 	errDecided       = errors.New("the consent request is decided already")
+	errOwnRequest    = errors.New("a client never decides its own consent request")
 	errTooManyWaits  = errors.New("too many consent requests of this client wait for the owner")
 	errInvalidGrant  = errors.New("invalid grant")
 	errGrantReplayed = errors.New("grant used twice; every token of it is revoked")
@@ -212,14 +213,18 @@ func (g *grants) list() []Consent {
 	return out
 }
 
-// decide accepts or rejects a pending request.
-func (g *grants) decide(id string, accept bool) (Consent, error) {
+// decide accepts or rejects a pending request; by is the OAuth2 client
+// deciding ("" for the owner's token), which may not be the requester.
+func (g *grants) decide(id string, accept bool, by string) (Consent, error) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.consents[id]
 	if c == nil || (c.State == statePending && !now.Before(c.ExpiresAt)) {
 		return Consent{}, errNoConsent
+	}
+	if by != "" && by == c.ClientID {
+		return Consent{}, errOwnRequest
 	}
 	if c.State != statePending {
 		return c.Consent, errDecided

@@ -235,7 +235,7 @@ func (s *Server) token(c *gin.Context) {
 			oauthError(c, http.StatusBadRequest, "invalid_scope", why)
 			return
 		}
-		resp, err = s.grant(principal{Name: name, Role: r}, "", false, "")
+		resp, err = s.grant(principal{Name: name, Role: r, Via: viaClient, Client: cl.id}, "", false, "")
 	case "authorization_code":
 		resp, ok = s.codeGrant(c, f, cl)
 		if !ok {
@@ -299,7 +299,7 @@ func (s *Server) codeGrant(c *gin.Context, f url.Values, cl oauthClient) (tokenR
 		oauthError(c, http.StatusBadRequest, "invalid_scope", "the scope was granted by the authorization request: "+scopeString(ac.role, ac.offline))
 		return tokenResponse{}, false
 	}
-	resp, err := s.grant(principal{Name: oauthPrincipal(cl.id), Role: ac.role}, ac.grant, ac.offline, cl.id)
+	resp, err := s.grant(principal{Name: oauthPrincipal(cl.id), Role: ac.role, Via: viaCode, Client: cl.id}, ac.grant, ac.offline, cl.id)
 	if err != nil {
 		s.grantError(c, err, cl.id)
 		return tokenResponse{}, false
@@ -347,7 +347,7 @@ func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (tok
 		s.grantError(c, err, cl.id)
 		return tokenResponse{}, false
 	}
-	access, err := s.auth.issueGrant(principal{Name: oauthPrincipal(cl.id), Role: narrowed}, old.grant)
+	access, err := s.auth.issueGrant(principal{Name: oauthPrincipal(cl.id), Role: narrowed, Via: viaCode, Client: cl.id}, old.grant)
 	if err != nil {
 		s.internal(c, err)
 		return tokenResponse{}, false
@@ -641,18 +641,43 @@ func (s *Server) bcPoll(c *gin.Context) {
 	c.JSON(http.StatusOK, toBC(cur))
 }
 
-// consentList is GET /gateway/v1/consents (installer): the consent
-// requests, pending first.
+// ownerOnly guards the consent routes: consent is the owner's act, so
+// only a bearer token (plantd token add) or an interactive login (a token
+// of the authorization_code flow the owner approved) may list and decide
+// consent requests; a client's own client_credentials grant may not (it
+// would approve itself), nor an in-process caller (the MQTT uplink speaks
+// for the cloud, not the owner).
+func (s *Server) ownerOnly(c *gin.Context) {
+	v, _ := c.Get(ctxPrincipal)
+	p, _ := v.(principal)
+	if !p.ownerAct() {
+		fail(c, http.StatusForbidden, codeForbidden, "consent is the owner's act: use a bearer token of the installer role (plantd token add) "+
+			"or an interactive login (the authorization_code flow), not a client's client_credentials token")
+		return
+	}
+	c.Next()
+}
+
+// consentList is GET /gateway/v1/consents (installer, ownerOnly): the
+// consent requests, pending first.
 func (s *Server) consentList(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, gin.H{"consents": s.auth.grants.list()})
 }
 
-// consentDecide is POST /gateway/v1/consents/{id}/approve and /reject.
+// consentDecide is POST /gateway/v1/consents/{id}/approve and /reject
+// (installer, ownerOnly); an interactive login never decides its own
+// client's request.
 func (s *Server) consentDecide(accept bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		got, err := s.auth.grants.decide(c.Param("id"), accept)
+		v, _ := c.Get(ctxPrincipal)
+		p, _ := v.(principal)
+		got, err := s.auth.grants.decide(c.Param("id"), accept, p.Client)
 		switch {
+		case errors.Is(err, errOwnRequest):
+			s.log.Warn("consent refused: a client tried to decide its own request", "consent", c.Param("id"), "client", p.Client)
+			fail(c, http.StatusForbidden, codeForbidden, "a client never decides its own consent request: the gateway's owner does")
+			return
 		case errors.Is(err, errNoConsent):
 			fail(c, http.StatusNotFound, codeNotFound, "no pending consent request "+strconv.Quote(c.Param("id"))+" (it may have lapsed)")
 			return
@@ -663,8 +688,6 @@ func (s *Server) consentDecide(accept bool) gin.HandlerFunc {
 			s.internal(c, err)
 			return
 		}
-		v, _ := c.Get(ctxPrincipal)
-		p, _ := v.(principal)
 		s.log.Info("consent decided", "consent", got.ID, "kind", got.Kind, "client", got.ClientID, "state", got.State, "by", p.Name)
 		c.JSON(http.StatusOK, got)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -520,4 +521,119 @@ func TestOAuthAgainstOpenAPI(t *testing.T) {
 	send(formReq("/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.str("refresh_token")}}, appID, "x"))
 	send(formReq("/oauth2/revoke", url.Values{"token": {tok.str("refresh_token")}}, appID, appSecret))
 	send(formReq("/oauth2/revoke", url.Values{"token": {"x"}, "token_type_hint": {"x"}}, appID, appSecret))
+}
+
+// TestConsentOnlyByOwner: consent is the owner's act. An installer
+// client's own client_credentials token may neither list nor decide
+// consent requests (its own back-channel and code-flow requests above
+// all); an interactive login (a token of the code flow the owner
+// approved) may decide other clients' requests but never its own
+// client's; the owner's bearer token decides any. A refused decision
+// leaves the request pending, without a code.
+func TestConsentOnlyByOwner(t *testing.T) {
+	const (
+		instID       = "inst-app"
+		instSecret   = "inst-secret-0123456789abcdef0123456789abcdef"
+		instRedirect = "https://inst.example.com/cb"
+	)
+	e := newEnv(t, envOpts{polls: 1, modify: func(c *Config) {
+		c.OAuthClients = append(c.OAuthClients,
+			config.OAuthClient{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard, RedirectURIs: []string{appRedirect}},
+			config.OAuthClient{ClientID: instID, SecretSHA256: config.TokenHash(instSecret), Role: config.RoleInstaller, RedirectURIs: []string{instRedirect}})
+	}})
+	authorizeReq := func(client, redirect, scope string) string {
+		t.Helper()
+		a := e.authorize(t, url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect}, "scope": {scope}})
+		if a.status != 200 || a.header.Get("X-Consent-Id") == "" {
+			t.Fatalf("authorize %s: %d %s", client, a.status, a.body)
+		}
+		return a.header.Get("X-Consent-Id")
+	}
+	instCC, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"client_credentials"}}, instID, instSecret), "installer", false)
+	hints := 0
+	bcReq := func() string { // a back-channel request of inst-app, by its own token
+		t.Helper()
+		hints++
+		hint := fmt.Sprintf("owner-%d@example.com", hints)
+		if a := e.call(t, "POST", "/oauth2/v2/bc-authorize", instCC, map[string]string{"loginHint": hint}); a.status != 200 || a.str("state") != statePending {
+			t.Fatalf("bc-authorize: %d %s", a.status, a.body)
+		}
+		for _, c := range e.consents(t) {
+			if c.LoginHint == hint {
+				return c.ID
+			}
+		}
+		t.Fatalf("back-channel request for %s not listed", hint)
+		return ""
+	}
+	// An interactive login of inst-app: its code request, approved by the owner.
+	id := authorizeReq(instID, instRedirect, "installer offline_access")
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+		t.Fatalf("owner approves: %d %s", d.status, d.body)
+	}
+	rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), instRedirect)
+	instLogin, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")},
+		"redirect_uri": {instRedirect}}, instID, instSecret), "installer offline_access", true)
+
+	ownCode := func() string { return authorizeReq(instID, instRedirect, "installer offline_access") }
+	otherCode := func() string { return authorizeReq(appID, appRedirect, "offline_access") }
+	for _, tt := range []struct {
+		name    string
+		tok     string
+		request func() string
+		verb    string
+		want    int
+	}{
+		{"client_credentials approves its own back-channel request", instCC, bcReq, "approve", 403},
+		{"client_credentials approves its own code request", instCC, ownCode, "approve", 403},
+		{"client_credentials approves another client's request", instCC, otherCode, "approve", 403},
+		{"client_credentials rejects another client's request", instCC, otherCode, "reject", 403},
+		{"interactive login approves its own client's code request", instLogin, ownCode, "approve", 403},
+		{"interactive login approves its own client's back-channel request", instLogin, bcReq, "approve", 403},
+		{"interactive login rejects its own client's request", instLogin, ownCode, "reject", 403},
+		{"interactive login approves another client's request", instLogin, otherCode, "approve", 200},
+		{"the owner's token approves the client's code request", tokInstaller, ownCode, "approve", 200},
+		{"the owner's token approves the client's back-channel request", tokInstaller, bcReq, "approve", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.request()
+			d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/"+tt.verb, tt.tok, nil)
+			if d.status != tt.want {
+				t.Fatalf("%s: %d %s, want %d", tt.verb, d.status, d.body, tt.want)
+			}
+			var state string
+			for _, c := range e.consents(t) {
+				if c.ID == id {
+					state = c.State
+				}
+			}
+			if want := map[int]string{403: statePending, 200: map[string]string{"approve": stateAccepted, "reject": stateRejected}[tt.verb]}[tt.want]; state != want {
+				t.Errorf("request %s after the %s: %s, want %s", id, tt.verb, state, want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		tok  string
+		want int
+	}{
+		{"client_credentials lists", instCC, 403},
+		{"interactive login lists", instLogin, 200},
+		{"the owner's token lists", tokInstaller, 200},
+	} {
+		if a := e.call(t, "GET", "/gateway/v1/consents", tt.tok, nil); a.status != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, a.status, a.body, tt.want)
+		}
+	}
+}
+
+// consents lists the consent requests with the owner's token.
+func (e *env) consents(t testing.TB) []Consent {
+	t.Helper()
+	a := e.call(t, "GET", "/gateway/v1/consents", tokInstaller, nil)
+	var cs struct{ Consents []Consent }
+	if err := json.Unmarshal(a.body, &cs); a.status != 200 || err != nil {
+		t.Fatalf("consents: %d %s", a.status, a.body)
+	}
+	return cs.Consents
 }

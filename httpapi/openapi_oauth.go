@@ -54,11 +54,11 @@ func oauthRoutes() []route {
 			response: "BackChannelConsent", body: "BackChannelRequest", bodyType: "application/json", errs: []string{"400", "403", "413", "415"}},
 		{method: "get", path: "/oauth2/v2/bc-authorize/{loginHint}", summary: "Poll a back-channel consent: Pending, Accepted or Rejected",
 			response: "BackChannelConsent", params: []obj{param("loginHint", "path", "as posted", str(), true)}, errs: []string{"403"}},
-		{method: "get", path: "/gateway/v1/consents", summary: "Consent requests waiting for the owner, then decided ones (installer; plantd consent list)",
+		{method: "get", path: "/gateway/v1/consents", summary: "Consent requests waiting for the owner, then decided ones (installer: a bearer token or an interactive login, never a client_credentials token; plantd consent list)",
 			response: "Consents", errs: []string{"403"}},
-		{method: "post", path: "/gateway/v1/consents/{id}/approve", summary: "Approve a pending consent request (installer; plantd consent approve)",
+		{method: "post", path: "/gateway/v1/consents/{id}/approve", summary: "Approve a pending consent request (installer: a bearer token or an interactive login, never a client_credentials token nor the requesting client; plantd consent approve)",
 			response: "Consent", params: []obj{idParam}, errs: []string{"403", "409"}},
-		{method: "post", path: "/gateway/v1/consents/{id}/reject", summary: "Reject a pending consent request (installer; plantd consent reject)",
+		{method: "post", path: "/gateway/v1/consents/{id}/reject", summary: "Reject a pending consent request (installer: a bearer token or an interactive login, never a client_credentials token nor the requesting client; plantd consent reject)",
 			response: "Consent", params: []obj{idParam}, errs: []string{"403", "409"}},
 	}
 }
