@@ -471,9 +471,9 @@ func (s *Server) authorize(c *gin.Context) {
 		return
 	}
 	p := &consent{Consent: Consent{Kind: kindAuthorize, ClientID: cl.id, RedirectURI: redirect, Scope: scopeString(r, offline)},
-		role: r, offline: offline, state: state, challenge: challenge, redirect: q.Has("redirect_uri")}
+		role: r, offline: offline, state: state, challenge: challenge, redirect: q.Has("redirect_uri"), source: sourceKey(sourceAddr(c.Request))}
 	if err := s.auth.grants.request(p, cl.preApproved); err != nil {
-		if errors.Is(err, errTooManyWaits) {
+		if errors.Is(err, errTooManyWaits) || errors.Is(err, errTooManyFrom) {
 			toClient("temporarily_unavailable", err.Error())
 			return
 		}

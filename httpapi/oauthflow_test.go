@@ -637,3 +637,105 @@ func (e *env) consents(t testing.TB) []Consent {
 	}
 	return cs.Consents
 }
+
+// TestAuthorizeFlood: /oauth2/auth needs no credential, so its pending
+// requests are bounded per source address as well as per client. One
+// address that floods a client gets maxPendingPerSource requests, the rest
+// temporarily_unavailable; many addresses that fill the client's
+// maxPending push out their own oldest requests; a real user's request
+// from another address is still taken, approved and answered with a
+// code. Requests lapse after 5 minutes (the clock the grants run on).
+func TestAuthorizeFlood(t *testing.T) {
+	e := codeEnv(t, envOpts{})
+	from := func(ip string) *http.Client {
+		c := clientFrom(ip)
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		return c
+	}
+	ask := func(c *http.Client, state string) answer {
+		t.Helper()
+		q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {state}}
+		req, _ := http.NewRequest("GET", e.ts.URL+"/oauth2/auth?"+q.Encode(), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	pendingOf := func(client string) int {
+		n := 0
+		for _, c := range e.consents(t) {
+			if c.ClientID == client && c.State == statePending {
+				n++
+			}
+		}
+		return n
+	}
+	// One address: maxPendingPerSource wait, the rest are told to retry.
+	flooder := from("127.0.0.1")
+	for i := range 300 {
+		a := ask(flooder, "flood")
+		switch {
+		case i < maxPendingPerSource && a.status == 200:
+		case i >= maxPendingPerSource && a.status == 302:
+			if rq := redirected(t, a, appRedirect); rq.Get("error") != "temporarily_unavailable" || rq.Get("state") != "flood" {
+				t.Fatalf("request %d from the flooding address: %v, want temporarily_unavailable", i+1, rq)
+			}
+		default:
+			t.Fatalf("request %d from the flooding address: %d %s", i+1, a.status, a.body)
+		}
+	}
+	// Many addresses fill the client: each request is taken, the client
+	// never holds more than maxPending.
+	for s := 2; s <= 13; s++ {
+		c := from(fmt.Sprintf("127.0.0.%d", s))
+		for i := range maxPendingPerSource {
+			if a := ask(c, "many"); a.status != 200 {
+				t.Fatalf("127.0.0.%d request %d: %d %s", s, i+1, a.status, a.body)
+			}
+		}
+	}
+	if n := pendingOf(appID); n != maxPending {
+		t.Fatalf("%d pending requests of %s, want the bound %d", n, appID, maxPending)
+	}
+	// A real user: taken, approved by the owner, answered with a code.
+	user := from("127.0.0.200")
+	a := ask(user, "user")
+	id := a.header.Get("X-Consent-Id")
+	if a.status != 200 || id == "" {
+		t.Fatalf("the real user's request: %d %s", a.status, a.body)
+	}
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+		t.Fatalf("owner approves the user's request: %d %s", d.status, d.body)
+	}
+	req, _ := http.NewRequest("GET", e.ts.URL+"/oauth2/auth/"+id, nil)
+	resp, err := user.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != 302 || loc.Query().Get("code") == "" || loc.Query().Get("state") != "user" {
+		t.Fatalf("the user's page after approval: %d %s", resp.StatusCode, loc)
+	}
+	wantToken(t, e.postForm(t, "/oauth2/token", codeForm(loc.Query().Get("code")), appID, appSecret), "standard", false)
+	// Another user's request, left unanswered.
+	late := ask(from("127.0.0.201"), "late").header.Get("X-Consent-Id")
+	if late == "" {
+		t.Fatal("a second user's request was not taken")
+	}
+	// After 5 minutes the flood has lapsed: the flooding address may ask
+	// again, and a lapsed request's page says access_denied.
+	e.clock.Add(5 * time.Minute)
+	if n := pendingOf(appID); n != 0 {
+		t.Errorf("%d requests still pending after 5 min", n)
+	}
+	if a := ask(flooder, "again"); a.status != 200 {
+		t.Errorf("the flooding address after 5 min: %d %s", a.status, a.body)
+	}
+	if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+late, "", nil), appRedirect); rq.Get("error") != "access_denied" {
+		t.Errorf("lapsed request's page: %v, want access_denied", rq)
+	}
+}
