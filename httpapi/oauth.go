@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"plantd/config"
 )
 
 // The OAuth2 endpoints, as the cloud's auth server serves them (DESIGN
@@ -158,6 +160,10 @@ func oauthForm(c *gin.Context) (url.Values, bool) {
 	return f, true
 }
 
+// badClientID answers a client_id no client can have (config.CheckClientID:
+// control characters, space, separators); the id is not echoed.
+const badClientID = "client_id holds a character no client id has (printable ASCII only, without space and ( ) < > @ , ; : \\ \" / [ ] ? = { } %)"
+
 // clientAuth authenticates the client of a token or revocation request:
 // HTTP Basic or client_id and client_secret in the form, never both
 // (RFC 6749 §2.3). A failure counts against the source address.
@@ -170,10 +176,13 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 		}
 		id, secret = u, p
 		// RFC 6749 §2.3.1: Basic credentials are form-urlencoded first;
-		// many clients skip that, so the raw pair is tried first.
+		// many clients skip that, so the raw pair is tried first. A
+		// decoded id no client can have is not tried (an id with '+'
+		// would decode to one with a space and escape the failed-login
+		// count).
 		du, err1 := url.QueryUnescape(u)
 		dp, err2 := url.QueryUnescape(p)
-		if err1 == nil && err2 == nil && (du != u || dp != p) {
+		if err1 == nil && err2 == nil && (du != u || dp != p) && config.CheckClientID(du) == nil {
 			if _, ok := s.auth.client(u, p); !ok {
 				id, secret = du, dp
 			}
@@ -184,6 +193,10 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 	}
 	if id == "" {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
+		return oauthClient{}, false
+	}
+	if config.CheckClientID(id) != nil {
+		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
 		return oauthClient{}, false
 	}
 	cl, ok := s.auth.client(id, secret)
@@ -429,6 +442,10 @@ func (s *Server) authorize(c *gin.Context) {
 			oauthError(c, http.StatusBadRequest, "invalid_request", "parameter "+k+" given more than once")
 			return
 		}
+	}
+	if q.Has("client_id") && config.CheckClientID(q.Get("client_id")) != nil {
+		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
+		return
 	}
 	cl, ok := s.auth.clientByID(q.Get("client_id"))
 	if !ok {

@@ -341,6 +341,15 @@ func TestOAuthCodeFlow(t *testing.T) {
 		q = base()
 		q.Del("redirect_uri") // two registered: it must be named
 		wantOAuthError(t, e.authorize(t, q), 400, "invalid_request")
+		for _, bad := range []string{"app\x1b[2J", "a:b", `a"b`, "a\r\nb"} { // no client can have it: refused, not echoed
+			q = base()
+			q.Set("client_id", bad)
+			a := e.authorize(t, q)
+			wantOAuthError(t, a, 400, "invalid_request")
+			if strings.Contains(string(a.body), "\\u001b") || !strings.Contains(a.str("error_description"), "no client id has") {
+				t.Errorf("client_id %q: %s", bad, a.body)
+			}
+		}
 		q = base()
 		q.Set("client_id", oauthID) // no redirect URIs configured
 		wantOAuthError(t, e.authorize(t, q), 400, "unauthorized_client")
