@@ -279,7 +279,8 @@ type Token struct {
 // OAuthClient may get tokens from plantd's OAuth2 client-credentials
 // endpoint.
 type OAuthClient struct {
-	// ClientID is required and unique.
+	// ClientID is required and unique: printable ASCII without space and
+	// the separators ( ) < > @ , ; : \ " / [ ] ? = { } % (CheckClientID).
 	ClientID string `yaml:"clientId"`
 	// SecretSHA256 is the hex SHA-256 of the client secret (64 hex digits,
 	// either case).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -393,6 +394,8 @@ func (v *validator) oauthClients() {
 		path := fmt.Sprintf("oauthClients[%d]", i)
 		if o.ClientID == "" {
 			v.add(path+".clientId", "required")
+		} else if err := CheckClientID(o.ClientID); err != nil {
+			v.add(path+".clientId", "%v", err)
 		}
 		v.unique(ids, o.ClientID, path+".clientId", path, "client id")
 		v.sha256(path+".secretSha256", o.SecretSHA256)
@@ -401,6 +404,29 @@ func (v *validator) oauthClients() {
 			v.redirectURI(fmt.Sprintf("%s.redirectUris[%d]", path, j), u)
 		}
 	}
+}
+
+// clientIDSeparators are the characters a client id must not hold
+// besides controls and space: HTTP's separators (RFC 9110 §5.6.2; ':'
+// splits HTTP Basic's user and password, '"' ends a quoted string) and
+// '%' (it would read as URL-encoding in HTTP Basic).
+const clientIDSeparators = `()<>@,;:\"/[]?={}%`
+
+// CheckClientID checks an OAuth2 client id: printable ASCII (RFC 6749's
+// VSCHAR) without space, the separators ( ) < > @ , ; : \ " / [ ] ? = { }
+// and %, so that it goes unencoded into HTTP Basic, URLs, log lines and a
+// terminal. The error quotes the first character refused.
+func CheckClientID(id string) error {
+	if id == "" {
+		return errors.New("a client id is required")
+	}
+	for _, r := range id {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune(clientIDSeparators, r) {
+			return fmt.Errorf("client id %s: %s is not allowed (printable ASCII only, without space and ( ) < > @ , ; : \\ \" / [ ] ? = { } %%)",
+				strconv.QuoteToASCII(id), strconv.QuoteRuneToASCII(r))
+		}
+	}
+	return nil
 }
 
 // redirectURI checks an OAuth2 redirection endpoint (RFC 6749 §3.1.2):

@@ -63,7 +63,26 @@ func (r role) String() string {
 type principal struct {
 	Name string // token name or "oauth:" + client id
 	Role role
+	// Via is how it signed in; Client is the OAuth2 client's id (viaClient,
+	// viaCode).
+	Via    via
+	Client string
 }
+
+// via is how a principal signed in.
+type via int
+
+const (
+	viaToken  via = iota // a configured bearer token (the owner's, plantd token add)
+	viaClient            // an OAuth2 client's own grant (client_credentials)
+	viaCode              // an interactive login: the authorization_code flow the owner approved, and its refreshes
+	viaLocal             // in process (AsRole: the MQTT uplink)
+)
+
+// ownerAct reports whether p may act as the gateway's owner in the
+// consent routes: a bearer token or an interactive login, never a
+// client's own client_credentials grant nor an in-process caller.
+func (p principal) ownerAct() bool { return p.Via == viaToken || p.Via == viaCode }
 
 // staticToken is a configured bearer token.
 type staticToken struct {
@@ -367,7 +386,7 @@ func (s *Server) AsRole(name, roleName string) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	p := principal{Name: name, Role: r}
+	p := principal{Name: name, Role: r, Via: viaLocal}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.engine.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), localPrincipal{}, p)))
 	}), nil

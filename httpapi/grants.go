@@ -18,9 +18,14 @@ import (
 const (
 	codeTTL    = 60 * time.Second    // an authorization code (RFC 6749 §4.1.2: short)
 	refreshTTL = 30 * 24 * time.Hour // a refresh token, renewed by every rotation
-	consentTTL = 10 * time.Minute    // a consent request waiting for the owner
+	consentTTL = 5 * time.Minute     // a consent request waiting for the owner
+	lapsedTTL  = time.Minute         // an undecided authorization request after it lapsed, for its page's access_denied
 	decidedTTL = 24 * time.Hour      // a decided authorization request, for the list
 	maxPending = 100                 // pending consent requests per client
+	// maxPendingPerSource bounds the pending authorization requests from
+	// one source (sourceKey: an IPv4 address or an IPv6 /64), over all
+	// clients: /oauth2/auth needs no credential.
+	maxPendingPerSource = 10
 )
 
 // Consent kinds and states (the states are the cloud's words).
@@ -37,7 +42,9 @@ const (
 var (
 	errNoConsent     = errors.New("no such consent request")
 	errDecided       = errors.New("the consent request is decided already")
+	errOwnRequest    = errors.New("a client never decides its own consent request")
 	errTooManyWaits  = errors.New("too many consent requests of this client wait for the owner")
+	errTooManyFrom   = errors.New("too many authorization requests from this address wait for the owner; retry when one is answered or has lapsed (5 min)")
 	errInvalidGrant  = errors.New("invalid grant")
 	errGrantReplayed = errors.New("grant used twice; every token of it is revoked")
 	errScopeRefused  = errors.New("scope refused")
@@ -69,6 +76,8 @@ type consent struct {
 	challenge string // PKCE S256 code challenge ("" none)
 	redirect  bool   // the authorization request named redirect_uri
 	done      bool   // its code (or error) went to the client
+	source    string // sourceKey of who asked (an authorization request; "" none)
+	seq       uint64 // order of the requests (RequestedAt may repeat)
 }
 
 // authCode is an authorization code, kept by hash until it expires so a
@@ -97,6 +106,7 @@ type grants struct {
 	now func() time.Time
 
 	mu       sync.Mutex
+	seq      uint64              // of the last consent request
 	consents map[string]*consent // by id
 	codes    map[[sha256.Size]byte]*authCode
 	refresh  map[[sha256.Size]byte]*refreshToken
@@ -132,6 +142,9 @@ func (g *grants) sweepLocked(now time.Time) {
 		if c.State == statePending && !now.Before(c.ExpiresAt) && c.Kind == kindBackChannel {
 			delete(g.consents, id)
 		}
+		if c.Kind == kindAuthorize && c.State == statePending && !now.Before(c.ExpiresAt.Add(lapsedTTL)) {
+			delete(g.consents, id)
+		}
 		if c.Kind == kindAuthorize && !now.Before(c.ExpiresAt.Add(decidedTTL)) {
 			delete(g.consents, id)
 		}
@@ -154,7 +167,12 @@ func (g *grants) sweepLocked(now time.Time) {
 }
 
 // request adds a pending consent request (decided at once when accepted
-// is true: a pre-approved client).
+// is true: a pre-approved client). An authorization request (c.source
+// set) is refused when its source has maxPendingPerSource waiting; when
+// its client has maxPending waiting, it takes the place of the oldest
+// request of the source holding most of them, so whoever floods the
+// client pushes out its own requests first and a new user's request is
+// always taken.
 func (g *grants) request(c *consent, accepted bool) error {
 	id, err := randomID()
 	if err != nil {
@@ -164,13 +182,22 @@ func (g *grants) request(c *consent, accepted bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sweepLocked(now)
-	n := 0
+	n, fromSource := 0, 0
 	for _, o := range g.consents {
-		if o.ClientID == c.ClientID && o.State == statePending && now.Before(o.ExpiresAt) {
+		if o.State != statePending || !now.Before(o.ExpiresAt) {
+			continue
+		}
+		if o.ClientID == c.ClientID {
 			n++
 		}
+		if c.source != "" && o.source == c.source {
+			fromSource++
+		}
 	}
-	if n >= maxPending && !accepted {
+	if !accepted && fromSource >= maxPendingPerSource {
+		return errTooManyFrom
+	}
+	if !accepted && n >= maxPending && (c.source == "" || !g.evictLocked(c.ClientID, now)) {
 		return errTooManyWaits
 	}
 	if c.Kind == kindBackChannel { // a new request replaces the client's older ones for the hint
@@ -180,12 +207,39 @@ func (g *grants) request(c *consent, accepted bool) error {
 			}
 		}
 	}
-	c.ID, c.RequestedAt, c.ExpiresAt, c.State = id, now, now.Add(consentTTL), statePending
+	g.seq++
+	c.ID, c.RequestedAt, c.ExpiresAt, c.State, c.seq = id, now, now.Add(consentTTL), statePending, g.seq
 	if accepted {
 		c.State, c.DecidedAt = stateAccepted, &now
 	}
 	g.consents[id] = c
 	return nil
+}
+
+// evictLocked drops the oldest pending authorization request of client
+// from the source that holds most of them; it reports whether there was
+// one. The caller holds g.mu.
+func (g *grants) evictLocked(client string, now time.Time) bool {
+	bySource := map[string][]*consent{}
+	for _, o := range g.consents {
+		if o.ClientID == client && o.source != "" && o.State == statePending && now.Before(o.ExpiresAt) {
+			bySource[o.source] = append(bySource[o.source], o)
+		}
+	}
+	var victim *consent
+	most := 0
+	for _, cs := range bySource {
+		for _, o := range cs {
+			if len(cs) > most || len(cs) == most && o.seq < victim.seq {
+				victim, most = o, len(cs)
+			}
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	delete(g.consents, victim.ID)
+	return true
 }
 
 // list returns the consent requests, pending first, newest first.
@@ -212,14 +266,18 @@ func (g *grants) list() []Consent {
 	return out
 }
 
-// decide accepts or rejects a pending request.
-func (g *grants) decide(id string, accept bool) (Consent, error) {
+// decide accepts or rejects a pending request; by is the OAuth2 client
+// deciding ("" for the owner's token), which may not be the requester.
+func (g *grants) decide(id string, accept bool, by string) (Consent, error) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.consents[id]
 	if c == nil || (c.State == statePending && !now.Before(c.ExpiresAt)) {
 		return Consent{}, errNoConsent
+	}
+	if by != "" && by == c.ClientID {
+		return Consent{}, errOwnRequest
 	}
 	if c.State != statePending {
 		return c.Consent, errDecided

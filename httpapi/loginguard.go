@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -13,8 +14,8 @@ import (
 )
 
 // FailedLogins limits failed logins (a wrong client secret, an unknown
-// client, an invalid bearer token) per source address: Burst failures,
-// then one more per Every. A source whose allowance is used up gets 429
+// client, an invalid bearer token) per source (sourceKey: an IPv4 address,
+// or an IPv6 /64): Burst failures, then one more per Every. A source whose allowance is used up gets 429
 // with Retry-After, without its credentials being checked, until it has
 // one again; other sources are not affected.
 type FailedLogins struct {
@@ -26,8 +27,8 @@ type FailedLogins struct {
 // dropped, and if none is idle new addresses share one allowance.
 const maxSources = 10000
 
-// loginGuard counts failed logins per source address and logs them, one
-// line per source per minute with counts (DESIGN §5).
+// loginGuard counts failed logins per source (sourceKey) and logs them,
+// one line per source per minute with counts (DESIGN §5).
 type loginGuard struct {
 	now   func() time.Time
 	cfg   FailedLogins
@@ -66,6 +67,27 @@ func sourceAddr(r *http.Request) string {
 	return host
 }
 
+// sourceKey is the source a request counts against: an IPv4 address
+// (an IPv4-mapped IPv6 one too) as it is, an IPv6 address as its /64.
+// One host or site usually holds a whole /64 (SLAAC, privacy addresses),
+// so counting each IPv6 address alone would give it 2^64 allowances and
+// a log line per address.
+func sourceKey(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, err := ip.WithZone("").Prefix(64)
+	if err != nil {
+		return addr
+	}
+	return p.String()
+}
+
 // get returns the source's state; the caller holds g.mu.
 func (g *loginGuard) get(addr string, create bool) *source {
 	s := g.sources[addr]
@@ -86,9 +108,10 @@ func (g *loginGuard) get(addr string, create bool) *source {
 	return s
 }
 
-// blocked reports whether addr has used up its failed logins, and for
-// how long; a refused request is counted for the log.
+// blocked reports whether addr's source has used up its failed logins,
+// and for how long; a refused request is counted for the log.
 func (g *loginGuard) blocked(addr string) (bool, time.Duration) {
+	addr = sourceKey(addr)
 	now := g.now()
 	g.mu.Lock()
 	s := g.get(addr, false)
@@ -109,8 +132,9 @@ func (g *loginGuard) blocked(addr string) (bool, time.Duration) {
 	return true, wait
 }
 
-// failed records a failed login from addr.
+// failed records a failed login from addr's source.
 func (g *loginGuard) failed(addr string) {
+	addr = sourceKey(addr)
 	now := g.now()
 	g.mu.Lock()
 	s := g.get(addr, true)

@@ -202,3 +202,63 @@ func BenchmarkFailedLoginRefused(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "answers/s")
 }
+
+// TestFailedLoginIPv6Prefix: failed logins count per IPv6 /64 (an
+// IPv4-mapped address as its IPv4 address), so a host walking through the
+// addresses of its /64 is blocked after Burst failures as one address is,
+// and the burst is one log line naming the /64, not one per address.
+// Another /64 and another IPv4 address are not affected. (The source
+// address is set on the request: a test cannot dial from two addresses of
+// one /64 without changing the host's network; the server is the real
+// handler.)
+func TestFailedLoginIPv6Prefix(t *testing.T) {
+	var logs proctest.Buffer
+	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
+		c.FailedLogins = FailedLogins{Burst: 3, Every: time.Minute}
+	}})
+	h := e.srv.Handler()
+	post := func(remote, secret string) int {
+		t.Helper()
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {secret}}
+		req := httptest.NewRequest("POST", "/oauth2/token", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, tt := range []struct {
+		name   string
+		remote string
+		secret string
+		want   int
+	}{
+		// Three addresses of one /64 use up its three failures.
+		{"first address of the /64", "[2001:db8:1:2::1]:4000", "wrong", 401},
+		{"second address", "[2001:db8:1:2:aaaa::9]:4000", "wrong", 401},
+		{"third address", "[2001:db8:1:2:ffff:ffff:ffff:ffff]:4000", "wrong", 401},
+		{"a fourth address of the /64 is refused", "[2001:db8:1:2::77]:4000", "wrong", 429},
+		{"even with the right secret", "[2001:db8:1:2:1234::1]:4000", oauthSecret, 429},
+		{"zoned address of the /64", "[2001:db8:1:2::5%eth0]:4000", oauthSecret, 429},
+		{"the next /64 is another source", "[2001:db8:1:3::1]:4000", oauthSecret, 200},
+		// IPv4 counts per address; mapped and plain are one address.
+		{"IPv4 failure 1", "192.0.2.7:1", "wrong", 401},
+		{"IPv4-mapped failure 2", "[::ffff:192.0.2.7]:1", "wrong", 401},
+		{"IPv4 failure 3", "192.0.2.7:2", "wrong", 401},
+		{"IPv4-mapped is blocked with it", "[::ffff:192.0.2.7]:2", oauthSecret, 429},
+		{"the next IPv4 address is another source", "192.0.2.8:1", oauthSecret, 200},
+	} {
+		if got := post(tt.remote, tt.secret); got != tt.want {
+			t.Errorf("%s (%s): status %d, want %d", tt.name, tt.remote, got, tt.want)
+		}
+	}
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `msg="failed logins"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "source=2001:db8:1:2::/64 ") || !strings.Contains(lines[1], "source=192.0.2.7 ") {
+		t.Errorf("want one line for the /64's burst and one for 192.0.2.7, got:\n%s", strings.Join(lines, "\n"))
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"plantd/config"
 )
 
 // The OAuth2 endpoints, as the cloud's auth server serves them (DESIGN
@@ -158,6 +160,10 @@ func oauthForm(c *gin.Context) (url.Values, bool) {
 	return f, true
 }
 
+// badClientID answers a client_id no client can have (config.CheckClientID:
+// control characters, space, separators); the id is not echoed.
+const badClientID = "client_id holds a character no client id has (printable ASCII only, without space and ( ) < > @ , ; : \\ \" / [ ] ? = { } %)"
+
 // clientAuth authenticates the client of a token or revocation request:
 // HTTP Basic or client_id and client_secret in the form, never both
 // (RFC 6749 §2.3). A failure counts against the source address.
@@ -170,10 +176,13 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 		}
 		id, secret = u, p
 		// RFC 6749 §2.3.1: Basic credentials are form-urlencoded first;
-		// many clients skip that, so the raw pair is tried first.
+		// many clients skip that, so the raw pair is tried first. A
+		// decoded id no client can have is not tried (an id with '+'
+		// would decode to one with a space and escape the failed-login
+		// count).
 		du, err1 := url.QueryUnescape(u)
 		dp, err2 := url.QueryUnescape(p)
-		if err1 == nil && err2 == nil && (du != u || dp != p) {
+		if err1 == nil && err2 == nil && (du != u || dp != p) && config.CheckClientID(du) == nil {
 			if _, ok := s.auth.client(u, p); !ok {
 				id, secret = du, dp
 			}
@@ -184,6 +193,10 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 	}
 	if id == "" {
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
+		return oauthClient{}, false
+	}
+	if config.CheckClientID(id) != nil {
+		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
 		return oauthClient{}, false
 	}
 	cl, ok := s.auth.client(id, secret)
@@ -235,7 +248,7 @@ func (s *Server) token(c *gin.Context) {
 			oauthError(c, http.StatusBadRequest, "invalid_scope", why)
 			return
 		}
-		resp, err = s.grant(principal{Name: name, Role: r}, "", false, "")
+		resp, err = s.grant(principal{Name: name, Role: r, Via: viaClient, Client: cl.id}, "", false, "")
 	case "authorization_code":
 		resp, ok = s.codeGrant(c, f, cl)
 		if !ok {
@@ -299,7 +312,7 @@ func (s *Server) codeGrant(c *gin.Context, f url.Values, cl oauthClient) (tokenR
 		oauthError(c, http.StatusBadRequest, "invalid_scope", "the scope was granted by the authorization request: "+scopeString(ac.role, ac.offline))
 		return tokenResponse{}, false
 	}
-	resp, err := s.grant(principal{Name: oauthPrincipal(cl.id), Role: ac.role}, ac.grant, ac.offline, cl.id)
+	resp, err := s.grant(principal{Name: oauthPrincipal(cl.id), Role: ac.role, Via: viaCode, Client: cl.id}, ac.grant, ac.offline, cl.id)
 	if err != nil {
 		s.grantError(c, err, cl.id)
 		return tokenResponse{}, false
@@ -347,7 +360,7 @@ func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (tok
 		s.grantError(c, err, cl.id)
 		return tokenResponse{}, false
 	}
-	access, err := s.auth.issueGrant(principal{Name: oauthPrincipal(cl.id), Role: narrowed}, old.grant)
+	access, err := s.auth.issueGrant(principal{Name: oauthPrincipal(cl.id), Role: narrowed, Via: viaCode, Client: cl.id}, old.grant)
 	if err != nil {
 		s.internal(c, err)
 		return tokenResponse{}, false
@@ -430,6 +443,10 @@ func (s *Server) authorize(c *gin.Context) {
 			return
 		}
 	}
+	if q.Has("client_id") && config.CheckClientID(q.Get("client_id")) != nil {
+		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
+		return
+	}
 	cl, ok := s.auth.clientByID(q.Get("client_id"))
 	if !ok {
 		oauthError(c, http.StatusBadRequest, "invalid_request", "unknown client_id")
@@ -471,9 +488,9 @@ func (s *Server) authorize(c *gin.Context) {
 		return
 	}
 	p := &consent{Consent: Consent{Kind: kindAuthorize, ClientID: cl.id, RedirectURI: redirect, Scope: scopeString(r, offline)},
-		role: r, offline: offline, state: state, challenge: challenge, redirect: q.Has("redirect_uri")}
+		role: r, offline: offline, state: state, challenge: challenge, redirect: q.Has("redirect_uri"), source: sourceKey(sourceAddr(c.Request))}
 	if err := s.auth.grants.request(p, cl.preApproved); err != nil {
-		if errors.Is(err, errTooManyWaits) {
+		if errors.Is(err, errTooManyWaits) || errors.Is(err, errTooManyFrom) {
 			toClient("temporarily_unavailable", err.Error())
 			return
 		}
@@ -641,18 +658,43 @@ func (s *Server) bcPoll(c *gin.Context) {
 	c.JSON(http.StatusOK, toBC(cur))
 }
 
-// consentList is GET /gateway/v1/consents (installer): the consent
-// requests, pending first.
+// ownerOnly guards the consent routes: consent is the owner's act, so
+// only a bearer token (plantd token add) or an interactive login (a token
+// of the authorization_code flow the owner approved) may list and decide
+// consent requests; a client's own client_credentials grant may not (it
+// would approve itself), nor an in-process caller (the MQTT uplink speaks
+// for the cloud, not the owner).
+func (s *Server) ownerOnly(c *gin.Context) {
+	v, _ := c.Get(ctxPrincipal)
+	p, _ := v.(principal)
+	if !p.ownerAct() {
+		fail(c, http.StatusForbidden, codeForbidden, "consent is the owner's act: use a bearer token of the installer role (plantd token add) "+
+			"or an interactive login (the authorization_code flow), not a client's client_credentials token")
+		return
+	}
+	c.Next()
+}
+
+// consentList is GET /gateway/v1/consents (installer, ownerOnly): the
+// consent requests, pending first.
 func (s *Server) consentList(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, gin.H{"consents": s.auth.grants.list()})
 }
 
-// consentDecide is POST /gateway/v1/consents/{id}/approve and /reject.
+// consentDecide is POST /gateway/v1/consents/{id}/approve and /reject
+// (installer, ownerOnly); an interactive login never decides its own
+// client's request.
 func (s *Server) consentDecide(accept bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		got, err := s.auth.grants.decide(c.Param("id"), accept)
+		v, _ := c.Get(ctxPrincipal)
+		p, _ := v.(principal)
+		got, err := s.auth.grants.decide(c.Param("id"), accept, p.Client)
 		switch {
+		case errors.Is(err, errOwnRequest):
+			s.log.Warn("consent refused: a client tried to decide its own request", "consent", c.Param("id"), "client", p.Client)
+			fail(c, http.StatusForbidden, codeForbidden, "a client never decides its own consent request: the gateway's owner does")
+			return
 		case errors.Is(err, errNoConsent):
 			fail(c, http.StatusNotFound, codeNotFound, "no pending consent request "+strconv.Quote(c.Param("id"))+" (it may have lapsed)")
 			return
@@ -663,8 +705,6 @@ func (s *Server) consentDecide(accept bool) gin.HandlerFunc {
 			s.internal(c, err)
 			return
 		}
-		v, _ := c.Get(ctxPrincipal)
-		p, _ := v.(principal)
 		s.log.Info("consent decided", "consent", got.ID, "kind", got.Kind, "client", got.ClientID, "state", got.State, "by", p.Name)
 		c.JSON(http.StatusOK, got)
 	}

@@ -27,6 +27,11 @@ func TestOAuthErrors(t *testing.T) {
 		{name: "wrong secret", ctype: form, body: "grant_type=client_credentials&client_id=cloud&client_secret=x", status: 401, errCode: "invalid_client"},
 		{name: "unknown client", ctype: form, body: "grant_type=client_credentials&client_id=nobody&client_secret=x", status: 401, errCode: "invalid_client"},
 		{name: "no client", ctype: form, body: "grant_type=client_credentials", status: 401, errCode: "invalid_client"},
+		// A client_id no client can have (control characters, separators).
+		{name: "client id with ESC", ctype: form, body: "grant_type=client_credentials&client_id=x%1B%5B2J&client_secret=x", status: 400, errCode: "invalid_request"},
+		{name: "client id with CR LF", ctype: form, body: "grant_type=client_credentials&client_id=x%0D%0Ay&client_secret=x", status: 400, errCode: "invalid_request"},
+		{name: "client id with a colon", ctype: form, body: "grant_type=client_credentials&client_id=a%3Ab&client_secret=x", status: 400, errCode: "invalid_request"},
+		{name: "client id with a quote", ctype: form, body: "grant_type=client_credentials&client_id=a%22b&client_secret=x", status: 400, errCode: "invalid_request"},
 		{name: "password grant", ctype: form, body: "grant_type=password&username=a" + cred, status: 400, errCode: "unsupported_grant_type"},
 		{name: "no grant type", ctype: form, body: "client_id=cloud", status: 400, errCode: "invalid_request"},
 		{name: "repeated parameter", ctype: form, body: "grant_type=client_credentials&grant_type=client_credentials" + cred, status: 400, errCode: "invalid_request"},

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -340,6 +341,15 @@ func TestOAuthCodeFlow(t *testing.T) {
 		q = base()
 		q.Del("redirect_uri") // two registered: it must be named
 		wantOAuthError(t, e.authorize(t, q), 400, "invalid_request")
+		for _, bad := range []string{"app\x1b[2J", "a:b", `a"b`, "a\r\nb"} { // no client can have it: refused, not echoed
+			q = base()
+			q.Set("client_id", bad)
+			a := e.authorize(t, q)
+			wantOAuthError(t, a, 400, "invalid_request")
+			if strings.Contains(string(a.body), "\\u001b") || !strings.Contains(a.str("error_description"), "no client id has") {
+				t.Errorf("client_id %q: %s", bad, a.body)
+			}
+		}
 		q = base()
 		q.Set("client_id", oauthID) // no redirect URIs configured
 		wantOAuthError(t, e.authorize(t, q), 400, "unauthorized_client")
@@ -520,4 +530,221 @@ func TestOAuthAgainstOpenAPI(t *testing.T) {
 	send(formReq("/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.str("refresh_token")}}, appID, "x"))
 	send(formReq("/oauth2/revoke", url.Values{"token": {tok.str("refresh_token")}}, appID, appSecret))
 	send(formReq("/oauth2/revoke", url.Values{"token": {"x"}, "token_type_hint": {"x"}}, appID, appSecret))
+}
+
+// TestConsentOnlyByOwner: consent is the owner's act. An installer
+// client's own client_credentials token may neither list nor decide
+// consent requests (its own back-channel and code-flow requests above
+// all); an interactive login (a token of the code flow the owner
+// approved) may decide other clients' requests but never its own
+// client's; the owner's bearer token decides any. A refused decision
+// leaves the request pending, without a code.
+func TestConsentOnlyByOwner(t *testing.T) {
+	const (
+		instID       = "inst-app"
+		instSecret   = "inst-secret-0123456789abcdef0123456789abcdef"
+		instRedirect = "https://inst.example.com/cb"
+	)
+	e := newEnv(t, envOpts{polls: 1, modify: func(c *Config) {
+		c.OAuthClients = append(c.OAuthClients,
+			config.OAuthClient{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard, RedirectURIs: []string{appRedirect}},
+			config.OAuthClient{ClientID: instID, SecretSHA256: config.TokenHash(instSecret), Role: config.RoleInstaller, RedirectURIs: []string{instRedirect}})
+	}})
+	authorizeReq := func(client, redirect, scope string) string {
+		t.Helper()
+		a := e.authorize(t, url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect}, "scope": {scope}})
+		if a.status != 200 || a.header.Get("X-Consent-Id") == "" {
+			t.Fatalf("authorize %s: %d %s", client, a.status, a.body)
+		}
+		return a.header.Get("X-Consent-Id")
+	}
+	instCC, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"client_credentials"}}, instID, instSecret), "installer", false)
+	hints := 0
+	bcReq := func() string { // a back-channel request of inst-app, by its own token
+		t.Helper()
+		hints++
+		hint := fmt.Sprintf("owner-%d@example.com", hints)
+		if a := e.call(t, "POST", "/oauth2/v2/bc-authorize", instCC, map[string]string{"loginHint": hint}); a.status != 200 || a.str("state") != statePending {
+			t.Fatalf("bc-authorize: %d %s", a.status, a.body)
+		}
+		for _, c := range e.consents(t) {
+			if c.LoginHint == hint {
+				return c.ID
+			}
+		}
+		t.Fatalf("back-channel request for %s not listed", hint)
+		return ""
+	}
+	// An interactive login of inst-app: its code request, approved by the owner.
+	id := authorizeReq(instID, instRedirect, "installer offline_access")
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+		t.Fatalf("owner approves: %d %s", d.status, d.body)
+	}
+	rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), instRedirect)
+	instLogin, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")},
+		"redirect_uri": {instRedirect}}, instID, instSecret), "installer offline_access", true)
+
+	ownCode := func() string { return authorizeReq(instID, instRedirect, "installer offline_access") }
+	otherCode := func() string { return authorizeReq(appID, appRedirect, "offline_access") }
+	for _, tt := range []struct {
+		name    string
+		tok     string
+		request func() string
+		verb    string
+		want    int
+	}{
+		{"client_credentials approves its own back-channel request", instCC, bcReq, "approve", 403},
+		{"client_credentials approves its own code request", instCC, ownCode, "approve", 403},
+		{"client_credentials approves another client's request", instCC, otherCode, "approve", 403},
+		{"client_credentials rejects another client's request", instCC, otherCode, "reject", 403},
+		{"interactive login approves its own client's code request", instLogin, ownCode, "approve", 403},
+		{"interactive login approves its own client's back-channel request", instLogin, bcReq, "approve", 403},
+		{"interactive login rejects its own client's request", instLogin, ownCode, "reject", 403},
+		{"interactive login approves another client's request", instLogin, otherCode, "approve", 200},
+		{"the owner's token approves the client's code request", tokInstaller, ownCode, "approve", 200},
+		{"the owner's token approves the client's back-channel request", tokInstaller, bcReq, "approve", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.request()
+			d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/"+tt.verb, tt.tok, nil)
+			if d.status != tt.want {
+				t.Fatalf("%s: %d %s, want %d", tt.verb, d.status, d.body, tt.want)
+			}
+			var state string
+			for _, c := range e.consents(t) {
+				if c.ID == id {
+					state = c.State
+				}
+			}
+			if want := map[int]string{403: statePending, 200: map[string]string{"approve": stateAccepted, "reject": stateRejected}[tt.verb]}[tt.want]; state != want {
+				t.Errorf("request %s after the %s: %s, want %s", id, tt.verb, state, want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		tok  string
+		want int
+	}{
+		{"client_credentials lists", instCC, 403},
+		{"interactive login lists", instLogin, 200},
+		{"the owner's token lists", tokInstaller, 200},
+	} {
+		if a := e.call(t, "GET", "/gateway/v1/consents", tt.tok, nil); a.status != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, a.status, a.body, tt.want)
+		}
+	}
+}
+
+// consents lists the consent requests with the owner's token.
+func (e *env) consents(t testing.TB) []Consent {
+	t.Helper()
+	a := e.call(t, "GET", "/gateway/v1/consents", tokInstaller, nil)
+	var cs struct{ Consents []Consent }
+	if err := json.Unmarshal(a.body, &cs); a.status != 200 || err != nil {
+		t.Fatalf("consents: %d %s", a.status, a.body)
+	}
+	return cs.Consents
+}
+
+// TestAuthorizeFlood: /oauth2/auth needs no credential, so its pending
+// requests are bounded per source address as well as per client. One
+// address that floods a client gets maxPendingPerSource requests, the rest
+// temporarily_unavailable; many addresses that fill the client's
+// maxPending push out their own oldest requests; a real user's request
+// from another address is still taken, approved and answered with a
+// code. Requests lapse after 5 minutes (the clock the grants run on).
+func TestAuthorizeFlood(t *testing.T) {
+	e := codeEnv(t, envOpts{})
+	from := func(ip string) *http.Client {
+		c := clientFrom(ip)
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		return c
+	}
+	ask := func(c *http.Client, state string) answer {
+		t.Helper()
+		q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {state}}
+		req, _ := http.NewRequest("GET", e.ts.URL+"/oauth2/auth?"+q.Encode(), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	pendingOf := func(client string) int {
+		n := 0
+		for _, c := range e.consents(t) {
+			if c.ClientID == client && c.State == statePending {
+				n++
+			}
+		}
+		return n
+	}
+	// One address: maxPendingPerSource wait, the rest are told to retry.
+	flooder := from("127.0.0.1")
+	for i := range 300 {
+		a := ask(flooder, "flood")
+		switch {
+		case i < maxPendingPerSource && a.status == 200:
+		case i >= maxPendingPerSource && a.status == 302:
+			if rq := redirected(t, a, appRedirect); rq.Get("error") != "temporarily_unavailable" || rq.Get("state") != "flood" {
+				t.Fatalf("request %d from the flooding address: %v, want temporarily_unavailable", i+1, rq)
+			}
+		default:
+			t.Fatalf("request %d from the flooding address: %d %s", i+1, a.status, a.body)
+		}
+	}
+	// Many addresses fill the client: each request is taken, the client
+	// never holds more than maxPending.
+	for s := 2; s <= 13; s++ {
+		c := from(fmt.Sprintf("127.0.0.%d", s))
+		for i := range maxPendingPerSource {
+			if a := ask(c, "many"); a.status != 200 {
+				t.Fatalf("127.0.0.%d request %d: %d %s", s, i+1, a.status, a.body)
+			}
+		}
+	}
+	if n := pendingOf(appID); n != maxPending {
+		t.Fatalf("%d pending requests of %s, want the bound %d", n, appID, maxPending)
+	}
+	// A real user: taken, approved by the owner, answered with a code.
+	user := from("127.0.0.200")
+	a := ask(user, "user")
+	id := a.header.Get("X-Consent-Id")
+	if a.status != 200 || id == "" {
+		t.Fatalf("the real user's request: %d %s", a.status, a.body)
+	}
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+		t.Fatalf("owner approves the user's request: %d %s", d.status, d.body)
+	}
+	req, _ := http.NewRequest("GET", e.ts.URL+"/oauth2/auth/"+id, nil)
+	resp, err := user.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != 302 || loc.Query().Get("code") == "" || loc.Query().Get("state") != "user" {
+		t.Fatalf("the user's page after approval: %d %s", resp.StatusCode, loc)
+	}
+	wantToken(t, e.postForm(t, "/oauth2/token", codeForm(loc.Query().Get("code")), appID, appSecret), "standard", false)
+	// Another user's request, left unanswered.
+	late := ask(from("127.0.0.201"), "late").header.Get("X-Consent-Id")
+	if late == "" {
+		t.Fatal("a second user's request was not taken")
+	}
+	// After 5 minutes the flood has lapsed: the flooding address may ask
+	// again, and a lapsed request's page says access_denied.
+	e.clock.Add(5 * time.Minute)
+	if n := pendingOf(appID); n != 0 {
+		t.Errorf("%d requests still pending after 5 min", n)
+	}
+	if a := ask(flooder, "again"); a.status != 200 {
+		t.Errorf("the flooding address after 5 min: %d %s", a.status, a.body)
+	}
+	if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+late, "", nil), appRedirect); rq.Get("error") != "access_denied" {
+		t.Errorf("lapsed request's page: %v, want access_denied", rq)
+	}
 }

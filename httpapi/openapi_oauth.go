@@ -38,7 +38,7 @@ func oauthRoutes() []route {
 		{method: "post", path: "/oauth2/revoke", summary: "OAuth2 token revocation (RFC 7009): a refresh token with its grant, or an access token; 200 for an unknown one too",
 			open: true, body: "RevokeRequest", bodyType: form, form: revokeForm, oauthErrs: true, oauthAuth: true, errs: []string{"400", "413", "415"},
 			extra: obj{"200": obj{"description": "revoked, or not a token of this client"}}},
-		{method: "get", path: "/oauth2/auth", summary: "OAuth2 authorization endpoint (code flow): waits for the owner's approval on the gateway unless the client is pre-approved",
+		{method: "get", path: "/oauth2/auth", summary: "OAuth2 authorization endpoint (code flow): waits for the owner's approval on the gateway (5 min) unless the client is pre-approved; at most 10 pending requests per source address (IPv6: per /64), else temporarily_unavailable",
 			open: true, oauthErrs: true, errs: []string{"400"}, params: []obj{
 				param("response_type", "query", "code", enum("code"), true),
 				param("client_id", "query", "a configured client with redirectUris", str(), true),
@@ -54,11 +54,11 @@ func oauthRoutes() []route {
 			response: "BackChannelConsent", body: "BackChannelRequest", bodyType: "application/json", errs: []string{"400", "403", "413", "415"}},
 		{method: "get", path: "/oauth2/v2/bc-authorize/{loginHint}", summary: "Poll a back-channel consent: Pending, Accepted or Rejected",
 			response: "BackChannelConsent", params: []obj{param("loginHint", "path", "as posted", str(), true)}, errs: []string{"403"}},
-		{method: "get", path: "/gateway/v1/consents", summary: "Consent requests waiting for the owner, then decided ones (installer; plantd consent list)",
+		{method: "get", path: "/gateway/v1/consents", summary: "Consent requests waiting for the owner, then decided ones (installer: a bearer token or an interactive login, never a client_credentials token; plantd consent list)",
 			response: "Consents", errs: []string{"403"}},
-		{method: "post", path: "/gateway/v1/consents/{id}/approve", summary: "Approve a pending consent request (installer; plantd consent approve)",
+		{method: "post", path: "/gateway/v1/consents/{id}/approve", summary: "Approve a pending consent request (installer: a bearer token or an interactive login, never a client_credentials token nor the requesting client; plantd consent approve)",
 			response: "Consent", params: []obj{idParam}, errs: []string{"403", "409"}},
-		{method: "post", path: "/gateway/v1/consents/{id}/reject", summary: "Reject a pending consent request (installer; plantd consent reject)",
+		{method: "post", path: "/gateway/v1/consents/{id}/reject", summary: "Reject a pending consent request (installer: a bearer token or an interactive login, never a client_credentials token nor the requesting client; plantd consent reject)",
 			response: "Consent", params: []obj{idParam}, errs: []string{"403", "409"}},
 	}
 }
@@ -68,7 +68,7 @@ func withOAuthSchemas(s obj) obj {
 	ts := obj{"type": "string", "format": "date-time"}
 	s["BackChannelRequest"] = object(obj{"loginHint": describe(str(), "who is asked (the plant owner's login); 1 to 254 characters")}, "loginHint")
 	s["BackChannelConsent"] = object(obj{"loginHint": str(), "state": enum(statePending, stateAccepted, stateRejected), "clientId": str(),
-		"requestedAt": ts, "decidedAt": ts, "expiresAt": describe(obj{"type": "string", "format": "date-time"}, "when a pending request lapses (10 min)")},
+		"requestedAt": ts, "decidedAt": ts, "expiresAt": describe(obj{"type": "string", "format": "date-time"}, "when a pending request lapses (5 min)")},
 		"loginHint", "state", "clientId", "requestedAt")
 	s["Consent"] = object(obj{"id": str(), "kind": enum(kindAuthorize, kindBackChannel), "clientId": str(), "loginHint": str(),
 		"redirectUri": str(), "scope": str(), "state": enum(statePending, stateAccepted, stateRejected),

@@ -76,7 +76,7 @@ func (s *Server) routes() *gin.Engine {
 
 	api.POST("/oauth2/v2/bc-authorize", s.bcAuthorize)
 	api.GET("/oauth2/v2/bc-authorize/:loginHint", s.bcPoll)
-	cons := api.Group("/gateway/v1/consents", need(roleInstaller))
+	cons := api.Group("/gateway/v1/consents", need(roleInstaller), s.ownerOnly)
 	cons.GET("", s.consentList)
 	cons.POST("/:id/approve", s.consentDecide(true))
 	cons.POST("/:id/reject", s.consentDecide(false))

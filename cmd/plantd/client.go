@@ -44,6 +44,10 @@ func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if err := config.CheckClientID(*id); err != nil {
+		fmt.Fprintf(stderr, "plantd client add: --id: %v\n", err)
+		return exitUsage
+	}
 	switch *role {
 	case config.RoleStandard, config.RoleInstaller, config.RoleGridOperator:
 	default:

@@ -77,3 +77,43 @@ func TestClientAdd(t *testing.T) {
 		t.Errorf("consent list without a token: exit %d %s", code, errOut)
 	}
 }
+
+// TestClientAddRefusesIDs: "plantd client add" refuses a client id with
+// control characters, space or separators (with and without
+// --print-only), naming the character quoted, and leaves the file as it
+// was.
+func TestClientAddRefusesIDs(t *testing.T) {
+	t.Parallel() // its own files and processes
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id, named string
+		printOnly bool
+	}{
+		{"evil\x1b[2J", `'\x1b'`, false},
+		{"evil\x1b[2J", `'\x1b'`, true},
+		{"a:b", `':'`, false},
+		{`say"hi"`, `'"'`, true},
+		{"two\r\nlines", `'\r'`, false},
+		{"with space", `' '`, false},
+	} {
+		args := []string{"client", "add", "--id", tt.id, "--role", "standard", "-c", path}
+		if tt.printOnly {
+			args = append(args, "--print-only")
+		}
+		out, errOut, code := runBinary(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tt.named) || strings.ContainsAny(errOut, "\x1b\r") {
+			t.Errorf("client add --id %q (print-only %v): exit %d, stdout %q, stderr %q; want exit %d naming %s",
+				tt.id, tt.printOnly, code, out, errOut, exitUsage, tt.named)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(example) {
+			t.Fatalf("client add --id %q changed the file", tt.id)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "plantd consent: %v\n", err)
 			return exitFailure
 		}
-		fmt.Fprintf(stdout, "%s %s of client %s: %s\n", c.Kind, c.ID, c.ClientID, c.State)
+		fmt.Fprintf(stdout, "%s %s of client %s: %s\n", terminalSafe(c.Kind), terminalSafe(c.ID), terminalSafe(c.ClientID), terminalSafe(c.State))
 		return exitOK
 	}
 	var list struct{ Consents []httpapi.Consent }
@@ -120,7 +120,10 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitOK
 }
 
-// printConsents prints the consent requests as a table.
+// printConsents prints the consent requests as a table. Every string
+// from the API is quoted as scan quotes a device's (terminalSafe): a
+// loginHint is whatever a client posted, and an ESC, CR, LF or tab in it
+// must neither drive the terminal nor forge or shift table lines.
 func printConsents(w io.Writer, cs []httpapi.Consent, now time.Time) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no consent requests")
@@ -133,8 +136,8 @@ func printConsents(w io.Writer, cs []httpapi.Consent, now time.Time) {
 		if what == "" {
 			what = c.RedirectURI
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\n", c.ID, c.State, c.Kind, c.ClientID, what, c.Scope,
-			now.Sub(c.RequestedAt).Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\n", terminalSafe(c.ID), terminalSafe(c.State), terminalSafe(c.Kind),
+			terminalSafe(c.ClientID), terminalSafe(what), terminalSafe(c.Scope), now.Sub(c.RequestedAt).Round(time.Second))
 	}
 	tw.Flush()
 }
