@@ -50,7 +50,8 @@ export async function render(ctx, root) {
       if (stopped || !ctx.active()) return;
       table.hidden = true;
       clear(status, e.status === 403
-        ? h('div', { class: 'problem', role: 'alert', id: 'consent-refused' }, 'Consents need the installer role; the credential you signed in with has a lower role.')
+        ? h('div', { class: 'problem', role: 'alert', id: 'consent-refused' }, 'Consents are refused to the credential you signed in with: ' + (e.problem?.detail || e.message || 'forbidden') +
+          ' (deciding consents needs the installer role, signed in with a token or an interactive login, never an OAuth2 client\'s own grant).')
         : problemBox(e));
     }
   }
