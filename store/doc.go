@@ -232,7 +232,11 @@
 // Read-only storage (a read-only file or mount) at Open gives a Store that
 // answers queries from what is stored, refuses Record and Log, and says
 // ErrReadOnly in Health; Run retries writing every 30 s and resumes when
-// the storage is writable again. A full disk (ENOSPC, or the file size
+// the storage is writable again. It resumes on the file it opened: a file
+// gone meanwhile is created anew with the schema and the device catalogue
+// the store holds (so recording goes on; what was stored before is not in
+// it, and an Error says so), another file at the path is refused
+// (ErrFileGone in Health, still read-only, until plantd restarts). A full disk (ENOSPC, or the file size
 // limit: EFBIG) is ErrDiskFull in Health and Stats.LastError; the batches
 // meanwhile are lost and counted, and Health clears with the next
 // successful commit. Open fails only when there is nothing to serve: a

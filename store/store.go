@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -49,6 +50,10 @@ var (
 	ErrCorrupt = errors.New("store: database corrupt")
 	// ErrClosed: the store is closed, or its Run has returned.
 	ErrClosed = errors.New("store: closed")
+	// ErrFileGone: the database file was deleted or replaced under the
+	// running store (the path no longer names the file it opened); the
+	// message says what plantd does about it and what to do.
+	ErrFileGone = errors.New("store: database file deleted or replaced")
 	// ErrConfig: Open was given an invalid Config.
 	ErrConfig = errors.New("store: invalid config")
 )
@@ -210,6 +215,12 @@ type Store struct {
 	// written to it any more.
 	corrupt atomic.Bool
 
+	// fileMu guards file and fileMode: the identity of the database file
+	// the store opened (zero: unknown, not checked) and its permissions.
+	fileMu   sync.Mutex
+	file     fileID
+	fileMode fs.FileMode
+
 	// wdb is the single writing connection (nil on read-only storage),
 	// rdb the read-only connections of queries; both are swapped when
 	// read-only storage becomes writable again.
@@ -347,6 +358,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
 	}
 	s.rdb.Store(rdb)
+	s.noteFile()
 	if v, err := userVersion(ctx, rdb); err != nil || v != SchemaVersion {
 		s.closeDBs()
 		if err != nil {
@@ -680,12 +692,28 @@ func (s *Store) reopenWritable(ctx context.Context) (bool, error) {
 	if s.closed.Load() {
 		return false, nil
 	}
+	// The file must still be the one the store opened, whose catalogue
+	// it keeps: another file there is refused, and a new one gets the
+	// catalogue.
+	cur, _, err := statID(s.cfg.Path)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case fresh:
+	case err != nil:
+		return true, err
+	case cur != s.fileIdentity():
+		return true, fmt.Errorf("%w: %s is %w (replaced while the storage was read-only): plantd stays read-only; "+
+			"restart plantd to use the file there, or put back the one it opened", ErrFileGone, s.cfg.Path, errNotOurs)
+	}
 	if old := s.rdb.Swap(nil); old != nil {
 		old.Close()
 	}
 	db, err := openWriter(ctx, s.cfg.Path)
 	if err == nil {
-		if err = migrate(ctx, db); err != nil {
+		if err = migrate(ctx, db); err == nil && fresh {
+			err = s.cat.layDown(ctx, db)
+		}
+		if err != nil {
 			db.Close()
 		}
 	}
@@ -708,5 +736,30 @@ func (s *Store) reopenWritable(ctx context.Context) (bool, error) {
 	s.wdb.Store(db)
 	s.rdb.Store(rdb)
 	s.rdbImmutable = false
+	s.noteFile()
+	if fresh {
+		s.log.Error("the database file was gone when the storage became writable: plantd created a new one with the device "+
+			"catalogue and records into it; what was stored before is not in it (put back a copy made with plantd backup "+
+			"while plantd is stopped to have it again)", "path", s.cfg.Path)
+	}
 	return true, nil
+}
+
+// noteFile takes the identity of the database file the store has open.
+func (s *Store) noteFile() {
+	id, mode, err := statID(s.cfg.Path)
+	if err != nil {
+		s.log.Warn("cannot stat the database file: a deleted or replaced file will go unnoticed", "path", s.cfg.Path, "err", err)
+		id = fileID{}
+	}
+	s.fileMu.Lock()
+	s.file, s.fileMode = id, mode
+	s.fileMu.Unlock()
+}
+
+// fileIdentity is the identity of the database file the store opened.
+func (s *Store) fileIdentity() fileID {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	return s.file
 }
