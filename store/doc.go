@@ -243,6 +243,21 @@
 // newer schema, a file that is not a database, a new database on
 // read-only or full storage.
 //
+// A database file deleted (or replaced) while the store writes to it:
+// SQLite writes on into the open, deleted file. The store takes the file's
+// device and inode at Open and compares them with what the path names at
+// every Health call and every second in Run; when they differ, Health says
+// ErrFileGone, logged once as an Error with what to do (restart plantd
+// now: the deleted file is lost if plantd is killed or the power fails).
+// A clean stop (Close) then writes the database it wrote to back with
+// VACUUM INTO (a temporary file beside it, synced, linked to its name
+// without replacing anything): to the path when it is free, removing a
+// -wal or -shm left there, which SQLite would apply to the copy; beside
+// the other file as path.recovered-<UTC time> when the path names another
+// file, which is left as it is. Either way an Error names the path (and
+// the copy); if the copy fails, the Error says the data is lost. Writing
+// back takes about as long as plantd backup of the same database.
+//
 // Corruption: Open runs PRAGMA quick_check on a read-only connection
 // (bounded by Config.CheckTimeout, default 1 min; a check that does not
 // finish is logged and given up), and Run repeats it daily at 03:00 local

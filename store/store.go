@@ -260,6 +260,7 @@ const (
 	slotWrite     healthSlot = iota // opening for writing, committing batches
 	slotRollup                      // rolling up
 	slotIntegrity                   // quick_check found the file damaged
+	slotFile                        // the path no longer names the open file
 	numSlots
 )
 
@@ -436,6 +437,7 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		s.w.closeStmts()
 	}
+	s.writeBack()
 	err := s.closeDBs()
 	s.unlock()
 	if err != nil {
@@ -540,7 +542,12 @@ func (s *Store) Flush(ctx context.Context) error {
 // Health returns nil, or why the storage is failing: ErrReadOnly,
 // ErrDiskFull, ErrIO, ErrCorrupt (test with errors.Is), with the details.
 // It turns nil again once writing (and rolling up) succeeds again.
+//
+// ErrFileGone: the database file was deleted or replaced while the store
+// writes to it (checked here and every second by Run); it stays until the
+// path names the open file again (a restart).
 func (s *Store) Health() error {
+	s.checkFile()
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
 	for _, err := range s.healthErr {
@@ -569,6 +576,8 @@ func (s *Store) setSlot(slot healthSlot, err error) {
 		what = "rollups"
 	case slotIntegrity:
 		what = "integrity"
+	case slotFile:
+		what = "database file"
 	}
 	switch {
 	case err != nil && prev == nil:

@@ -2,12 +2,14 @@ package store
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant"
 )
 
@@ -113,6 +115,107 @@ func TestReadOnlyThenGone(t *testing.T) {
 			res, err := s2.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: next})
 			if err != nil || len(res.Rows) != 12 {
 				t.Errorf("the hour recorded into the new file: %d rows, %v; want 12", len(res.Rows), err)
+			}
+		})
+	}
+}
+
+// TestDeletedWhileRunning (issue 25, item 5): the database file is deleted
+// (or replaced) under a running store. Health used to stay nil, the writes
+// went into the deleted file, and after a clean stop there was no file and
+// no warning. Health says ErrFileGone with what to do, and a clean stop
+// writes everything recorded (before and after the deletion) back to the
+// path, or beside the other file that is there now, and logs an Error.
+func TestDeletedWhileRunning(t *testing.T) {
+	t.Parallel() // its own database files
+	loc := mustZone(t, "Europe/Berlin")
+	day := time.Date(2026, 7, 1, 10, 0, 0, 0, loc)
+	for _, tc := range []struct {
+		name     string
+		remove   []string // suffixes of the files removed
+		replaced bool     // another file is put at the path
+	}{
+		{"db", []string{""}, false},
+		{"db, wal and shm", []string{"", "-wal", "-shm"}, false},
+		{"replaced", []string{"", "-wal", "-shm"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "plantd.db")
+			var logs proctest.Buffer
+			s, err := Open(t.Context(), Config{Path: path, QueueLen: 1 << 12, Plants: []PlantInfo{{ID: "p1", Location: loc}}},
+				slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			stop := runStore(t, s)
+			sy := &synth{loc: loc}
+			recordSpan := func(from time.Time) {
+				for x := from; x.Before(from.Add(30 * time.Minute)); x = x.Add(time.Minute) {
+					for _, m := range sy.step(x) {
+						record(t, s, m)
+					}
+				}
+				if err := s.Flush(t.Context()); err != nil {
+					t.Fatalf("flush: %v", err)
+				}
+			}
+			recordSpan(day)
+			if err := s.Health(); err != nil {
+				t.Fatalf("health before the deletion: %v", err)
+			}
+			for _, suf := range tc.remove {
+				if err := os.Remove(path + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+			other := []byte("another file, not plantd's")
+			if tc.replaced {
+				if err := os.WriteFile(path, other, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = waitHealth(t, s, "the deletion noticed", func(err error) bool { return errors.Is(err, ErrFileGone) })
+			if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "restart plantd") && !strings.Contains(msg, "stop plantd") {
+				t.Errorf("health %q does not name the file and what to do", msg)
+			}
+			recordSpan(day.Add(30 * time.Minute))
+			stop()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l := logs.String()
+			if !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "path="+path) {
+				t.Errorf("the stop does not log an Error naming the file:\n%s", l)
+			}
+			copyPath := path
+			if tc.replaced {
+				if b, err := os.ReadFile(path); err != nil || string(b) != string(other) {
+					t.Errorf("the other file was not left as it was: %q, %v", b, err)
+				}
+				m, _ := filepath.Glob(path + ".recovered-*")
+				if len(m) != 1 {
+					t.Fatalf("recovery copies %v, want one", m)
+				}
+				copyPath = m[0]
+			}
+			if _, err := os.Stat(copyPath); err != nil {
+				t.Fatalf("no database after the stop: %v", err)
+			}
+			// Everything recorded is in the file written back: the hour
+			// before and after the deletion.
+			s2 := openTest(t, Config{Path: copyPath, Plants: []PlantInfo{{ID: "p1", Location: loc}}})
+			if err := s2.Health(); err != nil {
+				t.Fatalf("health of the file written back: %v", err)
+			}
+			res, err := s2.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+			if err != nil || len(res.Rows) != 12 {
+				t.Errorf("the file written back has %d rows of the hour, %v; want 12", len(res.Rows), err)
+			}
+			if tmp, _ := filepath.Glob(filepath.Join(dir, ".*writeback*")); len(tmp) != 0 {
+				t.Errorf("temporary files left: %v", tmp)
 			}
 		})
 	}

@@ -223,6 +223,7 @@ func (w *writer) shutdown(ctx context.Context) {
 // maintain runs between batches: rollup catch-up while the queue is empty,
 // the idle rollup, retention.
 func (w *writer) maintain(ctx context.Context) {
+	w.s.checkFile()
 	if w.s.corrupt.Load() {
 		return
 	}
