@@ -240,8 +240,11 @@
 // limit: EFBIG) is ErrDiskFull in Health and Stats.LastError; the batches
 // meanwhile are lost and counted, and Health clears with the next
 // successful commit. Open fails only when there is nothing to serve: a
-// newer schema, a file that is not a database, a new database on
-// read-only or full storage.
+// newer schema (ErrSchemaTooNew), a file whose header or schema SQLite
+// cannot read (ErrCorrupt, with how to recover), a new database on
+// read-only or full storage. cmd/plantd exits 78 (EX_CONFIG) on the first
+// two, which the systemd unit does not restart (RestartPreventExitStatus):
+// restarting cannot help, and a restart every 5 s would hide the message.
 //
 // A database file deleted (or replaced) while the store writes to it:
 // SQLite writes on into the open, deleted file. The store takes the file's
@@ -266,8 +269,12 @@
 // batch, rollup, retention or checkpoint touches the file again), keeps
 // the file as it is and logs how to recover: put back a copy made with
 // plantd backup, or move the file (with -wal and -shm) aside and start
-// with a fresh one. BenchmarkQuickCheck times the check on a year of a
-// 20-device plant.
+// with a fresh one. Damage SQLite reports while Open loads the device
+// catalogue or the writer's state (the watermark, the newest samples) is
+// treated the same way: Open returns the Store, which serves what can be
+// read (the catalogue as far as it was read) and says ErrCorrupt in
+// Health. BenchmarkQuickCheck times the check on a year of a 20-device
+// plant.
 //
 // # Logs, schedules, outbox
 //

@@ -283,7 +283,12 @@ type item struct {
 // (missing directory, not a database, read-only and never migrated, disk
 // full while creating it). logger is the store's logger as the caller
 // names it (cmd/plantd adds component=store); nil discards.
-func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Store, err error) {
+	defer func() {
+		if errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w; nothing in it can be served. To recover: %s", err, recoverCorrupt(cfg.Path))
+		}
+	}()
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -367,21 +372,27 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		}
 		return nil, fmt.Errorf("store: open %s: schema version %d needs migrating to %d but %w", c.Path, v, SchemaVersion, roErr)
 	}
-	if err := s.cat.load(ctx, rdb); err != nil {
-		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
-	}
+	// Damage found while loading the catalogue or the writer's state is
+	// served like damage quick_check finds: what can be read (the
+	// catalogue as far as it was read), writing stopped, ErrCorrupt in
+	// Health.
 	s.w = newWriter(s)
-	if err := s.w.load(ctx); err != nil {
+	loadErr := s.cat.load(ctx, rdb)
+	if loadErr == nil {
+		loadErr = s.w.load(ctx)
+	}
+	if loadErr = classify(loadErr); loadErr != nil && !errors.Is(loadErr, ErrCorrupt) {
 		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
+		return nil, fmt.Errorf("store: open %s: %w", c.Path, loadErr)
 	}
 	if roErr != nil {
 		s.log.Warn("storage is read-only: serving stored data, not recording", "path", c.Path, "err", roErr)
 		s.setHealth(roErr)
 	}
 	s.writable.Store(s.wdb.Load() != nil)
-	if err := s.quickCheck(ctx, c.CheckTimeout); errors.Is(err, ErrCorrupt) {
+	if loadErr != nil {
+		s.markCorrupt(loadErr)
+	} else if err := s.quickCheck(ctx, c.CheckTimeout); errors.Is(err, ErrCorrupt) {
 		s.markCorrupt(err)
 	} else if err != nil {
 		s.closeDBs()
