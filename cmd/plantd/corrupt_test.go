@@ -159,3 +159,64 @@ func TestCorruptDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestDatabaseDeletedWhileRunning (issue 25, item 5) runs the real binary
+// and deletes its database file: /healthz says Error naming the file and
+// what to do, and SIGTERM (a clean stop, exit 0) writes the database back
+// to its path, with what was stored before and after the deletion, and
+// logs an Error. It used to stay Ok and leave no file after the stop.
+func TestDatabaseDeletedWhileRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plantd.db")
+	seedDatabase(t, path)
+	d := startDaemonConfig(t, noDevicesConfig("127.0.0.1:0", "", path))
+	d.waitAPI(30 * time.Second)
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get("http://" + d.api + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if !strings.Contains(string(body), "was deleted while plantd runs") || !strings.Contains(string(body), "restart plantd") {
+				t.Errorf("/healthz %s, want the deleted file and what to do", body)
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("/healthz still %d %s 10 s after the database file was deleted", resp.StatusCode, body)
+		case <-tick.C:
+		}
+	}
+	d.stop()
+	if log := strings.Join(d.Stderr(), "\n"); !regexp.MustCompile(`level=ERROR msg="the database file was deleted while plantd ran: plantd wrote its data back`).MatchString(log) {
+		t.Errorf("the stop does not log the write-back as an Error:\n%s", log)
+	}
+	s, err := store.Open(t.Context(), store.Config{Path: path, Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+	if err != nil {
+		t.Fatalf("no database after the stop: %v", err)
+	}
+	defer s.Close()
+	if err := s.Health(); err != nil {
+		t.Errorf("health of the file written back: %v", err)
+	}
+	logs, _, err := s.Logs(t.Context(), store.LogQuery{PlantID: "p1"})
+	if err != nil || len(logs) == 0 || logs[0].Code != "GatewayStarted" {
+		t.Errorf("the file written back lacks the daemon's GatewayStarted entry: %+v, %v", logs, err)
+	}
+	res, err := s.DeviceSets(t.Context(), "inv1")
+	if err != nil || len(res) == 0 {
+		t.Errorf("the file written back lacks the seeded device: %v, %v", res, err)
+	}
+}
