@@ -232,12 +232,34 @@
 // Read-only storage (a read-only file or mount) at Open gives a Store that
 // answers queries from what is stored, refuses Record and Log, and says
 // ErrReadOnly in Health; Run retries writing every 30 s and resumes when
-// the storage is writable again. A full disk (ENOSPC, or the file size
+// the storage is writable again. It resumes on the file it opened: a file
+// gone meanwhile is created anew with the schema and the device catalogue
+// the store holds (so recording goes on; what was stored before is not in
+// it, and an Error says so), another file at the path is refused
+// (ErrFileGone in Health, still read-only, until plantd restarts). A full disk (ENOSPC, or the file size
 // limit: EFBIG) is ErrDiskFull in Health and Stats.LastError; the batches
 // meanwhile are lost and counted, and Health clears with the next
 // successful commit. Open fails only when there is nothing to serve: a
-// newer schema, a file that is not a database, a new database on
-// read-only or full storage.
+// newer schema (ErrSchemaTooNew), a file whose header or schema SQLite
+// cannot read (ErrCorrupt, with how to recover), a new database on
+// read-only or full storage. cmd/plantd exits 78 (EX_CONFIG) on the first
+// two, which the systemd unit does not restart (RestartPreventExitStatus):
+// restarting cannot help, and a restart every 5 s would hide the message.
+//
+// A database file deleted (or replaced) while the store writes to it:
+// SQLite writes on into the open, deleted file. The store takes the file's
+// device and inode at Open and compares them with what the path names at
+// every Health call and every second in Run; when they differ, Health says
+// ErrFileGone, logged once as an Error with what to do (restart plantd
+// now: the deleted file is lost if plantd is killed or the power fails).
+// A clean stop (Close) then writes the database it wrote to back with
+// VACUUM INTO (a temporary file beside it, synced, linked to its name
+// without replacing anything): to the path when it is free, removing a
+// -wal or -shm left there, which SQLite would apply to the copy; beside
+// the other file as path.recovered-<UTC time> when the path names another
+// file, which is left as it is. Either way an Error names the path (and
+// the copy); if the copy fails, the Error says the data is lost. Writing
+// back takes about as long as plantd backup of the same database.
 //
 // Corruption: Open runs PRAGMA quick_check on a read-only connection
 // (bounded by Config.CheckTimeout, default 1 min; a check that does not
@@ -247,8 +269,12 @@
 // batch, rollup, retention or checkpoint touches the file again), keeps
 // the file as it is and logs how to recover: put back a copy made with
 // plantd backup, or move the file (with -wal and -shm) aside and start
-// with a fresh one. BenchmarkQuickCheck times the check on a year of a
-// 20-device plant.
+// with a fresh one. Damage SQLite reports while Open loads the device
+// catalogue or the writer's state (the watermark, the newest samples) is
+// treated the same way: Open returns the Store, which serves what can be
+// read (the catalogue as far as it was read) and says ErrCorrupt in
+// Health. BenchmarkQuickCheck times the check on a year of a 20-device
+// plant.
 //
 // # Logs, schedules, outbox
 //

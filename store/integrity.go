@@ -72,10 +72,14 @@ func (s *Store) markCorrupt(err error) {
 	}
 	s.writable.Store(false)
 	s.setSlot(slotIntegrity, err)
-	s.log.Error("database corrupt: writing stopped, the file is kept as it is; to recover, stop plantd and either put "+
-		"back a copy made with plantd backup (or a copy of the file taken after a clean stop), or move "+
-		s.cfg.Path+" (with its -wal and -shm files) aside, keeping it for analysis, and start plantd with a fresh file",
+	s.log.Error("database corrupt: writing stopped, the file is kept as it is; to recover, "+recoverCorrupt(s.cfg.Path),
 		"path", s.cfg.Path, "err", err)
+}
+
+// recoverCorrupt says how to recover from a damaged database at path.
+func recoverCorrupt(path string) string {
+	return "stop plantd and either put back a copy made with plantd backup (or a copy of the file taken after a clean stop), or move " +
+		path + " (with its -wal and -shm files) aside, keeping it for analysis, and start plantd with a fresh file"
 }
 
 // integrityLoop runs the quick check daily at checkHour until ctx ends.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -49,6 +50,10 @@ var (
 	ErrCorrupt = errors.New("store: database corrupt")
 	// ErrClosed: the store is closed, or its Run has returned.
 	ErrClosed = errors.New("store: closed")
+	// ErrFileGone: the database file was deleted or replaced under the
+	// running store (the path no longer names the file it opened); the
+	// message says what plantd does about it and what to do.
+	ErrFileGone = errors.New("store: database file deleted or replaced")
 	// ErrConfig: Open was given an invalid Config.
 	ErrConfig = errors.New("store: invalid config")
 )
@@ -210,6 +215,12 @@ type Store struct {
 	// written to it any more.
 	corrupt atomic.Bool
 
+	// fileMu guards file and fileMode: the identity of the database file
+	// the store opened (zero: unknown, not checked) and its permissions.
+	fileMu   sync.Mutex
+	file     fileID
+	fileMode fs.FileMode
+
 	// wdb is the single writing connection (nil on read-only storage),
 	// rdb the read-only connections of queries; both are swapped when
 	// read-only storage becomes writable again.
@@ -249,6 +260,7 @@ const (
 	slotWrite     healthSlot = iota // opening for writing, committing batches
 	slotRollup                      // rolling up
 	slotIntegrity                   // quick_check found the file damaged
+	slotFile                        // the path no longer names the open file
 	numSlots
 )
 
@@ -271,7 +283,12 @@ type item struct {
 // (missing directory, not a database, read-only and never migrated, disk
 // full while creating it). logger is the store's logger as the caller
 // names it (cmd/plantd adds component=store); nil discards.
-func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Store, err error) {
+	defer func() {
+		if errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w; nothing in it can be served. To recover: %s", err, recoverCorrupt(cfg.Path))
+		}
+	}()
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -347,6 +364,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
 	}
 	s.rdb.Store(rdb)
+	s.noteFile()
 	if v, err := userVersion(ctx, rdb); err != nil || v != SchemaVersion {
 		s.closeDBs()
 		if err != nil {
@@ -354,21 +372,27 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) 
 		}
 		return nil, fmt.Errorf("store: open %s: schema version %d needs migrating to %d but %w", c.Path, v, SchemaVersion, roErr)
 	}
-	if err := s.cat.load(ctx, rdb); err != nil {
-		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
-	}
+	// Damage found while loading the catalogue or the writer's state is
+	// served like damage quick_check finds: what can be read (the
+	// catalogue as far as it was read), writing stopped, ErrCorrupt in
+	// Health.
 	s.w = newWriter(s)
-	if err := s.w.load(ctx); err != nil {
+	loadErr := s.cat.load(ctx, rdb)
+	if loadErr == nil {
+		loadErr = s.w.load(ctx)
+	}
+	if loadErr = classify(loadErr); loadErr != nil && !errors.Is(loadErr, ErrCorrupt) {
 		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", c.Path, classify(err))
+		return nil, fmt.Errorf("store: open %s: %w", c.Path, loadErr)
 	}
 	if roErr != nil {
 		s.log.Warn("storage is read-only: serving stored data, not recording", "path", c.Path, "err", roErr)
 		s.setHealth(roErr)
 	}
 	s.writable.Store(s.wdb.Load() != nil)
-	if err := s.quickCheck(ctx, c.CheckTimeout); errors.Is(err, ErrCorrupt) {
+	if loadErr != nil {
+		s.markCorrupt(loadErr)
+	} else if err := s.quickCheck(ctx, c.CheckTimeout); errors.Is(err, ErrCorrupt) {
 		s.markCorrupt(err)
 	} else if err != nil {
 		s.closeDBs()
@@ -424,6 +448,7 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		s.w.closeStmts()
 	}
+	s.writeBack()
 	err := s.closeDBs()
 	s.unlock()
 	if err != nil {
@@ -528,7 +553,12 @@ func (s *Store) Flush(ctx context.Context) error {
 // Health returns nil, or why the storage is failing: ErrReadOnly,
 // ErrDiskFull, ErrIO, ErrCorrupt (test with errors.Is), with the details.
 // It turns nil again once writing (and rolling up) succeeds again.
+//
+// ErrFileGone: the database file was deleted or replaced while the store
+// writes to it (checked here and every second by Run); it stays until the
+// path names the open file again (a restart).
 func (s *Store) Health() error {
+	s.checkFile()
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
 	for _, err := range s.healthErr {
@@ -557,6 +587,8 @@ func (s *Store) setSlot(slot healthSlot, err error) {
 		what = "rollups"
 	case slotIntegrity:
 		what = "integrity"
+	case slotFile:
+		what = "database file"
 	}
 	switch {
 	case err != nil && prev == nil:
@@ -680,12 +712,28 @@ func (s *Store) reopenWritable(ctx context.Context) (bool, error) {
 	if s.closed.Load() {
 		return false, nil
 	}
+	// The file must still be the one the store opened, whose catalogue
+	// it keeps: another file there is refused, and a new one gets the
+	// catalogue.
+	cur, _, err := statID(s.cfg.Path)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case fresh:
+	case err != nil:
+		return true, err
+	case cur != s.fileIdentity():
+		return true, fmt.Errorf("%w: %s is %w (replaced while the storage was read-only): plantd stays read-only; "+
+			"restart plantd to use the file there, or put back the one it opened", ErrFileGone, s.cfg.Path, errNotOurs)
+	}
 	if old := s.rdb.Swap(nil); old != nil {
 		old.Close()
 	}
 	db, err := openWriter(ctx, s.cfg.Path)
 	if err == nil {
-		if err = migrate(ctx, db); err != nil {
+		if err = migrate(ctx, db); err == nil && fresh {
+			err = s.cat.layDown(ctx, db)
+		}
+		if err != nil {
 			db.Close()
 		}
 	}
@@ -708,5 +756,30 @@ func (s *Store) reopenWritable(ctx context.Context) (bool, error) {
 	s.wdb.Store(db)
 	s.rdb.Store(rdb)
 	s.rdbImmutable = false
+	s.noteFile()
+	if fresh {
+		s.log.Error("the database file was gone when the storage became writable: plantd created a new one with the device "+
+			"catalogue and records into it; what was stored before is not in it (put back a copy made with plantd backup "+
+			"while plantd is stopped to have it again)", "path", s.cfg.Path)
+	}
 	return true, nil
+}
+
+// noteFile takes the identity of the database file the store has open.
+func (s *Store) noteFile() {
+	id, mode, err := statID(s.cfg.Path)
+	if err != nil {
+		s.log.Warn("cannot stat the database file: a deleted or replaced file will go unnoticed", "path", s.cfg.Path, "err", err)
+		id = fileID{}
+	}
+	s.fileMu.Lock()
+	s.file, s.fileMode = id, mode
+	s.fileMu.Unlock()
+}
+
+// fileIdentity is the identity of the database file the store opened.
+func (s *Store) fileIdentity() fileID {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	return s.file
 }

@@ -86,6 +86,10 @@ func (w *writer) load(ctx context.Context) error {
 		return fmt.Errorf("load watermark: %w", err)
 	}
 	w.wm, w.hasWM = wm.Int64, wm.Valid
+	// Loaded again after read-only storage became writable, perhaps on a
+	// new file: nothing of the file read before is kept.
+	clear(w.lastT)
+	w.carry, w.carryAt = nil, -1
 	var maxT sql.NullInt64
 	// Rows stamped in the future (written while the clock was ahead) do
 	// not count as the newest.
@@ -219,6 +223,7 @@ func (w *writer) shutdown(ctx context.Context) {
 // maintain runs between batches: rollup catch-up while the queue is empty,
 // the idle rollup, retention.
 func (w *writer) maintain(ctx context.Context) {
+	w.s.checkFile()
 	if w.s.corrupt.Load() {
 		return
 	}

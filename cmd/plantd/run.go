@@ -15,6 +15,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/mqtt"
+	"plantd/store"
 )
 
 // defaultConfigPath is where packages install the config.
@@ -57,7 +58,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() 
 	d, err := newDaemon(ctx, cfg, ln, now, logger)
 	if err != nil {
 		logger.Error("cannot start: " + err.Error())
-		return exitFailure
+		return failureStatus(err)
 	}
 	d.reportEvery, d.level, d.reload = report, level, reload
 	startPprof(ctx, logger)
@@ -65,10 +66,22 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() 
 		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
 	if err := d.run(ctx, hup); err != nil {
 		logger.Error("stop: " + err.Error())
-		return exitFailure
+		return failureStatus(err)
 	}
 	logger.Info("plantd stopped", "reason", context.Cause(ctx))
 	return exitOK
+}
+
+// failureStatus is the exit status of a daemon that failed with err:
+// exitConfig (78, which the unit does not restart) when its database can
+// never be used as it is, damaged beyond serving or written by a newer
+// plantd, so that systemd does not restart it every 5 s for ever (the
+// log says what to do); exitFailure otherwise.
+func failureStatus(err error) int {
+	if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrSchemaTooNew) {
+		return exitConfig
+	}
+	return exitFailure
 }
 
 // newLogger returns the daemon's logger and its level, which a config
