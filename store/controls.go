@@ -103,11 +103,14 @@ func (s *Store) byDevice(ctx context.Context, what, query string) (map[string][]
 	for rows.Next() {
 		var dev, name string
 		if err := rows.Scan(&dev, &name); err != nil {
-			return nil, fmt.Errorf("store: %s: %w", what, err)
+			return nil, fmt.Errorf("store: %s: %w", what, classify(err))
 		}
 		out[dev] = append(out[dev], name)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, classify(err))
+	}
+	return out, nil
 }
 
 // SetDeviceQuirk records a behaviour grid control learned of a device
