@@ -42,10 +42,10 @@ func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 		return fmt.Errorf("%s: the config is not a YAML mapping", path)
 	}
 	root := doc.Content[0]
-	var list *yaml.Node
+	var keyNode, list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == key {
-			list = root.Content[i+1]
+			keyNode, list = root.Content[i], root.Content[i+1]
 		}
 	}
 	if list == nil {
@@ -54,7 +54,21 @@ func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 	}
 	if list.Kind != yaml.SequenceNode {
 		// "key:" with no value is a null scalar: make it a list.
-		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: list.Line}
+		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: list.Line, LineComment: list.LineComment}
+	}
+	if len(list.Content) == 0 {
+		// The comment of an empty list ("tokens: []   # none yet: ...",
+		// "tokens:   # none yet") speaks of its emptiness, which ends here.
+		list.LineComment = ""
+		if keyNode != nil {
+			keyNode.LineComment = ""
+		}
+	}
+	// One block entry per item ("- name: ..." lines), also where the list
+	// was written in flow style ("[]", "[{...}]").
+	list.Style &^= yaml.FlowStyle
+	for _, it := range list.Content {
+		it.Style &^= yaml.FlowStyle
 	}
 	for _, it := range list.Content {
 		for i := 0; i+1 < len(it.Content); i += 2 {

@@ -291,6 +291,15 @@ func (v *validator) installation(path string, in Installation) {
 	}
 }
 
+// UnitRule says which Modbus unit ids ValidUnit accepts.
+const UnitRule = "0..247 or 255"
+
+// ValidUnit is the one rule for Modbus unit ids, of the config and of
+// plantd scan: 0 (broadcast, which some Modbus TCP devices answer),
+// 1..247 (Modbus serial addresses) and 255 (Modbus TCP's "this device",
+// which some devices answer only to); 248..254 are reserved by Modbus.
+func ValidUnit(u int) bool { return u >= 0 && u <= 247 || u == 255 }
+
 func (v *validator) devices() {
 	plants := map[string]bool{}
 	for _, p := range v.c.Plants {
@@ -328,9 +337,9 @@ func (v *validator) devices() {
 		if !portOK {
 			v.add(path+".port", "%d is not a TCP port", d.Port)
 		}
-		unitOK := d.Unit >= 0 && d.Unit <= 247 || d.Unit == 255
+		unitOK := ValidUnit(d.Unit)
 		if !unitOK {
-			v.add(path+".unit", "%d is not a Modbus unit id (0..247 or 255)", d.Unit)
+			v.add(path+".unit", "%d is not a Modbus unit id (%s)", d.Unit, UnitRule)
 		}
 		if d.ProductID < 0 {
 			v.add(path+".productId", "%d is not a product id (a positive number, or omit it)", d.ProductID)

@@ -347,7 +347,7 @@ var modelTable = []*Model{
 		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
 		{Name: "PVConn", Label: "PVConn", Type: TypeBitfield16, Size: 1, Offset: 2, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}, {"AVAILABLE", 1}, {"OPERATING", 2}, {"TEST", 3}}},
 		{Name: "StorConn", Label: "StorConn", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}, {"AVAILABLE", 1}, {"OPERATING", 2}, {"TEST", 3}}},
-		{Name: "ECPConn", Label: "ECPConn", Type: TypeBitfield16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISCONNECTED", 0}, {"CONNECTED", 1}}},
+		{Name: "ECPConn", Label: "ECPConn", Type: TypeBitfield16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}}},
 		{Name: "ActWh", Label: "ActWh", Type: TypeAcc64, Size: 4, Offset: 5, Units: "Wh", SF: NoScale, Fixed: -1},
 		{Name: "ActVAh", Label: "ActVAh", Type: TypeAcc64, Size: 4, Offset: 9, Units: "VAh", SF: NoScale, Fixed: -1},
 		{Name: "ActVArhQ1", Label: "ActVArhQ1", Type: TypeAcc64, Size: 4, Offset: 13, Units: "varh", SF: NoScale, Fixed: -1},

@@ -21,11 +21,11 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 // oauthClients and prints the secret once.
 func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	const synopsis = "--id ID --role ROLE [--redirect-uri URI]... [--pre-approved] [-c FILE] [--print-only]"
+	if len(args) > 0 && isHelp(args[0]) {
+		args = []string{"add", "-h"} // the one verb's usage, with its flags
+	}
 	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "usage: plantd client add "+synopsis)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return exitOK
-		}
+		fmt.Fprintln(stderr, "usage: plantd client add "+synopsis+"\n\nRun 'plantd client -h' for the flags.")
 		return exitUsage
 	}
 	fs := newFlagSet("client add", synopsis, stderr)

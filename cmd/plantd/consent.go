@@ -27,16 +27,22 @@ import (
 // .../{id}/approve|reject), with a token of the installer role from
 // PLANTD_TOKEN or --token-file.
 func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const synopsis = "list|approve ID|reject ID [--url URL] [-c FILE] [--token-file FILE] [--json]"
-	if len(args) == 0 || (args[0] != "list" && args[0] != "approve" && args[0] != "reject") {
-		fmt.Fprintln(stderr, "usage: plantd consent "+synopsis+"\n\nThe token (installer role) comes from PLANTD_TOKEN or --token-file.")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return exitOK
-		}
+	const flags = "[--url URL] [-c FILE] [--token-file FILE] [--json]\n\nThe token (installer role) comes from PLANTD_TOKEN or --token-file."
+	// The usage names the verb once: "consent list [--url URL] ...",
+	// "consent approve ID [--url URL] ...", "consent list|approve ID|reject ID ..." for -h.
+	name, synopsis := "consent", "list|approve ID|reject ID "+flags
+	if len(args) > 0 && isHelp(args[0]) {
+		args = []string{"", "-h"}
+	} else if len(args) == 0 || (args[0] != "list" && args[0] != "approve" && args[0] != "reject") {
+		fmt.Fprintln(stderr, "usage: plantd consent "+synopsis+"\n\nRun 'plantd consent -h' for the flags.")
 		return exitUsage
+	} else if args[0] == "list" {
+		name, synopsis = "consent list", flags
+	} else {
+		name, synopsis = "consent "+args[0], "ID "+flags
 	}
 	verb := args[0]
-	fs := newFlagSet("consent "+verb, synopsis, stderr)
+	fs := newFlagSet(name, synopsis, stderr)
 	path := fs.String("c", defaultConfigPath, "config file whose http.listen names the daemon's address (when --url is not given)")
 	base := fs.String("url", os.Getenv("PLANTD_URL"), "the daemon's API base URL (default: PLANTD_URL, else from the config's http.listen, else http://127.0.0.1:8080)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token (default: PLANTD_TOKEN)")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -65,6 +66,13 @@ type daemon struct {
 	level      *slog.LevelVar
 	reload     func() (*config.Config, error)
 	reloadNote string
+
+	// configPath is the config file of plantd run ("" for the demo), named
+	// by the first-run message; storedBefore is the count of measurements
+	// the database held at start less those this process had written by
+	// then (-1 until counted), for STATUS= (notify.go).
+	configPath   string
+	storedBefore atomic.Int64
 }
 
 // newDaemon builds the components of a validated config. It binds the

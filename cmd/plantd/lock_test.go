@@ -50,7 +50,8 @@ devices:
 }
 
 // TestBackupCommand copies a running daemon's database with the real
-// binary's backup command and opens the copy.
+// binary's backup command and opens the copy, which only its owner may
+// read.
 func TestBackupCommand(t *testing.T) {
 	t.Parallel() // its own files, processes and ports
 	dir := t.TempDir()
@@ -61,6 +62,11 @@ func TestBackupCommand(t *testing.T) {
 	out, errOut, code := runBinary(t, "backup", "--db", src, dst)
 	if code != 0 || !strings.Contains(out, "backed up") {
 		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	// The copy holds token hashes and the plant's history: its owner's
+	// only, whatever the caller's umask.
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup copy: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
 	if _, errOut, code := runBinary(t, "backup", "--db", src, dst); code == 0 {
 		t.Errorf("a backup onto an existing file succeeded: %s", errOut)

@@ -89,6 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitOK
 	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-V") {
+		return runVersion(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		// "plantd" and "plantd -c FILE" mean "plantd run ...".
 		return runRun(ctx, args, stdout, stderr)
@@ -126,6 +129,9 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	}
 	return fs
 }
+
+// isHelp says whether arg asks for a command's usage.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 // parseArgs parses flags that may come before or after positional
 // arguments ("scan HOST --json" and "scan --json HOST"). It returns the

@@ -39,6 +39,8 @@ const (
 // STOPPING=1 when ctx ends.
 func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 	start := time.Now()
+	d.storedBefore.Store(-1)
+	go d.countStored(ctx)
 	watchdog, err := sd.SdWatchdogEnabled(false)
 	if err != nil {
 		d.log.Warn("systemd watchdog: " + err.Error())
@@ -108,6 +110,19 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 	}
 }
 
+// countStored counts the measurements the database holds once, for the
+// status line: after a restart it says what is stored, not only what this
+// process wrote (storedBefore).
+func (d *daemon) countStored(ctx context.Context) {
+	written := d.store.Stats().Written
+	n, err := d.store.Measurements(ctx)
+	if err != nil {
+		d.log.Debug("status line: " + err.Error())
+		return
+	}
+	d.storedBefore.Store(max(n-int64(written), 0))
+}
+
 // releaseAfterRollup returns the heap's free pages to the system once the
 // store rolled up another interval since prev (every 5 minutes): a rollup
 // reads and decodes a chunk of samples, and the pages it used would
@@ -166,7 +181,16 @@ func (d *daemon) status() string {
 		}
 	}
 	st := d.store.Stats()
-	s := fmt.Sprintf("%d devices: %d online, %d stale, %d offline; %d measurements stored", len(stats), online, stale, offline, st.Written)
+	// Stored: what the database held at start (counted once), and what
+	// this process wrote since; until counted, what it wrote.
+	stored := int64(st.Written)
+	if before := d.storedBefore.Load(); before >= 0 {
+		stored += before
+	}
+	s := fmt.Sprintf("%d devices: %d online, %d stale, %d offline; %d measurements stored", len(stats), online, stale, offline, stored)
+	if len(d.cfg.Devices) == 0 {
+		s = noDevicesMessage(d.configPath) + "; " + fmt.Sprintf("%d measurements stored", stored)
+	}
 	if st.Dropped+st.Failed > 0 {
 		s += fmt.Sprintf(", %d lost", st.Dropped+st.Failed)
 	}

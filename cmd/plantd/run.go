@@ -41,14 +41,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
-	return serve(ctx, cfg, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
+	return serve(ctx, cfg, *path, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
-// serve runs the daemon of a valid config until ctx ends; ln, when set,
+// serve runs the daemon of a valid config (read from cfgPath, "" for the
+// demo) until ctx ends; ln, when set,
 // is the HTTP listener bound already; report, when set, logs the live
 // energy balance at that interval; reload, when set, reads the config
 // again on SIGHUP.
-func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
+func serve(ctx context.Context, cfg *config.Config, cfgPath string, ln net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
 	reload func() (*config.Config, error)) int {
 	// SIGHUP is taken from here on: before, it would end the process.
 	hup := make(chan os.Signal, 1)
@@ -60,10 +61,13 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, now func() 
 		logger.Error("cannot start: " + err.Error())
 		return failureStatus(err)
 	}
-	d.reportEvery, d.level, d.reload = report, level, reload
+	d.reportEvery, d.level, d.reload, d.configPath = report, level, reload, cfgPath
 	startPprof(ctx, logger)
 	logger.Info("plantd running", "version", versionString(), "gateway", cfg.Gateway.ID,
 		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
+	if len(cfg.Devices) == 0 {
+		logger.Warn(noDevicesMessage(cfgPath))
+	}
 	if err := d.run(ctx, hup); err != nil {
 		logger.Error("stop: " + err.Error())
 		return failureStatus(err)
@@ -82,6 +86,17 @@ func failureStatus(err error) int {
 		return exitConfig
 	}
 	return exitFailure
+}
+
+// noDevicesMessage is the first-run message of a config without devices
+// (the package installs one): the log line at start and on reload, and
+// the start of STATUS=.
+func noDevicesMessage(cfgPath string) string {
+	if cfgPath == "" {
+		cfgPath = "the config file"
+	}
+	return "no devices configured: run `plantd scan HOST` to find a device, add it under devices: in " + cfgPath +
+		" (examples in /usr/share/doc/plantd/plantd.yaml.example), then `systemctl reload plantd`"
 }
 
 // newLogger returns the daemon's logger and its level, which a config
@@ -226,7 +241,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			broker.Addr(), cfg.Gateway.ID, host, port)
 	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, ln, plantSim.Now, stderr, 10*time.Second, nil)
+	return serve(ctx, cfg, "", ln, plantSim.Now, stderr, 10*time.Second, nil)
 }
 
 // demoWindow is the window of the banner's grid-control example, relative

@@ -10,10 +10,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"plantd/config"
 	"plantd/devices"
 	"plantd/modbus"
 )
@@ -67,14 +69,16 @@ type scanError struct {
 	// NoSunSpec is set when the device answers Modbus but has no SunSpec
 	// map at the bases tried.
 	NoSunSpec bool `json:"noSunSpec"`
+	// Hint says what to try, when plantd knows ("" otherwise).
+	Hint string `json:"hint"`
 }
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D]", stderr)
-	unit := fs.Uint("unit", 1, "Modbus unit id, 0..255 (1..247 are the standard range; gateways often use 1, 2, 126 or 240)")
+	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D] [--connect-delay D]", stderr)
+	unit := fs.Uint("unit", 1, "Modbus unit id, "+config.UnitRule+" (as the config's devices[].unit; gateways often use 1, 2, 126 or 240)")
 	base := fs.Int("base", -1, "SunSpec base register (default: try 40000, 0, 50000 in turn)")
 	values := fs.Bool("values", false, "read every model and print each implemented point with its value and units")
-	asJSON := fs.Bool("json", false, "print the result as JSON (a failure too: {\"address\", \"unit\", \"error\"})")
+	asJSON := fs.Bool("json", false, "print the result as JSON (a failure too: {\"address\", \"unit\", \"error\", \"noSunSpec\", \"hint\"})")
 	timeout := fs.Duration("timeout", 3*time.Second, "timeout of each Modbus request")
 	delay := fs.Duration("connect-delay", 0, "wait this long after connecting before the first request")
 	pos, code, ok := parseArgs(fs, args)
@@ -85,8 +89,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *unit > 255 {
-		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (0..255)\n", *unit)
+	if *unit > 255 || !config.ValidUnit(int(*unit)) {
+		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (%s)\n", *unit, config.UnitRule)
 		return exitUsage
 	}
 	bases := devices.Bases
@@ -108,16 +112,20 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	client := pool.Endpoint(modbus.EndpointConfig{Address: addr, Timeout: *timeout, ConnectDelay: *delay}).Unit(byte(*unit), *timeout)
 	dev, err := devices.DiscoverAt(ctx, client, bases)
 	if err != nil {
+		hint := scanHint(err, *unit, *timeout)
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
-			_ = enc.Encode(scanError{Address: addr, Unit: *unit, Error: err.Error(), NoSunSpec: errors.Is(err, devices.ErrNoSunSpec)})
+			_ = enc.Encode(scanError{Address: addr, Unit: *unit, Error: err.Error(), NoSunSpec: errors.Is(err, devices.ErrNoSunSpec), Hint: hint})
 			return exitFailure
 		}
 		if errors.Is(err, devices.ErrNoSunSpec) {
 			fmt.Fprintf(stderr, "plantd scan: %s unit %d answers Modbus but is not a SunSpec device: %v\n", addr, *unit, err)
 		} else {
 			fmt.Fprintf(stderr, "plantd scan: %s unit %d: %v\n", addr, *unit, err)
+		}
+		if hint != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", hint)
 		}
 		return exitFailure
 	}
@@ -136,6 +144,33 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printScan(stdout, res)
 	return exitOK
+}
+
+// scanHint says what to try after a failed scan, for the failures whose
+// cause plantd can tell ("" for the others).
+func scanHint(err error, unit uint, timeout time.Duration) string {
+	var exc *modbus.ExceptionError
+	var merr *modbus.Error
+	connect := errors.As(err, &merr) && merr.Op == modbus.OpConnect
+	switch {
+	case errors.As(err, &exc) && (exc.Code == modbus.ExceptionGatewayTargetDeviceFailedToRespond || exc.Code == modbus.ExceptionGatewayPathUnavailable):
+		return fmt.Sprintf("a Modbus gateway answered, but no device behind it as unit %d: try the unit id set on the device "+
+			"(--unit; often 1, 2, 3, 126 or 240, some devices answer only to 255), and check the device's wiring to the gateway", unit)
+	case errors.Is(err, devices.ErrNoSunSpec):
+		return "the device speaks Modbus but shows no SunSpec map: enable SunSpec (often \"SunSpec Modbus\" or \"Modbus TCP, SunSpec\") " +
+			"in its settings, or try another unit id with --unit; if its manual names the map's address, try --base N"
+	case connect && errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing accepts connections on that port: check the port (Modbus TCP is 502 by default) and that Modbus TCP is enabled on the device"
+	case connect && errors.Is(err, modbus.ErrTimeout):
+		return fmt.Sprintf("no answer to the connect within %v: check the host (is it on this network, and switched on?)", timeout)
+	case errors.Is(err, modbus.ErrTimeout):
+		return fmt.Sprintf("the port accepted the connection but sent no Modbus answer within %v: check that it is the device's Modbus TCP port "+
+			"(502 by default; a web or other port never answers Modbus) and that Modbus TCP is enabled on the device; "+
+			"a slow device may need --timeout 5s or --connect-delay 1s", timeout)
+	case errors.Is(err, modbus.ErrMalformed):
+		return "the port answered, but not in Modbus TCP: check that it is the device's Modbus TCP port (502 by default)"
+	}
+	return ""
 }
 
 func newScanResult(addr string, unit byte, d *devices.Device) scanResult {

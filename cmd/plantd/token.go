@@ -12,14 +12,14 @@ import (
 // its SHA-256 hash to the config file's tokens and prints the token once.
 // The config never holds the token itself.
 func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		args = []string{"add", "-h"} // the one verb's usage, with its flags
+	}
 	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "usage: plantd token add --name NAME --role standard|installer|gridoperator [-c FILE] [--print-only]")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return exitOK
-		}
+		fmt.Fprintln(stderr, "usage: plantd token add --name NAME --role standard|installer|gridoperator [-c FILE] [--print-only]\n\nRun 'plantd token -h' for the flags.")
 		return exitUsage
 	}
-	fs := newFlagSet("token add", "--name NAME --role ROLE [-c FILE] [--print-only]", stderr)
+	fs := newFlagSet("token add", "--name NAME --role standard|installer|gridoperator [-c FILE] [--print-only]", stderr)
 	path := fs.String("c", defaultConfigPath, "config file to add the token's hash to")
 	name := fs.String("name", "", "who or what uses the token (e.g. installer-laptop)")
 	role := fs.String("role", config.RoleStandard, "standard (read), installer (+ logs, grid control), gridoperator (grid control)")

@@ -91,6 +91,9 @@ func generate(dir string) ([]byte, error) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		if err := correct(&m); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
 		models = append(models, m)
 	}
 	sort.Slice(models, func(i, j int) bool { return models[i].ID < models[j].ID })
@@ -107,6 +110,33 @@ func generate(dir string) ([]byte, error) {
 	}
 	b.WriteString("}\n")
 	return format.Source(b.Bytes())
+}
+
+// corrections are the symbols of official points that contradict the
+// point's own description, by model id and point name. Model 122's
+// ECPConn is a bitfield16 whose description says "disconnected=0
+// connected=1" (a device writes 1 when connected), but its symbols name
+// bit 0 DISCONNECTED and bit 1 CONNECTED: decoded as declared, every
+// connected inverter read "DISCONNECTED". Bit 0 is the connection.
+var corrections = map[int]map[string][]jsonSymbol{
+	122: {"ECPConn": {{Name: "CONNECTED", Value: 0}}},
+}
+
+// correct applies corrections to the top-level points of m; a correction
+// whose point is missing is an error (the JSON changed: look again).
+func correct(m *jsonModel) error {
+	for name, syms := range corrections[m.ID] {
+		found := false
+		for i := range m.Group.Points {
+			if p := &m.Group.Points[i]; p.Name == name {
+				p.Symbols, found = syms, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("correction of point %s: no such point in model %d", name, m.ID)
+		}
+	}
+	return nil
 }
 
 // lookup finds a point by name in the scope chain (innermost first) and

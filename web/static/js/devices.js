@@ -1,6 +1,7 @@
 // Devices: every device of the plant with its identity, health,
 // communication, latest values with units and SunSpec models.
 import { get } from './api.js';
+import { firstRunNotice } from './firstrun.js';
 import { h, clear, fmtValue, fmtUtc, problemBox, relative } from './util.js';
 
 const REFRESH_MS = 5000;
@@ -81,7 +82,7 @@ export async function render(ctx, root) {
         : card(d, tz, now, openValues(d.device.deviceId)));
       const on = details.filter(d => d.communication?.status === 'Ok').length;
       status.textContent = `${details.length} devices, ${on} communicating; refreshed every ${REFRESH_MS / 1000} s`;
-      clear(list, cards);
+      clear(list, cards.length ? cards : firstRunNotice());
     } catch (e) {
       if (!stopped) clear(list, problemBox(e));
     }

@@ -1,6 +1,7 @@
 // Overview: the live energy balance as a power flow, refreshed every 2 s,
 // and today's energy with autarky and self-consumption.
 import { get } from './api.js';
+import { addFirstRunNotice } from './firstrun.js';
 import { h, clear, fmtW, fmtWh, fmtRate, problemBox, localDate, localToMs, localDateTime } from './util.js';
 
 const LIVE_MS = 2000, TODAY_MS = 30000;
@@ -63,6 +64,7 @@ export async function render(ctx, root) {
   const live = h('section', { class: 'card', id: 'live', 'aria-labelledby': 'live-h' });
   const today = h('section', { class: 'card', id: 'today', 'aria-labelledby': 'today-h' });
   root.append(h('h1', null, 'Overview'), live, today);
+  addFirstRunNotice(plantId, live);
   let timers = [], stopped = false;
 
   async function tickLive() {
