@@ -113,7 +113,7 @@ func (u *Uplink) offer(plantID string, in inbound, requestID string, version int
 		if len(s.notes) < maxNotes {
 			s.notes = append(s.notes, n)
 		} else {
-			u.cmdDropped.Add(1)
+			u.dropCommand()
 		}
 	}
 	switch {
