@@ -244,7 +244,9 @@ type Device struct {
 	// connection, so they must give the same value.
 	ConnectDelay time.Duration `yaml:"connectDelay"`
 	// Enabled false keeps the device in the API (and its history) but does
-	// not poll it. Default true.
+	// not poll it: it is listed as deactivated (isActive false,
+	// deactivatedAt the time plantd first saw it disabled, kept in the
+	// database; see httpapi/README.md). Default true.
 	Enabled bool `yaml:"enabled"`
 	// ProductID is the vendor's numeric product id the cloud API reports
 	// as the device's productId; 0 = not known (omitted).

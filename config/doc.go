@@ -4,8 +4,14 @@
 //
 // # Reading
 //
-// [Load] reads a file and [Parse] its contents. Both decode the YAML through
-// yaml.Node, so every value keeps its line, and are strict:
+// [Load] reads a file and [Parse] its contents. A config is at most
+// [MaxFileSize] (1 MiB; real ones are a few KiB): [ReadFile], which every
+// path that reads the file uses (plantd run at start and at each reload,
+// check-config, the commands that edit it), refuses a larger regular file
+// from its size before reading it, and stops reading anything else one byte
+// past the cap ([ErrTooLarge]); a reload refused so keeps the running config.
+// Both decode the YAML through yaml.Node, so every value keeps its line, and
+// are strict:
 //
 //   - a key that is not a field is an error, with a suggestion when it is
 //     close to one ("devices[0].prot: unknown field (did you mean "port"?)");

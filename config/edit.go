@@ -27,7 +27,7 @@ func yamlStr(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag
 // (what names it in the error), the edited tree (comments kept) must
 // validate after, and WriteFileKeeping replaces the file.
 func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return err
 	}

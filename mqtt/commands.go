@@ -85,6 +85,7 @@ func (u *Uplink) handleCommands(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			u.reportDrops(true)
 			return
 		case in := <-u.cmds:
 			u.answer(ctx, in)
@@ -93,7 +94,30 @@ func (u *Uplink) handleCommands(ctx context.Context) {
 		case <-tick.C:
 			u.retryPending(ctx)
 		}
+		u.reportDrops(false)
 	}
+}
+
+// dropCommand counts an incoming message dropped for want of room.
+func (u *Uplink) dropCommand() {
+	u.cmdDropped.Add(1)
+	u.burstDropped.Add(1)
+}
+
+// reportDrops logs the incoming messages dropped since its last line, in
+// one line with their count, once the queue has room again (emptied:
+// the burst is over), or at the end (final). So a burst of drops is one
+// line, however many it dropped, and no drop goes unsaid.
+func (u *Uplink) reportDrops(final bool) {
+	if !final && len(u.cmds) > 0 {
+		return
+	}
+	n := u.burstDropped.Swap(0)
+	if n == 0 {
+		return
+	}
+	u.log.Warn("mqtt: incoming messages dropped, the command queue was full", "dropped", n,
+		"queue", cap(u.cmds), "dropped_total", u.cmdDropped.Load())
 }
 
 // receive hands a message from the broker to the command worker without
@@ -113,7 +137,7 @@ func (u *Uplink) receive(in inbound) {
 	select {
 	case u.cmds <- in:
 	default:
-		u.cmdDropped.Add(1)
+		u.dropCommand()
 	}
 }
 

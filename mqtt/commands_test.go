@@ -3,6 +3,7 @@ package mqtt
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -143,4 +144,77 @@ func TestCommands(t *testing.T) {
 	close(api.release)
 	waitFor(t, 10*time.Second, "the blocked request's ack", func() bool { _, n := ack(col, "b1"); return n == 1 })
 	t.Logf("commands answered %d, dropped while blocked %d", u.Status().Commands, u.Status().CommandsDropped)
+}
+
+// gateAPI answers every request 200 with its body; a body "block" waits
+// for one value on gate first.
+type gateAPI struct {
+	gate    chan struct{}
+	blocked chan struct{}
+}
+
+func (g *gateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(b), "block") {
+		g.blocked <- struct{}{}
+		<-g.gate
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// TestCommandDropsLoggedPerBurst: bursts of commands while the worker is
+// busy fill the queue of 64; the rest are dropped, counted, and said in
+// one warning per burst with the count, however many were dropped.
+func TestCommandDropsLoggedPerBurst(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	api := &gateAPI{gate: make(chan struct{}), blocked: make(chan struct{}, 1)}
+	cfg := fastConfig(b, "gw-drops")
+	cfg.RemoteControl = true
+	logs := newCountingHandler()
+	u, err := New(cfg, Deps{Outbox: openStore(t, ""), Commands: api}, slog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	dropLines := func() []string {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		var out []string
+		for _, l := range logs.lines {
+			if strings.Contains(l, "dropped") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	const topic = "plantd/v1/gw-drops/down/cmd"
+	for i, n := range []int{500, 100, 65} {
+		id := fmt.Sprint("burst", i)
+		col.Publish(topic, false, `{"requestId":"`+id+`-block","command":"eligibilityCheck","body":"block"}`)
+		<-api.blocked // the worker is busy
+		before := u.Status().CommandsDropped
+		var last interface{ Wait() bool }
+		for range n {
+			last = col.Client().Publish(topic, 1, false, `{"requestId":"`+id+`","command":"eligibilityCheck","body":{}}`)
+		}
+		last.Wait()
+		want := uint64(n - cap(u.cmds))
+		waitFor(t, 10*time.Second, "every message of the burst received", func() bool {
+			return u.Status().CommandsDropped-before+uint64(len(u.cmds)) == uint64(n)
+		})
+		if got := u.Status().CommandsDropped - before; got != want {
+			t.Errorf("burst of %d: %d dropped, want %d", n, got, want)
+		}
+		api.gate <- struct{}{}
+		waitFor(t, 10*time.Second, "the queued commands answered", func() bool { return len(col.Acks(id)) == cap(u.cmds) })
+		waitFor(t, 10*time.Second, "the burst's drop warning", func() bool { return len(dropLines()) >= i+1 })
+		lines := dropLines()
+		if len(lines) != i+1 || !strings.Contains(lines[i], fmt.Sprintf(" dropped=%d ", want)) {
+			t.Errorf("burst of %d: drop warnings %q, want one more with dropped=%d", n, lines, want)
+		}
+	}
 }

@@ -275,6 +275,38 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	}
 	defer flushAcks(context.WithoutCancel(ctx))
 
+	// dropStaleLive drops the live messages queued before this
+	// connection (left by a previous run, or unacknowledged on a
+	// connection that died): live values are never replayed, the next
+	// tick sends current ones. They are deleted with the next ack flush,
+	// counted as dropped per stream and logged; the rest is returned.
+	cutoff := start.Truncate(time.Millisecond)
+	var staleMsgs, staleStreams int
+	dropStaleLive := func(stream string, st *sendState, rows []store.OutboxMessage) []store.OutboxMessage {
+		n := 0
+		for n < len(rows) && rows[n].Created.Before(cutoff) && len(st.inflight) == 0 {
+			n++
+		}
+		if n == 0 {
+			return rows
+		}
+		st.sent, st.ackUpTo = rows[n-1].Seq, rows[n-1].Seq
+		u.stMu.Lock()
+		u.streamLocked(stream).dropped += uint64(n)
+		u.stMu.Unlock()
+		staleMsgs += n
+		staleStreams++
+		return rows[n:]
+	}
+	// The drops of one fill are logged in one line.
+	logStale := func() {
+		if staleMsgs > 0 {
+			u.log.Info("live messages queued before this connection dropped: live values are never replayed",
+				"dropped", staleMsgs, "streams", staleStreams)
+		}
+		staleMsgs, staleStreams = 0, 0
+	}
+
 	publish := func(stream string, rows []store.OutboxMessage) int {
 		items := make([][]byte, len(rows))
 		size := 0
@@ -317,6 +349,7 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	// fill publishes what the window and the rate cap allow; it returns
 	// how long to wait for the rate cap (0: not limited).
 	fill := func() (time.Duration, error) {
+		defer logStale()
 		names := make([]string, 0, len(active))
 		for s := range active {
 			names = append(names, s)
@@ -370,6 +403,9 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 			}
 			if len(rows) < limit {
 				delete(active, name) // drained until notified again
+			}
+			if class == classLive {
+				rows = dropStaleLive(name, st, rows)
 			}
 			if !class.backlog() {
 				for i := range rows {

@@ -18,9 +18,12 @@
 // with a per-stream sequence number that is never reused, and deleted
 // only after its PUBACK arrived on the connection it was sent on; after a
 // reconnect everything not acknowledged is sent again (the backend dedupes
-// on gatewayId, stream, seq). Live values are enqueued only while
-// connected: offline they are coalesced (the next tick after the
-// reconnect sends the current ones), so their sequence has no gaps. Live
+// on gatewayId, stream, seq), but live values. Live values are enqueued
+// only while connected: offline they are coalesced (the next tick after
+// the reconnect sends the current ones), and they are never replayed: a
+// live message queued before the current connection (left by a stop, a
+// crash or a connection that died) is dropped, counted and logged, not
+// sent late as historical; that is the only gap of a live stream. Live
 // and ack streams go first; rollup and log streams drain beside them,
 // oldest first, under a message and byte rate cap, several outbox rows
 // batched per MQTT message. Per-stream caps by count and age drop the

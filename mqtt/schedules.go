@@ -113,7 +113,7 @@ func (u *Uplink) offer(plantID string, in inbound, requestID string, version int
 		if len(s.notes) < maxNotes {
 			s.notes = append(s.notes, n)
 		} else {
-			u.cmdDropped.Add(1)
+			u.dropCommand()
 		}
 	}
 	switch {
@@ -310,6 +310,13 @@ func (u *Uplink) evaluate(ctx context.Context, p *pendingSchedule, firstRound bo
 	delete(u.pending, p.plantID)
 	if p.acked {
 		u.log.Info("kept schedule evaluated", "plant", p.plantID, "version", p.req.Version, "status", status)
+	}
+	if status == http.StatusNotFound {
+		// A plant id plantd does not know (nor as a migrated one): the
+		// API's 404, and nothing stored for it (no version mark), so
+		// that messages on made-up plant ids cannot grow the database.
+		u.sendAcks(ctx, nil, ack)
+		return
 	}
 	u.sendAcks(ctx, &store.OutboxMark{Key: "schedule/" + p.plantID, Value: p.req.Version}, ack)
 }

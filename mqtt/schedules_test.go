@@ -432,3 +432,41 @@ func TestRejectedAckKeepsRequestID(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleUnknownPlant: schedule messages on plant ids plantd does not
+// know are answered 404 by the HTTP API and leave nothing in the database
+// (no version mark per plant id, no schedule); the same version sent
+// again is answered again (nothing was counted as answered); a known
+// plant's version is still stored as answered.
+func TestScheduleUnknownPlant(t *testing.T) {
+	t.Parallel() // its own broker, store, simulator and uplink
+	g := newGridStack(t, stackOpts{})
+	g.day()
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	u, _ := g.uplink(b, "gw-unknown")
+	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	for _, tc := range []struct {
+		name, plantID, requestID string
+		status                   int
+		marked                   bool
+	}{
+		{"an unknown plant", "nope", "u-1", http.StatusNotFound, false},
+		{"the same version again", "nope", "u-2", http.StatusNotFound, false},
+		{"another unknown plant", "x-4711", "u-3", http.StatusNotFound, false},
+		{"a made-up id with odd characters", "p1%20", "u-4", http.StatusNotFound, false},
+		{"the known plant", "p1", "u-5", http.StatusCreated, true},
+	} {
+		col.Publish("plantd/v1/gw-unknown/down/schedule/"+tc.plantID, false, scheduleMsg(tc.requestID, "1", 20))
+		waitFor(t, 10*time.Second, "the ack of "+tc.name, func() bool { return len(col.Acks(tc.requestID)) > 0 })
+		if a := col.Acks(tc.requestID)[0]; a.Status != tc.status || a.Version != 1 {
+			t.Errorf("%s: %d version %d, want %d\n%s", tc.name, a.Status, a.Version, tc.status, a.Body)
+		}
+		if _, ok, err := g.st.Mark(t.Context(), "schedule/"+tc.plantID); err != nil || ok != tc.marked {
+			t.Errorf("%s: version mark stored %v (%v), want %v", tc.name, ok, err, tc.marked)
+		}
+	}
+	if v := g.values("p1"); len(v) != 1 {
+		t.Errorf("stored schedules of p1 %v, want one", v)
+	}
+}

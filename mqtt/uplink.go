@@ -257,6 +257,9 @@ type Uplink struct {
 
 	published, acked, attempts, connects, logDropped, cmdDropped, commands atomic.Uint64
 	publishedBytes                                                         atomic.Uint64
+	// burstDropped counts the incoming messages dropped since the last
+	// log line about drops (see reportDrops).
+	burstDropped atomic.Uint64
 }
 
 // streamStats are per-stream counters.

@@ -50,6 +50,10 @@ type daemon struct {
 	state  map[string]poller.State // last state per device, for the log
 	health map[string]plant.Health // last health per device, for the log
 
+	// deactivated caches the deactivatedAt of each device disabled in the
+	// config (see devicesOf); newDaemon and the reload only.
+	deactivated map[string]time.Time
+
 	// now is the daemon's clock: the time of live values and stored
 	// measurements. The demo sets the simulator's clock, so that a fast
 	// simulated day is also a fast day in the database.
@@ -91,7 +95,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 			ln.Close()
 		}
 	}()
-	plants, infos, err := domainOf(cfg)
+	plants, err := plantsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +110,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	} else {
 		gridClock = gridcontrol.FuncClock(now)
 	}
-	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln}
-	d.live = plant.NewLive(plants, infos, now)
-	d.live.SetLogger(logger.With("component", "plant"))
+	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln,
+		deactivated: map[string]time.Time{}}
 
 	var storePlants []store.PlantInfo
 	for _, p := range plants {
@@ -120,6 +123,15 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
+	// The devices, the disabled ones with the time they were first seen
+	// disabled, which the database keeps.
+	infos, err := d.devicesOf(ctx, cfg)
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	d.live = plant.NewLive(plants, infos, now)
+	d.live.SetLogger(logger.With("component", "plant"))
 	d.pool = modbus.NewPool(logger.With("component", "modbus"))
 	d.conns = newDeviceConns(cfg, d.pool)
 	d.pollDuration = metrics.NewHistogramVec("plantd_poll_duration_seconds",
@@ -322,32 +334,86 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	return errors.Join(err, d.pool.Close(), d.store.Close())
 }
 
-// domainOf maps the config onto the domain types of package plant.
-func domainOf(cfg *config.Config) ([]plant.Plant, []plant.DeviceInfo, error) {
+// plantsOf maps the config's plants onto package plant's.
+func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
 	var plants []plant.Plant
 	for _, p := range cfg.Plants {
 		loc, err := p.Zone()
 		if err != nil {
-			return nil, nil, fmt.Errorf("plant %s: %w", p.ID, err)
+			return nil, fmt.Errorf("plant %s: %w", p.ID, err)
 		}
 		plants = append(plants, plant.Plant{ID: p.ID, Name: p.Name, Description: p.Description, Location: loc})
 	}
+	return plants, nil
+}
+
+// deactivatedKey is the database mark (store.Mark) holding, in Unix ms,
+// when plantd first saw a device disabled in the config; 0: enabled.
+func deactivatedKey(deviceID string) string { return "device.deactivated/" + deviceID }
+
+// devicesOf maps every configured device onto package plant's, the
+// disabled ones too: they stay in the API (isActive false, deactivatedAt,
+// their history readable), count in no balance, plantWithBattery or
+// calculatedAcNominalPower, and are never polled (pollerConfigs, the
+// Modbus clients of grid control and the uplink take the enabled ones
+// only). A disabled device's deactivatedAt is when plantd first saw it
+// disabled (at a start or a reload), kept in the database so that it
+// stays the same across restarts; enabling the device clears it.
+func (d *daemon) devicesOf(ctx context.Context, cfg *config.Config) ([]plant.DeviceInfo, error) {
 	var infos []plant.DeviceInfo
-	for _, d := range cfg.Devices {
-		if !d.Enabled {
-			continue
-		}
-		info := plant.DeviceInfo{ID: d.ID, PlantID: d.Plant, Name: d.Name}
-		if d.Kind != "" {
-			k, err := plant.ParseKind(d.Kind)
+	for _, dc := range cfg.Devices {
+		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name}
+		if dc.Kind != "" {
+			k, err := plant.ParseKind(dc.Kind)
 			if err != nil {
-				return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
+				return nil, fmt.Errorf("device %s: %w", dc.ID, err)
 			}
 			info.Kind = k
 		}
+		if dc.Enabled {
+			d.reactivate(ctx, dc.ID)
+		} else {
+			info.DeactivatedAt = d.deactivatedAt(ctx, dc.ID)
+		}
 		infos = append(infos, info)
 	}
-	return plants, infos, nil
+	return infos, nil
+}
+
+// deactivatedAt is when plantd first saw the device disabled: from the
+// cache, else from the database, else now (written to the database).
+func (d *daemon) deactivatedAt(ctx context.Context, id string) time.Time {
+	if t, ok := d.deactivated[id]; ok {
+		return t
+	}
+	ms, ok, err := d.store.Mark(ctx, deactivatedKey(id))
+	if err != nil {
+		d.log.Warn("reading when a disabled device was deactivated", "device", id, "err", err)
+	}
+	var t time.Time
+	if ok && ms != 0 {
+		t = time.UnixMilli(ms)
+	} else {
+		t = time.UnixMilli(d.now().UnixMilli())
+		if err := d.store.SetMark(ctx, deactivatedKey(id), t.UnixMilli()); err != nil {
+			d.log.Warn("storing when a disabled device was deactivated (it is taken as now again at the next start)", "device", id, "err", err)
+		}
+		d.log.Info("device disabled in the config: not polled, listed as deactivated", "device", id, "deactivatedAt", t.UTC().Format(time.RFC3339))
+	}
+	d.deactivated[id] = t
+	return t
+}
+
+// reactivate forgets a device's deactivation time once it is enabled.
+func (d *daemon) reactivate(ctx context.Context, id string) {
+	if _, ok := d.deactivated[id]; ok {
+		delete(d.deactivated, id)
+	} else if ms, ok, err := d.store.Mark(ctx, deactivatedKey(id)); err != nil || !ok || ms == 0 {
+		return
+	}
+	if err := d.store.SetMark(ctx, deactivatedKey(id), 0); err != nil {
+		d.log.Warn("clearing the deactivation of an enabled device", "device", id, "err", err)
+	}
 }
 
 // pollerConfigs lists the enabled devices for the poller.
@@ -427,7 +493,12 @@ func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
 // the new, then the live cache forgets the removed. Devices of a plant the
 // running config does not have are refused: plants need a restart.
 func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
-	_, infos, err := domainOf(next)
+	ctx := context.Background()
+	running, err := d.devicesOf(ctx, d.cfg)
+	if err != nil {
+		return poller.Changes{}, err
+	}
+	infos, err := d.devicesOf(ctx, next)
 	if err != nil {
 		return poller.Changes{}, err
 	}
@@ -436,7 +507,6 @@ func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 			return poller.Changes{}, fmt.Errorf("device %s is in plant %s, which plantd was not started with", in.ID, in.PlantID)
 		}
 	}
-	_, running, _ := domainOf(d.cfg)
 	d.live.SetDevices(append(slices.Clone(infos), running...))
 	d.conns.set(next)
 	ch, err := d.poller.Update(pollerConfigs(next))

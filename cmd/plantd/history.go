@@ -60,6 +60,12 @@ func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (plant.S
 
 func (h storeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
 	sets, err := h.st.DeviceSets(ctx, deviceID)
+	if errors.Is(err, store.ErrUnknownDevice) {
+		// The API checked that the device is configured; the store has
+		// nothing of it yet (not discovered, or disabled before it was
+		// ever polled): no sets, not a 404.
+		return []string{}, nil
+	}
 	if err != nil {
 		return nil, apiError(err)
 	}
