@@ -46,7 +46,7 @@
 //	series(id, device, channel, idx)   integer ids of device × channel × input
 //	raw(t, device, v)                  one row per poll: (series, value) pairs packed in v
 //	r5m, r1h, r1d(src, t, v)           per source and interval start: per-series aggregates packed
-//	meta(key, value)                   the rollup watermark
+//	meta(key, value)                   the rollup watermark, the outbox marks, devices' deactivation times
 //	log(id, t, level, code, message, plant, device)
 //	schedule(id, plant, created, body)
 //	outbox(stream, seq, created, payload), outbox_seq(stream, next)

@@ -347,10 +347,6 @@ func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
 	return plants, nil
 }
 
-// deactivatedKey is the database mark (store.Mark) holding, in Unix ms,
-// when plantd first saw a device disabled in the config; 0: enabled.
-func deactivatedKey(deviceID string) string { return "device.deactivated/" + deviceID }
-
 // devicesOf maps every configured device onto package plant's, the
 // disabled ones too: they stay in the API (isActive false, deactivatedAt,
 // their history readable), count in no balance, plantWithBattery or
@@ -386,16 +382,13 @@ func (d *daemon) deactivatedAt(ctx context.Context, id string) time.Time {
 	if t, ok := d.deactivated[id]; ok {
 		return t
 	}
-	ms, ok, err := d.store.Mark(ctx, deactivatedKey(id))
+	t, ok, err := d.store.DeactivatedAt(ctx, id)
 	if err != nil {
 		d.log.Warn("reading when a disabled device was deactivated", "device", id, "err", err)
 	}
-	var t time.Time
-	if ok && ms != 0 {
-		t = time.UnixMilli(ms)
-	} else {
+	if !ok {
 		t = time.UnixMilli(d.now().UnixMilli())
-		if err := d.store.SetMark(ctx, deactivatedKey(id), t.UnixMilli()); err != nil {
+		if err := d.store.SetDeactivatedAt(ctx, id, t); err != nil {
 			d.log.Warn("storing when a disabled device was deactivated (it is taken as now again at the next start)", "device", id, "err", err)
 		}
 		d.log.Info("device disabled in the config: not polled, listed as deactivated", "device", id, "deactivatedAt", t.UTC().Format(time.RFC3339))
@@ -408,10 +401,10 @@ func (d *daemon) deactivatedAt(ctx context.Context, id string) time.Time {
 func (d *daemon) reactivate(ctx context.Context, id string) {
 	if _, ok := d.deactivated[id]; ok {
 		delete(d.deactivated, id)
-	} else if ms, ok, err := d.store.Mark(ctx, deactivatedKey(id)); err != nil || !ok || ms == 0 {
+	} else if _, ok, err := d.store.DeactivatedAt(ctx, id); err != nil || !ok {
 		return
 	}
-	if err := d.store.SetMark(ctx, deactivatedKey(id), 0); err != nil {
+	if err := d.store.SetDeactivatedAt(ctx, id, time.Time{}); err != nil {
 		d.log.Warn("clearing the deactivation of an enabled device", "device", id, "err", err)
 	}
 }
