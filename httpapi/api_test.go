@@ -22,6 +22,8 @@ import (
 	"plantd/gridcontrol"
 	"plantd/internal/proctest"
 	"plantd/plant"
+
+	"plantd/httpapi/oauth2"
 )
 
 // readProblem checks a problem-JSON answer and returns it.
@@ -293,7 +295,7 @@ func TestOAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tok tokenResponse
+		var tok oauth2.TokenResponse
 		_ = json.NewDecoder(resp.Body).Decode(&tok)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || tok.TokenType != "Bearer" || tok.ExpiresIn != 300 || tok.AccessToken == "" || tok.Scope != "standard" {
@@ -628,7 +630,7 @@ func TestSetCredentials(t *testing.T) {
 	}
 	body := "grant_type=client_credentials&client_id=" + oauthID + "&client_secret=" + oauthSecret
 	r := e.do("POST", "/oauth2/token", "", "application/x-www-form-urlencoded", body)
-	var tok tokenResponse
+	var tok oauth2.TokenResponse
 	_ = json.NewDecoder(r.Body).Decode(&tok)
 	r.Body.Close()
 	if r.StatusCode != 200 || get(tok.AccessToken) != 200 {

@@ -1,17 +1,24 @@
 // Package httpapi serves plantd's HTTP API: the monitoring (/monitoring/v1),
 // grid-control (/gridcontrol/v1) and live (/live/v1, /live/v2) interfaces of
-// spec/plant-api.md §4 with the shapes of DESIGN §4, bearer-token and OAuth2
-// client-credentials auth with roles (DESIGN §5), 308 redirects for migrated
-// ids (DESIGN §3), RFC 9457 problem-JSON errors, /healthz, /metrics and
-// /openapi.json.
+// spec/plant-api.md §4 with the shapes of DESIGN §4, 308 redirects for
+// migrated ids (DESIGN §3), RFC 9457 problem-JSON errors, /healthz,
+// /metrics and /openapi.json. Authentication (bearer tokens, OAuth2 and
+// roles, DESIGN §5) is the authorization server of package httpapi/oauth2,
+// which httpapi mounts and uses through authServer (auth.go) and which
+// answers problems through httpapi's authHost; the OpenAPI document
+// describes its routes too (openapi_oauth.go).
 //
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.
 //
 // Live values come from plant.Live (through the Live interface defined
 // here); history, logs and schedules come from a History, an interface
-// defined here with its own types, which cmd/plantd adapts the store to.
+// defined here with its own types, which cmd/plantd adapts the store to;
+// grid-control schedules go to a GridControl (a *gridcontrol.Controller).
 //
-// Import boundary: httpapi imports plant, config and devices (types only).
-// It never imports store, mqtt, gridcontrol or cmd.
+// Import boundary: httpapi imports plant, config, devices (capabilities
+// and platforms: types only), gridcontrol (the GridControl interface's
+// types and errors, the command table and the eligibility check of
+// /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, metrics and
+// web. It never imports store, mqtt or cmd.
 package httpapi

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/gridcontrol"
+	"plantd/httpapi/oauth2"
 	"plantd/plant"
 )
 
@@ -93,9 +94,8 @@ func (s *Server) postSchedules(c *gin.Context) {
 		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: schedules cannot be stored")
 		return
 	}
-	v, _ := c.Get(ctxPrincipal)
-	pr, _ := v.(principal)
-	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: pr.Name, Role: pr.Role.String()}, gridcontrol.RequireAll(requireAll))
+	name, role := oauth2.Caller(c)
+	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: name, Role: role}, gridcontrol.RequireAll(requireAll))
 	var ve *gridcontrol.ValidationError
 	switch {
 	case errors.As(err, &ve):

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"plantd/httpapi/oauth2"
 )
 
 // TestOAuthErrors: every error of the token endpoint is RFC 6749 §5.2
@@ -65,7 +67,7 @@ func TestOAuthErrors(t *testing.T) {
 				t.Errorf("Cache-Control %q", cc)
 			}
 			if tt.errCode == "" {
-				var tok tokenResponse
+				var tok oauth2.TokenResponse
 				if err := json.Unmarshal(b, &tok); err != nil || tok.Scope != tt.scope || tok.AccessToken == "" {
 					t.Errorf("token %s, want scope %q", b, tt.scope)
 				}

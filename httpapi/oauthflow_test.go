@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2"
 )
 
 // The code-flow clients of the tests.
@@ -154,7 +155,7 @@ func (e *env) codeFor(t testing.TB, extra url.Values) string {
 	if again := e.call(t, "GET", "/oauth2/auth/"+id, "", nil); again.status != http.StatusOK {
 		t.Fatalf("waiting page before approval: %d", again.status)
 	}
-	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 || d.str("state") != stateAccepted {
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 || d.str("state") != oauth2.StateAccepted {
 		t.Fatalf("approve: %d %s", d.status, d.body)
 	}
 	rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), appRedirect)
@@ -234,7 +235,7 @@ func TestOAuthCodeFlow(t *testing.T) {
 	t.Run("expired code", func(t *testing.T) {
 		e := codeEnv(t, envOpts{})
 		code := e.codeFor(t, nil)
-		e.clock.Add(codeTTL + time.Second)
+		e.clock.Add(oauth2.CodeTTL + time.Second)
 		wantOAuthError(t, e.postForm(t, "/oauth2/token", codeForm(code), appID, appSecret), 400, "invalid_grant")
 	})
 	t.Run("wrong redirect_uri", func(t *testing.T) {
@@ -369,7 +370,7 @@ func TestOAuthCodeFlow(t *testing.T) {
 		// The owner rejects: access_denied.
 		a := e.authorize(t, base())
 		id := a.header.Get("X-Consent-Id")
-		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/reject", tokInstaller, nil); d.status != 200 || d.str("state") != stateRejected {
+		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/reject", tokInstaller, nil); d.status != 200 || d.str("state") != oauth2.StateRejected {
 			t.Fatalf("reject: %d %s", d.status, d.body)
 		}
 		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 409 {
@@ -381,7 +382,7 @@ func TestOAuthCodeFlow(t *testing.T) {
 		wantOAuthError(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), 400, "invalid_request") // answered once
 		// Unanswered in time: access_denied too.
 		id = e.authorize(t, base()).header.Get("X-Consent-Id")
-		e.clock.Add(consentTTL + time.Second)
+		e.clock.Add(oauth2.ConsentTTL + time.Second)
 		if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+id, "", nil), appRedirect); rq.Get("error") != "access_denied" {
 			t.Errorf("lapsed: %v", rq)
 		}
@@ -437,40 +438,40 @@ func TestBackChannelConsent(t *testing.T) {
 		return a
 	}
 	state := func(a answer) string { t.Helper(); return a.str("state") }
-	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "owner@example.com"}); a.status != 200 || state(a) != statePending {
+	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "owner@example.com"}); a.status != 200 || state(a) != oauth2.StatePending {
 		t.Fatalf("bc-authorize: %d %s", a.status, a.body)
 	}
-	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != statePending {
+	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != oauth2.StatePending {
 		t.Fatalf("poll: %s", a.body)
 	}
 	// Asking again answers the same request.
 	call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "owner@example.com"})
 	list := call("GET", "/gateway/v1/consents", tokInstaller, nil)
-	var cs struct{ Consents []Consent }
+	var cs struct{ Consents []oauth2.Consent }
 	_ = json.Unmarshal(list.body, &cs)
-	if len(cs.Consents) != 1 || cs.Consents[0].Kind != kindBackChannel || cs.Consents[0].LoginHint != "owner@example.com" {
+	if len(cs.Consents) != 1 || cs.Consents[0].Kind != oauth2.KindBackChannel || cs.Consents[0].LoginHint != "owner@example.com" {
 		t.Fatalf("consents %s", list.body)
 	}
 	call("POST", "/gateway/v1/consents/"+cs.Consents[0].ID+"/approve", tokInstaller, nil)
-	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != stateAccepted || a.json["decidedAt"] == nil {
+	if a := call("GET", "/oauth2/v2/bc-authorize/owner@example.com", app, nil); state(a) != oauth2.StateAccepted || a.json["decidedAt"] == nil {
 		t.Fatalf("after approve: %s", a.body)
 	}
 	// Another hint, rejected; asking again after a rejection is a new
 	// request.
 	call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "other"})
 	_ = json.Unmarshal(call("GET", "/gateway/v1/consents", tokInstaller, nil).body, &cs)
-	if cs.Consents[0].State != statePending || cs.Consents[0].LoginHint != "other" {
+	if cs.Consents[0].State != oauth2.StatePending || cs.Consents[0].LoginHint != "other" {
 		t.Fatalf("pending first: %+v", cs.Consents)
 	}
 	call("POST", "/gateway/v1/consents/"+cs.Consents[0].ID+"/reject", tokInstaller, nil)
-	if a := call("GET", "/oauth2/v2/bc-authorize/other", app, nil); state(a) != stateRejected {
+	if a := call("GET", "/oauth2/v2/bc-authorize/other", app, nil); state(a) != oauth2.StateRejected {
 		t.Fatalf("after reject: %s", a.body)
 	}
-	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "other"}); state(a) != statePending {
+	if a := call("POST", "/oauth2/v2/bc-authorize", app, map[string]string{"loginHint": "other"}); state(a) != oauth2.StatePending {
 		t.Fatalf("asked again after rejection: %s", a.body)
 	}
 	// Pre-approved: Accepted at once.
-	if a := call("POST", "/oauth2/v2/bc-authorize", tokenOf(preID, preSecret), map[string]string{"loginHint": "owner@example.com"}); state(a) != stateAccepted {
+	if a := call("POST", "/oauth2/v2/bc-authorize", tokenOf(preID, preSecret), map[string]string{"loginHint": "owner@example.com"}); state(a) != oauth2.StateAccepted {
 		t.Fatalf("pre-approved: %s", a.body)
 	}
 	// Errors.
@@ -486,8 +487,8 @@ func TestBackChannelConsent(t *testing.T) {
 	if a := call("GET", "/gateway/v1/consents", app, nil); a.status != 403 {
 		t.Errorf("consents with a standard client token: %d", a.status)
 	}
-	// Polling lapses a pending request after consentTTL (404 then).
-	e.clock.Add(consentTTL + time.Second)
+	// Polling lapses a pending request after oauth2.ConsentTTL (404 then).
+	e.clock.Add(oauth2.ConsentTTL + time.Second)
 	if a := call("GET", "/oauth2/v2/bc-authorize/other", tokenOf(appID, appSecret), nil); a.status != 404 {
 		t.Errorf("lapsed: %d %s", a.status, a.body)
 	}
@@ -564,7 +565,7 @@ func TestConsentOnlyByOwner(t *testing.T) {
 		t.Helper()
 		hints++
 		hint := fmt.Sprintf("owner-%d@example.com", hints)
-		if a := e.call(t, "POST", "/oauth2/v2/bc-authorize", instCC, map[string]string{"loginHint": hint}); a.status != 200 || a.str("state") != statePending {
+		if a := e.call(t, "POST", "/oauth2/v2/bc-authorize", instCC, map[string]string{"loginHint": hint}); a.status != 200 || a.str("state") != oauth2.StatePending {
 			t.Fatalf("bc-authorize: %d %s", a.status, a.body)
 		}
 		for _, c := range e.consents(t) {
@@ -616,7 +617,7 @@ func TestConsentOnlyByOwner(t *testing.T) {
 					state = c.State
 				}
 			}
-			if want := map[int]string{403: statePending, 200: map[string]string{"approve": stateAccepted, "reject": stateRejected}[tt.verb]}[tt.want]; state != want {
+			if want := map[int]string{403: oauth2.StatePending, 200: map[string]string{"approve": oauth2.StateAccepted, "reject": oauth2.StateRejected}[tt.verb]}[tt.want]; state != want {
 				t.Errorf("request %s after the %s: %s, want %s", id, tt.verb, state, want)
 			}
 		})
@@ -637,10 +638,10 @@ func TestConsentOnlyByOwner(t *testing.T) {
 }
 
 // consents lists the consent requests with the owner's token.
-func (e *env) consents(t testing.TB) []Consent {
+func (e *env) consents(t testing.TB) []oauth2.Consent {
 	t.Helper()
 	a := e.call(t, "GET", "/gateway/v1/consents", tokInstaller, nil)
-	var cs struct{ Consents []Consent }
+	var cs struct{ Consents []oauth2.Consent }
 	if err := json.Unmarshal(a.body, &cs); a.status != 200 || err != nil {
 		t.Fatalf("consents: %d %s", a.status, a.body)
 	}
@@ -649,9 +650,9 @@ func (e *env) consents(t testing.TB) []Consent {
 
 // TestAuthorizeFlood: /oauth2/auth needs no credential, so its pending
 // requests are bounded per source address as well as per client. One
-// address that floods a client gets maxPendingPerSource requests, the rest
+// address that floods a client gets oauth2.MaxPendingPerSource requests, the rest
 // temporarily_unavailable; many addresses that fill the client's
-// maxPending push out their own oldest requests; a real user's request
+// oauth2.MaxPending push out their own oldest requests; a real user's request
 // from another address is still taken, approved and answered with a
 // code. Requests lapse after 5 minutes (the clock the grants run on).
 func TestAuthorizeFlood(t *testing.T) {
@@ -676,19 +677,19 @@ func TestAuthorizeFlood(t *testing.T) {
 	pendingOf := func(client string) int {
 		n := 0
 		for _, c := range e.consents(t) {
-			if c.ClientID == client && c.State == statePending {
+			if c.ClientID == client && c.State == oauth2.StatePending {
 				n++
 			}
 		}
 		return n
 	}
-	// One address: maxPendingPerSource wait, the rest are told to retry.
+	// One address: oauth2.MaxPendingPerSource wait, the rest are told to retry.
 	flooder := from("127.0.0.1")
 	for i := range 300 {
 		a := ask(flooder, "flood")
 		switch {
-		case i < maxPendingPerSource && a.status == 200:
-		case i >= maxPendingPerSource && a.status == 302:
+		case i < oauth2.MaxPendingPerSource && a.status == 200:
+		case i >= oauth2.MaxPendingPerSource && a.status == 302:
 			if rq := redirected(t, a, appRedirect); rq.Get("error") != "temporarily_unavailable" || rq.Get("state") != "flood" {
 				t.Fatalf("request %d from the flooding address: %v, want temporarily_unavailable", i+1, rq)
 			}
@@ -697,17 +698,17 @@ func TestAuthorizeFlood(t *testing.T) {
 		}
 	}
 	// Many addresses fill the client: each request is taken, the client
-	// never holds more than maxPending.
+	// never holds more than oauth2.MaxPending.
 	for s := 2; s <= 13; s++ {
 		c := from(fmt.Sprintf("127.0.0.%d", s))
-		for i := range maxPendingPerSource {
+		for i := range oauth2.MaxPendingPerSource {
 			if a := ask(c, "many"); a.status != 200 {
 				t.Fatalf("127.0.0.%d request %d: %d %s", s, i+1, a.status, a.body)
 			}
 		}
 	}
-	if n := pendingOf(appID); n != maxPending {
-		t.Fatalf("%d pending requests of %s, want the bound %d", n, appID, maxPending)
+	if n := pendingOf(appID); n != oauth2.MaxPending {
+		t.Fatalf("%d pending requests of %s, want the bound %d", n, appID, oauth2.MaxPending)
 	}
 	// A real user: taken, approved by the owner, answered with a code.
 	user := from("127.0.0.200")

@@ -1,5 +1,7 @@
 package httpapi
 
+import "plantd/httpapi/oauth2"
+
 // oauthRoutes documents the OAuth2 endpoints and the consent routes.
 func oauthRoutes() []route {
 	const form = "application/x-www-form-urlencoded"
@@ -67,11 +69,11 @@ func oauthRoutes() []route {
 func withOAuthSchemas(s obj) obj {
 	ts := obj{"type": "string", "format": "date-time"}
 	s["BackChannelRequest"] = object(obj{"loginHint": describe(str(), "who is asked (the plant owner's login); 1 to 254 characters")}, "loginHint")
-	s["BackChannelConsent"] = object(obj{"loginHint": str(), "state": enum(statePending, stateAccepted, stateRejected), "clientId": str(),
+	s["BackChannelConsent"] = object(obj{"loginHint": str(), "state": enum(oauth2.StatePending, oauth2.StateAccepted, oauth2.StateRejected), "clientId": str(),
 		"requestedAt": ts, "decidedAt": ts, "expiresAt": describe(obj{"type": "string", "format": "date-time"}, "when a pending request lapses (5 min)")},
 		"loginHint", "state", "clientId", "requestedAt")
-	s["Consent"] = object(obj{"id": str(), "kind": enum(kindAuthorize, kindBackChannel), "clientId": str(), "loginHint": str(),
-		"redirectUri": str(), "scope": str(), "state": enum(statePending, stateAccepted, stateRejected),
+	s["Consent"] = object(obj{"id": str(), "kind": enum(oauth2.KindAuthorize, oauth2.KindBackChannel), "clientId": str(), "loginHint": str(),
+		"redirectUri": str(), "scope": str(), "state": enum(oauth2.StatePending, oauth2.StateAccepted, oauth2.StateRejected),
 		"requestedAt": ts, "decidedAt": ts, "expiresAt": ts}, "id", "kind", "clientId", "scope", "state", "requestedAt", "expiresAt")
 	s["Consents"] = object(obj{"consents": arr(ref("Consent"))}, "consents")
 	return s

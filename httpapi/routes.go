@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"plantd/config"
 	"plantd/plant"
 	"plantd/web"
 )
@@ -62,24 +63,16 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/readyz", s.loopbackOnly, s.readyz)
 	e.GET("/metrics", s.loopbackOnly, gin.WrapH(s.deps.Registry))
 	e.GET("/openapi.json", s.openAPI)
-	e.POST("/oauth2/token", s.token)
-	e.POST("/oauth2/revoke", s.revoke)
-	e.GET("/oauth2/auth", s.authorize)
-	e.GET("/oauth2/auth/:id", s.authorizeWait)
 	// The gateway's own page (package web): a client of this API like any
 	// other, its files open (they hold no data), every read behind a token.
 	page := web.New()
 	e.GET("/", gin.WrapH(page))
 	e.GET("/ui/*file", gin.WrapH(page))
 
-	api := e.Group("", s.authenticate)
-
-	api.POST("/oauth2/v2/bc-authorize", s.bcAuthorize)
-	api.GET("/oauth2/v2/bc-authorize/:loginHint", s.bcPoll)
-	cons := api.Group("/gateway/v1/consents", need(roleInstaller), s.ownerOnly)
-	cons.GET("", s.consentList)
-	cons.POST("/:id/approve", s.consentDecide(true))
-	cons.POST("/:id/reject", s.consentDecide(false))
+	api := e.Group("", s.auth.Authenticate)
+	// The authorization server's routes: /oauth2/* (token, revoke and
+	// auth open) and the owner's /gateway/v1/consents.
+	s.auth.Mount(e, api)
 
 	mon := api.Group("/monitoring/v1")
 	mon.GET("/plants", s.plantList)
@@ -90,7 +83,7 @@ func (s *Server) routes() *gin.Engine {
 	mp.GET("/devices", s.devices)
 	mp.GET("/devices/lean", s.devicesLean)
 	mp.GET("/stakeholders", s.stakeholders)
-	mp.GET("/logs", need(roleInstaller), s.plantLogs)
+	mp.GET("/logs", s.auth.Need(config.RoleInstaller), s.plantLogs)
 	mp.GET("/communication", s.communication)
 	mp.GET("/measurements/sets/EnergyBalance", s.plantSet)
 	mp.GET("/measurements/sets/EnergyBalance/:period", s.plantSet)
@@ -99,7 +92,7 @@ func (s *Server) routes() *gin.Engine {
 	mp.GET("/measurements/sets/:setType/:period", s.plantSetAnyCase)
 	md := mon.Group("/devices/:deviceId", s.resolveDevice)
 	md.GET("", s.deviceDetails)
-	md.GET("/logs", need(roleInstaller), s.deviceLogs)
+	md.GET("/logs", s.auth.Need(config.RoleInstaller), s.deviceLogs)
 	md.GET("/measurements/sets", s.deviceSetList)
 	for _, st := range deviceSetTypes {
 		h := s.deviceSet(string(st))
@@ -117,7 +110,7 @@ func (s *Server) routes() *gin.Engine {
 
 	gc := api.Group("/gridcontrol/v1/plants")
 	gc.GET("/:plantId/schedules", s.resolvePlant, s.schedules)
-	gc.POST("/:plantId/schedules", need(roleInstaller), s.resolvePlant, s.postSchedules)
+	gc.POST("/:plantId/schedules", s.auth.Need(config.RoleInstaller), s.resolvePlant, s.postSchedules)
 	gc.POST("/eligibilityCheck", s.eligibilityCheck)
 	gc.POST("/eligibleCommands", s.eligibleCommands)
 	// The spec names this parameter {id}; Gin needs one name per tree

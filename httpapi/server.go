@@ -18,17 +18,15 @@ import (
 
 	"plantd/config"
 	"plantd/gridcontrol"
+	"plantd/httpapi/oauth2"
 	"plantd/metrics"
 )
 
 // maxBody is the largest request body accepted (413 above).
 const maxBody = 1 << 20
 
-// Context keys of values the middleware sets.
-const (
-	ctxRequestID = "plantd.requestID"
-	ctxPrincipal = "plantd.principal"
-)
+// ctxRequestID is the context key of the request id the middleware sets.
+const ctxRequestID = "plantd.requestID"
 
 // Config configures the server. ConfigFrom builds it from plantd's config.
 type Config struct {
@@ -128,12 +126,7 @@ func stakeholdersOf(plants []config.Plant) map[string][]Stakeholder {
 // error the old ones stay. Access tokens issued to a client that is gone
 // or changed stop working; the others stay valid.
 func (s *Server) SetCredentials(tokens []config.Token, clients []config.OAuthClient) error {
-	c, err := newCredentials(tokens, clients)
-	if err != nil {
-		return err
-	}
-	s.auth.setCredentials(c)
-	return nil
+	return s.auth.SetCredentials(tokens, clients)
 }
 
 // ConnectedService reports the state of the cloud connection (MQTT).
@@ -200,7 +193,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	engine  *gin.Engine
-	auth    *authenticator
+	auth    authServer
 	metrics *apiMetrics
 	tls     *tls.Config // nil: plain HTTP
 	plants  map[string]config.Plant
@@ -266,23 +259,23 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	if deps.WallClock == nil {
 		deps.WallClock = time.Now
 	}
-	auth, err := newAuthenticator(cfg, deps.WallClock, logger)
-	if err != nil {
-		return nil, err
-	}
-	m := newMetrics(deps.Registry)
 	s := &Server{
 		cfg:             cfg,
 		deps:            deps,
 		log:             logger, // the caller names the component
 		now:             deps.Now,
-		auth:            auth,
-		metrics:         m,
+		metrics:         newMetrics(deps.Registry),
 		tls:             tlsCfg,
 		plants:          make(map[string]config.Plant, len(cfg.Plants)),
 		migratedPlants:  cfg.Migrated.Plants,
 		migratedDevices: cfg.Migrated.Devices,
 	}
+	auth, err := oauth2.New(oauth2.Config{Tokens: cfg.Tokens, OAuthClients: cfg.OAuthClients, TokenTTL: cfg.TokenTTL,
+		RateLimit: cfg.RateLimit, FailedLogins: cfg.FailedLogins}, deps.WallClock, logger, authHost{s})
+	if err != nil {
+		return nil, err
+	}
+	s.auth = auth
 	for _, p := range cfg.Plants {
 		s.plants[p.ID] = p
 	}
@@ -332,7 +325,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	gctx, stopGuard := context.WithCancel(ctx)
 	guardDone := make(chan struct{})
-	go func() { defer close(guardDone); s.auth.guard.run(gctx) }()
+	go func() { defer close(guardDone); s.auth.Run(gctx) }()
 	defer func() { stopGuard(); <-guardDone }()
 	select {
 	case err := <-errc:

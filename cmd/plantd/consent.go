@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/httpapi"
+	"plantd/httpapi/oauth2"
 )
 
 // runConsent handles "plantd consent list|approve ID|reject ID": the
@@ -109,7 +109,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitOK
 	}
 	if verb != "list" {
-		var c httpapi.Consent
+		var c oauth2.Consent
 		if err := json.Unmarshal(body, &c); err != nil {
 			fmt.Fprintf(stderr, "plantd consent: %v\n", err)
 			return exitFailure
@@ -117,7 +117,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "%s %s of client %s: %s\n", terminalSafe(c.Kind), terminalSafe(c.ID), terminalSafe(c.ClientID), terminalSafe(c.State))
 		return exitOK
 	}
-	var list struct{ Consents []httpapi.Consent }
+	var list struct{ Consents []oauth2.Consent }
 	if err := json.Unmarshal(body, &list); err != nil {
 		fmt.Fprintf(stderr, "plantd consent: %v\n", err)
 		return exitFailure
@@ -130,7 +130,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // from the API is quoted as scan quotes a device's (terminalSafe): a
 // loginHint is whatever a client posted, and an ESC, CR, LF or tab in it
 // must neither drive the terminal nor forge or shift table lines.
-func printConsents(w io.Writer, cs []httpapi.Consent, now time.Time) {
+func printConsents(w io.Writer, cs []oauth2.Consent, now time.Time) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no consent requests")
 		return

@@ -1,4 +1,4 @@
-package httpapi
+package oauth2
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package httpapi
+package oauth2
 
 import (
 	"crypto/rand"
@@ -16,26 +16,26 @@ import (
 
 // Lifetimes of the OAuth2 grants (all on the wall clock).
 const (
-	codeTTL    = 60 * time.Second    // an authorization code (RFC 6749 §4.1.2: short)
+	CodeTTL    = 60 * time.Second    // an authorization code (RFC 6749 §4.1.2: short)
 	refreshTTL = 30 * 24 * time.Hour // a refresh token, renewed by every rotation
-	consentTTL = 5 * time.Minute     // a consent request waiting for the owner
+	ConsentTTL = 5 * time.Minute     // a consent request waiting for the owner
 	lapsedTTL  = time.Minute         // an undecided authorization request after it lapsed, for its page's access_denied
 	decidedTTL = 24 * time.Hour      // a decided authorization request, for the list
-	maxPending = 100                 // pending consent requests per client
-	// maxPendingPerSource bounds the pending authorization requests from
+	MaxPending = 100                 // pending consent requests per client
+	// MaxPendingPerSource bounds the pending authorization requests from
 	// one source (sourceKey: an IPv4 address or an IPv6 /64), over all
 	// clients: /oauth2/auth needs no credential.
-	maxPendingPerSource = 10
+	MaxPendingPerSource = 10
 )
 
 // Consent kinds and states (the states are the cloud's words).
 const (
-	kindAuthorize   = "authorization_code"
-	kindBackChannel = "bc-authorize"
+	KindAuthorize   = "authorization_code"
+	KindBackChannel = "bc-authorize"
 
-	statePending  = "Pending"
-	stateAccepted = "Accepted"
-	stateRejected = "Rejected"
+	StatePending  = "Pending"
+	StateAccepted = "Accepted"
+	StateRejected = "Rejected"
 )
 
 // Errors of the grant store, mapped to RFC 6749 codes by the handlers.
@@ -139,13 +139,13 @@ func randomID() (string, error) {
 // sweepLocked drops what has expired; the caller holds g.mu.
 func (g *grants) sweepLocked(now time.Time) {
 	for id, c := range g.consents {
-		if c.State == statePending && !now.Before(c.ExpiresAt) && c.Kind == kindBackChannel {
+		if c.State == StatePending && !now.Before(c.ExpiresAt) && c.Kind == KindBackChannel {
 			delete(g.consents, id)
 		}
-		if c.Kind == kindAuthorize && c.State == statePending && !now.Before(c.ExpiresAt.Add(lapsedTTL)) {
+		if c.Kind == KindAuthorize && c.State == StatePending && !now.Before(c.ExpiresAt.Add(lapsedTTL)) {
 			delete(g.consents, id)
 		}
-		if c.Kind == kindAuthorize && !now.Before(c.ExpiresAt.Add(decidedTTL)) {
+		if c.Kind == KindAuthorize && !now.Before(c.ExpiresAt.Add(decidedTTL)) {
 			delete(g.consents, id)
 		}
 	}
@@ -168,8 +168,8 @@ func (g *grants) sweepLocked(now time.Time) {
 
 // request adds a pending consent request (decided at once when accepted
 // is true: a pre-approved client). An authorization request (c.source
-// set) is refused when its source has maxPendingPerSource waiting; when
-// its client has maxPending waiting, it takes the place of the oldest
+// set) is refused when its source has MaxPendingPerSource waiting; when
+// its client has MaxPending waiting, it takes the place of the oldest
 // request of the source holding most of them, so whoever floods the
 // client pushes out its own requests first and a new user's request is
 // always taken.
@@ -184,7 +184,7 @@ func (g *grants) request(c *consent, accepted bool) error {
 	g.sweepLocked(now)
 	n, fromSource := 0, 0
 	for _, o := range g.consents {
-		if o.State != statePending || !now.Before(o.ExpiresAt) {
+		if o.State != StatePending || !now.Before(o.ExpiresAt) {
 			continue
 		}
 		if o.ClientID == c.ClientID {
@@ -194,23 +194,23 @@ func (g *grants) request(c *consent, accepted bool) error {
 			fromSource++
 		}
 	}
-	if !accepted && fromSource >= maxPendingPerSource {
+	if !accepted && fromSource >= MaxPendingPerSource {
 		return errTooManyFrom
 	}
-	if !accepted && n >= maxPending && (c.source == "" || !g.evictLocked(c.ClientID, now)) {
+	if !accepted && n >= MaxPending && (c.source == "" || !g.evictLocked(c.ClientID, now)) {
 		return errTooManyWaits
 	}
-	if c.Kind == kindBackChannel { // a new request replaces the client's older ones for the hint
+	if c.Kind == KindBackChannel { // a new request replaces the client's older ones for the hint
 		for oid, o := range g.consents {
-			if o.Kind == kindBackChannel && o.ClientID == c.ClientID && o.LoginHint == c.LoginHint {
+			if o.Kind == KindBackChannel && o.ClientID == c.ClientID && o.LoginHint == c.LoginHint {
 				delete(g.consents, oid)
 			}
 		}
 	}
 	g.seq++
-	c.ID, c.RequestedAt, c.ExpiresAt, c.State, c.seq = id, now, now.Add(consentTTL), statePending, g.seq
+	c.ID, c.RequestedAt, c.ExpiresAt, c.State, c.seq = id, now, now.Add(ConsentTTL), StatePending, g.seq
 	if accepted {
-		c.State, c.DecidedAt = stateAccepted, &now
+		c.State, c.DecidedAt = StateAccepted, &now
 	}
 	g.consents[id] = c
 	return nil
@@ -222,7 +222,7 @@ func (g *grants) request(c *consent, accepted bool) error {
 func (g *grants) evictLocked(client string, now time.Time) bool {
 	bySource := map[string][]*consent{}
 	for _, o := range g.consents {
-		if o.ClientID == client && o.source != "" && o.State == statePending && now.Before(o.ExpiresAt) {
+		if o.ClientID == client && o.source != "" && o.State == StatePending && now.Before(o.ExpiresAt) {
 			bySource[o.source] = append(bySource[o.source], o)
 		}
 	}
@@ -250,14 +250,14 @@ func (g *grants) list() []Consent {
 	out := make([]Consent, 0, len(g.consents))
 	for _, c := range g.consents {
 		v := c.Consent
-		if v.State == statePending && !now.Before(v.ExpiresAt) {
+		if v.State == StatePending && !now.Before(v.ExpiresAt) {
 			continue // lapsed
 		}
 		out = append(out, v)
 	}
 	g.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
-		pi, pj := out[i].State == statePending, out[j].State == statePending
+		pi, pj := out[i].State == StatePending, out[j].State == StatePending
 		if pi != pj {
 			return pi
 		}
@@ -273,18 +273,18 @@ func (g *grants) decide(id string, accept bool, by string) (Consent, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.consents[id]
-	if c == nil || (c.State == statePending && !now.Before(c.ExpiresAt)) {
+	if c == nil || (c.State == StatePending && !now.Before(c.ExpiresAt)) {
 		return Consent{}, errNoConsent
 	}
 	if by != "" && by == c.ClientID {
 		return Consent{}, errOwnRequest
 	}
-	if c.State != statePending {
+	if c.State != StatePending {
 		return c.Consent, errDecided
 	}
-	c.State, c.DecidedAt = stateRejected, &now
+	c.State, c.DecidedAt = StateRejected, &now
 	if accept {
-		c.State = stateAccepted
+		c.State = StateAccepted
 	}
 	return c.Consent, nil
 }
@@ -296,10 +296,10 @@ func (g *grants) backChannel(client, hint string) (Consent, bool) {
 	defer g.mu.Unlock()
 	var best *consent
 	for _, c := range g.consents {
-		if c.Kind != kindBackChannel || c.ClientID != client || c.LoginHint != hint {
+		if c.Kind != KindBackChannel || c.ClientID != client || c.LoginHint != hint {
 			continue
 		}
-		if c.State == statePending && !now.Before(c.ExpiresAt) {
+		if c.State == StatePending && !now.Before(c.ExpiresAt) {
 			continue
 		}
 		if best == nil || c.RequestedAt.After(best.RequestedAt) {
@@ -318,7 +318,7 @@ func (g *grants) authorization(id string) (consent, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.consents[id]
-	if c == nil || c.Kind != kindAuthorize {
+	if c == nil || c.Kind != KindAuthorize {
 		return consent{}, false
 	}
 	return *c, true
@@ -339,14 +339,14 @@ func (g *grants) finish(id string) (code string, c consent, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p := g.consents[id]
-	if p == nil || p.Kind != kindAuthorize || p.done {
+	if p == nil || p.Kind != KindAuthorize || p.done {
 		return "", consent{}, errNoConsent
 	}
-	if p.State == statePending && now.Before(p.ExpiresAt) {
+	if p.State == StatePending && now.Before(p.ExpiresAt) {
 		return "", *p, nil
 	}
 	p.done = true
-	if p.State != stateAccepted {
+	if p.State != StateAccepted {
 		return "", *p, nil
 	}
 	redirect := ""
@@ -354,7 +354,7 @@ func (g *grants) finish(id string) (code string, c consent, err error) {
 		redirect = p.RedirectURI
 	}
 	g.codes[sha256.Sum256([]byte(code))] = &authCode{client: p.ClientID, redirectURI: redirect, challenge: p.challenge,
-		grant: family, role: p.role, offline: p.offline, expires: now.Add(codeTTL)}
+		grant: family, role: p.role, offline: p.offline, expires: now.Add(CodeTTL)}
 	return code, *p, nil
 }
 

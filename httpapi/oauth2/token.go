@@ -1,4 +1,4 @@
-package httpapi
+package oauth2
 
 import (
 	"errors"
@@ -28,8 +28,8 @@ import (
 // codeFlowScope is the scope that asks for a refresh token.
 const codeFlowScope = "offline_access"
 
-// tokenResponse is the OAuth2 access-token response (RFC 6749 §5.1).
-type tokenResponse struct {
+// TokenResponse is the OAuth2 access-token response (RFC 6749 §5.1).
+type TokenResponse struct {
 	AccessToken  string `json:"access_token"`
 	TokenType    string `json:"token_type"`
 	ExpiresIn    int    `json:"expires_in"`
@@ -46,7 +46,6 @@ func oauthError(c *gin.Context, status int, errCode, detail string) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("Pragma", "no-cache")
-	c.Header("X-Request-Id", c.GetString(ctxRequestID))
 	c.AbortWithStatusJSON(status, oauthErrorJSON{Error: errCode, Description: detail})
 }
 
@@ -68,13 +67,13 @@ func (s *Server) loginBlocked(c *gin.Context, src string, oauth bool) bool {
 	if !blocked {
 		return false
 	}
-	s.metrics.authFailures.Inc("rate_limited")
+	s.host.AuthFailure("rate_limited")
 	retryAfter(c, wait)
 	const msg = "too many failed logins from this address; retry later"
 	if oauth {
 		oauthError(c, http.StatusTooManyRequests, "slow_down", msg)
 	} else {
-		fail(c, http.StatusTooManyRequests, codeRateLimited, msg)
+		s.host.Problem(c, http.StatusTooManyRequests, msg)
 	}
 	return true
 }
@@ -202,7 +201,7 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 	cl, ok := s.auth.client(id, secret)
 	if !ok {
 		s.auth.guard.failed(src)
-		s.metrics.authFailures.Inc("invalid_client")
+		s.host.AuthFailure("invalid_client")
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return oauthClient{}, false
 	}
@@ -239,7 +238,7 @@ func (s *Server) token(c *gin.Context) {
 		oauthError(c, http.StatusTooManyRequests, "slow_down", "too many requests for this client")
 		return
 	}
-	var resp tokenResponse
+	var resp TokenResponse
 	var err error
 	switch gt {
 	case "client_credentials":
@@ -261,7 +260,7 @@ func (s *Server) token(c *gin.Context) {
 		}
 	}
 	if err != nil {
-		s.internal(c, err)
+		s.host.Internal(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
@@ -271,12 +270,12 @@ func (s *Server) token(c *gin.Context) {
 
 // grant issues an access token (and a refresh token of family when
 // offline).
-func (s *Server) grant(p principal, family string, offline bool, clientID string) (tokenResponse, error) {
+func (s *Server) grant(p principal, family string, offline bool, clientID string) (TokenResponse, error) {
 	tok, err := s.auth.issueGrant(p, family)
 	if err != nil {
-		return tokenResponse{}, err
+		return TokenResponse{}, err
 	}
-	resp := tokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: scopeString(p.Role, offline)}
+	resp := TokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(s.cfg.TokenTTL / time.Second), Scope: scopeString(p.Role, offline)}
 	if offline {
 		resp.RefreshToken, err = s.auth.grants.newRefresh(clientID, family, p.Role)
 	}
@@ -292,30 +291,30 @@ func (s *Server) grantError(c *gin.Context, err error, client string) {
 		oauthError(c, http.StatusBadRequest, "invalid_grant", strings.TrimPrefix(err.Error(), errInvalidGrant.Error()+": "))
 		return
 	}
-	s.internal(c, err)
+	s.host.Internal(c, err)
 }
 
 // codeGrant exchanges an authorization code (RFC 6749 §4.1.3, RFC 7636
 // §4.6).
-func (s *Server) codeGrant(c *gin.Context, f url.Values, cl oauthClient) (tokenResponse, bool) {
+func (s *Server) codeGrant(c *gin.Context, f url.Values, cl oauthClient) (TokenResponse, bool) {
 	code := f.Get("code")
 	if code == "" {
 		oauthError(c, http.StatusBadRequest, "invalid_request", "code is required")
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	ac, err := s.auth.grants.redeem(code, cl.id, f.Get("redirect_uri"), f.Get("code_verifier"), f.Has("code_verifier"))
 	if err != nil {
 		s.grantError(c, err, cl.id)
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	if f.Has("scope") && !sameScope(f.Get("scope"), scopeString(ac.role, ac.offline)) {
 		oauthError(c, http.StatusBadRequest, "invalid_scope", "the scope was granted by the authorization request: "+scopeString(ac.role, ac.offline))
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	resp, err := s.grant(principal{Name: oauthPrincipal(cl.id), Role: ac.role, Via: viaCode, Client: cl.id}, ac.grant, ac.offline, cl.id)
 	if err != nil {
 		s.grantError(c, err, cl.id)
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	return resp, true
 }
@@ -339,11 +338,11 @@ func sameScope(a, b string) bool {
 // refreshGrant rotates a refresh token (RFC 6749 §6): the old one is
 // spent, the answer carries its successor; a narrower scope applies to
 // the access token only.
-func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (tokenResponse, bool) {
+func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (TokenResponse, bool) {
 	tok := f.Get("refresh_token")
 	if tok == "" {
 		oauthError(c, http.StatusBadRequest, "invalid_request", "refresh_token is required")
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	var narrowed role
 	scopeErr := ""
@@ -354,23 +353,23 @@ func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (tok
 	})
 	if errors.Is(err, errScopeRefused) {
 		oauthError(c, http.StatusBadRequest, "invalid_scope", scopeErr)
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	if err != nil {
 		s.grantError(c, err, cl.id)
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
 	access, err := s.auth.issueGrant(principal{Name: oauthPrincipal(cl.id), Role: narrowed, Via: viaCode, Client: cl.id}, old.grant)
 	if err != nil {
-		s.internal(c, err)
-		return tokenResponse{}, false
+		s.host.Internal(c, err)
+		return TokenResponse{}, false
 	}
 	next, err := s.auth.grants.newRefresh(cl.id, old.grant, old.role)
 	if err != nil {
 		s.grantError(c, err, cl.id)
-		return tokenResponse{}, false
+		return TokenResponse{}, false
 	}
-	return tokenResponse{AccessToken: access, TokenType: "Bearer", ExpiresIn: int(s.cfg.TokenTTL / time.Second),
+	return TokenResponse{AccessToken: access, TokenType: "Bearer", ExpiresIn: int(s.cfg.TokenTTL / time.Second),
 		Scope: scopeString(narrowed, true), RefreshToken: next}, true
 }
 
@@ -487,14 +486,14 @@ func (s *Server) authorize(c *gin.Context) {
 		toClient("invalid_request", "code_challenge must be 43 to 128 unreserved characters")
 		return
 	}
-	p := &consent{Consent: Consent{Kind: kindAuthorize, ClientID: cl.id, RedirectURI: redirect, Scope: scopeString(r, offline)},
+	p := &consent{Consent: Consent{Kind: KindAuthorize, ClientID: cl.id, RedirectURI: redirect, Scope: scopeString(r, offline)},
 		role: r, offline: offline, state: state, challenge: challenge, redirect: q.Has("redirect_uri"), source: sourceKey(sourceAddr(c.Request))}
 	if err := s.auth.grants.request(p, cl.preApproved); err != nil {
 		if errors.Is(err, errTooManyWaits) || errors.Is(err, errTooManyFrom) {
 			toClient("temporarily_unavailable", err.Error())
 			return
 		}
-		s.internal(c, err)
+		s.host.Internal(c, err)
 		return
 	}
 	if !cl.preApproved {
@@ -514,17 +513,17 @@ func (s *Server) authorizeAnswer(c *gin.Context, id string) {
 		return
 	}
 	if err != nil {
-		s.internal(c, err)
+		s.host.Internal(c, err)
 		return
 	}
 	switch {
 	case code != "":
 		redirectTo(c, p.RedirectURI, url.Values{"code": {code}}, p.state)
-	case p.State == statePending && !p.done:
+	case p.State == StatePending && !p.done:
 		waitingPage(c, p)
 	default:
 		detail := "the gateway's owner refused the request"
-		if p.State == statePending {
+		if p.State == StatePending {
 			detail = "the gateway's owner did not answer in time"
 		}
 		redirectTo(c, p.RedirectURI, url.Values{"error": {"access_denied"}, "error_description": {detail}}, p.state)
@@ -583,7 +582,7 @@ type bcConsent struct {
 
 func toBC(c Consent) bcConsent {
 	b := bcConsent{LoginHint: c.LoginHint, State: c.State, ClientID: c.ClientID, RequestedAt: c.RequestedAt, DecidedAt: c.DecidedAt}
-	if c.State == statePending {
+	if c.State == StatePending {
 		e := c.ExpiresAt
 		b.ExpiresAt = &e
 	}
@@ -592,15 +591,14 @@ func toBC(c Consent) bcConsent {
 
 // bcClient returns the OAuth2 client a request's token was issued to.
 func (s *Server) bcClient(c *gin.Context) (oauthClient, bool) {
-	v, _ := c.Get(ctxPrincipal)
-	p, _ := v.(principal)
+	p := principalOf(c)
 	id, ok := strings.CutPrefix(p.Name, "oauth:")
 	if ok {
 		if cl, found := s.auth.clientByID(id); found {
 			return cl, true
 		}
 	}
-	fail(c, http.StatusForbidden, codeForbidden, "back-channel consent is for OAuth2 clients: use a token from POST /oauth2/token")
+	s.host.Problem(c, http.StatusForbidden, "back-channel consent is for OAuth2 clients: use a token from POST /oauth2/token")
 	return oauthClient{}, false
 }
 
@@ -616,26 +614,26 @@ func (s *Server) bcAuthorize(c *gin.Context) {
 	var body struct {
 		LoginHint string `json:"loginHint"`
 	}
-	if !decodeJSON(c, &body) {
+	if !s.host.DecodeJSON(c, &body) {
 		return
 	}
 	hint := strings.TrimSpace(body.LoginHint)
 	if hint == "" || len(hint) > 254 {
-		fail(c, http.StatusBadRequest, codeBadBody, "loginHint is required (at most 254 characters)", FieldError{Field: "loginHint", Message: "required"})
+		s.host.Problem(c, http.StatusBadRequest, "loginHint is required (at most 254 characters)", FieldError{Field: "loginHint", Message: "required"})
 		return
 	}
-	if cur, ok := s.auth.grants.backChannel(cl.id, hint); ok && cur.State != stateRejected {
+	if cur, ok := s.auth.grants.backChannel(cl.id, hint); ok && cur.State != StateRejected {
 		c.JSON(http.StatusOK, toBC(cur))
 		return
 	}
-	p := &consent{Consent: Consent{Kind: kindBackChannel, ClientID: cl.id, LoginHint: hint, Scope: cl.role.String()}, role: cl.role}
+	p := &consent{Consent: Consent{Kind: KindBackChannel, ClientID: cl.id, LoginHint: hint, Scope: cl.role.String()}, role: cl.role}
 	if err := s.auth.grants.request(p, cl.preApproved); err != nil {
 		if errors.Is(err, errTooManyWaits) {
 			retryAfter(c, time.Minute)
-			fail(c, http.StatusTooManyRequests, codeRateLimited, err.Error())
+			s.host.Problem(c, http.StatusTooManyRequests, err.Error())
 			return
 		}
-		s.internal(c, err)
+		s.host.Internal(c, err)
 		return
 	}
 	if !cl.preApproved {
@@ -652,7 +650,7 @@ func (s *Server) bcPoll(c *gin.Context) {
 	}
 	cur, ok := s.auth.grants.backChannel(cl.id, c.Param("loginHint"))
 	if !ok {
-		fail(c, http.StatusNotFound, codeNotFound, "no consent request of this client for that loginHint")
+		s.host.Problem(c, http.StatusNotFound, "no consent request of this client for that loginHint")
 		return
 	}
 	c.JSON(http.StatusOK, toBC(cur))
@@ -665,10 +663,9 @@ func (s *Server) bcPoll(c *gin.Context) {
 // would approve itself), nor an in-process caller (the MQTT uplink speaks
 // for the cloud, not the owner).
 func (s *Server) ownerOnly(c *gin.Context) {
-	v, _ := c.Get(ctxPrincipal)
-	p, _ := v.(principal)
+	p := principalOf(c)
 	if !p.ownerAct() {
-		fail(c, http.StatusForbidden, codeForbidden, "consent is the owner's act: use a bearer token of the installer role (plantd token add) "+
+		s.host.Problem(c, http.StatusForbidden, "consent is the owner's act: use a bearer token of the installer role (plantd token add) "+
 			"or an interactive login (the authorization_code flow), not a client's client_credentials token")
 		return
 	}
@@ -687,22 +684,21 @@ func (s *Server) consentList(c *gin.Context) {
 // client's request.
 func (s *Server) consentDecide(accept bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		v, _ := c.Get(ctxPrincipal)
-		p, _ := v.(principal)
+		p := principalOf(c)
 		got, err := s.auth.grants.decide(c.Param("id"), accept, p.Client)
 		switch {
 		case errors.Is(err, errOwnRequest):
 			s.log.Warn("consent refused: a client tried to decide its own request", "consent", c.Param("id"), "client", p.Client)
-			fail(c, http.StatusForbidden, codeForbidden, "a client never decides its own consent request: the gateway's owner does")
+			s.host.Problem(c, http.StatusForbidden, "a client never decides its own consent request: the gateway's owner does")
 			return
 		case errors.Is(err, errNoConsent):
-			fail(c, http.StatusNotFound, codeNotFound, "no pending consent request "+strconv.Quote(c.Param("id"))+" (it may have lapsed)")
+			s.host.Problem(c, http.StatusNotFound, "no pending consent request "+strconv.Quote(c.Param("id"))+" (it may have lapsed)")
 			return
 		case errors.Is(err, errDecided):
-			fail(c, http.StatusConflict, codeConflict, "the consent request is "+got.State+" already")
+			s.host.Problem(c, http.StatusConflict, "the consent request is "+got.State+" already")
 			return
 		case err != nil:
-			s.internal(c, err)
+			s.host.Internal(c, err)
 			return
 		}
 		s.log.Info("consent decided", "consent", got.ID, "kind", got.Kind, "client", got.ClientID, "state", got.State, "by", p.Name)

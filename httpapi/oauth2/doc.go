@@ -1,0 +1,29 @@
+// Package oauth2 is plantd's authorization server (DESIGN §5): the
+// credentials (configured bearer tokens and OAuth2 clients, hashed), the
+// access tokens it issues, the token endpoint with the client_credentials,
+// authorization_code (PKCE S256) and refresh_token grants (rotated on
+// use), revocation (RFC 7009), the authorization endpoint whose requests
+// the gateway's owner approves, back-channel consent, the owner's consent
+// routes (/gateway/v1/consents), roles, the per-credential rate limit and
+// the failed-login guard per source address.
+//
+// Usage: the HTTP API builds a Server with New(Config, clock, logger,
+// Host), mounts its routes with Mount, puts Authenticate in front of every
+// route that needs a credential (Need for a role; Caller names who asked),
+// runs Run for the login guard's log, and calls SetCredentials on a
+// reload. Host is the API's side of the seam: its problem documents, its
+// 500 answer, its JSON body rules and its failed-login counter. Errors of
+// /oauth2/token, /oauth2/revoke and /oauth2/auth are RFC 6749 §5.2 JSON,
+// written here; the others go through Host.
+//
+// Files: server.go the Server, Host and Mount; authn.go roles, principals,
+// credentials, issued tokens, Authenticate and AsRole; token.go the OAuth2
+// and consent handlers; grants.go consents, codes and refresh tokens;
+// loginguard.go the failed-login guard. Grants live in memory: a restart
+// forgets them.
+//
+// Import boundary: oauth2 imports config (credentials, roles), gin,
+// golang.org/x/time/rate and the standard library; only httpapi (which
+// mounts it) and cmd/plantd (the consent CLI's Consent type) import it.
+// It never imports httpapi: what it needs from it is Host.
+package oauth2
