@@ -6,7 +6,7 @@
 // roles, DESIGN §5) is the authorization server of package httpapi/oauth2,
 // which httpapi mounts and uses through authServer (auth.go) and which
 // answers problems through httpapi's authHost; the OpenAPI document
-// describes its routes too (openapi_oauth.go).
+// takes its routes and schemas from it (oauth2.Routes, oauth2.AddSchemas).
 //
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.

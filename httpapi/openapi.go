@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"plantd/gridcontrol"
+	"plantd/httpapi/oauth2"
 )
 
 // The OpenAPI 3.1 document of the API, built in code so that the route
@@ -239,14 +240,6 @@ func schemas() obj {
 				"limitPct": num(), "powerFactor": num(), "curve": ref("Curve"), "controlledByPlantd": boolean()},
 				"device", "model", "enabled", "controlledByPlantd"))},
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
-		"OAuthError": describe(object(obj{"error": enum("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
-			"unsupported_grant_type", "invalid_scope", "unsupported_token_type", "server_error", "slow_down"), "error_description": str()}, "error"),
-			"an error of the OAuth2 endpoints (RFC 6749 §5.2, RFC 7009 §2.2.1); slow_down (RFC 8628) with 429 and Retry-After: "+
-				"too many requests of the client, or too many failed logins from the source address"),
-		"TokenResponse": object(obj{"access_token": str(), "token_type": enum("Bearer"), "expires_in": obj{"type": "integer"},
-			"scope":         describe(str(), "the role granted; with offline_access when a refresh token comes with it"),
-			"refresh_token": describe(str(), "authorization_code with scope offline_access, and refresh_token (its successor: a refresh token is spent by its use)")},
-			"access_token", "token_type", "expires_in", "scope"),
 		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
 		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
 			"storage": object(obj{"status": str(), "error": str()}, "status"),
@@ -399,7 +392,11 @@ func apiRoutes() []route {
 	add(route{method: "get", path: "/live/v2/plants/{plantId}/devices", summary: "Live device list v2", response: "LiveDevicesV2", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "get", path: "/live/v1/devices/{deviceId}", summary: "Live values of one device with units, health, communication and SunSpec models (plantd's)", response: "LiveDevice", params: []obj{deviceIDParam}, ids: true})
 
-	rs = append(rs, oauthRoutes()...)
+	for _, o := range oauth2.Routes() { // the authorization server's
+		rs = append(rs, route{method: o.Method, path: o.Path, summary: o.Summary, response: o.Response, params: o.Params,
+			errs: o.Errs, body: o.Body, bodyType: o.BodyType, form: o.Form, open: o.Open, extra: o.Extra,
+			oauthErrs: o.OAuthErrors, oauthAuth: o.ClientAuth})
+	}
 	add(route{method: "get", path: "/healthz", summary: "Health of storage, devices and MQTT (loopback only)", response: "Health", open: true,
 		errs: []string{"403"}, extra: obj{"503": obj{"description": "unhealthy", "content": obj{"application/json": obj{"schema": ref("Health")}}}}})
 	add(route{method: "get", path: "/readyz", summary: "Readiness: storage works and every active device answered once or was given up on as offline (loopback only)", response: "Ready", open: true,
@@ -483,7 +480,7 @@ func buildOpenAPI() ([]byte, error) {
 		"servers": []any{obj{"url": "/"}},
 		"paths":   paths,
 		"components": obj{
-			"schemas": withOAuthSchemas(schemas()),
+			"schemas": oauth2.AddSchemas(schemas()),
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "description": "static token (config, stored hashed) or OAuth2 access token"},
 				"oauth2": obj{"type": "oauth2", "flows": obj{"clientCredentials": obj{"tokenUrl": "/oauth2/token", "scopes": obj{

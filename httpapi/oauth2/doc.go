@@ -19,7 +19,8 @@
 // Files: server.go the Server, Host and Mount; authn.go roles, principals,
 // credentials, issued tokens, Authenticate and AsRole; token.go the OAuth2
 // and consent handlers; grants.go consents, codes and refresh tokens;
-// loginguard.go the failed-login guard. Grants live in memory: a restart
+// loginguard.go the failed-login guard; openapi.go its routes and schemas
+// for the API's OpenAPI document (Routes, AddSchemas). Grants live in memory: a restart
 // forgets them.
 //
 // Import boundary: oauth2 imports config (credentials, roles), gin,
