@@ -280,9 +280,6 @@ func (a *authenticator) allow(name string) (bool, time.Duration) {
 	return true, 0
 }
 
-// issue gives a new access token to a client.
-func (a *authenticator) issue(p principal) (string, error) { return a.issueGrant(p, "") }
-
 // revokeAccess drops an access token of the client; it reports whether
 // the token was the client's.
 func (a *authenticator) revokeAccess(tok, clientID string) bool {

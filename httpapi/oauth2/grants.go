@@ -312,18 +312,6 @@ func (g *grants) backChannel(client, hint string) (Consent, bool) {
 	return best.Consent, true
 }
 
-// authorization returns an authorization request by id, for the page the
-// owner's browser waits on.
-func (g *grants) authorization(id string) (consent, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := g.consents[id]
-	if c == nil || c.Kind != KindAuthorize {
-		return consent{}, false
-	}
-	return *c, true
-}
-
 // finish marks an authorization request answered (its code or error sent)
 // and, when it was accepted, issues its code; a request is answered once.
 func (g *grants) finish(id string) (code string, c consent, err error) {
