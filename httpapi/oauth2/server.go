@@ -59,10 +59,14 @@ type Server struct {
 }
 
 // New checks the credentials of cfg and builds the server. now is the
-// wall clock of token expiry and rate limits.
+// wall clock of token expiry and rate limits; log (nil: discarded) gets
+// the grant, consent and failed-login lines.
 func New(cfg Config, now func() time.Time, log *slog.Logger, host Host) (*Server, error) {
 	if host == nil {
 		return nil, errors.New("oauth2: a Host is required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	a, err := newAuthenticator(cfg, now, log)
 	if err != nil {
