@@ -39,7 +39,8 @@ type TokenResponse struct {
 
 // oauthError answers an OAuth2 error (RFC 6749 §5.2): application/json
 // with error and error_description, never cached; 401 names the Basic
-// scheme (the client may retry with it).
+// scheme (the client may retry with it). X-Request-Id is the API's
+// middleware's, set on every answer before this runs.
 func oauthError(c *gin.Context, status int, errCode, detail string) {
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Basic realm="plantd"`)
