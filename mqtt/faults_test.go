@@ -29,10 +29,43 @@ type proxy struct {
 	ln        net.Listener
 	target    string
 	dropAfter atomic.Int64 // ns; 0: never
-	frozen    atomic.Bool
 	accepted  atomic.Int64
 	mu        sync.Mutex
 	conns     []net.Conn
+	// thawed is closed by thaw; nil while not frozen.
+	thawed chan struct{}
+}
+
+// openGate is the gate of a proxy not frozen.
+var openGate = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// freeze holds what the broker sends until thaw.
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed == nil {
+		p.thawed = make(chan struct{})
+	}
+}
+
+// thaw lets what was held, and what comes after, through.
+func (p *proxy) thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed != nil {
+		close(p.thawed)
+		p.thawed = nil
+	}
+}
+
+// gate is closed while the proxy is not frozen.
+func (p *proxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed == nil {
+		return openGate
+	}
+	return p.thawed
 }
 
 func newProxy(t testing.TB, target string, dropAfter time.Duration) *proxy {
@@ -78,10 +111,8 @@ func (p *proxy) back(c, s net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := s.Read(buf)
-		for n > 0 && p.frozen.Load() {
-			time.Sleep(10 * time.Millisecond)
-		}
 		if n > 0 {
+			<-p.gate()
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -389,7 +420,7 @@ func TestHungLink(t *testing.T) {
 	waitFor(t, 30*time.Second, "the first 100", func() bool { return col.Distinct("log/p1") >= 100 })
 	waitFor(t, 30*time.Second, "their PUBACKs", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 
-	p.frozen.Store(true)
+	p.freeze()
 	connects := u.Status().Connects
 	logs(101, 200)
 	// They reach the broker (and the collector), but plantd hears nothing.
@@ -398,7 +429,7 @@ func TestHungLink(t *testing.T) {
 	if d := outboxDepth(t, st, "log/p1"); d != 100 {
 		t.Errorf("outbox holds %d log messages while no PUBACK came, want 100", d)
 	}
-	p.frozen.Store(false)
+	p.thaw()
 	waitFor(t, 60*time.Second, "a new connection", func() bool { return u.Status().Connects > connects })
 	waitFor(t, 30*time.Second, "the outbox emptied on the new connection", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 	distinct, dups, gaps := col.Check("log/p1", true)

@@ -32,7 +32,7 @@ func TestInFlightWindow(t *testing.T) {
 	waitFor(t, 10*time.Second, "the first message acknowledged", func() bool {
 		return col.Distinct("log/p1") == 1 && outboxDepth(t, st) == 0
 	})
-	p.frozen.Store(true)
+	p.freeze()
 	const n = 1000
 	for i := 1; i < n; i++ {
 		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
@@ -42,7 +42,7 @@ func TestInFlightWindow(t *testing.T) {
 	if d := col.Distinct("log/p1") - 1; d != 16 {
 		t.Errorf("%d messages published without a PUBACK, want the window (16)", d)
 	}
-	p.frozen.Store(false)
+	p.thaw()
 	waitFor(t, 30*time.Second, "every message", func() bool { return col.Distinct("log/p1") >= n })
 	distinct, dups, gaps := col.Check("log/p1", true)
 	t.Logf("window 16: %d seqs, %d duplicates, gaps %v", distinct, dups, gaps)

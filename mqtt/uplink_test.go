@@ -274,20 +274,20 @@ func TestLiveNeverReplayed(t *testing.T) {
 			stop := runUplink(t, u)
 			waitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 3 && col.Distinct("live/devices/inv1") >= 3 })
 			// The link hangs: live messages go out, no PUBACK comes back.
-			p.frozen.Store(true)
+			p.freeze()
 			waitFor(t, 10*time.Second, "unacknowledged live messages in the outbox", func() bool {
 				return outboxDepth(t, st, "live/p1") >= 2 && outboxDepth(t, st, "live/devices/inv1") >= 2
 			})
 			if tc.restart {
 				stop()
-				p.frozen.Store(false)
+				p.thaw()
 				if u, err = New(cfg, Deps{Outbox: st, Live: fakeLive{}}, testLogger()); err != nil {
 					t.Fatal(err)
 				}
 				runUplink(t, u)
 			} else {
 				waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
-				p.frozen.Store(false)
+				p.thaw()
 			}
 			left := map[string]int{}
 			for _, s := range liveStreams {
