@@ -52,15 +52,20 @@ func TestInFlightWindow(t *testing.T) {
 }
 
 // TestBacklogRateCapLiveFirst: a backlog drains under its message rate
-// cap while live values go out at every tick beside it.
+// cap while live values go out at every tick beside it. The test waits
+// for messages, not for time: by any moment the cap allows at most a
+// second's worth (the bucket starts full) plus the cap times the time
+// since the start, whatever the load; and while 150 backlog messages
+// drain (3 s at the cap) live values keep arriving.
 func TestBacklogRateCapLiveFirst(t *testing.T) {
 	t.Parallel() // its own broker, store and uplink
+	const capRate = 50
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	st := openStore(t, "")
 	cfg := fastConfig(b, "gw-cap")
 	cfg.BatchBytes = 1 // one outbox message per MQTT message
-	cfg.BacklogMessagesPerSecond = 50
+	cfg.BacklogMessagesPerSecond = capRate
 	u, err := New(cfg, Deps{Outbox: st, Live: fakeLive{}}, testLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -68,22 +73,22 @@ func TestBacklogRateCapLiveFirst(t *testing.T) {
 	for i := range 1000 {
 		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
+	start := time.Now()
 	runUplink(t, u)
-	// After the first second's worth (the bucket starts full).
+	// After the first second's worth.
 	waitFor(t, 10*time.Second, "the first live values and backlog", func() bool {
-		return col.Distinct("live/p1") > 0 && col.Distinct("log/p1") > 60
+		return col.Distinct("live/p1") > 0 && col.Distinct("log/p1") > capRate+10
 	})
-	log0, live0, start := col.Distinct("log/p1"), col.Distinct("live/p1"), time.Now()
-	time.Sleep(3 * time.Second)
-	el := time.Since(start).Seconds()
-	logRate := float64(col.Distinct("log/p1")-log0) / el
-	liveRate := float64(col.Distinct("live/p1")-live0) / el
-	t.Logf("backlog %.0f messages/s under a cap of 50, live %.1f messages/s at a 50 ms tick (%d of 1000 log messages so far)",
-		logRate, liveRate, col.Distinct("log/p1"))
-	if logRate > 65 || logRate < 30 {
-		t.Errorf("backlog drained at %.0f messages/s, cap 50", logRate)
+	log0, live0 := col.Distinct("log/p1"), col.Distinct("live/p1")
+	waitFor(t, 30*time.Second, "150 more backlog messages", func() bool { return col.Distinct("log/p1") >= log0+150 })
+	el := time.Since(start)
+	logs, lives := col.Distinct("log/p1"), col.Distinct("live/p1")-live0
+	t.Logf("%d backlog messages in %s under a cap of %d/s (at most %.0f allowed), %d live messages beside the last 150",
+		logs, el.Round(time.Millisecond), capRate, capRate*(1+el.Seconds()), lives)
+	if float64(logs) > capRate*(1+el.Seconds())+2 {
+		t.Errorf("%d backlog messages %s after the start, more than the cap of %d/s allows", logs, el.Round(time.Millisecond), capRate)
 	}
-	if liveRate < 10 {
-		t.Errorf("live values at %.1f messages/s behind the backlog, want about 20", liveRate)
+	if lives < 10 {
+		t.Errorf("%d live messages while 150 backlog messages drained (3 s at the cap, a 50 ms tick): live values wait behind the backlog", lives)
 	}
 }
