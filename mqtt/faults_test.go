@@ -170,13 +170,16 @@ func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 // TestBadBrokers: refused connections, a wrong password, a wrong CA and a
 // broker that drops every connection after a while: the uplink retries
 // with backoff (no busy loop), logs once per change of state, never logs
-// the password, and loses nothing.
+// the password, and loses nothing. The test counts attempts, not time:
+// however fast they fail, the backoff spaces them.
 func TestBadBrokers(t *testing.T) {
 	t.Parallel() // its own broker, store and uplink
-	const run = 3 * time.Second
-	// With BackoffMin 100 ms and BackoffMax 400 ms, at most about one
-	// attempt per 150 ms (jitter takes d/2..d).
-	const maxAttempts = int(run/(150*time.Millisecond)) + 3
+	// With BackoffMin 100 ms and BackoffMax 400 ms the wait before attempt
+	// n+1 is at least 50, 100, 200, 200, ... ms (jitter takes d/2..d), so
+	// in el there are at most 3 + el/200ms attempts, and six take at
+	// least 750 ms.
+	maxAttempts := func(el time.Duration) uint64 { return 3 + uint64(el/(200*time.Millisecond)) }
+	const six, sixTake = 6, 750 * time.Millisecond
 	attempts := func(t *testing.T, cfg Config) (*Uplink, *countingHandler) {
 		cfg.GatewayID = "gw-bad"
 		cfg.BackoffMin, cfg.BackoffMax = 100*time.Millisecond, 400*time.Millisecond
@@ -186,13 +189,15 @@ func TestBadBrokers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		stop := runUplink(t, u)
-		time.Sleep(run)
+		waitFor(t, 30*time.Second, "six connection attempts", func() bool { return u.Status().Attempts >= six })
+		el := time.Since(start)
 		stop()
 		st := u.Status()
-		t.Logf("%d connection attempts in %s (%.0f/min), %d warnings: %q", st.Attempts, run, float64(st.Attempts)/run.Minutes(), h.warns.Load(), h.lines)
-		if int(st.Attempts) > maxAttempts || st.Attempts < 3 {
-			t.Errorf("%d attempts in %s, want 3..%d", st.Attempts, run, maxAttempts)
+		t.Logf("%d connection attempts in %s, %d warnings: %q", st.Attempts, el.Round(time.Millisecond), h.warns.Load(), h.lines)
+		if el < sixTake-10*time.Millisecond {
+			t.Errorf("%d attempts in %s, the backoff allows them no sooner than %s", six, el.Round(time.Millisecond), sixTake)
 		}
 		return u, h
 	}
@@ -249,6 +254,7 @@ func TestBadBrokers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		stop := runUplink(t, u)
 		for i := range 300 {
 			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
@@ -257,10 +263,11 @@ func TestBadBrokers(t *testing.T) {
 		p.dropAfter.Store(0)
 		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 300 })
 		stop()
+		el := time.Since(start)
 		s := u.Status()
-		t.Logf("%d connections accepted by the dropping broker, %d attempts, %d warnings", p.accepted.Load(), s.Attempts, h.warns.Load())
-		if s.Attempts > uint64(maxAttempts) {
-			t.Errorf("%d attempts: busy loop", s.Attempts)
+		t.Logf("%d connections accepted by the dropping broker, %d attempts in %s, %d warnings", p.accepted.Load(), s.Attempts, el.Round(time.Millisecond), h.warns.Load())
+		if s.Attempts > maxAttempts(el) {
+			t.Errorf("%d attempts in %s, the backoff allows %d: busy loop", s.Attempts, el.Round(time.Millisecond), maxAttempts(el))
 		}
 		dropped := map[string]uint64{}
 		for _, s := range s.Streams {
