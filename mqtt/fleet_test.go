@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
@@ -103,6 +105,11 @@ func BenchmarkFleet(b *testing.B) {
 	var summary []string
 	var inSummary bool
 	lines := make(chan struct{})
+	// subscribed is closed when the subscriber printed the retained state
+	// of a probe gateway, which it gets with its subscription.
+	const probe = "fleet-probe"
+	subscribed := make(chan struct{})
+	var probed sync.Once
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(subOut)
@@ -110,6 +117,8 @@ func BenchmarkFleet(b *testing.B) {
 			l := sc.Text()
 			f := strings.Fields(l)
 			switch {
+			case len(f) >= 3 && f[0] == "state" && f[1] == probe:
+				probed.Do(func() { close(subscribed) })
 			case len(f) >= 3 && f[0] == "state" && f[2] == "offline":
 				offline.Store(f[1], true)
 			case len(f) > 0 && f[0] == "gateway":
@@ -119,7 +128,12 @@ func BenchmarkFleet(b *testing.B) {
 			}
 		}
 	}()
-	time.Sleep(time.Second) // the subscriber's session is in place
+	publishRetained(b, br.URL(), "plantd/v1/"+probe+"/state", `{"gatewayId":"`+probe+`","state":"probe"}`)
+	select {
+	case <-subscribed: // the subscriber's session is in place
+	case <-time.After(30 * time.Second):
+		b.Fatal("the subscriber did not print the probe's state")
+	}
 
 	// The fleet.
 	ups := make([]*Uplink, n)
@@ -293,5 +307,19 @@ func BenchmarkFleet(b *testing.B) {
 		streams, n, missing, dups, short, err)
 	if err != nil || missing > 0 || streams < n*8 {
 		b.Errorf("subscriber: exit %v, %d streams (want %d), %d missing", err, streams, n*8, missing)
+	}
+}
+
+// publishRetained publishes a retained message (QoS 1) with a client of
+// its own and waits for the PUBACK.
+func publishRetained(t testing.TB, broker, topic, payload string) {
+	t.Helper()
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(fmt.Sprintf("probe-%d", time.Now().UnixNano())))
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect %s: %v", broker, tok.Error())
+	}
+	defer c.Disconnect(250)
+	if tok := c.Publish(topic, 1, true, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish %s: %v", topic, tok.Error())
 	}
 }
