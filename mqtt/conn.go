@@ -78,11 +78,13 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 			continue
 		}
 		u.connects.Add(1)
+		// The session starts before the producer sees the connection: the
+		// live values of its ticks are all after the start.
+		start := time.Now()
 		u.setState(true, "")
 		u.log.Info("mqtt connected", "broker", u.brokerForLog(), "clientId", u.cfg.GatewayID)
 		clear(logged)
-		start := time.Now()
-		err = u.session(ctx, c, lost)
+		err = u.session(ctx, c, lost, start)
 		if ctx.Err() != nil {
 			u.setState(false, "")
 			u.log.Info("mqtt disconnected")

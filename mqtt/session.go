@@ -46,8 +46,9 @@ type session struct {
 	lost <-chan error
 	// done is closed at teardown: the publish waiters give up.
 	done chan struct{}
-	// start is when the connection was made; live rows created before
-	// cutoff (start to the store's millisecond) are not replayed.
+	// start is when the connection was made (before the producer saw
+	// it); rows created before cutoff (start to the store's millisecond)
+	// are historical, and live ones among them are not replayed.
 	start, cutoff time.Time
 	subscribed    bool
 
@@ -72,10 +73,10 @@ type session struct {
 	staleMsgs, staleStreams int
 }
 
-// session publishes on one connection until it is lost (its error) or
-// ctx ends (nil, after publishing the offline state).
-func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) error {
-	s := newSession(u, c, lost)
+// session publishes on one connection, made at start, until it is lost
+// (its error) or ctx ends (nil, after publishing the offline state).
+func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error, start time.Time) error {
+	s := newSession(u, c, lost, start)
 	defer s.teardown(ctx)
 	if err := s.announce(ctx); err != nil {
 		return err
@@ -87,8 +88,7 @@ func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error) 
 	return s.loop(ctx)
 }
 
-func newSession(u *Uplink, c paho.Client, lost <-chan error) *session {
-	start := time.Now()
+func newSession(u *Uplink, c paho.Client, lost <-chan error, start time.Time) *session {
 	return &session{
 		u: u, c: c, lost: lost,
 		done:    make(chan struct{}),
@@ -432,7 +432,7 @@ func (s *session) publish(stream string, rows []store.OutboxMessage) int {
 		items[i] = r.Payload
 	}
 	env := envelope{GatewayID: u.cfg.GatewayID, BootID: u.bootID, Stream: stream, Seq: rows[0].Seq,
-		Historical: rows[0].Created.Before(s.start), Items: joinItems(items)}
+		Historical: rows[0].Created.Before(s.cutoff), Items: joinItems(items)}
 	if len(rows) > 1 {
 		env.LastSeq = rows[len(rows)-1].Seq
 	}
