@@ -38,9 +38,15 @@ func TestInFlightWindow(t *testing.T) {
 		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
 	waitFor(t, 10*time.Second, "the first window", func() bool { return col.Distinct("log/p1") >= 1+16 })
-	time.Sleep(time.Second)
+	// Every message in the outbox, and a fill of the sender after that
+	// has completed: it published nothing beyond the window.
+	waitFor(t, 10*time.Second, "every message in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == n-1 })
+	senderTurns(t, u, 2)
+	if p := u.Status().Published - 1; p != 16 {
+		t.Errorf("%d messages published without a PUBACK, want the window (16)", p)
+	}
 	if d := col.Distinct("log/p1") - 1; d != 16 {
-		t.Errorf("%d messages published without a PUBACK, want the window (16)", d)
+		t.Errorf("%d messages at the broker without a PUBACK, want the window (16)", d)
 	}
 	p.thaw()
 	waitFor(t, 30*time.Second, "every message", func() bool { return col.Distinct("log/p1") >= n })
@@ -48,6 +54,17 @@ func TestInFlightWindow(t *testing.T) {
 	t.Logf("window 16: %d seqs, %d duplicates, gaps %v", distinct, dups, gaps)
 	if distinct != n || len(gaps) > 0 {
 		t.Errorf("%d of %d delivered, gaps %v", distinct, n, gaps)
+	}
+}
+
+// senderTurns wakes the session's loop k times, each after it took the
+// last wake-up: after the second, the fill of the first has completed
+// (the loop takes a wake-up only between fills).
+func senderTurns(t *testing.T, u *Uplink, k int) {
+	t.Helper()
+	for range k {
+		u.notify()
+		waitFor(t, 10*time.Second, "the sender to take a wake-up", func() bool { return len(u.wake) == 0 })
 	}
 }
 
