@@ -39,7 +39,9 @@
 // and subscribes again on every connect. A publish token not completed
 // within PublishTimeout ends the connection; tokens of an old connection
 // never acknowledge anything. Message handlers only hand messages to a
-// worker goroutine.
+// worker goroutine. Each connection is one session (session.go): the
+// online state, the subscriptions, the publish loop with its PUBACKs,
+// and the teardown, all of that connection's own.
 //
 // # Commands
 //

@@ -29,10 +29,43 @@ type proxy struct {
 	ln        net.Listener
 	target    string
 	dropAfter atomic.Int64 // ns; 0: never
-	frozen    atomic.Bool
 	accepted  atomic.Int64
 	mu        sync.Mutex
 	conns     []net.Conn
+	// thawed is closed by thaw; nil while not frozen.
+	thawed chan struct{}
+}
+
+// openGate is the gate of a proxy not frozen.
+var openGate = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// freeze holds what the broker sends until thaw.
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed == nil {
+		p.thawed = make(chan struct{})
+	}
+}
+
+// thaw lets what was held, and what comes after, through.
+func (p *proxy) thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed != nil {
+		close(p.thawed)
+		p.thawed = nil
+	}
+}
+
+// gate is closed while the proxy is not frozen.
+func (p *proxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thawed == nil {
+		return openGate
+	}
+	return p.thawed
 }
 
 func newProxy(t testing.TB, target string, dropAfter time.Duration) *proxy {
@@ -78,10 +111,8 @@ func (p *proxy) back(c, s net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := s.Read(buf)
-		for n > 0 && p.frozen.Load() {
-			time.Sleep(10 * time.Millisecond)
-		}
 		if n > 0 {
+			<-p.gate()
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -139,13 +170,16 @@ func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 // TestBadBrokers: refused connections, a wrong password, a wrong CA and a
 // broker that drops every connection after a while: the uplink retries
 // with backoff (no busy loop), logs once per change of state, never logs
-// the password, and loses nothing.
+// the password, and loses nothing. The test counts attempts, not time:
+// however fast they fail, the backoff spaces them.
 func TestBadBrokers(t *testing.T) {
 	t.Parallel() // its own broker, store and uplink
-	const run = 3 * time.Second
-	// With BackoffMin 100 ms and BackoffMax 400 ms, at most about one
-	// attempt per 150 ms (jitter takes d/2..d).
-	const maxAttempts = int(run/(150*time.Millisecond)) + 3
+	// With BackoffMin 100 ms and BackoffMax 400 ms the wait before attempt
+	// n+1 is at least 50, 100, 200, 200, ... ms (jitter takes d/2..d), so
+	// in el there are at most 3 + el/200ms attempts, and six take at
+	// least 750 ms.
+	maxAttempts := func(el time.Duration) uint64 { return 3 + uint64(el/(200*time.Millisecond)) }
+	const six, sixTake = 6, 750 * time.Millisecond
 	attempts := func(t *testing.T, cfg Config) (*Uplink, *countingHandler) {
 		cfg.GatewayID = "gw-bad"
 		cfg.BackoffMin, cfg.BackoffMax = 100*time.Millisecond, 400*time.Millisecond
@@ -155,13 +189,15 @@ func TestBadBrokers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		stop := runUplink(t, u)
-		time.Sleep(run)
+		waitFor(t, 30*time.Second, "six connection attempts", func() bool { return u.Status().Attempts >= six })
+		el := time.Since(start)
 		stop()
 		st := u.Status()
-		t.Logf("%d connection attempts in %s (%.0f/min), %d warnings: %q", st.Attempts, run, float64(st.Attempts)/run.Minutes(), h.warns.Load(), h.lines)
-		if int(st.Attempts) > maxAttempts || st.Attempts < 3 {
-			t.Errorf("%d attempts in %s, want 3..%d", st.Attempts, run, maxAttempts)
+		t.Logf("%d connection attempts in %s, %d warnings: %q", st.Attempts, el.Round(time.Millisecond), h.warns.Load(), h.lines)
+		if el < sixTake-10*time.Millisecond {
+			t.Errorf("%d attempts in %s, the backoff allows them no sooner than %s", six, el.Round(time.Millisecond), sixTake)
 		}
 		return u, h
 	}
@@ -218,6 +254,7 @@ func TestBadBrokers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		stop := runUplink(t, u)
 		for i := range 300 {
 			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
@@ -226,10 +263,11 @@ func TestBadBrokers(t *testing.T) {
 		p.dropAfter.Store(0)
 		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 300 })
 		stop()
+		el := time.Since(start)
 		s := u.Status()
-		t.Logf("%d connections accepted by the dropping broker, %d attempts, %d warnings", p.accepted.Load(), s.Attempts, h.warns.Load())
-		if s.Attempts > uint64(maxAttempts) {
-			t.Errorf("%d attempts: busy loop", s.Attempts)
+		t.Logf("%d connections accepted by the dropping broker, %d attempts in %s, %d warnings", p.accepted.Load(), s.Attempts, el.Round(time.Millisecond), h.warns.Load())
+		if s.Attempts > maxAttempts(el) {
+			t.Errorf("%d attempts in %s, the backoff allows %d: busy loop", s.Attempts, el.Round(time.Millisecond), maxAttempts(el))
 		}
 		dropped := map[string]uint64{}
 		for _, s := range s.Streams {
@@ -389,7 +427,7 @@ func TestHungLink(t *testing.T) {
 	waitFor(t, 30*time.Second, "the first 100", func() bool { return col.Distinct("log/p1") >= 100 })
 	waitFor(t, 30*time.Second, "their PUBACKs", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 
-	p.frozen.Store(true)
+	p.freeze()
 	connects := u.Status().Connects
 	logs(101, 200)
 	// They reach the broker (and the collector), but plantd hears nothing.
@@ -398,7 +436,7 @@ func TestHungLink(t *testing.T) {
 	if d := outboxDepth(t, st, "log/p1"); d != 100 {
 		t.Errorf("outbox holds %d log messages while no PUBACK came, want 100", d)
 	}
-	p.frozen.Store(false)
+	p.thaw()
 	waitFor(t, 60*time.Second, "a new connection", func() bool { return u.Status().Connects > connects })
 	waitFor(t, 30*time.Second, "the outbox emptied on the new connection", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 	distinct, dups, gaps := col.Check("log/p1", true)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
@@ -86,194 +88,110 @@ func BenchmarkFleet(b *testing.B) {
 		b.Skip("the fleet benchmark measures mosquitto")
 	}
 	dir := b.TempDir()
+	sub := startFleetSubscriber(b, br, dir)
+	defer sub.cmd.Process.Kill()
 
-	// The reference subscriber.
-	sub := filepath.Join(dir, "mqtt-subscriber")
-	if out, err := exec.Command("go", "build", "-o", sub, "../scripts/mqtt-subscriber").CombinedOutput(); err != nil {
-		b.Fatalf("build the subscriber: %v\n%s", err, out)
-	}
-	subCmd := exec.Command(sub, "-broker", br.URL(), "-session", "fleet-check", "-from1")
-	subOut, _ := subCmd.StdoutPipe()
-	subCmd.Stderr = os.Stderr
-	if err := subCmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer subCmd.Process.Kill()
-	var offline sync.Map // gateway → true, once its offline state arrived
-	var summary []string
-	var inSummary bool
-	lines := make(chan struct{})
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(subOut)
-		for sc.Scan() {
-			l := sc.Text()
-			f := strings.Fields(l)
-			switch {
-			case len(f) >= 3 && f[0] == "state" && f[2] == "offline":
-				offline.Store(f[1], true)
-			case len(f) > 0 && f[0] == "gateway":
-				inSummary = true
-			case inSummary:
-				summary = append(summary, l)
-			}
-		}
-	}()
-	time.Sleep(time.Second) // the subscriber's session is in place
-
-	// The fleet.
-	ups := make([]*Uplink, n)
-	stores := make([]*store.Store, n)
-	stops := make([]func(), n)
-	var wg sync.WaitGroup
-	var next atomic.Int64
 	start := time.Now()
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				u, err := New(Config{Broker: br.URL(), GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				stores[i], ups[i] = st, u
-			}
-		}()
-	}
-	wg.Wait()
-	if b.Failed() {
-		b.FailNow()
-	}
-	defer func() {
-		for _, st := range stores {
-			st.Close()
-		}
-	}()
-	for i, u := range ups {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { u.Run(ctx); close(done) }()
-		stops[i] = func() { cancel(); <-done }
-	}
-	defer func() {
-		for _, s := range stops {
-			s()
-		}
-	}()
-	connected := func(min uint64) func() bool {
-		return func() bool {
-			for _, u := range ups {
-				if u.Status().Connects < min || !u.connected.Load() {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	waitFor(b, 10*time.Minute, "every gateway connected", connected(1))
+	f := openFleet(b, br, dir, n)
+	defer f.close()
+	f.run()
+	defer f.stop()
+	waitFor(b, 10*time.Minute, "every gateway connected", f.connected(1))
 	b.Logf("%d gateways opened and connected in %s", n, time.Since(start).Round(time.Millisecond))
 
-	total := func() (pub, bytes, acked uint64) {
-		for _, u := range ups {
-			s := u.Status()
-			pub, bytes, acked = pub+s.Published, bytes+s.PublishedBytes, acked+s.Acked
-		}
-		return
-	}
 	for b.Loop() {
 		// Steady state.
 		time.Sleep(10 * time.Second) // past the first ticks
-		p0, by0, _ := total()
+		p0, by0, _ := f.total()
 		bc0, sc0, t0 := procCPU(b, br.Pid()), cpuTime(b), time.Now()
 		time.Sleep(steady)
-		p1, by1, _ := total()
+		p1, by1, _ := f.total()
 		bc1, sc1, el := procCPU(b, br.Pid()), cpuTime(b), time.Since(t0)
 		b.ReportMetric(float64(p1-p0)/el.Seconds(), "steady-msgs/s")
 		b.ReportMetric(float64(by1-by0)/el.Seconds(), "steady-bytes/s")
 		b.ReportMetric(100*(bc1-bc0).Seconds()/el.Seconds(), "broker-%core")
 		b.ReportMetric(100*(sc1-sc0).Seconds()/el.Seconds(), "fleet-%core")
-
-		// An hour of backlog in every outbox while the broker is down.
-		stopped := time.Now()
-		br.Stop()
-		waitFor(b, 2*time.Minute, "every gateway disconnected", func() bool {
-			for _, u := range ups {
-				if u.connected.Load() {
-					return false
-				}
-			}
-			return true
-		})
-		_, _, a0 := total()
-		hour := time.Now().Add(-time.Hour)
-		for _, st := range stores {
-			var msgs []store.OutboxAppend
-			for m := range 60 {
-				at := hour.Add(time.Duration(m) * time.Minute)
-				if m%5 == 4 {
-					msgs = append(msgs, store.OutboxAppend{Stream: "rollup/p1", Created: at, Payload: fmt.Appendf(nil,
-						`[{"time":%q,"pvGeneration":612.5,"gridFeedIn":540.1,"gridConsumption":0,"totalConsumption":72.4,"selfConsumption":72.4,"autarkyRate":1}]`,
-						at.UTC().Format(time.RFC3339))})
-				}
-				msgs = append(msgs, store.OutboxAppend{Stream: "log/p1", Created: at, Payload: fmt.Appendf(nil,
-					`[{"time":%q,"level":"warning","code":"DeviceStale","message":"device inv1 stale: read timeout","deviceId":"inv1"}]`,
-					at.UTC().Format(time.RFC3339))})
-			}
-			if _, err := st.EnqueueBatch(context.Background(), msgs, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-		backlog := uint64(n * 72)
-		br.Start()
-		t1 := time.Now()
-		outage := t1.Sub(stopped)
-		waitFor(b, 10*time.Minute, "every gateway reconnected", connected(2))
-		reconnected := time.Since(t1)
-		waitFor(b, 10*time.Minute, "every backlog acknowledged", func() bool {
-			for _, st := range stores {
-				ss, err := st.OutboxStreams(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, s := range ss {
-					if classOf(s.Stream).backlog() && s.Depth > 0 {
-						return false
-					}
-				}
-			}
-			return true
-		})
-		replay := time.Since(t1)
-		_, _, a1 := total()
-		b.ReportMetric(reconnected.Seconds(), "reconnect-all-s")
-		b.ReportMetric(replay.Seconds(), "replay-s")
-		b.Logf("%d gateways, broker down %s: %d backlog messages (and the live ones since) acknowledged: %d in %s after the broker's restart; all reconnected after %s (the backoff after that outage)",
-			n, outage.Round(time.Millisecond), backlog, a1-a0, replay.Round(time.Millisecond), reconnected.Round(time.Millisecond))
-		b.ReportMetric(outage.Seconds(), "outage-s")
+		f.outage(b, br)
 	}
 
 	// Stop every uplink (each publishes its offline state last); the
 	// subscriber's summary must show every stream complete.
-	for _, s := range stops {
-		s()
+	f.stop()
+	waitFor(b, 5*time.Minute, "every offline state at the subscriber", func() bool { return sub.offlineCount() >= n })
+	sub.check(b, n)
+}
+
+// fleetSubscriber is scripts/mqtt-subscriber running with a persistent
+// session, its output read as it comes.
+type fleetSubscriber struct {
+	cmd     *exec.Cmd
+	offline sync.Map // gateway → true, once its offline state arrived
+	summary []string // the summary's stream lines, once lines is closed
+	lines   chan struct{}
+}
+
+// startFleetSubscriber builds and starts the subscriber and waits until
+// its subscription is in place: it printed the retained state of a probe
+// gateway, which comes with the subscription.
+func startFleetSubscriber(b *testing.B, br *mqtttest.Broker, dir string) *fleetSubscriber {
+	path := filepath.Join(dir, "mqtt-subscriber")
+	if out, err := exec.Command("go", "build", "-o", path, "../scripts/mqtt-subscriber").CombinedOutput(); err != nil {
+		b.Fatalf("build the subscriber: %v\n%s", err, out)
 	}
-	waitFor(b, 5*time.Minute, "every offline state at the subscriber", func() bool {
-		c := 0
-		offline.Range(func(any, any) bool { c++; return true })
-		return c >= n
-	})
-	subCmd.Process.Signal(syscall.SIGINT)
-	err := subCmd.Wait()
-	<-lines
+	s := &fleetSubscriber{cmd: exec.Command(path, "-broker", br.URL(), "-session", "fleet-check", "-from1"), lines: make(chan struct{})}
+	out, _ := s.cmd.StdoutPipe()
+	s.cmd.Stderr = os.Stderr
+	if err := s.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	const probe = "fleet-probe"
+	subscribed := make(chan struct{})
+	var probed sync.Once
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(out)
+		inSummary := false
+		for sc.Scan() {
+			l := sc.Text()
+			f := strings.Fields(l)
+			switch {
+			case len(f) >= 3 && f[0] == "state" && f[1] == probe:
+				probed.Do(func() { close(subscribed) })
+			case len(f) >= 3 && f[0] == "state" && f[2] == "offline":
+				s.offline.Store(f[1], true)
+			case len(f) > 0 && f[0] == "gateway":
+				inSummary = true
+			case inSummary:
+				s.summary = append(s.summary, l)
+			}
+		}
+	}()
+	publishRetained(b, br.URL(), "plantd/v1/"+probe+"/state", `{"gatewayId":"`+probe+`","state":"probe"}`)
+	select {
+	case <-subscribed:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		b.Fatal("the subscriber did not print the probe's state")
+	}
+	return s
+}
+
+// offlineCount is the number of gateways whose offline state arrived.
+func (s *fleetSubscriber) offlineCount() int {
+	c := 0
+	s.offline.Range(func(any, any) bool { c++; return true })
+	return c
+}
+
+// check stops the subscriber and wants its summary to show n gateways'
+// streams complete: every backlog stream seq 1..72 of the hour (12
+// rollups, 60 log entries).
+func (s *fleetSubscriber) check(b *testing.B, n int) {
+	s.cmd.Process.Signal(syscall.SIGINT)
+	err := s.cmd.Wait()
+	<-s.lines
 	streams, dups, missing, short := 0, 0, 0, 0
-	for _, l := range summary {
+	for _, l := range s.summary {
 		f := strings.Fields(l)
 		if len(f) < 9 {
 			continue
@@ -282,8 +200,6 @@ func BenchmarkFleet(b *testing.B) {
 		d, _ := strconv.Atoi(f[6])
 		m, _ := strconv.Atoi(f[8])
 		dups, missing = dups+d, missing+m
-		// Backlog streams: seq 1..72 of the hour (12 rollups, 60 log
-		// entries).
 		if want := map[string]string{"rollup/p1": "1..12", "log/p1": "1..60"}[f[1]]; want != "" && f[2] != want {
 			short++
 			b.Errorf("%s %s: seqs %s, want %s", f[0], f[1], f[2], want)
@@ -292,6 +208,173 @@ func BenchmarkFleet(b *testing.B) {
 	b.Logf("reference subscriber: %d streams of %d gateways, %d missing seqs, %d duplicates, %d incomplete backlog streams, exit %v",
 		streams, n, missing, dups, short, err)
 	if err != nil || missing > 0 || streams < n*8 {
-		b.Errorf("subscriber: exit %v, %d streams (want %d), %d missing", err, streams, n*8, missing)
+		b.Errorf("subscriber: exit %v, %d streams (want %d), %d missing:\n%s", err, streams, n*8, missing, strings.Join(s.summary, "\n"))
+	}
+}
+
+// fleet is n gateways, each an uplink with its own store.
+type fleet struct {
+	ups    []*Uplink
+	stores []*store.Store
+	stops  []func()
+}
+
+// openFleet opens the gateways' stores and uplinks, four at a time.
+func openFleet(b *testing.B, br *mqtttest.Broker, dir string, n int) *fleet {
+	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n)}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				f.stores[i] = st
+				u, err := New(Config{Broker: br.URL(), GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				f.ups[i] = u
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		f.close()
+		b.FailNow()
+	}
+	return f
+}
+
+// run starts every uplink; stop stops them (each once) and waits.
+func (f *fleet) run() {
+	for _, u := range f.ups {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { u.Run(ctx); close(done) }()
+		var once sync.Once
+		f.stops = append(f.stops, func() { once.Do(func() { cancel(); <-done }) })
+	}
+}
+
+func (f *fleet) stop() {
+	for _, s := range f.stops {
+		s()
+	}
+}
+
+func (f *fleet) close() {
+	for _, st := range f.stores {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// connected reports whether every gateway is connected and has connected
+// at least min times.
+func (f *fleet) connected(min uint64) func() bool {
+	return func() bool {
+		for _, u := range f.ups {
+			if u.Status().Connects < min || !u.connected.Load() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// total sums the gateways' counters.
+func (f *fleet) total() (pub, bytes, acked uint64) {
+	for _, u := range f.ups {
+		s := u.Status()
+		pub, bytes, acked = pub+s.Published, bytes+s.PublishedBytes, acked+s.Acked
+	}
+	return
+}
+
+// outage stops the broker, queues an hour of backlog in every outbox,
+// starts the broker again and reports how long until every gateway
+// reconnected and every backlog was acknowledged.
+func (f *fleet) outage(b *testing.B, br *mqtttest.Broker) {
+	stopped := time.Now()
+	br.Stop()
+	waitFor(b, 2*time.Minute, "every gateway disconnected", func() bool {
+		for _, u := range f.ups {
+			if u.connected.Load() {
+				return false
+			}
+		}
+		return true
+	})
+	_, _, a0 := f.total()
+	f.queueHour(b)
+	backlog := uint64(len(f.ups) * 72)
+	br.Start()
+	t1 := time.Now()
+	outage := t1.Sub(stopped)
+	waitFor(b, 10*time.Minute, "every gateway reconnected", f.connected(2))
+	reconnected := time.Since(t1)
+	waitFor(b, 10*time.Minute, "every backlog acknowledged", func() bool {
+		for _, st := range f.stores {
+			ss, err := st.OutboxStreams(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, s := range ss {
+				if classOf(s.Stream).backlog() && s.Depth > 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	replay := time.Since(t1)
+	_, _, a1 := f.total()
+	b.ReportMetric(reconnected.Seconds(), "reconnect-all-s")
+	b.ReportMetric(replay.Seconds(), "replay-s")
+	b.Logf("%d gateways, broker down %s: %d backlog messages (and the live ones since) acknowledged: %d in %s after the broker's restart; all reconnected after %s (the backoff after that outage)",
+		len(f.ups), outage.Round(time.Millisecond), backlog, a1-a0, replay.Round(time.Millisecond), reconnected.Round(time.Millisecond))
+	b.ReportMetric(outage.Seconds(), "outage-s")
+}
+
+// queueHour queues an hour of backlog in every outbox: 12 rollups and 60
+// log entries, an hour old.
+func (f *fleet) queueHour(b *testing.B) {
+	hour := time.Now().Add(-time.Hour)
+	for _, st := range f.stores {
+		var msgs []store.OutboxAppend
+		for m := range 60 {
+			at := hour.Add(time.Duration(m) * time.Minute)
+			if m%5 == 4 {
+				msgs = append(msgs, store.OutboxAppend{Stream: "rollup/p1", Created: at, Payload: fmt.Appendf(nil,
+					`[{"time":%q,"pvGeneration":612.5,"gridFeedIn":540.1,"gridConsumption":0,"totalConsumption":72.4,"selfConsumption":72.4,"autarkyRate":1}]`,
+					at.UTC().Format(time.RFC3339))})
+			}
+			msgs = append(msgs, store.OutboxAppend{Stream: "log/p1", Created: at, Payload: fmt.Appendf(nil,
+				`[{"time":%q,"level":"warning","code":"DeviceStale","message":"device inv1 stale: read timeout","deviceId":"inv1"}]`,
+				at.UTC().Format(time.RFC3339))})
+		}
+		if _, err := st.EnqueueBatch(context.Background(), msgs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// publishRetained publishes a retained message (QoS 1) with a client of
+// its own and waits for the PUBACK.
+func publishRetained(t testing.TB, broker, topic, payload string) {
+	t.Helper()
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(fmt.Sprintf("probe-%d", time.Now().UnixNano())))
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect %s: %v", broker, tok.Error())
+	}
+	defer c.Disconnect(250)
+	if tok := c.Publish(topic, 1, true, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish %s: %v", topic, tok.Error())
 	}
 }

@@ -32,17 +32,23 @@ func TestInFlightWindow(t *testing.T) {
 	waitFor(t, 10*time.Second, "the first message acknowledged", func() bool {
 		return col.Distinct("log/p1") == 1 && outboxDepth(t, st) == 0
 	})
-	p.frozen.Store(true)
+	p.freeze()
 	const n = 1000
 	for i := 1; i < n; i++ {
 		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
 	waitFor(t, 10*time.Second, "the first window", func() bool { return col.Distinct("log/p1") >= 1+16 })
-	time.Sleep(time.Second)
-	if d := col.Distinct("log/p1") - 1; d != 16 {
-		t.Errorf("%d messages published without a PUBACK, want the window (16)", d)
+	// Every message in the outbox, and a fill of the sender after that
+	// has completed: it published nothing beyond the window.
+	waitFor(t, 10*time.Second, "every message in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == n-1 })
+	senderTurns(t, u, 2)
+	if p := u.Status().Published - 1; p != 16 {
+		t.Errorf("%d messages published without a PUBACK, want the window (16)", p)
 	}
-	p.frozen.Store(false)
+	if d := col.Distinct("log/p1") - 1; d != 16 {
+		t.Errorf("%d messages at the broker without a PUBACK, want the window (16)", d)
+	}
+	p.thaw()
 	waitFor(t, 30*time.Second, "every message", func() bool { return col.Distinct("log/p1") >= n })
 	distinct, dups, gaps := col.Check("log/p1", true)
 	t.Logf("window 16: %d seqs, %d duplicates, gaps %v", distinct, dups, gaps)
@@ -51,16 +57,32 @@ func TestInFlightWindow(t *testing.T) {
 	}
 }
 
+// senderTurns wakes the session's loop k times, each after it took the
+// last wake-up: after the second, the fill of the first has completed
+// (the loop takes a wake-up only between fills).
+func senderTurns(t *testing.T, u *Uplink, k int) {
+	t.Helper()
+	for range k {
+		u.notify()
+		waitFor(t, 10*time.Second, "the sender to take a wake-up", func() bool { return len(u.wake) == 0 })
+	}
+}
+
 // TestBacklogRateCapLiveFirst: a backlog drains under its message rate
-// cap while live values go out at every tick beside it.
+// cap while live values go out at every tick beside it. The test waits
+// for messages, not for time: by any moment the cap allows at most a
+// second's worth (the bucket starts full) plus the cap times the time
+// since the start, whatever the load; and while 150 backlog messages
+// drain (3 s at the cap) live values keep arriving.
 func TestBacklogRateCapLiveFirst(t *testing.T) {
 	t.Parallel() // its own broker, store and uplink
+	const capRate = 50
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	st := openStore(t, "")
 	cfg := fastConfig(b, "gw-cap")
 	cfg.BatchBytes = 1 // one outbox message per MQTT message
-	cfg.BacklogMessagesPerSecond = 50
+	cfg.BacklogMessagesPerSecond = capRate
 	u, err := New(cfg, Deps{Outbox: st, Live: fakeLive{}}, testLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -68,22 +90,22 @@ func TestBacklogRateCapLiveFirst(t *testing.T) {
 	for i := range 1000 {
 		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
+	start := time.Now()
 	runUplink(t, u)
-	// After the first second's worth (the bucket starts full).
+	// After the first second's worth.
 	waitFor(t, 10*time.Second, "the first live values and backlog", func() bool {
-		return col.Distinct("live/p1") > 0 && col.Distinct("log/p1") > 60
+		return col.Distinct("live/p1") > 0 && col.Distinct("log/p1") > capRate+10
 	})
-	log0, live0, start := col.Distinct("log/p1"), col.Distinct("live/p1"), time.Now()
-	time.Sleep(3 * time.Second)
-	el := time.Since(start).Seconds()
-	logRate := float64(col.Distinct("log/p1")-log0) / el
-	liveRate := float64(col.Distinct("live/p1")-live0) / el
-	t.Logf("backlog %.0f messages/s under a cap of 50, live %.1f messages/s at a 50 ms tick (%d of 1000 log messages so far)",
-		logRate, liveRate, col.Distinct("log/p1"))
-	if logRate > 65 || logRate < 30 {
-		t.Errorf("backlog drained at %.0f messages/s, cap 50", logRate)
+	log0, live0 := col.Distinct("log/p1"), col.Distinct("live/p1")
+	waitFor(t, 30*time.Second, "150 more backlog messages", func() bool { return col.Distinct("log/p1") >= log0+150 })
+	el := time.Since(start)
+	logs, lives := col.Distinct("log/p1"), col.Distinct("live/p1")-live0
+	t.Logf("%d backlog messages in %s under a cap of %d/s (at most %.0f allowed), %d live messages beside the last 150",
+		logs, el.Round(time.Millisecond), capRate, capRate*(1+el.Seconds()), lives)
+	if float64(logs) > capRate*(1+el.Seconds())+2 {
+		t.Errorf("%d backlog messages %s after the start, more than the cap of %d/s allows", logs, el.Round(time.Millisecond), capRate)
 	}
-	if liveRate < 10 {
-		t.Errorf("live values at %.1f messages/s behind the backlog, want about 20", liveRate)
+	if lives < 10 {
+		t.Errorf("%d live messages while 150 backlog messages drained (3 s at the cap, a 50 ms tick): live values wait behind the backlog", lives)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -89,7 +90,7 @@ mqtt:
 	p1 := startDaemon(t, cfgPath)
 	p1.WaitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
 	p1.waitOnline(10*time.Second, "inv1", "inv2", "meter", "bat")
-	time.Sleep(300 * time.Millisecond) // the online log entries reach the outbox
+	mqtttest.WaitFor(t, 10*time.Second, "the online log entries in the outbox", func() bool { return outboxRows(t, db, "log/p1") >= n+4 })
 	p1.Kill()
 	b.Start()
 	mqtttest.WaitFor(t, 10*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
@@ -404,4 +405,20 @@ func TestDemoOutageDay(t *testing.T) {
 	if n := col.Items("rollup/demo"); n < 250 {
 		t.Errorf("%d rollup rows, want a simulated day's (288)", n)
 	}
+}
+
+// outboxRows counts a stream's messages in the outbox of the database at
+// path, which a running daemon holds: a read-only connection of its own.
+func outboxRows(t *testing.T, path, stream string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM outbox WHERE stream = ?`, stream).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

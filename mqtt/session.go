@@ -1,0 +1,467 @@
+package mqtt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/store"
+)
+
+// inflight is one published message awaiting its PUBACK.
+type inflight struct {
+	first, last uint64
+	acked       bool
+}
+
+// sendState is a stream's progress on one connection.
+type sendState struct {
+	sent     uint64 // highest seq published on this connection
+	inflight []*inflight
+	ackUpTo  uint64 // acknowledged prefix not yet deleted from the outbox
+}
+
+// pubResult is the outcome of one publish.
+type pubResult struct {
+	stream string
+	msg    *inflight
+	err    error
+}
+
+// session is the publishing on one connection, from the online state to
+// the disconnect. Everything in it belongs to that connection: a PUBACK
+// is counted only by the session whose client carried the message, and
+// what is unacknowledged when it ends is sent again by the next one.
+// Only the goroutine of Uplink.session changes its fields (the publish
+// waiters only read done and send on results).
+type session struct {
+	u    *Uplink
+	c    paho.Client
+	lost <-chan error
+	// done is closed at teardown: the publish waiters give up.
+	done chan struct{}
+	// start is when the connection was made (before the producer saw
+	// it); rows created before cutoff (start to the store's millisecond)
+	// are historical, and live ones among them are not replayed.
+	start, cutoff time.Time
+	subscribed    bool
+
+	// states are the streams' progress on this connection; active the
+	// streams that may have rows to send (notified, or not drained yet).
+	states map[string]*sendState
+	active map[string]bool
+	// results receives the publish outcomes; nIn counts the messages in
+	// flight (at most Window).
+	results chan pubResult
+	nIn     int
+	// bucket caps the backlog streams; rateTimer, when set, ends a wait
+	// for it. refill: the next turn of the loop fills the window.
+	bucket    *bucket
+	rateTimer *time.Timer
+	ackTick   *time.Ticker
+	refill    bool
+
+	// upTo is flushAcks' map, reused.
+	upTo map[string]uint64
+	// The stale live rows dropped by the current fill, logged in one line.
+	staleMsgs, staleStreams int
+}
+
+// session publishes on one connection, made at start, until it is lost
+// (its error) or ctx ends (nil, after publishing the offline state).
+func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error, start time.Time) error {
+	s := newSession(u, c, lost, start)
+	defer s.teardown(ctx)
+	if err := s.announce(ctx); err != nil {
+		return err
+	}
+	if err := s.subscribe(ctx); err != nil {
+		return err
+	}
+	s.activate(ctx)
+	return s.loop(ctx)
+}
+
+func newSession(u *Uplink, c paho.Client, lost <-chan error, start time.Time) *session {
+	return &session{
+		u: u, c: c, lost: lost,
+		done:    make(chan struct{}),
+		start:   start,
+		cutoff:  start.Truncate(time.Millisecond),
+		states:  map[string]*sendState{},
+		active:  map[string]bool{},
+		results: make(chan pubResult, u.cfg.Window),
+		bucket:  newBucket(u.cfg.BacklogMessagesPerSecond, u.cfg.BacklogBytesPerSecond),
+		refill:  true,
+		upTo:    map[string]uint64{},
+	}
+}
+
+// announce publishes the retained online state and waits for its PUBACK.
+func (s *session) announce(ctx context.Context) error {
+	online, _ := json.Marshal(s.u.state("online", s.start))
+	if err := s.u.waitToken(ctx, s.c.Publish(s.u.topics.state(), 1, true, online)); err != nil {
+		return fmt.Errorf("publish state: %w", err)
+	}
+	return nil
+}
+
+// subscribe subscribes to down/schedule/+ and down/cmd when remote
+// control is on.
+func (s *session) subscribe(ctx context.Context) error {
+	u := s.u
+	if !u.cfg.RemoteControl {
+		return nil
+	}
+	handler := func(_ paho.Client, m paho.Message) {
+		// Never block the client: hand over (a schedule coalesced with
+		// the newest of its plant) or drop (counted).
+		u.receive(inbound{topic: m.Topic(), payload: slices.Clone(m.Payload()), retained: m.Retained()})
+	}
+	tok := s.c.SubscribeMultiple(map[string]byte{u.topics.scheduleFilter(): 1, u.topics.cmd(): 1}, handler)
+	if err := u.waitToken(ctx, tok); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	u.subscribed.Store(true)
+	s.subscribed = true
+	return nil
+}
+
+// activate marks every stream with rows in the outbox, and those notified
+// since, as active.
+func (s *session) activate(ctx context.Context) {
+	if list, err := s.u.deps.Outbox.OutboxStreams(ctx); err == nil {
+		for _, st := range list {
+			s.active[st.Stream] = true
+		}
+	}
+	for _, name := range s.u.takeNotified() {
+		s.active[name] = true
+	}
+}
+
+// loop fills the window and handles PUBACKs, wake-ups and the rate cap
+// until the connection is lost or ctx ends.
+func (s *session) loop(ctx context.Context) error {
+	s.ackTick = time.NewTicker(50 * time.Millisecond)
+	for {
+		if s.refill {
+			wait, err := s.fill(ctx)
+			if err != nil {
+				return err
+			}
+			s.refill = false
+			if wait > 0 && s.rateTimer == nil {
+				s.rateTimer = time.NewTimer(wait)
+			}
+		}
+		var rateC <-chan time.Time
+		if s.rateTimer != nil {
+			rateC = s.rateTimer.C
+		}
+		select {
+		case <-ctx.Done():
+			s.signOff(ctx)
+			return nil
+		case err := <-s.lost:
+			if err == nil {
+				err = errors.New("connection closed")
+			}
+			return err
+		case r := <-s.results:
+			if err := s.acked(r); err != nil {
+				return err
+			}
+		case <-s.u.wake:
+			for _, name := range s.u.takeNotified() {
+				s.active[name] = true
+			}
+			s.refill = true
+		case <-rateC:
+			s.rateTimer = nil
+			s.refill = true
+		case <-s.ackTick.C:
+			s.flushAcks(ctx)
+		}
+	}
+}
+
+// acked records the outcome of a publish: a PUBACK advances its stream's
+// acknowledged prefix (deleted from the outbox at the next flush); an
+// error or a timeout ends the connection.
+func (s *session) acked(r pubResult) error {
+	if r.err != nil {
+		return fmt.Errorf("publish %s seq %d: %w", r.stream, r.msg.first, r.err)
+	}
+	s.nIn--
+	r.msg.acked = true
+	st := s.states[r.stream]
+	n := 0
+	for n < len(st.inflight) && st.inflight[n].acked {
+		st.ackUpTo = st.inflight[n].last
+		s.u.acked.Add(st.inflight[n].last - st.inflight[n].first + 1)
+		n++
+	}
+	st.inflight = st.inflight[n:]
+	if s.nIn <= s.u.cfg.Window/2 {
+		s.refill = true
+	}
+	return nil
+}
+
+// flushAcks deletes what the broker acknowledged, every stream in one
+// transaction.
+func (s *session) flushAcks(ctx context.Context) {
+	clear(s.upTo)
+	for name, st := range s.states {
+		if st.ackUpTo != 0 {
+			s.upTo[name] = st.ackUpTo
+		}
+	}
+	if len(s.upTo) == 0 {
+		return
+	}
+	if err := s.u.deps.Outbox.AckBatch(ctx, s.upTo); err != nil {
+		s.u.log.Warn("outbox ack failed (messages will be sent again)", "streams", len(s.upTo), "err", err)
+		return
+	}
+	for name := range s.upTo {
+		s.states[name].ackUpTo = 0
+	}
+}
+
+// signOff ends the session as ctx ends: what was acknowledged is deleted,
+// the retained state says offline, the client disconnects cleanly (no
+// last will).
+func (s *session) signOff(ctx context.Context) {
+	s.flushAcks(context.WithoutCancel(ctx))
+	off, _ := json.Marshal(s.u.state("offline", time.Now()))
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	_ = s.u.waitToken(tctx, s.c.Publish(s.u.topics.state(), 1, true, off))
+	cancel()
+	s.c.Disconnect(250)
+}
+
+// teardown runs whichever way the session ends: the acknowledged prefix
+// is deleted, the subscriptions are gone, the client disconnected and the
+// publish waiters released (tokens of this connection acknowledge nothing
+// after).
+func (s *session) teardown(ctx context.Context) {
+	s.flushAcks(context.WithoutCancel(ctx))
+	if s.ackTick != nil {
+		s.ackTick.Stop()
+	}
+	if s.subscribed {
+		s.u.subscribed.Store(false)
+	}
+	s.c.Disconnect(0)
+	close(s.done)
+}
+
+// fill publishes what the window and the rate cap allow; it returns how
+// long to wait for the rate cap (0: not limited).
+func (s *session) fill(ctx context.Context) (time.Duration, error) {
+	defer s.logStale()
+	names := s.activeByClass()
+	quick, err := s.peekQuick(ctx, names)
+	if err != nil {
+		return 0, err
+	}
+	var rateWait time.Duration
+	for _, name := range names {
+		if s.u.cfg.Window-s.nIn <= 0 {
+			break
+		}
+		w, err := s.fillStream(ctx, name, quick[name])
+		if err != nil {
+			return 0, err
+		}
+		if w > 0 {
+			rateWait = w
+		}
+	}
+	return rateWait, nil
+}
+
+// activeByClass lists the active streams, ack and live first, and makes
+// sure each has a sendState.
+func (s *session) activeByClass() []string {
+	names := make([]string, 0, len(s.active))
+	for name := range s.active {
+		names = append(names, name)
+		if s.states[name] == nil {
+			s.states[name] = &sendState{}
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if ca, cb := classOf(a), classOf(b); ca != cb {
+			return int(ca) - int(cb)
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+// peekQuick reads the ack and live streams among names (many, a message
+// or two each) in one go, at most a window's worth each.
+func (s *session) peekQuick(ctx context.Context, names []string) (map[string][]store.OutboxMessage, error) {
+	after := map[string]uint64{}
+	for _, name := range names {
+		if !classOf(name).backlog() {
+			after[name] = s.states[name].sent
+		}
+	}
+	free := s.u.cfg.Window - s.nIn
+	if len(after) == 0 || free <= 0 {
+		return nil, nil
+	}
+	quick, err := s.u.deps.Outbox.PeekStreams(ctx, after, free)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return quick, nil
+}
+
+// fillStream publishes a stream's next rows (quick: those peekQuick read
+// for an ack or live stream) as far as the window and the rate cap allow,
+// and returns how long to wait for the cap (0: not limited). A stream
+// drained is no longer active until notified again.
+func (s *session) fillStream(ctx context.Context, name string, quick []store.OutboxMessage) (time.Duration, error) {
+	free := s.u.cfg.Window - s.nIn
+	st := s.states[name]
+	class := classOf(name)
+	limit := free
+	rows := quick
+	if class.backlog() {
+		if w := s.bucket.wait(1); w > 0 {
+			return w, nil
+		}
+		limit = min(free*8, 512)
+		var err error
+		if rows, err = s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit); err != nil {
+			return 0, fmt.Errorf("read outbox: %w", err)
+		}
+	} else if len(rows) > limit {
+		rows = rows[:limit] // the rest when the window has room again
+	}
+	if len(rows) < limit {
+		delete(s.active, name) // drained until notified again
+	}
+	if class == classLive {
+		rows = s.dropStaleLive(name, st, rows)
+	}
+	if !class.backlog() {
+		for i := range rows {
+			s.publish(name, rows[i:i+1])
+		}
+		return 0, nil
+	}
+	return s.publishBatches(name, rows), nil
+}
+
+// publishBatches publishes a backlog stream's rows, consecutive ones
+// batched up to BatchBytes per message, while the window and the rate cap
+// allow; it returns how long to wait for the cap (0: not limited). A
+// stream with rows left stays active.
+func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.Duration {
+	var rateWait time.Duration
+	i := 0
+	for i < len(rows) && s.nIn < s.u.cfg.Window {
+		j, size := i+1, len(rows[i].Payload)
+		for j < len(rows) && rows[j].Seq == rows[j-1].Seq+1 && size+len(rows[j].Payload) <= s.u.cfg.BatchBytes {
+			size += len(rows[j].Payload)
+			j++
+		}
+		if w := s.bucket.wait(float64(size)); w > 0 {
+			rateWait = w
+			break // not drained: the rest waits for the cap
+		}
+		n := s.publish(name, rows[i:j])
+		s.bucket.take(float64(n))
+		i = j
+	}
+	if i < len(rows) {
+		s.active[name] = true
+	}
+	return rateWait
+}
+
+// dropStaleLive drops the live messages queued before this connection
+// (left by a previous run, or unacknowledged on a connection that died):
+// live values are never replayed, the next tick sends current ones. They
+// are deleted with the next ack flush, counted as dropped per stream and
+// logged (logStale); the rest is returned.
+func (s *session) dropStaleLive(stream string, st *sendState, rows []store.OutboxMessage) []store.OutboxMessage {
+	n := 0
+	for n < len(rows) && rows[n].Created.Before(s.cutoff) && len(st.inflight) == 0 {
+		n++
+	}
+	if n == 0 {
+		return rows
+	}
+	st.sent, st.ackUpTo = rows[n-1].Seq, rows[n-1].Seq
+	s.u.stMu.Lock()
+	s.u.streamLocked(stream).dropped += uint64(n)
+	s.u.stMu.Unlock()
+	s.staleMsgs += n
+	s.staleStreams++
+	return rows[n:]
+}
+
+// logStale logs the stale live rows dropped by one fill in one line.
+func (s *session) logStale() {
+	if s.staleMsgs > 0 {
+		s.u.log.Info("live messages queued before this connection dropped: live values are never replayed",
+			"dropped", s.staleMsgs, "streams", s.staleStreams)
+	}
+	s.staleMsgs, s.staleStreams = 0, 0
+}
+
+// publish publishes rows (consecutive seqs of one stream) as one message
+// and returns its payload size; its outcome arrives on results.
+func (s *session) publish(stream string, rows []store.OutboxMessage) int {
+	u := s.u
+	items := make([][]byte, len(rows))
+	for i, r := range rows {
+		items[i] = r.Payload
+	}
+	env := envelope{GatewayID: u.cfg.GatewayID, BootID: u.bootID, Stream: stream, Seq: rows[0].Seq,
+		Historical: rows[0].Created.Before(s.cutoff), Items: joinItems(items)}
+	if len(rows) > 1 {
+		env.LastSeq = rows[len(rows)-1].Seq
+	}
+	payload, _ := json.Marshal(env)
+	msg := &inflight{first: rows[0].Seq, last: rows[len(rows)-1].Seq}
+	st := s.states[stream]
+	st.inflight = append(st.inflight, msg)
+	st.sent = msg.last
+	s.nIn++
+	u.published.Add(1)
+	u.publishedBytes.Add(uint64(len(payload)))
+	go s.await(stream, msg, s.c.Publish(u.topics.up(stream), 1, false, payload))
+	return len(payload)
+}
+
+// await hands a publish's outcome (its PUBACK, an error, or a timeout
+// after PublishTimeout) to the session, unless the session ended first.
+func (s *session) await(stream string, msg *inflight, tok paho.Token) {
+	var err error
+	select {
+	case <-tok.Done():
+		err = tok.Error()
+	case <-time.After(s.u.cfg.PublishTimeout):
+		err = errPublishTimeout
+	case <-s.done:
+		return
+	}
+	select {
+	case s.results <- pubResult{stream: stream, msg: msg, err: err}:
+	case <-s.done:
+	}
+}
