@@ -127,7 +127,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		return dst, nil
 	}
 
-	err = classify(err, req.fc)
+	err = classify(err)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.

@@ -9,8 +9,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	gmodbus "github.com/goburrow/modbus"
 )
 
 // Sentinel errors. Test for them with errors.Is on an error returned by a
@@ -276,25 +274,15 @@ func (e *backoffError) Error() string {
 
 func (e *backoffError) Unwrap() error { return ErrBackoff }
 
-// classify maps an error from goburrow or the socket to this package's errors.
-// fc is the request's function code (0 for a connect). Modbus exceptions for
-// fc become *ExceptionError. Timeouts wrap ErrTimeout. goburrow's string
-// errors about mismatched answers wrap ErrMismatch, and those about bad frames
-// wrap ErrMalformed. Any other I/O error (EOF, reset) is returned unchanged.
-func classify(err error, fc byte) error {
+// classify maps an error of the socket or of the MBAP check (goburrow's
+// tcpPackager.Verify, the only goburrow code plantd calls) to this
+// package's errors. Timeouts wrap ErrTimeout, and an answer cut short wraps
+// ErrMalformed. Verify's errors wrap ErrMismatch (transaction or unit id) or
+// ErrMalformed (protocol id). Any other error (EOF, reset, or one already
+// classified by decode or frameDone) is returned unchanged.
+func classify(err error) error {
 	if err == nil {
 		return nil
-	}
-	var mbErr *gmodbus.ModbusError
-	if errors.As(err, &mbErr) {
-		// goburrow's client turns any function code that differs from the
-		// request's into a ModbusError. It is a real exception only when it
-		// is the request's code with the 0x80 bit set.
-		if fc != 0 && mbErr.FunctionCode == fc|0x80 {
-			return &ExceptionError{Function: fc, Code: mbErr.ExceptionCode}
-		}
-		return &kindError{kind: ErrMismatch, err: err,
-			msg: fmt.Sprintf("response function code %d does not match request %d", mbErr.FunctionCode, fc)}
 	}
 	if isTimeout(err) {
 		return &kindError{kind: ErrTimeout, err: err}
@@ -302,39 +290,27 @@ func classify(err error, fc byte) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &kindError{kind: ErrMalformed, err: err, msg: "frame cut short: " + err.Error()}
 	}
-	msg := err.Error()
-	rest, ok := strings.CutPrefix(msg, "modbus: ")
+	rest, ok := strings.CutPrefix(err.Error(), "modbus: ")
 	if !ok {
 		return err
 	}
-	for _, m := range goburrowErrors {
-		if strings.Contains(rest, m.substr) {
+	for _, m := range verifyErrors {
+		if strings.HasPrefix(rest, m.prefix) {
 			return &kindError{kind: m.kind, err: err, msg: rest}
 		}
 	}
 	return err
 }
 
-// goburrowErrors lists the fmt.Errorf messages of github.com/goburrow/modbus
-// v0.1.0 (tcpclient.go, client.go) that describe answers, with their kind.
-var goburrowErrors = [...]struct {
-	substr string
+// verifyErrors lists the errors of tcpPackager.Verify in
+// github.com/goburrow/modbus v0.1.0, with their kind.
+var verifyErrors = [...]struct {
+	prefix string
 	kind   error
 }{
-	// tcpPackager.Verify
 	{"response transaction id", ErrMismatch},
-	{"response unit id", ErrMismatch},
 	{"response protocol id", ErrMalformed},
-	// client.send and the write functions: an answer to another request.
-	{"response function code", ErrMismatch},
-	{"response address", ErrMismatch},
-	{"response quantity", ErrMismatch},
-	{"response value", ErrMismatch},
-	// tcpTransporter.Send and tcpPackager.Decode: bad MBAP length.
-	{"length in response", ErrMalformed},
-	// client: byte count or PDU size.
-	{"response data size", ErrMalformed},
-	{"response data is empty", ErrMalformed},
+	{"response unit id", ErrMismatch},
 }
 
 func isTimeout(err error) bool {

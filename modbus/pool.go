@@ -320,7 +320,7 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 	}
 	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
-		err = classify(err, 0)
+		err = classify(err)
 		e.fail(err)
 		return err
 	}
