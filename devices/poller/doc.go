@@ -21,6 +21,6 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus and devices; it knows nothing of the plant
-// domain, storage, HTTP or MQTT.
+// The poller imports modbus, devices and internal/backoff; it knows
+// nothing of the plant domain, storage, HTTP or MQTT.
 package poller
