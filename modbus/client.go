@@ -95,9 +95,6 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	}
 	defer e.release()
 
-	if err := e.unitReady(c.unit); err != nil {
-		return dst, c.error(req.op, req, err)
-	}
 	if !e.connected {
 		if err := e.connect(ctx, c.timeout); err != nil {
 			return dst, c.error(OpConnect, req, err)
@@ -123,7 +120,6 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		dst, err = decode(req, resp, dst)
 	}
 	if err == nil {
-		e.unitAnswered(c.unit)
 		return dst, nil
 	}
 
@@ -131,7 +127,6 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.
-		e.unitAnswered(c.unit)
 		e.stats.exceptions.Add(1)
 		return dst[:0], c.error(req.op, req, err)
 	}
@@ -151,7 +146,6 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	// Close the socket so that a late answer can never be read as the answer
 	// to the next request. The close error adds nothing to the request's.
 	_ = e.disconnect(reason)
-	e.failUnit(c.unit, err)
 	return dst[:0], c.error(req.op, req, err)
 }
 

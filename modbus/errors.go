@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"time"
 )
 
 // Sentinel errors. Test for them with errors.Is on an error returned by a
@@ -27,9 +26,6 @@ var (
 	// protocol id, a byte count that differs from the data or from the
 	// quantity asked for, or a frame cut short. The socket was closed.
 	ErrMalformed = errors.New("malformed answer")
-	// ErrBackoff means the request was refused without I/O because the
-	// endpoint is waiting before its next connect attempt.
-	ErrBackoff = errors.New("reconnect backoff")
 	// ErrClosed means the endpoint's pool was closed.
 	ErrClosed = errors.New("endpoint closed")
 	// ErrInvalid means an invalid request (quantity out of range, registers
@@ -47,9 +43,9 @@ const (
 // Error is the error returned by every Client method. It names the operation,
 // the endpoint, the unit and the registers. Err holds the cause.
 type Error struct {
-	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure or a backoff
-	// refusal is reported as OpConnect, and the registers are those of the
-	// request that needed the connection.
+	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure is
+	// reported as OpConnect, and the registers are those of the request
+	// that needed the connection.
 	Op string
 	// Endpoint is the host:port.
 	Endpoint string
@@ -136,9 +132,9 @@ type Class int
 const (
 	// ClassOK: no error.
 	ClassOK Class = iota
-	// ClassLink: I/O error, timeout, mismatched or malformed answer, or
-	// backoff. The socket was closed, and the next request reconnects
-	// (with backoff). Retryable.
+	// ClassLink: I/O error, timeout, mismatched or malformed answer. The
+	// socket was closed, and the next request reconnects. Retryable: when
+	// is the caller's choice (the poller's backoff).
 	ClassLink
 	// ClassBusy: exception 5 (acknowledge) or 6 (server device busy). Retry
 	// later; the connection is fine.
@@ -214,7 +210,7 @@ func Classify(err error) Class {
 		return ClassClosed
 	case errors.Is(err, ErrInvalid):
 		return ClassInvalid
-	case errors.Is(err, ErrTimeout), errors.Is(err, ErrMismatch), errors.Is(err, ErrMalformed), errors.Is(err, ErrBackoff):
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrMismatch), errors.Is(err, ErrMalformed):
 		return ClassLink
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ClassCanceled
@@ -253,26 +249,6 @@ func (e *kindError) Error() string {
 }
 
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// backoffError is the cause of a request refused during a reconnect backoff.
-type backoffError struct {
-	wait time.Duration
-	last error
-	next string // what waits: "connect attempt" or "request of unit N"
-}
-
-func (e *backoffError) Error() string {
-	next := e.next
-	if next == "" {
-		next = "connect attempt"
-	}
-	if e.last == nil {
-		return fmt.Sprintf("%v: next %s in %v", ErrBackoff, next, e.wait)
-	}
-	return fmt.Sprintf("%v: next %s in %v, last error: %v", ErrBackoff, next, e.wait, e.last)
-}
-
-func (e *backoffError) Unwrap() error { return ErrBackoff }
 
 // classify maps an error of the socket or of the MBAP check (goburrow's
 // tcpPackager.Verify, the only goburrow code plantd calls) to this

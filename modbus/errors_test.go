@@ -79,7 +79,6 @@ func TestClassify(t *testing.T) {
 		{wrap(&kindError{kind: ErrTimeout, err: os.ErrDeadlineExceeded}), ClassLink, true},
 		{wrap(fmt.Errorf("%w: x", ErrMismatch)), ClassLink, true},
 		{wrap(fmt.Errorf("%w: x", ErrMalformed)), ClassLink, true},
-		{wrap(&backoffError{}), ClassLink, true},
 		{wrap(io.EOF), ClassLink, true},
 		{wrap(ErrClosed), ClassClosed, false},
 		{wrap(fmt.Errorf("%w: x", ErrInvalid)), ClassInvalid, false},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -16,10 +15,8 @@ import (
 
 // Defaults of [EndpointConfig].
 const (
-	DefaultPort       = "502"
-	DefaultTimeout    = 2 * time.Second
-	DefaultBackoffMin = 200 * time.Millisecond
-	DefaultBackoffMax = 30 * time.Second
+	DefaultPort    = "502"
+	DefaultTimeout = 2 * time.Second
 )
 
 // EndpointConfig configures one Modbus TCP endpoint. Zero values mean the
@@ -31,11 +28,6 @@ type EndpointConfig struct {
 	// request. Some inverters drop the first request after a connect. The
 	// default is 0.
 	ConnectDelay time.Duration
-	// BackoffMin is the wait before the second reconnect in a row (the first
-	// one is immediate). Default 200ms.
-	BackoffMin time.Duration
-	// BackoffMax caps the reconnect wait, jitter included. Default 30s.
-	BackoffMax time.Duration
 	// Timeout is the default per-request timeout (also used for connects) of
 	// the endpoint's clients. Default 2s.
 	Timeout time.Duration
@@ -48,13 +40,6 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	if c.ConnectDelay < 0 {
 		c.ConnectDelay = 0
 	}
-	if c.BackoffMin <= 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -75,9 +60,6 @@ func normalizeAddress(addr string) string {
 // is safe for concurrent use.
 type Pool struct {
 	log *slog.Logger
-	// now and rand drive backoff decisions; tests replace them.
-	now  func() time.Time
-	rand func() float64
 
 	mu        sync.Mutex
 	endpoints map[string]*Endpoint
@@ -91,8 +73,6 @@ func NewPool(logger *slog.Logger) *Pool {
 	}
 	return &Pool{
 		log:       logger,
-		now:       time.Now,
-		rand:      rand.Float64,
 		endpoints: make(map[string]*Endpoint),
 	}
 }
@@ -113,7 +93,7 @@ func (p *Pool) Endpoint(cfg EndpointConfig) *Endpoint {
 		}
 		return e
 	}
-	e := newEndpoint(cfg, p.log.With("endpoint", cfg.Address), p.now, p.rand)
+	e := newEndpoint(cfg, p.log.With("endpoint", cfg.Address))
 	if p.closed {
 		_ = e.close() // not connected: nothing to fail
 		return e
@@ -153,10 +133,8 @@ const maxADU = 260
 // Endpoint is one Modbus TCP address (host:port) with at most one socket,
 // shared by the [Client]s of its unit ids. Get it from [Pool.Endpoint].
 type Endpoint struct {
-	cfg  EndpointConfig
-	log  *slog.Logger
-	now  func() time.Time
-	rand func() float64
+	cfg EndpointConfig
+	log *slog.Logger
 
 	// sem serialises requests; the holder owns the fields below it. Waiting
 	// for it honours the caller's context.
@@ -164,20 +142,13 @@ type Endpoint struct {
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
-	conn        net.Conn        // open while connected
-	raw         syscall.RawConn // conn's file descriptor, for roundTrip
-	connected   bool
-	readyAt     time.Time // first request allowed after ConnectDelay
-	failures    int       // consecutive failed connects
-	nextConnect time.Time // backoff: no connect before this (per e.now)
-	lastErr     error     // cause of the last failure, for backoff errors
-	// units holds the request backoff of unit ids whose last requests
-	// failed. A unit that answers garbage or not at all backs off alone:
-	// the other units behind the endpoint keep their turn.
-	units map[byte]*unitBackoff
-	txID  uint16
-	buf   [maxADU]byte // request frame
-	rbuf  [maxADU]byte // answer frame
+	conn      net.Conn        // open while connected
+	raw       syscall.RawConn // conn's file descriptor, for roundTrip
+	connected bool
+	readyAt   time.Time // first request allowed after ConnectDelay
+	txID      uint16
+	buf       [maxADU]byte // request frame
+	rbuf      [maxADU]byte // answer frame
 	// exchange is the request in flight and step its read callback.
 	exchange exchange
 	step     func(fd uintptr) bool
@@ -185,12 +156,10 @@ type Endpoint struct {
 	stats counters
 }
 
-func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
+func newEndpoint(cfg EndpointConfig, log *slog.Logger) *Endpoint {
 	e := &Endpoint{
 		cfg:  cfg,
 		log:  log,
-		now:  now,
-		rand: rnd,
 		sem:  make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -233,8 +202,6 @@ type EndpointStats struct {
 	Connects, ConnectFailures uint64
 	// Disconnects counts sockets closed after a failure or at Close.
 	Disconnects uint64
-	// Backoffs counts requests refused without I/O during a reconnect backoff.
-	Backoffs uint64
 	// BytesSent and BytesReceived count Modbus TCP frame bytes.
 	BytesSent, BytesReceived uint64
 }
@@ -244,7 +211,7 @@ type counters struct {
 	requests, failures, exceptions  atomic.Uint64
 	timeouts, mismatches, malformed atomic.Uint64
 	connects, connectFailures       atomic.Uint64
-	disconnects, backoffs           atomic.Uint64
+	disconnects                     atomic.Uint64
 	bytesSent, bytesReceived        atomic.Uint64
 }
 
@@ -264,7 +231,6 @@ func (e *Endpoint) Stats() EndpointStats {
 		Connects:        c.connects.Load(),
 		ConnectFailures: c.connectFailures.Load(),
 		Disconnects:     c.disconnects.Load(),
-		Backoffs:        c.backoffs.Load(),
 		BytesSent:       c.bytesSent.Load(),
 		BytesReceived:   c.bytesReceived.Load(),
 	}
@@ -307,24 +273,16 @@ func (e *Endpoint) close() error {
 	return err
 }
 
-// connect opens the socket, unless the endpoint is in backoff. The caller
-// holds sem.
+// connect opens the socket. The caller holds sem.
 func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
-	if now := e.now(); now.Before(e.nextConnect) {
-		e.stats.backoffs.Add(1)
-		return &backoffError{wait: e.nextConnect.Sub(now).Round(time.Millisecond), last: e.lastErr}
-	}
 	t, err := requestTimeout(ctx, timeout)
 	if err != nil {
 		return err
 	}
 	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
-		err = classify(err)
-		e.fail(err)
-		return err
+		return classify(err)
 	}
-	e.failures = 0
 	e.connected = true
 	e.stats.connected.Store(true)
 	e.stats.connects.Add(1)
@@ -342,58 +300,6 @@ func (e *Endpoint) disconnect(reason string) error {
 	e.stats.disconnects.Add(1)
 	e.log.Debug("modbus disconnected", "reason", reason)
 	return err
-}
-
-// fail records a failed connect and schedules the next one. The caller
-// holds sem.
-func (e *Endpoint) fail(err error) {
-	e.failures++
-	e.lastErr = err
-	e.nextConnect = e.now().Add(backoffDelay(e.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
-}
-
-// unitBackoff is the request backoff of one unit id.
-type unitBackoff struct {
-	failures int
-	next     time.Time
-	lastErr  error
-}
-
-// failUnit records a failed request of a unit and schedules its next one.
-// The caller holds sem.
-func (e *Endpoint) failUnit(unit byte, err error) {
-	if e.units == nil {
-		e.units = map[byte]*unitBackoff{}
-	}
-	u := e.units[unit]
-	if u == nil {
-		u = &unitBackoff{}
-		e.units[unit] = u
-	}
-	u.failures++
-	u.lastErr = err
-	u.next = e.now().Add(backoffDelay(u.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
-}
-
-// unitAnswered clears a unit's backoff after an answer. The caller holds
-// sem.
-func (e *Endpoint) unitAnswered(unit byte) {
-	if e.units[unit] != nil {
-		delete(e.units, unit)
-	}
-}
-
-// unitReady refuses a request of a unit in backoff. The caller holds sem.
-func (e *Endpoint) unitReady(unit byte) error {
-	u := e.units[unit]
-	if u == nil {
-		return nil
-	}
-	if now := e.now(); now.Before(u.next) {
-		e.stats.backoffs.Add(1)
-		return &backoffError{wait: u.next.Sub(now).Round(time.Millisecond), last: u.lastErr, next: fmt.Sprintf("request of unit %d", unit)}
-	}
-	return nil
 }
 
 // waitReady waits out the ConnectDelay of a new connection. The caller holds
