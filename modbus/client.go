@@ -110,10 +110,8 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 
 	adu := e.encode(c.unit, req)
 	e.stats.requests.Add(1)
-	e.stats.bytesSent.Add(uint64(len(adu)))
 	resp, err := e.roundTrip(adu, timeout)
 	if err == nil {
-		e.stats.bytesReceived.Add(uint64(len(resp)))
 		err = framing.Verify(adu, resp)
 	}
 	if err == nil {
@@ -130,8 +128,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		e.stats.exceptions.Add(1)
 		return dst[:0], c.error(req.op, req, err)
 	}
-	e.stats.failures.Add(1)
-	reason := "io"
+	var reason string
 	switch {
 	case errors.Is(err, ErrTimeout):
 		e.stats.timeouts.Add(1)
@@ -142,6 +139,9 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	case errors.Is(err, ErrMalformed):
 		e.stats.malformed.Add(1)
 		reason = "malformed"
+	default:
+		e.stats.ioErrors.Add(1)
+		reason = "io"
 	}
 	// Close the socket so that a late answer can never be read as the answer
 	// to the next request. The close error adds nothing to the request's.

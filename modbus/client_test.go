@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,7 +201,7 @@ func TestExceptions(t *testing.T) {
 		})
 	}
 	st := ep.Stats()
-	if st.Connects != 1 || st.Disconnects != 0 || !st.Connected || st.Exceptions != uint64(2*len(tests)) {
+	if st.Connects != 1 || !st.Connected || st.Exceptions != uint64(2*len(tests)) {
 		t.Errorf("stats %+v: exceptions must keep the connection", st)
 	}
 }
@@ -262,7 +263,7 @@ func TestFaults(t *testing.T) {
 			if tt.wantIs == ErrTimeout && elapsed > 900*time.Millisecond {
 				t.Errorf("timed out after %v, want about 150ms", elapsed)
 			}
-			if st := ep.Stats(); st.Connected || st.Disconnects != 1 || st.Failures != 1 {
+			if st := ep.Stats(); st.Connected || st.Failures != 1 {
 				t.Errorf("stats %+v: want the socket closed after the failure", st)
 			}
 
@@ -301,8 +302,8 @@ func TestAnswerInPieces(t *testing.T) {
 			t.Errorf("read %d got %v, want %v", i+1, got, want)
 		}
 	}
-	if st := ep.Stats(); st.Connects != 1 || st.Failures != 0 || st.BytesReceived != 3*(mbapSize+2+6) {
-		t.Errorf("stats %+v: want 3 answers of %d bytes on one connection", st, mbapSize+2+6)
+	if st := ep.Stats(); st.Connects != 1 || st.Failures != 0 || st.Requests != 3 {
+		t.Errorf("stats %+v: want 3 answers on one connection", st)
 	}
 }
 
@@ -617,7 +618,7 @@ func TestPoolClose(t *testing.T) {
 	if err := late.Unit(1, 0).WriteRegisters(t.Context(), 0, []uint16{1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("endpoint made after Close: err = %v, want ErrClosed", err)
 	}
-	if st := ep.Stats(); st.Connected || st.Disconnects != 1 {
+	if st := ep.Stats(); st.Connected || st.Connects != 1 {
 		t.Errorf("stats %+v: want the socket closed", st)
 	}
 }
@@ -702,5 +703,39 @@ func TestEndpointConfigDefaults(t *testing.T) {
 	c := NewPool(nil).Endpoint(EndpointConfig{Address: "h:1", Timeout: time.Second}).Unit(1, 0)
 	if c.Timeout() != time.Second {
 		t.Errorf("client timeout %v, want the endpoint's 1s", c.Timeout())
+	}
+}
+
+// TestPoolStats checks the counters of every endpoint of a pool, as
+// /metrics shows them: one entry per address, sorted, each with its own
+// requests and failures by kind.
+func TestPoolStats(t *testing.T) {
+	good := startFaultServer(t)
+	slow := startFaultServer(t, fault{kind: faultSilent})
+	dead := freeAddr(t)
+	pool := newTestPool(t)
+	ctx := t.Context()
+	if _, err := pool.Endpoint(EndpointConfig{Address: good.addr()}).Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Endpoint(EndpointConfig{Address: slow.addr()}).Unit(1, 50*time.Millisecond).ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("silent server: %v, want ErrTimeout", err)
+	}
+	if _, err := pool.Endpoint(EndpointConfig{Address: dead}).Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
+		t.Fatal("no error from a dead address")
+	}
+	want := map[string]EndpointStats{
+		good.addr(): {Address: good.addr(), Connected: true, Requests: 1, Connects: 1},
+		slow.addr(): {Address: slow.addr(), Requests: 1, Failures: 1, Timeouts: 1, Connects: 1},
+		dead:        {Address: dead, ConnectFailures: 1},
+	}
+	got := pool.Stats()
+	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b EndpointStats) int { return strings.Compare(a.Address, b.Address) }) {
+		t.Fatalf("Stats() = %+v, want %d endpoints sorted by address", got, len(want))
+	}
+	for _, st := range got {
+		if st != want[st.Address] {
+			t.Errorf("stats %+v, want %+v", st, want[st.Address])
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,18 @@ func (p *Pool) Endpoint(cfg EndpointConfig) *Endpoint {
 	return e
 }
 
+// Stats returns the counters of every endpoint of the pool, by address.
+func (p *Pool) Stats() []EndpointStats {
+	p.mu.Lock()
+	out := make([]EndpointStats, 0, len(p.endpoints))
+	for _, e := range p.endpoints {
+		out = append(out, e.Stats())
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b EndpointStats) int { return strings.Compare(a.Address, b.Address) })
+	return out
+}
+
 // Close closes every endpoint and its socket. A request in flight is first
 // allowed to finish (at most its timeout). Later requests fail with
 // [ErrClosed]. Close is idempotent.
@@ -184,6 +197,8 @@ func (e *Endpoint) Unit(id byte, timeout time.Duration) *Client {
 }
 
 // EndpointStats are the counters of an endpoint since it was created.
+// plantd exports them at /metrics (cmd/plantd, [Pool.Stats]). Counting
+// costs one atomic add per request that succeeds, a few more per failure.
 type EndpointStats struct {
 	// Address is the endpoint's host:port.
 	Address string
@@ -192,48 +207,43 @@ type EndpointStats struct {
 	// Requests counts requests written to the socket.
 	Requests uint64
 	// Failures counts requests without a valid answer (I/O error, timeout,
-	// mismatch, malformed frame). Each one closed the socket.
+	// mismatch, malformed frame): the sum of the four counts below. Each
+	// one closed the socket.
 	Failures uint64
 	// Exceptions counts Modbus exception answers.
 	Exceptions uint64
-	// Timeouts, Mismatches and Malformed count failures of those kinds.
-	Timeouts, Mismatches, Malformed uint64
+	// Timeouts, Mismatches, Malformed and IOErrors (any other failure:
+	// EOF, reset) count failures of those kinds.
+	Timeouts, Mismatches, Malformed, IOErrors uint64
 	// Connects counts successful connects, and ConnectFailures failed ones.
 	Connects, ConnectFailures uint64
-	// Disconnects counts sockets closed after a failure or at Close.
-	Disconnects uint64
-	// BytesSent and BytesReceived count Modbus TCP frame bytes.
-	BytesSent, BytesReceived uint64
 }
 
 type counters struct {
-	connected                       atomic.Bool
-	requests, failures, exceptions  atomic.Uint64
-	timeouts, mismatches, malformed atomic.Uint64
-	connects, connectFailures       atomic.Uint64
-	disconnects                     atomic.Uint64
-	bytesSent, bytesReceived        atomic.Uint64
+	connected                                 atomic.Bool
+	requests, exceptions                      atomic.Uint64
+	timeouts, mismatches, malformed, ioErrors atomic.Uint64
+	connects, connectFailures                 atomic.Uint64
 }
 
 // Stats returns a snapshot of the endpoint's counters. It does not wait for a
 // request in flight.
 func (e *Endpoint) Stats() EndpointStats {
 	c := &e.stats
-	return EndpointStats{
+	st := EndpointStats{
 		Address:         e.cfg.Address,
 		Connected:       c.connected.Load(),
 		Requests:        c.requests.Load(),
-		Failures:        c.failures.Load(),
 		Exceptions:      c.exceptions.Load(),
 		Timeouts:        c.timeouts.Load(),
 		Mismatches:      c.mismatches.Load(),
 		Malformed:       c.malformed.Load(),
+		IOErrors:        c.ioErrors.Load(),
 		Connects:        c.connects.Load(),
 		ConnectFailures: c.connectFailures.Load(),
-		Disconnects:     c.disconnects.Load(),
-		BytesSent:       c.bytesSent.Load(),
-		BytesReceived:   c.bytesReceived.Load(),
 	}
+	st.Failures = st.Timeouts + st.Mismatches + st.Malformed + st.IOErrors
+	return st
 }
 
 // acquire waits for the endpoint's turn, the context or close.
@@ -297,7 +307,6 @@ func (e *Endpoint) disconnect(reason string) error {
 	e.conn, e.raw = nil, nil
 	e.connected = false
 	e.stats.connected.Store(false)
-	e.stats.disconnects.Add(1)
 	e.log.Debug("modbus disconnected", "reason", reason)
 	return err
 }
