@@ -349,8 +349,8 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	if err != nil {
 		c.stats.WriteErrors++
 		st.failures++
-		backoff := writeRetry.Wait(st.failures, 0)
-		st.nextTry = now.Add(backoff)
+		wait := writeRetry.Wait(st.failures, 0)
+		st.nextTry = now.Add(wait)
 		first := st.lastErr != err.Error()
 		st.lastErr = err.Error()
 		failed := IsRefusal(err) && (st.failures >= c.cfg.FailAfter || errors.Is(err, errUnsupported))
@@ -366,7 +366,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		c.mu.Unlock()
 		if first || failed {
 			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelError, Code: "GridControlWriteFailed",
-				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, backoff, err)})
+				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, wait, err)})
 		}
 		c.log.Warn("grid control write failed", "device", d.Info.ID, "control", k, "attempt", st.failures, "err", err)
 		c.persistAll(ctx, persist)
