@@ -90,12 +90,20 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	if err := ctx.Err(); err != nil {
 		return dst, c.error(req.op, req, err)
 	}
-	if err := e.acquire(ctx); err != nil {
+	waited, failedBefore, err := e.acquire(ctx)
+	if err != nil {
 		return dst, c.error(req.op, req, err)
 	}
 	defer e.release()
 
 	if !e.connected {
+		if waited && e.connectFailed.Load() != failedBefore {
+			// A connect failed while this request waited: the address
+			// cannot be reached now, and trying again at once would make
+			// every unit behind a dead gateway wait out a connect of its
+			// own. The caller retries at its pace.
+			return dst, c.error(OpConnect, req, fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr))
+		}
 		if err := e.connect(ctx, c.timeout); err != nil {
 			return dst, c.error(OpConnect, req, err)
 		}

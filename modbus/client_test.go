@@ -739,3 +739,43 @@ func TestPoolStats(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitersShareAFailedConnect checks that requests that waited for
+// their turn while a connect failed fail with its error at once, instead
+// of each waiting out a connect of its own (units behind a dead gateway),
+// and that a request after the failure tries again.
+func TestWaitersShareAFailedConnect(t *testing.T) {
+	addr := freeAddr(t) // nothing listens: connection refused
+	ep := newTestPool(t).Endpoint(EndpointConfig{Address: addr})
+	ctx := t.Context()
+	const waiters = 3
+	ep.sem <- struct{}{} // the test takes the turn, as a request that connects
+	errs := make(chan error, waiters)
+	for i := range waiters {
+		go func() {
+			_, err := ep.Unit(byte(i+1), 0).ReadHoldingRegisters(ctx, 0, 1, nil)
+			errs <- err
+		}()
+	}
+	waitFor(t, "the requests waiting for their turn", 10*time.Second, func() bool { return ep.Stats().Waiting == waiters })
+	if err := ep.connect(ctx, time.Second); err == nil {
+		t.Fatal("connect to a dead address succeeded")
+	}
+	ep.release()
+	for range waiters {
+		err := <-errs
+		var mbErr *Error
+		if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || !IsRetryable(err) || !strings.Contains(err.Error(), "while this request waited") {
+			t.Errorf("waiting request: err = %v, want the failed connect's error", err)
+		}
+	}
+	if st := ep.Stats(); st.ConnectFailures != 1 || st.Waiting != 0 {
+		t.Errorf("stats %+v: want 1 connect attempt, nobody waiting", st)
+	}
+	if _, err := ep.Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err == nil || strings.Contains(err.Error(), "while this request waited") {
+		t.Errorf("request after the failure: err = %v, want a connect attempt of its own", err)
+	}
+	if st := ep.Stats(); st.ConnectFailures != 2 {
+		t.Errorf("stats %+v: want 2 connect attempts", st)
+	}
+}

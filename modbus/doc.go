@@ -50,9 +50,12 @@
 // request because earlier ones failed. A request after a failure connects
 // again at once, and one unit's failures never hold back another unit's
 // requests beyond the one timeout each failed request costs on the shared
-// socket. When to try a failing device again is its caller's decision:
-// the poller backs off a device whose polls fail (plantd/devices/poller,
-// with plantd/internal/backoff), grid control a write that failed.
+// socket. Only the requests that waited for their turn while a connect
+// failed fail at once with its error, so that the units behind a dead
+// gateway pay one connect timeout, not one each. When to try a failing
+// device again is its caller's decision: the poller backs off a device
+// whose polls fail (plantd/devices/poller, with plantd/internal/backoff),
+// grid control a write that failed.
 //
 // # Errors
 //

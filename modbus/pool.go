@@ -159,9 +159,16 @@ type Endpoint struct {
 	raw       syscall.RawConn // conn's file descriptor, for roundTrip
 	connected bool
 	readyAt   time.Time // first request allowed after ConnectDelay
-	txID      uint16
-	buf       [maxADU]byte // request frame
-	rbuf      [maxADU]byte // answer frame
+	// connectFailed counts the connects that failed through the address
+	// (not a caller's context), and lastConnectErr is the last one's
+	// error: requests that waited for their turn while a connect failed
+	// fail with its error instead of each trying again (acquire, do).
+	// connectFailed is read before the turn, so it is atomic.
+	connectFailed  atomic.Uint64
+	lastConnectErr error
+	txID           uint16
+	buf            [maxADU]byte // request frame
+	rbuf           [maxADU]byte // answer frame
 	// exchange is the request in flight and step its read callback.
 	exchange exchange
 	step     func(fd uintptr) bool
@@ -215,12 +222,15 @@ type EndpointStats struct {
 	// Timeouts, Mismatches, Malformed and IOErrors (any other failure:
 	// EOF, reset) count failures of those kinds.
 	Timeouts, Mismatches, Malformed, IOErrors uint64
+	// Waiting is the number of requests waiting for their turn now.
+	Waiting int64
 	// Connects counts successful connects, and ConnectFailures failed ones.
 	Connects, ConnectFailures uint64
 }
 
 type counters struct {
 	connected                                 atomic.Bool
+	waiting                                   atomic.Int64
 	requests, exceptions                      atomic.Uint64
 	timeouts, mismatches, malformed, ioErrors atomic.Uint64
 	connects, connectFailures                 atomic.Uint64
@@ -233,6 +243,7 @@ func (e *Endpoint) Stats() EndpointStats {
 	st := EndpointStats{
 		Address:         e.cfg.Address,
 		Connected:       c.connected.Load(),
+		Waiting:         c.waiting.Load(),
 		Requests:        c.requests.Load(),
 		Exceptions:      c.exceptions.Load(),
 		Timeouts:        c.timeouts.Load(),
@@ -246,21 +257,33 @@ func (e *Endpoint) Stats() EndpointStats {
 	return st
 }
 
-// acquire waits for the endpoint's turn, the context or close.
-func (e *Endpoint) acquire(ctx context.Context) error {
+// acquire waits for the endpoint's turn, the context or close. A caller
+// that had to wait gets waited true and the count of failed connects when
+// it began to wait (see connectFailed); one that got its turn at once pays
+// no more than the channel send.
+func (e *Endpoint) acquire(ctx context.Context) (waited bool, failedBefore uint64, err error) {
 	select {
 	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.done:
-		return ErrClosed
+	default:
+		waited, failedBefore = true, e.connectFailed.Load()
+		e.stats.waiting.Add(1)
+		select {
+		case e.sem <- struct{}{}:
+			e.stats.waiting.Add(-1)
+		case <-ctx.Done():
+			e.stats.waiting.Add(-1)
+			return waited, failedBefore, ctx.Err()
+		case <-e.done:
+			e.stats.waiting.Add(-1)
+			return waited, failedBefore, ErrClosed
+		}
 	}
 	select {
 	case <-e.done:
 		<-e.sem
-		return ErrClosed
+		return waited, failedBefore, ErrClosed
 	default:
-		return nil
+		return waited, failedBefore, nil
 	}
 }
 
@@ -291,7 +314,12 @@ func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
 	}
 	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
-		return classify(err)
+		err = classify(err)
+		if ctx.Err() == nil { // the address failed, not the caller
+			e.lastConnectErr = err
+			e.connectFailed.Add(1)
+		}
+		return err
 	}
 	e.connected = true
 	e.stats.connected.Store(true)

@@ -69,6 +69,7 @@ func collectEndpoints(w *metrics.Writer, eps []modbus.EndpointStats) {
 			connected = 1
 		}
 		w.Gauge("plantd_modbus_connected", "1 while plantd holds a connection to the Modbus endpoint.", connected, "endpoint", e.Address)
+		w.Gauge("plantd_modbus_waiting_requests", "Requests waiting for their turn on the endpoint's connection now.", float64(e.Waiting), "endpoint", e.Address)
 		w.Counter("plantd_modbus_requests_total", "Modbus requests sent to the endpoint.", float64(e.Requests), "endpoint", e.Address)
 		for _, f := range []struct {
 			reason string

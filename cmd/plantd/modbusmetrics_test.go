@@ -88,6 +88,7 @@ func TestMetricsModbusEndpoints(t *testing.T) {
 		want         float64
 	}{
 		{"plantd_modbus_connected", endpoint(meter), 1},
+		{"plantd_modbus_waiting_requests", endpoint(meter), 0},
 		{"plantd_modbus_connects_total", endpoint(meter), 1},
 		{"plantd_modbus_connect_failures_total", endpoint(meter), 0},
 		{"plantd_modbus_request_failures_total", endpoint(meter) + `,reason="timeout"`, 0},
