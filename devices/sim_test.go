@@ -17,7 +17,7 @@ import (
 
 func newClient(t *testing.T, pool *modbus.Pool, d *sim.Device, timeout time.Duration) *modbus.Client {
 	t.Helper()
-	return pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: timeout, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond}).Unit(d.Unit(), timeout)
+	return pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: timeout}).Unit(d.Unit(), timeout)
 }
 
 func newPool(t *testing.T) *modbus.Pool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/internal/backoff"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
@@ -333,6 +334,10 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	}
 }
 
+// writeRetry is the wait before a failed write is tried again: 1, 2, 4 …
+// 30 s after consecutive failures.
+var writeRetry = backoff.Exp{First: time.Second, Max: 30 * time.Second}
+
 // outcome records a write: success makes the control owned (persisted
 // before anything else is written, so a crash still restores it), marks
 // the windows applied (late if so) and logs changes; failure backs off and,
@@ -344,8 +349,8 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	if err != nil {
 		c.stats.WriteErrors++
 		st.failures++
-		backoff := time.Duration(min(30, 1<<min(st.failures-1, 5))) * time.Second
-		st.nextTry = now.Add(backoff)
+		wait := writeRetry.Wait(st.failures, 0)
+		st.nextTry = now.Add(wait)
 		first := st.lastErr != err.Error()
 		st.lastErr = err.Error()
 		failed := IsRefusal(err) && (st.failures >= c.cfg.FailAfter || errors.Is(err, errUnsupported))
@@ -361,7 +366,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		c.mu.Unlock()
 		if first || failed {
 			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelError, Code: "GridControlWriteFailed",
-				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, backoff, err)})
+				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, wait, err)})
 		}
 		c.log.Warn("grid control write failed", "device", d.Info.ID, "control", k, "attempt", st.failures, "err", err)
 		c.persistAll(ctx, persist)

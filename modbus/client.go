@@ -90,15 +90,20 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	if err := ctx.Err(); err != nil {
 		return dst, c.error(req.op, req, err)
 	}
-	if err := e.acquire(ctx); err != nil {
+	waited, failedBefore, err := e.acquire(ctx)
+	if err != nil {
 		return dst, c.error(req.op, req, err)
 	}
 	defer e.release()
 
-	if err := e.unitReady(c.unit); err != nil {
-		return dst, c.error(req.op, req, err)
-	}
 	if !e.connected {
+		if waited && e.connectFailed.Load() != failedBefore {
+			// A connect failed while this request waited: the address
+			// cannot be reached now, and trying again at once would make
+			// every unit behind a dead gateway wait out a connect of its
+			// own. The caller retries at its pace.
+			return dst, c.error(OpConnect, req, fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr))
+		}
 		if err := e.connect(ctx, c.timeout); err != nil {
 			return dst, c.error(OpConnect, req, err)
 		}
@@ -113,30 +118,25 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 
 	adu := e.encode(c.unit, req)
 	e.stats.requests.Add(1)
-	e.stats.bytesSent.Add(uint64(len(adu)))
 	resp, err := e.roundTrip(adu, timeout)
 	if err == nil {
-		e.stats.bytesReceived.Add(uint64(len(resp)))
 		err = framing.Verify(adu, resp)
 	}
 	if err == nil {
 		dst, err = decode(req, resp, dst)
 	}
 	if err == nil {
-		e.unitAnswered(c.unit)
 		return dst, nil
 	}
 
-	err = classify(err, req.fc)
+	err = classify(err)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.
-		e.unitAnswered(c.unit)
 		e.stats.exceptions.Add(1)
 		return dst[:0], c.error(req.op, req, err)
 	}
-	e.stats.failures.Add(1)
-	reason := "io"
+	var reason string
 	switch {
 	case errors.Is(err, ErrTimeout):
 		e.stats.timeouts.Add(1)
@@ -147,11 +147,13 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	case errors.Is(err, ErrMalformed):
 		e.stats.malformed.Add(1)
 		reason = "malformed"
+	default:
+		e.stats.ioErrors.Add(1)
+		reason = "io"
 	}
 	// Close the socket so that a late answer can never be read as the answer
 	// to the next request. The close error adds nothing to the request's.
 	_ = e.disconnect(reason)
-	e.failUnit(c.unit, err)
 	return dst[:0], c.error(req.op, req, err)
 }
 

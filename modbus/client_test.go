@@ -36,24 +36,6 @@ func newTestPool(tb testing.TB) *Pool {
 	return p
 }
 
-// fakeClock drives backoff decisions in tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
@@ -219,7 +201,7 @@ func TestExceptions(t *testing.T) {
 		})
 	}
 	st := ep.Stats()
-	if st.Connects != 1 || st.Disconnects != 0 || !st.Connected || st.Exceptions != uint64(2*len(tests)) {
+	if st.Connects != 1 || !st.Connected || st.Exceptions != uint64(2*len(tests)) {
 		t.Errorf("stats %+v: exceptions must keep the connection", st)
 	}
 }
@@ -281,7 +263,7 @@ func TestFaults(t *testing.T) {
 			if tt.wantIs == ErrTimeout && elapsed > 900*time.Millisecond {
 				t.Errorf("timed out after %v, want about 150ms", elapsed)
 			}
-			if st := ep.Stats(); st.Connected || st.Disconnects != 1 || st.Failures != 1 {
+			if st := ep.Stats(); st.Connected || st.Failures != 1 {
 				t.Errorf("stats %+v: want the socket closed after the failure", st)
 			}
 
@@ -320,8 +302,8 @@ func TestAnswerInPieces(t *testing.T) {
 			t.Errorf("read %d got %v, want %v", i+1, got, want)
 		}
 	}
-	if st := ep.Stats(); st.Connects != 1 || st.Failures != 0 || st.BytesReceived != 3*(mbapSize+2+6) {
-		t.Errorf("stats %+v: want 3 answers of %d bytes on one connection", st, mbapSize+2+6)
+	if st := ep.Stats(); st.Connects != 1 || st.Failures != 0 || st.Requests != 3 {
+		t.Errorf("stats %+v: want 3 answers on one connection", st)
 	}
 }
 
@@ -521,128 +503,55 @@ func TestConcurrentUnits(t *testing.T) {
 	}
 }
 
-func TestBackoffAfterFailedRequests(t *testing.T) {
-	closes := make([]fault, 5)
-	for i := range closes {
-		closes[i] = fault{kind: faultClose}
-	}
-	srv := startFaultServer(t, closes...)
-	pool := newTestPool(t)
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	pool.now = clk.now
-	pool.rand = func() float64 { return 0.5 } // no jitter
-	ep := pool.Endpoint(EndpointConfig{Address: srv.addr(), BackoffMin: time.Second, BackoffMax: 4 * time.Second})
-	c := ep.Unit(1, 0)
+// TestFailuresRetryAtOnce checks that the endpoint keeps no retry policy
+// of its own (the poller owns a failing device's retry): after failed
+// requests or connects, the next request tries again at once, and one
+// unit's failures never refuse another unit's requests.
+func TestFailuresRetryAtOnce(t *testing.T) {
 	ctx := t.Context()
-	read := func() error {
-		_, err := c.ReadHoldingRegisters(ctx, 0, 1, nil)
-		return err
-	}
-	wantBackoff := func(step string) {
-		t.Helper()
-		before := srv.accepts.Load()
-		err := read()
-		var mbErr *Error
-		if !errors.Is(err, ErrBackoff) || !errors.As(err, &mbErr) || mbErr.Op != OpRead || !IsRetryable(err) {
-			t.Fatalf("%s: err = %v, want ErrBackoff of the read", step, err)
+	t.Run("requests", func(t *testing.T) {
+		const failures = 4
+		closes := make([]fault, failures)
+		for i := range closes {
+			closes[i] = fault{kind: faultClose}
 		}
-		if srv.accepts.Load() != before {
-			t.Fatalf("%s: a request in backoff connected", step)
+		srv := startFaultServer(t, closes...)
+		ep := newTestPool(t).Endpoint(EndpointConfig{Address: srv.addr()})
+		bad, good := ep.Unit(1, 0), ep.Unit(2, 0)
+		for i := range failures {
+			before := srv.accepts.Load()
+			if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); err == nil || !IsRetryable(err) {
+				t.Fatalf("failure %d: err = %v, want a retryable failure", i+1, err)
+			}
+			if n := srv.accepts.Load(); n != before+1 {
+				t.Fatalf("failure %d: %d new connections, want the request on a new one", i+1, n-before)
+			}
 		}
-	}
-	wantFailure := func(step string) {
-		t.Helper()
-		if err := read(); err == nil || errors.Is(err, ErrBackoff) {
-			t.Fatalf("%s: err = %v, want a failed request", step, err)
+		// The script is used up: both units are answered at once.
+		for _, c := range []*Client{good, bad} {
+			if _, err := c.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
+				t.Fatalf("unit %d after unit 1's failures: %v", c.UnitID(), err)
+			}
 		}
-	}
-
-	wantFailure("failure 1")
-	wantFailure("failure 2: reconnect at once after the first")
-	wantBackoff("after 2 failures")
-	clk.advance(999 * time.Millisecond)
-	wantBackoff("1ms before the end of the 1s wait")
-	clk.advance(time.Millisecond)
-	wantFailure("failure 3")
-	clk.advance(1999 * time.Millisecond)
-	wantBackoff("1ms before the end of the 2s wait")
-	clk.advance(time.Millisecond)
-	wantFailure("failure 4")
-	clk.advance(4 * time.Second)
-	wantFailure("failure 5, after 4s")
-	clk.advance(3999 * time.Millisecond)
-	wantBackoff("capped at 4s")
-	clk.advance(time.Millisecond)
-
-	// The script is used up: this request succeeds and resets the count.
-	if err := read(); err != nil {
-		t.Fatalf("after backoff: %v", err)
-	}
-	srv.push(fault{kind: faultClose})
-	wantFailure("failure after a success")
-	if err := read(); err != nil {
-		t.Fatalf("a first failure must reconnect at once: %v", err)
-	}
-	if st := ep.Stats(); st.Backoffs != 4 || st.Connects != 7 || st.Failures != 6 {
-		t.Errorf("stats %+v: want 4 backoffs, 7 connects, 6 failures", st)
-	}
-}
-
-// TestBackoffIsPerUnit checks that a unit whose requests fail backs off
-// alone: another unit behind the same endpoint keeps its turn.
-func TestBackoffIsPerUnit(t *testing.T) {
-	srv := startFaultServer(t, fault{kind: faultClose}, fault{kind: faultClose})
-	pool := newTestPool(t)
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	pool.now = clk.now
-	pool.rand = func() float64 { return 0.5 }
-	ep := pool.Endpoint(EndpointConfig{Address: srv.addr(), BackoffMin: time.Second, BackoffMax: 4 * time.Second})
-	bad, good := ep.Unit(1, 0), ep.Unit(2, 0)
-	ctx := t.Context()
-	for i := range 2 {
-		if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
-			t.Fatalf("failure %d: no error", i+1)
+		if st := ep.Stats(); st.Connects != failures+1 || st.Failures != failures || st.Requests != failures+2 {
+			t.Errorf("stats %+v: want %d connects, %d failures, %d requests", st, failures+1, failures, failures+2)
 		}
-	}
-	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrBackoff) || !strings.Contains(err.Error(), "unit 1") {
-		t.Fatalf("unit 1 after 2 failures: %v, want its backoff", err)
-	}
-	if _, err := good.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
-		t.Fatalf("unit 2 during unit 1's backoff: %v", err)
-	}
-	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrBackoff) {
-		t.Fatalf("unit 2's answer must not clear unit 1's backoff: %v", err)
-	}
-	clk.advance(time.Second)
-	if _, err := bad.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
-		t.Fatalf("unit 1 after its backoff: %v", err)
-	}
-}
-
-func TestBackoffAfterFailedConnects(t *testing.T) {
-	addr := freeAddr(t) // nothing listens: connection refused
-	pool := newTestPool(t)
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	pool.now = clk.now
-	pool.rand = func() float64 { return 0.5 }
-	ep := pool.Endpoint(EndpointConfig{Address: addr, BackoffMin: time.Minute, BackoffMax: time.Hour})
-	c := ep.Unit(7, 0)
-	for i, want := range []error{nil, nil, ErrBackoff, ErrBackoff} {
-		err := c.WriteRegisters(t.Context(), 40000, []uint16{1})
-		var mbErr *Error
-		if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || mbErr.Unit != 7 || mbErr.Endpoint != addr {
-			t.Fatalf("attempt %d: err = %#v, want a connect *Error", i+1, err)
+	})
+	t.Run("connects", func(t *testing.T) {
+		addr := freeAddr(t) // nothing listens: connection refused
+		ep := newTestPool(t).Endpoint(EndpointConfig{Address: addr})
+		const attempts = 4
+		for i := range attempts {
+			err := ep.Unit(byte(7+i%2), 0).WriteRegisters(ctx, 40000, []uint16{1})
+			var mbErr *Error
+			if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || mbErr.Endpoint != addr || !IsRetryable(err) {
+				t.Fatalf("attempt %d: err = %#v, want a retryable connect *Error", i+1, err)
+			}
 		}
-		if want == nil && errors.Is(err, ErrBackoff) {
-			t.Fatalf("attempt %d: err = %v, want a connect attempt", i+1, err)
+		if st := ep.Stats(); st.ConnectFailures != attempts || st.Requests != 0 {
+			t.Errorf("stats %+v: want %d connect attempts, no request", st, attempts)
 		}
-		if want != nil && !errors.Is(err, want) {
-			t.Fatalf("attempt %d: err = %v, want %v", i+1, err, want)
-		}
-	}
-	if st := ep.Stats(); st.ConnectFailures != 2 || st.Backoffs != 2 || st.Requests != 0 {
-		t.Errorf("stats %+v: want 2 connect failures, 2 backoffs", st)
-	}
+	})
 }
 
 func TestConnectDelay(t *testing.T) {
@@ -709,7 +618,7 @@ func TestPoolClose(t *testing.T) {
 	if err := late.Unit(1, 0).WriteRegisters(t.Context(), 0, []uint16{1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("endpoint made after Close: err = %v, want ErrClosed", err)
 	}
-	if st := ep.Stats(); st.Connected || st.Disconnects != 1 {
+	if st := ep.Stats(); st.Connected || st.Connects != 1 {
 		t.Errorf("stats %+v: want the socket closed", st)
 	}
 }
@@ -754,7 +663,6 @@ func TestErrorMessages(t *testing.T) {
 		{&ExceptionError{Function: 3, Code: 2}, "exception 2 (illegal data address) on function 3"},
 		{&ExceptionError{Function: 16, Code: 11}, "exception 11 (gateway target device failed to respond) on function 16"},
 		{&ExceptionError{Function: 3, Code: 42}, "exception 42 (unknown exception) on function 3"},
-		{&backoffError{wait: 1500 * time.Millisecond, last: cause}, "reconnect backoff: next connect attempt in 1.5s, last error: boom"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
@@ -782,18 +690,92 @@ func TestNormalizeAddress(t *testing.T) {
 }
 
 func TestEndpointConfigDefaults(t *testing.T) {
-	got := EndpointConfig{Address: "h", ConnectDelay: -1, BackoffMin: time.Minute, BackoffMax: time.Second}.withDefaults()
-	want := EndpointConfig{Address: "h:502", BackoffMin: time.Minute, BackoffMax: time.Minute, Timeout: DefaultTimeout}
+	got := EndpointConfig{Address: "h", ConnectDelay: -1, Timeout: -time.Second}.withDefaults()
+	want := EndpointConfig{Address: "h:502", Timeout: DefaultTimeout}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	got = EndpointConfig{Address: "h:1"}.withDefaults()
-	want = EndpointConfig{Address: "h:1", BackoffMin: DefaultBackoffMin, BackoffMax: DefaultBackoffMax, Timeout: DefaultTimeout}
+	want = EndpointConfig{Address: "h:1", Timeout: DefaultTimeout}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	c := NewPool(nil).Endpoint(EndpointConfig{Address: "h:1", Timeout: time.Second}).Unit(1, 0)
 	if c.Timeout() != time.Second {
 		t.Errorf("client timeout %v, want the endpoint's 1s", c.Timeout())
+	}
+}
+
+// TestPoolStats checks the counters of every endpoint of a pool, as
+// /metrics shows them: one entry per address, sorted, each with its own
+// requests and failures by kind.
+func TestPoolStats(t *testing.T) {
+	good := startFaultServer(t)
+	slow := startFaultServer(t, fault{kind: faultSilent})
+	dead := freeAddr(t)
+	pool := newTestPool(t)
+	ctx := t.Context()
+	if _, err := pool.Endpoint(EndpointConfig{Address: good.addr()}).Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Endpoint(EndpointConfig{Address: slow.addr()}).Unit(1, 50*time.Millisecond).ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("silent server: %v, want ErrTimeout", err)
+	}
+	if _, err := pool.Endpoint(EndpointConfig{Address: dead}).Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
+		t.Fatal("no error from a dead address")
+	}
+	want := map[string]EndpointStats{
+		good.addr(): {Address: good.addr(), Connected: true, Requests: 1, Connects: 1},
+		slow.addr(): {Address: slow.addr(), Requests: 1, Failures: 1, Timeouts: 1, Connects: 1},
+		dead:        {Address: dead, ConnectFailures: 1},
+	}
+	got := pool.Stats()
+	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b EndpointStats) int { return strings.Compare(a.Address, b.Address) }) {
+		t.Fatalf("Stats() = %+v, want %d endpoints sorted by address", got, len(want))
+	}
+	for _, st := range got {
+		if st != want[st.Address] {
+			t.Errorf("stats %+v, want %+v", st, want[st.Address])
+		}
+	}
+}
+
+// TestWaitersShareAFailedConnect checks that requests that waited for
+// their turn while a connect failed fail with its error at once, instead
+// of each waiting out a connect of its own (units behind a dead gateway),
+// and that a request after the failure tries again.
+func TestWaitersShareAFailedConnect(t *testing.T) {
+	addr := freeAddr(t) // nothing listens: connection refused
+	ep := newTestPool(t).Endpoint(EndpointConfig{Address: addr})
+	ctx := t.Context()
+	const waiters = 3
+	ep.sem <- struct{}{} // the test takes the turn, as a request that connects
+	errs := make(chan error, waiters)
+	for i := range waiters {
+		go func() {
+			_, err := ep.Unit(byte(i+1), 0).ReadHoldingRegisters(ctx, 0, 1, nil)
+			errs <- err
+		}()
+	}
+	waitFor(t, "the requests waiting for their turn", 10*time.Second, func() bool { return ep.Stats().Waiting == waiters })
+	if err := ep.connect(ctx, time.Second); err == nil {
+		t.Fatal("connect to a dead address succeeded")
+	}
+	ep.release()
+	for range waiters {
+		err := <-errs
+		var mbErr *Error
+		if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || !IsRetryable(err) || !strings.Contains(err.Error(), "while this request waited") {
+			t.Errorf("waiting request: err = %v, want the failed connect's error", err)
+		}
+	}
+	if st := ep.Stats(); st.ConnectFailures != 1 || st.Waiting != 0 {
+		t.Errorf("stats %+v: want 1 connect attempt, nobody waiting", st)
+	}
+	if _, err := ep.Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err == nil || strings.Contains(err.Error(), "while this request waited") {
+		t.Errorf("request after the failure: err = %v, want a connect attempt of its own", err)
+	}
+	if st := ep.Stats(); st.ConnectFailures != 2 {
+		t.Errorf("stats %+v: want 2 connect attempts", st)
 	}
 }

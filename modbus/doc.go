@@ -36,7 +36,7 @@
 // always use function 16 (write multiple registers, 1..123 registers), even for
 // a single register, so that 32-bit points are written in one request.
 //
-// # Connections, failures and backoff
+// # Connections and failures
 //
 // A new connection is made explicitly before the first request on it.
 // [EndpointConfig.ConnectDelay] then delays the first request, because some
@@ -46,26 +46,23 @@
 // late or stale answer therefore never counts as the answer to a later
 // request. The next request reconnects.
 //
-// Backoff is kept in two places, so that one bad unit behind a gateway does
-// not starve the others. Failed connects back off the endpoint: every unit
-// waits, because nothing behind the address can be reached. Failed requests
-// back off only their unit id: a unit that answers garbage, a crossed
-// answer or nothing at all waits, while the other units of the endpoint
-// keep their turn on a fresh connection. In both, the first retry is
-// immediate and each further consecutive failure doubles the wait, from
-// [EndpointConfig.BackoffMin] up to [EndpointConfig.BackoffMax], with ±20%
-// jitter. An answer (even an exception) resets the unit's count, a
-// successful connect the endpoint's; a device that accepts connections but
-// never answers therefore still backs off, through its unit. During a
-// backoff, requests fail at once with an error that wraps [ErrBackoff]. They
-// do not sleep: the poller above retries at its own pace.
+// The endpoint keeps no retry policy: it neither sleeps nor refuses a
+// request because earlier ones failed. A request after a failure connects
+// again at once, and one unit's failures never hold back another unit's
+// requests beyond the one timeout each failed request costs on the shared
+// socket. Only the requests that waited for their turn while a connect
+// failed fail at once with its error, so that the units behind a dead
+// gateway pay one connect timeout, not one each. When to try a failing
+// device again is its caller's decision: the poller backs off a device
+// whose polls fail (plantd/devices/poller, with plantd/internal/backoff),
+// grid control a write that failed.
 //
 // # Errors
 //
 // Every error returned by a Client is an [*Error] naming the operation,
 // endpoint, unit and registers. Test its cause with errors.Is against the
-// sentinels ([ErrTimeout], [ErrMismatch], [ErrMalformed], [ErrBackoff],
-// [ErrClosed], [ErrInvalid], context.Canceled, context.DeadlineExceeded), or
+// sentinels ([ErrTimeout], [ErrMismatch], [ErrMalformed], [ErrClosed],
+// [ErrInvalid], context.Canceled, context.DeadlineExceeded), or
 // with errors.As for an [*ExceptionError]. [Classify] and [IsRetryable] tell
 // callers what to do:
 //
@@ -75,9 +72,8 @@
 //   - exceptions 1 (illegal function) and 2 (illegal data address): the point
 //     is unsupported, so do not retry it;
 //   - exception 3 (illegal data value): the value was rejected;
-//   - I/O errors, timeouts, mismatches, malformed answers and backoff: the
-//     link failed, the socket is closed, and the next request reconnects
-//     (with backoff).
+//   - I/O errors, timeouts, mismatches and malformed answers: the link
+//     failed, the socket is closed, and the next request reconnects.
 //
 // The package logs only connects and disconnects, at Debug. It returns errors
 // and never logs them; the poller above logs state changes.

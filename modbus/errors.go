@@ -8,9 +8,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"time"
-
-	gmodbus "github.com/goburrow/modbus"
 )
 
 // Sentinel errors. Test for them with errors.Is on an error returned by a
@@ -29,9 +26,6 @@ var (
 	// protocol id, a byte count that differs from the data or from the
 	// quantity asked for, or a frame cut short. The socket was closed.
 	ErrMalformed = errors.New("malformed answer")
-	// ErrBackoff means the request was refused without I/O because the
-	// endpoint is waiting before its next connect attempt.
-	ErrBackoff = errors.New("reconnect backoff")
 	// ErrClosed means the endpoint's pool was closed.
 	ErrClosed = errors.New("endpoint closed")
 	// ErrInvalid means an invalid request (quantity out of range, registers
@@ -49,9 +43,9 @@ const (
 // Error is the error returned by every Client method. It names the operation,
 // the endpoint, the unit and the registers. Err holds the cause.
 type Error struct {
-	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure or a backoff
-	// refusal is reported as OpConnect, and the registers are those of the
-	// request that needed the connection.
+	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure is
+	// reported as OpConnect, and the registers are those of the request
+	// that needed the connection.
 	Op string
 	// Endpoint is the host:port.
 	Endpoint string
@@ -138,9 +132,9 @@ type Class int
 const (
 	// ClassOK: no error.
 	ClassOK Class = iota
-	// ClassLink: I/O error, timeout, mismatched or malformed answer, or
-	// backoff. The socket was closed, and the next request reconnects
-	// (with backoff). Retryable.
+	// ClassLink: I/O error, timeout, mismatched or malformed answer. The
+	// socket was closed, and the next request reconnects. Retryable: when
+	// is the caller's choice (the poller's backoff).
 	ClassLink
 	// ClassBusy: exception 5 (acknowledge) or 6 (server device busy). Retry
 	// later; the connection is fine.
@@ -216,7 +210,7 @@ func Classify(err error) Class {
 		return ClassClosed
 	case errors.Is(err, ErrInvalid):
 		return ClassInvalid
-	case errors.Is(err, ErrTimeout), errors.Is(err, ErrMismatch), errors.Is(err, ErrMalformed), errors.Is(err, ErrBackoff):
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrMismatch), errors.Is(err, ErrMalformed):
 		return ClassLink
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ClassCanceled
@@ -256,45 +250,15 @@ func (e *kindError) Error() string {
 
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
 
-// backoffError is the cause of a request refused during a reconnect backoff.
-type backoffError struct {
-	wait time.Duration
-	last error
-	next string // what waits: "connect attempt" or "request of unit N"
-}
-
-func (e *backoffError) Error() string {
-	next := e.next
-	if next == "" {
-		next = "connect attempt"
-	}
-	if e.last == nil {
-		return fmt.Sprintf("%v: next %s in %v", ErrBackoff, next, e.wait)
-	}
-	return fmt.Sprintf("%v: next %s in %v, last error: %v", ErrBackoff, next, e.wait, e.last)
-}
-
-func (e *backoffError) Unwrap() error { return ErrBackoff }
-
-// classify maps an error from goburrow or the socket to this package's errors.
-// fc is the request's function code (0 for a connect). Modbus exceptions for
-// fc become *ExceptionError. Timeouts wrap ErrTimeout. goburrow's string
-// errors about mismatched answers wrap ErrMismatch, and those about bad frames
-// wrap ErrMalformed. Any other I/O error (EOF, reset) is returned unchanged.
-func classify(err error, fc byte) error {
+// classify maps an error of the socket or of the MBAP check (goburrow's
+// tcpPackager.Verify, the only goburrow code plantd calls) to this
+// package's errors. Timeouts wrap ErrTimeout, and an answer cut short wraps
+// ErrMalformed. Verify's errors wrap ErrMismatch (transaction or unit id) or
+// ErrMalformed (protocol id). Any other error (EOF, reset, or one already
+// classified by decode or frameDone) is returned unchanged.
+func classify(err error) error {
 	if err == nil {
 		return nil
-	}
-	var mbErr *gmodbus.ModbusError
-	if errors.As(err, &mbErr) {
-		// goburrow's client turns any function code that differs from the
-		// request's into a ModbusError. It is a real exception only when it
-		// is the request's code with the 0x80 bit set.
-		if fc != 0 && mbErr.FunctionCode == fc|0x80 {
-			return &ExceptionError{Function: fc, Code: mbErr.ExceptionCode}
-		}
-		return &kindError{kind: ErrMismatch, err: err,
-			msg: fmt.Sprintf("response function code %d does not match request %d", mbErr.FunctionCode, fc)}
 	}
 	if isTimeout(err) {
 		return &kindError{kind: ErrTimeout, err: err}
@@ -302,39 +266,27 @@ func classify(err error, fc byte) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &kindError{kind: ErrMalformed, err: err, msg: "frame cut short: " + err.Error()}
 	}
-	msg := err.Error()
-	rest, ok := strings.CutPrefix(msg, "modbus: ")
+	rest, ok := strings.CutPrefix(err.Error(), "modbus: ")
 	if !ok {
 		return err
 	}
-	for _, m := range goburrowErrors {
-		if strings.Contains(rest, m.substr) {
+	for _, m := range verifyErrors {
+		if strings.HasPrefix(rest, m.prefix) {
 			return &kindError{kind: m.kind, err: err, msg: rest}
 		}
 	}
 	return err
 }
 
-// goburrowErrors lists the fmt.Errorf messages of github.com/goburrow/modbus
-// v0.1.0 (tcpclient.go, client.go) that describe answers, with their kind.
-var goburrowErrors = [...]struct {
-	substr string
+// verifyErrors lists the errors of tcpPackager.Verify in
+// github.com/goburrow/modbus v0.1.0, with their kind.
+var verifyErrors = [...]struct {
+	prefix string
 	kind   error
 }{
-	// tcpPackager.Verify
 	{"response transaction id", ErrMismatch},
-	{"response unit id", ErrMismatch},
 	{"response protocol id", ErrMalformed},
-	// client.send and the write functions: an answer to another request.
-	{"response function code", ErrMismatch},
-	{"response address", ErrMismatch},
-	{"response quantity", ErrMismatch},
-	{"response value", ErrMismatch},
-	// tcpTransporter.Send and tcpPackager.Decode: bad MBAP length.
-	{"length in response", ErrMalformed},
-	// client: byte count or PDU size.
-	{"response data size", ErrMalformed},
-	{"response data is empty", ErrMalformed},
+	{"response unit id", ErrMismatch},
 }
 
 func isTimeout(err error) bool {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,10 +16,8 @@ import (
 
 // Defaults of [EndpointConfig].
 const (
-	DefaultPort       = "502"
-	DefaultTimeout    = 2 * time.Second
-	DefaultBackoffMin = 200 * time.Millisecond
-	DefaultBackoffMax = 30 * time.Second
+	DefaultPort    = "502"
+	DefaultTimeout = 2 * time.Second
 )
 
 // EndpointConfig configures one Modbus TCP endpoint. Zero values mean the
@@ -31,11 +29,6 @@ type EndpointConfig struct {
 	// request. Some inverters drop the first request after a connect. The
 	// default is 0.
 	ConnectDelay time.Duration
-	// BackoffMin is the wait before the second reconnect in a row (the first
-	// one is immediate). Default 200ms.
-	BackoffMin time.Duration
-	// BackoffMax caps the reconnect wait, jitter included. Default 30s.
-	BackoffMax time.Duration
 	// Timeout is the default per-request timeout (also used for connects) of
 	// the endpoint's clients. Default 2s.
 	Timeout time.Duration
@@ -48,13 +41,6 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	if c.ConnectDelay < 0 {
 		c.ConnectDelay = 0
 	}
-	if c.BackoffMin <= 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -75,9 +61,6 @@ func normalizeAddress(addr string) string {
 // is safe for concurrent use.
 type Pool struct {
 	log *slog.Logger
-	// now and rand drive backoff decisions; tests replace them.
-	now  func() time.Time
-	rand func() float64
 
 	mu        sync.Mutex
 	endpoints map[string]*Endpoint
@@ -91,8 +74,6 @@ func NewPool(logger *slog.Logger) *Pool {
 	}
 	return &Pool{
 		log:       logger,
-		now:       time.Now,
-		rand:      rand.Float64,
 		endpoints: make(map[string]*Endpoint),
 	}
 }
@@ -113,13 +94,25 @@ func (p *Pool) Endpoint(cfg EndpointConfig) *Endpoint {
 		}
 		return e
 	}
-	e := newEndpoint(cfg, p.log.With("endpoint", cfg.Address), p.now, p.rand)
+	e := newEndpoint(cfg, p.log.With("endpoint", cfg.Address))
 	if p.closed {
 		_ = e.close() // not connected: nothing to fail
 		return e
 	}
 	p.endpoints[cfg.Address] = e
 	return e
+}
+
+// Stats returns the counters of every endpoint of the pool, by address.
+func (p *Pool) Stats() []EndpointStats {
+	p.mu.Lock()
+	out := make([]EndpointStats, 0, len(p.endpoints))
+	for _, e := range p.endpoints {
+		out = append(out, e.Stats())
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b EndpointStats) int { return strings.Compare(a.Address, b.Address) })
+	return out
 }
 
 // Close closes every endpoint and its socket. A request in flight is first
@@ -153,10 +146,8 @@ const maxADU = 260
 // Endpoint is one Modbus TCP address (host:port) with at most one socket,
 // shared by the [Client]s of its unit ids. Get it from [Pool.Endpoint].
 type Endpoint struct {
-	cfg  EndpointConfig
-	log  *slog.Logger
-	now  func() time.Time
-	rand func() float64
+	cfg EndpointConfig
+	log *slog.Logger
 
 	// sem serialises requests; the holder owns the fields below it. Waiting
 	// for it honours the caller's context.
@@ -164,20 +155,20 @@ type Endpoint struct {
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
-	conn        net.Conn        // open while connected
-	raw         syscall.RawConn // conn's file descriptor, for roundTrip
-	connected   bool
-	readyAt     time.Time // first request allowed after ConnectDelay
-	failures    int       // consecutive failed connects
-	nextConnect time.Time // backoff: no connect before this (per e.now)
-	lastErr     error     // cause of the last failure, for backoff errors
-	// units holds the request backoff of unit ids whose last requests
-	// failed. A unit that answers garbage or not at all backs off alone:
-	// the other units behind the endpoint keep their turn.
-	units map[byte]*unitBackoff
-	txID  uint16
-	buf   [maxADU]byte // request frame
-	rbuf  [maxADU]byte // answer frame
+	conn      net.Conn        // open while connected
+	raw       syscall.RawConn // conn's file descriptor, for roundTrip
+	connected bool
+	readyAt   time.Time // first request allowed after ConnectDelay
+	// connectFailed counts the connects that failed through the address
+	// (not a caller's context), and lastConnectErr is the last one's
+	// error: requests that waited for their turn while a connect failed
+	// fail with its error instead of each trying again (acquire, do).
+	// connectFailed is read before the turn, so it is atomic.
+	connectFailed  atomic.Uint64
+	lastConnectErr error
+	txID           uint16
+	buf            [maxADU]byte // request frame
+	rbuf           [maxADU]byte // answer frame
 	// exchange is the request in flight and step its read callback.
 	exchange exchange
 	step     func(fd uintptr) bool
@@ -185,12 +176,10 @@ type Endpoint struct {
 	stats counters
 }
 
-func newEndpoint(cfg EndpointConfig, log *slog.Logger, now func() time.Time, rnd func() float64) *Endpoint {
+func newEndpoint(cfg EndpointConfig, log *slog.Logger) *Endpoint {
 	e := &Endpoint{
 		cfg:  cfg,
 		log:  log,
-		now:  now,
-		rand: rnd,
 		sem:  make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -215,6 +204,8 @@ func (e *Endpoint) Unit(id byte, timeout time.Duration) *Client {
 }
 
 // EndpointStats are the counters of an endpoint since it was created.
+// plantd exports them at /metrics (cmd/plantd, [Pool.Stats]). Counting
+// costs one atomic add per request that succeeds, a few more per failure.
 type EndpointStats struct {
 	// Address is the endpoint's host:port.
 	Address string
@@ -223,68 +214,76 @@ type EndpointStats struct {
 	// Requests counts requests written to the socket.
 	Requests uint64
 	// Failures counts requests without a valid answer (I/O error, timeout,
-	// mismatch, malformed frame). Each one closed the socket.
+	// mismatch, malformed frame): the sum of the four counts below. Each
+	// one closed the socket.
 	Failures uint64
 	// Exceptions counts Modbus exception answers.
 	Exceptions uint64
-	// Timeouts, Mismatches and Malformed count failures of those kinds.
-	Timeouts, Mismatches, Malformed uint64
+	// Timeouts, Mismatches, Malformed and IOErrors (any other failure:
+	// EOF, reset) count failures of those kinds.
+	Timeouts, Mismatches, Malformed, IOErrors uint64
+	// Waiting is the number of requests waiting for their turn now.
+	Waiting int64
 	// Connects counts successful connects, and ConnectFailures failed ones.
 	Connects, ConnectFailures uint64
-	// Disconnects counts sockets closed after a failure or at Close.
-	Disconnects uint64
-	// Backoffs counts requests refused without I/O during a reconnect backoff.
-	Backoffs uint64
-	// BytesSent and BytesReceived count Modbus TCP frame bytes.
-	BytesSent, BytesReceived uint64
 }
 
 type counters struct {
-	connected                       atomic.Bool
-	requests, failures, exceptions  atomic.Uint64
-	timeouts, mismatches, malformed atomic.Uint64
-	connects, connectFailures       atomic.Uint64
-	disconnects, backoffs           atomic.Uint64
-	bytesSent, bytesReceived        atomic.Uint64
+	connected                                 atomic.Bool
+	waiting                                   atomic.Int64
+	requests, exceptions                      atomic.Uint64
+	timeouts, mismatches, malformed, ioErrors atomic.Uint64
+	connects, connectFailures                 atomic.Uint64
 }
 
 // Stats returns a snapshot of the endpoint's counters. It does not wait for a
 // request in flight.
 func (e *Endpoint) Stats() EndpointStats {
 	c := &e.stats
-	return EndpointStats{
+	st := EndpointStats{
 		Address:         e.cfg.Address,
 		Connected:       c.connected.Load(),
+		Waiting:         c.waiting.Load(),
 		Requests:        c.requests.Load(),
-		Failures:        c.failures.Load(),
 		Exceptions:      c.exceptions.Load(),
 		Timeouts:        c.timeouts.Load(),
 		Mismatches:      c.mismatches.Load(),
 		Malformed:       c.malformed.Load(),
+		IOErrors:        c.ioErrors.Load(),
 		Connects:        c.connects.Load(),
 		ConnectFailures: c.connectFailures.Load(),
-		Disconnects:     c.disconnects.Load(),
-		Backoffs:        c.backoffs.Load(),
-		BytesSent:       c.bytesSent.Load(),
-		BytesReceived:   c.bytesReceived.Load(),
 	}
+	st.Failures = st.Timeouts + st.Mismatches + st.Malformed + st.IOErrors
+	return st
 }
 
-// acquire waits for the endpoint's turn, the context or close.
-func (e *Endpoint) acquire(ctx context.Context) error {
+// acquire waits for the endpoint's turn, the context or close. A caller
+// that had to wait gets waited true and the count of failed connects when
+// it began to wait (see connectFailed); one that got its turn at once pays
+// no more than the channel send.
+func (e *Endpoint) acquire(ctx context.Context) (waited bool, failedBefore uint64, err error) {
 	select {
 	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.done:
-		return ErrClosed
+	default:
+		waited, failedBefore = true, e.connectFailed.Load()
+		e.stats.waiting.Add(1)
+		select {
+		case e.sem <- struct{}{}:
+			e.stats.waiting.Add(-1)
+		case <-ctx.Done():
+			e.stats.waiting.Add(-1)
+			return waited, failedBefore, ctx.Err()
+		case <-e.done:
+			e.stats.waiting.Add(-1)
+			return waited, failedBefore, ErrClosed
+		}
 	}
 	select {
 	case <-e.done:
 		<-e.sem
-		return ErrClosed
+		return waited, failedBefore, ErrClosed
 	default:
-		return nil
+		return waited, failedBefore, nil
 	}
 }
 
@@ -307,24 +306,21 @@ func (e *Endpoint) close() error {
 	return err
 }
 
-// connect opens the socket, unless the endpoint is in backoff. The caller
-// holds sem.
+// connect opens the socket. The caller holds sem.
 func (e *Endpoint) connect(ctx context.Context, timeout time.Duration) error {
-	if now := e.now(); now.Before(e.nextConnect) {
-		e.stats.backoffs.Add(1)
-		return &backoffError{wait: e.nextConnect.Sub(now).Round(time.Millisecond), last: e.lastErr}
-	}
 	t, err := requestTimeout(ctx, timeout)
 	if err != nil {
 		return err
 	}
 	if err := e.dial(ctx, t); err != nil {
 		e.stats.connectFailures.Add(1)
-		err = classify(err, 0)
-		e.fail(err)
+		err = classify(err)
+		if ctx.Err() == nil { // the address failed, not the caller
+			e.lastConnectErr = err
+			e.connectFailed.Add(1)
+		}
 		return err
 	}
-	e.failures = 0
 	e.connected = true
 	e.stats.connected.Store(true)
 	e.stats.connects.Add(1)
@@ -339,61 +335,8 @@ func (e *Endpoint) disconnect(reason string) error {
 	e.conn, e.raw = nil, nil
 	e.connected = false
 	e.stats.connected.Store(false)
-	e.stats.disconnects.Add(1)
 	e.log.Debug("modbus disconnected", "reason", reason)
 	return err
-}
-
-// fail records a failed connect and schedules the next one. The caller
-// holds sem.
-func (e *Endpoint) fail(err error) {
-	e.failures++
-	e.lastErr = err
-	e.nextConnect = e.now().Add(backoffDelay(e.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
-}
-
-// unitBackoff is the request backoff of one unit id.
-type unitBackoff struct {
-	failures int
-	next     time.Time
-	lastErr  error
-}
-
-// failUnit records a failed request of a unit and schedules its next one.
-// The caller holds sem.
-func (e *Endpoint) failUnit(unit byte, err error) {
-	if e.units == nil {
-		e.units = map[byte]*unitBackoff{}
-	}
-	u := e.units[unit]
-	if u == nil {
-		u = &unitBackoff{}
-		e.units[unit] = u
-	}
-	u.failures++
-	u.lastErr = err
-	u.next = e.now().Add(backoffDelay(u.failures, e.cfg.BackoffMin, e.cfg.BackoffMax, e.rand()))
-}
-
-// unitAnswered clears a unit's backoff after an answer. The caller holds
-// sem.
-func (e *Endpoint) unitAnswered(unit byte) {
-	if e.units[unit] != nil {
-		delete(e.units, unit)
-	}
-}
-
-// unitReady refuses a request of a unit in backoff. The caller holds sem.
-func (e *Endpoint) unitReady(unit byte) error {
-	u := e.units[unit]
-	if u == nil {
-		return nil
-	}
-	if now := e.now(); now.Before(u.next) {
-		e.stats.backoffs.Add(1)
-		return &backoffError{wait: u.next.Sub(now).Round(time.Millisecond), last: u.lastErr, next: fmt.Sprintf("request of unit %d", unit)}
-	}
-	return nil
 }
 
 // waitReady waits out the ConnectDelay of a new connection. The caller holds

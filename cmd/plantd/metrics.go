@@ -5,22 +5,24 @@ import (
 
 	"plantd/devices/poller"
 	"plantd/metrics"
+	"plantd/modbus"
 	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/store"
 )
 
-// daemonCollector exports the poller's and the store's counters at
-// /metrics. It reads their Stats at scrape time, so the poll loop and the
-// writer pay nothing for it.
+// daemonCollector exports the poller's, the Modbus endpoints' and the
+// store's counters at /metrics. It reads their Stats at scrape time, so
+// the poll loop and the writer pay nothing for it.
 type daemonCollector struct {
 	poller *poller.Poller
+	pool   *modbus.Pool
 	store  *store.Store
 	live   *plant.Live
 }
 
-func newDaemonCollector(p *poller.Poller, s *store.Store, l *plant.Live) *daemonCollector {
-	return &daemonCollector{poller: p, store: s, live: l}
+func newDaemonCollector(p *poller.Poller, pool *modbus.Pool, s *store.Store, l *plant.Live) *daemonCollector {
+	return &daemonCollector{poller: p, pool: pool, store: s, live: l}
 }
 
 func (c *daemonCollector) Collect(w *metrics.Writer) {
@@ -38,6 +40,7 @@ func (c *daemonCollector) Collect(w *metrics.Writer) {
 		w.Counter("plantd_device_implausible_values_total", "Values of a device's channel dropped as implausible (plant/doc.go, Plausibility).",
 			float64(n.Count), "device", n.DeviceID, "channel", n.Channel.Name())
 	}
+	collectEndpoints(w, c.pool.Stats())
 	st := c.store.Stats()
 	healthy := 1.0
 	if c.store.Health() != nil {
@@ -54,6 +57,34 @@ func (c *daemonCollector) Collect(w *metrics.Writer) {
 	w.Counter("plantd_store_failed_total", "Measurements and log entries lost in a batch that could not be committed.", float64(st.Failed))
 	w.Gauge("plantd_store_healthy", "1 while the storage accepts writes.", healthy)
 	w.Gauge("plantd_store_rolled_up_to_seconds", "Unix time up to which rollups are complete.", rolled)
+}
+
+// collectEndpoints writes the counters of the Modbus endpoints (one
+// host:port each, shared by the devices behind it): what the link did,
+// where the poller's figures say what the devices did.
+func collectEndpoints(w *metrics.Writer, eps []modbus.EndpointStats) {
+	for _, e := range eps {
+		connected := 0.0
+		if e.Connected {
+			connected = 1
+		}
+		w.Gauge("plantd_modbus_connected", "1 while plantd holds a connection to the Modbus endpoint.", connected, "endpoint", e.Address)
+		w.Gauge("plantd_modbus_waiting_requests", "Requests waiting for their turn on the endpoint's connection now.", float64(e.Waiting), "endpoint", e.Address)
+		w.Counter("plantd_modbus_requests_total", "Modbus requests sent to the endpoint.", float64(e.Requests), "endpoint", e.Address)
+		for _, f := range []struct {
+			reason string
+			n      uint64
+		}{
+			{"timeout", e.Timeouts}, {"mismatch", e.Mismatches}, {"malformed", e.Malformed},
+			{"io", e.IOErrors},
+		} {
+			w.Counter("plantd_modbus_request_failures_total", "Modbus requests without a valid answer, by reason (timeout, mismatch, malformed, io); each closed the connection.",
+				float64(f.n), "endpoint", e.Address, "reason", f.reason)
+		}
+		w.Counter("plantd_modbus_exceptions_total", "Modbus exception answers of the endpoint's devices.", float64(e.Exceptions), "endpoint", e.Address)
+		w.Counter("plantd_modbus_connects_total", "Connections opened to the endpoint.", float64(e.Connects), "endpoint", e.Address)
+		w.Counter("plantd_modbus_connect_failures_total", "Failed connection attempts to the endpoint.", float64(e.ConnectFailures), "endpoint", e.Address)
+	}
 }
 
 // uplinkCollector exports the MQTT uplink's state at /metrics, read at

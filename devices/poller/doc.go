@@ -6,7 +6,9 @@
 // a 4-8 KB stack: 8.7 MB at 1,000 devices).
 //
 // A dead, slow or garbage-answering device is marked stale, then offline,
-// with the reason, and retried with backoff on its own timer; it never
+// with the reason, and retried with backoff on its own timer (the poller
+// alone decides when a failing device is tried again: the modbus
+// endpoint below keeps no retry policy of its own); it never
 // delays another device except through a connection they share (devices
 // behind one gateway address take turns on its one socket, as the device
 // requires). State changes are logged once per transition, not per poll.
@@ -21,6 +23,6 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus and devices; it knows nothing of the plant
-// domain, storage, HTTP or MQTT.
+// The poller imports modbus, devices and internal/backoff; it knows
+// nothing of the plant domain, storage, HTTP or MQTT.
 package poller

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/internal/backoff"
 	"plantd/modbus"
 )
 
@@ -526,13 +527,11 @@ func (d *device) step(ctx context.Context, p *Poller) (wait time.Duration, ok bo
 
 // retryWait is the wait after a failed poll: the interval for the first
 // failures (a single lost answer is common), then doubling up to
-// MaxRetryWait, never below the interval.
+// MaxRetryWait, never below the interval. It has no jitter: the wait keeps
+// the device at its phase in the interval (setPhases).
 func (d *device) retryWait() time.Duration {
-	w := d.cfg.Interval
-	for i := 2; i < d.failures && w < MaxRetryWait; i++ {
-		w *= 2
-	}
-	return max(d.cfg.Interval, min(w, MaxRetryWait))
+	b := backoff.Exp{First: d.cfg.Interval, Max: max(d.cfg.Interval, MaxRetryWait)}
+	return max(d.cfg.Interval, b.Wait(d.failures-1, 0))
 }
 
 // poll discovers the device when needed and reads its poll models.
