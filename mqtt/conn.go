@@ -11,6 +11,8 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/internal/backoff"
 )
 
 // errPublishTimeout: a PUBACK did not arrive within PublishTimeout.
@@ -29,12 +31,7 @@ func (u *Uplink) brokerForLog() string {
 // backoff is the delay before reconnect attempt n (n ≥ 1): exponential
 // from BackoffMin, capped at BackoffMax, with jitter in [d/2, d).
 func (u *Uplink) backoff(n int) time.Duration {
-	d := u.cfg.BackoffMin
-	for i := 1; i < n && d < u.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, u.cfg.BackoffMax)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Exp{First: u.cfg.BackoffMin, Max: u.cfg.BackoffMax, Jitter: 0.5}.Wait(max(n, 1), rand.Float64())
 }
 
 // sleep waits d or until ctx ends (false).
