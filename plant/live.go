@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 )
 
 // historyLen is the number of recent polls successRate looks at.
@@ -94,7 +93,7 @@ type deviceState struct {
 
 	mu        sync.Mutex
 	disc      *devices.Device // discovery result, nil until known
-	state     poller.State
+	state     CommState
 	lastPoll  time.Time // last sample of any outcome
 	lastOK    time.Time // last successful sample: lastUpdateUtc, lastContactUtc
 	lastErr   error
@@ -163,7 +162,7 @@ func (l *Live) SetDevices(devs []DeviceInfo) {
 // know is dropped and counted (Dropped). A sample without State is taken as
 // online when it succeeded and offline when it failed. Apply keeps nothing
 // of the sample's model instances, which the poller reuses.
-func (l *Live) Apply(s poller.Sample) {
+func (l *Live) Apply(s Sample) {
 	d := l.idx.Load().byID[s.Device]
 	if d == nil {
 		l.dropped.Add(1)
@@ -174,10 +173,10 @@ func (l *Live) Apply(s poller.Sample) {
 		t = l.now()
 	}
 	state := s.State
-	if state == poller.StateUnknown {
-		state = poller.StateOnline
+	if state == StateUnknown {
+		state = StateOnline
 		if s.Err != nil {
-			state = poller.StateOffline
+			state = StateOffline
 		}
 	}
 	d.mu.Lock()
@@ -243,7 +242,7 @@ func (l *Live) Plant(id string) (Plant, bool) {
 type Communication struct {
 	Status CommStatus
 	// State is the poller's communication state after the last poll.
-	State poller.State
+	State CommState
 	// LastContact is the time of the last successful poll (zero: never).
 	LastContact time.Time
 	// LastPoll is the time of the last poll of any outcome (zero: never).
@@ -351,7 +350,7 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
 		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,
-			Comm: Communication{Status: CommOk, State: poller.StateOnline, LastContact: now, LastPoll: now, SuccessRate: 1, Polls: 1}}
+			Comm: Communication{Status: CommOk, State: StateOnline, LastContact: now, LastPoll: now, SuccessRate: 1, Polls: 1}}
 		if !d.info.Active() {
 			dl.Health, dl.HealthReason = HealthOff, "deactivated"
 		}

@@ -47,8 +47,8 @@ type daemon struct {
 	pollDuration *metrics.HistogramVec
 
 	mu     sync.Mutex
-	state  map[string]poller.State // last state per device, for the log
-	health map[string]plant.Health // last health per device, for the log
+	state  map[string]plant.CommState // last state per device, for the log
+	health map[string]plant.Health    // last health per device, for the log
 
 	// deactivated caches the deactivatedAt of each device disabled in the
 	// config (see devicesOf); newDaemon and the reload only.
@@ -110,7 +110,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	} else {
 		gridClock = gridcontrol.FuncClock(now)
 	}
-	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln,
+	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]plant.CommState{}, health: map[string]plant.Health{}, now: now, ln: ln,
 		deactivated: map[string]time.Time{}}
 
 	var storePlants []store.PlantInfo
@@ -215,7 +215,7 @@ func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
 // onSample is the poller's sink: the live state first, then the store
 // (non-blocking) with the device's readings and, on a change of its
 // communication state, a log entry.
-func (d *daemon) onSample(s poller.Sample) {
+func (d *daemon) onSample(s plant.Sample) {
 	s.Time = d.now().UTC()
 	d.live.Apply(s)
 	dl, ok := d.live.Device(s.Device)
@@ -238,7 +238,7 @@ func (d *daemon) onSample(s poller.Sample) {
 	prev, prevHealth := d.state[s.Device], d.health[s.Device]
 	d.state[s.Device], d.health[s.Device] = s.State, dl.Health
 	d.mu.Unlock()
-	if s.State == poller.StateOnline && prevHealth != dl.Health && prev == s.State {
+	if s.State == plant.StateOnline && prevHealth != dl.Health && prev == s.State {
 		// Operating state and event bits of the device (SunSpec St, Evt1...)
 		// changed its health: log what it says now.
 		e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device, Code: "DeviceHealth" + string(dl.Health),
@@ -259,14 +259,14 @@ func (d *daemon) onSample(s poller.Sample) {
 	}
 	e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device}
 	switch s.State {
-	case poller.StateOnline:
+	case plant.StateOnline:
 		e.Level, e.Code, e.Message = store.LevelInfo, "DeviceOnline", fmt.Sprintf("device %s online", s.Device)
 		if s.Info != nil {
 			e.Message += fmt.Sprintf(" (%s %s)", s.Info.Manufacturer, s.Info.Model)
 		}
-	case poller.StateStale:
+	case plant.StateStale:
 		e.Level, e.Code, e.Message = store.LevelWarning, "DeviceStale", fmt.Sprintf("device %s stale: %v", s.Device, s.Err)
-	case poller.StateOffline:
+	case plant.StateOffline:
 		e.Level, e.Code, e.Message = store.LevelError, "DeviceOffline", fmt.Sprintf("device %s offline: %v", s.Device, s.Err)
 	default:
 		return

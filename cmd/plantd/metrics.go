@@ -26,7 +26,7 @@ func newDaemonCollector(p *poller.Poller, s *store.Store, l *plant.Live) *daemon
 func (c *daemonCollector) Collect(w *metrics.Writer) {
 	for _, s := range c.poller.Stats() {
 		online := 0.0
-		if s.State == poller.StateOnline {
+		if s.State == plant.StateOnline {
 			online = 1
 		}
 		w.Counter("plantd_device_polls_total", "Polls of a device, successful or not.", float64(s.Polls), "device", s.ID)
