@@ -94,6 +94,7 @@ type deviceState struct {
 	mu        sync.Mutex
 	disc      *devices.Device // discovery result, nil until known
 	state     CommState
+	restarted bool      // the poller started the device anew (Restarted)
 	lastPoll  time.Time // last sample of any outcome
 	lastOK    time.Time // last successful sample: lastUpdateUtc, lastContactUtc
 	lastErr   error
@@ -162,11 +163,18 @@ func (l *Live) SetDevices(devs []DeviceInfo) {
 // know is dropped and counted (Dropped). A sample without State is taken as
 // online when it succeeded and offline when it failed. Apply keeps nothing
 // of the sample's model instances, which the poller reuses.
-func (l *Live) Apply(s Sample) {
+//
+// Apply returns what changed (nil, the common case, when nothing did):
+// an [Event] when the device's communication state changed (online,
+// stale, offline; the first poll of a device is a change from
+// StateUnknown), or when the device was online before and after the poll
+// and its health changed. It is plantd's one detector of these
+// transitions.
+func (l *Live) Apply(s Sample) []Event {
 	d := l.idx.Load().byID[s.Device]
 	if d == nil {
 		l.dropped.Add(1)
-		return
+		return nil
 	}
 	t := s.Time
 	if t.IsZero() {
@@ -184,6 +192,18 @@ func (l *Live) Apply(s Sample) {
 	// Counted while d is locked, after the update (deferred calls run last
 	// in, first out): a reader that saw the new count sees the update.
 	defer l.changes.Add(1)
+	prev, prevHealth := d.state, HealthNotAvailable
+	if d.restarted {
+		prev, d.restarted = StateUnknown, false
+	} else {
+		prevHealth, _ = health(d.info.Active(), d.state, d.status)
+	}
+	l.update(d, s, t, state)
+	return d.events(s, t, prev, prevHealth)
+}
+
+// update applies a sample to d (locked).
+func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 	d.hist <<= 1
 	if s.Err == nil {
 		d.hist |= 1
@@ -212,6 +232,35 @@ func (l *Live) Apply(s Sample) {
 	}
 	l.noteImplausible(d, d.vals.check(d.bounds))
 	d.status = l.status.evaluate(s.Models)
+}
+
+// events returns the changes of d (locked, s applied) since its state prev
+// and health prevHealth: a change of the communication state, or of the
+// health of a device online before and after.
+func (d *deviceState) events(s Sample, t time.Time, prev CommState, prevHealth Health) []Event {
+	h, reason := health(d.info.Active(), d.state, d.status)
+	if prev == d.state && (d.state != StateOnline || h == prevHealth) {
+		return nil
+	}
+	return []Event{{Time: t, PlantID: d.info.PlantID, DeviceID: d.info.ID, State: d.state, Prev: prev,
+		Health: h, HealthReason: reason, Err: s.Err, Discovered: s.Info}}
+}
+
+// Restarted notes that the poller started the given devices anew (a
+// config reload changed how they are polled: address, unit, interval,
+// ...), so that it discovers them again: the next sample of each is a
+// change of state from StateUnknown, as a device's first sample is, even
+// when the state is the same. What the API shows of them stays until
+// then. Unknown ids are ignored.
+func (l *Live) Restarted(ids ...string) {
+	x := l.idx.Load()
+	for _, id := range ids {
+		if d := x.byID[id]; d != nil {
+			d.mu.Lock()
+			d.restarted = true
+			d.mu.Unlock()
+		}
+	}
 }
 
 // kind returns the device's kind (from the config, else from discovery;

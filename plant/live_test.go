@@ -441,3 +441,55 @@ func TestLiveSetDevices(t *testing.T) {
 		t.Error("inv2 took no values")
 	}
 }
+
+// TestApplyEvents: Apply reports each change of a device's communication
+// state (the first poll included) and each change of health of a device
+// that stays online, with its log entry, and nothing for a poll that
+// changes neither; Restarted makes the next sample a first one again.
+func TestApplyEvents(t *testing.T) {
+	plants, devs := testPlant()
+	l := NewLive(plants, devs, fixedClock(t0))
+	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-INV-10K"}
+	ok := func(st uint64) Sample {
+		s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000), raw("St", st)))
+		s.Info, s.State = info, StateOnline
+		return s
+	}
+	timeout := fmt.Errorf("read: %w", &modbus.Error{Op: modbus.OpRead, Endpoint: "x", Unit: 1, Err: modbus.ErrTimeout})
+	type entry struct{ level, code, msg string }
+	steps := []struct {
+		name string
+		s    Sample
+		want []entry
+	}{
+		{"first poll", ok(4), []entry{{"info", "DeviceOnline", "device inv1 online (plantd SIM-INV-10K)"}}},
+		{"same again", ok(4), nil},
+		{"fault", ok(7), []entry{{"error", "DeviceHealthError", "device inv1 health Error: St FAULT"}}},
+		{"fault again", ok(7), nil},
+		{"stale", Sample{Device: "inv1", Err: timeout, State: StateStale}, []entry{{"warning", "DeviceStale", "device inv1 stale: " + timeout.Error()}}},
+		{"still stale", Sample{Device: "inv1", Err: timeout, State: StateStale}, nil},
+		{"offline", Sample{Device: "inv1", Err: timeout, State: StateOffline}, []entry{{"error", "DeviceOffline", "device inv1 offline: " + timeout.Error()}}},
+		// Back online with another health: the change of state only.
+		{"back", ok(4), []entry{{"info", "DeviceOnline", "device inv1 online (plantd SIM-INV-10K)"}}},
+		{"unknown device", Sample{Device: "nope", State: StateOnline}, nil},
+	}
+	for _, st := range steps {
+		var got []entry
+		for _, e := range l.Apply(st.s) {
+			if e.DeviceID != "inv1" || e.PlantID != "7190000" {
+				t.Errorf("%s: event of %s/%s", st.name, e.PlantID, e.DeviceID)
+			}
+			got = append(got, entry{e.Level(), e.Code(), e.Message()})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(st.want) {
+			t.Errorf("%s: events %v, want %v", st.name, got, st.want)
+		}
+	}
+	l.Restarted("inv1", "nope")
+	if es := l.Apply(ok(4)); len(es) != 1 || es[0].Code() != "DeviceOnline" || es[0].Prev != StateUnknown {
+		t.Errorf("after Restarted: %+v", es)
+	}
+	if es := l.Apply(ok(4)); es != nil {
+		t.Errorf("the poll after: %+v", es)
+	}
+}

@@ -9,7 +9,9 @@
 // with the reason, and retried with backoff on its own timer; it never
 // delays another device except through a connection they share (devices
 // behind one gateway address take turns on its one socket, as the device
-// requires). State changes are logged once per transition, not per poll.
+// requires). Every sample carries the device's state after the poll; the
+// poller logs no transitions: plant.Live.Apply finds them (one detector),
+// and the daemon logs them.
 //
 // A poll never makes more than DeviceConfig.MaxRequests requests (default
 // 16): a device whose poll models need more fails its polls with

@@ -551,10 +551,6 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 	if err == nil {
 		d.failures = 0
 		d.lastOK = s.Time
-		if d.state != plant.StateOnline {
-			d.log.Info("device online", "manufacturer", d.info.Manufacturer, "model", d.info.Model,
-				"models", modelList(d.info), "address", d.cfg.Address, "unit", d.cfg.Unit)
-		}
 		d.state = plant.StateOnline
 		s.State = d.state
 		return s
@@ -562,7 +558,6 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 	s.Err = err
 	s.Models = nil
 	d.failures++
-	prev := d.state
 	if d.state == plant.StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
 		d.state = plant.StateStale
 	} else {
@@ -570,13 +565,6 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 		// A device that comes back may have been replaced or reconfigured:
 		// discover it again.
 		d.info, d.plan = nil, nil
-	}
-	if d.state != prev {
-		msg := "device offline"
-		if d.state == plant.StateStale {
-			msg = "device stale"
-		}
-		d.log.Warn(msg, "address", d.cfg.Address, "unit", d.cfg.Unit, "err", err)
 	}
 	s.State = d.state
 	return s
