@@ -12,6 +12,8 @@
 // here); history, logs and schedules come from a History, an interface
 // defined here with its own types, which cmd/plantd adapts the store to.
 //
-// Import boundary: httpapi imports plant, config and devices (types only).
-// It never imports store, mqtt, gridcontrol or cmd.
+// Import boundary: httpapi imports plant, config, gridcontrol (the
+// grid-control routes), metrics and web. It does not import devices, the
+// poller or modbus: what discovery learned of a device comes as
+// plant.Nameplate. It never imports store, mqtt or cmd.
 package httpapi

@@ -286,9 +286,9 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 // deviceSetsOf lists the sets a device supports: from its discovered
 // models, else from the history.
 func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, error) {
-	if d.Discovered != nil {
+	if d.Nameplate != nil {
 		var out []string
-		for _, st := range plant.SetsFor(d.Info.Kind, d.Discovered.ModelIDs()) {
+		for _, st := range plant.SetsFor(d.Info.Kind, d.Nameplate.Models) {
 			out = append(out, string(st))
 		}
 		// The energy mix is the plant's mix seen from a device that takes

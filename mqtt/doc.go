@@ -61,6 +61,6 @@
 // # Import boundary
 //
 // mqtt imports plant (the domain types it publishes), store (the outbox's
-// message types), paho and the standard library; never httpapi, poller or
-// cmd. Nothing imports mqtt but cmd/plantd.
+// message types), paho and the standard library; never httpapi, devices,
+// poller, modbus or cmd. Nothing imports mqtt but cmd/plantd.
 package mqtt

@@ -3,8 +3,6 @@ package plant
 import (
 	"fmt"
 	"time"
-
-	"plantd/devices"
 )
 
 // Event is a change of one device that [Live.Apply] found in a poll: its
@@ -25,9 +23,9 @@ type Event struct {
 	HealthReason string
 	// Err is the poll's error (a device turned stale or offline).
 	Err error
-	// Discovered is what discovery learned of the device (nil when not
-	// known).
-	Discovered *devices.Device
+	// Nameplate is what discovery learned of the device, as the sample
+	// gave it (nil when it gave none).
+	Nameplate *Nameplate
 }
 
 // StateChanged reports whether the event is a change of the communication
@@ -95,8 +93,8 @@ func (e Event) Message() string {
 	switch e.State {
 	case StateOnline:
 		m := fmt.Sprintf("device %s online", e.DeviceID)
-		if e.Discovered != nil {
-			m += fmt.Sprintf(" (%s %s)", e.Discovered.Manufacturer, e.Discovered.Model)
+		if e.Nameplate != nil {
+			m += fmt.Sprintf(" (%s %s)", e.Nameplate.Manufacturer, e.Nameplate.Model)
 		}
 		return m
 	default:

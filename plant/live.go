@@ -93,6 +93,7 @@ type deviceState struct {
 
 	mu        sync.Mutex
 	disc      *devices.Device // discovery result, nil until known
+	plate     *Nameplate      // disc in the API's words
 	state     CommState
 	restarted bool      // the poller started the device anew (Restarted)
 	lastPoll  time.Time // last sample of any outcome
@@ -214,6 +215,9 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 	d.state = state
 	d.lastPoll = t
 	if s.Info != nil {
+		if s.Info != d.disc {
+			d.plate = nameplateOf(s.Info)
+		}
 		d.disc = s.Info
 		if d.info.Kind == "" {
 			if k, err := ParseKind(string(s.Info.Kind)); err == nil {
@@ -242,8 +246,12 @@ func (d *deviceState) events(s Sample, t time.Time, prev CommState, prevHealth H
 	if prev == d.state && (d.state != StateOnline || h == prevHealth) {
 		return nil
 	}
-	return []Event{{Time: t, PlantID: d.info.PlantID, DeviceID: d.info.ID, State: d.state, Prev: prev,
-		Health: h, HealthReason: reason, Err: s.Err, Discovered: s.Info}}
+	e := Event{Time: t, PlantID: d.info.PlantID, DeviceID: d.info.ID, State: d.state, Prev: prev,
+		Health: h, HealthReason: reason, Err: s.Err}
+	if s.Info != nil {
+		e.Nameplate = d.plate
+	}
+	return []Event{e}
 }
 
 // Restarted notes that the poller started the given devices anew (a
@@ -312,6 +320,9 @@ type DeviceLive struct {
 	// Discovered is what SunSpec discovery learned (manufacturer, model,
 	// serial, models, ratings); nil until the device was discovered.
 	Discovered *devices.Device
+	// Nameplate is Discovered in the words the API shows; nil until the
+	// device was discovered.
+	Nameplate *Nameplate
 	// LastUpdate is the time of the values (the last successful poll; the
 	// API's lastUpdateUtc); zero when there are none.
 	LastUpdate time.Time
@@ -410,6 +421,7 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 	dl := DeviceLive{
 		Info:       d.info,
 		Discovered: d.disc,
+		Nameplate:  d.plate,
 		LastUpdate: d.lastOK,
 	}
 	dl.Health, dl.HealthReason = health(d.info.Active(), d.state, d.status)

@@ -493,3 +493,38 @@ func TestApplyEvents(t *testing.T) {
 		t.Errorf("the poll after: %+v", es)
 	}
 }
+
+// TestNameplate: a device's discovery reaches the API as its Nameplate,
+// built once per discovery.
+func TestNameplate(t *testing.T) {
+	plants, devs := testPlant()
+	l := NewLive(plants, devs, fixedClock(t0))
+	if d, _ := l.Device("inv1"); d.Nameplate != nil {
+		t.Fatalf("before discovery: %+v", d.Nameplate)
+	}
+	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-DER", Serial: "S1", Version: "1.2", Platform: devices.PlatformDER,
+		Models: []devices.ModelRef{{ID: 1}, {ID: 701}, {ID: 704}}, Capabilities: []devices.Capability{devices.CapPowerFactor, devices.CapPowerLimit},
+		RatedPowerW: 8000}
+	s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000)))
+	s.Info = info
+	l.Apply(s)
+	d, _ := l.Device("inv1")
+	n := d.Nameplate
+	if n == nil || n.Manufacturer != "plantd" || n.Model != "SIM-DER" || n.Serial != "S1" || n.Version != "1.2" || !n.DER() ||
+		fmt.Sprint(n.Models) != "[1 701 704]" || n.RatedPowerW != 8000 || !n.Controllable {
+		t.Fatalf("nameplate %+v", n)
+	}
+	l.Apply(s)
+	if d, _ := l.Device("inv1"); d.Nameplate != n {
+		t.Error("the same discovery gave a new nameplate")
+	}
+	info2 := *info
+	info2.Platform, info2.Capabilities = devices.PlatformClassic, []devices.Capability{devices.CapMPPT}
+	s.Info = &info2
+	if es := l.Apply(s); len(es) != 0 {
+		t.Errorf("events %+v", es)
+	}
+	if d, _ := l.Device("inv1"); d.Nameplate == n || d.Nameplate.DER() || d.Nameplate.Controllable {
+		t.Errorf("after a new discovery: %+v", d.Nameplate)
+	}
+}

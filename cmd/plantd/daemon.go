@@ -248,8 +248,8 @@ func (d *daemon) logEvent(e plant.Event) {
 	switch e.State {
 	case plant.StateOnline:
 		var manufacturer, model, models string
-		if m := e.Discovered; m != nil {
-			manufacturer, model, models = m.Manufacturer, m.Model, modelList(m)
+		if n := e.Nameplate; n != nil {
+			manufacturer, model, models = n.Manufacturer, n.Model, modelList(n.Models)
 		}
 		d.log.Info("device online", "device", e.DeviceID, "manufacturer", manufacturer, "model", model, "models", models,
 			"address", address, "unit", unit)
@@ -258,11 +258,11 @@ func (d *daemon) logEvent(e plant.Event) {
 	}
 }
 
-// modelList is the model ids of a discovered device, "1,103,120".
-func modelList(info *devices.Device) string {
-	ids := make([]string, len(info.Models))
-	for i, m := range info.Models {
-		ids[i] = strconv.Itoa(int(m.ID))
+// modelList is a list of model ids as the log shows it, "1,103,120".
+func modelList(models []uint16) string {
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = strconv.Itoa(int(m))
 	}
 	return strings.Join(ids, ",")
 }
