@@ -4,13 +4,17 @@
 //
 // # Job
 //
-// [Plant] and [DeviceInfo] are the domain types the API speaks; cmd/plantd
-// maps the config onto them. [Live] caches the last poll of every device:
-// the poller emits every poll as a [Sample] (with the device's [CommState])
-// and the daemon hands it to [Live.Apply]; the HTTP
-// API and MQTT read [Live.Device], [Live.Devices], [Live.EnergyBalance] and
-// [Live.EnergyMix]. [Channel] names a measured quantity the way the API
-// does (activePower, gridFeedIn, batteryStateOfCharge, ...).
+// [Plant], [DeviceInfo] and [Nameplate] (what discovery learned of a
+// device) are the domain types the API speaks; cmd/plantd maps the config
+// onto the first two, Live builds the third. [Live] caches the last poll of
+// every device: the poller emits every poll as a [Sample] (with the
+// device's [CommState]) and the daemon hands it to [Live.Apply], which
+// returns the device's changes ([Event]: online, stale, offline, and health
+// while online; the one place they are detected) for the daemon to log; the
+// HTTP API and MQTT read [Live.Device], [Live.Devices],
+// [Live.EnergyBalance] and [Live.EnergyMix]. [Channel] names a measured
+// quantity the way the API does (activePower, gridFeedIn,
+// batteryStateOfCharge, ...).
 //
 // # Import boundary
 //
