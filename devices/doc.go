@@ -10,7 +10,8 @@
 // interfaces, which a modbus.Client satisfies; it imports modbus for read
 // planning and to tell an exception answer ("nothing at this address") from
 // a failing device. It knows nothing of the plant domain, storage, HTTP or
-// MQTT. Devices return errors and never log them: the poller logs.
+// MQTT. Devices return errors and never log them: the poller hands them on
+// in its samples.
 //
 // Decoding follows the SunSpec rules: a value is read in the same request as
 // its scale factor; a register holding the type's not-implemented pattern

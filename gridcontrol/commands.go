@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/plant"
 )
 
@@ -159,7 +158,7 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 		// a kind (known only from discovery) that may be one. Offline (an
 		// inverter asleep at night), it may carry the command when it
 		// answers.
-		if d.Comm.State == poller.StateOffline {
+		if d.Comm.State == plant.StateOffline {
 			return undiscoveredOffline
 		}
 		return undiscovered
@@ -364,5 +363,5 @@ func carriers(cmd Command, devs []plant.DeviceLive) []string {
 // reachable reports whether a device answered its last polls (online, or
 // stale: one poll missed).
 func reachable(d plant.DeviceLive) bool {
-	return d.Comm.State == poller.StateOnline || d.Comm.State == poller.StateStale
+	return d.Comm.State == plant.StateOnline || d.Comm.State == plant.StateStale
 }

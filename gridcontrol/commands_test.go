@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/plant"
 )
 
 // dev is a discovered device of the given kind and models, online unless
 // state says otherwise.
-func dev(id string, kind plant.Kind, state poller.State, models ...uint16) plant.DeviceLive {
+func dev(id string, kind plant.Kind, state plant.CommState, models ...uint16) plant.DeviceLive {
 	_, platform, caps := devices.Classify(models)
 	d := &devices.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
 	for _, m := range models {
@@ -24,7 +23,7 @@ func dev(id string, kind plant.Kind, state poller.State, models ...uint16) plant
 }
 
 func TestEligible(t *testing.T) {
-	on, off := poller.StateOnline, poller.StateOffline
+	on, off := plant.StateOnline, plant.StateOffline
 	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
 	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
 	meter := dev("meter", plant.KindMeter, on, 1, 203)
@@ -79,7 +78,7 @@ func TestEligible(t *testing.T) {
 // not; the share of rated power that acts; partial only when the command
 // is eligible and some inverter does not act.
 func TestAssess(t *testing.T) {
-	on, off := poller.StateOnline, poller.StateOffline
+	on, off := plant.StateOnline, plant.StateOffline
 	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
 	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
 	der.Discovered.RatedPowerW = 5000

@@ -83,7 +83,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
 	r.live = plant.NewLive(plants, infos, time.Now)
-	p, err := poller.New(pcfgs, r.pool, r.live.Apply, nil)
+	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) { r.live.Apply(s) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func (s *Server) findPlant(in identIn) (plant.Plant, string, []FieldError) {
 		for _, p := range s.deps.Live.Plants() {
 			devs, _ := s.deps.Live.DeviceStatuses(p.ID)
 			for _, d := range devs {
-				if d.Discovered != nil && d.Discovered.Serial != "" && strings.EqualFold(d.Discovered.Serial, in.SerialNumber) {
+				if d.Nameplate != nil && d.Nameplate.Serial != "" && strings.EqualFold(d.Nameplate.Serial, in.SerialNumber) {
 					return p, p.ID, nil
 				}
 			}

@@ -19,7 +19,6 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
@@ -238,9 +237,9 @@ func (e *env) pollAll() {
 	defer cancel()
 	for _, sd := range e.devs {
 		models, err := sd.plan.Read(ctx, sd.client)
-		s := poller.Sample{Device: sd.id, Time: at, Info: sd.info, Models: models, Err: err, State: poller.StateOnline}
+		s := plant.Sample{Device: sd.id, Time: at, Info: sd.info, Models: models, Err: err, State: plant.StateOnline}
 		if err != nil {
-			s.Models, s.State = nil, poller.StateOffline
+			s.Models, s.State = nil, plant.StateOffline
 		}
 		e.live.Apply(s)
 		e.hist.sample(s)
@@ -315,7 +314,7 @@ func newFakeHistory(l *plant.Live) *fakeHistory {
 
 // sample stores one poll's readings (through Live, as the store gets them
 // from the same samples).
-func (h *fakeHistory) sample(s poller.Sample) {
+func (h *fakeHistory) sample(s plant.Sample) {
 	d, ok := h.live.Device(s.Device)
 	if !ok {
 		return

@@ -21,8 +21,11 @@ var (
 // and schedules. cmd/plantd adapts the store to it.
 type History interface {
 	// QuerySet returns the rows of one measurement set for one period.
+	// ErrNotFound for a device's set means nothing stored: the API
+	// answers an empty set for a set it lists.
 	QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error)
-	// DeviceSets lists the set types the history holds for a device.
+	// DeviceSets lists the set types the history holds for a device;
+	// ErrNotFound means nothing stored of it (the API lists no sets).
 	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
 	// Logs returns log entries newest first and the cursor of the next
 	// page ("" on the last page).

@@ -54,9 +54,9 @@ func (s *Server) liveDevice(c *gin.Context) {
 	if !d.LastUpdate.IsZero() {
 		out.LastUpdateUtc = utc(d.LastUpdate)
 	}
-	if d.Discovered != nil {
-		out.Platform, out.Version = string(d.Discovered.Platform), d.Discovered.Version
-		out.SunSpecModels = d.Discovered.ModelIDs()
+	if d.Nameplate != nil {
+		out.Platform, out.Version = d.Nameplate.Platform, d.Nameplate.Version
+		out.SunSpecModels = d.Nameplate.Models
 	}
 	for _, r := range d.Readings {
 		v := liveDeviceValueJSON{Name: r.Channel.Name(), Value: r.Value, Unit: string(r.Channel.Unit()), SetType: string(r.Channel.Set())}

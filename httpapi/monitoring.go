@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
-	"plantd/devices"
 	"plantd/plant"
 )
 
@@ -120,14 +119,14 @@ func (s *Server) installationOf(p plant.Plant, devs []plant.DeviceLive) installa
 	var acSum float64
 	newer := false
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindInverter || d.Discovered == nil {
+		if d.Info.Kind != plant.KindInverter || d.Nameplate == nil {
 			continue
 		}
-		if d.Discovered.Platform == devices.PlatformDER {
+		if d.Nameplate.DER() {
 			newer = true
 		}
 		if d.Info.Active() {
-			acSum += d.Discovered.RatedPowerW
+			acSum += d.Nameplate.RatedPowerW
 		}
 	}
 	in.CalculatedAcNominalPower = pos(acSum)
@@ -183,8 +182,8 @@ func offline(d plant.DeviceLive) bool {
 }
 
 // platformWord maps a discovered platform to the spec's generation word.
-func platformWord(p devices.Platform) string {
-	if p == devices.PlatformDER {
+func platformWord(n *plant.Nameplate) string {
+	if n.DER() {
 		return "newer"
 	}
 	return "classic"
@@ -203,10 +202,10 @@ func (s *Server) plantList(c *gin.Context) {
 			return
 		}
 		for _, d := range devs {
-			if d.Discovered == nil || !d.Info.Active() || d.Info.Kind == plant.KindGateway {
+			if d.Nameplate == nil || !d.Info.Active() || d.Info.Kind == plant.KindGateway {
 				continue
 			}
-			w := platformWord(d.Discovered.Platform)
+			w := platformWord(d.Nameplate)
 			seen[w]++
 			if !offline(d) {
 				up[w]++
@@ -304,15 +303,7 @@ func smartConnectedReady(d plant.DeviceLive) bool {
 	if d.Info.Kind == plant.KindGateway {
 		return true
 	}
-	if d.Discovered == nil {
-		return false
-	}
-	for _, cp := range d.Discovered.Capabilities {
-		if cp == devices.CapPowerLimit || cp == devices.CapStorageControl {
-			return true
-		}
-	}
-	return false
+	return d.Nameplate != nil && d.Nameplate.Controllable
 }
 
 func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
@@ -329,10 +320,10 @@ func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 	switch {
 	case d.Info.Kind == plant.KindGateway:
 		j.Product, j.Vendor = "plantd", "plantd"
-	case d.Discovered != nil:
-		j.Product, j.Vendor, j.Serial = d.Discovered.Model, d.Discovered.Manufacturer, d.Discovered.Serial
+	case d.Nameplate != nil:
+		j.Product, j.Vendor, j.Serial = d.Nameplate.Model, d.Nameplate.Manufacturer, d.Nameplate.Serial
 		if d.Info.Kind == plant.KindInverter || d.Info.Kind == plant.KindBattery {
-			j.GeneratorPower = pos(d.Discovered.RatedPowerW)
+			j.GeneratorPower = pos(d.Nameplate.RatedPowerW)
 		}
 	default:
 		j.Product, j.Vendor = "unknown", "unknown"

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"plantd/devices/poller"
 	"plantd/devices/sim"
+	"plantd/plant"
 )
 
 // TestScheduleRefusalRetryable: a schedule refused by the eligibility
@@ -24,7 +24,7 @@ func TestScheduleRefusalRetryable(t *testing.T) {
 		return func() {
 			for _, d := range e.devs {
 				if slices.Contains(kinds, d.dev.Kind()) {
-					e.live.Apply(poller.Sample{Device: d.id, Time: e.clock.Now(), Err: errors.New("connection refused"), State: poller.StateOffline})
+					e.live.Apply(plant.Sample{Device: d.id, Time: e.clock.Now(), Err: errors.New("connection refused"), State: plant.StateOffline})
 				}
 			}
 		}

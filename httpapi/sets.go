@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"slices"
@@ -209,6 +210,13 @@ type setEnvelope struct {
 
 func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *deviceRefJSON) {
 	res, err := s.deps.History.QuerySet(c.Request.Context(), q)
+	if q.DeviceID != "" && errors.Is(err, ErrNotFound) {
+		// The API checked that the device is configured and lists the set
+		// (deviceSet); the history has just not recorded the device or no
+		// channel of that set yet: an empty set, not a 404 (a set listed
+		// for a device must answer).
+		res, err = plant.SetResult{Rows: []plant.SetRow{}}, nil
+	}
 	if err != nil {
 		s.historyError(c, err)
 		return
@@ -278,9 +286,9 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 // deviceSetsOf lists the sets a device supports: from its discovered
 // models, else from the history.
 func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, error) {
-	if d.Discovered != nil {
+	if d.Nameplate != nil {
 		var out []string
-		for _, st := range plant.SetsFor(d.Info.Kind, d.Discovered.ModelIDs()) {
+		for _, st := range plant.SetsFor(d.Info.Kind, d.Nameplate.Models) {
 			out = append(out, string(st))
 		}
 		// The energy mix is the plant's mix seen from a device that takes
@@ -293,7 +301,14 @@ func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, err
 		}
 		return out, nil
 	}
-	return s.deps.History.DeviceSets(c.Request.Context(), d.Info.ID)
+	sets, err := s.deps.History.DeviceSets(c.Request.Context(), d.Info.ID)
+	if errors.Is(err, ErrNotFound) {
+		// The device is configured; the history has nothing of it yet (not
+		// discovered, or disabled before it was ever polled): no sets, not
+		// a 404.
+		return []string{}, nil
+	}
+	return sets, err
 }
 
 // deviceSetList is GET .../devices/{deviceId}/measurements/sets.

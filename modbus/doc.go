@@ -76,7 +76,7 @@
 //     failed, the socket is closed, and the next request reconnects.
 //
 // The package logs only connects and disconnects, at Debug. It returns errors
-// and never logs them; the poller above logs state changes.
+// and never logs them; the poller above reports them in its samples.
 //
 // # Read planning
 //
@@ -89,5 +89,7 @@
 //
 // This package imports only the standard library and
 // github.com/goburrow/modbus. It must not import any other plantd package: it
-// is the bottom of plantd's data flow (modbus ← devices ← poller → plant).
+// is the bottom of plantd's data flow (modbus ← devices ← plant ← poller).
+// [ErrTimeout] has a method Timeout() that returns true, so that the domain
+// tells a timeout without importing this package.
 package modbus

@@ -15,8 +15,11 @@ import (
 var (
 	// ErrTimeout means the device did not answer (or the connect did not
 	// complete) within the request's timeout. The socket was closed, so the
-	// late answer is discarded.
-	ErrTimeout = errors.New("timeout")
+	// late answer is discarded. Its method Timeout returns true, as a
+	// net.Error's does for a timeout, so that a package that does not know
+	// this one (plantd/plant) tells a timeout by its class, with errors.As
+	// and interface{ Timeout() bool }.
+	ErrTimeout error = timeoutSentinel{}
 	// ErrMismatch means an answer that does not belong to the request: its
 	// transaction id, unit id or function code differs, or a write answer
 	// echoes another address or quantity. This is a stale or crossed answer,
@@ -32,6 +35,14 @@ var (
 	// past 0xFFFF). This is a bug in the caller, and nothing was sent.
 	ErrInvalid = errors.New("invalid request")
 )
+
+// timeoutSentinel is the type of ErrTimeout.
+type timeoutSentinel struct{}
+
+func (timeoutSentinel) Error() string { return "timeout" }
+
+// Timeout reports true: the error is a timeout (net.Error's method).
+func (timeoutSentinel) Timeout() bool { return true }
 
 // Operations named in [Error.Op].
 const (

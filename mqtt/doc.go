@@ -64,5 +64,6 @@
 //
 // mqtt imports plant (the domain types it publishes), store (the outbox's
 // message types), config, internal/backoff (the reconnect wait), paho and
-// the standard library; never httpapi, poller or cmd. Nothing imports mqtt but cmd/plantd.
+// the standard library; never httpapi, devices, poller, modbus or cmd.
+// Nothing imports mqtt but cmd/plantd.
 package mqtt

@@ -14,7 +14,6 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
@@ -119,7 +118,7 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // night records a poll of inv1 that found nothing answering.
 func (g *gridStack) night() {
-	g.live.Apply(poller.Sample{Device: "inv1", Time: time.Now(), Err: errors.New("dial tcp: connection refused"), State: poller.StateOffline})
+	g.live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Err: errors.New("dial tcp: connection refused"), State: plant.StateOffline})
 }
 
 // day records a successful poll of inv1 (discovered, its models read).
@@ -129,7 +128,7 @@ func (g *gridStack) day() {
 	if err != nil {
 		g.t.Fatalf("poll inv1: %v", err)
 	}
-	g.live.Apply(poller.Sample{Device: "inv1", Time: time.Now(), Info: g.info, Models: models, State: poller.StateOnline})
+	g.live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Info: g.info, Models: models, State: plant.StateOnline})
 }
 
 // values are the values of the plant's stored schedules, oldest first.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"plantd/devices/poller"
 )
 
 // Balance is a plant's live energy balance, in W (DESIGN §4 energy balance
@@ -96,7 +94,7 @@ const DataErrorCode = "DeviceValuesNotCurrent"
 type contrib struct {
 	id      string
 	kind    Kind
-	state   poller.State
+	state   CommState
 	lastErr error
 	everOK  bool
 	off     bool // its operating state says off, sleeping or standby
@@ -231,17 +229,17 @@ func computeBalance(cs []contrib) Balance {
 			hasBat = true
 		}
 		switch {
-		case c.state == poller.StateOffline:
+		case c.state == StateOffline:
 			r := IssueUnreachable
 			if isTimeout(c.lastErr) {
 				r = IssueTimedOut
 			}
 			issue(c.id, r)
 			continue
-		case c.state == poller.StateUnknown || !c.everOK:
+		case c.state == StateUnknown || !c.everOK:
 			issue(c.id, IssueNoData)
 			continue
-		case c.state == poller.StateStale:
+		case c.state == StateStale:
 			issue(c.id, IssueStale)
 		}
 		switch c.kind {

@@ -8,22 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	"plantd/devices/poller"
 	"plantd/modbus"
 )
 
 // Contributors for balance cases.
 func inv(id string, w float64) contrib {
-	return contrib{id: id, kind: KindInverter, state: poller.StateOnline, everOK: true, pv: w, hasPV: true}
+	return contrib{id: id, kind: KindInverter, state: StateOnline, everOK: true, pv: w, hasPV: true}
 }
 
 func meterC(id string, w float64) contrib {
-	return contrib{id: id, kind: KindMeter, state: poller.StateOnline, everOK: true,
+	return contrib{id: id, kind: KindMeter, state: StateOnline, everOK: true,
 		cons: math.Max(0, w), feed: math.Max(0, -w), hasGrid: true}
 }
 
 func batC(id string, w, soc, capWh float64) contrib {
-	return contrib{id: id, kind: KindBattery, state: poller.StateOnline, everOK: true,
+	return contrib{id: id, kind: KindBattery, state: StateOnline, everOK: true,
 		dis: math.Max(0, w), cha: math.Max(0, -w), hasBat: true, soc: soc, hasSoC: true, capacityWh: capWh}
 }
 
@@ -78,24 +77,24 @@ func TestComputeBalance(t *testing.T) {
 		{
 			name: "meter offline: grid and totals absent, error names the meter",
 			cs: []contrib{inv("inv1", 5000),
-				with(meterC("m", -1000), func(c *contrib) { c.state = poller.StateOffline; c.lastErr = fmt.Errorf("refused") })},
+				with(meterC("m", -1000), func(c *contrib) { c.state = StateOffline; c.lastErr = fmt.Errorf("refused") })},
 			want: wantBalance{pv: opt(5000), issues: []DeviceIssue{{"m", IssueUnreachable}}},
 		},
 		{
 			name: "meter timed out",
 			cs: []contrib{inv("inv1", 5000),
-				with(meterC("m", -1000), func(c *contrib) { c.state = poller.StateOffline; c.lastErr = timeout })},
+				with(meterC("m", -1000), func(c *contrib) { c.state = StateOffline; c.lastErr = timeout })},
 			want: wantBalance{pv: opt(5000), issues: []DeviceIssue{{"m", IssueTimedOut}}},
 		},
 		{
 			name: "stale meter: values used, named",
-			cs:   []contrib{inv("inv1", 5000), with(meterC("m", -1000), func(c *contrib) { c.state = poller.StateStale })},
+			cs:   []contrib{inv("inv1", 5000), with(meterC("m", -1000), func(c *contrib) { c.state = StateStale })},
 			want: wantBalance{pv: opt(5000), feed: opt(1000), cons: opt(0), total: opt(4000), self: opt(4000), direct: opt(4000),
 				supply: opt(4000), autarky: opt(1), selfRate: opt(0.8), issues: []DeviceIssue{{"m", IssueStale}}},
 		},
 		{
 			name: "never-read inverter: partial PV, named NoData",
-			cs: []contrib{inv("inv1", 5000), with(inv("inv2", 0), func(c *contrib) { c.state = poller.StateUnknown; c.everOK = false; c.hasPV = false }),
+			cs: []contrib{inv("inv1", 5000), with(inv("inv2", 0), func(c *contrib) { c.state = StateUnknown; c.everOK = false; c.hasPV = false }),
 				meterC("m", 0)},
 			want: wantBalance{pv: opt(5000), feed: opt(0), cons: opt(0), total: opt(5000), self: opt(5000), direct: opt(5000),
 				supply: opt(5000), autarky: opt(1), selfRate: opt(1), issues: []DeviceIssue{{"inv2", IssueNoData}}},
@@ -103,7 +102,7 @@ func TestComputeBalance(t *testing.T) {
 		{
 			name: "battery offline: battery fields and totals absent",
 			cs: []contrib{inv("inv1", 3000), meterC("m", -1000),
-				with(batC("bat", -2000, 50, 0), func(c *contrib) { c.state = poller.StateOffline })},
+				with(batC("bat", -2000, 50, 0), func(c *contrib) { c.state = StateOffline })},
 			want: wantBalance{pv: opt(3000), feed: opt(1000), cons: opt(0), issues: []DeviceIssue{{"bat", IssueUnreachable}}},
 		},
 		{

@@ -4,21 +4,29 @@
 //
 // # Job
 //
-// [Plant] and [DeviceInfo] are the domain types the API speaks; cmd/plantd
-// maps the config onto them. [Live] caches the last poll of every device:
-// the poller hands it every [poller.Sample] through [Live.Apply]; the HTTP
-// API and MQTT read [Live.Device], [Live.Devices], [Live.EnergyBalance] and
-// [Live.EnergyMix]. [Channel] names a measured quantity the way the API
-// does (activePower, gridFeedIn, batteryStateOfCharge, ...).
+// [Plant], [DeviceInfo] and [Nameplate] (what discovery learned of a
+// device) are the domain types the API speaks; cmd/plantd maps the config
+// onto the first two, Live builds the third. [Live] caches the last poll of
+// every device: the poller emits every poll as a [Sample] (with the
+// device's [CommState]) and the daemon hands it to [Live.Apply], which
+// returns the device's changes ([Event]: online, stale, offline, and health
+// while online; the one place they are detected) for the daemon to log; the
+// HTTP API and MQTT read [Live.Device], [Live.Devices],
+// [Live.EnergyBalance] and [Live.EnergyMix]. [Channel] names a measured
+// quantity the way the API does (activePower, gridFeedIn,
+// batteryStateOfCharge, ...).
 //
 // # Import boundary
 //
-// plant imports the standard library, plantd/devices (decoded SunSpec
-// models), plantd/devices/poller (the Sample type only) and plantd/modbus
-// (only its ErrTimeout sentinel, to tell a timeout from other failures). It
-// must not import store, mqtt, httpapi, gridcontrol, config or cmd, nor Gin,
-// paho or SQLite: those sit above it (modbus ← devices ← poller → plant →
-// store, mqtt, httpapi). Above this package nobody speaks SunSpec point
+// plant imports the standard library and plantd/devices (decoded SunSpec
+// models) only. It does not know the transport: the poller
+// (plantd/devices/poller) imports plant and emits its [Sample] type, and a
+// timeout is told by its class (an error in the chain whose method
+// Timeout() returns true, as net.Error's and plantd/modbus's ErrTimeout
+// do), not by a sentinel of plantd/modbus. It must not import modbus,
+// devices/poller, store, mqtt, httpapi, gridcontrol, config or cmd, nor
+// Gin, paho or SQLite: those sit beside or above it (modbus ← devices ←
+// plant ← poller, store, mqtt, httpapi, gridcontrol). Above this package nobody speaks SunSpec point
 // names: mapping.go holds the only SunSpec-to-API table, and the health
 // tables in health.go the only reading of state and event points.
 //

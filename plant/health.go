@@ -1,13 +1,10 @@
 package plant
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"plantd/devices"
-	"plantd/devices/poller"
-	"plantd/modbus"
 )
 
 // Health is the v2 health status of the live device list: Ok, Warning,
@@ -69,16 +66,16 @@ const (
 )
 
 // commStatus derives the status word.
-func commStatus(state poller.State, lastErr error, rate float64, polls int) CommStatus {
+func commStatus(state CommState, lastErr error, rate float64, polls int) CommStatus {
 	switch state {
-	case poller.StateOnline:
+	case StateOnline:
 		if polls >= minPollsForRate && rate < partialBelow {
 			return CommPartial
 		}
 		return CommOk
-	case poller.StateStale:
+	case StateStale:
 		return CommPartial
-	case poller.StateOffline:
+	case StateOffline:
 		if isTimeout(lastErr) {
 			return CommTimedOut
 		}
@@ -86,9 +83,14 @@ func commStatus(state poller.State, lastErr error, rate float64, polls int) Comm
 	return CommUnreachable
 }
 
-// isTimeout reports whether err is a request that got no answer in time.
+// isTimeout reports whether err is a request that got no answer in time:
+// an error in its chain has a method Timeout() that returns true, as
+// net.Error's timeouts, os.ErrDeadlineExceeded, context.DeadlineExceeded
+// and plantd/modbus's ErrTimeout do. The domain tells a timeout this way,
+// by its class, without knowing the transport.
 func isTimeout(err error) bool {
-	return err != nil && (errors.Is(err, modbus.ErrTimeout) || errors.Is(err, context.DeadlineExceeded))
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // opState is what a device's SunSpec operating state says, ordered from
@@ -447,13 +449,13 @@ func (st *status) evaluate(models []*devices.Instance) deviceStatus {
 // never polled) → NotAvailable; fault state or error event → Error; off,
 // sleeping, standby → Off; warning event, degraded state or stale
 // communication → Warning; else Ok.
-func health(active bool, state poller.State, ds deviceStatus) (Health, string) {
+func health(active bool, state CommState, ds deviceStatus) (Health, string) {
 	switch {
 	case !active:
 		return HealthOff, "deactivated"
-	case state == poller.StateOffline:
+	case state == StateOffline:
 		return HealthNotAvailable, "offline"
-	case state == poller.StateUnknown:
+	case state == StateUnknown:
 		return HealthNotAvailable, "no data yet"
 	case ds.op == opFault:
 		return HealthError, ds.opReason
@@ -465,7 +467,7 @@ func health(active bool, state poller.State, ds deviceStatus) (Health, string) {
 		return HealthWarning, ds.evReason
 	case ds.op == opDegraded:
 		return HealthWarning, ds.opReason
-	case state == poller.StateStale:
+	case state == StateStale:
 		return HealthWarning, "stale"
 	}
 	return HealthOk, ""

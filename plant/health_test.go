@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/modbus"
 )
 
@@ -171,7 +170,7 @@ func TestHealthFromModels(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := st.evaluate(tt.models(t))
-			got, reason := health(true, poller.StateOnline, ds)
+			got, reason := health(true, StateOnline, ds)
 			if got != tt.want || reason != tt.reason {
 				t.Errorf("health = %s (%q), want %s (%q)", got, reason, tt.want, tt.reason)
 			}
@@ -188,20 +187,20 @@ func TestHealthPrecedence(t *testing.T) {
 	tests := []struct {
 		name   string
 		active bool
-		state  poller.State
+		state  CommState
 		ds     deviceStatus
 		want   Health
 		v1     HealthV1
 	}{
-		{"deactivated beats everything", false, poller.StateOnline, fault, HealthOff, HealthInactive},
-		{"offline beats fault", true, poller.StateOffline, fault, HealthNotAvailable, HealthInactive},
-		{"never polled", true, poller.StateUnknown, deviceStatus{}, HealthNotAvailable, HealthInactive},
-		{"stale fault is still Error", true, poller.StateStale, fault, HealthError, HealthInactive},
-		{"stale and off", true, poller.StateStale, off, HealthOff, HealthInactive},
-		{"stale running", true, poller.StateStale, ok, HealthWarning, HealthActive},
-		{"online warning", true, poller.StateOnline, warn, HealthWarning, HealthActive},
-		{"online ok", true, poller.StateOnline, ok, HealthOk, HealthActive},
-		{"online without state points", true, poller.StateOnline, deviceStatus{}, HealthOk, HealthActive},
+		{"deactivated beats everything", false, StateOnline, fault, HealthOff, HealthInactive},
+		{"offline beats fault", true, StateOffline, fault, HealthNotAvailable, HealthInactive},
+		{"never polled", true, StateUnknown, deviceStatus{}, HealthNotAvailable, HealthInactive},
+		{"stale fault is still Error", true, StateStale, fault, HealthError, HealthInactive},
+		{"stale and off", true, StateStale, off, HealthOff, HealthInactive},
+		{"stale running", true, StateStale, ok, HealthWarning, HealthActive},
+		{"online warning", true, StateOnline, warn, HealthWarning, HealthActive},
+		{"online ok", true, StateOnline, ok, HealthOk, HealthActive},
+		{"online without state points", true, StateOnline, deviceStatus{}, HealthOk, HealthActive},
 	}
 	for _, tt := range tests {
 		got, _ := health(tt.active, tt.state, tt.ds)
@@ -222,23 +221,23 @@ func TestCommStatus(t *testing.T) {
 	refused := &modbus.Error{Op: modbus.OpConnect, Endpoint: "127.0.0.1:1502", Unit: 1, Err: syscall.ECONNREFUSED}
 	tests := []struct {
 		name  string
-		state poller.State
+		state CommState
 		err   error
 		rate  float64
 		polls int
 		want  CommStatus
 	}{
-		{"online", poller.StateOnline, nil, 1, 64, CommOk},
-		{"online after an old error", poller.StateOnline, refused, 0.95, 64, CommOk},
-		{"online but flaky", poller.StateOnline, refused, 0.5, 64, CommPartial},
-		{"online, too few polls to judge", poller.StateOnline, refused, 0.5, 4, CommOk},
-		{"stale", poller.StateStale, timeout, 0.9, 20, CommPartial},
-		{"offline after a timeout", poller.StateOffline, fmt.Errorf("poll inv1: %w", timeout), 0, 64, CommTimedOut},
-		{"offline after a context deadline", poller.StateOffline, fmt.Errorf("poll: %w", context.DeadlineExceeded), 0, 64, CommTimedOut},
-		{"offline, refused", poller.StateOffline, refused, 0, 64, CommUnreachable},
-		{"offline, exception", poller.StateOffline, &modbus.ExceptionError{}, 0, 64, CommUnreachable},
-		{"offline, no error known", poller.StateOffline, nil, 0, 1, CommUnreachable},
-		{"never polled", poller.StateUnknown, nil, 0, 0, CommUnreachable},
+		{"online", StateOnline, nil, 1, 64, CommOk},
+		{"online after an old error", StateOnline, refused, 0.95, 64, CommOk},
+		{"online but flaky", StateOnline, refused, 0.5, 64, CommPartial},
+		{"online, too few polls to judge", StateOnline, refused, 0.5, 4, CommOk},
+		{"stale", StateStale, timeout, 0.9, 20, CommPartial},
+		{"offline after a timeout", StateOffline, fmt.Errorf("poll inv1: %w", timeout), 0, 64, CommTimedOut},
+		{"offline after a context deadline", StateOffline, fmt.Errorf("poll: %w", context.DeadlineExceeded), 0, 64, CommTimedOut},
+		{"offline, refused", StateOffline, refused, 0, 64, CommUnreachable},
+		{"offline, exception", StateOffline, &modbus.ExceptionError{}, 0, 64, CommUnreachable},
+		{"offline, no error known", StateOffline, nil, 0, 1, CommUnreachable},
+		{"never polled", StateUnknown, nil, 0, 0, CommUnreachable},
 	}
 	for _, tt := range tests {
 		if got := commStatus(tt.state, tt.err, tt.rate, tt.polls); got != tt.want {

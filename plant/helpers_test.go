@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 )
 
 // pv is one point value for a hand-made instance: a scaled value (Set) or,
@@ -74,8 +73,8 @@ func setGroup(t testing.TB, inst *devices.Instance, group string, j int, pts ...
 }
 
 // sample makes a successful sample.
-func sample(dev string, tm time.Time, models ...*devices.Instance) poller.Sample {
-	return poller.Sample{Device: dev, Time: tm, Models: models, State: poller.StateOnline}
+func sample(dev string, tm time.Time, models ...*devices.Instance) Sample {
+	return Sample{Device: dev, Time: tm, Models: models, State: StateOnline}
 }
 
 var t0 = time.Date(2025, 6, 21, 10, 0, 0, 0, time.UTC)

@@ -1,4 +1,4 @@
-package plant
+package plant_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/plant"
 )
 
 // TestHostileDevices runs the poller against simulated inverters that
@@ -55,7 +56,7 @@ func TestHostileDevices(t *testing.T) {
 			if tt.fault != sim.FaultNone {
 				inv.SetFault(sim.Fault{Kind: tt.fault})
 			}
-			live := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "inv1", PlantID: "p", Kind: KindInverter}, {ID: "meter", PlantID: "p", Kind: KindMeter}}, nil)
+			live := plant.NewLive([]plant.Plant{{ID: "p"}}, []plant.DeviceInfo{{ID: "inv1", PlantID: "p", Kind: plant.KindInverter}, {ID: "meter", PlantID: "p", Kind: plant.KindMeter}}, nil)
 			var mu sync.Mutex
 			polls := map[string]int{}
 			pool := modbus.NewPool(slog.New(slog.DiscardHandler))
@@ -64,7 +65,7 @@ func TestHostileDevices(t *testing.T) {
 			for _, d := range p.Devices() {
 				pcs = append(pcs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond})
 			}
-			pl, err := poller.New(pcs, pool, func(s poller.Sample) {
+			pl, err := poller.New(pcs, pool, func(s plant.Sample) {
 				live.Apply(s)
 				mu.Lock()
 				polls[s.Device]++
@@ -94,7 +95,7 @@ func TestHostileDevices(t *testing.T) {
 			for _, id := range []string{"inv1", "meter"} {
 				d, _ := live.Device(id)
 				for _, r := range d.Readings {
-					lo, hi := Bound(d.Discovered, r.Channel)
+					lo, hi := plant.Bound(d.Discovered, r.Channel)
 					if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < lo || r.Value > hi {
 						t.Errorf("%s %s = %g reached the live state (bounds %g..%g)", id, r.Channel, r.Value, lo, hi)
 					}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 )
 
 // A device configured without a kind takes the kind discovery found.
@@ -14,7 +13,7 @@ func TestKindFromDiscovery(t *testing.T) {
 	if d, _ := l.Device("m"); d.Info.Kind != "" {
 		t.Fatalf("kind before discovery %q", d.Info.Kind)
 	}
-	l.Apply(poller.Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindMeter}, State: poller.StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindMeter}, State: StateOnline})
 	if d, _ := l.Device("m"); d.Info.Kind != KindMeter || d.Info.Type() != "Energy Meter" {
 		t.Fatalf("kind after discovery %q (%s), want meter", d.Info.Kind, d.Info.Type())
 	}
@@ -31,7 +30,7 @@ func TestBalanceNamesUndiscoveredDevice(t *testing.T) {
 	if b.Error == nil || len(b.Error.Devices) != 1 || b.Error.Devices[0].DeviceID != "m" {
 		t.Fatalf("balance error %+v, want device m named", b.Error)
 	}
-	l.Apply(poller.Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindSensor}, State: poller.StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindSensor}, State: StateOnline})
 	if b, _ := l.EnergyBalance("p"); b.Error != nil {
 		t.Errorf("a sensor once discovered is no part of the balance; error %+v", b.Error)
 	}
@@ -46,7 +45,7 @@ func TestDeviceStatusesWithoutReadings(t *testing.T) {
 	}
 	inst.SetRaw("W_SF", 0)
 	inst.Set("W", 1500)
-	l.Apply(poller.Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindMeter}, Models: []*devices.Instance{inst}, State: poller.StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: devices.KindMeter}, Models: []*devices.Instance{inst}, State: StateOnline})
 	full, _ := l.Devices("p")
 	brief, err := l.DeviceStatuses("p")
 	if err != nil || len(brief) != 1 || len(full) != 1 {

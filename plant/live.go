@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 )
 
 // historyLen is the number of recent polls successRate looks at.
@@ -94,7 +93,9 @@ type deviceState struct {
 
 	mu        sync.Mutex
 	disc      *devices.Device // discovery result, nil until known
-	state     poller.State
+	plate     *Nameplate      // disc in the API's words
+	state     CommState
+	restarted bool      // the poller started the device anew (Restarted)
 	lastPoll  time.Time // last sample of any outcome
 	lastOK    time.Time // last successful sample: lastUpdateUtc, lastContactUtc
 	lastErr   error
@@ -163,21 +164,28 @@ func (l *Live) SetDevices(devs []DeviceInfo) {
 // know is dropped and counted (Dropped). A sample without State is taken as
 // online when it succeeded and offline when it failed. Apply keeps nothing
 // of the sample's model instances, which the poller reuses.
-func (l *Live) Apply(s poller.Sample) {
+//
+// Apply returns what changed (nil, the common case, when nothing did):
+// an [Event] when the device's communication state changed (online,
+// stale, offline; the first poll of a device is a change from
+// StateUnknown), or when the device was online before and after the poll
+// and its health changed. It is plantd's one detector of these
+// transitions.
+func (l *Live) Apply(s Sample) []Event {
 	d := l.idx.Load().byID[s.Device]
 	if d == nil {
 		l.dropped.Add(1)
-		return
+		return nil
 	}
 	t := s.Time
 	if t.IsZero() {
 		t = l.now()
 	}
 	state := s.State
-	if state == poller.StateUnknown {
-		state = poller.StateOnline
+	if state == StateUnknown {
+		state = StateOnline
 		if s.Err != nil {
-			state = poller.StateOffline
+			state = StateOffline
 		}
 	}
 	d.mu.Lock()
@@ -185,6 +193,18 @@ func (l *Live) Apply(s poller.Sample) {
 	// Counted while d is locked, after the update (deferred calls run last
 	// in, first out): a reader that saw the new count sees the update.
 	defer l.changes.Add(1)
+	prev, prevHealth := d.state, HealthNotAvailable
+	if d.restarted {
+		prev, d.restarted = StateUnknown, false
+	} else {
+		prevHealth, _ = health(d.info.Active(), d.state, d.status)
+	}
+	l.update(d, s, t, state)
+	return d.events(s, t, prev, prevHealth)
+}
+
+// update applies a sample to d (locked).
+func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 	d.hist <<= 1
 	if s.Err == nil {
 		d.hist |= 1
@@ -195,6 +215,9 @@ func (l *Live) Apply(s poller.Sample) {
 	d.state = state
 	d.lastPoll = t
 	if s.Info != nil {
+		if s.Info != d.disc {
+			d.plate = nameplateOf(s.Info)
+		}
 		d.disc = s.Info
 		if d.info.Kind == "" {
 			if k, err := ParseKind(string(s.Info.Kind)); err == nil {
@@ -213,6 +236,39 @@ func (l *Live) Apply(s poller.Sample) {
 	}
 	l.noteImplausible(d, d.vals.check(d.bounds))
 	d.status = l.status.evaluate(s.Models)
+}
+
+// events returns the changes of d (locked, s applied) since its state prev
+// and health prevHealth: a change of the communication state, or of the
+// health of a device online before and after.
+func (d *deviceState) events(s Sample, t time.Time, prev CommState, prevHealth Health) []Event {
+	h, reason := health(d.info.Active(), d.state, d.status)
+	if prev == d.state && (d.state != StateOnline || h == prevHealth) {
+		return nil
+	}
+	e := Event{Time: t, PlantID: d.info.PlantID, DeviceID: d.info.ID, State: d.state, Prev: prev,
+		Health: h, HealthReason: reason, Err: s.Err}
+	if s.Info != nil {
+		e.Nameplate = d.plate
+	}
+	return []Event{e}
+}
+
+// Restarted notes that the poller started the given devices anew (a
+// config reload changed how they are polled: address, unit, interval,
+// ...), so that it discovers them again: the next sample of each is a
+// change of state from StateUnknown, as a device's first sample is, even
+// when the state is the same. What the API shows of them stays until
+// then. Unknown ids are ignored.
+func (l *Live) Restarted(ids ...string) {
+	x := l.idx.Load()
+	for _, id := range ids {
+		if d := x.byID[id]; d != nil {
+			d.mu.Lock()
+			d.restarted = true
+			d.mu.Unlock()
+		}
+	}
 }
 
 // kind returns the device's kind (from the config, else from discovery;
@@ -243,7 +299,7 @@ func (l *Live) Plant(id string) (Plant, bool) {
 type Communication struct {
 	Status CommStatus
 	// State is the poller's communication state after the last poll.
-	State poller.State
+	State CommState
 	// LastContact is the time of the last successful poll (zero: never).
 	LastContact time.Time
 	// LastPoll is the time of the last poll of any outcome (zero: never).
@@ -264,6 +320,9 @@ type DeviceLive struct {
 	// Discovered is what SunSpec discovery learned (manufacturer, model,
 	// serial, models, ratings); nil until the device was discovered.
 	Discovered *devices.Device
+	// Nameplate is Discovered in the words the API shows; nil until the
+	// device was discovered.
+	Nameplate *Nameplate
 	// LastUpdate is the time of the values (the last successful poll; the
 	// API's lastUpdateUtc); zero when there are none.
 	LastUpdate time.Time
@@ -351,7 +410,7 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
 		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,
-			Comm: Communication{Status: CommOk, State: poller.StateOnline, LastContact: now, LastPoll: now, SuccessRate: 1, Polls: 1}}
+			Comm: Communication{Status: CommOk, State: StateOnline, LastContact: now, LastPoll: now, SuccessRate: 1, Polls: 1}}
 		if !d.info.Active() {
 			dl.Health, dl.HealthReason = HealthOff, "deactivated"
 		}
@@ -362,6 +421,7 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 	dl := DeviceLive{
 		Info:       d.info,
 		Discovered: d.disc,
+		Nameplate:  d.plate,
 		LastUpdate: d.lastOK,
 	}
 	dl.Health, dl.HealthReason = health(d.info.Active(), d.state, d.status)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/modbus"
 )
 
@@ -67,7 +66,7 @@ func TestLiveApply(t *testing.T) {
 
 	// A failed poll: values stay, state stale, error kept.
 	errTimeout := fmt.Errorf("read plan: %w", &modbus.Error{Op: modbus.OpRead, Endpoint: "x", Unit: 1, Err: modbus.ErrTimeout})
-	l.Apply(poller.Sample{Device: "inv1", Time: t0.Add(10 * time.Second), Err: errTimeout, State: poller.StateStale})
+	l.Apply(Sample{Device: "inv1", Time: t0.Add(10 * time.Second), Err: errTimeout, State: StateStale})
 	d, _ = l.Device("inv1")
 	if w, ok := d.Value(ActivePower); !ok || w != 4000 {
 		t.Errorf("stale activePower = %v, %v", w, ok)
@@ -84,7 +83,7 @@ func TestLiveApply(t *testing.T) {
 	}
 
 	// Offline after a timeout.
-	l.Apply(poller.Sample{Device: "inv1", Time: t0.Add(20 * time.Second), Err: errTimeout, State: poller.StateOffline})
+	l.Apply(Sample{Device: "inv1", Time: t0.Add(20 * time.Second), Err: errTimeout, State: StateOffline})
 	d, _ = l.Device("inv1")
 	if d.Health != HealthNotAvailable || d.Comm.Status != CommTimedOut {
 		t.Errorf("offline: health %s comm %s", d.Health, d.Comm.Status)
@@ -107,17 +106,17 @@ func TestLiveApply(t *testing.T) {
 	}
 
 	// Samples without State: inferred from Err.
-	l.Apply(poller.Sample{Device: "meter", Time: t0, Models: []*devices.Instance{mk(t, 203, nil, val("W", 100))}})
-	if d, _ := l.Device("meter"); d.Comm.State != poller.StateOnline {
+	l.Apply(Sample{Device: "meter", Time: t0, Models: []*devices.Instance{mk(t, 203, nil, val("W", 100))}})
+	if d, _ := l.Device("meter"); d.Comm.State != StateOnline {
 		t.Errorf("meter state %s, want online", d.Comm.State)
 	}
-	l.Apply(poller.Sample{Device: "meter", Time: t0, Err: errors.New("connection refused")})
-	if d, _ := l.Device("meter"); d.Comm.State != poller.StateOffline || d.Comm.Status != CommUnreachable {
+	l.Apply(Sample{Device: "meter", Time: t0, Err: errors.New("connection refused")})
+	if d, _ := l.Device("meter"); d.Comm.State != StateOffline || d.Comm.Status != CommUnreachable {
 		t.Errorf("meter state %s status %s, want offline, Unreachable", d.Comm.State, d.Comm.Status)
 	}
 
 	// A sample without time takes the clock's.
-	l.Apply(poller.Sample{Device: "bat", Models: []*devices.Instance{mk(t, 802, nil, val("W", 100))}, State: poller.StateOnline})
+	l.Apply(Sample{Device: "bat", Models: []*devices.Instance{mk(t, 802, nil, val("W", 100))}, State: StateOnline})
 	if d, _ := l.Device("bat"); !d.LastUpdate.Equal(t0.Add(time.Minute)) {
 		t.Errorf("bat update %v", d.LastUpdate)
 	}
@@ -140,7 +139,7 @@ func TestLiveSuccessRateWindow(t *testing.T) {
 		l.Apply(sample("inv1", t0.Add(time.Duration(i)*time.Second), in))
 	}
 	for i := 0; i < 16; i++ {
-		l.Apply(poller.Sample{Device: "inv1", Time: t0, Err: errors.New("reset"), State: poller.StateOnline})
+		l.Apply(Sample{Device: "inv1", Time: t0, Err: errors.New("reset"), State: StateOnline})
 	}
 	d, _ := l.Device("inv1")
 	if d.Comm.Polls != 64 || d.Comm.SuccessRate != 0.75 {
@@ -238,7 +237,7 @@ func TestLiveEnergyBalance(t *testing.T) {
 	l := NewLive(plants, devs, fixedClock(now))
 	l.Apply(sample("inv1", t0, mk(t, 103, nil, val("W", 6000), raw("St", 4))))
 	l.Apply(sample("meter", t0, mk(t, 203, nil, val("W", -2500))))
-	l.Apply(poller.Sample{Device: "bat", Time: t0, State: poller.StateOnline, Info: &devices.Device{RatedEnergyWh: 10000},
+	l.Apply(Sample{Device: "bat", Time: t0, State: StateOnline, Info: &devices.Device{RatedEnergyWh: 10000},
 		Models: []*devices.Instance{mk(t, 802, nil, val("W", -2000), val("SoC", 45), raw("State", 3))}})
 	// The deactivated inverter's samples never count.
 	l.Apply(sample("old", t0, mk(t, 103, nil, val("W", 9999))))
@@ -261,12 +260,12 @@ func TestLiveEnergyBalance(t *testing.T) {
 	}
 
 	// The meter fails: stale first (values used), then offline.
-	l.Apply(poller.Sample{Device: "meter", Time: t0.Add(10 * time.Second), Err: errors.New("reset"), State: poller.StateStale})
+	l.Apply(Sample{Device: "meter", Time: t0.Add(10 * time.Second), Err: errors.New("reset"), State: StateStale})
 	b, _ = l.EnergyBalance("7190000")
 	if b.Error == nil || len(b.Error.Devices) != 1 || b.Error.Devices[0] != (DeviceIssue{"meter", IssueStale}) || b.GridFeedInW == nil {
 		t.Errorf("stale meter: error %+v, feed-in %v", b.Error, b.GridFeedInW)
 	}
-	l.Apply(poller.Sample{Device: "meter", Time: t0.Add(20 * time.Second), Err: errors.New("reset"), State: poller.StateOffline})
+	l.Apply(Sample{Device: "meter", Time: t0.Add(20 * time.Second), Err: errors.New("reset"), State: StateOffline})
 	b, _ = l.EnergyBalance("7190000")
 	if b.Error == nil || len(b.Error.Devices) != 1 || b.Error.Devices[0] != (DeviceIssue{"meter", IssueUnreachable}) {
 		t.Errorf("offline meter: error %+v", b.Error)
@@ -298,7 +297,7 @@ func TestLiveConcurrent(t *testing.T) {
 			for i := 0; i < 500; i++ {
 				s := sample(id, t0.Add(time.Duration(i)*time.Second), models...)
 				if i%7 == 0 {
-					s = poller.Sample{Device: id, Time: s.Time, Err: errors.New("x"), State: poller.StateStale}
+					s = Sample{Device: id, Time: s.Time, Err: errors.New("x"), State: StateStale}
 				}
 				l.Apply(s)
 			}
@@ -362,11 +361,11 @@ func BenchmarkApply(b *testing.B) {
 	meter := sample("meter", t0, mk(b, 203, nil, val("W", -3000), val("WphA", -1000), val("TotWhImp", 1e6), val("TotWhExp", 2e6), raw("Evt", 0)))
 	for _, bc := range []struct {
 		name string
-		s    poller.Sample
+		s    Sample
 	}{
 		{"inverter", inverter},
 		{"meter", meter},
-		{"failure", poller.Sample{Device: "inv1", Time: t0, Err: errors.New("x"), State: poller.StateStale}},
+		{"failure", Sample{Device: "inv1", Time: t0, Err: errors.New("x"), State: StateStale}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			l.Apply(bc.s) // grow the inputs slice once
@@ -440,5 +439,92 @@ func TestLiveSetDevices(t *testing.T) {
 	}
 	if d, _ := l.Device("inv2"); len(d.Readings) == 0 {
 		t.Error("inv2 took no values")
+	}
+}
+
+// TestApplyEvents: Apply reports each change of a device's communication
+// state (the first poll included) and each change of health of a device
+// that stays online, with its log entry, and nothing for a poll that
+// changes neither; Restarted makes the next sample a first one again.
+func TestApplyEvents(t *testing.T) {
+	plants, devs := testPlant()
+	l := NewLive(plants, devs, fixedClock(t0))
+	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-INV-10K"}
+	ok := func(st uint64) Sample {
+		s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000), raw("St", st)))
+		s.Info, s.State = info, StateOnline
+		return s
+	}
+	timeout := fmt.Errorf("read: %w", &modbus.Error{Op: modbus.OpRead, Endpoint: "x", Unit: 1, Err: modbus.ErrTimeout})
+	type entry struct{ level, code, msg string }
+	steps := []struct {
+		name string
+		s    Sample
+		want []entry
+	}{
+		{"first poll", ok(4), []entry{{"info", "DeviceOnline", "device inv1 online (plantd SIM-INV-10K)"}}},
+		{"same again", ok(4), nil},
+		{"fault", ok(7), []entry{{"error", "DeviceHealthError", "device inv1 health Error: St FAULT"}}},
+		{"fault again", ok(7), nil},
+		{"stale", Sample{Device: "inv1", Err: timeout, State: StateStale}, []entry{{"warning", "DeviceStale", "device inv1 stale: " + timeout.Error()}}},
+		{"still stale", Sample{Device: "inv1", Err: timeout, State: StateStale}, nil},
+		{"offline", Sample{Device: "inv1", Err: timeout, State: StateOffline}, []entry{{"error", "DeviceOffline", "device inv1 offline: " + timeout.Error()}}},
+		// Back online with another health: the change of state only.
+		{"back", ok(4), []entry{{"info", "DeviceOnline", "device inv1 online (plantd SIM-INV-10K)"}}},
+		{"unknown device", Sample{Device: "nope", State: StateOnline}, nil},
+	}
+	for _, st := range steps {
+		var got []entry
+		for _, e := range l.Apply(st.s) {
+			if e.DeviceID != "inv1" || e.PlantID != "7190000" {
+				t.Errorf("%s: event of %s/%s", st.name, e.PlantID, e.DeviceID)
+			}
+			got = append(got, entry{e.Level(), e.Code(), e.Message()})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(st.want) {
+			t.Errorf("%s: events %v, want %v", st.name, got, st.want)
+		}
+	}
+	l.Restarted("inv1", "nope")
+	if es := l.Apply(ok(4)); len(es) != 1 || es[0].Code() != "DeviceOnline" || es[0].Prev != StateUnknown {
+		t.Errorf("after Restarted: %+v", es)
+	}
+	if es := l.Apply(ok(4)); es != nil {
+		t.Errorf("the poll after: %+v", es)
+	}
+}
+
+// TestNameplate: a device's discovery reaches the API as its Nameplate,
+// built once per discovery.
+func TestNameplate(t *testing.T) {
+	plants, devs := testPlant()
+	l := NewLive(plants, devs, fixedClock(t0))
+	if d, _ := l.Device("inv1"); d.Nameplate != nil {
+		t.Fatalf("before discovery: %+v", d.Nameplate)
+	}
+	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-DER", Serial: "S1", Version: "1.2", Platform: devices.PlatformDER,
+		Models: []devices.ModelRef{{ID: 1}, {ID: 701}, {ID: 704}}, Capabilities: []devices.Capability{devices.CapPowerFactor, devices.CapPowerLimit},
+		RatedPowerW: 8000}
+	s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000)))
+	s.Info = info
+	l.Apply(s)
+	d, _ := l.Device("inv1")
+	n := d.Nameplate
+	if n == nil || n.Manufacturer != "plantd" || n.Model != "SIM-DER" || n.Serial != "S1" || n.Version != "1.2" || !n.DER() ||
+		fmt.Sprint(n.Models) != "[1 701 704]" || n.RatedPowerW != 8000 || !n.Controllable {
+		t.Fatalf("nameplate %+v", n)
+	}
+	l.Apply(s)
+	if d, _ := l.Device("inv1"); d.Nameplate != n {
+		t.Error("the same discovery gave a new nameplate")
+	}
+	info2 := *info
+	info2.Platform, info2.Capabilities = devices.PlatformClassic, []devices.Capability{devices.CapMPPT}
+	s.Info = &info2
+	if es := l.Apply(s); len(es) != 0 {
+		t.Errorf("events %+v", es)
+	}
+	if d, _ := l.Device("inv1"); d.Nameplate == n || d.Nameplate.DER() || d.Nameplate.Controllable {
+		t.Errorf("after a new discovery: %+v", d.Nameplate)
 	}
 }

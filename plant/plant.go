@@ -97,7 +97,7 @@ func (k Kind) Type() string {
 
 // DeviceInfo is one configured device of a plant.
 type DeviceInfo struct {
-	// ID is the device id of the API and of poller.Sample.Device.
+	// ID is the device id of the API and of Sample.Device.
 	ID      string
 	PlantID string
 	Name    string

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
@@ -65,11 +64,11 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 }
 
 // poll reads a device once and returns the Sample a poller would emit.
-func (sd *simDevice) poll(ctx context.Context, at time.Time) poller.Sample {
+func (sd *simDevice) poll(ctx context.Context, at time.Time) Sample {
 	models, err := sd.plan.Read(ctx, sd.client)
-	s := poller.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, Err: err, State: poller.StateOnline}
+	s := Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, Err: err, State: StateOnline}
 	if err != nil {
-		s.Models, s.State = nil, poller.StateOffline
+		s.Models, s.State = nil, StateOffline
 	}
 	return s
 }

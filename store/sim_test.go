@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
@@ -79,7 +78,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 
 // applyB applies one poll's models to the live cache.
 func (r *simRig) applyB(sd *simDev, models []*devices.Instance, at time.Time) {
-	r.live.Apply(poller.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: poller.StateOnline})
+	r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
 }
 
 // poll moves the clock to at, polls every device over Modbus, applies the
@@ -91,7 +90,7 @@ func (r *simRig) poll(ctx context.Context, t *testing.T, s *Store, at time.Time)
 		if err != nil {
 			t.Fatalf("read %s: %v", sd.dev.ID(), err)
 		}
-		r.live.Apply(poller.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: poller.StateOnline})
+		r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
 		dl, _ := r.live.Device(sd.dev.ID())
 		record(t, s, Measurement{PlantID: "demo", DeviceID: sd.dev.ID(), Kind: sd.kind, Time: at, Readings: dl.Readings})
 	}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,10 +47,6 @@ type daemon struct {
 
 	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
 	pollDuration *metrics.HistogramVec
-
-	mu     sync.Mutex
-	state  map[string]poller.State // last state per device, for the log
-	health map[string]plant.Health // last health per device, for the log
 
 	// deactivated caches the deactivatedAt of each device disabled in the
 	// config (see devicesOf); newDaemon and the reload only.
@@ -110,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	} else {
 		gridClock = gridcontrol.FuncClock(now)
 	}
-	d = &daemon{log: logger, cfg: cfg, plants: plants, state: map[string]poller.State{}, health: map[string]plant.Health{}, now: now, ln: ln,
+	d = &daemon{log: logger, cfg: cfg, plants: plants, now: now, ln: ln,
 		deactivated: map[string]time.Time{}}
 
 	var storePlants []store.PlantInfo
@@ -213,11 +211,11 @@ type gridStore struct {
 func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
 
 // onSample is the poller's sink: the live state first, then the store
-// (non-blocking) with the device's readings and, on a change of its
-// communication state, a log entry.
-func (d *daemon) onSample(s poller.Sample) {
+// (non-blocking) with the device's readings and, for every change the
+// live state reports (communication state, health), a log entry.
+func (d *daemon) onSample(s plant.Sample) {
 	s.Time = d.now().UTC()
-	d.live.Apply(s)
+	events := d.live.Apply(s)
 	dl, ok := d.live.Device(s.Device)
 	if !ok {
 		return
@@ -234,44 +232,39 @@ func (d *daemon) onSample(s poller.Sample) {
 		// dl.Readings was made for this call: the store keeps it.
 		d.store.RecordOwned(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
 	}
-	d.mu.Lock()
-	prev, prevHealth := d.state[s.Device], d.health[s.Device]
-	d.state[s.Device], d.health[s.Device] = s.State, dl.Health
-	d.mu.Unlock()
-	if s.State == poller.StateOnline && prevHealth != dl.Health && prev == s.State {
-		// Operating state and event bits of the device (SunSpec St, Evt1...)
-		// changed its health: log what it says now.
-		e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device, Code: "DeviceHealth" + string(dl.Health),
-			Level: store.LevelInfo, Message: fmt.Sprintf("device %s health %s", s.Device, dl.Health)}
-		if dl.HealthReason != "" {
-			e.Message += ": " + dl.HealthReason
-		}
-		switch dl.Health {
-		case plant.HealthWarning:
-			e.Level = store.LevelWarning
-		case plant.HealthError:
-			e.Level = store.LevelError
-		}
-		d.logEntry(e)
+	for _, e := range events {
+		d.logEvent(e)
 	}
-	if prev == s.State {
+}
+
+// logEvent logs a change of a device: to the store and the uplink, and a
+// change of its communication state to plantd's own log too.
+func (d *daemon) logEvent(e plant.Event) {
+	d.logEntry(store.LogEntry{Time: e.Time, PlantID: e.PlantID, DeviceID: e.DeviceID, Level: e.Level(), Code: e.Code(), Message: e.Message()})
+	if !e.StateChanged() {
 		return
 	}
-	e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device}
-	switch s.State {
-	case poller.StateOnline:
-		e.Level, e.Code, e.Message = store.LevelInfo, "DeviceOnline", fmt.Sprintf("device %s online", s.Device)
-		if s.Info != nil {
-			e.Message += fmt.Sprintf(" (%s %s)", s.Info.Manufacturer, s.Info.Model)
+	address, unit := d.conns.where(e.DeviceID)
+	switch e.State {
+	case plant.StateOnline:
+		var manufacturer, model, models string
+		if n := e.Nameplate; n != nil {
+			manufacturer, model, models = n.Manufacturer, n.Model, modelList(n.Models)
 		}
-	case poller.StateStale:
-		e.Level, e.Code, e.Message = store.LevelWarning, "DeviceStale", fmt.Sprintf("device %s stale: %v", s.Device, s.Err)
-	case poller.StateOffline:
-		e.Level, e.Code, e.Message = store.LevelError, "DeviceOffline", fmt.Sprintf("device %s offline: %v", s.Device, s.Err)
+		d.log.Info("device online", "device", e.DeviceID, "manufacturer", manufacturer, "model", model, "models", models,
+			"address", address, "unit", unit)
 	default:
-		return
+		d.log.Warn("device "+e.State.String(), "device", e.DeviceID, "address", address, "unit", unit, "err", e.Err)
 	}
-	d.logEntry(e)
+}
+
+// modelList is a list of model ids as the log shows it, "1,103,120".
+func modelList(models []uint16) string {
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = strconv.Itoa(int(m))
+	}
+	return strings.Join(ids, ",")
 }
 
 // run runs every component until ctx ends or one of them fails, then
@@ -447,6 +440,7 @@ type deviceConns struct {
 	pool    *modbus.Pool
 	mu      sync.RWMutex
 	clients map[string]devices.ReadWriter
+	at      map[string]deviceAddress
 }
 
 func newDeviceConns(cfg *config.Config, pool *modbus.Pool) *deviceConns {
@@ -458,7 +452,9 @@ func newDeviceConns(cfg *config.Config, pool *modbus.Pool) *deviceConns {
 // set makes the clients of cfg's enabled devices the ones returned.
 func (c *deviceConns) set(cfg *config.Config) {
 	clients := map[string]devices.ReadWriter{}
+	at := map[string]deviceAddress{}
 	for _, pc := range pollerConfigs(cfg) {
+		at[pc.ID] = deviceAddress{pc.Address, pc.Unit}
 		timeout := pc.Timeout
 		if timeout == 0 {
 			timeout = modbus.DefaultTimeout
@@ -467,8 +463,22 @@ func (c *deviceConns) set(cfg *config.Config) {
 		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
 	}
 	c.mu.Lock()
-	c.clients = clients
+	c.clients, c.at = clients, at
 	c.mu.Unlock()
+}
+
+// deviceAddress is where a device is polled.
+type deviceAddress struct {
+	address string
+	unit    byte
+}
+
+// where returns the address and unit a device is polled at (for the log).
+func (c *deviceConns) where(id string) (string, byte) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.at[id]
+	return a.address, a.unit
 }
 
 // get is the gridcontrol.Conns of the daemon.
@@ -509,12 +519,9 @@ func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 		return poller.Changes{}, err
 	}
 	d.live.SetDevices(infos)
-	d.mu.Lock()
-	for _, id := range append(ch.Removed, ch.Changed...) {
-		delete(d.state, id)
-		delete(d.health, id)
-	}
-	d.mu.Unlock()
+	// The poller discovers the changed devices again: their next samples
+	// are logged as a first sample is.
+	d.live.Restarted(ch.Changed...)
 	return ch, nil
 }
 

@@ -48,24 +48,11 @@ func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (plant.S
 		sq.DeviceID = ""
 	}
 	res, err := h.st.QuerySet(ctx, sq)
-	if errors.Is(err, store.ErrUnknownDevice) || (q.DeviceID != "" && errors.Is(err, store.ErrUnsupportedSet)) {
-		// The API checked that the device is configured and lists the
-		// set (from its discovered models); the store has just not
-		// recorded it or no channel of that set yet: an empty set, not a
-		// 404 (a set listed for a device must answer).
-		return plant.SetResult{Rows: []plant.SetRow{}}, nil
-	}
 	return res, apiError(err)
 }
 
 func (h storeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
 	sets, err := h.st.DeviceSets(ctx, deviceID)
-	if errors.Is(err, store.ErrUnknownDevice) {
-		// The API checked that the device is configured; the store has
-		// nothing of it yet (not discovered, or disabled before it was
-		// ever polled): no sets, not a 404.
-		return []string{}, nil
-	}
 	if err != nil {
 		return nil, apiError(err)
 	}

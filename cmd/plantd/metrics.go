@@ -28,7 +28,7 @@ func newDaemonCollector(p *poller.Poller, pool *modbus.Pool, s *store.Store, l *
 func (c *daemonCollector) Collect(w *metrics.Writer) {
 	for _, s := range c.poller.Stats() {
 		online := 0.0
-		if s.State == poller.StateOnline {
+		if s.State == plant.StateOnline {
 			online = 1
 		}
 		w.Counter("plantd_device_polls_total", "Polls of a device, successful or not.", float64(s.Polls), "device", s.ID)

@@ -13,7 +13,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
 	"plantd/config"
-	"plantd/devices/poller"
+	"plantd/plant"
 )
 
 // Supervision limits.
@@ -172,9 +172,9 @@ func (d *daemon) status() string {
 	stats := d.poller.Stats()
 	for _, s := range stats {
 		switch s.State {
-		case poller.StateOnline:
+		case plant.StateOnline:
 			online++
-		case poller.StateStale:
+		case plant.StateStale:
 			stale++
 		default:
 			offline++

@@ -9,6 +9,7 @@ import (
 	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/plant"
 )
 
 // TestRequestBudget: a device whose poll needs more requests than its
@@ -49,7 +50,7 @@ func TestRequestBudget(t *testing.T) {
 	inv.SetFault(sim.Fault{Kind: sim.FaultOffline})
 	waitFor(t, 10*time.Second, "default offline", func() bool {
 		s, ok := c.last("default")
-		return ok && s.State == poller.StateOffline
+		return ok && s.State == plant.StateOffline
 	})
 	inv.SetFault(sim.Fault{})
 	since := time.Now()

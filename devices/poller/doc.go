@@ -1,8 +1,8 @@
 // Package poller keeps every configured device read on time, whatever the
 // others do: each device on its own interval and its own timer, which
 // starts a goroutine per poll that discovers the device (once per
-// appearance), reads its poll models with a read plan and hands one Sample
-// to a sink. Between polls a device holds no goroutine (a parked one kept
+// appearance), reads its poll models with a read plan and hands one
+// plant.Sample to a sink. Between polls a device holds no goroutine (a parked one kept
 // a 4-8 KB stack: 8.7 MB at 1,000 devices).
 //
 // A dead, slow or garbage-answering device is marked stale, then offline,
@@ -11,7 +11,9 @@
 // endpoint below keeps no retry policy of its own); it never
 // delays another device except through a connection they share (devices
 // behind one gateway address take turns on its one socket, as the device
-// requires). State changes are logged once per transition, not per poll.
+// requires). Every sample carries the device's state after the poll; the
+// poller logs no transitions: plant.Live.Apply finds them (one detector),
+// and the daemon logs them.
 //
 // A poll never makes more than DeviceConfig.MaxRequests requests (default
 // 16): a device whose poll models need more fails its polls with
@@ -23,6 +25,7 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus, devices and internal/backoff; it knows
-// nothing of the plant domain, storage, HTTP or MQTT.
+// The poller imports modbus, devices, internal/backoff and plant, for the
+// domain's types it emits (plant.Sample, plant.CommState) and nothing else
+// of the domain; it knows nothing of storage, HTTP or MQTT.
 package poller

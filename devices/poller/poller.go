@@ -16,6 +16,7 @@ import (
 	"plantd/devices"
 	"plantd/internal/backoff"
 	"plantd/modbus"
+	"plantd/plant"
 )
 
 // Interval limits and defaults.
@@ -66,7 +67,7 @@ var ErrRequestBudget = errors.New("poll exceeds the request budget")
 
 // Sink receives every sample. It is called from the device's poll and
 // must return quickly.
-type Sink func(Sample)
+type Sink func(plant.Sample)
 
 // Poller polls a set of devices. The set may change while it runs
 // (Update): a device added starts polling, a device removed stops, and the
@@ -371,7 +372,7 @@ func (p *Poller) Stats() []DeviceStats {
 // DeviceStats counts one device's polls.
 type DeviceStats struct {
 	ID        string
-	State     State
+	State     plant.CommState
 	Polls     uint64 // polls attempted
 	Successes uint64
 	LastError string
@@ -391,7 +392,7 @@ type device struct {
 	plan     *devices.ReadPlan
 	lastOK   time.Time
 	failures int
-	state    State
+	state    plant.CommState
 
 	// cancel and done are set when polling starts (under the poller's
 	// mu): cancel stops it, done is closed once its last poll ended.
@@ -535,10 +536,10 @@ func (d *device) retryWait() time.Duration {
 }
 
 // poll discovers the device when needed and reads its poll models.
-func (d *device) poll(ctx context.Context, p *Poller) Sample {
-	s := Sample{Device: d.cfg.ID}
+func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
+	s := plant.Sample{Device: d.cfg.ID}
 	err := d.read(ctx, &s)
-	if err != nil && d.state == StateOnline && connectionLost(err) && ctx.Err() == nil {
+	if err != nil && d.state == plant.StateOnline && connectionLost(err) && ctx.Err() == nil {
 		// The device, or another client of a device that keeps only one,
 		// closed a connection that was fine a poll ago. The next request
 		// reconnects: try once more at once instead of losing the poll.
@@ -549,38 +550,26 @@ func (d *device) poll(ctx context.Context, p *Poller) Sample {
 	if err == nil {
 		d.failures = 0
 		d.lastOK = s.Time
-		if d.state != StateOnline {
-			d.log.Info("device online", "manufacturer", d.info.Manufacturer, "model", d.info.Model,
-				"models", modelList(d.info), "address", d.cfg.Address, "unit", d.cfg.Unit)
-		}
-		d.state = StateOnline
+		d.state = plant.StateOnline
 		s.State = d.state
 		return s
 	}
 	s.Err = err
 	s.Models = nil
 	d.failures++
-	prev := d.state
-	if d.state == StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
-		d.state = StateStale
+	if d.state == plant.StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
+		d.state = plant.StateStale
 	} else {
-		d.state = StateOffline
+		d.state = plant.StateOffline
 		// A device that comes back may have been replaced or reconfigured:
 		// discover it again.
 		d.info, d.plan = nil, nil
-	}
-	if d.state != prev {
-		msg := "device offline"
-		if d.state == StateStale {
-			msg = "device stale"
-		}
-		d.log.Warn(msg, "address", d.cfg.Address, "unit", d.cfg.Unit, "err", err)
 	}
 	s.State = d.state
 	return s
 }
 
-func (d *device) read(ctx context.Context, s *Sample) error {
+func (d *device) read(ctx context.Context, s *plant.Sample) error {
 	if d.info == nil {
 		bases := d.cfg.Bases
 		if bases == nil {
@@ -612,7 +601,7 @@ func (d *device) read(ctx context.Context, s *Sample) error {
 	}
 	// The plan's instances and their registers are the device's sample
 	// buffers, refilled by the next poll: the sink reads them during its
-	// call and copies what it keeps (Sample.Models).
+	// call and copies what it keeps (plant.Sample.Models).
 	s.Models = insts
 	return nil
 }
@@ -624,7 +613,7 @@ func connectionLost(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (d *device) record(s Sample, took time.Duration) {
+func (d *device) record(s plant.Sample, took time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stats.Polls++

@@ -16,6 +16,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/plant"
 )
 
 const interval = 250 * time.Millisecond
@@ -23,20 +24,20 @@ const interval = 250 * time.Millisecond
 // collector keeps the samples of a run.
 type collector struct {
 	mu      sync.Mutex
-	samples []poller.Sample
+	samples []plant.Sample
 }
 
-func (c *collector) sink(s poller.Sample) {
+func (c *collector) sink(s plant.Sample) {
 	c.mu.Lock()
 	c.samples = append(c.samples, s)
 	c.mu.Unlock()
 }
 
 // since returns the samples of a device from time t on.
-func (c *collector) since(id string, t time.Time) []poller.Sample {
+func (c *collector) since(id string, t time.Time) []plant.Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []poller.Sample
+	var out []plant.Sample
 	for _, s := range c.samples {
 		if s.Device == id && !s.Time.Before(t) {
 			out = append(out, s)
@@ -45,10 +46,10 @@ func (c *collector) since(id string, t time.Time) []poller.Sample {
 	return out
 }
 
-func (c *collector) last(id string) (poller.Sample, bool) {
+func (c *collector) last(id string) (plant.Sample, bool) {
 	s := c.since(id, time.Time{})
 	if len(s) == 0 {
-		return poller.Sample{}, false
+		return plant.Sample{}, false
 	}
 	return s[len(s)-1], true
 }
@@ -97,7 +98,7 @@ func TestAllDevicesOnline(t *testing.T) {
 	for _, d := range p.Devices() {
 		waitFor(t, 10*time.Second, d.ID()+" online", func() bool {
 			s, ok := c.last(d.ID())
-			return ok && s.State == poller.StateOnline && len(s.Models) > 0
+			return ok && s.State == plant.StateOnline && len(s.Models) > 0
 		})
 	}
 }
@@ -138,7 +139,7 @@ func TestSharedEndpointOneClient(t *testing.T) {
 	}
 }
 
-func countOK(ss []poller.Sample) int {
+func countOK(ss []plant.Sample) int {
 	n := 0
 	for _, s := range ss {
 		if s.Err == nil {
@@ -157,18 +158,18 @@ func countOK(ss []poller.Sample) int {
 // offline) with inv1 on its own address, where they belong.
 func TestFaultIsolation(t *testing.T) {
 	t.Parallel()
-	type check func(t *testing.T, s poller.Sample)
+	type check func(t *testing.T, s plant.Sample)
 	failsWith := func(target error, words string) check {
-		return func(t *testing.T, s poller.Sample) {
+		return func(t *testing.T, s plant.Sample) {
 			if s.Err == nil || (target != nil && !errors.Is(s.Err, target)) || !strings.Contains(s.Err.Error(), words) {
 				t.Errorf("poll error %v, want %v mentioning %q", s.Err, target, words)
 			}
-			if s.State == poller.StateOnline {
+			if s.State == plant.StateOnline {
 				t.Errorf("state %s after a failed poll", s.State)
 			}
 		}
 	}
-	valuesAbsent := func(t *testing.T, s poller.Sample) {
+	valuesAbsent := func(t *testing.T, s plant.Sample) {
 		if s.Err != nil {
 			t.Fatalf("poll failed: %v", s.Err)
 		}
@@ -218,7 +219,7 @@ func TestFaultIsolation(t *testing.T) {
 			runPoller(t, deviceConfigs(p, 500*time.Millisecond), c.sink)
 			waitFor(t, 10*time.Second, "all online", func() bool {
 				for _, d := range p.Devices() {
-					if s, ok := c.last(d.ID()); !ok || s.State != poller.StateOnline {
+					if s, ok := c.last(d.ID()); !ok || s.State != plant.StateOnline {
 						return false
 					}
 				}
@@ -248,7 +249,7 @@ func TestFaultIsolation(t *testing.T) {
 			cleared := time.Now()
 			waitFor(t, 40*time.Second, "inv1 back online", func() bool {
 				s, ok := c.last("inv1")
-				return ok && s.State == poller.StateOnline && s.Time.After(cleared) && s.Model(103) != nil
+				return ok && s.State == plant.StateOnline && s.Time.After(cleared) && s.Model(103) != nil
 			})
 			t.Logf("fault %s: inv1 recovered %v after the fault ended", tc.fault, time.Since(cleared).Round(10*time.Millisecond))
 		})
@@ -267,7 +268,7 @@ func TestOneClientTakenOver(t *testing.T) {
 	inv.SetFault(sim.Fault{Kind: sim.FaultOneClient})
 	var c collector
 	runPoller(t, deviceConfigs(p, time.Second), c.sink)
-	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == poller.StateOnline })
+	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
 	start := time.Now()
 	window := 3 * time.Second
 	for time.Since(start) < window {
@@ -284,7 +285,7 @@ func TestOneClientTakenOver(t *testing.T) {
 	if rate < 0.5/interval.Seconds() {
 		t.Errorf("inv1 polled at %.2f/s while its connection was taken over", rate)
 	}
-	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == poller.StateOnline })
+	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
 }
 
 // TestNoGoroutineLeak connects and disconnects a device 1,000 times: a
@@ -304,7 +305,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		got := make(chan struct{}, 1)
 		pool := modbus.NewPool(nil)
 		pl, err := poller.New([]poller.DeviceConfig{{ID: "meter", Address: d.Addr(), Unit: d.Unit(), Interval: time.Second}}, pool,
-			func(s poller.Sample) {
+			func(s plant.Sample) {
 				select {
 				case got <- struct{}{}:
 				default:
@@ -337,7 +338,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 // the first round ends. Without devices the first
 // round is over at once.
 func TestFirstRoundAndStalled(t *testing.T) {
-	empty, err := poller.New(nil, modbus.NewPool(nil), func(poller.Sample) {}, nil)
+	empty, err := poller.New(nil, modbus.NewPool(nil), func(plant.Sample) {}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestFirstRoundAndStalled(t *testing.T) {
 	p := simtest.Start(t, sim.DefaultConfig())
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	pl, _, _ := runPoller(t, deviceConfigs(p, time.Second)[:1], func(poller.Sample) {
+	pl, _, _ := runPoller(t, deviceConfigs(p, time.Second)[:1], func(plant.Sample) {
 		once.Do(func() { close(entered); <-release })
 	})
 	select {
@@ -416,7 +417,7 @@ func TestUpdate(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, added+" online", func() bool {
 		s, ok := c.last(added)
-		return ok && s.State == poller.StateOnline
+		return ok && s.State == plant.StateOnline
 	})
 	waitFor(t, 10*time.Second, changed+" polled again", func() bool { return countOK(c.since(changed, updated)) > 0 })
 	if n := len(c.since(removed, updated)); n > 0 {
@@ -452,7 +453,7 @@ func TestUpdate(t *testing.T) {
 func TestUpdateBeforeFirstRound(t *testing.T) {
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	defer pool.Close()
-	pl, err := poller.New([]poller.DeviceConfig{{ID: "x", Address: "127.0.0.1:1"}}, pool, func(poller.Sample) {}, nil)
+	pl, err := poller.New([]poller.DeviceConfig{{ID: "x", Address: "127.0.0.1:1"}}, pool, func(plant.Sample) {}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

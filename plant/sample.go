@@ -1,4 +1,4 @@
-package poller
+package plant
 
 import (
 	"time"
@@ -7,8 +7,8 @@ import (
 )
 
 // Sample is the outcome of one poll of one device: the SunSpec models read,
-// or the reason the poll failed. The poller emits one Sample per device per
-// poll.
+// or the reason the poll failed. A poller (plantd/devices/poller) emits one
+// Sample per device per poll and hands it to [Live.Apply].
 type Sample struct {
 	// Device is the configured device id.
 	Device string
@@ -21,13 +21,15 @@ type Sample struct {
 	// Models are the device's poll models as read, in chain order; nil when
 	// Err is set. They are the device's read buffers, valid until the sink
 	// returns: the next poll reads into them again, so a sink that keeps
-	// values copies them (plant.Live extracts its channels in place).
+	// values copies them (Live extracts its channels in place).
 	Models []*devices.Instance
 	// Err is why the poll failed (unreachable, timeout, garbage answer,
-	// exception); nil on success.
+	// exception); nil on success. A timeout is an error in whose chain
+	// one has a method Timeout() that returns true (net.Error's timeouts,
+	// context.DeadlineExceeded, plantd/modbus's ErrTimeout).
 	Err error
 	// State is the device's communication state after this poll.
-	State State
+	State CommState
 	// Duration is how long the poll took on the wall clock (discovery and
 	// a retry included).
 	Duration time.Duration
@@ -43,15 +45,16 @@ func (s *Sample) Model(id uint16) *devices.Instance {
 	return nil
 }
 
-// State is a device's communication state.
-type State int
+// CommState is a device's communication state.
+type CommState int
 
 // The communication states. A device starts Unknown, is Online while polls
 // succeed, Stale after a failed poll while its last values are younger than
 // three poll intervals, and Offline after that or when it cannot be
-// reached at all.
+// reached at all. The poller decides the state of each poll (it knows the
+// intervals); [Live.Apply] finds the changes.
 const (
-	StateUnknown State = iota
+	StateUnknown CommState = iota
 	StateOnline
 	StateStale
 	StateOffline
@@ -60,8 +63,8 @@ const (
 var stateNames = [...]string{"unknown", "online", "stale", "offline"}
 
 // String returns "online", "stale", "offline" or "unknown".
-func (s State) String() string {
-	if int(s) < len(stateNames) {
+func (s CommState) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
 		return stateNames[s]
 	}
 	return "unknown"
