@@ -93,9 +93,9 @@ func (c Config) withDefaults() Config {
 
 // Store is what the controller keeps in the database (a *store.Store).
 type Store interface {
-	Schedules(ctx context.Context, plantID string) ([]store.Schedule, error)
-	PutSchedule(ctx context.Context, sc store.Schedule) error
-	Log(e store.LogEntry) bool
+	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
+	PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error
+	Log(e plant.LogEntry) bool
 	DeleteSchedule(ctx context.Context, id string) error
 	ControlDefaults(ctx context.Context, deviceID string) (map[uint16]store.ControlDefault, error)
 	PutControlDefault(ctx context.Context, d store.ControlDefault) error

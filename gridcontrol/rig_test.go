@@ -250,7 +250,7 @@ func (r *rig) command(id string, i int) gridcontrol.ScheduledCmd {
 // message contains every part.
 func (r *rig) logHas(code string, parts ...string) bool {
 	r.t.Helper()
-	entries, _, err := r.st.Logs(context.Background(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -298,7 +298,7 @@ type fakeHistory struct {
 	mu        sync.Mutex
 	dev       map[string][]snap // device id → snapshots
 	plant     map[string][]snap // plant id → balance + mix snapshots
-	logs      []LogEntry        // oldest first
+	logs      []plant.LogEntry  // oldest first
 	healthErr error
 }
 
@@ -323,7 +323,7 @@ func (h *fakeHistory) sample(s poller.Sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.Err != nil {
-		h.logs = append(h.logs, LogEntry{Time: s.Time, Level: "Warning", Code: "PollFailed", Message: s.Err.Error(),
+		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Warning", Code: "PollFailed", Message: s.Err.Error(),
 			PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 		return
 	}
@@ -340,7 +340,7 @@ func (h *fakeHistory) sample(s poller.Sample) {
 		}
 	}
 	if len(h.dev[d.Info.ID]) == 0 {
-		h.logs = append(h.logs, LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
+		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
 			Message: fmt.Sprintf("%s %s discovered", s.Info.Manufacturer, s.Info.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 	}
 	h.dev[d.Info.ID] = append(h.dev[d.Info.ID], sn)
@@ -530,10 +530,10 @@ func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string
 	return out, nil
 }
 
-func (h *fakeHistory) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error) {
+func (h *fakeHistory) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var match []LogEntry
+	var match []plant.LogEntry
 	for i := len(h.logs) - 1; i >= 0; i-- { // newest first
 		l := h.logs[i]
 		if l.PlantID != q.PlantID || q.DeviceID != "" && l.DeviceID != q.DeviceID {
@@ -560,8 +560,8 @@ func (h *fakeHistory) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string,
 	return match[off:end], next, nil
 }
 
-func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]Schedule, error) {
-	return []Schedule{}, nil // no schedule is stored: grid control is not wired yet
+func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
+	return []plant.ScheduleRecord{}, nil // no schedule is stored: grid control is not wired yet
 }
 
 func (h *fakeHistory) Health() error {

@@ -26,10 +26,10 @@ type History interface {
 	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
 	// Logs returns log entries newest first and the cursor of the next
 	// page ("" on the last page).
-	Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error)
+	Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error)
 	// Schedules lists a plant's grid-control schedules without internal
 	// fallback schedules.
-	Schedules(ctx context.Context, plantID string) ([]Schedule, error)
+	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
 	// Health reports whether the storage works.
 	Health() error
 }
@@ -73,34 +73,6 @@ type SetQuery struct {
 	Resolution         string
 	WithTotal          bool
 	ReturnEnergyValues bool
-}
-
-// LogQuery asks for a page of plant or device log entries.
-type LogQuery struct {
-	PlantID  string
-	DeviceID string // "" = the whole plant
-	From, To time.Time
-	Cursor   string
-	Limit    int
-}
-
-// LogEntry is one log message.
-type LogEntry struct {
-	Time     time.Time
-	Level    string
-	Code     string
-	Message  string
-	PlantID  string
-	DeviceID string
-}
-
-// Schedule is one stored grid-control schedule.
-type Schedule struct {
-	ID        string
-	PlantID   string
-	CreatedAt time.Time
-	// Body is the schedule's commands as JSON (an array).
-	Body []byte
 }
 
 // Live is the live state the API reads; *plant.Live implements it.

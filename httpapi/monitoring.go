@@ -466,7 +466,7 @@ type logJSON struct {
 }
 
 // parseLogQuery reads From, To, cursor and limit.
-func parseLogQuery(c *gin.Context, q *LogQuery) bool {
+func parseLogQuery(c *gin.Context, q *plant.LogQuery) bool {
 	for _, f := range []struct {
 		names []string
 		dst   *time.Time
@@ -509,7 +509,7 @@ func queryAny(c *gin.Context, names ...string) string {
 	return ""
 }
 
-func (s *Server) logs(c *gin.Context, q LogQuery, head any) {
+func (s *Server) logs(c *gin.Context, q plant.LogQuery, head any) {
 	if !parseLogQuery(c, &q) {
 		return
 	}
@@ -538,11 +538,11 @@ func (s *Server) logs(c *gin.Context, q LogQuery, head any) {
 // plantLogs is GET .../plants/{plantId}/logs (installer).
 func (s *Server) plantLogs(c *gin.Context) {
 	p := ctxPlantOf(c)
-	s.logs(c, LogQuery{PlantID: p.ID}, plantObj(p))
+	s.logs(c, plant.LogQuery{PlantID: p.ID}, plantObj(p))
 }
 
 // deviceLogs is GET .../devices/{deviceId}/logs (installer).
 func (s *Server) deviceLogs(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	s.logs(c, LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, [2]any{plantObj(p), deviceObj(p, d)})
+	s.logs(c, plant.LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, [2]any{plantObj(p), deviceObj(p, d)})
 }

@@ -57,16 +57,6 @@ type RollupSource interface {
 	Rollups(ctx context.Context, plantID string, from, to time.Time) ([]RollupRow, error)
 }
 
-// LogItem is one log entry, with the HTTP API's field names.
-type LogItem struct {
-	Time     time.Time `json:"time"`
-	Level    string    `json:"level"`
-	Code     string    `json:"code"`
-	Message  string    `json:"message"`
-	PlantID  string    `json:"-"`
-	DeviceID string    `json:"deviceId,omitempty"`
-}
-
 // Config configures an Uplink. Zero values take the defaults.
 type Config struct {
 	// Broker is the broker URL (tcp://, mqtt://, ssl://, tls://, mqtts://,
@@ -223,7 +213,7 @@ type Uplink struct {
 	bootID  string
 	started time.Time
 
-	logs chan LogItem
+	logs chan plant.LogEntry
 	cmds chan inbound
 
 	// schedIn holds per plant (of the topic) the newest schedule message
@@ -307,7 +297,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		topics:     newTopics(c.TopicPrefix, c.GatewayID),
 		bootID:     hex.EncodeToString(b[:]),
 		started:    time.Now(),
-		logs:       make(chan LogItem, 4096),
+		logs:       make(chan plant.LogEntry, 4096),
 		cmds:       make(chan inbound, 64),
 		schedIn:    map[string]*schedSlot{},
 		schedWake:  make(chan struct{}, 1),
@@ -324,7 +314,7 @@ func (u *Uplink) BootID() string { return u.bootID }
 
 // Log queues a log entry for the log stream of its plant. It never
 // blocks: when the queue is full the entry is dropped and counted.
-func (u *Uplink) Log(e LogItem) bool {
+func (u *Uplink) Log(e plant.LogEntry) bool {
 	if e.PlantID == "" {
 		return false
 	}

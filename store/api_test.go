@@ -319,7 +319,7 @@ func TestLogs(t *testing.T) {
 	stop := runStore(t, s)
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 50 {
-		e := LogEntry{Time: t0.Add(time.Duration(i/2) * time.Minute), Level: LevelWarning, Code: "C" + fmt.Sprint(i),
+		e := plant.LogEntry{Time: t0.Add(time.Duration(i/2) * time.Minute), Level: plant.LevelWarning, Code: "C" + fmt.Sprint(i),
 			Message: "m", PlantID: "p1"}
 		if i%3 == 0 {
 			e.DeviceID = "inv"
@@ -331,17 +331,17 @@ func TestLogs(t *testing.T) {
 			t.Fatal("log refused")
 		}
 	}
-	if s.Log(LogEntry{PlantID: "p1", Level: "debug"}) || s.Log(LogEntry{Message: "no plant"}) {
+	if s.Log(plant.LogEntry{PlantID: "p1", Level: "debug"}) || s.Log(plant.LogEntry{Message: "no plant"}) {
 		t.Error("bad entries accepted")
 	}
 	if err := s.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Page through p1, newest first.
-	var all []LogEntry
+	var all []plant.LogEntry
 	cursor := ""
 	for page := 0; ; page++ {
-		es, next, err := s.Logs(t.Context(), LogQuery{PlantID: "p1", Cursor: cursor, Limit: 7})
+		es, next, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "p1", Cursor: cursor, Limit: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func TestLogs(t *testing.T) {
 		}
 		seen[e.Code] = true
 	}
-	dev, _, err := s.Logs(t.Context(), LogQuery{DeviceID: "inv", From: t0.Add(5 * time.Minute), To: t0.Add(10 * time.Minute)})
+	dev, _, err := s.Logs(t.Context(), plant.LogQuery{DeviceID: "inv", From: t0.Add(5 * time.Minute), To: t0.Add(10 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,12 +381,12 @@ func TestLogs(t *testing.T) {
 	if len(dev) != 3 { // entries 12, 15 and 18
 		t.Errorf("%d device entries in [5, 10) min, want 3", len(dev))
 	}
-	for _, q := range []LogQuery{{PlantID: "p1", Cursor: "garbage"}, {PlantID: "p1", Limit: 5000}} {
+	for _, q := range []plant.LogQuery{{PlantID: "p1", Cursor: "garbage"}, {PlantID: "p1", Limit: 5000}} {
 		if _, _, err := s.Logs(t.Context(), q); !errors.Is(err, ErrBadQuery) {
 			t.Errorf("%+v: %v, want ErrBadQuery", q, err)
 		}
 	}
-	if _, _, err := s.Logs(t.Context(), LogQuery{PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
+	if _, _, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
 		t.Errorf("unknown plant: %v", err)
 	}
 	// Bounded: retention keeps the newest LogLimit entries.
@@ -407,11 +407,11 @@ func TestSchedulesAndOutbox(t *testing.T) {
 	ctx := t.Context()
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"b", "a", "c"} {
-		if err := s.PutSchedule(ctx, Schedule{ID: id, PlantID: "p1", CreatedAt: t0.Add(time.Duration(i) * time.Hour), Body: []byte(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
+		if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: id, PlantID: "p1", CreatedAt: t0.Add(time.Duration(i) * time.Hour), Body: []byte(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutSchedule(ctx, Schedule{ID: "a", PlantID: "p1", CreatedAt: t0.Add(5 * time.Hour), Body: []byte(`{"n":9}`)}); err != nil {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "a", PlantID: "p1", CreatedAt: t0.Add(5 * time.Hour), Body: []byte(`{"n":9}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteSchedule(ctx, "c"); err != nil {
@@ -421,10 +421,10 @@ func TestSchedulesAndOutbox(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].ID != "b" || got[1].ID != "a" || string(got[1].Body) != `{"n":9}` || !got[1].CreatedAt.Equal(t0.Add(5*time.Hour)) {
 		t.Errorf("schedules %+v, %v", got, err)
 	}
-	if err := s.PutSchedule(ctx, Schedule{ID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
 		t.Errorf("unknown plant: %v", err)
 	}
-	if err := s.PutSchedule(ctx, Schedule{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("no id: %v", err)
 	}
 

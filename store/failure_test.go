@@ -260,10 +260,10 @@ func checkDegraded(t *testing.T, s *Store, day time.Time) {
 	if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Time: day, Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}) {
 		t.Error("Record accepted on read-only storage")
 	}
-	if s.Log(LogEntry{PlantID: "p1", Message: "x"}) {
+	if s.Log(plant.LogEntry{PlantID: "p1", Message: "x"}) {
 		t.Error("Log accepted on read-only storage")
 	}
-	if err := s.PutSchedule(t.Context(), Schedule{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
+	if err := s.PutSchedule(t.Context(), plant.ScheduleRecord{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("PutSchedule: %v, want ErrReadOnly", err)
 	}
 	if st := s.Stats(); st.Dropped != 2 || !strings.Contains(st.LastError, "read-only") {

@@ -267,10 +267,10 @@ const (
 // item is one entry of the writer's queue: a measurement, a log entry
 // (l set) or a flush request (done set). The log entry is a pointer: the
 // queue's buffer is allocated whole (10,000 entries by default), and an
-// inline LogEntry doubled it to 2.1 MB for the few log entries it carries.
+// inline plant.LogEntry doubled it to 2.1 MB for the few log entries it carries.
 type item struct {
 	m    Measurement
-	l    *LogEntry
+	l    *plant.LogEntry
 	done chan error // a Flush request
 }
 

@@ -211,7 +211,7 @@ func TestDatabaseDeletedWhileRunning(t *testing.T) {
 	if err := s.Health(); err != nil {
 		t.Errorf("health of the file written back: %v", err)
 	}
-	logs, _, err := s.Logs(t.Context(), store.LogQuery{PlantID: "p1"})
+	logs, _, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "p1"})
 	if err != nil || len(logs) == 0 || logs[0].Code != "GatewayStarted" {
 		t.Errorf("the file written back lacks the daemon's GatewayStarted entry: %+v, %v", logs, err)
 	}

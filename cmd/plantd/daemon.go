@@ -194,10 +194,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 
 // logEntry stores a log entry and hands it to the uplink (both never
 // block); it reports whether the store took it.
-func (d *daemon) logEntry(e store.LogEntry) bool {
+func (d *daemon) logEntry(e plant.LogEntry) bool {
 	ok := d.store.Log(e)
 	if d.up != nil {
-		d.up.Log(mqtt.LogItem{Time: e.Time, Level: e.Level, Code: e.Code, Message: e.Message, PlantID: e.PlantID, DeviceID: e.DeviceID})
+		d.up.Log(e)
 	}
 	return ok
 }
@@ -210,7 +210,7 @@ type gridStore struct {
 	d *daemon
 }
 
-func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
+func (g gridStore) Log(e plant.LogEntry) bool { return g.d.logEntry(e) }
 
 // onSample is the poller's sink: the live state first, then the store
 // (non-blocking) with the device's readings and, on a change of its
@@ -241,33 +241,33 @@ func (d *daemon) onSample(s poller.Sample) {
 	if s.State == poller.StateOnline && prevHealth != dl.Health && prev == s.State {
 		// Operating state and event bits of the device (SunSpec St, Evt1...)
 		// changed its health: log what it says now.
-		e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device, Code: "DeviceHealth" + string(dl.Health),
-			Level: store.LevelInfo, Message: fmt.Sprintf("device %s health %s", s.Device, dl.Health)}
+		e := plant.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device, Code: "DeviceHealth" + string(dl.Health),
+			Level: plant.LevelInfo, Message: fmt.Sprintf("device %s health %s", s.Device, dl.Health)}
 		if dl.HealthReason != "" {
 			e.Message += ": " + dl.HealthReason
 		}
 		switch dl.Health {
 		case plant.HealthWarning:
-			e.Level = store.LevelWarning
+			e.Level = plant.LevelWarning
 		case plant.HealthError:
-			e.Level = store.LevelError
+			e.Level = plant.LevelError
 		}
 		d.logEntry(e)
 	}
 	if prev == s.State {
 		return
 	}
-	e := store.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device}
+	e := plant.LogEntry{Time: s.Time, PlantID: dl.Info.PlantID, DeviceID: s.Device}
 	switch s.State {
 	case poller.StateOnline:
-		e.Level, e.Code, e.Message = store.LevelInfo, "DeviceOnline", fmt.Sprintf("device %s online", s.Device)
+		e.Level, e.Code, e.Message = plant.LevelInfo, "DeviceOnline", fmt.Sprintf("device %s online", s.Device)
 		if s.Info != nil {
 			e.Message += fmt.Sprintf(" (%s %s)", s.Info.Manufacturer, s.Info.Model)
 		}
 	case poller.StateStale:
-		e.Level, e.Code, e.Message = store.LevelWarning, "DeviceStale", fmt.Sprintf("device %s stale: %v", s.Device, s.Err)
+		e.Level, e.Code, e.Message = plant.LevelWarning, "DeviceStale", fmt.Sprintf("device %s stale: %v", s.Device, s.Err)
 	case poller.StateOffline:
-		e.Level, e.Code, e.Message = store.LevelError, "DeviceOffline", fmt.Sprintf("device %s offline: %v", s.Device, s.Err)
+		e.Level, e.Code, e.Message = plant.LevelError, "DeviceOffline", fmt.Sprintf("device %s offline: %v", s.Device, s.Err)
 	default:
 		return
 	}
@@ -282,7 +282,7 @@ func (d *daemon) onSample(s poller.Sample) {
 // SIGHUP (config reload; see supervise).
 func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
-		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
+		d.logEntry(plant.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: plant.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
 	g, gctx := errgroup.WithContext(ctx)
