@@ -10,6 +10,7 @@ import (
 
 	"plantd/devices/poller"
 	"plantd/devices/sim"
+	"plantd/plant"
 )
 
 // TestScheduleRefusalRetryable: a schedule refused by the eligibility
@@ -49,7 +50,7 @@ func TestScheduleRefusalRetryable(t *testing.T) {
 		resp := e.do("POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json", tc.body)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		var p Problem
+		var p plant.Problem
 		_ = json.Unmarshal(b, &p)
 		var codes []string
 		for _, r := range p.Reasons {

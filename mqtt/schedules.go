@@ -388,10 +388,7 @@ func (u *Uplink) reachable(plantID string) map[string]bool {
 // retryable reports whether a 422 body is the HTTP API's refusal of a
 // schedule only because devices do not answer or are not discovered yet.
 func retryable(body json.RawMessage) bool {
-	var p struct {
-		Code      string `json:"code"`
-		Retryable bool   `json:"retryable"`
-	}
+	var p plant.Problem
 	return json.Unmarshal(body, &p) == nil && p.Code == "not-eligible" && p.Retryable
 }
 
