@@ -16,6 +16,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -449,7 +450,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			// A pointer into devs: a loop variable the goroutine below
 			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
-			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()

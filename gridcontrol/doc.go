@@ -231,8 +231,8 @@
 // commands.go the command table and eligibility; settings.go the settings
 // read-out; clock.go the clock. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), devices/poller (a
-// device's connection state), modbus (exceptions), plant
-// (the live state and its types), store (schedules, defaults, ownership,
+// device's connection state), modbus (exceptions), plant and plant/kind
+// (the live state and its types, log entries, schedule records), store (schedules, defaults, ownership,
 // quirks, the plant log), robfig/cron and the standard library; only
 // cmd/plantd and httpapi import it.
 package gridcontrol

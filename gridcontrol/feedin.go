@@ -11,6 +11,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -82,7 +83,7 @@ var (
 func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
 	var errs []error
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindMeter || !d.Info.Active() || d.Discovered == nil {
+		if d.Info.Kind != kind.Meter || !d.Info.Active() || d.Discovered == nil {
 			continue
 		}
 		w, err := c.readW(ctx, d, meterModels)

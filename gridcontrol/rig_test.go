@@ -19,6 +19,7 @@ import (
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -49,9 +50,9 @@ type rigOpts struct {
 	before func(r *rig)
 }
 
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter: plant.KindInverter, sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter: plant.KindMeter, sim.KindBattery: plant.KindBattery, sim.KindSensor: plant.KindSensor,
+var simKinds = map[sim.Kind]kind.Kind{
+	sim.KindInverter: kind.Inverter, sim.KindDERInverter: kind.Inverter,
+	sim.KindMeter: kind.Meter, sim.KindBattery: kind.Battery, sim.KindSensor: kind.Sensor,
 }
 
 // summer noon in Munich: the inverters run near their rating.

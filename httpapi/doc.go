@@ -12,6 +12,7 @@
 // here); history, logs and schedules come from a History, an interface
 // defined here with its own types, which cmd/plantd adapts the store to.
 //
-// Import boundary: httpapi imports plant, config and devices (types only).
+// Import boundary: httpapi imports plant (with plant/kind), config and
+// devices (types only).
 // It never imports store, mqtt, gridcontrol or cmd.
 package httpapi

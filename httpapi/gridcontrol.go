@@ -14,6 +14,7 @@ import (
 
 	"plantd/gridcontrol"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // scheduleJSON is a schedule of GET .../schedules (DESIGN §6).
@@ -193,7 +194,7 @@ func (s *Server) findPlant(in identIn) (plant.Plant, string, []FieldError) {
 			id = nid
 		}
 		d, ok := s.deps.Live.Device(id)
-		if !ok || (f.name == "meterId" && d.Info.Kind != plant.KindMeter) {
+		if !ok || (f.name == "meterId" && d.Info.Kind != kind.Meter) {
 			return plant.Plant{}, "", []FieldError{{Field: f.name, Message: "unknown device"}}
 		}
 		p, _ := s.deps.Live.Plant(d.Info.PlantID)

@@ -25,6 +25,7 @@ import (
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -46,12 +47,12 @@ func (c *clock) Set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // simKinds maps the simulator's kinds to the plant's.
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter:    plant.KindInverter,
-	sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter:       plant.KindMeter,
-	sim.KindBattery:     plant.KindBattery,
-	sim.KindSensor:      plant.KindSensor,
+var simKinds = map[sim.Kind]kind.Kind{
+	sim.KindInverter:    kind.Inverter,
+	sim.KindDERInverter: kind.Inverter,
+	sim.KindMeter:       kind.Meter,
+	sim.KindBattery:     kind.Battery,
+	sim.KindSensor:      kind.Sensor,
 }
 
 // simDev is one simulated device with its Modbus client and read plan.
@@ -153,7 +154,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	t.Cleanup(func() { _ = pool.Close() })
 
 	plants := []plant.Plant{{ID: "demo", Name: "Demo plant", Description: "simulated", Location: e.loc}}
-	infos := []plant.DeviceInfo{{ID: "gw", PlantID: "demo", Name: "plantd", Kind: plant.KindGateway}}
+	infos := []plant.DeviceInfo{{ID: "gw", PlantID: "demo", Name: "plantd", Kind: kind.Gateway}}
 	for _, d := range e.sim.Devices() {
 		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 2*time.Second)
 		info, err := devices.Discover(t.(interface{ Context() context.Context }).Context(), c)

@@ -10,6 +10,7 @@ import (
 	"plantd/config"
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // timeRFC3339 is the format of every non-measurement time (UTC, Z).
@@ -120,7 +121,7 @@ func (s *Server) installationOf(p plant.Plant, devs []plant.DeviceLive) installa
 	var acSum float64
 	newer := false
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindInverter || d.Discovered == nil {
+		if d.Info.Kind != kind.Inverter || d.Discovered == nil {
 			continue
 		}
 		if d.Discovered.Platform == devices.PlatformDER {
@@ -203,7 +204,7 @@ func (s *Server) plantList(c *gin.Context) {
 			return
 		}
 		for _, d := range devs {
-			if d.Discovered == nil || !d.Info.Active() || d.Info.Kind == plant.KindGateway {
+			if d.Discovered == nil || !d.Info.Active() || d.Info.Kind == kind.Gateway {
 				continue
 			}
 			w := platformWord(d.Discovered.Platform)
@@ -265,7 +266,7 @@ func (s *Server) configuration(c *gin.Context) {
 	}
 	battery := false
 	for _, d := range devs {
-		if d.Info.Kind == plant.KindBattery && d.Info.Active() {
+		if d.Info.Kind == kind.Battery && d.Info.Active() {
 			battery = true
 		}
 	}
@@ -301,7 +302,7 @@ type deviceJSON struct {
 // smartConnectedReady: the connected service can control the device (it
 // offers a power limit or storage control).
 func smartConnectedReady(d plant.DeviceLive) bool {
-	if d.Info.Kind == plant.KindGateway {
+	if d.Info.Kind == kind.Gateway {
 		return true
 	}
 	if d.Discovered == nil {
@@ -327,11 +328,11 @@ func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 		j.DeactivatedAt = d.Info.DeactivatedAt.In(plantLoc(p)).Format(localTime)
 	}
 	switch {
-	case d.Info.Kind == plant.KindGateway:
+	case d.Info.Kind == kind.Gateway:
 		j.Product, j.Vendor = "plantd", "plantd"
 	case d.Discovered != nil:
 		j.Product, j.Vendor, j.Serial = d.Discovered.Model, d.Discovered.Manufacturer, d.Discovered.Serial
-		if d.Info.Kind == plant.KindInverter || d.Info.Kind == plant.KindBattery {
+		if d.Info.Kind == kind.Inverter || d.Info.Kind == kind.Battery {
 			j.GeneratorPower = pos(d.Discovered.RatedPowerW)
 		}
 	default:

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/web"
 )
 
@@ -414,7 +415,7 @@ func (s *Server) readyz(c *gin.Context) {
 	for _, p := range s.deps.Live.Plants() {
 		devs, _ := s.deps.Live.DeviceStatuses(p.ID)
 		for _, d := range devs {
-			if d.Info.Active() && d.Info.Kind != plant.KindGateway && d.Comm.LastContact.IsZero() && !offline(d) {
+			if d.Info.Active() && d.Info.Kind != kind.Gateway && d.Comm.LastContact.IsZero() && !offline(d) {
 				waiting = append(waiting, d.Info.ID)
 			}
 		}

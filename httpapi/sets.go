@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // localTime is the format of measurement-set times: plant-local, no offset.
@@ -286,7 +287,7 @@ func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, err
 		// The energy mix is the plant's mix seen from a device that takes
 		// part in the balance (spec: classic and newer devices have it).
 		switch d.Info.Kind {
-		case plant.KindInverter, plant.KindMeter, plant.KindBattery:
+		case kind.Inverter, kind.Meter, kind.Battery:
 			if !slices.Contains(out, string(plant.SetEnergyMix)) {
 				out = append(out, string(plant.SetEnergyMix))
 			}

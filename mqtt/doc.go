@@ -60,7 +60,8 @@
 //
 // # Import boundary
 //
-// mqtt imports plant (the domain types it publishes), store (the outbox's
+// mqtt imports plant and plant/kind (the domain types it publishes, the
+// problem document of its acks), store (the outbox's
 // message types), paho and the standard library; never httpapi, poller or
 // cmd. Nothing imports mqtt but cmd/plantd.
 package mqtt

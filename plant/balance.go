@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plantd/devices/poller"
+	"plantd/plant/kind"
 )
 
 // Balance is a plant's live energy balance, in W (DESIGN §4 energy balance
@@ -95,7 +96,7 @@ const DataErrorCode = "DeviceValuesNotCurrent"
 // contrib is what one device gives to a plant's balance.
 type contrib struct {
 	id      string
-	kind    Kind
+	kind    kind.Kind
 	state   poller.State
 	lastErr error
 	everOK  bool
@@ -114,7 +115,7 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 	var out []contrib
 	for _, d := range l.idx.Load().byPlant[plantID] {
 		switch d.kind() {
-		case KindInverter, KindMeter, KindBattery:
+		case kind.Inverter, kind.Meter, kind.Battery:
 		case "":
 			// Configured without a kind and not discovered yet: it may
 			// be any of them, so it is named below until it answers.
@@ -225,9 +226,9 @@ func computeBalance(cs []contrib) Balance {
 	}
 	for _, c := range cs {
 		switch c.kind {
-		case KindInverter:
+		case kind.Inverter:
 			hasInv = true
-		case KindBattery:
+		case kind.Battery:
 			hasBat = true
 		}
 		switch {
@@ -245,7 +246,7 @@ func computeBalance(cs []contrib) Balance {
 			issue(c.id, IssueStale)
 		}
 		switch c.kind {
-		case KindInverter:
+		case kind.Inverter:
 			switch {
 			case c.hasPV:
 				pv += c.pv
@@ -255,7 +256,7 @@ func computeBalance(cs []contrib) Balance {
 			default:
 				issue(c.id, IssueNoValue)
 			}
-		case KindMeter:
+		case kind.Meter:
 			if c.hasGrid {
 				cons += c.cons
 				feed += c.feed
@@ -263,7 +264,7 @@ func computeBalance(cs []contrib) Balance {
 			} else {
 				issue(c.id, IssueNoValue)
 			}
-		case KindBattery:
+		case kind.Battery:
 			switch {
 			case c.hasBat:
 				cha += c.cha

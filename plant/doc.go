@@ -11,14 +11,27 @@
 // [Live.EnergyMix]. [Channel] names a measured quantity the way the API
 // does (activePower, gridFeedIn, batteryStateOfCharge, ...).
 //
+// # Vocabulary
+//
+// The words the packages above exchange are defined here once, and nowhere
+// else: a device's kind (package plantd/plant/kind, a leaf so that config,
+// devices and the simulator below plant use it too), the log entry
+// ([LogEntry], its levels and [LogQuery]) that grid control and cmd/plantd
+// make, the store keeps, the HTTP API lists and the uplink publishes, the
+// stored grid-control schedule ([ScheduleRecord]) and the problem document
+// of refused requests and commands ([Problem]). store, httpapi and mqtt
+// take and return these types, so cmd/plantd wires them without copying
+// fields.
+//
 // # Import boundary
 //
-// plant imports the standard library, plantd/devices (decoded SunSpec
-// models), plantd/devices/poller (the Sample type only) and plantd/modbus
-// (only its ErrTimeout sentinel, to tell a timeout from other failures). It
-// must not import store, mqtt, httpapi, gridcontrol, config or cmd, nor Gin,
-// paho or SQLite: those sit above it (modbus ← devices ← poller → plant →
-// store, mqtt, httpapi). Above this package nobody speaks SunSpec point
+// plant imports the standard library, plantd/plant/kind (the device kinds),
+// plantd/devices (decoded SunSpec models), plantd/devices/poller (the Sample
+// type only) and plantd/modbus (only its ErrTimeout sentinel, to tell a
+// timeout from other failures). It must not import store, mqtt, httpapi,
+// gridcontrol, config or cmd, nor Gin, paho or SQLite: those sit above it
+// (modbus ← devices ← poller → plant → store, mqtt, httpapi; plant/kind
+// is the leaf under all of them, config and devices included). Above this package nobody speaks SunSpec point
 // names: mapping.go holds the only SunSpec-to-API table, and the health
 // tables in health.go the only reading of state and event points.
 //

@@ -12,6 +12,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 // TestHostileDevices runs the poller against simulated inverters that
@@ -55,7 +56,7 @@ func TestHostileDevices(t *testing.T) {
 			if tt.fault != sim.FaultNone {
 				inv.SetFault(sim.Fault{Kind: tt.fault})
 			}
-			live := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "inv1", PlantID: "p", Kind: KindInverter}, {ID: "meter", PlantID: "p", Kind: KindMeter}}, nil)
+			live := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "inv1", PlantID: "p", Kind: kind.Inverter}, {ID: "meter", PlantID: "p", Kind: kind.Meter}}, nil)
 			var mu sync.Mutex
 			polls := map[string]int{}
 			pool := modbus.NewPool(slog.New(slog.DiscardHandler))

@@ -12,6 +12,7 @@ import (
 
 	"plantd/devices"
 	"plantd/devices/poller"
+	"plantd/plant/kind"
 )
 
 // historyLen is the number of recent polls successRate looks at.
@@ -197,7 +198,7 @@ func (l *Live) Apply(s poller.Sample) {
 	if s.Info != nil {
 		d.disc = s.Info
 		if d.info.Kind == "" {
-			if k, err := ParseKind(string(s.Info.Kind)); err == nil {
+			if k, err := kind.Parse(string(s.Info.Kind)); err == nil {
 				d.info.Kind = k
 			}
 		}
@@ -217,7 +218,7 @@ func (l *Live) Apply(s poller.Sample) {
 
 // kind returns the device's kind (from the config, else from discovery;
 // "" until either is known).
-func (d *deviceState) kind() Kind {
+func (d *deviceState) kind() kind.Kind {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.info.Kind
@@ -347,7 +348,7 @@ func (l *Live) appendDevices(dst []DeviceLive, plantID string, readings bool) []
 // snapshot copies a device's state out under its lock; the readings only
 // when asked.
 func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
-	if d.kind() == KindGateway {
+	if d.kind() == kind.Gateway {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
 		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 func TestParsePeriod(t *testing.T) {
@@ -261,7 +262,7 @@ func TestRecent(t *testing.T) {
 func TestRecordRefused(t *testing.T) {
 	t.Parallel() // its own database files
 	s := openTest(t, Config{QueueLen: 2})
-	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(),
+	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: time.Now(),
 		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}
 	bad := m
 	bad.PlantID = "other"
@@ -295,7 +296,7 @@ func TestBadValues(t *testing.T) {
 	s := openTest(t, Config{})
 	stop := runStore(t, s)
 	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
-	record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: at, Readings: []plant.Reading{
+	record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: at, Readings: []plant.Reading{
 		{Channel: plant.ActivePower, Value: math.NaN()},
 		{Channel: plant.ReactivePower, Value: math.Inf(1)},
 		{Channel: 0, Value: 1},
@@ -513,10 +514,10 @@ func TestDeviceMoves(t *testing.T) {
 		}
 	}()
 	for i := range 200 {
-		m := Measurement{PlantID: "p1", DeviceID: "x", Kind: plant.KindInverter, Time: at.Add(time.Duration(i) * time.Second),
+		m := Measurement{PlantID: "p1", DeviceID: "x", Kind: kind.Inverter, Time: at.Add(time.Duration(i) * time.Second),
 			Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}
 		if i%2 == 1 {
-			m.PlantID, m.Kind = "p2", plant.KindBattery
+			m.PlantID, m.Kind = "p2", kind.Battery
 		}
 		record(t, s, m)
 		if i%20 == 0 {
@@ -525,7 +526,7 @@ func TestDeviceMoves(t *testing.T) {
 	}
 	<-done
 	stop()
-	if d := s.cat.device("x"); d == nil || d.plant != "p2" || d.kind != plant.KindBattery {
+	if d := s.cat.device("x"); d == nil || d.plant != "p2" || d.kind != kind.Battery {
 		t.Errorf("device %+v", d)
 	}
 }
@@ -535,7 +536,7 @@ func TestDeviceMoves(t *testing.T) {
 func TestRecordCopies(t *testing.T) {
 	s := openTest(t, Config{QueueLen: 2})
 	rs := []plant.Reading{{Channel: plant.ActivePower, Value: 1}}
-	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(), Readings: rs}
+	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: time.Now(), Readings: rs}
 	for _, tc := range []struct {
 		name   string
 		record func(Measurement) bool

@@ -19,6 +19,7 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // benchPlant is a 20-device plant whose readings have the channels the
@@ -31,7 +32,7 @@ type benchPlant struct {
 
 type benchDev struct {
 	id   string
-	kind plant.Kind
+	kind kind.Kind
 	tmpl []plant.Reading
 	cur  []plant.Reading
 }
@@ -43,7 +44,7 @@ func newBenchPlant(b testing.TB) *benchPlant {
 	loc := mustZone(b, sim.DefaultTimeZone)
 	noon := time.Date(2026, 6, 21, 12, 0, 0, 0, loc)
 	tmpl := map[sim.Kind][]plant.Reading{}
-	kinds := map[sim.Kind]plant.Kind{}
+	kinds := map[sim.Kind]kind.Kind{}
 	func() {
 		r := startSimB(b, noon)
 		for _, sd := range r.devs {

@@ -27,7 +27,8 @@
 // # Import boundary
 //
 // store imports the standard library, plantd/plant (the domain types:
-// Reading, Channel, Kind, SetType and its sentinel errors) and
+// Reading, Channel, SetType, LogEntry, LogQuery, ScheduleRecord and its
+// sentinel errors), plantd/plant/kind (device kinds) and
 // github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
 // config, httpapi, mqtt, gridcontrol or cmd, nor Gin or paho: it stores
 // and answers in domain terms, and knows no SunSpec point, no HTTP and no

@@ -23,6 +23,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // childEnv selects the child mode of TestChild; the parent tests re-run
@@ -474,7 +475,7 @@ func crashMeasurement(n int64) Measurement {
 	return Measurement{
 		PlantID:  "p1",
 		DeviceID: "d" + strconv.FormatInt(dev, 10),
-		Kind:     plant.KindInverter,
+		Kind:     kind.Inverter,
 		Time:     time.UnixMilli(crashT0 + tick*crashStepMs),
 		Readings: []plant.Reading{
 			{Channel: plant.ActivePower, Value: float64(n % 10007)},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // Period is the period of a measurement-set query (DESIGN §4).
@@ -106,7 +107,7 @@ func (s *Store) deviceSets(d *device) map[plant.SetType]bool {
 		}
 	}
 	s.cat.mu.RUnlock()
-	if d.kind == plant.KindMeter {
+	if d.kind == kind.Meter {
 		have[plant.SetEnergyMix] = true
 	}
 	return have

@@ -13,6 +13,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // simRig is the demo plant served over Modbus TCP on a hand-moved clock,
@@ -30,12 +31,12 @@ type simDev struct {
 	client *modbus.Client
 	info   *devices.Device
 	plan   *devices.ReadPlan
-	kind   plant.Kind
+	kind   kind.Kind
 }
 
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter: plant.KindInverter, sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter: plant.KindMeter, sim.KindBattery: plant.KindBattery, sim.KindSensor: plant.KindSensor,
+var simKinds = map[sim.Kind]kind.Kind{
+	sim.KindInverter: kind.Inverter, sim.KindDERInverter: kind.Inverter,
+	sim.KindMeter: kind.Meter, sim.KindBattery: kind.Battery, sim.KindSensor: kind.Sensor,
 }
 
 func startSim(t *testing.T, start time.Time) *simRig { return startSimB(t, start) }

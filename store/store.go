@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -171,7 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 // Measurement is one poll of one device as the domain sees it.
 type Measurement struct {
 	PlantID, DeviceID string
-	Kind              plant.Kind
+	Kind              kind.Kind
 	// Time is when the values were read; zero means now.
 	Time     time.Time
 	Readings []plant.Reading

@@ -358,14 +358,10 @@ func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
 func (d *daemon) devicesOf(ctx context.Context, cfg *config.Config) ([]plant.DeviceInfo, error) {
 	var infos []plant.DeviceInfo
 	for _, dc := range cfg.Devices {
-		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name}
-		if dc.Kind != "" {
-			k, err := plant.ParseKind(dc.Kind)
-			if err != nil {
-				return nil, fmt.Errorf("device %s: %w", dc.ID, err)
-			}
-			info.Kind = k
+		if dc.Kind != "" && !dc.Kind.Polled() {
+			return nil, fmt.Errorf("device %s: %q is not the kind of a polled device", dc.ID, dc.Kind)
 		}
+		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, Kind: dc.Kind}
 		if dc.Enabled {
 			d.reactivate(ctx, dc.ID)
 		} else {
@@ -417,7 +413,7 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 			continue
 		}
 		pc := poller.DeviceConfig{
-			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: devices.Kind(d.Kind),
+			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind,
 			Interval: d.PollInterval, Timeout: d.Timeout, ConnectDelay: d.ConnectDelay,
 		}
 		if d.Base != nil {

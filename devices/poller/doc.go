@@ -21,6 +21,7 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus and devices; it knows nothing of the plant
-// domain, storage, HTTP or MQTT.
+// The poller imports modbus, devices and plant/kind (the leaf of device
+// kinds, for a configured kind); it knows nothing else of the plant domain,
+// nor of storage, HTTP or MQTT.
 package poller

@@ -15,6 +15,7 @@ import (
 
 	"plantd/devices"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 // Interval limits and defaults.
@@ -43,7 +44,7 @@ type DeviceConfig struct {
 	Address string // host:port
 	Unit    byte
 	// Kind, when set, overrides the kind discovery derives from the models.
-	Kind devices.Kind
+	Kind kind.Kind
 	// Bases are the addresses probed for the SunSpec map (nil: 40000, 0,
 	// 50000).
 	Bases []uint16

@@ -13,6 +13,7 @@ import (
 	mb "github.com/simonvetter/modbus"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // manualClock is a wall clock the test moves by hand.
@@ -162,13 +163,13 @@ func TestDefaultMaps(t *testing.T) {
 		kind   Kind
 		md     string
 		models []uint16
-		dkind  devices.Kind
+		dkind  kind.Kind
 	}{
-		"inv1":  {KindInverter, "SIM-INV-10K", []uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, devices.KindInverter},
-		"inv2":  {KindDERInverter, "SIM-DER-8K", []uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, devices.KindInverter},
-		"meter": {KindMeter, "SIM-METER-3P", []uint16{1, 203}, devices.KindMeter},
-		"bat":   {KindBattery, "SIM-BAT-10", []uint16{1, 124, 713, 802}, devices.KindBattery},
-		"wx":    {KindSensor, "SIM-WX", []uint16{1, 308}, devices.KindSensor},
+		"inv1":  {KindInverter, "SIM-INV-10K", []uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, kind.Inverter},
+		"inv2":  {KindDERInverter, "SIM-DER-8K", []uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, kind.Inverter},
+		"meter": {KindMeter, "SIM-METER-3P", []uint16{1, 203}, kind.Meter},
+		"bat":   {KindBattery, "SIM-BAT-10", []uint16{1, 124, 713, 802}, kind.Battery},
+		"wx":    {KindSensor, "SIM-WX", []uint16{1, 308}, kind.Sensor},
 	}
 	if len(p.Devices()) != len(want) {
 		t.Fatalf("%d devices, want %d", len(p.Devices()), len(want))
