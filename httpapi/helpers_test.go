@@ -365,17 +365,17 @@ func (h *fakeHistory) record(plantID string, t time.Time) {
 }
 
 // window is the [from, to) of a query's period.
-func window(q SetQuery, latest time.Time) (time.Time, time.Time) {
+func window(q plant.SetQuery, latest time.Time) (time.Time, time.Time) {
 	switch q.Period {
-	case PeriodDay:
+	case plant.PeriodDay:
 		return q.Date, q.Date.AddDate(0, 0, 1)
-	case PeriodWeek:
+	case plant.PeriodWeek:
 		return q.Date, q.Date.AddDate(0, 0, 7)
-	case PeriodMonth:
+	case plant.PeriodMonth:
 		return q.Date, q.Date.AddDate(0, 1, 0)
-	case PeriodYear:
+	case plant.PeriodYear:
 		return q.Date, q.Date.AddDate(1, 0, 0)
-	case PeriodRecent:
+	case plant.PeriodRecent:
 		return latest.Add(-time.Hour), latest.Add(time.Nanosecond)
 	}
 	return time.Time{}, latest.Add(time.Nanosecond)
@@ -385,17 +385,17 @@ func window(q SetQuery, latest time.Time) (time.Time, time.Time) {
 func bucketStart(t time.Time, res string, loc *time.Location) (time.Time, time.Duration) {
 	t = t.In(loc)
 	switch res {
-	case ResolutionOneMinute:
+	case plant.ResolutionOneMinute:
 		return t.Truncate(time.Minute), time.Minute
-	case ResolutionFiveMinutes:
+	case plant.ResolutionFiveMinutes:
 		return t.Truncate(5 * time.Minute), 5 * time.Minute
-	case ResolutionFifteenMinutes:
+	case plant.ResolutionFifteenMinutes:
 		return t.Truncate(15 * time.Minute), 15 * time.Minute
-	case ResolutionOneHour:
+	case plant.ResolutionOneHour:
 		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc), time.Hour
-	case ResolutionOneDay:
+	case plant.ResolutionOneDay:
 		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc), 24 * time.Hour
-	case ResolutionOneMonth:
+	case plant.ResolutionOneMonth:
 		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc), 30 * 24 * time.Hour
 	}
 	return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc), 365 * 24 * time.Hour
@@ -426,11 +426,17 @@ func setFields(setType string) map[string]bool {
 	return out
 }
 
-func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error) {
+func (h *fakeHistory) QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error) {
+	if q.Period == "" {
+		q.Period = plant.PeriodRecent
+	}
+	res0 := resolutionFor(q.SetType, q.Period, q.WithTotal)
+	p, _ := h.live.Plant(q.PlantID)
+	loc := plantLoc(p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var snaps []snap
-	if q.DeviceID == "" || q.SetType == string(plant.SetEnergyMix) {
+	if q.DeviceID == "" || q.SetType == plant.SetEnergyMix {
 		snaps = h.plant[q.PlantID]
 		if snaps == nil {
 			return plant.SetResult{}, fmt.Errorf("plant %q: %w", q.PlantID, ErrNotFound)
@@ -443,12 +449,12 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 		}
 	}
 	if len(snaps) == 0 {
-		return plant.SetResult{Resolution: q.Resolution}, nil
+		return plant.SetResult{Resolution: res0}, nil
 	}
 	from, to := window(q, snaps[len(snaps)-1].t)
-	fields := setFields(q.SetType)
-	energy := q.ReturnEnergyValues && strings.HasPrefix(q.SetType, "EnergyAndPower") ||
-		q.SetType == string(plant.SetEnergyBalance) && q.ReturnEnergyValues
+	fields := setFields(string(q.SetType))
+	energy := q.ReturnEnergyValues && strings.HasPrefix(string(q.SetType), "EnergyAndPower") ||
+		q.SetType == plant.SetEnergyBalance && q.ReturnEnergyValues
 	type acc struct {
 		start time.Time
 		dur   time.Duration
@@ -461,7 +467,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 		if sn.t.Before(from) || !sn.t.Before(to) {
 			continue
 		}
-		bs, dur := bucketStart(sn.t, q.Resolution, q.Location)
+		bs, dur := bucketStart(sn.t, res0, loc)
 		if len(buckets) == 0 || !buckets[len(buckets)-1].start.Equal(bs) {
 			buckets = append(buckets, &acc{start: bs, dur: dur, sum: map[string]float64{}, n: map[string]int{}, ix: map[string][]plant.IndexedValue{}})
 		}
@@ -478,9 +484,9 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 			}
 		}
 	}
-	res := plant.SetResult{Resolution: q.Resolution}
+	res := plant.SetResult{Resolution: res0}
 	tot := plant.SetRow{Start: from, Values: map[string]float64{}}
-	if q.Period == PeriodRecent || q.Period == PeriodTotal {
+	if q.Period == plant.PeriodRecent || q.Period == plant.PeriodTotal {
 		tot.Start = time.Time{} // the API takes the first row's start
 	}
 	for _, b := range buckets {

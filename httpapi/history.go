@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	"plantd/plant"
 )
@@ -21,7 +20,7 @@ var (
 // and schedules. cmd/plantd adapts the store to it.
 type History interface {
 	// QuerySet returns the rows of one measurement set for one period.
-	QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error)
+	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
 	// DeviceSets lists the set types the history holds for a device.
 	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
 	// Logs returns log entries newest first and the cursor of the next
@@ -32,47 +31,6 @@ type History interface {
 	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
 	// Health reports whether the storage works.
 	Health() error
-}
-
-// The periods of measurement sets (DESIGN §4).
-const (
-	PeriodRecent = "Recent"
-	PeriodDay    = "Day"
-	PeriodWeek   = "Week"
-	PeriodMonth  = "Month"
-	PeriodYear   = "Year"
-	PeriodTotal  = "Total"
-)
-
-// The resolution names of measurement sets (DESIGN §4).
-const (
-	ResolutionOneMinute      = "OneMinute"
-	ResolutionFiveMinutes    = "FiveMinutes"
-	ResolutionFifteenMinutes = "FifteenMinutes"
-	ResolutionOneHour        = "OneHour"
-	ResolutionOneDay         = "OneDay"
-	ResolutionOneMonth       = "OneMonth"
-	ResolutionOneYear        = "OneYear"
-)
-
-// SetQuery asks for one measurement set of a plant (PlantID, SetType
-// EnergyBalance) or of a device (DeviceID and its PlantID) for one period.
-type SetQuery struct {
-	PlantID  string
-	DeviceID string // "" for plant sets
-	SetType  string // plant.SetType words: "PowerAc", "EnergyBalance", ...
-	Period   string // Recent | Day | Week | Month | Year | Total
-	// Date is the plant-local start of the period, midnight in the plant's
-	// zone: the day for Day, the Monday of the week holding the given day
-	// for Week, the 1st for Month, 1 January for Year; zero for Recent and
-	// Total.
-	Date time.Time
-	// Location is the plant's time zone (period boundaries).
-	Location *time.Location
-	// Resolution is the resolution the API wants for the period.
-	Resolution         string
-	WithTotal          bool
-	ReturnEnergyValues bool
 }
 
 // Live is the live state the API reads; *plant.Live implements it.

@@ -18,7 +18,8 @@
 // devices and the simulator below plant use it too), the log entry
 // ([LogEntry], its levels and [LogQuery]) that grid control and cmd/plantd
 // make, the store keeps, the HTTP API lists and the uplink publishes, the
-// stored grid-control schedule ([ScheduleRecord]) and the problem document
+// stored grid-control schedule ([ScheduleRecord]), the question for a
+// measurement set ([SetQuery], [Period]) and the problem document
 // of refused requests and commands ([Problem]). store, httpapi and mqtt
 // take and return these types, so cmd/plantd wires them without copying
 // fields.

@@ -140,17 +140,17 @@ func BenchmarkQuery(b *testing.B) {
 	day := time.Date(year, 6, 21, 0, 0, 0, 0, time.UTC)
 	for _, bq := range []struct {
 		name string
-		q    SetQuery
+		q    plant.SetQuery
 		rows int
 	}{
-		{"Year", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodYear, Date: day, WithTotal: true}, 12},
-		{"Day", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day, WithTotal: true}, 288},
-		{"Week", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodWeek, Date: day, WithTotal: true}, 168},
-		{"Month", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodMonth, Date: day, WithTotal: true}, 30},
-		{"Total", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodTotal, WithTotal: true}, 1},
-		{"DayDevicePowerAc", SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: PeriodDay, Date: day}, 288},
-		{"WeekDevicePowerAc", SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: PeriodWeek, Date: day}, 672},
-		{"YearDevicePv", SetQuery{DeviceID: bp.devs[0].id, SetType: plant.SetEnergyAndPowerPv, Period: PeriodYear, Date: day, WithTotal: true}, 12},
+		{"Year", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodYear, Date: day, WithTotal: true}, 12},
+		{"Day", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day, WithTotal: true}, 288},
+		{"Week", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodWeek, Date: day, WithTotal: true}, 168},
+		{"Month", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodMonth, Date: day, WithTotal: true}, 30},
+		{"Total", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodTotal, WithTotal: true}, 1},
+		{"DayDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: day}, 288},
+		{"WeekDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodWeek, Date: day}, 672},
+		{"YearDevicePv", plant.SetQuery{DeviceID: bp.devs[0].id, SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodYear, Date: day, WithTotal: true}, 12},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			for range b.N {

@@ -60,7 +60,7 @@ func TestFutureRows(t *testing.T) {
 	if n != 0 {
 		t.Errorf("the sample a year ahead of the clock was stored")
 	}
-	res, err := s.QuerySet(ctx, SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv})
+	res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func checkDegraded(t *testing.T, s *Store, day time.Time) {
 	if err := s.Health(); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("health %v, want ErrReadOnly", err)
 	}
-	res, err := s.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+	res, err := s.QuerySet(t.Context(), plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 	if err != nil || len(res.Rows) != 288 {
 		t.Errorf("query on read-only storage: %d rows, %v", len(res.Rows), err)
 	}

@@ -186,7 +186,7 @@ func TestSimPlant(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 
-	query := func(q SetQuery) map[string]float64 {
+	query := func(q plant.SetQuery) map[string]float64 {
 		t.Helper()
 		q.WithTotal = true
 		res, err := s.QuerySet(ctx, q)
@@ -208,18 +208,18 @@ func TestSimPlant(t *testing.T) {
 			t.Logf("%s: %s = %.1f Wh, simulator %.1f Wh (%+.4f %%)", what, field, g, want, 100*(g-want)/math.Max(want, 1))
 		}
 	}
-	checkSpan := func(what string, p Period, date time.Time, want simCounters) {
+	checkSpan := func(what string, p plant.Period, date time.Time, want simCounters) {
 		t.Helper()
 		for id, e := range want.pv {
-			check(what+" "+id, query(SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: date}), "pvGeneration", e)
+			check(what+" "+id, query(plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: date}), "pvGeneration", e)
 		}
-		inout := query(SetQuery{DeviceID: "meter", SetType: plant.SetEnergyAndPowerInOut, Period: p, Date: date})
+		inout := query(plant.SetQuery{DeviceID: "meter", SetType: plant.SetEnergyAndPowerInOut, Period: p, Date: date})
 		check(what+" meter", inout, "gridConsumption", want.imp)
 		check(what+" meter", inout, "gridFeedIn", want.exp)
-		bat := query(SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: p, Date: date})
+		bat := query(plant.SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: p, Date: date})
 		check(what+" bat", bat, "batteryCharging", want.cha)
 		check(what+" bat", bat, "batteryDischarging", want.dis)
-		bal := query(SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date})
+		bal := query(plant.SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date})
 		pv := 0.0
 		for _, e := range want.pv {
 			pv += e
@@ -234,7 +234,7 @@ func TestSimPlant(t *testing.T) {
 	months := map[time.Month]simCounters{}
 	for i, c := range perDay {
 		d := dates[i]
-		checkSpan("day "+d.Format(time.DateOnly), PeriodDay, d, c)
+		checkSpan("day "+d.Format(time.DateOnly), plant.PeriodDay, d, c)
 		all = all.plus(c)
 		y, w := d.ISOWeek()
 		key := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Format("2006") + "-W" + string(rune('0'+w/10)) + string(rune('0'+w%10))
@@ -245,13 +245,13 @@ func TestSimPlant(t *testing.T) {
 		y, w := d.ISOWeek()
 		key := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Format("2006") + "-W" + string(rune('0'+w/10)) + string(rune('0'+w%10))
 		if c, ok := weeks[key]; ok {
-			checkSpan("week "+key, PeriodWeek, dates[i], c)
+			checkSpan("week "+key, plant.PeriodWeek, dates[i], c)
 			delete(weeks, key)
 		}
 		if c, ok := months[d.Month()]; ok {
-			checkSpan("month "+d.Month().String(), PeriodMonth, d, c)
+			checkSpan("month "+d.Month().String(), plant.PeriodMonth, d, c)
 			delete(months, d.Month())
 		}
 	}
-	checkSpan("total", PeriodTotal, time.Time{}, all)
+	checkSpan("total", plant.PeriodTotal, time.Time{}, all)
 }

@@ -31,18 +31,8 @@ func apiError(err error) error {
 	return err
 }
 
-func (h storeHistory) QuerySet(ctx context.Context, q httpapi.SetQuery) (plant.SetResult, error) {
-	if q.Period == "" {
-		q.Period = string(store.PeriodRecent)
-	}
-	period, err := store.ParsePeriod(q.Period)
-	if err != nil {
-		return plant.SetResult{}, fmt.Errorf("%w: %v", httpapi.ErrBadQuery, err)
-	}
-	sq := store.SetQuery{
-		PlantID: q.PlantID, DeviceID: q.DeviceID, SetType: plant.SetType(q.SetType), Period: period,
-		Date: q.Date, WithTotal: q.WithTotal, ReturnEnergyValues: q.ReturnEnergyValues,
-	}
+func (h storeHistory) QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error) {
+	sq := q
 	if sq.SetType == plant.SetEnergyMix {
 		// A device's energy mix is its plant's (the API lists it for every
 		// device that takes part in the balance).

@@ -46,7 +46,7 @@ func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time
 	}
 	lf := from.In(loc)
 	for day := time.Date(lf.Year(), lf.Month(), lf.Day(), 0, 0, 0, 0, loc); day.Before(to); day = day.AddDate(0, 0, 1) {
-		res, err := r.st.QuerySet(ctx, store.SetQuery{PlantID: plantID, SetType: plant.SetEnergyBalance, Period: store.PeriodDay, Date: day})
+		res, err := r.st.QuerySet(ctx, plant.SetQuery{PlantID: plantID, SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 		if err != nil {
 			return nil, err
 		}
