@@ -19,7 +19,6 @@ import (
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
-	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -50,11 +49,6 @@ type rigOpts struct {
 	before func(r *rig)
 }
 
-var simKinds = map[sim.Kind]kind.Kind{
-	sim.KindInverter: kind.Inverter, sim.KindDERInverter: kind.Inverter,
-	sim.KindMeter: kind.Meter, sim.KindBattery: kind.Battery, sim.KindSensor: kind.Sensor,
-}
-
 // summer noon in Munich: the inverters run near their rating.
 var noon = time.Date(2026, 6, 21, 12, 0, 0, 0, mustLoc("Europe/Berlin"))
 
@@ -79,7 +73,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	var infos []plant.DeviceInfo
 	var pcfgs []poller.DeviceConfig
 	for _, d := range r.sim.Devices() {
-		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
+		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
 		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: time.Second})
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}

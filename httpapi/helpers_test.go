@@ -46,15 +46,6 @@ func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
-// simKinds maps the simulator's kinds to the plant's.
-var simKinds = map[sim.Kind]kind.Kind{
-	sim.KindInverter:    kind.Inverter,
-	sim.KindDERInverter: kind.Inverter,
-	sim.KindMeter:       kind.Meter,
-	sim.KindBattery:     kind.Battery,
-	sim.KindSensor:      kind.Sensor,
-}
-
 // simDev is one simulated device with its Modbus client and read plan.
 type simDev struct {
 	id     string
@@ -166,7 +157,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 			t.Fatalf("read plan %s: %v", d.ID(), err)
 		}
 		e.devs = append(e.devs, &simDev{id: d.ID(), dev: d, client: c, info: info, plan: plan})
-		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
+		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
 	}
 	if o.devices != nil {
 		o.devices(infos)

@@ -45,7 +45,7 @@ func TestHostileDevices(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := sim.DefaultConfig()
-			cfg.Devices = []sim.DeviceConfig{{ID: "inv1", Kind: sim.KindInverter}, {ID: "meter", Kind: sim.KindMeter}}
+			cfg.Devices = []sim.DeviceConfig{{ID: "inv1", Kind: kind.Inverter}, {ID: "meter", Kind: kind.Meter}}
 			p := simtest.Start(t, cfg)
 			inv := simtest.Device(t, p, "inv1")
 			for _, pn := range tt.pins {

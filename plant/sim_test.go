@@ -14,15 +14,6 @@ import (
 	"plantd/plant/kind"
 )
 
-// simKinds maps the simulator's device kinds to the plant's.
-var simKinds = map[sim.Kind]kind.Kind{
-	sim.KindInverter:    kind.Inverter,
-	sim.KindDERInverter: kind.Inverter,
-	sim.KindMeter:       kind.Meter,
-	sim.KindBattery:     kind.Battery,
-	sim.KindSensor:      kind.Sensor,
-}
-
 // simDevice is one simulated device with its client and read plan.
 type simDevice struct {
 	dev    *sim.Device
@@ -51,7 +42,7 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		kind := simKinds[d.Kind()]
+		kind := d.Kind()
 		if string(info.Kind) != string(kind) {
 			t.Errorf("%s: discovered as %s, configured as %s", d.ID(), info.Kind, kind)
 		}

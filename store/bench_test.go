@@ -43,8 +43,8 @@ func newBenchPlant(b testing.TB) *benchPlant {
 	b.Helper()
 	loc := mustZone(b, sim.DefaultTimeZone)
 	noon := time.Date(2026, 6, 21, 12, 0, 0, 0, loc)
-	tmpl := map[sim.Kind][]plant.Reading{}
-	kinds := map[sim.Kind]kind.Kind{}
+	tmpl := map[string][]plant.Reading{} // by the simulator's label
+	kinds := map[string]kind.Kind{}
 	func() {
 		r := startSimB(b, noon)
 		for _, sd := range r.devs {
@@ -54,15 +54,15 @@ func newBenchPlant(b testing.TB) *benchPlant {
 			}
 			r.applyB(sd, models, noon)
 			dl, _ := r.live.Device(sd.dev.ID())
-			tmpl[sd.dev.Kind()] = dl.Readings
-			kinds[sd.dev.Kind()] = sd.kind
+			tmpl[sd.dev.Label()] = dl.Readings
+			kinds[sd.dev.Label()] = sd.kind
 		}
 	}()
-	layout := []sim.Kind{}
+	layout := []string{}
 	for range 8 {
-		layout = append(layout, sim.KindInverter, sim.KindDERInverter)
+		layout = append(layout, "inverter", "der-inverter")
 	}
-	layout = append(layout, sim.KindMeter, sim.KindMeter, sim.KindBattery, sim.KindSensor)
+	layout = append(layout, "meter", "meter", "battery", "sensor")
 	bp := &benchPlant{}
 	for i, k := range layout {
 		bp.devs = append(bp.devs, &benchDev{id: fmt.Sprintf("d%02d-%s", i, k), kind: kinds[k],

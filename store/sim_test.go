@@ -34,11 +34,6 @@ type simDev struct {
 	kind   kind.Kind
 }
 
-var simKinds = map[sim.Kind]kind.Kind{
-	sim.KindInverter: kind.Inverter, sim.KindDERInverter: kind.Inverter,
-	sim.KindMeter: kind.Meter, sim.KindBattery: kind.Battery, sim.KindSensor: kind.Sensor,
-}
-
 func startSim(t *testing.T, start time.Time) *simRig { return startSimB(t, start) }
 
 func startSimB(t testing.TB, start time.Time) *simRig { return startSimCfg(t, start, nil) }
@@ -70,7 +65,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := simKinds[d.Kind()]
+		k := d.Kind()
 		r.devs = append(r.devs, &simDev{dev: d, client: c, info: info, plan: plan, kind: k})
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: k})
 	}
@@ -110,11 +105,11 @@ func (r *simRig) counters() simCounters {
 	for _, sd := range r.devs {
 		st := sd.dev.State()
 		switch sd.dev.Kind() {
-		case sim.KindInverter, sim.KindDERInverter:
+		case kind.Inverter:
 			c.pv[sd.dev.ID()] = st.EnergyWh
-		case sim.KindMeter:
+		case kind.Meter:
 			c.imp, c.exp = st.EnergyWh, st.ExportWh
-		case sim.KindBattery:
+		case kind.Battery:
 			c.cha, c.dis = st.EnergyWh, st.ExportWh
 		}
 	}
