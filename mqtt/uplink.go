@@ -39,22 +39,15 @@ type LiveSource interface {
 	Devices(plantID string) ([]plant.DeviceLive, error)
 }
 
-// RollupRow is one 5-minute interval of a plant's energy balance.
-type RollupRow struct {
-	// Start is the interval's start (UTC); the item's time is its end.
-	Start time.Time
-	// Values maps the API's field names to values.
-	Values map[string]float64
-}
-
 // RollupSource gives completed 5-minute rollups (the store, through
 // cmd/plantd's adapter).
 type RollupSource interface {
 	// RolledUpTo is the time up to which rollups are complete.
 	RolledUpTo() time.Time
-	// Rollups returns a plant's energy-balance rows starting in [from, to),
-	// oldest first.
-	Rollups(ctx context.Context, plantID string, from, to time.Time) ([]RollupRow, error)
+	// Rollups returns a plant's energy-balance rows (the EnergyBalance
+	// set's, package plant's) starting in [from, to), oldest first; an
+	// item's time is its row's end.
+	Rollups(ctx context.Context, plantID string, from, to time.Time) ([]plant.SetRow, error)
 }
 
 // Config configures an Uplink. Zero values take the defaults.

@@ -38,8 +38,8 @@ func (r storeRollups) RolledUpTo() time.Time { return r.st.Stats().RolledUpTo }
 
 // Rollups reads the plant-local days that [from, to) touches and keeps
 // the rows starting inside it.
-func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time.Time) ([]mqtt.RollupRow, error) {
-	var out []mqtt.RollupRow
+func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time.Time) ([]plant.SetRow, error) {
+	var out []plant.SetRow
 	loc := r.locs[plantID]
 	if loc == nil {
 		loc = time.UTC
@@ -52,7 +52,7 @@ func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time
 		}
 		for _, row := range res.Rows {
 			if !row.Start.Before(from) && row.Start.Before(to) {
-				out = append(out, mqtt.RollupRow{Start: row.Start, Values: row.Values})
+				out = append(out, row)
 			}
 		}
 	}
