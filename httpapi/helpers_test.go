@@ -507,7 +507,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q plant.SetQuery) (plant.Set
 	return res, nil
 }
 
-func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
+func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]plant.SetType, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	snaps, ok := h.dev[deviceID]
@@ -520,9 +520,9 @@ func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string
 			seen[k] = true
 		}
 	}
-	var out []string
+	var out []plant.SetType
 	for k := range seen {
-		out = append(out, k)
+		out = append(out, plant.SetType(k))
 	}
 	slices.Sort(out)
 	return out, nil

@@ -22,7 +22,7 @@ type History interface {
 	// QuerySet returns the rows of one measurement set for one period.
 	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
 	// DeviceSets lists the set types the history holds for a device.
-	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
+	DeviceSets(ctx context.Context, deviceID string) ([]plant.SetType, error)
 	// Logs returns log entries newest first and the cursor of the next
 	// page ("" on the last page).
 	Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error)

@@ -103,13 +103,13 @@ func (s *Server) routes() *gin.Engine {
 	md.GET("/logs", need(roleInstaller), s.deviceLogs)
 	md.GET("/measurements/sets", s.deviceSetList)
 	for _, st := range deviceSetTypes {
-		h := s.deviceSet(string(st))
+		h := s.deviceSet(st)
 		md.GET("/measurements/sets/"+string(st), h)
 		md.GET("/measurements/sets/"+string(st)+"/:period", h)
 	}
 	md.GET("/measurements/sets/:setType", s.deviceSetAnyCase)
 	md.GET("/measurements/sets/:setType/:period", s.deviceSetAnyCase)
-	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(string(plant.SetEnergyMix)))
+	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(plant.SetEnergyMix))
 
 	// v2 of the plant energy balance answers as v1 (a client calls it).
 	mp2 := api.Group("/monitoring/v2/plants/:plantId", s.resolvePlant)

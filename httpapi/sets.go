@@ -269,7 +269,7 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 	st := c.Param("setType")
 	for _, t := range deviceSetTypes {
 		if strings.EqualFold(st, string(t)) {
-			s.deviceSet(string(t))(c)
+			s.deviceSet(t)(c)
 			return
 		}
 	}
@@ -278,18 +278,15 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 
 // deviceSetsOf lists the sets a device supports: from its discovered
 // models, else from the history.
-func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, error) {
+func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]plant.SetType, error) {
 	if d.Discovered != nil {
-		var out []string
-		for _, st := range plant.SetsFor(d.Info.Kind, d.Discovered.ModelIDs()) {
-			out = append(out, string(st))
-		}
+		out := plant.SetsFor(d.Info.Kind, d.Discovered.ModelIDs())
 		// The energy mix is the plant's mix seen from a device that takes
 		// part in the balance (spec: classic and newer devices have it).
 		switch d.Info.Kind {
 		case kind.Inverter, kind.Meter, kind.Battery:
-			if !slices.Contains(out, string(plant.SetEnergyMix)) {
-				out = append(out, string(plant.SetEnergyMix))
+			if !slices.Contains(out, plant.SetEnergyMix) {
+				out = append(out, plant.SetEnergyMix)
 			}
 		}
 		return out, nil
@@ -306,18 +303,18 @@ func (s *Server) deviceSetList(c *gin.Context) {
 		return
 	}
 	if sets == nil {
-		sets = []string{}
+		sets = []plant.SetType{}
 	}
 	dev := deviceObj(p, d)
 	s.writeJSON(c, http.StatusOK, struct {
-		Plant  plantJSON     `json:"plant"`
-		Device deviceRefJSON `json:"device"`
-		Sets   []string      `json:"sets"`
+		Plant  plantJSON       `json:"plant"`
+		Device deviceRefJSON   `json:"device"`
+		Sets   []plant.SetType `json:"sets"`
 	}{plantObj(p), dev, sets}, true)
 }
 
 // deviceSet serves one device set type (404 when the device lacks it).
-func (s *Server) deviceSet(setType string) gin.HandlerFunc {
+func (s *Server) deviceSet(setType plant.SetType) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, d := ctxPlantOf(c), ctxDeviceOf(c)
 		sets, err := s.deviceSetsOf(c, d)
@@ -328,10 +325,10 @@ func (s *Server) deviceSet(setType string) gin.HandlerFunc {
 		// PowerAc answers for every device with AC values; an unknown set
 		// (device never discovered, nothing stored) is a 404.
 		if !slices.Contains(sets, setType) {
-			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+setType)
+			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+string(setType))
 			return
 		}
-		q, ok := s.parseSetQuery(c, p, plant.SetType(setType))
+		q, ok := s.parseSetQuery(c, p, setType)
 		if !ok {
 			return
 		}

@@ -49,22 +49,15 @@ func (h storeHistory) QuerySet(ctx context.Context, q plant.SetQuery) (plant.Set
 	return res, apiError(err)
 }
 
-func (h storeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
+func (h storeHistory) DeviceSets(ctx context.Context, deviceID string) ([]plant.SetType, error) {
 	sets, err := h.st.DeviceSets(ctx, deviceID)
 	if errors.Is(err, store.ErrUnknownDevice) {
 		// The API checked that the device is configured; the store has
 		// nothing of it yet (not discovered, or disabled before it was
 		// ever polled): no sets, not a 404.
-		return []string{}, nil
+		return []plant.SetType{}, nil
 	}
-	if err != nil {
-		return nil, apiError(err)
-	}
-	out := make([]string, len(sets))
-	for i, s := range sets {
-		out[i] = string(s)
-	}
-	return out, nil
+	return sets, apiError(err)
 }
 
 func (h storeHistory) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error) {
