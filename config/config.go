@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"plantd/plant/kind"
 )
 
 // Config is plantd's configuration, as read from /etc/plantd/plantd.yaml. The
@@ -204,14 +206,6 @@ type PVModuleArea struct {
 	ModuleCount int `yaml:"moduleCount"`
 }
 
-// Device kinds for [Device.Kind].
-const (
-	KindInverter = "inverter"
-	KindMeter    = "meter"
-	KindBattery  = "battery"
-	KindSensor   = "sensor"
-)
-
 // Device is one Modbus TCP (SunSpec) device to poll.
 type Device struct {
 	// ID is the device id of the API; required, unique among devices. Same
@@ -229,9 +223,10 @@ type Device struct {
 	Port int `yaml:"port"`
 	// Unit is the Modbus unit id: 0..247 or 255. Default 1.
 	Unit int `yaml:"unit"`
-	// Kind, when given (inverter, meter, battery or sensor), overrides the
-	// kind discovered from the device's SunSpec models.
-	Kind string `yaml:"kind"`
+	// Kind, when given (inverter, meter, battery or sensor: a kind that is
+	// polled), overrides the kind discovered from the device's SunSpec
+	// models.
+	Kind kind.Kind `yaml:"kind"`
 	// Base, when given (0, 40000 or 50000), is the SunSpec base address;
 	// discovery then skips probing. nil = probe 40000, 0, 50000.
 	Base *int `yaml:"base"`

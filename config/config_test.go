@@ -15,6 +15,8 @@ import (
 	_ "time/tzdata" // time zone checks must not depend on the machine's zoneinfo
 
 	"go.yaml.in/yaml/v3"
+
+	"plantd/plant/kind"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*/want.err and want.yaml from the current output")
@@ -162,7 +164,7 @@ func TestDefaults(t *testing.T) {
 		{"devices[0].name", d.Name, "inv1"},
 		{"devices[0].port", d.Port, 502},
 		{"devices[0].unit", d.Unit, 1},
-		{"devices[0].kind", d.Kind, ""},
+		{"devices[0].kind", d.Kind, kind.Kind("")},
 		{"devices[0].base", d.Base, (*int)(nil)},
 		{"devices[0].pollInterval", d.PollInterval, 5 * time.Second},
 		{"devices[0].timeout", d.Timeout, 2 * time.Second},

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"plantd/plant/kind"
 )
 
 // examplePath is the documented example, kept in packaging/ (where the
@@ -75,7 +77,7 @@ func checkRealistic(t *testing.T, c *Config) {
 		t.Errorf("%d plants, want 1", len(c.Plants))
 	}
 	units := map[string][]int{} // address -> units
-	kinds := map[string]bool{}
+	kinds := map[kind.Kind]bool{}
 	for _, d := range c.Devices {
 		units[d.Address()] = append(units[d.Address()], d.Unit)
 		kinds[d.Kind] = true
@@ -84,7 +86,7 @@ func checkRealistic(t *testing.T, c *Config) {
 	for _, u := range units {
 		gateway = gateway || len(u) >= 3
 	}
-	if !gateway || !kinds[KindMeter] || !kinds[KindBattery] || !kinds[KindSensor] || len(c.Devices) != 5 {
+	if !gateway || !kinds[kind.Meter] || !kinds[kind.Battery] || !kinds[kind.Sensor] || len(c.Devices) != 5 {
 		t.Errorf("devices by address %v, kinds %v: want 2 inverters and a meter behind one address, a battery and a sensor", units, kinds)
 	}
 	if c.MQTT.Broker == "" || len(c.Tokens) == 0 || len(c.OAuthClients) == 0 || len(c.Migrated.Plants) == 0 || len(c.Migrated.Devices) == 0 {

@@ -344,9 +344,7 @@ func (v *validator) devices() {
 		if d.ProductID < 0 {
 			v.add(path+".productId", "%d is not a product id (a positive number, or omit it)", d.ProductID)
 		}
-		switch d.Kind {
-		case "", KindInverter, KindMeter, KindBattery, KindSensor:
-		default:
+		if d.Kind != "" && !d.Kind.Polled() {
 			v.add(path+".kind", "%q is not a device kind (inverter, meter, battery or sensor)", d.Kind)
 		}
 		if d.Base != nil && *d.Base != 0 && *d.Base != 40000 && *d.Base != 50000 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 // Reader reads holding registers (function 3). A *modbus.Client is one.
@@ -62,7 +63,7 @@ type Device struct {
 	Options      string       `json:"options,omitempty"`
 	Version      string       `json:"version,omitempty"`
 	Serial       string       `json:"serial,omitempty"`
-	Kind         Kind         `json:"kind"`
+	Kind         kind.Kind    `json:"kind"`
 	Platform     Platform     `json:"platform"`
 	Capabilities []Capability `json:"capabilities"`
 	// RatedPowerW is the nameplate active power (120 WRtg, 702 WMaxRtg,

@@ -1,17 +1,9 @@
 package devices
 
-import "slices"
+import (
+	"slices"
 
-// Kind is what a device is, decided by the SunSpec models it exposes.
-type Kind string
-
-// The device kinds plantd knows.
-const (
-	KindInverter Kind = "inverter"
-	KindMeter    Kind = "meter"
-	KindBattery  Kind = "battery"
-	KindSensor   Kind = "sensor"
-	KindUnknown  Kind = "unknown"
+	"plantd/plant/kind"
 )
 
 // Platform is the SunSpec generation of a device's models (DESIGN §3).
@@ -48,7 +40,7 @@ const (
 // kindRule assigns a kind to a device that exposes any of Models. The
 // table is ordered: the first rule that matches wins.
 type kindRule struct {
-	Kind   Kind
+	Kind   kind.Kind
 	Models []uint16
 }
 
@@ -57,11 +49,11 @@ type kindRule struct {
 // system; otherwise inverter models win over storage models (a hybrid
 // inverter with 124 is an inverter with storage control).
 var kindRules = []kindRule{
-	{KindBattery, []uint16{802}},
-	{KindInverter, []uint16{101, 102, 103, 111, 112, 113, 701}},
-	{KindMeter, []uint16{201, 202, 203, 204, 211, 212, 213, 214}},
-	{KindBattery, []uint16{124, 713}},
-	{KindSensor, []uint16{302, 303, 307, 308}},
+	{kind.Battery, []uint16{802}},
+	{kind.Inverter, []uint16{101, 102, 103, 111, 112, 113, 701}},
+	{kind.Meter, []uint16{201, 202, 203, 204, 211, 212, 213, 214}},
+	{kind.Battery, []uint16{124, 713}},
+	{kind.Sensor, []uint16{302, 303, 307, 308}},
 }
 
 // capabilityRules give the capabilities of a device from its models.
@@ -84,9 +76,9 @@ var capabilityRules = []struct {
 	{CapMPPT, []uint16{160, 714}},
 }
 
-// Classify returns the kind, platform and capabilities of a device that
-// exposes the given model ids.
-func Classify(ids []uint16) (Kind, Platform, []Capability) {
+// Classify returns the kind (kind.Unknown when no rule matches), platform
+// and capabilities of a device that exposes the given model ids.
+func Classify(ids []uint16) (kind.Kind, Platform, []Capability) {
 	has := func(set []uint16) bool {
 		for _, id := range set {
 			if slices.Contains(ids, id) {
@@ -95,10 +87,10 @@ func Classify(ids []uint16) (Kind, Platform, []Capability) {
 		}
 		return false
 	}
-	kind := KindUnknown
+	k := kind.Unknown
 	for _, r := range kindRules {
 		if has(r.Models) {
-			kind = r.Kind
+			k = r.Kind
 			break
 		}
 	}
@@ -114,5 +106,5 @@ func Classify(ids []uint16) (Kind, Platform, []Capability) {
 			caps = append(caps, r.Cap)
 		}
 	}
-	return kind, platform, caps
+	return k, platform, caps
 }

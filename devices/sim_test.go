@@ -13,6 +13,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 func newClient(t *testing.T, pool *modbus.Pool, d *sim.Device, timeout time.Duration) *modbus.Client {
@@ -31,22 +32,22 @@ func TestDiscoverSimulatedPlant(t *testing.T) {
 	pool := newPool(t)
 	tests := []struct {
 		id       string
-		kind     devices.Kind
+		kind     kind.Kind
 		platform devices.Platform
 		models   []uint16
 		ratedW   float64
 		caps     []devices.Capability
 	}{
-		{"inv1", devices.KindInverter, devices.PlatformClassic,
+		{"inv1", kind.Inverter, devices.PlatformClassic,
 			[]uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, 10000,
 			[]devices.Capability{devices.CapPowerLimit, devices.CapConnect, devices.CapVoltVar, devices.CapFreqWatt, devices.CapLVRT}},
-		{"inv2", devices.KindInverter, devices.PlatformDER,
+		{"inv2", kind.Inverter, devices.PlatformDER,
 			[]uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, 8000,
 			[]devices.Capability{devices.CapPowerLimit, devices.CapVoltVar, devices.CapFreqWatt, devices.CapHFRT}},
-		{"meter", devices.KindMeter, devices.PlatformClassic, []uint16{1, 203}, 0, nil},
-		{"bat", devices.KindBattery, devices.PlatformDER, []uint16{1, 124, 713, 802}, 5000,
+		{"meter", kind.Meter, devices.PlatformClassic, []uint16{1, 203}, 0, nil},
+		{"bat", kind.Battery, devices.PlatformDER, []uint16{1, 124, 713, 802}, 5000,
 			[]devices.Capability{devices.CapStorageControl}},
-		{"wx", devices.KindSensor, devices.PlatformClassic, []uint16{1, 308}, 0, nil},
+		{"wx", kind.Sensor, devices.PlatformClassic, []uint16{1, 308}, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/gridcontrol"
+	"plantd/plant/kind"
 )
 
 // report adds the median, 99th percentile and maximum of ds in ms.
@@ -59,13 +60,9 @@ func BenchmarkEdgeToWrite(b *testing.B) {
 func BenchmarkFeedInCycle50(b *testing.B) {
 	var devs []sim.DeviceConfig
 	for i := range 50 {
-		kind := sim.KindInverter
-		if i%2 == 1 {
-			kind = sim.KindDERInverter
-		}
-		devs = append(devs, sim.DeviceConfig{ID: fmt.Sprintf("inv%02d", i+1), Kind: kind, Unit: 1})
+		devs = append(devs, sim.DeviceConfig{ID: fmt.Sprintf("inv%02d", i+1), Kind: kind.Inverter, DER: i%2 == 1, Unit: 1})
 	}
-	devs = append(devs, sim.DeviceConfig{ID: "meter", Kind: sim.KindMeter, Unit: 1})
+	devs = append(devs, sim.DeviceConfig{ID: "meter", Kind: kind.Meter, Unit: 1})
 	const cycle = 200 * time.Millisecond
 	r := newRig(b, rigOpts{devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 100}})
 	start, _ := window(time.Second, 0)

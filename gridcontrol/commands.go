@@ -8,6 +8,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // ValueKind says what a command's value is.
@@ -153,7 +154,7 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 	switch {
 	case !d.Info.Active():
 		return notInverter
-	case d.Discovered == nil && (d.Info.Kind == plant.KindInverter || d.Info.Kind == ""):
+	case d.Discovered == nil && (d.Info.Kind == kind.Inverter || d.Info.Kind == ""):
 		// Not discovered yet: an inverter, or a device configured without
 		// a kind (known only from discovery) that may be one. Offline (an
 		// inverter asleep at night), it may carry the command when it
@@ -162,7 +163,7 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 			return undiscoveredOffline
 		}
 		return undiscovered
-	case d.Info.Kind != plant.KindInverter:
+	case d.Info.Kind != kind.Inverter:
 		return notInverter
 	case (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
 		(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER):
@@ -190,7 +191,7 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	var unknown, dark, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
-		if d.Info.Kind == plant.KindMeter && d.Info.Active() && d.Discovered != nil && reachable(d) {
+		if d.Info.Kind == kind.Meter && d.Info.Active() && d.Discovered != nil && reachable(d) {
 			meter = true
 		}
 		v := classify(cmd, d)

@@ -9,11 +9,12 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // dev is a discovered device of the given kind and models, online unless
 // state says otherwise.
-func dev(id string, kind plant.Kind, state plant.CommState, models ...uint16) plant.DeviceLive {
+func dev(id string, kind kind.Kind, state plant.CommState, models ...uint16) plant.DeviceLive {
 	_, platform, caps := devices.Classify(models)
 	d := &devices.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
 	for _, m := range models {
@@ -24,17 +25,17 @@ func dev(id string, kind plant.Kind, state plant.CommState, models ...uint16) pl
 
 func TestEligible(t *testing.T) {
 	on, off := plant.StateOnline, plant.StateOffline
-	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
-	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
-	meter := dev("meter", plant.KindMeter, on, 1, 203)
-	deadDER := dev("inv3", plant.KindInverter, off, 1, 701, 702, 704)
-	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: plant.KindInverter}}
+	classic := dev("inv1", kind.Inverter, on, 1, 103, 120, 121, 123, 126, 132)
+	der := dev("inv2", kind.Inverter, on, 1, 701, 702, 704, 705, 706)
+	meter := dev("meter", kind.Meter, on, 1, 203)
+	deadDER := dev("inv3", kind.Inverter, off, 1, 701, 702, 704)
+	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: kind.Inverter}}
 	// Configured without a kind, never answered (an inverter asleep at
 	// night when plantd starts), or not polled yet.
 	asleep := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv5", PlantID: "p"}, Comm: plant.Communication{State: off}}
 	unpolled := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv6", PlantID: "p"}}
 	asleepInverter := asleep
-	asleepInverter.Info.Kind = plant.KindInverter
+	asleepInverter.Info.Kind = kind.Inverter
 	retired := classic
 	retired.Info.DeactivatedAt = time.Now()
 	cases := []struct {
@@ -79,13 +80,13 @@ func TestEligible(t *testing.T) {
 // is eligible and some inverter does not act.
 func TestAssess(t *testing.T) {
 	on, off := plant.StateOnline, plant.StateOffline
-	classic := dev("inv1", plant.KindInverter, on, 1, 103, 120, 121, 123, 126, 132)
-	der := dev("inv2", plant.KindInverter, on, 1, 701, 702, 704, 705, 706)
+	classic := dev("inv1", kind.Inverter, on, 1, 103, 120, 121, 123, 126, 132)
+	der := dev("inv2", kind.Inverter, on, 1, 701, 702, 704, 705, 706)
 	der.Discovered.RatedPowerW = 5000
-	meter := dev("meter", plant.KindMeter, on, 1, 203)
-	deadDER := dev("inv3", plant.KindInverter, off, 1, 701, 702, 704)
-	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: plant.KindInverter}}
-	retired := dev("inv5", plant.KindInverter, on, 1, 103, 123)
+	meter := dev("meter", kind.Meter, on, 1, 203)
+	deadDER := dev("inv3", kind.Inverter, off, 1, 701, 702, 704)
+	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: kind.Inverter}}
+	retired := dev("inv5", kind.Inverter, on, 1, 103, 123)
 	retired.Info.DeactivatedAt = time.Now()
 	cases := []struct {
 		cmd      string

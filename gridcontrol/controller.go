@@ -16,6 +16,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -93,9 +94,9 @@ func (c Config) withDefaults() Config {
 
 // Store is what the controller keeps in the database (a *store.Store).
 type Store interface {
-	Schedules(ctx context.Context, plantID string) ([]store.Schedule, error)
-	PutSchedule(ctx context.Context, sc store.Schedule) error
-	Log(e store.LogEntry) bool
+	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
+	PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error
+	Log(e plant.LogEntry) bool
 	DeleteSchedule(ctx context.Context, id string) error
 	ControlDefaults(ctx context.Context, deviceID string) (map[uint16]store.ControlDefault, error)
 	PutControlDefault(ctx context.Context, d store.ControlDefault) error
@@ -449,7 +450,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			// A pointer into devs: a loop variable the goroutine below
 			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
-			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"plantd/store"
+	"plantd/plant"
 	"slices"
 	"strings"
 	"testing"
@@ -411,7 +411,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 }
 
 func dumpLog(t *testing.T, r *rig) {
-	entries, _, _ := r.st.Logs(context.Background(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	entries, _, _ := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	for _, e := range entries {
 		t.Logf("%s %s %s", e.Code, e.DeviceID, e.Message)
 	}

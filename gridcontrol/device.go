@@ -326,10 +326,10 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), false); err != nil {
 		c.log.Warn("record control released", "device", d.Info.ID, "control", k, "err", err)
 	}
-	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlRestored",
+	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelInfo, Code: "GridControlRestored",
 		Message: fmt.Sprintf("device %s: %s restored to its default (model %d), read back ok", d.Info.ID, k, ref.ID)})
 	if note != "" {
-		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "GridControlRestoreNote",
+		c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelWarning, Code: "GridControlRestoreNote",
 			Message: fmt.Sprintf("device %s: %s (model %d): %s", d.Info.ID, k, ref.ID, note)})
 	}
 }
@@ -365,7 +365,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		}
 		c.mu.Unlock()
 		if first || failed {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelError, Code: "GridControlWriteFailed",
+			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelError, Code: "GridControlWriteFailed",
 				Message: fmt.Sprintf("device %s: %s failed (attempt %d, next in %s): %v", d.Info.ID, what, st.failures, wait, err)})
 		}
 		c.log.Warn("grid control write failed", "device", d.Info.ID, "control", k, "attempt", st.failures, "err", err)
@@ -411,7 +411,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		if len(by) > 0 {
 			src = strings.Join(by, "; ")
 		}
-		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "GridControlWrite",
+		c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelInfo, Code: "GridControlWrite",
 			Message: fmt.Sprintf("device %s: %s (%s), read back ok", d.Info.ID, what, src)})
 	}
 	c.persistAll(ctx, persist)

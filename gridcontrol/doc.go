@@ -231,8 +231,9 @@
 // commands.go the command table and eligibility; settings.go the settings
 // read-out; clock.go the clock. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), modbus (exceptions),
-// internal/backoff (the write retry's wait), plant (the live state and its
-// types, a device's communication state among them), store (schedules,
-// defaults, ownership, quirks, the plant log), robfig/cron and the
-// standard library; only cmd/plantd and httpapi import it.
+// internal/backoff (the write retry's wait), plant and plant/kind (the
+// live state and its types, a device's communication state, log entries,
+// schedule records), store (schedules, defaults, ownership, quirks, the
+// plant log), robfig/cron and the standard library; only cmd/plantd and
+// httpapi import it.
 package gridcontrol

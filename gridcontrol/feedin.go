@@ -11,7 +11,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
-	"plantd/store"
+	"plantd/plant/kind"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -46,7 +46,7 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 		err := errors.Join(meterErr, pvErr)
 		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
 			if !fs.meterLost {
-				c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelWarning, Code: "FeedInLimitMeterLost",
+				c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: plant.LevelWarning, Code: "FeedInLimitMeterLost",
 					Message: fmt.Sprintf("FeedInLimit: no grid power for %s (%v): inverters held at the export limit itself (%.1f %%)", c.cfg.MeterGrace, err, floor)})
 			}
 			fs.meterLost = true
@@ -61,7 +61,7 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 			fs.pct = 0.1 // 0 % only when the command asks for it
 		}
 		if fs.meterLost {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: store.LevelInfo, Code: "FeedInLimitMeterBack", Message: "FeedInLimit: grid meter answers again"})
+			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: plant.LevelInfo, Code: "FeedInLimitMeterBack", Message: "FeedInLimit: grid meter answers again"})
 		}
 		fs.meterLost = false
 		fs.lastMeterOK = now
@@ -83,7 +83,7 @@ var (
 func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
 	var errs []error
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindMeter || !d.Info.Active() || d.Discovered == nil {
+		if d.Info.Kind != kind.Meter || !d.Info.Active() || d.Discovered == nil {
 			continue
 		}
 		w, err := c.readW(ctx, d, meterModels)

@@ -8,7 +8,6 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
-	"plantd/store"
 )
 
 // The active-power limit of one inverter (123 or 704): where it starts
@@ -192,7 +191,7 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	}
 	c.mu.Unlock()
 	if firstNoRvrt {
-		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "LimitWithoutReversion",
+		c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelWarning, Code: "LimitWithoutReversion",
 			Message: fmt.Sprintf("device %s: model 123 reverts a limit to none, not to its default of %g %%; its limits are written without a reversion time, so if plantd stops inside a window the device keeps that window's limit until plantd runs again", d.Info.ID, fallback)})
 	}
 	// A device that takes RvrtTms but does not count it down: the
@@ -204,7 +203,7 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 		dc.rvrtIgnored = true
 		c.mu.Unlock()
 		if first {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "ReversionIgnored",
+			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelWarning, Code: "ReversionIgnored",
 				Message: fmt.Sprintf("device %s accepts WMaxLimPctRvrtTms but does not count it down (RvrtRem %g s after %s): if plantd stops, it may keep its limit", d.Info.ID, rem, now.Sub(prevAt).Round(time.Second))})
 			c.log.Warn("device ignores its reversion timeout", "device", d.Info.ID, "rvrtRem", rem)
 		}
@@ -275,7 +274,7 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		dc.notFollowing = false
 		c.mu.Unlock()
 		if recovered {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelInfo, Code: "LimitFollowedAgain",
+			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelInfo, Code: "LimitFollowedAgain",
 				Message: fmt.Sprintf("device %s follows its %g %% limit again (%.0f W)", d.Info.ID, pct, w)})
 		}
 		return
@@ -299,7 +298,7 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		if err := c.st.SetDeviceQuirk(ctx, d.Info.ID, quirkNeedsToggle, true); err != nil {
 			c.log.Warn("record device quirk", "device", d.Info.ID, "err", err)
 		}
-		c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelWarning, Code: "LimitNeedsEnableToggle",
+		c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelWarning, Code: "LimitNeedsEnableToggle",
 			Message: fmt.Sprintf("device %s produced %.0f W under a %g %% limit (the register read back right): it applies a new limit only when its enable goes from 0 to 1; plantd toggles it with every change from now on", d.Info.ID, w, pct)})
 		c.log.Warn("device needs the limit's enable toggled", "device", d.Info.ID, "w", w, "limitPct", pct)
 		return
@@ -320,7 +319,7 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		}
 	}
 	c.mu.Unlock()
-	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: store.LevelError, Code: "LimitNotFollowed", Message: reason})
+	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelError, Code: "LimitNotFollowed", Message: reason})
 	c.log.Error("device does not follow its limit", "device", d.Info.ID, "w", w, "limitPct", pct)
 	c.persistAll(ctx, persist)
 }

@@ -9,7 +9,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
-	"plantd/store"
+	"plantd/plant"
 )
 
 // limitWrites are the values of WMaxLimPct an inverter received from since
@@ -232,7 +232,7 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 			t.Errorf("%s: acts on %g %% after the restart's first write of 25 %% (the toggle forgotten)", id, l)
 		}
 	}
-	entries, _, err := r.st.Logs(t.Context(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	entries, _, err := r.st.Logs(t.Context(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,11 +49,6 @@ type rigOpts struct {
 	before func(r *rig)
 }
 
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter: plant.KindInverter, sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter: plant.KindMeter, sim.KindBattery: plant.KindBattery, sim.KindSensor: plant.KindSensor,
-}
-
 // summer noon in Munich: the inverters run near their rating.
 var noon = time.Date(2026, 6, 21, 12, 0, 0, 0, mustLoc("Europe/Berlin"))
 
@@ -78,7 +73,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	var infos []plant.DeviceInfo
 	var pcfgs []poller.DeviceConfig
 	for _, d := range r.sim.Devices() {
-		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
+		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
 		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: time.Second})
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
@@ -250,7 +245,7 @@ func (r *rig) command(id string, i int) gridcontrol.ScheduledCmd {
 // message contains every part.
 func (r *rig) logHas(code string, parts ...string) bool {
 	r.t.Helper()
-	entries, _, err := r.st.Logs(context.Background(), store.LogQuery{PlantID: "demo", Limit: 1000})
+	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
 	}

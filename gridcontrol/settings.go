@@ -9,6 +9,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // SettingsTypes are the settings types of spec §4.2.
@@ -108,7 +109,7 @@ func (c *Controller) Settings(ctx context.Context, plantID, settingsType string)
 	for i, def := range defs {
 		out[i] = Setting{Type: def.deactivated, Devices: []string{}, Values: []DeviceSetting{}}
 		for _, d := range devs {
-			if d.Info.Kind != plant.KindInverter || !d.Info.Active() || d.Discovered == nil || !slices.Contains(d.Discovered.Capabilities, def.cap) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !slices.Contains(d.Discovered.Capabilities, def.cap) {
 				continue
 			}
 			ref, ok := firstRef(d.Discovered, def.models...)

@@ -13,7 +13,6 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
-	"plantd/store"
 )
 
 // Schedules in and out: Submit validates a schedule against the plant's
@@ -112,11 +111,11 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
 		}
 	}
-	c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelInfo, Code: "ScheduleAccepted",
+	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelInfo, Code: "ScheduleAccepted",
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
 	for _, cm := range Commands {
 		if e, ok := elig[cm.Name]; ok && !e.whole() {
-			c.st.Log(store.LogEntry{Time: now.UTC(), PlantID: plantID, Level: store.LevelWarning, Code: "CommandPartial",
+			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "CommandPartial",
 				Message: fmt.Sprintf("schedule %s: %s", sc.ScheduleID, e.Describe())})
 		}
 	}
@@ -188,7 +187,7 @@ func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
 	if err != nil {
 		return fmt.Errorf("grid control: encode schedule: %w", err)
 	}
-	return c.st.PutSchedule(ctx, store.Schedule{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
+	return c.st.PutSchedule(ctx, plant.ScheduleRecord{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
 }
 
 // assessAll is the eligibility of every command a schedule names, with
@@ -412,7 +411,7 @@ func (c *Controller) view(pc *plantCtl, s *Schedule, sup map[*ScheduledCmd]bool,
 // the start, naming the devices that were late).
 func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) (pending bool) {
 	var persist []*Schedule
-	var logs []store.LogEntry
+	var logs []plant.LogEntry
 	c.mu.Lock()
 	open := map[string]bool{}
 	for _, w := range act {
@@ -451,7 +450,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		if was := cm.Partial; was || !e.whole() {
 			markCoverage(cm, e)
 			if !cm.Partial || !was {
-				logs = append(logs, store.LogEntry{Time: t, PlantID: pc.id, Level: store.LevelWarning, Code: "CommandPartial",
+				logs = append(logs, plant.LogEntry{Time: t, PlantID: pc.id, Level: plant.LevelWarning, Code: "CommandPartial",
 					Message: fmt.Sprintf("schedule %s: applied: %s", w.sched.ScheduleID, e.Describe())})
 			}
 		}

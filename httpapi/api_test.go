@@ -27,7 +27,7 @@ import (
 )
 
 // readProblem checks a problem-JSON answer and returns it.
-func readProblem(t *testing.T, resp *http.Response, status int) Problem {
+func readProblem(t *testing.T, resp *http.Response, status int) plant.Problem {
 	t.Helper()
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -37,7 +37,7 @@ func readProblem(t *testing.T, resp *http.Response, status int) Problem {
 	if ct := resp.Header.Get("Content-Type"); ct != contentTypeProblem {
 		t.Errorf("content type %q, want %s", ct, contentTypeProblem)
 	}
-	var p Problem
+	var p plant.Problem
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {

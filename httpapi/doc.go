@@ -16,10 +16,11 @@
 // defined here with its own types, which cmd/plantd adapts the store to;
 // grid-control schedules go to a GridControl (a *gridcontrol.Controller).
 //
-// Import boundary: httpapi imports plant, config, gridcontrol (the
-// GridControl interface's types and errors, the command table and the
-// eligibility check of /gridcontrol/v1/plants/eligibilityCheck),
-// httpapi/oauth2, metrics and web. It does not import devices, the poller
-// or modbus: what discovery learned of a device comes as plant.Nameplate.
-// It never imports store, mqtt or cmd.
+// Import boundary: httpapi imports plant (with plant/kind), config,
+// gridcontrol (the GridControl interface's types and errors, the command
+// table and the eligibility check of
+// /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, metrics and
+// web. It does not import devices, the poller or modbus: what discovery
+// learned of a device comes as plant.Nameplate. It never imports store,
+// mqtt or cmd.
 package httpapi

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestListedSetNothingStored: a set the API lists for a device answers
@@ -26,7 +27,7 @@ func TestListedSetNothingStored(t *testing.T) {
 	for _, d := range ds {
 		infos = append(infos, d.Info)
 	}
-	e.live.SetDevices(append(infos, plant.DeviceInfo{ID: "ghost", PlantID: "demo", Name: "never polled", Kind: plant.KindInverter}))
+	e.live.SetDevices(append(infos, plant.DeviceInfo{ID: "ghost", PlantID: "demo", Name: "never polled", Kind: kind.Inverter}))
 
 	for _, tc := range []struct {
 		path   string

@@ -15,6 +15,7 @@ import (
 	"plantd/gridcontrol"
 	"plantd/httpapi/oauth2"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // scheduleJSON is a schedule of GET .../schedules (DESIGN §6).
@@ -130,14 +131,14 @@ var commandFieldPattern = regexp.MustCompile(`^commands\[(\d+)\]\.command$`)
 // it, and whether the refusal is retryable: every field refused is a
 // command's eligibility (no value or curve refused) for a reason that
 // passes once the devices answer (DevicesOffline, DevicesNotDiscovered).
-func refusalReasons(body []byte, ve *gridcontrol.ValidationError) ([]ProblemReason, bool) {
+func refusalReasons(body []byte, ve *gridcontrol.ValidationError) ([]plant.ProblemReason, bool) {
 	var in struct {
 		Commands []struct {
 			Command string `json:"command"`
 		} `json:"commands"`
 	}
 	_ = json.Unmarshal(body, &in) // parsed already by Submit
-	var out []ProblemReason
+	var out []plant.ProblemReason
 	seen := map[string]bool{}
 	retryable := len(ve.Fields) > 0
 	for _, f := range ve.Fields {
@@ -154,7 +155,7 @@ func refusalReasons(body []byte, ve *gridcontrol.ValidationError) ([]ProblemReas
 			continue
 		}
 		seen[in.Commands[i].Command] = true
-		out = append(out, ProblemReason{Command: in.Commands[i].Command, Code: f.Code, Message: f.Message})
+		out = append(out, plant.ProblemReason{Command: in.Commands[i].Command, Code: f.Code, Message: f.Message})
 	}
 	return out, retryable
 }
@@ -193,7 +194,7 @@ func (s *Server) findPlant(in identIn) (plant.Plant, string, []FieldError) {
 			id = nid
 		}
 		d, ok := s.deps.Live.Device(id)
-		if !ok || (f.name == "meterId" && d.Info.Kind != plant.KindMeter) {
+		if !ok || (f.name == "meterId" && d.Info.Kind != kind.Meter) {
 			return plant.Plant{}, "", []FieldError{{Field: f.name, Message: "unknown device"}}
 		}
 		p, _ := s.deps.Live.Plant(d.Info.PlantID)

@@ -24,6 +24,7 @@ import (
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -43,15 +44,6 @@ type clock struct{ ns atomic.Int64 }
 func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
-
-// simKinds maps the simulator's kinds to the plant's.
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter:    plant.KindInverter,
-	sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter:       plant.KindMeter,
-	sim.KindBattery:     plant.KindBattery,
-	sim.KindSensor:      plant.KindSensor,
-}
 
 // simDev is one simulated device with its Modbus client and read plan.
 type simDev struct {
@@ -152,7 +144,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	t.Cleanup(func() { _ = pool.Close() })
 
 	plants := []plant.Plant{{ID: "demo", Name: "Demo plant", Description: "simulated", Location: e.loc}}
-	infos := []plant.DeviceInfo{{ID: "gw", PlantID: "demo", Name: "plantd", Kind: plant.KindGateway}}
+	infos := []plant.DeviceInfo{{ID: "gw", PlantID: "demo", Name: "plantd", Kind: kind.Gateway}}
 	for _, d := range e.sim.Devices() {
 		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 2*time.Second)
 		info, err := devices.Discover(t.(interface{ Context() context.Context }).Context(), c)
@@ -164,7 +156,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 			t.Fatalf("read plan %s: %v", d.ID(), err)
 		}
 		e.devs = append(e.devs, &simDev{id: d.ID(), dev: d, client: c, info: info, plan: plan})
-		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: simKinds[d.Kind()]})
+		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
 	}
 	if o.devices != nil {
 		o.devices(infos)
@@ -297,7 +289,7 @@ type fakeHistory struct {
 	mu        sync.Mutex
 	dev       map[string][]snap // device id → snapshots
 	plant     map[string][]snap // plant id → balance + mix snapshots
-	logs      []LogEntry        // oldest first
+	logs      []plant.LogEntry  // oldest first
 	healthErr error
 }
 
@@ -322,7 +314,7 @@ func (h *fakeHistory) sample(s plant.Sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.Err != nil {
-		h.logs = append(h.logs, LogEntry{Time: s.Time, Level: "Warning", Code: "PollFailed", Message: s.Err.Error(),
+		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Warning", Code: "PollFailed", Message: s.Err.Error(),
 			PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 		return
 	}
@@ -339,7 +331,7 @@ func (h *fakeHistory) sample(s plant.Sample) {
 		}
 	}
 	if len(h.dev[d.Info.ID]) == 0 {
-		h.logs = append(h.logs, LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
+		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
 			Message: fmt.Sprintf("%s %s discovered", s.Info.Manufacturer, s.Info.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 	}
 	h.dev[d.Info.ID] = append(h.dev[d.Info.ID], sn)
@@ -363,17 +355,17 @@ func (h *fakeHistory) record(plantID string, t time.Time) {
 }
 
 // window is the [from, to) of a query's period.
-func window(q SetQuery, latest time.Time) (time.Time, time.Time) {
+func window(q plant.SetQuery, latest time.Time) (time.Time, time.Time) {
 	switch q.Period {
-	case PeriodDay:
+	case plant.PeriodDay:
 		return q.Date, q.Date.AddDate(0, 0, 1)
-	case PeriodWeek:
+	case plant.PeriodWeek:
 		return q.Date, q.Date.AddDate(0, 0, 7)
-	case PeriodMonth:
+	case plant.PeriodMonth:
 		return q.Date, q.Date.AddDate(0, 1, 0)
-	case PeriodYear:
+	case plant.PeriodYear:
 		return q.Date, q.Date.AddDate(1, 0, 0)
-	case PeriodRecent:
+	case plant.PeriodRecent:
 		return latest.Add(-time.Hour), latest.Add(time.Nanosecond)
 	}
 	return time.Time{}, latest.Add(time.Nanosecond)
@@ -383,17 +375,17 @@ func window(q SetQuery, latest time.Time) (time.Time, time.Time) {
 func bucketStart(t time.Time, res string, loc *time.Location) (time.Time, time.Duration) {
 	t = t.In(loc)
 	switch res {
-	case ResolutionOneMinute:
+	case plant.ResolutionOneMinute:
 		return t.Truncate(time.Minute), time.Minute
-	case ResolutionFiveMinutes:
+	case plant.ResolutionFiveMinutes:
 		return t.Truncate(5 * time.Minute), 5 * time.Minute
-	case ResolutionFifteenMinutes:
+	case plant.ResolutionFifteenMinutes:
 		return t.Truncate(15 * time.Minute), 15 * time.Minute
-	case ResolutionOneHour:
+	case plant.ResolutionOneHour:
 		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc), time.Hour
-	case ResolutionOneDay:
+	case plant.ResolutionOneDay:
 		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc), 24 * time.Hour
-	case ResolutionOneMonth:
+	case plant.ResolutionOneMonth:
 		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc), 30 * 24 * time.Hour
 	}
 	return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc), 365 * 24 * time.Hour
@@ -424,11 +416,17 @@ func setFields(setType string) map[string]bool {
 	return out
 }
 
-func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error) {
+func (h *fakeHistory) QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error) {
+	if q.Period == "" {
+		q.Period = plant.PeriodRecent
+	}
+	res0 := resolutionFor(q.SetType, q.Period, q.WithTotal)
+	p, _ := h.live.Plant(q.PlantID)
+	loc := plantLoc(p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var snaps []snap
-	if q.DeviceID == "" || q.SetType == string(plant.SetEnergyMix) {
+	if q.DeviceID == "" || q.SetType == plant.SetEnergyMix {
 		snaps = h.plant[q.PlantID]
 		if snaps == nil {
 			return plant.SetResult{}, fmt.Errorf("plant %q: %w", q.PlantID, ErrNotFound)
@@ -441,12 +439,12 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 		}
 	}
 	if len(snaps) == 0 {
-		return plant.SetResult{Resolution: q.Resolution}, nil
+		return plant.SetResult{Resolution: res0}, nil
 	}
 	from, to := window(q, snaps[len(snaps)-1].t)
-	fields := setFields(q.SetType)
-	energy := q.ReturnEnergyValues && strings.HasPrefix(q.SetType, "EnergyAndPower") ||
-		q.SetType == string(plant.SetEnergyBalance) && q.ReturnEnergyValues
+	fields := setFields(string(q.SetType))
+	energy := q.ReturnEnergyValues && strings.HasPrefix(string(q.SetType), "EnergyAndPower") ||
+		q.SetType == plant.SetEnergyBalance && q.ReturnEnergyValues
 	type acc struct {
 		start time.Time
 		dur   time.Duration
@@ -459,7 +457,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 		if sn.t.Before(from) || !sn.t.Before(to) {
 			continue
 		}
-		bs, dur := bucketStart(sn.t, q.Resolution, q.Location)
+		bs, dur := bucketStart(sn.t, res0, loc)
 		if len(buckets) == 0 || !buckets[len(buckets)-1].start.Equal(bs) {
 			buckets = append(buckets, &acc{start: bs, dur: dur, sum: map[string]float64{}, n: map[string]int{}, ix: map[string][]plant.IndexedValue{}})
 		}
@@ -476,9 +474,9 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 			}
 		}
 	}
-	res := plant.SetResult{Resolution: q.Resolution}
+	res := plant.SetResult{Resolution: res0}
 	tot := plant.SetRow{Start: from, Values: map[string]float64{}}
-	if q.Period == PeriodRecent || q.Period == PeriodTotal {
+	if q.Period == plant.PeriodRecent || q.Period == plant.PeriodTotal {
 		tot.Start = time.Time{} // the API takes the first row's start
 	}
 	for _, b := range buckets {
@@ -508,7 +506,7 @@ func (h *fakeHistory) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult
 	return res, nil
 }
 
-func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string, error) {
+func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]plant.SetType, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	snaps, ok := h.dev[deviceID]
@@ -521,18 +519,18 @@ func (h *fakeHistory) DeviceSets(ctx context.Context, deviceID string) ([]string
 			seen[k] = true
 		}
 	}
-	var out []string
+	var out []plant.SetType
 	for k := range seen {
-		out = append(out, k)
+		out = append(out, plant.SetType(k))
 	}
 	slices.Sort(out)
 	return out, nil
 }
 
-func (h *fakeHistory) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error) {
+func (h *fakeHistory) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var match []LogEntry
+	var match []plant.LogEntry
 	for i := len(h.logs) - 1; i >= 0; i-- { // newest first
 		l := h.logs[i]
 		if l.PlantID != q.PlantID || q.DeviceID != "" && l.DeviceID != q.DeviceID {
@@ -559,8 +557,8 @@ func (h *fakeHistory) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string,
 	return match[off:end], next, nil
 }
 
-func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]Schedule, error) {
-	return []Schedule{}, nil // no schedule is stored: grid control is not wired yet
+func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
+	return []plant.ScheduleRecord{}, nil // no schedule is stored: grid control is not wired yet
 }
 
 func (h *fakeHistory) Health() error {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	"plantd/plant"
 )
@@ -23,87 +22,18 @@ type History interface {
 	// QuerySet returns the rows of one measurement set for one period.
 	// ErrNotFound for a device's set means nothing stored: the API
 	// answers an empty set for a set it lists.
-	QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error)
+	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
 	// DeviceSets lists the set types the history holds for a device;
 	// ErrNotFound means nothing stored of it (the API lists no sets).
-	DeviceSets(ctx context.Context, deviceID string) ([]string, error)
+	DeviceSets(ctx context.Context, deviceID string) ([]plant.SetType, error)
 	// Logs returns log entries newest first and the cursor of the next
 	// page ("" on the last page).
-	Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error)
+	Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error)
 	// Schedules lists a plant's grid-control schedules without internal
 	// fallback schedules.
-	Schedules(ctx context.Context, plantID string) ([]Schedule, error)
+	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
 	// Health reports whether the storage works.
 	Health() error
-}
-
-// The periods of measurement sets (DESIGN §4).
-const (
-	PeriodRecent = "Recent"
-	PeriodDay    = "Day"
-	PeriodWeek   = "Week"
-	PeriodMonth  = "Month"
-	PeriodYear   = "Year"
-	PeriodTotal  = "Total"
-)
-
-// The resolution names of measurement sets (DESIGN §4).
-const (
-	ResolutionOneMinute      = "OneMinute"
-	ResolutionFiveMinutes    = "FiveMinutes"
-	ResolutionFifteenMinutes = "FifteenMinutes"
-	ResolutionOneHour        = "OneHour"
-	ResolutionOneDay         = "OneDay"
-	ResolutionOneMonth       = "OneMonth"
-	ResolutionOneYear        = "OneYear"
-)
-
-// SetQuery asks for one measurement set of a plant (PlantID, SetType
-// EnergyBalance) or of a device (DeviceID and its PlantID) for one period.
-type SetQuery struct {
-	PlantID  string
-	DeviceID string // "" for plant sets
-	SetType  string // plant.SetType words: "PowerAc", "EnergyBalance", ...
-	Period   string // Recent | Day | Week | Month | Year | Total
-	// Date is the plant-local start of the period, midnight in the plant's
-	// zone: the day for Day, the Monday of the week holding the given day
-	// for Week, the 1st for Month, 1 January for Year; zero for Recent and
-	// Total.
-	Date time.Time
-	// Location is the plant's time zone (period boundaries).
-	Location *time.Location
-	// Resolution is the resolution the API wants for the period.
-	Resolution         string
-	WithTotal          bool
-	ReturnEnergyValues bool
-}
-
-// LogQuery asks for a page of plant or device log entries.
-type LogQuery struct {
-	PlantID  string
-	DeviceID string // "" = the whole plant
-	From, To time.Time
-	Cursor   string
-	Limit    int
-}
-
-// LogEntry is one log message.
-type LogEntry struct {
-	Time     time.Time
-	Level    string
-	Code     string
-	Message  string
-	PlantID  string
-	DeviceID string
-}
-
-// Schedule is one stored grid-control schedule.
-type Schedule struct {
-	ID        string
-	PlantID   string
-	CreatedAt time.Time
-	// Body is the schedule's commands as JSON (an array).
-	Body []byte
 }
 
 // Live is the live state the API reads; *plant.Live implements it.

@@ -9,6 +9,7 @@ import (
 
 	"plantd/config"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // timeRFC3339 is the format of every non-measurement time (UTC, Z).
@@ -119,7 +120,7 @@ func (s *Server) installationOf(p plant.Plant, devs []plant.DeviceLive) installa
 	var acSum float64
 	newer := false
 	for _, d := range devs {
-		if d.Info.Kind != plant.KindInverter || d.Nameplate == nil {
+		if d.Info.Kind != kind.Inverter || d.Nameplate == nil {
 			continue
 		}
 		if d.Nameplate.DER() {
@@ -202,7 +203,7 @@ func (s *Server) plantList(c *gin.Context) {
 			return
 		}
 		for _, d := range devs {
-			if d.Nameplate == nil || !d.Info.Active() || d.Info.Kind == plant.KindGateway {
+			if d.Nameplate == nil || !d.Info.Active() || d.Info.Kind == kind.Gateway {
 				continue
 			}
 			w := platformWord(d.Nameplate)
@@ -264,7 +265,7 @@ func (s *Server) configuration(c *gin.Context) {
 	}
 	battery := false
 	for _, d := range devs {
-		if d.Info.Kind == plant.KindBattery && d.Info.Active() {
+		if d.Info.Kind == kind.Battery && d.Info.Active() {
 			battery = true
 		}
 	}
@@ -300,7 +301,7 @@ type deviceJSON struct {
 // smartConnectedReady: the connected service can control the device (it
 // offers a power limit or storage control).
 func smartConnectedReady(d plant.DeviceLive) bool {
-	if d.Info.Kind == plant.KindGateway {
+	if d.Info.Kind == kind.Gateway {
 		return true
 	}
 	return d.Nameplate != nil && d.Nameplate.Controllable
@@ -318,11 +319,11 @@ func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 		j.DeactivatedAt = d.Info.DeactivatedAt.In(plantLoc(p)).Format(localTime)
 	}
 	switch {
-	case d.Info.Kind == plant.KindGateway:
+	case d.Info.Kind == kind.Gateway:
 		j.Product, j.Vendor = "plantd", "plantd"
 	case d.Nameplate != nil:
 		j.Product, j.Vendor, j.Serial = d.Nameplate.Model, d.Nameplate.Manufacturer, d.Nameplate.Serial
-		if d.Info.Kind == plant.KindInverter || d.Info.Kind == plant.KindBattery {
+		if d.Info.Kind == kind.Inverter || d.Info.Kind == kind.Battery {
 			j.GeneratorPower = pos(d.Nameplate.RatedPowerW)
 		}
 	default:
@@ -457,7 +458,7 @@ type logJSON struct {
 }
 
 // parseLogQuery reads From, To, cursor and limit.
-func parseLogQuery(c *gin.Context, q *LogQuery) bool {
+func parseLogQuery(c *gin.Context, q *plant.LogQuery) bool {
 	for _, f := range []struct {
 		names []string
 		dst   *time.Time
@@ -500,7 +501,7 @@ func queryAny(c *gin.Context, names ...string) string {
 	return ""
 }
 
-func (s *Server) logs(c *gin.Context, q LogQuery, head any) {
+func (s *Server) logs(c *gin.Context, q plant.LogQuery, head any) {
 	if !parseLogQuery(c, &q) {
 		return
 	}
@@ -529,11 +530,11 @@ func (s *Server) logs(c *gin.Context, q LogQuery, head any) {
 // plantLogs is GET .../plants/{plantId}/logs (installer).
 func (s *Server) plantLogs(c *gin.Context) {
 	p := ctxPlantOf(c)
-	s.logs(c, LogQuery{PlantID: p.ID}, plantObj(p))
+	s.logs(c, plant.LogQuery{PlantID: p.ID}, plantObj(p))
 }
 
 // deviceLogs is GET .../devices/{deviceId}/logs (installer).
 func (s *Server) deviceLogs(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	s.logs(c, LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, [2]any{plantObj(p), deviceObj(p, d)})
+	s.logs(c, plant.LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, [2]any{plantObj(p), deviceObj(p, d)})
 }

@@ -6,49 +6,16 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"plantd/plant"
 )
 
 // contentTypeProblem is the media type of RFC 9457 problem details.
 const contentTypeProblem = "application/problem+json"
 
-// FieldError names one invalid parameter or body field.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// ProblemReason is the eligibility reason of one refused command.
-type ProblemReason struct {
-	Command string `json:"command"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Problem is an RFC 9457 problem document plus the cloud API's own error
-// members code and message.
-type Problem struct {
-	Type      string       `json:"type"`
-	Title     string       `json:"title"`
-	Status    int          `json:"status"`
-	Detail    string       `json:"detail,omitempty"`
-	Instance  string       `json:"instance,omitempty"`
-	Code      string       `json:"code"`
-	Message   string       `json:"message"`
-	RequestID string       `json:"requestId,omitempty"`
-	Errors    []FieldError `json:"errors,omitempty"`
-	// Reasons are the eligibility reasons of the commands a schedule was
-	// refused for (422 not-eligible); Retryable says every refusal is
-	// one of devices not reachable or not discovered yet
-	// (DevicesOffline, DevicesNotDiscovered): the same request may pass
-	// once they answer.
-	Reasons   []ProblemReason `json:"reasons,omitempty"`
-	Retryable bool            `json:"retryable,omitempty"`
-	// Error is the OAuth2 error code (RFC 6749 §5.2) on the token endpoint.
-	Error string `json:"error,omitempty"`
-}
-
-// problemTypeBase prefixes the type URIs of plantd's problems.
-const problemTypeBase = "https://plantd.dev/problems/"
+// FieldError names one invalid parameter or body field: package plant's,
+// under the name the handlers (oauth.go among them) use.
+type FieldError = plant.FieldError
 
 // The problem codes (the last segment of type, and code).
 const (
@@ -68,23 +35,16 @@ const (
 	codeConflict         = "conflict"
 )
 
-// problem builds a Problem for the request.
-func problem(c *gin.Context, status int, code, detail string, errs ...FieldError) Problem {
-	return Problem{
-		Type:      problemTypeBase + code,
-		Title:     http.StatusText(status),
-		Status:    status,
-		Detail:    detail,
-		Instance:  c.Request.URL.RequestURI(),
-		Code:      code,
-		Message:   detail,
-		RequestID: c.GetString(ctxRequestID),
-		Errors:    errs,
-	}
+// problem builds the problem document (package plant's) for the request.
+func problem(c *gin.Context, status int, code, detail string, errs ...FieldError) plant.Problem {
+	p := plant.NewProblem(status, code, detail, c.Request.URL.RequestURI())
+	p.RequestID = c.GetString(ctxRequestID)
+	p.Errors = errs
+	return p
 }
 
 // writeProblem writes p and aborts the request.
-func writeProblem(c *gin.Context, p Problem) {
+func writeProblem(c *gin.Context, p plant.Problem) {
 	b, err := json.Marshal(p)
 	if err != nil { // cannot happen for these types
 		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)

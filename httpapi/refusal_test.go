@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"plantd/devices/sim"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestScheduleRefusalRetryable: a schedule refused by the eligibility
@@ -20,7 +20,7 @@ import (
 func TestScheduleRefusalRetryable(t *testing.T) {
 	e := newEnv(t, envOpts{polls: 1})
 	const window = `"start":"2025-06-21T10:00:00Z","end":"2025-06-21T11:00:00Z"`
-	offline := func(kinds ...sim.Kind) func() {
+	offline := func(kinds ...kind.Kind) func() {
 		return func() {
 			for _, d := range e.devs {
 				if slices.Contains(kinds, d.dev.Kind()) {
@@ -39,8 +39,8 @@ func TestScheduleRefusalRetryable(t *testing.T) {
 	}{
 		{"eligible", nil, `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50}]}`, 201, nil, false},
 		{"value refused", nil, `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":5000000,"unit":"W"}]}`, 422, nil, false},
-		{"meter offline", offline(sim.KindMeter), `{"commands":[{"command":"FeedInLimit",` + window + `,"value":50}]}`, 422, []string{"NoGridMeter"}, false},
-		{"inverters offline", offline(sim.KindInverter, sim.KindDERInverter), `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50}]}`, 422, []string{"DevicesOffline"}, true},
+		{"meter offline", offline(kind.Meter), `{"commands":[{"command":"FeedInLimit",` + window + `,"value":50}]}`, 422, []string{"NoGridMeter"}, false},
+		{"inverters offline", offline(kind.Inverter), `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50}]}`, 422, []string{"DevicesOffline"}, true},
 		{"inverters offline, two commands", nil, `{"commands":[{"command":"opModMaxLimW",` + window + `,"value":50},{"command":"opModFixedPFInjectW",` + window + `,"value":0.95}]}`, 422, []string{"DevicesOffline", "DevicesOffline"}, true},
 	} {
 		if tc.before != nil {
@@ -49,7 +49,7 @@ func TestScheduleRefusalRetryable(t *testing.T) {
 		resp := e.do("POST", "/gridcontrol/v1/plants/demo/schedules", tokInstaller, "application/json", tc.body)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		var p Problem
+		var p plant.Problem
 		_ = json.Unmarshal(b, &p)
 		var codes []string
 		for _, r := range p.Reasons {

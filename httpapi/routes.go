@@ -16,6 +16,7 @@ import (
 
 	"plantd/config"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/web"
 )
 
@@ -95,13 +96,13 @@ func (s *Server) routes() *gin.Engine {
 	md.GET("/logs", s.auth.Need(config.RoleInstaller), s.deviceLogs)
 	md.GET("/measurements/sets", s.deviceSetList)
 	for _, st := range deviceSetTypes {
-		h := s.deviceSet(string(st))
+		h := s.deviceSet(st)
 		md.GET("/measurements/sets/"+string(st), h)
 		md.GET("/measurements/sets/"+string(st)+"/:period", h)
 	}
 	md.GET("/measurements/sets/:setType", s.deviceSetAnyCase)
 	md.GET("/measurements/sets/:setType/:period", s.deviceSetAnyCase)
-	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(string(plant.SetEnergyMix)))
+	md.GET("/measurement/sets/EnergyMix/:period", s.deviceSet(plant.SetEnergyMix))
 
 	// v2 of the plant energy balance answers as v1 (a client calls it).
 	mp2 := api.Group("/monitoring/v2/plants/:plantId", s.resolvePlant)
@@ -407,7 +408,7 @@ func (s *Server) readyz(c *gin.Context) {
 	for _, p := range s.deps.Live.Plants() {
 		devs, _ := s.deps.Live.DeviceStatuses(p.ID)
 		for _, d := range devs {
-			if d.Info.Active() && d.Info.Kind != plant.KindGateway && d.Comm.LastContact.IsZero() && !offline(d) {
+			if d.Info.Active() && d.Info.Kind != kind.Gateway && d.Comm.LastContact.IsZero() && !offline(d) {
 				waiting = append(waiting, d.Info.ID)
 			}
 		}

@@ -12,44 +12,39 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // localTime is the format of measurement-set times: plant-local, no offset.
 const localTime = "2006-01-02T15:04:05"
 
-var periods = []string{PeriodRecent, PeriodDay, PeriodWeek, PeriodMonth, PeriodYear, PeriodTotal}
-
 // parsePeriod matches a period in any letter case; "" is Recent.
-func parsePeriod(s string) (string, bool) {
+func parsePeriod(s string) (plant.Period, bool) {
 	if s == "" {
-		return PeriodRecent, true
+		return plant.PeriodRecent, true
 	}
-	for _, p := range periods {
-		if strings.EqualFold(p, s) {
-			return p, true
-		}
-	}
-	return "", false
+	p, err := plant.ParsePeriod(s)
+	return p, err == nil
 }
 
 // resolutionFor is the resolution of a period (DESIGN §4).
-func resolutionFor(setType, period string, withTotal bool) string {
+func resolutionFor(setType plant.SetType, period plant.Period, withTotal bool) string {
 	switch period {
-	case PeriodRecent:
-		return ResolutionOneMinute
-	case PeriodDay:
-		return ResolutionFiveMinutes
-	case PeriodWeek:
-		if setType == string(plant.SetEnergyBalance) && withTotal {
-			return ResolutionOneHour
+	case plant.PeriodRecent:
+		return plant.ResolutionOneMinute
+	case plant.PeriodDay:
+		return plant.ResolutionFiveMinutes
+	case plant.PeriodWeek:
+		if setType == plant.SetEnergyBalance && withTotal {
+			return plant.ResolutionOneHour
 		}
-		return ResolutionFifteenMinutes
-	case PeriodMonth:
-		return ResolutionOneDay
-	case PeriodYear:
-		return ResolutionOneMonth
+		return plant.ResolutionFifteenMinutes
+	case plant.PeriodMonth:
+		return plant.ResolutionOneDay
+	case plant.PeriodYear:
+		return plant.ResolutionOneMonth
 	}
-	return ResolutionOneYear
+	return plant.ResolutionOneYear
 }
 
 // parseBool reads an optional boolean query parameter.
@@ -67,12 +62,18 @@ func parseBool(c *gin.Context, name string) (bool, bool) {
 	return false, false
 }
 
+// setRequest is a measurement-set request: the history's query, the
+// plant's zone (period boundaries, local times) and the resolution the API
+// wants for the period.
+type setRequest struct {
+	plant.SetQuery
+	Location   *time.Location
+	Resolution string
+}
+
 // parseSetQuery reads {period}, Date, WithTotal and ReturnEnergyValues.
-func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType string) (SetQuery, bool) {
-	q := SetQuery{PlantID: p.ID, SetType: setType, Location: p.Location}
-	if q.Location == nil {
-		q.Location = time.UTC
-	}
+func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType plant.SetType) (setRequest, bool) {
+	q := setRequest{SetQuery: plant.SetQuery{PlantID: p.ID, SetType: setType}, Location: plantLoc(p)}
 	period, ok := parsePeriod(c.Param("period"))
 	if !ok {
 		badParam(c, "period", "want Recent, Day, Week, Month, Year or Total")
@@ -81,17 +82,17 @@ func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType string) (S
 	q.Period = period
 	date := queryAny(c, "Date", "date")
 	switch period {
-	case PeriodRecent, PeriodTotal:
+	case plant.PeriodRecent, plant.PeriodTotal:
 		if date != "" {
-			badParam(c, "Date", "not allowed for period "+period)
+			badParam(c, "Date", "not allowed for period "+string(period))
 			return q, false
 		}
 	default:
 		layout, want := "2006-01-02", "YYYY-MM-DD"
 		switch period {
-		case PeriodMonth:
+		case plant.PeriodMonth:
 			layout, want = "2006-01", "YYYY-MM"
-		case PeriodYear:
+		case plant.PeriodYear:
 			layout, want = "2006", "YYYY"
 		}
 		if date == "" {
@@ -100,10 +101,10 @@ func (s *Server) parseSetQuery(c *gin.Context, p plant.Plant, setType string) (S
 		}
 		d, err := time.ParseInLocation(layout, date, q.Location)
 		if err != nil || len(date) != len(layout) {
-			badParam(c, "Date", "want "+want+" for period "+period)
+			badParam(c, "Date", "want "+want+" for period "+string(period))
 			return q, false
 		}
-		if period == PeriodWeek { // the week (Monday..Sunday) holding the date
+		if period == plant.PeriodWeek { // the week (Monday..Sunday) holding the date
 			d = d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
 		}
 		q.Date = d
@@ -138,13 +139,13 @@ func clean(v float64) float64 {
 // OneDay, OneMonth and OneYear (and for a total).
 func intervalOf(res string) time.Duration {
 	switch res {
-	case ResolutionOneMinute:
+	case plant.ResolutionOneMinute:
 		return time.Minute
-	case ResolutionFiveMinutes:
+	case plant.ResolutionFiveMinutes:
 		return 5 * time.Minute
-	case ResolutionFifteenMinutes:
+	case plant.ResolutionFifteenMinutes:
 		return 15 * time.Minute
-	case ResolutionOneHour:
+	case plant.ResolutionOneHour:
 		return time.Hour
 	}
 	return 0
@@ -208,8 +209,8 @@ type setEnvelope struct {
 	Total      map[string]any   `json:"total,omitempty"`
 }
 
-func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *deviceRefJSON) {
-	res, err := s.deps.History.QuerySet(c.Request.Context(), q)
+func (s *Server) querySet(c *gin.Context, q setRequest, p plant.Plant, dev *deviceRefJSON) {
+	res, err := s.deps.History.QuerySet(c.Request.Context(), q.SetQuery)
 	if q.DeviceID != "" && errors.Is(err, ErrNotFound) {
 		// The API checked that the device is configured and lists the set
 		// (deviceSet); the history has just not recorded the device or no
@@ -222,12 +223,12 @@ func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *device
 		return
 	}
 	loc := q.Location
-	env := setEnvelope{Plant: plantObj(p), Device: dev, SetType: q.SetType, Resolution: res.Resolution, Set: make([]map[string]any, 0, len(res.Rows))}
+	env := setEnvelope{Plant: plantObj(p), Device: dev, SetType: string(q.SetType), Resolution: res.Resolution, Set: make([]map[string]any, 0, len(res.Rows))}
 	if env.Resolution == "" {
 		env.Resolution = q.Resolution
 	}
 	rows := res.Rows
-	if q.Period == PeriodRecent {
+	if q.Period == plant.PeriodRecent {
 		rows = collapseRecent(rows)
 	}
 	for _, r := range rows {
@@ -249,7 +250,7 @@ func (s *Server) querySet(c *gin.Context, q SetQuery, p plant.Plant, dev *device
 // plantSet is GET .../plants/{plantId}/measurements/sets/EnergyBalance[/{period}].
 func (s *Server) plantSet(c *gin.Context) {
 	p := ctxPlantOf(c)
-	q, ok := s.parseSetQuery(c, p, string(plant.SetEnergyBalance))
+	q, ok := s.parseSetQuery(c, p, plant.SetEnergyBalance)
 	if !ok {
 		return
 	}
@@ -276,7 +277,7 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 	st := c.Param("setType")
 	for _, t := range deviceSetTypes {
 		if strings.EqualFold(st, string(t)) {
-			s.deviceSet(string(t))(c)
+			s.deviceSet(t)(c)
 			return
 		}
 	}
@@ -285,18 +286,15 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 
 // deviceSetsOf lists the sets a device supports: from its discovered
 // models, else from the history.
-func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, error) {
+func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]plant.SetType, error) {
 	if d.Nameplate != nil {
-		var out []string
-		for _, st := range plant.SetsFor(d.Info.Kind, d.Nameplate.Models) {
-			out = append(out, string(st))
-		}
+		out := plant.SetsFor(d.Info.Kind, d.Nameplate.Models)
 		// The energy mix is the plant's mix seen from a device that takes
 		// part in the balance (spec: classic and newer devices have it).
 		switch d.Info.Kind {
-		case plant.KindInverter, plant.KindMeter, plant.KindBattery:
-			if !slices.Contains(out, string(plant.SetEnergyMix)) {
-				out = append(out, string(plant.SetEnergyMix))
+		case kind.Inverter, kind.Meter, kind.Battery:
+			if !slices.Contains(out, plant.SetEnergyMix) {
+				out = append(out, plant.SetEnergyMix)
 			}
 		}
 		return out, nil
@@ -306,7 +304,7 @@ func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]string, err
 		// The device is configured; the history has nothing of it yet (not
 		// discovered, or disabled before it was ever polled): no sets, not
 		// a 404.
-		return []string{}, nil
+		return []plant.SetType{}, nil
 	}
 	return sets, err
 }
@@ -320,18 +318,18 @@ func (s *Server) deviceSetList(c *gin.Context) {
 		return
 	}
 	if sets == nil {
-		sets = []string{}
+		sets = []plant.SetType{}
 	}
 	dev := deviceObj(p, d)
 	s.writeJSON(c, http.StatusOK, struct {
-		Plant  plantJSON     `json:"plant"`
-		Device deviceRefJSON `json:"device"`
-		Sets   []string      `json:"sets"`
+		Plant  plantJSON       `json:"plant"`
+		Device deviceRefJSON   `json:"device"`
+		Sets   []plant.SetType `json:"sets"`
 	}{plantObj(p), dev, sets}, true)
 }
 
 // deviceSet serves one device set type (404 when the device lacks it).
-func (s *Server) deviceSet(setType string) gin.HandlerFunc {
+func (s *Server) deviceSet(setType plant.SetType) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, d := ctxPlantOf(c), ctxDeviceOf(c)
 		sets, err := s.deviceSetsOf(c, d)
@@ -342,7 +340,7 @@ func (s *Server) deviceSet(setType string) gin.HandlerFunc {
 		// PowerAc answers for every device with AC values; an unknown set
 		// (device never discovered, nothing stored) is a 404.
 		if !slices.Contains(sets, setType) {
-			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+setType)
+			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+string(setType))
 			return
 		}
 		q, ok := s.parseSetQuery(c, p, setType)

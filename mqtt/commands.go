@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/plant"
 	"plantd/store"
 )
 
@@ -55,21 +56,11 @@ type ackItem struct {
 	Time       string `json:"time"`
 }
 
-// problemJSON is an RFC 9457 problem in the HTTP API's shape, for errors
-// of the MQTT envelope itself (the HTTP API answers everything else).
-type problemJSON struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-}
-
+// problem is the problem document (package plant's, as the HTTP API
+// answers) of an error of the MQTT envelope itself (the HTTP API answers
+// everything else), about the topic instance.
 func problem(status int, code, detail, instance string) json.RawMessage {
-	b, _ := json.Marshal(problemJSON{Type: "https://plantd.dev/problems/" + code, Title: http.StatusText(status),
-		Status: status, Detail: detail, Instance: instance, Code: code, Message: detail})
+	b, _ := json.Marshal(plant.NewProblem(status, code, detail, instance))
 	return b
 }
 

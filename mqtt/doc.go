@@ -62,8 +62,9 @@
 //
 // # Import boundary
 //
-// mqtt imports plant (the domain types it publishes), store (the outbox's
-// message types), config, internal/backoff (the reconnect wait), paho and
-// the standard library; never httpapi, devices, poller, modbus or cmd.
-// Nothing imports mqtt but cmd/plantd.
+// mqtt imports plant and plant/kind (the domain types it publishes, the
+// problem document of its acks), store (the outbox's message types),
+// config, internal/backoff (the reconnect wait), paho and the standard
+// library; never httpapi, devices, poller, modbus or cmd. Nothing imports
+// mqtt but cmd/plantd.
 package mqtt

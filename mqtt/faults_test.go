@@ -18,6 +18,7 @@ import (
 
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
+	"plantd/plant"
 )
 
 // proxy forwards TCP connections to a broker; it can close every
@@ -257,7 +258,7 @@ func TestBadBrokers(t *testing.T) {
 		start := time.Now()
 		stop := runUplink(t, u)
 		for i := range 300 {
-			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+			u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 			time.Sleep(10 * time.Millisecond)
 		}
 		p.dropAfter.Store(0)
@@ -420,7 +421,7 @@ func TestHungLink(t *testing.T) {
 	runUplink(t, u)
 	logs := func(from, to int) {
 		for i := from; i <= to; i++ {
-			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+			u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 		}
 	}
 	logs(1, 100)

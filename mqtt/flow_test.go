@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plantd/mqtt/mqtttest"
+	"plantd/plant"
 )
 
 // TestInFlightWindow: while no PUBACK comes back, no more than Window
@@ -28,14 +29,14 @@ func TestInFlightWindow(t *testing.T) {
 	waitFor(t, 10*time.Second, "connected", u.connected.Load)
 	// One message through and acknowledged first: the session is past its
 	// online state (whose PUBACK it waits for) when the proxy freezes.
-	u.Log(LogItem{PlantID: "p1", Code: "Test", Message: "0"})
+	u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: "0"})
 	waitFor(t, 10*time.Second, "the first message acknowledged", func() bool {
 		return col.Distinct("log/p1") == 1 && outboxDepth(t, st) == 0
 	})
 	p.freeze()
 	const n = 1000
 	for i := 1; i < n; i++ {
-		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+		u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
 	waitFor(t, 10*time.Second, "the first window", func() bool { return col.Distinct("log/p1") >= 1+16 })
 	// Every message in the outbox, and a fill of the sender after that
@@ -88,7 +89,7 @@ func TestBacklogRateCapLiveFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
-		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+		u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
 	start := time.Now()
 	runUplink(t, u)

@@ -70,14 +70,14 @@ func (u *Uplink) enqueue(ctx context.Context, msgs []store.OutboxAppend, mark *s
 
 // drainLogs writes the queued log entries, one message per entry, in
 // one transaction.
-func (u *Uplink) drainLogs(ctx context.Context, first *LogItem) {
+func (u *Uplink) drainLogs(ctx context.Context, first *plant.LogEntry) {
 	var msgs []store.OutboxAppend
-	add := func(e LogItem) {
+	add := func(e plant.LogEntry) {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
 		e.Time = e.Time.UTC()
-		b, _ := json.Marshal([]LogItem{e})
+		b, _ := json.Marshal([]plant.LogEntry{e})
 		msgs = append(msgs, store.OutboxAppend{Stream: logStream(e.PlantID), Payload: b, Created: time.Now()})
 	}
 	if first != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -352,7 +353,7 @@ func (u *Uplink) retryPending(ctx context.Context) {
 // polled reports whether a device takes part in the plant's poll rounds
 // (active, not plantd itself).
 func polled(d plant.DeviceLive) bool {
-	return d.Info.Active() && d.Info.Kind != plant.KindGateway
+	return d.Info.Active() && d.Info.Kind != kind.Gateway
 }
 
 // firstRoundPending reports whether a device of the plant has not been
@@ -388,10 +389,7 @@ func (u *Uplink) reachable(plantID string) map[string]bool {
 // retryable reports whether a 422 body is the HTTP API's refusal of a
 // schedule only because devices do not answer or are not discovered yet.
 func retryable(body json.RawMessage) bool {
-	var p struct {
-		Code      string `json:"code"`
-		Retryable bool   `json:"retryable"`
-	}
+	var p plant.Problem
 	return json.Unmarshal(body, &p) == nil && p.Code == "not-eligible" && p.Retryable
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"plantd/mqtt/mqtttest"
+	"plantd/plant"
 )
 
 // writePKI writes a CA, a server certificate for 127.0.0.1 and a client
@@ -53,7 +54,7 @@ func TestTLSClientCertAndPassword(t *testing.T) {
 		stop := runUplink(t, u)
 		waitFor(t, 10*time.Second, "connected over TLS", u.connected.Load)
 		for i := range 100 {
-			u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+			u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 		}
 		waitFor(t, 10*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 100 })
 		waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })

@@ -39,32 +39,15 @@ type LiveSource interface {
 	Devices(plantID string) ([]plant.DeviceLive, error)
 }
 
-// RollupRow is one 5-minute interval of a plant's energy balance.
-type RollupRow struct {
-	// Start is the interval's start (UTC); the item's time is its end.
-	Start time.Time
-	// Values maps the API's field names to values.
-	Values map[string]float64
-}
-
 // RollupSource gives completed 5-minute rollups (the store, through
 // cmd/plantd's adapter).
 type RollupSource interface {
 	// RolledUpTo is the time up to which rollups are complete.
 	RolledUpTo() time.Time
-	// Rollups returns a plant's energy-balance rows starting in [from, to),
-	// oldest first.
-	Rollups(ctx context.Context, plantID string, from, to time.Time) ([]RollupRow, error)
-}
-
-// LogItem is one log entry, with the HTTP API's field names.
-type LogItem struct {
-	Time     time.Time `json:"time"`
-	Level    string    `json:"level"`
-	Code     string    `json:"code"`
-	Message  string    `json:"message"`
-	PlantID  string    `json:"-"`
-	DeviceID string    `json:"deviceId,omitempty"`
+	// Rollups returns a plant's energy-balance rows (the EnergyBalance
+	// set's, package plant's) starting in [from, to), oldest first; an
+	// item's time is its row's end.
+	Rollups(ctx context.Context, plantID string, from, to time.Time) ([]plant.SetRow, error)
 }
 
 // Config configures an Uplink. Zero values take the defaults.
@@ -223,7 +206,7 @@ type Uplink struct {
 	bootID  string
 	started time.Time
 
-	logs chan LogItem
+	logs chan plant.LogEntry
 	cmds chan inbound
 
 	// schedIn holds per plant (of the topic) the newest schedule message
@@ -307,7 +290,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		topics:     newTopics(c.TopicPrefix, c.GatewayID),
 		bootID:     hex.EncodeToString(b[:]),
 		started:    time.Now(),
-		logs:       make(chan LogItem, 4096),
+		logs:       make(chan plant.LogEntry, 4096),
 		cmds:       make(chan inbound, 64),
 		schedIn:    map[string]*schedSlot{},
 		schedWake:  make(chan struct{}, 1),
@@ -324,7 +307,7 @@ func (u *Uplink) BootID() string { return u.bootID }
 
 // Log queues a log entry for the log stream of its plant. It never
 // blocks: when the queue is full the entry is dropped and counted.
-func (u *Uplink) Log(e LogItem) bool {
+func (u *Uplink) Log(e plant.LogEntry) bool {
 	if e.PlantID == "" {
 		return false
 	}

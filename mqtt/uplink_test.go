@@ -77,7 +77,7 @@ func TestOutage(t *testing.T) {
 		defer tk.Stop()
 		for ctx.Err() == nil {
 			<-tk.C
-			if u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
+			if u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
 				logged.Add(1)
 			}
 		}
@@ -234,7 +234,7 @@ func TestOutboxCaps(t *testing.T) {
 	// At the cap and offline, handing over log entries never waits.
 	start := time.Now()
 	for i := range 10000 {
-		u.Log(LogItem{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
+		u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("10,000 log entries took %s to hand over", el)

@@ -3,6 +3,7 @@ package plant
 import (
 	"fmt"
 	"math"
+	"plantd/plant/kind"
 	"time"
 )
 
@@ -93,7 +94,7 @@ const DataErrorCode = "DeviceValuesNotCurrent"
 // contrib is what one device gives to a plant's balance.
 type contrib struct {
 	id      string
-	kind    Kind
+	kind    kind.Kind
 	state   CommState
 	lastErr error
 	everOK  bool
@@ -112,7 +113,7 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 	var out []contrib
 	for _, d := range l.idx.Load().byPlant[plantID] {
 		switch d.kind() {
-		case KindInverter, KindMeter, KindBattery:
+		case kind.Inverter, kind.Meter, kind.Battery:
 		case "":
 			// Configured without a kind and not discovered yet: it may
 			// be any of them, so it is named below until it answers.
@@ -223,9 +224,9 @@ func computeBalance(cs []contrib) Balance {
 	}
 	for _, c := range cs {
 		switch c.kind {
-		case KindInverter:
+		case kind.Inverter:
 			hasInv = true
-		case KindBattery:
+		case kind.Battery:
 			hasBat = true
 		}
 		switch {
@@ -243,7 +244,7 @@ func computeBalance(cs []contrib) Balance {
 			issue(c.id, IssueStale)
 		}
 		switch c.kind {
-		case KindInverter:
+		case kind.Inverter:
 			switch {
 			case c.hasPV:
 				pv += c.pv
@@ -253,7 +254,7 @@ func computeBalance(cs []contrib) Balance {
 			default:
 				issue(c.id, IssueNoValue)
 			}
-		case KindMeter:
+		case kind.Meter:
 			if c.hasGrid {
 				cons += c.cons
 				feed += c.feed
@@ -261,7 +262,7 @@ func computeBalance(cs []contrib) Balance {
 			} else {
 				issue(c.id, IssueNoValue)
 			}
-		case KindBattery:
+		case kind.Battery:
 			switch {
 			case c.hasBat:
 				cha += c.cha

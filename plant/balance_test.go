@@ -9,20 +9,21 @@ import (
 	"testing"
 
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 // Contributors for balance cases.
 func inv(id string, w float64) contrib {
-	return contrib{id: id, kind: KindInverter, state: StateOnline, everOK: true, pv: w, hasPV: true}
+	return contrib{id: id, kind: kind.Inverter, state: StateOnline, everOK: true, pv: w, hasPV: true}
 }
 
 func meterC(id string, w float64) contrib {
-	return contrib{id: id, kind: KindMeter, state: StateOnline, everOK: true,
+	return contrib{id: id, kind: kind.Meter, state: StateOnline, everOK: true,
 		cons: math.Max(0, w), feed: math.Max(0, -w), hasGrid: true}
 }
 
 func batC(id string, w, soc, capWh float64) contrib {
-	return contrib{id: id, kind: KindBattery, state: StateOnline, everOK: true,
+	return contrib{id: id, kind: kind.Battery, state: StateOnline, everOK: true,
 		dis: math.Max(0, w), cha: math.Max(0, -w), hasBat: true, soc: soc, hasSoC: true, capacityWh: capWh}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // unitOK says which SunSpec units may feed a channel unit (with the row's
@@ -92,26 +93,26 @@ func TestChannelTable(t *testing.T) {
 // that every channel but the documented exceptions has a source.
 func TestChannelTableCoverage(t *testing.T) {
 	type need struct {
-		kind     Kind
+		kind     kind.Kind
 		models   []uint16
 		channels []Channel
 	}
 	needs := []need{
-		{KindInverter, []uint16{101, 102, 103, 111, 112, 113, 701},
+		{kind.Inverter, []uint16{101, 102, 103, 111, 112, 113, 701},
 			[]Channel{ActivePower, PVGeneration, PVGenerationTotal, ReactivePower, ApparentPower, GridFrequency, DisplacementPowerFactor, VoltagePhaseA, CurrentPhaseA}},
-		{KindInverter, []uint16{101, 102, 103, 111, 112, 113, 160, 714}, []Channel{DCPowerInput, DCCurrentInput}},
-		{KindInverter, []uint16{122}, []Channel{IsolationResistance, PVGenerationTotal}},
-		{KindMeter, []uint16{201, 202, 203, 204, 211, 212, 213, 214},
+		{kind.Inverter, []uint16{101, 102, 103, 111, 112, 113, 160, 714}, []Channel{DCPowerInput, DCCurrentInput}},
+		{kind.Inverter, []uint16{122}, []Channel{IsolationResistance, PVGenerationTotal}},
+		{kind.Meter, []uint16{201, 202, 203, 204, 211, 212, 213, 214},
 			[]Channel{ActivePower, GridFeedIn, GridConsumption, GridFeedInTotal, GridConsumptionTotal, ActivePowerPhaseA,
 				VoltagePhaseA, VoltagePhaseA2B, CurrentPhaseA, GridFrequency, DisplacementPowerFactor, ReactivePower, ApparentPower}},
-		{KindBattery, []uint16{802}, []Channel{ActivePower, BatteryCharging, BatteryDischarging, BatteryStateOfCharge, BatteryStateOfHealth, BatteryVoltage, BatteryCurrent}},
-		{KindBattery, []uint16{713}, []Channel{BatteryStateOfCharge}},
-		{KindBattery, []uint16{124}, []Channel{BatteryStateOfCharge}},
-		{KindSensor, []uint16{302, 308}, []Channel{ExternalInsolation}},
-		{KindSensor, []uint16{303, 308}, []Channel{ModuleTemperature}},
-		{KindSensor, []uint16{307, 308}, []Channel{AmbientTemperature, WindSpeed}},
+		{kind.Battery, []uint16{802}, []Channel{ActivePower, BatteryCharging, BatteryDischarging, BatteryStateOfCharge, BatteryStateOfHealth, BatteryVoltage, BatteryCurrent}},
+		{kind.Battery, []uint16{713}, []Channel{BatteryStateOfCharge}},
+		{kind.Battery, []uint16{124}, []Channel{BatteryStateOfCharge}},
+		{kind.Sensor, []uint16{302, 308}, []Channel{ExternalInsolation}},
+		{kind.Sensor, []uint16{303, 308}, []Channel{ModuleTemperature}},
+		{kind.Sensor, []uint16{307, 308}, []Channel{AmbientTemperature, WindSpeed}},
 	}
-	maps := func(k Kind, mid uint16, c Channel) bool {
+	maps := func(k kind.Kind, mid uint16, c Channel) bool {
 		for _, rs := range channelTable {
 			if rs.Kind != "" && rs.Kind != k || !slices.Contains(rs.Models, mid) {
 				continue
@@ -236,17 +237,17 @@ func TestChannelNames(t *testing.T) {
 
 func TestSetsFor(t *testing.T) {
 	tests := []struct {
-		kind   Kind
+		kind   kind.Kind
 		models []uint16
 		want   []SetType
 	}{
-		{KindInverter, []uint16{1, 103, 120, 121, 122, 123}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc}},
-		{KindInverter, []uint16{1, 701, 702, 704}, []SetType{SetEnergyAndPowerPv, SetPowerAc}},
-		{KindInverter, []uint16{1, 701, 714}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc, SetEnergyDc}},
-		{KindMeter, []uint16{1, 203}, []SetType{SetEnergyAndPowerInOut, SetPowerAc}},
-		{KindBattery, []uint16{1, 124, 713, 802}, []SetType{SetEnergyAndPowerBattery, SetPowerAc}},
-		{KindSensor, []uint16{1, 308}, []SetType{SetSensor}},
-		{KindSensor, []uint16{1}, nil},
+		{kind.Inverter, []uint16{1, 103, 120, 121, 122, 123}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc}},
+		{kind.Inverter, []uint16{1, 701, 702, 704}, []SetType{SetEnergyAndPowerPv, SetPowerAc}},
+		{kind.Inverter, []uint16{1, 701, 714}, []SetType{SetEnergyAndPowerPv, SetPowerAc, SetPowerDc, SetEnergyDc}},
+		{kind.Meter, []uint16{1, 203}, []SetType{SetEnergyAndPowerInOut, SetPowerAc}},
+		{kind.Battery, []uint16{1, 124, 713, 802}, []SetType{SetEnergyAndPowerBattery, SetPowerAc}},
+		{kind.Sensor, []uint16{1, 308}, []SetType{SetSensor}},
+		{kind.Sensor, []uint16{1}, nil},
 	}
 	for _, tt := range tests {
 		if got := SetsFor(tt.kind, tt.models); !slices.Equal(got, tt.want) {
@@ -258,25 +259,25 @@ func TestSetsFor(t *testing.T) {
 func TestKinds(t *testing.T) {
 	tests := []struct {
 		word string
-		kind Kind
+		kind kind.Kind
 		typ  string
 	}{
-		{"inverter", KindInverter, "Solar Inverters"},
-		{"meter", KindMeter, "Energy Meter"},
-		{"battery", KindBattery, "Battery Inverter"},
-		{"sensor", KindSensor, "Sensor technology"},
-		{"gateway", KindGateway, "Monitoring and control"},
+		{"inverter", kind.Inverter, "Solar Inverters"},
+		{"meter", kind.Meter, "Energy Meter"},
+		{"battery", kind.Battery, "Battery Inverter"},
+		{"sensor", kind.Sensor, "Sensor technology"},
+		{"gateway", kind.Gateway, "Monitoring and control"},
 	}
 	for _, tt := range tests {
-		k, err := ParseKind(tt.word)
+		k, err := kind.Parse(tt.word)
 		if err != nil || k != tt.kind {
-			t.Errorf("ParseKind(%q) = %q, %v", tt.word, k, err)
+			t.Errorf("kind.Parse(%q) = %q, %v", tt.word, k, err)
 		}
 		if got := (DeviceInfo{Kind: k}).Type(); got != tt.typ {
 			t.Errorf("%s type = %q, want %q", k, got, tt.typ)
 		}
 	}
-	if _, err := ParseKind("Inverter"); err == nil {
+	if _, err := kind.Parse("Inverter"); err == nil {
 		t.Error("ParseKind accepts a capitalised word")
 	}
 }

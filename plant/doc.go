@@ -16,17 +16,31 @@
 // quantity the way the API does (activePower, gridFeedIn,
 // batteryStateOfCharge, ...).
 //
+// # Vocabulary
+//
+// The words the packages above exchange are defined here once, and nowhere
+// else: a device's kind (package plantd/plant/kind, a leaf so that config,
+// devices and the simulator below plant use it too), the log entry
+// ([LogEntry], its levels and [LogQuery]) that grid control and cmd/plantd
+// make, the store keeps, the HTTP API lists and the uplink publishes, the
+// stored grid-control schedule ([ScheduleRecord]), the question for a
+// measurement set ([SetQuery], [Period]) and the problem document
+// of refused requests and commands ([Problem]). store, httpapi and mqtt
+// take and return these types, so cmd/plantd wires them without copying
+// fields.
+//
 // # Import boundary
 //
-// plant imports the standard library and plantd/devices (decoded SunSpec
-// models) only. It does not know the transport: the poller
-// (plantd/devices/poller) imports plant and emits its [Sample] type, and a
-// timeout is told by its class (an error in the chain whose method
-// Timeout() returns true, as net.Error's and plantd/modbus's ErrTimeout
-// do), not by a sentinel of plantd/modbus. It must not import modbus,
-// devices/poller, store, mqtt, httpapi, gridcontrol, config or cmd, nor
-// Gin, paho or SQLite: those sit beside or above it (modbus ← devices ←
-// plant ← poller, store, mqtt, httpapi, gridcontrol). Above this package nobody speaks SunSpec point
+// plant imports the standard library, plantd/plant/kind (the device kinds)
+// and plantd/devices (decoded SunSpec models) only. It does not know the
+// transport: the poller (plantd/devices/poller) imports plant and emits its
+// [Sample] type, and a timeout is told by its class (an error in the chain
+// whose method Timeout() returns true, as net.Error's and plantd/modbus's
+// ErrTimeout do), not by a sentinel of plantd/modbus. It must not import
+// modbus, devices/poller, store, mqtt, httpapi, gridcontrol, config or
+// cmd, nor Gin, paho or SQLite: those sit beside or above it (modbus ←
+// devices ← plant ← poller, store, mqtt, httpapi, gridcontrol; plant/kind
+// is the leaf under all of them, config and devices included). Above this package nobody speaks SunSpec point
 // names: mapping.go holds the only SunSpec-to-API table, and the health
 // tables in health.go the only reading of state and event points.
 //

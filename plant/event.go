@@ -32,13 +32,6 @@ type Event struct {
 // state (else it is a change of health).
 func (e Event) StateChanged() bool { return e.State != e.Prev }
 
-// The log levels of events (the store's words).
-const (
-	levelInfo    = "info"
-	levelWarning = "warning"
-	levelError   = "error"
-)
-
 // Code is the event's stable word: DeviceOnline, DeviceStale,
 // DeviceOffline, or DeviceHealth followed by the health (DeviceHealthOk,
 // DeviceHealthWarning, DeviceHealthError, DeviceHealthOff, ...).
@@ -63,19 +56,19 @@ func (e Event) Level() string {
 	if !e.StateChanged() {
 		switch e.Health {
 		case HealthWarning:
-			return levelWarning
+			return LevelWarning
 		case HealthError:
-			return levelError
+			return LevelError
 		}
-		return levelInfo
+		return LevelInfo
 	}
 	switch e.State {
 	case StateOnline:
-		return levelInfo
+		return LevelInfo
 	case StateStale:
-		return levelWarning
+		return LevelWarning
 	default:
-		return levelError
+		return LevelError
 	}
 }
 
@@ -100,4 +93,9 @@ func (e Event) Message() string {
 	default:
 		return fmt.Sprintf("device %s %s: %v", e.DeviceID, e.State, e.Err)
 	}
+}
+
+// LogEntry is the event as the plant log keeps it.
+func (e Event) LogEntry() LogEntry {
+	return LogEntry{Time: e.Time, PlantID: e.PlantID, DeviceID: e.DeviceID, Level: e.Level(), Code: e.Code(), Message: e.Message()}
 }

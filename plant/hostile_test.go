@@ -13,6 +13,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestHostileDevices runs the poller against simulated inverters that
@@ -45,7 +46,7 @@ func TestHostileDevices(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := sim.DefaultConfig()
-			cfg.Devices = []sim.DeviceConfig{{ID: "inv1", Kind: sim.KindInverter}, {ID: "meter", Kind: sim.KindMeter}}
+			cfg.Devices = []sim.DeviceConfig{{ID: "inv1", Kind: kind.Inverter}, {ID: "meter", Kind: kind.Meter}}
 			p := simtest.Start(t, cfg)
 			inv := simtest.Device(t, p, "inv1")
 			for _, pn := range tt.pins {
@@ -56,7 +57,7 @@ func TestHostileDevices(t *testing.T) {
 			if tt.fault != sim.FaultNone {
 				inv.SetFault(sim.Fault{Kind: tt.fault})
 			}
-			live := plant.NewLive([]plant.Plant{{ID: "p"}}, []plant.DeviceInfo{{ID: "inv1", PlantID: "p", Kind: plant.KindInverter}, {ID: "meter", PlantID: "p", Kind: plant.KindMeter}}, nil)
+			live := plant.NewLive([]plant.Plant{{ID: "p"}}, []plant.DeviceInfo{{ID: "inv1", PlantID: "p", Kind: kind.Inverter}, {ID: "meter", PlantID: "p", Kind: kind.Meter}}, nil)
 			var mu sync.Mutex
 			polls := map[string]int{}
 			pool := modbus.NewPool(slog.New(slog.DiscardHandler))

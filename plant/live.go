@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // historyLen is the number of recent polls successRate looks at.
@@ -220,7 +221,7 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		}
 		d.disc = s.Info
 		if d.info.Kind == "" {
-			if k, err := ParseKind(string(s.Info.Kind)); err == nil {
+			if k, err := kind.Parse(string(s.Info.Kind)); err == nil {
 				d.info.Kind = k
 			}
 		}
@@ -273,7 +274,7 @@ func (l *Live) Restarted(ids ...string) {
 
 // kind returns the device's kind (from the config, else from discovery;
 // "" until either is known).
-func (d *deviceState) kind() Kind {
+func (d *deviceState) kind() kind.Kind {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.info.Kind
@@ -406,7 +407,7 @@ func (l *Live) appendDevices(dst []DeviceLive, plantID string, readings bool) []
 // snapshot copies a device's state out under its lock; the readings only
 // when asked.
 func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
-	if d.kind() == KindGateway {
+	if d.kind() == kind.Gateway {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
 		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,

@@ -10,6 +10,7 @@ import (
 
 	"plantd/devices"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 var berlin = mustLoc("Europe/Berlin")
@@ -25,12 +26,12 @@ func mustLoc(name string) *time.Location {
 func testPlant() ([]Plant, []DeviceInfo) {
 	plants := []Plant{{ID: "7190000", Name: "Demo", Location: berlin}, {ID: "2", Name: "Other"}}
 	devs := []DeviceInfo{
-		{ID: "gw", PlantID: "7190000", Name: "plantd", Kind: KindGateway},
-		{ID: "inv1", PlantID: "7190000", Name: "Inverter 1", Kind: KindInverter},
-		{ID: "meter", PlantID: "7190000", Name: "Grid meter", Kind: KindMeter},
-		{ID: "bat", PlantID: "7190000", Name: "Battery", Kind: KindBattery},
-		{ID: "old", PlantID: "7190000", Name: "Old inverter", Kind: KindInverter, DeactivatedAt: t0.Add(-time.Hour)},
-		{ID: "inv1", PlantID: "2", Name: "duplicate id: ignored", Kind: KindInverter},
+		{ID: "gw", PlantID: "7190000", Name: "plantd", Kind: kind.Gateway},
+		{ID: "inv1", PlantID: "7190000", Name: "Inverter 1", Kind: kind.Inverter},
+		{ID: "meter", PlantID: "7190000", Name: "Grid meter", Kind: kind.Meter},
+		{ID: "bat", PlantID: "7190000", Name: "Battery", Kind: kind.Battery},
+		{ID: "old", PlantID: "7190000", Name: "Old inverter", Kind: kind.Inverter, DeactivatedAt: t0.Add(-time.Hour)},
+		{ID: "inv1", PlantID: "2", Name: "duplicate id: ignored", Kind: kind.Inverter},
 	}
 	return plants, devs
 }
@@ -177,7 +178,7 @@ func TestLiveDevices(t *testing.T) {
 			t.Errorf("%s: empty health", d.Info.ID)
 		}
 	}
-	if gw := list[0]; !gw.LastUpdate.Equal(now) || gw.Comm.Status != CommOk || gw.Info.Type() != TypeMonitoringAndControl {
+	if gw := list[0]; !gw.LastUpdate.Equal(now) || gw.Comm.Status != CommOk || gw.Info.Type() != kind.TypeMonitoringAndControl {
 		t.Errorf("gateway %+v", gw)
 	}
 	if other, _ := l.Devices("2"); len(other) != 0 {
@@ -407,8 +408,8 @@ func TestLiveSetDevices(t *testing.T) {
 	}()
 	next := []DeviceInfo{
 		devs[0], devs[1], // gw, inv1 unchanged
-		{ID: "meter", PlantID: "7190000", Name: "Grid meter (new name)", Kind: KindMeter},
-		{ID: "inv2", PlantID: "7190000", Name: "Inverter 2", Kind: KindInverter},
+		{ID: "meter", PlantID: "7190000", Name: "Grid meter (new name)", Kind: kind.Meter},
+		{ID: "inv2", PlantID: "7190000", Name: "Inverter 2", Kind: kind.Inverter},
 	} // bat and old removed
 	l.SetDevices(next)
 	close(stop)

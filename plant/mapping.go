@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // This file holds the one hand-written SunSpec-to-API mapping: which point
@@ -54,7 +55,7 @@ type pointRule struct {
 // ruleSet maps points of one or more models with the same point names.
 type ruleSet struct {
 	// Kind restricts the rules to devices of that kind ("" = any kind).
-	Kind   Kind
+	Kind   kind.Kind
 	Models []uint16
 	// Group names a repeating group of the model ("" = the model's top
 	// group). For an indexed channel every occurrence is an input (index
@@ -95,7 +96,7 @@ var channelTable = []ruleSet{
 		{"Hz", GridFrequency, asIs},
 		{"PF", DisplacementPowerFactor, powerFactor},
 	}},
-	{Kind: KindInverter, Models: classicInverterModels, Points: []pointRule{
+	{Kind: kind.Inverter, Models: classicInverterModels, Points: []pointRule{
 		{"W", PVGeneration, positive},
 		{"WH", PVGenerationTotal, asIs},
 	}},
@@ -126,7 +127,7 @@ var channelTable = []ruleSet{
 		{"Hz", GridFrequency, asIs},
 		{"PF", DisplacementPowerFactor, powerFactor},
 	}},
-	{Kind: KindInverter, Models: []uint16{701}, Points: []pointRule{
+	{Kind: kind.Inverter, Models: []uint16{701}, Points: []pointRule{
 		{"W", PVGeneration, positive},
 		{"TotWhInj", PVGenerationTotal, asIs},
 	}},
@@ -135,7 +136,7 @@ var channelTable = []ruleSet{
 	{Models: []uint16{122}, Points: []pointRule{
 		{"Ris", IsolationResistance, asIs},
 	}},
-	{Kind: KindInverter, Models: []uint16{122}, Points: []pointRule{
+	{Kind: kind.Inverter, Models: []uint16{122}, Points: []pointRule{
 		{"ActWh", PVGenerationTotal, asIs},
 	}},
 	// DC inputs: per MPPT (160 modules, 714 ports) before the device
@@ -196,7 +197,7 @@ var channelTable = []ruleSet{
 		{"PhVphBC", VoltagePhaseB2C, asIs},
 		{"PhVphCA", VoltagePhaseC2A, asIs},
 	}},
-	{Kind: KindMeter, Models: append(append([]uint16(nil), meterModelsPPV...), meterModelsPhV...), Points: []pointRule{
+	{Kind: kind.Meter, Models: append(append([]uint16(nil), meterModelsPPV...), meterModelsPhV...), Points: []pointRule{
 		{"W", GridConsumption, positive},
 		{"W", GridFeedIn, negated},
 		{"TotWhImp", GridConsumptionTotal, asIs},
@@ -204,7 +205,7 @@ var channelTable = []ruleSet{
 	}},
 	// Battery, 802 first (W > 0: discharging, < 0: charging), then the
 	// DER storage capacity 713 and the classic storage controls 124.
-	{Kind: KindBattery, Models: []uint16{802}, Points: []pointRule{
+	{Kind: kind.Battery, Models: []uint16{802}, Points: []pointRule{
 		{"W", ActivePower, asIs},
 	}},
 	{Models: []uint16{802}, Points: []pointRule{
@@ -254,7 +255,7 @@ type compiledRule struct {
 
 // ruleBlock is the rows of one ruleSet for one model.
 type ruleBlock struct {
-	kind  Kind
+	kind  kind.Kind
 	model uint16
 	group int // index into the top group's sub-groups, or -1
 	rules []compiledRule
@@ -373,7 +374,7 @@ func findModel(models []*devices.Instance, id uint16) *devices.Instance {
 }
 
 // extract fills v from the models of one sample of a device of kind k.
-func (m *mapping) extract(k Kind, models []*devices.Instance, v *values) {
+func (m *mapping) extract(k kind.Kind, models []*devices.Instance, v *values) {
 	v.reset()
 	present := newModelSet(models)
 	for bi := range m.blocks {
@@ -430,7 +431,7 @@ func (v *values) put(r *compiledRule, index int, val devices.Value) bool {
 // SetsFor returns the measurement sets a device of kind k with the given
 // SunSpec models can fill, in API order: the sets of every channel some
 // row of the channel table maps from those models.
-func SetsFor(k Kind, modelIDs []uint16) []SetType {
+func SetsFor(k kind.Kind, modelIDs []uint16) []SetType {
 	seen := map[SetType]bool{}
 	for _, rs := range channelTable {
 		if rs.Kind != "" && rs.Kind != k {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // TestExtract decodes hand-made model images and checks each mapping,
@@ -15,7 +16,7 @@ func TestExtract(t *testing.T) {
 	inv103 := func(t testing.TB, pts ...pv) *devices.Instance { return mk(t, 103, nil, pts...) }
 	tests := []struct {
 		name   string
-		kind   Kind
+		kind   kind.Kind
 		models func(t testing.TB) []*devices.Instance
 		want   map[Channel]float64
 		inputs []Reading // indexed channels, in any order
@@ -23,7 +24,7 @@ func TestExtract(t *testing.T) {
 	}{
 		{
 			name: "classic inverter producing",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{inv103(t,
 					sf("A_SF", -2), sf("V_SF", -1), sf("Hz_SF", -2), sf("PF_SF", -1), sf("DCA_SF", -2), sf("DCV_SF", -1),
@@ -43,7 +44,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "classic inverter drawing power at night: generation 0, activePower keeps the sign",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{inv103(t, val("W", -12), raw("St", 2))}
 			},
@@ -51,13 +52,13 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name:   "not implemented W: no activePower, no pvGeneration, not 0",
-			kind:   KindInverter,
+			kind:   kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance { return []*devices.Instance{inv103(t, raw("St", 2))} },
 			absent: []Channel{ActivePower, PVGeneration, PVGenerationTotal, DCPowerInput},
 		},
 		{
 			name: "scale factor not implemented: value absent",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				in := inv103(t, val("W", 5000))
 				if err := in.SetRaw("W_SF", 0x8000); err != nil {
@@ -69,7 +70,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "float inverter 113, 122 energy as fallback and isolation",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{
 					mk(t, 122, nil, sf("Ris_SF", 3), val("Ris", 1200000), val("ActWh", 987654)),
@@ -81,7 +82,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "1xx WH wins over 122 ActWh whatever the chain order",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 122, nil, val("ActWh", 111)), inv103(t, val("WH", 222))}
 			},
@@ -89,7 +90,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "DER inverter 701: per-phase, energy, ratio power factor",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 701, nil,
 					sf("PF_SF", -3), sf("V_SF", -1), sf("A_SF", -2), sf("Hz_SF", -3),
@@ -107,13 +108,13 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name:   "DER inverter absorbing: generation 0",
-			kind:   KindInverter,
+			kind:   kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 701, nil, val("W", -300))} },
 			want:   map[Channel]float64{ActivePower: -300, PVGeneration: 0},
 		},
 		{
 			name: "MPPT modules (160) win over the 103 DC total",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				inv := inv103(t, val("DCW", 9000), val("DCV", 600))
 				mppt := mk(t, 160, map[string]int{"module": 2}, raw("N", 2), sf("DCA_SF", -2), sf("DCV_SF", -1))
@@ -130,7 +131,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "DER DC ports (714), total only when no port gives it",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				dc := mk(t, 714, map[string]int{"NPrt": 2}, sf("DCV_SF", -1), val("DCW", 7700), val("DCA", 13), val("DCWhInj", 5e6))
 				setGroup(t, dc, "Prt", 0, val("DCW", 3900), val("DCV", 601.5))
@@ -145,7 +146,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "meter importing: gridConsumption, feed-in 0",
-			kind: KindMeter,
+			kind: kind.Meter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 203, nil, sf("V_SF", -1), sf("Hz_SF", -2), sf("PF_SF", -1),
 					val("W", 1200), val("WphA", 400), val("WphB", 500), val("WphC", 300), val("PhVphA", 231.2),
@@ -159,7 +160,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "meter exporting: gridFeedIn, consumption 0",
-			kind: KindMeter,
+			kind: kind.Meter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 203, nil, val("W", -3000))}
 			},
@@ -167,7 +168,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "meter 201 names line voltages PPVph",
-			kind: KindMeter,
+			kind: kind.Meter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 201, nil, sf("V_SF", -1), val("PPVphAB", 401.1), val("W", 0))}
 			},
@@ -175,7 +176,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "float meter 213",
-			kind: KindMeter,
+			kind: kind.Meter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 213, nil, val("W", -812.5), val("PPVphBC", 398), val("PF", 0.9), val("TotWhExp", 123.5))}
 			},
@@ -184,7 +185,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "meter rows for grid need a meter device",
-			kind: KindInverter,
+			kind: kind.Inverter,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 203, nil, val("W", 1000))}
 			},
@@ -193,7 +194,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "battery discharging (802 W > 0), 802 SoC wins over 713 and 124",
-			kind: KindBattery,
+			kind: kind.Battery,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{
 					mk(t, 124, nil, val("ChaState", 11), val("InBatV", 49)),
@@ -208,7 +209,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "battery charging (802 W < 0); SoC from 713 when 802 has none",
-			kind: KindBattery,
+			kind: kind.Battery,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{
 					mk(t, 802, nil, sf("A_SF", -2), val("W", -1500), val("A", -29.3)),
@@ -221,7 +222,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "storage controls only (124): SoC and voltage",
-			kind: KindBattery,
+			kind: kind.Battery,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 124, nil, sf("ChaState_SF", -1), sf("InBatV_SF", -1), val("ChaState", 55.5), val("InBatV", 52.3))}
 			},
@@ -231,7 +232,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "weather station 308",
-			kind: KindSensor,
+			kind: kind.Sensor,
 			models: func(t testing.TB) []*devices.Instance {
 				return []*devices.Instance{mk(t, 308, nil, val("GHI", 845), val("TmpBOM", 41.3), val("TmpAmb", 22.7), val("WndSpd", 3))}
 			},
@@ -239,7 +240,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "302 plane-of-array irradiance wins over GHI of 302 and 308",
-			kind: KindSensor,
+			kind: kind.Sensor,
 			models: func(t testing.TB) []*devices.Instance {
 				irr := mk(t, 302, map[string]int{"repeating": 2})
 				setGroup(t, irr, "repeating", 0, val("GHI", 700), val("POAI", 910))
@@ -250,7 +251,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "302 without POAI: its GHI",
-			kind: KindSensor,
+			kind: kind.Sensor,
 			models: func(t testing.TB) []*devices.Instance {
 				irr := mk(t, 302, map[string]int{"repeating": 1})
 				setGroup(t, irr, "repeating", 0, val("GHI", 700))
@@ -260,7 +261,7 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "303 back-of-module temperature and 307 station",
-			kind: KindSensor,
+			kind: kind.Sensor,
 			models: func(t testing.TB) []*devices.Instance {
 				bom := mk(t, 303, map[string]int{"temp": 2})
 				setGroup(t, bom, "temp", 0, val("TmpBOM", 38.5))
@@ -321,11 +322,11 @@ func sortReadings(rs []Reading) {
 func TestExtractReplaces(t *testing.T) {
 	m := testMapping(t)
 	var v values
-	m.extract(KindInverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))}, &v)
+	m.extract(kind.Inverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))}, &v)
 	if !v.has(ActivePower) || !v.has(DCPowerInput) {
 		t.Fatal("first sample: values missing")
 	}
-	m.extract(KindInverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))}, &v)
+	m.extract(kind.Inverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))}, &v)
 	if v.has(ActivePower) || v.has(DCPowerInput) || len(v.inputs) != 0 {
 		t.Errorf("second sample kept old values: %v %v", v.setBy, v.inputs)
 	}

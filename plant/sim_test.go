@@ -10,16 +10,8 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
-
-// simKinds maps the simulator's device kinds to the plant's.
-var simKinds = map[sim.Kind]Kind{
-	sim.KindInverter:    KindInverter,
-	sim.KindDERInverter: KindInverter,
-	sim.KindMeter:       KindMeter,
-	sim.KindBattery:     KindBattery,
-	sim.KindSensor:      KindSensor,
-}
 
 // simDevice is one simulated device with its client and read plan.
 type simDevice struct {
@@ -49,7 +41,7 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		kind := simKinds[d.Kind()]
+		kind := d.Kind()
 		if string(info.Kind) != string(kind) {
 			t.Errorf("%s: discovered as %s, configured as %s", d.ID(), info.Kind, kind)
 		}
@@ -187,7 +179,7 @@ func checkSimDevice(t *testing.T, sd *simDevice, d DeviceLive, night bool) {
 	}
 	state := sd.dev.State()
 	switch d.Info.Kind {
-	case KindInverter:
+	case kind.Inverter:
 		rated := sd.info.RatedPowerW
 		if rated <= 0 {
 			t.Errorf("%s: no rated power", d.Info.ID)
@@ -213,7 +205,7 @@ func checkSimDevice(t *testing.T, sd *simDevice, d DeviceLive, night bool) {
 		if d.Health != HealthOk {
 			t.Errorf("%s: noon health %s (%s)", d.Info.ID, d.Health, d.HealthReason)
 		}
-	case KindMeter:
+	case kind.Meter:
 		must(GridFrequency, 49.5, 50.5)
 		must(VoltagePhaseA, 200, 260)
 		must(GridConsumptionTotal, 1, math.Inf(1))
@@ -227,7 +219,7 @@ func checkSimDevice(t *testing.T, sd *simDevice, d DeviceLive, night bool) {
 		if d.Health != HealthOk {
 			t.Errorf("meter health %s (%s)", d.Health, d.HealthReason)
 		}
-	case KindBattery:
+	case kind.Battery:
 		must(BatteryStateOfCharge, 0, 100)
 		must(BatteryCharging, 0, sd.info.RatedPowerW)
 		must(BatteryDischarging, 0, sd.info.RatedPowerW)
@@ -242,7 +234,7 @@ func checkSimDevice(t *testing.T, sd *simDevice, d DeviceLive, night bool) {
 		if d.Health != HealthOk && d.Health != HealthWarning {
 			t.Errorf("battery health %s (%s)", d.Health, d.HealthReason)
 		}
-	case KindSensor:
+	case kind.Sensor:
 		must(ExternalInsolation, 0, 1400)
 		must(AmbientTemperature, -30, 50)
 		must(ModuleTemperature, -30, 90)

@@ -10,24 +10,8 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
-
-func TestParsePeriod(t *testing.T) {
-	t.Parallel() // its own database files
-	for _, tt := range []struct {
-		in   string
-		want Period
-	}{{"Day", PeriodDay}, {"day", PeriodDay}, {"WEEK", PeriodWeek}, {"recent", PeriodRecent}, {"tOtAl", PeriodTotal}, {"Year", PeriodYear}, {"month", PeriodMonth}} {
-		if got, err := ParsePeriod(tt.in); err != nil || got != tt.want {
-			t.Errorf("ParsePeriod(%q) = %q, %v", tt.in, got, err)
-		}
-	}
-	for _, in := range []string{"", "days", "Hour"} {
-		if _, err := ParsePeriod(in); !errors.Is(err, ErrBadQuery) {
-			t.Errorf("ParsePeriod(%q): %v, want ErrBadQuery", in, err)
-		}
-	}
-}
 
 // seeded returns a stopped store with 26 hours of the synthetic plant from
 // 2026-07-01 00:00 Berlin, recorded every minute.
@@ -45,22 +29,22 @@ func TestQueryErrors(t *testing.T) {
 	s, day := seeded(t)
 	tests := []struct {
 		name string
-		q    SetQuery
+		q    plant.SetQuery
 		want error
 		text string
 	}{
-		{"unknown plant", SetQuery{PlantID: "nope", SetType: plant.SetEnergyBalance, Period: PeriodDay}, ErrUnknownPlant, "nope"},
-		{"unknown device", SetQuery{DeviceID: "nope", SetType: plant.SetPowerAc, Period: PeriodDay}, ErrUnknownDevice, "nope"},
-		{"device set of a plant", SetQuery{PlantID: "p1", SetType: plant.SetPowerAc, Period: PeriodDay}, ErrUnsupportedSet, "PowerAc"},
-		{"plant set of a device", SetQuery{DeviceID: "inv", SetType: plant.SetEnergyBalance, Period: PeriodDay}, ErrUnsupportedSet, "EnergyBalance"},
-		{"PV set of a meter", SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerPv, Period: PeriodDay}, ErrUnsupportedSet, "met"},
-		{"consumption set", SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerConsumption, Period: PeriodDay}, ErrUnsupportedSet, ""},
-		{"bad period", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: "Fortnight"}, ErrBadQuery, "period"},
-		{"bad set type", SetQuery{PlantID: "p1", SetType: "Nope", Period: PeriodDay}, ErrBadQuery, "setType"},
-		{"no scope", SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodDay}, ErrBadQuery, "plantId"},
-		{"date out of range", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)}, ErrBadQuery, "date"},
-		{"ok", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: "dAy", Date: day}, nil, ""},
-		{"plant without data", SetQuery{PlantID: "empty", SetType: plant.SetEnergyBalance, Period: PeriodYear, Date: day, WithTotal: true}, nil, ""},
+		{"unknown plant", plant.SetQuery{PlantID: "nope", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay}, ErrUnknownPlant, "nope"},
+		{"unknown device", plant.SetQuery{DeviceID: "nope", SetType: plant.SetPowerAc, Period: plant.PeriodDay}, ErrUnknownDevice, "nope"},
+		{"device set of a plant", plant.SetQuery{PlantID: "p1", SetType: plant.SetPowerAc, Period: plant.PeriodDay}, ErrUnsupportedSet, "PowerAc"},
+		{"plant set of a device", plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay}, ErrUnsupportedSet, "EnergyBalance"},
+		{"PV set of a meter", plant.SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodDay}, ErrUnsupportedSet, "met"},
+		{"consumption set", plant.SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerConsumption, Period: plant.PeriodDay}, ErrUnsupportedSet, ""},
+		{"bad period", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: "Fortnight"}, ErrBadQuery, "period"},
+		{"bad set type", plant.SetQuery{PlantID: "p1", SetType: "Nope", Period: plant.PeriodDay}, ErrBadQuery, "setType"},
+		{"no scope", plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodDay}, ErrBadQuery, "plantId"},
+		{"date out of range", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)}, ErrBadQuery, "date"},
+		{"ok", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: "dAy", Date: day}, nil, ""},
+		{"plant without data", plant.SetQuery{PlantID: "empty", SetType: plant.SetEnergyBalance, Period: plant.PeriodYear, Date: day, WithTotal: true}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +90,7 @@ func TestDeviceSetValues(t *testing.T) {
 	s, day := seeded(t)
 	ctx := t.Context()
 	noon := day.Add(12 * time.Hour).UTC()
-	row := func(q SetQuery, at time.Time) plant.SetRow {
+	row := func(q plant.SetQuery, at time.Time) plant.SetRow {
 		t.Helper()
 		res, err := s.QuerySet(ctx, q)
 		if err != nil {
@@ -121,7 +105,7 @@ func TestDeviceSetValues(t *testing.T) {
 		return plant.SetRow{}
 	}
 	// PowerAc: means; DC inputs indexed.
-	ac := row(SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: PeriodDay, Date: day}, noon)
+	ac := row(plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: day}, noon)
 	if v := ac.Values["voltagePhaseA"]; math.Abs(v-230.1) > 1e-9 {
 		t.Errorf("voltagePhaseA %v", v)
 	}
@@ -131,27 +115,27 @@ func TestDeviceSetValues(t *testing.T) {
 	if _, ok := ac.Values["pvGeneration"]; ok {
 		t.Error("PowerAc carries pvGeneration")
 	}
-	dc := row(SetQuery{DeviceID: "inv", SetType: plant.SetPowerDc, Period: PeriodDay, Date: day}, noon)
+	dc := row(plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerDc, Period: plant.PeriodDay, Date: day}, noon)
 	if iv := dc.Indexed["dcVoltageInput"]; len(iv) != 1 || iv[0].Index != "A" || iv[0].Value != 600 {
 		t.Errorf("dcVoltageInput %v", iv)
 	}
-	edc := row(SetQuery{DeviceID: "inv", SetType: plant.SetEnergyDc, Period: PeriodDay, Date: day}, noon)
+	edc := row(plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyDc, Period: plant.PeriodDay, Date: day}, noon)
 	if iv := edc.Indexed["dcEnergyInput"]; len(iv) != 1 || iv[0].Value < 400 || iv[0].Value > 600 {
 		t.Errorf("dcEnergyInput (Wh in 5 min at ~6 kW) %v", iv)
 	}
 	// Battery: energies in W means, SoC mean.
-	bat := row(SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: PeriodDay, Date: day}, noon)
+	bat := row(plant.SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: plant.PeriodDay, Date: day}, noon)
 	if bat.Values["batteryStateOfCharge"] != 50 || bat.Values["batteryCharging"] < 2000 || bat.Values["batteryDischarging"] != 0 {
 		t.Errorf("battery %v", bat.Values)
 	}
 	// Unmeasured: no row, never 0.
-	res, err := s.QuerySet(ctx, SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: PeriodDay, Date: day.AddDate(0, 0, 2)})
+	res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodDay, Date: day.AddDate(0, 0, 2)})
 	if err != nil || len(res.Rows) != 0 {
 		t.Errorf("a day without data: %d rows, %v", len(res.Rows), err)
 	}
 	// EnergyMix of the plant and of its meter: rates sum to 1.
-	for _, q := range []SetQuery{{PlantID: "p1"}, {DeviceID: "met"}} {
-		q.SetType, q.Period, q.Date = plant.SetEnergyMix, PeriodDay, day
+	for _, q := range []plant.SetQuery{{PlantID: "p1"}, {DeviceID: "met"}} {
+		q.SetType, q.Period, q.Date = plant.SetEnergyMix, plant.PeriodDay, day
 		m := row(q, day.Add(20*time.Hour).UTC())
 		sum := m.Values["pvConsumptionRate"] + m.Values["batteryConsumptionRate"] + m.Values["gridConsumptionRate"]
 		if math.Abs(sum-1) > 1e-9 || math.Abs(m.Values["totalConsumption"]-800) > 0.1 {
@@ -216,22 +200,22 @@ func TestRecent(t *testing.T) {
 	s, day := seeded(t)
 	end := day.Add(26 * time.Hour) // the last sample is at end − 1 min
 	for _, tt := range []struct {
-		q    SetQuery
+		q    plant.SetQuery
 		rows int
 	}{
 		// The last minute has one sample at its start: it is still running
 		// (partial values, no energy yet), so Recent ends before it.
-		{SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance}, 59},
-		{SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerInOut, ReturnEnergyValues: true}, 59},
-		{SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc}, 59},
+		{plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance}, 59},
+		{plant.SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerInOut, ReturnEnergyValues: true}, 59},
+		{plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc}, 59},
 	} {
 		q := tt.q
-		q.Period, q.WithTotal = PeriodRecent, true
+		q.Period, q.WithTotal = plant.PeriodRecent, true
 		res, err := s.QuerySet(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Resolution != ResOneMinute || len(res.Rows) != tt.rows {
+		if res.Resolution != plant.ResolutionOneMinute || len(res.Rows) != tt.rows {
 			t.Fatalf("%+v: %s, %d rows, want %d", q, res.Resolution, len(res.Rows), tt.rows)
 		}
 		if first := res.Rows[0].Start; !first.Equal(end.Add(-time.Hour).UTC()) {
@@ -261,7 +245,7 @@ func TestRecent(t *testing.T) {
 func TestRecordRefused(t *testing.T) {
 	t.Parallel() // its own database files
 	s := openTest(t, Config{QueueLen: 2})
-	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(),
+	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: time.Now(),
 		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}
 	bad := m
 	bad.PlantID = "other"
@@ -295,7 +279,7 @@ func TestBadValues(t *testing.T) {
 	s := openTest(t, Config{})
 	stop := runStore(t, s)
 	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
-	record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: at, Readings: []plant.Reading{
+	record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: at, Readings: []plant.Reading{
 		{Channel: plant.ActivePower, Value: math.NaN()},
 		{Channel: plant.ReactivePower, Value: math.Inf(1)},
 		{Channel: 0, Value: 1},
@@ -307,7 +291,7 @@ func TestBadValues(t *testing.T) {
 	if st := s.Stats(); st.Written != 1 || st.Samples != 1 {
 		t.Errorf("stats %+v", st)
 	}
-	res, err := s.QuerySet(t.Context(), SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: PeriodDay, Date: at})
+	res, err := s.QuerySet(t.Context(), plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: at})
 	if err != nil || len(res.Rows) != 1 || res.Rows[0].Values["voltagePhaseA"] != 231 || len(res.Rows[0].Values) != 1 {
 		t.Errorf("rows %+v, %v", res.Rows, err)
 	}
@@ -319,7 +303,7 @@ func TestLogs(t *testing.T) {
 	stop := runStore(t, s)
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 50 {
-		e := LogEntry{Time: t0.Add(time.Duration(i/2) * time.Minute), Level: LevelWarning, Code: "C" + fmt.Sprint(i),
+		e := plant.LogEntry{Time: t0.Add(time.Duration(i/2) * time.Minute), Level: plant.LevelWarning, Code: "C" + fmt.Sprint(i),
 			Message: "m", PlantID: "p1"}
 		if i%3 == 0 {
 			e.DeviceID = "inv"
@@ -331,17 +315,17 @@ func TestLogs(t *testing.T) {
 			t.Fatal("log refused")
 		}
 	}
-	if s.Log(LogEntry{PlantID: "p1", Level: "debug"}) || s.Log(LogEntry{Message: "no plant"}) {
+	if s.Log(plant.LogEntry{PlantID: "p1", Level: "debug"}) || s.Log(plant.LogEntry{Message: "no plant"}) {
 		t.Error("bad entries accepted")
 	}
 	if err := s.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Page through p1, newest first.
-	var all []LogEntry
+	var all []plant.LogEntry
 	cursor := ""
 	for page := 0; ; page++ {
-		es, next, err := s.Logs(t.Context(), LogQuery{PlantID: "p1", Cursor: cursor, Limit: 7})
+		es, next, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "p1", Cursor: cursor, Limit: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +353,7 @@ func TestLogs(t *testing.T) {
 		}
 		seen[e.Code] = true
 	}
-	dev, _, err := s.Logs(t.Context(), LogQuery{DeviceID: "inv", From: t0.Add(5 * time.Minute), To: t0.Add(10 * time.Minute)})
+	dev, _, err := s.Logs(t.Context(), plant.LogQuery{DeviceID: "inv", From: t0.Add(5 * time.Minute), To: t0.Add(10 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,12 +365,12 @@ func TestLogs(t *testing.T) {
 	if len(dev) != 3 { // entries 12, 15 and 18
 		t.Errorf("%d device entries in [5, 10) min, want 3", len(dev))
 	}
-	for _, q := range []LogQuery{{PlantID: "p1", Cursor: "garbage"}, {PlantID: "p1", Limit: 5000}} {
+	for _, q := range []plant.LogQuery{{PlantID: "p1", Cursor: "garbage"}, {PlantID: "p1", Limit: 5000}} {
 		if _, _, err := s.Logs(t.Context(), q); !errors.Is(err, ErrBadQuery) {
 			t.Errorf("%+v: %v, want ErrBadQuery", q, err)
 		}
 	}
-	if _, _, err := s.Logs(t.Context(), LogQuery{PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
+	if _, _, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
 		t.Errorf("unknown plant: %v", err)
 	}
 	// Bounded: retention keeps the newest LogLimit entries.
@@ -407,11 +391,11 @@ func TestSchedulesAndOutbox(t *testing.T) {
 	ctx := t.Context()
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"b", "a", "c"} {
-		if err := s.PutSchedule(ctx, Schedule{ID: id, PlantID: "p1", CreatedAt: t0.Add(time.Duration(i) * time.Hour), Body: []byte(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
+		if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: id, PlantID: "p1", CreatedAt: t0.Add(time.Duration(i) * time.Hour), Body: []byte(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutSchedule(ctx, Schedule{ID: "a", PlantID: "p1", CreatedAt: t0.Add(5 * time.Hour), Body: []byte(`{"n":9}`)}); err != nil {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "a", PlantID: "p1", CreatedAt: t0.Add(5 * time.Hour), Body: []byte(`{"n":9}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteSchedule(ctx, "c"); err != nil {
@@ -421,10 +405,10 @@ func TestSchedulesAndOutbox(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].ID != "b" || got[1].ID != "a" || string(got[1].Body) != `{"n":9}` || !got[1].CreatedAt.Equal(t0.Add(5*time.Hour)) {
 		t.Errorf("schedules %+v, %v", got, err)
 	}
-	if err := s.PutSchedule(ctx, Schedule{ID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
 		t.Errorf("unknown plant: %v", err)
 	}
-	if err := s.PutSchedule(ctx, Schedule{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
+	if err := s.PutSchedule(ctx, plant.ScheduleRecord{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("no id: %v", err)
 	}
 
@@ -477,7 +461,7 @@ func TestRetention(t *testing.T) {
 		t.Errorf("%d raw rows before, %d after", before, after)
 	}
 	// Rollups are kept: the first day still answers.
-	res, err := s.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+	res, err := s.QuerySet(t.Context(), plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 	if err != nil || len(res.Rows) != 288 {
 		t.Errorf("first day after retention: %d rows, %v", len(res.Rows), err)
 	}
@@ -508,15 +492,15 @@ func TestDeviceMoves(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 200 {
-			s.QuerySet(context.Background(), SetQuery{DeviceID: "x", SetType: plant.SetPowerAc, Period: PeriodRecent})
+			s.QuerySet(context.Background(), plant.SetQuery{DeviceID: "x", SetType: plant.SetPowerAc, Period: plant.PeriodRecent})
 			s.DeviceSets(context.Background(), "x")
 		}
 	}()
 	for i := range 200 {
-		m := Measurement{PlantID: "p1", DeviceID: "x", Kind: plant.KindInverter, Time: at.Add(time.Duration(i) * time.Second),
+		m := Measurement{PlantID: "p1", DeviceID: "x", Kind: kind.Inverter, Time: at.Add(time.Duration(i) * time.Second),
 			Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}
 		if i%2 == 1 {
-			m.PlantID, m.Kind = "p2", plant.KindBattery
+			m.PlantID, m.Kind = "p2", kind.Battery
 		}
 		record(t, s, m)
 		if i%20 == 0 {
@@ -525,7 +509,7 @@ func TestDeviceMoves(t *testing.T) {
 	}
 	<-done
 	stop()
-	if d := s.cat.device("x"); d == nil || d.plant != "p2" || d.kind != plant.KindBattery {
+	if d := s.cat.device("x"); d == nil || d.plant != "p2" || d.kind != kind.Battery {
 		t.Errorf("device %+v", d)
 	}
 }
@@ -535,7 +519,7 @@ func TestDeviceMoves(t *testing.T) {
 func TestRecordCopies(t *testing.T) {
 	s := openTest(t, Config{QueueLen: 2})
 	rs := []plant.Reading{{Channel: plant.ActivePower, Value: 1}}
-	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(), Readings: rs}
+	m := Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: time.Now(), Readings: rs}
 	for _, tc := range []struct {
 		name   string
 		record func(Measurement) bool

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // balField is a field of a plant's stored energy balance. The rates
@@ -60,7 +61,7 @@ type balRow [numBal]agg
 // holds these few numbers and not the device's aggregates (at 5,000
 // devices those were 15 MB at each rollup).
 type devInterval struct {
-	kind plant.Kind
+	kind kind.Kind
 	// e are the role's energies (inverter: pvGeneration; meter:
 	// gridConsumption, gridFeedIn; battery: batteryCharging,
 	// batteryDischarging), eOK whether each was in the interval.
@@ -72,19 +73,19 @@ type devInterval struct {
 }
 
 // intervalOf keeps of a device's aggregates b what computeBalance reads.
-func intervalOf(kind plant.Kind, b *devBucket) devInterval {
-	di := devInterval{kind: kind}
+func intervalOf(k kind.Kind, b *devBucket) devInterval {
+	di := devInterval{kind: k}
 	energies := func(c ...plant.Channel) {
 		for i, ch := range c {
 			di.e[i], di.eOK[i] = b.energy(ch)
 		}
 	}
-	switch kind {
-	case plant.KindInverter:
+	switch k {
+	case kind.Inverter:
 		energies(plant.PVGeneration)
-	case plant.KindMeter:
+	case kind.Meter:
 		energies(plant.GridConsumption, plant.GridFeedIn)
-	case plant.KindBattery:
+	case kind.Battery:
 		energies(plant.BatteryCharging, plant.BatteryDischarging)
 		if a := b.aggs[chKey{plant.BatteryStateOfCharge, 0}]; a != nil && a.n > 0 {
 			di.soc, di.socOK = a.mean(), true
@@ -119,19 +120,19 @@ func computeBalance(devs []devInterval) (balRow, bool) {
 	for _, d := range devs {
 		both := d.eOK[0] && d.eOK[1]
 		switch d.kind {
-		case plant.KindInverter:
+		case kind.Inverter:
 			hasInv = true
 			if d.eOK[0] {
 				pv += d.e[0]
 				pvOK = true
 			}
-		case plant.KindMeter:
+		case kind.Meter:
 			if both {
 				cons += d.e[0]
 				feed += d.e[1]
 				gridOK = true
 			}
-		case plant.KindBattery:
+		case kind.Battery:
 			hasBat = true
 			if both {
 				cha += d.e[0]

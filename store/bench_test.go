@@ -19,6 +19,7 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // benchPlant is a 20-device plant whose readings have the channels the
@@ -31,7 +32,7 @@ type benchPlant struct {
 
 type benchDev struct {
 	id   string
-	kind plant.Kind
+	kind kind.Kind
 	tmpl []plant.Reading
 	cur  []plant.Reading
 }
@@ -42,8 +43,8 @@ func newBenchPlant(b testing.TB) *benchPlant {
 	b.Helper()
 	loc := mustZone(b, sim.DefaultTimeZone)
 	noon := time.Date(2026, 6, 21, 12, 0, 0, 0, loc)
-	tmpl := map[sim.Kind][]plant.Reading{}
-	kinds := map[sim.Kind]plant.Kind{}
+	tmpl := map[string][]plant.Reading{} // by the simulator's label
+	kinds := map[string]kind.Kind{}
 	func() {
 		r := startSimB(b, noon)
 		for _, sd := range r.devs {
@@ -53,15 +54,15 @@ func newBenchPlant(b testing.TB) *benchPlant {
 			}
 			r.applyB(sd, models, noon)
 			dl, _ := r.live.Device(sd.dev.ID())
-			tmpl[sd.dev.Kind()] = dl.Readings
-			kinds[sd.dev.Kind()] = sd.kind
+			tmpl[sd.dev.Label()] = dl.Readings
+			kinds[sd.dev.Label()] = sd.kind
 		}
 	}()
-	layout := []sim.Kind{}
+	layout := []string{}
 	for range 8 {
-		layout = append(layout, sim.KindInverter, sim.KindDERInverter)
+		layout = append(layout, "inverter", "der-inverter")
 	}
-	layout = append(layout, sim.KindMeter, sim.KindMeter, sim.KindBattery, sim.KindSensor)
+	layout = append(layout, "meter", "meter", "battery", "sensor")
 	bp := &benchPlant{}
 	for i, k := range layout {
 		bp.devs = append(bp.devs, &benchDev{id: fmt.Sprintf("d%02d-%s", i, k), kind: kinds[k],
@@ -139,17 +140,17 @@ func BenchmarkQuery(b *testing.B) {
 	day := time.Date(year, 6, 21, 0, 0, 0, 0, time.UTC)
 	for _, bq := range []struct {
 		name string
-		q    SetQuery
+		q    plant.SetQuery
 		rows int
 	}{
-		{"Year", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodYear, Date: day, WithTotal: true}, 12},
-		{"Day", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day, WithTotal: true}, 288},
-		{"Week", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodWeek, Date: day, WithTotal: true}, 168},
-		{"Month", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodMonth, Date: day, WithTotal: true}, 30},
-		{"Total", SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodTotal, WithTotal: true}, 1},
-		{"DayDevicePowerAc", SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: PeriodDay, Date: day}, 288},
-		{"WeekDevicePowerAc", SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: PeriodWeek, Date: day}, 672},
-		{"YearDevicePv", SetQuery{DeviceID: bp.devs[0].id, SetType: plant.SetEnergyAndPowerPv, Period: PeriodYear, Date: day, WithTotal: true}, 12},
+		{"Year", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodYear, Date: day, WithTotal: true}, 12},
+		{"Day", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day, WithTotal: true}, 288},
+		{"Week", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodWeek, Date: day, WithTotal: true}, 168},
+		{"Month", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodMonth, Date: day, WithTotal: true}, 30},
+		{"Total", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodTotal, WithTotal: true}, 1},
+		{"DayDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: day}, 288},
+		{"WeekDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodWeek, Date: day}, 672},
+		{"YearDevicePv", plant.SetQuery{DeviceID: bp.devs[0].id, SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodYear, Date: day, WithTotal: true}, 12},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			for range b.N {

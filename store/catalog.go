@@ -7,11 +7,12 @@ import (
 	"sync"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // kindPlant is the kind of a plant's balance source: a row of the device
 // table that owns the plant's energy balance series.
-const kindPlant plant.Kind = "plant"
+const kindPlant kind.Kind = "plant"
 
 // device is one row of the device table: a device of the API, or a plant's
 // balance source (kind "plant", name = the plant id). Its fields never
@@ -22,7 +23,7 @@ type device struct {
 	id    int64
 	name  string
 	plant string
-	kind  plant.Kind
+	kind  kind.Kind
 	// chans are the device's series by channel and input index; bal the
 	// balance source's series by field.
 	chans map[chKey]*series
@@ -166,11 +167,9 @@ func (c *catalog) load(ctx context.Context, db *sql.DB) error {
 	defer c.mu.Unlock()
 	for rows.Next() {
 		d := &device{chans: map[chKey]*series{}}
-		var kind string
-		if err := rows.Scan(&d.id, &d.name, &d.plant, &kind); err != nil {
+		if err := rows.Scan(&d.id, &d.name, &d.plant, &d.kind); err != nil {
 			return fmt.Errorf("load devices: %w", err)
 		}
-		d.kind = plant.Kind(kind)
 		c.put(d)
 	}
 	if err := rows.Err(); err != nil {
@@ -274,29 +273,29 @@ type execer interface {
 
 // ensureDevice returns the device row of an API device, inserting it or
 // updating its plant and kind as needed.
-func (a *txAdds) ensureDevice(ctx context.Context, tx execer, name, plantID string, kind plant.Kind) (*device, error) {
+func (a *txAdds) ensureDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind) (*device, error) {
 	c := a.c
 	c.mu.RLock()
 	d := c.byName[name]
 	c.mu.RUnlock()
 	if d != nil {
-		if kind == "" {
-			kind = d.kind
+		if k == "" {
+			k = d.kind
 		}
-		if d.plant == plantID && d.kind == kind {
+		if d.plant == plantID && d.kind == k {
 			return d, nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE device SET plant = ?, kind = ? WHERE id = ?`, plantID, string(kind), d.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE device SET plant = ?, kind = ? WHERE id = ?`, plantID, string(k), d.id); err != nil {
 			return nil, fmt.Errorf("update device %s: %w", name, err)
 		}
-		nd := &device{id: d.id, name: d.name, plant: plantID, kind: kind, chans: d.chans}
+		nd := &device{id: d.id, name: d.name, plant: plantID, kind: k, chans: d.chans}
 		c.mu.Lock()
 		c.put(nd)
 		c.mu.Unlock()
 		a.changed = append(a.changed, devChange{old: d})
 		return nd, nil
 	}
-	return a.insertDevice(ctx, tx, name, plantID, kind)
+	return a.insertDevice(ctx, tx, name, plantID, k)
 }
 
 // ensurePlantSrc returns the balance source of a plant.
@@ -311,8 +310,8 @@ func (a *txAdds) ensurePlantSrc(ctx context.Context, tx execer, plantID string) 
 	return a.insertDevice(ctx, tx, plantID, plantID, kindPlant)
 }
 
-func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID string, kind plant.Kind) (*device, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO device (name, plant, kind) VALUES (?, ?, ?)`, name, plantID, string(kind))
+func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind) (*device, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO device (name, plant, kind) VALUES (?, ?, ?)`, name, plantID, string(k))
 	if err != nil {
 		return nil, fmt.Errorf("insert device %s: %w", name, err)
 	}
@@ -320,7 +319,7 @@ func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID stri
 	if err != nil {
 		return nil, fmt.Errorf("insert device %s: %w", name, err)
 	}
-	d := &device{id: id, name: name, plant: plantID, kind: kind, chans: map[chKey]*series{}}
+	d := &device{id: id, name: name, plant: plantID, kind: k, chans: map[chKey]*series{}}
 	c := a.c
 	c.mu.Lock()
 	c.put(d)

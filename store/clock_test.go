@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestFutureRows: a sample stamped a year ahead (a clock that jumped
@@ -22,7 +23,7 @@ func TestFutureRows(t *testing.T) {
 	stop := runStore(t, s)
 	ctx := t.Context()
 	rec := func(at time.Time, w float64) bool {
-		return s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: at,
+		return s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: at,
 			Readings: []plant.Reading{{Channel: plant.PVGeneration, Value: w}, {Channel: plant.ActivePower, Value: w}}})
 	}
 	for i := range 12 {
@@ -59,7 +60,7 @@ func TestFutureRows(t *testing.T) {
 	if n != 0 {
 		t.Errorf("the sample a year ahead of the clock was stored")
 	}
-	res, err := s.QuerySet(ctx, SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv})
+	res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func testCoarseAndFrozenCounters(t *testing.T, batch int) {
 	}
 	stop()
 	for _, id := range []string{"inv1", "inv2"} {
-		res, err := s.QuerySet(ctx, SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: PeriodDay, Date: day,
+		res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodDay, Date: day,
 			WithTotal: true, ReturnEnergyValues: true})
 		if err != nil {
 			t.Fatal(err)

@@ -27,8 +27,9 @@
 // # Import boundary
 //
 // store imports the standard library, plantd/plant (the domain types:
-// Reading, Channel, Kind, SetType and its sentinel errors) and
-// github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
+// Reading, Channel, SetType, SetQuery, Period, LogEntry, LogQuery,
+// ScheduleRecord and its sentinel errors), plantd/plant/kind (device
+// kinds) and github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
 // config, httpapi, mqtt, gridcontrol or cmd, nor Gin or paho: it stores
 // and answers in domain terms, and knows no SunSpec point, no HTTP and no
 // MQTT. (Its tests use devices/sim, devices and modbus to read the

@@ -27,7 +27,7 @@ func TestDST(t *testing.T) {
 	t.Parallel() // its own database files
 	type check struct {
 		name      string
-		q         SetQuery
+		q         plant.SetQuery
 		rows      int
 		res       string
 		firstUTC  string // Start of the first row
@@ -45,36 +45,36 @@ func TestDST(t *testing.T) {
 			zone:  "Europe/Berlin",
 			spans: [][2]string{{"2026-03-22", "2026-03-31"}, {"2026-06-10", "2026-06-11"}, {"2026-10-24", "2026-10-27"}},
 			checks: []check{
-				{name: "23-hour day", q: SetQuery{Period: PeriodDay, Date: date("2026-03-29")},
-					rows: 276, res: ResFiveMinutes, firstUTC: "2026-03-28T23:00:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 0},
-				{name: "25-hour day", q: SetQuery{Period: PeriodDay, Date: date("2026-10-25")},
-					rows: 300, res: ResFiveMinutes, firstUTC: "2026-10-24T22:00:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 24},
-				{name: "24-hour day", q: SetQuery{Period: PeriodDay, Date: date("2026-06-10")},
-					rows: 288, res: ResFiveMinutes, firstUTC: "2026-06-09T22:00:00Z", step: 5 * time.Minute},
-				{name: "week with total in hours", q: SetQuery{Period: PeriodWeek, Date: date("2026-03-25"), WithTotal: true},
-					rows: 7*24 - 1, res: ResOneHour, firstUTC: "2026-03-22T23:00:00Z", step: time.Hour},
-				{name: "week in quarter hours", q: SetQuery{Period: PeriodWeek, Date: date("2026-03-29")},
-					rows: (7*24 - 1) * 4, res: ResFifteenMinutes, firstUTC: "2026-03-22T23:00:00Z", step: 15 * time.Minute},
-				{name: "month of days", q: SetQuery{Period: PeriodMonth, Date: date("2026-03-01")},
-					rows: 9, res: ResOneDay, firstUTC: "2026-03-21T23:00:00Z"},
-				{name: "year of months", q: SetQuery{Period: PeriodYear, Date: date("2026-12-31")},
-					rows: 3, res: ResOneMonth, firstUTC: "2026-02-28T23:00:00Z"},
-				{name: "total of years", q: SetQuery{Period: PeriodTotal},
-					rows: 1, res: ResOneYear, firstUTC: "2025-12-31T23:00:00Z"},
+				{name: "23-hour day", q: plant.SetQuery{Period: plant.PeriodDay, Date: date("2026-03-29")},
+					rows: 276, res: plant.ResolutionFiveMinutes, firstUTC: "2026-03-28T23:00:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 0},
+				{name: "25-hour day", q: plant.SetQuery{Period: plant.PeriodDay, Date: date("2026-10-25")},
+					rows: 300, res: plant.ResolutionFiveMinutes, firstUTC: "2026-10-24T22:00:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 24},
+				{name: "24-hour day", q: plant.SetQuery{Period: plant.PeriodDay, Date: date("2026-06-10")},
+					rows: 288, res: plant.ResolutionFiveMinutes, firstUTC: "2026-06-09T22:00:00Z", step: 5 * time.Minute},
+				{name: "week with total in hours", q: plant.SetQuery{Period: plant.PeriodWeek, Date: date("2026-03-25"), WithTotal: true},
+					rows: 7*24 - 1, res: plant.ResolutionOneHour, firstUTC: "2026-03-22T23:00:00Z", step: time.Hour},
+				{name: "week in quarter hours", q: plant.SetQuery{Period: plant.PeriodWeek, Date: date("2026-03-29")},
+					rows: (7*24 - 1) * 4, res: plant.ResolutionFifteenMinutes, firstUTC: "2026-03-22T23:00:00Z", step: 15 * time.Minute},
+				{name: "month of days", q: plant.SetQuery{Period: plant.PeriodMonth, Date: date("2026-03-01")},
+					rows: 9, res: plant.ResolutionOneDay, firstUTC: "2026-03-21T23:00:00Z"},
+				{name: "year of months", q: plant.SetQuery{Period: plant.PeriodYear, Date: date("2026-12-31")},
+					rows: 3, res: plant.ResolutionOneMonth, firstUTC: "2026-02-28T23:00:00Z"},
+				{name: "total of years", q: plant.SetQuery{Period: plant.PeriodTotal},
+					rows: 1, res: plant.ResolutionOneYear, firstUTC: "2025-12-31T23:00:00Z"},
 			},
 		},
 		{
 			zone:  "Australia/Adelaide",
 			spans: [][2]string{{"2026-04-04", "2026-04-07"}, {"2026-10-03", "2026-10-06"}},
 			checks: []check{
-				{name: "25-hour day", q: SetQuery{Period: PeriodDay, Date: date("2026-04-05")},
-					rows: 300, res: ResFiveMinutes, firstUTC: "2026-04-04T13:30:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 24},
-				{name: "23-hour day", q: SetQuery{Period: PeriodDay, Date: date("2026-10-04")},
-					rows: 276, res: ResFiveMinutes, firstUTC: "2026-10-03T14:30:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 0},
-				{name: "hours start at half past in UTC", q: SetQuery{Period: PeriodWeek, Date: date("2026-04-05"), WithTotal: true},
-					rows: 24 + 25, res: ResOneHour, firstUTC: "2026-04-03T13:30:00Z", step: time.Hour},
-				{name: "month of days", q: SetQuery{Period: PeriodMonth, Date: date("2026-10-31")},
-					rows: 3, res: ResOneDay, firstUTC: "2026-10-02T14:30:00Z"},
+				{name: "25-hour day", q: plant.SetQuery{Period: plant.PeriodDay, Date: date("2026-04-05")},
+					rows: 300, res: plant.ResolutionFiveMinutes, firstUTC: "2026-04-04T13:30:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 24},
+				{name: "23-hour day", q: plant.SetQuery{Period: plant.PeriodDay, Date: date("2026-10-04")},
+					rows: 276, res: plant.ResolutionFiveMinutes, firstUTC: "2026-10-03T14:30:00Z", step: 5 * time.Minute, hourCheck: true, localHour: 2, nHour: 0},
+				{name: "hours start at half past in UTC", q: plant.SetQuery{Period: plant.PeriodWeek, Date: date("2026-04-05"), WithTotal: true},
+					rows: 24 + 25, res: plant.ResolutionOneHour, firstUTC: "2026-04-03T13:30:00Z", step: time.Hour},
+				{name: "month of days", q: plant.SetQuery{Period: plant.PeriodMonth, Date: date("2026-10-31")},
+					rows: 3, res: plant.ResolutionOneDay, firstUTC: "2026-10-02T14:30:00Z"},
 			},
 		},
 	}

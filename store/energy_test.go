@@ -70,7 +70,7 @@ func TestEnergyTotals(t *testing.T) {
 			days := recordDays(t, s, sy, start, 4, time.Minute)
 			stop()
 			ctx := t.Context()
-			q := func(q SetQuery) plant.SetResult {
+			q := func(q plant.SetQuery) plant.SetResult {
 				t.Helper()
 				if q.DeviceID == "" {
 					q.PlantID = "p1"
@@ -91,7 +91,7 @@ func TestEnergyTotals(t *testing.T) {
 			var sum dayTruth
 			march, april := dayTruth{}, dayTruth{}
 			for i, d := range days {
-				res := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: d.date, WithTotal: true})
+				res := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: d.date, WithTotal: true})
 				tot := res.Total.Values
 				what := d.date.Format(time.DateOnly)
 				check(what, tot, "pvGeneration", d.pv)
@@ -107,7 +107,7 @@ func TestEnergyTotals(t *testing.T) {
 				check(what, tot, "totalConsumption", 800*hours)
 				// W means × interval length add up to the same energy.
 				var fromW, fromWh float64
-				whRes := q(SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: PeriodDay, Date: d.date, ReturnEnergyValues: true})
+				whRes := q(plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodDay, Date: d.date, ReturnEnergyValues: true})
 				for _, r := range res.Rows {
 					fromW += r.Values["pvGeneration"] * 5.0 / 60
 				}
@@ -125,7 +125,7 @@ func TestEnergyTotals(t *testing.T) {
 					april.pv += d.pv
 				}
 				// Month rows hold the same day.
-				mres := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodMonth, Date: d.date})
+				mres := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodMonth, Date: d.date})
 				found := false
 				for _, r := range mres.Rows {
 					if r.Start.Equal(d.date) {
@@ -139,20 +139,20 @@ func TestEnergyTotals(t *testing.T) {
 			}
 			// The week of Sunday 03-29 holds its first day only; the next
 			// week the other three.
-			w1 := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodWeek, Date: days[0].date, WithTotal: true})
+			w1 := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodWeek, Date: days[0].date, WithTotal: true})
 			check("week 13", w1.Total.Values, "pvGeneration", days[0].pv)
-			w2 := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodWeek, Date: days[3].date, WithTotal: true})
+			w2 := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodWeek, Date: days[3].date, WithTotal: true})
 			check("week 14", w2.Total.Values, "pvGeneration", sum.pv-days[0].pv)
-			m3 := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodMonth, Date: days[0].date, WithTotal: true})
+			m3 := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodMonth, Date: days[0].date, WithTotal: true})
 			check("March", m3.Total.Values, "pvGeneration", march.pv)
-			m4 := q(SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: PeriodMonth, Date: days[3].date, WithTotal: true})
+			m4 := q(plant.SetQuery{DeviceID: "inv", SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodMonth, Date: days[3].date, WithTotal: true})
 			check("April (device)", m4.Total.Values, "pvGeneration", april.pv)
-			y := q(SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerInOut, Period: PeriodYear, Date: days[0].date, WithTotal: true})
+			y := q(plant.SetQuery{DeviceID: "met", SetType: plant.SetEnergyAndPowerInOut, Period: plant.PeriodYear, Date: days[0].date, WithTotal: true})
 			check("year (meter)", y.Total.Values, "gridConsumption", sum.imp)
 			if len(y.Rows) != 2 {
 				t.Errorf("year: %d month rows, want 2", len(y.Rows))
 			}
-			tot := q(SetQuery{SetType: plant.SetEnergyBalance, Period: PeriodTotal, WithTotal: true})
+			tot := q(plant.SetQuery{SetType: plant.SetEnergyBalance, Period: plant.PeriodTotal, WithTotal: true})
 			check("total", tot.Total.Values, "pvGeneration", sum.pv)
 			if r := tot.Total.Values["autarkyRate"]; r <= 0 || r > 1 {
 				t.Errorf("autarkyRate %v", r)

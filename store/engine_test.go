@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // smp builds a raw sample at second sec with (channel, value) pairs.
@@ -273,13 +274,13 @@ func TestComputeBalance(t *testing.T) {
 		return b
 	}
 	inv := func(pv float64) devInterval {
-		return intervalOf(plant.KindInverter, bucket(plant.PVGeneration, pv))
+		return intervalOf(kind.Inverter, bucket(plant.PVGeneration, pv))
 	}
 	met := func(cons, feed float64) devInterval {
-		return intervalOf(plant.KindMeter, bucket(plant.GridConsumption, cons, plant.GridFeedIn, feed))
+		return intervalOf(kind.Meter, bucket(plant.GridConsumption, cons, plant.GridFeedIn, feed))
 	}
 	bat := func(cha, dis, soc float64) devInterval {
-		return intervalOf(plant.KindBattery, bucket(plant.BatteryCharging, cha, plant.BatteryDischarging, dis, plant.BatteryStateOfCharge, soc))
+		return intervalOf(kind.Battery, bucket(plant.BatteryCharging, cha, plant.BatteryDischarging, dis, plant.BatteryStateOfCharge, soc))
 	}
 	type vals map[balField]float64
 	tests := []struct {
@@ -298,7 +299,7 @@ func TestComputeBalance(t *testing.T) {
 		{"no meter: no derived fields", []devInterval{inv(10), bat(5, 0, 50)},
 			vals{balPV: 10, balCharging: 5}, []balField{balTotalCons, balSelfCons, balFeedIn}},
 		{"inverter without energy blocks the derived fields",
-			[]devInterval{intervalOf(plant.KindInverter, &devBucket{n: 1, aggs: map[chKey]*agg{}}), met(5, 0)},
+			[]devInterval{intervalOf(kind.Inverter, &devBucket{n: 1, aggs: map[chKey]*agg{}}), met(5, 0)},
 			vals{balGridCons: 5}, []balField{balPV, balTotalCons}},
 		{"inconsistent readings clamp at 0", []devInterval{inv(10), met(0, 50)},
 			vals{balTotalCons: 0, balSelfCons: 0, balSelfSupply: 0}, nil},

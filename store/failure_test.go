@@ -23,6 +23,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // childEnv selects the child mode of TestChild; the parent tests re-run
@@ -253,17 +254,17 @@ func checkDegraded(t *testing.T, s *Store, day time.Time) {
 	if err := s.Health(); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("health %v, want ErrReadOnly", err)
 	}
-	res, err := s.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+	res, err := s.QuerySet(t.Context(), plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 	if err != nil || len(res.Rows) != 288 {
 		t.Errorf("query on read-only storage: %d rows, %v", len(res.Rows), err)
 	}
 	if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Time: day, Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}) {
 		t.Error("Record accepted on read-only storage")
 	}
-	if s.Log(LogEntry{PlantID: "p1", Message: "x"}) {
+	if s.Log(plant.LogEntry{PlantID: "p1", Message: "x"}) {
 		t.Error("Log accepted on read-only storage")
 	}
-	if err := s.PutSchedule(t.Context(), Schedule{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
+	if err := s.PutSchedule(t.Context(), plant.ScheduleRecord{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("PutSchedule: %v, want ErrReadOnly", err)
 	}
 	if st := s.Stats(); st.Dropped != 2 || !strings.Contains(st.LastError, "read-only") {
@@ -474,7 +475,7 @@ func crashMeasurement(n int64) Measurement {
 	return Measurement{
 		PlantID:  "p1",
 		DeviceID: "d" + strconv.FormatInt(dev, 10),
-		Kind:     plant.KindInverter,
+		Kind:     kind.Inverter,
 		Time:     time.UnixMilli(crashT0 + tick*crashStepMs),
 		Readings: []plant.Reading{
 			{Channel: plant.ActivePower, Value: float64(n % 10007)},

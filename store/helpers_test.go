@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // testLogger logs to the test at Warn and above when -v; discards otherwise.
@@ -161,9 +162,9 @@ func (s *synth) step(t time.Time) []Measurement {
 		{Channel: plant.BatteryStateOfCharge, Value: 50},
 	}
 	return []Measurement{
-		{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: t, Readings: inv},
-		{PlantID: "p1", DeviceID: "met", Kind: plant.KindMeter, Time: t, Readings: met},
-		{PlantID: "p1", DeviceID: "bat", Kind: plant.KindBattery, Time: t, Readings: bt},
+		{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: t, Readings: inv},
+		{PlantID: "p1", DeviceID: "met", Kind: kind.Meter, Time: t, Readings: met},
+		{PlantID: "p1", DeviceID: "bat", Kind: kind.Battery, Time: t, Readings: bt},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"plantd/internal/proctest"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // fillDB writes a few MB of samples into a new database and closes it.
@@ -25,7 +26,7 @@ func fillDB(t *testing.T, path string) {
 		for c := plant.ActivePower; c <= plant.DisplacementPowerFactor; c++ {
 			rs = append(rs, plant.Reading{Channel: c, Value: float64(i%1000) + float64(c)/7})
 		}
-		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: t0.Add(time.Duration(i) * 5 * time.Second), Readings: rs})
+		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: t0.Add(time.Duration(i) * 5 * time.Second), Readings: rs})
 	}
 	stop()
 	if err := s.Close(); err != nil {
@@ -69,7 +70,7 @@ func TestCorruptionInTheMiddle(t *testing.T) {
 	if err := s.Health(); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("health %v, want ErrCorrupt", err)
 	}
-	if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: time.Now(),
+	if s.Record(Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: time.Now(),
 		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1}}}) {
 		t.Error("Record accepted a measurement into a corrupt database")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestOneStorePerFile: a second Open of a database that is open refuses at
@@ -51,7 +52,7 @@ func TestCleanCloseLeavesCompleteFile(t *testing.T) {
 	stop := runStore(t, s)
 	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
 	for i := range 100 {
-		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: t0.Add(time.Duration(i) * 5 * time.Second),
+		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: t0.Add(time.Duration(i) * 5 * time.Second),
 			Readings: []plant.Reading{{Channel: plant.PVGeneration, Value: 1000}}})
 	}
 	stop()
@@ -92,7 +93,7 @@ func TestBackupWhileRunning(t *testing.T) {
 	runStore(t, s)
 	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
 	rec := func(i int) {
-		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: plant.KindInverter, Time: t0.Add(time.Duration(i) * 5 * time.Second),
+		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: t0.Add(time.Duration(i) * 5 * time.Second),
 			Readings: []plant.Reading{{Channel: plant.PVGeneration, Value: 1000}}})
 	}
 	for i := range 200 {

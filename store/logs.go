@@ -7,37 +7,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// LogEntry is one plant or device log message.
-type LogEntry struct {
-	// Time is when it happened; zero means now.
-	Time time.Time
-	// Level is "info", "warning" or "error"; "" means info.
-	Level string
-	// Code is a stable machine-readable word ("DeviceOffline",
-	// "FeedInLimitApplied", ...), Message the human text.
-	Code    string
-	Message string
-	// PlantID is required; DeviceID is "" for a plant-level entry.
-	PlantID, DeviceID string
-}
-
-// Log levels.
-const (
-	LevelInfo    = "info"
-	LevelWarning = "warning"
-	LevelError   = "error"
+	"plantd/plant"
 )
 
 // Log queues a log entry like Record queues a measurement: it never
 // blocks, and returns false (counted in Stats.Dropped) when the entry is
 // refused (queue full, storage read-only, unknown level, no plant).
-func (s *Store) Log(e LogEntry) bool {
+func (s *Store) Log(e plant.LogEntry) bool {
 	if e.Level == "" {
-		e.Level = LevelInfo
+		e.Level = plant.LevelInfo
 	}
-	if e.Level != LevelInfo && e.Level != LevelWarning && e.Level != LevelError || e.PlantID == "" {
+	if e.Level != plant.LevelInfo && e.Level != plant.LevelWarning && e.Level != plant.LevelError || e.PlantID == "" {
 		s.dropped.Add(1)
 		return false
 	}
@@ -57,18 +38,7 @@ func (s *Store) Log(e LogEntry) bool {
 	}
 }
 
-// LogQuery selects log entries: of a plant (its devices' entries
-// included) or of a device, in [From, To) (zero: open), newest first.
-// Cursor is the next value of the previous page ("" for the first); Limit
-// is the page size (default 100, at most 1000).
-type LogQuery struct {
-	PlantID, DeviceID string
-	From, To          time.Time
-	Cursor            string
-	Limit             int
-}
-
-// Log page sizes.
+// Log page sizes of a [plant.LogQuery]: Limit 0 is DefaultLogPage.
 const (
 	DefaultLogPage = 100
 	MaxLogPage     = 1000
@@ -77,7 +47,7 @@ const (
 // Logs returns a page of log entries, newest first, and the cursor of the
 // next page ("" when this is the last). Errors: ErrUnknownPlant, ErrBadQuery
 // (a bad cursor or limit).
-func (s *Store) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error) {
+func (s *Store) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error) {
 	db := s.rdb.Load()
 	if db == nil {
 		return nil, "", ErrClosed
@@ -126,12 +96,12 @@ func (s *Store) Logs(ctx context.Context, q LogQuery) ([]LogEntry, string, error
 		return nil, "", fmt.Errorf("store: logs: %w", classify(err))
 	}
 	defer rows.Close()
-	var out []LogEntry
+	var out []plant.LogEntry
 	var lastT, lastID int64
 	next := ""
 	for rows.Next() {
 		var id, t int64
-		var e LogEntry
+		var e plant.LogEntry
 		if err := rows.Scan(&id, &t, &e.Level, &e.Code, &e.Message, &e.PlantID, &e.DeviceID); err != nil {
 			return nil, "", fmt.Errorf("store: logs: %w", err)
 		}
@@ -160,16 +130,8 @@ func parseCursor(c string) (int64, int64, error) {
 	return t, id, nil
 }
 
-// Schedule is one grid-control schedule as stored; its body is the
-// grid-control package's JSON.
-type Schedule struct {
-	ID, PlantID string
-	CreatedAt   time.Time
-	Body        []byte
-}
-
 // Schedules returns a plant's schedules, oldest first.
-func (s *Store) Schedules(ctx context.Context, plantID string) ([]Schedule, error) {
+func (s *Store) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
 	db := s.rdb.Load()
 	if db == nil {
 		return nil, ErrClosed
@@ -181,8 +143,8 @@ func (s *Store) Schedules(ctx context.Context, plantID string) ([]Schedule, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: schedules: %w", classify(err))
 	}
-	out, err := scanAll(rows, func(rows *sql.Rows) (Schedule, error) {
-		sc := Schedule{PlantID: plantID}
+	out, err := scanAll(rows, func(rows *sql.Rows) (plant.ScheduleRecord, error) {
+		sc := plant.ScheduleRecord{PlantID: plantID}
 		var created int64
 		err := rows.Scan(&sc.ID, &created, &sc.Body)
 		sc.CreatedAt = time.UnixMilli(created).UTC()
@@ -196,7 +158,7 @@ func (s *Store) Schedules(ctx context.Context, plantID string) ([]Schedule, erro
 
 // PutSchedule creates or replaces a schedule (by ID). CreatedAt zero means
 // now.
-func (s *Store) PutSchedule(ctx context.Context, sc Schedule) error {
+func (s *Store) PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error {
 	if sc.ID == "" {
 		return fmt.Errorf("%w: schedule id is empty", ErrBadQuery)
 	}

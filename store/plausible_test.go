@@ -60,7 +60,7 @@ func TestImplausibleValuesNeverStored(t *testing.T) {
 
 	const ratedW = 10000
 	maxWh := ratedW * 1.25 * (20 * time.Second).Hours() // the rating's margin
-	total := func(q SetQuery) map[string]float64 {
+	total := func(q plant.SetQuery) map[string]float64 {
 		t.Helper()
 		q.WithTotal = true
 		res, err := s.QuerySet(ctx, q)
@@ -75,12 +75,12 @@ func TestImplausibleValuesNeverStored(t *testing.T) {
 		}
 		return res.Total.Values
 	}
-	for _, p := range []Period{PeriodDay, PeriodMonth, PeriodYear, PeriodTotal} {
-		dev := total(SetQuery{DeviceID: "inv1", SetType: plant.SetEnergyAndPowerPv, Period: p, Date: start})
-		bal := total(SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: start})
+	for _, p := range []plant.Period{plant.PeriodDay, plant.PeriodMonth, plant.PeriodYear, plant.PeriodTotal} {
+		dev := total(plant.SetQuery{DeviceID: "inv1", SetType: plant.SetEnergyAndPowerPv, Period: p, Date: start})
+		bal := total(plant.SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: start})
 		pvAll := 0.0
 		for _, id := range []string{"inv2"} {
-			pvAll += total(SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: start})["pvGeneration"]
+			pvAll += total(plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: start})["pvGeneration"]
 		}
 		t.Logf("%s: inv1 pvGeneration %v Wh (absent: nothing stored), plant pvGeneration %.1f Wh (inv2 %.1f Wh)",
 			p, dev["pvGeneration"], bal["pvGeneration"], pvAll)
@@ -91,7 +91,7 @@ func TestImplausibleValuesNeverStored(t *testing.T) {
 			t.Errorf("%s: plant pvGeneration %g Wh, at most %g possible", p, v, pvAll+maxWh)
 		}
 	}
-	res, err := s.QuerySet(ctx, SetQuery{DeviceID: "inv1", SetType: plant.SetPowerAc, Period: PeriodDay, Date: start, WithTotal: true})
+	res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: "inv1", SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: start, WithTotal: true})
 	if err != nil {
 		t.Fatal(err)
 	}

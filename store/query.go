@@ -12,64 +12,8 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
-
-// Period is the period of a measurement-set query (DESIGN §4).
-type Period string
-
-// The periods.
-const (
-	PeriodRecent Period = "Recent"
-	PeriodDay    Period = "Day"
-	PeriodWeek   Period = "Week"
-	PeriodMonth  Period = "Month"
-	PeriodYear   Period = "Year"
-	PeriodTotal  Period = "Total"
-)
-
-var periods = []Period{PeriodRecent, PeriodDay, PeriodWeek, PeriodMonth, PeriodYear, PeriodTotal}
-
-// ParsePeriod parses a period name in any letter case ("day", "DAY").
-func ParsePeriod(s string) (Period, error) {
-	for _, p := range periods {
-		if strings.EqualFold(s, string(p)) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: period %q: want Recent, Day, Week, Month, Year or Total", ErrBadQuery, s)
-}
-
-// The resolutions of measurement sets (DESIGN §4).
-const (
-	ResOneMinute      = "OneMinute"
-	ResFiveMinutes    = "FiveMinutes"
-	ResFifteenMinutes = "FifteenMinutes"
-	ResOneHour        = "OneHour"
-	ResOneDay         = "OneDay"
-	ResOneMonth       = "OneMonth"
-	ResOneYear        = "OneYear"
-)
-
-// SetQuery asks for one measurement set over one period.
-type SetQuery struct {
-	// PlantID asks for a plant set (EnergyBalance, EnergyMix); DeviceID
-	// for a device set. When both are given DeviceID decides.
-	PlantID, DeviceID string
-	SetType           plant.SetType
-	// Period is the period ("" means Recent, as the spec's paths without
-	// a period answer).
-	Period Period
-	// Date is the plant-local calendar date the period contains; only its
-	// year, month and day count (as Date.Date() gives them). Day: that
-	// day; Week: the Monday-to-Sunday week containing it; Month and Year:
-	// the month or year containing it. Zero means today in the plant's
-	// zone. Recent and Total ignore it.
-	Date time.Time
-	// WithTotal adds Total; ReturnEnergyValues gives Wh per interval
-	// instead of mean W for the EnergyAndPower* sets of Recent, Day and
-	// Week.
-	WithTotal, ReturnEnergyValues bool
-}
 
 // setOrder is the order DeviceSets lists sets in.
 var setOrder = []plant.SetType{
@@ -106,7 +50,7 @@ func (s *Store) deviceSets(d *device) map[plant.SetType]bool {
 		}
 	}
 	s.cat.mu.RUnlock()
-	if d.kind == plant.KindMeter {
+	if d.kind == kind.Meter {
 		have[plant.SetEnergyMix] = true
 	}
 	return have
@@ -121,7 +65,7 @@ type scope struct {
 	set     plant.SetType
 }
 
-func (s *Store) scopeOf(q SetQuery) (scope, error) {
+func (s *Store) scopeOf(q plant.SetQuery) (scope, error) {
 	sc := scope{set: q.SetType}
 	plantSet := q.SetType == plant.SetEnergyBalance || q.SetType == plant.SetEnergyMix
 	switch {
@@ -174,7 +118,7 @@ type window struct {
 }
 
 // windowOf computes the span and resolution of a period.
-func (s *Store) windowOf(p Period, date time.Time, loc *time.Location, q SetQuery) (window, error) {
+func (s *Store) windowOf(p plant.Period, date time.Time, loc *time.Location, q plant.SetQuery) (window, error) {
 	if date.IsZero() {
 		date = s.cfg.Now().In(loc)
 	}
@@ -184,30 +128,30 @@ func (s *Store) windowOf(p Period, date time.Time, loc *time.Location, q SetQuer
 	}
 	day := func(y int, m time.Month, d int) int64 { return time.Date(y, m, d, 0, 0, 0, 0, loc).UnixMilli() }
 	switch p {
-	case PeriodDay:
-		return window{from: day(y, m, d), to: day(y, m, d+1), table: "r5m", res: ResFiveMinutes, width: bucketMs}, nil
-	case PeriodWeek:
+	case plant.PeriodDay:
+		return window{from: day(y, m, d), to: day(y, m, d+1), table: "r5m", res: plant.ResolutionFiveMinutes, width: bucketMs}, nil
+	case plant.PeriodWeek:
 		// Weeks start on Monday (ISO 8601).
 		back := (int(date.Weekday()) + 6) % 7
 		w := window{from: day(y, m, d-back), to: day(y, m, d-back+7)}
 		if q.SetType == plant.SetEnergyBalance && q.WithTotal {
 			// The spec's "hourly calls for week periods with total".
-			w.table, w.res, w.width = "r1h", ResOneHour, hourMs
+			w.table, w.res, w.width = "r1h", plant.ResolutionOneHour, hourMs
 			return w, nil
 		}
-		w.table, w.res, w.width = "r5m", ResFifteenMinutes, 3*bucketMs
+		w.table, w.res, w.width = "r5m", plant.ResolutionFifteenMinutes, 3*bucketMs
 		w.group = func(t int64) int64 { return localFloor(t, 3*bucketMs, loc) }
 		return w, nil
-	case PeriodMonth:
-		return window{from: day(y, m, 1), to: day(y, m+1, 1), table: "r1d", res: ResOneDay}, nil
-	case PeriodYear:
-		return window{from: day(y, 1, 1), to: day(y+1, 1, 1), table: "r1d", res: ResOneMonth,
+	case plant.PeriodMonth:
+		return window{from: day(y, m, 1), to: day(y, m+1, 1), table: "r1d", res: plant.ResolutionOneDay}, nil
+	case plant.PeriodYear:
+		return window{from: day(y, 1, 1), to: day(y+1, 1, 1), table: "r1d", res: plant.ResolutionOneMonth,
 			group: func(t int64) int64 {
 				yy, mm, _ := time.UnixMilli(t).In(loc).Date()
 				return time.Date(yy, mm, 1, 0, 0, 0, 0, loc).UnixMilli()
 			}}, nil
-	case PeriodTotal:
-		return window{from: math.MinInt64, to: math.MaxInt64, table: "r1d", res: ResOneYear,
+	case plant.PeriodTotal:
+		return window{from: math.MinInt64, to: math.MaxInt64, table: "r1d", res: plant.ResolutionOneYear,
 			group: func(t int64) int64 {
 				yy := time.UnixMilli(t).In(loc).Year()
 				return time.Date(yy, 1, 1, 0, 0, 0, 0, loc).UnixMilli()
@@ -240,7 +184,7 @@ func (iv *interval) add(sid int64, a agg) {
 // QuerySet answers a measurement set (see SetQuery, plant.SetResult and doc.go,
 // "Queries"). Errors: ErrUnknownPlant, ErrUnknownDevice, ErrUnsupportedSet,
 // ErrBadQuery (naming the parameter), or the storage's.
-func (s *Store) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, error) {
+func (s *Store) QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error) {
 	db := s.rdb.Load()
 	if db == nil {
 		return plant.SetResult{}, ErrClosed
@@ -248,18 +192,18 @@ func (s *Store) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, erro
 	if !validSet(q.SetType) {
 		return plant.SetResult{}, fmt.Errorf("%w: setType %q", ErrBadQuery, q.SetType)
 	}
-	p := PeriodRecent
+	p := plant.PeriodRecent
 	if q.Period != "" {
 		var err error
-		if p, err = ParsePeriod(string(q.Period)); err != nil {
-			return plant.SetResult{}, err
+		if p, err = plant.ParsePeriod(string(q.Period)); err != nil {
+			return plant.SetResult{}, fmt.Errorf("%w: %v", ErrBadQuery, err)
 		}
 	}
 	sc, err := s.scopeOf(q)
 	if err != nil {
 		return plant.SetResult{}, err
 	}
-	if p == PeriodRecent {
+	if p == plant.PeriodRecent {
 		return s.recent(ctx, db, sc, q)
 	}
 	w, err := s.windowOf(p, q.Date, sc.loc, q)
@@ -285,7 +229,7 @@ func (s *Store) QuerySet(ctx context.Context, q SetQuery) (plant.SetResult, erro
 	}
 	if q.WithTotal {
 		start := w.from
-		if p == PeriodTotal {
+		if p == plant.PeriodTotal {
 			// From the first year with data (or this year).
 			start = time.Date(s.cfg.Now().In(sc.loc).Year(), 1, 1, 0, 0, 0, 0, sc.loc).UnixMilli()
 			if len(ivs) > 0 {
@@ -560,8 +504,8 @@ const (
 // to the scope's newest sample (the running minute only when there is no
 // other), computed from raw samples with the same bucket engine as the
 // rollups. The API merges them into one row of the newest values.
-func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q SetQuery) (plant.SetResult, error) {
-	res := plant.SetResult{Resolution: ResOneMinute}
+func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQuery) (plant.SetResult, error) {
+	res := plant.SetResult{Resolution: plant.ResolutionOneMinute}
 	want := map[int64]*device{}
 	if sc.dev != nil && sc.set != plant.SetEnergyMix {
 		want[sc.dev.id] = sc.dev

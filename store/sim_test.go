@@ -12,6 +12,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // simRig is the demo plant served over Modbus TCP on a hand-moved clock,
@@ -29,12 +30,7 @@ type simDev struct {
 	client *modbus.Client
 	info   *devices.Device
 	plan   *devices.ReadPlan
-	kind   plant.Kind
-}
-
-var simKinds = map[sim.Kind]plant.Kind{
-	sim.KindInverter: plant.KindInverter, sim.KindDERInverter: plant.KindInverter,
-	sim.KindMeter: plant.KindMeter, sim.KindBattery: plant.KindBattery, sim.KindSensor: plant.KindSensor,
+	kind   kind.Kind
 }
 
 func startSim(t *testing.T, start time.Time) *simRig { return startSimB(t, start) }
@@ -68,7 +64,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := simKinds[d.Kind()]
+		k := d.Kind()
 		r.devs = append(r.devs, &simDev{dev: d, client: c, info: info, plan: plan, kind: k})
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: k})
 	}
@@ -108,11 +104,11 @@ func (r *simRig) counters() simCounters {
 	for _, sd := range r.devs {
 		st := sd.dev.State()
 		switch sd.dev.Kind() {
-		case sim.KindInverter, sim.KindDERInverter:
+		case kind.Inverter:
 			c.pv[sd.dev.ID()] = st.EnergyWh
-		case sim.KindMeter:
+		case kind.Meter:
 			c.imp, c.exp = st.EnergyWh, st.ExportWh
-		case sim.KindBattery:
+		case kind.Battery:
 			c.cha, c.dis = st.EnergyWh, st.ExportWh
 		}
 	}
@@ -184,7 +180,7 @@ func TestSimPlant(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 
-	query := func(q SetQuery) map[string]float64 {
+	query := func(q plant.SetQuery) map[string]float64 {
 		t.Helper()
 		q.WithTotal = true
 		res, err := s.QuerySet(ctx, q)
@@ -206,18 +202,18 @@ func TestSimPlant(t *testing.T) {
 			t.Logf("%s: %s = %.1f Wh, simulator %.1f Wh (%+.4f %%)", what, field, g, want, 100*(g-want)/math.Max(want, 1))
 		}
 	}
-	checkSpan := func(what string, p Period, date time.Time, want simCounters) {
+	checkSpan := func(what string, p plant.Period, date time.Time, want simCounters) {
 		t.Helper()
 		for id, e := range want.pv {
-			check(what+" "+id, query(SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: date}), "pvGeneration", e)
+			check(what+" "+id, query(plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: p, Date: date}), "pvGeneration", e)
 		}
-		inout := query(SetQuery{DeviceID: "meter", SetType: plant.SetEnergyAndPowerInOut, Period: p, Date: date})
+		inout := query(plant.SetQuery{DeviceID: "meter", SetType: plant.SetEnergyAndPowerInOut, Period: p, Date: date})
 		check(what+" meter", inout, "gridConsumption", want.imp)
 		check(what+" meter", inout, "gridFeedIn", want.exp)
-		bat := query(SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: p, Date: date})
+		bat := query(plant.SetQuery{DeviceID: "bat", SetType: plant.SetEnergyAndPowerBattery, Period: p, Date: date})
 		check(what+" bat", bat, "batteryCharging", want.cha)
 		check(what+" bat", bat, "batteryDischarging", want.dis)
-		bal := query(SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date})
+		bal := query(plant.SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date})
 		pv := 0.0
 		for _, e := range want.pv {
 			pv += e
@@ -232,7 +228,7 @@ func TestSimPlant(t *testing.T) {
 	months := map[time.Month]simCounters{}
 	for i, c := range perDay {
 		d := dates[i]
-		checkSpan("day "+d.Format(time.DateOnly), PeriodDay, d, c)
+		checkSpan("day "+d.Format(time.DateOnly), plant.PeriodDay, d, c)
 		all = all.plus(c)
 		y, w := d.ISOWeek()
 		key := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Format("2006") + "-W" + string(rune('0'+w/10)) + string(rune('0'+w%10))
@@ -243,13 +239,13 @@ func TestSimPlant(t *testing.T) {
 		y, w := d.ISOWeek()
 		key := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Format("2006") + "-W" + string(rune('0'+w/10)) + string(rune('0'+w%10))
 		if c, ok := weeks[key]; ok {
-			checkSpan("week "+key, PeriodWeek, dates[i], c)
+			checkSpan("week "+key, plant.PeriodWeek, dates[i], c)
 			delete(weeks, key)
 		}
 		if c, ok := months[d.Month()]; ok {
-			checkSpan("month "+d.Month().String(), PeriodMonth, d, c)
+			checkSpan("month "+d.Month().String(), plant.PeriodMonth, d, c)
 			delete(months, d.Month())
 		}
 	}
-	checkSpan("total", PeriodTotal, time.Time{}, all)
+	checkSpan("total", plant.PeriodTotal, time.Time{}, all)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -171,7 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 // Measurement is one poll of one device as the domain sees it.
 type Measurement struct {
 	PlantID, DeviceID string
-	Kind              plant.Kind
+	Kind              kind.Kind
 	// Time is when the values were read; zero means now.
 	Time     time.Time
 	Readings []plant.Reading
@@ -267,10 +268,10 @@ const (
 // item is one entry of the writer's queue: a measurement, a log entry
 // (l set) or a flush request (done set). The log entry is a pointer: the
 // queue's buffer is allocated whole (10,000 entries by default), and an
-// inline LogEntry doubled it to 2.1 MB for the few log entries it carries.
+// inline plant.LogEntry doubled it to 2.1 MB for the few log entries it carries.
 type item struct {
 	m    Measurement
-	l    *LogEntry
+	l    *plant.LogEntry
 	done chan error // a Flush request
 }
 

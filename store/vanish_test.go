@@ -112,7 +112,7 @@ func TestReadOnlyThenGone(t *testing.T) {
 			if err := s2.Health(); err != nil {
 				t.Fatalf("health after restart: %v", err)
 			}
-			res, err := s2.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: next})
+			res, err := s2.QuerySet(t.Context(), plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: next})
 			if err != nil || len(res.Rows) != 12 {
 				t.Errorf("the hour recorded into the new file: %d rows, %v; want 12", len(res.Rows), err)
 			}
@@ -210,7 +210,7 @@ func TestDeletedWhileRunning(t *testing.T) {
 			if err := s2.Health(); err != nil {
 				t.Fatalf("health of the file written back: %v", err)
 			}
-			res, err := s2.QuerySet(t.Context(), SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: PeriodDay, Date: day})
+			res, err := s2.QuerySet(t.Context(), plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 			if err != nil || len(res.Rows) != 12 {
 				t.Errorf("the file written back has %d rows of the hour, %v; want 12", len(res.Rows), err)
 			}

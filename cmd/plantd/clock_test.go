@@ -16,7 +16,6 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/plant"
-	"plantd/store"
 )
 
 // TestDaemonClockJumps runs the daemon's components as plantd run wires
@@ -95,7 +94,7 @@ devices:
 		}
 	}
 	now := time.Now()
-	for _, q := range []store.SetQuery{
+	for _, q := range []plant.SetQuery{
 		{DeviceID: "inv1", SetType: plant.SetPowerAc},
 		{PlantID: "p1", SetType: plant.SetEnergyBalance},
 	} {

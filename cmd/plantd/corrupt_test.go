@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -32,7 +33,7 @@ func seedDatabase(t *testing.T, path string) {
 	go func() { done <- s.Run(ctx) }()
 	t0 := time.Now().Add(-24 * time.Hour)
 	for i := range 24 * 12 {
-		s.Record(store.Measurement{PlantID: "p1", DeviceID: "inv1", Kind: plant.KindInverter, Time: t0.Add(time.Duration(i) * 5 * time.Minute),
+		s.Record(store.Measurement{PlantID: "p1", DeviceID: "inv1", Kind: kind.Inverter, Time: t0.Add(time.Duration(i) * 5 * time.Minute),
 			Readings: []plant.Reading{{Channel: plant.ActivePower, Value: float64(i)}, {Channel: plant.PVGeneration, Value: float64(i)}}})
 	}
 	if err := s.Flush(t.Context()); err != nil {
@@ -211,7 +212,7 @@ func TestDatabaseDeletedWhileRunning(t *testing.T) {
 	if err := s.Health(); err != nil {
 		t.Errorf("health of the file written back: %v", err)
 	}
-	logs, _, err := s.Logs(t.Context(), store.LogQuery{PlantID: "p1"})
+	logs, _, err := s.Logs(t.Context(), plant.LogQuery{PlantID: "p1"})
 	if err != nil || len(logs) == 0 || logs[0].Code != "GatewayStarted" {
 		t.Errorf("the file written back lacks the daemon's GatewayStarted entry: %+v, %v", logs, err)
 	}

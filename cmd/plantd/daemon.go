@@ -192,10 +192,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 
 // logEntry stores a log entry and hands it to the uplink (both never
 // block); it reports whether the store took it.
-func (d *daemon) logEntry(e store.LogEntry) bool {
+func (d *daemon) logEntry(e plant.LogEntry) bool {
 	ok := d.store.Log(e)
 	if d.up != nil {
-		d.up.Log(mqtt.LogItem{Time: e.Time, Level: e.Level, Code: e.Code, Message: e.Message, PlantID: e.PlantID, DeviceID: e.DeviceID})
+		d.up.Log(e)
 	}
 	return ok
 }
@@ -208,7 +208,7 @@ type gridStore struct {
 	d *daemon
 }
 
-func (g gridStore) Log(e store.LogEntry) bool { return g.d.logEntry(e) }
+func (g gridStore) Log(e plant.LogEntry) bool { return g.d.logEntry(e) }
 
 // onSample is the poller's sink: the live state first, then the store
 // (non-blocking) with the device's readings and, for every change the
@@ -240,7 +240,7 @@ func (d *daemon) onSample(s plant.Sample) {
 // logEvent logs a change of a device: to the store and the uplink, and a
 // change of its communication state to plantd's own log too.
 func (d *daemon) logEvent(e plant.Event) {
-	d.logEntry(store.LogEntry{Time: e.Time, PlantID: e.PlantID, DeviceID: e.DeviceID, Level: e.Level(), Code: e.Code(), Message: e.Message()})
+	d.logEntry(e.LogEntry())
 	if !e.StateChanged() {
 		return
 	}
@@ -275,7 +275,7 @@ func modelList(models []uint16) string {
 // SIGHUP (config reload; see supervise).
 func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, p := range d.plants {
-		d.logEntry(store.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: store.LevelInfo, Code: "GatewayStarted",
+		d.logEntry(plant.LogEntry{Time: d.now().UTC(), PlantID: p.ID, Level: plant.LevelInfo, Code: "GatewayStarted",
 			Message: fmt.Sprintf("plantd %s started", versionString())})
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -351,14 +351,10 @@ func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
 func (d *daemon) devicesOf(ctx context.Context, cfg *config.Config) ([]plant.DeviceInfo, error) {
 	var infos []plant.DeviceInfo
 	for _, dc := range cfg.Devices {
-		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name}
-		if dc.Kind != "" {
-			k, err := plant.ParseKind(dc.Kind)
-			if err != nil {
-				return nil, fmt.Errorf("device %s: %w", dc.ID, err)
-			}
-			info.Kind = k
+		if dc.Kind != "" && !dc.Kind.Polled() {
+			return nil, fmt.Errorf("device %s: %q is not the kind of a polled device", dc.ID, dc.Kind)
 		}
+		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, Kind: dc.Kind}
 		if dc.Enabled {
 			d.reactivate(ctx, dc.ID)
 		} else {
@@ -410,7 +406,7 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 			continue
 		}
 		pc := poller.DeviceConfig{
-			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: devices.Kind(d.Kind),
+			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind,
 			Interval: d.PollInterval, Timeout: d.Timeout, ConnectDelay: d.ConnectDelay,
 		}
 		if d.Base != nil {

@@ -89,8 +89,8 @@ func TestDemoEnergy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	q := func(p store.Period, date time.Time) map[string]float64 {
-		res, err := st.QuerySet(t.Context(), store.SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date, WithTotal: true})
+	q := func(p plant.Period, date time.Time) map[string]float64 {
+		res, err := st.QuerySet(t.Context(), plant.SetQuery{PlantID: "demo", SetType: plant.SetEnergyBalance, Period: p, Date: date, WithTotal: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,17 +99,17 @@ func TestDemoEnergy(t *testing.T) {
 		}
 		return res.Total.Values
 	}
-	total := q(store.PeriodTotal, time.Time{})
+	total := q(plant.PeriodTotal, time.Time{})
 	// Day totals of every local day the run touched, and the months.
 	days, months := map[string]float64{}, map[string]float64{}
 	seenMonth := map[string]bool{}
 	for d := time.Now().In(berlin).AddDate(0, 0, -1); d.Before(time.Now().Add(run*300).In(berlin).AddDate(0, 0, 2)); d = d.AddDate(0, 0, 1) {
-		for k, v := range q(store.PeriodDay, d) {
+		for k, v := range q(plant.PeriodDay, d) {
 			days[k] += v
 		}
 		if m := d.Format("2006-01"); !seenMonth[m] {
 			seenMonth[m] = true
-			for k, v := range q(store.PeriodMonth, d) {
+			for k, v := range q(plant.PeriodMonth, d) {
 				months[k] += v
 			}
 		}

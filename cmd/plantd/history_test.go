@@ -14,6 +14,7 @@ import (
 	"plantd/config"
 	"plantd/httpapi"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -41,7 +42,7 @@ func TestSetLabelsDST(t *testing.T) {
 	go func() { done <- st.Run(ctx) }()
 	for _, d := range days {
 		for tt := d.Add(-time.Hour); tt.Before(d.AddDate(0, 0, 1).Add(time.Hour)); tt = tt.Add(time.Minute) {
-			m := store.Measurement{PlantID: "demo", DeviceID: "inv", Kind: plant.KindInverter, Time: tt,
+			m := store.Measurement{PlantID: "demo", DeviceID: "inv", Kind: kind.Inverter, Time: tt,
 				Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 1000}}}
 			if !st.Record(m) {
 				t.Fatalf("measurement at %v refused", tt)
@@ -67,7 +68,7 @@ func TestSetLabelsDST(t *testing.T) {
 	defer st.Close()
 
 	live := plant.NewLive([]plant.Plant{{ID: "demo", Name: "Demo", Location: berlin}},
-		[]plant.DeviceInfo{{ID: "inv", PlantID: "demo", Name: "inv", Kind: plant.KindInverter}}, func() time.Time { return now })
+		[]plant.DeviceInfo{{ID: "inv", PlantID: "demo", Name: "inv", Kind: kind.Inverter}}, func() time.Time { return now })
 	srv, err := httpapi.New(httpapi.Config{Listen: "127.0.0.1:0",
 		Plants: []config.Plant{{ID: "demo", Name: "Demo", Timezone: "Europe/Berlin"}},
 		Tokens: []config.Token{{Name: "t", SHA256: config.TokenHash("tok"), Role: config.RoleStandard}}},

@@ -23,6 +23,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -215,7 +216,7 @@ func TestMQTTNightStartSchedule(t *testing.T) {
 	for _, d := range p.Devices()[:3] {
 		host, port, _ := net.SplitHostPort(d.Addr())
 		fmt.Fprintf(&devs, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
-		if d.Kind() == sim.KindInverter || d.Kind() == sim.KindDERInverter {
+		if d.Kind() == kind.Inverter {
 			inverters = append(inverters, d)
 			d.SetFault(sim.Fault{Kind: sim.FaultOffline}) // asleep
 		}

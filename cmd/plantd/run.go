@@ -219,7 +219,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "plantd demo: a simulated plant on 127.0.0.1, polled every %v over Modbus TCP\n", *interval)
 	for _, d := range plantSim.Devices() {
-		fmt.Fprintf(stdout, "  %-6s %-33s %s unit %d\n", d.ID(), demoKindWords[d.Kind()], d.Addr(), d.Unit())
+		fmt.Fprintf(stdout, "  %-6s %-33s %s unit %d\n", d.ID(), demoKindWords[d.Label()], d.Addr(), d.Unit())
 	}
 	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", plantSim.Now().In(plantSim.Location()).Format("2006-01-02 15:04:05 MST"),
 		plantSim.Location(), simCfg.Speed)
@@ -263,12 +263,12 @@ func demoLimitBody(start, end string) string {
 }
 
 // demoKindWords names the demo's devices in the banner as README does.
-var demoKindWords = map[sim.Kind]string{
-	sim.KindInverter:    "inverter (SunSpec 1xx models)",
-	sim.KindDERInverter: "inverter (SunSpec DER 7xx models)",
-	sim.KindMeter:       "meter",
-	sim.KindBattery:     "battery",
-	sim.KindSensor:      "weather sensor",
+var demoKindWords = map[string]string{ // by the simulator's label
+	"inverter":     "inverter (SunSpec 1xx models)",
+	"der-inverter": "inverter (SunSpec DER 7xx models)",
+	"meter":        "meter",
+	"battery":      "battery",
+	"sensor":       "weather sensor",
 }
 
 // demoRedirectURI is the redirect URI of the demo's OAuth2 client.

@@ -18,6 +18,7 @@ import (
 	"plantd/config"
 	"plantd/devices"
 	"plantd/modbus"
+	"plantd/plant/kind"
 )
 
 // scanResult is the stable JSON shape of "plantd scan --json".
@@ -25,7 +26,7 @@ type scanResult struct {
 	Address       string               `json:"address"`
 	Unit          byte                 `json:"unit"`
 	Base          uint16               `json:"base"`
-	Kind          devices.Kind         `json:"kind"`
+	Kind          kind.Kind            `json:"kind"`
 	Platform      devices.Platform     `json:"platform"`
 	Manufacturer  string               `json:"manufacturer"`
 	Model         string               `json:"model"`
@@ -187,7 +188,7 @@ func newScanResult(addr string, unit byte, d *devices.Device) scanResult {
 		}
 		res.Models = append(res.Models, scanModel{ID: m.ID, Name: name, Addr: m.Addr, Len: m.Len})
 	}
-	if d.Kind == devices.KindUnknown {
+	if d.Kind == kind.Unknown {
 		res.KindReason = "no model that makes an inverter (101-103, 111-113, 701), meter (201-204, 211-214), battery (124, 713, 802) or weather sensor (302, 303, 307, 308): the device offers only what its capabilities say"
 	}
 	return res

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"plantd/devices/sim"
+	"plantd/plant/kind"
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -56,7 +57,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} {
 		for _, id := range m.ids {
 			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })
-			if i < 0 || (cfg.Devices[i].Kind != sim.KindInverter && cfg.Devices[i].Kind != sim.KindDERInverter) {
+			if i < 0 || cfg.Devices[i].Kind != kind.Inverter {
 				fmt.Fprintf(stderr, "plantd sim: %s %q: not a simulated inverter (inv1, inv2)\n", m.flag, id)
 				return exitUsage
 			}
@@ -103,7 +104,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "simulated plant (SunSpec Modbus TCP, map at base 40000); Ctrl-C stops it")
 	fmt.Fprintf(stdout, "%-6s %-13s %-22s %s\n", "device", "kind", "address", "unit")
 	for _, d := range plant.Devices() {
-		fmt.Fprintf(stdout, "%-6s %-13s %-22s %d\n", d.ID(), d.Kind(), d.Addr(), d.Unit())
+		fmt.Fprintf(stdout, "%-6s %-13s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
 	}
 	if *trace != "" {
 		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)

@@ -38,21 +38,21 @@ func (r storeRollups) RolledUpTo() time.Time { return r.st.Stats().RolledUpTo }
 
 // Rollups reads the plant-local days that [from, to) touches and keeps
 // the rows starting inside it.
-func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time.Time) ([]mqtt.RollupRow, error) {
-	var out []mqtt.RollupRow
+func (r storeRollups) Rollups(ctx context.Context, plantID string, from, to time.Time) ([]plant.SetRow, error) {
+	var out []plant.SetRow
 	loc := r.locs[plantID]
 	if loc == nil {
 		loc = time.UTC
 	}
 	lf := from.In(loc)
 	for day := time.Date(lf.Year(), lf.Month(), lf.Day(), 0, 0, 0, 0, loc); day.Before(to); day = day.AddDate(0, 0, 1) {
-		res, err := r.st.QuerySet(ctx, store.SetQuery{PlantID: plantID, SetType: plant.SetEnergyBalance, Period: store.PeriodDay, Date: day})
+		res, err := r.st.QuerySet(ctx, plant.SetQuery{PlantID: plantID, SetType: plant.SetEnergyBalance, Period: plant.PeriodDay, Date: day})
 		if err != nil {
 			return nil, err
 		}
 		for _, row := range res.Rows {
 			if !row.Start.Before(from) && row.Start.Before(to) {
-				out = append(out, mqtt.RollupRow{Start: row.Start, Values: row.Values})
+				out = append(out, row)
 			}
 		}
 	}

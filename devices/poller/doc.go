@@ -25,7 +25,8 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus, devices, internal/backoff and plant, for the
-// domain's types it emits (plant.Sample, plant.CommState) and nothing else
-// of the domain; it knows nothing of storage, HTTP or MQTT.
+// The poller imports modbus, devices, internal/backoff, plant/kind (a
+// configured kind) and plant, for the domain's types it emits
+// (plant.Sample, plant.CommState) and nothing else of the domain; it knows
+// nothing of storage, HTTP or MQTT.
 package poller

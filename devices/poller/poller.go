@@ -17,6 +17,7 @@ import (
 	"plantd/internal/backoff"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // Interval limits and defaults.
@@ -45,7 +46,7 @@ type DeviceConfig struct {
 	Address string // host:port
 	Unit    byte
 	// Kind, when set, overrides the kind discovery derives from the models.
-	Kind devices.Kind
+	Kind kind.Kind
 	// Bases are the addresses probed for the SunSpec map (nil: 40000, 0,
 	// 50000).
 	Bases []uint16

@@ -17,6 +17,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 const interval = 250 * time.Millisecond
@@ -110,8 +111,8 @@ func TestSharedEndpointOneClient(t *testing.T) {
 	t.Parallel()
 	cfg := sim.DefaultConfig()
 	cfg.Devices = []sim.DeviceConfig{
-		{ID: "inv1", Kind: sim.KindInverter, Unit: 1, Endpoint: "gw"},
-		{ID: "meter", Kind: sim.KindMeter, Unit: 2, Endpoint: "gw"},
+		{ID: "inv1", Kind: kind.Inverter, Unit: 1, Endpoint: "gw"},
+		{ID: "meter", Kind: kind.Meter, Unit: 2, Endpoint: "gw"},
 	}
 	p := simtest.Start(t, cfg)
 	for _, d := range p.Devices() {
@@ -179,9 +180,9 @@ func TestFaultIsolation(t *testing.T) {
 		}
 	}
 	shared := []sim.DeviceConfig{
-		{ID: "inv1", Kind: sim.KindInverter, Unit: 1, Endpoint: "gw"},
-		{ID: "meter", Kind: sim.KindMeter, Unit: 2, Endpoint: "gw"},
-		{ID: "wx", Kind: sim.KindSensor, Unit: 1},
+		{ID: "inv1", Kind: kind.Inverter, Unit: 1, Endpoint: "gw"},
+		{ID: "meter", Kind: kind.Meter, Unit: 2, Endpoint: "gw"},
+		{ID: "wx", Kind: kind.Sensor, Unit: 1},
 	}
 	own := sim.DefaultConfig().Devices[:3] // inv1, inv2, meter
 	tests := []struct {

@@ -6,41 +6,26 @@ import (
 	"math"
 	"net"
 	"time"
+
+	"plantd/plant/kind"
 )
-
-// Kind is what a simulated device is; it decides its SunSpec models.
-type Kind string
-
-// The device kinds of the simulator.
-const (
-	// KindInverter is a classic three-phase PV inverter: models 1, 103,
-	// 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136.
-	KindInverter Kind = "inverter"
-	// KindDERInverter is a newer-platform (IEEE 1547) PV inverter: models
-	// 1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711.
-	KindDERInverter Kind = "der-inverter"
-	// KindMeter is a three-phase wye grid meter: models 1, 203.
-	KindMeter Kind = "meter"
-	// KindBattery is a battery system: models 1, 124, 713, 802.
-	KindBattery Kind = "battery"
-	// KindSensor is a weather sensor: models 1, 308.
-	KindSensor Kind = "sensor"
-)
-
-func (k Kind) valid() bool {
-	switch k {
-	case KindInverter, KindDERInverter, KindMeter, KindBattery, KindSensor:
-		return true
-	}
-	return false
-}
 
 // DeviceConfig is one simulated device.
 type DeviceConfig struct {
 	// ID names the device in the plant ("inv1"); it also makes its serial
 	// number. Required, unique, at most 28 characters.
-	ID   string
-	Kind Kind
+	ID string
+	// Kind is what the device is; with DER it decides its SunSpec models:
+	//
+	//	inverter         1 103 120 121 122 123 126 127 129 130 132 134 135 136 (classic, three-phase)
+	//	inverter, DER    1 701 702 704 705 706 707 708 709 710 711 (IEEE 1547)
+	//	meter            1 203 (three-phase wye grid meter)
+	//	battery          1 124 713 802
+	//	sensor           1 308 (weather sensor)
+	Kind kind.Kind
+	// DER makes an inverter a newer-platform (IEEE 1547) one with the 7xx
+	// models instead of the classic 1xx/12x ones; inverters only.
+	DER bool
 	// Unit is the Modbus unit id the device answers to (0 means 1).
 	Unit byte
 	// Endpoint names the TCP endpoint: devices with the same Endpoint share
@@ -51,8 +36,8 @@ type DeviceConfig struct {
 	// at Start. Devices sharing an endpoint must not configure different
 	// ports.
 	Port int
-	// RatedW is the AC rating of an inverter (default 10000 for
-	// KindInverter, 8000 for KindDERInverter) or the charge and discharge
+	// RatedW is the AC rating of an inverter (default 10000 for a classic
+	// inverter, 8000 for a DER one) or the charge and discharge
 	// rating of a battery (default 5000).
 	RatedW float64
 	// CapacityWh is a battery's energy rating (default 10000).
@@ -158,11 +143,11 @@ func DefaultConfig() Config {
 		Speed:     defaultSpeed,
 		Listen:    DefaultListen,
 		Devices: []DeviceConfig{
-			{ID: "inv1", Kind: KindInverter, Unit: 1},
-			{ID: "inv2", Kind: KindDERInverter, Unit: 1},
-			{ID: "meter", Kind: KindMeter, Unit: 1},
-			{ID: "bat", Kind: KindBattery, Unit: 1},
-			{ID: "wx", Kind: KindSensor, Unit: 1},
+			{ID: "inv1", Kind: kind.Inverter, Unit: 1},
+			{ID: "inv2", Kind: kind.Inverter, DER: true, Unit: 1},
+			{ID: "meter", Kind: kind.Meter, Unit: 1},
+			{ID: "bat", Kind: kind.Battery, Unit: 1},
+			{ID: "wx", Kind: kind.Sensor, Unit: 1},
 		},
 	}
 }
@@ -239,8 +224,11 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("%s.id %q: used twice", field, d.ID)
 		}
 		ids[d.ID] = true
-		if !d.Kind.valid() {
-			return bad("%s.kind %q: want inverter, der-inverter, meter, battery or sensor", field, d.Kind)
+		if !d.Kind.Polled() {
+			return bad("%s.kind %q: want inverter, meter, battery or sensor", field, d.Kind)
+		}
+		if d.DER && d.Kind != kind.Inverter {
+			return bad("%s.der: only an inverter has DER models", field)
 		}
 		if d.Unit == 0 {
 			d.Unit = defaultUnit
@@ -260,16 +248,16 @@ func (c Config) withDefaults() (Config, error) {
 			}
 			ports[ep] = d.Port
 		}
-		switch d.Kind {
-		case KindInverter:
+		switch {
+		case d.Kind == kind.Inverter && !d.DER:
 			if d.RatedW == 0 {
 				d.RatedW = defaultInverterW
 			}
-		case KindDERInverter:
+		case d.Kind == kind.Inverter:
 			if d.RatedW == 0 {
 				d.RatedW = defaultDERW
 			}
-		case KindBattery:
+		case d.Kind == kind.Battery:
 			if d.RatedW == 0 {
 				d.RatedW = defaultBatteryW
 			}
@@ -280,16 +268,16 @@ func (c Config) withDefaults() (Config, error) {
 				return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
 			}
 		}
-		if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != KindInverter && d.Kind != KindDERInverter {
+		if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != kind.Inverter {
 			return bad("%s: ignoreRevert, needsEnableToggle and ignoresLimit apply to inverters only", field)
 		}
-		if d.AdoptClearsRequest && d.Kind != KindDERInverter {
+		if d.AdoptClearsRequest && !d.DER {
 			return bad("%s: adoptClearsRequest applies to DER inverters only", field)
 		}
 		if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
 			return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)
 		}
-		if d.EnergyStepWh != 0 && d.Kind != KindInverter && d.Kind != KindDERInverter {
+		if d.EnergyStepWh != 0 && d.Kind != kind.Inverter {
 			return bad("%s: energyStepWh applies to inverters only", field)
 		}
 		if d.EnergyStepWh == 0 {
@@ -313,4 +301,14 @@ func (d *DeviceConfig) endpointName() string {
 		return "ep:" + d.Endpoint
 	}
 	return "dev:" + d.ID
+}
+
+// model is the word of the device's model set: its kind, "der-inverter"
+// for a DER inverter (the Opt point of its common model and its log line
+// say it).
+func (c DeviceConfig) model() string {
+	if c.DER {
+		return "der-inverter"
+	}
+	return string(c.Kind)
 }

@@ -62,7 +62,7 @@ func readIn(t *testing.T, c *mb.ModbusClient, d *Device, model uint16, name stri
 // acW reads an inverter's AC power over Modbus (103 or 701 W).
 func acW(t *testing.T, c *mb.ModbusClient, d *Device) float64 {
 	t.Helper()
-	if d.Kind() == KindDERInverter {
+	if d.DER() {
 		return num(t, readModel(t, c, d, 701), "W")
 	}
 	return num(t, readModel(t, c, d, 103), "W")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // Device is one simulated SunSpec device: its register image, its physics
@@ -121,7 +122,14 @@ type State struct {
 func (d *Device) ID() string { return d.cfg.ID }
 
 // Kind returns what the device is.
-func (d *Device) Kind() Kind { return d.cfg.Kind }
+func (d *Device) Kind() kind.Kind { return d.cfg.Kind }
+
+// DER reports whether the device is an inverter with the DER (7xx) models.
+func (d *Device) DER() bool { return d.cfg.DER }
+
+// Label is the device's kind as the simulator shows it: "der-inverter"
+// for a DER inverter, else its kind.
+func (d *Device) Label() string { return d.cfg.model() }
 
 // Unit returns the Modbus unit id the device answers to.
 func (d *Device) Unit() byte { return d.cfg.Unit }

@@ -1,13 +1,14 @@
 // Package sim is the simulated PV plant: real SunSpec Modbus TCP servers
 // with physics and fault injection, for the demo and for tests.
 //
-// A Plant holds devices of five kinds, each speaking the SunSpec map of a
-// real device at base 40000 (SunS marker, models back to back from 40002,
-// end marker 0xFFFF 0):
+// A Plant holds devices of the four polled kinds (plantd/plant/kind), an
+// inverter either classic or DER (DeviceConfig.DER), each speaking the
+// SunSpec map of a real device at base 40000 (SunS marker, models back to
+// back from 40002, end marker 0xFFFF 0):
 //
 //	kind          models                                                  Md
 //	inverter      1 103 120 121 122 123 126 127 129 130 132 134 135 136  SIM-INV-10K
-//	der-inverter  1 701 702 704 705 706 707 708 709 710 711              SIM-DER-8K
+//	inverter DER  1 701 702 704 705 706 707 708 709 710 711              SIM-DER-8K
 //	meter         1 203                                                   SIM-METER-3P
 //	battery       1 124 713 802                                           SIM-BAT-10
 //	sensor        1 308                                                   SIM-WX
@@ -213,7 +214,8 @@
 // Tests pass Config.Now a clock they move by hand, so the simulated plant
 // stands still between their reads.
 //
-// Package sim imports devices (model tables, encoding) and the simonvetter
-// server; it knows nothing of the transport, the plant domain, storage or
-// HTTP, and nothing imports it but cmd/plantd and tests.
+// Package sim imports devices (model tables, encoding), plant/kind (the
+// device kinds) and the simonvetter server; it knows nothing of the
+// transport, the rest of the plant domain, storage or HTTP, and nothing
+// imports it but cmd/plantd and tests.
 package sim

@@ -27,7 +27,7 @@ func ExampleNew() {
 		for _, m := range d.Models() {
 			ids = append(ids, m.ID)
 		}
-		fmt.Println(d.ID(), d.Kind(), "unit", d.Unit(), "models", ids)
+		fmt.Println(d.ID(), d.Label(), "unit", d.Unit(), "models", ids)
 	}
 	inv := p.Device("inv1")
 	inv.SetFault(sim.Fault{Kind: sim.FaultSlow, Delay: 2 * time.Second})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // The register image of a device is one []uint16 holding the SunSpec map
@@ -385,7 +386,7 @@ func walkPoints(gi *devices.GroupInstance, fn func(gi *devices.GroupInstance, i 
 func (d *Device) fillCommon(b *builder, inst *devices.Instance) {
 	b.str(inst, "Mn", "plantd")
 	b.str(inst, "Md", modelName(d.cfg))
-	b.str(inst, "Opt", "sim "+string(d.cfg.Kind))
+	b.str(inst, "Opt", "sim "+d.cfg.model())
 	b.str(inst, "Vr", "1.0.0")
 	b.str(inst, "SN", serialOf(d.cfg.ID))
 	b.set(inst, "DA", float64(d.cfg.Unit))
@@ -394,16 +395,16 @@ func (d *Device) fillCommon(b *builder, inst *devices.Instance) {
 // modelName returns model 1 Md for a device: its kind and rating.
 func modelName(c DeviceConfig) string {
 	kw := func(w float64) string { return strconv.FormatFloat(w/1000, 'f', -1, 64) }
-	switch c.Kind {
-	case KindInverter:
+	switch {
+	case c.Kind == kind.Inverter && !c.DER:
 		return "SIM-INV-" + kw(c.RatedW) + "K"
-	case KindDERInverter:
+	case c.Kind == kind.Inverter:
 		return "SIM-DER-" + kw(c.RatedW) + "K"
-	case KindMeter:
+	case c.Kind == kind.Meter:
 		return "SIM-METER-3P"
-	case KindBattery:
+	case c.Kind == kind.Battery:
 		return "SIM-BAT-" + kw(c.CapacityWh)
-	case KindSensor:
+	case c.Kind == kind.Sensor:
 		return "SIM-WX"
 	}
 	return "SIM"

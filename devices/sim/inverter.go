@@ -65,7 +65,7 @@ var epoch2000 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // newInverter builds the image and state of a classic or DER inverter.
 func newInverter(d *Device) (*inverter, error) {
 	v := &inverter{
-		der:    d.cfg.Kind == KindDERInverter,
+		der:    d.cfg.DER,
 		ratedW: d.cfg.RatedW,
 		peakW:  d.cfg.RatedW * dcACRatio,
 		wmax:   d.cfg.RatedW,

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"plantd/plant/kind"
 )
 
 // Plant is a simulated PV plant: its devices, their physics and the Modbus
@@ -92,7 +94,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	var meterMaxW float64 = 4000 // the load's peak
 	for _, dc := range c.Devices {
 		switch dc.Kind {
-		case KindInverter, KindDERInverter, KindBattery:
+		case kind.Inverter, kind.Battery:
 			meterMaxW += dc.RatedW
 		}
 	}
@@ -109,16 +111,16 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		}
 		d := &Device{plant: p, cfg: dc, ep: ep, log: p.log.With("device", dc.ID), frozenWh: -1}
 		switch dc.Kind {
-		case KindInverter, KindDERInverter:
+		case kind.Inverter:
 			d.inv, err = newInverter(d)
 			p.inverters = append(p.inverters, d)
-		case KindBattery:
+		case kind.Battery:
 			d.bat, err = newBattery(d)
 			p.batteries = append(p.batteries, d)
-		case KindMeter:
+		case kind.Meter:
 			d.met, err = newMeter(d, meterMaxW)
 			p.meters = append(p.meters, d)
-		case KindSensor:
+		case kind.Sensor:
 			d.wx, err = newSensor(d)
 			p.sensors = append(p.sensors, d)
 		}
@@ -192,7 +194,7 @@ func (p *Plant) Start() error {
 	}
 	p.started = true
 	for _, d := range p.devs {
-		d.log.Info("simulated device serving", "kind", d.cfg.Kind, "addr", d.Addr(), "unit", d.cfg.Unit)
+		d.log.Info("simulated device serving", "kind", d.cfg.model(), "addr", d.Addr(), "unit", d.cfg.Unit)
 	}
 	return nil
 }

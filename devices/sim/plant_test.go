@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"plantd/plant/kind"
 )
 
 // TestCloseLeavesNoGoroutines runs a plant with clients, a slow answer in
@@ -69,7 +71,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 // TestStartPorts checks configured ports and Run.
 func TestStartPorts(t *testing.T) {
 	// Find a free port, then configure it.
-	probe := startPlant(t, Config{Now: newClock(summerNoon).Now, Devices: []DeviceConfig{{ID: "x", Kind: KindSensor}}})
+	probe := startPlant(t, Config{Now: newClock(summerNoon).Now, Devices: []DeviceConfig{{ID: "x", Kind: kind.Sensor}}})
 	addr := probe.Device("x").Addr()
 	_ = probe.Close()
 	_, port, _ := strings.Cut(addr, ":")
@@ -77,7 +79,7 @@ func TestStartPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Now: newClock(summerNoon).Now, Devices: []DeviceConfig{{ID: "wx", Kind: KindSensor, Port: portN}}}
+	cfg := Config{Now: newClock(summerNoon).Now, Devices: []DeviceConfig{{ID: "wx", Kind: kind.Sensor, Port: portN}}}
 	p, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

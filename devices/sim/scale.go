@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"plantd/plant/kind"
 )
 
 // MaxUnitsPerGateway is the most devices ScaleConfig puts behind one
@@ -33,9 +35,9 @@ func ScaleConfig(n, gateways int) (Config, error) {
 	cfg.Devices = slices.Grow(cfg.Devices[:0], n)
 	width := len(fmt.Sprint(n))
 	for i := range n {
-		dc := DeviceConfig{ID: fmt.Sprintf("inv%0*d", max(width, 4), i+1), Kind: KindInverter, Unit: 1}
+		dc := DeviceConfig{ID: fmt.Sprintf("inv%0*d", max(width, 4), i+1), Kind: kind.Inverter, Unit: 1}
 		if i == 0 {
-			dc.ID, dc.Kind = "meter", KindMeter
+			dc.ID, dc.Kind = "meter", kind.Meter
 		}
 		if gateways > 0 {
 			dc.Endpoint = fmt.Sprintf("gw%d", i%gateways+1)

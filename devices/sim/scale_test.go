@@ -8,6 +8,8 @@ import (
 	"time"
 
 	mb "github.com/simonvetter/modbus"
+
+	"plantd/plant/kind"
 )
 
 func TestScaleConfig(t *testing.T) {
@@ -41,7 +43,7 @@ func TestScaleConfig(t *testing.T) {
 			t.Errorf("ScaleConfig(%d, %d): %d devices, %d endpoints, units up to %d; want %d, %d, %d",
 				tc.n, tc.gateways, len(c.Devices), len(eps), maxUnit, tc.n, tc.endpoints, tc.maxUnit)
 		}
-		if c.Devices[0].Kind != KindMeter {
+		if c.Devices[0].Kind != kind.Meter {
 			t.Errorf("ScaleConfig(%d, %d): first device %s, want the meter", tc.n, tc.gateways, c.Devices[0].Kind)
 		}
 	}

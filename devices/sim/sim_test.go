@@ -13,6 +13,7 @@ import (
 	mb "github.com/simonvetter/modbus"
 
 	"plantd/devices"
+	"plantd/plant/kind"
 )
 
 // manualClock is a wall clock the test moves by hand.
@@ -159,16 +160,16 @@ func TestDefaultMaps(t *testing.T) {
 	clk := newClock(summerNoon)
 	p := startPlant(t, testConfig(clk))
 	want := map[string]struct {
-		kind   Kind
+		label  string
 		md     string
 		models []uint16
-		dkind  devices.Kind
+		dkind  kind.Kind
 	}{
-		"inv1":  {KindInverter, "SIM-INV-10K", []uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, devices.KindInverter},
-		"inv2":  {KindDERInverter, "SIM-DER-8K", []uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, devices.KindInverter},
-		"meter": {KindMeter, "SIM-METER-3P", []uint16{1, 203}, devices.KindMeter},
-		"bat":   {KindBattery, "SIM-BAT-10", []uint16{1, 124, 713, 802}, devices.KindBattery},
-		"wx":    {KindSensor, "SIM-WX", []uint16{1, 308}, devices.KindSensor},
+		"inv1":  {"inverter", "SIM-INV-10K", []uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, kind.Inverter},
+		"inv2":  {"der-inverter", "SIM-DER-8K", []uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, kind.Inverter},
+		"meter": {"meter", "SIM-METER-3P", []uint16{1, 203}, kind.Meter},
+		"bat":   {"battery", "SIM-BAT-10", []uint16{1, 124, 713, 802}, kind.Battery},
+		"wx":    {"sensor", "SIM-WX", []uint16{1, 308}, kind.Sensor},
 	}
 	if len(p.Devices()) != len(want) {
 		t.Fatalf("%d devices, want %d", len(p.Devices()), len(want))
@@ -177,8 +178,8 @@ func TestDefaultMaps(t *testing.T) {
 	for _, d := range p.Devices() {
 		w := want[d.ID()]
 		t.Run(d.ID(), func(t *testing.T) {
-			if d.Kind() != w.kind || d.Unit() != 1 {
-				t.Errorf("kind %s unit %d, want %s unit 1", d.Kind(), d.Unit(), w.kind)
+			if d.Label() != w.label || d.Kind() != w.dkind || d.Unit() != 1 {
+				t.Errorf("label %s kind %s unit %d, want %s %s unit 1", d.Label(), d.Kind(), d.Unit(), w.label, w.dkind)
 			}
 			if addrs[d.Addr()] {
 				t.Errorf("address %s shared", d.Addr())
@@ -347,6 +348,8 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no devices", func(c *Config) { c.Devices = nil }},
 		{"bad kind", func(c *Config) { c.Devices[0].Kind = "toaster" }},
+		{"gateway kind", func(c *Config) { c.Devices[0].Kind = kind.Gateway }},
+		{"DER meter", func(c *Config) { c.Devices[2].DER = true }},
 		{"duplicate id", func(c *Config) { c.Devices[1].ID = c.Devices[0].ID }},
 		{"duplicate unit on an endpoint", func(c *Config) {
 			c.Devices[0].Endpoint, c.Devices[1].Endpoint = "gw", "gw"
@@ -376,9 +379,9 @@ func TestSharedEndpoint(t *testing.T) {
 	clk := newClock(summerNoon)
 	cfg := testConfig(clk)
 	cfg.Devices = []DeviceConfig{
-		{ID: "inv1", Kind: KindInverter, Unit: 1, Endpoint: "gw"},
-		{ID: "meter", Kind: KindMeter, Unit: 240, Endpoint: "gw"},
-		{ID: "wx", Kind: KindSensor},
+		{ID: "inv1", Kind: kind.Inverter, Unit: 1, Endpoint: "gw"},
+		{ID: "meter", Kind: kind.Meter, Unit: 240, Endpoint: "gw"},
+		{ID: "wx", Kind: kind.Sensor},
 	}
 	p := startPlant(t, cfg)
 	inv, met := p.Device("inv1"), p.Device("meter")

@@ -1,0 +1,60 @@
+package plant
+
+import "net/http"
+
+// Problem is the problem document of plantd's answers: RFC 9457 problem
+// details plus the cloud API's own error members code and message. The
+// HTTP API answers every error with it (application/problem+json), and
+// the MQTT uplink puts it into the acks of refused commands; both build it
+// with [NewProblem] and add what they know.
+type Problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Instance  string       `json:"instance,omitempty"`
+	Code      string       `json:"code"`
+	Message   string       `json:"message"`
+	RequestID string       `json:"requestId,omitempty"`
+	Errors    []FieldError `json:"errors,omitempty"`
+	// Reasons are the eligibility reasons of the commands a schedule was
+	// refused for (422 not-eligible); Retryable says every refusal is
+	// one of devices not reachable or not discovered yet
+	// (DevicesOffline, DevicesNotDiscovered): the same request may pass
+	// once they answer.
+	Reasons   []ProblemReason `json:"reasons,omitempty"`
+	Retryable bool            `json:"retryable,omitempty"`
+	// Error is the OAuth2 error code (RFC 6749 §5.2) on the token endpoint.
+	Error string `json:"error,omitempty"`
+}
+
+// FieldError names one invalid parameter or body field of a problem.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ProblemReason is the eligibility reason of one refused command.
+type ProblemReason struct {
+	Command string `json:"command"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ProblemTypeBase prefixes the type URIs of plantd's problems; the last
+// segment is the problem's code ("not-found", "bad-parameter", ...).
+const ProblemTypeBase = "https://plantd.dev/problems/"
+
+// NewProblem is the problem of an HTTP status with a code and a detail
+// (also its message) about the request or topic instance.
+func NewProblem(status int, code, detail, instance string) Problem {
+	return Problem{
+		Type:     ProblemTypeBase + code,
+		Title:    http.StatusText(status),
+		Status:   status,
+		Detail:   detail,
+		Instance: instance,
+		Code:     code,
+		Message:  detail,
+	}
+}
