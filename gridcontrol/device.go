@@ -390,16 +390,8 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	for _, w := range ws {
 		cm := &w.sched.Commands[w.idx]
 		by = append(by, fmt.Sprintf("%s of schedule %s by %s", cm.Command, w.sched.ScheduleID, w.sched.CreatedBy))
-		if cm.AppliedAt == nil {
-			wk := key([]window{w})
-			if pc.applied[wk] == nil {
-				pc.applied[wk] = map[string]time.Time{}
-			}
-			if _, ok := pc.applied[wk][d.Info.ID]; !ok {
-				pc.applied[wk][d.Info.ID] = now
-			}
-		}
 	}
+	pc.noteApplied(d.Info.ID, ws, now)
 	c.mu.Unlock()
 	if !wasOwned {
 		if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), true); err != nil {
@@ -415,6 +407,23 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 			Message: fmt.Sprintf("device %s: %s (%s), read back ok", d.Info.ID, what, src)})
 	}
 	c.persistAll(ctx, persist)
+}
+
+// noteApplied records that device id took the windows ws at now (those
+// not yet applied everywhere; settle marks them applied). c.mu held.
+func (pc *plantCtl) noteApplied(id string, ws []window, now time.Time) {
+	for _, w := range ws {
+		if w.sched.Commands[w.idx].AppliedAt != nil {
+			continue
+		}
+		wk := key([]window{w})
+		if pc.applied[wk] == nil {
+			pc.applied[wk] = map[string]time.Time{}
+		}
+		if _, ok := pc.applied[wk][id]; !ok {
+			pc.applied[wk][id] = now
+		}
+	}
 }
 
 // IsRefusal reports whether a write error is the device refusing (a

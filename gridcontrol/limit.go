@@ -90,12 +90,21 @@ func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCt
 		return
 	}
 	renew := st.owned && now.Sub(st.writtenAt) >= c.cfg.RevertTimeout/2
-	if st.owned && next == cur && !renew {
-		return
-	}
 	var by []window
 	if pl.limitPct != nil {
 		by = pl.limitBy
+	}
+	if st.owned && next == cur && !renew {
+		if k := key(by); k != st.key && next == round1(target) {
+			// A new window asks for the value the device holds: it is
+			// in effect without a write (the reversion timer's renewal
+			// still counts from the last write).
+			c.mu.Lock()
+			dc.state(ctlLimit).key = k
+			pc.noteApplied(d.Info.ID, by, now)
+			c.mu.Unlock()
+		}
+		return
 	}
 	c.writeLimit(ctx, pc, dc, d, rw, ref, snap, next, by, now)
 }

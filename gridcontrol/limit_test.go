@@ -316,3 +316,19 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 		t.Errorf("operator's window after its end: %s", c.Status)
 	}
 }
+
+// TestSameValueWindowApplied: a newer window asking for the limit the
+// inverters hold already is in effect at once: it is marked applied
+// without waiting for the next renewal (half the reversion timeout, 10 s
+// here), and nothing is written for it.
+func TestSameValueWindowApplied(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	start, end := window(time.Second, 30*time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
+	r.waitFor(time.Until(start)+3*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	posted := time.Now()
+	second := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
+	r.waitFor(3*time.Second, "the newer 40 % window applied", func() bool { return r.command(second.ScheduleID, 0).AppliedAt != nil })
+	t.Logf("applied %s after it was posted", time.Since(posted).Round(10*time.Millisecond))
+}
