@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 
 	"plantd/gridcontrol"
@@ -100,10 +101,6 @@ func schemas() obj {
 	}, "co2SavingsFactor")
 	address := object(obj{"country": str(), "federalState": str(), "city": str(), "zipCode": str(), "street": str(),
 		"streetNo": str(), "longitude": num(), "latitude": num()})
-	plantHead := func(extra obj, req ...string) obj {
-		extra["plant"] = ref("Plant")
-		return object(extra, append([]string{"plant"}, req...)...)
-	}
 	logs := func(device bool) obj {
 		props := obj{"logs": arr(object(obj{"time": utcTimeSchema(), "level": str(), "code": str(), "message": str(), "deviceId": str()},
 			"time", "level", "code", "message")), "next": describe(str(), "cursor of the next page")}
@@ -118,7 +115,7 @@ func schemas() obj {
 			"healthStatus": enum(health...), "lastUpdateUtc": utcTimeSchema(), "switchingState": str(), "consumption": num()},
 			"deviceId", "name", "type", "healthStatus"))}, "devices")
 	}
-	return obj{
+	s := obj{
 		"Problem": object(obj{"type": str(), "title": str(), "status": obj{"type": "integer"}, "detail": str(),
 			"instance": str(), "code": str(), "message": str(), "requestId": str(), "error": describe(str(), "OAuth2 error code (token endpoint)"),
 			"errors": arr(object(obj{"field": str(), "message": str()}, "field", "message")),
@@ -172,8 +169,36 @@ func schemas() obj {
 		"LiveDevicesV1":     liveDevices([]string{"Active", "Inactive"}),
 		"LiveDevicesV2":     liveDevices([]string{"Ok", "Warning", "Error", "Off", "NotAvailable"}),
 		"LiveDevice":        liveDeviceSchema(),
-		"Schedules":         plantHead(obj{"schedules": arr(ref("Schedule"))}, "schedules"),
-		"ScheduleCreated":   plantHead(obj{"schedule": ref("Schedule")}, "schedule"),
+	}
+	maps.Copy(s, gridControlSchemas())
+	maps.Copy(s, statusSchemas())
+	return s
+}
+
+// statusSchemas are the schemas of /readyz and /healthz.
+func statusSchemas() obj {
+	return obj{
+		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
+		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
+			"storage": object(obj{"status": str(), "error": str()}, "status"),
+			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
+			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
+				"streams": arr(object(obj{"stream": str(), "depth": obj{"type": "integer"}, "oldestUnsentAgeSeconds": num(),
+					"dropped": obj{"type": "integer"}}, "stream", "depth"))}, "status")}, "status", "storage", "devices", "mqtt"),
+	}
+}
+
+// plantHead is an answer object headed by its plant.
+func plantHead(extra obj, req ...string) obj {
+	extra["plant"] = ref("Plant")
+	return object(extra, append([]string{"plant"}, req...)...)
+}
+
+// gridControlSchemas are the schemas of /gridcontrol/v1.
+func gridControlSchemas() obj {
+	return obj{
+		"Schedules":       plantHead(obj{"schedules": arr(ref("Schedule"))}, "schedules"),
+		"ScheduleCreated": plantHead(obj{"schedule": ref("Schedule")}, "schedule"),
 		"Schedule": describe(object(obj{"scheduleId": str(), "plantId": str(), "createdAt": obj{"type": "string", "format": "date-time"},
 			"createdBy": describe(str(), "the credential that sent it and its role"),
 			"role":      describe(enum("installer", "gridoperator"), "the role of that credential: windows of one command from different roles never overwrite each other"),
@@ -240,13 +265,6 @@ func schemas() obj {
 				"limitPct": num(), "powerFactor": num(), "curve": ref("Curve"), "controlledByPlantd": boolean()},
 				"device", "model", "enabled", "controlledByPlantd"))},
 			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
-		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
-		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
-			"storage": object(obj{"status": str(), "error": str()}, "status"),
-			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
-			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
-				"streams": arr(object(obj{"stream": str(), "depth": obj{"type": "integer"}, "oldestUnsentAgeSeconds": num(),
-					"dropped": obj{"type": "integer"}}, "stream", "depth"))}, "status")}, "status", "storage", "devices", "mqtt"),
 	}
 }
 
