@@ -224,12 +224,6 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("%s.id %q: used twice", field, d.ID)
 		}
 		ids[d.ID] = true
-		if !d.Kind.Polled() {
-			return bad("%s.kind %q: want inverter, meter, battery or sensor", field, d.Kind)
-		}
-		if d.DER && d.Kind != kind.Inverter {
-			return bad("%s.der: only an inverter has DER models", field)
-		}
 		if d.Unit == 0 {
 			d.Unit = defaultUnit
 		}
@@ -248,43 +242,8 @@ func (c Config) withDefaults() (Config, error) {
 			}
 			ports[ep] = d.Port
 		}
-		switch {
-		case d.Kind == kind.Inverter && !d.DER:
-			if d.RatedW == 0 {
-				d.RatedW = defaultInverterW
-			}
-		case d.Kind == kind.Inverter:
-			if d.RatedW == 0 {
-				d.RatedW = defaultDERW
-			}
-		case d.Kind == kind.Battery:
-			if d.RatedW == 0 {
-				d.RatedW = defaultBatteryW
-			}
-			if d.CapacityWh == 0 {
-				d.CapacityWh = defaultBatteryWh
-			}
-			if d.CapacityWh < 100 || d.CapacityWh > maxBatteryCapacity {
-				return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
-			}
-		}
-		if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != kind.Inverter {
-			return bad("%s: ignoreRevert, needsEnableToggle and ignoresLimit apply to inverters only", field)
-		}
-		if d.AdoptClearsRequest && !d.DER {
-			return bad("%s: adoptClearsRequest applies to DER inverters only", field)
-		}
-		if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
-			return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)
-		}
-		if d.EnergyStepWh != 0 && d.Kind != kind.Inverter {
-			return bad("%s: energyStepWh applies to inverters only", field)
-		}
-		if d.EnergyStepWh == 0 {
-			d.EnergyStepWh = 1
-		}
-		if d.RatedW < 0 || d.RatedW > maxRatedW || math.IsNaN(d.RatedW) {
-			return bad("%s.ratedW %v outside 0..%d", field, d.RatedW, maxRatedW)
+		if err := d.withDefaults(field); err != nil {
+			return Config{}, err
 		}
 	}
 	c.Devices = devs
@@ -292,6 +251,60 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("listen %q: want an IP address", c.Listen)
 	}
 	return c, nil
+}
+
+// withDefaults checks one device's own settings and fills their defaults
+// (field names it in errors); what concerns several devices (ids, units,
+// ports) is checked by Config.withDefaults.
+func (d *DeviceConfig) withDefaults(field string) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+	}
+	if !d.Kind.Polled() {
+		return bad("%s.kind %q: want inverter, meter, battery or sensor", field, d.Kind)
+	}
+	if d.DER && d.Kind != kind.Inverter {
+		return bad("%s.der: only an inverter has DER models", field)
+	}
+	switch {
+	case d.Kind == kind.Inverter && !d.DER:
+		if d.RatedW == 0 {
+			d.RatedW = defaultInverterW
+		}
+	case d.Kind == kind.Inverter:
+		if d.RatedW == 0 {
+			d.RatedW = defaultDERW
+		}
+	case d.Kind == kind.Battery:
+		if d.RatedW == 0 {
+			d.RatedW = defaultBatteryW
+		}
+		if d.CapacityWh == 0 {
+			d.CapacityWh = defaultBatteryWh
+		}
+		if d.CapacityWh < 100 || d.CapacityWh > maxBatteryCapacity {
+			return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
+		}
+	}
+	if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != kind.Inverter {
+		return bad("%s: ignoreRevert, needsEnableToggle and ignoresLimit apply to inverters only", field)
+	}
+	if d.AdoptClearsRequest && !d.DER {
+		return bad("%s: adoptClearsRequest applies to DER inverters only", field)
+	}
+	if d.EnergyStepWh < 0 || math.IsNaN(d.EnergyStepWh) || d.EnergyStepWh > 1e6 {
+		return bad("%s.energyStepWh %v outside 0..1e6", field, d.EnergyStepWh)
+	}
+	if d.EnergyStepWh != 0 && d.Kind != kind.Inverter {
+		return bad("%s: energyStepWh applies to inverters only", field)
+	}
+	if d.EnergyStepWh == 0 {
+		d.EnergyStepWh = 1
+	}
+	if d.RatedW < 0 || d.RatedW > maxRatedW || math.IsNaN(d.RatedW) {
+		return bad("%s.ratedW %v outside 0..%d", field, d.RatedW, maxRatedW)
+	}
+	return nil
 }
 
 // endpointName is the name of the device's endpoint: its own ID when it
