@@ -206,13 +206,11 @@ func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 func computeBalance(cs []contrib) Balance {
 	var b Balance
 	var (
-		pv, cons, feed, cha, dis    float64
-		pvOK, gridOK, batOK         bool
-		hasInv, hasBat              bool
-		socSum, socWeight, socPlain float64
-		socN                        int
-		socAllRated                 = true
-		issues                      []DeviceIssue
+		pv, cons, feed, cha, dis float64
+		pvOK, gridOK, batOK      bool
+		hasInv, hasBat           bool
+		soc                      socMean
+		issues                   []DeviceIssue
 	)
 	issue := func(id string, r IssueReason) {
 		for _, is := range issues {
@@ -274,14 +272,7 @@ func computeBalance(cs []contrib) Balance {
 				issue(c.id, IssueNoValue)
 			}
 			if c.hasSoC {
-				socN++
-				socPlain += c.soc
-				if c.capacityWh > 0 {
-					socSum += c.soc * c.capacityWh
-					socWeight += c.capacityWh
-				} else {
-					socAllRated = false
-				}
+				soc.add(c.soc, c.capacityWh)
 			}
 		}
 	}
@@ -297,29 +288,11 @@ func computeBalance(cs []contrib) Balance {
 		b.BatteryChargingW = ptr(cha)
 		b.BatteryDischargingW = ptr(dis)
 	}
-	if socN > 0 {
-		soc := socPlain / float64(socN)
-		if socAllRated && socWeight > 0 {
-			soc = socSum / socWeight
-		}
-		b.BatteryStateOfChargePct = ptr(soc)
+	if v, ok := soc.value(); ok {
+		b.BatteryStateOfChargePct = ptr(v)
 	}
 	if gridOK && (pvOK || !hasInv) && (batOK || !hasBat) {
-		total := math.Max(0, pv+cons+dis-feed-cha)
-		b.TotalConsumptionW = ptr(total)
-		selfSupply := clamp(total-cons, 0, total)
-		b.SelfSupplyW = ptr(selfSupply)
-		if total > 0 {
-			b.AutarkyRate = ptr(clamp(selfSupply/total, 0, 1))
-		}
-		if pvOK {
-			self := clamp(pv-feed, 0, pv)
-			b.SelfConsumptionW = ptr(self)
-			b.DirectConsumptionW = ptr(clamp(pv-feed-cha, 0, pv))
-			if pv > 0 {
-				b.SelfConsumptionRate = ptr(clamp(self/pv, 0, 1))
-			}
-		}
+		b.derive(pv, cons, feed, cha, dis, pvOK)
 	}
 	if len(issues) > 0 {
 		b.Error = &DataError{
@@ -329,6 +302,56 @@ func computeBalance(cs []contrib) Balance {
 		}
 	}
 	return b
+}
+
+// derive fills the consumption and the rates the flows give: total
+// consumption, self supply and autarky; with PV known, self and direct
+// consumption and the self-consumption rate.
+func (b *Balance) derive(pv, cons, feed, cha, dis float64, pvOK bool) {
+	total := math.Max(0, pv+cons+dis-feed-cha)
+	b.TotalConsumptionW = ptr(total)
+	selfSupply := clamp(total-cons, 0, total)
+	b.SelfSupplyW = ptr(selfSupply)
+	if total > 0 {
+		b.AutarkyRate = ptr(clamp(selfSupply/total, 0, 1))
+	}
+	if pvOK {
+		self := clamp(pv-feed, 0, pv)
+		b.SelfConsumptionW = ptr(self)
+		b.DirectConsumptionW = ptr(clamp(pv-feed-cha, 0, pv))
+		if pv > 0 {
+			b.SelfConsumptionRate = ptr(clamp(self/pv, 0, 1))
+		}
+	}
+}
+
+// socMean averages the batteries' states of charge: weighted by capacity
+// when every battery has one, else plain.
+type socMean struct {
+	sum, weight, plain float64
+	n                  int
+	unrated            bool
+}
+
+func (m *socMean) add(soc, capacityWh float64) {
+	m.n++
+	m.plain += soc
+	if capacityWh > 0 {
+		m.sum += soc * capacityWh
+		m.weight += capacityWh
+	} else {
+		m.unrated = true
+	}
+}
+
+func (m *socMean) value() (float64, bool) {
+	switch {
+	case m.n == 0:
+		return 0, false
+	case !m.unrated && m.weight > 0:
+		return m.sum / m.weight, true
+	}
+	return m.plain / float64(m.n), true
 }
 
 // mixOf derives the energy mix from a balance: the consumption's sources
