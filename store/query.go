@@ -519,33 +519,11 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 	if len(want) == 0 {
 		return res, nil
 	}
-	var latest sql.NullInt64
-	ids := make([]any, 0, len(want)+1)
-	marks := make([]string, 0, len(want))
-	var newest sql.NullInt64
-	// A row stamped in the clock's future (written while the clock was
-	// ahead) never hides the present.
-	limit := s.futureLimit()
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, limit).Scan(&newest); err != nil {
-		return res, fmt.Errorf("store: recent: %w", classify(err))
+	latest, ok, err := s.newestOf(ctx, db, want)
+	if err != nil || !ok {
+		return res, err
 	}
-	if !newest.Valid {
-		return res, nil
-	}
-	ids = append(ids, newest.Int64-recentLook, limit)
-	for id := range want {
-		ids = append(ids, id)
-		marks = append(marks, "?")
-	}
-	// Newest first: stops at the scope's newest sample.
-	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND t <= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return res, fmt.Errorf("store: recent: %w", classify(err))
-	}
-	if !latest.Valid {
-		return res, nil
-	}
-	to := floorDiv(latest.Int64, recentWidth) + recentWidth
+	to := floorDiv(latest, recentWidth) + recentWidth
 	from := to - recentSpan
 	cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
 	if err != nil {
@@ -608,7 +586,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 	// The minute of the newest sample is still running: its values are
 	// partial (an energy of a few seconds). Recent is the latest complete
 	// values, so it goes unless it is all there is.
-	if n := len(res.Rows); n > 1 && res.Rows[n-1].Start.UnixMilli()+recentWidth > latest.Int64 {
+	if n := len(res.Rows); n > 1 && res.Rows[n-1].Start.UnixMilli()+recentWidth > latest {
 		res.Rows = res.Rows[:n-1]
 	}
 	if q.WithTotal {
@@ -624,6 +602,35 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 		res.Total = &t
 	}
 	return res, nil
+}
+
+// newestOf returns the time of the newest sample of the devices (ok
+// false: none), looking back recentLook from the newest sample stored. A
+// row stamped in the clock's future (written while the clock was ahead)
+// never hides the present.
+func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device) (int64, bool, error) {
+	limit := s.futureLimit()
+	var newest sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, limit).Scan(&newest); err != nil {
+		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
+	}
+	if !newest.Valid {
+		return 0, false, nil
+	}
+	ids := make([]any, 0, len(want)+2)
+	marks := make([]string, 0, len(want))
+	ids = append(ids, newest.Int64-recentLook, limit)
+	for id := range want {
+		ids = append(ids, id)
+		marks = append(marks, "?")
+	}
+	// Newest first: stops at the scope's newest sample.
+	var latest sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND t <= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
+	}
+	return latest.Int64, latest.Valid, nil
 }
 
 // chAggs lists a map of channel aggregates.
