@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
@@ -32,9 +34,12 @@ var binPath string
 // given): each mostly waits for its own daemon, simulated devices or
 // broker. Under -race 6: race-built daemons take several times the CPU,
 // and 16 of them at once starved the timing-bound rig tests of the
-// package go test runs beside this one (gridcontrol).
+// package go test runs beside this one (gridcontrol). gin (the HTTP API
+// of the tests that run it in this process) is in release mode, as main
+// sets it: no route listing on stdout.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	gin.SetMode(gin.ReleaseMode)
 	if proctest.Race() {
 		proctest.DefaultParallel(6)
 	} else {
