@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
@@ -20,7 +21,11 @@ import (
 // of a connected inverter (model 122's ECPConn bitfield) by its name.
 func TestScanInstallerHints(t *testing.T) {
 	t.Parallel() // its own simulator and ports
-	p := simtest.Start(t, sim.DefaultConfig())
+	// At noon on the simulated clock: a sleeping inverter (at night on
+	// the wall clock's time of day) is not connected to the grid.
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	p := simtest.Start(t, scfg)
 	inv := simtest.Device(t, p, "inv1")
 	// A TCP port that accepts and never answers, as a web or SSH port
 	// does to a Modbus request.
