@@ -157,7 +157,8 @@ func TestDemoGridControlExample(t *testing.T) {
 				t.Fatalf("schedule %s not listed", id)
 				return "", false
 			}
-			waitUntil(t, 30*time.Second, "README's window "+tc.wantExample+" on the simulated clock", func() bool {
+			// Waited for: applied and done both stay once reached.
+			waitUntil(t, 90*time.Second, "README's window "+tc.wantExample+" on the simulated clock", func() bool {
 				st, applied := status(example)
 				if tc.wantExample == "applied" {
 					return applied
