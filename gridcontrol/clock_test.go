@@ -66,12 +66,13 @@ func (c *stepClock) afterCalls() int {
 }
 
 // step advances the clock by d and waits until the controller's run loop
-// waits on it again: the cycle at the new time has run.
+// waits on it again: the cycle at the new time has run (its writes
+// included; the bound only ends a test whose controller hangs).
 func (r *rig) step(clk *stepClock, d time.Duration) {
 	r.t.Helper()
 	n := clk.afterCalls()
 	clk.Advance(d)
-	r.waitFor(3*time.Second, "the cycle at the new time", func() bool { return clk.afterCalls() > n })
+	r.waitFor(30*time.Second, "the cycle at the new time", func() bool { return clk.afterCalls() > n })
 }
 
 // TestWindowSteppedOnInjectedClock: the controller on an injected clock

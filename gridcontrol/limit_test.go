@@ -217,21 +217,42 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
 
-	// Restarted, with a tighter window: toggled with its first write.
+	// Restarted, with a tighter window: toggled with its first write. The
+	// restarted controller runs on a clock the test steps: once it has
+	// run the cycle at the window's start, the clock stands still, so no
+	// later cycle can find the toggle anew (that takes cycles of output
+	// above the limit); the toggle's writes are waited for, not slept for.
 	r.stop()
+	restarted := time.Now()
+	clk := newStepClock(time.Now())
+	r.cfg.Clock = clk
 	r.start()
-	s2, e2 := window(time.Second, 10*time.Second)
-	r.mustSubmit(body(limitCmd("opModMaxLimW", s2, e2, 25)))
-	r.waitFor(time.Until(s2)+2*time.Second, "25 % written on both", func() bool {
-		ws1, ws2 := r.limitWrites("inv1", s2), r.limitWrites("inv2", s2)
-		return len(ws1) > 0 && len(ws2) > 0
+	s2 := clk.Now().Truncate(time.Second).Add(2 * time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s2, s2.Add(10*time.Second), 25)))
+	r.step(clk, s2.Sub(clk.Now()))
+	ena := map[string]string{"inv1": "WMaxLim_Ena", "inv2": "WMaxLimPctEna"}
+	// toggled is the enable's values written after the first 25 %.
+	toggled := func(id string) []float64 {
+		var vs []float64
+		seen := false
+		for _, e := range r.limitTrace(id, restarted) {
+			if p, ok := e.Point("WMaxLimPct"); ok && p.Value == 25 {
+				seen = true
+			} else if p, ok := e.Point(ena[id]); ok && seen {
+				vs = append(vs, p.Value)
+			}
+		}
+		return vs
+	}
+	r.waitFor(30*time.Second, "the enable toggled after the first 25 % on both, the clock standing still", func() bool {
+		return len(toggled("inv1")) >= 2 && len(toggled("inv2")) >= 2
 	})
-	time.Sleep(400 * time.Millisecond) // the toggle's two writes follow the value
 	for _, id := range []string{"inv1", "inv2"} {
-		if l := r.limitOf(id); l != 25 {
-			t.Errorf("%s: acts on %g %% after the restart's first write of 25 %% (the toggle forgotten)", id, l)
+		if vs := toggled(id); vs[0] != 0 || vs[1] != 1 {
+			t.Errorf("%s: enable written %v after the restart's first 25 %%, want 0 then 1", id, vs)
 		}
 	}
+	r.waitFor(30*time.Second, "25 % in effect on both", func() bool { return r.limitOf("inv1") == 25 && r.limitOf("inv2") == 25 })
 	entries, _, err := r.st.Logs(t.Context(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -101,22 +101,46 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 
 // TestOfflineAcrossTheStart: an inverter offline when its window starts
 // gets the limit the moment it answers again, and the command says late.
+//
+// The controller runs on a clock the test steps: the start and the six
+// seconds inv1 stays offline after it come when the test moves the clock
+// there; then a cycle a step until inv1 has the limit (the window lasts
+// ten minutes on that clock, so it is still open however long the
+// poller, on the wall clock, takes to see inv1 again).
 func TestOfflineAcrossTheStart(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
+	clk := newStepClock(time.Now())
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
 	inv1 := simtest.Device(t, r.sim, "inv1")
-	start, end := window(time.Second, 10*time.Second)
+	start := clk.Now().Truncate(time.Second).Add(2 * time.Second)
+	end := start.Add(10 * time.Minute)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 30)))
 	inv1.SetFault(sim.Fault{Kind: sim.FaultOffline})
-	r.waitFor(time.Until(start)+2*time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
-	time.Sleep(time.Until(start.Add(6 * time.Second)))
+	// Offline as the daemon knows it (the poller's verdict) at the start.
+	r.waitFor(30*time.Second, "inv1 offline in the live state", func() bool {
+		devs, _ := r.live.DeviceStatuses("demo")
+		for _, d := range devs {
+			if d.Info.ID == "inv1" {
+				return d.HealthReason == "offline"
+			}
+		}
+		return false
+	})
+	r.step(clk, start.Sub(clk.Now()))
+	r.waitFor(30*time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
+	r.step(clk, 6*time.Second)
 	if c := r.command(sched.ScheduleID, 0); c.AppliedAt != nil {
 		t.Errorf("applied at %s while inv1 was offline", c.AppliedAt)
 	}
-	back := time.Now()
 	inv1.SetFault(sim.Fault{})
-	r.waitFor(4*time.Second, "inv1 at 30 % after its return", func() bool { return r.limitOf("inv1") == 30 })
-	t.Logf("inv1 limited %s after it answered again", time.Since(back).Round(10*time.Millisecond))
+	cycles := 0
+	for deadline := time.Now().Add(30 * time.Second); r.limitOf("inv1") != 30; cycles++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("inv1 at %g %%, not 30 %%, 30 s after its return (%d cycles)", r.limitOf("inv1"), cycles)
+		}
+		r.step(clk, 200*time.Millisecond)
+	}
+	t.Logf("inv1 limited %d cycles after it answered again", cycles)
 	// The controller records the write after its read-back, a moment
 	// after the simulator shows the limit.
 	c := r.command(sched.ScheduleID, 0)

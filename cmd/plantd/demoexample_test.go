@@ -157,7 +157,8 @@ func TestDemoGridControlExample(t *testing.T) {
 				t.Fatalf("schedule %s not listed", id)
 				return "", false
 			}
-			waitUntil(t, 30*time.Second, "README's window "+tc.wantExample+" on the simulated clock", func() bool {
+			// Waited for: applied and done both stay once reached.
+			waitUntil(t, 90*time.Second, "README's window "+tc.wantExample+" on the simulated clock", func() bool {
 				st, applied := status(example)
 				if tc.wantExample == "applied" {
 					return applied
@@ -167,7 +168,9 @@ func TestDemoGridControlExample(t *testing.T) {
 			// The banner's window overwrites the example's limit (newest
 			// wins): sent once the example's window ran.
 			bannerID := scheduleID(t, "the banner's command", run("the banner's command", banner)[0])
-			waitUntil(t, 30*time.Second, "the banner's window applied", func() bool {
+			// The window runs to 2 min after the demo's start: waited
+			// for to 90 s after the POST, however slowly it applies.
+			waitUntil(t, 90*time.Second, "the banner's window applied", func() bool {
 				st, applied := status(bannerID)
 				return applied && st == "active"
 			})

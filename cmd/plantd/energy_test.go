@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +33,17 @@ func TestDemoEnergy(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "demo.db")
 	demo := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "288", "--listen", "127.0.0.1:0", "--db", db))
+	// The device list ("  inv1   inverter (SunSpec 1xx models) ADDR unit
+	// 1"), waited for up to the line the banner prints after it.
 	addrs := map[string]string{}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(addrs) < 5 && time.Now().Before(deadline) {
-		for _, l := range strings.Split(demo.Stdout.String(), "\n") {
-			f := strings.Fields(l)
-			if len(f) == 5 && f[3] == "unit" {
-				addrs[f[0]] = f[2]
-			}
+	for _, l := range strings.Split(demo.WaitStdout(regexp.MustCompile(`^simulated clock: `), 10*time.Second), "\n") {
+		f := strings.Fields(l)
+		if n := len(f); n >= 4 && f[n-2] == "unit" && strings.HasPrefix(f[n-3], "127.0.0.1:") {
+			addrs[f[0]] = f[n-3]
 		}
-		time.Sleep(time.Millisecond)
+	}
+	if len(addrs) != 5 {
+		t.Fatalf("plantd demo listed %v, want 5 devices; stdout:\n%s", addrs, demo.Stdout.String())
 	}
 	pool := modbus.NewPool(nil)
 	defer pool.Close()

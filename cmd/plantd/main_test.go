@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"plantd/config"
 	"plantd/devices/sim"
@@ -32,9 +35,12 @@ var binPath string
 // given): each mostly waits for its own daemon, simulated devices or
 // broker. Under -race 6: race-built daemons take several times the CPU,
 // and 16 of them at once starved the timing-bound rig tests of the
-// package go test runs beside this one (gridcontrol).
+// package go test runs beside this one (gridcontrol). gin (the HTTP API
+// of the tests that run it in this process) is in release mode, as main
+// sets it: no route listing on stdout.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	gin.SetMode(gin.ReleaseMode)
 	if proctest.Race() {
 		proctest.DefaultParallel(6)
 	} else {
@@ -352,8 +358,22 @@ func TestRunWithoutConfig(t *testing.T) {
 		t.Logf("%s exists: the default path is not tried", defaultConfigPath)
 	}
 	for _, args := range cases {
-		start := time.Now()
-		out, errOut, code := runBinary(t, args...)
+		// A plantd that started something would run until killed: the
+		// minute's bound ends it (exit -1, a failure below), it times
+		// nothing.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		cmd := exec.CommandContext(ctx, binPath, args...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out, errOut := o.String(), e.String()
 		want := missing
 		if len(args) < 2 {
 			want = defaultConfigPath
@@ -361,8 +381,8 @@ func TestRunWithoutConfig(t *testing.T) {
 		if code != exitConfig || !strings.Contains(errOut, "no config file at "+want) || !strings.Contains(errOut, `"plantd demo"`) {
 			t.Errorf("plantd %q: exit %d, stderr %q; want exit %d naming %s and plantd demo", args, code, errOut, exitConfig, want)
 		}
-		if out != "" || strings.Contains(errOut, "demo plant") || time.Since(start) > 5*time.Second {
-			t.Errorf("plantd %q started something: stdout %q, stderr %q, took %v", args, out, errOut, time.Since(start))
+		if out != "" || strings.Contains(errOut, "demo plant") {
+			t.Errorf("plantd %q started something: stdout %q, stderr %q", args, out, errOut)
 		}
 	}
 }

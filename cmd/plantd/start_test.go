@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	_ "github.com/mattn/go-sqlite3"
 
 	"plantd/internal/proctest"
@@ -239,7 +238,6 @@ func TestDemoPortTaken(t *testing.T) {
 // without an uplink instead of failing. Runs runDemo in this process, with
 // StartBroker as the nobroker build has it.
 func TestDemoWithoutEmbeddedBroker(t *testing.T) {
-	gin.SetMode(gin.ReleaseMode) // as main sets it
 	startBroker = func(string, bool, *slog.Logger) (*mqtt.Broker, error) { return nil, mqtt.ErrNoBroker }
 	defer func() { startBroker = mqtt.StartBroker }()
 
