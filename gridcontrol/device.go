@@ -256,16 +256,18 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 		return
 	}
 	rvrt := c.cfg.RevertTimeout.Seconds()
-	var err error
+	err := c.claim(ctx, dc, d, k)
 	var what string
-	switch cmd.Value {
-	case ValueNone:
+	switch {
+	case err != nil:
+		what = fmt.Sprintf("model %d (%s)", ref.ID, k)
+	case cmd.Value == ValueNone:
 		what = fmt.Sprintf("model %d Conn = disconnected", ref.ID)
 		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) })
-	case ValuePF:
+	case cmd.Value == ValuePF:
 		what = fmt.Sprintf("model %d PF %g (%s)", ref.ID, *w.cmd.Value, k)
 		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
-	case ValueCurve:
+	case cmd.Value == ValueCurve:
 		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
 		if w.cmd.Unit == "V" {
 			what = fmt.Sprintf("model %d curve (%d points in V, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
@@ -381,7 +383,6 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		}
 		pc.pendingEdge = time.Time{}
 	}
-	wasOwned := st.owned
 	st.owned, st.key, st.writtenAt, st.failures, st.nextTry, st.lastErr = true, wk, now, 0, time.Time{}, ""
 	if ok != nil {
 		ok(st)
@@ -393,11 +394,6 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	}
 	pc.noteApplied(d.Info.ID, ws, now)
 	c.mu.Unlock()
-	if !wasOwned {
-		if err := c.st.SetControlOwned(ctx, d.Info.ID, string(k), true); err != nil {
-			c.log.Warn("record control owned", "device", d.Info.ID, "control", k, "err", err)
-		}
-	}
 	if changed {
 		src := "fallback ramp to the default"
 		if len(by) > 0 {
@@ -407,6 +403,22 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 			Message: fmt.Sprintf("device %s: %s (%s), read back ok", d.Info.ID, what, src)})
 	}
 	c.persistAll(ctx, persist)
+}
+
+// claim records in the store that plantd owns control k of the device
+// before its first write, so that a restart after a crash right after the
+// write still restores it. A shutdown in progress does not cancel it.
+func (c *Controller) claim(ctx context.Context, dc *devCtl, d plant.DeviceLive, k control) error {
+	c.mu.Lock()
+	owned := dc.peek(k).owned
+	c.mu.Unlock()
+	if owned {
+		return nil
+	}
+	if err := c.st.SetControlOwned(context.WithoutCancel(ctx), d.Info.ID, string(k), true); err != nil {
+		return fmt.Errorf("record the control owned before writing it: %w", err)
+	}
+	return nil
 }
 
 // noteApplied records that device id took the windows ws at now (those

@@ -179,12 +179,15 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	fallback := c.fallbackPct(snap)
 	rvrt := c.limitRevert(ref, fallback)
 	var rem float64 = -1
-	_, err := devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, func(inst *devices.Instance) error {
-		if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
-			rem = v
-		}
-		return editLimit(inst, snap, fallback, pct, rvrt)
-	})
+	err := c.claim(ctx, dc, d, ctlLimit)
+	if err == nil {
+		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, func(inst *devices.Instance) error {
+			if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
+				rem = v
+			}
+			return editLimit(inst, snap, fallback, pct, rvrt)
+		})
+	}
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
 	prevPct, wasOwned, prevAt, toggle := st.pct, st.owned && st.known, st.writtenAt, dc.needsToggle
