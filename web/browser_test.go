@@ -118,19 +118,7 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
 	}
-	chrome := chromium(t)
-	shots := os.Getenv("PLANTD_WEB_SHOTS")
-	if shots == "" {
-		shots = filepath.Join(os.TempDir(), "plantd-web-shots")
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "plantd")
-	if err := proctest.Build(bin, "../cmd/plantd"); err != nil {
-		t.Fatal(err)
-	}
+	chrome, shots, dir, bin := browserSetup(t)
 	base, demo := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "10:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
 	var token string
@@ -782,4 +770,25 @@ func checkBars(t *testing.T, b *browser, period string) {
 	if tall < 2 {
 		t.Errorf("%s chart: %d energies tall enough to check for bars (%+v), want 2 or more", period, tall, res)
 	}
+}
+
+// browserSetup is what every browser test needs: Chromium, the folder
+// for screenshots ($PLANTD_WEB_SHOTS, default a plantd-web-shots folder in
+// the temp dir), a temp dir and the plantd binary built into it.
+func browserSetup(t *testing.T) (chrome, shots, dir, bin string) {
+	t.Helper()
+	chrome = chromium(t)
+	shots = os.Getenv("PLANTD_WEB_SHOTS")
+	if shots == "" {
+		shots = filepath.Join(os.TempDir(), "plantd-web-shots")
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "plantd")
+	if err := proctest.Build(bin, "../cmd/plantd"); err != nil {
+		t.Fatal(err)
+	}
+	return chrome, shots, dir, bin
 }

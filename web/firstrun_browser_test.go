@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/internal/proctest"
 )
 
 // TestBrowserFirstRun drives Debian's chromium against the real plantd on
@@ -20,19 +19,7 @@ func TestBrowserFirstRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
 	}
-	chrome := chromium(t)
-	shots := os.Getenv("PLANTD_WEB_SHOTS")
-	if shots == "" {
-		shots = filepath.Join(os.TempDir(), "plantd-web-shots")
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "plantd")
-	if err := proctest.Build(bin, "../cmd/plantd"); err != nil {
-		t.Fatal(err)
-	}
+	chrome, shots, dir, bin := browserSetup(t)
 	const token = "first-run-test-token"
 	cfg := filepath.Join(dir, "plantd.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\n"+
