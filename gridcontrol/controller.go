@@ -434,11 +434,12 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			c.mu.Unlock()
 			continue
 		}
-		rated := ratedOf(devs, limitDevices(devs))
+		limitDevs := limitDevices(devs)
+		rated := ratedOf(devs, limitDevs)
 		pc.limitRatedW = rated
 		act := activeAt(pc.scheds, now, rated)
 		c.mu.Unlock()
-		plan := c.plan(ctx, pc, act, devs, now)
+		plan := c.plan(ctx, pc, act, devs, limitDevs, rated, now)
 		// Nothing to hold, renew or restore: an inverter whose defaults are
 		// stored and of which plantd holds no control is left alone (no
 		// goroutine, no per-control state, its defaults dropped from
@@ -520,11 +521,10 @@ type plantPlan struct {
 }
 
 // plan resolves the active windows of a plant into per-control targets and
-// runs the FeedInLimit loop.
-func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive, now time.Time) plantPlan {
+// runs the FeedInLimit loop; limitDevs are the inverters taking the limit,
+// rated their rated power.
+func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive, limitDevs []string, rated float64, now time.Time) plantPlan {
 	pl := plantPlan{act: act}
-	limitDevs := limitDevices(devs)
-	rated := ratedOf(devs, limitDevs)
 	lower := func(pct float64, w window) {
 		if pl.limitPct == nil || pct < *pl.limitPct {
 			pl.limitPct = &pct

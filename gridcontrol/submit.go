@@ -99,7 +99,7 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 	c.mu.Lock()
 	pc.scheds = append(pc.scheds, &sc)
 	c.arm(pc)
-	out := c.view(pc, &sc, nil, now) // the newest: nothing supersedes it
+	out := view(&sc, nil, activeAt(pc.scheds, now, pc.limitRatedW), now) // the newest: nothing supersedes it
 	c.mu.Unlock()
 	names := map[string]int{}
 	for _, cm := range cmds {
@@ -370,19 +370,20 @@ func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
 	}
 	out := make([]Schedule, 0, len(pc.scheds))
 	sup := supersededSet(pc.scheds)
+	gov := activeAt(pc.scheds, now, pc.limitRatedW)
 	for _, s := range pc.scheds {
-		out = append(out, c.view(pc, s, sup, now))
+		out = append(out, view(s, sup, gov, now))
 	}
 	return out, nil
 }
 
 // view is a copy of a schedule with each command's status at now: an open
-// window that another role's window governs is overridden, naming that
-// schedule. c.mu is held.
-func (c *Controller) view(pc *plantCtl, s *Schedule, sup map[*ScheduledCmd]bool, now time.Time) Schedule {
+// window other than the one that governs its command (gov, activeAt's
+// answer at now) is overridden, naming the governing schedule. c.mu is
+// held.
+func view(s *Schedule, sup map[*ScheduledCmd]bool, gov map[string]window, now time.Time) Schedule {
 	v := *s
 	v.Commands = slices.Clone(s.Commands)
-	var gov map[string]window
 	for i := range v.Commands {
 		cm := &v.Commands[i]
 		switch {
@@ -393,9 +394,6 @@ func (c *Controller) view(pc *plantCtl, s *Schedule, sup map[*ScheduledCmd]bool,
 			cm.Status = StatusPending
 		case now.Before(cm.End):
 			cm.Status = StatusActive
-			if gov == nil {
-				gov = activeAt(pc.scheds, now, pc.limitRatedW)
-			}
 			if w, ok := gov[cm.Command]; ok && w.cmd != &s.Commands[i] {
 				cm.Status, cm.OverriddenBy = StatusOverridden, w.sched.ScheduleID
 			}
