@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sd "github.com/coreos/go-systemd/v22/daemon"
 	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
@@ -324,8 +325,19 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 		return nil
 	})
 	err := g.Wait()
+	if errors.Is(d.store.Health(), store.ErrFileGone) {
+		// Close writes the database back to its path, as long as a backup
+		// takes: more than the unit's stop timeout on a large database
+		// on an SD card, where systemd would kill plantd mid-copy.
+		d.log.Warn("the database file is gone from its path: writing it back before the stop, the stop may take minutes")
+		_, _ = sd.SdNotify(false, fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", writeBackTimeout.Microseconds()))
+	}
 	return errors.Join(err, d.pool.Close(), d.store.Close())
 }
+
+// writeBackTimeout is how long a stop may take while the store writes a
+// deleted database file back (systemd's stop timeout is extended by it).
+const writeBackTimeout = 30 * time.Minute
 
 // plantsOf maps the config's plants onto package plant's.
 func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
