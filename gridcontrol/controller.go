@@ -112,9 +112,9 @@ type Live interface {
 	DeviceStatuses(plantID string) ([]plant.DeviceLive, error)
 	// AppendDeviceStatuses is DeviceStatuses into a slice the cycle keeps.
 	AppendDeviceStatuses(dst []plant.DeviceLive, plantID string) ([]plant.DeviceLive, error)
-	// Device is one device with its latest readings (the follow check
-	// reads its output there, not over Modbus).
-	Device(id string) (plant.DeviceLive, bool)
+	// Value is a device's latest value of a channel and the time of its
+	// poll (the follow check reads the output there, not over Modbus).
+	Value(id string, c plant.Channel) (float64, time.Time, bool)
 }
 
 // Conns returns the Modbus client of a device (shared with the poller, so

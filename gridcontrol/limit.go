@@ -267,17 +267,15 @@ func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, re
 // and named by the eligibility check until it follows again.
 func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
 	rated := d.Discovered.RatedPowerW
-	d, ok := c.live.Device(d.Info.ID)
-	w, hasW := d.Value(plant.ActivePower)
-	ok = ok && hasW
+	w, sampled, ok := c.live.Value(d.Info.ID, plant.ActivePower)
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
-	fresh := ok && rated > 0 && !st.changedAt.IsZero() && d.LastUpdate.After(st.changedAt.Add(followGrace*c.cfg.Cycle)) && d.LastUpdate.After(st.sampleAt)
+	fresh := ok && rated > 0 && !st.changedAt.IsZero() && sampled.After(st.changedAt.Add(followGrace*c.cfg.Cycle)) && sampled.After(st.sampleAt)
 	if !fresh {
 		c.mu.Unlock()
 		return
 	}
-	st.sampleAt = d.LastUpdate
+	st.sampleAt = sampled
 	pct := st.pct
 	allowed := pct/100*rated*1.02 + 20
 	if w <= allowed {
@@ -292,7 +290,7 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		return
 	}
 	if st.aboveSince.IsZero() {
-		st.aboveSince = d.LastUpdate
+		st.aboveSince = sampled
 		c.mu.Unlock()
 		return
 	}
@@ -315,11 +313,11 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		c.log.Warn("device needs the limit's enable toggled", "device", d.Info.ID, "w", w, "limitPct", pct)
 		return
 	}
-	if already || d.LastUpdate.Sub(since) < notFollowCycles*c.cfg.Cycle {
+	if already || sampled.Sub(since) < notFollowCycles*c.cfg.Cycle {
 		return
 	}
 	// A device that knows the toggle and still does not follow.
-	reason := fmt.Sprintf("device %s does not follow its limit: %.0f W for %s under %g %% of %.0f W, the enable toggled", d.Info.ID, w, d.LastUpdate.Sub(since).Round(time.Second), pct, rated)
+	reason := fmt.Sprintf("device %s does not follow its limit: %.0f W for %s under %g %% of %.0f W, the enable toggled", d.Info.ID, w, sampled.Sub(since).Round(time.Second), pct, rated)
 	var persist []*Schedule
 	c.mu.Lock()
 	dc.notFollowing = true

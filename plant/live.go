@@ -368,6 +368,22 @@ func (l *Live) Device(id string) (DeviceLive, bool) {
 	return l.snapshot(d, true), true
 }
 
+// Value returns a device's latest value of a plain channel and the time
+// of its last successful poll (ok false: none), without copying its
+// other readings.
+func (l *Live) Value(id string, c Channel) (v float64, at time.Time, ok bool) {
+	d := l.idx.Load().byID[id]
+	if d == nil || c <= 0 || c >= numChannels || c.Indexed() {
+		return 0, time.Time{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lastOK.IsZero() || d.vals.setBy[c] == 0 {
+		return 0, time.Time{}, false
+	}
+	return d.vals.scalar[c], d.lastOK, true
+}
+
 // Devices returns the live views of a plant's devices in config order.
 func (l *Live) Devices(plantID string) ([]DeviceLive, error) {
 	if _, ok := l.plantIx[plantID]; !ok {
