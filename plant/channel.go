@@ -61,6 +61,10 @@ const (
 	AmbientTemperature
 	ModuleTemperature
 	WindSpeed
+	// EnergyAndPowerConsumption (consumers of the home energy manager;
+	// appended: the store keeps channels by number)
+	Consumption
+	ConsumptionTotal
 
 	numChannels // one past the last channel
 )
@@ -168,6 +172,8 @@ var channelDefs = [numChannels]channelDef{
 	AmbientTemperature:      {Name: "ambientTemperature", Unit: UnitCelsius, Set: SetSensor},
 	ModuleTemperature:       {Name: "moduleTemperature", Unit: UnitCelsius, Set: SetSensor},
 	WindSpeed:               {Name: "windSpeed", Unit: UnitMS, Set: SetSensor},
+	Consumption:             {Name: "consumption", Unit: UnitW, Set: SetEnergyAndPowerConsumption},
+	ConsumptionTotal:        {Name: "consumptionTotal", Field: "consumption", Unit: UnitWh, Set: SetEnergyAndPowerConsumption, Counter: true},
 }
 
 func (c Channel) def() *channelDef {

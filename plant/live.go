@@ -112,6 +112,9 @@ type deviceState struct {
 	boundsOf    *devices.Device
 	badChans    chanMask
 	implausible *[numChannels]uint64 // nil until a value was dropped
+	// consumer is the last reading of a consumer device (hasConsumer).
+	consumer    ConsumerReading
+	hasConsumer bool
 }
 
 // NewLive builds the cache for the given plants and devices (validated by
@@ -231,7 +234,13 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		return
 	}
 	d.lastOK = t
-	l.mapping.extract(d.info.Kind, s.Models, &d.vals)
+	if s.Consumer != nil {
+		d.consumer = *s.Consumer
+		d.hasConsumer = true
+		d.vals.putConsumer(s.Consumer)
+	} else {
+		l.mapping.extract(d.info.Kind, s.Models, &d.vals)
+	}
 	if d.bounds == nil || d.boundsOf != d.disc {
 		d.bounds, d.boundsOf = boundsFor(d.disc), d.disc
 	}
@@ -335,6 +344,10 @@ type DeviceLive struct {
 	// GROUND_FAULT", "offline", "stale"); "" for Ok.
 	HealthReason string
 	Comm         Communication
+	// Consumer is a consumer device's last reading (switching state,
+	// SG-Ready state, whether its consumption is estimated); nil for other
+	// devices and before the first successful poll.
+	Consumer *ConsumerReading
 }
 
 // Value returns the value of a plain channel (for an indexed channel, the
@@ -459,6 +472,10 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 		LastErrorTime: d.lastErrAt,
 		SuccessRate:   rate,
 		Polls:         d.polls,
+	}
+	if d.hasConsumer {
+		c := d.consumer
+		dl.Consumer = &c
 	}
 	if d.lastOK.IsZero() || !readings {
 		return dl

@@ -428,10 +428,28 @@ func (v *values) put(r *compiledRule, index int, val devices.Value) bool {
 	return true
 }
 
+// consumerRule marks the channels a consumer's reading sets (no SunSpec
+// rule has this id).
+const consumerRule = math.MaxUint16
+
+// putConsumer sets the channels of a consumer's reading.
+func (v *values) putConsumer(r *ConsumerReading) {
+	v.reset()
+	if r.HasPower && !math.IsNaN(r.PowerW) && !math.IsInf(r.PowerW, 0) {
+		v.scalar[Consumption], v.setBy[Consumption] = r.PowerW, consumerRule
+	}
+	if r.HasEnergy && !math.IsNaN(r.EnergyWh) && !math.IsInf(r.EnergyWh, 0) {
+		v.scalar[ConsumptionTotal], v.setBy[ConsumptionTotal] = r.EnergyWh, consumerRule
+	}
+}
+
 // SetsFor returns the measurement sets a device of kind k with the given
 // SunSpec models can fill, in API order: the sets of every channel some
 // row of the channel table maps from those models.
 func SetsFor(k kind.Kind, modelIDs []uint16) []SetType {
+	if k == kind.Consumer {
+		return []SetType{SetEnergyAndPowerConsumption}
+	}
 	seen := map[SetType]bool{}
 	for _, rs := range channelTable {
 		if rs.Kind != "" && rs.Kind != k {

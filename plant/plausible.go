@@ -88,7 +88,7 @@ func boundsFor(info *devices.Device) *bounds {
 	for _, c := range []Channel{ActivePower, ActivePowerPhaseA, ActivePowerPhaseB, ActivePowerPhaseC} {
 		b[c] = sym(w)
 	}
-	for _, c := range []Channel{PVGeneration, GridFeedIn, GridConsumption, BatteryCharging, BatteryDischarging} {
+	for _, c := range []Channel{PVGeneration, GridFeedIn, GridConsumption, BatteryCharging, BatteryDischarging, Consumption} {
 		b[c] = bound{0, w}
 	}
 	for _, c := range []Channel{ReactivePower, ReactivePowerPhaseA, ReactivePowerPhaseB, ReactivePowerPhaseC} {
@@ -109,7 +109,7 @@ func boundsFor(info *devices.Device) *bounds {
 	b[DCVoltageInput] = bound{0, maxDCVoltageV}
 	b[DCCurrentInput] = sym(maxCurrentA)
 	b[IsolationResistance] = bound{0, 1e12}
-	for _, c := range []Channel{PVGenerationTotal, GridFeedInTotal, GridConsumptionTotal, DCEnergyInput} {
+	for _, c := range []Channel{PVGenerationTotal, GridFeedInTotal, GridConsumptionTotal, DCEnergyInput, ConsumptionTotal} {
 		b[c] = bound{0, counter}
 	}
 	b[BatteryStateOfCharge] = bound{0, 100}

@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"strings"
 	"time"
 
 	"plantd/devices"
@@ -23,6 +24,10 @@ type Sample struct {
 	// returns: the next poll reads into them again, so a sink that keeps
 	// values copies them (Live extracts its channels in place).
 	Models []*devices.Instance
+	// Consumer is the reading of a consumer device (kind consumer, polled
+	// by plantd/consumer instead of the SunSpec poller); nil for every
+	// other device and when Err is set. Info and Models are then nil.
+	Consumer *ConsumerReading
 	// Err is why the poll failed (unreachable, timeout, garbage answer,
 	// exception); nil on success. A timeout is an error in whose chain
 	// one has a method Timeout() that returns true (net.Error's timeouts,
@@ -68,4 +73,57 @@ func (s CommState) String() string {
 		return stateNames[s]
 	}
 	return "unknown"
+}
+
+// SwitchingState is a consumer's output as the live device lists show it
+// (switchingState): On or Off.
+type SwitchingState string
+
+// The switching states.
+const (
+	SwitchedOn  SwitchingState = "On"
+	SwitchedOff SwitchingState = "Off"
+)
+
+// ConsumerMode is who decides a consumer's output: the surplus controller
+// (Auto) or the installer (On, Off: held against surplus and must-run
+// windows; a safety guard still applies).
+type ConsumerMode string
+
+// The consumer modes.
+const (
+	ModeAuto ConsumerMode = "Auto"
+	ModeOn   ConsumerMode = "On"
+	ModeOff  ConsumerMode = "Off"
+)
+
+// ParseConsumerMode accepts Auto, On or Off in any letter case.
+func ParseConsumerMode(s string) (ConsumerMode, bool) {
+	for _, m := range []ConsumerMode{ModeAuto, ModeOn, ModeOff} {
+		if strings.EqualFold(s, string(m)) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// ConsumerReading is one poll of a consumer: its output and, where
+// measured or estimated, its power and lifetime energy.
+type ConsumerReading struct {
+	// Switch is the output read back from the device.
+	Switch SwitchingState
+	// SGReady is an SG-Ready heat pump's operating state 1..4 (1 locked,
+	// 2 normal, 3 recommended on, 4 forced on) read back from its two
+	// relays; 0 for other consumers.
+	SGReady int
+	// PowerW is the consumption in W (≥ 0); HasPower false when unknown.
+	PowerW   float64
+	HasPower bool
+	// EnergyWh is the lifetime energy counter in Wh; HasEnergy false when
+	// unknown.
+	EnergyWh  float64
+	HasEnergy bool
+	// Estimated is set when PowerW and EnergyWh come from the rated power
+	// while on, not from a meter.
+	Estimated bool
 }

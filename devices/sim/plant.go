@@ -33,6 +33,7 @@ type Plant struct {
 	batteries []*Device
 	meters    []*Device
 	sensors   []*Device
+	loads     []*load // switchable consumers (load.go)
 	eps       []*endpoint
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
@@ -312,6 +313,7 @@ func (p *Plant) advanceLocked(target time.Time) {
 		for _, d := range p.meters {
 			d.met.integrate(h)
 		}
+		p.integrateLoads(h)
 		p.t = end
 		for _, d := range p.inverters {
 			d.inv.revert(d, end)
@@ -325,7 +327,7 @@ func (p *Plant) advanceLocked(target time.Time) {
 // absorb the surplus or cover the deficit, the meter sees the rest.
 func (p *Plant) flowsLocked(t time.Time) {
 	p.env = p.environment(t)
-	load := math.Max(0, p.loadW(t)+p.loadOffsetW)
+	load := math.Max(0, p.loadW(t)+p.loadOffsetW) + p.loadsW(t)
 	var pv, q float64
 	for _, d := range p.inverters {
 		d.inv.compute(t, &p.env)

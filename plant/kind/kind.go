@@ -14,6 +14,10 @@ const (
 	Meter    Kind = "meter"
 	Battery  Kind = "battery"
 	Sensor   Kind = "sensor"
+	// Consumer is a switchable load of the home energy manager (a relay
+	// output, an SG-Ready heat pump, a smart plug): polled and switched
+	// by plantd/consumer, not by the SunSpec poller.
+	Consumer Kind = "consumer"
 	// Gateway is plantd itself (the API's "Monitoring and control"
 	// device); it is never polled and never configured.
 	Gateway Kind = "gateway"
@@ -29,6 +33,7 @@ const (
 	TypeBatteryInverter      = "Battery Inverter"
 	TypeEnergyMeter          = "Energy Meter"
 	TypeSensorTechnology     = "Sensor technology"
+	TypeConsumer             = "Consumer"
 	TypeMonitoringAndControl = "Monitoring and control"
 )
 
@@ -43,6 +48,7 @@ var kinds = []struct {
 	{Meter, true, TypeEnergyMeter},
 	{Battery, true, TypeBatteryInverter},
 	{Sensor, true, TypeSensorTechnology},
+	{Consumer, true, TypeConsumer},
 	{Gateway, false, TypeMonitoringAndControl},
 }
 
@@ -55,7 +61,7 @@ func Parse(s string) (Kind, error) {
 			return k.Kind, nil
 		}
 	}
-	return "", fmt.Errorf("unknown device kind %q (want inverter, meter, battery, sensor or gateway)", s)
+	return "", fmt.Errorf("unknown device kind %q (want inverter, meter, battery, sensor, consumer or gateway)", s)
 }
 
 // Polled reports whether devices of the kind are polled over Modbus: the
