@@ -1,0 +1,45 @@
+package plant
+
+import "time"
+
+// ConsumerStatus is a consumer as the home energy manager sees it: its
+// settings, its output and why, for the gateway's consumer route and page.
+type ConsumerStatus struct {
+	DeviceID string `json:"deviceId"`
+	PlantID  string `json:"plantId"`
+	Name     string `json:"name"`
+	// Driver is the hardware: "relay", "sgready" or "shelly".
+	Driver string `json:"driver"`
+	// Mode is who decides the output (Auto: the surplus controller and the
+	// must-run windows; On, Off: the installer).
+	Mode     ConsumerMode `json:"mode"`
+	Priority int          `json:"priority"`
+	// RatedPowerW is the configured power while on.
+	RatedPowerW float64 `json:"ratedPower"`
+	// SwitchingState is the output read back from the device; "" before
+	// the first successful poll.
+	SwitchingState SwitchingState `json:"switchingState,omitempty"`
+	// SGReady is an SG-Ready heat pump's state 1..4 read back; 0 (omitted)
+	// for other consumers.
+	SGReady int `json:"sgReadyState,omitempty"`
+	// ConsumptionW is the power now (W); nil when unknown. Estimated
+	// says it comes from RatedPowerW while on, not from a meter.
+	ConsumptionW *float64 `json:"consumption,omitempty"`
+	Estimated    bool     `json:"consumptionEstimated"`
+	// EnergyTodayWh is the energy since local midnight (Wh); nil when
+	// unknown.
+	EnergyTodayWh *float64 `json:"energyToday,omitempty"`
+	// Reason says why the output is what it is, as a code: Surplus,
+	// NoSurplus, MustRun, Manual, MinOnTime, MinOffTime, MaxSwitches,
+	// Offline, Starting.
+	Reason string `json:"reason"`
+	// NextMustRun is the start of the next must-run window; nil when none.
+	NextMustRun *time.Time `json:"nextMustRun,omitempty"`
+	// SwitchesLastHour counts the output's switchings in the last hour;
+	// MaxSwitchesPerHour is its bound (0: none).
+	SwitchesLastHour   int `json:"switchesLastHour"`
+	MaxSwitchesPerHour int `json:"maxSwitchesPerHour"`
+	// MinOnTime and MinOffTime in seconds.
+	MinOnTimeS  float64 `json:"minOnTime"`
+	MinOffTimeS float64 `json:"minOffTime"`
+}
