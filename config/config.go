@@ -246,6 +246,9 @@ type Device struct {
 	// ProductID is the vendor's numeric product id the cloud API reports
 	// as the device's productId; 0 = not known (omitted).
 	ProductID int `yaml:"productId"`
+	// Consumer is the home energy manager's settings of a device of kind
+	// consumer (required for it, refused for other kinds); see Consumer.
+	Consumer *Consumer `yaml:"consumer,omitempty"`
 }
 
 // Address returns the device's Modbus TCP endpoint, host:port.

@@ -157,6 +157,9 @@ func (d *decoder) value(path string, line int, n *yaml.Node, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		e := reflect.New(v.Type().Elem())
+		if def, ok := e.Interface().(defaulter); ok {
+			def.setDefaults()
+		}
 		d.value(path, line, n, e.Elem())
 		if !d.bad[path] {
 			v.Set(e)

@@ -132,6 +132,9 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 		if d.Name == "" {
 			d.Name = d.ID
 		}
+		if d.Consumer != nil && d.Consumer.Driver == DriverShelly && d.Port == defaultPort {
+			d.Port = defaultShellyPort // an HTTP device: 502 is Modbus's default
+		}
 	}
 }
 

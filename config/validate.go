@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"plantd/plant/kind"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +34,7 @@ func (c *Config) validate() []Problem {
 	v.log()
 	v.plants()
 	v.devices()
+	v.consumers()
 	v.tokens()
 	v.oauthClients()
 	v.mqtt()
@@ -345,7 +347,7 @@ func (v *validator) devices() {
 			v.add(path+".productId", "%d is not a product id (a positive number, or omit it)", d.ProductID)
 		}
 		if d.Kind != "" && !d.Kind.Polled() {
-			v.add(path+".kind", "%q is not a device kind (inverter, meter, battery or sensor)", d.Kind)
+			v.add(path+".kind", "%q is not a device kind (inverter, meter, battery, sensor or consumer)", d.Kind)
 		}
 		if d.Base != nil && *d.Base != 0 && *d.Base != 40000 && *d.Base != 50000 {
 			v.add(path+".base", "%d is not a SunSpec base address (0, 40000 or 50000)", *d.Base)
@@ -357,7 +359,9 @@ func (v *validator) devices() {
 			continue
 		}
 		endpoint := net.JoinHostPort(canonicalHost(d.Host), strconv.Itoa(d.Port))
-		if unitOK {
+		if unitOK && d.Kind != kind.Consumer {
+			// Consumers on one relay module share its unit: their
+			// coils are checked by consumers().
 			addr := fmt.Sprintf("%s unit %d", endpoint, d.Unit)
 			if prev, ok := addrs[addr]; ok {
 				v.add(path, "%s is already polled as %s", addr, v.where(prev))
