@@ -191,7 +191,7 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	var unknown, dark, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
-		if d.Info.Kind == kind.Meter && d.Info.Active() && d.Discovered != nil && reachable(d) {
+		if d.Info.GridMeter() && d.Info.Active() && d.Discovered != nil && reachable(d) {
 			meter = true
 		}
 		v := classify(cmd, d)

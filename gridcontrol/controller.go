@@ -56,6 +56,18 @@ type Config struct {
 	// robfig/cron fires the boundaries; on another clock the run loop
 	// fires the same cron entries by that clock).
 	Clock Clock
+	// Absorber, when set, is the home energy manager: each cycle of each
+	// plant it gets the plant's surplus (grid power, curtailed PV) after
+	// the limits were planned, so that switchable consumers take PV
+	// surplus before it is curtailed (the FeedInLimit loop then lets the
+	// inverters give what the consumers take).
+	Absorber Absorber
+}
+
+// Absorber takes a plant's surplus once per control cycle
+// (*consumer.Manager).
+type Absorber interface {
+	Absorb(ctx context.Context, plantID string, s plant.Surplus)
 }
 
 func (c Config) withDefaults() Config {
@@ -440,6 +452,9 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		act := activeAt(pc.scheds, now, rated)
 		c.mu.Unlock()
 		plan := c.plan(ctx, pc, act, devs, limitDevs, rated, now)
+		if c.cfg.Absorber != nil {
+			c.cfg.Absorber.Absorb(ctx, p.ID, c.surplus(devs, limitDevs, rated, plan.limitPct, now))
+		}
 		// Nothing to hold, renew or restore: an inverter whose defaults are
 		// stored and of which plantd holds no control is left alone (no
 		// goroutine, no per-control state, its defaults dropped from

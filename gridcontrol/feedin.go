@@ -11,7 +11,6 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
-	"plantd/plant/kind"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -83,7 +82,7 @@ var (
 func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
 	var errs []error
 	for _, d := range devs {
-		if d.Info.Kind != kind.Meter || !d.Info.Active() || d.Discovered == nil {
+		if !d.Info.GridMeter() || !d.Info.Active() || d.Discovered == nil {
 			continue
 		}
 		w, err := c.readW(ctx, d, meterModels)
@@ -145,4 +144,38 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 		return 0, fmt.Errorf("device %s model %d: %w", d.Info.ID, ref.ID, err)
 	}
 	return w, nil
+}
+
+// surplus is what the cycle tells the home energy manager: the grid
+// meter's power from the live state, and the PV a limit holds back. The
+// inverters count as held back when their output is within 10 % (and
+// 100 W) of the limit; what they would give beyond it is not known, so
+// their rated power above their output is the bound (the manager tries
+// one consumer at a time on it).
+func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated float64, limitPct *float64, now time.Time) plant.Surplus {
+	s := plant.Surplus{Time: now}
+	for i := range devs {
+		d := &devs[i]
+		if !d.Info.GridMeter() || !d.Info.Active() || !reachable(*d) {
+			continue
+		}
+		if w, _, ok := c.live.Value(d.Info.ID, plant.ActivePower); ok {
+			s.GridW, s.GridOK = w, true
+			break
+		}
+	}
+	if limitPct == nil || *limitPct >= 100 || rated <= 0 {
+		return s
+	}
+	var pv float64
+	for _, id := range limitDevs {
+		if w, _, ok := c.live.Value(id, plant.PVGeneration); ok {
+			pv += w
+		}
+	}
+	limitW := *limitPct / 100 * rated
+	if pv >= 0.9*limitW-100 && limitW >= 100 {
+		s.CurtailedW = math.Max(0, rated-pv)
+	}
+	return s
 }

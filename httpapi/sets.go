@@ -287,6 +287,9 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 // deviceSetsOf lists the sets a device supports: from its discovered
 // models, else from the history.
 func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]plant.SetType, error) {
+	if d.Info.Kind == kind.Consumer {
+		return plant.SetsFor(kind.Consumer, nil), nil // no SunSpec models
+	}
 	if d.Nameplate != nil {
 		out := plant.SetsFor(d.Info.Kind, d.Nameplate.Models)
 		// The energy mix is the plant's mix seen from a device that takes

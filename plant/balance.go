@@ -113,7 +113,11 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 	var out []contrib
 	for _, d := range l.idx.Load().byPlant[plantID] {
 		switch d.kind() {
-		case kind.Inverter, kind.Meter, kind.Battery:
+		case kind.Meter:
+			if !d.info.GridMeter() {
+				continue // a consumer's own meter: inside the consumption
+			}
+		case kind.Inverter, kind.Battery:
 		case "":
 			// Configured without a kind and not discovered yet: it may
 			// be any of them, so it is named below until it answers.

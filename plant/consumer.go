@@ -43,3 +43,19 @@ type ConsumerStatus struct {
 	MinOnTimeS  float64 `json:"minOnTime"`
 	MinOffTimeS float64 `json:"minOffTime"`
 }
+
+// Surplus is what grid control's cycle knows of a plant's power flows,
+// handed to the home energy manager once per control cycle.
+type Surplus struct {
+	// Time is the cycle's time on the plant's clock.
+	Time time.Time
+	// GridW is the grid meter's active power now (W, import > 0, the
+	// SunSpec meter sign); GridOK false when no grid meter answers.
+	GridW  float64
+	GridOK bool
+	// CurtailedW is PV power a limit holds back now: with a limit in
+	// force and the inverters at it, their rated power above their
+	// output (an upper bound: what the sun would give is not known);
+	// 0 without a limit or when the inverters are below it.
+	CurtailedW float64
+}

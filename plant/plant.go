@@ -50,7 +50,15 @@ type DeviceInfo struct {
 	// isActive false and deactivatedAt); zero means active. A deactivated
 	// device stays in device lists but counts in no balance.
 	DeactivatedAt time.Time
+	// Measures is, for a meter that measures one consumer alone, that
+	// consumer's id: such a meter counts in no grid balance and no
+	// FeedInLimit. "" for the grid meter and every other device.
+	Measures string
 }
+
+// GridMeter reports whether the device is a meter at the grid connection
+// (a meter that measures no consumer).
+func (d DeviceInfo) GridMeter() bool { return d.Kind == kind.Meter && d.Measures == "" }
 
 // Active reports whether the device is in service.
 func (d DeviceInfo) Active() bool { return d.DeactivatedAt.IsZero() }

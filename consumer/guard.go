@@ -1,0 +1,75 @@
+package consumer
+
+import "time"
+
+// guard protects a consumer's machine from its controller: after a switch
+// the output stays at least MinOn (on) or MinOff (off), and at most
+// MaxPerHour switchings happen in any hour. Times are on the plant's
+// clock. The zero guard allows everything; a consumer starts with no
+// switch in its history (what it was before plantd started is unknown,
+// and its own controller protects it while plantd is away).
+type guard struct {
+	minOn, minOff time.Duration
+	maxPerHour    int
+	// last is the time of the last switch (zero: none yet); ring holds
+	// the times of the last maxPerHour switches, oldest at next.
+	last time.Time
+	ring []time.Time
+	next int
+}
+
+func newGuard(minOn, minOff time.Duration, maxPerHour int) guard {
+	g := guard{minOn: minOn, minOff: minOff, maxPerHour: maxPerHour}
+	if maxPerHour > 0 {
+		g.ring = make([]time.Time, maxPerHour)
+	}
+	return g
+}
+
+// Reasons a guard holds an output, as ConsumerStatus.Reason codes.
+const (
+	ReasonMinOnTime   = "MinOnTime"
+	ReasonMinOffTime  = "MinOffTime"
+	ReasonMaxSwitches = "MaxSwitches"
+)
+
+// allows reports whether the output, now on (or off), may switch at now;
+// when not, it says which rule holds it.
+func (g *guard) allows(on bool, now time.Time) (bool, string) {
+	if !g.last.IsZero() {
+		if on && now.Sub(g.last) < g.minOn {
+			return false, ReasonMinOnTime
+		}
+		if !on && now.Sub(g.last) < g.minOff {
+			return false, ReasonMinOffTime
+		}
+	}
+	if g.maxPerHour > 0 {
+		// The oldest of the last maxPerHour switches: one more is allowed
+		// when it lies an hour back.
+		if oldest := g.ring[g.next]; !oldest.IsZero() && now.Sub(oldest) < time.Hour {
+			return false, ReasonMaxSwitches
+		}
+	}
+	return true, ""
+}
+
+// switched records a switch at now.
+func (g *guard) switched(now time.Time) {
+	g.last = now
+	if g.maxPerHour > 0 {
+		g.ring[g.next] = now
+		g.next = (g.next + 1) % len(g.ring)
+	}
+}
+
+// lastHour counts the switchings of the last hour before now.
+func (g *guard) lastHour(now time.Time) int {
+	n := 0
+	for _, t := range g.ring {
+		if !t.IsZero() && now.Sub(t) < time.Hour {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,722 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"plantd/internal/backoff"
+	"plantd/plant"
+)
+
+// Spec is one consumer as the manager runs it; cmd/plantd builds it from
+// the config.
+type Spec struct {
+	ID, PlantID, Name string
+	// DriverName is the config's driver word (relay, sgready, shelly).
+	DriverName string
+	Driver     Driver
+	// SGReady: the driver switches an SG-Ready pair (Output.SGReady).
+	SGReady bool
+	RatedW  float64
+	// Meter is the id of a meter device measuring this consumer alone
+	// (its live activePower and gridConsumptionTotal are the consumer's
+	// power and energy); "" = none.
+	Meter string
+	// Mode is the configured start mode; a mode kept in Deps.Marks wins.
+	Mode               plant.ConsumerMode
+	Priority           int
+	MinOn, MinOff      time.Duration
+	MaxSwitchesPerHour int
+	// OnW and OffW are the surplus thresholds (on at OnW, off below OffW).
+	OnW, OffW float64
+	MustRun   []MustRun
+	// Interval between polls (wall clock) and Timeout of each.
+	Interval, Timeout time.Duration
+	// Location is the plant's time zone (today's energy, must-run rules).
+	Location *time.Location
+}
+
+// MustRun is a parsed must-run rule (config.MustRun): At runs the
+// consumer For from each of its times; By has it run For in total between
+// two of its times.
+type MustRun struct {
+	At, By cron.Schedule
+	For    time.Duration
+}
+
+// Deps are the manager's links to the daemon.
+type Deps struct {
+	// Sink takes every poll's sample (the daemon hands it to the live
+	// state and the store). Required.
+	Sink func(plant.Sample)
+	// Live reads a consumer's meter (plant.Live.Value). Required when a
+	// consumer has a Meter.
+	Live interface {
+		Value(id string, c plant.Channel) (float64, time.Time, bool)
+	}
+	// Log records a consumer's switchings and faults in the device log.
+	Log func(plant.LogEntry)
+	// Marks keeps modes set over the API and estimated energy counters
+	// across restarts (the store's marks); nil keeps them in memory.
+	Marks Marks
+	// Now is the plant's clock (the demo's simulated one): guards,
+	// must-run windows, energy. Nil = time.Now. Polls and watchdog
+	// renewals always run on the wall clock.
+	Now func() time.Time
+}
+
+// Marks is a small durable key/value store of int64 (store.Store).
+type Marks interface {
+	Mark(ctx context.Context, key string) (int64, bool, error)
+	SetMark(ctx context.Context, key string, value int64) error
+}
+
+// Manager runs the consumers: a loop per consumer that polls and switches
+// it, the surplus decision grid control calls each cycle (Absorb), and
+// the modes the API sets.
+type Manager struct {
+	deps Deps
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	cons    []*cons            // priority order, then config order
+	byID    map[string]*cons   //
+	byPlant map[string][]*cons // priority order
+	slots   []slot             // the decision's buffer, reused
+	probed  map[string]time.Time
+}
+
+// probePeriod is how long after a switch on that only curtailed PV
+// carried the next such switch on waits: the inverters' output and the
+// meter must show whether the power was really there.
+const probePeriod = 30 * time.Second
+
+// failBackoff spaces the polls of a consumer that does not answer.
+var failBackoff = backoff.Exp{First: time.Second, Max: 30 * time.Second, Jitter: 0.2}
+
+// cons is one consumer's state (guarded by Manager.mu, but for spec).
+type cons struct {
+	spec Spec
+	kick chan struct{} // wakes the loop to write now
+
+	mode   plant.ConsumerMode
+	g      guard
+	want   Output // what plantd commands
+	has    bool   // want was decided
+	reason string
+
+	read     Reading // last read back
+	readOK   bool
+	readAt   time.Time // plant clock
+	lastOKAt time.Time // wall clock
+	state    plant.CommState
+	fails    int
+	started  bool // the first successful read was handled
+
+	estWh  float64 // estimated lifetime energy (no meter, no power reading)
+	estAt  time.Time
+	estKey string
+
+	day      string // plant-local date of dayWh
+	dayWh    float64
+	dayOK    bool
+	energyWh float64 // the counter of the last reading
+	energyOK bool
+
+	byRan []time.Duration // per By rule: on-time in its current period
+	byEnd []time.Time     // per By rule: the period's deadline
+
+	lastSet time.Time // wall clock of the last write (watchdog renewal)
+}
+
+// New builds a manager for the given consumers. It loads the kept modes
+// and estimated counters; it starts nothing.
+func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Manager, error) {
+	if deps.Sink == nil {
+		return nil, errors.New("consumer: a sink is required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	for _, s := range specs {
+		if s.Driver == nil {
+			return nil, fmt.Errorf("consumer %s: no driver", s.ID)
+		}
+		if s.Meter != "" && deps.Live == nil {
+			return nil, fmt.Errorf("consumer %s: a meter needs the live state", s.ID)
+		}
+		if _, dup := m.byID[s.ID]; dup {
+			return nil, fmt.Errorf("consumer %s listed twice", s.ID)
+		}
+		if s.Interval <= 0 {
+			s.Interval = 5 * time.Second
+		}
+		if s.Timeout <= 0 {
+			s.Timeout = 2 * time.Second
+		}
+		if s.Location == nil {
+			s.Location = time.UTC
+		}
+		c := &cons{spec: s, kick: make(chan struct{}, 1), mode: s.Mode, reason: ReasonStarting,
+			g: newGuard(s.MinOn, s.MinOff, s.MaxSwitchesPerHour), estKey: "consumer.energyWh." + s.ID,
+			byRan: make([]time.Duration, len(s.MustRun)), byEnd: make([]time.Time, len(s.MustRun))}
+		if c.mode == "" {
+			c.mode = plant.ModeAuto
+		}
+		if deps.Marks != nil {
+			if v, ok, err := deps.Marks.Mark(ctx, modeKey(s.ID)); err != nil {
+				return nil, fmt.Errorf("consumer %s: kept mode: %w", s.ID, err)
+			} else if ok && v >= 0 && int(v) < len(modes) {
+				c.mode = modes[v]
+			}
+			if v, ok, err := deps.Marks.Mark(ctx, c.estKey); err != nil {
+				return nil, fmt.Errorf("consumer %s: kept energy: %w", s.ID, err)
+			} else if ok {
+				c.estWh = float64(v)
+			}
+		}
+		m.cons = append(m.cons, c)
+		m.byID[s.ID] = c
+	}
+	slices.SortStableFunc(m.cons, func(a, b *cons) int { return cmp.Compare(a.spec.Priority, b.spec.Priority) })
+	for _, c := range m.cons {
+		m.byPlant[c.spec.PlantID] = append(m.byPlant[c.spec.PlantID], c)
+	}
+	m.slots = make([]slot, 0, len(m.cons))
+	return m, nil
+}
+
+// modes indexes the modes kept in marks.
+var modes = []plant.ConsumerMode{plant.ModeAuto, plant.ModeOn, plant.ModeOff}
+
+func modeKey(id string) string { return "consumer.mode." + id }
+
+// Run polls and switches every consumer until ctx ends. It leaves the
+// outputs as they are: a device's watchdog brings them to their safe
+// state if plantd does not come back in time (a quick restart does not
+// switch a compressor off and on). The estimated counters are kept.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, c := range m.cons {
+		wg.Go(func() { m.loop(ctx, c) })
+	}
+	wg.Wait()
+	m.keepEnergy(context.WithoutCancel(ctx))
+	for _, c := range m.cons {
+		if err := c.spec.Driver.Close(); err != nil {
+			m.log.Warn("consumer: close", "device", c.spec.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// loop is one consumer's poll-and-switch loop.
+func (m *Manager) loop(ctx context.Context, c *cons) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.kick:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+		}
+		m.poll(ctx, c)
+		m.write(ctx, c)
+		m.mu.Lock()
+		wait := c.spec.Interval
+		if c.fails > 0 {
+			wait = min(wait, failBackoff.Wait(c.fails, rand.Float64()))
+		}
+		m.mu.Unlock()
+		t.Reset(wait)
+	}
+}
+
+// poll reads the consumer and hands its sample on.
+func (m *Manager) poll(ctx context.Context, c *cons) {
+	began := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
+	r, err := c.spec.Driver.Read(rctx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	now := m.now()
+	s := plant.Sample{Device: c.spec.ID, Time: time.Now().UTC(), Duration: time.Since(began)}
+	m.mu.Lock()
+	if err != nil {
+		c.fails++
+		s.Err = fmt.Errorf("consumer %s: %w", c.spec.ID, err)
+		s.State = plant.StateOffline
+		if !c.lastOKAt.IsZero() && time.Since(c.lastOKAt) < 3*c.spec.Interval {
+			s.State = plant.StateStale
+		}
+		c.state = s.State
+		if s.State == plant.StateOffline {
+			c.readOK = false
+			c.reason = ReasonOffline
+		}
+		m.mu.Unlock()
+		m.deps.Sink(s)
+		return
+	}
+	first := !c.started
+	c.started = true
+	c.fails, c.state, c.lastOKAt = 0, plant.StateOnline, time.Now()
+	m.account(c, now)
+	c.read, c.readOK, c.readAt = r, true, now
+	s.State = plant.StateOnline
+	s.Consumer = m.readingLocked(c, r, now)
+	if first {
+		m.startLocked(c, r, now)
+	}
+	m.mu.Unlock()
+	m.deps.Sink(s)
+}
+
+// readingLocked turns a driver's reading into the domain's: the power and
+// energy from the consumer's meter, else from the device, else estimated
+// from the rated power while on.
+func (m *Manager) readingLocked(c *cons, r Reading, now time.Time) *plant.ConsumerReading {
+	out := &plant.ConsumerReading{Switch: plant.SwitchedOff, SGReady: r.Output.SGReady}
+	if r.Output.On {
+		out.Switch = plant.SwitchedOn
+	}
+	switch {
+	case c.spec.Meter != "":
+		if w, _, ok := m.deps.Live.Value(c.spec.Meter, plant.ActivePower); ok {
+			out.PowerW, out.HasPower = math.Max(0, w), true
+		}
+		if wh, _, ok := m.deps.Live.Value(c.spec.Meter, plant.GridConsumptionTotal); ok {
+			out.EnergyWh, out.HasEnergy = wh, true
+		}
+	case r.HasPower || r.HasEnergy:
+		out.PowerW, out.HasPower = math.Max(0, r.PowerW), r.HasPower
+		out.EnergyWh, out.HasEnergy = r.EnergyWh, r.HasEnergy
+	default:
+		out.PowerW, out.HasPower, out.Estimated = 0, true, true
+		if r.Output.On {
+			out.PowerW = c.spec.RatedW
+		}
+		out.EnergyWh, out.HasEnergy = math.Round(c.estWh), true
+	}
+	if out.HasEnergy {
+		c.energyWh, c.energyOK = out.EnergyWh, true
+		if d := now.In(c.spec.Location).Format(time.DateOnly); d != c.day || !c.dayOK {
+			c.day, c.dayWh, c.dayOK = d, out.EnergyWh, true
+		}
+	}
+	return out
+}
+
+// account integrates the estimated energy and the must-run on-time from
+// the last reading to now (plant clock).
+func (m *Manager) account(c *cons, now time.Time) {
+	if c.readOK && now.After(c.readAt) {
+		dt := now.Sub(c.readAt)
+		if c.read.Output.On {
+			c.estWh += c.spec.RatedW * dt.Hours()
+			for i := range c.byRan {
+				c.byRan[i] += dt
+			}
+		}
+	}
+	for i, r := range c.spec.MustRun {
+		if r.By == nil {
+			continue
+		}
+		if c.byEnd[i].IsZero() || !now.Before(c.byEnd[i]) {
+			c.byEnd[i], c.byRan[i] = r.By.Next(now), 0
+		}
+	}
+}
+
+// startLocked handles a consumer's first reading: plantd takes the output
+// as it finds it, but an SG-Ready pair found locked or forced was not set
+// so by plantd: it is logged (contacts swapped, or another controller) and
+// set to normal by the next decision unless a rule wants otherwise.
+func (m *Manager) startLocked(c *cons, r Reading, now time.Time) {
+	if !c.has {
+		c.want, c.has = r.Output, true
+	}
+	if c.spec.SGReady && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
+		m.logf(c, now, plant.LevelWarning, "SGReadyUnexpectedState",
+			"%s: SG-Ready state %d (%s) read at start, which plantd did not set; if the heat pump shows another state, contacts A and B (coils) may be swapped; plantd sets normal (2)",
+			c.spec.ID, r.Output.SGReady, sgWords[r.Output.SGReady])
+		c.want = Output{SGReady: SGNormal}
+	}
+}
+
+var sgWords = [...]string{"", "locked", "normal", "recommended", "forced"}
+
+// write puts the commanded output on the device when it differs from
+// what was read back, and renews it within the watchdog time while it is
+// not the safe state.
+func (m *Manager) write(ctx context.Context, c *cons) {
+	m.mu.Lock()
+	if !c.has || !c.readOK {
+		m.mu.Unlock()
+		return
+	}
+	want, read := c.want, c.read.Output
+	renew := false
+	if wd := c.spec.Driver.Watchdog(); wd > 0 && !safe(want, c.spec.SGReady) {
+		renew = time.Since(c.lastSet) >= wd/3
+	}
+	m.mu.Unlock()
+	if want == read && !renew {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
+	err := c.spec.Driver.Set(wctx, want)
+	cancel()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			m.logf(c, m.now(), plant.LevelError, "ConsumerSwitchFailed", "%s: switching to %s failed: %v", c.spec.ID, describe(want, c.spec.SGReady), err)
+		}
+		return
+	}
+	c.lastSet = time.Now()
+	if want != read {
+		c.read.Output = want // read back at the next poll
+	}
+}
+
+// safe reports whether out is the state a watchdog falls to.
+func safe(out Output, sg bool) bool {
+	if sg {
+		return out.SGReady == SGNormal
+	}
+	return !out.On
+}
+
+func describe(out Output, sg bool) string {
+	if sg {
+		if out.SGReady > 0 && out.SGReady < len(sgWords) {
+			return fmt.Sprintf("SG-Ready %d (%s)", out.SGReady, sgWords[out.SGReady])
+		}
+		return "SG-Ready " + strconv.Itoa(out.SGReady)
+	}
+	if out.On {
+		return "on"
+	}
+	return "off"
+}
+
+// Absorb is grid control's call once per control cycle of a plant: it
+// decides every consumer of the plant (must-run windows, modes, the
+// surplus in priority order, the guards) and wakes the loops of those
+// whose output changes, which write at once.
+func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := m.byPlant[plantID]
+	if len(list) == 0 {
+		return
+	}
+	now := s.Time
+	if now.IsZero() {
+		now = m.now()
+	}
+	slots := m.slots[:0]
+	for _, c := range list {
+		slots = append(slots, m.slotLocked(c, now))
+	}
+	probe := now.Sub(m.probed[plantID]) >= probePeriod
+	export := -s.GridW
+	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
+		m.probed[plantID] = now
+	}
+	for i, c := range list {
+		m.applyLocked(c, &slots[i], now)
+	}
+	m.slots = slots[:0]
+}
+
+// decideLocked is decide; a method so that tests and benchmarks share the
+// manager's buffer.
+func (m *Manager) decideLocked(slots []slot, exportW, curtailedW float64, gridOK, probe bool) bool {
+	return decide(slots, exportW, curtailedW, gridOK, probe)
+}
+
+// slotLocked fills a consumer's slot for a decision at now; a consumer
+// that is not Auto (manual, must-run, offline) gets its outcome here.
+func (m *Manager) slotLocked(c *cons, now time.Time) slot {
+	on := c.has && onOf(c.want, c.spec.SGReady)
+	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on}
+	if c.readOK && c.spec.Meter == "" && (c.read.HasPower) {
+		s.drawW = c.read.PowerW
+	} else if w, ok := m.meterW(c); ok && on {
+		s.drawW = w
+	}
+	mayToggle, why := c.g.allows(on, now)
+	s.mayOn, s.mayOff, s.whyNot = mayToggle, mayToggle, why
+	switch {
+	case !c.readOK:
+		s.reason = ReasonOffline
+		if !c.started {
+			s.reason = ReasonStarting
+		}
+	case c.mode != plant.ModeAuto:
+		s.want, s.reason = c.mode == plant.ModeOn, ReasonManual
+	case m.mustRunLocked(c, now):
+		s.want, s.reason = true, ReasonMustRun
+	default:
+		s.auto = true
+	}
+	if !s.auto && s.want != on && !mayToggle && c.readOK {
+		s.want, s.reason = on, why
+	}
+	return s
+}
+
+// meterW is the power the consumer's meter shows.
+func (m *Manager) meterW(c *cons) (float64, bool) {
+	if c.spec.Meter == "" {
+		return 0, false
+	}
+	w, _, ok := m.deps.Live.Value(c.spec.Meter, plant.ActivePower)
+	return math.Max(0, w), ok
+}
+
+func onOf(out Output, sg bool) bool {
+	if sg {
+		return out.SGReady >= SGRecommend
+	}
+	return out.On
+}
+
+// applyLocked takes a slot's outcome: a switch is recorded by the guard,
+// logged and written by the loop at once.
+func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
+	c.reason = s.reason
+	if !c.readOK {
+		return
+	}
+	want := m.outputLocked(c, s)
+	if c.has && want == c.want {
+		return
+	}
+	wasOn := c.has && onOf(c.want, c.spec.SGReady)
+	c.want, c.has = want, true
+	if onOf(want, c.spec.SGReady) != wasOn {
+		c.g.switched(now)
+	}
+	if !onOf(want, c.spec.SGReady) {
+		m.keepEnergyLocked(context.Background(), c)
+	}
+	m.logf(c, now, plant.LevelInfo, "ConsumerSwitched", "%s: %s (%s)", c.spec.ID, describe(want, c.spec.SGReady), s.reason)
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// outputLocked maps a decision onto the consumer's output. SG-Ready: Auto
+// on surplus recommends (3), On and must-run force (4), off is normal
+// operation (2): plantd never locks a heat pump (state 1 is the grid
+// operator's, through its own channel).
+func (m *Manager) outputLocked(c *cons, s *slot) Output {
+	switch s.reason {
+	case ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches:
+		if c.has {
+			return c.want // a guard holds the output as it is
+		}
+	}
+	if !c.spec.SGReady {
+		return Output{On: s.want}
+	}
+	switch {
+	case !s.want:
+		return Output{SGReady: SGNormal}
+	case s.reason == ReasonSurplus || s.auto:
+		return Output{On: true, SGReady: SGRecommend}
+	default:
+		return Output{On: true, SGReady: SGForced}
+	}
+}
+
+// mustRunLocked reports whether a must-run rule holds the consumer on now.
+func (m *Manager) mustRunLocked(c *cons, now time.Time) bool {
+	local := now.In(c.spec.Location)
+	for i, r := range c.spec.MustRun {
+		switch {
+		case r.At != nil:
+			// The first start after now-For that is not after now lies in
+			// its window.
+			if !r.At.Next(local.Add(-r.For)).After(local) {
+				return true
+			}
+		case r.By != nil:
+			if c.byEnd[i].IsZero() {
+				continue
+			}
+			left := r.For - c.byRan[i]
+			if left > 0 && !c.byEnd[i].Add(-left).After(now) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nextMustRunLocked is the start of the next must-run window after now.
+func (m *Manager) nextMustRunLocked(c *cons, now time.Time) (time.Time, bool) {
+	local := now.In(c.spec.Location)
+	var next time.Time
+	for i, r := range c.spec.MustRun {
+		var t time.Time
+		switch {
+		case r.At != nil:
+			t = r.At.Next(local)
+		case r.By != nil && !c.byEnd[i].IsZero():
+			left := r.For - c.byRan[i]
+			if left <= 0 {
+				t = r.By.Next(c.byEnd[i]).Add(-r.For) // done: the next period's latest start
+			} else {
+				t = c.byEnd[i].Add(-left)
+			}
+		}
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// SetMode sets a consumer's mode (by names who, for the log), keeps it
+// and applies it at once, within the guard.
+func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.ConsumerMode, by string) (plant.ConsumerStatus, error) {
+	mode, ok := plant.ParseConsumerMode(string(mode))
+	if !ok {
+		return plant.ConsumerStatus{}, fmt.Errorf("consumer mode %q: want Auto, On or Off", mode)
+	}
+	m.mu.Lock()
+	c := m.byID[deviceID]
+	if c == nil {
+		m.mu.Unlock()
+		return plant.ConsumerStatus{}, fmt.Errorf("consumer %q: %w", deviceID, plant.ErrUnknownDevice)
+	}
+	prev := c.mode
+	c.mode = mode
+	m.mu.Unlock()
+	if m.deps.Marks != nil {
+		if err := m.deps.Marks.SetMark(ctx, modeKey(deviceID), int64(slices.Index(modes, mode))); err != nil {
+			m.mu.Lock()
+			c.mode = prev
+			m.mu.Unlock()
+			return plant.ConsumerStatus{}, fmt.Errorf("consumer %s: keep mode: %w", deviceID, err)
+		}
+	}
+	m.mu.Lock()
+	now := m.now()
+	if prev != mode {
+		m.logf(c, now, plant.LevelInfo, "ConsumerModeSet", "%s: mode %s (was %s), set by %s", deviceID, mode, prev, by)
+	}
+	if c.spec.PlantID != "" && mode != plant.ModeAuto {
+		// A manual mode needs no surplus: decide this consumer now.
+		s := m.slotLocked(c, now)
+		m.applyLocked(c, &s, now)
+	}
+	st := m.statusLocked(c, now)
+	m.mu.Unlock()
+	return st, nil
+}
+
+// Consumers returns the status of every consumer, in priority order.
+func (m *Manager) Consumers() []plant.ConsumerStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	out := make([]plant.ConsumerStatus, 0, len(m.cons))
+	for _, c := range m.cons {
+		out = append(out, m.statusLocked(c, now))
+	}
+	return out
+}
+
+func (m *Manager) statusLocked(c *cons, now time.Time) plant.ConsumerStatus {
+	s := c.spec
+	st := plant.ConsumerStatus{DeviceID: s.ID, PlantID: s.PlantID, Name: s.Name, Driver: s.DriverName, Mode: c.mode,
+		Priority: s.Priority, RatedPowerW: s.RatedW, Reason: c.reason, MaxSwitchesPerHour: s.MaxSwitchesPerHour,
+		SwitchesLastHour: c.g.lastHour(now), MinOnTimeS: s.MinOn.Seconds(), MinOffTimeS: s.MinOff.Seconds()}
+	if c.readOK {
+		r := m.readingLocked(c, c.read, now)
+		st.SwitchingState, st.SGReady, st.Estimated = r.Switch, r.SGReady, r.Estimated
+		if r.HasPower {
+			st.ConsumptionW = &r.PowerW
+		}
+	}
+	if c.energyOK && c.dayOK && c.day == now.In(s.Location).Format(time.DateOnly) {
+		wh := math.Max(0, c.energyWh-c.dayWh)
+		st.EnergyTodayWh = &wh
+	}
+	if t, ok := m.nextMustRunLocked(c, now); ok {
+		st.NextMustRun = &t
+	}
+	return st
+}
+
+// keepEnergy keeps every estimated counter.
+func (m *Manager) keepEnergy(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.cons {
+		m.keepEnergyLocked(ctx, c)
+	}
+}
+
+// keepEnergyLocked keeps a consumer's estimated counter (at every switch
+// off and at stop: a crash while on loses the estimate since the switch
+// on, never more).
+func (m *Manager) keepEnergyLocked(ctx context.Context, c *cons) {
+	if m.deps.Marks == nil || c.spec.Meter != "" || c.read.HasPower || c.estWh == 0 {
+		return
+	}
+	if err := m.deps.Marks.SetMark(ctx, c.estKey, int64(math.Round(c.estWh))); err != nil {
+		m.log.Warn("consumer: keep estimated energy", "device", c.spec.ID, "err", err)
+	}
+}
+
+func (m *Manager) logf(c *cons, now time.Time, level string, code, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	m.log.Log(context.Background(), slogLevel(level), msg, "device", c.spec.ID, "code", code)
+	if m.deps.Log != nil {
+		m.deps.Log(plant.LogEntry{Time: now.UTC(), PlantID: c.spec.PlantID, DeviceID: c.spec.ID, Level: level, Code: code, Message: msg})
+	}
+}
+
+func slogLevel(l string) slog.Level {
+	switch l {
+	case plant.LevelError:
+		return slog.LevelError
+	case plant.LevelWarning:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}

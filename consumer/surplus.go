@@ -1,0 +1,96 @@
+package consumer
+
+// The surplus decision: which Auto consumers run on the plant's surplus.
+// It is a pure function over a slice the manager keeps and refills each
+// cycle, so a decision allocates nothing.
+
+// Reasons a consumer's output is what it is (ConsumerStatus.Reason), beside
+// the guard's.
+const (
+	ReasonSurplus   = "Surplus"   // Auto: on, the surplus carries it
+	ReasonNoSurplus = "NoSurplus" // Auto: off, not enough surplus
+	ReasonProbing   = "Probing"   // Auto: off, waits its turn to try curtailed PV
+	ReasonNoMeter   = "NoMeter"   // Auto: off, no grid meter answers
+	ReasonMustRun   = "MustRun"   // a must-run window holds it on
+	ReasonManual    = "Manual"    // mode On or Off
+	ReasonOffline   = "Offline"   // its device does not answer
+	ReasonStarting  = "Starting"  // not read yet
+)
+
+// slot is one consumer in a decision.
+type slot struct {
+	// Inputs.
+	auto   bool    // takes part: mode Auto, no must-run window, online
+	on     bool    // commanded on now
+	drawW  float64 // its power now while on (measured, else rated)
+	ratedW float64
+	onW    float64 // surplus that switches it on
+	offW   float64 // surplus below which it switches off
+	mayOn  bool    // its guard allows a switch on now (when off)
+	mayOff bool    // its guard allows a switch off now (when on)
+	whyNot string  // the guard's reason when it does not allow
+	// Outputs.
+	want   bool
+	reason string
+}
+
+// decide gives the surplus to the Auto consumers in slot order (priority
+// order). exportW is the grid export now (W, negative when importing),
+// curtailedW the PV a limit holds back (an upper bound), gridOK whether a
+// grid meter answered; probe allows one consumer to switch on that only
+// curtailed PV would carry (the manager allows one per probe period:
+// whether the inverters really have that power shows once it runs).
+//
+// The surplus a consumer sees is the export as if every Auto consumer
+// were off, less what the consumers before it take. It switches on when
+// that reaches its onW, and off when it falls below its offW (its own draw
+// is in it, so a running consumer does not switch itself off). It
+// reports whether a switch on used the probe.
+func decide(slots []slot, exportW, curtailedW float64, gridOK, probe bool) (probed bool) {
+	for i := range slots {
+		s := &slots[i]
+		if s.auto && s.on {
+			exportW += s.drawW
+		}
+	}
+	budget := exportW + curtailedW
+	for i := range slots {
+		s := &slots[i]
+		if !s.auto {
+			continue
+		}
+		thr := s.onW
+		if s.on {
+			thr = s.offW
+		}
+		want, reason, usesProbe := budget >= thr, ReasonSurplus, false
+		switch {
+		case !gridOK:
+			want, reason = false, ReasonNoMeter
+		case !want:
+			reason = ReasonNoSurplus
+		case !s.on && exportW < thr:
+			// Only curtailed PV would carry it: one at a time.
+			if !probe || probed {
+				want, reason = false, ReasonProbing
+			} else {
+				usesProbe = true
+			}
+		}
+		switch {
+		case want && !s.on && !s.mayOn, !want && s.on && !s.mayOff:
+			want, reason = s.on, s.whyNot
+		}
+		s.want, s.reason = want, reason
+		probed = probed || want && usesProbe
+		if want {
+			need := s.ratedW
+			if s.on {
+				need = s.drawW
+			}
+			budget -= need
+			exportW -= need
+		}
+	}
+	return probed
+}

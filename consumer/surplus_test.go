@@ -1,0 +1,117 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+)
+
+// auto is an Auto consumer of rated power w, off, whose guard allows.
+func auto(w float64) slot {
+	return slot{auto: true, ratedW: w, drawW: w, onW: w, offW: 0.9 * w, mayOn: true, mayOff: true}
+}
+
+func running(s slot) slot { s.on = true; return s }
+
+func TestDecide(t *testing.T) {
+	held := func(s slot, why string) slot { s.mayOn, s.mayOff, s.whyNot = false, false, why; return s }
+	tests := []struct {
+		name              string
+		slots             []slot
+		export, curtailed float64
+		gridOK, probe     bool
+		want              []bool
+		reasons           []string
+		probed            bool
+	}{
+		{"surplus switches on in priority order", []slot{auto(3000), auto(2000), auto(1000)}, 4500, 0, true, true,
+			[]bool{true, false, true}, []string{ReasonSurplus, ReasonNoSurplus, ReasonSurplus}, false},
+		{"no surplus", []slot{auto(1000)}, 500, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
+		{"importing", []slot{auto(1000)}, -200, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
+		// A running 3 kW heater with 200 W export sees 3200 W: it stays on.
+		{"own draw counts", []slot{running(auto(3000))}, 200, 0, true, true, []bool{true}, []string{ReasonSurplus}, false},
+		// 3 kW running, importing 400 W: it sees 2600 W, below 2700: off.
+		{"hysteresis off", []slot{running(auto(3000))}, -400, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
+		// ... importing 250 W: 2750 W ≥ 2700: stays on.
+		{"hysteresis holds", []slot{running(auto(3000))}, -250, 0, true, true, []bool{true}, []string{ReasonSurplus}, false},
+		{"min on time holds", []slot{held(running(auto(3000)), ReasonMinOnTime)}, -2000, 0, true, true,
+			[]bool{true}, []string{ReasonMinOnTime}, false},
+		{"min off time holds", []slot{held(auto(1000), ReasonMinOffTime)}, 5000, 0, true, true,
+			[]bool{false}, []string{ReasonMinOffTime}, false},
+		// A higher-priority consumer that stays on by its guard still
+		// takes its share.
+		{"held consumer takes its share", []slot{held(running(auto(3000)), ReasonMinOnTime), auto(1000)}, -500, 0, true, true,
+			[]bool{true, false}, []string{ReasonMinOnTime, ReasonNoSurplus}, false},
+		{"no meter switches off", []slot{running(auto(1000))}, 5000, 0, false, true, []bool{false}, []string{ReasonNoMeter}, false},
+		{"curtailed PV, one probe", []slot{auto(3000), auto(2000)}, 0, 10000, true, true,
+			[]bool{true, false}, []string{ReasonSurplus, ReasonProbing}, true},
+		{"curtailed PV, probe used", []slot{auto(3000)}, 0, 10000, true, false, []bool{false}, []string{ReasonProbing}, false},
+		// Export carries the first; curtailment the second (probe).
+		{"export then probe", []slot{auto(1000), auto(2000)}, 1200, 5000, true, true,
+			[]bool{true, true}, []string{ReasonSurplus, ReasonSurplus}, true},
+		{"manual slots are skipped", []slot{{want: true, reason: ReasonManual}, auto(1000)}, 1500, 0, true, true,
+			[]bool{true, true}, []string{ReasonManual, ReasonSurplus}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			probed := decide(tt.slots, tt.export, tt.curtailed, tt.gridOK, tt.probe)
+			for i, s := range tt.slots {
+				if s.want != tt.want[i] || s.reason != tt.reasons[i] {
+					t.Errorf("slot %d: want=%v reason=%s, expected %v %s", i, s.want, s.reason, tt.want[i], tt.reasons[i])
+				}
+			}
+			if probed != tt.probed {
+				t.Errorf("probed = %v, want %v", probed, tt.probed)
+			}
+		})
+	}
+}
+
+func TestGuard(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	g := newGuard(10*time.Minute, 5*time.Minute, 3)
+	if ok, _ := g.allows(false, t0); !ok {
+		t.Fatal("a fresh guard holds")
+	}
+	steps := []struct {
+		at      time.Duration
+		on      bool // the output before the switch asked
+		ok      bool
+		why     string
+		switch_ bool
+	}{
+		{0, false, true, "", true},                             // on at 0
+		{9 * time.Minute, true, false, ReasonMinOnTime, false}, // min on 10m
+		{10 * time.Minute, true, true, "", true},               // off at 10m
+		{14 * time.Minute, false, false, ReasonMinOffTime, false},
+		{15 * time.Minute, false, true, "", true}, // on at 15m: 3 in the hour
+		{30 * time.Minute, true, false, ReasonMaxSwitches, false},
+		{60 * time.Minute, true, true, "", true}, // the first left the hour
+	}
+	for _, s := range steps {
+		now := t0.Add(s.at)
+		ok, why := g.allows(s.on, now)
+		if ok != s.ok || why != s.why {
+			t.Fatalf("at %v: allows = %v %q, want %v %q", s.at, ok, why, s.ok, s.why)
+		}
+		if s.switch_ {
+			g.switched(now)
+		}
+	}
+	if n := g.lastHour(t0.Add(61 * time.Minute)); n != 3 {
+		t.Errorf("switches in the last hour = %d, want 3", n)
+	}
+}
+
+// BenchmarkDecide50: the surplus decision for 50 consumers (target < 1 ms
+// per cycle, no allocation).
+func BenchmarkDecide50(b *testing.B) {
+	slots := make([]slot, 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range slots {
+			slots[i] = auto(float64(500 + 50*i))
+			slots[i].on = i%3 == 0
+		}
+		decide(slots, 12000, 3000, true, true)
+	}
+}
