@@ -221,6 +221,33 @@ func (c Channel) Indexed() bool { return c.def().Indexed }
 // Counter reports whether the channel is a lifetime energy counter (Wh).
 func (c Channel) Counter() bool { return c.def().Counter }
 
+// EnergyField reports whether c is a power field of an EnergyAndPower*
+// set (pvGeneration, gridFeedIn, gridConsumption, batteryCharging,
+// batteryDischarging, consumption): a period's value of it is an energy,
+// from its lifetime counter (EnergyCounter) or its power integrated.
+func (c Channel) EnergyField() bool {
+	d := c.def()
+	switch d.Set {
+	case SetEnergyAndPowerPv, SetEnergyAndPowerInOut, SetEnergyAndPowerConsumption, SetEnergyAndPowerBattery:
+		return d.Unit == UnitW && !d.Counter && !d.Indexed
+	}
+	return false
+}
+
+// EnergyCounter returns the lifetime counter of an energy field (the
+// counter channel feeding the same field), or 0 when it has none.
+func (c Channel) EnergyCounter() Channel {
+	if !c.EnergyField() {
+		return 0
+	}
+	for k := Channel(1); k < numChannels; k++ {
+		if channelDefs[k].Counter && channelDefs[k].Field == channelDefs[c].Name {
+			return k
+		}
+	}
+	return 0
+}
+
 // Channels returns every channel in API order.
 func Channels() []Channel {
 	out := make([]Channel, 0, numChannels-1)

@@ -90,12 +90,10 @@ func quantum(u plant.Unit) float64 {
 // of 5-minute rows of a 20-device plant small.
 func keepMinMax(c plant.Channel) bool {
 	switch c {
-	case plant.ActivePower, plant.ReactivePower, plant.ApparentPower, plant.DCPowerInput,
-		plant.PVGeneration, plant.GridFeedIn, plant.GridConsumption,
-		plant.BatteryCharging, plant.BatteryDischarging:
+	case plant.ActivePower, plant.ReactivePower, plant.ApparentPower, plant.DCPowerInput:
 		return true
 	}
-	return false
+	return c.EnergyField()
 }
 
 // newSeries fills a series' derived fields from its name.

@@ -217,7 +217,9 @@
 // pvConsumptionRate = directConsumption / (directConsumption +
 // batteryDischarging + gridConsumption), batteryConsumptionRate and
 // gridConsumptionRate likewise, and totalConsumption.
-// EnergyAndPowerConsumption has no channel yet and is never supported.
+// EnergyAndPowerConsumption is a consumer's (kind consumer): consumption
+// in W from its consumption channel and, as Wh per interval, from its
+// consumptionTotal counter, like the other EnergyAndPower sets.
 //
 // PowerAc fallback (the spec's "fallback when VoltagePhaseA values are
 // missing"), per interval and only for fields the device did not measure:

@@ -113,13 +113,17 @@ type energySpec struct {
 	field, counter, power plant.Channel
 }
 
-var energySpecs = [...]energySpec{
-	{plant.PVGeneration, plant.PVGenerationTotal, plant.PVGeneration},
-	{plant.GridFeedIn, plant.GridFeedInTotal, plant.GridFeedIn},
-	{plant.GridConsumption, plant.GridConsumptionTotal, plant.GridConsumption},
-	{plant.BatteryCharging, 0, plant.BatteryCharging},
-	{plant.BatteryDischarging, 0, plant.BatteryDischarging},
-}
+// energySpecs are the energy fields of the plant's channels
+// (plant.Channel.EnergyField), each with its counter.
+var energySpecs = func() []energySpec {
+	var out []energySpec
+	for _, c := range plant.Channels() {
+		if c.EnergyField() {
+			out = append(out, energySpec{c, c.EnergyCounter(), c})
+		}
+	}
+	return out
+}()
 
 // dcSpec is the energy spec of DC input i: the dcEnergyInput counter, else
 // dcPowerInput.

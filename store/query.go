@@ -385,16 +385,6 @@ func mixValues(v map[string]float64, b *balRow, hours float64, wh bool) {
 	v["gridConsumptionRate"] = grid / sum
 }
 
-// energyField reports whether a channel's set value is its energy (W
-// mean or Wh from the interval's energy) rather than its sample mean.
-func energyField(c plant.Channel) bool {
-	switch c {
-	case plant.PVGeneration, plant.GridFeedIn, plant.GridConsumption, plant.BatteryCharging, plant.BatteryDischarging:
-		return true
-	}
-	return false
-}
-
 // deviceValues fills a device set's fields: the energy fields of the
 // EnergyAndPower* sets from energies, EnergyDc's dcEnergyInput in Wh, and
 // every other channel of the set (Channel.Set) as its sample mean; inputs
@@ -414,7 +404,7 @@ func deviceValues(r *plant.SetRow, set plant.SetType, ch []chAgg, hours float64,
 				inputs = append(inputs, input{c.Field(), e.k.idx, a.e}) // Wh in every period
 			}
 		case c.Set() != set || c.Counter():
-		case energyField(c):
+		case c.EnergyField():
 			if a.hasE {
 				r.Values[c.Field()] = energyValue(a.e, hours, wh)
 			}
