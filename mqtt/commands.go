@@ -30,10 +30,14 @@ type scheduleRequest struct {
 }
 
 // cmdRequest is the payload of down/cmd.
+// cmdNames lists the commands of down/cmd, for the refusal of another.
+const cmdNames = "eligibilityCheck, eligibleCommands, schedules, consumers, consumerMode"
+
 type cmdRequest struct {
 	RequestID string          `json:"requestId"`
 	Command   string          `json:"command"`
 	PlantID   string          `json:"plantId,omitempty"`
+	DeviceID  string          `json:"deviceId,omitempty"`
 	Body      json.RawMessage `json:"body,omitempty"`
 }
 
@@ -212,8 +216,20 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 				return
 			}
 			ack.Status, ack.Body, _ = u.do(ctx, http.MethodGet, "/gridcontrol/v1/plants/"+url.PathEscape(req.PlantID)+"/schedules", req.RequestID, nil)
+		case "consumers":
+			target := "/gateway/v1/consumers"
+			if req.PlantID != "" {
+				target += "?plantId=" + url.QueryEscape(req.PlantID)
+			}
+			ack.Status, ack.Body, _ = u.do(ctx, http.MethodGet, target, req.RequestID, nil)
+		case "consumerMode":
+			if req.DeviceID == "" || req.Body == nil {
+				fail(http.StatusBadRequest, "bad-body", `command consumerMode needs a deviceId and a body {"mode": "Auto"|"On"|"Off"}`)
+				return
+			}
+			ack.Status, ack.Body, _ = u.do(ctx, http.MethodPut, "/gateway/v1/consumers/"+url.PathEscape(req.DeviceID)+"/mode", req.RequestID, req.Body)
 		default:
-			fail(http.StatusBadRequest, "bad-body", fmt.Sprintf("unknown command %q (eligibilityCheck, eligibleCommands, schedules)", req.Command))
+			fail(http.StatusBadRequest, "bad-body", fmt.Sprintf("unknown command %q (%s)", req.Command, cmdNames))
 			return
 		}
 		u.sendAcks(ctx, nil, ack)

@@ -119,6 +119,16 @@ func deviceItem(d plant.DeviceLive) map[string]any {
 		}
 		out[name] = r.Value
 	}
+	if c := d.Consumer; c != nil {
+		// A consumer's output as the live device lists show it.
+		out["switchingState"] = c.Switch
+		if c.SGReady > 0 {
+			out["sgReadyState"] = c.SGReady
+		}
+		if c.Estimated {
+			out["consumptionEstimated"] = true
+		}
+	}
 	return out
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
+	"plantd/consumer"
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
@@ -27,6 +28,7 @@ import (
 	"plantd/modbus"
 	"plantd/mqtt"
 	"plantd/plant"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -41,6 +43,7 @@ type daemon struct {
 	live   *plant.Live
 	store  *store.Store
 	grid   *gridcontrol.Controller
+	homes  *consumer.Manager // nil without consumers
 	api    *httpapi.Server
 	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
@@ -142,6 +145,16 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		d.store.Close()
 		return nil, err
 	}
+	d.homes, err = d.newConsumers(ctx, cfg)
+	if err != nil {
+		d.pool.Close()
+		d.store.Close()
+		return nil, err
+	}
+	var absorber gridcontrol.Absorber
+	if d.homes != nil {
+		absorber = d.homes
+	}
 	d.grid, err = gridcontrol.New(gridcontrol.Config{
 		RevertTimeout:    cfg.GridControl.ReversionTimeout,
 		RampPctPerSecond: cfg.GridControl.RampRatePercentPerSecond,
@@ -149,7 +162,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		DefaultLimitPct:  cfg.GridControl.Defaults.PowerLimitPercent,
 		// The demo's schedule times are simulated plant times, as the
 		// page and the API show them.
-		Clock: gridClock,
+		Clock:    gridClock,
+		Absorber: absorber,
 	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
 	if err != nil {
 		d.pool.Close()
@@ -309,6 +323,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	component(d.poller.Run)
 	component(d.grid.Run)
+	if d.homes != nil {
+		component(d.homes.Run)
+	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's
@@ -362,11 +379,12 @@ func plantsOf(cfg *config.Config) ([]plant.Plant, error) {
 // stays the same across restarts; enabling the device clears it.
 func (d *daemon) devicesOf(ctx context.Context, cfg *config.Config) ([]plant.DeviceInfo, error) {
 	var infos []plant.DeviceInfo
+	measures := consumerMeters(cfg)
 	for _, dc := range cfg.Devices {
 		if dc.Kind != "" && !dc.Kind.Polled() {
 			return nil, fmt.Errorf("device %s: %q is not the kind of a polled device", dc.ID, dc.Kind)
 		}
-		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, Kind: dc.Kind}
+		info := plant.DeviceInfo{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, Kind: dc.Kind, Measures: measures[dc.ID]}
 		if dc.Enabled {
 			d.reactivate(ctx, dc.ID)
 		} else {
@@ -414,8 +432,8 @@ func (d *daemon) reactivate(ctx context.Context, id string) {
 func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 	var out []poller.DeviceConfig
 	for _, d := range cfg.Devices {
-		if !d.Enabled {
-			continue
+		if !d.Enabled || d.Kind == kind.Consumer {
+			continue // consumers are polled by the home energy manager
 		}
 		pc := poller.DeviceConfig{
 			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind,
@@ -505,6 +523,7 @@ func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
 // running config does not have are refused: plants need a restart.
 func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 	ctx := context.Background()
+	consumersChanged(d.cfg, next, d.log)
 	running, err := d.devicesOf(ctx, d.cfg)
 	if err != nil {
 		return poller.Changes{}, err
