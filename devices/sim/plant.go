@@ -301,6 +301,9 @@ func (p *Plant) advanceLocked(target time.Time) {
 				end = ev
 			}
 		}
+		if ev := p.nextLoadEvent(p.t); !ev.IsZero() && ev.Before(end) {
+			end = ev
+		}
 		dt := end.Sub(p.t)
 		p.flowsLocked(p.t.Add(dt / 2))
 		h := dt.Hours()
