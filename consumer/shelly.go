@@ -209,6 +209,9 @@ func (s *Shelly) call(ctx context.Context, method string, params, res any) error
 	if len(data) > shellyMaxAnswer {
 		return s.bad(method, fmt.Sprintf("answer longer than %d bytes: %s", shellyMaxAnswer, shellyQuote(data)))
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return s.bad(method, fmt.Sprintf("HTTP %s (the device has authentication enabled; digest authentication is not supported yet): %s", resp.Status, shellyQuote(data)))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return s.bad(method, fmt.Sprintf("HTTP %s: %s", resp.Status, shellyQuote(data)))
 	}

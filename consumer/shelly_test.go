@@ -256,7 +256,7 @@ func TestShellyAnswers(t *testing.T) {
 		{"result not an object", 200, `{"id":1,"result":[1]}`, consumer.Reading{}, "result does not decode"},
 		{"not JSON", 200, "\x00\x01ok\n", consumer.Reading{}, `not a JSON frame (invalid character `},
 		{"long answer cut", 200, long + "x", consumer.Reading{}, fmt.Sprintf(`aaaa"… (%d bytes)`, len(long)+1)},
-		{"unauthorized", 401, `{"code":401,"message":"unauthorized"}`, consumer.Reading{}, "HTTP 401 Unauthorized"},
+		{"unauthorized", 401, `{"code":401,"message":"unauthorized"}`, consumer.Reading{}, "HTTP 401 Unauthorized (the device has authentication enabled"},
 		{"huge answer", 200, `{"id":1,"result":{"output":true,"x":"` + strings.Repeat("b", 70000) + `"}}`, consumer.Reading{}, "answer longer than 65536 bytes"},
 	}
 	for _, tc := range cases {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -297,8 +298,10 @@ func TestShellyFaults(t *testing.T) {
 }
 
 // TestShellyCloseEndsHangingRequests closes the plant with a request
-// hanging: Close returns and the client sees its connection end.
+// hanging: Close returns, the client sees its connection end, and the
+// goroutine count comes back.
 func TestShellyCloseEndsHangingRequests(t *testing.T) {
+	before := runtime.NumGoroutine()
 	clk := newClock(summerNoon)
 	p, err := New(shellyConfig(clk), nil)
 	if err != nil {
@@ -332,5 +335,16 @@ func TestShellyCloseEndsHangingRequests(t *testing.T) {
 	}
 	if _, err := http.Get(s.URL() + "/rpc/Switch.GetStatus?id=0"); err == nil {
 		t.Error("the plug still answers after Close")
+	}
+	http.DefaultClient.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf[:n])
+		}
+		runtime.Gosched()
+		time.Sleep(5 * time.Millisecond)
 	}
 }
