@@ -99,6 +99,9 @@ type Config struct {
 	Listen string
 	// Devices are the simulated devices, in the order Devices returns them.
 	Devices []DeviceConfig
+	// Shellies are simulated Shelly Gen2 plugs, each with an appliance
+	// behind it whose draw adds to the plant's consumption (shelly.go).
+	Shellies []ShellyConfig
 	// TraceFile, when set, is a file every write a device receives is
 	// appended to as one JSON object per line (a TraceEntry), written
 	// through at once, so another process can follow what the simulated
@@ -247,6 +250,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	c.Devices = devs
+	if err := c.shelliesWithDefaults(); err != nil {
+		return Config{}, err
+	}
 	if net.ParseIP(c.Listen) == nil && c.Listen != "localhost" {
 		return bad("listen %q: want an IP address", c.Listen)
 	}

@@ -200,6 +200,47 @@
 // Requests for a unit nobody answers to get exception 0x0B (gateway target
 // failed to respond).
 //
+// # Shelly plugs
+//
+// Config.Shellies adds Shelly Gen2 plugs (ShellyConfig: ID, RatedW default
+// 1200 W, Port 0 = free), each the twin of a Shelly Plus Plug S with an
+// appliance behind it, served over real HTTP on a loopback port of its
+// own (Plant.Shelly(id).URL()), without authentication. They speak the
+// documented Gen2 RPC (shelly.go cites the pages): POST /rpc with a whole
+// request frame, POST /rpc/<Method> with the params as body, and GET
+// /rpc/<Method>?<params>; GET /shelly is the device info.
+//
+//	Shelly.GetDeviceInfo  id "shellyplusplugs-<mac>", mac, model
+//	                      SNPL-00112EU, gen 2, fw_id, ver, app PlugS,
+//	                      auth_en false
+//	Switch.GetStatus      id 0: source, output, apower, voltage, current,
+//	                      freq, aenergy {total Wh, by_minute mWh of the
+//	                      last three whole minutes, minute_ts},
+//	                      temperature {tC, tF}; timer_started_at and
+//	                      timer_duration while a toggle_after runs
+//	Switch.Set            id 0, on, toggle_after (s): was_on; the output
+//	                      flips back after toggle_after on the wall clock
+//	                      (Config.Now, as the device's own timer), a new
+//	                      Set replaces the timer
+//	Switch.Toggle         id 0: was_on
+//
+// Errors are error objects {code, message}: -103 for a missing or bad
+// argument, -105 for a switch id other than 0, 404 for an unknown method;
+// in a frame over POST /rpc (HTTP 200), or alone with HTTP 400, 404 or
+// 500 on /rpc/<Method>.
+//
+// While on, the appliance draws RatedW: the plant's consumption (the
+// meter, the batteries, Plant.Balance().LoadW) includes it, apower shows
+// it and aenergy.total is its integrated energy; a timer's flip ends an
+// integration step, so the energy counts it to the instant.
+// Shelly.SetFault injects a fault into every request, which is then not
+// executed:
+//
+//	ShellyFault500      HTTP 500 with a plain-text body
+//	ShellyFaultGarbage  HTTP 200 with a body that is not JSON
+//	ShellyFaultHang     no answer until the client gives up or Close
+//	ShellyFaultSlow     the normal answer after Delay (default 1 s)
+//
 // # Usage
 //
 //	p, err := sim.New(sim.DefaultConfig(), logger)
@@ -215,7 +256,8 @@
 // stands still between their reads.
 //
 // Package sim imports devices (model tables, encoding), plant/kind (the
-// device kinds) and the simonvetter server; it knows nothing of the
-// transport, the rest of the plant domain, storage or HTTP, and nothing
-// imports it but cmd/plantd and tests.
+// device kinds), the simonvetter server and net/http (the Shelly plugs'
+// servers); it knows nothing of the transport, the rest of the plant
+// domain, storage or plantd's HTTP API, and nothing imports it but
+// cmd/plantd and tests.
 package sim

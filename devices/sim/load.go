@@ -14,6 +14,11 @@ type load struct {
 	// power is the load's draw in W at t, from the state of whatever
 	// switches it; called with the plant's mu held.
 	power func(t time.Time) float64
+	// next, when set, returns the load's first switching instant after t
+	// (zero: none), e.g. a plug's toggle_after timer; the plant ends an
+	// integration step there, so the energy counts the switch exactly.
+	// Called with the plant's mu held.
+	next func(t time.Time) time.Time
 	// w is the draw at the last flowsLocked; energyWh the lifetime energy,
 	// integrated with the other counters.
 	w        float64
@@ -22,6 +27,21 @@ type load struct {
 
 // addLoadLocked registers a load; it counts from the next flowsLocked on.
 func (p *Plant) addLoadLocked(l *load) { p.loads = append(p.loads, l) }
+
+// nextLoadEvent returns the first switching instant of any load after t,
+// zero if none.
+func (p *Plant) nextLoadEvent(t time.Time) time.Time {
+	var ev time.Time
+	for _, l := range p.loads {
+		if l.next == nil {
+			continue
+		}
+		if x := l.next(t); !x.IsZero() && x.After(t) && (ev.IsZero() || x.Before(ev)) {
+			ev = x
+		}
+	}
+	return ev
+}
 
 // loadsW computes every load's draw at t and returns their sum.
 func (p *Plant) loadsW(t time.Time) float64 {

@@ -33,7 +33,8 @@ type Plant struct {
 	batteries []*Device
 	meters    []*Device
 	sensors   []*Device
-	loads     []*load // switchable consumers (load.go)
+	loads     []*load   // switchable consumers (load.go)
+	shellies  []*Shelly // simulated Shelly plugs (shelly.go)
 	eps       []*endpoint
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
@@ -132,6 +133,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		ep.devs = append(ep.devs, d)
 		p.devs = append(p.devs, d)
 	}
+	p.addShellies()
 	p.flowsLocked(p.t)
 	return p, nil
 }
@@ -193,6 +195,14 @@ func (p *Plant) Start() error {
 			return fmt.Errorf("sim: start endpoint of %s: %w", ep.devs[0].cfg.ID, err)
 		}
 	}
+	if err := p.startShellies(); err != nil {
+		for _, e := range p.eps {
+			e.close()
+		}
+		p.wg.Wait()
+		p.closeTrace()
+		return err
+	}
 	p.started = true
 	for _, d := range p.devs {
 		d.log.Info("simulated device serving", "kind", d.cfg.model(), "addr", d.Addr(), "unit", d.cfg.Unit)
@@ -213,6 +223,7 @@ func (p *Plant) Close() error {
 	for _, ep := range p.eps {
 		ep.close()
 	}
+	p.closeShellies()
 	p.wg.Wait()
 	p.closeTrace()
 	return nil
@@ -300,6 +311,9 @@ func (p *Plant) advanceLocked(target time.Time) {
 			if ev := d.inv.nextEvent(p.t); !ev.IsZero() && ev.Before(end) {
 				end = ev
 			}
+		}
+		if ev := p.nextLoadEvent(p.t); !ev.IsZero() && ev.Before(end) {
+			end = ev
 		}
 		dt := end.Sub(p.t)
 		p.flowsLocked(p.t.Add(dt / 2))
