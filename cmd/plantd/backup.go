@@ -17,13 +17,9 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("backup", "[-c FILE | --db PATH] DEST", stderr)
 	path := fs.String("c", defaultConfigPath, "config file naming the database")
 	db := fs.String("db", "", "the database to copy (instead of the config's database.path)")
-	pos, code, ok := parseArgs(fs, args)
+	dest, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
 	}
 	src := *db
 	if src == "" {
@@ -38,10 +34,10 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// the plant's history): readable by its owner only, from its first
 	// byte (SQLite creates files 0644 less the umask).
 	syscall.Umask(0o077)
-	if err := store.Backup(ctx, src, pos[0]); err != nil {
+	if err := store.Backup(ctx, src, dest); err != nil {
 		fmt.Fprintf(stderr, "plantd backup: %v\n", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "backed up %s to %s\n", src, pos[0])
+	fmt.Fprintf(stdout, "backed up %s to %s\n", src, dest)
 	return exitOK
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
 	"time"
 
 	"plantd/config"
@@ -110,4 +113,17 @@ func consumersChanged(a, b *config.Config, log *slog.Logger) bool {
 		log.Warn("the consumers changed in the config: the change takes effect at the next start (systemctl restart plantd)")
 	}
 	return changed
+}
+
+// consumerDriver makes a consumer's driver: a Shelly over HTTP, or a relay
+// module's coils through the Modbus pool (shared with the SunSpec devices
+// behind the same address).
+func consumerDriver(dc config.Device, d *daemon) (consumer.Driver, error) {
+	c := dc.Consumer
+	switch c.Driver {
+	case config.DriverShelly:
+		base := "http://" + net.JoinHostPort(dc.Host, strconv.Itoa(dc.Port))
+		return consumer.NewShelly(base, c.SwitchID, &http.Client{Timeout: dc.Timeout}, c.Watchdog)
+	}
+	return nil, fmt.Errorf("driver %q is not built yet", c.Driver)
 }

@@ -154,6 +154,21 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
+// parseOneArg parses the flags of a command that takes exactly one
+// positional argument and returns it; ok is false when the command must
+// end with code.
+func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) {
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return "", code, false
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", exitUsage, false
+	}
+	return pos[0], 0, true
+}
+
 // parseFlags parses the flags of a command that takes no positional
 // arguments; ok is false when the command must end with code.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {

@@ -113,20 +113,16 @@ func newLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 
 func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check-config", "FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0.", stderr)
-	pos, code, ok := parseArgs(fs, args)
+	file, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	cfg, err := config.Load(pos[0])
+	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], count(len(cfg.Plants), "plant"), count(len(cfg.Devices), "device"))
+	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", file, count(len(cfg.Plants), "plant"), count(len(cfg.Devices), "device"))
 	return exitOK
 }
 

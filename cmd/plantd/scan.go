@@ -82,13 +82,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON (a failure too: {\"address\", \"unit\", \"error\", \"noSunSpec\", \"hint\"})")
 	timeout := fs.Duration("timeout", 3*time.Second, "timeout of each Modbus request")
 	delay := fs.Duration("connect-delay", 0, "wait this long after connecting before the first request")
-	pos, code, ok := parseArgs(fs, args)
+	target, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
 	}
 	if *unit > 255 || !config.ValidUnit(int(*unit)) {
 		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (%s)\n", *unit, config.UnitRule)
@@ -102,7 +98,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		bases = []uint16{uint16(*base)}
 	}
-	addr, err := hostPort(pos[0], "502")
+	addr, err := hostPort(target, "502")
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd scan: %v\n", err)
 		return exitUsage
