@@ -1,0 +1,172 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"plantd/consumer"
+	"plantd/plant"
+)
+
+// samples collects a manager's samples and lets a test wait for one.
+type samples struct {
+	mu   sync.Mutex
+	got  []plant.Sample
+	note chan struct{}
+}
+
+func newSamples() *samples { return &samples{note: make(chan struct{}, 1)} }
+
+func (s *samples) sink(x plant.Sample) {
+	s.mu.Lock()
+	s.got = append(s.got, x)
+	s.mu.Unlock()
+	select {
+	case s.note <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns the first sample from now on that satisfies ok.
+func (s *samples) wait(t *testing.T, what string, ok func(plant.Sample) bool) plant.Sample {
+	t.Helper()
+	s.mu.Lock()
+	from := len(s.got)
+	s.mu.Unlock()
+	deadline := time.After(30 * time.Second) // a backstop only: each poll is a second
+	for {
+		s.mu.Lock()
+		for _, x := range s.got[from:] {
+			if ok(x) {
+				s.mu.Unlock()
+				return x
+			}
+		}
+		from = len(s.got)
+		s.mu.Unlock()
+		select {
+		case <-s.note:
+		case <-deadline:
+			t.Fatalf("no sample: %s", what)
+		}
+	}
+}
+
+func switched(st plant.SwitchingState) func(plant.Sample) bool {
+	return func(x plant.Sample) bool { return x.Consumer != nil && x.Consumer.Switch == st }
+}
+
+// marks is the store's marks in memory.
+type marks struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (k *marks) Mark(_ context.Context, key string) (int64, bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[key]
+	return v, ok, nil
+}
+
+func (k *marks) SetMark(_ context.Context, key string, v int64) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[key] = v
+	return nil
+}
+
+// TestManagerSurplusAndModes drives a manager with one Shelly plug (the
+// simulator's, over HTTP) through surplus, the guard, a manual Off that
+// holds against surplus, and the mode kept across a new manager.
+func TestManagerSurplusAndModes(t *testing.T) {
+	p, plug, _ := simPlug(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plantClock := &clock{t: noon}
+	smp := newSamples()
+	keep := &marks{m: map[string]int64{}}
+	var logMu sync.Mutex
+	var logs []plant.LogEntry
+	spec := consumer.Spec{ID: "plug", PlantID: "p", Name: "Plug", DriverName: "shelly",
+		Driver: newShelly(t, plug.URL(), 30*time.Second), RatedW: 1200, Mode: plant.ModeAuto, Priority: 1,
+		MinOn: 10 * time.Minute, MinOff: 5 * time.Minute, MaxSwitchesPerHour: 6, OnW: 1200, OffW: 1080,
+		Interval: 50 * time.Millisecond, Timeout: time.Second}
+	m, err := consumer.New(ctx, []consumer.Spec{spec}, consumer.Deps{Sink: smp.sink, Marks: keep, Now: plantClock.Now,
+		Log: func(e plant.LogEntry) { logMu.Lock(); logs = append(logs, e); logMu.Unlock() }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	first := smp.wait(t, "first poll", switched(plant.SwitchedOff))
+	if !first.Consumer.HasPower || first.Consumer.Estimated || first.State != plant.StateOnline {
+		t.Fatalf("first sample %+v: want measured power, online", first.Consumer)
+	}
+	absorb := func(exportW float64) {
+		m.Absorb(ctx, "p", plant.Surplus{Time: plantClock.Now(), GridW: -exportW, GridOK: true})
+	}
+	// 1000 W export: not enough for 1200 W.
+	absorb(1000)
+	if st := m.Consumers()[0]; st.Reason != consumer.ReasonNoSurplus || st.SwitchingState != plant.SwitchedOff {
+		t.Fatalf("at 1000 W: %+v", st)
+	}
+	// 1500 W: on, written at once (the loop is kicked), read back on.
+	absorb(1500)
+	on := smp.wait(t, "switched on", switched(plant.SwitchedOn))
+	if !plug.State().On || on.Consumer.PowerW != 1200 {
+		t.Fatalf("plug state %+v, sample %+v: want on at 1200 W", plug.State(), on.Consumer)
+	}
+	// The surplus is gone (the plug now draws 1200 W: importing 300 W), but
+	// its min on time holds it.
+	plantClock.Add(time.Minute)
+	absorb(-300)
+	if st := m.Consumers()[0]; st.Reason != consumer.ReasonMinOnTime || !plug.State().On {
+		t.Fatalf("in min on time: %+v, plug %+v", st, plug.State())
+	}
+	// After it: off.
+	plantClock.Add(10 * time.Minute)
+	absorb(-300)
+	smp.wait(t, "switched off", switched(plant.SwitchedOff))
+	// Manual Off holds against surplus, after the min off time too.
+	if _, err := m.SetMode(ctx, "plug", plant.ModeOff, "test"); err != nil {
+		t.Fatal(err)
+	}
+	plantClock.Add(6 * time.Minute)
+	absorb(5000)
+	if st := m.Consumers()[0]; st.Reason != consumer.ReasonManual || plug.State().On {
+		t.Fatalf("manual Off with surplus: %+v, plug %+v", st, plug.State())
+	}
+	// Manual On switches it on without surplus.
+	if st, err := m.SetMode(ctx, "plug", plant.ModeOn, "test"); err != nil || st.Mode != plant.ModeOn {
+		t.Fatalf("SetMode On: %+v %v", st, err)
+	}
+	smp.wait(t, "manual on", switched(plant.SwitchedOn))
+	if _, err := m.SetMode(ctx, "nope", plant.ModeOn, "test"); !errors.Is(err, plant.ErrUnknownDevice) {
+		t.Errorf("unknown consumer: %v", err)
+	}
+	cancel()
+	<-done
+	// A new manager (a restart) keeps the mode set over the API.
+	m2, err := consumer.New(context.Background(), []consumer.Spec{spec}, consumer.Deps{Sink: func(plant.Sample) {}, Marks: keep, Now: plantClock.Now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m2.Consumers()[0]; st.Mode != plant.ModeOn {
+		t.Errorf("mode after restart = %s, want On", st.Mode)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	var codes []string
+	for _, e := range logs {
+		codes = append(codes, e.Code)
+	}
+	want := []string{"ConsumerSwitched", "ConsumerSwitched", "ConsumerModeSet", "ConsumerModeSet", "ConsumerSwitched"}
+	if len(codes) != len(want) {
+		t.Errorf("log codes %v, want %v", codes, want)
+	}
+	_ = p
+}
