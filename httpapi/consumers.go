@@ -24,9 +24,10 @@ type Consumers interface {
 
 // consumerList is GET /gateway/v1/consumers[?plantId=] (standard): every
 // consumer of the gateway, or of one plant; an unknown plantId is 404, a
-// migrated one answers for its new id.
+// migrated one answers for its new id, an empty one lists all.
 func (s *Server) consumerList(c *gin.Context) {
-	pid, filter := c.GetQuery("plantId")
+	pid := c.Query("plantId")
+	filter := pid != ""
 	if filter {
 		if nid, ok := s.migratedPlants[pid]; ok {
 			pid = nid

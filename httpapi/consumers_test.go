@@ -180,6 +180,12 @@ func TestConsumerRoutes(t *testing.T) {
 					t.Errorf("consumers %s, want hp,boiler,plug", got)
 				}
 			}},
+		{name: "list, plantId empty", method: "GET", path: "/gateway/v1/consumers?plantId=", token: tokStandard, want: 200,
+			check: func(t *testing.T, b []byte) {
+				if got := ids(b); got != "hp,boiler,plug" {
+					t.Errorf("consumers %s, want hp,boiler,plug", got)
+				}
+			}},
 		{name: "list of a plant", method: "GET", path: "/gateway/v1/consumers?plantId=demo", token: tokStandard, want: 200,
 			check: func(t *testing.T, b []byte) {
 				if got := ids(b); got != "hp,boiler" {

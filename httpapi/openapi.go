@@ -415,7 +415,7 @@ func apiRoutes() []route {
 
 	consumerID := param("deviceId", "path", "the consumer's device id", str(), true)
 	add(route{method: "get", path: "/gateway/v1/consumers", summary: "The home energy manager's consumers: settings, output, consumption and why (plantd's); empty when the gateway has none",
-		response: "Consumers", params: []obj{param("plantId", "query", "only the consumers of this plant (404 when unknown; a migrated id answers for the new one)", str(), false)}})
+		response: "Consumers", params: []obj{param("plantId", "query", "only the consumers of this plant (404 when unknown; a migrated id answers for the new one; empty: all)", str(), false)}})
 	add(route{method: "get", path: "/gateway/v1/consumers/{deviceId}", summary: "One consumer, as in the list (plantd's)",
 		response: "Consumer", params: []obj{consumerID}, ids: true})
 	add(route{method: "put", path: "/gateway/v1/consumers/{deviceId}/mode", summary: "Set a consumer's mode (installer, gridoperator): Auto, On or Off; 200 with the consumer after the change (plantd's)",
@@ -515,10 +515,10 @@ func buildOpenAPI() ([]byte, error) {
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "description": "static token (config, stored hashed) or OAuth2 access token"},
 				"oauth2": obj{"type": "oauth2", "flows": obj{"clientCredentials": obj{"tokenUrl": "/oauth2/token", "scopes": obj{
-					"standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+					"standard": "read monitoring and live data", "installer": "also logs, grid-control writes and consumer modes", "gridoperator": "grid-control writes"}}}},
 				"oauth2Code": obj{"type": "oauth2", "description": "authorization_code: the gateway's owner approves each request (plantd consent); PKCE S256 accepted; refresh tokens rotate on use and are revocable at /oauth2/revoke",
 					"flows": obj{"authorizationCode": obj{"authorizationUrl": "/oauth2/auth", "tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": obj{
-						"offline_access": "a refresh token as well", "standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+						"offline_access": "a refresh token as well", "standard": "read monitoring and live data", "installer": "also logs, grid-control writes and consumer modes", "gridoperator": "grid-control writes"}}}},
 			},
 		},
 		"security": []any{obj{"bearer": []any{}}, obj{"oauth2": []any{}}, obj{"oauth2Code": []any{}}},
