@@ -14,7 +14,11 @@
 // Live values come from plant.Live (through the Live interface defined
 // here); history, logs and schedules come from a History, an interface
 // defined here with its own types, which cmd/plantd adapts the store to;
-// grid-control schedules go to a GridControl (a *gridcontrol.Controller).
+// grid-control schedules go to a GridControl (a *gridcontrol.Controller);
+// the home energy manager's consumers (/gateway/v1/consumers) come from
+// and are switched through a Consumers (a *consumer.Manager), an
+// interface defined here on plant's types, so httpapi never imports
+// package consumer.
 //
 // Import boundary: httpapi imports plant (with plant/kind), config,
 // gridcontrol (the GridControl interface's types and errors, the command

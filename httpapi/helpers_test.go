@@ -79,6 +79,12 @@ type envOpts struct {
 	devices func([]plant.DeviceInfo)
 	// logger receives the server's log (nil: discarded).
 	logger *slog.Logger
+	// plants and more are plants and devices beside the simulated ones
+	// (consumer devices, which no simulated Modbus device stands for).
+	plants []plant.Plant
+	more   []plant.DeviceInfo
+	// consumers is Deps.Consumers.
+	consumers Consumers
 }
 
 var day = time.Date(2025, 6, 21, 0, 0, 0, 0, mustLoc("Europe/Berlin"))
@@ -158,6 +164,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 		e.devs = append(e.devs, &simDev{id: d.ID(), dev: d, client: c, info: info, plan: plan})
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
 	}
+	plants = append(plants, o.plants...)
+	infos = append(infos, o.more...)
 	if o.devices != nil {
 		o.devices(infos)
 	}
@@ -174,7 +182,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		o.modify(&scfg)
 	}
 	// The tests step token expiry and rate limits on the same clock.
-	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now, WallClock: e.clock.Now}
+	deps := Deps{Live: e.live, History: e.hist, Now: e.clock.Now, WallClock: e.clock.Now, Consumers: o.consumers}
 	if !o.noGridControl {
 		deps.GridControl = e.gridControl(plants)
 	}

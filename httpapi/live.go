@@ -117,6 +117,7 @@ func (s *Server) liveDeviceList(p plant.Plant, version int) (any, error) {
 		if !d.LastUpdate.IsZero() {
 			j.LastUpdateUtc = utc(d.LastUpdate)
 		}
+		liveConsumer(&j, d)
 		out = append(out, j)
 	}
 	return struct {

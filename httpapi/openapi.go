@@ -112,7 +112,9 @@ func schemas() obj {
 	}
 	liveDevices := func(health []string) obj {
 		return plantHead(obj{"devices": arr(object(obj{"deviceId": str(), "name": str(), "type": str(),
-			"healthStatus": enum(health...), "lastUpdateUtc": utcTimeSchema(), "switchingState": str(), "consumption": num()},
+			"healthStatus": enum(health...), "lastUpdateUtc": utcTimeSchema(),
+			"switchingState": describe(enum("On", "Off"), "consumer devices only: the output as last read; absent while the consumer is offline"),
+			"consumption":    describe(num(), "consumer devices only: the power now, W, metered or estimated from the rated power (see GET /gateway/v1/consumers); absent when unknown or offline")},
 			"deviceId", "name", "type", "healthStatus"))}, "devices")
 	}
 	s := obj{
@@ -140,7 +142,7 @@ func schemas() obj {
 			"connectedService": object(obj{"status": str(), "since": utcTimeSchema()}, "status")},
 			"plantWithBattery", "plantWithLiveData", "connectedService"),
 		"Device": object(obj{"deviceId": str(), "name": str(), "timezone": str(),
-			"type":    enum("Solar Inverters", "Battery Inverter", "Energy Meter", "Monitoring and control", "Sensor technology", "Unknown"),
+			"type":    enum("Solar Inverters", "Battery Inverter", "Energy Meter", "Monitoring and control", "Sensor technology", "Consumer", "Unknown"),
 			"product": str(), "productId": describe(obj{"type": "integer"}, "the vendor's product id, when configured"),
 			"serial": str(), "vendor": str(), "generatorPower": num(), "generatorPowerDc": num(),
 			"isActive": boolean(), "deactivatedAt": noOffsetSchema("plant-local time without offset, as the cloud sends it"),
@@ -172,6 +174,7 @@ func schemas() obj {
 	}
 	maps.Copy(s, gridControlSchemas())
 	maps.Copy(s, statusSchemas())
+	maps.Copy(s, consumerSchemas())
 	return s
 }
 
@@ -410,6 +413,15 @@ func apiRoutes() []route {
 	add(route{method: "get", path: "/live/v2/plants/{plantId}/devices", summary: "Live device list v2", response: "LiveDevicesV2", params: []obj{plantIDParam}, ids: true})
 	add(route{method: "get", path: "/live/v1/devices/{deviceId}", summary: "Live values of one device with units, health, communication and SunSpec models (plantd's)", response: "LiveDevice", params: []obj{deviceIDParam}, ids: true})
 
+	consumerID := param("deviceId", "path", "the consumer's device id", str(), true)
+	add(route{method: "get", path: "/gateway/v1/consumers", summary: "The home energy manager's consumers: settings, output, consumption and why (plantd's); empty when the gateway has none",
+		response: "Consumers", params: []obj{param("plantId", "query", "only the consumers of this plant (404 when unknown; a migrated id answers for the new one; empty: all)", str(), false)}})
+	add(route{method: "get", path: "/gateway/v1/consumers/{deviceId}", summary: "One consumer, as in the list (plantd's)",
+		response: "Consumer", params: []obj{consumerID}, ids: true})
+	add(route{method: "put", path: "/gateway/v1/consumers/{deviceId}/mode", summary: "Set a consumer's mode (installer, gridoperator): Auto, On or Off; 200 with the consumer after the change (plantd's)",
+		response: "Consumer", params: []obj{consumerID}, body: "ConsumerModeRequest", bodyType: "application/json", ids: true,
+		errs: []string{"400", "403", "413", "415", "503"}})
+
 	for _, o := range oauth2.Routes() { // the authorization server's
 		rs = append(rs, route{method: o.Method, path: o.Path, summary: o.Summary, response: o.Response, params: o.Params,
 			errs: o.Errs, body: o.Body, bodyType: o.BodyType, form: o.Form, open: o.Open, extra: o.Extra,
@@ -432,6 +444,7 @@ var statusText = map[string]string{
 	"403": "role too low or not loopback", "404": "unknown route, plant or device", "405": "method not allowed (Allow)",
 	"413": "body over 1 MiB", "415": "wrong content type", "422": "command not eligible", "429": "rate limited (Retry-After)",
 	"409": "the consent request is decided already", "500": "internal error (with request id)", "501": "not implemented yet",
+	"503": "the request was cancelled before it was done",
 }
 
 // buildOpenAPI renders the document.
@@ -502,10 +515,10 @@ func buildOpenAPI() ([]byte, error) {
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "description": "static token (config, stored hashed) or OAuth2 access token"},
 				"oauth2": obj{"type": "oauth2", "flows": obj{"clientCredentials": obj{"tokenUrl": "/oauth2/token", "scopes": obj{
-					"standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+					"standard": "read monitoring and live data", "installer": "also logs, grid-control writes and consumer modes", "gridoperator": "grid-control writes"}}}},
 				"oauth2Code": obj{"type": "oauth2", "description": "authorization_code: the gateway's owner approves each request (plantd consent); PKCE S256 accepted; refresh tokens rotate on use and are revocable at /oauth2/revoke",
 					"flows": obj{"authorizationCode": obj{"authorizationUrl": "/oauth2/auth", "tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": obj{
-						"offline_access": "a refresh token as well", "standard": "read monitoring and live data", "installer": "also logs and grid-control writes", "gridoperator": "grid-control writes"}}}},
+						"offline_access": "a refresh token as well", "standard": "read monitoring and live data", "installer": "also logs, grid-control writes and consumer modes", "gridoperator": "grid-control writes"}}}},
 			},
 		},
 		"security": []any{obj{"bearer": []any{}}, obj{"oauth2": []any{}}, obj{"oauth2Code": []any{}}},

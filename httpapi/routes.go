@@ -118,6 +118,13 @@ func (s *Server) routes() *gin.Engine {
 	// position, so it is :plantId here (the OpenAPI document says id).
 	gc.GET("/:plantId/settings/:settingsType", s.resolvePlant, s.settings)
 
+	// The home energy manager's consumers, in the gateway's own namespace
+	// beside the consents (plantd's; every role reads, installers switch).
+	cons := api.Group("/gateway/v1/consumers")
+	cons.GET("", s.consumerList)
+	cons.GET("/:deviceId", s.consumerByID)
+	cons.PUT("/:deviceId/mode", s.auth.Need(config.RoleInstaller), s.setConsumerMode)
+
 	live := api.Group("/live")
 	live.GET("/v1/plants/:plantId/measurements/sets/EnergyBalance", s.resolvePlant, s.liveBalance)
 	live.GET("/v1/devices/:deviceId/measurement/sets/EnergyMix", s.resolveDevice, s.liveMix)

@@ -166,6 +166,9 @@ type Deps struct {
 	GridControl GridControl
 	// Connected is optional; nil reports "NotConfigured".
 	Connected ConnectedService
+	// Consumers is optional: the home energy manager (a
+	// *consumer.Manager); nil lists no consumers and answers PUT mode 404.
+	Consumers Consumers
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry
@@ -420,7 +423,7 @@ func (s *Server) cors(c *gin.Context) {
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Add("Vary", "Origin")
 	if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
-		h.Set("Access-Control-Allow-Methods", "GET, POST")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT")
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 		h.Set("Access-Control-Max-Age", "600")
 		c.AbortWithStatus(http.StatusNoContent)

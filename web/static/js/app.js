@@ -3,12 +3,13 @@ import { credential, signIn, signOut, get, ApiError } from './api.js';
 import { clear, problemBox, h, localToMs } from './util.js';
 import * as overview from './overview.js';
 import * as devices from './devices.js';
+import * as consumers from './consumers.js';
 import * as history from './history.js';
 import * as logs from './logs.js';
 import * as grid from './grid.js';
 import * as consents from './consents.js';
 
-const views = { overview, devices, history, logs, grid, consents };
+const views = { overview, devices, consumers, history, logs, grid, consents };
 const $ = id => document.getElementById(id);
 const state = { plants: [], plant: null, stop: null, seq: 0 };
 
@@ -22,6 +23,14 @@ function showSignIn(message) {
   err.hidden = !message;
   err.textContent = message || '';
   (credKind() === 'client' ? $('client-id') : $('token')).focus();
+}
+
+// consumersNav shows the Consumers entry only for a plant that has some.
+async function consumersNav(p) {
+  const a = document.querySelector('#nav a[data-view=consumers]');
+  let n = 0;
+  try { n = (await consumers.listConsumers(p.plantId)).length; } catch { /* hidden */ }
+  if (p === state.plant) a.hidden = n === 0;
 }
 
 function credKind() { return document.querySelector('input[name=kind]:checked').value; }
@@ -43,6 +52,7 @@ async function start(plants) {
   $('nav').hidden = $('sign-out').hidden = false;
   $('plant-name').textContent = state.plant.name;
   if (plants.partial) $('plant-name').textContent += ' (partial: ' + plants.partial.reason + ')';
+  consumersNav(state.plant);
   if (!location.hash.startsWith('#/')) location.hash = '#/overview';
   else route();
 }
@@ -107,6 +117,7 @@ $('plant-select').addEventListener('change', ev => {
   state.plant = state.plants.find(p => p.plantId === ev.target.value);
   sessionStorage.setItem('plantd.plant', state.plant.plantId);
   $('plant-name').textContent = state.plant.name;
+  consumersNav(state.plant);
   route();
 });
 window.addEventListener('hashchange', route);

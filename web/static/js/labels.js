@@ -140,3 +140,30 @@ export function configLabel(type) {
   const base = m ? CONFIGS[m[1]] ?? words(m[1]) : words(type);
   return m?.[3] === 'DeviceDefault' ? base + ', device default' : base;
 }
+
+// Consumers (GET /gateway/v1/consumers): the reasons of the home energy
+// manager in words, the SG-Ready states (Bundesverband Wärmepumpe's
+// label) and the modes.
+export const REASONS = {
+  Surplus: 'On: PV surplus',
+  NoSurplus: 'Off: not enough PV surplus',
+  MustRun: 'On: must-run window',
+  Manual: 'Set by hand (mode On or Off)',
+  MinOnTime: 'Held on: minimum on time',
+  MinOffTime: 'Held off: minimum off time',
+  MaxSwitches: 'Held: switchings per hour used up',
+  Offline: 'Device not answering',
+  Starting: 'Starting: no decision yet',
+};
+export const reasonLabel = r => REASONS[r] ?? (r ? words(r) : '–');
+
+export const SG_READY = { 1: 'Locked', 2: 'Normal', 3: 'Recommended', 4: 'Forced' };
+export const sgReadyLabel = s => (SG_READY[s] ? `${s} ${SG_READY[s]}` : String(s));
+
+export const MODES = {
+  Auto: 'Auto: PV surplus and must-run windows decide',
+  On: 'On: held on by hand',
+  Off: 'Off: held off by hand',
+};
+
+export const DRIVERS = { relay: 'Relay output', sgready: 'SG-Ready heat pump', shelly: 'Shelly plug or relay' };

@@ -2,6 +2,7 @@
 // and today's energy with autarky and self-consumption.
 import { get } from './api.js';
 import { addFirstRunNotice } from './firstrun.js';
+import { listConsumers, consumersNow } from './consumers.js';
 import { h, clear, fmtW, fmtWh, fmtRate, problemBox, localDate, localToMs, localDateTime } from './util.js';
 
 const LIVE_MS = 2000, TODAY_MS = 30000;
@@ -25,15 +26,25 @@ function kpi(field, label, value, fmt) {
     h('div', { class: 'label' }, label), h('div', { class: 'value' }, fmt(value)));
 }
 
-function node(cls, label, field, value, dir) {
+function node(cls, label, field, value, dir, sub) {
   return h('div', { class: 'node ' + cls, 'data-field': field, 'data-value': value ?? '' },
-    h('div', { class: 'label' }, label), h('div', { class: 'value' }, fmtW(value)), h('div', { class: 'dir' }, dir || '\u00a0'));
+    h('div', { class: 'label' }, label), h('div', { class: 'value' }, fmtW(value)), h('div', { class: 'dir' }, dir || '\u00a0'), sub);
+}
+
+// consumersLine: the part of the home's consumption the plant's consumers
+// make up now (their own consumption, metered or estimated); it is inside
+// Home's value, never added to it. Nothing for a plant without consumers.
+function consumersLine(list) {
+  if (!list?.length) return null;
+  const now = consumersNow(list);
+  return h('div', { class: 'sub', id: 'home-consumers', 'data-value': now ? now.w : '' },
+    h('a', { href: '#/consumers' }, 'of which consumers'), ': ', now ? fmtW(now.w) + (now.estimated ? ' est.' : '') : '–');
 }
 
 // flow draws the balance; a value the API left out (its device offline or
 // never read, or the plant has none of that role) shows as "–" with why,
 // never as 0 W idle.
-function flow(b, err) {
+function flow(b, err, consumers) {
   const absent = err ? 'no value' : 'none';
   const pv = b.pvGeneration, buy = b.gridConsumption || 0, feed = b.gridFeedIn || 0;
   const chg = b.batteryCharging || 0, dis = b.batteryDischarging || 0;
@@ -48,7 +59,7 @@ function flow(b, err) {
     node('n-pv', 'PV', 'pvGeneration', pv, pv === undefined ? absent : pv > 0 ? 'producing' : 'idle'),
     h('div', { class: 'arrow v', 'aria-hidden': 'true' }, pv > 0 ? '↓' : '·'),
     grid, h('div', { class: 'arrow l', 'aria-hidden': 'true' }, buy > 0 ? '→' : feed > 0 ? '←' : '·'),
-    node('n-home', 'Home', 'totalConsumption', b.totalConsumption, b.totalConsumption === undefined ? absent : 'consuming'),
+    node('n-home', 'Home', 'totalConsumption', b.totalConsumption, b.totalConsumption === undefined ? absent : 'consuming', consumersLine(consumers)),
     h('div', { class: 'arrow r', 'aria-hidden': 'true' }, dis > 0 ? '←' : chg > 0 ? '→' : '·'),
     bat);
 }
@@ -66,17 +77,26 @@ export async function render(ctx, root) {
   root.append(h('h1', null, 'Overview'), live, today);
   addFirstRunNotice(plantId, live);
   let timers = [], stopped = false;
+  // The consumers, asked with every live value while the plant has some,
+  // else every CONSUMERS_IDLE-th time (one may be configured meanwhile).
+  let consumers = null, consumerAsks = 0;
+  const CONSUMERS_IDLE = 15;
+  async function consumersNowList() {
+    if (consumers && !consumers.length && consumerAsks++ % CONSUMERS_IDLE) return consumers;
+    try { consumers = await listConsumers(plantId); } catch { consumers = consumers || []; }
+    return consumers;
+  }
 
   async function tickLive() {
     try {
-      const r = await get(`/live/v1/plants/${encodeURIComponent(plantId)}/measurements/sets/EnergyBalance`);
+      const [r, cs] = await Promise.all([get(`/live/v1/plants/${encodeURIComponent(plantId)}/measurements/sets/EnergyBalance`), consumersNowList()]);
       const b = r.set?.[0] || {};
       if (stopped) return;
       if (b.time) liveMs = localToMs(b.time, tz);
       live.dataset.time = b.time || '';
       clear(live, h('h2', { id: 'live-h' }, 'Now'),
         h('p', { class: 'muted' }, 'Values of ', h('time', { id: 'live-time' }, b.time ? b.time.replace('T', ' ') : '–'), ` (plant time, ${tz}); updated every ${LIVE_MS / 1000} s`),
-        errorBox(r.error), flow(b, r.error),
+        errorBox(r.error), flow(b, r.error, cs),
         h('h3', null, 'Live values'), h('div', { class: 'kpis', id: 'live-values' }, liveFields.map(([f, l, fmt]) => kpi(f, l, b[f], fmt))));
     } catch (e) {
       if (!stopped) clear(live, h('h2', { id: 'live-h' }, 'Now'), problemBox(e));

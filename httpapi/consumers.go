@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"plantd/httpapi/oauth2"
+	"plantd/plant"
+)
+
+// Consumers is the home energy manager (a *consumer.Manager); nil: the
+// plant has none, the consumer routes list nothing and PUT answers 404.
+type Consumers interface {
+	Consumers() []plant.ConsumerStatus
+	// SetMode sets a consumer's mode; an unknown id is an error wrapping
+	// plant.ErrUnknownDevice.
+	SetMode(ctx context.Context, deviceID string, mode plant.ConsumerMode, by string) (plant.ConsumerStatus, error)
+}
+
+// consumerList is GET /gateway/v1/consumers[?plantId=] (standard): every
+// consumer of the gateway, or of one plant; an unknown plantId is 404, a
+// migrated one answers for its new id, an empty one lists all.
+func (s *Server) consumerList(c *gin.Context) {
+	pid := c.Query("plantId")
+	filter := pid != ""
+	if filter {
+		if nid, ok := s.migratedPlants[pid]; ok {
+			pid = nid
+		}
+		if _, ok := s.deps.Live.Plant(pid); !ok {
+			fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown plant %q", pid), FieldError{Field: "plantId", Message: "unknown plant"})
+			return
+		}
+	}
+	out := []plant.ConsumerStatus{}
+	if s.deps.Consumers != nil {
+		for _, cs := range s.deps.Consumers.Consumers() {
+			if !filter || cs.PlantID == pid {
+				out = append(out, consumerOut(cs))
+			}
+		}
+	}
+	s.writeJSON(c, http.StatusOK, struct {
+		Consumers []plant.ConsumerStatus `json:"consumers"`
+	}{out}, false)
+}
+
+// consumerByID is GET /gateway/v1/consumers/{deviceId} (standard): one
+// consumer, bare as in the list; 404 for a device that is none.
+func (s *Server) consumerByID(c *gin.Context) {
+	if redirectMigrated(c, "deviceId", s.migratedDevices) {
+		return
+	}
+	cs, ok := s.consumer(c)
+	if !ok {
+		return
+	}
+	s.writeJSON(c, http.StatusOK, consumerOut(cs), false)
+}
+
+// consumer looks up {deviceId} among the consumers; it answers 404 and
+// returns false when there is none of that id.
+func (s *Server) consumer(c *gin.Context) (plant.ConsumerStatus, bool) {
+	id := c.Param("deviceId")
+	if s.deps.Consumers != nil {
+		for _, cs := range s.deps.Consumers.Consumers() {
+			if cs.DeviceID == id {
+				return cs, true
+			}
+		}
+	}
+	fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown consumer %q", id), FieldError{Field: "deviceId", Message: "unknown consumer"})
+	return plant.ConsumerStatus{}, false
+}
+
+// setConsumerMode is PUT /gateway/v1/consumers/{deviceId}/mode
+// (installer) with {"mode": "Auto"|"On"|"Off"} (any letter case): the
+// manager holds the consumer in that mode; the answer is the consumer
+// after the change, as GET answers it. by is the caller's credential name.
+func (s *Server) setConsumerMode(c *gin.Context) {
+	if redirectMigrated(c, "deviceId", s.migratedDevices) {
+		return
+	}
+	if _, ok := s.consumer(c); !ok {
+		return
+	}
+	var in struct {
+		Mode *string `json:"mode"`
+	}
+	if !decodeJSON(c, &in) {
+		return
+	}
+	if in.Mode == nil {
+		fail(c, http.StatusBadRequest, codeBadBody, "mode is required", FieldError{Field: "mode", Message: "required: Auto, On or Off"})
+		return
+	}
+	mode, ok := plant.ParseConsumerMode(*in.Mode)
+	if !ok {
+		fail(c, http.StatusBadRequest, codeBadBody, fmt.Sprintf("unknown mode %q", *in.Mode), FieldError{Field: "mode", Message: "want Auto, On or Off"})
+		return
+	}
+	by, _ := oauth2.Caller(c)
+	cs, err := s.deps.Consumers.SetMode(c.Request.Context(), c.Param("deviceId"), mode, by)
+	switch {
+	case errors.Is(err, plant.ErrUnknownDevice):
+		fail(c, http.StatusNotFound, codeNotFound, err.Error(), FieldError{Field: "deviceId", Message: "unknown consumer"})
+		return
+	case err != nil && c.Request.Context().Err() != nil:
+		fail(c, http.StatusServiceUnavailable, codeUnavailable, "request cancelled")
+		return
+	case err != nil:
+		s.internal(c, fmt.Errorf("set mode of consumer %q to %s: %w", c.Param("deviceId"), mode, err))
+		return
+	}
+	s.writeJSON(c, http.StatusOK, consumerOut(cs), false)
+}
+
+// consumerOut is cs as the API writes it: nextMustRun in UTC (every time
+// outside measurement sets is RFC 3339 UTC, DESIGN §4).
+func consumerOut(cs plant.ConsumerStatus) plant.ConsumerStatus {
+	if cs.NextMustRun != nil {
+		t := cs.NextMustRun.UTC()
+		cs.NextMustRun = &t
+	}
+	return cs
+}
+
+// liveConsumer fills the consumer members of a live device list item:
+// the switching state and consumption (W) of the device's last reading,
+// none while the device is offline (its output may have fallen to its
+// safe state since) or for a device that is no consumer.
+func liveConsumer(j *liveDeviceJSON, d plant.DeviceLive) {
+	r := d.Consumer
+	if r == nil || offline(d) {
+		return
+	}
+	j.SwitchingState = string(r.Switch)
+	if r.HasPower && !math.IsNaN(r.PowerW) && !math.IsInf(r.PowerW, 0) {
+		w := r.PowerW
+		j.Consumption = &w
+	}
+}
+
+// consumerSchemas are the schemas of /gateway/v1/consumers.
+func consumerSchemas() obj {
+	integer := func(min int) obj { return obj{"type": "integer", "minimum": min} }
+	return obj{
+		"Consumer": describe(object(obj{
+			"deviceId": str(), "plantId": str(), "name": str(),
+			"driver": describe(enum("relay", "sgready", "shelly"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay"),
+			"mode": describe(enum("Auto", "On", "Off"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
+				"On and Off, the installer (held against surplus and must-run windows; the minimum on and off times still apply)"),
+			"priority":       describe(obj{"type": "integer"}, "order in which surplus is given to the consumers"),
+			"ratedPower":     describe(num(), "the configured power while on, W"),
+			"switchingState": describe(enum("On", "Off"), "the output read back from the device; absent before the first successful poll"),
+			"sgReadyState": describe(obj{"type": "integer", "minimum": 1, "maximum": 4},
+				"an SG-Ready heat pump's operating state read back: 1 locked (utility lock), 2 normal, 3 switch-on recommended, 4 switch-on forced; absent for other consumers"),
+			"consumption":          describe(num(), "power now, W; absent when unknown"),
+			"consumptionEstimated": describe(boolean(), "consumption and energyToday come from ratedPower while on, not from a meter"),
+			"energyToday":          describe(num(), "energy since local midnight, Wh; absent when unknown"),
+			"reason": describe(enum("Surplus", "NoSurplus", "MustRun", "Manual", "MinOnTime", "MinOffTime", "MaxSwitches", "Offline", "Starting"),
+				"why the output is what it is: Surplus (on, PV surplus), NoSurplus (off, not enough surplus), MustRun (a must-run window), "+
+					"Manual (mode On or Off), MinOnTime / MinOffTime (held until the minimum time passed), MaxSwitches (the switchings per hour are used up), "+
+					"Offline (the device does not answer), Starting (no decision yet)"),
+			"nextMustRun":        describe(utcTimeSchema(), "start of the next must-run window; absent when none"),
+			"switchesLastHour":   integer(0),
+			"maxSwitchesPerHour": describe(integer(0), "0: no bound"),
+			"minOnTime":          describe(obj{"type": "number", "minimum": 0}, "s"),
+			"minOffTime":         describe(obj{"type": "number", "minimum": 0}, "s"),
+		}, "deviceId", "plantId", "name", "driver", "mode", "priority", "ratedPower", "consumptionEstimated", "reason",
+			"switchesLastHour", "maxSwitchesPerHour", "minOnTime", "minOffTime"),
+			"a consumer of the home energy manager: its settings, its output and why (plantd's)"),
+		"Consumers": object(obj{"consumers": arr(ref("Consumer"))}, "consumers"),
+		"ConsumerModeRequest": describe(object(obj{"mode": enum("Auto", "On", "Off")}, "mode"),
+			"the mode to hold the consumer in; the words are accepted in any letter case"),
+	}
+}
