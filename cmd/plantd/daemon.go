@@ -174,6 +174,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	reg.MustRegister(newDaemonCollector(d.poller, d.pool, d.store, d.live))
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
+	if d.homes != nil {
+		apiDeps.Consumers = d.homes
+	}
 	commands := &lateHandler{}
 	if cfg.MQTT.Broker != "" {
 		locs := map[string]*time.Location{}
