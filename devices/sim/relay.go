@@ -254,12 +254,13 @@ func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]ui
 			return nil, mb.ErrIllegalDataValue
 		}
 	}
+	reset := false
 	for i, v := range req.Args {
 		switch req.Addr + uint16(i) {
 		case RegWatchdogTime:
 			b.wdTime = v
 		case RegWatchdogReset:
-			b.wdReset = v
+			b.wdReset, reset = v, true
 		case RegWatchdogMode:
 			b.wdMode = v
 		case RegFallbackMode:
@@ -269,9 +270,13 @@ func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]ui
 	switch {
 	case b.wdMode == WatchdogDisabled:
 		b.running = false
-	case b.running:
-		// A new time counts from now; a reset write is a trigger.
+	case reset && b.running:
 		p.triggerLocked(b, now)
+	case b.running:
+		// A new time counts from the last trigger (now in telegram
+		// mode), and may have run out already.
+		b.expireSim = p.simAt(b.last.Add(b.timeout()))
+		p.expireLocked(d, now)
 	}
 	p.relayWriteLocked(d, req.Addr, req.Args, points, nil)
 	p.flowsLocked(p.t)

@@ -187,22 +187,26 @@ func TestRelayWatchdog(t *testing.T) {
 		mode      uint16
 		fallback  uint16
 		talk      func(c *mb.ModbusClient) error // every 1.5 s, twice, before the silence
+		triggers  bool                           // talk triggers the watchdog
 		wantTrips uint64
 		wantOn    bool // coil 0 after the silence
 		wantRun   bool
 	}{
 		{name: "telegram: reads keep it alive, then silence", mode: WatchdogTelegram,
-			talk:      func(c *mb.ModbusClient) error { _, err := c.ReadDiscreteInputs(0, 1); return err },
-			wantTrips: 1},
+			talk:     func(c *mb.ModbusClient) error { _, err := c.ReadDiscreteInputs(0, 1); return err },
+			triggers: true, wantTrips: 1},
 		{name: "write telegram: reads do not count", mode: WatchdogWriteTelegram,
 			talk:      func(c *mb.ModbusClient) error { _, err := c.ReadCoils(0, 1); return err },
 			wantTrips: 1},
 		{name: "write telegram: writes keep it alive", mode: WatchdogWriteTelegram,
-			talk:      func(c *mb.ModbusClient) error { return c.WriteCoil(0, true) },
-			wantTrips: 1},
+			talk:     func(c *mb.ModbusClient) error { return c.WriteCoil(0, true) },
+			triggers: true, wantTrips: 1},
+		{name: "write telegram: the reset register keeps it alive", mode: WatchdogWriteTelegram,
+			talk:     func(c *mb.ModbusClient) error { return c.WriteRegister(RegWatchdogReset, 1) },
+			triggers: true, wantTrips: 1},
 		{name: "freeze keeps the outputs", mode: WatchdogTelegram, fallback: FallbackFreeze,
-			talk:      func(c *mb.ModbusClient) error { _, err := c.ReadCoils(0, 1); return err },
-			wantTrips: 1, wantOn: true},
+			talk:     func(c *mb.ModbusClient) error { _, err := c.ReadCoils(0, 1); return err },
+			triggers: true, wantTrips: 1, wantOn: true},
 		{name: "disabled", mode: WatchdogDisabled,
 			talk:   func(c *mb.ModbusClient) error { _, err := c.ReadCoils(0, 1); return err },
 			wantOn: true},
@@ -235,18 +239,21 @@ func TestRelayWatchdog(t *testing.T) {
 				if err := tt.talk(c); err != nil {
 					t.Fatal(err)
 				}
-				if tt.mode == WatchdogTelegram || tt.name == "write telegram: writes keep it alive" {
+				if tt.triggers {
 					lastTrigger = clk.Now()
 				}
 			}
 			tripAt := lastTrigger.Add(wd)
-			if tt.mode == WatchdogWriteTelegram && tt.name == "write telegram: reads do not count" {
-				// 3 s passed since the coil write: the read after 1.5 s
+			st := relayState(t, rb)
+			switch {
+			case tt.mode == WatchdogDisabled:
+			case !tt.triggers:
+				// 3 s passed since the coil write: the talk after 1.5 s
 				// did not trigger, the one after 3 s found it expired.
-				if st := relayState(t, rb); st.Trips != 1 || st.Coils[0] {
-					t.Fatalf("reads kept a write watchdog alive: %+v", st)
+				if st.Trips != 1 || st.Coils[0] {
+					t.Fatalf("talk that does not trigger kept the watchdog alive: %+v", st)
 				}
-			} else if st := relayState(t, rb); st.Trips != 0 {
+			case st.Trips != 0:
 				t.Fatalf("tripped while talking: %+v", st)
 			}
 
@@ -255,7 +262,7 @@ func TestRelayWatchdog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := relayState(t, rb)
+			st = relayState(t, rb)
 			if got[0] != tt.wantOn || st.Coils[0] != tt.wantOn || st.Trips != tt.wantTrips || st.WatchdogRunning != tt.wantRun {
 				t.Fatalf("after silence: coil 0 read %v, state %+v; want on %v, %d trips, running %v",
 					got[0], st, tt.wantOn, tt.wantTrips, tt.wantRun)
