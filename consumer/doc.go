@@ -14,7 +14,10 @@
 // plant.Sample with a plant.ConsumerReading to the daemon's sink, like
 // the SunSpec poller does for the other devices, and writes its output
 // when the controller or a mode change asks. Drivers arm the device's own
-// watchdog, so that an output falls to its safe state when plantd dies.
+// watchdog, so that an output falls to its safe state when plantd dies:
+// the Modbus relay drivers (Relay, SGReady) write a WatchdogProfile's
+// registers on their first Set, by default those of Beckhoff's EK9000
+// bus coupler (watchdog.go), and again after a Read found them changed.
 //
 // # Import boundary
 //

@@ -14,11 +14,26 @@ const (
 	MaxReadRegisters = 125
 	// MaxWriteRegisters is the most registers one write (function 16) sets.
 	MaxWriteRegisters = 123
+	// MaxReadBits is the most coils or discrete inputs one read (function
+	// 1 or 2) returns.
+	MaxReadBits = 2000
+	// MaxWriteBits is the most coils one write (function 15) sets.
+	MaxWriteBits = 1968
 )
 
+// Function codes of the Modbus application protocol specification V1.1b3.
 const (
+	fcReadCoils              byte = 1
+	fcReadDiscreteInputs     byte = 2
 	fcReadHoldingRegisters   byte = 3
+	fcReadInputRegisters     byte = 4
+	fcWriteSingleCoil        byte = 5
+	fcWriteMultipleCoils     byte = 15
 	fcWriteMultipleRegisters byte = 16
+
+	// coilOn and coilOff are the values function 5 writes.
+	coilOn  uint16 = 0xFF00
+	coilOff uint16 = 0x0000
 
 	mbapSize = 7 // transaction id, protocol id, length, unit id
 )
@@ -49,12 +64,52 @@ func (c *Client) Endpoint() *Endpoint { return c.ep }
 // that passes the previous result back reads without allocating. On error it
 // returns dst[:0] and an [*Error].
 func (c *Client) ReadHoldingRegisters(ctx context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error) {
-	req := request{op: OpRead, fc: fcReadHoldingRegisters, addr: addr, quantity: quantity}
+	return c.readRegisters(ctx, fcReadHoldingRegisters, addr, quantity, dst)
+}
+
+// ReadInputRegisters reads quantity (1..125) input registers from addr
+// with function 4, as ReadHoldingRegisters does holding registers.
+func (c *Client) ReadInputRegisters(ctx context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error) {
+	return c.readRegisters(ctx, fcReadInputRegisters, addr, quantity, dst)
+}
+
+func (c *Client) readRegisters(ctx context.Context, fc byte, addr, quantity uint16, dst []uint16) ([]uint16, error) {
+	req := request{op: OpRead, fc: fc, addr: addr, quantity: quantity}
 	if quantity < 1 || quantity > MaxReadRegisters || int(addr)+int(quantity) > 0x10000 {
 		return dst[:0], c.error(req.op, req, fmt.Errorf("%w: read of %d registers from %d (want 1..%d within 0..65535)",
 			ErrInvalid, quantity, addr, MaxReadRegisters))
 	}
-	return c.ep.do(ctx, c, req, dst[:0])
+	ans := answer{regs: dst[:0]}
+	if err := c.ep.do(ctx, c, req, &ans); err != nil {
+		return dst[:0], err
+	}
+	return ans.regs, nil
+}
+
+// ReadCoils reads quantity (1..2000) coils from addr with function 1. It
+// appends them to dst[:0] (true: on) and returns the result; on error it
+// returns dst[:0] and an [*Error].
+func (c *Client) ReadCoils(ctx context.Context, addr, quantity uint16, dst []bool) ([]bool, error) {
+	return c.readBits(ctx, fcReadCoils, addr, quantity, dst)
+}
+
+// ReadDiscreteInputs reads quantity (1..2000) discrete inputs from addr
+// with function 2, as ReadCoils does coils.
+func (c *Client) ReadDiscreteInputs(ctx context.Context, addr, quantity uint16, dst []bool) ([]bool, error) {
+	return c.readBits(ctx, fcReadDiscreteInputs, addr, quantity, dst)
+}
+
+func (c *Client) readBits(ctx context.Context, fc byte, addr, quantity uint16, dst []bool) ([]bool, error) {
+	req := request{op: OpRead, fc: fc, addr: addr, quantity: quantity}
+	if quantity < 1 || quantity > MaxReadBits || int(addr)+int(quantity) > 0x10000 {
+		return dst[:0], c.error(req.op, req, fmt.Errorf("%w: read of %d bits from %d (want 1..%d within 0..65535)",
+			ErrInvalid, quantity, addr, MaxReadBits))
+	}
+	ans := answer{bits: dst[:0]}
+	if err := c.ep.do(ctx, c, req, &ans); err != nil {
+		return dst[:0], err
+	}
+	return ans.bits, nil
 }
 
 // WriteRegisters writes values (1..123 registers) from addr. It always uses
@@ -66,12 +121,34 @@ func (c *Client) WriteRegisters(ctx context.Context, addr uint16, values []uint1
 		return c.error(req.op, req, fmt.Errorf("%w: write of %d registers to %d (want 1..%d within 0..65535)",
 			ErrInvalid, len(values), addr, MaxWriteRegisters))
 	}
-	_, err := c.ep.do(ctx, c, req, nil)
-	return err
+	return c.ep.do(ctx, c, req, &answer{})
+}
+
+// WriteCoil switches one coil with function 5 (write single coil: 0xFF00
+// on, 0x0000 off). The device echoes the request; an echo of another coil
+// or value fails with [ErrMismatch]. On error it returns an [*Error].
+func (c *Client) WriteCoil(ctx context.Context, addr uint16, on bool) error {
+	req := request{op: OpWrite, fc: fcWriteSingleCoil, addr: addr, quantity: 1, coil: coilOff}
+	if on {
+		req.coil = coilOn
+	}
+	return c.ep.do(ctx, c, req, &answer{})
+}
+
+// WriteCoils sets values (1..1968 coils) from addr with function 15
+// (write multiple coils), packed eight to a byte, the first coil in the
+// lowest bit. On error it returns an [*Error].
+func (c *Client) WriteCoils(ctx context.Context, addr uint16, values []bool) error {
+	req := request{op: OpWrite, fc: fcWriteMultipleCoils, addr: addr, quantity: uint16(min(len(values), 0xFFFF)), bits: values}
+	if len(values) < 1 || len(values) > MaxWriteBits || int(addr)+len(values) > 0x10000 {
+		return c.error(req.op, req, fmt.Errorf("%w: write of %d coils to %d (want 1..%d within 0..65535)",
+			ErrInvalid, len(values), addr, MaxWriteBits))
+	}
+	return c.ep.do(ctx, c, req, &answer{})
 }
 
 func (c *Client) error(op string, req request, err error) *Error {
-	return &Error{Op: op, Endpoint: c.ep.cfg.Address, Unit: c.unit, Addr: req.addr, Quantity: req.quantity, Err: err}
+	return &Error{Op: op, Function: req.fc, Endpoint: c.ep.cfg.Address, Unit: c.unit, Addr: req.addr, Quantity: req.quantity, Err: err}
 }
 
 // request is one Modbus request.
@@ -80,19 +157,28 @@ type request struct {
 	fc       byte
 	addr     uint16
 	quantity uint16
-	values   []uint16 // for writes
+	values   []uint16 // function 16
+	bits     []bool   // function 15
+	coil     uint16   // function 5: coilOn or coilOff
+}
+
+// answer receives what a read returns: registers (functions 3 and 4) or
+// bits (functions 1 and 2), appended to the slice the caller passed in.
+type answer struct {
+	regs []uint16
+	bits []bool
 }
 
 // do runs one request: wait for the endpoint's turn, connect if needed, send,
 // check the answer, and on any failure other than an exception close the
-// socket. Registers read are appended to dst.
-func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16) ([]uint16, error) {
+// socket. What a read returns is appended to ans.
+func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) error {
 	if err := ctx.Err(); err != nil {
-		return dst, c.error(req.op, req, err)
+		return c.error(req.op, req, err)
 	}
 	waited, failedBefore, err := e.acquire(ctx)
 	if err != nil {
-		return dst, c.error(req.op, req, err)
+		return c.error(req.op, req, err)
 	}
 	defer e.release()
 
@@ -102,18 +188,18 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 			// cannot be reached now, and trying again at once would make
 			// every unit behind a dead gateway wait out a connect of its
 			// own. The caller retries at its pace.
-			return dst, c.error(OpConnect, req, fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr))
+			return c.error(OpConnect, req, fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr))
 		}
 		if err := e.connect(ctx, c.timeout); err != nil {
-			return dst, c.error(OpConnect, req, err)
+			return c.error(OpConnect, req, err)
 		}
 	}
 	if err := e.waitReady(ctx); err != nil {
-		return dst, c.error(req.op, req, err)
+		return c.error(req.op, req, err)
 	}
 	timeout, err := requestTimeout(ctx, c.timeout)
 	if err != nil {
-		return dst, c.error(req.op, req, err)
+		return c.error(req.op, req, err)
 	}
 
 	adu := e.encode(c.unit, req)
@@ -123,10 +209,10 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 		err = framing.Verify(adu, resp)
 	}
 	if err == nil {
-		dst, err = decode(req, resp, dst)
+		err = decode(req, resp, ans)
 	}
 	if err == nil {
-		return dst, nil
+		return nil
 	}
 
 	err = classify(err)
@@ -134,7 +220,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	if errors.As(err, &ex) {
 		// The device answered: the link is fine.
 		e.stats.exceptions.Add(1)
-		return dst[:0], c.error(req.op, req, err)
+		return c.error(req.op, req, err)
 	}
 	var reason string
 	switch {
@@ -154,68 +240,103 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, dst []uint16)
 	// Close the socket so that a late answer can never be read as the answer
 	// to the next request. The close error adds nothing to the request's.
 	_ = e.disconnect(reason)
-	return dst[:0], c.error(req.op, req, err)
+	return c.error(req.op, req, err)
 }
 
 // encode builds the request's Modbus TCP frame in e.buf. The caller holds sem.
 func (e *Endpoint) encode(unit byte, req request) []byte {
 	e.txID++
 	b := e.buf[:]
-	pduLen := 5 // function code, address, quantity
-	if req.fc == fcWriteMultipleRegisters {
-		pduLen += 1 + 2*len(req.values) // byte count, values
-	}
 	binary.BigEndian.PutUint16(b[0:], e.txID)
 	binary.BigEndian.PutUint16(b[2:], 0) // protocol id
-	binary.BigEndian.PutUint16(b[4:], uint16(1+pduLen))
 	b[6] = unit
 	b[7] = req.fc
 	binary.BigEndian.PutUint16(b[8:], req.addr)
-	binary.BigEndian.PutUint16(b[10:], req.quantity)
-	n := 12
-	if req.fc == fcWriteMultipleRegisters {
-		b[n] = byte(2 * len(req.values))
-		n++
+	n := 10
+	switch req.fc {
+	case fcWriteSingleCoil:
+		binary.BigEndian.PutUint16(b[n:], req.coil)
+		n += 2
+	case fcWriteMultipleCoils:
+		binary.BigEndian.PutUint16(b[n:], req.quantity)
+		nb := bitBytes(len(req.bits))
+		b[n+2] = byte(nb)
+		n += 3
+		clear(b[n : n+nb])
+		for i, on := range req.bits {
+			if on {
+				b[n+i/8] |= 1 << (i % 8)
+			}
+		}
+		n += nb
+	case fcWriteMultipleRegisters:
+		binary.BigEndian.PutUint16(b[n:], req.quantity)
+		b[n+2] = byte(2 * len(req.values))
+		n += 3
 		for _, v := range req.values {
 			binary.BigEndian.PutUint16(b[n:], v)
 			n += 2
 		}
+	default: // reads: the quantity
+		binary.BigEndian.PutUint16(b[n:], req.quantity)
+		n += 2
 	}
+	binary.BigEndian.PutUint16(b[4:], uint16(n-6)) // unit id and PDU
 	return b[:n]
 }
 
+// bitBytes is the number of bytes n bits take, packed eight to a byte.
+func bitBytes(n int) int { return (n + 7) / 8 }
+
 // decode checks the PDU of a verified answer (transaction, protocol and unit
-// id already match) and appends the registers read to dst.
-func decode(req request, resp []byte, dst []uint16) ([]uint16, error) {
+// id already match) and appends what a read returns to ans.
+func decode(req request, resp []byte, ans *answer) error {
 	if len(resp) < mbapSize+2 {
-		return dst, fmt.Errorf("%w: pdu of %d bytes", ErrMalformed, len(resp)-mbapSize)
+		return fmt.Errorf("%w: pdu of %d bytes", ErrMalformed, len(resp)-mbapSize)
 	}
 	fc, body := resp[mbapSize], resp[mbapSize+1:]
 	switch fc {
 	case req.fc:
 	case req.fc | 0x80:
-		return dst, &ExceptionError{Function: req.fc, Code: body[0]}
+		return &ExceptionError{Function: req.fc, Code: body[0]}
 	default:
-		return dst, fmt.Errorf("%w: response function code %d, request %d", ErrMismatch, fc, req.fc)
+		return fmt.Errorf("%w: response function code %d, request %d", ErrMismatch, fc, req.fc)
 	}
-	if req.fc == fcWriteMultipleRegisters {
+	switch req.fc {
+	case fcWriteMultipleRegisters, fcWriteMultipleCoils, fcWriteSingleCoil:
 		if len(body) != 4 {
-			return dst, fmt.Errorf("%w: write answer of %d bytes, want 4", ErrMalformed, len(body))
+			return fmt.Errorf("%w: write answer of %d bytes, want 4", ErrMalformed, len(body))
 		}
-		if a, q := binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]); a != req.addr || q != req.quantity {
-			return dst, fmt.Errorf("%w: write answer echoes %d+%d", ErrMismatch, a, q)
+		a, v := binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:])
+		if req.fc == fcWriteSingleCoil {
+			if a != req.addr || v != req.coil {
+				return fmt.Errorf("%w: write answer echoes coil %d = %#04x, want %d = %#04x", ErrMismatch, a, v, req.addr, req.coil)
+			}
+			return nil
 		}
-		return dst, nil
+		if a != req.addr || v != req.quantity {
+			return fmt.Errorf("%w: write answer echoes %d+%d", ErrMismatch, a, v)
+		}
+		return nil
 	}
 	count, data := int(body[0]), body[1:]
 	if count != len(data) {
-		return dst, fmt.Errorf("%w: byte count %d, but %d data bytes", ErrMalformed, count, len(data))
+		return fmt.Errorf("%w: byte count %d, but %d data bytes", ErrMalformed, count, len(data))
+	}
+	if req.fc == fcReadCoils || req.fc == fcReadDiscreteInputs {
+		if want := bitBytes(int(req.quantity)); count != want {
+			return fmt.Errorf("%w: byte count %d, want %d for %d bits", ErrMalformed, count, want, req.quantity)
+		}
+		for i := range int(req.quantity) {
+			ans.bits = append(ans.bits, data[i/8]&(1<<(i%8)) != 0)
+		}
+		return nil
 	}
 	if count != 2*int(req.quantity) {
-		return dst, fmt.Errorf("%w: byte count %d, want %d for %d registers", ErrMalformed, count, 2*int(req.quantity), req.quantity)
+		return fmt.Errorf("%w: byte count %d, want %d for %d registers", ErrMalformed, count, 2*int(req.quantity), req.quantity)
 	}
 	for i := 0; i < count; i += 2 {
-		dst = append(dst, binary.BigEndian.Uint16(data[i:]))
+		ans.regs = append(ans.regs, binary.BigEndian.Uint16(data[i:]))
 	}
-	return dst, nil
+	return nil
 }

@@ -32,9 +32,18 @@
 // comes in pieces is assembled; bytes after an answer fail the request as
 // malformed, since the stream is then out of step.
 //
-// Reads use function 3 (read holding registers, 1..125 registers). Writes
-// always use function 16 (write multiple registers, 1..123 registers), even for
-// a single register, so that 32-bit points are written in one request.
+// Register reads use function 3 (read holding registers) or 4 (read input
+// registers), 1..125 registers. Register writes always use function 16
+// (write multiple registers, 1..123 registers), even for a single
+// register, so that 32-bit points are written in one request. The relay
+// outputs of I/O modules are coils: read with function 1 (1..2000 coils),
+// switched one at a time with function 5 (0xFF00 on, 0x0000 off) or
+// together with function 15 (1..1968 coils); function 2 reads discrete
+// inputs (1..2000). Bits travel eight to a byte, the first in the lowest
+// bit. Every function takes the same path (the endpoint's turn, the
+// checks of the answer, the error classes); a write answer must echo the
+// request (function 5: coil and value; 15 and 16: address and quantity),
+// else it fails with [ErrMismatch].
 //
 // # Connections and failures
 //

@@ -22,8 +22,8 @@ var (
 	ErrTimeout error = timeoutSentinel{}
 	// ErrMismatch means an answer that does not belong to the request: its
 	// transaction id, unit id or function code differs, or a write answer
-	// echoes another address or quantity. This is a stale or crossed answer,
-	// and the socket was closed.
+	// echoes another address, quantity or coil value. This is a stale or
+	// crossed answer, and the socket was closed.
 	ErrMismatch = errors.New("answer does not match request")
 	// ErrMalformed means a frame that cannot be parsed: a bad MBAP length or
 	// protocol id, a byte count that differs from the data or from the
@@ -52,31 +52,48 @@ const (
 )
 
 // Error is the error returned by every Client method. It names the operation,
-// the endpoint, the unit and the registers. Err holds the cause.
+// the endpoint, the unit and the registers (or coils, discrete inputs).
+// Err holds the cause.
 type Error struct {
 	// Op is [OpRead], [OpWrite] or [OpConnect]. A connect failure is
 	// reported as OpConnect, and the registers are those of the request
 	// that needed the connection.
 	Op string
+	// Function is the request's Modbus function code (0: not known).
+	Function byte
 	// Endpoint is the host:port.
 	Endpoint string
 	// Unit is the Modbus unit id.
 	Unit byte
-	// Addr is the first register, and Quantity the number of registers.
+	// Addr is the first register (coil, discrete input), and Quantity how
+	// many the request covers (1 for a single coil write).
 	Addr, Quantity uint16
 	// Err is the cause.
 	Err error
 }
 
-// Error formats like "modbus read 40000+2 from 127.0.0.1:1502 unit 1: cause".
+// Error formats like "modbus read 40000+2 from 127.0.0.1:1502 unit 1:
+// cause"; requests for other than holding registers name their table:
+// "modbus write coils 16+2 to ...".
 func (e *Error) Error() string {
+	table := ""
+	switch e.Function {
+	case fcReadCoils, fcWriteMultipleCoils:
+		table = "coils "
+	case fcWriteSingleCoil:
+		table = "coil "
+	case fcReadDiscreteInputs:
+		table = "discrete inputs "
+	case fcReadInputRegisters:
+		table = "input registers "
+	}
 	switch e.Op {
 	case OpConnect:
 		return fmt.Sprintf("modbus connect to %s unit %d: %v", e.Endpoint, e.Unit, e.Err)
 	case OpWrite:
-		return fmt.Sprintf("modbus write %d+%d to %s unit %d: %v", e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
+		return fmt.Sprintf("modbus write %s%d+%d to %s unit %d: %v", table, e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
 	default:
-		return fmt.Sprintf("modbus %s %d+%d from %s unit %d: %v", e.Op, e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
+		return fmt.Sprintf("modbus %s %s%d+%d from %s unit %d: %v", e.Op, table, e.Addr, e.Quantity, e.Endpoint, e.Unit, e.Err)
 	}
 }
 

@@ -19,10 +19,21 @@ type DeviceConfig struct {
 	//
 	//	inverter         1 103 120 121 122 123 126 127 129 130 132 134 135 136 (classic, three-phase)
 	//	inverter, DER    1 701 702 704 705 706 707 708 709 710 711 (IEEE 1547)
-	//	meter            1 203 (three-phase wye grid meter)
+	//	meter            1 203 (three-phase wye grid meter, or a load's sub-meter: Measures)
 	//	battery          1 124 713 802
 	//	sensor           1 308 (weather sensor)
+	//
+	// A relay board (Relay) has no kind.
 	Kind kind.Kind
+	// Relay makes the device a relay board instead of a SunSpec device: 8
+	// coils, 8 discrete inputs and the watchdog registers of an EK9000 bus
+	// coupler (relay.go), switching the loads of Config.Loads. Kind, DER,
+	// RatedW and the inverter modes stay unset.
+	Relay bool
+	// Measures makes a meter the sub-meter of the load with this id
+	// (Config.Loads) instead of the grid meter: its W is the load's draw
+	// (import positive) and TotWhImp integrates it.
+	Measures string
 	// DER makes an inverter a newer-platform (IEEE 1547) one with the 7xx
 	// models instead of the classic 1xx/12x ones; inverters only.
 	DER bool
@@ -110,6 +121,10 @@ type Config struct {
 	// TraceLimit bounds the trace each device keeps in memory (default
 	// 10000 entries; older ones are dropped and counted).
 	TraceLimit int
+	// Loads are the switchable loads on the relay boards (appliance.go):
+	// an immersion heater, an SG-Ready heat pump. Their draw adds to the
+	// plant's consumption.
+	Loads []LoadConfig
 }
 
 // Default plant location and zone.
@@ -256,6 +271,11 @@ func (c Config) withDefaults() (Config, error) {
 	if net.ParseIP(c.Listen) == nil && c.Listen != "localhost" {
 		return bad("listen %q: want an IP address", c.Listen)
 	}
+	loads, err := loadsWithDefaults(c.Loads, devs)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Loads = loads
 	return c, nil
 }
 
@@ -266,8 +286,16 @@ func (d *DeviceConfig) withDefaults(field string) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
 	}
-	if !d.Kind.Polled() {
-		return bad("%s.kind %q: want inverter, meter, battery or sensor", field, d.Kind)
+	if d.Relay {
+		return d.relayWithDefaults(field)
+	}
+	switch d.Kind {
+	case kind.Inverter, kind.Meter, kind.Battery, kind.Sensor:
+	default:
+		return bad("%s.kind %q: want inverter, meter, battery or sensor (or relay: true for a relay board)", field, d.Kind)
+	}
+	if d.Measures != "" && d.Kind != kind.Meter {
+		return bad("%s.measures: only a meter measures a load", field)
 	}
 	if d.DER && d.Kind != kind.Inverter {
 		return bad("%s.der: only an inverter has DER models", field)
@@ -313,6 +341,23 @@ func (d *DeviceConfig) withDefaults(field string) error {
 	return nil
 }
 
+// relayWithDefaults checks a relay board's settings: none of a SunSpec
+// device's apply.
+func (d *DeviceConfig) relayWithDefaults(field string) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case d.Kind != "":
+		return bad("%s.kind %q: a relay board has no kind (its loads are the consumers)", field, d.Kind)
+	case d.DER || d.RatedW != 0 || d.CapacityWh != 0 || d.EnergyStepWh != 0 || d.Measures != "":
+		return bad("%s: der, ratedW, capacityWh, energyStepWh and measures do not apply to a relay board", field)
+	case d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit || d.AdoptClearsRequest:
+		return bad("%s: the inverter modes do not apply to a relay board", field)
+	}
+	return nil
+}
+
 // endpointName is the name of the device's endpoint: its own ID when it
 // shares none.
 func (d *DeviceConfig) endpointName() string {
@@ -328,6 +373,9 @@ func (d *DeviceConfig) endpointName() string {
 func (c DeviceConfig) model() string {
 	if c.DER {
 		return "der-inverter"
+	}
+	if c.Relay {
+		return "relay"
 	}
 	return string(c.Kind)
 }

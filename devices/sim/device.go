@@ -40,10 +40,11 @@ type Device struct {
 	lastRead, pollStart time.Time
 	lastReadAddr        uint16
 
-	inv *inverter
-	bat *battery
-	met *meter
-	wx  *sensor
+	inv   *inverter
+	bat   *battery
+	met   *meter
+	wx    *sensor
+	relay *relayBoard
 }
 
 // slot is one model of a device's map.
@@ -121,14 +122,15 @@ type State struct {
 // ID returns the device's id from the config.
 func (d *Device) ID() string { return d.cfg.ID }
 
-// Kind returns what the device is.
+// Kind returns what the device is ("" for a relay board, which is no
+// device of the plant's domain: its loads are).
 func (d *Device) Kind() kind.Kind { return d.cfg.Kind }
 
 // DER reports whether the device is an inverter with the DER (7xx) models.
 func (d *Device) DER() bool { return d.cfg.DER }
 
 // Label is the device's kind as the simulator shows it: "der-inverter"
-// for a DER inverter, else its kind.
+// for a DER inverter, "relay" for a relay board, else its kind.
 func (d *Device) Label() string { return d.cfg.model() }
 
 // Unit returns the Modbus unit id the device answers to.

@@ -1,10 +1,11 @@
 // Package sim is the simulated PV plant: real SunSpec Modbus TCP servers
 // with physics and fault injection, for the demo and for tests.
 //
-// A Plant holds devices of the four polled kinds (plantd/plant/kind), an
+// A Plant holds devices of the four SunSpec kinds (plantd/plant/kind), an
 // inverter either classic or DER (DeviceConfig.DER), each speaking the
 // SunSpec map of a real device at base 40000 (SunS marker, models back to
-// back from 40002, end marker 0xFFFF 0):
+// back from 40002, end marker 0xFFFF 0), and relay boards with the loads
+// they switch (below):
 //
 //	kind          models                                                  Md
 //	inverter      1 103 120 121 122 123 126 127 129 130 132 134 135 136  SIM-INV-10K
@@ -49,7 +50,10 @@
 //     disconnects. 802 W and A are positive while discharging, like 701 W
 //     for generation;
 //   - the meter: W = load - PV - battery (positive = import from the grid,
-//     the SunSpec meter sign), TotWhImp/TotWhExp integrate it.
+//     the SunSpec meter sign), TotWhImp/TotWhExp integrate it; a sub-meter
+//     (DeviceConfig.Measures) shows one load's draw instead, VAr 0;
+//   - the switchable loads (Config.Loads) add their draw to the load, from
+//     the coils of their relay board at each instant (below).
 //
 // Plant.Balance returns the same numbers the registers show; Device.State
 // and Device.Writes expose a device's state and the writes it accepted.
@@ -158,6 +162,50 @@
 // sensor follow); both act from the next read. A device stops answering
 // with Device.SetFault(Fault{Kind: FaultOffline}) and comes back with
 // Device.SetFault(Fault{}); its physics and timers carry on meanwhile.
+//
+// # Relay boards and loads
+//
+// A device with DeviceConfig.Relay is a relay board (relay.go), no
+// SunSpec device and of no kind: an I/O module modelled on Beckhoff's
+// EK9000 Modbus TCP bus coupler with eight relay outputs, coils 0..7
+// (functions 1, 5, 15), and eight digital inputs, discrete inputs 0..7
+// (function 2; Device.SetInput sets them, as the contact wired to them
+// would). Its holding registers are the EK9000's communication watchdog,
+// at its addresses (Beckhoff's EK9000 documentation, "Modbus interface"):
+//
+//	0x1020  r   watchdog current time, ms since the last trigger (0 when
+//	            not running)
+//	0x1021  r   number of triggered fallbacks
+//	0x1120  rw  watchdog time, 1..60000 ms (default 1000)
+//	0x1121  rw  watchdog reset: a write is a trigger
+//	0x1122  rw  type: 0 write telegram, 1 telegram, 2 disabled (the
+//	            simulated board starts disabled; an EK9000 ships with 1)
+//	0x1123  rw  fallback: 0 outputs to zero (default), 1 freeze
+//
+// A write to the coils starts the watchdog unless it is disabled; every
+// request to the board (telegram) or every coil write (write telegram)
+// triggers it. When no trigger came for the watchdog time on the wall
+// clock (Config.Now; the simulated clock's Speed does not apply, as for
+// a real module), the fallback applies at that instant: every coil falls
+// to 0 (freeze: they stay), the trip is counted (0x1021, Device.Relay's
+// Trips and LastTrip) and the watchdog stops until the next coil write.
+// Nothing ticks: the next request or Device.Relay applies it, and the
+// loads' energy is integrated to the expiry exactly. Other addresses
+// answer exception 2, values out of range exception 3, input registers
+// exception 1; coils and discrete inputs of every other device answer
+// exception 1.
+//
+// The loads (Config.Loads, appliance.go) sit on a board's coils:
+//
+//	heater   one coil: draws RatedW (default 3000 W) while on
+//	sgready  coils A = Coil, B = Coil+1, the SG-Ready states
+//	         (A, B) = (1, 0) 1 locked, (0, 0) 2 normal, (0, 1) 3
+//	         recommended, (1, 1) 4 forced; draws StateW[state-1]
+//	         (default 0, 700, 1600, 2400 W)
+//
+// Plant.Load returns a load's draw, energy and SG-Ready state; Balance's
+// LoadW includes every load. Writes to a board are traced like the
+// others, with points "coil[N]", "WatchdogTime", "WatchdogMode", ...
 //
 // # Writes
 //

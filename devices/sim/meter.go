@@ -2,10 +2,12 @@ package sim
 
 import "math"
 
-// meter is the grid meter's state. Guarded by Plant.mu.
+// meter is the grid meter's state, or a sub-meter's (measures set).
+// Guarded by Plant.mu.
 type meter struct {
 	w, varW      float64 // positive: import
 	impWh, expWh float64
+	measures     *load // DeviceConfig.Measures
 	h            meterHandles
 }
 

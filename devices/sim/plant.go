@@ -23,19 +23,21 @@ type Plant struct {
 	wall0 time.Time // wall clock at New
 	start time.Time // sim time at New
 
-	mu        sync.Mutex // guards the simulation state below and every Device's image
-	t         time.Time  // sim time the state is integrated to
-	gen       uint64     // bumped whenever the state changes; images render on change
-	env       weather    // at t
-	bal       Balance    // at t
-	devs      []*Device
-	inverters []*Device
-	batteries []*Device
-	meters    []*Device
-	sensors   []*Device
-	loads     []*load   // switchable consumers (load.go)
-	shellies  []*Shelly // simulated Shelly plugs (shelly.go)
-	eps       []*endpoint
+	mu         sync.Mutex // guards the simulation state below and every Device's image
+	t          time.Time  // sim time the state is integrated to
+	gen        uint64     // bumped whenever the state changes; images render on change
+	env        weather    // at t
+	bal        Balance    // at t
+	devs       []*Device
+	inverters  []*Device
+	batteries  []*Device
+	meters     []*Device
+	sensors    []*Device
+	relays     []*Device
+	loads      []*load // switchable consumers (load.go, appliance.go, shelly.go)
+	appliances []*appliance
+	shellies   []*Shelly // simulated Shelly plugs (shelly.go)
+	eps        []*endpoint
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
 	cloud       float64
@@ -100,6 +102,9 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 			meterMaxW += dc.RatedW
 		}
 	}
+	for _, lc := range c.Loads {
+		meterMaxW += lc.maxW()
+	}
 	for _, dc := range c.Devices {
 		name := dc.endpointName()
 		ep := eps[name]
@@ -113,6 +118,9 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		}
 		d := &Device{plant: p, cfg: dc, ep: ep, log: p.log.With("device", dc.ID), frozenWh: -1}
 		switch dc.Kind {
+		case "": // Relay, checked by withDefaults
+			d.relay = newRelayBoard()
+			p.relays = append(p.relays, d)
 		case kind.Inverter:
 			d.inv, err = newInverter(d)
 			p.inverters = append(p.inverters, d)
@@ -133,6 +141,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 		ep.devs = append(ep.devs, d)
 		p.devs = append(p.devs, d)
 	}
+	p.addAppliancesLocked()
 	p.addShellies()
 	p.flowsLocked(p.t)
 	return p, nil
@@ -279,8 +288,11 @@ func (p *Plant) Run(ctx context.Context) error {
 }
 
 // simNow maps the wall clock to simulated time.
-func (p *Plant) simNow() time.Time {
-	el := p.cfg.Now().Sub(p.wall0)
+func (p *Plant) simNow() time.Time { return p.simAt(p.cfg.Now()) }
+
+// simAt maps a wall time to simulated time.
+func (p *Plant) simAt(wall time.Time) time.Time {
+	el := wall.Sub(p.wall0)
 	if p.cfg.Speed == 1 {
 		return p.start.Add(el)
 	}
@@ -314,6 +326,11 @@ func (p *Plant) advanceLocked(target time.Time) {
 		}
 		if ev := p.nextLoadEvent(p.t); !ev.IsZero() && ev.Before(end) {
 			end = ev
+		}
+		for _, d := range p.relays {
+			if ev := d.relay.nextEvent(p.t); !ev.IsZero() && ev.Before(end) {
+				end = ev
+			}
 		}
 		dt := end.Sub(p.t)
 		p.flowsLocked(p.t.Add(dt / 2))
@@ -357,6 +374,10 @@ func (p *Plant) flowsLocked(t time.Time) {
 	}
 	grid := load - pv - bat
 	for _, d := range p.meters {
+		if m := d.met.measures; m != nil { // a sub-meter: resistive enough
+			d.met.w, d.met.varW = m.w, 0
+			continue
+		}
 		d.met.w = grid
 		d.met.varW = 0.2*load - q
 	}

@@ -18,22 +18,54 @@ type handler struct{ ep *endpoint }
 
 var _ mb.RequestHandler = (*handler)(nil)
 
-func (h *handler) HandleCoils(*mb.CoilsRequest) ([]bool, error) { return nil, mb.ErrIllegalFunction }
-
-func (h *handler) HandleDiscreteInputs(*mb.DiscreteInputsRequest) ([]bool, error) {
-	return nil, mb.ErrIllegalFunction
+// HandleCoils reads (function 1) or writes (functions 5 and 15) a relay
+// board's coils; the other devices have none (exception 1).
+func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
+	d := h.ep.units[req.UnitId]
+	switch {
+	case d == nil:
+		return nil, mb.ErrGWTargetFailedToRespond
+	case d.relay == nil:
+		return nil, mb.ErrIllegalFunction
+	}
+	return d.plant.relayCoils(d, req)
 }
 
-func (h *handler) HandleInputRegisters(*mb.InputRegistersRequest) ([]uint16, error) {
+// HandleDiscreteInputs reads a relay board's inputs (function 2); the
+// other devices have none (exception 1).
+func (h *handler) HandleDiscreteInputs(req *mb.DiscreteInputsRequest) ([]bool, error) {
+	d := h.ep.units[req.UnitId]
+	switch {
+	case d == nil:
+		return nil, mb.ErrGWTargetFailedToRespond
+	case d.relay == nil:
+		return nil, mb.ErrIllegalFunction
+	}
+	return d.plant.relayInputs(d, req)
+}
+
+// HandleInputRegisters answers exception 1: no device has input
+// registers (a relay board counts the request as a telegram).
+func (h *handler) HandleInputRegisters(req *mb.InputRegistersRequest) ([]uint16, error) {
+	d := h.ep.units[req.UnitId]
+	if d == nil {
+		return nil, mb.ErrGWTargetFailedToRespond
+	}
+	if d.relay != nil {
+		d.plant.relayTouch(d)
+	}
 	return nil, mb.ErrIllegalFunction
 }
 
 // HandleHoldingRegisters reads (function 3) or writes (functions 6 and 16)
-// a device's map.
+// a device's map, or a relay board's watchdog registers.
 func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16, error) {
 	d := h.ep.units[req.UnitId]
 	if d == nil {
 		return nil, mb.ErrGWTargetFailedToRespond
+	}
+	if d.relay != nil {
+		return d.plant.relayRegisters(d, req)
 	}
 	if req.IsWrite {
 		return nil, d.plant.write(d, req.Addr, req.Args)

@@ -339,15 +339,6 @@ func (s *Shelly) State() ShellyState {
 	return st
 }
 
-// simAt maps a wall-clock instant to simulated time.
-func (p *Plant) simAt(wall time.Time) time.Time {
-	el := wall.Sub(p.wall0)
-	if p.cfg.Speed == 1 {
-		return p.start.Add(el)
-	}
-	return p.start.Add(time.Duration(float64(el) * p.cfg.Speed))
-}
-
 // outputAt is the output at sim time t, from the history.
 func (s *Shelly) outputAt(t time.Time) bool {
 	on := false

@@ -183,6 +183,12 @@ func (p *Plant) traceLocked(d *Device, addr uint16, n, off int, refused error) {
 		e.LimitPct = d.inv.effectiveLimitPct(p.t)
 		e.Connected = d.inv.connected
 	}
+	p.addTraceLocked(d, e)
+}
+
+// addTraceLocked adds an entry to the device's trace and to the trace
+// file.
+func (p *Plant) addTraceLocked(d *Device, e TraceEntry) {
 	d.trace.add(e, p.cfg.TraceLimit)
 	if p.traceFile == nil {
 		return
