@@ -11,6 +11,7 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
+	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -124,6 +125,13 @@ func consumerDriver(dc config.Device, d *daemon) (consumer.Driver, error) {
 	case config.DriverShelly:
 		base := "http://" + net.JoinHostPort(dc.Host, strconv.Itoa(dc.Port))
 		return consumer.NewShelly(base, c.SwitchID, &http.Client{Timeout: dc.Timeout}, c.Watchdog)
+	case config.DriverRelay, config.DriverSGReady:
+		ep := d.pool.Endpoint(modbus.EndpointConfig{Address: dc.Address(), Timeout: dc.Timeout, ConnectDelay: dc.ConnectDelay})
+		cl := ep.Unit(byte(dc.Unit), dc.Timeout)
+		if c.Driver == config.DriverRelay {
+			return consumer.NewRelay(cl, consumer.RelayConfig{Coil: uint16(c.Coil), Watchdog: c.Watchdog})
+		}
+		return consumer.NewSGReady(cl, consumer.SGReadyConfig{CoilA: uint16(c.Coil), CoilB: uint16(c.ContactB()), Watchdog: c.Watchdog})
 	}
-	return nil, fmt.Errorf("driver %q is not built yet", c.Driver)
+	return nil, fmt.Errorf("unknown driver %q", c.Driver) // the config refuses it
 }
