@@ -9,12 +9,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/mqtt"
+	"plantd/plant/kind"
 	"plantd/store"
 )
 
@@ -150,7 +152,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer ln.Close()
 	*listen = ln.Addr().String()
-	simCfg := sim.DefaultConfig()
+	simCfg := sim.DemoConfig()
 	simCfg.Speed = *speed
 	if *startAt != "" {
 		t, err := parseDemoStart(*startAt, time.Now())
@@ -215,8 +217,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "plantd demo: a simulated plant on 127.0.0.1, polled every %v over Modbus TCP\n", *interval)
 	for _, d := range plantSim.Devices() {
-		fmt.Fprintf(stdout, "  %-6s %-33s %s unit %d\n", d.ID(), demoKindWords[d.Label()], d.Addr(), d.Unit())
+		fmt.Fprintf(stdout, "  %-9s %-33s %s unit %d\n", d.ID(), demoKindWords[d.Label()], d.Addr(), d.Unit())
 	}
+	for _, sh := range plantSim.Shellies() {
+		fmt.Fprintf(stdout, "  %-9s %-33s %s\n", sh.ID(), "smart plug (Shelly Gen2 HTTP RPC)", sh.URL())
+	}
+	fmt.Fprintf(stdout, "consumers: %s (home energy manager: GET /gateway/v1/consumers)\n", strings.Join(demoConsumerNames, ", "))
 	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", plantSim.Now().In(plantSim.Location()).Format("2006-01-02 15:04:05 MST"),
 		plantSim.Location(), simCfg.Speed)
 	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", *listen, *dbPath)
@@ -265,6 +271,7 @@ var demoKindWords = map[string]string{ // by the simulator's label
 	"meter":        "meter",
 	"battery":      "battery",
 	"sensor":       "weather sensor",
+	"relay":        "relay board (coils, EK9000 watchdog)",
 }
 
 // demoRedirectURI is the redirect URI of the demo's OAuth2 client.
@@ -303,6 +310,9 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 	pl.Location = config.Location{Latitude: &lat, Longitude: &lon}
 	cfg.Plants = []config.Plant{pl}
 	for _, d := range p.Devices() {
+		if d.Label() == "relay" {
+			continue // no SunSpec device: its outputs are the consumers below
+		}
 		host, port, _ := splitListen(d.Addr())
 		dev := config.NewDevice()
 		dev.ID, dev.Plant, dev.Name = d.ID(), "demo", d.ID()
@@ -310,6 +320,7 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		dev.PollInterval = interval
 		cfg.Devices = append(cfg.Devices, dev)
 	}
+	cfg.Devices = append(cfg.Devices, demoConsumers(p, interval)...)
 	// Grid control runs on the simulated clock, and the simulated
 	// inverters' reversion timers too: at --speed N a timeout of 60 s
 	// would expire N times faster than the 1 s control cycle renews it.
@@ -321,6 +332,47 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		g.MeterLossGrace = min(time.Duration(float64(g.MeterLossGrace)*sc.Speed), time.Hour)
 	}
 	return cfg
+}
+
+// demoConsumerNames are the demo's consumers, in priority order.
+var demoConsumerNames = []string{"heater", "heatpump", "plug"}
+
+// demoConsumers are the demo house's switchable consumers (sim.DemoConfig):
+// the heater on the relay board's coil 0 with its own meter, the SG-Ready
+// heat pump on coils 2 and 3 (estimated from its rated power, with a
+// boost at 13:00), and the Shelly plug (a dishwasher that must have run
+// 2 h by 18:00). The guards are short, so that the demo shows them work
+// within minutes; the times are on the simulated clock.
+func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
+	io := p.Device("io")
+	plug := p.Shelly("plug")
+	if io == nil || plug == nil {
+		return nil
+	}
+	mk := func(id, name, addr string, c *config.Consumer) config.Device {
+		host, port, _ := splitListen(addr)
+		d := config.NewDevice()
+		d.ID, d.Plant, d.Name, d.Kind = id, "demo", name, kind.Consumer
+		d.Host, d.Port, d.Unit, d.PollInterval = host, port, int(io.Unit()), interval
+		d.Consumer = c
+		return d
+	}
+	heater := config.NewConsumer()
+	heater.Driver, heater.Coil, heater.RatedPower, heater.Meter, heater.Priority = config.DriverRelay, 0, 3000, "heatmeter", 1
+	heater.MinOnTime, heater.MinOffTime, heater.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
+	pump := config.NewConsumer()
+	pump.Driver, pump.Coil, pump.RatedPower, pump.Priority = config.DriverSGReady, 2, 1600, 2
+	pump.MinOnTime, pump.MinOffTime, pump.MaxSwitchesPerHour, pump.Watchdog = 10*time.Minute, 5*time.Minute, 3, 30*time.Second
+	pump.MustRun = []config.MustRun{{At: "0 13 * * *", For: 30 * time.Minute}}
+	dish := config.NewConsumer()
+	dish.Driver, dish.RatedPower, dish.Priority = config.DriverShelly, 1200, 3
+	dish.MinOnTime, dish.MinOffTime, dish.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
+	dish.MustRun = []config.MustRun{{By: "0 18 * * *", For: 2 * time.Hour}}
+	return []config.Device{
+		mk("heater", "Immersion heater", io.Addr(), heater),
+		mk("heatpump", "Heat pump", io.Addr(), pump),
+		mk("plug", "Dishwasher plug", plug.Addr(), dish),
+	}
 }
 
 // demoToken makes the bearer token the demo prints at start.

@@ -31,7 +31,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg := sim.DefaultConfig()
+	cfg := sim.DemoConfig()
 	if *nDevices > 0 {
 		var err error
 		if cfg, err = sim.ScaleConfig(*nDevices, *gateways); err != nil {
@@ -102,9 +102,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer plant.Close()
 	fmt.Fprintln(stdout, "simulated plant (SunSpec Modbus TCP, map at base 40000); Ctrl-C stops it")
-	fmt.Fprintf(stdout, "%-6s %-13s %-22s %s\n", "device", "kind", "address", "unit")
+	fmt.Fprintf(stdout, "%-9s %-13s %-22s %s\n", "device", "kind", "address", "unit")
 	for _, d := range plant.Devices() {
-		fmt.Fprintf(stdout, "%-6s %-13s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
+		fmt.Fprintf(stdout, "%-9s %-13s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
+	}
+	for _, sh := range plant.Shellies() {
+		fmt.Fprintf(stdout, "%-9s %-13s %-22s (HTTP RPC)\n", sh.ID(), "shelly", sh.Addr())
 	}
 	if *trace != "" {
 		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)

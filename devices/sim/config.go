@@ -170,6 +170,27 @@ func DefaultConfig() Config {
 	}
 }
 
+// DemoConfig is DefaultConfig with the house's switchable consumers of
+// the demo (plantd demo and plantd sim): a relay board "io" (an EK9000
+// style I/O module) switching an immersion heater "heater" of 3 kW on coil
+// 0, measured alone by the sub-meter "heatmeter", and an SG-Ready heat
+// pump "heatpump" on coils 2 and 3; and a Shelly plug "plug" with a
+// 1200 W appliance. Their draw is part of the house's consumption, so the
+// grid meter sees them switch.
+func DemoConfig() Config {
+	c := DefaultConfig()
+	c.Devices = append(c.Devices,
+		DeviceConfig{ID: "io", Relay: true, Unit: 1},
+		DeviceConfig{ID: "heatmeter", Kind: kind.Meter, Unit: 1, Measures: "heater"},
+	)
+	c.Loads = []LoadConfig{
+		{ID: "heater", Kind: LoadHeater, Board: "io", Coil: 0, RatedW: 3000},
+		{ID: "heatpump", Kind: LoadSGReady, Board: "io", Coil: 2},
+	}
+	c.Shellies = []ShellyConfig{{ID: "plug", RatedW: 1200}}
+	return c
+}
+
 // ErrConfig is wrapped by the errors of New for an invalid Config.
 var ErrConfig = errors.New("sim: invalid config")
 
