@@ -1,6 +1,10 @@
 package consumer
 
-import "time"
+import (
+	"time"
+
+	"plantd/plant"
+)
 
 // guard protects a consumer's machine from its controller: after a switch
 // the output stays at least MinOn (on) or MinOff (off), and at most
@@ -26,29 +30,22 @@ func newGuard(minOn, minOff time.Duration, maxPerHour int) guard {
 	return g
 }
 
-// Reasons a guard holds an output, as ConsumerStatus.Reason codes.
-const (
-	ReasonMinOnTime   = "MinOnTime"
-	ReasonMinOffTime  = "MinOffTime"
-	ReasonMaxSwitches = "MaxSwitches"
-)
-
 // allows reports whether the output, now on (or off), may switch at now;
 // when not, it says which rule holds it.
 func (g *guard) allows(on bool, now time.Time) (bool, string) {
 	if !g.last.IsZero() {
 		if on && now.Sub(g.last) < g.minOn {
-			return false, ReasonMinOnTime
+			return false, plant.ReasonMinOnTime
 		}
 		if !on && now.Sub(g.last) < g.minOff {
-			return false, ReasonMinOffTime
+			return false, plant.ReasonMinOffTime
 		}
 	}
 	if g.maxPerHour > 0 {
 		// The oldest of the last maxPerHour switches: one more is allowed
 		// when it lies an hour back.
 		if oldest := g.ring[g.next]; !oldest.IsZero() && now.Sub(oldest) < time.Hour {
-			return false, ReasonMaxSwitches
+			return false, plant.ReasonMaxSwitches
 		}
 	}
 	return true, ""

@@ -173,7 +173,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 		if s.Location == nil {
 			s.Location = time.UTC
 		}
-		c := &cons{spec: s, kick: make(chan struct{}, 1), mode: s.Mode, reason: ReasonStarting,
+		c := &cons{spec: s, kick: make(chan struct{}, 1), mode: s.Mode, reason: plant.ReasonStarting,
 			g: newGuard(s.MinOn, s.MinOff, s.MaxSwitchesPerHour), estKey: "consumer.energyWh." + s.ID,
 			byRan: make([]time.Duration, len(s.MustRun)), byEnd: make([]time.Time, len(s.MustRun))}
 		if c.mode == "" {
@@ -277,7 +277,7 @@ func (m *Manager) poll(ctx context.Context, c *cons) {
 		c.state = s.State
 		if s.State == plant.StateOffline {
 			c.readOK = false
-			c.reason = ReasonOffline
+			c.reason = plant.ReasonOffline
 		}
 		m.mu.Unlock()
 		m.deps.Sink(s)
@@ -478,14 +478,14 @@ func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 	s.mayOn, s.mayOff, s.whyNot = mayToggle, mayToggle, why
 	switch {
 	case !c.readOK:
-		s.reason = ReasonOffline
+		s.reason = plant.ReasonOffline
 		if !c.started {
-			s.reason = ReasonStarting
+			s.reason = plant.ReasonStarting
 		}
 	case c.mode != plant.ModeAuto:
-		s.want, s.reason = c.mode == plant.ModeOn, ReasonManual
+		s.want, s.reason = c.mode == plant.ModeOn, plant.ReasonManual
 	case m.mustRunLocked(c, now):
-		s.want, s.reason = true, ReasonMustRun
+		s.want, s.reason = true, plant.ReasonMustRun
 	default:
 		s.auto = true
 	}
@@ -543,7 +543,7 @@ func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 // operator's, through its own channel).
 func (m *Manager) outputLocked(c *cons, s *slot) Output {
 	switch s.reason {
-	case ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches:
+	case plant.ReasonMinOnTime, plant.ReasonMinOffTime, plant.ReasonMaxSwitches:
 		if c.has {
 			return c.want // a guard holds the output as it is
 		}
@@ -554,7 +554,7 @@ func (m *Manager) outputLocked(c *cons, s *slot) Output {
 	switch {
 	case !s.want:
 		return Output{SGReady: SGNormal}
-	case s.reason == ReasonSurplus || s.auto:
+	case s.reason == plant.ReasonSurplus || s.auto:
 		return Output{On: true, SGReady: SGRecommend}
 	default:
 		return Output{On: true, SGReady: SGForced}

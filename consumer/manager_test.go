@@ -111,7 +111,7 @@ func TestManagerSurplusAndModes(t *testing.T) {
 	}
 	// 1000 W export: not enough for 1200 W.
 	absorb(1000)
-	if st := m.Consumers()[0]; st.Reason != consumer.ReasonNoSurplus || st.SwitchingState != plant.SwitchedOff {
+	if st := m.Consumers()[0]; st.Reason != plant.ReasonNoSurplus || st.SwitchingState != plant.SwitchedOff {
 		t.Fatalf("at 1000 W: %+v", st)
 	}
 	// 1500 W: on, written at once (the loop is kicked), read back on.
@@ -124,7 +124,7 @@ func TestManagerSurplusAndModes(t *testing.T) {
 	// its min on time holds it.
 	plantClock.Add(time.Minute)
 	absorb(-300)
-	if st := m.Consumers()[0]; st.Reason != consumer.ReasonMinOnTime || !plug.State().On {
+	if st := m.Consumers()[0]; st.Reason != plant.ReasonMinOnTime || !plug.State().On {
 		t.Fatalf("in min on time: %+v, plug %+v", st, plug.State())
 	}
 	// After it: off.
@@ -137,7 +137,7 @@ func TestManagerSurplusAndModes(t *testing.T) {
 	}
 	plantClock.Add(6 * time.Minute)
 	absorb(5000)
-	if st := m.Consumers()[0]; st.Reason != consumer.ReasonManual || plug.State().On {
+	if st := m.Consumers()[0]; st.Reason != plant.ReasonManual || plug.State().On {
 		t.Fatalf("manual Off with surplus: %+v, plug %+v", st, plug.State())
 	}
 	// Manual On switches it on without surplus.

@@ -1,21 +1,10 @@
 package consumer
 
+import "plantd/plant"
+
 // The surplus decision: which Auto consumers run on the plant's surplus.
 // It is a pure function over a slice the manager keeps and refills each
 // cycle, so a decision allocates nothing.
-
-// Reasons a consumer's output is what it is (ConsumerStatus.Reason), beside
-// the guard's.
-const (
-	ReasonSurplus   = "Surplus"   // Auto: on, the surplus carries it
-	ReasonNoSurplus = "NoSurplus" // Auto: off, not enough surplus
-	ReasonProbing   = "Probing"   // Auto: off, waits its turn to try curtailed PV
-	ReasonNoMeter   = "NoMeter"   // Auto: off, no grid meter answers
-	ReasonMustRun   = "MustRun"   // a must-run window holds it on
-	ReasonManual    = "Manual"    // mode On or Off
-	ReasonOffline   = "Offline"   // its device does not answer
-	ReasonStarting  = "Starting"  // not read yet
-)
 
 // slot is one consumer in a decision.
 type slot struct {
@@ -63,16 +52,16 @@ func decide(slots []slot, exportW, curtailedW float64, gridOK, probe bool) (prob
 		if s.on {
 			thr = s.offW
 		}
-		want, reason, usesProbe := budget >= thr, ReasonSurplus, false
+		want, reason, usesProbe := budget >= thr, plant.ReasonSurplus, false
 		switch {
 		case !gridOK:
-			want, reason = false, ReasonNoMeter
+			want, reason = false, plant.ReasonNoMeter
 		case !want:
-			reason = ReasonNoSurplus
+			reason = plant.ReasonNoSurplus
 		case !s.on && exportW < thr:
 			// Only curtailed PV would carry it: one at a time.
 			if !probe || probed {
-				want, reason = false, ReasonProbing
+				want, reason = false, plant.ReasonProbing
 			} else {
 				usesProbe = true
 			}

@@ -3,6 +3,8 @@ package consumer
 import (
 	"testing"
 	"time"
+
+	"plantd/plant"
 )
 
 // auto is an Auto consumer of rated power w, off, whose guard allows.
@@ -24,32 +26,32 @@ func TestDecide(t *testing.T) {
 		probed            bool
 	}{
 		{"surplus switches on in priority order", []slot{auto(3000), auto(2000), auto(1000)}, 4500, 0, true, true,
-			[]bool{true, false, true}, []string{ReasonSurplus, ReasonNoSurplus, ReasonSurplus}, false},
-		{"no surplus", []slot{auto(1000)}, 500, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
-		{"importing", []slot{auto(1000)}, -200, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
+			[]bool{true, false, true}, []string{plant.ReasonSurplus, plant.ReasonNoSurplus, plant.ReasonSurplus}, false},
+		{"no surplus", []slot{auto(1000)}, 500, 0, true, true, []bool{false}, []string{plant.ReasonNoSurplus}, false},
+		{"importing", []slot{auto(1000)}, -200, 0, true, true, []bool{false}, []string{plant.ReasonNoSurplus}, false},
 		// A running 3 kW heater with 200 W export sees 3200 W: it stays on.
-		{"own draw counts", []slot{running(auto(3000))}, 200, 0, true, true, []bool{true}, []string{ReasonSurplus}, false},
+		{"own draw counts", []slot{running(auto(3000))}, 200, 0, true, true, []bool{true}, []string{plant.ReasonSurplus}, false},
 		// 3 kW running, importing 400 W: it sees 2600 W, below 2700: off.
-		{"hysteresis off", []slot{running(auto(3000))}, -400, 0, true, true, []bool{false}, []string{ReasonNoSurplus}, false},
+		{"hysteresis off", []slot{running(auto(3000))}, -400, 0, true, true, []bool{false}, []string{plant.ReasonNoSurplus}, false},
 		// ... importing 250 W: 2750 W ≥ 2700: stays on.
-		{"hysteresis holds", []slot{running(auto(3000))}, -250, 0, true, true, []bool{true}, []string{ReasonSurplus}, false},
-		{"min on time holds", []slot{held(running(auto(3000)), ReasonMinOnTime)}, -2000, 0, true, true,
-			[]bool{true}, []string{ReasonMinOnTime}, false},
-		{"min off time holds", []slot{held(auto(1000), ReasonMinOffTime)}, 5000, 0, true, true,
-			[]bool{false}, []string{ReasonMinOffTime}, false},
+		{"hysteresis holds", []slot{running(auto(3000))}, -250, 0, true, true, []bool{true}, []string{plant.ReasonSurplus}, false},
+		{"min on time holds", []slot{held(running(auto(3000)), plant.ReasonMinOnTime)}, -2000, 0, true, true,
+			[]bool{true}, []string{plant.ReasonMinOnTime}, false},
+		{"min off time holds", []slot{held(auto(1000), plant.ReasonMinOffTime)}, 5000, 0, true, true,
+			[]bool{false}, []string{plant.ReasonMinOffTime}, false},
 		// A higher-priority consumer that stays on by its guard still
 		// takes its share.
-		{"held consumer takes its share", []slot{held(running(auto(3000)), ReasonMinOnTime), auto(1000)}, -500, 0, true, true,
-			[]bool{true, false}, []string{ReasonMinOnTime, ReasonNoSurplus}, false},
-		{"no meter switches off", []slot{running(auto(1000))}, 5000, 0, false, true, []bool{false}, []string{ReasonNoMeter}, false},
+		{"held consumer takes its share", []slot{held(running(auto(3000)), plant.ReasonMinOnTime), auto(1000)}, -500, 0, true, true,
+			[]bool{true, false}, []string{plant.ReasonMinOnTime, plant.ReasonNoSurplus}, false},
+		{"no meter switches off", []slot{running(auto(1000))}, 5000, 0, false, true, []bool{false}, []string{plant.ReasonNoMeter}, false},
 		{"curtailed PV, one probe", []slot{auto(3000), auto(2000)}, 0, 10000, true, true,
-			[]bool{true, false}, []string{ReasonSurplus, ReasonProbing}, true},
-		{"curtailed PV, probe used", []slot{auto(3000)}, 0, 10000, true, false, []bool{false}, []string{ReasonProbing}, false},
+			[]bool{true, false}, []string{plant.ReasonSurplus, plant.ReasonProbing}, true},
+		{"curtailed PV, probe used", []slot{auto(3000)}, 0, 10000, true, false, []bool{false}, []string{plant.ReasonProbing}, false},
 		// Export carries the first; curtailment the second (probe).
 		{"export then probe", []slot{auto(1000), auto(2000)}, 1200, 5000, true, true,
-			[]bool{true, true}, []string{ReasonSurplus, ReasonSurplus}, true},
-		{"manual slots are skipped", []slot{{want: true, reason: ReasonManual}, auto(1000)}, 1500, 0, true, true,
-			[]bool{true, true}, []string{ReasonManual, ReasonSurplus}, false},
+			[]bool{true, true}, []string{plant.ReasonSurplus, plant.ReasonSurplus}, true},
+		{"manual slots are skipped", []slot{{want: true, reason: plant.ReasonManual}, auto(1000)}, 1500, 0, true, true,
+			[]bool{true, true}, []string{plant.ReasonManual, plant.ReasonSurplus}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,12 +81,12 @@ func TestGuard(t *testing.T) {
 		why     string
 		switch_ bool
 	}{
-		{0, false, true, "", true},                             // on at 0
-		{9 * time.Minute, true, false, ReasonMinOnTime, false}, // min on 10m
-		{10 * time.Minute, true, true, "", true},               // off at 10m
-		{14 * time.Minute, false, false, ReasonMinOffTime, false},
+		{0, false, true, "", true},                                   // on at 0
+		{9 * time.Minute, true, false, plant.ReasonMinOnTime, false}, // min on 10m
+		{10 * time.Minute, true, true, "", true},                     // off at 10m
+		{14 * time.Minute, false, false, plant.ReasonMinOffTime, false},
 		{15 * time.Minute, false, true, "", true}, // on at 15m: 3 in the hour
-		{30 * time.Minute, true, false, ReasonMaxSwitches, false},
+		{30 * time.Minute, true, false, plant.ReasonMaxSwitches, false},
 		{60 * time.Minute, true, true, "", true}, // the first left the hour
 	}
 	for _, s := range steps {

@@ -163,8 +163,9 @@ func consumerSchemas() obj {
 			"consumption":          describe(num(), "power now, W; absent when unknown"),
 			"consumptionEstimated": describe(boolean(), "consumption and energyToday come from ratedPower while on, not from a meter"),
 			"energyToday":          describe(num(), "energy since local midnight, Wh; absent when unknown"),
-			"reason": describe(enum("Surplus", "NoSurplus", "MustRun", "Manual", "MinOnTime", "MinOffTime", "MaxSwitches", "Offline", "Starting"),
-				"why the output is what it is: Surplus (on, PV surplus), NoSurplus (off, not enough surplus), MustRun (a must-run window), "+
+			"reason": describe(enum(plant.ConsumerReasons()...),
+				"why the output is what it is: Surplus (on, PV surplus), NoSurplus (off, not enough surplus), Probing (off, waits its turn to try PV a limit holds back), "+
+					"NoMeter (off, no grid meter answers), MustRun (a must-run window), "+
 					"Manual (mode On or Off), MinOnTime / MinOffTime (held until the minimum time passed), MaxSwitches (the switchings per hour are used up), "+
 					"Offline (the device does not answer), Starting (no decision yet)"),
 			"nextMustRun":        describe(utcTimeSchema(), "start of the next must-run window; absent when none"),

@@ -29,9 +29,7 @@ type ConsumerStatus struct {
 	// EnergyTodayWh is the energy since local midnight (Wh); nil when
 	// unknown.
 	EnergyTodayWh *float64 `json:"energyToday,omitempty"`
-	// Reason says why the output is what it is, as a code: Surplus,
-	// NoSurplus, MustRun, Manual, MinOnTime, MinOffTime, MaxSwitches,
-	// Offline, Starting.
+	// Reason says why the output is what it is: one of ConsumerReasons.
 	Reason string `json:"reason"`
 	// NextMustRun is the start of the next must-run window; nil when none.
 	NextMustRun *time.Time `json:"nextMustRun,omitempty"`
@@ -58,4 +56,25 @@ type Surplus struct {
 	// output (an upper bound: what the sun would give is not known);
 	// 0 without a limit or when the inverters are below it.
 	CurtailedW float64
+}
+
+// The reasons of a consumer's output (ConsumerStatus.Reason).
+const (
+	ReasonSurplus     = "Surplus"     // Auto: on, the surplus carries it
+	ReasonNoSurplus   = "NoSurplus"   // Auto: off, not enough surplus
+	ReasonProbing     = "Probing"     // Auto: off, waits its turn to try PV that a limit holds back
+	ReasonNoMeter     = "NoMeter"     // Auto: off, no grid meter answers
+	ReasonMustRun     = "MustRun"     // a must-run window holds it on
+	ReasonManual      = "Manual"      // mode On or Off
+	ReasonMinOnTime   = "MinOnTime"   // held on until its minimum on time passed
+	ReasonMinOffTime  = "MinOffTime"  // held off until its minimum off time passed
+	ReasonMaxSwitches = "MaxSwitches" // held: the switchings per hour are used up
+	ReasonOffline     = "Offline"     // its device does not answer
+	ReasonStarting    = "Starting"    // not read yet
+)
+
+// ConsumerReasons lists every reason, for the API's documents.
+func ConsumerReasons() []string {
+	return []string{ReasonSurplus, ReasonNoSurplus, ReasonProbing, ReasonNoMeter, ReasonMustRun, ReasonManual,
+		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting}
 }

@@ -167,8 +167,10 @@ func deadAddr(t *testing.T) string { return proctest.DeadAddr(t) }
 func TestSimCommand(t *testing.T) {
 	p := proctest.Start(t, exec.Command(binPath, "sim", "--speed", "10"))
 	devs := simDevices(p.WaitStdout(simReadyRE, 10*time.Second))
-	if len(devs) != 5 {
-		t.Fatalf("plantd sim listed %v, want 5 devices; stdout:\n%s", devs, p.Stdout.String())
+	// The demo plant's five SunSpec devices, the relay board and the
+	// heater's meter (the Shelly plug is listed by its HTTP address).
+	if len(devs) != 7 || devs["io"] == "" || !strings.Contains(p.Stdout.String(), "(HTTP RPC)") {
+		t.Fatalf("plantd sim listed %v, want 7 Modbus devices and the plug; stdout:\n%s", devs, p.Stdout.String())
 	}
 	out, errOut, code := runBinary(t, "scan", devs["meter"], "--json")
 	if code != 0 || !strings.Contains(out, `"kind": "meter"`) {

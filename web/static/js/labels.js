@@ -147,6 +147,8 @@ export function configLabel(type) {
 export const REASONS = {
   Surplus: 'On: PV surplus',
   NoSurplus: 'Off: not enough PV surplus',
+  Probing: 'Off: waits its turn to try curtailed PV',
+  NoMeter: 'Off: no grid meter answers',
   MustRun: 'On: must-run window',
   Manual: 'Set by hand (mode On or Off)',
   MinOnTime: 'Held on: minimum on time',
