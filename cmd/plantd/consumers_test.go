@@ -13,6 +13,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/modbus"
 	"plantd/plant/kind"
 )
 
@@ -221,5 +222,98 @@ func TestConsumersOnSurplus(t *testing.T) {
 	t.Logf("kill -9 with heater and heat pump on: coils off %v later (watchdog 5 s, renewed every 1.7 s)", off.Round(10*time.Millisecond))
 	if off > 5*time.Second {
 		t.Errorf("coils off %v after the kill, want within the 5 s watchdog", off)
+	}
+}
+
+// TestConsumerFaults: bad consumers give clear device log entries and
+// leave the other devices alone: a relay output the module does not
+// have (exception 2), a Shelly answering HTTP 500 and one answering
+// garbage, and an SG-Ready pair found with both contacts closed at start
+// (forced: wired backwards, or another controller), which plantd reports
+// and sets to normal.
+func TestConsumerFaults(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	cfg := sim.DemoConfig()
+	cfg.Devices = cfg.Devices[:3] // inv1, inv2, meter
+	cfg.Devices = append(cfg.Devices, sim.DeviceConfig{ID: "io", Relay: true, Unit: 1})
+	cfg.Loads = []sim.LoadConfig{{ID: "heatpump", Kind: sim.LoadSGReady, Board: "io", Coil: 2}}
+	cfg.Shellies = []sim.ShellyConfig{{ID: "plug500"}, {ID: "pluggarbage"}}
+	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
+	p := simtest.Start(t, cfg)
+	p.SetLoadOffset(30000) // no surplus: the heat pump stays in normal operation
+	p.Shelly("plug500").SetFault(sim.ShellyFault{Kind: sim.ShellyFault500})
+	p.Shelly("pluggarbage").SetFault(sim.ShellyFault{Kind: sim.ShellyFaultGarbage})
+	// Both SG-Ready contacts closed before plantd starts.
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	if err := pool.Endpoint(modbus.EndpointConfig{Address: p.Device("io").Addr()}).Unit(1, 2*time.Second).WriteCoils(t.Context(), 2, []bool{true, true}); err != nil {
+		t.Fatal(err)
+	}
+	if hp, _ := p.Load("heatpump"); hp.SGReady != 4 {
+		t.Fatalf("heat pump at SG-Ready %d before plantd, want 4", hp.SGReady)
+	}
+
+	var b strings.Builder
+	for _, id := range []string{"inv1", "meter"} {
+		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
+		fmt.Fprintf(&b, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms}\n", id, host, port)
+	}
+	ioHost, ioPort, _ := net.SplitHostPort(p.Device("io").Addr())
+	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, consumer: {driver: relay, coil: 9, ratedPower: 3000}}\n", ioHost, ioPort)
+	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, consumer: {driver: sgready, coil: 2, ratedPower: 1600}}\n", ioHost, ioPort)
+	for _, id := range []string{"plug500", "pluggarbage"} {
+		host, port, _ := net.SplitHostPort(p.Shelly(id).Addr())
+		fmt.Fprintf(&b, "  - {id: %s, kind: consumer, host: %s, port: %s, pollInterval: 500ms, consumer: {driver: shelly, ratedPower: 1200}}\n", id, host, port)
+	}
+	d := startDaemonConfig(t, fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Home, timezone: Europe/Berlin}
+devices:
+%stokens:
+  - {name: inst, sha256: %s, role: installer}
+`, filepath.Join(t.TempDir(), "plantd.db"), b.String(), config.TokenHash(tokInst)))
+	d.waitAPI(15 * time.Second)
+	d.waitOnline(10*time.Second, "inv1", "meter")
+	want := map[string]string{ // device -> what its log entry must say
+		"heater":      "no such coil",
+		"plug500":     "HTTP 500",
+		"pluggarbage": "not a JSON frame",
+		"heatpump":    "SG-Ready state 4 (forced) read at start",
+	}
+	var logs string
+	waitUntil(t, 10*time.Second, "a log entry for each bad consumer", func() bool {
+		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
+		logs = string(b)
+		for _, s := range want {
+			if !strings.Contains(logs, s) {
+				return false
+			}
+		}
+		return true
+	})
+	var entries struct {
+		Logs []struct{ Code, Message, DeviceID string }
+	}
+	if err := json.Unmarshal([]byte(logs), &entries); err != nil {
+		t.Fatal(err)
+	}
+	for dev, s := range want {
+		found := false
+		for _, e := range entries.Logs {
+			found = found || e.DeviceID == dev && strings.Contains(e.Message, s)
+		}
+		if !found {
+			t.Errorf("no log entry of %s saying %q: %s", dev, s, logs)
+		}
+	}
+	waitUntil(t, 5*time.Second, "the heat pump set to normal", func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
+	// The other devices are unaffected: the inverter and meter answer
+	// with values.
+	code, body := d.request("GET", "/live/v2/plants/p1/devices", tokInst, "")
+	if code != 200 || strings.Count(string(body), `"healthStatus":"Ok"`) < 3 {
+		t.Errorf("live devices: %d %s; want inv1, meter and the heat pump Ok", code, body)
 	}
 }

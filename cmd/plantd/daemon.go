@@ -262,18 +262,20 @@ func (d *daemon) logEvent(e plant.Event) {
 	if !e.StateChanged() {
 		return
 	}
-	address, unit := d.conns.where(e.DeviceID)
-	switch e.State {
-	case plant.StateOnline:
-		var manufacturer, model, models string
-		if n := e.Nameplate; n != nil {
-			manufacturer, model, models = n.Manufacturer, n.Model, modelList(n.Models)
-		}
-		d.log.Info("device online", "device", e.DeviceID, "manufacturer", manufacturer, "model", model, "models", models,
-			"address", address, "unit", unit)
-	default:
-		d.log.Warn("device "+e.State.String(), "device", e.DeviceID, "address", address, "unit", unit, "err", e.Err)
+	attrs := []any{"device", e.DeviceID}
+	if n := e.Nameplate; n != nil && e.State == plant.StateOnline {
+		attrs = append(attrs, "manufacturer", n.Manufacturer, "model", n.Model, "models", modelList(n.Models))
 	}
+	if address, unit := d.conns.where(e.DeviceID); address != "" {
+		// A SunSpec device (a consumer's driver names its own address
+		// in its errors).
+		attrs = append(attrs, "address", address, "unit", unit)
+	}
+	if e.State == plant.StateOnline {
+		d.log.Info("device online", attrs...)
+		return
+	}
+	d.log.Warn("device "+e.State.String(), append(attrs, "err", e.Err)...)
 }
 
 // modelList is a list of model ids as the log shows it, "1,103,120".

@@ -65,7 +65,7 @@ func (d *plantdRun) waitOnline(timeout time.Duration, ids ...string) {
 	d.WaitLines("online: "+strings.Join(ids, ", "), timeout, func(lines []string) bool {
 		for _, id := range ids {
 			if !slices.ContainsFunc(lines, func(l string) bool {
-				return strings.Contains(l, `msg="device online"`) && strings.Contains(l, " device="+id+" ")
+				return strings.Contains(l, `msg="device online"`) && (strings.Contains(l, " device="+id+" ") || strings.HasSuffix(l, " device="+id))
 			}) {
 				return false
 			}
