@@ -21,7 +21,7 @@ import (
 // meter at once), with the demo's consumers: the 3 kW heater on the relay
 // board's coil 0 with its sub-meter, the SG-Ready heat pump on coils 2/3
 // and the 1200 W Shelly plug.
-func consumerSim(t *testing.T) *sim.Plant {
+func consumerSim(t testing.TB) *sim.Plant {
 	t.Helper()
 	cfg := sim.DemoConfig()
 	var devs []sim.DeviceConfig
@@ -38,7 +38,7 @@ func consumerSim(t *testing.T) *sim.Plant {
 // consumerConfig writes plantd's config for consumerSim: every device
 // polled every 500 ms, the consumers with guards of seconds (minOn 4 s,
 // minOff 2 s) and a 5 s watchdog.
-func consumerConfig(t *testing.T, p *sim.Plant) string {
+func consumerConfig(t testing.TB, p *sim.Plant) string {
 	t.Helper()
 	var b strings.Builder
 	for _, id := range []string{"inv1", "inv2", "meter", "heatmeter"} {

@@ -23,14 +23,14 @@ var listenRE = regexp.MustCompile(`http api listening.* addr=(\S+)`)
 // for the test to wait on.
 type plantdRun struct {
 	*proctest.Proc
-	t    *testing.T
+	t    testing.TB
 	path string // the config file
 	api  string // the HTTP API's host:port, once waitAPI saw it
 }
 
 // startDaemon runs "plantd run -c cfgPath" with env added to the test's
 // environment, until the test ends.
-func startDaemon(t *testing.T, cfgPath string, env ...string) *plantdRun {
+func startDaemon(t testing.TB, cfgPath string, env ...string) *plantdRun {
 	t.Helper()
 	cmd := exec.Command(binPath, "run", "-c", cfgPath)
 	cmd.Env = append(os.Environ(), env...)
@@ -45,7 +45,7 @@ func startDaemonConfig(t *testing.T, cfg string, env ...string) *plantdRun {
 	return startDaemon(t, path, env...)
 }
 
-func writeConfig(t *testing.T, path, cfg string) {
+func writeConfig(t testing.TB, path, cfg string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
