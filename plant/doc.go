@@ -76,6 +76,12 @@
 //     dcEnergyInput are indexed: input n (1, 2, ...; label A, B, ...) from
 //     the 160 modules or 714 ports; without those, the inverter's one DC
 //     total (1xx DCW/DCV/DCA, 714 DCW/DCA) is input A.
+//   - Consumers (kind consumer, plantd/consumer): consumption is the
+//     load's power in W (≥ 0) and consumptionTotal its lifetime energy in
+//     Wh, from a Sample's ConsumerReading (its own meter, the device, or
+//     an estimate from its rated power while on); the switching state is
+//     DeviceLive.Consumer. A meter that measures a consumer alone
+//     (DeviceInfo.Measures) is no grid meter: it counts in no balance.
 //   - Sensors: externalInsolation is 302 POAI (plane of array), else 302 GHI,
 //     else 308 GHI; module and ambient temperature from 308 (303, 307).
 //
@@ -96,7 +102,8 @@
 //
 //	activePower (+ phases)          ±rated WRtg (120 WRtg, 702 WMaxRtg, 802 WChaRteMax, 124 WChaMax), else ±5 MW
 //	pvGeneration, gridFeedIn, gridConsumption,
-//	batteryCharging, batteryDischarging      0 .. the same
+//	batteryCharging, batteryDischarging,
+//	consumption                              0 .. the same
 //	apparentPower (+ phases)        ±rated VARtg (120 VARtg, 702 VAMaxRtg), else as active power
 //	reactivePower (+ phases)        ±rated VArRtg (largest of 120 VArRtgQ1..4, 702 VarMaxInjRtg/AbsRtg), else as apparent
 //	currentPhaseA/B/C               ±rated ARtg (120 ARtg, 702 AMaxRtg), else ±10 kA

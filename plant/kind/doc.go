@@ -1,6 +1,6 @@
 // Package kind is the one definition of a device kind in plantd: what a
-// device is (inverter, meter, battery, sensor, plantd itself as the
-// gateway, or unknown), the word the config and the APIs use for it, and
+// device is (inverter, meter, battery, sensor, consumer, plantd itself as
+// the gateway, or unknown), the word the config and the APIs use for it, and
 // its type word in the HTTP API ("Solar Inverters", ...).
 //
 // # Job
