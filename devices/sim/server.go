@@ -21,25 +21,32 @@ var _ mb.RequestHandler = (*handler)(nil)
 // HandleCoils reads (function 1) or writes (functions 5 and 15) a relay
 // board's coils; the other devices have none (exception 1).
 func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
-	d := h.ep.units[req.UnitId]
+	d, err := h.relayAt(req.UnitId)
+	if err != nil {
+		return nil, err
+	}
+	return d.plant.relayCoils(d, req)
+}
+
+// relayAt returns the relay board answering to unit, or the exception for
+// a unit without a device (0x0B) or with one that is no relay board (1).
+func (h *handler) relayAt(unit uint8) (*Device, error) {
+	d := h.ep.units[unit]
 	switch {
 	case d == nil:
 		return nil, mb.ErrGWTargetFailedToRespond
 	case d.relay == nil:
 		return nil, mb.ErrIllegalFunction
 	}
-	return d.plant.relayCoils(d, req)
+	return d, nil
 }
 
 // HandleDiscreteInputs reads a relay board's inputs (function 2); the
 // other devices have none (exception 1).
 func (h *handler) HandleDiscreteInputs(req *mb.DiscreteInputsRequest) ([]bool, error) {
-	d := h.ep.units[req.UnitId]
-	switch {
-	case d == nil:
-		return nil, mb.ErrGWTargetFailedToRespond
-	case d.relay == nil:
-		return nil, mb.ErrIllegalFunction
+	d, err := h.relayAt(req.UnitId)
+	if err != nil {
+		return nil, err
 	}
 	return d.plant.relayInputs(d, req)
 }
