@@ -20,11 +20,43 @@ const (
 	DefaultTimeout = 2 * time.Second
 )
 
-// EndpointConfig configures one Modbus TCP endpoint. Zero values mean the
-// defaults.
+// Transport is how an endpoint reaches its devices.
+type Transport string
+
+// The transports.
+const (
+	// TransportTCP is Modbus TCP (MBAP header); Address is host:port. The
+	// zero Transport means it.
+	TransportTCP Transport = "tcp"
+	// TransportRTUOverTCP is RTU frames (unit, PDU, CRC) through a TCP
+	// socket to a serial converter in transparent mode; Address is
+	// host:port.
+	TransportRTUOverTCP Transport = "rtu-over-tcp"
+	// TransportRTU is RTU on a serial line (RS485); Address is the
+	// device's path (/dev/ttyUSB0), Serial its settings.
+	TransportRTU Transport = "rtu"
+)
+
+// SerialConfig is a serial line's settings (TransportRTU). Zero values
+// mean 9600 baud, 8 data bits, parity N, 1 stop bit.
+type SerialConfig struct {
+	Baud     int
+	DataBits int
+	Parity   string // "N", "E" or "O"
+	StopBits int
+}
+
+// EndpointConfig configures one Modbus endpoint: a TCP address, a serial
+// converter's address or a serial line. Zero values mean the defaults.
 type EndpointConfig struct {
-	// Address is host:port. Without a port, 502 is used.
+	// Address is host:port (without a port, 502 is used), or a serial
+	// line's device path for TransportRTU.
 	Address string
+	// Transport is TransportTCP (default), TransportRTUOverTCP or
+	// TransportRTU.
+	Transport Transport
+	// Serial is the line's settings for TransportRTU.
+	Serial SerialConfig
 	// ConnectDelay is how long to wait after a new connect before the first
 	// request. Some inverters drop the first request after a connect. The
 	// default is 0.
