@@ -217,8 +217,16 @@ type Device struct {
 	// Name is shown by the API. Default: the id.
 	Name string `yaml:"name"`
 	// Host is the device's (or its Modbus gateway's) host name or IP
-	// address, without a port; required.
+	// address, without a port; required unless Serial is given.
 	Host string `yaml:"host"`
+	// Framing is how requests travel to Host: "tcp" (Modbus TCP, the
+	// default) or "rtu" (RTU frames with a CRC through a serial/Ethernet
+	// converter in transparent mode: RTU over TCP).
+	Framing string `yaml:"framing"`
+	// Serial, instead of Host, puts the device on a serial line (Modbus
+	// RTU over RS485); devices on one port share it (one master per bus)
+	// and must give the same settings.
+	Serial *Serial `yaml:"serial,omitempty"`
 	// Port is the Modbus TCP port, 1..65535. Default 502.
 	Port int `yaml:"port"`
 	// Unit is the Modbus unit id: 0..247 or 255. Default 1.
@@ -251,8 +259,40 @@ type Device struct {
 	Consumer *Consumer `yaml:"consumer,omitempty"`
 }
 
-// Address returns the device's Modbus TCP endpoint, host:port.
+// Serial is a serial line's settings (devices[].serial).
+type Serial struct {
+	// Port is the line's device path (/dev/ttyUSB0, /dev/ttyAMA0,
+	// /dev/serial/by-id/...); required.
+	Port string `yaml:"port"`
+	// Baud is the line's rate: 1200, 2400, 4800, 9600, 19200, 38400,
+	// 57600 or 115200. Default 9600.
+	Baud int `yaml:"baud"`
+	// Parity is N, E or O. Default N (most RS485 meters ship with 8N1;
+	// the Modbus serial line spec's default is E).
+	Parity string `yaml:"parity"`
+	// StopBits is 1 or 2. Default 1.
+	StopBits int `yaml:"stopBits"`
+}
+
+func (s *Serial) setDefaults() {
+	s.Baud, s.Parity, s.StopBits = 9600, "N", 1
+}
+
+// SerialRates are the baud rates a serial line may have.
+var SerialRates = []int{1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200}
+
+// The framings of a TCP device.
+const (
+	FramingTCP = "tcp"
+	FramingRTU = "rtu"
+)
+
+// Address returns the device's Modbus endpoint: host:port, or the serial
+// line's device path.
 func (d Device) Address() string {
+	if d.Serial != nil {
+		return d.Serial.Port
+	}
 	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
 }
 

@@ -180,10 +180,10 @@ func TestLines(t *testing.T) {
 	}, "\n")
 	_, err := parse("f.yaml", []byte(src), testHostname)
 	want := strings.Join([]string{
-		"f.yaml:6: devices[0].host: required (a host name or IP address)",
+		"f.yaml:6: devices[0].host: required (a host name or IP address, or give serial)",
 		"f.yaml:7: devices[0].port: 0 is not a TCP port",
 		"f.yaml:9: devices[1].id: required",
-		"f.yaml:9: devices[1].host: required (a host name or IP address)",
+		"f.yaml:9: devices[1].host: required (a host name or IP address, or give serial)",
 		`f.yaml:11: http.listen: "nowhere" is not host:port (as in 127.0.0.1:8080)`,
 		"f.yaml:12: http.tlsKey: tlsCert is missing (give both or neither)",
 	}, "\n")

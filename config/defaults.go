@@ -112,6 +112,7 @@ func (p *Plant) setDefaults() {
 
 func (d *Device) setDefaults() {
 	d.Port = defaultPort
+	d.Framing = FramingTCP
 	d.Unit = defaultUnit
 	d.PollInterval = defaultPollInterval
 	d.Timeout = defaultTimeout

@@ -86,8 +86,8 @@ func checkRealistic(t *testing.T, c *Config) {
 	for addr, u := range units {
 		gateway = gateway || len(u) >= 3 && addr == c.Devices[0].Address()
 	}
-	if !gateway || !kinds[kind.Meter] || !kinds[kind.Battery] || !kinds[kind.Sensor] || !kinds[kind.Consumer] || len(c.Devices) != 9 {
-		t.Errorf("devices by address %v, kinds %v: want 2 inverters and a meter behind one address, a battery, a sensor, three consumers and a consumer's meter", units, kinds)
+	if !gateway || !kinds[kind.Meter] || !kinds[kind.Battery] || !kinds[kind.Sensor] || !kinds[kind.Consumer] || len(c.Devices) != 10 {
+		t.Errorf("devices by address %v, kinds %v: want 2 inverters and a meter behind one address, a battery, a sensor, three consumers, a consumer's meter and an RS485 meter", units, kinds)
 	}
 	if c.MQTT.Broker == "" || len(c.Tokens) == 0 || len(c.OAuthClients) == 0 || len(c.Migrated.Plants) == 0 || len(c.Migrated.Devices) == 0 {
 		t.Errorf("the example should show MQTT, tokens, OAuth clients and migrations")

@@ -6,12 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"plantd/plant/kind"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"plantd/plant/kind"
 )
 
 // Validate checks the whole Config and returns every problem at once, as an
@@ -310,6 +311,7 @@ func (v *validator) devices() {
 	ids := map[string]string{}
 	addrs := map[string]string{}  // host:port unit -> path
 	endpoints := map[string]int{} // host:port -> index
+	serialLines := map[string]int{} // serial port -> index
 	for i, d := range v.c.Devices {
 		path := fmt.Sprintf("devices[%d]", i)
 		if v.id(path+".id", d.ID) {
@@ -326,8 +328,10 @@ func (v *validator) devices() {
 		}
 		hostOK := false
 		switch {
+		case d.Serial != nil:
+			hostOK = v.serial(path, d)
 		case d.Host == "":
-			v.add(path+".host", "required (a host name or IP address)")
+			v.add(path+".host", "required (a host name or IP address, or give serial)")
 		case hasPort(d.Host):
 			v.add(path+".host", "%q includes a port (give it as port)", d.Host)
 		case !validHost(d.Host):
@@ -335,9 +339,18 @@ func (v *validator) devices() {
 		default:
 			hostOK = true
 		}
-		portOK := d.Port >= 1 && d.Port <= 65535
+		portOK := d.Serial != nil || d.Port >= 1 && d.Port <= 65535
 		if !portOK {
 			v.add(path+".port", "%d is not a TCP port", d.Port)
+		}
+		switch d.Framing {
+		case "", FramingTCP:
+		case FramingRTU:
+			if d.Serial != nil {
+				v.add(path+".framing", "a serial device speaks RTU already (framing is for a TCP address)")
+			}
+		default:
+			v.add(path+".framing", "%q is not a framing (tcp, or rtu for RTU over TCP)", d.Framing)
 		}
 		unitOK := ValidUnit(d.Unit)
 		if !unitOK {
@@ -359,6 +372,15 @@ func (v *validator) devices() {
 			continue
 		}
 		endpoint := net.JoinHostPort(canonicalHost(d.Host), strconv.Itoa(d.Port))
+		if d.Serial != nil {
+			endpoint = d.Serial.Port
+			if prev, ok := serialLines[endpoint]; ok && *v.c.Devices[prev].Serial != *d.Serial {
+				v.add(path+".serial", "%s differs from the serial settings of %s, on the same line %s",
+					describeSerial(d.Serial), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
+			} else if !ok {
+				serialLines[endpoint] = i
+			}
+		}
 		if unitOK && d.Kind != kind.Consumer {
 			// Consumers on one relay module share its unit: their
 			// coils are checked by consumers().
@@ -373,11 +395,69 @@ func (v *validator) devices() {
 		// connect delay (modbus.EndpointConfig).
 		if prev, ok := endpoints[endpoint]; !ok {
 			endpoints[endpoint] = i
-		} else if p := v.c.Devices[prev]; p.ConnectDelay != d.ConnectDelay {
+		} else if p := v.c.Devices[prev]; framingOf(p) != framingOf(d) {
+			v.add(path+".framing", "%s differs from the framing %s of %s, which shares the connection to %s",
+				framingOf(d), framingOf(p), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
+		} else if p.ConnectDelay != d.ConnectDelay {
 			v.add(path+".connectDelay", "%s differs from the %s of %s, which shares the connection to %s",
 				fmtDuration(d.ConnectDelay), fmtDuration(p.ConnectDelay), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
 		}
 	}
+}
+
+// serial checks a serial device's line settings; ok when its port can
+// key the line.
+func (v *validator) serial(path string, d Device) bool {
+	sp := path + ".serial"
+	if d.Host != "" {
+		v.add(path+".host", "give host (a TCP device) or serial (an RS485 device), not both")
+	}
+	ok := true
+	s := d.Serial
+	switch {
+	case s.Port == "":
+		v.add(sp+".port", "required (the line's device, e.g. /dev/ttyUSB0)")
+		ok = false
+	case !strings.HasPrefix(s.Port, "/") && !strings.HasPrefix(strings.ToUpper(s.Port), "COM"):
+		v.add(sp+".port", "%q is not a serial device path (/dev/ttyUSB0, /dev/serial/by-id/...)", s.Port)
+		ok = false
+	}
+	if !slices.Contains(SerialRates, s.Baud) {
+		v.add(sp+".baud", "%d is not a standard rate (%s)", s.Baud, joinInts(SerialRates))
+	}
+	if s.Parity != "N" && s.Parity != "E" && s.Parity != "O" {
+		v.add(sp+".parity", "%q is not a parity (N, E or O)", s.Parity)
+	}
+	if s.StopBits != 1 && s.StopBits != 2 {
+		v.add(sp+".stopBits", "%d stop bits (want 1 or 2)", s.StopBits)
+	}
+	if d.Unit == 0 || d.Unit > 247 {
+		v.add(path+".unit", "%d is not the address of a device on a serial line (1..247; 0 is the broadcast)", d.Unit)
+	}
+	if d.ConnectDelay != 0 {
+		v.add(path+".connectDelay", "a serial line has no connect (connectDelay is for TCP)")
+	}
+	return ok
+}
+
+// framingOf is a device's framing, "tcp" when not given.
+func framingOf(d Device) string {
+	if d.Framing == "" {
+		return FramingTCP
+	}
+	return d.Framing
+}
+
+func describeSerial(s *Serial) string {
+	return fmt.Sprintf("%d %d%s%d", s.Baud, 8, s.Parity, s.StopBits)
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (v *validator) tokens() {
