@@ -11,7 +11,6 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
-	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -126,7 +125,7 @@ func consumerDriver(dc config.Device, d *daemon) (consumer.Driver, error) {
 		base := "http://" + net.JoinHostPort(dc.Host, strconv.Itoa(dc.Port))
 		return consumer.NewShelly(base, c.SwitchID, &http.Client{Timeout: dc.Timeout}, c.Watchdog)
 	case config.DriverRelay, config.DriverSGReady:
-		ep := d.pool.Endpoint(modbus.EndpointConfig{Address: dc.Address(), Timeout: dc.Timeout, ConnectDelay: dc.ConnectDelay})
+		ep := d.pool.Endpoint(endpointOf(dc))
 		cl := ep.Unit(byte(dc.Unit), dc.Timeout)
 		if c.Driver == config.DriverRelay {
 			return consumer.NewRelay(cl, consumer.RelayConfig{Coil: uint16(c.Coil), Watchdog: c.Watchdog})

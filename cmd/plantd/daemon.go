@@ -440,8 +440,9 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 		if !d.Enabled || d.Kind == kind.Consumer {
 			continue // consumers are polled by the home energy manager
 		}
+		ep := endpointOf(d)
 		pc := poller.DeviceConfig{
-			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind,
+			ID: d.ID, Address: ep.Address, Transport: ep.Transport, Serial: ep.Serial, Unit: byte(d.Unit), Kind: d.Kind,
 			Interval: d.PollInterval, Timeout: d.Timeout, ConnectDelay: d.ConnectDelay,
 		}
 		if d.Base != nil {
@@ -450,6 +451,20 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 		out = append(out, pc)
 	}
 	return out
+}
+
+// endpointOf is how a configured device is reached: Modbus TCP, RTU over
+// TCP (framing rtu) or RTU on a serial line.
+func endpointOf(d config.Device) modbus.EndpointConfig {
+	ep := modbus.EndpointConfig{Address: d.Address(), Timeout: d.Timeout, ConnectDelay: d.ConnectDelay}
+	switch {
+	case d.Serial != nil:
+		ep.Transport = modbus.TransportRTU
+		ep.Serial = modbus.SerialConfig{Baud: d.Serial.Baud, DataBits: 8, Parity: d.Serial.Parity, StopBits: d.Serial.StopBits}
+	case d.Framing == config.FramingRTU:
+		ep.Transport = modbus.TransportRTUOverTCP
+	}
+	return ep
 }
 
 // maxPollInterval is the longest poll interval of the enabled devices (at
@@ -490,7 +505,7 @@ func (c *deviceConns) set(cfg *config.Config) {
 		if timeout == 0 {
 			timeout = modbus.DefaultTimeout
 		}
-		ep := c.pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
+		ep := c.pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Transport: pc.Transport, Serial: pc.Serial, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
 		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
 	}
 	c.mu.Lock()

@@ -43,8 +43,12 @@ const (
 // DeviceConfig is one device to poll.
 type DeviceConfig struct {
 	ID      string
-	Address string // host:port
-	Unit    byte
+	Address string // host:port, or a serial line's path (TransportRTU)
+	// Transport and Serial say how the endpoint is reached (zero: Modbus
+	// TCP); see modbus.EndpointConfig.
+	Transport modbus.Transport
+	Serial    modbus.SerialConfig
+	Unit      byte
 	// Kind, when set, overrides the kind discovery derives from the models.
 	Kind kind.Kind
 	// Bases are the addresses probed for the SunSpec map (nil: 40000, 0,
@@ -151,7 +155,7 @@ func checkConfigs(cfgs []DeviceConfig) ([]DeviceConfig, error) {
 }
 
 func (p *Poller) newDevice(c DeviceConfig) *device {
-	ep := p.pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
+	ep := p.pool.Endpoint(modbus.EndpointConfig{Address: c.Address, Transport: c.Transport, Serial: c.Serial, Timeout: c.Timeout, ConnectDelay: c.ConnectDelay})
 	return &device{
 		cfg:    c,
 		client: ep.Unit(c.Unit, c.Timeout),
