@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -766,4 +767,38 @@ func canonicalHost(h string) string {
 		return a.String()
 	}
 	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+// CheckSerialPorts reports the serial lines of enabled devices whose port
+// does not exist or is no character device, with the file and line, as
+// an [*Errors] (nil: all there). Unlike Validate it looks at the file
+// system: plantd run calls it at start (an installer's check-config on a
+// laptop has no such ports). A line that disappears later (a USB adapter
+// unplugged) is the transport's to recover.
+func (c *Config) CheckSerialPorts() error {
+	var probs []Problem
+	seen := map[string]bool{}
+	for i, d := range c.Devices {
+		if d.Serial == nil || !d.Enabled || seen[d.Serial.Port] {
+			continue
+		}
+		seen[d.Serial.Port] = true
+		field := fmt.Sprintf("devices[%d].serial.port", i)
+		msg := ""
+		switch fi, err := os.Stat(d.Serial.Port); {
+		case errors.Is(err, os.ErrNotExist):
+			msg = fmt.Sprintf("%s does not exist (adapter unplugged, or another name: ls /dev/serial/by-id/)", d.Serial.Port)
+		case err != nil:
+			msg = fmt.Sprintf("%s: %v", d.Serial.Port, err)
+		case fi.Mode()&os.ModeCharDevice == 0:
+			msg = fmt.Sprintf("%s is not a serial device (a character device)", d.Serial.Port)
+		default:
+			continue
+		}
+		probs = append(probs, Problem{File: c.file, Line: c.line(field), Field: field, Message: msg})
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return &Errors{Problems: probs}
 }

@@ -42,6 +42,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd: refusing to start, the config has problems:\n%v\n", err)
 		return exitConfig
 	}
+	if err := cfg.CheckSerialPorts(); err != nil {
+		fmt.Fprintf(stderr, "plantd: refusing to start, a serial line is missing:\n%v\n", err)
+		return exitConfig
+	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
 	return serve(ctx, cfg, *path, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
