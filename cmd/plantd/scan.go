@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,17 +76,55 @@ type scanError struct {
 }
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D] [--connect-delay D]", stderr)
+	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D] [--connect-delay D]\n"+
+		"       plantd scan --serial PATH [--baud N|auto] [--parity N|E|O] [--stop-bits 1|2] [--unit U | --units 1-247] [--timeout D]\n"+
+		"       plantd scan --rtu-over-tcp HOST[:PORT] [--unit U | --units 1-247] [--timeout D]", stderr)
+	var bus scanBusFlags
+	fs.StringVar(&bus.serial, "serial", "", "sweep the RS485 bus on this serial device (Modbus RTU) instead of scanning one TCP address")
+	fs.StringVar(&bus.rtuOverTCP, "rtu-over-tcp", "", "sweep the RS485 bus behind this serial/Ethernet converter (RTU frames over TCP)")
+	fs.StringVar(&bus.baud, "baud", "9600", "the serial line's rate, or auto to try the common rates in turn")
+	fs.StringVar(&bus.parity, "parity", "N", "the serial line's parity: N, E or O")
+	fs.IntVar(&bus.stopBits, "stop-bits", 1, "the serial line's stop bits: 1 or 2")
+	fs.StringVar(&bus.units, "units", "", "the unit ids a bus sweep asks, as 1-247 or 1,3,5 (default 1-247)")
 	unit := fs.Uint("unit", 1, "Modbus unit id, "+config.UnitRule+" (as the config's devices[].unit; gateways often use 1, 2, 126 or 240)")
 	base := fs.Int("base", -1, "SunSpec base register (default: try 40000, 0, 50000 in turn)")
 	values := fs.Bool("values", false, "read every model and print each implemented point with its value and units")
 	asJSON := fs.Bool("json", false, "print the result as JSON (a failure too: {\"address\", \"unit\", \"error\", \"noSunSpec\", \"hint\"})")
 	timeout := fs.Duration("timeout", 3*time.Second, "timeout of each Modbus request")
 	delay := fs.Duration("connect-delay", 0, "wait this long after connecting before the first request")
-	target, code, ok := parseOneArg(fs, args)
+	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
 	}
+	if bus.serial != "" || bus.rtuOverTCP != "" {
+		if len(pos) != 0 {
+			fs.Usage()
+			return exitUsage
+		}
+		unitGiven := uint(0)
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "unit" {
+				unitGiven = *unit
+			}
+		})
+		if !timeoutGiven(fs) {
+			*timeout = 300 * time.Millisecond // a silent unit costs this
+		}
+		b, err := newBusScan(bus, unitGiven, *timeout, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "plantd scan: %v\n", err)
+			return exitUsage
+		}
+		if len(b.run(ctx)) == 0 {
+			return exitFailure
+		}
+		return exitOK
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	target := pos[0]
 	if *unit > 255 || !config.ValidUnit(int(*unit)) {
 		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (%s)\n", *unit, config.UnitRule)
 		return exitUsage
@@ -141,6 +180,13 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printScan(stdout, res)
 	return exitOK
+}
+
+// timeoutGiven reports whether --timeout was on the command line.
+func timeoutGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "timeout" })
+	return given
 }
 
 // scanHint says what to try after a failed scan, for the failures whose
