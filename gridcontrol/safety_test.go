@@ -109,7 +109,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 // poller, on the wall clock, takes to see inv1 again).
 func TestOfflineAcrossTheStart(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(time.Now())
+	clk := newStepClock(t, time.Now())
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
 	inv1 := simtest.Device(t, r.sim, "inv1")
 	start := clk.Now().Truncate(time.Second).Add(2 * time.Second)
