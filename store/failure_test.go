@@ -22,6 +22,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -35,7 +36,7 @@ const childEnv = "PLANTD_STORE_TEST_CHILD"
 func runChild(t *testing.T, mode string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChild$", "-test.count=1")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
+	cmd.Env = proctest.QuickExitEnv(append(append(os.Environ(), childEnv+"="+mode), env...))
 	return cmd
 }
 
