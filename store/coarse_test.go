@@ -27,7 +27,10 @@ func TestCoarseAndFrozenCounters(t *testing.T) {
 	// The rollup as it runs, and with every device in a batch of its own
 	// (a coarse counter's run then reaches back from one batch).
 	for _, batch := range []int{0, 1} {
-		t.Run(fmt.Sprintf("rollup batch %d", batch), func(t *testing.T) { testCoarseAndFrozenCounters(t, batch) })
+		t.Run(fmt.Sprintf("rollup batch %d", batch), func(t *testing.T) {
+			t.Parallel() // its own simulated plant and database files
+			testCoarseAndFrozenCounters(t, batch)
+		})
 	}
 }
 
