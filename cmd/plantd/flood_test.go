@@ -30,6 +30,7 @@ import (
 // flood lasts at least 5 s, or PLANTD_FLOOD (a Go duration, e.g. 60s) when
 // set.
 func TestLoginFlood(t *testing.T) {
+	t.Parallel() // its own daemon; nothing here is timed
 	flood := 5 * time.Second
 	if s := os.Getenv("PLANTD_FLOOD"); s != "" {
 		d, err := time.ParseDuration(s)
