@@ -79,8 +79,9 @@ func (r *simRig) applyB(sd *simDev, models []*devices.Instance, at time.Time) {
 }
 
 // poll moves the clock to at, polls every device over Modbus, applies the
-// samples to the live cache and records each device's live readings.
-func (r *simRig) poll(ctx context.Context, t *testing.T, s *Store, at time.Time) {
+// samples to the live cache and records each device's live readings into
+// each of stores.
+func (r *simRig) poll(ctx context.Context, t *testing.T, at time.Time, stores ...*Store) {
 	r.clock.Store(at.UnixNano())
 	for _, sd := range r.devs {
 		models, err := sd.plan.Read(ctx, sd.client)
@@ -89,7 +90,9 @@ func (r *simRig) poll(ctx context.Context, t *testing.T, s *Store, at time.Time)
 		}
 		r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
 		dl, _ := r.live.Device(sd.dev.ID())
-		record(t, s, Measurement{PlantID: "demo", DeviceID: sd.dev.ID(), Kind: sd.kind, Time: at, Readings: dl.Readings})
+		for _, s := range stores {
+			record(t, s, Measurement{PlantID: "demo", DeviceID: sd.dev.ID(), Kind: sd.kind, Time: at, Readings: dl.Readings})
+		}
 	}
 }
 
@@ -180,7 +183,7 @@ func testSimPlantDay(t *testing.T, from time.Time) {
 	to := from.AddDate(0, 0, 1)
 	var c0 simCounters
 	for x := from; !x.After(to); x = x.Add(step) {
-		r.poll(ctx, t, s, x)
+		r.poll(ctx, t, x, s)
 		if x.Equal(from) {
 			c0 = r.counters()
 		}
