@@ -56,7 +56,9 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 	r := &simRig{p: p, clock: clock}
 	var infos []plant.DeviceInfo
 	for _, d := range p.Devices() {
-		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 2*time.Second)
+		// The simulator always answers: the timeout only ends a hung
+		// test, however slowly a loaded machine runs the parallel tests.
+		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 30*time.Second)
 		info, err := devices.Discover(t.Context(), c)
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
