@@ -9,20 +9,39 @@ import (
 )
 
 // stepClock is a clock a test moves by hand: its timers fire only when
-// Advance passes them.
+// Advance passes them. Only the controller's run loop takes timers from
+// it, and the loop waits on the latest one alone.
+//
+// Advance must not be lost on a loop that is not waiting when the clock
+// moves (still in the cycle at the old time, or on its way into its
+// select): a timer it takes later, from the new time, would never fire
+// and the cycle at the new time would never run. So a timer's channel is
+// unbuffered, and Advance hands the time over only to a loop receiving
+// on it; a loop that was not is woken by its next timer, which fires at
+// once. ran, closed at the loop's first timer after it was woken, tells
+// the test that the cycle at the new time has run.
 type stepClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []stepWaiter
-	calls   int // After calls: the run loop calls it when it waits again
+	mu     sync.Mutex
+	now    time.Time
+	cur    *stepWaiter   // the latest timer: the one the loop waits on
+	missed bool          // an Advance found the loop busy: its next timer fires at once
+	woken  bool          // the loop was woken since the last Advance
+	ran    chan struct{} // closed at the loop's first timer after it was woken
+	stop   chan struct{} // closed when the test ends
 }
 
 type stepWaiter struct {
-	at time.Time
-	ch chan time.Time
+	at   time.Time
+	ch   chan time.Time
+	gone chan struct{} // closed when a later timer replaces this one
 }
 
-func newStepClock(t time.Time) *stepClock { return &stepClock{now: t} }
+func newStepClock(tb testing.TB, t time.Time) *stepClock {
+	c := &stepClock{now: t, ran: make(chan struct{}), stop: make(chan struct{})}
+	close(c.ran)
+	tb.Cleanup(func() { close(c.stop) })
+	return c
+}
 
 func (c *stepClock) Now() time.Time {
 	c.mu.Lock()
@@ -33,46 +52,91 @@ func (c *stepClock) Now() time.Time {
 func (c *stepClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls++
-	ch := make(chan time.Time, 1)
+	if c.cur != nil {
+		close(c.cur.gone)
+		c.cur = nil
+	}
+	if c.woken {
+		select {
+		case <-c.ran:
+		default:
+			close(c.ran)
+		}
+	}
+	if c.missed {
+		// The loop was busy when the clock moved: wake it now, so it runs
+		// a cycle at the new time.
+		c.missed, c.woken = false, true
+		d = 0
+	}
 	if d <= 0 {
+		ch := make(chan time.Time, 1)
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, stepWaiter{at: c.now.Add(d), ch: ch})
-	return ch
+	c.cur = &stepWaiter{at: c.now.Add(d), ch: make(chan time.Time), gone: make(chan struct{})}
+	return c.cur.ch
 }
 
-// Advance moves the clock by d and fires the timers it passed.
-func (c *stepClock) Advance(d time.Duration) {
+// Advance moves the clock by d and fires the loop's timer if the clock
+// passed it. The returned channel is closed once the loop has run a
+// cycle at the new time (see stepClock).
+func (c *stepClock) Advance(d time.Duration) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
+	c.woken, c.missed = false, false
+	c.ran = make(chan struct{})
+	w := c.cur
+	if w == nil {
+		c.missed = true // busy in a cycle at the old time
+		return c.ran
 	}
-	c.waiters = kept
-}
-
-func (c *stepClock) afterCalls() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls
+	if w.at.After(c.now) {
+		// Not due. A loop woken by a submit and busy in a cycle is woken
+		// at its next timer; one that waits for a later time stays, and a
+		// step that ends before that time is the test's mistake.
+		c.missed = true
+		return c.ran
+	}
+	select {
+	case w.ch <- c.now:
+		c.woken = true
+		c.cur = nil
+		return c.ran
+	default:
+	}
+	// Not receiving yet: on its way into its select, or woken by a submit
+	// and busy in a cycle. Hand the time over when it receives, and wake
+	// it at its next timer in case it never does.
+	c.missed = true
+	now, ran := c.now, c.ran
+	go func() {
+		select {
+		case w.ch <- now:
+			c.mu.Lock()
+			if c.ran == ran {
+				c.woken, c.missed = true, false
+			}
+			c.mu.Unlock()
+		case <-w.gone:
+		case <-c.stop:
+		}
+	}()
+	return c.ran
 }
 
 // step advances the clock by d and waits until the controller's run loop
-// waits on it again: the cycle at the new time has run (its writes
-// included; the bound only ends a test whose controller hangs).
+// has run its cycle at the new time (its writes included; the bound only
+// ends a test whose controller hangs).
 func (r *rig) step(clk *stepClock, d time.Duration) {
 	r.t.Helper()
-	n := clk.afterCalls()
-	clk.Advance(d)
-	r.waitFor(30*time.Second, "the cycle at the new time", func() bool { return clk.afterCalls() > n })
+	ran := clk.Advance(d)
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("after 30s: still not the cycle at the new time (did the step pass the loop's next timer?)")
+	}
 }
 
 // TestWindowSteppedOnInjectedClock: the controller on an injected clock
@@ -82,7 +146,7 @@ func (r *rig) step(clk *stepClock, d time.Duration) {
 // advanced, not before; statuses follow the clock.
 func TestWindowSteppedOnInjectedClock(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(time.Now().Truncate(time.Second))
+	clk := newStepClock(t, time.Now().Truncate(time.Second))
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
 	start := clk.Now().Add(10 * time.Minute)
 	end := start.Add(time.Hour)
@@ -104,10 +168,12 @@ func TestWindowSteppedOnInjectedClock(t *testing.T) {
 
 	// Through the hour a minute at a time: every minute is past half the
 	// reversion timeout (20 s), so each one renews both inverters.
-	for range 59 {
+	for i := range 59 {
 		before := r.controller().Stats().Writes
-		clk.Advance(time.Minute)
-		r.waitFor(3*time.Second, "a renewal on both inverters", func() bool { return r.controller().Stats().Writes >= before+2 })
+		r.step(clk, time.Minute)
+		if w := r.controller().Stats().Writes; w < before+2 {
+			t.Fatalf("minute %d of the window: %d writes, want a renewal on both inverters (%d)", i+1, w-before, 2)
+		}
 	}
 	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 40 || l2 != 40 {
 		t.Fatalf("at the end of the hour: %g and %g %%", l1, l2)

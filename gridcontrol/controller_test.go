@@ -201,7 +201,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	// The controller runs on a clock the test steps: the window's start,
 	// middle and end come when the test moves the clock there, and the
 	// writes at each are waited for, however slowly they come.
-	clk := newStepClock(time.Now())
+	clk := newStepClock(t, time.Now())
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
 	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
 	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {

@@ -224,7 +224,7 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 	// above the limit); the toggle's writes are waited for, not slept for.
 	r.stop()
 	restarted := time.Now()
-	clk := newStepClock(time.Now())
+	clk := newStepClock(t, time.Now())
 	r.cfg.Clock = clk
 	r.start()
 	s2 := clk.Now().Truncate(time.Second).Add(2 * time.Second)

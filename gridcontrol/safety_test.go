@@ -109,7 +109,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 // poller, on the wall clock, takes to see inv1 again).
 func TestOfflineAcrossTheStart(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(time.Now())
+	clk := newStepClock(t, time.Now())
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
 	inv1 := simtest.Device(t, r.sim, "inv1")
 	start := clk.Now().Truncate(time.Second).Add(2 * time.Second)
@@ -133,12 +133,27 @@ func TestOfflineAcrossTheStart(t *testing.T) {
 		t.Errorf("applied at %s while inv1 was offline", c.AppliedAt)
 	}
 	inv1.SetFault(sim.Fault{})
+	// A cycle per poll of inv1 until it has the limit: the poller, on the
+	// wall clock, must see it answer again first, and cycles stepped
+	// faster than it polls would run through the window before that.
+	lastPoll := func() time.Time {
+		d, _ := r.live.Device("inv1")
+		return d.LastUpdate
+	}
 	cycles := 0
-	for deadline := time.Now().Add(30 * time.Second); r.limitOf("inv1") != 30; cycles++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("inv1 at %g %%, not 30 %%, 30 s after its return (%d cycles)", r.limitOf("inv1"), cycles)
-		}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		polled := lastPoll()
 		r.step(clk, 200*time.Millisecond)
+		cycles++
+		if r.limitOf("inv1") == 30 {
+			break
+		}
+		if !clk.Now().Before(end) {
+			t.Fatalf("inv1 at %g %%, not 30 %%, at the end of the window (%d cycles)", r.limitOf("inv1"), cycles)
+		}
+		r.waitFor(max(time.Until(deadline), 0), "inv1 limited to 30 % within 30 s of its return, a poll of it at a time", func() bool {
+			return !lastPoll().Equal(polled)
+		})
 	}
 	t.Logf("inv1 limited %d cycles after it answered again", cycles)
 	// The controller records the write after its read-back, a moment

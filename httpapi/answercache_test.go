@@ -14,6 +14,7 @@ import (
 // the next second with nothing polled (the times in the answers), and the
 // gzipped body equal to the plain one.
 func TestLiveAnswerCache(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 2})
 	get := func(path string, hdr ...string) (int, string, string) {
 		t.Helper()

@@ -54,6 +54,7 @@ func readProblem(t *testing.T, resp *http.Response, status int) plant.Problem {
 
 // TestErrors checks status, headers and problem body of every error case.
 func TestErrors(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 2})
 	big := `{"plantId":"` + strings.Repeat("x", maxBody) + `"}`
 	tests := []struct {
@@ -137,6 +138,7 @@ func TestErrors(t *testing.T) {
 // TestPanicIs500 checks that a panicking handler answers a logged 500
 // problem with the request id and that the server stays up.
 func TestPanicIs500(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	var logBuf proctest.Buffer
 	e.srv.log = slog.New(slog.NewTextHandler(&logBuf, nil))
@@ -161,6 +163,7 @@ func TestPanicIs500(t *testing.T) {
 // TestEligibility checks the eligibility rules on device lists built from
 // the simulated plant's discovered devices.
 func TestEligibility(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	all, err := e.live.Devices("demo")
 	if err != nil {
@@ -210,6 +213,7 @@ func TestEligibility(t *testing.T) {
 // TestRateLimit: a token's bucket empties, 429 with Retry-After, and the
 // bucket of another token is unaffected.
 func TestRateLimit(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1, rate: config.RateLimit{RequestsPerSecond: 1, Burst: 3}})
 	for i := range 3 {
 		resp := e.do("GET", "/live/v2/plants/demo/devices", tokStandard, "", "")
@@ -240,6 +244,7 @@ func TestRateLimit(t *testing.T) {
 // query, for plant and device ids, and the body correction of
 // eligibilityCheck.
 func TestMigrated(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	tests := []struct{ path, loc string }{
 		{"/monitoring/v1/plants/7190000/measurements/sets/EnergyBalance/Day?Date=2025-06-21&WithTotal=true",
@@ -280,6 +285,7 @@ func TestMigrated(t *testing.T) {
 // TestOAuth gets a token with client_credentials (form and Basic), uses
 // it, and checks that it expires.
 func TestOAuth(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	for _, basic := range []bool{false, true} {
 		body := "grant_type=client_credentials&client_id=" + oauthID + "&client_secret=" + oauthSecret
@@ -317,6 +323,7 @@ func TestOAuth(t *testing.T) {
 // TestMeasurementSetShapes checks plant-local times, periods in any case,
 // resolutions, totals, omitted fields and the device heading.
 func TestMeasurementSetShapes(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{})
 	type set struct {
 		Plant      struct{ PlantID, Timezone string }
@@ -406,6 +413,7 @@ func TestMeasurementSetShapes(t *testing.T) {
 // the plant list is partial for the newer platform (the classic devices
 // still answer).
 func TestLiveAndPartial(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 3})
 	type live struct {
 		Set   []map[string]any
@@ -491,6 +499,7 @@ func TestLiveAndPartial(t *testing.T) {
 
 // TestCachingAndGzip: ETag/304 on monitoring sets; gzip for large ones.
 func TestCachingAndGzip(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 97, step: 5 * time.Minute})
 	path := "/monitoring/v1/devices/meter/measurements/sets/PowerAc/Day?Date=2025-06-21"
 	req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
@@ -531,6 +540,7 @@ func TestCachingAndGzip(t *testing.T) {
 
 // TestOpsLoopbackOnly: /healthz and /metrics answer loopback clients only.
 func TestOpsLoopbackOnly(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		rec := newRecorder(e, "GET", p, "10.0.0.7:5555")
@@ -562,6 +572,7 @@ func TestOpsLoopbackOnly(t *testing.T) {
 
 // TestRunShutdown serves on a real listener and shuts down gracefully.
 func TestRunShutdown(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -586,13 +597,14 @@ func TestRunShutdown(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // only ends a Serve that hangs
 		t.Fatal("no shutdown")
 	}
 }
 
 // TestNewValidates rejects bad configs and missing deps.
 func TestNewValidates(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	good := Deps{Live: e.live, History: e.hist}
 	tests := []struct {
@@ -622,6 +634,7 @@ func TestNewValidates(t *testing.T) {
 // client stop working at once, a new token works, a bad list is refused
 // and the old credentials stay.
 func TestSetCredentials(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	get := func(tok string) int {
 		r := e.do("GET", "/monitoring/v1/plants", tok, "", "")

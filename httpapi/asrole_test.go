@@ -14,6 +14,7 @@ import (
 // for the schedule's id, creation time and credential, which name the
 // request), and the role is enforced; network requests cannot borrow it.
 func TestAsRole(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	const body = `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T10:00:00Z","end":"2025-06-21T11:00:00Z","value":50}]}`
 	for _, tc := range []struct {

@@ -52,6 +52,7 @@ func BenchmarkHandler(b *testing.B) {
 // after them is within 10 % of the heap after the first 10,000. Skipped
 // unless PLANTD_MEMTEST is set.
 func TestNoMemoryGrowth(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	n, _ := strconv.Atoi(os.Getenv("PLANTD_MEMTEST"))
 	if n == 0 {
 		t.Skip("PLANTD_MEMTEST not set")

@@ -16,6 +16,7 @@ var localRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`)
 // TestClientRoutes: the routes real cloud clients call besides the spec's
 // answer with the shapes those clients parse.
 func TestClientRoutes(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 2, modify: func(c *Config) { c.ProductIDs = map[string]int{"inv1": 9099} }})
 
 	// The bare plant object: exactly its four members.
@@ -79,6 +80,7 @@ func TestClientRoutes(t *testing.T) {
 // with WithDeactivatedDevices=true, and its deactivatedAt is plant-local
 // without offset.
 func TestDeactivatedDevices(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1, devices: func(ds []plant.DeviceInfo) {
 		for i := range ds {
 			if ds[i].ID == "wx" {

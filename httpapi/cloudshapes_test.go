@@ -26,6 +26,7 @@ import (
 // are listed in the table with their reason (httpapi/README.md, "Shapes
 // against the cloud").
 func TestCloudShapes(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{devices: func(ds []plant.DeviceInfo) {
 		// A deactivated device, so that deactivatedAt appears as in the
 		// cloud's list with deactivated devices.

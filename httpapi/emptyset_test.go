@@ -15,6 +15,7 @@ import (
 // empty set, not a 404; a device never discovered and unknown to the
 // history lists no sets, and a set of it is a 404.
 func TestListedSetNothingStored(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	e.hist.mu.Lock()
 	delete(e.hist.dev, "inv1")

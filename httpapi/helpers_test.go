@@ -152,7 +152,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 	plants := []plant.Plant{{ID: "demo", Name: "Demo plant", Description: "simulated", Location: e.loc}}
 	infos := []plant.DeviceInfo{{ID: "gw", PlantID: "demo", Name: "plantd", Kind: kind.Gateway}}
 	for _, d := range e.sim.Devices() {
-		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 2*time.Second)
+		// The simulator always answers: the timeout only ends a hung
+		// test, however slowly a loaded machine runs the parallel tests.
+		c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr()}).Unit(d.Unit(), 30*time.Second)
 		info, err := devices.Discover(t.(interface{ Context() context.Context }).Context(), c)
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)

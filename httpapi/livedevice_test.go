@@ -13,7 +13,9 @@ import (
 // communication and SunSpec models, valid against the OpenAPI document;
 // a migrated id redirects, an unknown one is 404, no token is 401.
 func TestLiveDevice(t *testing.T) {
-	e := newEnv(t, envOpts{}) // polled up to 14:00: the inverters produce
+	t.Parallel() // its own simulated plant, store and server
+	// Polled up to 14:00: the inverters produce.
+	e := newEnv(t, envOpts{})
 	v := newValidator(t, e)
 	for _, tc := range []struct {
 		dev, value, unit string

@@ -30,6 +30,7 @@ func clientFrom(ip string) *http.Client {
 // then not checked), one log line says so for the burst, and another
 // address logs in as before; an allowance comes back after Every.
 func TestFailedLoginLimit(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	var logs proctest.Buffer
 	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
 		c.FailedLogins = FailedLogins{Burst: 5, Every: 10 * time.Second}
@@ -212,6 +213,7 @@ func BenchmarkFailedLoginRefused(b *testing.B) {
 // one /64 without changing the host's network; the server is the real
 // handler.)
 func TestFailedLoginIPv6Prefix(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	var logs proctest.Buffer
 	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
 		c.FailedLogins = FailedLogins{Burst: 3, Every: time.Minute}

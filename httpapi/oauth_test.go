@@ -16,6 +16,7 @@ import (
 // authentication methods at once are refused; a requested scope is
 // honoured or refused, never ignored.
 func TestOAuthErrors(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	const form = "application/x-www-form-urlencoded"
 	cred := "&client_id=" + oauthID + "&client_secret=" + oauthSecret

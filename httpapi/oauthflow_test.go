@@ -202,6 +202,7 @@ func (e *env) canRead(t testing.TB, tok string) bool {
 // refresh_token grants and of revocation (RFC 7009), each with the RFC's
 // status and error code; PKCE (RFC 7636) S256.
 func TestOAuthCodeFlow(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	t.Run("code flow, refresh rotation, reuse revokes", func(t *testing.T) {
 		e := codeEnv(t, envOpts{})
 		code := e.codeFor(t, nil)
@@ -409,6 +410,7 @@ func TestOAuthCodeFlow(t *testing.T) {
 // the owner approves or rejects it on the gateway; a pre-approved client
 // is Accepted at once; only OAuth2 clients may ask.
 func TestBackChannelConsent(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := codeEnv(t, envOpts{})
 	v := newValidator(t, e)
 	tokenOf := func(id, secret string) string {
@@ -497,6 +499,7 @@ func TestBackChannelConsent(t *testing.T) {
 // TestOAuthAgainstOpenAPI validates the answers of the OAuth2 endpoints
 // (success and errors) against /openapi.json.
 func TestOAuthAgainstOpenAPI(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := codeEnv(t, envOpts{})
 	v := newValidator(t, e)
 	send := func(req *http.Request) answer {
@@ -541,6 +544,7 @@ func TestOAuthAgainstOpenAPI(t *testing.T) {
 // client's; the owner's bearer token decides any. A refused decision
 // leaves the request pending, without a code.
 func TestConsentOnlyByOwner(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	const (
 		instID       = "inst-app"
 		instSecret   = "inst-secret-0123456789abcdef0123456789abcdef"
@@ -656,6 +660,7 @@ func (e *env) consents(t testing.TB) []oauth2.Consent {
 // from another address is still taken, approved and answered with a
 // code. Requests lapse after 5 minutes (the clock the grants run on).
 func TestAuthorizeFlood(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := codeEnv(t, envOpts{})
 	from := func(ip string) *http.Client {
 		c := clientFrom(ip)

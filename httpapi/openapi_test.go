@@ -36,6 +36,7 @@ func loadDoc(t *testing.T, raw []byte) *openapi3.T {
 // missing from the document, and on any documented operation Gin does not
 // serve.
 func TestOpenAPICoversRoutes(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	doc := loadDoc(t, e.srv.openapi)
 	if doc.OpenAPI != "3.1.0" {
@@ -111,6 +112,7 @@ func (v *validator) check(req *http.Request, resp *http.Response) []byte {
 // on a server fed by the simulated plant and validates each response
 // against /openapi.json with kin-openapi.
 func TestEveryRouteAgainstOpenAPI(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{})
 	v := newValidator(t, e)
 	// /openapi.json itself is served and parses.
@@ -262,6 +264,7 @@ func TestEveryRouteAgainstOpenAPI(t *testing.T) {
 // TestValidatorIsStrict makes sure the validation above can fail: a null
 // field, an unknown member and a time with an offset are rejected.
 func TestValidatorIsStrict(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	v, err := apitest.New(t.Context(), e.srv.openapi, e.ts.URL)
 	if err != nil {
@@ -286,6 +289,7 @@ func TestValidatorIsStrict(t *testing.T) {
 // TestScheduleExamplesParse: every example of ScheduleRequest in
 // /openapi.json is a schedule plantd accepts (units and ranges included).
 func TestScheduleExamplesParse(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	raw, err := buildOpenAPI()
 	if err != nil {
 		t.Fatal(err)

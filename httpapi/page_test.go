@@ -11,6 +11,7 @@ import (
 // TestPage checks that the gateway's own page is served through the API's
 // engine (request id, metrics) with its own headers, without a token.
 func TestPage(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	v := web.New().Version
 	for _, c := range []struct{ path, ctype, cache string }{

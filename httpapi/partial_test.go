@@ -16,6 +16,7 @@ import (
 // list of ids clients parse; requireAll=true asks all or nothing (422 on
 // POST, not eligible in the check).
 func TestPartialCommandsOverHTTP(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	now := e.clock.Now()
 	win := func(cmd, extra string) string {

@@ -16,6 +16,7 @@ import (
 // must not change the address in the access log, unless the config names
 // the proxy it came through.
 func TestForwardedHeadersNotTrusted(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	for _, tt := range []struct {
 		name    string
 		proxies []string

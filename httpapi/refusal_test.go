@@ -18,6 +18,7 @@ import (
 // yet (the MQTT uplink keeps such a schedule and runs it again when they
 // answer).
 func TestScheduleRefusalRetryable(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	e := newEnv(t, envOpts{polls: 1})
 	const window = `"start":"2025-06-21T10:00:00Z","end":"2025-06-21T11:00:00Z"`
 	offline := func(kinds ...kind.Kind) func() {

@@ -15,6 +15,7 @@ import (
 // Skipped unless PLANTD_SERVE_ADDR is set. Static tokens: see the tok*
 // constants; OAuth client "cloud" / "cloud-secret".
 func TestServeDemo(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	addr := os.Getenv("PLANTD_SERVE_ADDR")
 	if addr == "" {
 		t.Skip("PLANTD_SERVE_ADDR not set")

@@ -11,6 +11,7 @@ import (
 // want has a config key: CORS origins, open /healthz and /metrics, the
 // OAuth2 token lifetime, trusted proxies and the stakeholders of a plant.
 func TestSettingsFromConfig(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	c, err := config.Parse("settings.yaml", []byte(`
 http:
   corsOrigins: [https://portal.example.com]

@@ -56,6 +56,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 
 // TestTLS serves HTTPS from the configured cert and key.
 func TestTLS(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	certFile, keyFile, pool := selfSigned(t)
 	e := newEnv(t, envOpts{polls: 1, modify: func(c *Config) { c.TLSCert, c.TLSKey = certFile, keyFile }})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -85,6 +86,7 @@ func TestTLS(t *testing.T) {
 // TestCORS: off by default; configured origins get the headers and
 // preflights are answered.
 func TestCORS(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	for _, tt := range []struct {
 		name    string
 		origins []string
@@ -117,6 +119,7 @@ func TestCORS(t *testing.T) {
 // TestTLSFilesReadByNew: a key that cannot be read or parsed fails New
 // (plantd's start), naming the files, instead of Serve later.
 func TestTLSFilesReadByNew(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
 	certFile, keyFile, _ := selfSigned(t)
 	e := newEnv(t, envOpts{polls: 1})
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")

@@ -260,8 +260,10 @@ func TestFaults(t *testing.T) {
 			if Classify(err) != ClassLink || !IsRetryable(err) {
 				t.Errorf("Classify(%v) = %v, want link and retryable", err, Classify(err))
 			}
-			if tt.wantIs == ErrTimeout && elapsed > 900*time.Millisecond {
-				t.Errorf("timed out after %v, want about 150ms", elapsed)
+			// The only other timeout is the endpoint's default: the unit's
+			// 150 ms ended the request if it ended before that one could.
+			if tt.wantIs == ErrTimeout && elapsed >= DefaultTimeout {
+				t.Errorf("timed out after %v: the endpoint's default %v, not the unit's 150ms", elapsed, DefaultTimeout)
 			}
 			if st := ep.Stats(); st.Connected || st.Failures != 1 {
 				t.Errorf("stats %+v: want the socket closed after the failure", st)
@@ -334,8 +336,9 @@ func TestContextDeadlineShortensTimeout(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v, the context allowed 150ms", d)
+	// Ended before the unit's 10 s could end it: by the context's 150 ms.
+	if d := time.Since(start); d >= 10*time.Second {
+		t.Errorf("took %v, the unit's timeout; the context allowed 150ms", d)
 	}
 }
 
@@ -388,16 +391,14 @@ func TestContextEndsWhileWaitingForTurn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			start := time.Now()
 			_, err := ep.Unit(2, 0).ReadHoldingRegisters(ctx, 0, 1, nil)
 			if !errors.Is(err, tt.want) || Classify(err) != ClassCanceled {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("waited %v for the turn", d)
-			}
 		})
 	}
+	// Both returned while the first request still held the endpoint: they
+	// did not wait for their turn.
 	select {
 	case err := <-first:
 		t.Fatalf("first request ended early: %v", err)

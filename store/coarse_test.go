@@ -19,19 +19,15 @@ import (
 // counter step. The rows of inv1's first counter run are not checked:
 // where within its first step the counter stood when polling began is
 // unknown (it gives its whole step to that run).
+//
+// Two stores record the same polls: one with the rollup as it runs, one
+// with every device in a rollup batch of its own (a coarse counter's run
+// then reaches back from one batch); each is checked in a subtest.
 func TestCoarseAndFrozenCounters(t *testing.T) {
-	t.Parallel() // its own database files
+	t.Parallel() // its own simulated plant and database files
 	if testing.Short() {
 		t.Skip("a simulated day and a half")
 	}
-	// The rollup as it runs, and with every device in a batch of its own
-	// (a coarse counter's run then reaches back from one batch).
-	for _, batch := range []int{0, 1} {
-		t.Run(fmt.Sprintf("rollup batch %d", batch), func(t *testing.T) { testCoarseAndFrozenCounters(t, batch) })
-	}
-}
-
-func testCoarseAndFrozenCounters(t *testing.T, batch int) {
 	loc := mustZone(t, sim.DefaultTimeZone)
 	day := time.Date(2026, 6, 1, 0, 0, 0, 0, loc)
 	r := startSimCfg(t, day, func(c *sim.Config) {
@@ -44,22 +40,40 @@ func testCoarseAndFrozenCounters(t *testing.T, batch int) {
 	})
 	inv2 := r.p.Device("inv2")
 	inv2.FreezeCounter(true)
-	s := openTest(t, Config{Plants: []PlantInfo{{ID: "demo", Location: loc}}, rollupBatch: batch})
-	stop := runStore(t, s)
+	batches := []int{0, 1}
+	stores := make([]*Store, len(batches))
+	stops := make([]func(), len(batches))
+	for i, batch := range batches {
+		stores[i] = openTest(t, Config{Plants: []PlantInfo{{ID: "demo", Location: loc}}, rollupBatch: batch})
+		stops[i] = runStore(t, stores[i])
+	}
 	ctx := t.Context()
-	counter := func(e float64) float64 { return math.Floor(e/1000) * 1000 }
 	const step = 30 * time.Second
 	end := day.AddDate(0, 0, 1).Add(10 * time.Hour) // the next morning: inv1's counter stepped again
 	trueWh := map[string]map[time.Time]float64{"inv1": {}, "inv2": {}}
 	for x := day; !x.After(end); x = x.Add(step) {
-		r.poll(ctx, t, s, x)
+		r.poll(ctx, t, x, stores...)
 		if x.Sub(day)%(5*time.Minute) == 0 {
 			for id, m := range trueWh {
 				m[x] = r.p.Device(id).State().EnergyWh
 			}
 		}
 	}
-	stop()
+	for _, stop := range stops {
+		stop()
+	}
+	for i, batch := range batches {
+		t.Run(fmt.Sprintf("rollup batch %d", batch), func(t *testing.T) {
+			checkCoarseAndFrozen(t, stores[i], day, end, trueWh)
+		})
+	}
+}
+
+// checkCoarseAndFrozen checks the Day of inv1 and inv2 in s against their
+// true energy every 5 minutes from day to end (TestCoarseAndFrozenCounters).
+func checkCoarseAndFrozen(t *testing.T, s *Store, day, end time.Time, trueWh map[string]map[time.Time]float64) {
+	loc, ctx := day.Location(), t.Context()
+	counter := func(e float64) float64 { return math.Floor(e/1000) * 1000 }
 	for _, id := range []string{"inv1", "inv2"} {
 		res, err := s.QuerySet(ctx, plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodDay, Date: day,
 			WithTotal: true, ReturnEnergyValues: true})

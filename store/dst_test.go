@@ -80,6 +80,7 @@ func TestDST(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.zone, func(t *testing.T) {
+			t.Parallel() // its own database files
 			loc := mustZone(t, tt.zone)
 			s := openTest(t, Config{Plants: []PlantInfo{{ID: "p1", Location: loc}}})
 			sy := &synth{loc: loc}

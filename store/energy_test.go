@@ -60,6 +60,7 @@ func TestEnergyTotals(t *testing.T) {
 			name += ", one device per rollup batch"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own database files
 			loc := mustZone(t, "Europe/Berlin")
 			s := openTest(t, Config{rollupBatch: tc.batch})
 			stop := runStore(t, s)
@@ -221,6 +222,7 @@ func TestRebuild(t *testing.T) {
 	want := rollupDump(t, ordered)
 
 	t.Run("late data", func(t *testing.T) {
+		t.Parallel() // its own database files; ms and want are only read
 		s := openTest(t, Config{})
 		stop := runStore(t, s)
 		// Blocks of 90 minutes, in random order: every block after the
@@ -245,6 +247,7 @@ func TestRebuild(t *testing.T) {
 	})
 
 	t.Run("restart", func(t *testing.T) {
+		t.Parallel() // its own database files; ms and want are only read
 		path := filepath.Join(t.TempDir(), "plantd.db")
 		half := len(ms) / 2
 		for i, part := range [][]Measurement{ms[:half], ms[half:]} {

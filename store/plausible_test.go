@@ -45,7 +45,7 @@ func TestImplausibleValuesNeverStored(t *testing.T) {
 	ctx := t.Context()
 	const step = 5 * time.Second
 	for x := start; !x.After(start.Add(20 * time.Second)); x = x.Add(step) {
-		r.poll(ctx, t, s, x)
+		r.poll(ctx, t, x, s)
 	}
 	dl, _ := r.live.Device("inv1")
 	for _, c := range []plant.Channel{plant.ActivePower, plant.PVGeneration, plant.GridFrequency} {

@@ -19,6 +19,7 @@ func TestBrowserFirstRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
 	}
+	t.Parallel() // its own plantd, browser and files
 	chrome, shots, dir, bin := browserSetup(t)
 	const token = "first-run-test-token"
 	cfg := filepath.Join(dir, "plantd.yaml")

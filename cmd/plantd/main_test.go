@@ -41,6 +41,7 @@ var binPath string
 func TestMain(m *testing.M) {
 	flag.Parse()
 	gin.SetMode(gin.ReleaseMode)
+	proctest.SetQuickExit() // each race-built daemon's exit a second sooner
 	if proctest.Race() {
 		proctest.DefaultParallel(6)
 	} else {

@@ -372,8 +372,9 @@ func TestDemoOutageDay(t *testing.T) {
 	b.Start()
 	mqtttest.WaitFor(t, 30*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
 	before := col.Distinct("rollup/demo")
-	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool { return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 })
-	time.Sleep(2 * time.Second)
+	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool {
+		return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 && col.Items("rollup/demo") >= 250
+	})
 	// Live messages left unacknowledged by the outage are dropped, not
 	// replayed: a live stream's gaps are those, counted per stream.
 	var api string

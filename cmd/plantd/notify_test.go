@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -58,6 +59,34 @@ func fakeNotifySocket(t *testing.T) (path string, msgs <-chan string) {
 		}
 	}()
 	return path, ch
+}
+
+// notifyUpTo sends a datagram of the test's own to the socket at path,
+// whose messages fakeNotifySocket delivers on msgs, and yields the
+// messages before it: all a process that has exited sent there.
+func notifyUpTo(t *testing.T, path string, msgs <-chan string) iter.Seq[string] {
+	t.Helper()
+	const end = "TEST-END"
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(end)); err != nil {
+		t.Fatal(err)
+	}
+	return func(yield func(string) bool) {
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok || m == end || !yield(m) {
+					return
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the test's own datagram not read within 30 s")
+			}
+		}
+	}
 }
 
 // TestSystemdNotify runs the real binary with NOTIFY_SOCKET pointing at a

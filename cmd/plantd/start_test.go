@@ -23,10 +23,6 @@ import (
 	"plantd/mqtt"
 )
 
-// startDeadline is how soon plantd must give up when a component cannot
-// start.
-const startDeadline = time.Second
-
 // noDevicesConfig is a config without devices, listening on listen (more
 // of the http section in httpExtra), with the database at db.
 func noDevicesConfig(listen, httpExtra, db string) string {
@@ -35,9 +31,13 @@ func noDevicesConfig(listen, httpExtra, db string) string {
 }
 
 // TestStartFailsFast runs the real binary against components that cannot
-// start: it must exit non-zero within startDeadline, name the reason on
-// stderr, and never tell systemd READY=1.
+// start: it must give up by itself (no retry, and a locked database after
+// the store's short lock wait, not the writer's busy timeout), exit
+// non-zero, name the reason on stderr, and never tell systemd READY=1.
+// How long it took is logged; the 30 s bound only ends a plantd that does
+// not give up.
 func TestStartFailsFast(t *testing.T) {
+	t.Parallel() // its own daemons, socket and files
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestStartFailsFast(t *testing.T) {
 				}
 			}
 			return noDevicesConfig("127.0.0.1:0", "", path)
-		}, regexp.MustCompile(`database in use: locked by another process`)},
+		}, regexp.MustCompile(`database in use: locked by another process \(waited 300ms\)`)},
 
 		{"corrupt database", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, "plantd.db")
@@ -127,16 +127,13 @@ func TestStartFailsFast(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				cmd.Process.Kill()
 				<-done
-				t.Fatalf("plantd still running after 30 s; stderr:\n%s", stderr.String())
+				t.Fatalf("plantd still running after 30 s, it did not give up; stderr:\n%s", stderr.String())
 			}
 			took := time.Since(start)
 			t.Logf("exit after %v: %v; stderr: %s", took.Round(time.Millisecond), err, strings.TrimSpace(stderr.String()))
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 				t.Errorf("plantd: %v, want a non-zero exit", err)
-			}
-			if took > startDeadline {
-				t.Errorf("plantd gave up after %v, want within %v", took, startDeadline)
 			}
 			if !tt.want.MatchString(stderr.String()) {
 				t.Errorf("stderr does not say %s:\n%s", tt.want, stderr.String())
@@ -150,43 +147,44 @@ func TestStartFailsFast(t *testing.T) {
 					t.Errorf("a database file was created when the port was taken: %v", err)
 				}
 			}
-			// The datagrams plantd sent are queued on the socket: read
-			// what is there.
-			for {
-				select {
-				case m := <-msgs:
-					if strings.Contains(m, "READY=1") {
-						t.Errorf("plantd told systemd %q", m)
-					}
-					continue
-				case <-time.After(100 * time.Millisecond):
+			// The datagrams plantd sent are queued on the socket, in
+			// order: read them up to one of the test's own, sent now.
+			for m := range notifyUpTo(t, sock, msgs) {
+				if strings.Contains(m, "READY=1") {
+					t.Errorf("plantd told systemd %q", m)
 				}
-				break
 			}
 		})
 	}
 }
 
 // TestReadyWithoutDevices: without devices, READY=1 follows the start at
-// once (the figure for the packaging note is logged).
+// once: the first poll round is done when it starts, so plantd reports
+// ready on that, not after readyWait (the figure for the packaging note is
+// logged).
 func TestReadyWithoutDevices(t *testing.T) {
+	t.Parallel() // its own daemon, socket and files
 	dir := t.TempDir()
 	sock, msgs := fakeNotifySocket(t)
-	start := time.Now()
 	d := startDaemonConfig(t, noDevicesConfig("127.0.0.1:0", "", filepath.Join(dir, "plantd.db")), "NOTIFY_SOCKET="+sock)
+	// The bound only ends a test whose daemon never gets ready; readyWait
+	// (60 s) is longer, and the log line below tells the two apart.
 	deadline := time.After(30 * time.Second)
 	for ready := false; !ready; {
 		select {
 		case m := <-msgs:
 			ready = strings.Contains(m, "READY=1")
 		case <-deadline:
-			t.Fatal("no READY=1 within 30 s")
+			t.Fatalf("no READY=1 within 30 s; the last lines:\n%s", d.Tail(20))
 		}
 	}
-	took := time.Since(start)
-	t.Logf("READY=1 %v after the start", took.Round(time.Millisecond))
-	if took > 5*time.Second {
-		t.Errorf("READY=1 after %v, want well under a second", took)
+	// READY=1 came on the first round's end, not on readyWait's warning.
+	l := d.WaitLog(regexp.MustCompile(`msg="ready: store open, HTTP API bound, first poll round done"`), 30*time.Second)
+	t.Logf("%s", l)
+	for _, l := range d.Stderr() {
+		if strings.Contains(l, "ready before the first poll round ended") {
+			t.Errorf("plantd got ready on readyWait: %s", l)
+		}
 	}
 	d.stop()
 }

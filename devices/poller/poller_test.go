@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -292,45 +294,93 @@ func TestOneClientTakenOver(t *testing.T) {
 // TestNoGoroutineLeak connects and disconnects a device 1,000 times: a
 // poller started, polling once and stopped, and a connection dropped by the
 // device under a running poller. The goroutine count ends where it began.
+//
+// It counts the goroutines of its own simulator and pollers alone, which
+// carry a pprof label (goroutines inherit their creator's labels; the
+// simulator's accept loop starts one per connection, so a socket left
+// open counts too): it runs in parallel with the other tests.
 func TestNoGoroutineLeak(t *testing.T) {
+	t.Parallel() // counts its own goroutines only
+	labels := pprof.Labels("leaktest", t.Name())
 	cfg := sim.DefaultConfig()
 	cfg.Devices = cfg.Devices[2:3] // the meter
-	p := simtest.Start(t, cfg)
+	var p *sim.Plant
+	pprof.Do(t.Context(), labels, func(context.Context) { p = simtest.Start(t, cfg) })
 	d := p.Devices()[0]
-	before := runtime.NumGoroutine()
+	before := labelled(t, "leaktest", t.Name())
+	if before == 0 {
+		t.Fatal("none of the simulator's goroutines carries the label: the count would prove nothing")
+	}
 	n := 1000
 	if testing.Short() {
 		n = 100
 	}
-	for i := 0; i < n; i++ {
-		got := make(chan struct{}, 1)
-		pool := modbus.NewPool(nil)
-		pl, err := poller.New([]poller.DeviceConfig{{ID: "meter", Address: d.Addr(), Unit: d.Unit(), Interval: time.Second}}, pool,
-			func(s plant.Sample) {
-				select {
-				case got <- struct{}{}:
-				default:
-				}
-			}, nil)
-		if err != nil {
-			t.Fatal(err)
+	// Every pool stays reachable to the end: a socket left open must not
+	// be closed by the garbage collector's finalizer before the count.
+	var pools []*modbus.Pool
+	defer runtime.KeepAlive(&pools)
+	pprof.Do(t.Context(), labels, func(ctx context.Context) {
+		for i := 0; i < n; i++ {
+			got := make(chan struct{}, 1)
+			pool := modbus.NewPool(nil)
+			pools = append(pools, pool)
+			pl, err := poller.New([]poller.DeviceConfig{{ID: "meter", Address: d.Addr(), Unit: d.Unit(), Interval: time.Second}}, pool,
+				func(s plant.Sample) {
+					select {
+					case got <- struct{}{}:
+					default:
+					}
+				}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { pl.Run(ctx); close(done) }()
+			<-got
+			if i == 0 && labelled(t, "leaktest", t.Name()) <= before {
+				t.Fatal("a running poller's goroutines carry no label: the count would prove nothing")
+			}
+			cancel()
+			<-done
+			pool.Close()
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { pl.Run(ctx); close(done) }()
-		<-got
-		cancel()
-		<-done
-		pool.Close()
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+	})
+	// The simulator ends a closed connection's goroutine a moment after
+	// the close.
+	for deadline := time.Now().Add(30 * time.Second); labelled(t, "leaktest", t.Name()) > before && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if after := runtime.NumGoroutine(); after > before {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines before %d connect/disconnect cycles, %d after:\n%s", before, n, after, buf[:runtime.Stack(buf, true)])
+	if after := labelled(t, "leaktest", t.Name()); after > before {
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Fatalf("%d goroutines before %d connect/disconnect cycles, %d after:\n%s", before, n, after, b.String())
 	}
+}
+
+// labelled counts the goroutines whose pprof labels include key=value.
+func labelled(t *testing.T, key, value string) int {
+	t.Helper()
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	// debug=1: a record a stack, "N @ pcs", then "# labels: {...}" when
+	// the goroutines have labels.
+	want := strconv.Quote(key) + ":" + strconv.Quote(value)
+	total := 0
+	for rec := range strings.SplitSeq(b.String(), "\n\n") {
+		head, rest, _ := strings.Cut(rec, "\n")
+		if !strings.Contains(rest, "# labels: {") || !strings.Contains(rest, want) {
+			continue
+		}
+		if k, _, ok := strings.Cut(head, " @ "); ok {
+			if v, err := strconv.Atoi(k); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
 }
 
 // TestFirstRoundAndStalled holds the sink of a device's first poll: the

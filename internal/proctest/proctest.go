@@ -91,9 +91,12 @@ type Proc struct {
 	err    error         // Wait's result, set before exited closes
 }
 
-// Start starts cmd and kills it, if it still runs, when the test ends.
+// Start starts cmd and kills it, if it still runs, when the test ends. A
+// race-built program exits without the race runtime's sleep (see
+// QuickExitEnv).
 func Start(tb testing.TB, cmd *exec.Cmd) *Proc {
 	tb.Helper()
+	cmd.Env = QuickExitEnv(cmd.Env)
 	p := &Proc{tb: tb, Cmd: cmd, grown: make(chan struct{}), exited: make(chan struct{})}
 	if cmd.Stdout == nil {
 		cmd.Stdout = &p.Stdout
