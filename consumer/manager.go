@@ -139,6 +139,7 @@ type cons struct {
 	byEnd []time.Time     // per By rule: the period's deadline
 
 	lastSet time.Time // wall clock of the last write (watchdog renewal)
+	stats   plant.PollStats
 }
 
 // New builds a manager for the given consumers. It loads the kept modes
@@ -236,12 +237,7 @@ func (m *Manager) loop(ctx context.Context, c *cons) {
 			return
 		case <-t.C:
 		case <-c.kick:
-			if !t.Stop() {
-				select {
-				case <-t.C:
-				default:
-				}
-			}
+			t.Stop() // Go 1.23 timers: nothing to drain before Reset
 		}
 		m.poll(ctx, c)
 		m.write(ctx, c)
@@ -267,6 +263,14 @@ func (m *Manager) poll(ctx context.Context, c *cons) {
 	now := m.now()
 	s := plant.Sample{Device: c.spec.ID, Time: time.Now().UTC(), Duration: time.Since(began)}
 	m.mu.Lock()
+	c.stats.Polls++
+	c.stats.LastPoll, c.stats.LastDuration = s.Time, s.Duration
+	if err == nil {
+		c.stats.Successes++
+		c.stats.LastError = ""
+	} else {
+		c.stats.LastError = err.Error()
+	}
 	if err != nil {
 		c.fails++
 		s.Err = fmt.Errorf("consumer %s: %w", c.spec.ID, err)
@@ -646,6 +650,18 @@ func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.Consu
 	st := m.statusLocked(c, now)
 	m.mu.Unlock()
 	return st, nil
+}
+
+// Stats returns the poll counts of every consumer, in priority order.
+func (m *Manager) Stats() []plant.PollStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]plant.PollStats, len(m.cons))
+	for i, c := range m.cons {
+		out[i] = c.stats
+		out[i].ID, out[i].State = c.spec.ID, c.state
+	}
+	return out
 }
 
 // Consumers returns the status of every consumer, in priority order.

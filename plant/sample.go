@@ -127,3 +127,16 @@ type ConsumerReading struct {
 	// while on, not from a meter.
 	Estimated bool
 }
+
+// PollStats counts one device's polls: the SunSpec poller's and the home
+// energy manager's, exported at /metrics.
+type PollStats struct {
+	ID        string
+	State     CommState
+	Polls     uint64 // polls attempted
+	Successes uint64
+	LastError string
+	LastPoll  time.Time
+	// LastDuration is how long the last poll took.
+	LastDuration time.Duration
+}

@@ -171,7 +171,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	reg.MustRegister(newDaemonCollector(d.poller, d.pool, d.store, d.live))
+	collector := newDaemonCollector(d.poller, d.pool, d.store, d.live)
+	collector.homes = d.homes
+	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
 	if d.homes != nil {

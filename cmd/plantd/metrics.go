@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"plantd/consumer"
 	"plantd/devices/poller"
 	"plantd/metrics"
 	"plantd/modbus"
@@ -16,6 +17,7 @@ import (
 // the poll loop and the writer pay nothing for it.
 type daemonCollector struct {
 	poller *poller.Poller
+	homes  *consumer.Manager // nil without consumers
 	pool   *modbus.Pool
 	store  *store.Store
 	live   *plant.Live
@@ -26,7 +28,11 @@ func newDaemonCollector(p *poller.Poller, pool *modbus.Pool, s *store.Store, l *
 }
 
 func (c *daemonCollector) Collect(w *metrics.Writer) {
-	for _, s := range c.poller.Stats() {
+	stats := c.poller.Stats()
+	if c.homes != nil {
+		stats = append(stats, c.homes.Stats()...)
+	}
+	for _, s := range stats {
 		online := 0.0
 		if s.State == plant.StateOnline {
 			online = 1

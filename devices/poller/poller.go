@@ -374,17 +374,9 @@ func (p *Poller) Stats() []DeviceStats {
 	return out
 }
 
-// DeviceStats counts one device's polls.
-type DeviceStats struct {
-	ID        string
-	State     plant.CommState
-	Polls     uint64 // polls attempted
-	Successes uint64
-	LastError string
-	LastPoll  time.Time
-	// LastDuration is how long the last poll took.
-	LastDuration time.Duration
-}
+// DeviceStats counts one device's polls (the domain's plant.PollStats,
+// which the consumers' polls report too).
+type DeviceStats = plant.PollStats
 
 // device is the state of one polled device; only its running poll writes
 // it, Stats reads under mu.

@@ -369,7 +369,9 @@ func labelled(t *testing.T, key, value string) int {
 	// the goroutines have labels.
 	want := strconv.Quote(key) + ":" + strconv.Quote(value)
 	total := 0
-	for rec := range strings.SplitSeq(b.String(), "\n\n") {
+	// The first record follows the header line "goroutine profile: total N".
+	_, body, _ := strings.Cut(b.String(), "\n")
+	for rec := range strings.SplitSeq(body, "\n\n") {
 		head, rest, _ := strings.Cut(rec, "\n")
 		if !strings.Contains(rest, "# labels: {") || !strings.Contains(rest, want) {
 			continue
