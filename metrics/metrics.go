@@ -164,11 +164,33 @@ var (
 // code it counts.
 type CounterVec struct {
 	name, help string
-	labels     []string
 	mu         sync.Mutex
-	values     map[string]*counterEntry
-	order      []*counterEntry
-	key        []byte // scratch, under mu
+	entries    labelled[counterEntry] // under mu
+}
+
+// labelled holds a vector's entries by label values, in the order they
+// first appeared (the order Collect writes them).
+type labelled[E any] struct {
+	labels []string
+	values map[string]*E
+	order  []*E
+	key    []byte // scratch
+}
+
+// get returns the entry of the label values, made with newEntry (given the
+// name, value pairs) the first time.
+func (l *labelled[E]) get(values []string, newEntry func(pairs []string) *E) *E {
+	l.key = appendKey(l.key[:0], values)
+	e := l.values[string(l.key)]
+	if e == nil {
+		if l.values == nil {
+			l.values = map[string]*E{}
+		}
+		e = newEntry(pairs(l.labels, values))
+		l.values[string(l.key)] = e
+		l.order = append(l.order, e)
+	}
+	return e
 }
 
 type counterEntry struct {
@@ -178,21 +200,14 @@ type counterEntry struct {
 
 // NewCounterVec returns a counter vector with the label names.
 func NewCounterVec(name, help string, labelNames ...string) *CounterVec {
-	return &CounterVec{name: name, help: help, labels: labelNames, values: map[string]*counterEntry{}}
+	return &CounterVec{name: name, help: help, entries: labelled[counterEntry]{labels: labelNames}}
 }
 
 // Inc adds 1 to the counter of the label values (one per label name).
 func (c *CounterVec) Inc(values ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.key = appendKey(c.key[:0], values)
-	e := c.values[string(c.key)]
-	if e == nil {
-		e = &counterEntry{labels: pairs(c.labels, values)}
-		c.values[string(c.key)] = e
-		c.order = append(c.order, e)
-	}
-	e.n++
+	c.entries.get(values, func(p []string) *counterEntry { return &counterEntry{labels: p} }).n++
 }
 
 // Collect writes every counter of the vector.
@@ -200,7 +215,7 @@ func (c *CounterVec) Collect(w *Writer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := w.family(c.name, c.help, typeCounter)
-	for _, e := range c.order {
+	for _, e := range c.entries.order {
 		w.sample(f, c.name, e.n, e.labels, "", "")
 	}
 }
@@ -208,13 +223,10 @@ func (c *CounterVec) Collect(w *Writer) {
 // HistogramVec is a histogram per combination of label values.
 type HistogramVec struct {
 	name, help string
-	labels     []string
 	buckets    []float64 // upper bounds, ascending, without +Inf
 	bucketText []string
 	mu         sync.Mutex
-	values     map[string]*histEntry
-	order      []*histEntry
-	key        []byte // scratch, under mu
+	entries    labelled[histEntry] // under mu
 }
 
 type histEntry struct {
@@ -227,7 +239,7 @@ type histEntry struct {
 // NewHistogramVec returns a histogram vector with the bucket upper bounds
 // (ascending) and label names.
 func NewHistogramVec(name, help string, buckets []float64, labelNames ...string) *HistogramVec {
-	h := &HistogramVec{name: name, help: help, labels: labelNames, buckets: slices.Clone(buckets), values: map[string]*histEntry{}}
+	h := &HistogramVec{name: name, help: help, buckets: slices.Clone(buckets), entries: labelled[histEntry]{labels: labelNames}}
 	slices.Sort(h.buckets)
 	for _, b := range h.buckets {
 		h.bucketText = append(h.bucketText, string(appendFloat(nil, b)))
@@ -240,13 +252,9 @@ func (h *HistogramVec) Observe(v float64, values ...string) {
 	i, _ := slices.BinarySearch(h.buckets, v) // first bound >= v; len: +Inf
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.key = appendKey(h.key[:0], values)
-	e := h.values[string(h.key)]
-	if e == nil {
-		e = &histEntry{labels: pairs(h.labels, values), counts: make([]uint64, len(h.buckets)+1)}
-		h.values[string(h.key)] = e
-		h.order = append(h.order, e)
-	}
+	e := h.entries.get(values, func(p []string) *histEntry {
+		return &histEntry{labels: p, counts: make([]uint64, len(h.buckets)+1)}
+	})
 	e.counts[i]++
 	e.sum += v
 	e.n++
@@ -258,7 +266,7 @@ func (h *HistogramVec) Collect(w *Writer) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := w.family(h.name, h.help, typeHistogram)
-	for _, e := range h.order {
+	for _, e := range h.entries.order {
 		var cum uint64
 		for i, c := range e.counts {
 			cum += c
