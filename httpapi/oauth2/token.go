@@ -209,13 +209,21 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 	return cl, true
 }
 
+// clientForm opens a client's form request (token, revoke): its source,
+// refused when the failed-login guard blocks it, and its form; ok false
+// when the request was answered.
+func (s *Server) clientForm(c *gin.Context) (src string, f url.Values, ok bool) {
+	src = sourceAddr(c.Request)
+	if s.loginBlocked(c, src, true) {
+		return "", nil, false
+	}
+	f, ok = oauthForm(c)
+	return src, f, ok
+}
+
 // token is POST /oauth2/token. Every error answers as RFC 6749 §5.2 says.
 func (s *Server) token(c *gin.Context) {
-	src := sourceAddr(c.Request)
-	if s.loginBlocked(c, src, true) {
-		return
-	}
-	f, ok := oauthForm(c)
+	src, f, ok := s.clientForm(c)
 	if !ok {
 		return
 	}
@@ -379,11 +387,7 @@ func (s *Server) refreshGrant(c *gin.Context, f url.Values, cl oauthClient) (Tok
 // of it) or access tokens. An unknown token, or one of another client, is
 // answered 200 as well and left alone (nothing about it leaks).
 func (s *Server) revoke(c *gin.Context) {
-	src := sourceAddr(c.Request)
-	if s.loginBlocked(c, src, true) {
-		return
-	}
-	f, ok := oauthForm(c)
+	src, f, ok := s.clientForm(c)
 	if !ok {
 		return
 	}
