@@ -31,8 +31,9 @@
 //
 // # Import boundary
 //
-// plant imports the standard library, plantd/plant/kind (the device kinds)
-// and plantd/devices (decoded SunSpec models) only. It does not know the
+// plant imports the standard library, plantd/plant/kind (the device kinds),
+// plantd/devices (decoded SunSpec models) and plantd/devices/template
+// (non-SunSpec devices described as data; it imports no modbus) only. It does not know the
 // transport: the poller (plantd/devices/poller) imports plant and emits its
 // [Sample] type, and a timeout is told by its class (an error in the chain
 // whose method Timeout() returns true, as net.Error's and plantd/modbus's
@@ -87,6 +88,14 @@
 //
 // Where several rows give one channel, the first row of the table wins,
 // whatever the order of the models in the device's chain.
+//
+// Template devices (plantd/devices/template: meters, inverters and
+// batteries that speak their vendor's own map) name their channels in
+// their template; [CompileTemplate] checks the names and units, and the
+// poller hands their values to Apply as Sample.Readings, already in the
+// channels' units and with the signs above (a template states where the
+// vendor's sign differs). Apply checks them against the same bounds, with
+// the ratings the template's nameplate points give.
 //
 // # Plausibility
 //
