@@ -45,6 +45,7 @@ type Device struct {
 	met   *meter
 	wx    *sensor
 	relay *relayBoard
+	tpl   *tplDevice // a template device (DeviceConfig.Template)
 }
 
 // slot is one model of a device's map.
