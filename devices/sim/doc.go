@@ -35,31 +35,25 @@
 //   - the sun: elevation from declination, hour angle and the equation of
 //     time; Haurwitz clear-sky irradiance; a cloud term fixed per local day
 //     (off with Config.ClearSky); ambient and module temperature, wind;
-//
 //   - inverters: PV available = 1.1 × rating × GHI/1000 × temperature
 //     derating × losses × efficiency, capped at the rating and WMax; AC
 //     output = min(available, limit), the limit being the effective
 //     active power limit of the grid controls (below). Below 15 W an
 //     inverter sleeps (103 St 2, 701 St off / InvSt sleeping, DC values
 //     not implemented);
-//
 //   - load: a household profile of a few hundred watts with morning,
 //     midday and evening peaks in the plant's time zone;
-//
 //   - batteries charge from the surplus and cover the deficit up to their
 //     rating (124 WChaMax, InWRte/OutWRte when StorCtl_Mod enables them),
 //     between the SoC bounds (5..100 %, raised by 124 MinRsvPct and 802
 //     SoCRsvMin, lowered by SocRsvMax), 96 % efficient each way; 802 SetOp 2
 //     disconnects. 802 W and A are positive while discharging, like 701 W
 //     for generation;
-//
 //   - the meter: W = load - PV - battery (positive = import from the grid,
 //     the SunSpec meter sign), TotWhImp/TotWhExp integrate it; a sub-meter
 //     (DeviceConfig.Measures) shows one load's draw instead, VAr 0;
-//
 //   - the switchable loads (Config.Loads) add their draw to the load, from
-//     the coils of their relay board at each instant (below).
-//
+//     the coils of their relay board at each instant (below);
 //   - template devices (DeviceConfig.Template: a device family of
 //     plantd/devices/template, such as an Eastron meter or a Huawei
 //     inverter) serve that template's register image on holding and input
