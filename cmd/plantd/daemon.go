@@ -441,7 +441,7 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 			continue // consumers are polled by the home energy manager
 		}
 		pc := poller.DeviceConfig{
-			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind,
+			ID: d.ID, Address: d.Address(), Unit: byte(d.Unit), Kind: d.Kind, Template: d.Template,
 			Interval: d.PollInterval, Timeout: d.Timeout, ConnectDelay: d.ConnectDelay,
 		}
 		if d.Base != nil {
