@@ -151,7 +151,8 @@
 // See computeBalance for the formulas. The balance's pvGeneration is the
 // sum of the inverters' pvGeneration, the grid terms come from the meters
 // (every meter is taken as a grid meter), the battery terms from the
-// batteries. The identity
+// batteries and from hybrid inverters (an inverter with batteryCharging and
+// batteryDischarging, whose pvGeneration is its PV side). The identity
 //
 //	pvGeneration + gridConsumption + batteryDischarging
 //	  = totalConsumption + gridFeedIn + batteryCharging

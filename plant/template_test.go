@@ -135,3 +135,36 @@ func TestSetsForTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestBalanceHybridInverter: a hybrid inverter's battery counts in the
+// balance as a battery's, so the identity holds.
+func TestBalanceHybridInverter(t *testing.T) {
+	l := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "hyb", PlantID: "p"}, {ID: "m", PlantID: "p"}}, nil)
+	now := time.Unix(1e9, 0)
+	l.Apply(Sample{Device: "hyb", Time: now, Info: &devices.Device{Kind: kind.Inverter, Template: "sun2000"}, Readings: []Reading{
+		{Channel: ActivePower, Value: 3000}, {Channel: PVGeneration, Value: 5000},
+		{Channel: BatteryCharging, Value: 2000}, {Channel: BatteryDischarging, Value: 0}, {Channel: BatteryStateOfCharge, Value: 40},
+	}})
+	l.Apply(Sample{Device: "m", Time: now, Info: &devices.Device{Kind: kind.Meter, Template: "sdm630"}, Readings: []Reading{
+		{Channel: ActivePower, Value: -1000}, {Channel: GridConsumption, Value: 0}, {Channel: GridFeedIn, Value: 1000},
+	}})
+	b, err := l.EnergyBalance("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"pvGeneration", b.PVGenerationW, 5000},
+		{"batteryCharging", b.BatteryChargingW, 2000},
+		{"gridFeedIn", b.GridFeedInW, 1000},
+		{"totalConsumption", b.TotalConsumptionW, 2000},
+		{"batteryStateOfCharge", b.BatteryStateOfChargePct, 40},
+	} {
+		if f.got == nil || *f.got != f.want {
+			t.Errorf("%s = %v, want %v", f.name, f.got, f.want)
+		}
+	}
+}
