@@ -420,5 +420,8 @@ func (c DeviceConfig) model() string {
 	if c.Relay {
 		return "relay"
 	}
+	if c.Template != "" {
+		return "template " + c.Template
+	}
 	return string(c.Kind)
 }
