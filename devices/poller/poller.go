@@ -154,8 +154,12 @@ func checkConfigs(cfgs []DeviceConfig) ([]DeviceConfig, error) {
 			return nil, fmt.Errorf("poller: device %s: negative request budget", c.ID)
 		}
 		if c.Template != "" {
-			if _, ok := template.Lookup(c.Template); !ok {
+			t, ok := template.Lookup(c.Template)
+			if !ok {
 				return nil, fmt.Errorf("poller: device %s: unknown template %q (known: %s)", c.ID, c.Template, strings.Join(template.Names(), ", "))
+			}
+			if _, err := plant.CompileTemplate(t); err != nil {
+				return nil, fmt.Errorf("poller: device %s: %w", c.ID, err)
 			}
 		}
 		out = append(out, c)
