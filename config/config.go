@@ -235,6 +235,11 @@ type Device struct {
 	// polled), overrides the kind discovered from the device's SunSpec
 	// models.
 	Kind kind.Kind `yaml:"kind"`
+	// Template, when given, names the device template of a device that
+	// speaks no SunSpec (plantd/devices/template: sdm630, sdm72, sdm120,
+	// sun2000, sungrow_sh, e3dc): it is polled by its template's register
+	// map instead of SunSpec discovery, and its kind is the template's.
+	Template string `yaml:"template"`
 	// Base, when given (0, 40000 or 50000), is the SunSpec base address;
 	// discovery then skips probing. nil = probe 40000, 0, 50000.
 	Base *int `yaml:"base"`

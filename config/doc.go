@@ -77,8 +77,10 @@
 // This package imports only the standard library, go.yaml.in/yaml/v3
 // (the maintained continuation of gopkg.in/yaml.v3, which gin's and
 // kin-openapi's dependencies still pull in indirectly) and plantd/plant/kind
-// (the leaf that defines the device kinds, for [Device.Kind]). It must not
-// import any other plantd package: every component takes its part of the
+// (the leaf that defines the device kinds, for [Device.Kind]), plantd/plant
+// (the domain's vocabulary) and plantd/devices/template (the names of the
+// device templates, for [Device.Template]). It must not import any other
+// plantd package: every component takes its part of the
 // Config (or values copied from it) from cmd/plantd, which alone wires them
 // together.
 package config

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/devices/template"
 	"plantd/plant/kind"
 )
 
@@ -310,8 +311,8 @@ func (v *validator) devices() {
 		plants[p.ID] = true
 	}
 	ids := map[string]string{}
-	addrs := map[string]string{}  // host:port unit -> path
-	endpoints := map[string]int{} // host:port -> index
+	addrs := map[string]string{}    // host:port unit -> path
+	endpoints := map[string]int{}   // host:port -> index
 	serialLines := map[string]int{} // serial port -> index
 	for i, d := range v.c.Devices {
 		path := fmt.Sprintf("devices[%d]", i)
@@ -362,6 +363,17 @@ func (v *validator) devices() {
 		}
 		if d.Kind != "" && !d.Kind.Polled() {
 			v.add(path+".kind", "%q is not a device kind (inverter, meter, battery, sensor or consumer)", d.Kind)
+		}
+		if d.Template != "" {
+			t, ok := template.Lookup(d.Template)
+			switch {
+			case !ok:
+				v.add(path+".template", "%q is not a device template (%s)", d.Template, strings.Join(template.Names(), ", "))
+			case d.Kind != "" && d.Kind != t.Kind:
+				v.add(path+".kind", "%q: template %s is of kind %s", d.Kind, t.Name, t.Kind)
+			case d.Base != nil:
+				v.add(path+".base", "a template device has no SunSpec base address")
+			}
 		}
 		if d.Base != nil && *d.Base != 0 && *d.Base != 40000 && *d.Base != 50000 {
 			v.add(path+".base", "%d is not a SunSpec base address (0, 40000 or 50000)", *d.Base)

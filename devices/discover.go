@@ -81,6 +81,10 @@ type Device struct {
 	// RatedCurrentA is the nameplate AC current (120 ARtg, 702 AMaxRtg),
 	// 0 when the device reports none.
 	RatedCurrentA float64 `json:"ratedCurrentA,omitempty"`
+	// Template is the device template (plantd/devices/template) the
+	// device was identified by instead of SunSpec discovery; "" for a
+	// SunSpec device. A template device has no Models, Base or Platform.
+	Template string `json:"template,omitempty"`
 }
 
 // ModelIDs lists the ids of the device's models in chain order.

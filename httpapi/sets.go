@@ -291,7 +291,7 @@ func (s *Server) deviceSetsOf(c *gin.Context, d plant.DeviceLive) ([]plant.SetTy
 		return plant.SetsFor(kind.Consumer, nil), nil // no SunSpec models
 	}
 	if d.Nameplate != nil {
-		out := plant.SetsFor(d.Info.Kind, d.Nameplate.Models)
+		out := plant.SetsFor(d.Info.Kind, d.Nameplate)
 		// The energy mix is the plant's mix seen from a device that takes
 		// part in the balance (spec: classic and newer devices have it).
 		switch d.Info.Kind {

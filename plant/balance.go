@@ -228,6 +228,7 @@ func computeBalance(cs []contrib) Balance {
 		switch c.kind {
 		case kind.Inverter:
 			hasInv = true
+			hasBat = hasBat || c.hasBat // a hybrid inverter's battery
 		case kind.Battery:
 			hasBat = true
 		}
@@ -255,6 +256,17 @@ func computeBalance(cs []contrib) Balance {
 				pvOK = true
 			default:
 				issue(c.id, IssueNoValue)
+			}
+			if c.hasBat {
+				// A hybrid inverter's battery (a template's or 802's
+				// charging and discharging channels): its pvGeneration is
+				// the PV side, so the battery's flows count as a battery's.
+				cha += c.cha
+				dis += c.dis
+				batOK = true
+				if c.hasSoC {
+					soc.add(c.soc, c.capacityWh)
+				}
 			}
 		case kind.Meter:
 			if c.hasGrid {

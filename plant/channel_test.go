@@ -251,7 +251,7 @@ func TestSetsFor(t *testing.T) {
 		{kind.Sensor, []uint16{1}, nil},
 	}
 	for _, tt := range tests {
-		if got := SetsFor(tt.kind, tt.models); !slices.Equal(got, tt.want) {
+		if got := SetsFor(tt.kind, &Nameplate{Models: tt.models}); !slices.Equal(got, tt.want) {
 			t.Errorf("SetsFor(%s, %v) = %v, want %v", tt.kind, tt.models, got, tt.want)
 		}
 	}

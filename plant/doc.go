@@ -31,8 +31,9 @@
 //
 // # Import boundary
 //
-// plant imports the standard library, plantd/plant/kind (the device kinds)
-// and plantd/devices (decoded SunSpec models) only. It does not know the
+// plant imports the standard library, plantd/plant/kind (the device kinds),
+// plantd/devices (decoded SunSpec models) and plantd/devices/template
+// (non-SunSpec devices described as data; it imports no modbus) only. It does not know the
 // transport: the poller (plantd/devices/poller) imports plant and emits its
 // [Sample] type, and a timeout is told by its class (an error in the chain
 // whose method Timeout() returns true, as net.Error's and plantd/modbus's
@@ -88,6 +89,14 @@
 // Where several rows give one channel, the first row of the table wins,
 // whatever the order of the models in the device's chain.
 //
+// Template devices (plantd/devices/template: meters, inverters and
+// batteries that speak their vendor's own map) name their channels in
+// their template; [CompileTemplate] checks the names and units, and the
+// poller hands their values to Apply as Sample.Readings, already in the
+// channels' units and with the signs above (a template states where the
+// vendor's sign differs). Apply checks them against the same bounds, with
+// the ratings the template's nameplate points give.
+//
 // # Plausibility
 //
 // Every value Apply extracts is checked before it reaches the live state
@@ -142,7 +151,8 @@
 // See computeBalance for the formulas. The balance's pvGeneration is the
 // sum of the inverters' pvGeneration, the grid terms come from the meters
 // (every meter is taken as a grid meter), the battery terms from the
-// batteries. The identity
+// batteries and from hybrid inverters (an inverter with batteryCharging and
+// batteryDischarging, whose pvGeneration is its PV side). The identity
 //
 //	pvGeneration + gridConsumption + batteryDischarging
 //	  = totalConsumption + gridFeedIn + batteryCharging

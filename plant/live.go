@@ -234,11 +234,14 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		return
 	}
 	d.lastOK = t
-	if s.Consumer != nil {
+	switch {
+	case s.Consumer != nil:
 		d.consumer = *s.Consumer
 		d.hasConsumer = true
 		d.vals.putConsumer(s.Consumer)
-	} else {
+	case s.Readings != nil:
+		d.vals.putReadings(s.Readings)
+	default:
 		l.mapping.extract(d.info.Kind, s.Models, &d.vals)
 	}
 	if d.bounds == nil || d.boundsOf != d.disc {

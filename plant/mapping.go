@@ -443,14 +443,25 @@ func (v *values) putConsumer(r *ConsumerReading) {
 	}
 }
 
-// SetsFor returns the measurement sets a device of kind k with the given
-// SunSpec models can fill, in API order: the sets of every channel some
-// row of the channel table maps from those models.
-func SetsFor(k kind.Kind, modelIDs []uint16) []SetType {
+// SetsFor returns the measurement sets a device of kind k with nameplate n
+// (nil: none known) can fill, in API order: for a SunSpec device the sets
+// of every channel some row of the channel table maps from its models,
+// for a template device (n.Template) the sets of the channels its
+// template's points feed.
+func SetsFor(k kind.Kind, n *Nameplate) []SetType {
 	if k == kind.Consumer {
 		return []SetType{SetEnergyAndPowerConsumption}
 	}
 	seen := map[SetType]bool{}
+	var modelIDs []uint16
+	if n != nil {
+		modelIDs = n.Models
+		if n.Template != "" {
+			for _, c := range templateChannels(n.Template) {
+				seen[c.Set()] = true
+			}
+		}
+	}
 	for _, rs := range channelTable {
 		if rs.Kind != "" && rs.Kind != k {
 			continue

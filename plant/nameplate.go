@@ -19,6 +19,9 @@ type Nameplate struct {
 	RatedPowerW float64
 	// Controllable: the device offers a power limit or storage control.
 	Controllable bool
+	// Template is the device template (plantd/devices/template) of a
+	// device that speaks no SunSpec ("sdm630"); Models is then empty.
+	Template string
 }
 
 // DER reports whether the device is of the DER platform (7xx models).
@@ -30,7 +33,7 @@ func nameplateOf(d *devices.Device) *Nameplate {
 		return nil
 	}
 	n := &Nameplate{Manufacturer: d.Manufacturer, Model: d.Model, Serial: d.Serial, Version: d.Version,
-		Platform: string(d.Platform), Models: d.ModelIDs(), RatedPowerW: d.RatedPowerW}
+		Platform: string(d.Platform), Models: d.ModelIDs(), RatedPowerW: d.RatedPowerW, Template: d.Template}
 	for _, c := range d.Capabilities {
 		if c == devices.CapPowerLimit || c == devices.CapStorageControl {
 			n.Controllable = true

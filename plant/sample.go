@@ -24,6 +24,13 @@ type Sample struct {
 	// returns: the next poll reads into them again, so a sink that keeps
 	// values copies them (Live extracts its channels in place).
 	Models []*devices.Instance
+	// Readings are the channel values of a template device (Info.Template
+	// set; plantd/devices/template), made by its [TemplateMap]: in the
+	// channels' units and signs, checked against the bounds like SunSpec
+	// values. Non-nil (perhaps empty) for every successful poll of a
+	// template device, nil otherwise. Like Models they are the poller's
+	// buffer, valid until the sink returns.
+	Readings []Reading
 	// Consumer is the reading of a consumer device (kind consumer, polled
 	// by plantd/consumer instead of the SunSpec poller); nil for every
 	// other device and when Err is set. Info and Models are then nil.

@@ -444,7 +444,7 @@ func pollerConfigs(cfg *config.Config) []poller.DeviceConfig {
 		}
 		ep := endpointOf(d)
 		pc := poller.DeviceConfig{
-			ID: d.ID, Address: ep.Address, Transport: ep.Transport, Serial: ep.Serial, Unit: byte(d.Unit), Kind: d.Kind,
+			ID: d.ID, Address: ep.Address, Transport: ep.Transport, Serial: ep.Serial, Unit: byte(d.Unit), Kind: d.Kind, Template: d.Template,
 			Interval: d.PollInterval, Timeout: d.Timeout, ConnectDelay: d.ConnectDelay,
 		}
 		if d.Base != nil {

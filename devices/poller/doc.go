@@ -15,6 +15,12 @@
 // poller logs no transitions: plant.Live.Apply finds them (one detector),
 // and the daemon logs them.
 //
+// A device with a template (DeviceConfig.Template, plantd/devices/template)
+// is not discovered: once per appearance the poller reads all the
+// template's blocks and checks its identification (a mismatch fails the
+// poll with template.ErrNotIdentified), then every poll reads its poll
+// blocks and emits plant.Sample.Readings through plant.TemplateMap.
+//
 // A poll never makes more than DeviceConfig.MaxRequests requests (default
 // 16): a device whose poll models need more fails its polls with
 // ErrRequestBudget. A model whose header claims more registers than its
@@ -25,7 +31,7 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus, devices, internal/backoff, plant/kind (a
+// The poller imports modbus, devices, devices/template, internal/backoff, plant/kind (a
 // configured kind) and plant, for the domain's types it emits
 // (plant.Sample, plant.CommState) and nothing else of the domain; it knows
 // nothing of storage, HTTP or MQTT.

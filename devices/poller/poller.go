@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/devices/template"
 	"plantd/internal/backoff"
 	"plantd/modbus"
 	"plantd/plant"
@@ -64,6 +65,13 @@ type DeviceConfig struct {
 	// DefaultMaxRequests); a device whose poll models need more is not
 	// polled, its polls fail with ErrRequestBudget.
 	MaxRequests int
+	// Template names the device template (plantd/devices/template) of a
+	// device that speaks no SunSpec ("sdm630"): instead of discovery, the
+	// poller reads the template's blocks and checks its identification
+	// once per appearance (a mismatch fails the poll with
+	// template.ErrNotIdentified), then reads its poll blocks every poll
+	// and emits Sample.Readings. Bases are then unused.
+	Template string
 }
 
 // ErrRequestBudget is the error of a device whose poll would need more
@@ -149,6 +157,15 @@ func checkConfigs(cfgs []DeviceConfig) ([]DeviceConfig, error) {
 		if c.MaxRequests < 0 {
 			return nil, fmt.Errorf("poller: device %s: negative request budget", c.ID)
 		}
+		if c.Template != "" {
+			t, ok := template.Lookup(c.Template)
+			if !ok {
+				return nil, fmt.Errorf("poller: device %s: unknown template %q (known: %s)", c.ID, c.Template, strings.Join(template.Names(), ", "))
+			}
+			if _, err := plant.CompileTemplate(t); err != nil {
+				return nil, fmt.Errorf("poller: device %s: %w", c.ID, err)
+			}
+		}
 		out = append(out, c)
 	}
 	return out, nil
@@ -168,7 +185,7 @@ func (p *Poller) newDevice(c DeviceConfig) *device {
 func (c DeviceConfig) equal(o DeviceConfig) bool {
 	return c.ID == o.ID && c.Address == o.Address && c.Unit == o.Unit && c.Kind == o.Kind &&
 		slices.Equal(c.Bases, o.Bases) && c.Interval == o.Interval && c.Timeout == o.Timeout && c.ConnectDelay == o.ConnectDelay &&
-		c.MaxRequests == o.MaxRequests
+		c.MaxRequests == o.MaxRequests && c.Template == o.Template
 }
 
 // firstRoundDone closes firstRound when no device is pending; p.mu held
@@ -387,6 +404,7 @@ type device struct {
 
 	info     *devices.Device
 	plan     *devices.ReadPlan
+	tpl      *deviceTemplate // a template device's map and buffers; nil for SunSpec
 	lastOK   time.Time
 	failures int
 	state    plant.CommState
@@ -552,7 +570,7 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 		return s
 	}
 	s.Err = err
-	s.Models = nil
+	s.Models, s.Readings = nil, nil
 	d.failures++
 	if d.state == plant.StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
 		d.state = plant.StateStale
@@ -567,6 +585,9 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 }
 
 func (d *device) read(ctx context.Context, s *plant.Sample) error {
+	if d.cfg.Template != "" {
+		return d.readTemplate(ctx, s)
+	}
 	if d.info == nil {
 		bases := d.cfg.Bases
 		if bases == nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
 	"time"
 
+	"plantd/devices/template"
 	"plantd/plant/kind"
 )
 
@@ -25,6 +27,14 @@ type DeviceConfig struct {
 	//
 	// A relay board (Relay) has no kind.
 	Kind kind.Kind
+	// Template makes the device a template device instead of a SunSpec
+	// one: it serves the register image of the named device template of
+	// plantd/devices/template ("sdm630", "sun2000", ...) on holding and
+	// input registers, with a plausible value for every point (template.go).
+	// Kind is the template's (it may be given, and must then agree); RatedW
+	// and CapacityWh apply to inverters and batteries as for SunSpec
+	// devices; the other options do not apply.
+	Template string
 	// Relay makes the device a relay board instead of a SunSpec device: 8
 	// coils, 8 discrete inputs and the watchdog registers of an EK9000 bus
 	// coupler (relay.go), switching the loads of Config.Loads. Kind, DER,
@@ -310,6 +320,18 @@ func (d *DeviceConfig) withDefaults(field string) error {
 	if d.Relay {
 		return d.relayWithDefaults(field)
 	}
+	if d.Template != "" {
+		t, ok := template.Lookup(d.Template)
+		switch {
+		case !ok:
+			return bad("%s.template %q: unknown (known: %s)", field, d.Template, strings.Join(template.Names(), ", "))
+		case d.Kind != "" && d.Kind != t.Kind:
+			return bad("%s.kind %q: template %s is a %s", field, d.Kind, d.Template, t.Kind)
+		case d.DER || d.Measures != "" || d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit || d.AdoptClearsRequest || d.EnergyStepWh != 0:
+			return bad("%s: der, measures and the inverter modes do not apply to a template device", field)
+		}
+		d.Kind = t.Kind
+	}
 	switch d.Kind {
 	case kind.Inverter, kind.Meter, kind.Battery, kind.Sensor:
 	default:
@@ -397,6 +419,9 @@ func (c DeviceConfig) model() string {
 	}
 	if c.Relay {
 		return "relay"
+	}
+	if c.Template != "" {
+		return "template " + c.Template
 	}
 	return string(c.Kind)
 }

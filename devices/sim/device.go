@@ -45,6 +45,7 @@ type Device struct {
 	met   *meter
 	wx    *sensor
 	relay *relayBoard
+	tpl   *tplDevice // a template device (DeviceConfig.Template)
 }
 
 // slot is one model of a device's map.
@@ -130,7 +131,8 @@ func (d *Device) Kind() kind.Kind { return d.cfg.Kind }
 func (d *Device) DER() bool { return d.cfg.DER }
 
 // Label is the device's kind as the simulator shows it: "der-inverter"
-// for a DER inverter, "relay" for a relay board, else its kind.
+// for a DER inverter, "relay" for a relay board, "template sdm630" for a
+// template device, else its kind.
 func (d *Device) Label() string { return d.cfg.model() }
 
 // Unit returns the Modbus unit id the device answers to.

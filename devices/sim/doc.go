@@ -53,7 +53,18 @@
 //     the SunSpec meter sign), TotWhImp/TotWhExp integrate it; a sub-meter
 //     (DeviceConfig.Measures) shows one load's draw instead, VAr 0;
 //   - the switchable loads (Config.Loads) add their draw to the load, from
-//     the coils of their relay board at each instant (below).
+//     the coils of their relay board at each instant (below);
+//   - template devices (DeviceConfig.Template: a device family of
+//     plantd/devices/template, such as an Eastron meter or a Huawei
+//     inverter) serve that template's register image on holding and input
+//     registers, read-only: a meter mirrors the grid connection, an
+//     inverter makes power from the weather (plus, for a hybrid, a battery
+//     following the plant's surplus), a battery follows the surplus within
+//     its rating; they do not enter the balance. Identification points
+//     hold what the template's identification expects, nameplate points
+//     the template's vendor and model and the device's serial.
+//     Device.TemplateValues returns the image as the template decoder
+//     reads it.
 //
 // Plant.Balance returns the same numbers the registers show; Device.State
 // and Device.Writes expose a device's state and the writes it accepted.
@@ -303,8 +314,8 @@
 // Tests pass Config.Now a clock they move by hand, so the simulated plant
 // stands still between their reads.
 //
-// Package sim imports devices (model tables, encoding), plant/kind (the
-// device kinds), the simonvetter server and net/http (the Shelly plugs'
+// Package sim imports devices (model tables, encoding), devices/template
+// (the template devices' maps), plant/kind (the device kinds), the simonvetter server and net/http (the Shelly plugs'
 // servers); it knows nothing of the transport, the rest of the plant
 // domain, storage or plantd's HTTP API, and nothing imports it but
 // cmd/plantd and tests.

@@ -34,7 +34,8 @@ type Plant struct {
 	meters     []*Device
 	sensors    []*Device
 	relays     []*Device
-	loads      []*load // switchable consumers (load.go, appliance.go, shelly.go)
+	templates  []*Device // template devices (DeviceConfig.Template)
+	loads      []*load   // switchable consumers (load.go, appliance.go, shelly.go)
 	appliances []*appliance
 	shellies   []*Shelly // simulated Shelly plugs (shelly.go)
 	eps        []*endpoint
@@ -97,6 +98,9 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	eps := map[string]*endpoint{}
 	var meterMaxW float64 = 4000 // the load's peak
 	for _, dc := range c.Devices {
+		if dc.Template != "" {
+			continue // template devices mirror the balance, they are not in it
+		}
 		switch dc.Kind {
 		case kind.Inverter, kind.Battery:
 			meterMaxW += dc.RatedW
@@ -117,20 +121,23 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 			ep.port = dc.Port
 		}
 		d := &Device{plant: p, cfg: dc, ep: ep, log: p.log.With("device", dc.ID), frozenWh: -1}
-		switch dc.Kind {
-		case "": // Relay, checked by withDefaults
+		switch {
+		case dc.Template != "":
+			d.tpl, err = newTemplateDevice(d)
+			p.templates = append(p.templates, d)
+		case dc.Kind == "": // Relay, checked by withDefaults
 			d.relay = newRelayBoard()
 			p.relays = append(p.relays, d)
-		case kind.Inverter:
+		case dc.Kind == kind.Inverter:
 			d.inv, err = newInverter(d)
 			p.inverters = append(p.inverters, d)
-		case kind.Battery:
+		case dc.Kind == kind.Battery:
 			d.bat, err = newBattery(d)
 			p.batteries = append(p.batteries, d)
-		case kind.Meter:
+		case dc.Kind == kind.Meter:
 			d.met, err = newMeter(d, meterMaxW)
 			p.meters = append(p.meters, d)
-		case kind.Sensor:
+		case dc.Kind == kind.Sensor:
 			d.wx, err = newSensor(d)
 			p.sensors = append(p.sensors, d)
 		}
@@ -344,6 +351,9 @@ func (p *Plant) advanceLocked(target time.Time) {
 		for _, d := range p.meters {
 			d.met.integrate(h)
 		}
+		for _, d := range p.templates {
+			d.tpl.integrate(d, p, h)
+		}
 		p.integrateLoads(h)
 		p.t = end
 		for _, d := range p.inverters {
@@ -400,6 +410,8 @@ func (p *Plant) renderLocked(d *Device) {
 		d.met.render(d, &p.env)
 	case d.wx != nil:
 		d.wx.render(d, &p.env)
+	case d.tpl != nil:
+		d.tpl.render(d, p)
 	}
 	if d.faultKind() == FaultNotImplemented {
 		for _, h := range d.measured {

@@ -61,6 +61,9 @@ func (h *handler) HandleInputRegisters(req *mb.InputRegistersRequest) ([]uint16,
 	if d.relay != nil {
 		d.plant.relayTouch(d)
 	}
+	if d.tpl != nil {
+		return d.plant.readTemplate(d, 4, req.Addr, req.Quantity)
+	}
 	return nil, mb.ErrIllegalFunction
 }
 
@@ -73,6 +76,12 @@ func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uin
 	}
 	if d.relay != nil {
 		return d.plant.relayRegisters(d, req)
+	}
+	if d.tpl != nil {
+		if req.IsWrite {
+			return nil, mb.ErrIllegalFunction // template devices are read-only
+		}
+		return d.plant.readTemplate(d, 3, req.Addr, req.Quantity)
 	}
 	if req.IsWrite {
 		return nil, d.plant.write(d, req.Addr, req.Args)

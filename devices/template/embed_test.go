@@ -1,0 +1,6 @@
+package template
+
+import "embed"
+
+//go:embed testdata/*.yaml
+var testdata embed.FS
