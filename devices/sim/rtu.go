@@ -271,18 +271,23 @@ type BusStats struct {
 	// BytesIn and BytesOut are the bytes received and sent, noise
 	// included.
 	BytesIn, BytesOut uint64
+	// Late adds up how much later than the instant their last byte would
+	// arrive the answers were written (timer and scheduling latency): the
+	// only time the simulator adds to the line's.
+	Late time.Duration
 }
 
 // busCounters are a line's BusStats, updated atomically.
 type busCounters struct {
 	frames, badFrames, ignored, silent, answered, bytesIn, bytesOut atomic.Uint64
+	late                                                            atomic.Int64
 }
 
 func (c *busCounters) snapshot() BusStats {
 	return BusStats{
 		Frames: c.frames.Load(), BadFrames: c.badFrames.Load(), Ignored: c.ignored.Load(),
 		Silent: c.silent.Load(), Answered: c.answered.Load(),
-		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
+		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), Late: time.Duration(c.late.Load()),
 	}
 }
 
@@ -475,9 +480,13 @@ func (s *rtuSlave) send(c lineConn, b []byte, start time.Time) bool {
 	if !s.waitUntil(at) {
 		return false
 	}
+	late := time.Since(at)
 	if _, err := c.Write(b); err != nil {
 		s.log.Debug("write failed", "err", err)
 		return false
+	}
+	if late > 0 {
+		s.stats.late.Add(int64(late))
 	}
 	s.free = at
 	s.stats.bytesOut.Add(uint64(len(b)))

@@ -72,7 +72,7 @@ func TestCRC16(t *testing.T) {
 // master is the test's RTU master: raw frames on a TCP connection or a
 // serial device, the gap kept between frames.
 type master struct {
-	t      *testing.T
+	t      testing.TB
 	c      lineConn
 	timing lineTiming
 	stats  func() BusStats // the slave's counters, to wait for frames it does not answer
