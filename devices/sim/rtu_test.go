@@ -400,3 +400,35 @@ func TestRTUOverTCPFaults(t *testing.T) {
 	p := startPlant(t, rtuConfig(newClock(summerNoon), 0))
 	faultCases(t, p, dialRTU(t, p, 0), true)
 }
+
+// TestRTUOverTCPConnections: a converter keeps accepting connections
+// while its units are dead, and FaultOneClient keeps one connection.
+func TestRTUOverTCPConnections(t *testing.T) {
+	p := startPlant(t, rtuConfig(newClock(summerNoon), 0))
+	suns := withCRC(1, 3, 4, 0x53, 0x75, 0x6E, 0x53)
+	ask := func(m *master) {
+		t.Helper()
+		m.send(1, 3, 0x9C, 0x40, 0, 2)
+		if got := m.read(len(suns)); !bytes.Equal(got, suns) {
+			t.Errorf("answer % x", got)
+		}
+		m.gap()
+	}
+
+	for _, id := range []string{"meter", "inv1", "io"} {
+		p.Device(id).SetFault(Fault{Kind: FaultOffline})
+	}
+	m := dialRTU(t, p, 0)
+	m.unanswered(func(s BusStats) uint64 { return s.Silent }, withCRC(1, 3, 0x9C, 0x40, 0, 2))
+	for _, id := range []string{"meter", "inv1", "io"} {
+		p.Device(id).SetFault(Fault{})
+	}
+	ask(m)
+
+	p.Device("inv1").SetFault(Fault{Kind: FaultOneClient})
+	second := dialRTU(t, p, 0)
+	ask(second)
+	if b, err := m.readN(1, 10*time.Second); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Errorf("first connection: read % x, %v; want it closed by the second", b, err)
+	}
+}
