@@ -304,7 +304,8 @@
 //	FaultOneClient  RTU over TCP keeps one connection
 //
 // An RTU over TCP endpoint stays reachable when its units are offline: the
-// converter answers TCP, its units stay silent. FaultBadCRC and
+// converter answers TCP, its units stay silent. Its connections share one
+// line: a request that comes in while another is answered waits for it. FaultBadCRC and
 // FaultCollision do nothing on Modbus TCP.
 //
 // # Shelly plugs

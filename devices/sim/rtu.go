@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -319,16 +320,29 @@ type rtuSlave struct {
 	tcp    bool // FaultDrop closes the connection instead of keeping silent
 	rng    *rand.Rand
 	timer  *time.Timer
-	free   time.Time // when the last answer left the line
+	line   *lineClock
 
 	in    [rtuMaxFrame]byte
 	out   [rtuMaxFrame + 2]byte
 	noise [rtuMaxFrame]byte
 }
 
-func newRTUSlave(ep *endpoint, timing lineTiming, stats *busCounters, done <-chan struct{}, tcp bool, seed uint64) *rtuSlave {
+// lineClock is when a line falls silent: one per serial line, one per
+// RTU over TCP endpoint, whose connections share the converter's line.
+type lineClock struct {
+	mu   sync.Mutex // held while a frame is answered
+	free time.Time  // when the last answer left the line
+}
+
+func (l *lineClock) freeAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.free
+}
+
+func newRTUSlave(ep *endpoint, timing lineTiming, line *lineClock, stats *busCounters, done <-chan struct{}, tcp bool, seed uint64) *rtuSlave {
 	return &rtuSlave{
-		h: handler{ep: ep}, timing: timing, stats: stats, log: ep.log, done: done, tcp: tcp,
+		h: handler{ep: ep}, timing: timing, line: line, stats: stats, log: ep.log, done: done, tcp: tcp,
 		rng: rand.New(rand.NewPCG(seed, 0x7274752d73696d)),
 	}
 }
@@ -363,8 +377,8 @@ func (s *rtuSlave) readFrame(c lineConn) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	wireEnd := time.Now()
-	if s.free.After(wireEnd) {
-		wireEnd = s.free
+	if free := s.line.freeAt(); free.After(wireEnd) {
+		wireEnd = free
 	}
 	wireEnd = wireEnd.Add(s.timing.wire(n))
 	total := n
@@ -416,6 +430,13 @@ func (s *rtuSlave) answer(c lineConn, frame []byte, end time.Time) bool {
 	if unit == 0 || d == nil {
 		s.stats.ignored.Add(1)
 		return true
+	}
+	// The line is this frame's until it is answered; a frame that came
+	// in on another connection while it was busy goes out after it.
+	s.line.mu.Lock()
+	defer s.line.mu.Unlock()
+	if e := s.line.free.Add(s.timing.wire(len(frame)) + s.timing.gap); e.After(end) {
+		end = e
 	}
 	pdu := frame[1 : len(frame)-2]
 	f := d.fault.Load()
@@ -488,7 +509,7 @@ func (s *rtuSlave) send(c lineConn, b []byte, start time.Time) bool {
 	if late > 0 {
 		s.stats.late.Add(int64(late))
 	}
-	s.free = at
+	s.line.free = at
 	s.stats.bytesOut.Add(uint64(len(b)))
 	return true
 }

@@ -432,3 +432,25 @@ func TestRTUOverTCPConnections(t *testing.T) {
 		t.Errorf("first connection: read % x, %v; want it closed by the second", b, err)
 	}
 }
+
+// TestRTUOverTCPOneLine: two connections to a paced converter share its
+// serial line, so two requests at once take the line twice as long.
+func TestRTUOverTCPOneLine(t *testing.T) {
+	const baud = 19200
+	p := startPlant(t, rtuConfig(newClock(summerNoon), baud))
+	want := regsAnswer(t, p.Device("meter"), 3, 40000, 125)
+	m1, m2 := dialRTU(t, p, baud), dialRTU(t, p, baud)
+	start := time.Now()
+	m1.send(1, 3, 0x9C, 0x40, 0, 125)
+	m2.send(1, 3, 0x9C, 0x40, 0, 125)
+	for _, m := range []*master{m1, m2} {
+		if got := m.read(len(want)); !bytes.Equal(got, want) {
+			t.Errorf("answer % x", got)
+		}
+	}
+	el := time.Since(start)
+	one := m1.timing.wire(8+len(want)) + m1.timing.gap
+	if el < 2*one {
+		t.Errorf("both answers after %v, want at least %v: the line carried them at once", el, 2*one)
+	}
+}

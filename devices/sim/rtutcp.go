@@ -19,6 +19,7 @@ import (
 type rtuFront struct {
 	ep     *endpoint
 	timing lineTiming
+	line   lineClock // the converter's one serial line
 	stats  busCounters
 
 	mu     sync.Mutex
@@ -91,7 +92,7 @@ func (r *rtuFront) serve(c net.Conn) {
 	}
 	r.conns[c] = struct{}{}
 	r.seq++
-	s := newRTUSlave(ep, r.timing, &r.stats, ep.done, true, r.seq)
+	s := newRTUSlave(ep, r.timing, &r.line, &r.stats, ep.done, true, r.seq)
 	ep.plant.wg.Add(1)
 	r.mu.Unlock()
 	go func() {

@@ -168,7 +168,7 @@ func (b *serialBus) start() error {
 
 func (b *serialBus) run(f *os.File) {
 	defer b.plant.wg.Done()
-	s := newRTUSlave(b.ep, timingFor(b.cfg.Baud), &b.stats, b.done, false, uint64(len(b.cfg.Path)))
+	s := newRTUSlave(b.ep, timingFor(b.cfg.Baud), &lineClock{}, &b.stats, b.done, false, uint64(len(b.cfg.Path)))
 	s.log = b.log
 	backoff := reopenMin
 	for {
