@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,13 +19,15 @@ import (
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
 	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
 	gateways := fs.Int("gateways", 0, "with --devices: put the devices as unit ids behind `G` gateway addresses (0: one address each)")
 	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
+	serial := fs.String("serial", "", "serve the meter as Modbus RTU on the serial device `PATH` (e.g. one end of a socat pty pair) instead of on TCP")
+	baud := fs.Int("baud", sim.DefaultBaud, "with --serial: the line's rate `N` (answers are paced at it, 11 bits a byte)")
 	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
@@ -41,6 +46,18 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if *gateways != 0 {
 		fmt.Fprintln(stderr, "plantd sim: --gateways needs --devices")
 		return exitUsage
+	}
+	baudSet := false
+	fs.Visit(func(f *flag.Flag) { baudSet = baudSet || f.Name == "baud" })
+	switch {
+	case *serial != "" && *nDevices > 0:
+		fmt.Fprintln(stderr, "plantd sim: --serial serves the demo plant's meter; not with --devices")
+		return exitUsage
+	case *serial == "" && baudSet:
+		fmt.Fprintln(stderr, "plantd sim: --baud needs --serial")
+		return exitUsage
+	case *serial != "":
+		cfg.Serial = []sim.SerialConfig{{Path: *serial, Baud: *baud, Devices: []string{serialMeter}}}
 	}
 	cfg.CountReads = *report > 0
 	cfg.Speed = *speed
@@ -76,6 +93,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ports := map[string]int{}
 		for i := range cfg.Devices {
 			d := &cfg.Devices[i]
+			if *serial != "" && d.ID == serialMeter {
+				continue // on the serial line
+			}
 			key := "dev:" + d.ID
 			if d.Endpoint != "" {
 				key = "ep:" + d.Endpoint
@@ -98,12 +118,22 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := plant.Start(); err != nil {
 		fmt.Fprintf(stderr, "plantd sim: %v\n", err)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return exitConfig // a serial device that is not there
+		}
 		return exitFailure
 	}
 	defer plant.Close()
 	fmt.Fprintln(stdout, "simulated plant (SunSpec Modbus TCP, map at base 40000); Ctrl-C stops it")
+	if *serial != "" {
+		fmt.Fprintf(stdout, "serial line %s: Modbus RTU at %d baud 8N1, answers paced at 11 bits a byte\n", *serial, *baud)
+	}
 	fmt.Fprintf(stdout, "%-9s %-13s %-22s %s\n", "device", "kind", "address", "unit")
 	for _, d := range plant.Devices() {
+		if path := d.Bus(); path != "" {
+			fmt.Fprintf(stdout, "%-9s %-13s %-22s %d (RTU %d baud)\n", d.ID(), d.Label(), path, d.Unit(), *baud)
+			continue
+		}
 		fmt.Fprintf(stdout, "%-9s %-13s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
 	}
 	for _, sh := range plant.Shellies() {
@@ -119,6 +149,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	return exitOK
 }
+
+// serialMeter is the demo device --serial puts on the serial line.
+const serialMeter = "meter"
 
 // reportReads prints the plant's read statistics every period until ctx
 // ends: reads and polls per second, reads per poll, and the poll interval

@@ -57,6 +57,14 @@ type DeviceConfig struct {
 	// at Start. Devices sharing an endpoint must not configure different
 	// ports.
 	Port int
+	// RTUOverTCP makes the device's endpoint speak RTU frames (unit, PDU,
+	// CRC) instead of Modbus TCP, as a serial to Ethernet converter in
+	// transparent mode (rtutcp.go). Devices sharing an endpoint agree.
+	RTUOverTCP bool
+	// Baud, with RTUOverTCP, is the rate of the converter's serial line:
+	// answers are paced at it as on a serial line (SerialConfig). 0: not
+	// paced, frames end at a silence of 1.75 ms.
+	Baud int
 	// RatedW is the AC rating of an inverter (default 10000 for a classic
 	// inverter, 8000 for a DER one) or the charge and discharge
 	// rating of a battery (default 5000).
@@ -135,6 +143,9 @@ type Config struct {
 	// an immersion heater, an SG-Ready heat pump. Their draw adds to the
 	// plant's consumption.
 	Loads []LoadConfig
+	// Serial are serial lines (RS485 buses) on which some devices answer
+	// as Modbus RTU slaves instead of on a TCP endpoint (serial.go).
+	Serial []SerialConfig
 }
 
 // Default plant location and zone.
@@ -296,6 +307,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	c.Devices = devs
+	if err := c.serialWithDefaults(); err != nil {
+		return Config{}, err
+	}
 	if err := c.shelliesWithDefaults(); err != nil {
 		return Config{}, err
 	}

@@ -259,6 +259,66 @@
 // Requests for a unit nobody answers to get exception 0x0B (gateway target
 // failed to respond).
 //
+// # Modbus RTU: serial lines and RTU over TCP
+//
+// Devices can answer as Modbus RTU slaves instead (rtu.go): frames of the
+// unit id, the PDU and the CRC-16/MODBUS (low byte first), delimited by a
+// silence of 3.5 characters (1.75 ms above 19200 baud). The PDU goes to
+// the same handler methods the TCP endpoints call, through simonvetter's
+// request structs, so reads, writes and exceptions mean the same; the RTU
+// slave does its own PDU decoding (functions 1, 2, 3, 4, 5, 6, 15, 16; a
+// request malformed for its function, such as a quantity of 0 or 126
+// registers or a byte count that does not match, answers exception 3,
+// where the TCP server would close the connection; an unknown function
+// answers exception 1). A frame with a bad CRC, for a unit nobody on the
+// line answers to, or a broadcast (unit 0, not executed) gets no answer,
+// as on a real bus.
+//
+//	Config.Serial           serial lines (SerialConfig: Path, Baud 9600,
+//	                        Parity N, StopBits 1, Devices by id): the
+//	                        devices answer on the character device at
+//	                        their Unit, and have no TCP endpoint
+//	                        (Device.Bus is the path, Addr ""); a pty
+//	                        pair from socat in tests, plantd sim --serial
+//	DeviceConfig.RTUOverTCP the device's endpoint speaks RTU frames in
+//	                        the TCP stream, like a serial converter in
+//	                        transparent mode; DeviceConfig.Baud paces it
+//	                        as its serial line (0: unpaced)
+//
+// Pacing: every byte takes 11 bit times (BitsPerChar: start, 8 data,
+// parity or a second stop bit, stop) at the baud. A request occupies the
+// line from the arrival of its first byte (or the end of the previous
+// answer); the frame ends a gap after its last byte's wire time; the
+// answer is written whole at the instant its last byte would arrive, that
+// end plus its own wire time. The slave adds the gap and nothing else, so
+// a master keeping the gap uses 97.4 % of the line with 125-register
+// reads (BusStats.Late sums the scheduling latency of the writes).
+// Device.RTUStats and Plant.SerialStats count frames, bad frames, ignored
+// and silent requests, answers and bytes. A serial line lost after Start
+// (the pty's other end gone, an adapter unplugged) is reopened with
+// backoff; one missing at Start fails Start with its path.
+//
+// Faults on an RTU line (Device.SetFault, per unit):
+//
+//	FaultOffline    the unit never answers
+//	FaultDrop       the same on a serial line; RTU over TCP closes the
+//	                connection
+//	FaultSlow       the answer Fault.Delay later
+//	FaultBadCRC     the answer with one bit flipped after the unit id: a
+//	                CRC error
+//	FaultCollision  a second master's frame (3..30 random bytes, no valid
+//	                CRC) right after the request, then the answer a gap
+//	                later
+//	FaultGarbage    3..30 random bytes instead of the answer
+//	FaultException  exception Fault.Code; FaultNotImplemented as on TCP
+//	FaultWrongTID   no effect: RTU has no transaction id
+//	FaultOneClient  RTU over TCP keeps one connection
+//
+// An RTU over TCP endpoint stays reachable when its units are offline: the
+// converter answers TCP, its units stay silent. Its connections share one
+// line: a request that comes in while another is answered waits for it. FaultBadCRC and
+// FaultCollision do nothing on Modbus TCP.
+//
 // # Shelly plugs
 //
 // Config.Shellies adds Shelly Gen2 plugs (ShellyConfig: ID, RatedW default
@@ -315,8 +375,9 @@
 // stands still between their reads.
 //
 // Package sim imports devices (model tables, encoding), devices/template
-// (the template devices' maps), plant/kind (the device kinds), the simonvetter server and net/http (the Shelly plugs'
-// servers); it knows nothing of the transport, the rest of the plant
+// (the template devices' maps), plant/kind (the device kinds), the
+// simonvetter server, net/http (the Shelly plugs' servers) and syscall on
+// Linux (a serial line's settings); it knows nothing of the transport, the rest of the plant
 // domain, storage or plantd's HTTP API, and nothing imports it but
 // cmd/plantd and tests.
 package sim

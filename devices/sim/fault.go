@@ -40,8 +40,18 @@ const (
 	// FaultOffline makes the device dead: connections to its endpoint are
 	// reset at once and open ones are closed. On an endpoint shared with
 	// live devices, its requests are answered with exception 0x0B
-	// (gateway target device failed to respond) instead.
+	// (gateway target device failed to respond) instead. On an RTU line
+	// the unit never answers.
 	FaultOffline
+	// FaultBadCRC (RTU only: serial lines and RTU over TCP) answers with
+	// one bit flipped after the unit id, the CRC left as it was: a CRC
+	// error. Modbus TCP answers normally.
+	FaultBadCRC
+	// FaultCollision (RTU only) puts a second master's frame, random bytes
+	// without a valid CRC, on the line right after each request for the
+	// unit, then the unit's answer after the inter-frame gap. Modbus TCP
+	// answers normally.
+	FaultCollision
 )
 
 var faultNames = [...]string{
@@ -54,6 +64,8 @@ var faultNames = [...]string{
 	FaultNotImplemented: "not-implemented",
 	FaultOneClient:      "one-client",
 	FaultOffline:        "offline",
+	FaultBadCRC:         "bad-crc",
+	FaultCollision:      "collision",
 }
 
 // String returns the name of the fault kind ("slow", "wrong-tid", ...).

@@ -39,6 +39,7 @@ type Plant struct {
 	appliances []*appliance
 	shellies   []*Shelly // simulated Shelly plugs (shelly.go)
 	eps        []*endpoint
+	buses      []*serialBus // serial lines (serial.go)
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
 	cloud       float64
@@ -109,11 +110,17 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	for _, lc := range c.Loads {
 		meterMaxW += lc.maxW()
 	}
+	onBus := p.newSerialBuses()
 	for _, dc := range c.Devices {
 		name := dc.endpointName()
 		ep := eps[name]
-		if ep == nil {
+		if b := onBus[dc.ID]; b != nil {
+			ep = b.ep
+		} else if ep == nil {
 			ep = newEndpoint(p, name)
+			if dc.RTUOverTCP {
+				ep.rtu = newRTUFront(ep, dc.Baud)
+			}
 			eps[name] = ep
 			p.eps = append(p.eps, ep)
 		}
@@ -219,6 +226,15 @@ func (p *Plant) Start() error {
 		p.closeTrace()
 		return err
 	}
+	if err := p.startSerial(); err != nil {
+		for _, e := range p.eps {
+			e.close()
+		}
+		p.closeShellies()
+		p.wg.Wait()
+		p.closeTrace()
+		return err
+	}
 	p.started = true
 	for _, d := range p.devs {
 		d.log.Info("simulated device serving", "kind", d.cfg.model(), "addr", d.Addr(), "unit", d.cfg.Unit)
@@ -240,6 +256,7 @@ func (p *Plant) Close() error {
 		ep.close()
 	}
 	p.closeShellies()
+	p.closeSerial()
 	p.wg.Wait()
 	p.closeTrace()
 	return nil

@@ -60,6 +60,7 @@ type endpoint struct {
 	conns   map[*proxyConn]struct{}
 	seq     uint64
 	closed  bool
+	rtu     *rtuFront // RTU over TCP (rtutcp.go); nil: Modbus TCP
 }
 
 func newEndpoint(p *Plant, name string) *endpoint {
@@ -78,6 +79,9 @@ func (ep *endpoint) address() string {
 
 // start runs the internal server and binds the public port.
 func (ep *endpoint) start(host string) error {
+	if ep.rtu != nil {
+		return ep.startRTU(host)
+	}
 	srv, backend, err := ep.startInternal()
 	if err != nil {
 		return err
@@ -146,6 +150,9 @@ func (ep *endpoint) close() {
 		pc.close()
 	}
 	ep.mu.Unlock()
+	if ep.rtu != nil {
+		ep.rtu.closeConns()
+	}
 	if ln != nil {
 		_ = ln.Close()
 	}
