@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/devices/template"
 	"plantd/modbus"
 )
 
@@ -30,10 +32,11 @@ type busScan struct {
 
 // busFound is one device a bus scan found.
 type busFound struct {
-	unit  int
-	baud  int // the rate it answered at (serial only)
-	what  string
-	entry string
+	unit     int
+	baud     int    // the rate it answered at (serial only)
+	template string // the template that identified it ("": SunSpec or none)
+	what     string
+	entry    string
 }
 
 // autoRates are the rates --baud auto tries, the most common first.
@@ -110,29 +113,45 @@ func (b *busScan) sweep(ctx context.Context, ep modbus.EndpointConfig) []busFoun
 	return found
 }
 
-// identify names the device at unit: a SunSpec device by its model 1. A
-// unit that answers Modbus without a SunSpec map is named as such, so
-// that the installer knows the address is taken.
+// identify names the device at unit: a SunSpec device by its model 1,
+// else a template device by the template's identification registers
+// (the first template that matches, in name order). A unit that answers
+// Modbus as neither is named as such, so that the installer knows the
+// address is taken.
 func identify(ctx context.Context, cl *modbus.Client, unit int) (busFound, bool) {
 	dev, err := devices.DiscoverAt(ctx, cl, devices.Bases)
 	switch {
 	case err == nil:
 		return busFound{unit: unit, what: fmt.Sprintf("SunSpec %s (%s %s, serial %s)", dev.Kind, dev.Manufacturer, dev.Model, dev.Serial)}, true
-	case errors.Is(err, devices.ErrNoSunSpec):
-		return busFound{unit: unit, what: "answers Modbus, no SunSpec map (a device plantd has no template for)"}, true
+	case !errors.Is(err, devices.ErrNoSunSpec) && !errors.As(err, new(*modbus.ExceptionError)):
+		return busFound{}, false // silent, or not Modbus
 	}
-	return busFound{}, false
+	for _, name := range template.Names() {
+		t, _ := template.Lookup(name)
+		var regs template.Registers
+		if t.Read(ctx, cl, &regs, true) != nil || t.Check(&regs) != nil {
+			continue
+		}
+		pl := t.Plate(&regs)
+		return busFound{unit: unit, template: name,
+			what: fmt.Sprintf("template %s (%s %s %s, serial %s)", name, t.Kind, pl.Manufacturer, pl.Model, pl.Serial)}, true
+	}
+	return busFound{unit: unit, what: "answers Modbus, no SunSpec map and no template matches (a device plantd has no template for)"}, true
 }
 
 // configEntry is the devices[] entry that polls a found device.
 func configEntry(ep modbus.EndpointConfig, unit int, f busFound) string {
 	id := fmt.Sprintf("dev%d", unit)
-	if ep.Transport == modbus.TransportRTU {
-		return fmt.Sprintf("- {id: %s, serial: {port: %s, baud: %d, parity: %s, stopBits: %d}, unit: %d}",
-			id, ep.Address, f.baud, ep.Serial.Parity, ep.Serial.StopBits, unit)
+	tpl := ""
+	if f.template != "" {
+		id, tpl = fmt.Sprintf("%s-%d", f.template, unit), ", template: "+f.template
 	}
-	host, port, _ := strings.Cut(ep.Address, ":")
-	return fmt.Sprintf("- {id: %s, host: %s, port: %s, framing: rtu, unit: %d}", id, host, port, unit)
+	if ep.Transport == modbus.TransportRTU {
+		return fmt.Sprintf("- {id: %s, serial: {port: %s, baud: %d, parity: %s, stopBits: %d}, unit: %d%s}",
+			id, ep.Address, f.baud, ep.Serial.Parity, ep.Serial.StopBits, unit, tpl)
+	}
+	host, port, _ := net.SplitHostPort(ep.Address)
+	return fmt.Sprintf("- {id: %s, host: %s, port: %s, framing: rtu, unit: %d%s}", id, host, port, unit, tpl)
 }
 
 func unitRange(us []int) string {

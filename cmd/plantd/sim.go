@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/devices/sim"
+	"plantd/devices/template"
 	"plantd/plant/kind"
 )
 
@@ -26,7 +27,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
 	gateways := fs.Int("gateways", 0, "with --devices: put the devices as unit ids behind `G` gateway addresses (0: one address each)")
 	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
-	serial := fs.String("serial", "", "serve the meter as Modbus RTU on the serial device `PATH` (e.g. one end of a socat pty pair) instead of on TCP")
+	serial := fs.String("serial", "", "serve the meter (unit 1) and one device of each template (units 2, 3, ...) as Modbus RTU on the serial device `PATH` (e.g. one end of a socat pty pair)")
 	baud := fs.Int("baud", sim.DefaultBaud, "with --serial: the line's rate `N` (answers are paced at it, 11 bits a byte)")
 	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
@@ -57,7 +58,14 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "plantd sim: --baud needs --serial")
 		return exitUsage
 	case *serial != "":
-		cfg.Serial = []sim.SerialConfig{{Path: *serial, Baud: *baud, Devices: []string{serialMeter}}}
+		// The demo's meter as unit 1 and one device of each template
+		// (units 2, 3, ...), as an RS485 bus of a real site.
+		on := []string{serialMeter}
+		for i, name := range template.Names() {
+			cfg.Devices = append(cfg.Devices, sim.DeviceConfig{ID: name, Template: name, Unit: byte(2 + i)})
+			on = append(on, name)
+		}
+		cfg.Serial = []sim.SerialConfig{{Path: *serial, Baud: *baud, Devices: on}}
 	}
 	cfg.CountReads = *report > 0
 	cfg.Speed = *speed
@@ -128,16 +136,16 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *serial != "" {
 		fmt.Fprintf(stdout, "serial line %s: Modbus RTU at %d baud 8N1, answers paced at 11 bits a byte\n", *serial, *baud)
 	}
-	fmt.Fprintf(stdout, "%-9s %-13s %-22s %s\n", "device", "kind", "address", "unit")
+	fmt.Fprintf(stdout, "%-10s %-19s %-22s %s\n", "device", "kind", "address", "unit")
 	for _, d := range plant.Devices() {
 		if path := d.Bus(); path != "" {
-			fmt.Fprintf(stdout, "%-9s %-13s %-22s %d (RTU %d baud)\n", d.ID(), d.Label(), path, d.Unit(), *baud)
+			fmt.Fprintf(stdout, "%-10s %-19s %-22s %d (RTU %d baud)\n", d.ID(), d.Label(), path, d.Unit(), *baud)
 			continue
 		}
-		fmt.Fprintf(stdout, "%-9s %-13s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
+		fmt.Fprintf(stdout, "%-10s %-19s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
 	}
 	for _, sh := range plant.Shellies() {
-		fmt.Fprintf(stdout, "%-9s %-13s %-22s (HTTP RPC)\n", sh.ID(), "shelly", sh.Addr())
+		fmt.Fprintf(stdout, "%-10s %-19s %-22s (HTTP RPC)\n", sh.ID(), "shelly", sh.Addr())
 	}
 	if *trace != "" {
 		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)

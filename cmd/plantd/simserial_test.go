@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,8 +93,9 @@ func TestSimSerial(t *testing.T) {
 	if len(devs) != 6 || devs["meter"] != "" || devs["inv1"] == "" {
 		t.Errorf("TCP devices %v, want the demo's but the meter", devs)
 	}
-	if !strings.Contains(out, "meter     meter         "+b) || !strings.Contains(out, "(RTU 19200 baud)") {
-		t.Errorf("the banner does not list the meter on %s:\n%s", b, out)
+	if !regexp.MustCompile(`(?m)^meter\s+meter\s+`+regexp.QuoteMeta(b)+` 1 \(RTU 19200 baud\)$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^sdm630\s+template sdm630\s+`+regexp.QuoteMeta(b)+` \d+ \(RTU 19200 baud\)$`).MatchString(out) {
+		t.Errorf("the banner does not list the meter and the template devices on %s:\n%s", b, out)
 	}
 	f, err := os.OpenFile(a, os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
