@@ -103,3 +103,11 @@ func BenchmarkPlan(b *testing.B) {
 	b.ReportMetric(float64(len(need)), "ranges")
 	b.ReportMetric(float64(len(reads)), "reads")
 }
+
+// BenchmarkTCPRead reads 125 registers per request through Pool, Endpoint
+// and Client from a server that allocates nothing, so that allocs/op are
+// the client's.
+func BenchmarkTCPRead(b *testing.B) {
+	srv := startBenchServer(b, false, 1, benchQty)
+	benchClientRead(b, srv.addr(), 1)
+}
