@@ -231,3 +231,27 @@ func TestRTUOverTCPFrameGap(t *testing.T) {
 		}
 	}
 }
+
+// TestPortableLoop runs the socket tests again on the portable loop
+// (connLink), the one built where plantd's own loop is not (windows).
+func TestPortableLoop(t *testing.T) {
+	portableTCP = true
+	defer func() { portableTCP = false }()
+	for name, test := range map[string]func(*testing.T){
+		"faults":              TestFaults,
+		"answer in pieces":    TestAnswerInPieces,
+		"exceptions":          TestExceptions,
+		"rtu over tcp":        TestRTUOverTCPFunctions,
+		"rtu over tcp faults": TestRTUOverTCPFaults,
+		"rtu bus of eight":    TestRTUBusOfEight,
+	} {
+		t.Run(name, test)
+	}
+	_, ep := rtuOverTCP(t, EndpointConfig{}, 1)
+	if _, err := ep.Unit(1, 0).ReadHoldingRegisters(t.Context(), 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ep.link.(*connLink); !ok {
+		t.Errorf("link %T, want the portable loop", ep.link)
+	}
+}

@@ -25,6 +25,11 @@ func openLink(ctx context.Context, cfg EndpointConfig, timeout time.Duration, f 
 	return l, nil
 }
 
+// portableTCP makes new TCP links use the portable loop (connLink) where
+// plantd's own loop is built, for benchmarks and tests that compare the
+// two. Set it before the endpoints connect.
+var portableTCP bool
+
 // connLink is the portable socket loop: net.Conn's deadline, Write and
 // Read. It is the TCP link where plantd's own loop (transport_unix.go) is
 // not built, and a comparison for it (BenchmarkTCPLoop).

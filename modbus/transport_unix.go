@@ -27,11 +27,6 @@ import (
 // at most 260 bytes and at most one is unanswered, so the write never waits
 // for the peer; a full send buffer fails the request like any I/O error.
 
-// portableTCP makes new TCP links use the portable loop (connLink), for
-// benchmarks and tests that compare the two. Set it before the endpoints
-// connect.
-var portableTCP bool
-
 // newTCPLink returns plantd's own socket loop on conn.
 func newTCPLink(conn *net.TCPConn) (link, error) {
 	if portableTCP {
