@@ -19,10 +19,9 @@ import (
 // most serialPoll. The request's own timeout is kept by the loop around
 // those reads. goburrow's RTU transporter (rtuSerialTransporter.Send) is
 // not used: after its write it sleeps for the time it expects the request
-// and answer to take on the line (1.5 character times per byte at the
-// baud, plus the frame gap), takes its timeout per read rather than per
-// request, and never drops the late answer of a unit that timed out (see
-// doc.go).
+// and answer to take on the line (15 bit times per byte at the baud, plus
+// 35), takes its timeout per read rather than per request, and never drops
+// the late answer of a unit that timed out (see doc.go).
 
 // serialPoll is the longest a read of a serial port waits: how far a
 // request's timeout may be overshot, and how long the line must be silent
