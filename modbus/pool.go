@@ -95,16 +95,6 @@ func (s SerialConfig) Validate() error {
 	return nil
 }
 
-// charBits is the bits one character takes on the line: start bit, data
-// bits, parity bit and stop bits (11 for 8E1, 8N2 or 8O1; 10 for 8N1).
-func (s SerialConfig) charBits() int {
-	n := 1 + s.DataBits + s.StopBits
-	if s.Parity != "N" {
-		n++
-	}
-	return n
-}
-
 // FrameGap is the silence the Modbus serial line specification (V1.02,
 // 2.5.1.1) asks between two RTU frames: 3.5 character times at the baud,
 // and 1.75 ms at rates above 19200 baud. A character counts 11 bits, as
@@ -426,9 +416,11 @@ type EndpointStats struct {
 	// failure count as read.
 	BytesWritten, BytesRead uint64
 	// Busy is the time spent in exchanges, from the request's write to the
-	// answer's last byte (or the failure). Utilisation is Busy / Elapsed:
-	// on a serial line, the share of time the bus carried plantd's frames
-	// and the devices' turnaround; the frame gaps are not in it.
+	// answer's last byte or the failure (on a serial line after a failure,
+	// the drain before the next write too). Utilisation is Busy / Elapsed:
+	// on a serial line, the share of time the bus carried plantd's frames,
+	// the devices' turnaround and the waits for dead units; the frame gaps
+	// are not in it.
 	Busy time.Duration
 	// Elapsed is the time since the endpoint was created.
 	Elapsed time.Duration

@@ -247,3 +247,22 @@ func TestSerialRTUMissingPort(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// TestSerialRTUFrameGap checks that 3.5 character times at the baud pass
+// between an answer and the next request (1200 baud: 32 ms).
+func TestSerialRTUFrameGap(t *testing.T) {
+	cfg := EndpointConfig{Serial: SerialConfig{Baud: 1200}}
+	bus, _, ep := serialBus(t, cfg, 1, 2)
+	for i := range 4 {
+		if _, err := ep.Unit(byte(1+i%2), 0).ReadHoldingRegisters(t.Context(), 0, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gap := cfg.Serial.FrameGap()
+	log := bus.log()
+	for i := 1; i < len(log); i++ {
+		if d := log[i].at.Sub(log[i-1].answered); d < gap {
+			t.Errorf("request %d came %v after answer %d, want ≥ %v", i, d, i-1, gap)
+		}
+	}
+}
