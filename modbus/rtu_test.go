@@ -120,12 +120,17 @@ func TestRTUOverTCPFaults(t *testing.T) {
 	}
 }
 
+// openBus returns an endpoint on a new RTU bus with the live units.
+type openBus func(t *testing.T, cfg EndpointConfig, live ...byte) (*rtuBus, *Endpoint)
+
 // TestRTUBusDeadUnit checks that a dead unit on a bus costs the live units
 // no more than its own timeout per request: each live request completes,
 // and waits for its turn at most one dead request's timeout.
-func TestRTUBusDeadUnit(t *testing.T) {
+func TestRTUBusDeadUnit(t *testing.T) { testBusDeadUnit(t, rtuOverTCP) }
+
+func testBusDeadUnit(t *testing.T, open openBus) {
 	const deadTimeout, liveTimeout = 100 * time.Millisecond, time.Second
-	_, ep := rtuOverTCP(t, EndpointConfig{}, 1)
+	_, ep := open(t, EndpointConfig{}, 1)
 	ctx := t.Context()
 	const rounds = 5
 	var wg sync.WaitGroup
@@ -164,9 +169,11 @@ func TestRTUBusDeadUnit(t *testing.T) {
 
 // TestRTUBusOfEight polls a bus of 8 units from 8 goroutines: each gets
 // its own answers, in turn, on one connection.
-func TestRTUBusOfEight(t *testing.T) {
+func TestRTUBusOfEight(t *testing.T) { testBusOfEight(t, rtuOverTCP) }
+
+func testBusOfEight(t *testing.T, open openBus) {
 	units := []byte{1, 2, 3, 4, 5, 6, 7, 8}
-	bus, ep := rtuOverTCP(t, EndpointConfig{}, units...)
+	bus, ep := open(t, EndpointConfig{}, units...)
 	const reads = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, len(units))

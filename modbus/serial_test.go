@@ -94,6 +94,20 @@ func serialBus(t *testing.T, cfg EndpointConfig, live ...byte) (*rtuBus, *ptyPai
 	return bus, p, newTestPool(t).Endpoint(cfg)
 }
 
+// serialBusEndpoint is serialBus for the tests shared with RTU over TCP
+// (19200 baud: a gap of 2 ms).
+func serialBusEndpoint(t *testing.T, cfg EndpointConfig, live ...byte) (*rtuBus, *Endpoint) {
+	cfg.Serial.Baud = 19200
+	bus, _, ep := serialBus(t, cfg, live...)
+	return bus, ep
+}
+
+// TestSerialBusDeadUnit is TestRTUBusDeadUnit on a serial line.
+func TestSerialBusDeadUnit(t *testing.T) { testBusDeadUnit(t, serialBusEndpoint) }
+
+// TestSerialBusOfEight is TestRTUBusOfEight on a serial line.
+func TestSerialBusOfEight(t *testing.T) { testBusOfEight(t, serialBusEndpoint) }
+
 // serveSlave serves bus on the pair's slave end.
 func serveSlave(t *testing.T, bus *rtuBus, p *ptyPair) {
 	t.Helper()
