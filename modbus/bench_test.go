@@ -68,6 +68,7 @@ func benchClientRead(b *testing.B, addr string, unit byte) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	for range b.N {
 		regs, err = c.ReadHoldingRegisters(ctx, 40000, benchQty, regs)
 		if err != nil {
@@ -75,6 +76,7 @@ func benchClientRead(b *testing.B, addr string, unit byte) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	b.StopTimer()
 	if st := ep.Stats(); st.Requests != uint64(b.N)+1 || st.Connects != 1 {
 		b.Errorf("stats %+v: want %d requests on one connection", st, b.N+1)
@@ -102,4 +104,12 @@ func BenchmarkPlan(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(need)), "ranges")
 	b.ReportMetric(float64(len(reads)), "reads")
+}
+
+// BenchmarkTCPRead reads 125 registers per request through Pool, Endpoint
+// and Client from a server that allocates nothing, so that allocs/op are
+// the client's.
+func BenchmarkTCPRead(b *testing.B) {
+	srv := startBenchServer(b, false, 1, benchQty)
+	benchClientRead(b, srv.addr(), 1)
 }

@@ -34,8 +34,6 @@ const (
 	// coilOn and coilOff are the values function 5 writes.
 	coilOn  uint16 = 0xFF00
 	coilOff uint16 = 0x0000
-
-	mbapSize = 7 // transaction id, protocol id, length, unit id
 )
 
 // Client is one unit id on an [Endpoint]. Get it from [Endpoint.Unit]. It is
@@ -47,7 +45,7 @@ type Client struct {
 	timeout time.Duration
 }
 
-// Address returns the endpoint's host:port.
+// Address returns the endpoint's host:port or serial device path.
 func (c *Client) Address() string { return c.ep.cfg.Address }
 
 // UnitID returns the Modbus unit id.
@@ -169,10 +167,14 @@ type answer struct {
 	bits []bool
 }
 
-// do runs one request: wait for the endpoint's turn, connect if needed, send,
-// check the answer, and on any failure other than an exception close the
-// socket. What a read returns is appended to ans.
+// do runs one request: wait for the endpoint's turn, connect if needed,
+// keep the frame gap, send, check the answer, and on any failure other than
+// an exception close the socket (a serial port: see [link.keep]). What a
+// read returns is appended to ans.
 func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) error {
+	if e.invalid != nil {
+		return c.error(req.op, req, e.invalid)
+	}
 	if err := ctx.Err(); err != nil {
 		return c.error(req.op, req, err)
 	}
@@ -197,19 +199,38 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 	if err := e.waitReady(ctx); err != nil {
 		return c.error(req.op, req, err)
 	}
+	if e.gap > 0 {
+		// The line's silence between frames: a few milliseconds at most
+		// on a serial line, so a plain sleep.
+		if d := time.Until(e.idleSince.Add(e.gap)); d > 0 {
+			time.Sleep(d)
+		}
+	}
 	timeout, err := requestTimeout(ctx, c.timeout)
 	if err != nil {
 		return c.error(req.op, req, err)
 	}
 
-	adu := e.encode(c.unit, req)
-	e.stats.requests.Add(1)
-	resp, err := e.roundTrip(adu, timeout)
-	if err == nil {
-		err = framing.Verify(adu, resp)
+	adu, err := e.framer.encode(c.unit, req.fc, e.requestData(req))
+	if err != nil {
+		return c.error(req.op, req, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
+	start := time.Now()
+	x := &e.x
+	*x = exchange{req: adu, buf: e.rbuf[:], kind: e.framer.kind, deadline: start.Add(timeout)}
+	e.stats.requests.Add(1)
+	err = e.link.exchange(x)
+	e.idleSince = time.Now()
+	e.stats.busy.Add(int64(e.idleSince.Sub(start)))
+	e.stats.written.Add(uint64(len(adu)))
+	e.stats.read.Add(uint64(x.n + x.discarded))
 	if err == nil {
-		err = decode(req, resp, ans)
+		var fc byte
+		var data []byte
+		fc, data, err = e.framer.check(adu, x.buf[:x.n])
+		if err == nil {
+			err = decode(req, fc, data, ans)
+		}
 	}
 	if err == nil {
 		return nil
@@ -231,28 +252,30 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 		e.stats.mismatches.Add(1)
 		reason = "mismatch"
 	case errors.Is(err, ErrMalformed):
+		if errors.Is(err, ErrCRC) {
+			e.stats.crcErrors.Add(1)
+		}
 		e.stats.malformed.Add(1)
 		reason = "malformed"
 	default:
 		e.stats.ioErrors.Add(1)
 		reason = "io"
 	}
-	// Close the socket so that a late answer can never be read as the answer
-	// to the next request. The close error adds nothing to the request's.
-	_ = e.disconnect(reason)
+	if !e.link.keep(err) {
+		// Close the socket so that a late answer can never be read as the
+		// answer to the next request. The close error adds nothing to the
+		// request's.
+		_ = e.disconnect(reason)
+	}
 	return c.error(req.op, req, err)
 }
 
-// encode builds the request's Modbus TCP frame in e.buf. The caller holds sem.
-func (e *Endpoint) encode(unit byte, req request) []byte {
-	e.txID++
-	b := e.buf[:]
-	binary.BigEndian.PutUint16(b[0:], e.txID)
-	binary.BigEndian.PutUint16(b[2:], 0) // protocol id
-	b[6] = unit
-	b[7] = req.fc
-	binary.BigEndian.PutUint16(b[8:], req.addr)
-	n := 10
+// requestData builds the request's PDU data (what follows the function
+// code) in e.pdu. The caller holds sem.
+func (e *Endpoint) requestData(req request) []byte {
+	b := e.pdu[:]
+	binary.BigEndian.PutUint16(b, req.addr)
+	n := 2
 	switch req.fc {
 	case fcWriteSingleCoil:
 		binary.BigEndian.PutUint16(b[n:], req.coil)
@@ -281,20 +304,19 @@ func (e *Endpoint) encode(unit byte, req request) []byte {
 		binary.BigEndian.PutUint16(b[n:], req.quantity)
 		n += 2
 	}
-	binary.BigEndian.PutUint16(b[4:], uint16(n-6)) // unit id and PDU
 	return b[:n]
 }
 
 // bitBytes is the number of bytes n bits take, packed eight to a byte.
 func bitBytes(n int) int { return (n + 7) / 8 }
 
-// decode checks the PDU of a verified answer (transaction, protocol and unit
-// id already match) and appends what a read returns to ans.
-func decode(req request, resp []byte, ans *answer) error {
-	if len(resp) < mbapSize+2 {
-		return fmt.Errorf("%w: pdu of %d bytes", ErrMalformed, len(resp)-mbapSize)
+// decode checks the PDU of a verified answer (function code fc, data body;
+// transaction and unit id, CRC already checked) against the request and
+// appends what a read returns to ans.
+func decode(req request, fc byte, body []byte, ans *answer) error {
+	if len(body) == 0 {
+		return fmt.Errorf("%w: pdu of function %d without data", ErrMalformed, fc)
 	}
-	fc, body := resp[mbapSize], resp[mbapSize+1:]
 	switch fc {
 	case req.fc:
 	case req.fc | 0x80:

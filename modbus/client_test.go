@@ -692,12 +692,12 @@ func TestNormalizeAddress(t *testing.T) {
 
 func TestEndpointConfigDefaults(t *testing.T) {
 	got := EndpointConfig{Address: "h", ConnectDelay: -1, Timeout: -time.Second}.withDefaults()
-	want := EndpointConfig{Address: "h:502", Timeout: DefaultTimeout}
+	want := EndpointConfig{Address: "h:502", Transport: TransportTCP, Timeout: DefaultTimeout}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	got = EndpointConfig{Address: "h:1"}.withDefaults()
-	want = EndpointConfig{Address: "h:1", Timeout: DefaultTimeout}
+	want = EndpointConfig{Address: "h:1", Transport: TransportTCP, Timeout: DefaultTimeout}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -725,16 +725,24 @@ func TestPoolStats(t *testing.T) {
 	if _, err := pool.Endpoint(EndpointConfig{Address: dead}).Unit(1, 0).ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
 		t.Fatal("no error from a dead address")
 	}
+	// Frames: a 12-byte request, an 11-byte answer (one register).
 	want := map[string]EndpointStats{
-		good.addr(): {Address: good.addr(), Connected: true, Requests: 1, Connects: 1},
-		slow.addr(): {Address: slow.addr(), Requests: 1, Failures: 1, Timeouts: 1, Connects: 1},
-		dead:        {Address: dead, ConnectFailures: 1},
+		good.addr(): {Address: good.addr(), Transport: TransportTCP, Connected: true, Requests: 1, Connects: 1, BytesWritten: 12, BytesRead: 11},
+		slow.addr(): {Address: slow.addr(), Transport: TransportTCP, Requests: 1, Failures: 1, Timeouts: 1, Connects: 1, BytesWritten: 12},
+		dead:        {Address: dead, Transport: TransportTCP, ConnectFailures: 1},
 	}
 	got := pool.Stats()
 	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b EndpointStats) int { return strings.Compare(a.Address, b.Address) }) {
 		t.Fatalf("Stats() = %+v, want %d endpoints sorted by address", got, len(want))
 	}
 	for _, st := range got {
+		if st.Elapsed <= 0 || st.Busy < 0 || st.Busy > st.Elapsed {
+			t.Errorf("%s: busy %v, elapsed %v", st.Address, st.Busy, st.Elapsed)
+		}
+		if st.Address == slow.addr() && st.Busy < 50*time.Millisecond {
+			t.Errorf("%s: busy %v, want the 50ms timeout in it", st.Address, st.Busy)
+		}
+		st.Busy, st.Elapsed = 0, 0
 		if st != want[st.Address] {
 			t.Errorf("stats %+v, want %+v", st, want[st.Address])
 		}

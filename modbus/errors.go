@@ -26,9 +26,13 @@ var (
 	// crossed answer, and the socket was closed.
 	ErrMismatch = errors.New("answer does not match request")
 	// ErrMalformed means a frame that cannot be parsed: a bad MBAP length or
-	// protocol id, a byte count that differs from the data or from the
-	// quantity asked for, or a frame cut short. The socket was closed.
+	// protocol id, a bad CRC (ErrCRC), a byte count that differs from the
+	// data or from the quantity asked for, or a frame cut short. The socket
+	// was closed.
 	ErrMalformed = errors.New("malformed answer")
+	// ErrCRC means an RTU answer whose CRC does not match its bytes. It
+	// wraps ErrMalformed.
+	ErrCRC = fmt.Errorf("%w: bad crc", ErrMalformed)
 	// ErrClosed means the endpoint's pool was closed.
 	ErrClosed = errors.New("endpoint closed")
 	// ErrInvalid means an invalid request (quantity out of range, registers
@@ -61,7 +65,7 @@ type Error struct {
 	Op string
 	// Function is the request's Modbus function code (0: not known).
 	Function byte
-	// Endpoint is the host:port.
+	// Endpoint is the host:port or serial device path.
 	Endpoint string
 	// Unit is the Modbus unit id.
 	Unit byte
@@ -278,12 +282,13 @@ func (e *kindError) Error() string {
 
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
 
-// classify maps an error of the socket or of the MBAP check (goburrow's
-// tcpPackager.Verify, the only goburrow code plantd calls) to this
+// classify maps an error of the link or of goburrow's packager
+// (framer.check: tcpPackager's and rtuPackager's Decode and Verify) to this
 // package's errors. Timeouts wrap ErrTimeout, and an answer cut short wraps
-// ErrMalformed. Verify's errors wrap ErrMismatch (transaction or unit id) or
-// ErrMalformed (protocol id). Any other error (EOF, reset, or one already
-// classified by decode or frameDone) is returned unchanged.
+// ErrMalformed. goburrow's errors wrap ErrMismatch (transaction, unit or
+// slave id), ErrCRC or ErrMalformed (protocol id, lengths). Any other error
+// (EOF, reset, or one already classified by decode or frameDone) is
+// returned unchanged.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -298,7 +303,7 @@ func classify(err error) error {
 	if !ok {
 		return err
 	}
-	for _, m := range verifyErrors {
+	for _, m := range packagerErrors {
 		if strings.HasPrefix(rest, m.prefix) {
 			return &kindError{kind: m.kind, err: err, msg: rest}
 		}
@@ -306,15 +311,20 @@ func classify(err error) error {
 	return err
 }
 
-// verifyErrors lists the errors of tcpPackager.Verify in
-// github.com/goburrow/modbus v0.1.0, with their kind.
-var verifyErrors = [...]struct {
+// packagerErrors lists the errors of the Decode and Verify methods of
+// tcpPackager and rtuPackager in github.com/goburrow/modbus v0.1.0, with
+// their kind.
+var packagerErrors = [...]struct {
 	prefix string
 	kind   error
 }{
-	{"response transaction id", ErrMismatch},
-	{"response protocol id", ErrMalformed},
-	{"response unit id", ErrMismatch},
+	{"response transaction id", ErrMismatch}, // tcpPackager.Verify
+	{"response protocol id", ErrMalformed},   // tcpPackager.Verify
+	{"response unit id", ErrMismatch},        // tcpPackager.Verify
+	{"length in response", ErrMalformed},     // tcpPackager.Decode
+	{"response crc", ErrCRC},                 // rtuPackager.Decode
+	{"response length", ErrMalformed},        // rtuPackager.Verify
+	{"response slave id", ErrMismatch},       // rtuPackager.Verify
 }
 
 func isTimeout(err error) bool {

@@ -8,14 +8,18 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	gmodbus "github.com/goburrow/modbus"
 )
 
 // TestClassifyErrors feeds classify the errors a request can meet before
-// decode: the MBAP check's (framing.Verify, the goburrow code plantd calls)
-// and the socket's.
+// decode: goburrow's packagers' (framer.check) and the link's.
 func TestClassifyErrors(t *testing.T) {
 	req := []byte{0, 1, 0, 0, 0, 6, 1, 3, 0, 0, 0, 1}
-	verify := func(resp ...byte) error { return framing.Verify(req, resp) }
+	tcp := gmodbus.NewTCPClientHandler("")
+	verify := func(resp ...byte) error { return tcp.Verify(req, resp) }
+	rtu := gmodbus.NewRTUClientHandler("")
+	rtuReq := []byte{1, 3, 0, 0, 0, 1, 0x84, 0x0A}
 
 	tests := []struct {
 		name    string
@@ -27,6 +31,11 @@ func TestClassifyErrors(t *testing.T) {
 			wantMsg: "answer does not match request: response transaction id '2' does not match request '1'"},
 		{name: "protocol id", err: verify(0, 1, 0, 1, 0, 5, 1, 3, 2, 0, 0), want: ErrMalformed},
 		{name: "unit id", err: verify(0, 1, 0, 0, 0, 5, 2, 3, 2, 0, 0), want: ErrMismatch},
+		{name: "tcp length", err: func() error { _, err := tcp.Decode([]byte{0, 1, 0, 0, 0, 9, 1, 3, 2, 0, 0}); return err }(), want: ErrMalformed},
+		{name: "rtu crc", err: func() error { _, err := rtu.Decode([]byte{1, 3, 2, 0, 0, 0, 0}); return err }(), want: ErrCRC,
+			wantMsg: "malformed answer: bad crc: response crc '0' does not match expected '17592'"},
+		{name: "rtu slave id", err: rtu.Verify(rtuReq, []byte{2, 3, 2, 0, 0, 0, 0}), want: ErrMismatch},
+		{name: "rtu length", err: rtu.Verify(rtuReq, []byte{1, 3, 0}), want: ErrMalformed},
 		{name: "read timeout", err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, want: ErrTimeout},
 		{name: "dial timeout", err: &net.OpError{Op: "dial", Net: "tcp", Err: timeoutError{}}, want: ErrTimeout},
 		{name: "truncated", err: io.ErrUnexpectedEOF, want: ErrMalformed},
