@@ -84,12 +84,24 @@ func collectEndpoints(w *metrics.Writer, eps []modbus.EndpointStats) {
 			{"timeout", e.Timeouts}, {"mismatch", e.Mismatches}, {"malformed", e.Malformed},
 			{"io", e.IOErrors},
 		} {
-			w.Counter("plantd_modbus_request_failures_total", "Modbus requests without a valid answer, by reason (timeout, mismatch, malformed, io); each closed the connection.",
+			w.Counter("plantd_modbus_request_failures_total", "Modbus requests without a valid answer, by reason (timeout, mismatch, malformed, io); on TCP each closed the connection, on a serial line only io reopens the port.",
 				float64(f.n), "endpoint", e.Address, "reason", f.reason)
 		}
 		w.Counter("plantd_modbus_exceptions_total", "Modbus exception answers of the endpoint's devices.", float64(e.Exceptions), "endpoint", e.Address)
-		w.Counter("plantd_modbus_connects_total", "Connections opened to the endpoint.", float64(e.Connects), "endpoint", e.Address)
+		w.Counter("plantd_modbus_connects_total", "Connections opened to the endpoint (a serial line: its port opened).", float64(e.Connects), "endpoint", e.Address)
 		w.Counter("plantd_modbus_connect_failures_total", "Failed connection attempts to the endpoint.", float64(e.ConnectFailures), "endpoint", e.Address)
+		// The bus view: how full the link is and what it carried.
+		transport := string(e.Transport)
+		if transport == "" {
+			transport = string(modbus.TransportTCP)
+		}
+		w.Counter("plantd_modbus_busy_seconds_total", "Time the endpoint's link was busy with a request (its turn taken to its answer); its rate is the bus utilisation.",
+			e.Busy.Seconds(), "endpoint", e.Address, "transport", transport)
+		w.Gauge("plantd_modbus_utilisation", "Share of the time since the endpoint was created that its link was busy (0..1).",
+			e.Utilisation(), "endpoint", e.Address, "transport", transport)
+		w.Counter("plantd_modbus_crc_errors_total", "RTU answers with a wrong CRC (also counted as malformed).", float64(e.CRCErrors), "endpoint", e.Address, "transport", transport)
+		w.Counter("plantd_modbus_bytes_written_total", "Bytes plantd wrote to the endpoint's link.", float64(e.BytesWritten), "endpoint", e.Address, "transport", transport)
+		w.Counter("plantd_modbus_bytes_read_total", "Bytes plantd read from the endpoint's link.", float64(e.BytesRead), "endpoint", e.Address, "transport", transport)
 	}
 }
 

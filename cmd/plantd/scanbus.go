@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,7 @@ func (b *busScan) sweep(ctx context.Context, ep modbus.EndpointConfig) []busFoun
 
 // identify names the device at unit: a SunSpec device by its model 1,
 // else a template device by the template's identification registers
-// (the first template that matches, in name order). A unit that answers
+// (the first template that matches, the most specific first). A unit that answers
 // Modbus as neither is named as such, so that the installer knows the
 // address is taken.
 func identify(ctx context.Context, cl *modbus.Client, unit int) (busFound, bool) {
@@ -126,17 +127,32 @@ func identify(ctx context.Context, cl *modbus.Client, unit int) (busFound, bool)
 	case !errors.Is(err, devices.ErrNoSunSpec) && !errors.As(err, new(*modbus.ExceptionError)):
 		return busFound{}, false // silent, or not Modbus
 	}
-	for _, name := range template.Names() {
-		t, _ := template.Lookup(name)
+	for _, t := range candidates() {
+		name := t.Name
 		var regs template.Registers
 		if t.Read(ctx, cl, &regs, true) != nil || t.Check(&regs) != nil {
 			continue
 		}
 		pl := t.Plate(&regs)
-		return busFound{unit: unit, template: name,
-			what: fmt.Sprintf("template %s (%s %s %s, serial %s)", name, t.Kind, pl.Manufacturer, pl.Model, pl.Serial)}, true
+		what := fmt.Sprintf("template %s (%s %s %s", name, t.Kind, pl.Manufacturer, pl.Model)
+		if pl.Serial != "" {
+			what += ", serial " + pl.Serial
+		}
+		return busFound{unit: unit, template: name, what: what + ")"}, true
 	}
 	return busFound{unit: unit, what: "answers Modbus, no SunSpec map and no template matches (a device plantd has no template for)"}, true
+}
+
+// candidates are the templates a scan tries, the most specific
+// identification first (the most conditions), so that a three-phase
+// SDM630 is not taken for an SDM120 whose one condition it also meets.
+func candidates() []*template.Template {
+	all, _ := template.All()
+	out := slices.Clone(all)
+	slices.SortStableFunc(out, func(a, b *template.Template) int {
+		return cmp.Or(cmp.Compare(len(b.Identify), len(a.Identify)), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // configEntry is the devices[] entry that polls a found device.

@@ -3,6 +3,9 @@ package template_test
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,24 +21,77 @@ import (
 var noon = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
 
 // templatePlant starts the default simulated plant plus one device of
-// every embedded template, each at a port of its own.
-func templatePlant(t *testing.T) *sim.Plant {
+// every embedded template, each at a port of its own, reached through
+// transport: Modbus TCP, RTU over TCP (each port a converter), or RTU on
+// one serial line (one end of a socat pty pair; the device's path is
+// then the other end, returned as line).
+func templatePlant(t *testing.T, transport modbus.Transport) (p *sim.Plant, line string) {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Now = func() time.Time { return noon }
 	cfg.Start = noon
 	cfg.ClearSky = true
-	for _, name := range template.Names() {
-		cfg.Devices = append(cfg.Devices, sim.DeviceConfig{ID: "t-" + name, Template: name, Unit: 3})
+	var ids []string
+	for i, name := range template.Names() {
+		d := sim.DeviceConfig{ID: "t-" + name, Template: name, Unit: 3}
+		switch transport {
+		case modbus.TransportRTUOverTCP:
+			d.RTUOverTCP = true
+		case modbus.TransportRTU:
+			d.Unit = byte(2 + i) // one bus: an address each
+		}
+		cfg.Devices = append(cfg.Devices, d)
+		ids = append(ids, d.ID)
 	}
-	return simtest.Start(t, cfg)
+	if transport == modbus.TransportRTU {
+		a, b := socatPair(t)
+		cfg.Serial = []sim.SerialConfig{{Path: a, Baud: 115200, Devices: ids}}
+		line = b
+	}
+	return simtest.Start(t, cfg), line
+}
+
+// socatPair makes a pty pair with socat and returns its two ends; the
+// test is skipped without socat, but fails in CI.
+func socatPair(t *testing.T) (a, b string) {
+	t.Helper()
+	bin, err := exec.LookPath("socat")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("socat not installed (apt-get install socat): %v", err)
+		}
+		t.Skipf("socat not installed (apt-get install socat): %v", err)
+	}
+	dir := t.TempDir()
+	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	cmd := exec.Command(bin, "pty,raw,echo=0,link="+a, "pty,raw,echo=0,link="+b)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, ea := os.Stat(a)
+		_, eb := os.Stat(b)
+		if ea == nil && eb == nil {
+			return a, b
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("socat made no pty pair within 10 s")
+		}
+	}
 }
 
 // TestSimImages reads every template's simulator image through plantd's
 // Modbus TCP client and the template decoder: the device is identified,
 // and every point decodes to what the simulator wrote.
 func TestSimImages(t *testing.T) {
-	p := templatePlant(t)
+	for _, transport := range []modbus.Transport{modbus.TransportTCP, modbus.TransportRTUOverTCP, modbus.TransportRTU} {
+		t.Run(string(transport), func(t *testing.T) { testSimImages(t, transport) })
+	}
+}
+
+func testSimImages(t *testing.T, transport modbus.Transport) {
+	p, line := templatePlant(t, transport)
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { pool.Close() })
 	all, err := template.All()
@@ -46,7 +102,11 @@ func TestSimImages(t *testing.T) {
 		t.Run(tp.Name, func(t *testing.T) {
 			t.Parallel()
 			d := simtest.Device(t, p, "t-"+tp.Name)
-			c := pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: 2 * time.Second}).Unit(d.Unit(), 2*time.Second)
+			ep := modbus.EndpointConfig{Address: d.Addr(), Transport: transport, Timeout: 2 * time.Second}
+			if transport == modbus.TransportRTU {
+				ep.Address, ep.Serial = line, modbus.SerialConfig{Baud: 115200}
+			}
+			c := pool.Endpoint(ep).Unit(d.Unit(), 2*time.Second)
 			var regs template.Registers
 			if err := tp.Read(t.Context(), c, &regs, true); err != nil {
 				t.Fatal(err)
@@ -95,7 +155,7 @@ func TestSimImages(t *testing.T) {
 // TestSimRefusesWrites: a template device is read-only, and a read outside
 // its blocks is an illegal data address.
 func TestSimRefusesWrites(t *testing.T) {
-	p := templatePlant(t)
+	p, _ := templatePlant(t, modbus.TransportTCP)
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { pool.Close() })
 	d := simtest.Device(t, p, "t-sun2000")
@@ -120,8 +180,11 @@ func TestCheck(t *testing.T) {
 		text                  string
 		ok                    bool
 	}{
-		{"meter at 50 Hz", "sdm630", "frequency", 50, "", true},
-		{"meter at 0 Hz", "sdm630", "frequency", 0, "", false},
+		{"meter at 50 Hz", "sdm120", "frequency", 50, "", true},
+		{"meter at 0 Hz", "sdm120", "frequency", 0, "", false},
+		// An SDM630 needs a mains voltage on L2 and L3 besides the
+		// frequency (its own image, with all three, passes TestSimImages).
+		{"three-phase meter with L1 only", "sdm630", "frequency", 50, "", false},
 		{"huawei model", "sun2000", "model", 0, "SUN2000-10KTL-M1", true},
 		{"another model", "sun2000", "model", 0, "SG10RT", false},
 		{"sungrow SH10RT", "sungrow_sh", "deviceType", 0x0E03, "", true},
