@@ -58,19 +58,27 @@ func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 	export := func() float64 { return -r.sim.Balance().GridW }
 
 	var trace []string
-	// settle samples the export every 100 ms for n cycles from now and
-	// returns how many cycles it took to come within tol of the limit
-	// (and stay), and the largest excess over the limit after the first
-	// cycle.
+	// cycles is how many control cycles the controller has run (each
+	// FeedInLimit cycle is recorded in its Stats).
+	cycles := func() int { return len(r.controller().Stats().Cycles) }
+	// settle samples the export every 100 ms for n control cycles from
+	// now and returns how many cycles it took to come within tol of the
+	// limit (and stay), and the largest excess over the limit after the
+	// first cycle. Cycles are counted as the controller ran them, not by
+	// the wall clock: on a loaded machine a cycle may start late, which
+	// is the machine's, not the loop's, slowness.
 	settle := func(what string, n int) (int, float64) {
-		t0 := time.Now()
+		c0, t0 := cycles(), time.Now()
 		in := -1
 		excess := 0.0
 		var line []string
-		for time.Since(t0) < time.Duration(n)*cycle {
+		for k := 0; k < n; k = cycles() - c0 {
+			if time.Since(t0) > time.Duration(10*n)*cycle {
+				t.Fatalf("%s: the controller ran %d cycles in %v", what, k, time.Since(t0))
+			}
 			time.Sleep(100 * time.Millisecond)
 			e := export()
-			k := int(time.Since(t0) / cycle)
+			k = cycles() - c0
 			if math.Abs(e-limitW) <= tol {
 				if in < 0 {
 					in = k + 1

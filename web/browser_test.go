@@ -98,7 +98,10 @@ func apiDo(t *testing.T, method, url, token, contentType, body string, out any) 
 // fmtW is the page's power format (util.js fmtW).
 func fmtW(w float64) string {
 	if math.Abs(w) >= 1000 {
-		return strconv.FormatFloat(w/1000, 'f', 2, 64) + " kW"
+		// As JavaScript's toFixed(2): a tie goes to the larger number
+		// (1125 W is "1.13 kW"), where Go's formatting rounds half to
+		// even ("1.12").
+		return strconv.FormatFloat(math.Floor(w/1000*100+0.5)/100, 'f', 2, 64) + " kW"
 	}
 	return strconv.FormatFloat(math.Round(w), 'f', 0, 64) + " W"
 }
