@@ -416,7 +416,11 @@ type GridControl struct {
 	// after the meter is lost while a feed-in limit is active, 0..1h.
 	// Default 30s.
 	MeterLossGrace time.Duration `yaml:"meterLossGrace"`
-	Defaults       GridDefaults  `yaml:"defaults"`
+	// DimmingMinPowerW is what the controllable consumers of a plant may
+	// still draw while the grid operator dims them (§14a EnWG), W; 0 =
+	// the BNetzA minimum for their number (consumer/doc.go). Default 0.
+	DimmingMinPowerW float64      `yaml:"dimmingMinPowerW"`
+	Defaults         GridDefaults `yaml:"defaults"`
 }
 
 // GridDefaults are the values fallbacks restore.

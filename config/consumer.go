@@ -73,6 +73,20 @@ type Consumer struct {
 	// (SG-Ready: normal) when plantd stops renewing it (5s..1h, default
 	// 60s).
 	Watchdog time.Duration `yaml:"watchdog"`
+	// Controllable marks a controllable consumer in the sense of §14a
+	// EnWG (steuerbare Verbrauchseinrichtung: a heat pump, a wallbox, an
+	// air conditioner): the grid operator's dimming signal limits it.
+	// Default true for an SG-Ready heat pump, false otherwise.
+	Controllable *bool `yaml:"controllable"`
+}
+
+// IsControllable reports whether the consumer is a §14a controllable
+// consumer (Controllable, else true for an SG-Ready heat pump).
+func (c *Consumer) IsControllable() bool {
+	if c.Controllable != nil {
+		return *c.Controllable
+	}
+	return c.Driver == DriverSGReady
 }
 
 // MustRun is one must-run rule of a consumer: either At (a cron spec,

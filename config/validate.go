@@ -660,6 +660,9 @@ func (v *validator) gridControl() {
 	}
 	v.duration("gridControl.meterLossGrace", g.MeterLossGrace, 0, time.Hour)
 	v.optRange("gridControl.defaults.powerLimitPercent", g.Defaults.PowerLimitPercent, 0, 100)
+	if g := v.c.GridControl.DimmingMinPowerW; g < 0 || g > 1e6 {
+		v.add("gridControl.dimmingMinPowerW", "%v W is out of range (0..1000000; 0 = the BNetzA minimum)", g)
+	}
 }
 
 func (v *validator) migrated() {

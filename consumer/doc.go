@@ -48,6 +48,22 @@
 // of 50 consumers takes about 3 µs and allocates nothing
 // (BenchmarkAbsorb50).
 //
+// # §14a EnWG dimming
+//
+// The grid operator may dim a plant's controllable consumers (Spec.
+// Controllable; config consumer.controllable, by default the SG-Ready
+// heat pumps): [Manager.Dim] (from a control box's contact, package
+// gridinput) makes the next cycles keep their draw together at or below
+// the plant's minimum, switching the last in priority order off first (an
+// SG-Ready pump to state 1, lock: it protects its compressor itself),
+// over modes, must-run rules and guards. The minimum is the Bundesnetzagentur's
+// (determination BK6-22-300, Anlage 1): P_min = 4.2 kW + (n − 1) × GZF ×
+// 4.2 kW for n consumers behind one energy manager, GZF 0.8, 0.75, 0.7,
+// 0.65, 0.6, 0.55, 0.5 for n = 2..8 and 0.45 from 9 on, 4.2 kW for one
+// ([MinPower14a]); never 0 W unless gridControl.dimmingMinPowerW says
+// otherwise (a heat pump above 11 kW keeps 40 % of its rating, which is
+// not modelled: configure the minimum then).
+//
 // # Energy
 //
 // A consumer's power and lifetime energy come from the meter the config

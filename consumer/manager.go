@@ -28,6 +28,9 @@ type Spec struct {
 	Driver     Driver
 	// SGReady: the driver switches an SG-Ready pair (Output.SGReady).
 	SGReady bool
+	// Controllable: a §14a EnWG controllable consumer, limited while the
+	// grid operator dims the plant (Dim).
+	Controllable bool
 	RatedW  float64
 	// Meter is the id of a meter device measuring this consumer alone
 	// (its live activePower and gridConsumptionTotal are the consumer's
@@ -70,6 +73,9 @@ type Deps struct {
 	// Marks keeps modes set over the API and estimated energy counters
 	// across restarts (the store's marks); nil keeps them in memory.
 	Marks Marks
+	// DimmingMinW is what a plant's controllable consumers may draw
+	// while dimmed; 0 = the BNetzA minimum for their number (MinPower14a).
+	DimmingMinW float64
 	// Now is the plant's clock (the demo's simulated one): guards,
 	// must-run windows, energy. Nil = time.Now. Polls and watchdog
 	// renewals always run on the wall clock.
@@ -96,6 +102,7 @@ type Manager struct {
 	byPlant map[string][]*cons // priority order
 	slots   []slot             // the decision's buffer, reused
 	probed  map[string]time.Time
+	dimmed  map[string]bool // plants the grid operator dims (§14a)
 }
 
 // probePeriod is how long after a switch on that only curtailed PV
@@ -151,7 +158,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -456,6 +463,9 @@ func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
 		m.probed[plantID] = now
 	}
+	if m.dimmed[plantID] {
+		m.dimLocked(list, slots)
+	}
 	for i, c := range list {
 		m.applyLocked(c, &slots[i], now)
 	}
@@ -556,6 +566,8 @@ func (m *Manager) outputLocked(c *cons, s *slot) Output {
 		return Output{On: s.want}
 	}
 	switch {
+	case s.reason == plant.ReasonDimmed:
+		return Output{SGReady: SGLocked} // the pump protects its compressor itself
 	case !s.want:
 		return Output{SGReady: SGNormal}
 	case s.reason == plant.ReasonSurplus || s.auto:
@@ -662,6 +674,90 @@ func (m *Manager) Stats() []plant.PollStats {
 		out[i].ID, out[i].State = c.spec.ID, c.state
 	}
 	return out
+}
+
+// Dim starts (on) or ends the grid operator's dimming of a plant's
+// controllable consumers (§14a EnWG): from the next control cycle on,
+// they draw together at most the plant's minimum power (DimmingMinW, or
+// MinPower14a of their number), the last in priority order switched off
+// first (an SG-Ready pump locked, state 1), whatever their mode, must-run
+// rules and guards say: the grid operator's signal wins. Ending it lets
+// the usual decision take them back.
+func (m *Manager) Dim(plantID string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dimmed[plantID] == on {
+		return
+	}
+	m.dimmed[plantID] = on
+	var n int
+	for _, c := range m.byPlant[plantID] {
+		if c.spec.Controllable {
+			n++
+		}
+	}
+	msg := fmt.Sprintf("§14a dimming ended: the controllable consumers of plant %s are free again", plantID)
+	if on {
+		msg = fmt.Sprintf("§14a dimming: the %d controllable consumers of plant %s draw at most %.0f W together", n, plantID, m.minPowerLocked(n))
+	}
+	m.log.Warn(msg, "plant", plantID)
+	if m.deps.Log != nil {
+		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersDimmed", Message: msg})
+	}
+}
+
+// minPowerLocked is the power n controllable consumers keep while dimmed.
+func (m *Manager) minPowerLocked(n int) float64 {
+	if m.deps.DimmingMinW > 0 {
+		return m.deps.DimmingMinW
+	}
+	return MinPower14a(n)
+}
+
+// dimLocked limits a dimmed plant's controllable consumers (slots of list,
+// in priority order) to the plant's minimum: from the last in priority
+// order, each that would be on is switched off until the sum of those
+// still on fits.
+func (m *Manager) dimLocked(list []*cons, slots []slot) {
+	var n int
+	var sum float64
+	for i, c := range list {
+		if c.spec.Controllable {
+			n++
+			if slots[i].want {
+				sum += slots[i].drawW
+			}
+		}
+	}
+	limit := m.minPowerLocked(n)
+	for i := len(list) - 1; i >= 0 && sum > limit; i-- {
+		if !list[i].spec.Controllable || !slots[i].want {
+			continue
+		}
+		sum -= slots[i].drawW
+		slots[i].want, slots[i].reason = false, plant.ReasonDimmed
+	}
+}
+
+// MinPower14a is the power n controllable consumers behind one energy
+// manager keep while the grid operator dims them, in W: the Bundesnetzagentur's
+// determination BK6-22-300 (Anlage 1) on §14a EnWG, P_min = 4.2 kW +
+// (n − 1) × GZF × 4.2 kW, with the simultaneity factor GZF 0.8 for two
+// consumers, 0.75 for three, 0.7, 0.65, 0.6, 0.55 and 0.5 for four to
+// eight, and 0.45 from nine on; 4.2 kW for one (and for none, as a
+// floor). Never 0 W: a fixed 0 W makes §14a unusable. (A heat pump or air
+// conditioner above 11 kW has its own minimum of 40 % of its rating,
+// which this does not model; set gridControl.dimmingMinPowerW then.)
+func MinPower14a(n int) float64 {
+	const p = 4200
+	if n <= 1 {
+		return p
+	}
+	gzf := 0.45
+	if n <= 8 {
+		gzf = []float64{2: 0.8, 3: 0.75, 4: 0.7, 5: 0.65, 6: 0.6, 7: 0.55, 8: 0.5}[n]
+	}
+	return p + float64(n-1)*gzf*p
 }
 
 // Consumers returns the status of every consumer, in priority order.

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"plantd/consumer"
+	"plantd/devices/sim"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // samples collects a manager's samples and lets a test wait for one.
@@ -169,4 +171,55 @@ func TestManagerSurplusAndModes(t *testing.T) {
 		t.Errorf("log codes %v, want %v", codes, want)
 	}
 	_ = p
+}
+
+// TestManagerDimming: two controllable plugs (1200 W each, the simulator's
+// Shelly twins) in manual On, dimmed to 1500 W: the lower-priority one goes
+// off whatever its mode and min on time, the other stays; the end of the
+// signal brings it back.
+func TestManagerDimming(t *testing.T) {
+	p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
+		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	smp := newSamples()
+	clk := &clock{t: noon}
+	var specs []consumer.Spec
+	for i, id := range []string{"a", "b"} {
+		specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
+			Controllable: true, RatedW: 1200, Mode: plant.ModeOn, Priority: i, MinOn: time.Hour, MinOff: time.Minute,
+			OnW: 1200, OffW: 1080, Interval: 50 * time.Millisecond, Timeout: time.Second})
+	}
+	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: smp.sink, Now: clk.Now, DimmingMinW: 1500}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Run(ctx)
+	on := func(id string) bool { return p.Shelly(id).State().On }
+	absorb := func() { m.Absorb(ctx, "p", plant.Surplus{Time: clk.Now(), GridW: 500, GridOK: true}) }
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s within 10 s", what)
+			}
+			absorb()
+		}
+	}
+	waitFor("both on by hand", func() bool { return on("a") && on("b") })
+	m.Dim("p", true)
+	waitFor("b off by the dimming", func() bool { return on("a") && !on("b") })
+	if st := m.Consumers(); st[1].Reason != plant.ReasonDimmed || st[0].Reason != plant.ReasonManual {
+		t.Errorf("reasons %s, %s; want Manual, Dimmed", st[0].Reason, st[1].Reason)
+	}
+	m.Dim("p", false)
+	clk.Add(2 * time.Minute) // b's min off time
+	waitFor("b back on", func() bool { return on("a") && on("b") })
 }

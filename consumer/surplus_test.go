@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -115,5 +116,19 @@ func BenchmarkDecide50(b *testing.B) {
 			slots[i].on = i%3 == 0
 		}
 		decide(slots, 12000, 3000, true, true)
+	}
+}
+
+func TestMinPower14a(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want float64
+	}{
+		{0, 4200}, {1, 4200}, {2, 4200 + 0.8*4200}, {3, 4200 + 2*0.75*4200}, {8, 4200 + 7*0.5*4200},
+		{9, 4200 + 8*0.45*4200}, {20, 4200 + 19*0.45*4200},
+	} {
+		if got := MinPower14a(tt.n); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("MinPower14a(%d) = %v, want %v", tt.n, got, tt.want)
+		}
 	}
 }

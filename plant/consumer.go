@@ -71,10 +71,11 @@ const (
 	ReasonMaxSwitches = "MaxSwitches" // held: the switchings per hour are used up
 	ReasonOffline     = "Offline"     // its device does not answer
 	ReasonStarting    = "Starting"    // not read yet
+	ReasonDimmed      = "Dimmed"      // the grid operator dims the plant (§14a EnWG)
 )
 
 // ConsumerReasons lists every reason, for the API's documents.
 func ConsumerReasons() []string {
 	return []string{ReasonSurplus, ReasonNoSurplus, ReasonProbing, ReasonNoMeter, ReasonMustRun, ReasonManual,
-		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting}
+		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting, ReasonDimmed}
 }

@@ -42,11 +42,12 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 		return nil, nil
 	}
 	return consumer.New(ctx, specs, consumer.Deps{
-		Sink:  d.onSample,
-		Live:  d.live,
-		Log:   func(e plant.LogEntry) { d.logEntry(e) },
-		Marks: d.store,
-		Now:   d.now,
+		Sink:        d.onSample,
+		Live:        d.live,
+		Log:         func(e plant.LogEntry) { d.logEntry(e) },
+		Marks:       d.store,
+		Now:         d.now,
+		DimmingMinW: cfg.GridControl.DimmingMinPowerW,
 	}, d.log.With("component", "consumer"))
 }
 
@@ -55,7 +56,7 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 	c := dc.Consumer
 	s := consumer.Spec{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, DriverName: string(c.Driver),
-		SGReady: c.Driver == config.DriverSGReady, RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
+		SGReady: c.Driver == config.DriverSGReady, Controllable: c.IsControllable(), RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
 		Priority: c.Priority, MinOn: c.MinOnTime, MinOff: c.MinOffTime, MaxSwitchesPerHour: c.MaxSwitchesPerHour,
 		OnW: c.OnThreshold(), OffW: c.OffThreshold(), Interval: dc.PollInterval, Timeout: dc.Timeout}
 	for _, r := range c.MustRun {

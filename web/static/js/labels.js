@@ -156,6 +156,7 @@ export const REASONS = {
   MaxSwitches: 'Held: switchings per hour used up',
   Offline: 'Device not answering',
   Starting: 'Starting: no decision yet',
+  Dimmed: 'Off: dimmed by the grid operator (§14a)',
 };
 export const reasonLabel = r => REASONS[r] ?? (r ? words(r) : '–');
 
