@@ -269,8 +269,8 @@ type Serial struct {
 	// Port is the line's device path (/dev/ttyUSB0, /dev/ttyAMA0,
 	// /dev/serial/by-id/...); required.
 	Port string `yaml:"port"`
-	// Baud is the line's rate: 1200, 2400, 4800, 9600, 19200, 38400,
-	// 57600 or 115200. Default 9600.
+	// Baud is the line's rate, one of modbus.StandardBauds (1200 ..
+	// 230400). Default 9600.
 	Baud int `yaml:"baud"`
 	// Parity is N, E or O. Default N (most RS485 meters ship with 8N1;
 	// the Modbus serial line spec's default is E).
@@ -282,9 +282,6 @@ type Serial struct {
 func (s *Serial) setDefaults() {
 	s.Baud, s.Parity, s.StopBits = 9600, "N", 1
 }
-
-// SerialRates are the baud rates a serial line may have.
-var SerialRates = []int{1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200}
 
 // The framings of a TCP device.
 const (

@@ -78,8 +78,10 @@
 // (the maintained continuation of gopkg.in/yaml.v3, which gin's and
 // kin-openapi's dependencies still pull in indirectly) and plantd/plant/kind
 // (the leaf that defines the device kinds, for [Device.Kind]), plantd/plant
-// (the domain's vocabulary) and plantd/devices/template (the names of the
-// device templates, for [Device.Template]). It must not import any other
+// (the domain's vocabulary), plantd/devices/template (the names of the
+// device templates, for [Device.Template]) and plantd/modbus (the serial
+// line's standard rates, modbus.StandardBauds, the transport's rule). It
+// must not import any other
 // plantd package: every component takes its part of the
 // Config (or values copied from it) from cmd/plantd, which alone wires them
 // together.

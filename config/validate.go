@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plantd/devices/template"
+	"plantd/modbus"
 	"plantd/plant/kind"
 )
 
@@ -435,8 +436,8 @@ func (v *validator) serial(path string, d Device) bool {
 		v.add(sp+".port", "%q is not a serial device path (/dev/ttyUSB0, /dev/serial/by-id/...)", s.Port)
 		ok = false
 	}
-	if !slices.Contains(SerialRates, s.Baud) {
-		v.add(sp+".baud", "%d is not a standard rate (%s)", s.Baud, joinInts(SerialRates))
+	if !slices.Contains(modbus.StandardBauds, s.Baud) {
+		v.add(sp+".baud", "%d is not a standard rate (%s)", s.Baud, joinInts(modbus.StandardBauds))
 	}
 	if s.Parity != "N" && s.Parity != "E" && s.Parity != "O" {
 		v.add(sp+".parity", "%q is not a parity (N, E or O)", s.Parity)

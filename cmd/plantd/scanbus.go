@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"plantd/config"
 	"plantd/devices"
 	"plantd/devices/template"
 	"plantd/modbus"
@@ -202,8 +201,8 @@ func newBusScan(f scanBusFlags, unit uint, timeout time.Duration, out io.Writer)
 		switch rate, err := strconv.Atoi(f.baud); {
 		case f.baud == "auto":
 			b.autoBaud = true
-		case err != nil || !slices.Contains(config.SerialRates, rate):
-			return nil, fmt.Errorf("--baud %s: want auto or a standard rate (%v)", f.baud, config.SerialRates)
+		case err != nil || !slices.Contains(modbus.StandardBauds, rate):
+			return nil, fmt.Errorf("--baud %s: want auto or a standard rate (%v)", f.baud, modbus.StandardBauds)
 		default:
 			b.ep.Serial.Baud = rate
 		}

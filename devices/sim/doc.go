@@ -376,8 +376,9 @@
 //
 // Package sim imports devices (model tables, encoding), devices/template
 // (the template devices' maps), plant/kind (the device kinds), the
-// simonvetter server, net/http (the Shelly plugs' servers) and syscall on
-// Linux (a serial line's settings); it knows nothing of the transport, the rest of the plant
+// simonvetter server, net/http (the Shelly plugs' servers), syscall on
+// Linux (a serial line's settings) and modbus for the serial lines'
+// standard rates only; it knows nothing of the transport, the rest of the plant
 // domain, storage or plantd's HTTP API, and nothing imports it but
 // cmd/plantd and tests.
 package sim

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"plantd/modbus"
 )
 
 // SerialConfig is a serial line (an RS485 bus) the simulator serves as a
@@ -34,8 +36,9 @@ type SerialConfig struct {
 // DefaultBaud is a serial line's default rate.
 const DefaultBaud = 9600
 
-// standardBauds are the rates a line may be configured with.
-var standardBauds = []int{1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200}
+// standardBauds are the rates a line may be configured with: the
+// transport's.
+var standardBauds = modbus.StandardBauds
 
 // serialWithDefaults checks the serial lines against the devices (their
 // defaults filled) and fills the lines' defaults.
