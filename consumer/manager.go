@@ -146,6 +146,7 @@ type cons struct {
 	byEnd []time.Time     // per By rule: the period's deadline
 
 	lastSet time.Time // wall clock of the last write (watchdog renewal)
+	keepDue bool      // the estimated counter is to be kept (after a switch off)
 	stats   plant.PollStats
 }
 
@@ -248,6 +249,12 @@ func (m *Manager) loop(ctx context.Context, c *cons) {
 		}
 		m.poll(ctx, c)
 		m.write(ctx, c)
+		m.mu.Lock()
+		keep := c.keepDue
+		m.mu.Unlock()
+		if keep {
+			m.keepEnergyOf(ctx, c)
+		}
 		m.mu.Lock()
 		wait := c.spec.Interval
 		if c.fails > 0 {
@@ -542,7 +549,7 @@ func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 		c.g.switched(now)
 	}
 	if !onOf(want, c.spec.SGReady) {
-		m.keepEnergyLocked(context.Background(), c)
+		c.keepDue = true // the loop writes it, outside the lock and the control cycle
 	}
 	m.logf(c, now, plant.LevelInfo, "ConsumerSwitched", "%s: %s (%s)", c.spec.ID, describe(want, c.spec.SGReady), s.reason)
 	select {
@@ -796,21 +803,25 @@ func (m *Manager) statusLocked(c *cons, now time.Time) plant.ConsumerStatus {
 
 // keepEnergy keeps every estimated counter.
 func (m *Manager) keepEnergy(ctx context.Context) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, c := range m.cons {
-		m.keepEnergyLocked(ctx, c)
+		m.keepEnergyOf(ctx, c)
 	}
 }
 
-// keepEnergyLocked keeps a consumer's estimated counter (at every switch
+// keepEnergyOf keeps a consumer's estimated counter (after every switch
 // off and at stop: a crash while on loses the estimate since the switch
-// on, never more).
-func (m *Manager) keepEnergyLocked(ctx context.Context, c *cons) {
-	if m.deps.Marks == nil || c.spec.Meter != "" || c.read.HasPower || c.estWh == 0 {
+// on, never more). It writes to the store: never under m.mu, which the
+// control cycle takes.
+func (m *Manager) keepEnergyOf(ctx context.Context, c *cons) {
+	m.mu.Lock()
+	c.keepDue = false
+	skip := m.deps.Marks == nil || c.spec.Meter != "" || c.read.HasPower || c.estWh == 0
+	wh := int64(math.Round(c.estWh))
+	m.mu.Unlock()
+	if skip {
 		return
 	}
-	if err := m.deps.Marks.SetMark(ctx, c.estKey, int64(math.Round(c.estWh))); err != nil {
+	if err := m.deps.Marks.SetMark(ctx, c.estKey, wh); err != nil {
 		m.log.Warn("consumer: keep estimated energy", "device", c.spec.ID, "err", err)
 	}
 }
