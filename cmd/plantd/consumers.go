@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -96,20 +97,18 @@ func consumerMeters(cfg *config.Config) map[string]string {
 // take effect at the next start only (their guards and must-run
 // accounting live in the running manager).
 func consumersChanged(a, b *config.Config, log *slog.Logger) bool {
-	pick := func(c *config.Config) map[string]string {
-		m := map[string]string{}
+	pick := func(c *config.Config) map[string]config.Device {
+		m := map[string]config.Device{}
 		for _, dc := range c.Devices {
 			if dc.Kind == kind.Consumer {
-				m[dc.ID] = fmt.Sprintf("%+v %+v", dc, *dc.Consumer)
+				m[dc.ID] = dc
 			}
 		}
 		return m
 	}
-	pa, pb := pick(a), pick(b)
-	changed := len(pa) != len(pb)
-	for id, v := range pa {
-		changed = changed || pb[id] != v
-	}
+	// DeepEqual: a consumer's settings hold pointers (coilB, hysteresis),
+	// which two loads of one file fill with equal values.
+	changed := !reflect.DeepEqual(pick(a), pick(b))
 	if changed {
 		log.Warn("the consumers changed in the config: the change takes effect at the next start (systemctl restart plantd)")
 	}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"plantd/config"
 )
 
 // TestReloadChecksFirst runs the unit's ExecReload= commands as systemd
@@ -71,5 +74,29 @@ func TestReloadChecksFirst(t *testing.T) {
 		if out, code := run(cmd, good); code != 0 {
 			t.Errorf("ExecReload=%s fails on a valid config: exit %d %s", strings.Join(cmd, " "), code, out)
 		}
+	}
+}
+
+// TestConsumersChanged: two loads of one config are no change (the
+// consumer settings' pointers differ, their values not); a changed rated
+// power is one.
+func TestConsumersChanged(t *testing.T) {
+	text := `plants:
+  - {id: p, name: P, timezone: UTC}
+devices:
+  - {id: h, host: 10.0.0.2, kind: consumer, consumer: {driver: sgready, coil: 2, coilB: 3, ratedPower: 2000, hysteresis: 100}}
+`
+	a, err := config.Parse("a.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := config.Parse("a.yaml", []byte(text))
+	log := slog.New(slog.DiscardHandler)
+	if consumersChanged(a, b, log) {
+		t.Error("the same config counts as a change")
+	}
+	c, _ := config.Parse("a.yaml", []byte(strings.Replace(text, "ratedPower: 2000", "ratedPower: 2400", 1)))
+	if !consumersChanged(a, c, log) {
+		t.Error("a changed rated power is no change")
 	}
 }
