@@ -31,7 +31,7 @@ type Spec struct {
 	// Controllable: a §14a EnWG controllable consumer, limited while the
 	// grid operator dims the plant (Dim).
 	Controllable bool
-	RatedW  float64
+	RatedW       float64
 	// Meter is the id of a meter device measuring this consumer alone
 	// (its live activePower and gridConsumptionTotal are the consumer's
 	// power and energy); "" = none.
