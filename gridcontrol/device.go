@@ -407,7 +407,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 	if aw != nil && changed {
 		// The audit keeps the writes that changed the control's source or
 		// value, not every renewal.
-		noteWrite(ws, *aw)
+		persist = append(persist, noteWrite(ws, *aw)...)
 	}
 	c.mu.Unlock()
 	if changed {

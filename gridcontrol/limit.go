@@ -237,8 +237,9 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 		// A new value for the same windows (the FeedInLimit loop): in
 		// the audit too.
 		c.mu.Lock()
-		noteWrite(by, *aw)
+		persist := noteWrite(by, *aw)
 		c.mu.Unlock()
+		c.persistAll(ctx, persist)
 	}
 	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, newSource, err, now, aw, func(st *ctlState) {
 		if st.rising && pct > prevPct {

@@ -196,6 +196,8 @@ func (c *Controller) advance(pc *plantCtl, now time.Time) ([]*Schedule, []plant.
 				occ.Status = StatusSuperseded
 			case cm.Status == StatusFailed:
 				occ.Status = StatusFailed
+			case occ.AppliedAt == nil && occ.Reason == "":
+				occ.Reason = "not applied: no inverter took it while it was open (plantd not running, or the inverters not reachable)"
 			}
 			cm.Finished = append(cm.Finished, occ)
 			// Keep the finished windows of KeepFinished, at most maxFinished.
@@ -290,9 +292,13 @@ var ErrUnknownSchedule = errors.New("unknown schedule")
 // ErrNotPermitted: the schedule is of a role above the caller's.
 var ErrNotPermitted = errors.New("not permitted")
 
-// noteWrite files a write in the audit of the windows it applied. c.mu
-// is held.
-func noteWrite(ws []window, aw AuditWrite) {
+// noteWrite files a write in the audit of the windows it applied and
+// returns the schedules to store: those it added a write to (one that
+// only replaced the latest in the last slot is stored with the next
+// change of the schedule, so that a FeedInLimit loop does not write the
+// store every cycle). c.mu is held.
+func noteWrite(ws []window, aw AuditWrite) []*Schedule {
+	var persist []*Schedule
 	for _, w := range ws {
 		cm := &w.sched.Commands[w.idx]
 		if len(cm.Writes) >= maxAuditWrites {
@@ -300,7 +306,9 @@ func noteWrite(ws []window, aw AuditWrite) {
 			continue
 		}
 		cm.Writes = append(cm.Writes, aw)
+		persist = append(persist, w.sched)
 	}
+	return persist
 }
 
 // auditor records what a write sets: wrap its edit with edit, then read

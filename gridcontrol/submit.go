@@ -134,6 +134,10 @@ func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Sc
 		for i := range s.Commands {
 			cm := &s.Commands[i]
 			switch {
+			case cm.Repeat != "" && !nextOccurrence(cm, now).IsZero():
+				// A recurring window to come (plantd was down over the
+				// last one: the cycle moves it on).
+				return time.Time{}, false
 			case sup[cm]:
 				// Over, but listed until its time has passed.
 				last = maxTime(last, minTime(cm.End, now))
