@@ -197,7 +197,7 @@ func (c *Controller) advance(pc *plantCtl, now time.Time) ([]*Schedule, []plant.
 			case cm.Status == StatusFailed:
 				occ.Status = StatusFailed
 			case occ.AppliedAt == nil && occ.Reason == "":
-				occ.Reason = "not applied: no inverter took it while it was open (plantd not running, or the inverters not reachable)"
+				occ.Reason = "not applied: no inverter took it while it was open (plantd not running, the inverters not reachable, or another window governed)"
 			}
 			cm.Finished = append(cm.Finished, occ)
 			// Keep the finished windows of KeepFinished, at most maxFinished.
