@@ -449,8 +449,13 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		limitDevs := limitDevices(devs)
 		rated := ratedOf(devs, limitDevs)
 		pc.limitRatedW = rated
+		moved, logs := c.advance(pc, now)
 		act := activeAt(pc.scheds, now, rated)
 		c.mu.Unlock()
+		for _, e := range logs {
+			c.st.Log(e)
+		}
+		c.persistAll(ctx, moved)
 		plan := c.plan(ctx, pc, act, devs, limitDevs, rated, now)
 		if c.cfg.Absorber != nil {
 			c.cfg.Absorber.Absorb(ctx, p.ID, c.surplus(devs, limitDevs, rated, plan.limitPct, now))

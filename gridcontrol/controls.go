@@ -557,7 +557,7 @@ func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef
 		return "", err
 	}
 	// 2. Adopt it, the header as it was.
-	if err := adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error {
+	if _, err := adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error {
 		if err := same(inst); err != nil {
 			return err
 		}

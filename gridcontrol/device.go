@@ -226,7 +226,12 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 func key(ws []window) string {
 	var parts []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s/%d", w.sched.ScheduleID, w.idx))
+		k := fmt.Sprintf("%s/%d", w.sched.ScheduleID, w.idx)
+		if cm := &w.sched.Commands[w.idx]; cm.Repeat != "" {
+			// Each occurrence is a window of its own.
+			k += "@" + cm.Start.UTC().Format(time.RFC3339)
+		}
+		parts = append(parts, k)
 	}
 	return strings.Join(parts, ",")
 }
@@ -257,16 +262,18 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	}
 	rvrt := c.cfg.RevertTimeout.Seconds()
 	err := c.claim(ctx, dc, d, k)
+	au := &auditor{renew: renewPoints(k)}
+	var after *devices.Instance
 	var what string
 	switch {
 	case err != nil:
 		what = fmt.Sprintf("model %d (%s)", ref.ID, k)
 	case cmd.Value == ValueNone:
 		what = fmt.Sprintf("model %d Conn = disconnected", ref.ID)
-		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) })
+		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) }))
 	case cmd.Value == ValuePF:
 		what = fmt.Sprintf("model %d PF %g (%s)", ref.ID, *w.cmd.Value, k)
-		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) })
+		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) }))
 	case cmd.Value == ValueCurve:
 		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
 		if w.cmd.Unit == "V" {
@@ -280,10 +287,14 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, false) })
 		}
 		if err == nil {
-			err = adopt(ctx, rw, ref, renewPoints(k), func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, true) })
+			after, err = adopt(ctx, rw, ref, renewPoints(k), au.edit(func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, true) }))
 		}
 	}
-	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, nil)
+	var aw *AuditWrite
+	if err == nil {
+		aw = au.write(d.Info.ID, ref.ID, what, after, c.now())
+	}
+	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, aw, nil)
 }
 
 // adopt writes a 7xx adopt request (with what edit sets beside it): the
@@ -291,17 +302,17 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 // writing it is what makes the device adopt, and a device that answers
 // the adoption failed is a refusal. The renew points are written even when
 // unchanged (see renewPoints).
-func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, renew []string, edit func(*devices.Instance) error) error {
+func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, renew []string, edit func(*devices.Instance) error) (*devices.Instance, error) {
 	after, err := devices.WriteModelRenew(ctx, rw, ref, renew, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, rslt := range []string{"AdptCrvRslt", "AdptCtlRslt"} {
 		if v, err := after.Float(rslt); err == nil && v == 2 {
-			return fmt.Errorf("model %d: %s FAILED: %w", ref.ID, rslt, devices.ErrReadBack)
+			return nil, fmt.Errorf("model %d: %s FAILED: %w", ref.ID, rslt, devices.ErrReadBack)
 		}
 	}
-	return nil
+	return after, nil
 }
 
 // restoreControl writes a control's default back and releases it.
@@ -317,7 +328,7 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k) })
 	}
 	if err != nil {
-		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil)
+		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil, nil)
 		return
 	}
 	c.mu.Lock()
@@ -344,7 +355,7 @@ var writeRetry = backoff.Exp{First: time.Second, Max: 30 * time.Second}
 // before anything else is written, so a crash still restores it), marks
 // the windows applied (late if so) and logs changes; failure backs off and,
 // after FailAfter attempts, marks the windows failed with the reason.
-func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, k control, wk string, ws []window, what string, changed bool, err error, now time.Time, ok func(*ctlState)) {
+func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, k control, wk string, ws []window, what string, changed bool, err error, now time.Time, aw *AuditWrite, ok func(*ctlState)) {
 	var persist []*Schedule
 	c.mu.Lock()
 	st := dc.state(k)
@@ -393,6 +404,11 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		by = append(by, fmt.Sprintf("%s of schedule %s by %s", cm.Command, w.sched.ScheduleID, w.sched.CreatedBy))
 	}
 	pc.noteApplied(d.Info.ID, ws, now)
+	if aw != nil && changed {
+		// The audit keeps the writes that changed the control's source or
+		// value, not every renewal.
+		persist = append(persist, noteWrite(ws, *aw)...)
+	}
 	c.mu.Unlock()
 	if changed {
 		src := "fallback ramp to the default"

@@ -96,6 +96,39 @@
 // finished going first, and a POST that would exceed that with schedules
 // still pending is refused.
 //
+// # Recurring windows and the audit
+//
+// A command may carry repeat, a cron spec of five fields (robfig/cron's
+// standard parser; UTC unless it starts with CRON_TZ=<zone>), with
+// duration instead of end and optionally until and start: a window of
+// that length starts at each time the spec names, none at or after
+// until, none before start; without start the window open now counts.
+// ParseSchedule refuses a bad spec, a duration under 1 s or longer than
+// the spec's period (the shortest gap of its next 64 starts, so the
+// windows of one command never overlap; DST shortens a day to 23 h), end
+// given with repeat, a spec with no start before until, and a recurring
+// command beside other windows of its command in its schedule, each on
+// its field. Expansion is lazy and on the controller's clock: the command
+// holds one window (Start, End: open now or next), an ordinary window for
+// the timeline, precedence, ramps, reversion, statuses and logs; the
+// cycle (advance, recurring.go) files it under Finished when it ends and
+// moves it on to the next occurrence, re-arming the boundaries
+// (RecurringWindowEnded in the plant log). Missed occurrences (plantd
+// down) are not replayed. Memory per command is one window ahead plus
+// the finished ones of KeepFinished, at most 200. Each occurrence keys
+// the controls' state by its start, so back-to-back occurrences are
+// separate windows. Cancel ends a schedule: open windows end now, pending
+// ones and later occurrences never start (Cancelled); a credential
+// cancels schedules of its role or a lower one.
+//
+// Every write that sets a window's control on a device (the first, a new
+// value, a new window; not the renewals) is filed with the window
+// (Writes, at most 32, the last slot the latest): the device, model, the
+// top-level points the write set with their values and the values read
+// back right after, and when. They are stored in the schedule's record,
+// so they survive a restart, and listed with IncludeFinished (the API's
+// include=finished).
+//
 // # Defaults, ramps and reversion
 //
 // At first contact the controller reads every control model of each
@@ -224,7 +257,8 @@
 //
 // controller.go runs the loop (cycle, plan of a plant, boundaries);
 // schedule.go parses schedules and resolves the timeline (roles,
-// superseded); submit.go takes and lists schedules; device.go holds an
+// superseded); submit.go takes and lists schedules; recurring.go the
+// recurring windows, Cancel and the audit of writes; device.go holds an
 // inverter's controls, writes with read-back and restores; limit.go the
 // active-power limit (restart, ramp, reversion, follow check); feedin.go
 // the FeedInLimit loop; controls.go the register edits per model;

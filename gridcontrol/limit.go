@@ -180,13 +180,19 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	rvrt := c.limitRevert(ref, fallback)
 	var rem float64 = -1
 	err := c.claim(ctx, dc, d, ctlLimit)
+	au := &auditor{renew: renewPoints(ctlLimit)}
+	var after *devices.Instance
 	if err == nil {
-		_, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, func(inst *devices.Instance) error {
+		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, au.edit(func(inst *devices.Instance) error {
 			if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
 				rem = v
 			}
 			return editLimit(inst, snap, fallback, pct, rvrt)
-		})
+		}))
+	}
+	var aw *AuditWrite
+	if err == nil {
+		aw = au.write(d.Info.ID, ref.ID, fmt.Sprintf("model %d WMaxLimPct %g %%", ref.ID, pct), after, c.now())
 	}
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
@@ -227,7 +233,15 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	newSource := !st.owned || st.key != key(by)
 	c.mu.Unlock()
 	c.log.Debug("limit written", "device", d.Info.ID, "model", ref.ID, "pct", pct, "previous", prevPct, "err", err)
-	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, newSource, err, now, func(st *ctlState) {
+	if aw != nil && changed && !newSource {
+		// A new value for the same windows (the FeedInLimit loop): in
+		// the audit too.
+		c.mu.Lock()
+		persist := noteWrite(by, *aw)
+		c.mu.Unlock()
+		c.persistAll(ctx, persist)
+	}
+	c.outcome(ctx, pc, dc, d, ctlLimit, key(by), by, what, newSource, err, now, aw, func(st *ctlState) {
 		if st.rising && pct > prevPct {
 			// The next step counts from when this one reached the
 			// device (read back), not from when the cycle began: a

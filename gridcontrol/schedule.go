@@ -101,6 +101,61 @@ type ScheduledCmd struct {
 	Partial   bool               `json:"partial,omitempty"`
 	Coverage  *float64           `json:"coverage,omitempty"`
 	Inverters []InverterCoverage `json:"inverters,omitempty"`
+
+	// Repeat, when set, makes the command recurring: a cron spec (five
+	// fields, robfig/cron's standard parser, UTC unless it starts with
+	// CRON_TZ=<zone>) naming the starts of windows of Duration each, for
+	// as long as the schedule stands, none starting at or after Until.
+	// Start and End are then the current window (open now, or the next):
+	// the controller moves them on to the next occurrence when it ends
+	// (see recurring.go).
+	Repeat   string     `json:"repeat,omitempty"`
+	Duration string     `json:"duration,omitempty"`
+	Until    *time.Time `json:"until,omitempty"`
+	// Next are the windows of a recurring command after the current one
+	// (answers only, at most three).
+	Next []Occurrence `json:"next,omitempty"`
+	// Finished are the ended windows of a recurring command, oldest first,
+	// within the time finished schedules are kept (answers with
+	// include=finished only).
+	Finished []Occurrence `json:"finished,omitempty"`
+	// Writes is the audit of the window: what was written to which device
+	// and read back (answers with include=finished only).
+	Writes []AuditWrite `json:"writes,omitempty"`
+	// Cancelled is set when the schedule was cancelled before the window
+	// ended (its end is then the time of cancellation, or its start).
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
+// Occurrence is one window of a recurring command.
+type Occurrence struct {
+	Start     time.Time    `json:"start"`
+	End       time.Time    `json:"end"`
+	Status    Status       `json:"status,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	AppliedAt *time.Time   `json:"appliedAt,omitempty"`
+	Late      bool         `json:"late,omitempty"`
+	Writes    []AuditWrite `json:"writes,omitempty"`
+}
+
+// AuditWrite is one write of a window to a device, read back: the
+// top-level points of the model the write set (or renewed) with the value
+// written and the value read back right after.
+type AuditWrite struct {
+	DeviceID   string       `json:"deviceId"`
+	Model      uint16       `json:"model"`
+	What       string       `json:"what"`
+	ReadBackAt time.Time    `json:"readBackAt"`
+	Points     []AuditPoint `json:"points,omitempty"`
+}
+
+// AuditPoint is a point of a write: what was written and what was read
+// back (equal, or the write would have failed, except for trigger points
+// a device clears once it acted, such as a 7xx adopt request).
+type AuditPoint struct {
+	Point    string   `json:"point"`
+	Value    float64  `json:"value"`
+	ReadBack *float64 `json:"readBack,omitempty"`
 }
 
 // Curve is the value of a curve command, in the units of the SunSpec model
@@ -187,6 +242,10 @@ type cmdIn struct {
 	Value   *float64 `json:"value"`
 	Unit    string   `json:"unit"`
 	Curve   *Curve   `json:"curve"`
+	// A recurring command: repeat (cron spec), duration, until.
+	Repeat   string `json:"repeat"`
+	Duration string `json:"duration"`
+	Until    string `json:"until"`
 }
 
 // ParseSchedule decodes and checks a schedule body: strict JSON (no
@@ -241,6 +300,12 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 			continue
 		}
 		sc := ScheduledCmd{Command: c.Command, Value: c.Value, Unit: c.Unit, Curve: c.Curve}
+		if c.Repeat != "" || c.Duration != "" || c.Until != "" {
+			parseRepeat(c, &sc, now, func(field, m string) { bad(i, field, "%s", m) })
+			checkValue(cmd, &sc, func(field, m string) { bad(i, field, "%s", m) })
+			out[i] = sc
+			continue
+		}
 		var okStart, okEnd bool
 		sc.Start, okStart = parseTime(c.Start, now, func(m string) { bad(i, "start", "%s", m) })
 		sc.End, okEnd = parseTime(c.End, now, func(m string) { bad(i, "end", "%s", m) })
@@ -263,6 +328,13 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 		}
 	}
 	for _, idx := range byCmd {
+		if len(idx) > 1 {
+			for _, k := range idx {
+				if out[k].Repeat != "" {
+					bad(k, "repeat", "a recurring command must be the only window of its command in its schedule")
+				}
+			}
+		}
 		sort.Slice(idx, func(a, b int) bool { return out[idx[a]].Start.Before(out[idx[b]].Start) })
 		for k := 1; k < len(idx); k++ {
 			prev, cur := out[idx[k-1]], out[idx[k]]

@@ -318,3 +318,64 @@ func TestSupersededAgainstTheDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRecurring: a recurring command's spec, duration, start and
+// until; its first window is the one open at t0 or the next.
+func TestParseRecurring(t *testing.T) {
+	rep := func(extra string) string {
+		return `{"commands":[{"command":"opModMaxLimW","value":60` + extra + `}]}`
+	}
+	cases := []struct {
+		name       string
+		body       string
+		start, end string // the first window, when accepted
+		field, msg string
+	}{
+		{name: "daily, next", body: rep(`,"repeat":"0 11 * * *","duration":"4h"`), start: "2026-06-21T11:00:00Z", end: "2026-06-21T15:00:00Z"},
+		{name: "daily, open now", body: rep(`,"repeat":"0 8 * * *","duration":"4h"`), start: "2026-06-21T08:00:00Z", end: "2026-06-21T12:00:00Z"},
+		{name: "from a start", body: rep(`,"repeat":"0 8 * * *","duration":"4h","start":"2026-06-22T00:00:00Z"`), start: "2026-06-22T08:00:00Z", end: "2026-06-22T12:00:00Z"},
+		{name: "in a zone", body: rep(`,"repeat":"CRON_TZ=Europe/Berlin 0 22 * * *","duration":"8h"`), start: "2026-06-21T20:00:00Z", end: "2026-06-22T04:00:00Z"},
+		{name: "duration of the period", body: rep(`,"repeat":"*/15 * * * *","duration":"15m"`), start: "2026-06-21T10:00:00Z", end: "2026-06-21T10:15:00Z"},
+
+		{name: "bad spec", body: rep(`,"repeat":"0 25 * * *","duration":"1h"`), field: "commands[0].repeat", msg: "not a cron spec"},
+		{name: "six fields", body: rep(`,"repeat":"0 0 11 * * *","duration":"1h"`), field: "commands[0].repeat", msg: "not a cron spec"},
+		{name: "no duration", body: rep(`,"repeat":"0 11 * * *"`), field: "commands[0].duration", msg: "required"},
+		{name: "zero duration", body: rep(`,"repeat":"0 11 * * *","duration":"0s"`), field: "commands[0].duration", msg: "at least 1s"},
+		{name: "negative duration", body: rep(`,"repeat":"0 11 * * *","duration":"-1h"`), field: "commands[0].duration", msg: "at least 1s"},
+		{name: "not a duration", body: rep(`,"repeat":"0 11 * * *","duration":"4 hours"`), field: "commands[0].duration", msg: "not a Go duration"},
+		{name: "longer than the period", body: rep(`,"repeat":"0 * * * *","duration":"2h"`), field: "commands[0].duration", msg: "longer than the period"},
+		{name: "with end", body: rep(`,"repeat":"0 11 * * *","duration":"1h","end":"` + at(60) + `"`), field: "commands[0].end", msg: "not end"},
+		{name: "duration without repeat", body: rep(`,"duration":"1h"`), field: "commands[0].repeat", msg: "required"},
+		{name: "until before the first", body: rep(`,"repeat":"0 11 * * *","duration":"1h","until":"` + at(30) + `"`), field: "commands[0].repeat", msg: "no start before until"},
+		{name: "until in the past", body: rep(`,"repeat":"0 11 * * *","duration":"1h","until":"` + at(-30) + `"`), field: "commands[0].until", msg: "after start and now"},
+		{name: "beside another window", body: `{"commands":[{"command":"opModMaxLimW","value":60,"repeat":"0 11 * * *","duration":"1h"},` +
+			`{"command":"opModMaxLimW","value":50,"start":"` + at(10) + `","end":"` + at(20) + `"}]}`, field: "commands[0].repeat", msg: "only window"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmds, err := ParseSchedule([]byte(tc.body), t0)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if got := cmds[0].Start.UTC().Format(time.RFC3339); got != tc.start {
+					t.Errorf("first start %s, want %s", got, tc.start)
+				}
+				if got := cmds[0].End.UTC().Format(time.RFC3339); got != tc.end {
+					t.Errorf("first end %s, want %s", got, tc.end)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %v, want a ValidationError on %s", err, tc.field)
+			}
+			for _, f := range ve.Fields {
+				if f.Field == tc.field && strings.Contains(f.Message, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("errors %v, want %s: …%s…", ve.Fields, tc.field, tc.msg)
+		})
+	}
+}

@@ -134,6 +134,10 @@ func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Sc
 		for i := range s.Commands {
 			cm := &s.Commands[i]
 			switch {
+			case cm.Repeat != "" && !nextOccurrence(cm, now).IsZero():
+				// A recurring window to come (plantd was down over the
+				// last one: the cycle moves it on).
+				return time.Time{}, false
 			case sup[cm]:
 				// Over, but listed until its time has passed.
 				last = maxTime(last, minTime(cm.End, now))
@@ -358,9 +362,23 @@ func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
 	return sum
 }
 
+// ListOption tunes Schedules.
+type ListOption func(*listOpts)
+
+type listOpts struct{ finished bool }
+
+// IncludeFinished lists, beside each window, the audit of what was
+// written (Writes) and, for recurring commands, the finished windows
+// (Finished) with theirs: the API's include=finished.
+func IncludeFinished(on bool) ListOption { return func(o *listOpts) { o.finished = on } }
+
 // Schedules returns a plant's schedules with the status of every command,
-// oldest first.
-func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
+// oldest first; a recurring command with its next windows (Next).
+func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, error) {
+	var o listOpts
+	for _, f := range opts {
+		f(&o)
+	}
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -372,7 +390,15 @@ func (c *Controller) Schedules(plantID string) ([]Schedule, error) {
 	sup := supersededSet(pc.scheds)
 	gov := activeAt(pc.scheds, now, pc.limitRatedW)
 	for _, s := range pc.scheds {
-		out = append(out, view(s, sup, gov, now))
+		v := view(s, sup, gov, now)
+		if o.finished {
+			for i := range v.Commands {
+				cm := &v.Commands[i]
+				cm.Writes = slices.Clone(s.Commands[i].Writes)
+				cm.Finished = slices.Clone(s.Commands[i].Finished)
+			}
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -386,6 +412,11 @@ func view(s *Schedule, sup map[*ScheduledCmd]bool, gov map[string]window, now ti
 	v.Commands = slices.Clone(s.Commands)
 	for i := range v.Commands {
 		cm := &v.Commands[i]
+		// The audit only with include=finished (Schedules).
+		cm.Writes, cm.Finished = nil, nil
+		if cm.Repeat != "" {
+			cm.Next = upcoming(cm, 3)
+		}
 		switch {
 		case sup[&s.Commands[i]]:
 			cm.Status = StatusSuperseded

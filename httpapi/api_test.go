@@ -91,6 +91,15 @@ func TestErrors(t *testing.T) {
 		{name: "basic auth", method: "GET", path: "/monitoring/v1/plants", token: "-basic", status: 401, header: "WWW-Authenticate", headerWant: "Bearer"},
 		{name: "logs need installer", method: "GET", path: "/monitoring/v1/plants/demo/logs", token: tokStandard, status: 403},
 		{name: "device logs need installer", method: "GET", path: "/monitoring/v1/devices/inv1/logs", token: tokStandard, status: 403},
+		{name: "recurring, bad cron spec", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","repeat":"0 25 * * *","duration":"4h","value":60}]}`, status: 400, field: "commands[0].repeat"},
+		{name: "recurring, duration beyond the period", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","repeat":"0 * * * *","duration":"90m","value":60}]}`, status: 400, field: "commands[0].duration"},
+		{name: "recurring, zero duration", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
+			body: `{"commands":[{"command":"opModMaxLimW","repeat":"0 11 * * *","duration":"0s","value":60}]}`, status: 400, field: "commands[0].duration"},
+		{name: "schedules include other than finished", method: "GET", path: "/gridcontrol/v1/plants/demo/schedules?include=all", token: tokStandard, status: 400, field: "include"},
+		{name: "cancel needs installer", method: "DELETE", path: "/gridcontrol/v1/plants/demo/schedules/abc", token: tokStandard, status: 403},
+		{name: "cancel unknown schedule", method: "DELETE", path: "/gridcontrol/v1/plants/demo/schedules/abc", token: tokInstaller, status: 404},
 		{name: "schedule write needs installer", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokStandard, ctype: "application/json", body: `{}`, status: 403},
 		{name: "schedule in the past", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-20T10:00:00Z","end":"2025-06-20T11:00:00Z","value":40}]}`, status: 400, field: "commands[0].end"},
@@ -668,5 +677,70 @@ func TestSetCredentials(t *testing.T) {
 		if got := get(c.tok); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestRecurringSchedule: a recurring command over the API: the 201 and
+// the list carry its spec, its current window and the next ones; the
+// audit appears with include=finished only; DELETE cancels it (204, the
+// window listed cancelled, no next one), an installer may not cancel a
+// grid operator's (403).
+func TestRecurringSchedule(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	post := func(token string) string {
+		t.Helper()
+		resp := e.do("POST", "/gridcontrol/v1/plants/demo/schedules?skipEligibilityCheck=true", token, "application/json",
+			`{"commands":[{"command":"opModMaxLimW","repeat":"0 11 * * *","duration":"4h","value":60}]}`)
+		defer resp.Body.Close()
+		var out struct{ Schedule gridcontrol.Schedule }
+		if resp.StatusCode != 201 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("POST: %d %s", resp.StatusCode, b)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		c := out.Schedule.Commands[0]
+		if c.Repeat != "0 11 * * *" || c.Duration != "4h" || c.End.Sub(c.Start) != 4*time.Hour || c.Start.UTC().Hour() != 11 || len(c.Next) != 3 {
+			t.Fatalf("201 command: %+v", c)
+		}
+		return out.Schedule.ScheduleID
+	}
+	list := func(query string) map[string]map[string]json.RawMessage {
+		t.Helper()
+		var out struct {
+			Schedules []struct {
+				ScheduleID string                       `json:"scheduleId"`
+				Commands   []map[string]json.RawMessage `json:"commands"`
+			}
+		}
+		e.getJSON("/gridcontrol/v1/plants/demo/schedules"+query, &out)
+		m := map[string]map[string]json.RawMessage{}
+		for _, s := range out.Schedules {
+			m[s.ScheduleID] = s.Commands[0]
+		}
+		return m
+	}
+	inst := post(tokInstaller)
+	op := post(tokGridOperator)
+	for _, q := range []string{"", "?include=finished"} {
+		c := list(q)[inst]
+		if string(c["repeat"]) != `"0 11 * * *"` || c["next"] == nil || c["status"] == nil {
+			t.Fatalf("list%s: %v", q, c)
+		}
+	}
+	if resp := e.do("DELETE", "/gridcontrol/v1/plants/demo/schedules/"+op, tokInstaller, "", ""); resp.StatusCode != 403 {
+		t.Fatalf("installer cancels the grid operator's: %d", resp.StatusCode)
+	}
+	if resp := e.do("DELETE", "/gridcontrol/v1/plants/demo/schedules/"+inst, tokInstaller, "", ""); resp.StatusCode != 204 {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	c := list("")[inst]
+	if string(c["cancelled"]) != "true" || c["next"] != nil {
+		t.Fatalf("after DELETE: %v", c)
+	}
+	if c := list("")[op]; c["cancelled"] != nil {
+		t.Fatalf("the grid operator's schedule was cancelled too: %v", c)
 	}
 }

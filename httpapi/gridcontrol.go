@@ -28,11 +28,23 @@ type scheduleJSON struct {
 
 // schedules is GET /gridcontrol/v1/plants/{plantId}/schedules: the
 // plant's schedules with the status of every command (the fallbacks that
-// restore defaults are the controller's, never listed).
+// restore defaults are the controller's, never listed); a recurring
+// command with its current window and the next ones. include=finished
+// adds the audit: every window's writes (device, points written and read
+// back, when) and a recurring command's finished windows with theirs.
 func (s *Server) schedules(c *gin.Context) {
 	p := ctxPlantOf(c)
+	finished := false
+	switch v := c.Query("include"); v {
+	case "":
+	case "finished":
+		finished = true
+	default:
+		badParam(c, "include", fmt.Sprintf("%q: want finished", v))
+		return
+	}
 	if s.deps.GridControl != nil {
-		list, err := s.deps.GridControl.Schedules(p.ID)
+		list, err := s.deps.GridControl.Schedules(p.ID, gridcontrol.IncludeFinished(finished))
 		if err != nil {
 			s.internal(c, err)
 			return
@@ -121,6 +133,34 @@ func (s *Server) postSchedules(c *gin.Context) {
 		Plant    plantJSON            `json:"plant"`
 		Schedule gridcontrol.Schedule `json:"schedule"`
 	}{plantObj(p), sc}, false)
+}
+
+// deleteSchedule is DELETE /gridcontrol/v1/plants/{plantId}/schedules/{scheduleId}
+// (installer or gridoperator): the schedule is cancelled, its open windows
+// end now (the controls ramp back as at any window's end), pending ones
+// and every later occurrence of a recurring command never start. It stays
+// listed, its windows cancelled, for the audit. 204; 404 for an unknown
+// schedule.
+func (s *Server) deleteSchedule(c *gin.Context) {
+	p := ctxPlantOf(c)
+	if s.deps.GridControl == nil {
+		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: schedules cannot be cancelled")
+		return
+	}
+	name, role := oauth2.Caller(c)
+	err := s.deps.GridControl.Cancel(c.Request.Context(), p.ID, c.Param("scheduleId"), gridcontrol.Origin{Name: name, Role: role})
+	switch {
+	case errors.Is(err, gridcontrol.ErrUnknownSchedule):
+		fail(c, http.StatusNotFound, codeNotFound, "unknown schedule")
+		return
+	case errors.Is(err, gridcontrol.ErrNotPermitted):
+		fail(c, http.StatusForbidden, codeForbidden, "a grid operator's schedule is cancelled by a grid operator only")
+		return
+	case err != nil:
+		s.internal(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
 }
 
 // commandFieldPattern is the field of an eligibility refusal.

@@ -213,9 +213,26 @@ func gridControlSchemas() obj {
 				"appliedAt":    obj{"type": "string", "format": "date-time"}, "late": boolean(),
 				"partial":   describe(boolean(), "some of the plant's active inverters do not act on the command (plantd's); status keeps its meaning"),
 				"coverage":  describe(num(), "share 0..1 of the active inverters' rated power that acts on the command (only on partial windows)"),
-				"inverters": describe(arr(ref("InverterCoverage")), "each active inverter: whether it acts and why not (only on partial windows)")},
+				"inverters": describe(arr(ref("InverterCoverage")), "each active inverter: whether it acts and why not (only on partial windows)"),
+				"repeat":    describe(str(), "a recurring command's cron spec (plantd's): start and end are then its current window (open now, or the next one)"),
+				"duration":  describe(str(), "the length of each window of a recurring command, a Go duration (plantd's)"),
+				"until":     describe(utcTimeSchema(), "no window of the recurring command starts at or after it (plantd's)"),
+				"next":      describe(arr(ref("Occurrence")), "the next windows of a recurring command after the current one, at most three (plantd's)"),
+				"finished":  describe(arr(ref("Occurrence")), "the ended windows of a recurring command, oldest first, within the time finished schedules are kept (plantd's; include=finished only)"),
+				"writes":    describe(arr(ref("AuditWrite")), "the audit of the window: the writes that set or changed the control on each device, read back (plantd's; include=finished only)"),
+				"cancelled": describe(boolean(), "the schedule was cancelled (DELETE) before the window ended: end is the time of cancellation, or the start of a window that never started (plantd's)")},
 				"command", "start", "end", "status"), "one window of a command and its status"))},
 			"scheduleId", "plantId", "createdAt", "commands"), "a stored schedule (plantd's shape, DESIGN §6)"),
+		"Occurrence": describe(object(obj{"start": utcTimeSchema(), "end": utcTimeSchema(),
+			"status": describe(enum("pending", "active", "done", "superseded", "overridden", "failed"), "next: absent; finished: done, superseded or failed"),
+			"reason": str(), "appliedAt": utcTimeSchema(), "late": boolean(),
+			"writes": arr(ref("AuditWrite"))}, "start", "end"), "one window of a recurring command (plantd's)"),
+		"AuditWrite": describe(object(obj{"deviceId": str(), "model": describe(obj{"type": "integer"}, "the SunSpec model written"),
+			"what":       describe(str(), "the write as the plant log names it (model 704 WMaxLimPct 40 %)"),
+			"readBackAt": describe(utcTimeSchema(), "when the device's answer to the read-back came"),
+			"points": arr(object(obj{"point": describe(str(), "the SunSpec point (top level of the model)"), "value": describe(num(), "the value written"),
+				"readBack": describe(num(), "the value read back right after the write (equal, or the write would have failed; a trigger such as AdptCrvReq may differ)")}, "point", "value"))},
+			"deviceId", "model", "what", "readBackAt"), "one write of a window to a device with its read-back (plantd's)"),
 		"ScheduleRequest": obj{"type": "object", "additionalProperties": false, "required": []string{"commands"},
 			"description": "POST creates the schedule; for each command, in every slice of time the newest schedule of a role wins and the older one is reported superseded; " +
 				"across roles the most restrictive limit (opModMaxLimW, FeedInLimit) of the grid operator's and the installer's applies and, for the other commands, the grid operator's window; the losing window is reported overridden. " +
@@ -227,11 +244,19 @@ func gridControlSchemas() obj {
 				"opModVoltWatt x voltage 50..150 %, y W -100..100 %; opModFreqWatt x 40..70 Hz, y W -100..100 %; opModLvrtMustTrip x trip time 0..3600 s, y voltage 0..100 %; " +
 				"opModHvrtMustTrip x 0..3600 s, y voltage 100..200 %; opModLfrtMustTrip and opModHfrtMustTrip x 0..3600 s, y 40..70 Hz; " +
 				"a curve with a voltage axis may send it in volts with unit V: plantd converts it per device with that device's reference voltage (121 VRef, 702 VNom; 422 when a point then falls outside the range); " +
-				"or curve.params (127, 711: writable point names). A point out of range is a 400 naming commands[i].curve.points[j].",
+				"or curve.params (127, 711: writable point names). A point out of range is a 400 naming commands[i].curve.points[j]. " +
+				"A recurring command (plantd's) carries repeat, a cron spec of five fields (minute hour day-of-month month day-of-week; UTC, or CRON_TZ=<zone> first), " +
+				"and duration, a Go duration (4h, 30m): a window of that length starts at each time the spec names, for as long as the schedule stands, none at or after until (optional); " +
+				"start (optional) is the earliest start, end is refused; without start the window open now counts. duration must be at least 1s and at most the spec's period " +
+				"(windows of one command do not overlap); a recurring command is the only window of its command in its schedule. 400 names commands[i].repeat, .duration, .until or .end.",
 			"properties": obj{"commands": obj{"type": "array", "minItems": 1, "maxItems": 1500, "items": object(obj{"command": ref("Command"),
 				"start": windowTimeSchema(), "end": windowTimeSchema(),
-				"value": num(), "unit": enum("%", "W", "V", "cos"), "curve": ref("Curve")}, "command", "start", "end")}},
+				"value": num(), "unit": enum("%", "W", "V", "cos"), "curve": ref("Curve"),
+				"repeat":   describe(str(), "cron spec of five fields, optionally after CRON_TZ=<zone> (plantd's): a recurring command, with duration instead of end"),
+				"duration": describe(str(), "Go duration of each window of a recurring command (plantd's)"),
+				"until":    describe(windowTimeSchema(), "no window of a recurring command starts at or after it (plantd's)")}, "command")}},
 			"examples": []any{
+				obj{"commands": []any{obj{"command": "opModMaxLimW", "repeat": "CRON_TZ=Europe/Berlin 0 11 * * *", "duration": "4h", "value": 60, "unit": "%"}}},
 				obj{"commands": []any{
 					obj{"command": "opModMaxLimW", "start": "2026-11-24T10:00:00+01:00", "end": "2026-11-24T12:00:00+01:00", "value": 60, "unit": "%"},
 					obj{"command": "opModMaxLimW", "start": "2026-11-24T12:00:00+01:00", "end": "2026-11-24T14:00:00+01:00", "value": 40, "unit": "%"}}},
@@ -392,7 +417,12 @@ func apiRoutes() []route {
 	add(route{method: "get", path: "/monitoring/v1/devices/{deviceId}/measurement/sets/EnergyMix/{period}", summary: "Energy mix of a period (spec's singular path)",
 		response: "MeasurementSet", params: append([]obj{deviceIDParam}, setParams(true)...), ids: true, errs: []string{"400"}})
 
-	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules", params: []obj{plantIDParam}, ids: true})
+	add(route{method: "get", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Schedules (fallbacks hidden)", response: "Schedules",
+		params: []obj{plantIDParam, param("include", "query", "finished: also the audit, each window's writes with their read-back and a recurring command's finished windows (plantd's)", enum("finished"), false)},
+		ids:    true, errs: []string{"400"}})
+	add(route{method: "delete", path: "/gridcontrol/v1/plants/{plantId}/schedules/{scheduleId}", summary: "Cancel a schedule (installer, gridoperator; plantd's): open windows end now, pending ones and later occurrences never start; it stays listed",
+		params: []obj{plantIDParam, param("scheduleId", "path", "schedule id", str(), true)}, ids: true, errs: []string{"403", "501"},
+		extra: obj{"204": obj{"description": "cancelled"}}})
 	add(route{method: "post", path: "/gridcontrol/v1/plants/{plantId}/schedules", summary: "Create or overwrite schedules (installer, gridoperator): 201 with the stored schedule",
 		params: []obj{plantIDParam, param("skipEligibilityCheck", "query", "skip the eligibility check", enum("true", "false"), false),
 			param("requireAll", "query", "all or nothing: 422 for a command that not every active inverter acts on (also with skipEligibilityCheck); without it such a command is stored with its windows marked partial (plantd's)", enum("true", "false"), false)},

@@ -112,6 +112,7 @@ func (s *Server) routes() *gin.Engine {
 	gc := api.Group("/gridcontrol/v1/plants")
 	gc.GET("/:plantId/schedules", s.resolvePlant, s.schedules)
 	gc.POST("/:plantId/schedules", s.auth.Need(config.RoleInstaller), s.resolvePlant, s.postSchedules)
+	gc.DELETE("/:plantId/schedules/:scheduleId", s.auth.Need(config.RoleInstaller), s.resolvePlant, s.deleteSchedule)
 	gc.POST("/eligibilityCheck", s.eligibilityCheck)
 	gc.POST("/eligibleCommands", s.eligibleCommands)
 	// The spec names this parameter {id}; Gin needs one name per tree

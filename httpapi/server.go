@@ -185,7 +185,8 @@ type Deps struct {
 // the grid settings in effect from the devices.
 type GridControl interface {
 	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
-	Schedules(plantID string) ([]gridcontrol.Schedule, error)
+	Schedules(plantID string, opts ...gridcontrol.ListOption) ([]gridcontrol.Schedule, error)
+	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 	Settings(ctx context.Context, plantID, settingsType string) ([]gridcontrol.Setting, error)
 }
 

@@ -58,7 +58,9 @@
 // limit, or whose refusal is only of devices not answering yet (422
 // with retrying) is kept in memory and evaluated again when that is
 // over. A schedule on a migrated plant id follows the API's 308 once and
-// says migratedTo in its ack.
+// says migratedTo in its ack. The body is the API's, so a recurring
+// command (repeat, duration, until; httpapi/README.md) comes over MQTT as
+// it is, and its refusals are the API's 400 naming the field.
 //
 // # Import boundary
 //

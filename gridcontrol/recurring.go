@@ -1,0 +1,363 @@
+package gridcontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"plantd/devices"
+	"plantd/plant"
+)
+
+// Recurring windows: a command with a cron spec (repeat) is one window at
+// a time, its Start and End the occurrence open now or the next one. When
+// that window ends, the cycle (advance) files it under Finished with its
+// status and audit and moves Start and End on to the next occurrence, so
+// the timeline, precedence, ramps, reversion, statuses and logs treat
+// every occurrence as an ordinary window. Memory is bounded: one window
+// ahead per command, and the finished ones of KeepFinished (at most
+// maxFinished).
+
+// maxFinished bounds the finished occurrences kept per recurring command.
+const maxFinished = 200
+
+// maxAuditWrites bounds the writes kept per window and device kind of
+// write: the first ones and, in the last slot, the latest.
+const maxAuditWrites = 32
+
+// periodSamples is how many occurrences the check of a duration against
+// the spec's period looks at.
+const periodSamples = 64
+
+// parseRepeat checks a recurring command (repeat, duration, until, and
+// start as the earliest start) and sets its first window.
+func parseRepeat(c cmdIn, sc *ScheduledCmd, now time.Time, bad func(field, msg string)) {
+	if c.End != "" {
+		bad("end", "a recurring command takes duration (and optionally until), not end")
+	}
+	if c.Repeat == "" {
+		bad("repeat", "required with duration or until: a cron spec of five fields (minute hour day-of-month month day-of-week), e.g. \"0 11 * * *\"")
+		return
+	}
+	spec, err := cron.ParseStandard(c.Repeat)
+	if err != nil {
+		bad("repeat", fmt.Sprintf("%q is not a cron spec of five fields (minute hour day-of-month month day-of-week, optionally after CRON_TZ=<zone>): %v", c.Repeat, err))
+		return
+	}
+	sc.Repeat, sc.Duration = c.Repeat, c.Duration
+	d, err := time.ParseDuration(c.Duration)
+	switch {
+	case c.Duration == "":
+		bad("duration", "required with repeat: the length of each window, a Go duration such as \"4h\" or \"30m\"")
+		return
+	case err != nil:
+		bad("duration", fmt.Sprintf("%q is not a Go duration (such as 4h, 30m, 1h30m)", c.Duration))
+		return
+	case d < time.Second:
+		bad("duration", fmt.Sprintf("%s: must be at least 1s", c.Duration))
+		return
+	}
+	// Without start, the window open now counts.
+	from := now.Add(-d)
+	if c.Start != "" {
+		t, ok := parseTime(c.Start, now, func(m string) { bad("start", m) })
+		if !ok {
+			return
+		}
+		from = t
+	}
+	if c.Until != "" {
+		t, ok := parseTime(c.Until, now, func(m string) { bad("until", m) })
+		if !ok {
+			return
+		}
+		if !t.After(maxTime(from, now)) {
+			bad("until", "must be after start and now")
+			return
+		}
+		t = t.UTC()
+		sc.Until = &t
+	}
+	// The first window: open at from, or the next one.
+	start := firstOccurrence(spec, from, now, d)
+	if start.IsZero() || (sc.Until != nil && !start.Before(*sc.Until)) {
+		bad("repeat", fmt.Sprintf("%q names no start before until", c.Repeat))
+		return
+	}
+	if p := period(spec, start); p > 0 && d > p {
+		bad("duration", fmt.Sprintf("%s is longer than the period of %q (%s): windows of one command must not overlap", c.Duration, c.Repeat, p))
+		return
+	}
+	sc.Start, sc.End = start, start.Add(d)
+}
+
+// firstOccurrence is the first start at or after from of a window of
+// length d still open at now (zero: none).
+func firstOccurrence(spec cron.Schedule, from, now time.Time, d time.Duration) time.Time {
+	// Next answers the first start strictly after its argument.
+	after := maxTime(from.Add(-time.Nanosecond), now.Add(-d))
+	return spec.Next(after).UTC()
+}
+
+// period is the shortest time between two starts of a spec, over the
+// periodSamples starts from start (zero: a single start).
+func period(spec cron.Schedule, start time.Time) time.Duration {
+	var p time.Duration
+	t := start
+	for range periodSamples {
+		n := spec.Next(t)
+		if n.IsZero() {
+			break
+		}
+		if g := n.Sub(t); p == 0 || g < p {
+			p = g
+		}
+		t = n
+	}
+	return p
+}
+
+// repeatOf parses a stored recurring command's spec and duration.
+func repeatOf(cm *ScheduledCmd) (cron.Schedule, time.Duration, bool) {
+	spec, err := cron.ParseStandard(cm.Repeat)
+	if err != nil {
+		return nil, 0, false
+	}
+	d, err := time.ParseDuration(cm.Duration)
+	if err != nil || d <= 0 {
+		return nil, 0, false
+	}
+	return spec, d, true
+}
+
+// nextOccurrence is the start of the occurrence of cm after its current
+// one that is still open after now (zero: none, or past until).
+func nextOccurrence(cm *ScheduledCmd, now time.Time) time.Time {
+	spec, d, ok := repeatOf(cm)
+	if !ok || cm.Cancelled {
+		return time.Time{}
+	}
+	after := maxTime(cm.Start, now.Add(-d))
+	n := spec.Next(after)
+	if n.IsZero() || (cm.Until != nil && !n.Before(*cm.Until)) {
+		return time.Time{}
+	}
+	return n.UTC()
+}
+
+// upcoming are up to n windows of cm after its current one.
+func upcoming(cm *ScheduledCmd, n int) []Occurrence {
+	spec, d, ok := repeatOf(cm)
+	if !ok || cm.Cancelled {
+		return nil
+	}
+	var out []Occurrence
+	t := cm.Start
+	for len(out) < n {
+		t = spec.Next(t)
+		if t.IsZero() || (cm.Until != nil && !t.Before(*cm.Until)) {
+			break
+		}
+		t = t.UTC()
+		out = append(out, Occurrence{Start: t, End: t.Add(d)})
+	}
+	return out
+}
+
+// advance moves every recurring command of a plant whose window ended by
+// now on to its next occurrence, filing the ended one (with its status,
+// application and writes) under Finished; windows missed while plantd
+// was down are not replayed. It returns the schedules changed and the log
+// entries to write. c.mu is held.
+func (c *Controller) advance(pc *plantCtl, now time.Time) ([]*Schedule, []plant.LogEntry) {
+	var changed []*Schedule
+	var logs []plant.LogEntry
+	var sup map[*ScheduledCmd]bool
+	for _, s := range pc.scheds {
+		for i := range s.Commands {
+			cm := &s.Commands[i]
+			if cm.Repeat == "" || now.Before(cm.End) {
+				continue
+			}
+			next := nextOccurrence(cm, now)
+			if next.IsZero() {
+				continue // the last one: it stays, done
+			}
+			if sup == nil {
+				sup = supersededSet(pc.scheds)
+			}
+			occ := Occurrence{Start: cm.Start, End: cm.End, Status: StatusDone, Reason: cm.Reason, AppliedAt: cm.AppliedAt, Late: cm.Late, Writes: cm.Writes}
+			switch {
+			case sup[cm]:
+				occ.Status = StatusSuperseded
+			case cm.Status == StatusFailed:
+				occ.Status = StatusFailed
+			case occ.AppliedAt == nil && occ.Reason == "":
+				occ.Reason = "not applied: no inverter took it while it was open (plantd not running, the inverters not reachable, or another window governed)"
+			}
+			cm.Finished = append(cm.Finished, occ)
+			// Keep the finished windows of KeepFinished, at most maxFinished.
+			drop := 0
+			for drop < len(cm.Finished) && (now.Sub(cm.Finished[drop].End) > c.cfg.KeepFinished || len(cm.Finished)-drop > maxFinished) {
+				drop++
+			}
+			cm.Finished = cm.Finished[drop:]
+			_, d, _ := repeatOf(cm)
+			cm.Start, cm.End = next, next.Add(d)
+			cm.Status, cm.OverriddenBy, cm.Reason, cm.AppliedAt, cm.Late, cm.Writes = "", "", "", nil, false, nil
+			changed = append(changed, s)
+			applied := "not applied"
+			if occ.AppliedAt != nil {
+				applied = "applied at " + occ.AppliedAt.UTC().Format(time.RFC3339)
+			}
+			logs = append(logs, plant.LogEntry{Time: now.UTC(), PlantID: pc.id, Level: plant.LevelInfo, Code: "RecurringWindowEnded",
+				Message: fmt.Sprintf("schedule %s: %s window %s to %s ended (%s, %s, %d writes); next %s to %s",
+					s.ScheduleID, cm.Command, occ.Start.UTC().Format(time.RFC3339), occ.End.UTC().Format(time.RFC3339), occ.Status, applied, len(occ.Writes),
+					cm.Start.UTC().Format(time.RFC3339), cm.End.UTC().Format(time.RFC3339))})
+		}
+	}
+	if len(changed) > 0 {
+		c.arm(pc)
+	}
+	return changed, logs
+}
+
+// Cancel ends a schedule now: its open windows end now, pending ones
+// (and every later occurrence of a recurring command) never start; the
+// controls go back to the next window or the default as at any window's
+// end. The schedule stays listed, its windows marked cancelled, for the
+// audit. A credential cancels schedules of its role or of a lower one.
+// Errors: ErrUnknownSchedule, ErrNotPermitted, or the store's.
+func (c *Controller) Cancel(ctx context.Context, plantID, scheduleID string, by Origin) error {
+	now := c.now().UTC().Truncate(time.Millisecond)
+	c.mu.Lock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	var sc *Schedule
+	for _, s := range pc.scheds {
+		if s.ScheduleID == scheduleID {
+			sc = s
+		}
+	}
+	if sc == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
+	}
+	if rank(by.Role) < rank(sc.role()) {
+		// An installer never lifts a grid operator's window.
+		c.mu.Unlock()
+		return fmt.Errorf("grid control: schedule %s is a %s's, %s may not cancel it: %w", scheduleID, sc.role(), by, ErrNotPermitted)
+	}
+	n := 0
+	for i := range sc.Commands {
+		cm := &sc.Commands[i]
+		if !cm.End.After(now) {
+			if cm.Repeat != "" && !cm.Cancelled {
+				cm.Cancelled = true // no further occurrence
+				n++
+			}
+			continue
+		}
+		cm.End = maxTime(cm.Start, now)
+		cm.Cancelled = true
+		cm.Reason = fmt.Sprintf("cancelled by %s at %s", by, now.Format(time.RFC3339))
+		n++
+	}
+	if n > 0 {
+		c.arm(pc)
+	}
+	c.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if err := c.persist(ctx, sc); err != nil {
+		return err
+	}
+	c.st.Log(plant.LogEntry{Time: now, PlantID: plantID, Level: plant.LevelInfo, Code: "ScheduleCancelled",
+		Message: fmt.Sprintf("schedule %s cancelled by %s: %d windows ended or dropped", scheduleID, by, n)})
+	c.wake()
+	return nil
+}
+
+// ErrUnknownSchedule: no such schedule on the plant.
+var ErrUnknownSchedule = errors.New("unknown schedule")
+
+// ErrNotPermitted: the schedule is of a role above the caller's.
+var ErrNotPermitted = errors.New("not permitted")
+
+// noteWrite files a write in the audit of the windows it applied and
+// returns the schedules to store: those it added a write to (one that
+// only replaced the latest in the last slot is stored with the next
+// change of the schedule, so that a FeedInLimit loop does not write the
+// store every cycle). c.mu is held.
+func noteWrite(ws []window, aw AuditWrite) []*Schedule {
+	var persist []*Schedule
+	for _, w := range ws {
+		cm := &w.sched.Commands[w.idx]
+		if len(cm.Writes) >= maxAuditWrites {
+			cm.Writes[len(cm.Writes)-1] = aw
+			continue
+		}
+		cm.Writes = append(cm.Writes, aw)
+		persist = append(persist, w.sched)
+	}
+	return persist
+}
+
+// auditor records what a write sets: wrap its edit with edit, then read
+// the points back from the instance the write read back.
+type auditor struct {
+	renew  []string
+	points []AuditPoint
+}
+
+// edit wraps a write's edit: the top-level points whose registers the
+// edit changed, and the renew points, with the values to be written.
+func (a *auditor) edit(edit func(*devices.Instance) error) func(*devices.Instance) error {
+	return func(inst *devices.Instance) error {
+		before := slices.Clone(inst.Regs)
+		if err := edit(inst); err != nil {
+			return err
+		}
+		a.points = a.points[:0]
+		g := inst.Model.Group
+		for j := range g.Points {
+			p := &g.Points[j]
+			from := inst.Root.Offset + int(p.Offset)
+			to := from + int(p.Size)
+			if to > len(inst.Regs) {
+				continue
+			}
+			if slices.Equal(before[from:to], inst.Regs[from:to]) && !slices.Contains(a.renew, p.Name) {
+				continue
+			}
+			v, err := inst.Float(p.Name)
+			if err != nil {
+				continue
+			}
+			a.points = append(a.points, AuditPoint{Point: p.Name, Value: v})
+		}
+		return nil
+	}
+}
+
+// write is the audit record of the write, its points read back from after
+// (nil: the write read back nothing).
+func (a *auditor) write(deviceID string, model uint16, what string, after *devices.Instance, at time.Time) *AuditWrite {
+	aw := &AuditWrite{DeviceID: deviceID, Model: model, What: what, ReadBackAt: at.UTC(), Points: slices.Clone(a.points)}
+	if after != nil {
+		for i := range aw.Points {
+			if v, err := after.Float(aw.Points[i].Point); err == nil {
+				aw.Points[i].ReadBack = &v
+			}
+		}
+	}
+	return aw
+}

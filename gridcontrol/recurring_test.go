@@ -1,0 +1,192 @@
+package gridcontrol_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"plantd/gridcontrol"
+)
+
+// recurringCmd is a recurring limit command of a schedule body.
+func recurringCmd(spec, duration string, pct float64) string {
+	return fmt.Sprintf(`{"command":"opModMaxLimW","repeat":%q,"duration":%q,"value":%g,"unit":"%%"}`, spec, duration, pct)
+}
+
+// TestRecurringDailyWindow: a daily window runs on the injected clock
+// over three simulated days: each day both simulated inverters take the
+// limit at its start (registers) and ramp back at its end, each window is
+// logged and filed under the command's finished windows with its writes
+// and read-back; the listing shows the current window and the next ones;
+// a restart keeps the audit; cancelling the schedule inside the fourth
+// window ends it and no further window starts.
+func TestRecurringDailyWindow(t *testing.T) {
+	t.Parallel()
+	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
+	first := clk.Now().Add(10 * time.Minute)
+	spec := fmt.Sprintf("%d %d * * *", first.Minute(), first.Hour())
+	sched := r.mustSubmit(body(recurringCmd(spec, "1h", 40)))
+	c := r.command(sched.ScheduleID, 0)
+	if !c.Start.Equal(first) || !c.End.Equal(first.Add(time.Hour)) || c.Status != gridcontrol.StatusPending {
+		t.Fatalf("first window %s to %s (%s), want %s to %s pending", c.Start, c.End, c.Status, first, first.Add(time.Hour))
+	}
+	if len(c.Next) != 3 || !c.Next[0].Start.Equal(first.Add(24*time.Hour)) || !c.Next[0].End.Equal(first.Add(25*time.Hour)) {
+		t.Fatalf("next windows: %+v", c.Next)
+	}
+	if c.Repeat != spec || c.Duration != "1h" {
+		t.Fatalf("listed repeat %q duration %q", c.Repeat, c.Duration)
+	}
+
+	for day := range 3 {
+		start := first.Add(time.Duration(day) * 24 * time.Hour)
+		end := start.Add(time.Hour)
+		r.step(clk, start.Sub(clk.Now())-time.Second)
+		if l := r.limitOf("inv1"); l != 100 {
+			t.Fatalf("day %d: inv1 at %g %% before the window", day+1, l)
+		}
+		r.step(clk, time.Second)
+		r.waitFor(3*time.Second, fmt.Sprintf("40 %% on both on day %d", day+1), func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+		if c := r.command(sched.ScheduleID, 0); !c.Start.Equal(start) || c.Status != gridcontrol.StatusActive {
+			t.Fatalf("day %d: listed window %s (%s), want %s active", day+1, c.Start, c.Status, start)
+		}
+		r.step(clk, end.Sub(clk.Now()))
+		for range 5 {
+			r.step(clk, 200*time.Millisecond)
+		}
+		r.waitFor(3*time.Second, fmt.Sprintf("100 %% after day %d's window", day+1), func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+		r.waitFor(3*time.Second, fmt.Sprintf("day %d's window logged as ended", day+1), func() bool {
+			return r.logHas("RecurringWindowEnded", sched.ScheduleID, start.UTC().Format(time.RFC3339), "done", "applied at")
+		})
+		if c := r.command(sched.ScheduleID, 0); !c.Start.Equal(start.Add(24*time.Hour)) || c.Status != gridcontrol.StatusPending {
+			t.Fatalf("after day %d: listed window %s (%s), want the next day's pending", day+1, c.Start, c.Status)
+		}
+	}
+
+	checkAudit := func(when string) {
+		t.Helper()
+		if c := r.command(sched.ScheduleID, 0); len(c.Finished) != 0 || len(c.Writes) != 0 {
+			t.Fatalf("%s: the default list shows the audit (%d finished, %d writes)", when, len(c.Finished), len(c.Writes))
+		}
+		list, err := r.controller().Schedules("demo", gridcontrol.IncludeFinished(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm gridcontrol.ScheduledCmd
+		for _, s := range list {
+			if s.ScheduleID == sched.ScheduleID {
+				cm = s.Commands[0]
+			}
+		}
+		if len(cm.Finished) != 3 {
+			t.Fatalf("%s: %d finished windows, want 3", when, len(cm.Finished))
+		}
+		for day, o := range cm.Finished {
+			if want := first.Add(time.Duration(day) * 24 * time.Hour); !o.Start.Equal(want) || o.Status != gridcontrol.StatusDone || o.AppliedAt == nil {
+				t.Fatalf("%s: finished window %d: %+v, want start %s, done and applied", when, day, o, want)
+			}
+			for _, dev := range []string{"inv1", "inv2"} {
+				found := false
+				for _, w := range o.Writes {
+					for _, p := range w.Points {
+						if w.DeviceID == dev && p.Point == "WMaxLimPct" && p.Value == 40 && p.ReadBack != nil && *p.ReadBack == 40 && !w.ReadBackAt.Before(o.Start) {
+							found = true
+						}
+					}
+				}
+				if !found {
+					t.Fatalf("%s: finished window %d: no write of WMaxLimPct 40 read back on %s: %+v", when, day, dev, o.Writes)
+				}
+			}
+		}
+	}
+	checkAudit("after three days")
+
+	// A restart on the same store keeps the audit.
+	r.stop()
+	r.start()
+	r.waitFor(5*time.Second, "the schedule loaded again", func() bool {
+		list, _ := r.controller().Schedules("demo")
+		return len(list) == 1
+	})
+	checkAudit("after a restart")
+
+	// The fourth window, cancelled inside: it ends now, no fifth starts.
+	start := first.Add(3 * 24 * time.Hour)
+	r.step(clk, start.Sub(clk.Now()))
+	r.waitFor(3*time.Second, "40 % on both in the fourth window", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	if err := r.controller().Cancel(context.Background(), "demo", sched.ScheduleID, gridOperator); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r.step(clk, 200*time.Millisecond)
+	}
+	r.waitFor(3*time.Second, "100 % after the cancel", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+	c = r.command(sched.ScheduleID, 0)
+	if !c.Cancelled || c.Status != gridcontrol.StatusDone || len(c.Next) != 0 {
+		t.Fatalf("after the cancel: %+v", c)
+	}
+	before := r.controller().Stats().Writes
+	r.step(clk, 24*time.Hour)
+	r.step(clk, time.Minute)
+	if l := r.limitOf("inv1"); l != 100 {
+		t.Fatalf("the fifth day: inv1 at %g %% after the cancel", l)
+	}
+	if w := r.controller().Stats().Writes; w != before {
+		t.Fatalf("the fifth day: %d writes after the cancel", w-before)
+	}
+	r.waitFor(3*time.Second, "the cancel logged", func() bool { return r.logHas("ScheduleCancelled", sched.ScheduleID) })
+}
+
+// TestCancelRoles: an installer cannot cancel a grid operator's schedule;
+// an unknown schedule is named.
+func TestCancelRoles(t *testing.T) {
+	t.Parallel()
+	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	s, err := r.controller().Submit(context.Background(), "demo", []byte(body(recurringCmd("0 11 * * *", "4h", 60))), false, gridOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.controller().Cancel(context.Background(), "demo", s.ScheduleID, installer); !errors.Is(err, gridcontrol.ErrNotPermitted) {
+		t.Fatalf("installer cancels the grid operator's schedule: %v", err)
+	}
+	if err := r.controller().Cancel(context.Background(), "demo", "nope", gridOperator); !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+		t.Fatalf("unknown schedule: %v", err)
+	}
+	if err := r.controller().Cancel(context.Background(), "demo", s.ScheduleID, gridOperator); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecurringAcrossDowntime: plantd down for longer than finished
+// schedules are kept: the recurring schedule still stands after the
+// restart (not pruned as finished), its window moved on to the next
+// occurrence; the missed ones are not replayed nor listed as finished.
+func TestRecurringAcrossDowntime(t *testing.T) {
+	t.Parallel()
+	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, KeepFinished: 24 * time.Hour}})
+	first := clk.Now().Add(10 * time.Minute)
+	sched := r.mustSubmit(body(recurringCmd(fmt.Sprintf("%d %d * * *", first.Minute(), first.Hour()), "1h", 40)))
+	r.stop()
+	clk.Advance(3 * 24 * time.Hour) // no loop runs: nothing to wait for
+	r.start()
+	want := first.Add(3 * 24 * time.Hour)
+	r.waitFor(5*time.Second, "the schedule loaded and moved on", func() bool {
+		list, _ := r.controller().Schedules("demo")
+		return len(list) == 1 && list[0].Commands[0].Start.Equal(want)
+	})
+	list, err := r.controller().Schedules("demo", gridcontrol.IncludeFinished(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := list[0].Commands[0]; list[0].ScheduleID != sched.ScheduleID || len(c.Finished) != 0 || c.Status != gridcontrol.StatusPending {
+		t.Fatalf("after the downtime: %+v", c)
+	}
+	if l := r.limitOf("inv1"); l != 100 {
+		t.Fatalf("a missed window replayed: inv1 at %g %%", l)
+	}
+}
