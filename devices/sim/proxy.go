@@ -194,7 +194,12 @@ func (ep *endpoint) faultChanged() {
 	ep.mu.Unlock()
 }
 
-func (ep *endpoint) acceptLoop(ln net.Listener) {
+func (ep *endpoint) acceptLoop(ln net.Listener) { ep.accept(ln, ep.serve) }
+
+// accept hands every connection ln accepts to serve until ln is closed;
+// a failed accept waits acceptBackoff (or the endpoint's end). It is the
+// one accept loop of the TCP endpoints, Modbus TCP and RTU over TCP.
+func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	defer ep.plant.wg.Done()
 	for {
 		c, err := ln.Accept()
@@ -212,7 +217,7 @@ func (ep *endpoint) acceptLoop(ln net.Listener) {
 			}
 			continue
 		}
-		ep.serve(c)
+		serve(c)
 	}
 }
 

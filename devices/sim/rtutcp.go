@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"sync"
-	"time"
 )
 
 // rtuFront serves an endpoint's public port as RTU over TCP, as a serial
@@ -51,28 +49,7 @@ func (ep *endpoint) startRTU(host string) error {
 	return nil
 }
 
-func (r *rtuFront) acceptLoop(ln net.Listener) {
-	ep := r.ep
-	defer ep.plant.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			ep.log.Warn("accept failed", "err", err)
-			t := time.NewTimer(acceptBackoff)
-			select {
-			case <-t.C:
-			case <-ep.done:
-				t.Stop()
-				return
-			}
-			continue
-		}
-		r.serve(c)
-	}
-}
+func (r *rtuFront) acceptLoop(ln net.Listener) { r.ep.accept(ln, r.serve) }
 
 // serve starts a slave on a new connection. A converter stays reachable
 // when its units are dead: FaultOffline makes a unit silent, it does not
