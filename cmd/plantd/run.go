@@ -326,6 +326,7 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		cfg.Devices = append(cfg.Devices, dev)
 	}
 	cfg.Devices = append(cfg.Devices, demoConsumers(p, interval)...)
+	cfg.Inputs = demoInputs(p)
 	// Grid control runs on the simulated clock, and the simulated
 	// inverters' reversion timers too: at --speed N a timeout of 60 s
 	// would expire N times faster than the 1 s control cycle renews it.
