@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -131,4 +133,14 @@ func demoInputs(p *sim.Plant) []config.Input {
 			Command: "opModMaxLimW", Value: v, Unit: "%"})
 	}
 	return []config.Input{in}
+}
+
+// inputsChanged reports whether a reload changes the inputs, which take
+// effect at the next start only (a running loop holds its window).
+func inputsChanged(a, b *config.Config, log *slog.Logger) bool {
+	if reflect.DeepEqual(a.Inputs, b.Inputs) {
+		return false
+	}
+	log.Warn("the inputs changed in the config: the change takes effect at the next start (systemctl restart plantd)")
+	return true
 }

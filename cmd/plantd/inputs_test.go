@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
@@ -168,5 +170,33 @@ func logHas(d *plantdRun, code string) func() bool {
 	return func() bool {
 		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=200", tokInst, "")
 		return strings.Contains(string(b), `"code":"`+code+`"`)
+	}
+}
+
+func TestInputsChanged(t *testing.T) {
+	t.Parallel()
+	mk := func(value float64) *config.Config {
+		c := config.Default()
+		in := config.NewInput()
+		in.ID, in.Host, in.Contacts = "rcr", "10.0.0.3", map[string]int{"K1": 0}
+		in.Actions = []config.InputAction{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
+		in.Failsafe = &config.InputAction{Command: "opModMaxLimW", Value: value, Unit: "%"}
+		c.Inputs = []config.Input{in}
+		return c
+	}
+	log := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name string
+		a, b *config.Config
+		want bool
+	}{
+		{"same", mk(0), mk(0), false},
+		{"failsafe changed", mk(0), mk(10), true},
+		{"input removed", mk(0), config.Default(), true},
+	}
+	for _, tt := range tests {
+		if got := inputsChanged(tt.a, tt.b, log); got != tt.want {
+			t.Errorf("%s: inputsChanged = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
