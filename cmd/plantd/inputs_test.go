@@ -200,3 +200,36 @@ func TestInputsChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoInputs: the demo reads its I/O module rcr as the plant's
+// ripple-control receiver, K1..K4 = 100/60/30/0 % opModMaxLimW, and its
+// config validates.
+func TestDemoInputs(t *testing.T) {
+	t.Parallel()
+	sc := sim.DemoConfig()
+	p := simtest.Start(t, sc)
+	cfg := demoConfig(p, sc, time.Second)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Inputs) != 1 {
+		t.Fatalf("%d inputs, want the receiver", len(cfg.Inputs))
+	}
+	in := cfg.Inputs[0]
+	if in.Addr() != p.Device("rcr").Addr() || in.Plant != "demo" || len(in.Actions) != 4 {
+		t.Errorf("input %+v: want rcr at %s on plant demo with 4 actions", in, p.Device("rcr").Addr())
+	}
+	for i, want := range []float64{100, 60, 30, 0} {
+		if a := in.Actions[i]; a.Value != want || a.Command != "opModMaxLimW" || in.Contacts[a.Contacts[0]] != i {
+			t.Errorf("action %d: %+v, want K%d on input %d = %v %%", i, a, i+1, i, want)
+		}
+	}
+	if fs := in.FailsafeAction(); fs == nil || fs.Value != 0 {
+		t.Errorf("failsafe %+v, want the most restrictive, 0 %%", fs)
+	}
+	for _, d := range cfg.Devices {
+		if d.ID == "rcr" {
+			t.Errorf("rcr is polled as a SunSpec device too")
+		}
+	}
+}
