@@ -52,6 +52,12 @@
 // newest schedule wins (gridcontrol's rule); across roles the most
 // restrictive limit still applies.
 //
+// A restart finds the windows its earlier run left open (Submitter.Open,
+// by the creator's name "input:<id>/"); they stay until the contacts (or,
+// with the module lost, the failsafe) decide, then are ended like a
+// replaced window, so a signal that went while plantd was down does not
+// hold its limit for the rest of its 24 h.
+//
 // A submit or end that fails (the store) is logged and tried again at the
 // next poll: the loop acts on the difference between what it wants and
 // what it holds.

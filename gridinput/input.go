@@ -29,10 +29,13 @@ type Origin struct{ Name, Role string }
 // Submitter stores the input's windows: grid control behind an adapter in
 // cmd/plantd. Submit stores a schedule body (the cloud's shape) without
 // the eligibility check and returns its id and the end of its window; End
-// ends a schedule's open windows now.
+// ends a schedule's open windows now; Open lists the schedules with a
+// window not yet ended whose creator's name starts with prefix (an
+// earlier run's windows of this input).
 type Submitter interface {
 	Submit(ctx context.Context, plantID string, body []byte, by Origin) (id string, end time.Time, err error)
 	End(ctx context.Context, plantID, scheduleID string, by Origin) error
+	Open(ctx context.Context, plantID, prefix string) ([]string, error)
 }
 
 // Dimmer takes the §14a dimming signal of a plant's control box.
@@ -85,6 +88,9 @@ type Input struct {
 	heldID  string
 	heldEnd time.Time
 	heldBy  Origin
+	// stale are the windows an earlier run of this input left open: ended
+	// once the contacts (or the failsafe) decide.
+	stale []string
 	// want is the decision of the last good poll.
 	want      Decision
 	haveWant  bool
@@ -140,6 +146,11 @@ func New(spec Spec, deps Deps, log *slog.Logger) (*Input, error) {
 // within it finds the contacts as they are and takes over.
 func (in *Input) Run(ctx context.Context) error {
 	in.lastGood = time.Now()
+	stale, err := in.deps.Submitter.Open(ctx, in.spec.PlantID, "input:"+in.spec.ID+"/")
+	if err != nil {
+		in.log.Warn("list the input's windows of an earlier run", "err", err)
+	}
+	in.stale = stale
 	t := time.NewTicker(in.spec.PollInterval)
 	defer t.Stop()
 	for {
@@ -248,6 +259,7 @@ func (in *Input) hold(ctx context.Context, a *Action, name string) {
 	if a == nil {
 		if in.heldID == "" {
 			in.held = nil
+			in.endStale(ctx, by)
 			return
 		}
 		by.Name = in.heldBy.Name
@@ -285,6 +297,22 @@ func (in *Input) hold(ctx context.Context, a *Action, name string) {
 			in.log.Warn("end the input's previous window", "schedule", old, "err", err)
 		}
 	}
+	in.endStale(ctx, by)
+}
+
+// endStale ends the windows an earlier run left open, now that this run
+// holds what the contacts say (a failure is tried again at the next poll).
+func (in *Input) endStale(ctx context.Context, by Origin) {
+	keep := in.stale[:0]
+	for _, id := range in.stale {
+		if err := in.deps.Submitter.End(ctx, in.spec.PlantID, id, by); err != nil {
+			in.log.Warn("end a window of the input's earlier run", "schedule", id, "err", err)
+			keep = append(keep, id)
+			continue
+		}
+		in.log.Info("window of an earlier run ended", "schedule", id)
+	}
+	in.stale = keep
 }
 
 func (in *Input) entry(level, code, msg string) {

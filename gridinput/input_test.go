@@ -28,6 +28,7 @@ type fakeGrid struct {
 	mu    sync.Mutex
 	n     int
 	calls chan call
+	open  []string // an earlier run's windows
 }
 
 func (f *fakeGrid) Submit(_ context.Context, plantID string, body []byte, by Origin) (string, time.Time, error) {
@@ -49,6 +50,8 @@ func (f *fakeGrid) Submit(_ context.Context, plantID string, body []byte, by Ori
 	d, _ := time.ParseDuration(c.End[1:])
 	return id, time.Now().Add(d), nil
 }
+
+func (f *fakeGrid) Open(context.Context, string, string) ([]string, error) { return f.open, nil }
 
 func (f *fakeGrid) End(_ context.Context, _ string, id string, by Origin) error {
 	f.calls <- call{op: "end", id: id, by: by.Name}

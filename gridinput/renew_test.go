@@ -98,3 +98,38 @@ func TestInputRenews(t *testing.T) {
 		t.Fatalf("got %+v, want K2's 60 %%", c)
 	}
 }
+
+// TestInputEndsEarlierRun: the windows an earlier run left open are ended
+// once the contacts decide: at once when they are open, after the new
+// window is stored when one is closed.
+func TestInputEndsEarlierRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		bits  []bool
+		calls []string // op id
+	}{
+		{"contacts open", []bool{false, false, false, false}, []string{"end old1"}},
+		{"K3 closed", []bool{false, false, true, false}, []string{"submit s1", "end old1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			grid := &fakeGrid{calls: make(chan call, 16), open: []string{"old1"}}
+			in, err := New(Spec{ID: "rcr", PlantID: "p1", Reader: &bitsReader{bits: tt.bits},
+				Contacts: map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3}, Actions: receiver(), PollInterval: 10 * time.Millisecond},
+				Deps{Submitter: grid}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- in.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			for _, want := range tt.calls {
+				if c := await(t, grid.calls, want); c.op+" "+c.id != want {
+					t.Fatalf("got %+v, want %s", c, want)
+				}
+			}
+		})
+	}
+}

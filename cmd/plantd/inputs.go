@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -103,6 +104,30 @@ func (s gridSubmitter) Submit(ctx context.Context, plantID string, body []byte, 
 		end = cm.End
 	}
 	return sc.ScheduleID, end, nil
+}
+
+// Open lists the schedules created by a name starting with prefix that
+// have a window not yet ended.
+func (s gridSubmitter) Open(_ context.Context, plantID, prefix string) ([]string, error) {
+	scheds, err := s.c.Schedules(plantID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sc := range scheds {
+		if !strings.HasPrefix(sc.CreatedBy, prefix) {
+			continue
+		}
+		// Any but done: a failed window is still retried, and ending one
+		// that is over changes nothing.
+		for _, cm := range sc.Commands {
+			if cm.Status != gridcontrol.StatusDone {
+				ids = append(ids, sc.ScheduleID)
+				break
+			}
+		}
+	}
+	return ids, nil
 }
 
 func (s gridSubmitter) End(ctx context.Context, plantID, id string, by gridinput.Origin) error {
