@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -54,7 +55,9 @@ func inputConfig(t *testing.T, p *sim.Plant, grace time.Duration) string {
 // Modbus with plantd's own client limits both inverters within two
 // control cycles, listed with createdBy input:rcr/K3; clearing it
 // releases them; K1 with K4 is logged and takes 0 %; the module lost
-// holds the limit for the grace, then the failsafe (0 %). It measures
+// holds the limit for the grace, then the failsafe (0 %); a restart
+// after the contacts opened while plantd was down lifts the earlier run's
+// window. It measures
 // input edge → first inverter at the limit at a 1 s input poll.
 func TestGridInputs(t *testing.T) {
 	t.Parallel() // its own simulator and binary
@@ -72,7 +75,13 @@ func TestGridInputs(t *testing.T) {
 		t.Helper()
 		v := make([]bool, 4)
 		copy(v, k)
-		if err := ext.WriteCoils(t.Context(), 0, v); err != nil {
+		// Once more after a dropped connection (the module was offline):
+		// the pool reconnects on the next request.
+		err := ext.WriteCoils(t.Context(), 0, v)
+		if err != nil {
+			err = ext.WriteCoils(t.Context(), 0, v)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,6 +170,37 @@ func TestGridInputs(t *testing.T) {
 		for _, code := range []string{"InputLost", "InputFailsafe", "InputRecovered"} {
 			waitUntil(t, 5*time.Second, code+" in the plant log", logHas(d, code))
 		}
+	})
+	t.Run("restart: a signal that went while plantd was down is lifted", func(t *testing.T) {
+		d.Kill() // K2's 60 % window stays stored, open for 24 h
+		contacts()
+		d2 := startDaemon(t, d.path)
+		d2.waitAPI(15 * time.Second)
+		d2.waitOnline(10*time.Second, "inv1", "inv2")
+		waitUntil(t, 10*time.Second, "no input window open after the restart", func() bool {
+			_, b := d2.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
+			var got struct {
+				Schedules []struct {
+					CreatedBy string `json:"createdBy"`
+					Commands  []struct {
+						Status string `json:"status"`
+					} `json:"commands"`
+				} `json:"schedules"`
+			}
+			if json.Unmarshal(b, &got) != nil || len(got.Schedules) == 0 {
+				return false
+			}
+			for _, s := range got.Schedules {
+				for _, c := range s.Commands {
+					if strings.HasPrefix(s.CreatedBy, "input:rcr/") && c.Status != "done" && c.Status != "superseded" {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		waitUntil(t, 10*time.Second, "no limit after the restart", released)
+		d2.Stop(os.Interrupt, 10*time.Second)
 	})
 }
 
