@@ -57,8 +57,8 @@ func inputConfig(t *testing.T, p *sim.Plant, grace time.Duration) string {
 // releases them; K1 with K4 is logged and takes 0 %; the module lost
 // holds the limit for the grace, then the failsafe (0 %); a restart
 // after the contacts opened while plantd was down lifts the earlier run's
-// window. It measures
-// input edge → first inverter at the limit at a 1 s input poll.
+// window. It measures input edge → first inverter at the limit at a 1 s
+// input poll.
 func TestGridInputs(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	if testing.Short() {
