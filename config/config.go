@@ -17,12 +17,14 @@ import (
 // defaults.go. A Config that came from [Load] or [Parse] has its defaults
 // filled in and has passed [Config.Validate].
 type Config struct {
-	Gateway      Gateway       `yaml:"gateway"`
-	HTTP         HTTP          `yaml:"http"`
-	Database     Database      `yaml:"database"`
-	Log          Log           `yaml:"log"`
-	Plants       []Plant       `yaml:"plants"`
-	Devices      []Device      `yaml:"devices"`
+	Gateway  Gateway  `yaml:"gateway"`
+	HTTP     HTTP     `yaml:"http"`
+	Database Database `yaml:"database"`
+	Log      Log      `yaml:"log"`
+	Plants   []Plant  `yaml:"plants"`
+	Devices  []Device `yaml:"devices"`
+	// Inputs are the grid operator's contacts on I/O modules (input.go).
+	Inputs       []Input       `yaml:"inputs"`
 	Tokens       []Token       `yaml:"tokens"`
 	OAuthClients []OAuthClient `yaml:"oauthClients"`
 	MQTT         MQTT          `yaml:"mqtt"`

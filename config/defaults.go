@@ -125,6 +125,15 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.Gateway.ID == "" {
 		c.Gateway.ID = gatewayIDFromHostname(hostname)
 	}
+	for i := range c.Inputs {
+		in := &c.Inputs[i]
+		if in.Plant == "" && len(c.Plants) == 1 {
+			in.Plant = c.Plants[0].ID
+		}
+		if in.Name == "" {
+			in.Name = in.ID
+		}
+	}
 	for i := range c.Devices {
 		d := &c.Devices[i]
 		if d.Plant == "" && len(c.Plants) == 1 {

@@ -39,6 +39,7 @@ func (c *Config) validate() []Problem {
 	v.plants()
 	v.devices()
 	v.consumers()
+	v.inputs()
 	v.tokens()
 	v.oauthClients()
 	v.mqtt()

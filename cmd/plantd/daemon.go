@@ -44,6 +44,7 @@ type daemon struct {
 	store  *store.Store
 	grid   *gridcontrol.Controller
 	homes  *consumer.Manager // nil without consumers
+	inputs *gridInputs       // nil without inputs
 	api    *httpapi.Server
 	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
@@ -165,6 +166,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		Clock:    gridClock,
 		Absorber: absorber,
 	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
+	if err == nil {
+		d.inputs, err = d.newInputs(cfg, nil) // §14a dimming: logged only until the consumers take it
+	}
 	if err != nil {
 		d.pool.Close()
 		d.store.Close()
@@ -332,6 +336,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	component(d.grid.Run)
 	if d.homes != nil {
 		component(d.homes.Run)
+	}
+	if d.inputs != nil {
+		component(d.inputs.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
@@ -546,6 +553,7 @@ func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
 func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 	ctx := context.Background()
 	consumersChanged(d.cfg, next, d.log)
+	inputsChanged(d.cfg, next, d.log)
 	running, err := d.devicesOf(ctx, d.cfg)
 	if err != nil {
 		return poller.Changes{}, err

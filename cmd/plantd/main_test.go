@@ -168,10 +168,12 @@ func deadAddr(t *testing.T) string { return proctest.DeadAddr(t) }
 func TestSimCommand(t *testing.T) {
 	p := proctest.Start(t, exec.Command(binPath, "sim", "--speed", "10"))
 	devs := simDevices(p.WaitStdout(simReadyRE, 10*time.Second))
-	// The demo plant's five SunSpec devices, the relay board and the
-	// heater's meter (the Shelly plug is listed by its HTTP address).
-	if len(devs) != 7 || devs["io"] == "" || !strings.Contains(p.Stdout.String(), "(HTTP RPC)") {
-		t.Fatalf("plantd sim listed %v, want 7 Modbus devices and the plug; stdout:\n%s", devs, p.Stdout.String())
+	// The demo plant's five SunSpec devices, the relay board, the
+	// heater's meter and the ripple-control receiver's I/O module (the
+	// Shelly plug is listed by its HTTP address).
+	if len(devs) != 8 || devs["io"] == "" || devs["rcr"] == "" || !strings.Contains(p.Stdout.String(), "(HTTP RPC)") ||
+		!strings.Contains(p.Stdout.String(), "io-module") {
+		t.Fatalf("plantd sim listed %v, want 8 Modbus devices (an io-module among them) and the plug; stdout:\n%s", devs, p.Stdout.String())
 	}
 	out, errOut, code := runBinary(t, "scan", devs["meter"], "--json")
 	if code != 0 || !strings.Contains(out, `"kind": "meter"`) {

@@ -276,6 +276,7 @@ var demoKindWords = map[string]string{ // by the simulator's label
 	"battery":      "battery",
 	"sensor":       "weather sensor",
 	"relay":        "relay board (coils, EK9000 watchdog)",
+	"io-module":    "I/O module (inputs follow coils)",
 }
 
 // demoRedirectURI is the redirect URI of the demo's OAuth2 client.
@@ -314,8 +315,8 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 	pl.Location = config.Location{Latitude: &lat, Longitude: &lon}
 	cfg.Plants = []config.Plant{pl}
 	for _, d := range p.Devices() {
-		if d.Label() == "relay" {
-			continue // no SunSpec device: its outputs are the consumers below
+		if d.Label() == "relay" || d.Label() == "io-module" {
+			continue // no SunSpec device: the consumers and inputs below
 		}
 		host, port, _ := splitListen(d.Addr())
 		dev := config.NewDevice()
@@ -325,6 +326,7 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		cfg.Devices = append(cfg.Devices, dev)
 	}
 	cfg.Devices = append(cfg.Devices, demoConsumers(p, interval)...)
+	cfg.Inputs = demoInputs(p)
 	// Grid control runs on the simulated clock, and the simulated
 	// inverters' reversion timers too: at --speed N a timeout of 60 s
 	// would expire N times faster than the 1 s control cycle renews it.

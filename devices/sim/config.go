@@ -40,6 +40,12 @@ type DeviceConfig struct {
 	// coupler (relay.go), switching the loads of Config.Loads. Kind, DER,
 	// RatedW and the inverter modes stay unset.
 	Relay bool
+	// InputsFollowCoils makes a relay board an input module for tests
+	// and tools: a write of coil N over Modbus sets discrete input N to
+	// the value written, as if the coil's relay were wired to the input
+	// (a ripple-control receiver's contact that a test flips from
+	// outside). Device.SetInput still sets an input alone.
+	InputsFollowCoils bool
 	// Measures makes a meter the sub-meter of the load with this id
 	// (Config.Loads) instead of the grid meter: its W is the load's draw
 	// (import positive) and TotWhImp integrates it.
@@ -196,13 +202,16 @@ func DefaultConfig() Config {
 // style I/O module) switching an immersion heater "heater" of 3 kW on coil
 // 0, measured alone by the sub-meter "heatmeter", and an SG-Ready heat
 // pump "heatpump" on coils 2 and 3; and a Shelly plug "plug" with a
-// 1200 W appliance. Their draw is part of the house's consumption, so the
+// 1200 W appliance. An input module "rcr" stands for the grid operator's
+// ripple-control receiver: its inputs 0..3 are the contacts K1..K4, and
+// writing its coil N over Modbus sets input N (InputsFollowCoils). Their draw is part of the house's consumption, so the
 // grid meter sees them switch.
 func DemoConfig() Config {
 	c := DefaultConfig()
 	c.Devices = append(c.Devices,
 		DeviceConfig{ID: "io", Relay: true, Unit: 1},
 		DeviceConfig{ID: "heatmeter", Kind: kind.Meter, Unit: 1, Measures: "heater"},
+		DeviceConfig{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1},
 	)
 	c.Loads = []LoadConfig{
 		{ID: "heater", Kind: LoadHeater, Board: "io", Coil: 0, RatedW: 3000},
@@ -334,6 +343,9 @@ func (d *DeviceConfig) withDefaults(field string) error {
 	if d.Relay {
 		return d.relayWithDefaults(field)
 	}
+	if d.InputsFollowCoils {
+		return bad("%s.inputsFollowCoils: only a relay board has inputs", field)
+	}
 	if d.Template != "" {
 		t, ok := template.Lookup(d.Template)
 		switch {
@@ -425,11 +437,15 @@ func (d *DeviceConfig) endpointName() string {
 }
 
 // model is the word of the device's model set: its kind, "der-inverter"
-// for a DER inverter (the Opt point of its common model and its log line
+// for a DER inverter, "relay" for a relay board, "io-module" for one whose
+// inputs follow its coils (the Opt point of its common model and its log line
 // say it).
 func (c DeviceConfig) model() string {
 	if c.DER {
 		return "der-inverter"
+	}
+	if c.Relay && c.InputsFollowCoils {
+		return "io-module"
 	}
 	if c.Relay {
 		return "relay"

@@ -134,6 +134,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 			p.templates = append(p.templates, d)
 		case dc.Kind == "": // Relay, checked by withDefaults
 			d.relay = newRelayBoard()
+			d.relay.follow = dc.InputsFollowCoils
 			p.relays = append(p.relays, d)
 		case dc.Kind == kind.Inverter:
 			d.inv, err = newInverter(d)

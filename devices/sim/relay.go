@@ -76,6 +76,8 @@ const (
 type relayBoard struct {
 	coils  [RelayChannels]bool
 	inputs [RelayChannels]bool
+	// follow: a write of coil N sets input N (InputsFollowCoils).
+	follow bool
 
 	wdTime, wdReset, wdMode, fallback uint16
 
@@ -178,6 +180,14 @@ func (p *Plant) relayCoils(d *Device, req *mb.CoilsRequest) ([]bool, error) {
 		return nil, mb.ErrIllegalDataAddress
 	}
 	copy(b.coils[req.Addr:], req.Args)
+	if b.follow {
+		for i, on := range req.Args {
+			if n := int(req.Addr) + i; b.inputs[n] != on {
+				b.inputs[n] = on
+				d.log.Info("input", "input", n, "on", on, "from", "coil")
+			}
+		}
+	}
 	if b.wdMode != WatchdogDisabled {
 		// A write to the process data starts the watchdog, and triggers
 		// it in either mode.

@@ -372,3 +372,46 @@ func TestRelayConfigErrors(t *testing.T) {
 		t.Errorf("defaults %+v (input %+v)", c.Loads, cfg.Loads)
 	}
 }
+
+// TestInputsFollowCoils: an I/O module's discrete input N follows a write
+// of its coil N over Modbus; a plain relay board's inputs do not.
+func TestInputsFollowCoils(t *testing.T) {
+	clk := newClock(summerNoon)
+	cfg := relayConfig(clk)
+	cfg.Devices = append(cfg.Devices, DeviceConfig{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1})
+	p := startPlant(t, cfg)
+	tests := []struct {
+		id     string
+		label  string
+		follow bool
+	}{
+		{"rcr", "io-module", true},
+		{"rb", "relay", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			d := p.Device(tt.id)
+			if d.Label() != tt.label {
+				t.Fatalf("label %q, want %q", d.Label(), tt.label)
+			}
+			c := dial(t, d)
+			if err := c.WriteCoils(1, []bool{true, false, true}); err != nil {
+				t.Fatal(err)
+			}
+			want := []bool{false, tt.follow, false, tt.follow, false, false, false, false}
+			got, err := c.ReadDiscreteInputs(0, RelayChannels)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("inputs %v, %v; want %v", got, err, want)
+			}
+			if err := c.WriteCoil(1, false); err != nil {
+				t.Fatal(err)
+			}
+			if st := relayState(t, d); st.Inputs[1] {
+				t.Errorf("input 1 still on after coil 1 off")
+			}
+		})
+	}
+	if _, err := New(Config{Devices: []DeviceConfig{{ID: "x", Kind: kind.Meter, InputsFollowCoils: true}}}, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("inputsFollowCoils on a meter: %v, want ErrConfig", err)
+	}
+}
