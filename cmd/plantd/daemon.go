@@ -23,6 +23,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
+	"plantd/gridinput"
 	"plantd/httpapi"
 	"plantd/metrics"
 	"plantd/modbus"
@@ -167,7 +168,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		Absorber: absorber,
 	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
 	if err == nil {
-		d.inputs, err = d.newInputs(cfg, nil) // §14a dimming: logged only until the consumers take it
+		// A control box's §14a dimming contact dims the plant's
+		// controllable consumers (without consumers it is only logged).
+		var dimmer gridinput.Dimmer
+		if d.homes != nil {
+			dimmer = d.homes
+		}
+		d.inputs, err = d.newInputs(cfg, dimmer)
 	}
 	if err != nil {
 		d.pool.Close()
