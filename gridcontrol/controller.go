@@ -151,6 +151,8 @@ type Controller struct {
 	// system's clock, where cron fires them.
 	edgesUntil time.Time
 	kick       chan struct{}
+	// loaded is closed once Run has loaded the stored schedules (Loaded).
+	loaded chan struct{}
 	// cycleDevs is the device list of step, reused every cycle; only the
 	// run loop (step) touches it.
 	cycleDevs []plant.DeviceLive
@@ -217,13 +219,18 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 	}
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, clock: cfg.Clock, now: cfg.Clock.Now,
-		kick: make(chan struct{}, 1), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
+		kick: make(chan struct{}, 1), loaded: make(chan struct{}), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
 	c.cron = cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC), cron.WithLogger(cron.DiscardLogger))
 	for _, p := range live.Plants() {
 		c.plants[p.ID] = &plantCtl{id: p.ID, applied: map[string]map[string]time.Time{}}
 	}
 	return c, nil
 }
+
+// Loaded is closed once Run has loaded the stored schedules: a caller that
+// lists schedules at its own start (an input looking for the windows its
+// earlier run left open) waits for it.
+func (c *Controller) Loaded() <-chan struct{} { return c.loaded }
 
 // Run loads the stored schedules, applies the windows open now (a window
 // that closed while plantd was down is not replayed), and runs the control
@@ -254,6 +261,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.mu.Unlock()
 		c.forget(ctx, pc, drop)
 	}
+	close(c.loaded)
 	owned, err := c.st.OwnedControls(ctx)
 	if err != nil {
 		return fmt.Errorf("grid control: %w", err)

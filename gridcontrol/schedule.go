@@ -50,6 +50,25 @@ func (s *Schedule) role() string {
 	return ""
 }
 
+// channel is the schedule's precedence channel: its role, and for a
+// schedule a grid operator's input created (CreatedBy "input:<id>/..."),
+// that input too. Within a channel the newest schedule wins and supersedes
+// the older ones' windows; across channels the most restrictive limit
+// governs (activeAt). So a ripple-control receiver's limit and a limit the
+// grid operator sends over the API combine by the most restrictive, and a
+// newer one of either never loosens the other.
+func (s *Schedule) channel() string {
+	r := s.role()
+	if rest, ok := strings.CutPrefix(s.CreatedBy, "input:"); ok {
+		id := rest
+		if i := strings.IndexAny(rest, "/ "); i >= 0 {
+			id = rest[:i]
+		}
+		return r + "/input:" + id
+	}
+	return r
+}
+
 // rank orders roles for commands without an order of their values: the
 // grid operator's windows are mandatory.
 func rank(role string) int {
@@ -629,7 +648,7 @@ func activeAt(scheds []*Schedule, t time.Time, ratedW float64) map[string]window
 			if t.Before(c.Start) || !t.Before(c.End) {
 				continue
 			}
-			k := roleCmd{c.Command, s.role()}
+			k := roleCmd{c.Command, s.channel()}
 			if cur, ok := newest[k]; !ok || newer(s, cur.sched) {
 				newest[k] = window{sched: s, idx: i, cmd: c}
 			}
@@ -691,7 +710,7 @@ func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
 	covered := map[roleCmd]*intervals{}
 	out := map[*ScheduledCmd]bool{}
 	for _, s := range order {
-		role := s.role()
+		role := s.channel()
 		// A schedule's own windows of one command never overlap: check
 		// them all before adding them.
 		for i := range s.Commands {

@@ -379,3 +379,38 @@ func TestParseRecurring(t *testing.T) {
 		})
 	}
 }
+
+// TestInputChannel: a grid operator's input (ripple-control receiver) and
+// the grid operator's own API schedules are separate channels: a newer
+// API window at 60 % does not loosen the receiver's 30 %, nor a newer
+// receiver window the API's tighter limit; within one channel the newest
+// wins as before.
+func TestInputChannel(t *testing.T) {
+	t0 := time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
+	pct := func(v float64) *float64 { return &v }
+	sched := func(id, by string, at time.Duration, v float64) *Schedule {
+		return &Schedule{ScheduleID: id, CreatedBy: by, Role: "gridoperator", CreatedAt: t0.Add(at),
+			Commands: []ScheduledCmd{{Command: "opModMaxLimW", Start: t0, End: t0.Add(time.Hour), Value: pct(v), Unit: "%"}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		scheds []*Schedule
+		want   string
+	}{
+		{"newer API window does not loosen the input", []*Schedule{
+			sched("in", "input:rcr/K3 (gridoperator)", 0, 30), sched("api", "dso (gridoperator)", time.Minute, 60)}, "in"},
+		{"newer input window does not loosen the API", []*Schedule{
+			sched("api", "dso (gridoperator)", 0, 20), sched("in", "input:rcr/K2 (gridoperator)", time.Minute, 60)}, "api"},
+		{"within the API channel the newest wins", []*Schedule{
+			sched("old", "dso (gridoperator)", 0, 20), sched("new", "dso (gridoperator)", time.Minute, 60)}, "new"},
+		{"within the input channel the newest wins", []*Schedule{
+			sched("k3", "input:rcr/K3 (gridoperator)", 0, 30), sched("k2", "input:rcr/K2 (gridoperator)", time.Minute, 60)}, "k2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, ok := activeAt(tt.scheds, t0.Add(time.Second), 18000)["opModMaxLimW"]
+			if !ok || w.sched.ScheduleID != tt.want {
+				t.Errorf("governing schedule %v (%v), want %s", w.sched, ok, tt.want)
+			}
+		})
+	}
+}

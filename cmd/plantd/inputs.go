@@ -108,7 +108,14 @@ func (s gridSubmitter) Submit(ctx context.Context, plantID string, body []byte, 
 
 // Open lists the schedules created by a name starting with prefix that
 // have a window not yet ended.
-func (s gridSubmitter) Open(_ context.Context, plantID, prefix string) ([]string, error) {
+func (s gridSubmitter) Open(ctx context.Context, plantID, prefix string) ([]string, error) {
+	// Grid control loads the stored schedules when it starts, beside the
+	// inputs: before that the list would be empty.
+	select {
+	case <-s.c.Loaded():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	scheds, err := s.c.Schedules(plantID)
 	if err != nil {
 		return nil, err
