@@ -90,7 +90,7 @@ func TestSimSerial(t *testing.T) {
 	p := proctest.Start(t, exec.Command(binPath, "sim", "--serial", b, "--baud", "19200"))
 	out := p.WaitStdout(simReadyRE, 10*time.Second)
 	devs := simDevices(out)
-	if len(devs) != 6 || devs["meter"] != "" || devs["inv1"] == "" {
+	if len(devs) != 7 || devs["meter"] != "" || devs["inv1"] == "" || devs["rcr"] == "" {
 		t.Errorf("TCP devices %v, want the demo's but the meter", devs)
 	}
 	if !regexp.MustCompile(`(?m)^meter\s+meter\s+`+regexp.QuoteMeta(b)+` 1 \(RTU 19200 baud\)$`).MatchString(out) ||
