@@ -132,8 +132,8 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	devs := deviceRE.FindAllStringSubmatch(demo.Stdout.String(), -1)
-	if token == "" || len(devs) != 7 {
-		t.Fatalf("demo output without token or its seven Modbus devices: %s", demo.Stdout.String())
+	if token == "" || len(devs) != 8 {
+		t.Fatalf("demo output without token or its eight Modbus devices: %s", demo.Stdout.String())
 	}
 
 	var evMu sync.Mutex
