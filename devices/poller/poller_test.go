@@ -125,15 +125,26 @@ func TestSharedEndpointOneClient(t *testing.T) {
 	}
 	var c collector
 	_, pool, _ := runPoller(t, deviceConfigs(p, time.Second), c.sink)
+	// Both are polled on, each 8 times, none failing: a second connection
+	// would be refused by the one-client gateway. The rates are logged,
+	// not asserted (a loaded machine slows them, not the rule).
 	start := time.Now()
-	window := 3 * time.Second
-	time.Sleep(window)
+	waitFor(t, 30*time.Second, "8 good polls of both devices", func() bool {
+		for _, d := range p.Devices() {
+			if countOK(c.since(d.ID(), start)) < 8 {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(start)
 	for _, d := range p.Devices() {
-		ok := countOK(c.since(d.ID(), start))
-		rate := float64(ok) / window.Seconds()
-		t.Logf("%s (unit %d on %s): %d good polls in %v = %.2f/s (target %.2f/s)", d.ID(), d.Unit(), d.Addr(), ok, window, rate, 1/interval.Seconds())
-		if rate < 0.8/interval.Seconds() {
-			t.Errorf("%s polled at %.2f/s, want at least 80%% of %.2f/s", d.ID(), rate, 1/interval.Seconds())
+		ss := c.since(d.ID(), start)
+		ok := countOK(ss)
+		t.Logf("%s (unit %d on %s): %d good polls in %v = %.2f/s (target %.2f/s)", d.ID(), d.Unit(), d.Addr(), ok, took.Round(time.Millisecond),
+			float64(ok)/took.Seconds(), 1/interval.Seconds())
+		if ok != len(ss) {
+			t.Errorf("%s: %d of %d polls failed behind the one-client gateway", d.ID(), len(ss)-ok, len(ss))
 		}
 	}
 	st := pool.Endpoint(modbus.EndpointConfig{Address: p.Devices()[0].Addr()}).Stats()
