@@ -231,6 +231,11 @@ func (c *Controller) advance(pc *plantCtl, now time.Time) ([]*Schedule, []plant.
 // controls go back to the next window or the default as at any window's
 // end. The schedule stays listed, its windows marked cancelled, for the
 // audit. A credential cancels schedules of its role or of a lower one.
+// It is also how a signal that came and went (a grid operator's
+// ripple-control contact, package gridinput) lifts the limit it set
+// without sending a window of its own, which, being the newest of its
+// channel, would overwrite older windows for its whole span. A schedule
+// already over is left as it is.
 // Errors: ErrUnknownSchedule, ErrNotPermitted, or the store's.
 func (c *Controller) Cancel(ctx context.Context, plantID, scheduleID string, by Origin) error {
 	now := c.now().UTC().Truncate(time.Millisecond)
@@ -271,6 +276,7 @@ func (c *Controller) Cancel(ctx context.Context, plantID, scheduleID string, by 
 		n++
 	}
 	if n > 0 {
+		pc.pendingEdge = now // the write it causes counts as an edge's
 		c.arm(pc)
 	}
 	c.mu.Unlock()

@@ -40,7 +40,7 @@
 // ended; the limit is held all through, with no gap.
 //
 // When the signal ends, the input's own schedule is ended now
-// (gridcontrol's EndSchedule), not overwritten by a release window: in
+// (gridcontrol's Cancel), not overwritten by a release window: in
 // grid control the newest schedule of a role overwrites the role's older
 // windows for its whole span, and a schedule cannot end in the past, so a
 // "100 %" window from the input (the only release a submit can carry)

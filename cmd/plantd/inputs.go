@@ -138,7 +138,7 @@ func (s gridSubmitter) Open(ctx context.Context, plantID, prefix string) ([]stri
 }
 
 func (s gridSubmitter) End(ctx context.Context, plantID, id string, by gridinput.Origin) error {
-	return s.c.EndSchedule(ctx, plantID, id, gridcontrol.Origin{Name: by.Name, Role: by.Role})
+	return s.c.Cancel(ctx, plantID, id, gridcontrol.Origin{Name: by.Name, Role: by.Role})
 }
 
 // demoInputs is the demo's ripple-control receiver on the I/O module "rcr"

@@ -8,11 +8,11 @@ import (
 	"plantd/gridcontrol"
 )
 
-// TestEndSchedule: ending a grid operator's newer window (an input's
+// TestCancelHandsBackToOlderWindow: Cancel as an input uses it: ending a grid operator's newer window (an input's
 // signal that went) hands the plant back to the role's older window it had
 // superseded, not to "no limit"; the ended schedule is listed done and an
 // unknown one is an error.
-func TestEndSchedule(t *testing.T) {
+func TestCancelHandsBackToOlderWindow(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	gc := r.controller()
 	ctx := context.Background()
@@ -31,7 +31,7 @@ func TestEndSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "the input's 30 %", both(30))
-	if err := gc.EndSchedule(ctx, "demo", in.ScheduleID, input); err != nil {
+	if err := gc.Cancel(ctx, "demo", in.ScheduleID, input); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "the cloud's 50 % again", both(50))
@@ -46,10 +46,10 @@ func TestEndSchedule(t *testing.T) {
 	if status[in.ScheduleID] != gridcontrol.StatusDone || status[cloud.ScheduleID] != gridcontrol.StatusActive {
 		t.Errorf("statuses %v: want the input's done, the cloud's active", status)
 	}
-	if err := gc.EndSchedule(ctx, "demo", "nope", input); err == nil {
+	if err := gc.Cancel(ctx, "demo", "nope", input); err == nil {
 		t.Error("ending an unknown schedule: no error")
 	}
-	if err := gc.EndSchedule(ctx, "demo", in.ScheduleID, input); err != nil {
+	if err := gc.Cancel(ctx, "demo", in.ScheduleID, input); err != nil {
 		t.Errorf("ending it again: %v, want nil", err)
 	}
 }
