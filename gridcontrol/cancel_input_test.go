@@ -35,17 +35,17 @@ func TestCancelHandsBackToOlderWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "the cloud's 50 % again", both(50))
-	scheds, err := gc.Schedules("demo")
-	if err != nil {
-		t.Fatal(err)
-	}
 	status := map[string]gridcontrol.Status{}
-	for _, s := range scheds {
-		status[s.ScheduleID] = s.Commands[0].Status
-	}
-	if status[in.ScheduleID] != gridcontrol.StatusDone || status[cloud.ScheduleID] != gridcontrol.StatusActive {
-		t.Errorf("statuses %v: want the input's done, the cloud's active", status)
-	}
+	r.waitFor(10*time.Second, "the input's window done, the cloud's active", func() bool {
+		scheds, err := gc.Schedules("demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range scheds {
+			status[s.ScheduleID] = s.Commands[0].Status
+		}
+		return status[in.ScheduleID] == gridcontrol.StatusDone && status[cloud.ScheduleID] == gridcontrol.StatusActive
+	})
 	if err := gc.Cancel(ctx, "demo", "nope", input); err == nil {
 		t.Error("ending an unknown schedule: no error")
 	}
