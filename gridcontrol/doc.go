@@ -82,7 +82,13 @@
 // operator's window governs. An open window that does not govern is listed
 // overridden, with overriddenBy naming the schedule that does; it governs
 // again when that one ends. The role is the credential's (Schedule.Role;
-// schedules stored before it are read from createdBy's "(role)").
+// schedules stored before it are read from createdBy's "(role)"). A grid
+// operator's input (package gridinput: createdBy "input:<id>/...") is a
+// channel of its own within the role: its windows and the operator's API
+// windows combine as two roles' do (the most restrictive limit governs),
+// so neither a newer API window nor a newer input window loosens the
+// other; an input lifts its limit with Cancel, never with a window of its
+// own.
 // Back-to-back windows join: the control goes from one value to the next
 // without the default in between. Across commands, the lowest active-power
 // limit wins (opModMaxLimW and FeedInLimit) and a disconnect holds whatever
