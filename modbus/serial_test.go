@@ -3,82 +3,28 @@
 package modbus
 
 import (
-	"bufio"
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // ptyPair is a pair of connected ptys made by socat: the client opens
-// master, the bus serves slave (the names are links in a temp dir).
-type ptyPair struct {
-	master, slave string
-	cmd           *exec.Cmd
-}
+// A (the master), the bus serves B (the slave); names are links in a temp
+// dir.
+type ptyPair = proctest.PTYPair
 
-// startPTYPair starts socat with a pty pair at the two paths. Without
-// socat the test is skipped, unless CI=true, where it fails.
+// startPTYPair starts socat with a pty pair at the two paths.
 func startPTYPair(t *testing.T, master, slave string) *ptyPair {
 	t.Helper()
-	socat, err := exec.LookPath("socat")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("socat is not installed (CI needs it for the serial line tests): %v", err)
-		}
-		t.Skipf("socat is not installed: the serial line tests need a pty pair (apt-get install socat): %v", err)
-	}
-	cmd := exec.Command(socat, "-d", "-d",
-		"pty,raw,echo=0,link="+master, "pty,raw,echo=0,link="+slave)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start socat: %v", err)
-	}
-	p := &ptyPair{master: master, slave: slave, cmd: cmd}
-	t.Cleanup(p.stop)
-	// socat logs "starting data transfer loop" once both ptys exist.
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var lines []string
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.Contains(sc.Text(), "starting data transfer loop") {
-				ready <- nil
-				for sc.Scan() { // drain until socat exits
-				}
-				return
-			}
-		}
-		ready <- errors.New("socat exited: " + strings.Join(lines, "\n"))
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("socat did not report its pty pair within 10s")
-	}
-	return p
-}
-
-// stop ends socat (the process this test started) and waits for it.
-func (p *ptyPair) stop() {
-	if p.cmd.Process == nil || p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	_ = p.cmd.Wait()
+	return proctest.StartPTYPair(t, master, slave)
 }
 
 // serialBus starts a pty pair and an RTU bus with the live units on its
@@ -90,7 +36,7 @@ func serialBus(t *testing.T, cfg EndpointConfig, live ...byte) (*rtuBus, *ptyPai
 	p := startPTYPair(t, filepath.Join(dir, "master"), filepath.Join(dir, "slave"))
 	bus := newRTUBus(t, live...)
 	serveSlave(t, bus, p)
-	cfg.Address, cfg.Transport = p.master, TransportRTU
+	cfg.Address, cfg.Transport = p.A, TransportRTU
 	return bus, p, newTestPool(t).Endpoint(cfg)
 }
 
@@ -111,7 +57,7 @@ func TestSerialBusOfEight(t *testing.T) { testBusOfEight(t, serialBusEndpoint) }
 // serveSlave serves bus on the pair's slave end.
 func serveSlave(t *testing.T, bus *rtuBus, p *ptyPair) {
 	t.Helper()
-	f, err := os.OpenFile(p.slave, os.O_RDWR|syscall.O_NOCTTY, 0)
+	f, err := os.OpenFile(p.B, os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatalf("open the slave pty: %v", err)
 	}
@@ -227,7 +173,7 @@ func TestSerialRTUReopen(t *testing.T) {
 	if _, err := c.ReadHoldingRegisters(ctx, 0, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	p.stop()
+	p.Stop()
 	// The port hung up: the next request fails on it and closes it.
 	if _, err := c.ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
 		t.Fatal("request on a hung-up line succeeded")
@@ -236,11 +182,11 @@ func TestSerialRTUReopen(t *testing.T) {
 
 	_, err := c.ReadHoldingRegisters(ctx, 0, 1, nil)
 	var mbErr *Error
-	if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), p.master) {
-		t.Fatalf("request while unplugged: err = %v, want a connect error naming %s", err, p.master)
+	if !errors.As(err, &mbErr) || mbErr.Op != OpConnect || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), p.A) {
+		t.Fatalf("request while unplugged: err = %v, want a connect error naming %s", err, p.A)
 	}
 
-	p2 := startPTYPair(t, p.master, p.slave)
+	p2 := startPTYPair(t, p.A, p.B)
 	serveSlave(t, bus, p2)
 	got, err := c.ReadHoldingRegisters(ctx, 3, 2, nil)
 	if err != nil || !slices.Equal(got, seqRegs(3, 2, 1)) {

@@ -1,8 +1,6 @@
 package modbus_test
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -70,28 +69,9 @@ func BenchmarkSerialLine(b *testing.B) {
 	}
 }
 
-// ptyPairB makes a pty pair with socat for a benchmark; without socat it
-// is skipped.
+// ptyPairB makes a pty pair with socat for a benchmark.
 func ptyPairB(b *testing.B) (x, y string) {
-	bin, err := exec.LookPath("socat")
-	if err != nil {
-		b.Skipf("socat not installed: %v", err)
-	}
 	dir := b.TempDir()
-	x, y = filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	cmd := exec.Command(bin, "pty,raw,echo=0,link="+x, "pty,raw,echo=0,link="+y)
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		_, ex := os.Stat(x)
-		_, ey := os.Stat(y)
-		if ex == nil && ey == nil {
-			return x, y
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("socat made no pty pair within 10 s")
-		}
-	}
+	p := proctest.StartPTYPair(b, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	return p.A, p.B
 }

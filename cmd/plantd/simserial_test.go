@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"os"
@@ -41,45 +40,8 @@ func rtuFrame(b ...byte) []byte {
 // paths; skipped without socat, except under CI=true.
 func socatPair(t *testing.T, dir string) (a, b string) {
 	t.Helper()
-	bin, err := exec.LookPath("socat")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("socat not installed (apt-get install socat): %v", err)
-		}
-		t.Skipf("socat not installed (apt-get install socat): %v", err)
-	}
-	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	cmd := exec.Command(bin, "-d", "-d", "pty,raw,echo=0,link="+a, "pty,raw,echo=0,link="+b)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("socat: %v", err)
-	}
-	ready, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "starting data transfer loop") {
-				close(ready)
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	select {
-	case <-ready:
-	case <-done:
-		t.Fatal("socat ended before its ptys were ready")
-	case <-time.After(10 * time.Second):
-		t.Fatal("socat: no pty pair after 10 s")
-	}
-	return a, b
+	p := proctest.StartPTYPair(t, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	return p.A, p.B
 }
 
 // TestSimSerial runs "plantd sim --serial" on one end of a pty pair and

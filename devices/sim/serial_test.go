@@ -1,10 +1,8 @@
 package sim
 
 import (
-	"bufio"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 )
 
@@ -27,49 +26,8 @@ func ptyPair(t testing.TB, dir string) (a, b string) {
 // ptyPairStop is ptyPair that also returns a function stopping socat.
 func ptyPairStop(t testing.TB, dir string) (a, b string, stop func()) {
 	t.Helper()
-	bin, err := exec.LookPath("socat")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("socat not installed (apt-get install socat): %v", err)
-		}
-		t.Skipf("socat not installed (apt-get install socat): %v", err)
-	}
-	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	cmd := exec.Command(bin, "-d", "-d", "pty,raw,echo=0,link="+a, "pty,raw,echo=0,link="+b)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("socat: %v", err)
-	}
-	exited := make(chan struct{})
-	stop = func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-	t.Cleanup(stop)
-	ready := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "starting data transfer loop") {
-				close(ready)
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("socat ended before its ptys were ready:\n%s", log.String())
-	case <-time.After(10 * time.Second):
-		t.Fatalf("socat: no pty pair after 10 s")
-	}
-	return a, b, stop
+	p := proctest.StartPTYPair(t, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	return p.A, p.B, p.Stop
 }
 
 // openMaster opens the master's end of a pty pair.

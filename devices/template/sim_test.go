@@ -3,8 +3,6 @@ package template_test
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/devices/template"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -51,34 +50,12 @@ func templatePlant(t *testing.T, transport modbus.Transport) (p *sim.Plant, line
 	return simtest.Start(t, cfg), line
 }
 
-// socatPair makes a pty pair with socat and returns its two ends; the
-// test is skipped without socat, but fails in CI.
+// socatPair makes a pty pair with socat and returns its two ends.
 func socatPair(t *testing.T) (a, b string) {
 	t.Helper()
-	bin, err := exec.LookPath("socat")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("socat not installed (apt-get install socat): %v", err)
-		}
-		t.Skipf("socat not installed (apt-get install socat): %v", err)
-	}
 	dir := t.TempDir()
-	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	cmd := exec.Command(bin, "pty,raw,echo=0,link="+a, "pty,raw,echo=0,link="+b)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		_, ea := os.Stat(a)
-		_, eb := os.Stat(b)
-		if ea == nil && eb == nil {
-			return a, b
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("socat made no pty pair within 10 s")
-		}
-	}
+	p := proctest.StartPTYPair(t, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	return p.A, p.B
 }
 
 // TestSimImages reads every template's simulator image through plantd's
