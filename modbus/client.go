@@ -72,13 +72,8 @@ func (c *Client) ReadInputRegisters(ctx context.Context, addr, quantity uint16, 
 }
 
 func (c *Client) readRegisters(ctx context.Context, fc byte, addr, quantity uint16, dst []uint16) ([]uint16, error) {
-	req := request{op: OpRead, fc: fc, addr: addr, quantity: quantity}
-	if quantity < 1 || quantity > MaxReadRegisters || int(addr)+int(quantity) > 0x10000 {
-		return dst[:0], c.error(req.op, req, fmt.Errorf("%w: read of %d registers from %d (want 1..%d within 0..65535)",
-			ErrInvalid, quantity, addr, MaxReadRegisters))
-	}
 	ans := answer{regs: dst[:0]}
-	if err := c.ep.do(ctx, c, req, &ans); err != nil {
+	if err := c.run(ctx, &request{op: OpRead, fc: fc, addr: addr, quantity: quantity}, &ans); err != nil {
 		return dst[:0], err
 	}
 	return ans.regs, nil
@@ -98,13 +93,8 @@ func (c *Client) ReadDiscreteInputs(ctx context.Context, addr, quantity uint16, 
 }
 
 func (c *Client) readBits(ctx context.Context, fc byte, addr, quantity uint16, dst []bool) ([]bool, error) {
-	req := request{op: OpRead, fc: fc, addr: addr, quantity: quantity}
-	if quantity < 1 || quantity > MaxReadBits || int(addr)+int(quantity) > 0x10000 {
-		return dst[:0], c.error(req.op, req, fmt.Errorf("%w: read of %d bits from %d (want 1..%d within 0..65535)",
-			ErrInvalid, quantity, addr, MaxReadBits))
-	}
 	ans := answer{bits: dst[:0]}
-	if err := c.ep.do(ctx, c, req, &ans); err != nil {
+	if err := c.run(ctx, &request{op: OpRead, fc: fc, addr: addr, quantity: quantity}, &ans); err != nil {
 		return dst[:0], err
 	}
 	return ans.bits, nil
@@ -114,12 +104,7 @@ func (c *Client) readBits(ctx context.Context, fc byte, addr, quantity uint16, d
 // function 16 (write multiple registers), even for one register, so a 32-bit
 // point is written in one request. On error it returns an [*Error].
 func (c *Client) WriteRegisters(ctx context.Context, addr uint16, values []uint16) error {
-	req := request{op: OpWrite, fc: fcWriteMultipleRegisters, addr: addr, quantity: uint16(min(len(values), 0xFFFF)), values: values}
-	if len(values) < 1 || len(values) > MaxWriteRegisters || int(addr)+len(values) > 0x10000 {
-		return c.error(req.op, req, fmt.Errorf("%w: write of %d registers to %d (want 1..%d within 0..65535)",
-			ErrInvalid, len(values), addr, MaxWriteRegisters))
-	}
-	return c.ep.do(ctx, c, req, &answer{})
+	return c.run(ctx, &request{op: OpWrite, fc: fcWriteMultipleRegisters, addr: addr, quantity: uint16(min(len(values), 0xFFFF)), values: values}, &answer{})
 }
 
 // WriteCoil switches one coil with function 5 (write single coil: 0xFF00
@@ -130,22 +115,41 @@ func (c *Client) WriteCoil(ctx context.Context, addr uint16, on bool) error {
 	if on {
 		req.coil = coilOn
 	}
-	return c.ep.do(ctx, c, req, &answer{})
+	return c.run(ctx, &req, &answer{})
 }
 
 // WriteCoils sets values (1..1968 coils) from addr with function 15
 // (write multiple coils), packed eight to a byte, the first coil in the
 // lowest bit. On error it returns an [*Error].
 func (c *Client) WriteCoils(ctx context.Context, addr uint16, values []bool) error {
-	req := request{op: OpWrite, fc: fcWriteMultipleCoils, addr: addr, quantity: uint16(min(len(values), 0xFFFF)), bits: values}
-	if len(values) < 1 || len(values) > MaxWriteBits || int(addr)+len(values) > 0x10000 {
-		return c.error(req.op, req, fmt.Errorf("%w: write of %d coils to %d (want 1..%d within 0..65535)",
-			ErrInvalid, len(values), addr, MaxWriteBits))
-	}
-	return c.ep.do(ctx, c, req, &answer{})
+	return c.run(ctx, &request{op: OpWrite, fc: fcWriteMultipleCoils, addr: addr, quantity: uint16(min(len(values), 0xFFFF)), bits: values}, &answer{})
 }
 
-func (c *Client) error(op string, req request, err error) *Error {
+// run checks req's count and address range and runs it on the endpoint.
+func (c *Client) run(ctx context.Context, req *request, ans *answer) error {
+	if n, limit := req.count(); n < 1 || n > limit || int(req.addr)+n > 0x10000 {
+		return c.outOfRange(req, n, limit)
+	}
+	return c.ep.do(ctx, c, req, ans)
+}
+
+// outOfRange is the error of a request whose count or address range is out
+// of bounds: [ErrInvalid], nothing sent.
+func (c *Client) outOfRange(req *request, n, limit int) error {
+	verb, what, prep := "read", "registers", "from"
+	switch req.fc {
+	case fcReadCoils, fcReadDiscreteInputs:
+		what = "bits"
+	case fcWriteMultipleRegisters:
+		verb, prep = "write", "to"
+	case fcWriteMultipleCoils, fcWriteSingleCoil:
+		verb, what, prep = "write", "coils", "to"
+	}
+	return c.error(req.op, req, fmt.Errorf("%w: %s of %d %s %s %d (want 1..%d within 0..65535)",
+		ErrInvalid, verb, n, what, prep, req.addr, limit))
+}
+
+func (c *Client) error(op string, req *request, err error) *Error {
 	return &Error{Op: op, Function: req.fc, Endpoint: c.ep.cfg.Address, Unit: c.unit, Addr: req.addr, Quantity: req.quantity, Err: err}
 }
 
@@ -160,6 +164,22 @@ type request struct {
 	coil     uint16   // function 5: coilOn or coilOff
 }
 
+// count returns how many registers or bits req reads or writes, and the
+// most its function allows.
+func (req *request) count() (n, limit int) {
+	switch req.fc {
+	case fcReadCoils, fcReadDiscreteInputs:
+		return int(req.quantity), MaxReadBits
+	case fcWriteMultipleRegisters:
+		return len(req.values), MaxWriteRegisters
+	case fcWriteMultipleCoils:
+		return len(req.bits), MaxWriteBits
+	case fcWriteSingleCoil:
+		return 1, 1
+	}
+	return int(req.quantity), MaxReadRegisters
+}
+
 // answer receives what a read returns: registers (functions 3 and 4) or
 // bits (functions 1 and 2), appended to the slice the caller passed in.
 type answer struct {
@@ -171,7 +191,7 @@ type answer struct {
 // keep the frame gap, send, check the answer, and on any failure other than
 // an exception close the socket (a serial port: see [link.keep]). What a
 // read returns is appended to ans.
-func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) error {
+func (e *Endpoint) do(ctx context.Context, c *Client, req *request, ans *answer) error {
 	if e.invalid != nil {
 		return c.error(req.op, req, e.invalid)
 	}
@@ -185,14 +205,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 	defer e.release()
 
 	if !e.connected {
-		if waited && e.connectFailed.Load() != failedBefore {
-			// A connect failed while this request waited: the address
-			// cannot be reached now, and trying again at once would make
-			// every unit behind a dead gateway wait out a connect of its
-			// own. The caller retries at its pace.
-			return c.error(OpConnect, req, fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr))
-		}
-		if err := e.connect(ctx, c.timeout); err != nil {
+		if err := e.connectFor(ctx, c.timeout, waited, failedBefore); err != nil {
 			return c.error(OpConnect, req, err)
 		}
 	}
@@ -210,14 +223,13 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 	if err != nil {
 		return c.error(req.op, req, err)
 	}
-
 	adu, err := e.framer.encode(c.unit, req.fc, e.requestData(req))
 	if err != nil {
 		return c.error(req.op, req, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
 	start := time.Now()
 	x := &e.x
-	*x = exchange{req: adu, buf: e.rbuf[:], kind: e.framer.kind, deadline: start.Add(timeout)}
+	x.req, x.buf, x.kind, x.deadline, x.n, x.discarded = adu, e.rbuf[:], e.framer.kind, start.Add(timeout), 0, 0
 	e.stats.requests.Add(1)
 	err = e.link.exchange(x)
 	e.idleSince = time.Now()
@@ -232,10 +244,32 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 			err = decode(req, fc, data, ans)
 		}
 	}
-	if err == nil {
-		return nil
+	if err != nil {
+		return e.failed(c, req, err)
 	}
+	return nil
+}
 
+// connectFor connects before a request (the caller holds the turn). waited
+// and failedBefore are acquire's: a connect that failed while this request
+// waited for its turn is not tried again at once.
+func (e *Endpoint) connectFor(ctx context.Context, timeout time.Duration, waited bool, failedBefore uint64) error {
+	if waited && e.connectFailed.Load() != failedBefore {
+		// A connect failed while this request waited: the address
+		// cannot be reached now, and trying again at once would make
+		// every unit behind a dead gateway wait out a connect of its
+		// own. The caller retries at its pace.
+		return fmt.Errorf("%w (a connect failed while this request waited for its turn)", e.lastConnectErr)
+	}
+	return e.connect(ctx, timeout)
+}
+
+// failed counts a failed request by its class and, unless the device
+// answered with an exception or the link keeps its state (a serial port),
+// closes the link. It is off do's path so that do's stack frame stays
+// small: the pollers' goroutines would otherwise grow their stacks on
+// every poll after the garbage collector shrank them (measured in doc.go).
+func (e *Endpoint) failed(c *Client, req *request, err error) error {
 	err = classify(err)
 	var ex *ExceptionError
 	if errors.As(err, &ex) {
@@ -272,7 +306,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req request, ans *answer) 
 
 // requestData builds the request's PDU data (what follows the function
 // code) in e.pdu. The caller holds sem.
-func (e *Endpoint) requestData(req request) []byte {
+func (e *Endpoint) requestData(req *request) []byte {
 	b := e.pdu[:]
 	binary.BigEndian.PutUint16(b, req.addr)
 	n := 2
@@ -313,7 +347,7 @@ func bitBytes(n int) int { return (n + 7) / 8 }
 // decode checks the PDU of a verified answer (function code fc, data body;
 // transaction and unit id, CRC already checked) against the request and
 // appends what a read returns to ans.
-func decode(req request, fc byte, body []byte, ans *answer) error {
+func decode(req *request, fc byte, body []byte, ans *answer) error {
 	if len(body) == 0 {
 		return fmt.Errorf("%w: pdu of function %d without data", ErrMalformed, fc)
 	}

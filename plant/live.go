@@ -483,21 +483,44 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 	if d.lastOK.IsZero() || !readings {
 		return dl
 	}
+	dl.Readings = d.readings()
+	return dl
+}
+
+// Readings returns a device's info and a new slice of its latest readings
+// (nil before its first good poll), without the rest of its live view: the
+// poller's sink stores them after every sample.
+func (l *Live) Readings(id string) (DeviceInfo, []Reading, bool) {
+	d := l.idx.Load().byID[id]
+	if d == nil {
+		return DeviceInfo{}, nil, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lastOK.IsZero() {
+		return d.info, nil, true
+	}
+	return d.info, d.readings(), true
+}
+
+// readings returns a new slice of the device's latest readings in channel
+// order. The caller holds d.mu.
+func (d *deviceState) readings() []Reading {
 	n := len(d.vals.inputs)
 	for c := Channel(1); c < numChannels; c++ {
 		if d.vals.setBy[c] != 0 && !c.Indexed() {
 			n++
 		}
 	}
-	dl.Readings = make([]Reading, 0, n)
+	rs := make([]Reading, 0, n)
 	for c := Channel(1); c < numChannels; c++ {
 		if d.vals.setBy[c] != 0 && !c.Indexed() {
-			dl.Readings = append(dl.Readings, Reading{Channel: c, Value: d.vals.scalar[c]})
+			rs = append(rs, Reading{Channel: c, Value: d.vals.scalar[c]})
 		}
 	}
-	dl.Readings = append(dl.Readings, d.vals.inputs...)
-	slices.SortStableFunc(dl.Readings, func(a, b Reading) int {
+	rs = append(rs, d.vals.inputs...)
+	slices.SortStableFunc(rs, func(a, b Reading) int {
 		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Index, b.Index))
 	})
-	return dl
+	return rs
 }

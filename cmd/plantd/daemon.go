@@ -247,11 +247,11 @@ func (g gridStore) Log(e plant.LogEntry) bool { return g.d.logEntry(e) }
 func (d *daemon) onSample(s plant.Sample) {
 	s.Time = d.now().UTC()
 	events := d.live.Apply(s)
-	dl, ok := d.live.Device(s.Device)
+	info, readings, ok := d.live.Readings(s.Device)
 	if !ok {
 		return
 	}
-	kind, result := string(dl.Info.Kind), "ok"
+	kind, result := string(info.Kind), "ok"
 	if kind == "" {
 		kind = "unknown" // not discovered yet, no kind configured
 	}
@@ -260,8 +260,8 @@ func (d *daemon) onSample(s plant.Sample) {
 	}
 	d.pollDuration.Observe(s.Duration.Seconds(), kind, result)
 	if s.Err == nil {
-		// dl.Readings was made for this call: the store keeps it.
-		d.store.RecordOwned(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: s.Device, Kind: dl.Info.Kind, Time: s.Time, Readings: dl.Readings})
+		// readings was made for this call: the store keeps it.
+		d.store.RecordOwned(store.Measurement{PlantID: info.PlantID, DeviceID: s.Device, Kind: info.Kind, Time: s.Time, Readings: readings})
 	}
 	for _, e := range events {
 		d.logEvent(e)
