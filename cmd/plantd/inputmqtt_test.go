@@ -59,7 +59,10 @@ mqtt:
 
 	// findLog finds the entry of code on up/log/p1 whose message holds
 	// every part.
-	type logItem struct{ Code, Level, Message string }
+	type logItem struct {
+		Code, Level, Message string
+		raw                  json.RawMessage
+	}
 	findLog := func(code string, parts ...string) func() (logItem, bool) {
 		return func() (logItem, bool) {
 			for _, raw := range col.ItemsOf("log/p1") {
@@ -72,6 +75,7 @@ mqtt:
 					all = all && strings.Contains(it.Message, p)
 				}
 				if all {
+					it.raw = raw
 					return it, true
 				}
 			}
@@ -128,7 +132,7 @@ mqtt:
 	if !ok1 || !ok2 || httpRest != inputRest || inputEntry.Level != httpEntry.Level {
 		t.Errorf("the input's entry %+v is not the HTTP schedule's %+v with its own id and creator", inputEntry, httpEntry)
 	}
-	t.Logf("up/log/p1: %q; %q", httpEntry.Message, inputEntry.Message)
+	t.Logf("up/log/p1: %s\n%s", httpEntry.raw, inputEntry.raw)
 
 	// The cloud's schedule list over down/cmd: the window and its creator.
 	col.Publish("plantd/v1/gw-input/down/cmd", false, `{"requestId":"req-list","command":"schedules","plantId":"p1"}`)
@@ -158,5 +162,5 @@ mqtt:
 		t.Fatal(err)
 	}
 	it := waitLog("the input's ScheduleCancelled on up/log/p1", "ScheduleCancelled", inputID, "input:rcr/")
-	t.Logf("up/log/p1: %q", it.Message)
+	t.Logf("up/log/p1: %s", it.raw)
 }
