@@ -503,17 +503,18 @@ func TestBrowser(t *testing.T) {
 
 	// A second gateway on the same simulated devices, with a standard token:
 	// the page signs in, shows data and is refused the logs and the
-	// consents; when the demo (and its devices) stops, the overview shows
+	// consents; it lists a schedule (an installer's) without a Cancel
+	// button; when the demo (and its devices) stops, the overview shows
 	// the live balance's error naming the devices.
-	std := "standard-" + token
-	sum := sha256.Sum256([]byte(std))
+	std, inst := "standard-"+token, "installer-"+token
+	sum, instSum := sha256.Sum256([]byte(std)), sha256.Sum256([]byte(inst))
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "plants:\n  - id: demo\n    name: plantd demo plant (standard token)\n    timezone: Europe/Berlin\ndevices:\n")
 	for _, d := range devs {
 		fmt.Fprintf(&cfg, "  - id: %s\n    host: %s\n    port: %s\n    unit: %s\n    pollInterval: 250ms\n", d[1], d[2], d[3], d[4])
 	}
-	fmt.Fprintf(&cfg, "http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\ntokens:\n  - name: viewer\n    sha256: %s\n    role: standard\n",
-		filepath.Join(dir, "std.db"), hex.EncodeToString(sum[:]))
+	fmt.Fprintf(&cfg, "http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\ntokens:\n  - name: viewer\n    sha256: %s\n    role: standard\n  - name: inst\n    sha256: %s\n    role: installer\n",
+		filepath.Join(dir, "std.db"), hex.EncodeToString(sum[:]), hex.EncodeToString(instSum[:]))
 	cfgPath := filepath.Join(dir, "std.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -526,6 +527,13 @@ func TestBrowser(t *testing.T) {
 	both("logs-standard", `document.getElementById('log-refused')`)
 	nav("consents")
 	b.waitFor("consents refused for the standard role", `document.getElementById('consent-refused')`, 15*time.Second)
+	var stdSched struct{ Schedule struct{ ScheduleID string } }
+	apiDo(t, "POST", stdBase+"/gridcontrol/v1/plants/demo/schedules", inst, "application/json",
+		`{"commands":[{"command":"opModMaxLimW","start":"+1h","end":"+2h","value":50}]}`, &stdSched)
+	nav("grid")
+	b.waitFor("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
+		`document.querySelector('#sched-body tr[data-schedule=%q]') && !document.querySelector('#sched-body button.cancel') && !document.getElementById('sched-role').hidden`,
+		stdSched.Schedule.ScheduleID), 15*time.Second)
 	nav("overview")
 	b.waitFor("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	demo.Signal(os.Interrupt)

@@ -234,6 +234,29 @@ func TestBrowserGridSchedules(t *testing.T) {
 	}
 	shot("grid-audit-phone", 390, 844, true)
 
+	// A window that has not begun, cancelled on the page: it never
+	// starts; the API lists it cancelled (its end moved to its start, its
+	// status pending until then), the page as cancelled among the
+	// finished, not among the open windows.
+	var pending struct{ Schedule gridSchedule }
+	apiDo(t, "POST", base+"/gridcontrol/v1/plants/demo/schedules", token, "application/json",
+		`{"commands":[{"command":"opModMaxLimW","start":"+2h","end":"+3h","value":70}]}`, &pending)
+	pid := pending.Schedule.ScheduleID
+	reload()
+	pBtn := fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-status=pending] button.cancel')`, pid)
+	b.waitFor("the pending window with its Cancel button", pBtn, 15*time.Second)
+	js(pBtn+`.click()`, nil)
+	b.waitFor("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')`, pid), 5*time.Second)
+	js(fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]').click()`, pid), nil)
+	b.waitFor("the pending window cancelled", fmt.Sprintf(`document.querySelector('#sched-cancelled[data-schedule=%q]') && !document.querySelector('#sched-body tr[data-schedule=%q]')`, pid, pid), 10*time.Second)
+	if c := gridSchedules(t, base, token, "")[pid].Commands[0]; !c.Cancelled {
+		t.Errorf("the pending window after Cancel on the page: %+v, want cancelled", c)
+	} else {
+		t.Logf("a window cancelled before its start: the API lists status %q, cancelled", c.Status)
+	}
+	js(`document.getElementById('sched-all').click()`, nil)
+	b.waitFor("the pending window among the finished as cancelled", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-cancelled=true] .badge')?.textContent === 'cancelled' && !document.querySelector('#sched-body tr[data-schedule=%q] button.cancel')`, pid, pid), 10*time.Second)
+
 	// The grid operator's input: K3 closed on the I/O module from outside.
 	pool := modbus.NewPool(nil)
 	defer pool.Close()

@@ -132,6 +132,7 @@ export async function render(ctx, root) {
   const tbody = h('tbody', { id: 'sched-body' });
   const schedStatus = h('div');
   const schedResult = h('div', { id: 'sched-result', 'aria-live': 'polite' });
+  const roleNote = h('p', { class: 'muted', id: 'sched-role', hidden: true }, 'Cancelling a schedule needs the installer or grid-operator role; you are signed in with a lower one.');
   const now = await ctx.plantNow();
   const cmd = h('select', { id: 'gc-command', name: 'command' },
     h('option', { value: 'opModMaxLimW' }, 'Active power limit (opModMaxLimW)'),
@@ -149,7 +150,7 @@ export async function render(ctx, root) {
   const settings = h('div', { id: 'settings' }, h('p', { class: 'muted' }, 'Reading the inverters…'));
   root.append(h('h1', null, 'Grid control'),
     h('section', { class: 'card', 'aria-labelledby': 'sched-h' }, h('h2', { id: 'sched-h' }, 'Schedules'),
-      h('p', null, h('label', null, showAll, ' also show finished and superseded windows, with what each window wrote')), schedResult, schedStatus,
+      h('p', null, h('label', null, showAll, ' also show finished and superseded windows, with what each window wrote')), roleNote, schedResult, schedStatus,
       h('div', { class: 'scroll' }, h('table', { id: 'sched-table' },
         h('thead', null, h('tr', null, ['Command', 'Start', 'End', 'Value', 'Status', 'Notes', 'Sent by', 'Action'].map(t => h('th', { scope: 'col' }, t)))), tbody))),
     h('section', { class: 'card', 'aria-labelledby': 'new-h' }, h('h2', { id: 'new-h' }, 'New limit window (installer)'),
@@ -211,9 +212,12 @@ export async function render(ctx, root) {
       result.append(e.status === 403 ? h('p', { class: 'problem', role: 'alert' }, 'Writing schedules needs the installer or grid-operator role.') : problemBox(e));
     }
   });
-  // Cancelling needs the installer role or above; which schedules a role
-  // may cancel the API decides (403 shown on the button's answer).
-  canCancel = (await mayInstall(plantId)) === true;
+  // Cancelling needs the installer role or above (no buttons below it;
+  // when the probe cannot tell, the API decides); which schedules a role
+  // may cancel the API decides too (a 403 shown on the button's answer).
+  const may = await mayInstall(plantId);
+  canCancel = may !== false;
+  roleNote.hidden = may !== false;
   await loadSchedules();
 
   (async () => {
