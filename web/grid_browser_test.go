@@ -23,15 +23,47 @@ type gridSchedule struct {
 		AppliedAt               *string
 		Cancelled               bool
 		Next                    []struct{ Start, End string }
-		Writes                  []struct {
-			DeviceID string
-			Points   []struct {
-				Point    string
-				Value    float64
-				ReadBack *float64
-			}
+		Writes                  []auditWrite
+		Finished                []struct {
+			Start, Status string
+			Writes        []auditWrite
 		}
 	}
+}
+
+// auditWrite is a write of a window's audit (include=finished).
+type auditWrite struct {
+	DeviceID string
+	Points   []struct {
+		Point    string
+		Value    float64
+		ReadBack *float64
+	}
+}
+
+// auditRows are the rows the page's audit table should have for writes,
+// each as auditRowsJS reads them: device, point, value and read-back as
+// data, then the value and read-back as shown.
+func auditRows(writes []auditWrite) []string {
+	var out []string
+	for _, w := range writes {
+		for _, p := range w.Points {
+			v, rb, rbData := strconv.FormatFloat(p.Value, 'f', -1, 64), "–", ""
+			if p.ReadBack != nil {
+				rb = strconv.FormatFloat(*p.ReadBack, 'f', -1, 64)
+				rbData = rb
+			}
+			out = append(out, strings.Join([]string{w.DeviceID, p.Point, v, rbData, v, rb}, " "))
+		}
+	}
+	return out
+}
+
+// auditRowsJS reads the rows of the audit tables under a selector.
+func auditRowsJS(sel string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll(%q)].map(r =>
+		[r.dataset.device, r.dataset.point, r.dataset.value, r.dataset.readback, r.cells[3].textContent, r.cells[4].textContent].join(' '))`,
+		sel+" table.audit tr[data-device]")
 }
 
 func gridSchedules(t *testing.T, base, token, query string) map[string]gridSchedule {
@@ -63,7 +95,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // the API; once applied it is cancelled with the page's button (two
 // clicks), leaves the list of open windows, and with "also show finished"
 // shows as cancelled with its writes, point by point as the API's audit
-// has them. Then the demo's ripple-control receiver is switched to K3 over
+// has them; a window cancelled before its start leaves the open windows
+// too; a recurring window's ended windows show with their writes. Then the
+// demo's ripple-control receiver is switched to K3 over
 // Modbus from outside: its window is listed as the grid operator's input
 // rcr, contact K3, and the installer's Cancel shows the API's 403 problem
 // (title and detail) while the window stays active.
@@ -196,21 +230,9 @@ func TestBrowserGridSchedules(t *testing.T) {
 		Badge string
 		Rows  []string
 	}
-	js(fmt.Sprintf(`(() => ({ Badge: document.querySelector('`+row+` .badge').textContent,
-		Rows: [...document.querySelectorAll('#sched-body tr.audit[data-schedule=%q] table.audit tr[data-device]')].map(r =>
-			[r.dataset.device, r.dataset.point, r.dataset.value, r.dataset.readback, r.cells[3].textContent, r.cells[4].textContent].join(' ')) }))()`, id), &pageAudit)
-	var apiRows []string
-	for _, w := range gridSchedules(t, base, token, "?include=finished")[id].Commands[0].Writes {
-		for _, p := range w.Points {
-			v, rb := strconv.FormatFloat(p.Value, 'f', -1, 64), "–"
-			rbData := ""
-			if p.ReadBack != nil {
-				rb = strconv.FormatFloat(*p.ReadBack, 'f', -1, 64)
-				rbData = rb
-			}
-			apiRows = append(apiRows, strings.Join([]string{w.DeviceID, p.Point, v, rbData, v, rb}, " "))
-		}
-	}
+	js(`(() => ({ Badge: document.querySelector('`+row+` .badge').textContent,
+		Rows: `+auditRowsJS(fmt.Sprintf(`#sched-body tr.audit[data-schedule=%q]`, id))+` }))()`, &pageAudit)
+	apiRows := auditRows(gridSchedules(t, base, token, "?include=finished")[id].Commands[0].Writes)
 	var ruleAfter string
 	js(`document.querySelector('`+row+` .repeat > span').textContent`, &ruleAfter)
 	if !strings.HasSuffix(ruleAfter, "no further windows (cancelled)") {
@@ -256,6 +278,42 @@ func TestBrowserGridSchedules(t *testing.T) {
 	}
 	js(`document.getElementById('sched-all').click()`, nil)
 	b.waitFor("the pending window among the finished as cancelled", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-cancelled=true] .badge')?.textContent === 'cancelled' && !document.querySelector('#sched-body tr[data-schedule=%q] button.cancel')`, pid, pid), 10*time.Second)
+
+	// A recurring window that ends by itself (5 of every 10 simulated
+	// minutes): with "also show finished" its ended windows, each with
+	// its status and its writes as the API's finished list has them.
+	var every struct{ Schedule gridSchedule }
+	apiDo(t, "POST", base+"/gridcontrol/v1/plants/demo/schedules", token, "application/json",
+		`{"commands":[{"command":"opModMaxLimW","repeat":"*/10 * * * *","duration":"5m","value":50}]}`, &every)
+	rid := every.Schedule.ScheduleID
+	var ended struct {
+		Start, Status string
+		Writes        []auditWrite
+	}
+	eventually(t, 60*time.Second, "an ended window of the 10-minute schedule with writes", func() bool {
+		for _, f := range gridSchedules(t, base, token, "?include=finished")[rid].Commands[0].Finished {
+			if len(f.Writes) > 0 {
+				ended.Start, ended.Status, ended.Writes = f.Start, f.Status, f.Writes
+				return true
+			}
+		}
+		return false
+	})
+	reload()
+	b.waitFor("the 10-minute schedule listed", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q]')`, rid), 15*time.Second)
+	js(`document.getElementById('sched-all').click()`, nil)
+	endedSel := fmt.Sprintf(`#sched-body tr.audit[data-schedule=%q] .audit-window.finished[data-start=%q]`, rid, ended.Start)
+	b.waitFor("the ended window's audit", `document.querySelector('`+endedSel+` table.audit tr[data-device]')`, 15*time.Second)
+	var endedPage struct {
+		Badge string
+		Rows  []string
+	}
+	js(`(() => ({ Badge: document.querySelector('`+endedSel+` .badge').textContent, Rows: `+auditRowsJS(endedSel)+` }))()`, &endedPage)
+	if want := auditRows(ended.Writes); endedPage.Badge != ended.Status || strings.Join(endedPage.Rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ended window %s: page %s with\n%s\nAPI %s with\n%s", ended.Start, endedPage.Badge, strings.Join(endedPage.Rows, "\n"), ended.Status, strings.Join(want, "\n"))
+	}
+	t.Logf("ended window %s of the 10-minute schedule on the page: %s, %d points", ended.Start, endedPage.Badge, len(endedPage.Rows))
+	shot("grid-ended-desktop", 1280, 900, false)
 
 	// The grid operator's input: K3 closed on the I/O module from outside.
 	pool := modbus.NewPool(nil)

@@ -57,8 +57,8 @@ function recurrence(c, tz) {
 
 // writesTable: a window's writes, a row per point: device, model, point,
 // value written and read back (a mismatch marked), and when.
-function writesTable(writes, tz) {
-  if (!writes?.length) return h('p', { class: 'muted none' }, 'No writes recorded.');
+function writesTable(writes, tz, none = 'No writes recorded.') {
+  if (!writes?.length) return h('p', { class: 'muted none' }, none);
   const cell = (label, attrs, ...content) => h('td', { 'data-label': label, ...attrs }, ...content);
   return h('table', { class: 'audit' },
     h('thead', null, h('tr', null, ['Device', 'Model', 'Point', 'Written', 'Read back', 'At'].map(t => h('th', { scope: 'col' }, t)))),
@@ -73,7 +73,8 @@ function writesTable(writes, tz) {
 // audit: what a window wrote, and for a recurring command each of its
 // ended windows with its status and writes (include=finished).
 function audit(c, tz) {
-  const parts = [h('div', { class: 'audit-window' }, h('strong', null, 'This window: '), writesTable(c.writes, tz))];
+  const none = c.status === 'pending' ? (c.cancelled ? 'Cancelled before its start: nothing written.' : 'Not begun yet.') : undefined;
+  const parts = [h('div', { class: 'audit-window' }, h('strong', null, 'This window: '), writesTable(c.writes, tz, none))];
   for (const o of c.finished || []) {
     parts.push(h('div', { class: 'audit-window finished', 'data-start': o.start },
       h('strong', null, `Ended window ${span(o, tz)}: `), badge(o.status), o.late ? ' late' : '',
@@ -185,14 +186,19 @@ export async function render(ctx, root) {
     clear(tbody, rows);
     clear(schedStatus, rows.length ? null : h('p', { class: 'muted', id: 'sched-none' }, showAll.checked ? 'No schedules.' : 'No active or upcoming windows.'));
   };
+  // loadSchedules reads the list (with the audit when finished windows
+  // are shown); only the latest of overlapping reads paints.
+  let reads = 0;
   async function loadSchedules() {
+    const seq = ++reads;
     try {
       const r = await get(base + '/schedules', showAll.checked ? { include: 'finished' } : undefined);
-      if (stopped) return;
+      if (stopped || seq !== reads) return;
       last = r.schedules;
       paint();
     } catch (e) {
-      if (!stopped) clear(schedStatus, problemBox(e));
+      if (stopped || seq !== reads) return;
+      clear(schedStatus, problemBox(e));
     }
     clearTimeout(timer);
     if (!stopped) timer = setTimeout(loadSchedules, REFRESH_MS);
