@@ -167,7 +167,12 @@ export async function render(ctx, root) {
   const cancelButton = s => h('button', { type: 'button', class: 'cancel' + (confirming === s.scheduleId ? ' confirm' : ''), 'data-schedule': s.scheduleId,
     'aria-label': `${confirming === s.scheduleId ? 'Confirm: cancel' : 'Cancel'} schedule ${s.scheduleId}`,
     onclick: async ev => {
-      if (confirming !== s.scheduleId) { confirming = s.scheduleId; paint(); return; }
+      if (confirming !== s.scheduleId) {
+        confirming = s.scheduleId;
+        paint();
+        tbody.querySelector('button.cancel.confirm')?.focus(); // the keyboard stays on it
+        return;
+      }
       confirming = null;
       ev.target.disabled = true;
       clear(schedResult);
