@@ -100,7 +100,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // demo's ripple-control receiver is switched to K3 over
 // Modbus from outside: its window is listed as the grid operator's input
 // rcr, contact K3, and the installer's Cancel shows the API's 403 problem
-// (title and detail) while the window stays active.
+// (title and detail) while the window stays active. The words for
+// creators, rules and durations (labels.js) are checked in the page on a
+// table of cases.
 func TestBrowserGridSchedules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
@@ -151,6 +153,32 @@ func TestBrowserGridSchedules(t *testing.T) {
 	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit()`, nil)
 	b.waitFor("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+
+	// The words of labels.js for creators and rules, in the page itself.
+	words := []struct{ fn, in, want string }{
+		{"originLabel", "input:rcr/K3 (gridoperator)", "grid operator's input rcr, contact K3"},
+		{"originLabel", "input:rcr/K1+K4 (gridoperator)", "grid operator's input rcr, contacts K1 + K4"},
+		{"originLabel", "input:rcr/failsafe (gridoperator)", "grid operator's input rcr: failsafe (input device lost)"},
+		{"originLabel", "mqtt:gw-1 (installer)", "cloud over MQTT (gateway gw-1, installer)"},
+		{"originLabel", "dso (gridoperator)", "dso (grid operator)"},
+		{"originLabel", "old-token", "old-token"},
+		{"repeatLabel", "CRON_TZ=Europe/Berlin 0 11 * * *", "every day at 11:00 (Europe/Berlin)"},
+		{"repeatLabel", "30 6 * * 1-5", "every Mon–Fri at 06:30 (UTC)"},
+		{"repeatLabel", "0 22 * * SAT,sun", "every Sat, Sun at 22:00 (UTC)"},
+		{"repeatLabel", "0 3 1 * *", "on day 1 of every month at 03:00 (UTC)"},
+		{"repeatLabel", "*/15 * * * *", "every 15 minutes"},
+		{"repeatLabel", "5 * * * *", "every hour at minute 5"},
+		{"repeatLabel", "0 0 1 1 *", "cron “0 0 1 1 *”"},
+		{"durationLabel", "4h", "4 h"},
+		{"durationLabel", "1h30m0s", "1 h 30 min"},
+	}
+	for _, w := range words {
+		var got string
+		js(fmt.Sprintf(`(async () => (await import(document.querySelector('script[type=module]').src.replace(/app\.js$/, 'labels.js'))).%s(%q))()`, w.fn, w.in), &got)
+		if got != w.want {
+			t.Errorf("%s(%q) = %q, want %q", w.fn, w.in, got, w.want)
+		}
+	}
 
 	// A daily window that began 10 simulated minutes ago: open now.
 	var live struct{ Set []map[string]any }
