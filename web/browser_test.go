@@ -71,8 +71,21 @@ func apiGet(t *testing.T, base, token, path string, out any) {
 }
 
 // apiDo sends a request with an optional bearer token and body and decodes
-// a 200 answer into out.
+// a 2xx answer into out.
 func apiDo(t *testing.T, method, url, token, contentType, body string, out any) {
+	t.Helper()
+	status, b := apiSend(t, method, url, token, contentType, body)
+	if status/100 != 2 {
+		t.Fatalf("%s %s: %d %s", method, url, status, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apiSend sends a request with an optional bearer token and body and
+// returns the answer's status and body, whatever the status.
+func apiSend(t *testing.T, method, url, token, contentType, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if token != "" {
@@ -86,13 +99,23 @@ func apiDo(t *testing.T, method, url, token, contentType, body string, out any) 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return resp.StatusCode, b
+}
+
+// demoToken is the installer token plantd demo printed.
+func demoToken(t *testing.T, demo *proctest.Proc) string {
+	t.Helper()
+	for _, l := range strings.Split(demo.Stdout.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
+			return v
+		}
+	}
+	t.Fatalf("demo output without token: %s", demo.Stdout.String())
+	return ""
 }
 
 // fmtW is the page's power format (util.js fmtW).
@@ -125,15 +148,10 @@ func TestBrowser(t *testing.T) {
 	chrome, shots, dir, bin := browserSetup(t)
 	base, demo := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "10:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
-	var token string
-	for _, l := range strings.Split(demo.Stdout.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
-			token = v
-		}
-	}
+	token := demoToken(t, demo)
 	devs := deviceRE.FindAllStringSubmatch(demo.Stdout.String(), -1)
-	if token == "" || len(devs) != 8 {
-		t.Fatalf("demo output without token or its eight Modbus devices: %s", demo.Stdout.String())
+	if len(devs) != 8 {
+		t.Fatalf("demo output without its eight Modbus devices: %s", demo.Stdout.String())
 	}
 
 	var evMu sync.Mutex
@@ -147,14 +165,10 @@ func TestBrowser(t *testing.T) {
 			requests = append(requests, ev.Request.URL)
 		case *network.EventLoadingFinished:
 			liveIDs = append(liveIDs, ev.RequestID)
-		case *cdplog.EventEntryAdded:
-			// A 401/403/404 the page asked for and handles is logged by
-			// the browser as a failed resource load; anything else counts.
-			if ev.Entry.Level == cdplog.EntryLevelError && !strings.Contains(ev.Entry.Text, "status of 40") {
-				problems = append(problems, ev.Entry.Text+" "+ev.Entry.URL)
+		default:
+			if p := pageProblem(ev); p != "" {
+				problems = append(problems, p)
 			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
 		}
 	})
 	shot := func(name string) {
@@ -489,17 +503,18 @@ func TestBrowser(t *testing.T) {
 
 	// A second gateway on the same simulated devices, with a standard token:
 	// the page signs in, shows data and is refused the logs and the
-	// consents; when the demo (and its devices) stops, the overview shows
+	// consents; it lists a schedule (an installer's) without a Cancel
+	// button; when the demo (and its devices) stops, the overview shows
 	// the live balance's error naming the devices.
-	std := "standard-" + token
-	sum := sha256.Sum256([]byte(std))
+	std, inst := "standard-"+token, "installer-"+token
+	sum, instSum := sha256.Sum256([]byte(std)), sha256.Sum256([]byte(inst))
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "plants:\n  - id: demo\n    name: plantd demo plant (standard token)\n    timezone: Europe/Berlin\ndevices:\n")
 	for _, d := range devs {
 		fmt.Fprintf(&cfg, "  - id: %s\n    host: %s\n    port: %s\n    unit: %s\n    pollInterval: 250ms\n", d[1], d[2], d[3], d[4])
 	}
-	fmt.Fprintf(&cfg, "http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\ntokens:\n  - name: viewer\n    sha256: %s\n    role: standard\n",
-		filepath.Join(dir, "std.db"), hex.EncodeToString(sum[:]))
+	fmt.Fprintf(&cfg, "http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\ntokens:\n  - name: viewer\n    sha256: %s\n    role: standard\n  - name: inst\n    sha256: %s\n    role: installer\n",
+		filepath.Join(dir, "std.db"), hex.EncodeToString(sum[:]), hex.EncodeToString(instSum[:]))
 	cfgPath := filepath.Join(dir, "std.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -512,6 +527,13 @@ func TestBrowser(t *testing.T) {
 	both("logs-standard", `document.getElementById('log-refused')`)
 	nav("consents")
 	b.waitFor("consents refused for the standard role", `document.getElementById('consent-refused')`, 15*time.Second)
+	var stdSched struct{ Schedule struct{ ScheduleID string } }
+	apiDo(t, "POST", stdBase+"/gridcontrol/v1/plants/demo/schedules", inst, "application/json",
+		`{"commands":[{"command":"opModMaxLimW","start":"+1h","end":"+2h","value":50}]}`, &stdSched)
+	nav("grid")
+	b.waitFor("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
+		`document.querySelector('#sched-body tr[data-schedule=%q]') && !document.querySelector('#sched-body button.cancel') && !document.getElementById('sched-role').hidden`,
+		stdSched.Schedule.ScheduleID), 15*time.Second)
 	nav("overview")
 	b.waitFor("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	demo.Signal(os.Interrupt)
@@ -569,6 +591,36 @@ func dstCheckJS() string {
 		steps(labels('2025-06-20T22:00:00Z', '2025-06-21T22:00:00Z')), steps(labels('2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z')),
 		...['2025-10-26', '2026-03-29'].map(d => { const [a, b] = hi.span('Day', d, tz); return b - a; })];
 })()`
+}
+
+// scrollsSideways says what scrolls sideways in the page at its viewport's
+// width: the page itself, or a scroll box of the view (none on a phone).
+func scrollsSideways(t *testing.T, b *browser) []string {
+	t.Helper()
+	var out []string
+	if err := b.eval(`(() => { const w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth > w) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
+		for (const s of document.querySelectorAll('#view .scroll')) if (s.scrollWidth > s.clientWidth) out.push('a scroll box ' + s.scrollWidth + ' wide in ' + s.clientWidth);
+		return out })()`, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pageProblem is what a browser event says went wrong in the page: a
+// console error or an uncaught exception; "" for any other event. A
+// 401/403/404 the page asked for and handles is logged by the browser as a
+// failed resource load and does not count.
+func pageProblem(ev any) string {
+	switch ev := ev.(type) {
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError && !strings.Contains(ev.Entry.Text, "status of 40") {
+			return ev.Entry.Text + " " + ev.Entry.URL
+		}
+	case *runtime.EventExceptionThrown:
+		return (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error()
+	}
+	return ""
 }
 
 // browser is one tab of a headless Chromium that chromedp drives over

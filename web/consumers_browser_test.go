@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
 )
 
 // consumer is the part of GET /gateway/v1/consumers the browser test
@@ -46,15 +43,7 @@ func TestBrowserConsumers(t *testing.T) {
 	chrome, shots, dir, bin := browserSetup(t)
 	base, demo := startPlantd(t, bin, "demo", "--speed", "60", "--interval", "250ms", "--start", "11:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
-	var token string
-	for _, l := range strings.Split(demo.Stdout.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, "demo token (installer role): "); ok {
-			token = v
-		}
-	}
-	if token == "" {
-		t.Fatalf("demo output without token: %s", demo.Stdout.String())
-	}
+	token := demoToken(t, demo)
 	var list struct{ Consumers []consumer }
 	apiGet(t, base, token, "/gateway/v1/consumers?plantId=demo", &list)
 	if len(list.Consumers) == 0 {
@@ -69,12 +58,10 @@ func TestBrowserConsumers(t *testing.T) {
 		switch ev := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			requests = append(requests, ev.Request.URL)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError && !strings.Contains(ev.Entry.Text, "status of 40") {
-				problems = append(problems, ev.Entry.Text+" "+ev.Entry.URL)
+		default:
+			if p := pageProblem(ev); p != "" {
+				problems = append(problems, p)
 			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
 		}
 	})
 	b.viewport(1280, 900, false)
@@ -189,12 +176,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 	// On a phone every row is a block of label and value: nothing scrolls
 	// sideways.
 	b.viewport(390, 844, true)
-	var wide []string
-	js(`(() => { const w = document.documentElement.clientWidth, out = [];
-		if (document.documentElement.scrollWidth > w) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
-		for (const s of document.querySelectorAll('#view .scroll')) if (s.scrollWidth > s.clientWidth) out.push('a scroll box ' + s.scrollWidth + ' wide in ' + s.clientWidth);
-		return out })()`, &wide)
-	for _, p := range wide {
+	for _, p := range scrollsSideways(t, b) {
 		t.Errorf("consumers at 390 px: %s", p)
 	}
 	b.viewport(1280, 900, false)

@@ -78,3 +78,4 @@ async function call(method, path, params, body) {
 export const get = (path, params) => call('GET', path, params);
 export const post = (path, body) => call('POST', path, undefined, body);
 export const put = (path, body) => call('PUT', path, undefined, body);
+export const del = path => call('DELETE', path);

@@ -26,7 +26,8 @@ export function consumersNow(list) {
 // mayInstall: whether the signed-in credential has the installer role,
 // which setting a mode needs. The API has no "who am I"; the plant log
 // needs the same role, so one entry of it answers (403 below installer).
-async function mayInstall(plantId) {
+// null when the probe failed otherwise.
+export async function mayInstall(plantId) {
   try {
     await get(`/monitoring/v1/plants/${encodeURIComponent(plantId)}/logs`, { limit: 1 });
     return true;

@@ -1,12 +1,16 @@
-// Grid control: schedules with their status, a form for installers to
-// create (or, newest wins, overwrite) a limit window, and the current
-// settings per type as the inverters report them.
-import { get, post } from './api.js';
+// Grid control: schedules with their status, origin, recurrence and (on
+// request) their audit, a Cancel button for whoever may cancel, a form for
+// installers to create (or, newest wins, overwrite) a limit window, and
+// the current settings per type as the inverters report them.
+import { get, post, del } from './api.js';
 import { h, clear, fmtUtc, problemBox, localInput, localToMs } from './util.js';
-import { settingsLabel, configLabel } from './labels.js';
+import { settingsLabel, configLabel, originLabel, repeatLabel, durationLabel } from './labels.js';
+import { mayInstall } from './consumers.js';
 
 const REFRESH_MS = 10000;
 const FINISHED = ['done', 'superseded'];
+// OPEN: the statuses of a window that has not ended (a cancelled one has).
+const OPEN = ['pending', 'active', 'overridden'];
 const FALLBACK_TYPES = ['activePowerGridSettings', 'reactivePowerGridSettings', 'frequencyFaultRideThroughSettings', 'voltageFaultRideThroughSettings'];
 
 function badge(s) { return h('span', { class: 'badge s-' + s }, s); }
@@ -27,17 +31,79 @@ function partialNote(c) {
   return `partial: governs ${share}; not acting: ${not.join(', ')}`;
 }
 
-function scheduleRows(list, tz, all) {
+// A cancelled window has ended (or never starts), whatever its status at
+// the instant (a window cancelled before its start keeps its start as its
+// end, so it lists pending until then).
+const isOpen = c => !c.cancelled && OPEN.includes(c.status);
+const shownStatus = c => (c.cancelled ? 'cancelled' : c.status);
+
+// span is a window's start and end in plant time, the end's date left
+// out when it is the start's.
+function span(o, tz) {
+  const a = fmtUtc(o.start, tz), b = fmtUtc(o.end, tz);
+  return `${a} – ${b.slice(0, 10) === a.slice(0, 10) ? b.slice(11) : b}`;
+}
+
+// recurrence: a recurring command's rule in words and its next windows.
+function recurrence(c, tz) {
+  if (!c.repeat) return null;
+  const rule = [`${c.cancelled ? 'repeated' : 'repeats'} ${repeatLabel(c.repeat)}`, `${durationLabel(c.duration)} each`,
+    c.cancelled ? 'no further windows (cancelled)' : c.until ? `none starting from ${fmtUtc(c.until, tz)}` : ''].filter(Boolean).join(', ');
+  const next = c.next || [];
+  return h('div', { class: 'repeat', 'data-repeat': c.repeat },
+    h('span', { title: 'cron: ' + c.repeat }, rule),
+    next.length ? h('div', null, 'next: ', h('ul', { class: 'next' }, next.map(o => h('li', { 'data-start': o.start }, span(o, tz))))) : null);
+}
+
+// writesTable: a window's writes, a row per point: device, model, point,
+// value written and read back (a mismatch marked), and when.
+function writesTable(writes, tz, none = 'No writes recorded.') {
+  if (!writes?.length) return h('p', { class: 'muted none' }, none);
+  const cell = (label, attrs, ...content) => h('td', { 'data-label': label, ...attrs }, ...content);
+  return h('table', { class: 'audit' },
+    h('thead', null, h('tr', null, ['Device', 'Model', 'Point', 'Written', 'Read back', 'At'].map(t => h('th', { scope: 'col' }, t)))),
+    h('tbody', null, writes.flatMap(w => (w.points?.length ? w.points : [{ point: w.what }]).map(p =>
+      h('tr', { 'data-device': w.deviceId, 'data-point': p.point, 'data-value': p.value ?? '', 'data-readback': p.readBack ?? '' },
+        cell('Device', null, w.deviceId), cell('Model', { class: 'num' }, w.model), cell('Point', null, p.point),
+        cell('Written', { class: 'num' }, p.value ?? ''),
+        cell('Read back', { class: 'num' + (p.readBack !== undefined && p.readBack !== p.value ? ' differs' : '') }, p.readBack ?? '–'),
+        cell('At', { class: 'time' }, fmtUtc(w.readBackAt, tz)))))));
+}
+
+// audit: what a window wrote, and for a recurring command each of its
+// ended windows with its status and writes (include=finished).
+function audit(c, tz) {
+  const none = c.status === 'pending' ? (c.cancelled ? 'Cancelled before its start: nothing written.' : 'Not begun yet.') : undefined;
+  const parts = [h('div', { class: 'audit-window' }, h('strong', null, 'This window: '), writesTable(c.writes, tz, none))];
+  for (const o of c.finished || []) {
+    parts.push(h('div', { class: 'audit-window finished', 'data-start': o.start },
+      h('strong', null, `Ended window ${span(o, tz)}: `), badge(o.status), o.late ? ' late' : '',
+      o.appliedAt ? ` applied ${fmtUtc(o.appliedAt, tz)}` : '', o.reason ? ` (${o.reason})` : '', writesTable(o.writes, tz)));
+  }
+  return parts;
+}
+
+// scheduleRows: a row per window, newest schedule first; a schedule with
+// an open window has a Cancel button in its first row when cancel is set.
+// With all, finished windows too, each followed by its audit.
+function scheduleRows(list, tz, all, cancel) {
   const rows = [];
   for (const s of [...list].sort((a, b) => b.createdAt.localeCompare(a.createdAt))) {
+    let button = cancel && s.commands.some(isOpen) ? cancel(s) : null;
     for (const c of s.commands) {
-      if (!all && FINISHED.includes(c.status)) continue;
+      if (!all && (c.cancelled || FINISHED.includes(c.status))) continue;
       const cell = (label, attrs, ...content) => h('td', { 'data-label': label, ...attrs }, ...content);
-      rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '' },
+      const status = shownStatus(c);
+      rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '',
+        'data-cancelled': c.cancelled ? 'true' : null, 'data-created-by': s.createdBy || '' },
         cell('Command', null, c.command), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
-        cell('Value', null, valueOf(c)), cell('Status', null, badge(c.status), c.late ? ' late' : ''),
-        cell('Notes', { class: 'muted' }, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', partialNote(c), c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; ')),
-        cell('Sent by', { class: 'muted' }, `${s.createdBy || ''} ${fmtUtc(s.createdAt, tz)}`)));
+        cell('Value', null, valueOf(c)), cell('Status', null, h('span', null, badge(status), c.late ? ' late' : '')),
+        cell('Notes', { class: 'muted' }, h('div', null, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', partialNote(c), c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; '),
+          recurrence(c, tz))),
+        cell('Sent by', { class: 'origin' }, h('div', null, h('span', { class: 'by', title: s.createdBy || '' }, originLabel(s.createdBy)), h('span', { class: 'muted' }, ' ' + fmtUtc(s.createdAt, tz)))),
+        cell('Action', null, button)));
+      button = null;
+      if (all) rows.push(h('tr', { class: 'audit', 'data-schedule': s.scheduleId, 'data-command': c.command }, h('td', { colspan: 8, 'data-label': 'Audit' }, audit(c, tz))));
     }
   }
   return rows;
@@ -66,6 +132,8 @@ export async function render(ctx, root) {
   const showAll = h('input', { type: 'checkbox', id: 'sched-all' });
   const tbody = h('tbody', { id: 'sched-body' });
   const schedStatus = h('div');
+  const schedResult = h('div', { id: 'sched-result', 'aria-live': 'polite' });
+  const roleNote = h('p', { class: 'muted', id: 'sched-role', hidden: true }, 'Cancelling a schedule needs the installer or grid-operator role; you are signed in with a lower one.');
   const now = await ctx.plantNow();
   const cmd = h('select', { id: 'gc-command', name: 'command' },
     h('option', { value: 'opModMaxLimW' }, 'Active power limit (opModMaxLimW)'),
@@ -83,33 +151,64 @@ export async function render(ctx, root) {
   const settings = h('div', { id: 'settings' }, h('p', { class: 'muted' }, 'Reading the inverters…'));
   root.append(h('h1', null, 'Grid control'),
     h('section', { class: 'card', 'aria-labelledby': 'sched-h' }, h('h2', { id: 'sched-h' }, 'Schedules'),
-      h('p', null, h('label', null, showAll, ' also show finished and superseded windows')), schedStatus,
+      h('p', null, h('label', null, showAll, ' also show finished and superseded windows, with what each window wrote')), roleNote, schedResult, schedStatus,
       h('div', { class: 'scroll' }, h('table', { id: 'sched-table' },
-        h('thead', null, h('tr', null, ['Command', 'Start', 'End', 'Value', 'Status', 'Notes', 'Sent by'].map(t => h('th', { scope: 'col' }, t)))), tbody))),
+        h('thead', null, h('tr', null, ['Command', 'Start', 'End', 'Value', 'Status', 'Notes', 'Sent by', 'Action'].map(t => h('th', { scope: 'col' }, t)))), tbody))),
     h('section', { class: 'card', 'aria-labelledby': 'new-h' }, h('h2', { id: 'new-h' }, 'New limit window (installer)'),
       h('p', { class: 'muted' }, 'Where windows of one command overlap, the newest of a role wins: this overwrites your older windows for its time. A grid operator\'s limit still holds where it is tighter (your window then shows overridden).'), form, result),
     h('section', { class: 'card', 'aria-labelledby': 'set-h' }, h('h2', { id: 'set-h' }, 'Current settings'),
       h('p', { class: 'muted' }, 'As the inverters report them now.'), settings));
 
-  let timer, stopped = false, last = [];
+  let timer, stopped = false, last = [], canCancel = false, confirming = null;
+  // cancelButton: Cancel, then Confirm (a second click), then DELETE; the
+  // answer in schedResult, the list read again. A refusal (403: a grid
+  // operator's schedule, cancelled by a grid operator only) shows the
+  // problem's title and detail.
+  const cancelButton = s => h('button', { type: 'button', class: 'cancel' + (confirming === s.scheduleId ? ' confirm' : ''), 'data-schedule': s.scheduleId,
+    'aria-label': `${confirming === s.scheduleId ? 'Confirm: cancel' : 'Cancel'} schedule ${s.scheduleId}`,
+    onclick: async ev => {
+      if (confirming !== s.scheduleId) {
+        confirming = s.scheduleId;
+        paint();
+        tbody.querySelector('button.cancel.confirm')?.focus(); // the keyboard stays on it
+        return;
+      }
+      confirming = null;
+      ev.target.disabled = true;
+      clear(schedResult);
+      try {
+        await del(`${base}/schedules/${encodeURIComponent(s.scheduleId)}`);
+        clear(schedResult, h('p', { role: 'status', id: 'sched-cancelled', 'data-schedule': s.scheduleId }, `Schedule ${s.scheduleId} cancelled: its windows end now.`));
+      } catch (e) {
+        const p = e.problem || {};
+        clear(schedResult, h('div', { class: 'problem', role: 'alert', id: 'cancel-problem', 'data-schedule': s.scheduleId, 'data-status': e.status },
+          `Schedule ${s.scheduleId} not cancelled: ${[p.title || `HTTP ${e.status}`, p.detail || p.message].filter(Boolean).join(': ')}`));
+      }
+      await loadSchedules();
+    } }, confirming === s.scheduleId ? 'Confirm cancel' : 'Cancel');
   const paint = () => {
-    const rows = scheduleRows(last, tz, showAll.checked);
+    const rows = scheduleRows(last, tz, showAll.checked, canCancel ? cancelButton : null);
     clear(tbody, rows);
     clear(schedStatus, rows.length ? null : h('p', { class: 'muted', id: 'sched-none' }, showAll.checked ? 'No schedules.' : 'No active or upcoming windows.'));
   };
+  // loadSchedules reads the list (with the audit when finished windows
+  // are shown); only the latest of overlapping reads paints.
+  let reads = 0;
   async function loadSchedules() {
+    const seq = ++reads;
     try {
-      const r = await get(base + '/schedules');
-      if (stopped) return;
+      const r = await get(base + '/schedules', showAll.checked ? { include: 'finished' } : undefined);
+      if (stopped || seq !== reads) return;
       last = r.schedules;
       paint();
     } catch (e) {
-      if (!stopped) clear(schedStatus, problemBox(e));
+      if (stopped || seq !== reads) return;
+      clear(schedStatus, problemBox(e));
     }
     clearTimeout(timer);
     if (!stopped) timer = setTimeout(loadSchedules, REFRESH_MS);
   }
-  showAll.addEventListener('change', paint);
+  showAll.addEventListener('change', loadSchedules);
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
     clear(result);
@@ -124,6 +223,12 @@ export async function render(ctx, root) {
       result.append(e.status === 403 ? h('p', { class: 'problem', role: 'alert' }, 'Writing schedules needs the installer or grid-operator role.') : problemBox(e));
     }
   });
+  // Cancelling needs the installer role or above (no buttons below it;
+  // when the probe cannot tell, the API decides); which schedules a role
+  // may cancel the API decides too (a 403 shown on the button's answer).
+  const may = await mayInstall(plantId);
+  canCancel = may !== false;
+  roleNote.hidden = may !== false;
   await loadSchedules();
 
   (async () => {

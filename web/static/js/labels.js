@@ -170,3 +170,78 @@ export const MODES = {
 };
 
 export const DRIVERS = { relay: 'Relay output', sgready: 'SG-Ready heat pump', shelly: 'Shelly plug or relay' };
+
+// Grid control: who sent a schedule (its createdBy, "name (role)") and a
+// recurring command's rule (a cron spec of five fields, robfig/cron's
+// standard parser, optionally after CRON_TZ=<zone>) in words.
+export const ROLES = { standard: 'standard', installer: 'installer', gridoperator: 'grid operator' };
+
+// originLabel: "input:rcr/K3 (gridoperator)" → "grid operator's input rcr,
+// contact K3"; "mqtt:gw (installer)" → "cloud over MQTT (gateway gw,
+// installer)"; a credential's name with its role in words otherwise.
+export function originLabel(createdBy) {
+  const m = /^(.*?)(?: \((\w+)\))?$/.exec(createdBy || '');
+  const name = m[1], role = m[2] ? ROLES[m[2]] ?? m[2] : '';
+  const input = /^input:([^/]+)\/(.+)$/.exec(name);
+  if (input) {
+    const [, id, src] = input;
+    if (src === 'failsafe') return `grid operator's input ${id}: failsafe (input device lost)`;
+    const k = src.split('+');
+    return `grid operator's input ${id}, contact${k.length > 1 ? 's' : ''} ${k.join(' + ')}`;
+  }
+  const cloud = /^mqtt:(.+)$/.exec(name);
+  if (cloud) return `cloud over MQTT (gateway ${cloud[1]}${role ? ', ' + role : ''})`;
+  if (!name) return '–';
+  return role ? `${name} (${role})` : name;
+}
+
+const DOW = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+const DOW_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
+const dayOf = t => (/^\d+$/.test(t) ? DOW[+t] : DOW[DOW_NAMES.indexOf(t.toUpperCase())]);
+
+// daysLabel: a day-of-week field ("1-5", "MON,WED", "0,6") in words, or
+// undefined for one with steps or unknown names.
+function daysLabel(f) {
+  const out = [];
+  for (const part of f.split(',')) {
+    const [a, b, more] = part.split('-');
+    const from = dayOf(a), to = b === undefined ? from : dayOf(b);
+    if (more !== undefined || !from || !to) return undefined;
+    out.push(b === undefined ? from : `${from}–${to}`);
+  }
+  return out.join(', ');
+}
+
+const pad2 = n => String(n).padStart(2, '0');
+
+// repeatLabel: a cron spec in words for the common shapes ("every day at
+// 11:00 (Europe/Berlin)", "Mon–Fri at 06:30 (UTC)", "every 15 minutes"),
+// else the spec itself.
+export function repeatLabel(spec) {
+  const z = /^(?:CRON_TZ|TZ)=(\S+)\s+(.*)$/.exec(spec.trim());
+  const zone = z ? z[1] : 'UTC';
+  const f = (z ? z[2] : spec).trim().split(/\s+/);
+  const raw = `cron “${spec}”`;
+  if (f.length !== 5) return raw;
+  const [mi, ho, dom, mon, dow] = f;
+  const num = x => /^\d+$/.test(x);
+  const at = num(mi) && num(ho) ? `at ${pad2(ho)}:${pad2(mi)} (${zone})` : '';
+  if (at && mon === '*') {
+    if (dom === '*' && dow === '*') return 'every day ' + at;
+    if (dom === '*' && daysLabel(dow)) return `every ${daysLabel(dow)} ${at}`;
+    if (num(dom) && dow === '*') return `on day ${dom} of every month ${at}`;
+  }
+  if ([dom, mon, dow].every(x => x === '*')) {
+    if (num(mi) && ho === '*') return `every hour at minute ${mi}`;
+    const step = /^\*\/(\d+)$/.exec(mi);
+    if (step && ho === '*') return `every ${step[1]} minutes`;
+  }
+  return raw;
+}
+
+// durationLabel: a Go duration ("4h", "1h30m0s", "90s") in words.
+export function durationLabel(d) {
+  const units = { h: 'h', m: 'min', s: 's', ms: 'ms' };
+  const parts = [...(d || '').matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)].filter(([, n]) => +n !== 0).map(([, n, u]) => `${n} ${units[u]}`);
+  return parts.length ? parts.join(' ') : d;
+}
