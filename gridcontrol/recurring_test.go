@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,30 @@ func TestRecurringAcrossDowntime(t *testing.T) {
 	}
 	if l := r.limitOf("inv1"); l != 100 {
 		t.Fatalf("a missed window replayed: inv1 at %g %%", l)
+	}
+}
+
+// TestCancelledAndLateStatus: a window cancelled before its start is
+// listed as done (it will never run), not pending; a window sent after its
+// start is due when it came, so applying it at once is not late.
+func TestCancelledAndLateStatus(t *testing.T) {
+	t.Parallel()
+	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, LateAfter: 30 * time.Second}})
+	now := clk.Now()
+
+	future := r.mustSubmit(body(limitCmd("opModMaxLimW", now.Add(time.Hour), now.Add(2*time.Hour), 50)))
+	if err := r.controller().Cancel(context.Background(), "demo", future.ScheduleID, installer); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.command(future.ScheduleID, 0); c.Status != gridcontrol.StatusDone || !c.Cancelled || !strings.Contains(c.Reason, "cancelled by") {
+		t.Fatalf("a window cancelled before its start: status %s, cancelled %v, reason %q", c.Status, c.Cancelled, c.Reason)
+	}
+
+	// Started ten minutes ago, ten times LateAfter: due when it came.
+	begun := r.mustSubmit(body(limitCmd("opModMaxLimW", now.Add(-10*time.Minute), now.Add(time.Hour), 60)))
+	r.waitFor(15*time.Second, "the begun window applied", func() bool { return r.command(begun.ScheduleID, 0).AppliedAt != nil })
+	if c := r.command(begun.ScheduleID, 0); c.Late || c.Status != gridcontrol.StatusActive {
+		t.Fatalf("a window sent after its start and applied at once: status %s, late %v (%s)", c.Status, c.Late, c.Reason)
 	}
 }

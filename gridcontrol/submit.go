@@ -421,6 +421,10 @@ func view(s *Schedule, sup map[*ScheduledCmd]bool, gov map[string]window, now ti
 		case sup[&s.Commands[i]]:
 			cm.Status = StatusSuperseded
 		case cm.Status == StatusFailed:
+		case cm.Cancelled && !cm.End.After(cm.Start):
+			// Cancelled before it began: its end was moved to its start,
+			// it will never run (Reason names who cancelled it).
+			cm.Status = StatusDone
 		case now.Before(cm.Start):
 			cm.Status = StatusPending
 		case now.Before(cm.End):
@@ -437,7 +441,8 @@ func view(s *Schedule, sup map[*ScheduledCmd]bool, gov map[string]window, now ti
 
 // settle marks the open windows applied once every inverter that carries
 // their command took them (late when that was more than LateAfter after
-// the start, naming the devices that were late).
+// the start, or after the schedule came if it came later, naming the
+// devices that were late).
 func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]window, devs []plant.DeviceLive) (pending bool) {
 	var persist []*Schedule
 	var logs []plant.LogEntry
@@ -455,6 +460,9 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		var last time.Time
 		var late []string
 		all := true
+		// A window sent after its start (or a recurring one posted in
+		// the middle of an occurrence) is due when it came.
+		due := maxTime(cm.Start, w.sched.CreatedAt)
 		for _, id := range carriers(cmd, devs) {
 			at, ok := got[id]
 			if !ok {
@@ -462,8 +470,8 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 				break
 			}
 			last = maxTime(last, at)
-			if at.Sub(cm.Start) > c.cfg.LateAfter {
-				late = append(late, fmt.Sprintf("%s %s late", id, at.Sub(cm.Start).Round(time.Second)))
+			if at.Sub(due) > c.cfg.LateAfter {
+				late = append(late, fmt.Sprintf("%s %s late", id, at.Sub(due).Round(time.Second)))
 			}
 		}
 		if !all || last.IsZero() {
@@ -485,7 +493,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		}
 		if len(late) > 0 {
 			cm.Late = true
-			cm.Reason = "applied after its start on devices that were not reachable: " + strings.Join(late, ", ")
+			cm.Reason = fmt.Sprintf("applied more than %s after it was due (its start, or its arrival if later): %s", c.cfg.LateAfter, strings.Join(late, ", "))
 		}
 		persist = append(persist, w.sched)
 	}
