@@ -117,3 +117,31 @@ func TestClientAddRefusesIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestAddRefusesRole: "plantd token add" and "plantd client add" refuse a
+// role that is none of standard, installer and gridoperator, say so on
+// stderr and leave the file as it was.
+func TestAddRefusesRole(t *testing.T) {
+	t.Parallel() // its own files and processes
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"token", "add", "--name", "laptop", "--role", "admin", "-c", path},
+		{"client", "add", "--id", "portal", "--role", "admin", "-c", path},
+	} {
+		out, errOut, code := runBinary(t, args...)
+		want := "plantd " + args[0] + ` add: --role "admin": want standard, installer or gridoperator`
+		if code != exitUsage || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("%s add --role admin: exit %d, stdout %q, stderr %q; want exit %d and %q", args[0], code, out, errOut, exitUsage, want)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(example) {
+			t.Fatalf("%s add --role admin changed the file", args[0])
+		}
+	}
+}
