@@ -120,14 +120,7 @@ func (in Input) FailsafeAction() *InputAction {
 
 // inputs checks the inputs section.
 func (v *validator) inputs() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
-		plants[p.ID] = true
-	}
-	devs := map[string]bool{}
-	for _, d := range v.c.Devices {
-		devs[d.ID] = true
-	}
+	plants, devs := v.c.ids()
 	ids := map[string]string{}
 	for i, in := range v.c.Inputs {
 		path := fmt.Sprintf("inputs[%d]", i)

@@ -308,10 +308,7 @@ const UnitRule = "0..247 or 255"
 func ValidUnit(u int) bool { return u >= 0 && u <= 247 || u == 255 }
 
 func (v *validator) devices() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
-		plants[p.ID] = true
-	}
+	plants, _ := v.c.ids()
 	ids := map[string]string{}
 	addrs := map[string]string{}    // host:port unit -> path
 	endpoints := map[string]int{}   // host:port -> index
@@ -667,15 +664,21 @@ func (v *validator) gridControl() {
 	}
 }
 
-func (v *validator) migrated() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
+// ids returns the sets of the plants' and the devices' ids.
+func (c *Config) ids() (plants, devices map[string]bool) {
+	plants = make(map[string]bool, len(c.Plants))
+	for _, p := range c.Plants {
 		plants[p.ID] = true
 	}
-	devices := map[string]bool{}
-	for _, d := range v.c.Devices {
+	devices = make(map[string]bool, len(c.Devices))
+	for _, d := range c.Devices {
 		devices[d.ID] = true
 	}
+	return plants, devices
+}
+
+func (v *validator) migrated() {
+	plants, devices := v.c.ids()
 	v.migrations("migrated.plants", "plant", v.c.Migrated.Plants, plants)
 	v.migrations("migrated.devices", "device", v.c.Migrated.Devices, devices)
 }
