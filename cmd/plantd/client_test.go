@@ -16,14 +16,7 @@ import (
 // bad redirect URI leaves the file unchanged.
 func TestClientAdd(t *testing.T) {
 	t.Parallel() // its own files, processes and ports
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := exampleConfigCopy(t)
 	out, errOut, code := runBinary(t, "client", "add", "--id", "portal", "--role", "standard", "-c", path,
 		"--redirect-uri", "https://portal.example.com/cb", "--redirect-uri", "http://127.0.0.1:8765/cb", "--pre-approved")
 	if code != 0 {
@@ -84,14 +77,7 @@ func TestClientAdd(t *testing.T) {
 // was.
 func TestClientAddRefusesIDs(t *testing.T) {
 	t.Parallel() // its own files and processes
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, example := exampleConfigCopy(t)
 	for _, tt := range []struct {
 		id, named string
 		printOnly bool
@@ -123,14 +109,7 @@ func TestClientAddRefusesIDs(t *testing.T) {
 // stderr and leave the file as it was.
 func TestAddRefusesRole(t *testing.T) {
 	t.Parallel() // its own files and processes
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, example := exampleConfigCopy(t)
 	for _, args := range [][]string{
 		{"token", "add", "--name", "laptop", "--role", "admin", "-c", path},
 		{"client", "add", "--id", "portal", "--role", "admin", "-c", path},
@@ -144,4 +123,19 @@ func TestAddRefusesRole(t *testing.T) {
 			t.Fatalf("%s add --role admin changed the file", args[0])
 		}
 	}
+}
+
+// exampleConfigCopy writes packaging/plantd.yaml.example to plantd.yaml in
+// a temporary directory (0640) and returns its path and contents.
+func exampleConfigCopy(t *testing.T) (path string, example []byte) {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path, example
 }
