@@ -137,14 +137,7 @@ func (v *validator) inputs() {
 		default:
 			v.add(path+".plant", "unknown plant %q", in.Plant)
 		}
-		switch {
-		case in.Host == "":
-			v.add(path+".host", "required (a host name or IP address)")
-		case hasPort(in.Host):
-			v.add(path+".host", "%q includes a port (give it as port)", in.Host)
-		case !validHost(in.Host):
-			v.add(path+".host", "%q is not a host name or IP address", in.Host)
-		}
+		v.host(path+".host", in.Host, "a host name or IP address")
 		if in.Port < 1 || in.Port > 65535 {
 			v.add(path+".port", "%d is not a TCP port", in.Port)
 		}

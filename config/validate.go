@@ -327,18 +327,11 @@ func (v *validator) devices() {
 		default:
 			v.add(path+".plant", "unknown plant %q", d.Plant)
 		}
-		hostOK := false
-		switch {
-		case d.Serial != nil:
+		var hostOK bool
+		if d.Serial != nil {
 			hostOK = v.serial(path, d)
-		case d.Host == "":
-			v.add(path+".host", "required (a host name or IP address, or give serial)")
-		case hasPort(d.Host):
-			v.add(path+".host", "%q includes a port (give it as port)", d.Host)
-		case !validHost(d.Host):
-			v.add(path+".host", "%q is not a host name or IP address", d.Host)
-		default:
-			hostOK = true
+		} else {
+			hostOK = v.host(path+".host", d.Host, "a host name or IP address, or give serial")
 		}
 		portOK := d.Serial != nil || d.Port >= 1 && d.Port <= 65535
 		if !portOK {
@@ -749,6 +742,22 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// host checks the host of a Modbus TCP device or module (field) and
+// reports whether it is valid; required says what an empty one should be.
+func (v *validator) host(field, host, required string) bool {
+	switch {
+	case host == "":
+		v.add(field, "required (%s)", required)
+	case hasPort(host):
+		v.add(field, "%q includes a port (give it as port)", host)
+	case !validHost(host):
+		v.add(field, "%q is not a host name or IP address", host)
+	default:
+		return true
+	}
+	return false
 }
 
 // validHost reports whether h is an IP address or a host name.
