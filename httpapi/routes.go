@@ -230,6 +230,18 @@ func lookupParam[T any](c *gin.Context, param, what string, migrated map[string]
 	return v, true
 }
 
+// plantDevices returns the request's plant ({plantId}) and its devices'
+// live statuses; false after answering 500 when the statuses fail.
+func (s *Server) plantDevices(c *gin.Context) (plant.Plant, []plant.DeviceLive, bool) {
+	p := ctxPlantOf(c)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if err != nil {
+		s.internal(c, err)
+		return p, nil, false
+	}
+	return p, devs, true
+}
+
 func ctxPlantOf(c *gin.Context) plant.Plant {
 	v, _ := c.Get(ctxPlant)
 	p, _ := v.(plant.Plant)
