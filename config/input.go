@@ -120,14 +120,7 @@ func (in Input) FailsafeAction() *InputAction {
 
 // inputs checks the inputs section.
 func (v *validator) inputs() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
-		plants[p.ID] = true
-	}
-	devs := map[string]bool{}
-	for _, d := range v.c.Devices {
-		devs[d.ID] = true
-	}
+	plants, devs := v.c.ids()
 	ids := map[string]string{}
 	for i, in := range v.c.Inputs {
 		path := fmt.Sprintf("inputs[%d]", i)
@@ -144,14 +137,7 @@ func (v *validator) inputs() {
 		default:
 			v.add(path+".plant", "unknown plant %q", in.Plant)
 		}
-		switch {
-		case in.Host == "":
-			v.add(path+".host", "required (a host name or IP address)")
-		case hasPort(in.Host):
-			v.add(path+".host", "%q includes a port (give it as port)", in.Host)
-		case !validHost(in.Host):
-			v.add(path+".host", "%q is not a host name or IP address", in.Host)
-		}
+		v.host(path+".host", in.Host, "a host name or IP address")
 		if in.Port < 1 || in.Port > 65535 {
 			v.add(path+".port", "%d is not a TCP port", in.Port)
 		}

@@ -308,10 +308,7 @@ const UnitRule = "0..247 or 255"
 func ValidUnit(u int) bool { return u >= 0 && u <= 247 || u == 255 }
 
 func (v *validator) devices() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
-		plants[p.ID] = true
-	}
+	plants, _ := v.c.ids()
 	ids := map[string]string{}
 	addrs := map[string]string{}    // host:port unit -> path
 	endpoints := map[string]int{}   // host:port -> index
@@ -330,18 +327,11 @@ func (v *validator) devices() {
 		default:
 			v.add(path+".plant", "unknown plant %q", d.Plant)
 		}
-		hostOK := false
-		switch {
-		case d.Serial != nil:
+		var hostOK bool
+		if d.Serial != nil {
 			hostOK = v.serial(path, d)
-		case d.Host == "":
-			v.add(path+".host", "required (a host name or IP address, or give serial)")
-		case hasPort(d.Host):
-			v.add(path+".host", "%q includes a port (give it as port)", d.Host)
-		case !validHost(d.Host):
-			v.add(path+".host", "%q is not a host name or IP address", d.Host)
-		default:
-			hostOK = true
+		} else {
+			hostOK = v.host(path+".host", d.Host, "a host name or IP address, or give serial")
 		}
 		portOK := d.Serial != nil || d.Port >= 1 && d.Port <= 65535
 		if !portOK {
@@ -667,15 +657,21 @@ func (v *validator) gridControl() {
 	}
 }
 
-func (v *validator) migrated() {
-	plants := map[string]bool{}
-	for _, p := range v.c.Plants {
+// ids returns the sets of the plants' and the devices' ids.
+func (c *Config) ids() (plants, devices map[string]bool) {
+	plants = make(map[string]bool, len(c.Plants))
+	for _, p := range c.Plants {
 		plants[p.ID] = true
 	}
-	devices := map[string]bool{}
-	for _, d := range v.c.Devices {
+	devices = make(map[string]bool, len(c.Devices))
+	for _, d := range c.Devices {
 		devices[d.ID] = true
 	}
+	return plants, devices
+}
+
+func (v *validator) migrated() {
+	plants, devices := v.c.ids()
 	v.migrations("migrated.plants", "plant", v.c.Migrated.Plants, plants)
 	v.migrations("migrated.devices", "device", v.c.Migrated.Devices, devices)
 }
@@ -746,6 +742,22 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// host checks the host of a Modbus TCP device or module (field) and
+// reports whether it is valid; required says what an empty one should be.
+func (v *validator) host(field, host, required string) bool {
+	switch {
+	case host == "":
+		v.add(field, "required (%s)", required)
+	case hasPort(host):
+		v.add(field, "%q includes a port (give it as port)", host)
+	case !validHost(host):
+		v.add(field, "%q is not a host name or IP address", host)
+	default:
+		return true
+	}
+	return false
 }
 
 // validHost reports whether h is an IP address or a host name.

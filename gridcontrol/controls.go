@@ -106,6 +106,16 @@ func setIf(inst *devices.Instance, name string, v float64) error {
 	return inst.Set(name, v)
 }
 
+// setEach sets each value with setIf, in order, up to the first error.
+func setEach(inst *devices.Instance, vals []devices.PointValue) error {
+	for _, pv := range vals {
+		if err := setIf(inst, pv.Point, pv.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // limitPoints are the points of the limit control, per model.
 var limitPoints = map[uint16][]string{
 	123: {"WMaxLimPct", "WMaxLimPct_WinTms", "WMaxLimPct_RvrtTms", "WMaxLimPct_RmpTms", "WMaxLim_Ena"},
@@ -136,29 +146,24 @@ func defaultLimitPct(snap *devices.Instance) float64 {
 func editLimit(inst, snap *devices.Instance, fallback, pct, rvrtS float64) error {
 	switch inst.Model.ID {
 	case 123:
-		for _, pv := range []struct {
-			n string
-			v float64
-		}{{"WMaxLimPct", pct}, {"WMaxLimPct_RvrtTms", rvrtS}, {"WMaxLimPct_RmpTms", 0}, {"WMaxLim_Ena", 1}} {
-			if err := setIf(inst, pv.n, pv.v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return setEach(inst, []devices.PointValue{
+			{Point: "WMaxLimPct", Value: pct},
+			{Point: "WMaxLimPct_RvrtTms", Value: rvrtS},
+			{Point: "WMaxLimPct_RmpTms", Value: 0},
+			{Point: "WMaxLim_Ena", Value: 1},
+		})
 	case 704:
 		defEna := 1.0
 		if e, err := snap.Float("WMaxLimPctEna"); (err != nil || e != 1) && fallback >= 100 {
 			defEna = 0
 		}
-		for _, pv := range []struct {
-			n string
-			v float64
-		}{{"WMaxLimPct", pct}, {"WMaxLimPctRvrtTms", rvrtS}, {"WMaxLimPctRvrt", fallback}, {"WMaxLimPctEnaRvrt", defEna}, {"WMaxLimPctEna", 1}} {
-			if err := setIf(inst, pv.n, pv.v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return setEach(inst, []devices.PointValue{
+			{Point: "WMaxLimPct", Value: pct},
+			{Point: "WMaxLimPctRvrtTms", Value: rvrtS},
+			{Point: "WMaxLimPctRvrt", Value: fallback},
+			{Point: "WMaxLimPctEnaRvrt", Value: defEna},
+			{Point: "WMaxLimPctEna", Value: 1},
+		})
 	}
 	return fmt.Errorf("model %d: %w for the power limit", inst.Model.ID, errUnsupported)
 }
@@ -192,15 +197,12 @@ func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
 		if c != ctlPFInj {
 			return fmt.Errorf("model 123 has no PF setpoint while absorbing: %w", errUnsupported)
 		}
-		for _, pv := range []struct {
-			n string
-			v float64
-		}{{"OutPFSet", pf}, {"OutPFSet_RvrtTms", rvrtS}, {"OutPFSet_RmpTms", 0}, {"OutPFSet_Ena", 1}} {
-			if err := setIf(inst, pv.n, pv.v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return setEach(inst, []devices.PointValue{
+			{Point: "OutPFSet", Value: pf},
+			{Point: "OutPFSet_RvrtTms", Value: rvrtS},
+			{Point: "OutPFSet_RmpTms", Value: 0},
+			{Point: "OutPFSet_Ena", Value: 1},
+		})
 	}
 	pre := "PFWInj"
 	if c == ctlPFAbs {
@@ -226,15 +228,11 @@ func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
 		}
 	}
 	defEna, _ := snap.Float(pre + "Ena")
-	for _, pv := range []struct {
-		n string
-		v float64
-	}{{pre + "RvrtTms", rvrtS}, {pre + "EnaRvrt", defEna}, {pre + "Ena", 1}} {
-		if err := setIf(inst, pv.n, pv.v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return setEach(inst, []devices.PointValue{
+		{Point: pre + "RvrtTms", Value: rvrtS},
+		{Point: pre + "EnaRvrt", Value: defEna},
+		{Point: pre + "Ena", Value: 1},
+	})
 }
 
 // writableIndex returns the curve (or control) to write: the last one the

@@ -231,10 +231,8 @@ func (s *Server) plantList(c *gin.Context) {
 
 // installation is GET .../plants/{plantId}/installation.
 func (s *Server) installation(c *gin.Context) {
-	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.plantDevices(c)
+	if !ok {
 		return
 	}
 	s.writeJSON(c, http.StatusOK, struct {
@@ -257,10 +255,8 @@ func (s *Server) connectedState() (string, time.Time) {
 
 // configuration is GET .../plants/{plantId}/configuration.
 func (s *Server) configuration(c *gin.Context) {
-	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.plantDevices(c)
+	if !ok {
 		return
 	}
 	battery := false
@@ -337,10 +333,8 @@ func (s *Server) deviceOf(p plant.Plant, d plant.DeviceLive) deviceJSON {
 
 // devices is GET .../plants/{plantId}/devices.
 func (s *Server) devices(c *gin.Context) {
-	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.plantDevices(c)
+	if !ok {
 		return
 	}
 	out := make([]deviceJSON, 0, len(devs))
@@ -372,14 +366,12 @@ func (s *Server) plantBare(c *gin.Context) {
 // without the plant wrapper; deactivated devices only with
 // WithDeactivatedDevices=true.
 func (s *Server) devicesLean(c *gin.Context) {
-	p := ctxPlantOf(c)
 	withDeactivated, ok := parseBool(c, "WithDeactivatedDevices")
 	if !ok {
 		return
 	}
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.plantDevices(c)
+	if !ok {
 		return
 	}
 	out := make([]deviceJSON, 0, len(devs))
@@ -426,10 +418,8 @@ type commJSON struct {
 
 // communication is GET .../plants/{plantId}/communication.
 func (s *Server) communication(c *gin.Context) {
-	p := ctxPlantOf(c)
-	devs, err := s.deps.Live.DeviceStatuses(p.ID)
-	if err != nil {
-		s.internal(c, err)
+	p, devs, ok := s.plantDevices(c)
+	if !ok {
 		return
 	}
 	out := make([]commJSON, 0, len(devs))

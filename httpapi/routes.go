@@ -189,13 +189,8 @@ func escapeSegment(s string) string { return url.PathEscape(s) }
 
 // resolvePlant looks up {plantId}: 308 when migrated, 404 when unknown.
 func (s *Server) resolvePlant(c *gin.Context) {
-	if redirectMigrated(c, "plantId", s.migratedPlants) {
-		return
-	}
-	id := c.Param("plantId")
-	p, ok := s.deps.Live.Plant(id)
+	p, ok := lookupParam(c, "plantId", "plant", s.migratedPlants, s.deps.Live.Plant)
 	if !ok {
-		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown plant %q", id), FieldError{Field: "plantId", Message: "unknown plant"})
 		return
 	}
 	c.Set(ctxPlant, p)
@@ -204,23 +199,47 @@ func (s *Server) resolvePlant(c *gin.Context) {
 
 // resolveDevice looks up {deviceId}: 308 when migrated, 404 when unknown.
 func (s *Server) resolveDevice(c *gin.Context) {
-	if redirectMigrated(c, "deviceId", s.migratedDevices) {
-		return
-	}
-	id := c.Param("deviceId")
-	d, ok := s.deps.Live.Device(id)
+	d, ok := lookupParam(c, "deviceId", "device", s.migratedDevices, s.deps.Live.Device)
 	if !ok {
-		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown device %q", id), FieldError{Field: "deviceId", Message: "unknown device"})
 		return
 	}
 	p, ok := s.deps.Live.Plant(d.Info.PlantID)
 	if !ok {
-		s.internal(c, fmt.Errorf("device %q of unknown plant %q", id, d.Info.PlantID))
+		s.internal(c, fmt.Errorf("device %q of unknown plant %q", d.Info.ID, d.Info.PlantID))
 		return
 	}
 	c.Set(ctxPlant, p)
 	c.Set(ctxDevice, d)
 	c.Next()
+}
+
+// lookupParam finds the id of the path parameter param with find. It
+// answers and returns false when the id has migrated (308 to the new id,
+// from migrated) or find knows no such what ("plant", "device": 404).
+func lookupParam[T any](c *gin.Context, param, what string, migrated map[string]string, find func(string) (T, bool)) (T, bool) {
+	var none T
+	if redirectMigrated(c, param, migrated) {
+		return none, false
+	}
+	id := c.Param(param)
+	v, ok := find(id)
+	if !ok {
+		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown %s %q", what, id), FieldError{Field: param, Message: "unknown " + what})
+		return none, false
+	}
+	return v, true
+}
+
+// plantDevices returns the request's plant ({plantId}) and its devices'
+// live statuses; false after answering 500 when the statuses fail.
+func (s *Server) plantDevices(c *gin.Context) (plant.Plant, []plant.DeviceLive, bool) {
+	p := ctxPlantOf(c)
+	devs, err := s.deps.Live.DeviceStatuses(p.ID)
+	if err != nil {
+		s.internal(c, err)
+		return p, nil, false
+	}
+	return p, devs, true
 }
 
 func ctxPlantOf(c *gin.Context) plant.Plant {

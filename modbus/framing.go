@@ -159,6 +159,17 @@ func frameDone(kind frameKind, got []byte) (bool, error) {
 	return true, nil
 }
 
+// received counts m more answer bytes read into x.buf and reports, as
+// frameDone does, whether the answer is whole. A read of no bytes changes
+// nothing.
+func (x *exchange) received(m int) (bool, error) {
+	if m <= 0 {
+		return false, nil
+	}
+	x.n += m
+	return frameDone(x.kind, x.buf[:x.n])
+}
+
 // exchange is one request on a link: the request frame, the answer buffer
 // and deadline in, the answer's length out. The Endpoint keeps it, so that
 // a request allocates nothing for it.

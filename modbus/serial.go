@@ -73,11 +73,8 @@ func (l *serialLink) exchange(x *exchange) error {
 	}
 	for {
 		m, err := l.port.Read(x.buf[x.n:])
-		if m > 0 {
-			x.n += m
-			if done, ferr := frameDone(x.kind, x.buf[:x.n]); done || ferr != nil {
-				return ferr
-			}
+		if done, ferr := x.received(m); done || ferr != nil {
+			return ferr
 		}
 		switch {
 		case err == serial.ErrTimeout || errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):

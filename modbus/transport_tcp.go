@@ -46,11 +46,8 @@ func (l *connLink) exchange(x *exchange) error {
 	}
 	for {
 		m, err := l.conn.Read(x.buf[x.n:])
-		if m > 0 {
-			x.n += m
-			if done, ferr := frameDone(x.kind, x.buf[:x.n]); done || ferr != nil {
-				return ferr
-			}
+		if done, ferr := x.received(m); done || ferr != nil {
+			return ferr
 		}
 		if err != nil {
 			if err == io.EOF && x.n > 0 {

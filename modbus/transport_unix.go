@@ -107,8 +107,7 @@ func (l *rawLink) stepFD(fd uintptr) bool {
 			}
 			return true
 		}
-		x.n += m
-		if done, err := frameDone(x.kind, x.buf[:x.n]); done || err != nil {
+		if done, err := x.received(m); done || err != nil {
 			l.err = err
 			return true
 		}

@@ -197,24 +197,18 @@ func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 //
 // Each basic field (pvGeneration, grid, battery) is present when at least
 // one device of its role gave a value (the sum of those that did). The
-// derived fields need the grid and, for each role the plant has, that
-// role's value:
+// derived fields ([Flows.Derive]) need the grid and, for each role the
+// plant has, that role's value; the rates follow from them:
 //
-//	totalConsumption  = PV + gridConsumption + batteryDischarging − gridFeedIn − batteryCharging (≥ 0)
-//	selfConsumption   = PV − gridFeedIn (0..PV)
-//	directConsumption = PV − gridFeedIn − batteryCharging (0..PV)
-//	selfSupply        = totalConsumption − gridConsumption (0..totalConsumption)
 //	autarkyRate       = selfSupply / totalConsumption (absent when consumption is 0)
 //	selfConsumptionRate = selfConsumption / PV (absent when PV is 0)
 //	totalGeneration   = PV (no other generators yet)
 func computeBalance(cs []contrib) Balance {
 	var b Balance
 	var (
-		pv, cons, feed, cha, dis float64
-		pvOK, gridOK, batOK      bool
-		hasInv, hasBat           bool
-		soc                      socMean
-		issues                   []DeviceIssue
+		f      Flows
+		soc    socMean
+		issues []DeviceIssue
 	)
 	issue := func(id string, r IssueReason) {
 		for _, is := range issues {
@@ -227,10 +221,10 @@ func computeBalance(cs []contrib) Balance {
 	for _, c := range cs {
 		switch c.kind {
 		case kind.Inverter:
-			hasInv = true
-			hasBat = hasBat || c.hasBat // a hybrid inverter's battery
+			f.HasInverter = true
+			f.HasBattery = f.HasBattery || c.hasBat // a hybrid inverter's battery
 		case kind.Battery:
-			hasBat = true
+			f.HasBattery = true
 		}
 		switch {
 		case c.state == StateOffline:
@@ -250,10 +244,10 @@ func computeBalance(cs []contrib) Balance {
 		case kind.Inverter:
 			switch {
 			case c.hasPV:
-				pv += c.pv
-				pvOK = true
+				f.PV += c.pv
+				f.PVOK = true
 			case c.off:
-				pvOK = true
+				f.PVOK = true
 			default:
 				issue(c.id, IssueNoValue)
 			}
@@ -261,29 +255,29 @@ func computeBalance(cs []contrib) Balance {
 				// A hybrid inverter's battery (a template's or 802's
 				// charging and discharging channels): its pvGeneration is
 				// the PV side, so the battery's flows count as a battery's.
-				cha += c.cha
-				dis += c.dis
-				batOK = true
+				f.Charging += c.cha
+				f.Discharging += c.dis
+				f.BatteryOK = true
 				if c.hasSoC {
 					soc.add(c.soc, c.capacityWh)
 				}
 			}
 		case kind.Meter:
 			if c.hasGrid {
-				cons += c.cons
-				feed += c.feed
-				gridOK = true
+				f.GridConsumption += c.cons
+				f.GridFeedIn += c.feed
+				f.GridOK = true
 			} else {
 				issue(c.id, IssueNoValue)
 			}
 		case kind.Battery:
 			switch {
 			case c.hasBat:
-				cha += c.cha
-				dis += c.dis
-				batOK = true
+				f.Charging += c.cha
+				f.Discharging += c.dis
+				f.BatteryOK = true
 			case c.off:
-				batOK = true
+				f.BatteryOK = true
 			default:
 				issue(c.id, IssueNoValue)
 			}
@@ -292,23 +286,23 @@ func computeBalance(cs []contrib) Balance {
 			}
 		}
 	}
-	if pvOK {
-		b.PVGenerationW = ptr(pv)
-		b.TotalGenerationW = ptr(pv)
+	if f.PVOK {
+		b.PVGenerationW = ptr(f.PV)
+		b.TotalGenerationW = ptr(f.PV)
 	}
-	if gridOK {
-		b.GridConsumptionW = ptr(cons)
-		b.GridFeedInW = ptr(feed)
+	if f.GridOK {
+		b.GridConsumptionW = ptr(f.GridConsumption)
+		b.GridFeedInW = ptr(f.GridFeedIn)
 	}
-	if batOK {
-		b.BatteryChargingW = ptr(cha)
-		b.BatteryDischargingW = ptr(dis)
+	if f.BatteryOK {
+		b.BatteryChargingW = ptr(f.Charging)
+		b.BatteryDischargingW = ptr(f.Discharging)
 	}
 	if v, ok := soc.value(); ok {
 		b.BatteryStateOfChargePct = ptr(v)
 	}
-	if gridOK && (pvOK || !hasInv) && (batOK || !hasBat) {
-		b.derive(pv, cons, feed, cha, dis, pvOK)
+	if d, ok := f.Derive(); ok {
+		b.derive(d, f.PV)
 	}
 	if len(issues) > 0 {
 		b.Error = &DataError{
@@ -320,23 +314,61 @@ func computeBalance(cs []contrib) Balance {
 	return b
 }
 
-// derive fills the consumption and the rates the flows give: total
-// consumption, self supply and autarky; with PV known, self and direct
-// consumption and the self-consumption rate.
-func (b *Balance) derive(pv, cons, feed, cha, dis float64, pvOK bool) {
-	total := math.Max(0, pv+cons+dis-feed-cha)
-	b.TotalConsumptionW = ptr(total)
-	selfSupply := clamp(total-cons, 0, total)
-	b.SelfSupplyW = ptr(selfSupply)
-	if total > 0 {
-		b.AutarkyRate = ptr(clamp(selfSupply/total, 0, 1))
+// Flows are the basic flows of a plant's energy balance, as power (W)
+// or as an interval's energy (Wh): for each role the sum over its devices
+// that gave a value, whether any did (PVOK, GridOK, BatteryOK), and which
+// roles the plant has (HasInverter, HasBattery). The live balance and the
+// store's interval balances both derive the rest from them with Derive.
+type Flows struct {
+	PV, GridConsumption, GridFeedIn, Charging, Discharging float64
+
+	PVOK, GridOK, BatteryOK bool
+	HasInverter, HasBattery bool
+}
+
+// Derived are the flows a balance derives from its basic flows:
+//
+//	totalConsumption  = PV + gridConsumption + batteryDischarging − gridFeedIn − batteryCharging (≥ 0)
+//	selfSupply        = totalConsumption − gridConsumption (0..totalConsumption)
+//	selfConsumption   = PV − gridFeedIn (0..PV)
+//	directConsumption = PV − gridFeedIn − batteryCharging (0..PV)
+//
+// The last two only when PV is known (PVOK).
+type Derived struct {
+	TotalConsumption, SelfSupply       float64
+	SelfConsumption, DirectConsumption float64
+	PVOK                               bool
+}
+
+// Derive returns the derived flows, or false when they cannot be known:
+// the grid gave no value, or a role the plant has (inverters, batteries)
+// gave none.
+func (f Flows) Derive() (Derived, bool) {
+	if !f.GridOK || !f.PVOK && f.HasInverter || !f.BatteryOK && f.HasBattery {
+		return Derived{}, false
 	}
-	if pvOK {
-		self := clamp(pv-feed, 0, pv)
-		b.SelfConsumptionW = ptr(self)
-		b.DirectConsumptionW = ptr(clamp(pv-feed-cha, 0, pv))
+	total := math.Max(0, f.PV+f.GridConsumption+f.Discharging-f.GridFeedIn-f.Charging)
+	d := Derived{TotalConsumption: total, SelfSupply: clamp(total-f.GridConsumption, 0, total), PVOK: f.PVOK}
+	if f.PVOK {
+		d.SelfConsumption = clamp(f.PV-f.GridFeedIn, 0, f.PV)
+		d.DirectConsumption = clamp(f.PV-f.GridFeedIn-f.Charging, 0, f.PV)
+	}
+	return d, true
+}
+
+// derive fills the derived flows and the rates they give: autarky, and
+// with PV known the self-consumption rate.
+func (b *Balance) derive(d Derived, pv float64) {
+	b.TotalConsumptionW = ptr(d.TotalConsumption)
+	b.SelfSupplyW = ptr(d.SelfSupply)
+	if d.TotalConsumption > 0 {
+		b.AutarkyRate = ptr(clamp(d.SelfSupply/d.TotalConsumption, 0, 1))
+	}
+	if d.PVOK {
+		b.SelfConsumptionW = ptr(d.SelfConsumption)
+		b.DirectConsumptionW = ptr(d.DirectConsumption)
 		if pv > 0 {
-			b.SelfConsumptionRate = ptr(clamp(self/pv, 0, 1))
+			b.SelfConsumptionRate = ptr(clamp(d.SelfConsumption/pv, 0, 1))
 		}
 	}
 }

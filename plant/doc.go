@@ -148,11 +148,12 @@
 //
 // # Live energy balance
 //
-// See computeBalance for the formulas. The balance's pvGeneration is the
-// sum of the inverters' pvGeneration, the grid terms come from the meters
-// (every meter is taken as a grid meter), the battery terms from the
-// batteries and from hybrid inverters (an inverter with batteryCharging and
-// batteryDischarging, whose pvGeneration is its PV side). The identity
+// See computeBalance and Flows.Derive for the formulas. The balance's
+// pvGeneration is the sum of the inverters' pvGeneration, the grid terms
+// come from the meters (every meter is taken as a grid meter), the battery
+// terms from the batteries and from hybrid inverters (an inverter with
+// batteryCharging and batteryDischarging, whose pvGeneration is its PV
+// side). The identity
 //
 //	pvGeneration + gridConsumption + batteryDischarging
 //	  = totalConsumption + gridFeedIn + batteryCharging

@@ -95,49 +95,43 @@ func intervalOf(k kind.Kind, b *devBucket) devInterval {
 }
 
 // computeBalance derives a plant's balance of one interval from its
-// devices' aggregates, with the rules of plant.computeBalance applied to
-// energies: each basic field is present when a device of its role gave an
-// energy (inverters: pvGeneration, meters: gridFeedIn and gridConsumption,
-// batteries: batteryCharging and batteryDischarging); the derived fields
-// need the grid and, for each role present in the interval (a device of
-// that kind had samples or energy in it), that role's energy:
-//
-//	totalConsumption  = PV + gridConsumption + batteryDischarging − gridFeedIn − batteryCharging (≥ 0)
-//	selfConsumption   = PV − gridFeedIn (0..PV)
-//	directConsumption = PV − gridFeedIn − batteryCharging (0..PV)
-//	selfSupply        = totalConsumption − gridConsumption (0..totalConsumption)
+// devices' aggregates, with the rules of the live balance
+// ([plant.Flows.Derive]) applied to energies: each basic field is present
+// when a device of its role gave an energy (inverters: pvGeneration,
+// meters: gridFeedIn and gridConsumption, batteries: batteryCharging and
+// batteryDischarging); the derived fields need the grid and, for each
+// role present in the interval (a device of that kind had samples or
+// energy in it), that role's energy.
 //
 // It returns false when the interval has nothing to show.
 func computeBalance(devs []devInterval) (balRow, bool) {
 	var r balRow
 	var (
-		pv, cons, feed, cha, dis float64
-		pvOK, gridOK, batOK      bool
-		hasInv, hasBat           bool
-		socSum                   float64
-		socN                     int
+		f      plant.Flows
+		socSum float64
+		socN   int
 	)
 	for _, d := range devs {
 		both := d.eOK[0] && d.eOK[1]
 		switch d.kind {
 		case kind.Inverter:
-			hasInv = true
+			f.HasInverter = true
 			if d.eOK[0] {
-				pv += d.e[0]
-				pvOK = true
+				f.PV += d.e[0]
+				f.PVOK = true
 			}
 		case kind.Meter:
 			if both {
-				cons += d.e[0]
-				feed += d.e[1]
-				gridOK = true
+				f.GridConsumption += d.e[0]
+				f.GridFeedIn += d.e[1]
+				f.GridOK = true
 			}
 		case kind.Battery:
-			hasBat = true
+			f.HasBattery = true
 			if both {
-				cha += d.e[0]
-				dis += d.e[1]
-				batOK = true
+				f.Charging += d.e[0]
+				f.Discharging += d.e[1]
+				f.BatteryOK = true
 			}
 			if d.socOK {
 				socSum += d.soc
@@ -146,32 +140,31 @@ func computeBalance(devs []devInterval) (balRow, bool) {
 		}
 	}
 	some := false
-	set := func(f balField, v float64) {
-		r[f].addE(v)
+	set := func(fld balField, v float64) {
+		r[fld].addE(v)
 		some = true
 	}
-	if pvOK {
-		set(balPV, pv)
+	if f.PVOK {
+		set(balPV, f.PV)
 	}
-	if gridOK {
-		set(balGridCons, cons)
-		set(balFeedIn, feed)
+	if f.GridOK {
+		set(balGridCons, f.GridConsumption)
+		set(balFeedIn, f.GridFeedIn)
 	}
-	if batOK {
-		set(balCharging, cha)
-		set(balDischarging, dis)
+	if f.BatteryOK {
+		set(balCharging, f.Charging)
+		set(balDischarging, f.Discharging)
 	}
 	if socN > 0 {
 		r[balSoC].add(socSum / float64(socN))
 		some = true
 	}
-	if gridOK && (pvOK || !hasInv) && (batOK || !hasBat) {
-		total := math.Max(0, pv+cons+dis-feed-cha)
-		set(balTotalCons, total)
-		set(balSelfSupply, clamp(total-cons, 0, total))
-		if pvOK {
-			set(balSelfCons, clamp(pv-feed, 0, pv))
-			set(balDirectCons, clamp(pv-feed-cha, 0, pv))
+	if d, ok := f.Derive(); ok {
+		set(balTotalCons, d.TotalConsumption)
+		set(balSelfSupply, d.SelfSupply)
+		if d.PVOK {
+			set(balSelfCons, d.SelfConsumption)
+			set(balDirectCons, d.DirectConsumption)
 		}
 	}
 	return r, some

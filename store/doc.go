@@ -147,16 +147,16 @@
 // meanwhile is not attributed to any interval).
 //
 // A plant's energy balance is computed per 5-minute interval from its
-// devices' energies with the rules of plant.computeBalance (inverters give
-// pvGeneration, meters gridConsumption and gridFeedIn, batteries
-// batteryCharging and batteryDischarging; totalConsumption = PV +
+// devices' energies with the rules of the live balance, plant.Flows.Derive
+// (inverters give pvGeneration, meters gridConsumption and gridFeedIn,
+// batteries batteryCharging and batteryDischarging; totalConsumption = PV +
 // gridConsumption + batteryDischarging − gridFeedIn − batteryCharging,
-// selfConsumption, directConsumption, selfSupply; batteryStateOfCharge
-// the mean of the batteries), stored as the balance source's rollups, and
-// summed to hours and days. autarkyRate (selfSupply / totalConsumption),
-// selfConsumptionRate (selfConsumption / pvGeneration) and
-// totalGeneration (= pvGeneration) are computed from the sums of whatever
-// interval is asked for.
+// selfConsumption, directConsumption, selfSupply; batteryStateOfCharge the
+// mean of the batteries), stored as the balance source's rollups, and summed
+// to hours and days. autarkyRate (selfSupply / totalConsumption),
+// selfConsumptionRate (selfConsumption / pvGeneration) and totalGeneration
+// (= pvGeneration) are computed from the sums of whatever interval is asked
+// for.
 //
 // # Rollups and retention
 //

@@ -48,16 +48,9 @@ func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd client add: --id: %v\n", err)
 		return exitUsage
 	}
-	switch *role {
-	case config.RoleStandard, config.RoleInstaller, config.RoleGridOperator:
-	default:
-		fmt.Fprintf(stderr, "plantd client add: --role %q: want standard, installer or gridoperator\n", *role)
-		return exitUsage
-	}
-	secret, err := newSecret(32)
-	if err != nil {
-		fmt.Fprintf(stderr, "plantd client add: %v\n", err)
-		return exitFailure
+	secret, code, ok := newRoleSecret("client", *role, stderr)
+	if !ok {
+		return code
 	}
 	cl := config.OAuthClient{ClientID: *id, SecretSHA256: config.TokenHash(secret), Role: *role, RedirectURIs: redirects, PreApproved: *pre}
 	if *printOnly {

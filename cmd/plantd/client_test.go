@@ -16,14 +16,7 @@ import (
 // bad redirect URI leaves the file unchanged.
 func TestClientAdd(t *testing.T) {
 	t.Parallel() // its own files, processes and ports
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := exampleConfigCopy(t)
 	out, errOut, code := runBinary(t, "client", "add", "--id", "portal", "--role", "standard", "-c", path,
 		"--redirect-uri", "https://portal.example.com/cb", "--redirect-uri", "http://127.0.0.1:8765/cb", "--pre-approved")
 	if code != 0 {
@@ -84,14 +77,7 @@ func TestClientAdd(t *testing.T) {
 // was.
 func TestClientAddRefusesIDs(t *testing.T) {
 	t.Parallel() // its own files and processes
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, example := exampleConfigCopy(t)
 	for _, tt := range []struct {
 		id, named string
 		printOnly bool
@@ -116,4 +102,40 @@ func TestClientAddRefusesIDs(t *testing.T) {
 			t.Fatalf("client add --id %q changed the file", tt.id)
 		}
 	}
+}
+
+// TestAddRefusesRole: "plantd token add" and "plantd client add" refuse a
+// role that is none of standard, installer and gridoperator, say so on
+// stderr and leave the file as it was.
+func TestAddRefusesRole(t *testing.T) {
+	t.Parallel() // its own files and processes
+	path, example := exampleConfigCopy(t)
+	for _, args := range [][]string{
+		{"token", "add", "--name", "laptop", "--role", "admin", "-c", path},
+		{"client", "add", "--id", "portal", "--role", "admin", "-c", path},
+	} {
+		out, errOut, code := runBinary(t, args...)
+		want := "plantd " + args[0] + ` add: --role "admin": want standard, installer or gridoperator`
+		if code != exitUsage || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("%s add --role admin: exit %d, stdout %q, stderr %q; want exit %d and %q", args[0], code, out, errOut, exitUsage, want)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(example) {
+			t.Fatalf("%s add --role admin changed the file", args[0])
+		}
+	}
+}
+
+// exampleConfigCopy writes packaging/plantd.yaml.example to plantd.yaml in
+// a temporary directory (0640) and returns its path and contents.
+func exampleConfigCopy(t *testing.T) (path string, example []byte) {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "plantd.yaml")
+	if err := os.WriteFile(path, example, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path, example
 }

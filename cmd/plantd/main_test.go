@@ -397,14 +397,7 @@ func TestRunWithoutConfig(t *testing.T) {
 // never the tokens; a second token with the same name is refused.
 func TestTokenAdd(t *testing.T) {
 	t.Parallel() // its own files, processes and ports
-	example, err := os.ReadFile(filepath.Join("..", "..", "packaging", "plantd.yaml.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "plantd.yaml")
-	if err := os.WriteFile(path, example, 0o640); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := exampleConfigCopy(t)
 	// As root (an installer's sudo), the file keeps its group: the package
 	// installs it root:plantd 0640.
 	const gid = 4242

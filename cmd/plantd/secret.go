@@ -3,6 +3,10 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
+	"io"
+
+	"plantd/config"
 )
 
 // newSecret returns n random bytes as unpadded base64url: the demo token,
@@ -20,4 +24,23 @@ func newSecret(n int) (string, error) {
 			return s, nil
 		}
 	}
+}
+
+// newRoleSecret checks the --role of "plantd VERB add" (standard,
+// installer or gridoperator) and makes the new credential's secret. On a
+// wrong role or a failure it says why on stderr and returns the exit code
+// and false.
+func newRoleSecret(verb, role string, stderr io.Writer) (string, int, bool) {
+	switch role {
+	case config.RoleStandard, config.RoleInstaller, config.RoleGridOperator:
+	default:
+		fmt.Fprintf(stderr, "plantd %s add: --role %q: want standard, installer or gridoperator\n", verb, role)
+		return "", exitUsage, false
+	}
+	secret, err := newSecret(32)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd %s add: %v\n", verb, err)
+		return "", exitFailure, false
+	}
+	return secret, exitOK, true
 }

@@ -32,16 +32,9 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	switch *role {
-	case config.RoleStandard, config.RoleInstaller, config.RoleGridOperator:
-	default:
-		fmt.Fprintf(stderr, "plantd token add: --role %q: want standard, installer or gridoperator\n", *role)
-		return exitUsage
-	}
-	token, err := newSecret(32)
-	if err != nil {
-		fmt.Fprintf(stderr, "plantd token add: %v\n", err)
-		return exitFailure
+	token, code, ok := newRoleSecret("token", *role, stderr)
+	if !ok {
+		return code
 	}
 	entry := config.Token{Name: *name, SHA256: config.TokenHash(token), Role: *role}
 	if *printOnly {

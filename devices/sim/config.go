@@ -224,6 +224,24 @@ func DemoConfig() Config {
 // ErrConfig is wrapped by the errors of New for an invalid Config.
 var ErrConfig = errors.New("sim: invalid config")
 
+// checkID returns an error naming field ("devices[0]") when id is empty,
+// longer than maxDeviceIDLen or not printable ASCII without spaces: the
+// rule for the ids of devices and plugs alike.
+func checkID(field, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: %s.id: missing", ErrConfig, field)
+	}
+	if len(id) > maxDeviceIDLen {
+		return fmt.Errorf("%w: %s.id %q: longer than %d characters", ErrConfig, field, id, maxDeviceIDLen)
+	}
+	for _, r := range id {
+		if r < 0x21 || r > 0x7E {
+			return fmt.Errorf("%w: %s.id %q: only printable ASCII without spaces", ErrConfig, field, id)
+		}
+	}
+	return nil
+}
+
 // withDefaults returns a copy of c with defaults filled in, or an error
 // naming the field at fault.
 func (c Config) withDefaults() (Config, error) {
@@ -278,16 +296,8 @@ func (c Config) withDefaults() (Config, error) {
 	for i := range devs {
 		d := &devs[i]
 		field := fmt.Sprintf("devices[%d]", i)
-		if d.ID == "" {
-			return bad("%s.id: missing", field)
-		}
-		if len(d.ID) > maxDeviceIDLen {
-			return bad("%s.id %q: longer than %d characters", field, d.ID, maxDeviceIDLen)
-		}
-		for _, r := range d.ID {
-			if r < 0x21 || r > 0x7E {
-				return bad("%s.id %q: only printable ASCII without spaces", field, d.ID)
-			}
+		if err := checkID(field, d.ID); err != nil {
+			return Config{}, err
 		}
 		if ids[d.ID] {
 			return bad("%s.id %q: used twice", field, d.ID)

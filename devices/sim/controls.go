@@ -36,6 +36,17 @@ func (r *rvrtTimer) start(now time.Time, tms float64, ignore bool) {
 
 func (r *rvrtTimer) stop() { *r = rvrtTimer{} }
 
+// follow starts the timer for tms seconds while its control is on, and
+// stops it when not: what a write of the control's enable or reversion
+// time does.
+func (r *rvrtTimer) follow(on bool, now time.Time, tms float64, ignore bool) {
+	if !on {
+		r.stop()
+		return
+	}
+	r.start(now, tms, ignore)
+}
+
 // due reports whether the timer expires at or before t.
 func (r *rvrtTimer) due(t time.Time) bool { return !r.at.IsZero() && !t.Before(r.at) }
 
@@ -275,11 +286,7 @@ func (v *inverter) afterWriteClassic(d *Device, touched []pointRef, now time.Tim
 			v.lim.retime(now, rmp)
 		}
 		if touches(touched, 123, "WMaxLimPct", "WMaxLim_Ena", "WMaxLimPct_RvrtTms") {
-			if ena {
-				v.limRvrt.start(now, floatOr(c, "WMaxLimPct_RvrtTms", 0), ign)
-			} else {
-				v.limRvrt.stop()
-			}
+			v.limRvrt.follow(ena, now, floatOr(c, "WMaxLimPct_RvrtTms", 0), ign)
 		}
 	}
 	if touches(touched, 123, "OutPFSet", "OutPFSet_Ena", "OutPFSet_RvrtTms", "OutPFSet_RmpTms") {
@@ -291,20 +298,12 @@ func (v *inverter) afterWriteClassic(d *Device, touched []pointRef, now time.Tim
 			v.pfRamp.retime(now, rmp)
 		}
 		if touches(touched, 123, "OutPFSet", "OutPFSet_Ena", "OutPFSet_RvrtTms") {
-			if v.pfEna {
-				v.pfRvrt.start(now, floatOr(c, "OutPFSet_RvrtTms", 0), ign)
-			} else {
-				v.pfRvrt.stop()
-			}
+			v.pfRvrt.follow(v.pfEna, now, floatOr(c, "OutPFSet_RvrtTms", 0), ign)
 		}
 	}
 	if touches(touched, 123, "Conn", "Conn_RvrtTms") {
 		v.connected = rawOr(c, "Conn", 1) != 0
-		if v.connected {
-			v.connRvrt.stop()
-		} else {
-			v.connRvrt.start(now, floatOr(c, "Conn_RvrtTms", 0), ign)
-		}
+		v.connRvrt.follow(!v.connected, now, floatOr(c, "Conn_RvrtTms", 0), ign)
 	}
 }
 
@@ -314,36 +313,20 @@ func (v *inverter) afterWriteDER(d *Device, touched []pointRef, now time.Time, i
 	if touches(touched, 704, "WMaxLimPctEna", "WMaxLimPct", "WMaxLimPctRvrtTms") {
 		ena := rawOr(c, "WMaxLimPctEna", 0) == 1
 		v.setLimit(d, ena, floatOr(c, "WMaxLimPct", 100), now, 0)
-		if ena {
-			v.limRvrt.start(now, floatOr(c, "WMaxLimPctRvrtTms", 0), ign)
-		} else {
-			v.limRvrt.stop()
-		}
+		v.limRvrt.follow(ena, now, floatOr(c, "WMaxLimPctRvrtTms", 0), ign)
 	}
 	if touches(touched, 704, "WSetEna", "WSetMod", "WSet", "WSetPct", "WSetRvrtTms") {
 		v.decodeWSet(c)
-		if v.wsetEna {
-			v.wsetRvrt.start(now, floatOr(c, "WSetRvrtTms", 0), ign)
-		} else {
-			v.wsetRvrt.stop()
-		}
+		v.wsetRvrt.follow(v.wsetEna, now, floatOr(c, "WSetRvrtTms", 0), ign)
 	}
 	if touches(touched, 704, "PFWInjEna", "PFWInjRvrtTms") || touchesGroup(touched, 704, "PFWInj") {
 		v.pfEna, v.pf = decodePF(c, "PFWInjEna", "PFWInj")
 		v.pfRamp.set(now, v.pfTarget(), 0)
-		if v.pfEna {
-			v.pfRvrt.start(now, floatOr(c, "PFWInjRvrtTms", 0), ign)
-		} else {
-			v.pfRvrt.stop()
-		}
+		v.pfRvrt.follow(v.pfEna, now, floatOr(c, "PFWInjRvrtTms", 0), ign)
 	}
 	if touches(touched, 704, "PFWAbsEna", "PFWAbsRvrtTms") || touchesGroup(touched, 704, "PFWAbs") {
 		v.pfAbsEna, v.pfAbs = decodePF(c, "PFWAbsEna", "PFWAbs")
-		if v.pfAbsEna {
-			v.pfAbsRvrt.start(now, floatOr(c, "PFWAbsRvrtTms", 0), ign)
-		} else {
-			v.pfAbsRvrt.stop()
-		}
+		v.pfAbsRvrt.follow(v.pfAbsEna, now, floatOr(c, "PFWAbsRvrtTms", 0), ign)
 	}
 }
 

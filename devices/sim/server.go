@@ -147,19 +147,9 @@ func touches(touched []pointRef, model uint16, names ...string) bool {
 // touched lists the points overlapping registers off..off+n-1 of d.regs.
 func (d *Device) touched(off, n int) []pointRef {
 	var out []pointRef
-	for si := range d.models {
-		s := &d.models[si]
-		if off+n <= s.off || off >= s.off+len(s.inst.Regs) {
-			continue
-		}
-		walkPoints(&s.inst.Root, func(gi *devices.GroupInstance, i int) {
-			p := &gi.Group.Points[i]
-			start := s.off + gi.Offset + int(p.Offset)
-			if start < off+n && off < start+int(p.Size) {
-				out = append(out, pointRef{model: s.inst.Model.ID, inst: s.inst, gi: gi, index: i})
-			}
-		})
-	}
+	d.pointsIn(off, n, func(s *slot, gi *devices.GroupInstance, i int, _ string) {
+		out = append(out, pointRef{model: s.inst.Model.ID, inst: s.inst, gi: gi, index: i})
+	})
 	return out
 }
 

@@ -97,16 +97,8 @@ func (c *Config) shelliesWithDefaults() error {
 	for i := range out {
 		s := &out[i]
 		field := fmt.Sprintf("shellies[%d]", i)
-		if s.ID == "" {
-			return bad("%s.id: missing", field)
-		}
-		if len(s.ID) > maxDeviceIDLen {
-			return bad("%s.id %q: longer than %d characters", field, s.ID, maxDeviceIDLen)
-		}
-		for _, r := range s.ID {
-			if r < 0x21 || r > 0x7E {
-				return bad("%s.id %q: only printable ASCII without spaces", field, s.ID)
-			}
+		if err := checkID(field, s.ID); err != nil {
+			return err
 		}
 		if other, ok := ids[s.ID]; ok {
 			return bad("%s.id %q: already used by %s", field, s.ID, other)

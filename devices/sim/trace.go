@@ -207,6 +207,23 @@ func (p *Plant) addTraceLocked(d *Device, e TraceEntry) {
 // tracePoints decodes the points overlapping registers off..off+n-1.
 func (d *Device) tracePoints(off, n int) []TracePoint {
 	var out []TracePoint
+	d.pointsIn(off, n, func(s *slot, gi *devices.GroupInstance, i int, name string) {
+		tp := TracePoint{Model: s.inst.Model.ID, Name: name}
+		if p := &gi.Group.Points[i]; p.Type == devices.TypeString {
+			tp.Text = s.inst.StringIn(gi, p.Name)
+			tp.Implemented = tp.Text != ""
+		} else if v := s.inst.ValueAt(gi, i); v.OK {
+			tp.Value, tp.Raw, tp.Implemented = v.Float, v.Raw, true
+		}
+		out = append(out, tp)
+	})
+	return out
+}
+
+// pointsIn calls fn for every point overlapping registers off..off+n-1 of
+// d.regs, with its model's slot and its name inside the model (see
+// TracePoint.Name).
+func (d *Device) pointsIn(off, n int, fn func(s *slot, gi *devices.GroupInstance, i int, name string)) {
 	for si := range d.models {
 		s := &d.models[si]
 		if off+n <= s.off || off >= s.off+len(s.inst.Regs) {
@@ -214,21 +231,11 @@ func (d *Device) tracePoints(off, n int) []TracePoint {
 		}
 		walkNamed(&s.inst.Root, "", func(gi *devices.GroupInstance, i int, name string) {
 			p := &gi.Group.Points[i]
-			start := s.off + gi.Offset + int(p.Offset)
-			if start >= off+n || off >= start+int(p.Size) {
-				return
+			if start := s.off + gi.Offset + int(p.Offset); start < off+n && off < start+int(p.Size) {
+				fn(s, gi, i, name)
 			}
-			tp := TracePoint{Model: s.inst.Model.ID, Name: name}
-			if p.Type == devices.TypeString {
-				tp.Text = s.inst.StringIn(gi, p.Name)
-				tp.Implemented = tp.Text != ""
-			} else if v := s.inst.ValueAt(gi, i); v.OK {
-				tp.Value, tp.Raw, tp.Implemented = v.Float, v.Raw, true
-			}
-			out = append(out, tp)
 		})
 	}
-	return out
 }
 
 // walkNamed calls fn for every point of gi and its sub-groups with its

@@ -178,29 +178,35 @@ func newAuthenticator(cfg Config, now func() time.Time, log *slog.Logger) (*auth
 func newCredentials(tokens []config.Token, clients []config.OAuthClient) (*credentials, error) {
 	c := &credentials{}
 	for i, t := range tokens {
-		h, err := decodeHash(fmt.Sprintf("tokens[%d].sha256", i), t.SHA256)
+		h, r, err := hashAndRole(fmt.Sprintf("tokens[%d]", i), "sha256", t.SHA256, t.Role)
 		if err != nil {
 			return nil, err
-		}
-		r, err := parseRole(t.Role)
-		if err != nil {
-			return nil, fmt.Errorf("httpapi: tokens[%d].role: %w", i, err)
 		}
 		c.tokens = append(c.tokens, staticToken{name: t.Name, hash: h, role: r})
 	}
 	for i, cl := range clients {
-		h, err := decodeHash(fmt.Sprintf("oauthClients[%d].secretSha256", i), cl.SecretSHA256)
+		h, r, err := hashAndRole(fmt.Sprintf("oauthClients[%d]", i), "secretSha256", cl.SecretSHA256, cl.Role)
 		if err != nil {
 			return nil, err
-		}
-		r, err := parseRole(cl.Role)
-		if err != nil {
-			return nil, fmt.Errorf("httpapi: oauthClients[%d].role: %w", i, err)
 		}
 		c.clients = append(c.clients, oauthClient{id: cl.ClientID, secret: h, role: r,
 			redirectURIs: strings.Join(cl.RedirectURIs, "\n"), preApproved: cl.PreApproved})
 	}
 	return c, nil
+}
+
+// hashAndRole decodes the secret's hash (the entry's key hashKey) and the
+// role of a config entry (path: "tokens[0]").
+func hashAndRole(path, hashKey, hash, roleName string) ([sha256.Size]byte, role, error) {
+	h, err := decodeHash(path+"."+hashKey, hash)
+	if err != nil {
+		return h, 0, err
+	}
+	r, err := parseRole(roleName)
+	if err != nil {
+		return h, 0, fmt.Errorf("httpapi: %s.role: %w", path, err)
+	}
+	return h, r, nil
 }
 
 // setCredentials replaces the tokens and clients. Access tokens issued to
