@@ -48,7 +48,8 @@ type Input struct {
 	// means no limit (the input's window ends), and so does an action of
 	// 100 %. A set of closed contacts the table does not list is an
 	// invalid pattern: logged, and the most restrictive action naming one
-	// of them applies. Every action has the same command and unit.
+	// of them applies. Every action has the same command and unit. A
+	// control box that only dims (Dimming) needs none.
 	Actions []InputAction `yaml:"actions"`
 	// LossGrace is how long the last valid state holds when the module
 	// does not answer (1s..1h, default 60s); then Failsafe applies.
@@ -215,8 +216,8 @@ func (v *validator) inputContacts(path string, in Input) {
 
 // inputActions checks an input's pattern table and failsafe.
 func (v *validator) inputActions(path string, in Input) {
-	if len(in.Actions) == 0 {
-		v.add(path+".actions", "at least one action is required (contacts, command, value, unit)")
+	if len(in.Actions) == 0 && len(in.Dimming) == 0 {
+		v.add(path+".actions", "at least one action is required (contacts, command, value, unit), or a dimming contact")
 	}
 	sets := map[string]string{}
 	for j, a := range in.Actions {

@@ -79,6 +79,9 @@
 // passed on as Dimmer.Dim(plant, on) at every change (the consumers'
 // controller applies Pmin). After the loss grace the dimming signal is
 // taken as on (the restrictive reading) until the device answers again.
+// A control box that only dims (dimming contacts, no pattern table) is an
+// input of its own: it sets no feed-in window, and its loss sets no
+// failsafe window, only the dimming.
 //
 // # Import boundary
 //

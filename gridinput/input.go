@@ -107,8 +107,8 @@ func New(spec Spec, deps Deps, log *slog.Logger) (*Input, error) {
 		return nil, errors.New("gridinput: id and plant are required")
 	case spec.Reader == nil || deps.Submitter == nil:
 		return nil, fmt.Errorf("gridinput %s: a reader and a submitter are required", spec.ID)
-	case len(spec.Actions) == 0:
-		return nil, fmt.Errorf("gridinput %s: no actions", spec.ID)
+	case len(spec.Actions) == 0 && len(spec.Dimming) == 0:
+		return nil, fmt.Errorf("gridinput %s: no actions and no dimming contact", spec.ID)
 	}
 	for _, a := range spec.Actions {
 		for _, c := range a.Contacts {

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"plantd/config"
+	"plantd/consumer"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
+	"plantd/modbus"
+	"plantd/plant"
+	"plantd/plant/kind"
+)
+
+// dimmingSim is the demo house with §14a loads of realistic size, so that
+// dimming has to switch something off: a 6 kW immersion heater on the
+// relay board's coil 0 (sub-meter heatmeter) and an SG-Ready heat pump on
+// coils 2/3 drawing 3 kW forced (sub-meter hpmeter); 6 + 3 kW is above
+// the 7.56 kW two controllable consumers keep. The control box is an I/O
+// module of its own, "box", whose input 0 is the dimming contact; writing
+// its coil 0 over Modbus sets it. No battery, sensor or plug.
+func dimmingSim(t *testing.T) *sim.Plant {
+	t.Helper()
+	cfg := sim.DemoConfig()
+	var devs []sim.DeviceConfig
+	for _, d := range cfg.Devices {
+		if d.Kind != kind.Battery && d.Kind != kind.Sensor && d.ID != "rcr" {
+			devs = append(devs, d)
+		}
+	}
+	cfg.Devices = append(devs,
+		sim.DeviceConfig{ID: "hpmeter", Kind: kind.Meter, Unit: 1, Measures: "heatpump"},
+		sim.DeviceConfig{ID: "box", Relay: true, InputsFollowCoils: true, Unit: 1})
+	cfg.Loads = []sim.LoadConfig{
+		{ID: "heater", Kind: sim.LoadHeater, Board: "io", Coil: 0, RatedW: 6000},
+		{ID: "heatpump", Kind: sim.LoadSGReady, Board: "io", Coil: 2, StateW: [4]float64{0, 2000, 2500, 3000}},
+	}
+	cfg.Shellies = nil
+	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
+	return simtest.Start(t, cfg)
+}
+
+// dimmingConfig is plantd's config for dimmingSim: both loads controllable
+// consumers with their sub-meters (heater first in priority), guards of
+// seconds, and the control box read every second with its contact D
+// as the §14a dimming signal (an input that only dims has no actions).
+func dimmingConfig(t *testing.T, p *sim.Plant) string {
+	t.Helper()
+	var b strings.Builder
+	for _, id := range []string{"inv1", "inv2", "meter", "heatmeter", "hpmeter"} {
+		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
+		fmt.Fprintf(&b, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms, timeout: 1s}\n", id, host, port)
+	}
+	ioHost, ioPort, _ := net.SplitHostPort(p.Device("io").Addr())
+	guards := "minOnTime: 2s, minOffTime: 2s, watchdog: 30s"
+	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 6000, meter: heatmeter, priority: 1, controllable: true, %s}}\n", ioHost, ioPort, guards)
+	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: sgready, coil: 2, ratedPower: 3000, meter: hpmeter, priority: 2, %s}}\n", ioHost, ioPort, guards)
+	boxHost, boxPort, _ := net.SplitHostPort(p.Device("box").Addr())
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plantd.yaml")
+	cfg := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Home, timezone: Europe/Berlin}
+devices:
+%sinputs:
+  - {id: box, host: %s, port: %s, pollInterval: 1s, contacts: {D: 0}, dimming: [D]}
+tokens:
+  - {name: inst, sha256: %s, role: installer}
+  - {name: std, sha256: %s, role: standard}
+`, filepath.Join(dir, "plantd.db"), b.String(), boxHost, boxPort, config.TokenHash(tokInst), config.TokenHash(tokStd))
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDimming14a is issue 29's §14a acceptance with the real binary: the
+// immersion heater (6 kW) and the heat pump (3 kW forced) run, by their
+// sub-meters; the control box's dimming contact, set by writing its I/O
+// module's coil over Modbus from outside as an installer's test would,
+// brings their measured draw to at most Pmin (consumer.MinPower14a(2) =
+// 7.56 kW) within 2 control cycles of the daemon taking the signal (the
+// plant log's times), never to 0 W: the heat pump, last in priority, is
+// locked (SG-Ready 1) and the heater runs on. The dimming is logged and
+// the API gives the heat pump's reason Dimmed. Clearing the contact lifts
+// it: both run again.
+func TestDimming14a(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	if testing.Short() {
+		t.Skip("runs plantd against a control box and switching consumers (~20 s)")
+	}
+	p := dimmingSim(t)
+	p.SetLoadOffset(30000) // importing: no surplus; the loads run by hand
+	d := startDaemon(t, dimmingConfig(t, p))
+	d.waitAPI(15 * time.Second)
+	d.waitOnline(10*time.Second, "inv1", "meter", "heatmeter", "hpmeter", "heater", "heatpump")
+	pmin := consumer.MinPower14a(2)
+	controllableW := func() float64 {
+		return p.Device("heatmeter").State().PowerW + p.Device("hpmeter").State().PowerW
+	}
+	type status struct {
+		DeviceID, Reason, SwitchingState string
+		SGReady                          int `json:"sgReadyState"`
+	}
+	consumers := func() map[string]status {
+		code, b := d.request("GET", "/gateway/v1/consumers", tokStd, "")
+		if code != 200 {
+			t.Fatalf("GET consumers: %d %s", code, b)
+		}
+		var out struct{ Consumers []status }
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]status{}
+		for _, c := range out.Consumers {
+			m[c.DeviceID] = c
+		}
+		return m
+	}
+
+	// Both run: the installer switches them on by hand.
+	for _, id := range []string{"heater", "heatpump"} {
+		if code, b := d.request("PUT", "/gateway/v1/consumers/"+id+"/mode", tokInst, `{"mode":"On"}`); code != 200 {
+			t.Fatalf("PUT %s mode On: %d %s", id, code, b)
+		}
+	}
+	waitUntil(t, 10*time.Second, "heater 6 kW and heat pump 3 kW on their meters", func() bool {
+		return p.Device("heatmeter").State().PowerW == 6000 && p.Device("hpmeter").State().PowerW == 3000
+	})
+	if w := controllableW(); w <= pmin {
+		t.Fatalf("both running draw %v W, not above Pmin %v W: dimming would have nothing to do", w, pmin)
+	}
+
+	// The control box closes its dimming contact: an installer's Modbus
+	// client writes the module's coil 0.
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	box := pool.Endpoint(modbus.EndpointConfig{Address: p.Device("box").Addr()}).Unit(1, 2*time.Second)
+	if err := box.WriteCoils(t.Context(), 0, []bool{true}); err != nil {
+		t.Fatal(err)
+	}
+	signal := time.Now()
+	waitUntil(t, 10*time.Second, fmt.Sprintf("the controllable draw at most Pmin %v W", pmin), func() bool { return controllableW() <= pmin })
+	took := time.Since(signal)
+	w := controllableW()
+	if w <= 0 {
+		t.Errorf("dimmed to %v W: never 0 W unless configured", w)
+	}
+	if hp, _ := p.Load("heatpump"); hp.SGReady != 1 {
+		t.Errorf("heat pump at SG-Ready %d while dimmed, want 1 (locked)", hp.SGReady)
+	}
+
+	// Within 2 control cycles (1 s) of the daemon taking the signal: the
+	// times of its log entries, ConsumersDimmed when the input loop read
+	// the contact, the heat pump's switch when a control cycle decided it.
+	var dimAt, switchAt time.Time
+	waitUntil(t, 5*time.Second, "ConsumersDimmed and the heat pump's switch in the plant log", func() bool {
+		dimAt, switchAt = time.Time{}, time.Time{}
+		for _, e := range plantLog(t, d) {
+			switch {
+			case e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "at most 7560 W"):
+				dimAt = e.Time
+			case e.Code == "ConsumerSwitched" && e.DeviceID == "heatpump" && strings.Contains(e.Message, "(Dimmed)"):
+				switchAt = e.Time
+			}
+		}
+		return !dimAt.IsZero() && !switchAt.IsZero()
+	})
+	t.Logf("§14a: contact → draw ≤ %v W: %v (1 s input poll); signal taken → heat pump locked: %v; dimmed draw %v W",
+		pmin, took.Round(time.Millisecond), switchAt.Sub(dimAt), w)
+	if lag := switchAt.Sub(dimAt); lag < 0 || lag > 2*time.Second {
+		t.Errorf("heat pump switched %v after the daemon took the dimming signal, want within 2 control cycles (2 s)", lag)
+	}
+	waitUntil(t, 5*time.Second, "the API's reasons: heat pump Dimmed, heater on by hand", func() bool {
+		st := consumers()
+		return st["heatpump"].Reason == "Dimmed" && st["heater"].Reason == "Manual" && st["heater"].SwitchingState == "On"
+	})
+
+	// The contact opens: the dimming is lifted and both run again.
+	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "both running again", func() bool {
+		hp, _ := p.Load("heatpump")
+		return hp.SGReady == 4 && controllableW() == 9000
+	})
+	waitUntil(t, 5*time.Second, "the end of the dimming logged", func() bool {
+		for _, e := range plantLog(t, d) {
+			if e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "dimming ended") {
+				return true
+			}
+		}
+		return false
+	})
+	if st := consumers()["heatpump"]; st.Reason != "Manual" {
+		t.Errorf("heat pump after the dimming: %+v, want on by hand again", st)
+	}
+}
+
+// plantLog returns plant p1's last 200 log entries, newest first.
+func plantLog(t *testing.T, d *plantdRun) []plant.LogEntry {
+	t.Helper()
+	code, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=200", tokInst, "")
+	if code != 200 {
+		t.Fatalf("GET logs: %d %s", code, b)
+	}
+	var out struct{ Logs []plant.LogEntry }
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Logs
+}
