@@ -54,6 +54,12 @@ type Input struct {
 	// LossGrace is how long the last valid state holds when the module
 	// does not answer (1s..1h, default 60s); then Failsafe applies.
 	LossGrace time.Duration `yaml:"lossGrace"`
+	// Debounce is how long a pattern of contacts (the dimming contacts
+	// included) must be read unchanged before it acts (0..lossGrace,
+	// default 0: at the first read). A contact that chatters for less
+	// than it makes no window; every change waits it out, on top of the
+	// poll.
+	Debounce time.Duration `yaml:"debounce"`
 	// Failsafe is the limit after LossGrace without an answer (command,
 	// value, unit; below 100 %): by default the most restrictive action.
 	// Never no limit.
@@ -162,6 +168,12 @@ func (v *validator) inputs() {
 		v.duration(path+".timeout", in.Timeout, 100*time.Millisecond, time.Minute)
 		v.duration(path+".pollInterval", in.PollInterval, 100*time.Millisecond, 10*time.Second)
 		v.duration(path+".lossGrace", in.LossGrace, time.Second, time.Hour)
+		switch {
+		case in.Debounce < 0:
+			v.add(path+".debounce", "%s is negative (0 takes a pattern at its first read)", fmtDuration(in.Debounce))
+		case in.Debounce > in.LossGrace:
+			v.add(path+".debounce", "%s is longer than lossGrace (%s): a signal would wait out its debounce longer than a lost module holds its state", fmtDuration(in.Debounce), fmtDuration(in.LossGrace))
+		}
 		switch in.Source {
 		case InputSourceDiscrete, InputSourceRegisters:
 		default:
