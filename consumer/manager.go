@@ -489,7 +489,8 @@ func (m *Manager) decideLocked(slots []slot, exportW, curtailedW float64, gridOK
 // that is not Auto (manual, must-run, offline) gets its outcome here.
 func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 	on := c.has && onOf(c.want, c.spec.SGReady)
-	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on}
+	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on,
+		ctl: c.spec.Controllable, sg: c.spec.SGReady}
 	if c.readOK && c.spec.Meter == "" && (c.read.HasPower) {
 		s.drawW = c.read.PowerW
 	} else if w, ok := m.meterW(c); ok && on {
@@ -686,7 +687,8 @@ func (m *Manager) Stats() []plant.PollStats {
 // Dim starts (on) or ends the grid operator's dimming of a plant's
 // controllable consumers (§14a EnWG): from the next control cycle on,
 // they draw together at most the plant's minimum power (DimmingMinW, or
-// MinPower14a of their number), the last in priority order switched off
+// MinPower14a of their number; an SG-Ready pump in normal operation
+// counted at its rated power), the last in priority order switched off
 // first (an SG-Ready pump locked, state 1), whatever their mode, must-run
 // rules and guards say: the grid operator's signal wins. Ending it lets
 // the usual decision take them back.
@@ -722,28 +724,15 @@ func (m *Manager) minPowerLocked(n int) float64 {
 }
 
 // dimLocked limits a dimmed plant's controllable consumers (slots of list,
-// in priority order) to the plant's minimum: from the last in priority
-// order, each that would be on is switched off until the sum of those
-// still on fits.
+// in priority order) to the plant's minimum (dim).
 func (m *Manager) dimLocked(list []*cons, slots []slot) {
 	var n int
-	var sum float64
-	for i, c := range list {
+	for _, c := range list {
 		if c.spec.Controllable {
 			n++
-			if slots[i].want {
-				sum += slots[i].drawW
-			}
 		}
 	}
-	limit := m.minPowerLocked(n)
-	for i := len(list) - 1; i >= 0 && sum > limit; i-- {
-		if !list[i].spec.Controllable || !slots[i].want {
-			continue
-		}
-		sum -= slots[i].drawW
-		slots[i].want, slots[i].reason = false, plant.ReasonDimmed
-	}
+	dim(slots, m.minPowerLocked(n))
 }
 
 // MinPower14a is the power n controllable consumers behind one energy

@@ -93,7 +93,8 @@ tokens:
 // plant log's times), never to 0 W: the heat pump, last in priority, is
 // locked (SG-Ready 1) and the heater runs on. The dimming is logged and
 // the API gives the heat pump's reason Dimmed. Clearing the contact lifts
-// it: both run again.
+// it: both run again. A heat pump in normal operation (Auto, no surplus)
+// counts too: dimmed, it is locked.
 func TestDimming14a(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	if testing.Short() {
@@ -205,6 +206,28 @@ func TestDimming14a(t *testing.T) {
 	if st := consumers()["heatpump"]; st.Reason != "Manual" {
 		t.Errorf("heat pump after the dimming: %+v, want on by hand again", st)
 	}
+
+	// The heat pump in Auto without surplus runs in normal operation
+	// (SG-Ready 2, 2 kW here): plantd does not switch it on, but its own
+	// controller runs it, so its draw counts: dimmed, it is locked.
+	if code, b := d.request("PUT", "/gateway/v1/consumers/heatpump/mode", tokInst, `{"mode":"Auto"}`); code != 200 {
+		t.Fatalf("PUT heatpump mode Auto: %d %s", code, b)
+	}
+	waitUntil(t, 10*time.Second, "the heat pump in normal operation, 6 + 2 kW drawn", func() bool {
+		hp, _ := p.Load("heatpump")
+		return hp.SGReady == 2 && controllableW() == 8000
+	})
+	if err := box.WriteCoils(t.Context(), 0, []bool{true}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the pump in normal operation locked, the draw at most Pmin", func() bool {
+		hp, _ := p.Load("heatpump")
+		return hp.SGReady == 1 && controllableW() <= pmin && controllableW() > 0
+	})
+	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the pump back in normal operation", func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
 }
 
 // plantLog returns plant p1's last 200 log entries, newest first.
