@@ -1,15 +1,8 @@
 package gridinput
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
-
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
-	"plantd/modbus"
-	"plantd/plant"
 )
 
 // TestDebounce: a pattern acts once it has been read unchanged for the
@@ -83,31 +76,13 @@ func TestDebounce(t *testing.T) {
 // with a debounce of 1 s; held closed, it makes one, and opened, that one
 // ends.
 func TestChatteringContact(t *testing.T) {
-	cfg := sim.DefaultConfig()
-	cfg.Devices = []sim.DeviceConfig{{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1}}
-	p := simtest.Start(t, cfg)
+	p, cl, ext := simModule(t)
 	rcr := p.Device("rcr")
-	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { _ = pool.Close() })
-	cl := pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, 300*time.Millisecond)
-	ext := pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, time.Second)
-
 	grid := &fakeGrid{calls: make(chan call, 64)}
-	lg := logs{ch: make(chan plant.LogEntry, 64)}
 	spec := Spec{ID: "rcr", PlantID: "p1", Reader: Bits{Client: cl, Count: 4},
 		Contacts: map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3}, Actions: receiver(),
 		PollInterval: 20 * time.Millisecond, LossGrace: 5 * time.Second, Debounce: time.Second}
-	in, err := New(spec, Deps{Submitter: grid, Log: lg.add}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runInput(t, spec, Deps{Submitter: grid})
 	k3 := func(on bool) {
 		t.Helper()
 		if err := ext.WriteCoils(t.Context(), 0, []bool{false, false, on, false}); err != nil {

@@ -109,20 +109,13 @@ func TestDimming14a(t *testing.T) {
 	controllableW := func() float64 {
 		return p.Device("heatmeter").State().PowerW + p.Device("hpmeter").State().PowerW
 	}
-	type status struct {
-		DeviceID, Reason, SwitchingState string
-		SGReady                          int `json:"sgReadyState"`
-	}
-	consumers := func() map[string]status {
+	consumers := func() map[string]plant.ConsumerStatus {
 		code, b := d.request("GET", "/gateway/v1/consumers", tokStd, "")
-		if code != 200 {
-			t.Fatalf("GET consumers: %d %s", code, b)
+		var out struct{ Consumers []plant.ConsumerStatus }
+		if err := json.Unmarshal(b, &out); code != 200 || err != nil {
+			t.Fatalf("GET consumers: %d %s %v", code, b, err)
 		}
-		var out struct{ Consumers []status }
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]status{}
+		m := map[string]plant.ConsumerStatus{}
 		for _, c := range out.Consumers {
 			m[c.DeviceID] = c
 		}
@@ -184,7 +177,7 @@ func TestDimming14a(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, "the API's reasons: heat pump Dimmed, heater on by hand", func() bool {
 		st := consumers()
-		return st["heatpump"].Reason == "Dimmed" && st["heater"].Reason == "Manual" && st["heater"].SwitchingState == "On"
+		return st["heatpump"].Reason == plant.ReasonDimmed && st["heater"].Reason == plant.ReasonManual && st["heater"].SwitchingState == plant.SwitchedOn
 	})
 
 	// The contact opens: the dimming is lifted and both run again.
@@ -203,7 +196,7 @@ func TestDimming14a(t *testing.T) {
 		}
 		return false
 	})
-	if st := consumers()["heatpump"]; st.Reason != "Manual" {
+	if st := consumers()["heatpump"]; st.Reason != plant.ReasonManual {
 		t.Errorf("heat pump after the dimming: %+v, want on by hand again", st)
 	}
 
