@@ -103,6 +103,9 @@ type Manager struct {
 	slots   []slot             // the decision's buffer, reused
 	probed  map[string]time.Time
 	dimmed  map[string]bool // plants the grid operator dims (§14a)
+	// last is each plant's surplus of the last control cycle: a change of
+	// the dimming decides again with it at once.
+	last map[string]plant.Surplus
 }
 
 // probePeriod is how long after a switch on that only curtailed PV
@@ -159,7 +162,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, last: map[string]plant.Surplus{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -453,6 +456,11 @@ func describe(out Output, sg bool) string {
 func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.absorbLocked(plantID, s)
+}
+
+// absorbLocked is Absorb with m.mu held.
+func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 	list := m.byPlant[plantID]
 	if len(list) == 0 {
 		return
@@ -461,6 +469,7 @@ func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
 	if now.IsZero() {
 		now = m.now()
 	}
+	m.last[plantID] = s
 	slots := m.slots[:0]
 	for _, c := range list {
 		slots = append(slots, m.slotLocked(c, now))
@@ -685,7 +694,8 @@ func (m *Manager) Stats() []plant.PollStats {
 }
 
 // Dim starts (on) or ends the grid operator's dimming of a plant's
-// controllable consumers (§14a EnWG): from the next control cycle on,
+// controllable consumers (§14a EnWG): at once (decided again with the
+// last control cycle's surplus) and in every cycle after,
 // they draw together at most the plant's minimum power (DimmingMinW, or
 // MinPower14a of their number; an SG-Ready pump in normal operation
 // counted at its rated power), the last in priority order switched off
@@ -712,6 +722,12 @@ func (m *Manager) Dim(plantID string, on bool) {
 	m.log.Warn(msg, "plant", plantID)
 	if m.deps.Log != nil {
 		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersDimmed", Message: msg})
+	}
+	// Decide now, with the last cycle's surplus, rather than a cycle
+	// later: the switch is written at once.
+	if s, ok := m.last[plantID]; ok {
+		s.Time = m.now()
+		m.absorbLocked(plantID, s)
 	}
 }
 
