@@ -48,11 +48,18 @@ type Input struct {
 	// means no limit (the input's window ends), and so does an action of
 	// 100 %. A set of closed contacts the table does not list is an
 	// invalid pattern: logged, and the most restrictive action naming one
-	// of them applies. Every action has the same command and unit.
+	// of them applies. Every action has the same command and unit. A
+	// control box that only dims (Dimming) needs none.
 	Actions []InputAction `yaml:"actions"`
 	// LossGrace is how long the last valid state holds when the module
 	// does not answer (1s..1h, default 60s); then Failsafe applies.
 	LossGrace time.Duration `yaml:"lossGrace"`
+	// Debounce is how long a pattern of contacts (the dimming contacts
+	// included) must be read unchanged before it acts (0..lossGrace,
+	// default 0: at the first read). A contact that chatters for less
+	// than it makes no window; every change waits it out, on top of the
+	// poll.
+	Debounce time.Duration `yaml:"debounce"`
 	// Failsafe is the limit after LossGrace without an answer (command,
 	// value, unit; below 100 %): by default the most restrictive action.
 	// Never no limit.
@@ -147,6 +154,12 @@ func (v *validator) inputs() {
 		v.duration(path+".timeout", in.Timeout, 100*time.Millisecond, time.Minute)
 		v.duration(path+".pollInterval", in.PollInterval, 100*time.Millisecond, 10*time.Second)
 		v.duration(path+".lossGrace", in.LossGrace, time.Second, time.Hour)
+		switch {
+		case in.Debounce < 0:
+			v.add(path+".debounce", "%s is negative (0 takes a pattern at its first read)", fmtDuration(in.Debounce))
+		case in.Debounce > in.LossGrace:
+			v.add(path+".debounce", "%s is longer than lossGrace (%s): a signal would wait out its debounce longer than a lost module holds its state", fmtDuration(in.Debounce), fmtDuration(in.LossGrace))
+		}
 		switch in.Source {
 		case InputSourceDiscrete, InputSourceRegisters:
 		default:
@@ -201,8 +214,8 @@ func (v *validator) inputContacts(path string, in Input) {
 
 // inputActions checks an input's pattern table and failsafe.
 func (v *validator) inputActions(path string, in Input) {
-	if len(in.Actions) == 0 {
-		v.add(path+".actions", "at least one action is required (contacts, command, value, unit)")
+	if len(in.Actions) == 0 && len(in.Dimming) == 0 {
+		v.add(path+".actions", "at least one action is required (contacts, command, value, unit), or a dimming contact")
 	}
 	sets := map[string]string{}
 	for j, a := range in.Actions {

@@ -53,10 +53,16 @@
 // The grid operator may dim a plant's controllable consumers (Spec.
 // Controllable; config consumer.controllable, by default the SG-Ready
 // heat pumps): [Manager.Dim] (from a control box's contact, package
-// gridinput) makes the next cycles keep their draw together at or below
+// gridinput) makes them keep their draw together at or below
 // the plant's minimum, switching the last in priority order off first (an
 // SG-Ready pump to state 1, lock: it protects its compressor itself),
-// over modes, must-run rules and guards. The minimum is the Bundesnetzagentur's
+// over modes, must-run rules and guards. A consumer that is to run counts
+// its draw (measured, else rated); an SG-Ready pump in normal operation
+// counts its rated power too, since its own controller may start it at
+// any moment: it is locked when that does not fit. A change of the signal
+// is decided at once, with the surplus of the last control cycle, and
+// written by the consumers' loops right away; every cycle after decides
+// with its own. The minimum is the Bundesnetzagentur's
 // (determination BK6-22-300, Anlage 1): P_min = 4.2 kW + (n − 1) × GZF ×
 // 4.2 kW for n consumers behind one energy manager, GZF 0.8, 0.75, 0.7,
 // 0.65, 0.6, 0.55, 0.5 for n = 2..8 and 0.45 from 9 on, 4.2 kW for one

@@ -103,6 +103,9 @@ type Manager struct {
 	slots   []slot             // the decision's buffer, reused
 	probed  map[string]time.Time
 	dimmed  map[string]bool // plants the grid operator dims (§14a)
+	// last is each plant's surplus of the last control cycle: a change of
+	// the dimming decides again with it at once.
+	last map[string]plant.Surplus
 }
 
 // probePeriod is how long after a switch on that only curtailed PV
@@ -159,7 +162,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, last: map[string]plant.Surplus{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -453,6 +456,11 @@ func describe(out Output, sg bool) string {
 func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.absorbLocked(plantID, s)
+}
+
+// absorbLocked is Absorb with m.mu held.
+func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 	list := m.byPlant[plantID]
 	if len(list) == 0 {
 		return
@@ -461,6 +469,7 @@ func (m *Manager) Absorb(ctx context.Context, plantID string, s plant.Surplus) {
 	if now.IsZero() {
 		now = m.now()
 	}
+	m.last[plantID] = s
 	slots := m.slots[:0]
 	for _, c := range list {
 		slots = append(slots, m.slotLocked(c, now))
@@ -489,7 +498,8 @@ func (m *Manager) decideLocked(slots []slot, exportW, curtailedW float64, gridOK
 // that is not Auto (manual, must-run, offline) gets its outcome here.
 func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 	on := c.has && onOf(c.want, c.spec.SGReady)
-	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on}
+	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on,
+		ctl: c.spec.Controllable, sg: c.spec.SGReady}
 	if c.readOK && c.spec.Meter == "" && (c.read.HasPower) {
 		s.drawW = c.read.PowerW
 	} else if w, ok := m.meterW(c); ok && on {
@@ -684,9 +694,11 @@ func (m *Manager) Stats() []plant.PollStats {
 }
 
 // Dim starts (on) or ends the grid operator's dimming of a plant's
-// controllable consumers (§14a EnWG): from the next control cycle on,
+// controllable consumers (§14a EnWG): at once (decided again with the
+// last control cycle's surplus) and in every cycle after,
 // they draw together at most the plant's minimum power (DimmingMinW, or
-// MinPower14a of their number), the last in priority order switched off
+// MinPower14a of their number; an SG-Ready pump in normal operation
+// counted at its rated power), the last in priority order switched off
 // first (an SG-Ready pump locked, state 1), whatever their mode, must-run
 // rules and guards say: the grid operator's signal wins. Ending it lets
 // the usual decision take them back.
@@ -711,6 +723,12 @@ func (m *Manager) Dim(plantID string, on bool) {
 	if m.deps.Log != nil {
 		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersDimmed", Message: msg})
 	}
+	// Decide now, with the last cycle's surplus, rather than a cycle
+	// later: the switch is written at once.
+	if s, ok := m.last[plantID]; ok {
+		s.Time = m.now()
+		m.absorbLocked(plantID, s)
+	}
 }
 
 // minPowerLocked is the power n controllable consumers keep while dimmed.
@@ -722,28 +740,15 @@ func (m *Manager) minPowerLocked(n int) float64 {
 }
 
 // dimLocked limits a dimmed plant's controllable consumers (slots of list,
-// in priority order) to the plant's minimum: from the last in priority
-// order, each that would be on is switched off until the sum of those
-// still on fits.
+// in priority order) to the plant's minimum (dim).
 func (m *Manager) dimLocked(list []*cons, slots []slot) {
 	var n int
-	var sum float64
-	for i, c := range list {
+	for _, c := range list {
 		if c.spec.Controllable {
 			n++
-			if slots[i].want {
-				sum += slots[i].drawW
-			}
 		}
 	}
-	limit := m.minPowerLocked(n)
-	for i := len(list) - 1; i >= 0 && sum > limit; i-- {
-		if !list[i].spec.Controllable || !slots[i].want {
-			continue
-		}
-		sum -= slots[i].drawW
-		slots[i].want, slots[i].reason = false, plant.ReasonDimmed
-	}
+	dim(slots, m.minPowerLocked(n))
 }
 
 // MinPower14a is the power n controllable consumers behind one energy

@@ -175,8 +175,8 @@ func TestManagerSurplusAndModes(t *testing.T) {
 
 // TestManagerDimming: two controllable plugs (1200 W each, the simulator's
 // Shelly twins) in manual On, dimmed to 1500 W: the lower-priority one goes
-// off whatever its mode and min on time, the other stays; the end of the
-// signal brings it back.
+// off whatever its mode and min on time, at once (before the next control
+// cycle), the other stays; the end of the signal brings it back.
 func TestManagerDimming(t *testing.T) {
 	p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
 		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
@@ -213,8 +213,18 @@ func TestManagerDimming(t *testing.T) {
 			absorb()
 		}
 	}
-	waitFor("both on by hand", func() bool { return on("a") && on("b") })
+	waitFor("both on by hand, their draw read", func() bool {
+		st := m.Consumers()
+		return on("a") && on("b") && st[0].ConsumptionW != nil && *st[0].ConsumptionW > 0 && st[1].ConsumptionW != nil && *st[1].ConsumptionW > 0
+	})
+	absorb() // a control cycle that saw both draw
 	m.Dim("p", true)
+	// At once, with the last cycle's surplus: no further cycle needed.
+	for deadline := time.Now().Add(10 * time.Second); on("b"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("b still on 10 s after the dimming began, without a control cycle")
+		}
+	}
 	waitFor("b off by the dimming", func() bool { return on("a") && !on("b") })
 	if st := m.Consumers(); st[1].Reason != plant.ReasonDimmed || st[0].Reason != plant.ReasonManual {
 		t.Errorf("reasons %s, %s; want Manual, Dimmed", st[0].Reason, st[1].Reason)

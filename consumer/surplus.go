@@ -18,6 +18,9 @@ type slot struct {
 	mayOn  bool    // its guard allows a switch on now (when off)
 	mayOff bool    // its guard allows a switch off now (when on)
 	whyNot string  // the guard's reason when it does not allow
+	// ctl: a §14a controllable consumer; sg: an SG-Ready heat pump, which
+	// draws in normal operation too (its own controller runs it).
+	ctl, sg bool
 	// Outputs.
 	want   bool
 	reason string
@@ -82,4 +85,38 @@ func decide(slots []slot, exportW, curtailedW float64, gridOK, probe bool) (prob
 		}
 	}
 	return probed
+}
+
+// dim limits a dimmed plant's controllable consumers (§14a EnWG) to
+// limitW after decide: their draw counted together, each that would be on
+// at its drawW, and an SG-Ready pump that would not at its ratedW, since
+// in normal operation its own controller may start it at any moment (what
+// it draws now, maybe nothing, guarantees nothing). From the last in slot
+// (priority) order, each counted consumer is switched off (a pump:
+// locked) until the sum fits. It reports the sum that stays.
+func dim(slots []slot, limitW float64) float64 {
+	draw := func(s *slot) (float64, bool) {
+		switch {
+		case !s.ctl:
+			return 0, false
+		case s.want:
+			return s.drawW, true
+		case s.sg:
+			return s.ratedW, true
+		}
+		return 0, false
+	}
+	var sum float64
+	for i := range slots {
+		w, _ := draw(&slots[i])
+		sum += w
+	}
+	for i := len(slots) - 1; i >= 0 && sum > limitW; i-- {
+		s := &slots[i]
+		if w, counted := draw(s); counted {
+			sum -= w
+			s.want, s.reason = false, plant.ReasonDimmed
+		}
+	}
+	return sum
 }

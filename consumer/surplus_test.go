@@ -132,3 +132,57 @@ func TestMinPower14a(t *testing.T) {
 		}
 	}
 }
+
+// TestDim: §14a dimming keeps the controllable consumers' counted draw
+// within the limit, switching off from the last in priority order; an
+// SG-Ready pump in normal operation counts its rated power and is locked.
+func TestDim(t *testing.T) {
+	// ctl marks a slot controllable, sg an SG-Ready pump; want: the
+	// decision before dimming.
+	ctl := func(s slot) slot { s.ctl = true; return s }
+	sg := func(s slot) slot { s.sg = true; return s }
+	want := func(s slot, on bool) slot {
+		s.want, s.reason = on, plant.ReasonManual
+		return s
+	}
+	heater, pump, plug := auto(6000), auto(3000), auto(1200)
+	const pmin2 = 7560
+	tests := []struct {
+		name   string
+		slots  []slot
+		limit  float64
+		want   []bool
+		dimmed []bool
+		leftW  float64
+	}{
+		{"heater 6 kW and pump 3 kW forced: the pump, last, locked", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, pmin2,
+			[]bool{true, false}, []bool{false, true}, 6000},
+		{"pump first in priority: the heater off", []slot{want(ctl(sg(pump)), true), want(ctl(heater), true)}, pmin2,
+			[]bool{true, false}, []bool{false, true}, 3000},
+		{"within the limit: nothing", []slot{want(ctl(heater), true), want(ctl(plug), true)}, pmin2,
+			[]bool{true, true}, []bool{false, false}, 7200},
+		{"a pump in normal operation counts its rating: locked", []slot{want(ctl(heater), true), want(ctl(sg(pump)), false)}, pmin2,
+			[]bool{true, false}, []bool{false, true}, 6000},
+		{"a heater that is off counts nothing", []slot{want(ctl(heater), false), want(ctl(sg(pump)), true)}, pmin2,
+			[]bool{false, true}, []bool{false, false}, 3000},
+		{"not controllable: not counted, not switched", []slot{want(heater, true), want(ctl(sg(pump)), true)}, 4200,
+			[]bool{true, true}, []bool{false, false}, 3000},
+		{"a measured draw counts as measured", []slot{want(ctl(heater), true), func() slot { s := want(ctl(sg(pump)), true); s.drawW = 1500; return s }()}, pmin2,
+			[]bool{true, true}, []bool{false, false}, 7500},
+		{"everything above the limit: all off", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, 4200,
+			[]bool{false, false}, []bool{true, true}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			left := dim(tt.slots, tt.limit)
+			for i, s := range tt.slots {
+				if s.want != tt.want[i] || (s.reason == plant.ReasonDimmed) != tt.dimmed[i] {
+					t.Errorf("slot %d: want %v reason %s; want %v, dimmed %v", i, s.want, s.reason, tt.want[i], tt.dimmed[i])
+				}
+			}
+			if left != tt.leftW {
+				t.Errorf("left %v W, want %v", left, tt.leftW)
+			}
+		})
+	}
+}

@@ -26,6 +26,30 @@
 // Every action of one input (and its failsafe) has one command and one
 // unit (the config checks it), so "most restrictive" is the lowest value.
 //
+// # Debounce
+//
+// With Spec.Debounce (config inputs[].debounce, default 0) a pattern, the
+// closed contacts and the dimming signal together, acts only once it has
+// been read unchanged for that time (debounce.go): a read of another
+// pattern starts the count anew, so a chattering contact makes no window
+// per flicker, and until a new pattern stands, what was decided before
+// holds (renewed). The loop reads again when the count runs out, between
+// two polls, so a change waits the debounce on top of its detection, not
+// a poll more. After a failed poll a pattern waits it out again. With 0,
+// a pattern acts at its first read. The config keeps it within the loss
+// grace.
+//
+// # Latency
+//
+// A pattern that stands is submitted in the same step as the read that
+// saw it, and the submit wakes grid control's cycle at once: the path from
+// the read to the first inverter register written is a few milliseconds
+// (BenchmarkInputEdgeToWrite in cmd/plantd, scripts/input-latency). What
+// remains is detection: an edge waits for the next poll, uniformly 0 to
+// PollInterval, a median of half of it. A median below 500 ms at a 1 s
+// poll is therefore not to be had from polling (half the poll plus the
+// processing); a shorter PollInterval is the honest lever.
+//
 // # Windows: submitted, renewed, released
 //
 // A change of the resolved action submits a schedule (Submitter.Submit)
@@ -79,6 +103,9 @@
 // passed on as Dimmer.Dim(plant, on) at every change (the consumers'
 // controller applies Pmin). After the loss grace the dimming signal is
 // taken as on (the restrictive reading) until the device answers again.
+// A control box that only dims (dimming contacts, no pattern table) is an
+// input of its own: it sets no feed-in window, and its loss sets no
+// failsafe window, only the dimming.
 //
 // # Import boundary
 //

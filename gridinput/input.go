@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"plantd/plant"
@@ -65,6 +66,9 @@ type Spec struct {
 	// window) default to DefaultPollInterval, DefaultLossGrace and
 	// DefaultWindow.
 	PollInterval, LossGrace, Window time.Duration
+	// Debounce is how long a pattern (dimming contacts included) must be
+	// read unchanged before it acts; 0: at its first read.
+	Debounce time.Duration
 }
 
 // Deps are an input's collaborators. Now is the controller's clock (the
@@ -98,6 +102,8 @@ type Input struct {
 	lost      bool      // polls fail (logged)
 	failsafe  bool      // the grace ran out (logged)
 	dim, dimK bool      // dimming state passed on, and whether it was
+	// deb holds a new pattern until it stands for Debounce.
+	deb debounce
 }
 
 // New checks a spec and makes its loop.
@@ -107,8 +113,10 @@ func New(spec Spec, deps Deps, log *slog.Logger) (*Input, error) {
 		return nil, errors.New("gridinput: id and plant are required")
 	case spec.Reader == nil || deps.Submitter == nil:
 		return nil, fmt.Errorf("gridinput %s: a reader and a submitter are required", spec.ID)
-	case len(spec.Actions) == 0:
-		return nil, fmt.Errorf("gridinput %s: no actions", spec.ID)
+	case len(spec.Actions) == 0 && len(spec.Dimming) == 0:
+		return nil, fmt.Errorf("gridinput %s: no actions and no dimming contact", spec.ID)
+	case spec.Debounce < 0:
+		return nil, fmt.Errorf("gridinput %s: negative debounce %s", spec.ID, spec.Debounce)
 	}
 	for _, a := range spec.Actions {
 		for _, c := range a.Contacts {
@@ -138,7 +146,7 @@ func New(spec Spec, deps Deps, log *slog.Logger) (*Input, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Input{spec: spec, deps: deps, log: log.With("input", spec.ID)}, nil
+	return &Input{spec: spec, deps: deps, log: log.With("input", spec.ID), deb: debounce{d: spec.Debounce}}, nil
 }
 
 // Run polls until ctx ends; it returns nil then. The window it holds stays
@@ -153,33 +161,53 @@ func (in *Input) Run(ctx context.Context) error {
 	in.stale = stale
 	t := time.NewTicker(in.spec.PollInterval)
 	defer t.Stop()
+	// settle wakes the loop when a pattern waiting out its debounce
+	// stands, between two polls.
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
 	for {
-		in.step(ctx)
+		if at, ok := in.step(ctx); ok {
+			settle.Reset(time.Until(at))
+		} else {
+			settle.Stop()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-settle.C:
 		}
 	}
 }
 
 // step is one poll: read, decide, and bring grid control to the decision.
-func (in *Input) step(ctx context.Context) {
+// While a new pattern waits out its debounce, what was decided before
+// holds, and step returns when the pattern stands (ok).
+func (in *Input) step(ctx context.Context) (settle time.Time, ok bool) {
 	bits, err := in.spec.Reader.ReadInputs(ctx)
 	if ctx.Err() != nil {
-		return
+		return time.Time{}, false
 	}
 	now := time.Now()
 	if err != nil {
+		in.deb.reset() // after the loss, a pattern waits out the debounce again
 		in.lose(ctx, now, err)
-		return
+		return time.Time{}, false
 	}
 	if in.lost {
 		in.entry(plant.LevelInfo, "InputRecovered", fmt.Sprintf("input %s answers again: its contacts decide again", in.spec.ID))
 		in.log.Info("input device answers again")
 	}
-	in.lost, in.failsafe, in.lastGood = false, false, now
+	in.lost, in.lastGood = false, now
 	closed, dim := in.contacts(bits)
+	if at, stands := in.deb.see(fmt.Sprintf("%s dim=%t", strings.Join(closed, "+"), dim), now); !stands {
+		if in.heldID != "" { // what is held stays, renewed
+			in.hold(ctx, in.held, in.heldBy.Name)
+		}
+		return at, true
+	}
+	in.failsafe = false
 	d := Resolve(in.spec.Actions, closed)
 	if d.Invalid && (!in.haveWant || !in.want.Invalid || !slices.Equal(in.want.Closed, d.Closed)) {
 		what := "no limit"
@@ -192,6 +220,7 @@ func (in *Input) step(ctx context.Context) {
 	in.want, in.haveWant = d, true
 	in.dimTo(dim)
 	in.hold(ctx, d.Action, "input:"+in.spec.ID+"/"+d.Source())
+	return time.Time{}, false
 }
 
 // lose handles a failed poll: hold the last valid state for the grace,

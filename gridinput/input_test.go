@@ -87,27 +87,26 @@ func awaitLog(t *testing.T, ch <-chan plant.LogEntry, code string) plant.LogEntr
 	}
 }
 
-// TestInputOnSimulator drives the loop with the simulator's I/O module
-// over Modbus TCP: the coils written by a plain Modbus client set the
-// contacts. Steps share the loop and run in order.
-func TestInputOnSimulator(t *testing.T) {
+// simModule starts a simulator of one I/O module, rcr (input N follows
+// coil N), and returns it with two Modbus clients of the module: the
+// loop's and an external one that writes its coils.
+func simModule(t *testing.T) (p *sim.Plant, loop, ext *modbus.Client) {
+	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Devices = []sim.DeviceConfig{{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1}}
-	p := simtest.Start(t, cfg)
+	p = simtest.Start(t, cfg)
 	rcr := p.Device("rcr")
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { _ = pool.Close() })
-	cl := pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, 300*time.Millisecond)
-	ext := pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, time.Second)
+	loop = pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, 300*time.Millisecond)
+	ext = pool.Endpoint(modbus.EndpointConfig{Address: rcr.Addr(), Timeout: time.Second}).Unit(1, time.Second)
+	return p, loop, ext
+}
 
-	grid := &fakeGrid{calls: make(chan call, 16)}
-	lg := logs{ch: make(chan plant.LogEntry, 64)}
-	dims := make(chan bool, 8)
-	spec := Spec{ID: "rcr", PlantID: "p1", Reader: Bits{Client: cl, Count: 8},
-		Contacts: map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3, "K5": 4},
-		Actions:  receiver(), Dimming: []string{"K5"},
-		PollInterval: 50 * time.Millisecond, LossGrace: 400 * time.Millisecond}
-	in, err := New(spec, Deps{Submitter: grid, Dimmer: dimFunc(func(_ string, on bool) { dims <- on }), Log: lg.add}, slog.New(slog.DiscardHandler))
+// runInput runs an input's loop until the test ends.
+func runInput(t *testing.T, spec Spec, deps Deps) {
+	t.Helper()
+	in, err := New(spec, deps, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +117,22 @@ func TestInputOnSimulator(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestInputOnSimulator drives the loop with the simulator's I/O module
+// over Modbus TCP: the coils written by a plain Modbus client set the
+// contacts. Steps share the loop and run in order.
+func TestInputOnSimulator(t *testing.T) {
+	p, cl, ext := simModule(t)
+	rcr := p.Device("rcr")
+	grid := &fakeGrid{calls: make(chan call, 16)}
+	lg := logs{ch: make(chan plant.LogEntry, 64)}
+	dims := make(chan bool, 8)
+	spec := Spec{ID: "rcr", PlantID: "p1", Reader: Bits{Client: cl, Count: 8},
+		Contacts: map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3, "K5": 4},
+		Actions:  receiver(), Dimming: []string{"K5"},
+		PollInterval: 50 * time.Millisecond, LossGrace: 400 * time.Millisecond}
+	runInput(t, spec, Deps{Submitter: grid, Dimmer: dimFunc(func(_ string, on bool) { dims <- on }), Log: lg.add})
 	set := func(t *testing.T, coils ...bool) {
 		t.Helper()
 		vals := make([]bool, 5)

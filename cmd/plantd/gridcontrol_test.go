@@ -176,7 +176,7 @@ const tokInst, tokStd, tokGrid = "installer-token-0123456789abcdef0123", "standa
 // inverters, meter and battery polled every 500 ms, an installer, a
 // standard and a grid-operator token, a 4 s reversion timeout and a
 // 50 %/s ramp.
-func gridConfig(t *testing.T, p *sim.Plant) string {
+func gridConfig(t testing.TB, p *sim.Plant) string {
 	t.Helper()
 	dir := t.TempDir()
 	var devs strings.Builder

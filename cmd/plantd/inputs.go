@@ -55,7 +55,7 @@ func inputSpec(ic config.Input) gridinput.Spec {
 		return gridinput.Action{Contacts: a.Contacts, Command: a.Command, Value: a.Value, Unit: a.Unit}
 	}
 	s := gridinput.Spec{ID: ic.ID, PlantID: ic.Plant, Contacts: ic.Contacts, Dimming: ic.Dimming,
-		PollInterval: ic.PollInterval, LossGrace: ic.LossGrace}
+		PollInterval: ic.PollInterval, LossGrace: ic.LossGrace, Debounce: ic.Debounce}
 	for _, a := range ic.Actions {
 		s.Actions = append(s.Actions, act(a))
 	}

@@ -22,7 +22,7 @@ import (
 // inputConfig is gridConfig with the I/O module "rcr" as a 4-relay
 // ripple-control receiver (K1..K4 = 100/60/30/0 % opModMaxLimW, polled
 // every second as in the field) and a short loss grace.
-func inputConfig(t *testing.T, p *sim.Plant, grace time.Duration) string {
+func inputConfig(t testing.TB, p *sim.Plant, grace time.Duration) string {
 	t.Helper()
 	path := gridConfig(t, p)
 	b, err := os.ReadFile(path)

@@ -181,7 +181,9 @@
 // EK9000 Modbus TCP bus coupler with eight relay outputs, coils 0..7
 // (functions 1, 5, 15), and eight digital inputs, discrete inputs 0..7
 // (function 2; Device.SetInput sets them, as the contact wired to them
-// would). Its holding registers are the EK9000's communication watchdog,
+// would; the board keeps the wall times of the last 32 reads of them,
+// Device.Relay's InputReads, so a test sees when a client saw an input).
+// Its holding registers are the EK9000's communication watchdog,
 // at its addresses (Beckhoff's EK9000 documentation, "Modbus interface"):
 //
 //	0x1020  r   watchdog current time, ms since the last trigger (0 when

@@ -66,10 +66,11 @@ const (
 	FallbackFreeze uint16 = 1
 )
 
-// Watchdog limits and default.
+// Watchdog limits and default; how many input reads a board keeps.
 const (
 	defaultWatchdogMs = 1000
 	maxWatchdogMs     = 60000
+	maxInputReads     = 32
 )
 
 // relayBoard is a relay board's state. Guarded by Plant.mu.
@@ -78,6 +79,9 @@ type relayBoard struct {
 	inputs [RelayChannels]bool
 	// follow: a write of coil N sets input N (InputsFollowCoils).
 	follow bool
+	// reads are the wall times of the last maxInputReads reads of the
+	// discrete inputs, oldest first.
+	reads []time.Time
 
 	wdTime, wdReset, wdMode, fallback uint16
 
@@ -203,11 +207,17 @@ func (p *Plant) relayCoils(d *Device, req *mb.CoilsRequest) ([]bool, error) {
 func (p *Plant) relayInputs(d *Device, req *mb.DiscreteInputsRequest) ([]bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.relayRequestLocked(d, p.cfg.Now())
+	now := p.cfg.Now()
+	p.relayRequestLocked(d, now)
 	if int(req.Addr)+int(req.Quantity) > RelayChannels {
 		return nil, mb.ErrIllegalDataAddress
 	}
-	return append([]bool(nil), d.relay.inputs[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
+	b := d.relay
+	if len(b.reads) == maxInputReads {
+		b.reads = append(b.reads[:0], b.reads[1:]...)
+	}
+	b.reads = append(b.reads, now)
+	return append([]bool(nil), b.inputs[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
 }
 
 // relayTouch counts a request the board does not serve (input registers)
@@ -370,6 +380,10 @@ type RelayState struct {
 	// the wall time of the last one (zero: none).
 	Trips    uint64
 	LastTrip time.Time
+	// InputReads are the wall times of the last 32 reads of the discrete
+	// inputs (function 2), oldest first: when a client saw an input (the
+	// detection part of an input edge's latency).
+	InputReads []time.Time
 }
 
 // ErrNotRelay is returned by the relay board methods of a device that is
@@ -394,6 +408,7 @@ func (d *Device) Relay() (RelayState, bool) {
 		Coils: b.coils, Inputs: b.inputs,
 		WatchdogTime: b.timeout(), WatchdogMode: b.wdMode, FallbackMode: b.fallback,
 		WatchdogRunning: b.running, Trips: b.trips, LastTrip: b.lastTrip,
+		InputReads: append([]time.Time(nil), b.reads...),
 	}, true
 }
 

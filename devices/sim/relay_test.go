@@ -403,6 +403,18 @@ func TestInputsFollowCoils(t *testing.T) {
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("inputs %v, %v; want %v", got, err, want)
 			}
+			// The read is recorded at the board's wall time.
+			if st := relayState(t, d); len(st.InputReads) != 1 || !st.InputReads[0].Equal(clk.Now()) {
+				t.Errorf("input reads %v, want the one at %v", st.InputReads, clk.Now())
+			}
+			for range maxInputReads + 8 {
+				if _, err := c.ReadDiscreteInputs(0, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st := relayState(t, d); len(st.InputReads) != maxInputReads {
+				t.Errorf("%d input reads kept, want the last %d", len(st.InputReads), maxInputReads)
+			}
 			if err := c.WriteCoil(1, false); err != nil {
 				t.Fatal(err)
 			}
