@@ -305,9 +305,10 @@ func (e *Endpoint) failed(c *Client, req *request, err error) error {
 }
 
 // requestData builds the request's PDU data (what follows the function
-// code) in e.pdu. The caller holds sem.
+// code) in e.rbuf, which holds no answer until the exchange: goburrow's
+// Encode copies it into the request frame first. The caller holds sem.
 func (e *Endpoint) requestData(req *request) []byte {
-	b := e.pdu[:]
+	b := e.rbuf[:]
 	binary.BigEndian.PutUint16(b, req.addr)
 	n := 2
 	switch req.fc {

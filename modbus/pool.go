@@ -342,8 +342,7 @@ type Endpoint struct {
 	// framer encodes requests and checks answers with goburrow's packager
 	// of the transport (framing.go).
 	framer framer
-	pdu    [maxADU]byte // request PDU data
-	rbuf   [maxADU]byte // answer frame
+	rbuf   [maxADU]byte // answer frame; before the exchange the request PDU data (requestData)
 	x      exchange     // the request in flight
 
 	created time.Time
