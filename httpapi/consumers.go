@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"plantd/httpapi/apidoc"
 
 	"github.com/gin-gonic/gin"
 
@@ -147,37 +148,37 @@ func liveConsumer(j *liveDeviceJSON, d plant.DeviceLive) {
 }
 
 // consumerSchemas are the schemas of /gateway/v1/consumers.
-func consumerSchemas() obj {
-	integer := func(min int) obj { return obj{"type": "integer", "minimum": min} }
-	return obj{
-		"Consumer": describe(object(obj{
-			"deviceId": str(), "plantId": str(), "name": str(),
-			"driver": describe(enum("relay", "sgready", "shelly"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay"),
-			"mode": describe(enum("Auto", "On", "Off"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
+func consumerSchemas() apidoc.Obj {
+	integer := func(min int) apidoc.Obj { return apidoc.Obj{"type": "integer", "minimum": min} }
+	return apidoc.Obj{
+		"Consumer": apidoc.Describe(apidoc.Object(apidoc.Obj{
+			"deviceId": apidoc.Str(), "plantId": apidoc.Str(), "name": apidoc.Str(),
+			"driver": apidoc.Describe(apidoc.Enum("relay", "sgready", "shelly"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay"),
+			"mode": apidoc.Describe(apidoc.Enum("Auto", "On", "Off"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
 				"On and Off, the installer (held against surplus and must-run windows; the minimum on and off times still apply)"),
-			"priority":       describe(obj{"type": "integer"}, "order in which surplus is given to the consumers"),
-			"ratedPower":     describe(num(), "the configured power while on, W"),
-			"switchingState": describe(enum("On", "Off"), "the output read back from the device; absent before the first successful poll"),
-			"sgReadyState": describe(obj{"type": "integer", "minimum": 1, "maximum": 4},
+			"priority":       apidoc.Describe(apidoc.Obj{"type": "integer"}, "order in which surplus is given to the consumers"),
+			"ratedPower":     apidoc.Describe(apidoc.Num(), "the configured power while on, W"),
+			"switchingState": apidoc.Describe(apidoc.Enum("On", "Off"), "the output read back from the device; absent before the first successful poll"),
+			"sgReadyState": apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 1, "maximum": 4},
 				"an SG-Ready heat pump's operating state read back: 1 locked (utility lock), 2 normal, 3 switch-on recommended, 4 switch-on forced; absent for other consumers"),
-			"consumption":          describe(num(), "power now, W; absent when unknown"),
-			"consumptionEstimated": describe(boolean(), "consumption and energyToday come from ratedPower while on, not from a meter"),
-			"energyToday":          describe(num(), "energy since local midnight, Wh; absent when unknown"),
-			"reason": describe(enum(plant.ConsumerReasons()...),
+			"consumption":          apidoc.Describe(apidoc.Num(), "power now, W; absent when unknown"),
+			"consumptionEstimated": apidoc.Describe(apidoc.Bool(), "consumption and energyToday come from ratedPower while on, not from a meter"),
+			"energyToday":          apidoc.Describe(apidoc.Num(), "energy since local midnight, Wh; absent when unknown"),
+			"reason": apidoc.Describe(apidoc.Enum(plant.ConsumerReasons()...),
 				"why the output is what it is: Surplus (on, PV surplus), NoSurplus (off, not enough surplus), Probing (off, waits its turn to try PV a limit holds back), "+
 					"NoMeter (off, no grid meter answers), MustRun (a must-run window), "+
 					"Manual (mode On or Off), MinOnTime / MinOffTime (held until the minimum time passed), MaxSwitches (the switchings per hour are used up), "+
 					"Offline (the device does not answer), Starting (no decision yet)"),
-			"nextMustRun":        describe(utcTimeSchema(), "start of the next must-run window; absent when none"),
+			"nextMustRun":        apidoc.Describe(apidoc.UTCTime(), "start of the next must-run window; absent when none"),
 			"switchesLastHour":   integer(0),
-			"maxSwitchesPerHour": describe(integer(0), "0: no bound"),
-			"minOnTime":          describe(obj{"type": "number", "minimum": 0}, "s"),
-			"minOffTime":         describe(obj{"type": "number", "minimum": 0}, "s"),
+			"maxSwitchesPerHour": apidoc.Describe(integer(0), "0: no bound"),
+			"minOnTime":          apidoc.Describe(apidoc.Obj{"type": "number", "minimum": 0}, "s"),
+			"minOffTime":         apidoc.Describe(apidoc.Obj{"type": "number", "minimum": 0}, "s"),
 		}, "deviceId", "plantId", "name", "driver", "mode", "priority", "ratedPower", "consumptionEstimated", "reason",
 			"switchesLastHour", "maxSwitchesPerHour", "minOnTime", "minOffTime"),
 			"a consumer of the home energy manager: its settings, its output and why (plantd's)"),
-		"Consumers": object(obj{"consumers": arr(ref("Consumer"))}, "consumers"),
-		"ConsumerModeRequest": describe(object(obj{"mode": enum("Auto", "On", "Off")}, "mode"),
+		"Consumers": apidoc.Object(apidoc.Obj{"consumers": apidoc.Arr(apidoc.Ref("Consumer"))}, "consumers"),
+		"ConsumerModeRequest": apidoc.Describe(apidoc.Object(apidoc.Obj{"mode": apidoc.Enum("Auto", "On", "Off")}, "mode"),
 			"the mode to hold the consumer in; the words are accepted in any letter case"),
 	}
 }

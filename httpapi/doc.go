@@ -7,6 +7,8 @@
 // which httpapi mounts and uses through authServer (auth.go) and which
 // answers problems through httpapi's authHost; the OpenAPI document
 // takes its routes and schemas from it (oauth2.Routes, oauth2.AddSchemas).
+// Both describe their routes and schemas with the building blocks of
+// package httpapi/apidoc (one Route type, the JSON Schema constructors).
 //
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.
@@ -23,8 +25,8 @@
 // Import boundary: httpapi imports plant (with plant/kind), config,
 // gridcontrol (the GridControl interface's types and errors, the command
 // table and the eligibility check of
-// /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, metrics and
-// web. It does not import devices, the poller or modbus: what discovery
+// /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, httpapi/apidoc,
+// metrics and web. It does not import devices, the poller or modbus: what discovery
 // learned of a device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 package httpapi

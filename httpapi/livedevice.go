@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"plantd/httpapi/apidoc"
 
 	"github.com/gin-gonic/gin"
 
@@ -69,22 +70,22 @@ func (s *Server) liveDevice(c *gin.Context) {
 }
 
 // liveDeviceSchema is the OpenAPI schema of GET /live/v1/devices/{deviceId}.
-func liveDeviceSchema() obj {
-	return describe(object(obj{
-		"plant":         ref("Plant"),
-		"device":        describe(obj{"type": "object"}, "the device as in GET .../plants/{plantId}/devices"),
-		"platform":      describe(enum("classic", "der"), "SunSpec generation: classic (1xx models) or der (7xx)"),
-		"version":       str(),
-		"sunspecModels": describe(arr(obj{"type": "integer"}), "the SunSpec model ids discovery found, in chain order"),
-		"healthStatus":  enum("Ok", "Warning", "Error", "Off", "NotAvailable"),
-		"healthReason":  describe(str(), "what decided healthStatus (\"St FAULT\", \"offline\", \"stale\")"),
-		"communication": object(obj{"deviceId": str(), "status": enum("Ok", "Partial", "TimedOut", "Unreachable"),
-			"lastContactUtc": utcTimeSchema(), "lastError": str(), "successRate": obj{"type": "number", "minimum": 0, "maximum": 1}},
+func liveDeviceSchema() apidoc.Obj {
+	return apidoc.Describe(apidoc.Object(apidoc.Obj{
+		"plant":         apidoc.Ref("Plant"),
+		"device":        apidoc.Describe(apidoc.Obj{"type": "object"}, "the device as in GET .../plants/{plantId}/devices"),
+		"platform":      apidoc.Describe(apidoc.Enum("classic", "der"), "SunSpec generation: classic (1xx models) or der (7xx)"),
+		"version":       apidoc.Str(),
+		"sunspecModels": apidoc.Describe(apidoc.Arr(apidoc.Obj{"type": "integer"}), "the SunSpec model ids discovery found, in chain order"),
+		"healthStatus":  apidoc.Enum("Ok", "Warning", "Error", "Off", "NotAvailable"),
+		"healthReason":  apidoc.Describe(apidoc.Str(), "what decided healthStatus (\"St FAULT\", \"offline\", \"stale\")"),
+		"communication": apidoc.Object(apidoc.Obj{"deviceId": apidoc.Str(), "status": apidoc.Enum("Ok", "Partial", "TimedOut", "Unreachable"),
+			"lastContactUtc": apidoc.UTCTime(), "lastError": apidoc.Str(), "successRate": apidoc.Obj{"type": "number", "minimum": 0, "maximum": 1}},
 			"deviceId", "status", "successRate"),
-		"lastUpdateUtc": utcTimeSchema(),
-		"values": arr(object(obj{"name": describe(str(), "the set field; lifetime counters end in Total (Wh)"),
-			"index": describe(str(), "input label of indexed channels (A, B, ...)"), "value": num(),
-			"unit": describe(str(), "W, Wh, VA, var, V, A, Hz, Ω, %, °C, W/m², m/s; empty for a plain ratio"), "setType": str()},
+		"lastUpdateUtc": apidoc.UTCTime(),
+		"values": apidoc.Arr(apidoc.Object(apidoc.Obj{"name": apidoc.Describe(apidoc.Str(), "the set field; lifetime counters end in Total (Wh)"),
+			"index": apidoc.Describe(apidoc.Str(), "input label of indexed channels (A, B, ...)"), "value": apidoc.Num(),
+			"unit": apidoc.Describe(apidoc.Str(), "W, Wh, VA, var, V, A, Hz, Ω, %, °C, W/m², m/s; empty for a plain ratio"), "setType": apidoc.Str()},
 			"name", "value", "unit", "setType")),
 	}, "plant", "device", "sunspecModels", "healthStatus", "communication", "values"),
 		"the latest values of one device with units, its health and communication (plantd's; the gateway page's device view)")

@@ -7,11 +7,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"plantd/httpapi/apidoc"
 	"plantd/plant"
 )
 
 // contentTypeProblem is the media type of RFC 9457 problem details.
-const contentTypeProblem = "application/problem+json"
+const contentTypeProblem = apidoc.ProblemJSON
 
 // FieldError names one invalid parameter or body field: package plant's,
 // under the name the handlers (oauth.go among them) use.

@@ -20,10 +20,11 @@
 // credentials, issued tokens, Authenticate and AsRole; token.go the OAuth2
 // and consent handlers; grants.go consents, codes and refresh tokens;
 // loginguard.go the failed-login guard; openapi.go its routes and schemas
-// for the API's OpenAPI document (Routes, AddSchemas). Grants live in memory: a restart
-// forgets them.
+// for the API's OpenAPI document (Routes, AddSchemas), built with
+// httpapi/apidoc's blocks. Grants live in memory: a restart forgets them.
 //
-// Import boundary: oauth2 imports config (credentials, roles), gin,
+// Import boundary: oauth2 imports config (credentials, roles),
+// httpapi/apidoc (the OpenAPI blocks), gin,
 // golang.org/x/time/rate and the standard library; only httpapi (which
 // mounts it) and cmd/plantd (the consent CLI's Consent type) import it.
 // It never imports httpapi: what it needs from it is Host.
