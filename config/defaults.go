@@ -104,6 +104,7 @@ func (c *Config) setDefaults() {
 	c.GridControl.ReversionTimeout = defaultReversionTimeout
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace
+	c.Local.MQTT.setDefaults()
 }
 
 func (p *Plant) setDefaults() {
@@ -125,6 +126,7 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.Gateway.ID == "" {
 		c.Gateway.ID = gatewayIDFromHostname(hostname)
 	}
+	c.Local.MQTT.deriveDefaults(c.Gateway.ID)
 	for i := range c.Inputs {
 		in := &c.Inputs[i]
 		if in.Plant == "" && len(c.Plants) == 1 {
