@@ -15,7 +15,8 @@ type Local struct {
 type LocalMQTT struct {
 	// Broker URL, as mqtt.broker: tcp://host:port or mqtt://host:port
 	// (plain), ssl://, tls:// or mqtts://host:port (TLS, verified against
-	// the system's roots), ws:// or wss://host[:port]/path.
+	// the system's roots), ws:// or wss://host[:port]/path; without
+	// credentials (Username, Password), as it is logged.
 	Broker string `yaml:"broker"`
 	// Username and Password authenticate at the broker (a password needs
 	// a username). Keep the config readable by root and plantd only, as
@@ -89,7 +90,10 @@ func (v *validator) local() {
 		}
 		return
 	}
-	v.brokerURL(p+"broker", l.Broker)
+	if u := v.brokerURL(p+"broker", l.Broker); u != nil && u.User != nil {
+		// The URL is logged: credentials go in username and password.
+		v.add(p+"broker", "%q holds credentials: give them as username and password", u.Redacted())
+	}
 	if l.Password != "" && l.Username == "" {
 		v.add(p+"password", "a password needs a username")
 	}
