@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"plantd/config"
+	"plantd/hass"
+)
+
+// newHass builds the Home Assistant link of cfg's local.mqtt (nil when it
+// is off): the daemon's live state, store, grid control and consumers as
+// its sources, and the HTTP API as "ha:<clientId>" with the configured
+// role for its commands, so that they pass the API's checks.
+func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, error) {
+	l := cfg.Local.MQTT
+	if l.Broker == "" {
+		return nil, nil
+	}
+	commands, err := d.api.AsRole("ha:"+l.ClientID, l.Role)
+	if err != nil {
+		return nil, fmt.Errorf("home assistant: %w", err)
+	}
+	deps := hass.Deps{Live: d.live, Energy: d.store, Schedules: d.grid, Commands: commands}
+	if d.homes != nil {
+		deps.Consumers = d.homes
+	}
+	return hass.New(hass.Config{
+		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: l.ClientID,
+		GatewayID: cfg.Gateway.ID, Version: versionString(), Prefix: l.Prefix, DiscoveryPrefix: l.DiscoveryPrefix,
+		Interval: l.Interval, LimitWindow: l.LimitWindow,
+	}, deps, logger)
+}

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/mqtt/mqtttest"
+)
+
+// haKeys are the configuration variables Home Assistant documents for the
+// MQTT platforms plantd's discovery uses, and the keys of their device
+// map, from home-assistant.io's source/_integrations/<platform>.mqtt.markdown
+// ({% configuration %} blocks; https://www.home-assistant.io/integrations/
+// sensor.mqtt/, binary_sensor.mqtt/, switch.mqtt/, select.mqtt/,
+// number.mqtt/), as published in 2025. A key outside its platform's list
+// is not Home Assistant's schema.
+var haKeys = map[string][]string{
+	"sensor": {"availability", "availability_mode", "availability_template", "availability_topic", "device", "device_class",
+		"enabled_by_default", "encoding", "entity_category", "entity_picture", "expire_after", "force_update", "icon",
+		"json_attributes_template", "json_attributes_topic", "last_reset_value_template", "name", "object_id", "options",
+		"payload_available", "payload_not_available", "platform", "suggested_display_precision", "qos", "state_class",
+		"state_topic", "unique_id", "unit_of_measurement", "value_template"},
+	"binary_sensor": {"availability", "availability_mode", "availability_template", "availability_topic", "device", "device_class",
+		"enabled_by_default", "encoding", "entity_category", "entity_picture", "expire_after", "force_update", "icon",
+		"json_attributes_template", "json_attributes_topic", "name", "object_id", "off_delay", "payload_available",
+		"payload_not_available", "payload_off", "payload_on", "platform", "qos", "state_topic", "unique_id", "value_template"},
+	"switch": {"availability", "availability_mode", "availability_template", "availability_topic", "command_template",
+		"command_topic", "device", "device_class", "enabled_by_default", "encoding", "entity_category", "entity_picture", "icon",
+		"json_attributes_template", "json_attributes_topic", "name", "object_id", "optimistic", "payload_available",
+		"payload_not_available", "payload_off", "payload_on", "platform", "qos", "retain", "state_off", "state_on",
+		"state_topic", "unique_id", "value_template"},
+	"select": {"availability", "availability_topic", "availability_mode", "availability_template", "command_template",
+		"command_topic", "device", "enabled_by_default", "encoding", "entity_category", "entity_picture", "icon",
+		"json_attributes_template", "json_attributes_topic", "name", "object_id", "optimistic", "options", "platform", "qos",
+		"retain", "state_topic", "unique_id", "value_template"},
+	"number": {"availability", "availability_topic", "availability_mode", "command_template", "command_topic", "device",
+		"device_class", "enabled_by_default", "encoding", "entity_category", "entity_picture", "icon",
+		"json_attributes_template", "json_attributes_topic", "min", "max", "mode", "name", "object_id", "optimistic",
+		"payload_reset", "platform", "qos", "retain", "state_topic", "step", "unique_id", "unit_of_measurement",
+		"value_template"},
+}
+
+// haDeviceKeys are the keys of the device map (the same on every platform).
+var haDeviceKeys = []string{"configuration_url", "connections", "hw_version", "identifiers", "manufacturer", "model",
+	"model_id", "name", "serial_number", "suggested_area", "sw_version", "via_device"}
+
+// haRequired are the keys every plantd entity carries, beyond its
+// platform's own required ones (a command_topic for switch, select and
+// number; options for select).
+var haRequired = map[string][]string{
+	"sensor":        {"unique_id", "state_topic", "availability_topic", "device", "name"},
+	"binary_sensor": {"unique_id", "state_topic", "availability_topic", "device", "name"},
+	"switch":        {"unique_id", "state_topic", "command_topic", "availability_topic", "device", "name"},
+	"select":        {"unique_id", "state_topic", "command_topic", "options", "availability_topic", "device", "name"},
+	"number":        {"unique_id", "state_topic", "command_topic", "availability_topic", "device", "name"},
+}
+
+// checkHAConfig checks one discovery payload against haKeys.
+func checkHAConfig(component string, cfg map[string]any) []string {
+	allowed, ok := haKeys[component]
+	if !ok {
+		return []string{"component " + component + " is not one plantd documents"}
+	}
+	var bad []string
+	for k := range cfg {
+		if !slices.Contains(allowed, k) {
+			bad = append(bad, fmt.Sprintf("key %q is not a %s key", k, component))
+		}
+	}
+	for _, k := range haRequired[component] {
+		if _, ok := cfg[k]; !ok {
+			bad = append(bad, "missing "+k)
+		}
+	}
+	dev, _ := cfg["device"].(map[string]any)
+	for k := range dev {
+		if !slices.Contains(haDeviceKeys, k) {
+			bad = append(bad, fmt.Sprintf("device key %q is not one of Home Assistant's", k))
+		}
+	}
+	if ids, _ := dev["identifiers"].([]any); len(ids) == 0 {
+		bad = append(bad, "device without identifiers")
+	}
+	return bad
+}
+
+// TestHAKeysCheck: the check refuses what Home Assistant does not document.
+func TestHAKeysCheck(t *testing.T) {
+	t.Parallel()
+	good := map[string]any{"unique_id": "u", "name": "n", "state_topic": "s", "availability_topic": "a",
+		"device": map[string]any{"identifiers": []any{"x"}, "name": "d"}}
+	for _, tc := range []struct {
+		name, component string
+		cfg             map[string]any
+		bad             bool
+	}{
+		{"a plain sensor", "sensor", good, false},
+		{"min on a sensor", "sensor", with(good, "min", 0), true},
+		{"state_class on a number", "number", with(with(good, "command_topic", "c"), "state_class", "measurement"), true},
+		{"a number", "number", with(good, "command_topic", "c"), false},
+		{"a select without options", "select", with(good, "command_topic", "c"), true},
+		{"an unknown device key", "sensor", with(good, "device", map[string]any{"identifiers": []any{"x"}, "vendor": "v"}), true},
+		{"a light", "light", good, true},
+	} {
+		if got := checkHAConfig(tc.component, tc.cfg); (len(got) > 0) != tc.bad {
+			t.Errorf("%s: problems %v, want problems %v", tc.name, got, tc.bad)
+		}
+	}
+}
+
+func with(m map[string]any, k string, v any) map[string]any {
+	out := map[string]any{k: v}
+	for kk, vv := range m {
+		if kk != k {
+			out[kk] = vv
+		}
+	}
+	return out
+}
+
+// haMessage is a message a subscriber received; retained says whether a
+// retained copy of the topic arrived (the broker's stored message at
+// subscription), whatever came after it.
+type haMessage struct {
+	payload  string
+	retained bool
+}
+
+// haSubscriber keeps the last message of every topic under its filters.
+type haSubscriber struct {
+	c    paho.Client
+	mu   sync.Mutex
+	last map[string]haMessage
+}
+
+func subscribeHA(t *testing.T, broker, id string, filters ...string) *haSubscriber {
+	t.Helper()
+	s := &haSubscriber{last: map[string]haMessage{}}
+	s.c = paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(id).SetCleanSession(true))
+	if tok := s.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("subscriber connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { s.c.Disconnect(0) })
+	for _, f := range filters {
+		tok := s.c.Subscribe(f, 1, func(_ paho.Client, m paho.Message) {
+			s.mu.Lock()
+			s.last[m.Topic()] = haMessage{string(m.Payload()), m.Retained() || s.last[m.Topic()].retained}
+			s.mu.Unlock()
+		})
+		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("subscribe %s: %v", f, tok.Error())
+		}
+	}
+	return s
+}
+
+// get returns the last message of a topic.
+func (s *haSubscriber) get(topic string) (haMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.last[topic]
+	return m, ok
+}
+
+// configs returns the discovery configs received, by topic.
+func (s *haSubscriber) configs() map[string]haMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]haMessage{}
+	for k, v := range s.last {
+		if strings.HasPrefix(k, "homeassistant/") && strings.HasSuffix(k, "/config") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (s *haSubscriber) publish(t *testing.T, topic, payload string) {
+	t.Helper()
+	if tok := s.c.Publish(topic, 1, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish %s: %v", topic, tok.Error())
+	}
+}
+
+// TestHomeAssistant is the acceptance of Home Assistant over a LAN broker
+// with the real binary, a real mosquitto and the simulator's plant with
+// consumers: the discovery configs are retained, valid JSON with unique
+// ids and only Home Assistant's documented keys, for every platform plantd
+// uses; a set on the FeedInLimit number creates a window in GET
+// schedules, made by "ha:<clientId>" with the configured role; a mode and
+// a switch set from Home Assistant change the consumers' modes in
+// /gateway/v1/consumers; kill -9 turns the availability to offline
+// through the last will.
+func TestHomeAssistant(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
+	if testing.Short() {
+		t.Skip("runs the daemon against a broker")
+	}
+	p := consumerSim(t)
+	b := mqtttest.Start(t, mqtttest.Options{})
+	cfgPath := consumerConfig(t, p)
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "gateway: {id: gw-ha}\nlocal:\n  mqtt: {broker: %s, interval: 10s}\n", b.URL())
+	f.Close()
+	d := startDaemon(t, cfgPath)
+	d.waitAPI(20 * time.Second)
+	d.waitOnline(20*time.Second, "inv1", "inv2", "meter")
+	const base = "plantd/gw-ha/"
+
+	// Every platform's configs arrive; a subscriber that comes later gets
+	// them retained.
+	live := subscribeHA(t, b.URL(), "ha-live", "homeassistant/#", base+"#")
+	want := []string{
+		"homeassistant/number/gw-ha/plant_p1__feed_in_limit/config",
+		"homeassistant/sensor/gw-ha/plant_p1__pv_power/config",
+		"homeassistant/sensor/gw-ha/plant_p1__pv_energy/config",
+		"homeassistant/sensor/gw-ha/device_inv1__active_power/config",
+		"homeassistant/sensor/gw-ha/device_inv1__pv_generation_total/config",
+		"homeassistant/sensor/gw-ha/device_inv1__health/config",
+		"homeassistant/binary_sensor/gw-ha/device_inv1__problem/config",
+		"homeassistant/select/gw-ha/device_heater__mode/config",
+		"homeassistant/switch/gw-ha/device_plug__switch/config",
+	}
+	missing := func() []string {
+		var out []string
+		for _, topic := range want {
+			if _, ok := live.get(topic); !ok {
+				out = append(out, topic)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(missing()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: no retained config at %v; have %v", missing(), slices.Sorted(maps.Keys(live.configs())))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// What was published before a new subscriber comes reaches it
+	// retained.
+	before := live.configs()
+	late := subscribeHA(t, b.URL(), "ha-late", "homeassistant/#", base+"availability")
+	waitUntil(t, 10*time.Second, "the retained configs at a new subscriber", func() bool {
+		got := late.configs()
+		for topic := range before {
+			if !got[topic].retained {
+				return false
+			}
+		}
+		m, _ := late.get(base + "availability")
+		return m.retained && m.payload == "online"
+	})
+	configs := late.configs()
+	ids := map[string]string{}
+	components := map[string]int{}
+	for topic, m := range configs {
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(m.payload), &cfg); err != nil {
+			t.Errorf("%s: not JSON: %v", topic, err)
+			continue
+		}
+		component := strings.Split(topic, "/")[1]
+		components[component]++
+		for _, problem := range checkHAConfig(component, cfg) {
+			t.Errorf("%s: %s", topic, problem)
+		}
+		id, _ := cfg["unique_id"].(string)
+		if prev, ok := ids[id]; ok {
+			t.Errorf("unique_id %q of %s and %s", id, topic, prev)
+		}
+		ids[id] = topic
+		if cfg["availability_topic"] != base+"availability" {
+			t.Errorf("%s: availability_topic %v", topic, cfg["availability_topic"])
+		}
+	}
+	for _, c := range []string{"sensor", "binary_sensor", "switch", "select", "number"} {
+		if components[c] == 0 {
+			t.Errorf("no %s config among %d", c, len(configs))
+		}
+	}
+	var energy map[string]any
+	_ = json.Unmarshal([]byte(configs["homeassistant/sensor/gw-ha/plant_p1__pv_energy/config"].payload), &energy)
+	if energy["device_class"] != "energy" || energy["state_class"] != "total_increasing" || energy["unit_of_measurement"] != "kWh" {
+		t.Errorf("pv_energy config %v: want an energy sensor for the Energy dashboard", energy)
+	}
+	t.Logf("%d discovery configs: %v", len(configs), components)
+	if m, _ := live.get(base + "availability"); m.payload != "online" {
+		t.Errorf("availability %+v, want online", m)
+	}
+	waitUntil(t, 10*time.Second, "a live PV power state", func() bool {
+		m, ok := live.get(base + "plant/p1/pv_power")
+		return ok && m.payload != "" && m.payload != "0"
+	})
+
+	// FeedInLimit from Home Assistant: a window in GET schedules by
+	// ha:<clientId> with the installer role, and the number's state.
+	live.publish(t, base+"plant/p1/feed_in_limit/set", "40")
+	waitUntil(t, 20*time.Second, "the FeedInLimit window in GET schedules", func() bool {
+		code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
+		if code != 200 {
+			return false
+		}
+		var out struct {
+			Schedules []struct {
+				CreatedBy string `json:"createdBy"`
+				Commands  []struct {
+					Command string   `json:"command"`
+					Value   *float64 `json:"value"`
+				} `json:"commands"`
+			} `json:"schedules"`
+		}
+		if json.Unmarshal(body, &out) != nil {
+			return false
+		}
+		for _, s := range out.Schedules {
+			for _, c := range s.Commands {
+				if c.Command == "FeedInLimit" && c.Value != nil && *c.Value == 40 && s.CreatedBy == "ha:gw-ha-ha (installer)" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	waitUntil(t, 20*time.Second, "the feed-in limit state 40", func() bool {
+		m, _ := live.get(base + "plant/p1/feed_in_limit")
+		return m.payload == "40"
+	})
+
+	// Consumer modes from Home Assistant: the select and the switch.
+	live.publish(t, base+"device/heater/mode/set", "Off")
+	live.publish(t, base+"device/plug/switch/set", "ON")
+	waitUntil(t, 20*time.Second, "heater Off and plug On in /gateway/v1/consumers", func() bool {
+		code, body := d.request("GET", "/gateway/v1/consumers", tokStd, "")
+		if code != 200 {
+			return false
+		}
+		var out struct {
+			Consumers []struct {
+				DeviceID string `json:"deviceId"`
+				Mode     string `json:"mode"`
+			} `json:"consumers"`
+		}
+		if json.Unmarshal(body, &out) != nil {
+			return false
+		}
+		modes := map[string]string{}
+		for _, c := range out.Consumers {
+			modes[c.DeviceID] = c.Mode
+		}
+		return modes["heater"] == "Off" && modes["plug"] == "On"
+	})
+	waitUntil(t, 10*time.Second, "the heater's mode state Off", func() bool {
+		m, _ := live.get(base + "device/heater/mode")
+		return m.payload == "Off"
+	})
+	// A command the API refuses (an unknown mode) changes nothing and is
+	// logged.
+	live.publish(t, base+"device/heater/mode/set", "Turbo")
+	d.WaitLog(regexp.MustCompile(`home assistant: command refused.*Turbo`), 10*time.Second)
+
+	// kill -9: the broker publishes the last will.
+	d.Kill()
+	waitUntil(t, 30*time.Second, "availability offline after kill -9", func() bool {
+		m, _ := live.get(base + "availability")
+		return m.payload == "offline"
+	})
+}
