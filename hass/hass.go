@@ -47,10 +47,12 @@ type Live interface {
 	EnergyBalance(plantID string) (plant.Balance, error)
 }
 
-// Energy answers measurement sets (*store.Store): the plants' lifetime
-// energy balance.
+// Energy answers measurement sets (the store): the plants' lifetime
+// energy balance, read again when RolledUpTo (the end of the last
+// 5-minute rollup) moves.
 type Energy interface {
 	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
+	RolledUpTo() time.Time
 }
 
 // Schedules lists a plant's schedules with their statuses
@@ -82,9 +84,6 @@ const (
 	DefaultInterval    = 5 * time.Minute
 	DefaultCheck       = 2 * time.Second
 	DefaultLimitWindow = 24 * time.Hour
-	// energyEvery bounds how often the lifetime energies are read from the
-	// store (they grow with its 5-minute rollups).
-	energyEvery = time.Minute
 	// commandTimeout bounds one command's request.
 	commandTimeout = 30 * time.Second
 	// publishWait bounds the wait for one publication's token.
@@ -102,7 +101,8 @@ type Link struct {
 	connected chan struct{}
 	// channels are the plain channels each device has reported (Run only).
 	channels map[string][]plant.Channel
-	// energies and their time (Run only).
+	// energies are the plants' lifetime energies as of the rollup
+	// watermark energiesAt (Run only).
 	energies   map[string]map[string]float64
 	energiesAt time.Time
 	// published holds what the current connection published last: topic
@@ -327,10 +327,12 @@ func (l *Link) configOf(e *entity) map[string]any {
 func (l *Link) read(ctx context.Context) *snapshot {
 	s := &snapshot{plants: l.deps.Live.Plants(), devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
 		limits: map[string]string{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
-	refresh := l.deps.Energy != nil && time.Since(l.energiesAt) >= energyEvery
-	if refresh {
-		l.energies, l.energiesAt = map[string]map[string]float64{}, time.Now()
+	var upTo time.Time
+	if l.deps.Energy != nil {
+		upTo = l.deps.Energy.RolledUpTo()
 	}
+	refresh := l.deps.Energy != nil && (l.energies == nil || !upTo.Equal(l.energiesAt))
+	fresh, failed := map[string]map[string]float64{}, false
 	for _, p := range s.plants {
 		devs, err := l.deps.Live.Devices(p.ID)
 		if err != nil {
@@ -351,9 +353,9 @@ func (l *Link) read(ctx context.Context) *snapshot {
 			e, err := lifetimeEnergy(ctx, l.deps.Energy, p.ID)
 			if err != nil {
 				l.log.Warn("home assistant: read the lifetime energy balance", "plant", p.ID, "err", err)
-				l.energiesAt = time.Time{} // again next round
+				failed = true
 			} else {
-				l.energies[p.ID] = e
+				fresh[p.ID] = e
 			}
 		}
 		if l.deps.Schedules != nil {
@@ -361,6 +363,16 @@ func (l *Link) read(ctx context.Context) *snapshot {
 				s.limits[p.ID] = feedInLimit(sc)
 			}
 		}
+	}
+	switch {
+	case refresh && failed:
+		// The values read before stay; the next round reads again.
+		l.energiesAt = time.Time{}
+		if l.energies == nil {
+			l.energies = fresh
+		}
+	case refresh:
+		l.energies, l.energiesAt = fresh, upTo
 	}
 	s.energies = l.energies
 	if l.deps.Consumers != nil {

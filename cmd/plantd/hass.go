@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"plantd/config"
 	"plantd/hass"
+	"plantd/store"
 )
 
 // newHass builds the Home Assistant link of cfg's local.mqtt (nil when it
@@ -21,7 +23,7 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 	if err != nil {
 		return nil, fmt.Errorf("home assistant: %w", err)
 	}
-	deps := hass.Deps{Live: d.live, Energy: d.store, Schedules: d.grid, Commands: commands}
+	deps := hass.Deps{Live: d.live, Energy: hassEnergy{d.store}, Schedules: d.grid, Commands: commands}
 	if d.homes != nil {
 		deps.Consumers = d.homes
 	}
@@ -31,3 +33,9 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 		Interval: l.Interval, LimitWindow: l.LimitWindow,
 	}, deps, logger)
 }
+
+// hassEnergy is the store as the link reads the lifetime energies: its
+// measurement sets and the end of its last rollup.
+type hassEnergy struct{ *store.Store }
+
+func (e hassEnergy) RolledUpTo() time.Time { return e.Stats().RolledUpTo }

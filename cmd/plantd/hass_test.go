@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
 
@@ -141,11 +145,13 @@ type haSubscriber struct {
 	c    paho.Client
 	mu   sync.Mutex
 	last map[string]haMessage
+	// seq holds every payload of each topic, in order.
+	seq map[string][]string
 }
 
 func subscribeHA(t *testing.T, broker, id string, filters ...string) *haSubscriber {
 	t.Helper()
-	s := &haSubscriber{last: map[string]haMessage{}}
+	s := &haSubscriber{last: map[string]haMessage{}, seq: map[string][]string{}}
 	s.c = paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(id).SetCleanSession(true))
 	if tok := s.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("subscriber connect: %v", tok.Error())
@@ -155,6 +161,7 @@ func subscribeHA(t *testing.T, broker, id string, filters ...string) *haSubscrib
 		tok := s.c.Subscribe(f, 1, func(_ paho.Client, m paho.Message) {
 			s.mu.Lock()
 			s.last[m.Topic()] = haMessage{string(m.Payload()), m.Retained() || s.last[m.Topic()].retained}
+			s.seq[m.Topic()] = append(s.seq[m.Topic()], string(m.Payload()))
 			s.mu.Unlock()
 		})
 		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
@@ -170,6 +177,13 @@ func (s *haSubscriber) get(topic string) (haMessage, bool) {
 	defer s.mu.Unlock()
 	m, ok := s.last[topic]
 	return m, ok
+}
+
+// values returns every payload of a topic so far.
+func (s *haSubscriber) values(topic string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seq[topic])
 }
 
 // configs returns the discovery configs received, by topic.
@@ -378,4 +392,58 @@ func TestHomeAssistant(t *testing.T) {
 		m, _ := live.get(base + "availability")
 		return m.payload == "offline"
 	})
+}
+
+// haBannerRE matches the demo's banner line of the Home Assistant link.
+var haBannerRE = regexp.MustCompile(`Home Assistant: MQTT discovery on (tcp://\S+) under homeassistant/, states under (plantd/\S+/) `)
+
+// TestHomeAssistantDemo: plantd demo publishes the discovery to its
+// embedded broker, and the plant's lifetime energy sensors, read from the
+// store's rollups, only grow (what Home Assistant's Energy dashboard
+// needs of total_increasing), at 600x so that rollups close every 0.5 s.
+func TestHomeAssistantDemo(t *testing.T) {
+	t.Parallel() // its own demo, ports and files
+	if testing.Short() {
+		t.Skip("runs plantd demo")
+	}
+	db := filepath.Join(t.TempDir(), "demo.db")
+	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--start", "08:00",
+		"--listen", "127.0.0.1:0", "--mqtt", "127.0.0.1:0", "--db", db))
+	var m []string
+	waitUntil(t, 20*time.Second, "the banner's Home Assistant line", func() bool {
+		m = haBannerRE.FindStringSubmatch(d.Stdout.String())
+		return m != nil
+	})
+	broker, base := m[1], m[2]
+	sub := subscribeHA(t, broker, "ha-demo", "homeassistant/#", base+"#")
+	energy := []string{base + "plant/demo/pv_energy", base + "plant/demo/grid_feed_in_energy", base + "plant/demo/consumption_energy"}
+	waitUntil(t, 60*time.Second, "five values of each lifetime energy", func() bool {
+		for _, topic := range energy {
+			if len(sub.values(topic)) < 5 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, topic := range energy {
+		vs := sub.values(topic)
+		prev := -1.0
+		for _, v := range vs {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q is not a number", topic, v)
+			}
+			if f < prev {
+				t.Errorf("%s fell from %v to %v: %v", topic, prev, f, vs)
+			}
+			prev = f
+		}
+		t.Logf("%s: %v", topic, vs)
+	}
+	if n := len(sub.values(energy[0])); sub.values(energy[0])[0] == sub.values(energy[0])[n-1] {
+		t.Errorf("PV energy did not grow over a simulated morning: %v", sub.values(energy[0]))
+	}
+	if _, ok := sub.get("homeassistant/switch/" + strings.TrimSuffix(strings.TrimPrefix(base, "plantd/"), "/") + "/device_heater__switch/config"); !ok {
+		t.Errorf("no switch config of the demo's heater")
+	}
 }
