@@ -223,6 +223,9 @@ func (l *Link) Run(ctx context.Context) error {
 			}
 		case m := <-l.cmds:
 			l.handle(ctx, m)
+			// The entity's state goes out again, changed or not: Home
+			// Assistant shows what holds after a refusal too.
+			delete(l.published, l.base()+"/"+m.scope+"/"+m.id+"/"+m.key)
 			if up && c.IsConnectionOpen() {
 				l.round(ctx, c, false)
 			}

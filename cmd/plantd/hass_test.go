@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,9 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"plantd/config"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
@@ -445,5 +449,50 @@ func TestHomeAssistantDemo(t *testing.T) {
 	}
 	if _, ok := sub.get("homeassistant/switch/" + strings.TrimSuffix(strings.TrimPrefix(base, "plantd/"), "/") + "/device_heater__switch/config"); !ok {
 		t.Errorf("no switch config of the demo's heater")
+	}
+}
+
+// TestHomeAssistantReadOnly: with role standard every command from Home
+// Assistant is refused by the API's role check (403, logged), no schedule
+// is made, and the number's state is published again unchanged.
+func TestHomeAssistantReadOnly(t *testing.T) {
+	t.Parallel() // its own simulator, broker and binary
+	if testing.Short() {
+		t.Skip("runs the daemon against a broker")
+	}
+	p := simtest.Start(t, sim.DefaultConfig())
+	b := mqtttest.Start(t, mqtttest.Options{})
+	var devs strings.Builder
+	for _, id := range []string{"inv1", "meter"} {
+		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
+		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms}\n", id, host, port)
+	}
+	dir := t.TempDir()
+	d := startDaemonConfig(t, fmt.Sprintf(`gateway: {id: gw-ro}
+http: {listen: 127.0.0.1:0}
+database: {path: %s}
+plants:
+  - {id: p1, name: RO, timezone: Europe/Berlin}
+devices:
+%stokens:
+  - {name: inst, sha256: %s, role: installer}
+local:
+  mqtt: {broker: %s, role: standard}
+`, filepath.Join(dir, "plantd.db"), devs.String(), config.TokenHash(tokInst), b.URL()))
+	d.waitAPI(20 * time.Second)
+	d.waitOnline(20*time.Second, "inv1", "meter")
+	const base = "plantd/gw-ro/"
+	sub := subscribeHA(t, b.URL(), "ha-ro", base+"#")
+	waitUntil(t, 20*time.Second, "the feed-in limit state", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > 0 })
+	before := len(sub.values(base + "plant/p1/feed_in_limit"))
+	sub.publish(t, base+"plant/p1/feed_in_limit/set", "30")
+	d.WaitLog(regexp.MustCompile(`home assistant: command refused.* status=403`), 20*time.Second)
+	waitUntil(t, 10*time.Second, "the number's state again", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > before })
+	if vs := sub.values(base + "plant/p1/feed_in_limit"); vs[len(vs)-1] != "100" {
+		t.Errorf("feed-in limit state %v after a refused set, want 100", vs)
+	}
+	code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
+	if code != 200 || strings.Contains(string(body), "FeedInLimit") {
+		t.Errorf("GET schedules after a refused set: %d %s", code, body)
 	}
 }
