@@ -9,7 +9,10 @@
 // until its context ends. It is independent of the cloud uplink (package
 // mqtt): its own paho connection and client id, its own topic prefix, no
 // outbox (a state that could not be sent is replaced by the next one),
-// nothing of the cloud's topics.
+// nothing of the cloud's topics. paho reconnects on its own (at most a
+// minute apart, clean session; the link subscribes and publishes
+// everything again on each connection); a first connection that has not
+// succeeded after 30 s is logged once, a lost one each time.
 //
 // # Topics
 //
@@ -42,9 +45,9 @@
 // Per plant: live power sensors (W, device_class power, state_class
 // measurement) of the energy balance; lifetime energy sensors (kWh,
 // device_class energy, state_class total_increasing) from the store's
-// energy balance over the plant's whole history (its 5-minute rollups:
-// they grow as rollups complete, and never fall, as Home Assistant's
-// Energy dashboard needs); with a battery its charge, discharge and state
+// energy balance over the plant's whole history (its 5-minute rollups,
+// read again when the rollup watermark moves: they grow as rollups
+// complete, and never fall, as Home Assistant's Energy dashboard needs); with a battery its charge, discharge and state
 // of charge; and the FeedInLimit number (0..100 %, the limit in force,
 // 100 without one). Per active device: its health (an enum sensor and a
 // problem binary_sensor) and a sensor for every plain (not per-input)

@@ -84,6 +84,9 @@ const (
 	DefaultInterval    = 5 * time.Minute
 	DefaultCheck       = 2 * time.Second
 	DefaultLimitWindow = 24 * time.Hour
+	// firstConnectWarn is when a first connection that has not succeeded
+	// is logged.
+	firstConnectWarn = 30 * time.Second
 	// commandTimeout bounds one command's request.
 	commandTimeout = 30 * time.Second
 	// publishWait bounds the wait for one publication's token.
@@ -196,9 +199,17 @@ func (l *Link) Run(ctx context.Context) error {
 	defer check.Stop()
 	full := time.NewTicker(l.cfg.Interval)
 	defer full.Stop()
+	// paho retries the first connection without saying why it failed:
+	// say once that it has not succeeded yet.
+	slow := time.NewTimer(firstConnectWarn)
+	defer slow.Stop()
 	up := false
 	for {
 		select {
+		case <-slow.C:
+			if !up {
+				l.log.Warn("home assistant broker not reachable yet; retrying", "broker", l.cfg.Broker, "after", firstConnectWarn)
+			}
 		case <-ctx.Done():
 			if c.IsConnectionOpen() {
 				l.wait(c.Publish(l.availabilityTopic(), 1, true, "offline"))
