@@ -454,7 +454,8 @@ func TestHomeAssistantDemo(t *testing.T) {
 
 // TestHomeAssistantReadOnly: with role standard every command from Home
 // Assistant is refused by the API's role check (403, logged), no schedule
-// is made, and the number's state is published again unchanged.
+// is made, and the number's state is published again unchanged; a clean
+// stop publishes offline.
 func TestHomeAssistantReadOnly(t *testing.T) {
 	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
@@ -495,4 +496,10 @@ local:
 	if code != 200 || strings.Contains(string(body), "FeedInLimit") {
 		t.Errorf("GET schedules after a refused set: %d %s", code, body)
 	}
+	// A clean stop says offline itself.
+	d.stop()
+	waitUntil(t, 10*time.Second, "availability offline after SIGTERM", func() bool {
+		m, _ := sub.get(base + "availability")
+		return m.payload == "offline"
+	})
 }
