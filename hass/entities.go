@@ -2,6 +2,7 @@ package hass
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -25,6 +26,8 @@ type entity struct {
 	name   string
 	config map[string]any
 	device map[string]any
+	// deviceJSON is device encoded: what changedConfigs compares.
+	deviceJSON string
 	// state is the value published on the state topic; "" publishes
 	// nothing (not known yet).
 	state string
@@ -119,6 +122,7 @@ func (l *Link) entities(s *snapshot) []entity {
 	var out []entity
 	for _, p := range s.plants {
 		pdev := l.plantDevice(p)
+		pjson := encodeDevice(pdev)
 		devs := s.devices[p.ID]
 		battery := slices.ContainsFunc(devs, func(d plant.DeviceLive) bool { return d.Info.Active() && d.Info.Kind == kind.Battery })
 		b := s.balances[p.ID]
@@ -129,11 +133,11 @@ func (l *Link) entities(s *snapshot) []entity {
 			if f.battery && !battery {
 				continue
 			}
-			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: f.key, name: f.name, device: pdev,
+			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: f.key, name: f.name, device: pdev, deviceJSON: pjson,
 				config: powerSensor(), state: num(f.value(b), 1)})
 		}
 		if battery {
-			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: "battery_soc", name: "Battery state of charge", device: pdev,
+			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: "battery_soc", name: "Battery state of charge", device: pdev, deviceJSON: pjson,
 				config: map[string]any{"device_class": "battery", "state_class": "measurement", "unit_of_measurement": "%"},
 				state:  num(b.BatteryStateOfChargePct, 1)})
 		}
@@ -146,12 +150,12 @@ func (l *Link) entities(s *snapshot) []entity {
 				if wh, ok := s.energies[p.ID][f.field]; ok {
 					st = fmtNum(wh/1000, 3)
 				}
-				out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: f.key, name: f.name, device: pdev,
+				out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: f.key, name: f.name, device: pdev, deviceJSON: pjson,
 					config: energySensor(), state: st})
 			}
 		}
 		if l.deps.Schedules != nil {
-			out = append(out, entity{component: compNumber, scope: scopePlant, id: p.ID, key: keyFeedInLimit, name: "Feed-in limit", device: pdev,
+			out = append(out, entity{component: compNumber, scope: scopePlant, id: p.ID, key: keyFeedInLimit, name: "Feed-in limit", device: pdev, deviceJSON: pjson,
 				config: map[string]any{"min": 0, "max": 100, "step": 1, "unit_of_measurement": "%", "mode": "box", "icon": "mdi:transmission-tower-export"},
 				state:  s.limits[p.ID], command: true})
 		}
@@ -167,6 +171,7 @@ func (l *Link) entities(s *snapshot) []entity {
 // deviceEntities are one device's entities.
 func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []entity {
 	dev := l.deviceDevice(p, d)
+	djson := encodeDevice(dev)
 	id := d.Info.ID
 	var health string
 	if d.Health != "" {
@@ -180,15 +185,15 @@ func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []
 		}
 	}
 	out := []entity{
-		{component: compSensor, scope: scopeDevice, id: id, key: "health", name: "Health", device: dev,
+		{component: compSensor, scope: scopeDevice, id: id, key: "health", name: "Health", device: dev, deviceJSON: djson,
 			config: map[string]any{"device_class": "enum", "entity_category": "diagnostic",
 				"options": []string{string(plant.HealthOk), string(plant.HealthWarning), string(plant.HealthError), string(plant.HealthOff), string(plant.HealthNotAvailable)}},
 			state: health},
-		{component: compBinary, scope: scopeDevice, id: id, key: "problem", name: "Problem", device: dev,
+		{component: compBinary, scope: scopeDevice, id: id, key: "problem", name: "Problem", device: dev, deviceJSON: djson,
 			config: map[string]any{"device_class": "problem", "entity_category": "diagnostic"}, state: problem},
 	}
 	for _, c := range s.channels[id] {
-		e := entity{component: compSensor, scope: scopeDevice, id: id, key: snake(c.Name()), name: words(c.Name()), device: dev}
+		e := entity{component: compSensor, scope: scopeDevice, id: id, key: l.names.key(c), name: l.names.name(c), device: dev, deviceJSON: djson}
 		v, ok := d.Value(c)
 		e.config, e.state = channelSensor(c, v, ok)
 		out = append(out, e)
@@ -202,14 +207,35 @@ func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []
 			sw = "OFF"
 		}
 		out = append(out,
-			entity{component: compSelect, scope: scopeDevice, id: id, key: keyMode, name: "Mode", device: dev,
+			entity{component: compSelect, scope: scopeDevice, id: id, key: keyMode, name: "Mode", device: dev, deviceJSON: djson,
 				config: map[string]any{"options": []string{string(plant.ModeAuto), string(plant.ModeOn), string(plant.ModeOff)}},
 				state:  string(cs.Mode), command: true},
-			entity{component: compSwitch, scope: scopeDevice, id: id, key: keySwitch, name: "Output", device: dev,
+			entity{component: compSwitch, scope: scopeDevice, id: id, key: keySwitch, name: "Output", device: dev, deviceJSON: djson,
 				config: map[string]any{"device_class": "switch"}, state: sw, command: true})
 	}
 	return out
 }
+
+// encodeDevice is a Home Assistant device as JSON.
+func encodeDevice(dev map[string]any) string {
+	b, _ := json.Marshal(dev) // strings and string lists only
+	return string(b)
+}
+
+// channelNames caches the entity key and name of each channel.
+type channelNames map[plant.Channel][2]string
+
+func (n channelNames) get(c plant.Channel) [2]string {
+	kn, ok := n[c]
+	if !ok {
+		kn = [2]string{snake(c.Name()), words(c.Name())}
+		n[c] = kn
+	}
+	return kn
+}
+
+func (n channelNames) key(c plant.Channel) string  { return n.get(c)[0] }
+func (n channelNames) name(c plant.Channel) string { return n.get(c)[1] }
 
 // plantDevice is the Home Assistant device of a plant.
 func (l *Link) plantDevice(p plant.Plant) map[string]any {

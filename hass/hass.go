@@ -102,6 +102,8 @@ type Link struct {
 	cmds chan command
 	// connected is signalled by paho's connect handler (each connection).
 	connected chan struct{}
+	// names caches the channels' entity keys and names (Run only).
+	names channelNames
 	// channels are the plain channels each device has reported (Run only).
 	channels map[string][]plant.Channel
 	// energies are the plants' lifetime energies as of the rollup
@@ -111,9 +113,10 @@ type Link struct {
 	// published holds what the current connection published last: topic
 	// to payload, discovery configs and states (Run only).
 	published map[string]string
-	// configs are the config topics this process has published (Run only):
-	// one no longer listed is cleared.
-	configs map[string]bool
+	// configDevice holds, for each config topic this process published,
+	// its HA device as published (Run only): a config whose device
+	// changed is published again, one no longer listed is cleared.
+	configDevice map[string]string
 }
 
 // command is a message on a command topic.
@@ -145,7 +148,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
-		channels: map[string][]plant.Channel{}, published: map[string]string{}, configs: map[string]bool{}}, nil
+		channels: map[string][]plant.Channel{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{}}, nil
 }
 
 // Topics.
@@ -223,14 +226,14 @@ func (l *Link) Run(ctx context.Context) error {
 				l.log.Warn("home assistant: subscribe to the command topics", "err", err)
 			}
 			l.wait(c.Publish(l.availabilityTopic(), 1, true, "online"))
-			l.round(ctx, c, true)
+			l.round(ctx, c, true, true)
 		case <-check.C:
 			if up && c.IsConnectionOpen() {
-				l.round(ctx, c, false)
+				l.round(ctx, c, false, false)
 			}
 		case <-full.C:
 			if up && c.IsConnectionOpen() {
-				l.round(ctx, c, true)
+				l.round(ctx, c, false, true)
 			}
 		case m := <-l.cmds:
 			l.handle(ctx, m)
@@ -238,7 +241,7 @@ func (l *Link) Run(ctx context.Context) error {
 			// Assistant shows what holds after a refusal too.
 			delete(l.published, l.base()+"/"+m.scope+"/"+m.id+"/"+m.key)
 			if up && c.IsConnectionOpen() {
-				l.round(ctx, c, false)
+				l.round(ctx, c, false, false)
 			}
 		}
 	}
@@ -260,31 +263,19 @@ func (l *Link) onMessage(_ paho.Client, m paho.Message) {
 	}
 }
 
-// round reads the plant and publishes what changed since the connection's
-// last round (all with force): configs first, then states.
-func (l *Link) round(ctx context.Context, c paho.Client, force bool) {
-	s := l.read(ctx)
-	ents := l.entities(s)
-	seen := map[string]bool{}
-	for i := range ents {
-		e := &ents[i]
-		topic := l.configTopic(e)
-		seen[topic] = true
-		body, err := json.Marshal(l.configOf(e))
-		if err != nil {
-			l.log.Warn("home assistant: encode a discovery config", "topic", topic, "err", err)
-			continue
-		}
-		l.publish(c, topic, 1, string(body), force)
-		l.configs[topic] = true
+// round reads the plant and publishes what changed since the
+// connection's last round: configs first (all of them with configsToo),
+// then states (all of them with force).
+func (l *Link) round(ctx context.Context, c paho.Client, configsToo, force bool) {
+	ents := l.entities(l.read(ctx))
+	changed, gone := l.changedConfigs(ents, configsToo)
+	for _, pc := range changed {
+		l.publish(c, pc.topic, 1, pc.payload, true)
 	}
-	for topic := range l.configs {
-		if !seen[topic] {
-			// An entity of this process that is gone: an empty config
-			// removes it from Home Assistant.
-			l.publish(c, topic, 1, "", true)
-			delete(l.configs, topic)
-		}
+	for _, topic := range gone {
+		// An entity of this process that is gone: an empty config
+		// removes it from Home Assistant.
+		l.publish(c, topic, 1, "", true)
 	}
 	for i := range ents {
 		e := &ents[i]
@@ -292,6 +283,42 @@ func (l *Link) round(ctx context.Context, c paho.Client, force bool) {
 			l.publish(c, l.stateTopic(e), 0, e.state, force)
 		}
 	}
+}
+
+// topicPayload is a message to publish.
+type topicPayload struct{ topic, payload string }
+
+// changedConfigs returns the discovery configs to publish (every one with
+// all; else those new on this connection or whose HA device changed, a
+// nameplate learned later) and the config topics of this process's
+// entities that are gone. An entity's own keys follow from its topic (its
+// platform, scope, id and key), so only its device can change: configs
+// are encoded only when they are published.
+func (l *Link) changedConfigs(ents []entity, all bool) (changed []topicPayload, gone []string) {
+	seen := make(map[string]bool, len(ents))
+	for i := range ents {
+		e := &ents[i]
+		topic := l.configTopic(e)
+		seen[topic] = true
+		fp := e.deviceJSON
+		if last, ok := l.configDevice[topic]; ok && last == fp && !all {
+			continue
+		}
+		body, err := json.Marshal(l.configOf(e))
+		if err != nil {
+			l.log.Warn("home assistant: encode a discovery config", "topic", topic, "err", err)
+			continue
+		}
+		changed = append(changed, topicPayload{topic, string(body)})
+		l.configDevice[topic] = fp
+	}
+	for topic := range l.configDevice {
+		if !seen[topic] {
+			gone = append(gone, topic)
+			delete(l.configDevice, topic)
+		}
+	}
+	return changed, gone
 }
 
 // publish sends a retained message unless the connection sent the same
