@@ -65,8 +65,9 @@
 // So the role, the eligibility check, the safety rules, the rate limit and
 // the plant log are the API's own; a refusal is logged with the API's
 // problem detail, and the entity's state is published again at once, so
-// Home Assistant shows what holds. Handlers only queue messages; Run
-// handles them one at a time.
+// Home Assistant shows what holds. A command that arrives retained (a
+// broker replays it at every connection) is ignored and logged. Handlers
+// only queue messages; Run handles them one at a time.
 //
 // # Import boundary
 //

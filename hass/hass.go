@@ -254,8 +254,13 @@ func (l *Link) onMessage(_ paho.Client, m paho.Message) {
 	if !ok || len(parts) != 4 || parts[3] != "set" {
 		return
 	}
-	cmd := command{scope: parts[0], id: parts[1], key: parts[2]}
-	cmd.payload = string(m.Payload())
+	if m.Retained() {
+		// A command someone left retained would be applied again at
+		// every connection: commands are one-off messages.
+		l.log.Warn("home assistant: retained command ignored (publish commands without retain)", "topic", m.Topic())
+		return
+	}
+	cmd := command{scope: parts[0], id: parts[1], key: parts[2], payload: string(m.Payload())}
 	select {
 	case l.cmds <- cmd:
 	default:

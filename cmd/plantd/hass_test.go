@@ -454,8 +454,9 @@ func TestHomeAssistantDemo(t *testing.T) {
 
 // TestHomeAssistantReadOnly: with role standard every command from Home
 // Assistant is refused by the API's role check (403, logged), no schedule
-// is made, and the number's state is published again unchanged; a clean
-// stop publishes offline.
+// is made, and the number's state is published again unchanged; a
+// command left retained on the broker is ignored; a clean stop publishes
+// offline.
 func TestHomeAssistantReadOnly(t *testing.T) {
 	t.Parallel() // its own simulator, broker and binary
 	if testing.Short() {
@@ -467,6 +468,12 @@ func TestHomeAssistantReadOnly(t *testing.T) {
 	for _, id := range []string{"inv1", "meter"} {
 		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
 		fmt.Fprintf(&devs, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms}\n", id, host, port)
+	}
+	const base = "plantd/gw-ro/"
+	sub := subscribeHA(t, b.URL(), "ha-ro", base+"#")
+	// A command left retained on the broker is not applied at connect.
+	if tok := sub.c.Publish(base+"plant/p1/feed_in_limit/set", 1, true, "10"); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
 	}
 	dir := t.TempDir()
 	d := startDaemonConfig(t, fmt.Sprintf(`gateway: {id: gw-ro}
@@ -482,8 +489,7 @@ local:
 `, filepath.Join(dir, "plantd.db"), devs.String(), config.TokenHash(tokInst), b.URL()))
 	d.waitAPI(20 * time.Second)
 	d.waitOnline(20*time.Second, "inv1", "meter")
-	const base = "plantd/gw-ro/"
-	sub := subscribeHA(t, b.URL(), "ha-ro", base+"#")
+	d.WaitLog(regexp.MustCompile(`home assistant: retained command ignored`), 20*time.Second)
 	waitUntil(t, 20*time.Second, "the feed-in limit state", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > 0 })
 	before := len(sub.values(base + "plant/p1/feed_in_limit"))
 	sub.publish(t, base+"plant/p1/feed_in_limit/set", "30")
