@@ -126,7 +126,6 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.Gateway.ID == "" {
 		c.Gateway.ID = gatewayIDFromHostname(hostname)
 	}
-	c.Local.MQTT.deriveDefaults(c.Gateway.ID)
 	for i := range c.Inputs {
 		in := &c.Inputs[i]
 		if in.Plant == "" && len(c.Plants) == 1 {

@@ -24,9 +24,9 @@ type LocalMQTT struct {
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
 	// ClientID is the MQTT client id at the broker; letters, digits, '.',
-	// '_' and '-', at most 64. Default: the gateway id and "-ha" (never
-	// the uplink's id, which is the gateway id: a broker drops one of two
-	// clients with one id).
+	// '_' and '-', at most 64. Default (empty): the gateway id and "-ha"
+	// (EffectiveClientID; never the uplink's id, which is the gateway id:
+	// a broker drops one of two clients with one id).
 	ClientID string `yaml:"clientId"`
 	// Prefix precedes the gateway id in plantd's own topics (state,
 	// commands, availability). Default "plantd". No wildcards, no empty
@@ -67,15 +67,17 @@ func (l *LocalMQTT) setDefaults() {
 	l.Interval, l.LimitWindow = defaultLocalInterval, defaultLocalLimitWindow
 }
 
-// deriveDefaults sets the client id from the gateway id.
-func (l *LocalMQTT) deriveDefaults(gatewayID string) {
-	if l.ClientID == "" {
-		id := gatewayID
-		if len(id)+len(localClientIDSuffix) > maxIDLen {
-			id = id[:maxIDLen-len(localClientIDSuffix)]
-		}
-		l.ClientID = id + localClientIDSuffix
+// EffectiveClientID is the client id the link uses: ClientID, or by
+// default the gateway id and "-ha" (cut to the length of an id).
+func (l LocalMQTT) EffectiveClientID(gatewayID string) string {
+	if l.ClientID != "" {
+		return l.ClientID
 	}
+	id := gatewayID
+	if len(id)+len(localClientIDSuffix) > maxIDLen {
+		id = id[:maxIDLen-len(localClientIDSuffix)]
+	}
+	return id + localClientIDSuffix
 }
 
 // local checks the local section.
@@ -97,7 +99,7 @@ func (v *validator) local() {
 	if l.Password != "" && l.Username == "" {
 		v.add(p+"password", "a password needs a username")
 	}
-	if len(l.ClientID) > maxIDLen || !gatewayIDPattern.MatchString(l.ClientID) {
+	if l.ClientID != "" && (len(l.ClientID) > maxIDLen || !gatewayIDPattern.MatchString(l.ClientID)) {
 		v.add(p+"clientId", "%q is not a client id (letters, digits and . _ -, starting with a letter or digit, at most %d)", l.ClientID, maxIDLen)
 	} else if l.ClientID == v.c.Gateway.ID && v.c.MQTT.Broker != "" {
 		v.add(p+"clientId", "%q is the uplink's client id (the gateway id): a broker keeps only one of two clients with one id", l.ClientID)

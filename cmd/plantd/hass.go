@@ -19,7 +19,8 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 	if l.Broker == "" {
 		return nil, nil
 	}
-	commands, err := d.api.AsRole("ha:"+l.ClientID, l.Role)
+	clientID := l.EffectiveClientID(cfg.Gateway.ID)
+	commands, err := d.api.AsRole("ha:"+clientID, l.Role)
 	if err != nil {
 		return nil, fmt.Errorf("home assistant: %w", err)
 	}
@@ -28,7 +29,7 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 		deps.Consumers = d.homes
 	}
 	return hass.New(hass.Config{
-		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: l.ClientID,
+		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: clientID,
 		GatewayID: cfg.Gateway.ID, Version: versionString(), Prefix: l.Prefix, DiscoveryPrefix: l.DiscoveryPrefix,
 		Interval: l.Interval, LimitWindow: l.LimitWindow,
 	}, deps, logger)
