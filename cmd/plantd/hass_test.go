@@ -326,6 +326,7 @@ func TestHomeAssistant(t *testing.T) {
 
 	// FeedInLimit from Home Assistant: a window in GET schedules by
 	// ha:<clientId> with the installer role, and the number's state.
+	setAt := time.Now()
 	live.publish(t, base+"plant/p1/feed_in_limit/set", "40")
 	waitUntil(t, 20*time.Second, "the FeedInLimit window in GET schedules", func() bool {
 		code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
@@ -353,12 +354,16 @@ func TestHomeAssistant(t *testing.T) {
 		}
 		return false
 	})
+	windowAfter := time.Since(setAt)
 	waitUntil(t, 20*time.Second, "the feed-in limit state 40", func() bool {
 		m, _ := live.get(base + "plant/p1/feed_in_limit")
 		return m.payload == "40"
 	})
+	t.Logf("FeedInLimit set: window in GET schedules after %v, the number's state 40 after %v",
+		windowAfter.Round(time.Millisecond), time.Since(setAt).Round(time.Millisecond))
 
 	// Consumer modes from Home Assistant: the select and the switch.
+	modeAt := time.Now()
 	live.publish(t, base+"device/heater/mode/set", "Off")
 	live.publish(t, base+"device/plug/switch/set", "ON")
 	waitUntil(t, 20*time.Second, "heater Off and plug On in /gateway/v1/consumers", func() bool {
@@ -385,17 +390,20 @@ func TestHomeAssistant(t *testing.T) {
 		m, _ := live.get(base + "device/heater/mode")
 		return m.payload == "Off"
 	})
+	t.Logf("consumer modes set: in /gateway/v1/consumers and the mode state after %v", time.Since(modeAt).Round(time.Millisecond))
 	// A command the API refuses (an unknown mode) changes nothing and is
 	// logged.
 	live.publish(t, base+"device/heater/mode/set", "Turbo")
 	d.WaitLog(regexp.MustCompile(`home assistant: command refused.*Turbo`), 10*time.Second)
 
 	// kill -9: the broker publishes the last will.
+	killAt := time.Now()
 	d.Kill()
 	waitUntil(t, 30*time.Second, "availability offline after kill -9", func() bool {
 		m, _ := live.get(base + "availability")
 		return m.payload == "offline"
 	})
+	t.Logf("kill -9: availability offline (last will) after %v", time.Since(killAt).Round(time.Millisecond))
 }
 
 // haBannerRE matches the demo's banner line of the Home Assistant link.
