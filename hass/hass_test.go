@@ -74,6 +74,27 @@ func watch(t *testing.T, broker, topic string) func() []string {
 	}
 }
 
+// start runs the link until the returned stop, which cancels it and
+// wants Run to return nil within 10 s.
+func start(t *testing.T, l *Link) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	}
+}
+
 // TestLinkBrokerComesLate: a link started while its broker is down
 // connects once it is up (with username and password), says online,
 // publishes its configs; after a broker restart it connects again and
@@ -84,9 +105,7 @@ func TestLinkBrokerComesLate(t *testing.T) {
 	b.Stop()
 	logs := &syncBuffer{}
 	l := newTestLink(t, b.URL(), "plantd", "pw-p", logs)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
+	stop := start(t, l)
 
 	b.Start()
 	avail := watch(t, b.URL(), "plantd/gw/availability")
@@ -106,15 +125,7 @@ func TestLinkBrokerComesLate(t *testing.T) {
 	mqtttest.WaitFor(t, 30*time.Second, "a second connection", func() bool { return logs.count("home assistant broker connected") >= 2 })
 	mqtttest.WaitFor(t, 20*time.Second, "the config published again", func() bool { return len(configs()) > n })
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	stop()
 	mqtttest.WaitFor(t, 10*time.Second, "offline after the stop", func() bool {
 		a := avail()
 		return len(a) > 0 && a[len(a)-1] == "offline"
@@ -127,16 +138,6 @@ func TestLinkStopsWithoutBroker(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
 	l := newTestLink(t, "tcp://"+proctest.DeadAddr(t), "", "", logs)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	stop := start(t, l)
+	stop()
 }
