@@ -31,6 +31,9 @@ type Config struct {
 	GridControl  GridControl   `yaml:"gridControl"`
 	Migrated     Migrated      `yaml:"migrated"`
 
+	// Local are the integrations on the local network (local.go).
+	Local Local `yaml:"local"`
+
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.
 	file  string

@@ -104,6 +104,7 @@ func (c *Config) setDefaults() {
 	c.GridControl.ReversionTimeout = defaultReversionTimeout
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace
+	c.Local.MQTT.setDefaults()
 }
 
 func (p *Plant) setDefaults() {

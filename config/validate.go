@@ -43,6 +43,7 @@ func (c *Config) validate() []Problem {
 	v.tokens()
 	v.oauthClients()
 	v.mqtt()
+	v.local()
 	v.gridControl()
 	v.migrated()
 	return v.problems
@@ -580,11 +581,7 @@ func (v *validator) mqtt() {
 	case m.ClientKey != "" && m.ClientCert == "":
 		v.add("mqtt.clientKey", "clientCert is missing (give both or neither)")
 	}
-	p := m.TopicPrefix
-	if p == "" || strings.ContainsAny(p, "+#\x00") || strings.HasPrefix(p, "$") ||
-		strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
-		v.add("mqtt.topicPrefix", "%q is not a topic prefix (levels separated by /, no wildcards, no empty level, not starting with $)", p)
-	}
+	v.topicPrefix("mqtt.topicPrefix", m.TopicPrefix)
 	v.duration("mqtt.keepAlive", m.KeepAlive, time.Second, 65535*time.Second)
 	if m.Outbox.MaxRows < 1 {
 		v.add("mqtt.outbox.maxRows", "%d is out of range (at least 1)", m.Outbox.MaxRows)
@@ -603,34 +600,19 @@ func (v *validator) mqtt() {
 	}
 }
 
+// topicPrefix checks an MQTT topic prefix (mqtt.topicPrefix,
+// local.mqtt.prefix, local.mqtt.discoveryPrefix).
+func (v *validator) topicPrefix(field, p string) {
+	if p == "" || strings.ContainsAny(p, "+#\x00") || strings.HasPrefix(p, "$") ||
+		strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
+		v.add(field, "%q is not a topic prefix (levels separated by /, no wildcards, no empty level, not starting with $)", p)
+	}
+}
+
 func (v *validator) broker(m MQTT) {
-	const field = "mqtt.broker"
-	u, err := url.Parse(m.Broker)
-	if err != nil || !strings.Contains(m.Broker, "://") {
-		v.add(field, "%q is not a broker URL (as in tcp://host:1883 or ssl://host:8883)", m.Broker)
+	u := v.brokerURL("mqtt.broker", m.Broker)
+	if u == nil {
 		return
-	}
-	if !slices.Contains(brokerSchemes, u.Scheme) {
-		v.add(field, "%q has an unsupported scheme (tcp, mqtt, ssl, tls, mqtts, ws or wss)", m.Broker)
-		return
-	}
-	ws := u.Scheme == "ws" || u.Scheme == "wss"
-	port := 1883
-	if slices.Contains(tlsSchemes, u.Scheme) {
-		port = 8883
-	}
-	switch {
-	case u.Hostname() == "":
-		v.add(field, "%q has no host", m.Broker)
-	case u.Port() == "" && !ws:
-		v.add(field, "%q has no port (as in %s://%s:%d)", m.Broker, u.Scheme, u.Hostname(), port)
-	case u.Port() != "":
-		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-			v.add(field, "%q has no valid port", m.Broker)
-		}
-	}
-	if !ws && u.Path != "" {
-		v.add(field, "%q has a path; only ws:// and wss:// URLs have one", m.Broker)
 	}
 	if !slices.Contains(tlsSchemes, u.Scheme) {
 		for _, f := range []struct{ name, value string }{{"caFile", m.CAFile}, {"clientCert", m.ClientCert}, {"clientKey", m.ClientKey}} {
@@ -639,6 +621,39 @@ func (v *validator) broker(m MQTT) {
 			}
 		}
 	}
+}
+
+// brokerURL checks a broker URL (scheme, host, port, path) and returns it
+// parsed, or nil when it is not a broker URL at all.
+func (v *validator) brokerURL(field, broker string) *url.URL {
+	u, err := url.Parse(broker)
+	if err != nil || !strings.Contains(broker, "://") {
+		v.add(field, "%q is not a broker URL (as in tcp://host:1883 or ssl://host:8883)", broker)
+		return nil
+	}
+	if !slices.Contains(brokerSchemes, u.Scheme) {
+		v.add(field, "%q has an unsupported scheme (tcp, mqtt, ssl, tls, mqtts, ws or wss)", broker)
+		return nil
+	}
+	ws := u.Scheme == "ws" || u.Scheme == "wss"
+	port := 1883
+	if slices.Contains(tlsSchemes, u.Scheme) {
+		port = 8883
+	}
+	switch {
+	case u.Hostname() == "":
+		v.add(field, "%q has no host", broker)
+	case u.Port() == "" && !ws:
+		v.add(field, "%q has no port (as in %s://%s:%d)", broker, u.Scheme, u.Hostname(), port)
+	case u.Port() != "":
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			v.add(field, "%q has no valid port", broker)
+		}
+	}
+	if !ws && u.Path != "" {
+		v.add(field, "%q has a path; only ws:// and wss:// URLs have one", broker)
+	}
+	return u
 }
 
 func (v *validator) gridControl() {

@@ -24,6 +24,7 @@ import (
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
+	"plantd/hass"
 	"plantd/httpapi"
 	"plantd/metrics"
 	"plantd/modbus"
@@ -48,6 +49,7 @@ type daemon struct {
 	inputs *gridInputs       // nil without inputs
 	api    *httpapi.Server
 	up     *mqtt.Uplink // nil without a broker
+	ha     *hass.Link   // nil without local.mqtt
 	ln     net.Listener
 	plants []plant.Plant
 
@@ -218,6 +220,11 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		d.store.Close()
 		return nil, fmt.Errorf("http api: %w", err)
 	}
+	if d.ha, err = d.newHass(cfg, logger.With("component", "hass")); err != nil {
+		d.pool.Close()
+		d.store.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -353,6 +360,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	// writer), so it stops with the poller, before the store closes.
 	if d.up != nil {
 		component(d.up.Run)
+	}
+	if d.ha != nil {
+		component(d.ha.Run)
 	}
 	if d.reportEvery > 0 {
 		component(func(ctx context.Context) error { d.report(ctx); return nil })

@@ -215,6 +215,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
 		}
 	}
+	// Home Assistant's discovery goes to the same broker (its own
+	// connection and topics: docs/home-assistant.md).
+	cfg.Local.MQTT.Broker = cfg.MQTT.Broker
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
@@ -245,6 +248,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		host, port, _ := splitListen(broker.Addr())
 		fmt.Fprintf(stdout, "MQTT broker (embedded) on %s, gateway %s; watch it: mosquitto_sub -h %s -p %d -t 'plantd/#' -v\n",
 			broker.Addr(), cfg.Gateway.ID, host, port)
+	}
+	if l := cfg.Local.MQTT; l.Broker != "" {
+		fmt.Fprintf(stdout, "Home Assistant: MQTT discovery on %s under %s/, states under %s/%s/ (point Home Assistant's MQTT integration at this broker)\n",
+			l.Broker, l.DiscoveryPrefix, l.Prefix, cfg.Gateway.ID)
 	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
 	return serve(ctx, cfg, "", ln, plantSim.Now, stderr, 10*time.Second, nil)

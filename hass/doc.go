@@ -1,0 +1,80 @@
+// Package hass puts the plant into Home Assistant over a broker of the
+// local network (config local.mqtt; docs/home-assistant.md for what
+// appears there): MQTT discovery configs, states, availability, and the
+// commands Home Assistant sends back.
+//
+// # Job
+//
+// [New] builds a [Link] from a [Config] and its [Deps]; [Link.Run] runs it
+// until its context ends. It is independent of the cloud uplink (package
+// mqtt): its own paho connection and client id, its own topic prefix, no
+// outbox (a state that could not be sent is replaced by the next one),
+// nothing of the cloud's topics. paho reconnects on its own (at most a
+// minute apart, clean session; the link subscribes and publishes
+// everything again on each connection); a first connection that has not
+// succeeded after 30 s is logged once, a lost one each time.
+//
+// # Topics
+//
+// With P the prefix (default "plantd") and G the gateway id:
+//
+//   - P/G/availability: "online" (retained) once connected, "offline" as
+//     the connection's last will and at a clean stop. Every entity names it
+//     as its availability topic, so a killed plantd makes them unavailable.
+//   - D/<component>/<node>/<object>/config (D the discovery prefix,
+//     default "homeassistant"): one retained JSON config per entity, with
+//     a unique_id and the HA device it belongs to (one per plant, one per
+//     plant device, the plant device's via_device). node is the gateway id
+//     and object the entity's scope, id and key, in the characters Home
+//     Assistant allows there ([A-Za-z0-9_-]; any other byte of an id,
+//     and '_', is written as '_' and two hex digits, so distinct ids never
+//     meet). A config that changes (a device discovered later with its
+//     nameplate, a new channel) is published again; an entity of this
+//     process that is gone (a device removed by a reload) gets an empty
+//     config, which removes it from Home Assistant.
+//   - P/G/plant/<plantId>/<key> and P/G/device/<deviceId>/<key>: one plain
+//     value per entity (retained, QoS 0), no JSON and no templates.
+//     Published when it changes (compared every Config.Check) and all of
+//     them at least every Config.Interval (default 5 min), and all at every
+//     (re)connection.
+//   - P/G/plant/<plantId>/feed_in_limit/set, P/G/device/<id>/mode/set and
+//     P/G/device/<id>/switch/set: the commands.
+//
+// # Entities
+//
+// Per plant: live power sensors (W, device_class power, state_class
+// measurement) of the energy balance; lifetime energy sensors (kWh,
+// device_class energy, state_class total_increasing) from the store's
+// energy balance over the plant's whole history (its 5-minute rollups,
+// read again when the rollup watermark moves: they grow as rollups
+// complete, and never fall, as Home Assistant's Energy dashboard needs); with a battery its charge, discharge and state
+// of charge; and the FeedInLimit number (0..100 %, the limit in force,
+// 100 without one). Per active device: its health (an enum sensor and a
+// problem binary_sensor) and a sensor for every plain (not per-input)
+// channel it has reported, lifetime counters in kWh as total_increasing.
+// Per consumer of the home energy manager: a select (Auto, On, Off) and a
+// switch (the output read back; ON and OFF set the mode On and Off).
+//
+// # Commands
+//
+// A command is an ordinary request of the HTTP API run in process through
+// Deps.Commands (which cmd/plantd builds with httpapi's AsRole, named
+// "ha:<clientId>" with the configured role): a FeedInLimit value is a
+// POST of a schedule with one FeedInLimit window from now for
+// Config.LimitWindow; a mode or a switch is a PUT of the consumer's mode.
+// So the role, the eligibility check, the safety rules, the rate limit and
+// the plant log are the API's own; a refusal is logged with the API's
+// problem detail, and the entity's state is published again at once, so
+// Home Assistant shows what holds. A command that arrives retained (a
+// broker replays it at every connection) is ignored and logged. Handlers
+// only queue messages; Run handles them one at a time.
+//
+// # Import boundary
+//
+// hass imports plant and plant/kind (the live state and the domain's
+// types), gridcontrol (the schedule type it reads the limit in force
+// from), paho and the standard library (net/http/httptest only for its
+// ResponseRecorder, to take the in-process answer). It never imports
+// httpapi, store, mqtt, consumer, devices, modbus or cmd; nothing imports
+// it but cmd/plantd.
+package hass

@@ -1,0 +1,156 @@
+package hass
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	"plantd/gridcontrol"
+	"plantd/plant"
+)
+
+// TestEscapeID: Home Assistant's characters only, and distinct ids stay
+// distinct (also across the "__" separator of object ids).
+func TestEscapeID(t *testing.T) {
+	t.Parallel()
+	haChars := regexp.MustCompile(`^[A-Za-z0-9_-]*$`)
+	ids := []string{"inv1", "inv.1", "inv_1", "inv~1", "inv_2e1", "a__b", "a_b", "a.b", "7190000", "-x", "é"}
+	seen := map[string]string{}
+	for _, id := range ids {
+		got := escapeID(id)
+		if !haChars.MatchString(got) {
+			t.Errorf("escapeID(%q) = %q: not [A-Za-z0-9_-]", id, got)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("escapeID(%q) = escapeID(%q) = %q", id, prev, got)
+		}
+		seen[got] = id
+		e := entity{scope: scopeDevice, id: id, key: "active_power"}
+		if o := e.objectID(); !haChars.MatchString(o) {
+			t.Errorf("object id %q", o)
+		}
+	}
+	// The separator: an escaped id never holds "__".
+	for _, id := range ids {
+		if got := escapeID(id); regexp.MustCompile(`__`).MatchString(got) {
+			t.Errorf("escapeID(%q) = %q holds __", id, got)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ channel, key, name string }{
+		{"activePower", "active_power", "Active power"},
+		{"activePowerPhaseA", "active_power_phase_a", "Active power phase A"},
+		{"voltagePhaseA2B", "voltage_phase_a2b", "Voltage phase A2B"},
+		{"pvGenerationTotal", "pv_generation_total", "PV generation total"},
+		{"gridFrequency", "grid_frequency", "Grid frequency"},
+	} {
+		if got := snake(tc.channel); got != tc.key {
+			t.Errorf("snake(%q) = %q, want %q", tc.channel, got, tc.key)
+		}
+		if got := words(tc.channel); got != tc.name {
+			t.Errorf("words(%q) = %q, want %q", tc.channel, got, tc.name)
+		}
+	}
+}
+
+// TestChannelSensor: counters are kWh energy sensors for the Energy
+// dashboard, powers W measurements.
+func TestChannelSensor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		c                   plant.Channel
+		v                   float64
+		class, stateClass   string
+		unit, state         string
+		noUnit, noClassWant bool
+	}{
+		{c: plant.PVGenerationTotal, v: 55043158, class: "energy", stateClass: "total_increasing", unit: "kWh", state: "55043.158"},
+		{c: plant.GridFeedInTotal, v: 1500, class: "energy", stateClass: "total_increasing", unit: "kWh", state: "1.5"},
+		{c: plant.ActivePower, v: 3578.25, class: "power", stateClass: "measurement", unit: "W", state: "3578.25"},
+		{c: plant.BatteryStateOfCharge, v: 50.1, class: "battery", stateClass: "measurement", unit: "%", state: "50.1"},
+		{c: plant.DisplacementPowerFactor, v: -0.1424, class: "power_factor", stateClass: "measurement", noUnit: true, state: "-0.142"},
+		{c: plant.IsolationResistance, v: 2e6, stateClass: "measurement", unit: "Ω", state: "2000000", noClassWant: true},
+	} {
+		cfg, st := channelSensor(tc.c, tc.v, true)
+		if st != tc.state || cfg["state_class"] != tc.stateClass {
+			t.Errorf("%s: state %q class %v, want %q %q", tc.c, st, cfg["state_class"], tc.state, tc.stateClass)
+		}
+		if _, has := cfg["device_class"]; tc.noClassWant == has || (has && cfg["device_class"] != tc.class) {
+			t.Errorf("%s: device_class %v, want %q", tc.c, cfg["device_class"], tc.class)
+		}
+		if _, has := cfg["unit_of_measurement"]; tc.noUnit == has || (has && cfg["unit_of_measurement"] != tc.unit) {
+			t.Errorf("%s: unit %v, want %q", tc.c, cfg["unit_of_measurement"], tc.unit)
+		}
+		if _, st := channelSensor(tc.c, tc.v, false); st != "" {
+			t.Errorf("%s: a value not known has state %q", tc.c, st)
+		}
+	}
+}
+
+// TestFeedInLimit: the number shows the lowest active FeedInLimit in %,
+// 100 without one, unknown for a limit in W.
+func TestFeedInLimit(t *testing.T) {
+	t.Parallel()
+	v := func(f float64) *float64 { return &f }
+	cmd := func(name string, st gridcontrol.Status, val *float64, unit string) gridcontrol.ScheduledCmd {
+		return gridcontrol.ScheduledCmd{Command: name, Status: st, Value: val, Unit: unit}
+	}
+	for _, tc := range []struct {
+		name string
+		cmds []gridcontrol.ScheduledCmd
+		want string
+	}{
+		{"none", nil, "100"},
+		{"pending only", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusPending, v(40), "%")}, "100"},
+		{"active", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(40), "%")}, "40"},
+		{"default unit", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(60), "")}, "60"},
+		{"overridden is not in force", []gridcontrol.ScheduledCmd{
+			cmd("FeedInLimit", gridcontrol.StatusOverridden, v(70), "%"), cmd("FeedInLimit", gridcontrol.StatusActive, v(30), "%")}, "30"},
+		{"another command", []gridcontrol.ScheduledCmd{cmd("opModMaxLimW", gridcontrol.StatusActive, v(20), "%")}, "100"},
+		{"in W", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(3000), "W")}, "None"},
+	} {
+		if got := feedInLimit([]gridcontrol.Schedule{{Commands: tc.cmds}}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRequest: each command is the HTTP API's request, a bad payload none.
+func TestRequest(t *testing.T) {
+	t.Parallel()
+	l := &Link{cfg: Config{LimitWindow: 24 * time.Hour}}
+	for _, tc := range []struct {
+		cmd            command
+		method, target string
+		body           string
+		bad            bool
+	}{
+		{cmd: command{scopePlant, "p1", keyFeedInLimit, "40"}, method: "POST", target: "/gridcontrol/v1/plants/p1/schedules",
+			body: `{"commands":[{"command":"FeedInLimit","end":"+24h0m0s","start":"+0s","unit":"%","value":40}]}`},
+		{cmd: command{scopePlant, "p1", keyFeedInLimit, " 12.5\n"}, method: "POST", target: "/gridcontrol/v1/plants/p1/schedules",
+			body: `{"commands":[{"command":"FeedInLimit","end":"+24h0m0s","start":"+0s","unit":"%","value":12.5}]}`},
+		{cmd: command{scopePlant, "p1", keyFeedInLimit, "much"}, bad: true},
+		{cmd: command{scopeDevice, "heater", keyMode, "off"}, method: "PUT", target: "/gateway/v1/consumers/heater/mode", body: `{"mode":"Off"}`},
+		{cmd: command{scopeDevice, "heater", keyMode, "Turbo"}, bad: true},
+		{cmd: command{scopeDevice, "plug", keySwitch, "ON"}, method: "PUT", target: "/gateway/v1/consumers/plug/mode", body: `{"mode":"On"}`},
+		{cmd: command{scopeDevice, "plug", keySwitch, "OFF"}, method: "PUT", target: "/gateway/v1/consumers/plug/mode", body: `{"mode":"Off"}`},
+		{cmd: command{scopeDevice, "plug", keySwitch, "toggle"}, bad: true},
+		{cmd: command{scopeDevice, "inv1", "active_power", "5"}, bad: true},
+		{cmd: command{scopePlant, "p1", keyMode, "On"}, bad: true},
+	} {
+		method, target, body, err := l.request(tc.cmd)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%+v: accepted as %s %s %s", tc.cmd, method, target, body)
+			}
+			continue
+		}
+		if err != nil || method != tc.method || target != tc.target || !json.Valid(body) || string(body) != tc.body {
+			t.Errorf("%+v: %s %s %s (%v), want %s %s %s", tc.cmd, method, target, body, err, tc.method, tc.target, tc.body)
+		}
+	}
+}

@@ -1,0 +1,430 @@
+package hass
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/gridcontrol"
+	"plantd/plant"
+)
+
+// Config configures a Link (cmd/plantd maps config.LocalMQTT onto it).
+type Config struct {
+	// Broker is the broker's URL (tcp://host:port, ssl://, ws://, ...),
+	// without credentials (it is logged): Username and Password
+	// authenticate at it.
+	Broker, Username, Password string
+	// ClientID is the MQTT client id; it must differ from the uplink's.
+	ClientID string
+	// GatewayID names the gateway in the topics; Version is plantd's, shown
+	// as the plant devices' software version.
+	GatewayID, Version string
+	// Prefix of plantd's own topics and Home Assistant's DiscoveryPrefix.
+	Prefix, DiscoveryPrefix string
+	// Interval is the longest time between two publications of a state
+	// (default 5 min); Check how often states are compared with what was
+	// published last (default 2 s).
+	Interval, Check time.Duration
+	// LimitWindow is how long a feed-in limit set from Home Assistant holds
+	// (default 24 h).
+	LimitWindow time.Duration
+}
+
+// Live is what the link reads of the live state (*plant.Live).
+type Live interface {
+	Plants() []plant.Plant
+	Devices(plantID string) ([]plant.DeviceLive, error)
+	EnergyBalance(plantID string) (plant.Balance, error)
+}
+
+// Energy answers measurement sets (the store): the plants' lifetime
+// energy balance, read again when RolledUpTo (the end of the last
+// 5-minute rollup) moves.
+type Energy interface {
+	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
+	RolledUpTo() time.Time
+}
+
+// Schedules lists a plant's schedules with their statuses
+// (*gridcontrol.Controller): the feed-in limit in force.
+type Schedules interface {
+	Schedules(plantID string, opts ...gridcontrol.ListOption) ([]gridcontrol.Schedule, error)
+}
+
+// Consumers lists the home energy manager's consumers (*consumer.Manager).
+type Consumers interface {
+	Consumers() []plant.ConsumerStatus
+}
+
+// Deps are the link's sources. Live and Commands are required; without
+// Energy there are no energy sensors, without Schedules no feed-in limit,
+// without Consumers no consumer entities.
+type Deps struct {
+	Live      Live
+	Energy    Energy
+	Schedules Schedules
+	Consumers Consumers
+	// Commands is the HTTP API serving in-process requests as Home
+	// Assistant's credential (httpapi's AsRole).
+	Commands http.Handler
+}
+
+// Defaults of Config.
+const (
+	DefaultInterval    = 5 * time.Minute
+	DefaultCheck       = 2 * time.Second
+	DefaultLimitWindow = 24 * time.Hour
+	// firstConnectWarn is when a first connection that has not succeeded
+	// is logged.
+	firstConnectWarn = 30 * time.Second
+	// commandTimeout bounds one command's request.
+	commandTimeout = 30 * time.Second
+	// publishWait bounds the wait for one publication's token.
+	publishWait = 10 * time.Second
+)
+
+// Link is Home Assistant's link over a LAN broker.
+type Link struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	// cmds are the command messages, handed over by paho's handler.
+	cmds chan command
+	// connected is signalled by paho's connect handler (each connection).
+	connected chan struct{}
+	// names caches the channels' entity keys and names (Run only).
+	names channelNames
+	// channels are the plain channels each device has reported (Run only).
+	channels map[string][]plant.Channel
+	// energies are the plants' lifetime energies as of the rollup
+	// watermark energiesAt (Run only).
+	energies   map[string]map[string]float64
+	energiesAt time.Time
+	// published holds what the current connection published last: topic
+	// to payload, discovery configs and states (Run only).
+	published map[string]string
+	// configDevice holds, for each config topic this process published,
+	// its HA device as published (Run only): a config whose device
+	// changed is published again, one no longer listed is cleared.
+	configDevice map[string]string
+}
+
+// command is a message on a command topic.
+type command struct {
+	scope, id, key, payload string
+}
+
+// New checks cfg and deps and returns a link.
+func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
+	if cfg.Broker == "" || cfg.ClientID == "" || cfg.GatewayID == "" || cfg.Prefix == "" || cfg.DiscoveryPrefix == "" {
+		return nil, errors.New("hass: Broker, ClientID, GatewayID, Prefix and DiscoveryPrefix are required")
+	}
+	if _, err := url.Parse(cfg.Broker); err != nil {
+		return nil, fmt.Errorf("hass: broker: %w", err)
+	}
+	if deps.Live == nil || deps.Commands == nil {
+		return nil, errors.New("hass: Deps.Live and Deps.Commands are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Check <= 0 {
+		cfg.Check = DefaultCheck
+	}
+	if cfg.LimitWindow <= 0 {
+		cfg.LimitWindow = DefaultLimitWindow
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
+		channels: map[string][]plant.Channel{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{}}, nil
+}
+
+// Topics.
+
+func (l *Link) base() string              { return l.cfg.Prefix + "/" + l.cfg.GatewayID }
+func (l *Link) availabilityTopic() string { return l.base() + "/availability" }
+func (l *Link) stateTopic(e *entity) string {
+	return l.base() + "/" + e.scope + "/" + e.id + "/" + e.key
+}
+func (l *Link) configTopic(e *entity) string {
+	return l.cfg.DiscoveryPrefix + "/" + e.component + "/" + escapeID(l.cfg.GatewayID) + "/" + e.objectID() + "/config"
+}
+
+// commandFilter matches every command topic.
+func (l *Link) commandFilter() string { return l.base() + "/+/+/+/set" }
+
+// Run connects and serves until ctx ends; then it publishes "offline" and
+// disconnects. A broker that cannot be reached is retried (paho's
+// reconnection, at most a minute apart) and logged; Run returns nil on
+// cancel.
+func (l *Link) Run(ctx context.Context) error {
+	o := paho.NewClientOptions().
+		AddBroker(l.cfg.Broker).
+		SetClientID(l.cfg.ClientID).
+		SetCleanSession(true).
+		SetProtocolVersion(4).
+		SetAutoReconnect(true).
+		SetConnectRetry(true).
+		SetConnectRetryInterval(5*time.Second).
+		SetMaxReconnectInterval(time.Minute).
+		SetResumeSubs(false).
+		SetOrderMatters(false).
+		SetKeepAlive(30*time.Second).
+		SetWill(l.availabilityTopic(), "offline", 1, true).
+		SetOnConnectHandler(func(paho.Client) {
+			select {
+			case l.connected <- struct{}{}:
+			default:
+			}
+		}).
+		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			l.log.Warn("home assistant broker connection lost; reconnecting", "broker", l.cfg.Broker, "err", err)
+		})
+	if l.cfg.Username != "" {
+		o.SetUsername(l.cfg.Username).SetPassword(l.cfg.Password)
+	}
+	c := paho.NewClient(o)
+	c.Connect() // retried in the background until it succeeds
+	defer c.Disconnect(250)
+	check := time.NewTicker(l.cfg.Check)
+	defer check.Stop()
+	full := time.NewTicker(l.cfg.Interval)
+	defer full.Stop()
+	// paho retries the first connection without saying why it failed:
+	// say once that it has not succeeded yet.
+	slow := time.NewTimer(firstConnectWarn)
+	defer slow.Stop()
+	up := false
+	for {
+		select {
+		case <-slow.C:
+			if !up {
+				l.log.Warn("home assistant broker not reachable yet; retrying", "broker", l.cfg.Broker, "after", firstConnectWarn)
+			}
+		case <-ctx.Done():
+			if c.IsConnectionOpen() {
+				l.wait(c.Publish(l.availabilityTopic(), 1, true, "offline"))
+			}
+			return nil
+		case <-l.connected:
+			up = true
+			l.log.Info("home assistant broker connected", "broker", l.cfg.Broker, "clientId", l.cfg.ClientID)
+			clear(l.published)
+			if err := l.wait(c.Subscribe(l.commandFilter(), 1, l.onMessage)); err != nil {
+				l.log.Warn("home assistant: subscribe to the command topics", "err", err)
+			}
+			l.wait(c.Publish(l.availabilityTopic(), 1, true, "online"))
+			l.round(ctx, c, true, true)
+		case <-check.C:
+			if up && c.IsConnectionOpen() {
+				l.round(ctx, c, false, false)
+			}
+		case <-full.C:
+			if up && c.IsConnectionOpen() {
+				l.round(ctx, c, false, true)
+			}
+		case m := <-l.cmds:
+			l.handle(ctx, m)
+			// The entity's state goes out again, changed or not: Home
+			// Assistant shows what holds after a refusal too.
+			delete(l.published, l.base()+"/"+m.scope+"/"+m.id+"/"+m.key)
+			if up && c.IsConnectionOpen() {
+				l.round(ctx, c, false, false)
+			}
+		}
+	}
+}
+
+// onMessage is paho's handler of the command topics: it only queues.
+func (l *Link) onMessage(_ paho.Client, m paho.Message) {
+	rest, ok := strings.CutPrefix(m.Topic(), l.base()+"/")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 4 || parts[3] != "set" {
+		return
+	}
+	if m.Retained() {
+		// A command someone left retained would be applied again at
+		// every connection: commands are one-off messages.
+		l.log.Warn("home assistant: retained command ignored (publish commands without retain)", "topic", m.Topic())
+		return
+	}
+	cmd := command{scope: parts[0], id: parts[1], key: parts[2], payload: string(m.Payload())}
+	select {
+	case l.cmds <- cmd:
+	default:
+		l.log.Warn("home assistant: command dropped, too many waiting", "topic", m.Topic())
+	}
+}
+
+// round reads the plant and publishes what changed since the
+// connection's last round: configs first (all of them with configsToo),
+// then states (all of them with force).
+func (l *Link) round(ctx context.Context, c paho.Client, configsToo, force bool) {
+	ents := l.entities(l.read(ctx))
+	changed, gone := l.changedConfigs(ents, configsToo)
+	for _, pc := range changed {
+		l.publish(c, pc.topic, 1, pc.payload, true)
+	}
+	for _, topic := range gone {
+		// An entity of this process that is gone: an empty config
+		// removes it from Home Assistant.
+		l.publish(c, topic, 1, "", true)
+	}
+	for i := range ents {
+		e := &ents[i]
+		if e.state != "" {
+			l.publish(c, l.stateTopic(e), 0, e.state, force)
+		}
+	}
+}
+
+// topicPayload is a message to publish.
+type topicPayload struct{ topic, payload string }
+
+// changedConfigs returns the discovery configs to publish (every one with
+// all; else those new on this connection or whose HA device changed, a
+// nameplate learned later) and the config topics of this process's
+// entities that are gone. An entity's own keys follow from its topic (its
+// platform, scope, id and key), so only its device can change: configs
+// are encoded only when they are published.
+func (l *Link) changedConfigs(ents []entity, all bool) (changed []topicPayload, gone []string) {
+	seen := make(map[string]bool, len(ents))
+	for i := range ents {
+		e := &ents[i]
+		topic := l.configTopic(e)
+		seen[topic] = true
+		fp := e.deviceJSON
+		if last, ok := l.configDevice[topic]; ok && last == fp && !all {
+			continue
+		}
+		body, err := json.Marshal(l.configOf(e))
+		if err != nil {
+			l.log.Warn("home assistant: encode a discovery config", "topic", topic, "err", err)
+			continue
+		}
+		changed = append(changed, topicPayload{topic, string(body)})
+		l.configDevice[topic] = fp
+	}
+	for topic := range l.configDevice {
+		if !seen[topic] {
+			gone = append(gone, topic)
+			delete(l.configDevice, topic)
+		}
+	}
+	return changed, gone
+}
+
+// publish sends a retained message unless the connection sent the same
+// payload on the topic last (force sends it anyway).
+func (l *Link) publish(c paho.Client, topic string, qos byte, payload string, force bool) {
+	if last, ok := l.published[topic]; ok && last == payload && !force {
+		return
+	}
+	tok := c.Publish(topic, qos, true, payload)
+	if qos > 0 {
+		if err := l.wait(tok); err != nil {
+			l.log.Debug("home assistant: publish", "topic", topic, "err", err)
+			return
+		}
+	}
+	l.published[topic] = payload
+}
+
+// wait waits for a token (at most publishWait) and returns its error.
+func (l *Link) wait(tok paho.Token) error {
+	if !tok.WaitTimeout(publishWait) {
+		return errors.New("hass: no answer from the broker in time")
+	}
+	return tok.Error()
+}
+
+// configOf is an entity's discovery config: its own keys and the common
+// ones.
+func (l *Link) configOf(e *entity) map[string]any {
+	m := make(map[string]any, len(e.config)+8)
+	for k, v := range e.config {
+		m[k] = v
+	}
+	m["unique_id"] = "plantd_" + escapeID(l.cfg.GatewayID) + "_" + e.objectID()
+	m["name"] = e.name
+	m["availability_topic"] = l.availabilityTopic()
+	m["device"] = e.device
+	m["state_topic"] = l.stateTopic(e)
+	if e.command {
+		m["command_topic"] = l.stateTopic(e) + "/set"
+		m["qos"] = 1
+	}
+	return m
+}
+
+// read takes the round's snapshot of the plant.
+func (l *Link) read(ctx context.Context) *snapshot {
+	s := &snapshot{plants: l.deps.Live.Plants(), devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
+		limits: map[string]string{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
+	var upTo time.Time
+	if l.deps.Energy != nil {
+		upTo = l.deps.Energy.RolledUpTo()
+	}
+	refresh := l.deps.Energy != nil && (l.energies == nil || !upTo.Equal(l.energiesAt))
+	fresh, failed := map[string]map[string]float64{}, false
+	for _, p := range s.plants {
+		devs, err := l.deps.Live.Devices(p.ID)
+		if err != nil {
+			continue
+		}
+		s.devices[p.ID] = devs
+		for _, d := range devs {
+			for _, c := range plainChannels(d) {
+				if !slices.Contains(l.channels[d.Info.ID], c) {
+					l.channels[d.Info.ID] = append(l.channels[d.Info.ID], c)
+				}
+			}
+		}
+		if b, err := l.deps.Live.EnergyBalance(p.ID); err == nil {
+			s.balances[p.ID] = b
+		}
+		if refresh {
+			e, err := lifetimeEnergy(ctx, l.deps.Energy, p.ID)
+			if err != nil {
+				l.log.Warn("home assistant: read the lifetime energy balance", "plant", p.ID, "err", err)
+				failed = true
+			} else {
+				fresh[p.ID] = e
+			}
+		}
+		if l.deps.Schedules != nil {
+			if sc, err := l.deps.Schedules.Schedules(p.ID); err == nil {
+				s.limits[p.ID] = feedInLimit(sc)
+			}
+		}
+	}
+	switch {
+	case refresh && failed:
+		// The values read before stay; the next round reads again.
+		l.energiesAt = time.Time{}
+		if l.energies == nil {
+			l.energies = fresh
+		}
+	case refresh:
+		l.energies, l.energiesAt = fresh, upTo
+	}
+	s.energies = l.energies
+	if l.deps.Consumers != nil {
+		for _, cs := range l.deps.Consumers.Consumers() {
+			s.consumers[cs.DeviceID] = cs
+		}
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package hass
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/internal/proctest"
+	"plantd/mqtt/mqtttest"
+	"plantd/plant"
+)
+
+// syncBuffer is a log sink the test reads while the link writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) count(sub string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.b.String(), sub)
+}
+
+// newTestLink is a link of a plant without devices (its plant entities
+// only) to broker. No command is sent in these tests: Commands answers
+// 404 to anything.
+func newTestLink(t *testing.T, broker, user, password string, logs *syncBuffer) *Link {
+	t.Helper()
+	live := plant.NewLive([]plant.Plant{{ID: "p1", Name: "Test", Location: time.UTC}}, nil, nil)
+	l, err := New(Config{Broker: broker, Username: user, Password: password, ClientID: "gw-ha", GatewayID: "gw",
+		Prefix: "plantd", DiscoveryPrefix: "homeassistant", Check: 100 * time.Millisecond},
+		Deps{Live: live, Commands: http.NotFoundHandler()}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// watch subscribes to topic and returns the payloads received, in order.
+func watch(t *testing.T, broker, topic string) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	o := paho.NewClientOptions().AddBroker(broker).SetClientID("watcher").SetUsername("watcher").SetPassword("pw-w").
+		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
+		SetOnConnectHandler(func(c paho.Client) {
+			c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
+				mu.Lock()
+				got = append(got, string(m.Payload()))
+				mu.Unlock()
+			})
+		})
+	c := paho.NewClient(o)
+	c.Connect()
+	t.Cleanup(func() { c.Disconnect(0) })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// start runs the link until the returned stop, which cancels it and
+// wants Run to return nil within 10 s.
+func start(t *testing.T, l *Link) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	}
+}
+
+// TestLinkBrokerComesLate: a link started while its broker is down
+// connects once it is up (with username and password), says online,
+// publishes its configs; after a broker restart it connects again and
+// publishes everything again; a stop says offline.
+func TestLinkBrokerComesLate(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.Start(t, mqtttest.Options{Users: map[string]string{"plantd": "pw-p", "watcher": "pw-w"}})
+	b.Stop()
+	logs := &syncBuffer{}
+	l := newTestLink(t, b.URL(), "plantd", "pw-p", logs)
+	stop := start(t, l)
+
+	b.Start()
+	avail := watch(t, b.URL(), "plantd/gw/availability")
+	configs := watch(t, b.URL(), "homeassistant/sensor/gw/plant_p1__pv_power/config")
+	mqtttest.WaitFor(t, 20*time.Second, "online and the PV power config", func() bool {
+		a := avail()
+		return len(a) > 0 && a[len(a)-1] == "online" && len(configs()) > 0
+	})
+	if c := configs(); !strings.Contains(c[0], `"unique_id":"plantd_gw_plant_p1__pv_power"`) || !strings.Contains(c[0], `"device_class":"power"`) {
+		t.Errorf("PV power config %s", c[0])
+	}
+
+	// A broker restart: the link connects again and publishes again.
+	n := len(configs())
+	b.Stop()
+	b.Start()
+	mqtttest.WaitFor(t, 30*time.Second, "a second connection", func() bool { return logs.count("home assistant broker connected") >= 2 })
+	mqtttest.WaitFor(t, 20*time.Second, "the config published again", func() bool { return len(configs()) > n })
+
+	stop()
+	mqtttest.WaitFor(t, 10*time.Second, "offline after the stop", func() bool {
+		a := avail()
+		return len(a) > 0 && a[len(a)-1] == "offline"
+	})
+}
+
+// TestLinkStopsWithoutBroker: a link that never reached its broker (paho
+// retrying in the background) stops when its context ends.
+func TestLinkStopsWithoutBroker(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	l := newTestLink(t, "tcp://"+proctest.DeadAddr(t), "", "", logs)
+	stop := start(t, l)
+	stop()
+}
