@@ -201,123 +201,149 @@ const maxBlock = 125
 // Parse reads one template from data; file names it in errors
 // ("sdm630.yaml:12: ...").
 func Parse(file string, data []byte) (*Template, error) {
-	fail := func(line int, format string, a ...any) error {
-		where := file
-		if line > 0 {
-			where = fmt.Sprintf("%s:%d", file, line)
-		}
-		return fmt.Errorf("%w: %s: %s", ErrTemplate, where, fmt.Sprintf(format, a...))
-	}
+	ps := &parser{file: file}
 	var f fileYAML
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fail(0, "empty")
+			return nil, ps.fail(0, "empty")
 		}
-		return nil, fail(0, "%v", err)
+		return nil, ps.fail(0, "%v", err)
 	}
 	// A second pass over the node tree gives each entry its line.
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fail(0, "%v", err)
-	}
-	lines := func(key string) []int {
-		var out []int
-		if len(root.Content) == 0 {
-			return nil
-		}
-		m := root.Content[0]
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			if m.Content[i].Value == key {
-				for _, e := range m.Content[i+1].Content {
-					out = append(out, e.Line)
-				}
-			}
-		}
-		return out
-	}
-	lineAt := func(ls []int, i int) int {
-		if i < len(ls) {
-			return ls[i]
-		}
-		return 0
+	if err := yaml.Unmarshal(data, &ps.root); err != nil {
+		return nil, ps.fail(0, "%v", err)
 	}
 	t := &Template{Name: f.Name, Vendor: f.Vendor, Model: f.Model, Kind: kind.Kind(f.Kind), Source: f.Source, File: file}
 	switch {
 	case f.Name == "":
-		return nil, fail(1, "name: required")
+		return nil, ps.fail(1, "name: required")
 	case f.Vendor == "":
-		return nil, fail(1, "vendor: required")
+		return nil, ps.fail(1, "vendor: required")
 	case f.Source.Document == "":
-		return nil, fail(1, "source.document: required (the vendor's register map this template is written from)")
+		return nil, ps.fail(1, "source.document: required (the vendor's register map this template is written from)")
 	}
 	switch t.Kind {
 	case kind.Meter, kind.Inverter, kind.Battery:
 	default:
-		return nil, fail(1, "kind %q: want meter, inverter or battery", f.Kind)
+		return nil, ps.fail(1, "kind %q: want meter, inverter or battery", f.Kind)
 	}
-	bl := lines("blocks")
-	if len(f.Blocks) == 0 {
-		return nil, fail(1, "blocks: at least one read is required")
+	if err := ps.blocks(t, f.Blocks); err != nil {
+		return nil, err
 	}
-	for i, b := range f.Blocks {
-		ln := lineAt(bl, i)
+	names, err := ps.points(t, f.Points)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.identify(t, f.Identify, names); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parser is one Parse: the file's name and node tree, for the errors'
+// positions.
+type parser struct {
+	file string
+	root yaml.Node
+}
+
+// fail is a Parse error at a line of the file (0: the file as a whole).
+func (ps *parser) fail(line int, format string, a ...any) error {
+	where := ps.file
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", ps.file, line)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrTemplate, where, fmt.Sprintf(format, a...))
+}
+
+// line returns the line of the i-th entry of the top-level list key (0
+// when not known).
+func (ps *parser) line(key string, i int) int {
+	if len(ps.root.Content) == 0 {
+		return 0
+	}
+	m := ps.root.Content[0]
+	for k := 0; k+1 < len(m.Content); k += 2 {
+		if m.Content[k].Value == key && i < len(m.Content[k+1].Content) {
+			return m.Content[k+1].Content[i].Line
+		}
+	}
+	return 0
+}
+
+// blocks checks the reads and adds them to t.
+func (ps *parser) blocks(t *Template, bs []blockYAML) error {
+	if len(bs) == 0 {
+		return ps.fail(1, "blocks: at least one read is required")
+	}
+	for i, b := range bs {
+		ln := ps.line("blocks", i)
 		if b.Function != 3 && b.Function != 4 {
-			return nil, fail(ln, "blocks[%d].function %d: want 3 (holding) or 4 (input registers)", i, b.Function)
+			return ps.fail(ln, "blocks[%d].function %d: want 3 (holding) or 4 (input registers)", i, b.Function)
 		}
 		if b.Count < 1 || b.Count > maxBlock {
-			return nil, fail(ln, "blocks[%d].count %d: want 1..%d", i, b.Count, maxBlock)
+			return ps.fail(ln, "blocks[%d].count %d: want 1..%d", i, b.Count, maxBlock)
 		}
 		if b.Address < 0 || b.Address+b.Count > 0x10000 {
-			return nil, fail(ln, "blocks[%d]: registers %d+%d outside 0..65535", i, b.Address, b.Count)
+			return ps.fail(ln, "blocks[%d]: registers %d+%d outside 0..65535", i, b.Address, b.Count)
 		}
 		nb := Block{Function: byte(b.Function), Address: uint16(b.Address), Count: uint16(b.Count), Once: b.Once, Line: ln}
 		for j, o := range t.Blocks {
 			if o.Function == nb.Function && int(o.Address) < b.Address+b.Count && b.Address < int(o.Address)+int(o.Count) {
-				return nil, fail(ln, "blocks[%d] overlaps blocks[%d]", i, j)
+				return ps.fail(ln, "blocks[%d] overlaps blocks[%d]", i, j)
 			}
 		}
 		t.Blocks = append(t.Blocks, nb)
 	}
-	pl := lines("points")
+	return nil
+}
+
+// points checks the points and adds them to t; it returns their indexes
+// by name.
+func (ps *parser) points(t *Template, ys []pointYAML) (map[string]int, error) {
 	names := map[string]int{}
-	for i, y := range f.Points {
-		ln := lineAt(pl, i)
+	for i, y := range ys {
+		ln := ps.line("points", i)
 		p, err := t.point(y)
 		if err != nil {
-			return nil, fail(ln, "points[%d] %s: %v", i, y.Name, err)
+			return nil, ps.fail(ln, "points[%d] %s: %v", i, y.Name, err)
 		}
 		p.Line = ln
 		if _, dup := names[p.Name]; dup {
-			return nil, fail(ln, "points[%d]: name %q used twice", i, p.Name)
+			return nil, ps.fail(ln, "points[%d]: name %q used twice", i, p.Name)
 		}
 		names[p.Name] = len(t.Points)
 		for _, o := range t.Points {
 			if o.Function == p.Function && int(o.Address) < int(p.Address)+p.Size() && int(p.Address) < int(o.Address)+o.Size() {
-				return nil, fail(ln, "points[%d] %s: registers %d+%d overlap point %s (line %d)", i, p.Name, p.Address, p.Size(), o.Name, o.Line)
+				return nil, ps.fail(ln, "points[%d] %s: registers %d+%d overlap point %s (line %d)", i, p.Name, p.Address, p.Size(), o.Name, o.Line)
 			}
 		}
 		t.Points = append(t.Points, p)
 	}
 	if len(t.Points) == 0 {
-		return nil, fail(1, "points: at least one is required")
+		return nil, ps.fail(1, "points: at least one is required")
 	}
 	for i := range t.Points {
 		p := &t.Points[i]
 		if p.HasScaleRegister && t.locate(p.ScaleRegister, 1, p.Function) < 0 {
-			return nil, fail(p.Line, "point %s: scaleRegister %d is in no block of function %d", p.Name, p.ScaleRegister, p.Function)
+			return nil, ps.fail(p.Line, "point %s: scaleRegister %d is in no block of function %d", p.Name, p.ScaleRegister, p.Function)
 		}
 		if p.HasScaleRegister && !t.Blocks[p.block].Once && t.Blocks[t.locate(p.ScaleRegister, 1, p.Function)].Once {
-			return nil, fail(p.Line, "point %s: scaleRegister %d is read at identification only, the point every poll", p.Name, p.ScaleRegister)
+			return nil, ps.fail(p.Line, "point %s: scaleRegister %d is read at identification only, the point every poll", p.Name, p.ScaleRegister)
 		}
 	}
-	il := lines("identify")
-	for i, c := range f.Identify {
-		ln := lineAt(il, i)
+	return names, nil
+}
+
+// identify checks the identification checks and adds them to t.
+func (ps *parser) identify(t *Template, cs []checkYAML, names map[string]int) error {
+	for i, c := range cs {
+		ln := ps.line("identify", i)
 		pi, ok := names[c.Point]
 		if !ok {
-			return nil, fail(ln, "identify[%d]: unknown point %q", i, c.Point)
+			return ps.fail(ln, "identify[%d]: unknown point %q", i, c.Point)
 		}
 		p := &t.Points[pi]
 		n := 0
@@ -330,23 +356,23 @@ func Parse(file string, data []byte) (*Template, error) {
 		if c.Range != nil {
 			n++
 			if len(c.Range) != 2 || c.Range[0] > c.Range[1] {
-				return nil, fail(ln, "identify[%d].range: want [lo, hi]", i)
+				return ps.fail(ln, "identify[%d].range: want [lo, hi]", i)
 			}
 		}
 		if c.Prefix != "" {
 			n++
 			if p.Numeric() {
-				return nil, fail(ln, "identify[%d].prefix: point %s is a number, not text", i, c.Point)
+				return ps.fail(ln, "identify[%d].prefix: point %s is a number, not text", i, c.Point)
 			}
 		} else if !p.Numeric() {
-			return nil, fail(ln, "identify[%d]: point %s is text: give prefix", i, c.Point)
+			return ps.fail(ln, "identify[%d]: point %s is text: give prefix", i, c.Point)
 		}
 		if n != 1 {
-			return nil, fail(ln, "identify[%d]: give exactly one of equals, oneOf, range, prefix", i)
+			return ps.fail(ln, "identify[%d]: give exactly one of equals, oneOf, range, prefix", i)
 		}
 		t.Identify = append(t.Identify, Check{Point: c.Point, Equals: c.Equals, OneOf: c.OneOf, Range: c.Range, Prefix: c.Prefix, Line: ln, point: pi})
 	}
-	return t, nil
+	return nil
 }
 
 // point checks and converts one point.
