@@ -70,24 +70,14 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.CountReads = *report > 0
 	cfg.Speed = *speed
 	cfg.TraceFile = *trace
-	for _, m := range []struct {
-		flag string
-		ids  idList
-		set  func(*sim.DeviceConfig)
-	}{
+	if err := applyQuirks(&cfg, []quirkFlag{
 		{"--ignore-revert", ignoreRevert, func(d *sim.DeviceConfig) { d.IgnoreRevert = true }},
 		{"--needs-enable-toggle", needsToggle, func(d *sim.DeviceConfig) { d.NeedsEnableToggle = true }},
 		{"--ignores-limit", ignoresLimit, func(d *sim.DeviceConfig) { d.IgnoresLimit = true }},
 		{"--adopt-clears-request", adoptClears, func(d *sim.DeviceConfig) { d.AdoptClearsRequest = true }},
-	} {
-		for _, id := range m.ids {
-			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })
-			if i < 0 || cfg.Devices[i].Kind != kind.Inverter {
-				fmt.Fprintf(stderr, "plantd sim: %s %q: not a simulated inverter (inv1, inv2)\n", m.flag, id)
-				return exitUsage
-			}
-			m.set(&cfg.Devices[i])
-		}
+	}); err != nil {
+		fmt.Fprintf(stderr, "plantd sim: %v\n", err)
+		return exitUsage
 	}
 	host, port, err := splitListen(*listen)
 	if err != nil {
@@ -96,23 +86,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Listen = host
 	if port > 0 {
-		// PORT, PORT+1, ... for the endpoints in the order they first
-		// appear (devices behind one gateway share its port).
-		ports := map[string]int{}
-		for i := range cfg.Devices {
-			d := &cfg.Devices[i]
-			if *serial != "" && d.ID == serialMeter {
-				continue // on the serial line
-			}
-			key := "dev:" + d.ID
-			if d.Endpoint != "" {
-				key = "ep:" + d.Endpoint
-			}
-			if _, ok := ports[key]; !ok {
-				ports[key] = port + len(ports)
-			}
-			d.Port = ports[key]
-		}
+		assignPorts(&cfg, port, *serial != "")
 	}
 	level := slog.LevelInfo
 	if *nDevices > 0 {
@@ -132,14 +106,66 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer plant.Close()
+	printSimBanner(stdout, plant, *serial, *baud, *trace)
+	if *report > 0 {
+		reportReads(ctx, plant, *report, stdout)
+	}
+	<-ctx.Done()
+	return exitOK
+}
+
+// quirkFlag is a flag that gives simulated inverters a quirk.
+type quirkFlag struct {
+	flag string
+	ids  idList
+	set  func(*sim.DeviceConfig)
+}
+
+// applyQuirks gives the inverters each flag names its quirk.
+func applyQuirks(cfg *sim.Config, flags []quirkFlag) error {
+	for _, m := range flags {
+		for _, id := range m.ids {
+			i := slices.IndexFunc(cfg.Devices, func(d sim.DeviceConfig) bool { return d.ID == id })
+			if i < 0 || cfg.Devices[i].Kind != kind.Inverter {
+				return fmt.Errorf("%s %q: not a simulated inverter (inv1, inv2)", m.flag, id)
+			}
+			m.set(&cfg.Devices[i])
+		}
+	}
+	return nil
+}
+
+// assignPorts gives the endpoints port, port+1, ... in the order they
+// first appear (devices behind one gateway share its port); with serial,
+// the meter is on the serial line and has none.
+func assignPorts(cfg *sim.Config, port int, serial bool) {
+	ports := map[string]int{}
+	for i := range cfg.Devices {
+		d := &cfg.Devices[i]
+		if serial && d.ID == serialMeter {
+			continue // on the serial line
+		}
+		key := "dev:" + d.ID
+		if d.Endpoint != "" {
+			key = "ep:" + d.Endpoint
+		}
+		if _, ok := ports[key]; !ok {
+			ports[key] = port + len(ports)
+		}
+		d.Port = ports[key]
+	}
+}
+
+// printSimBanner prints what the simulator serves where.
+func printSimBanner(stdout io.Writer, plant *sim.Plant, serial string, baud int, trace string) {
 	fmt.Fprintln(stdout, "simulated plant (SunSpec Modbus TCP, map at base 40000); Ctrl-C stops it")
-	if *serial != "" {
-		fmt.Fprintf(stdout, "serial line %s: Modbus RTU at %d baud 8N1, answers paced at 11 bits a byte\n", *serial, *baud)
+	if serial != "" {
+		fmt.Fprintf(stdout, "serial line %s: Modbus RTU at %d baud 8N1, answers paced at 11 bits a byte\n", serial, baud)
 	}
 	fmt.Fprintf(stdout, "%-10s %-19s %-22s %s\n", "device", "kind", "address", "unit")
 	for _, d := range plant.Devices() {
 		if path := d.Bus(); path != "" {
-			fmt.Fprintf(stdout, "%-10s %-19s %-22s %d (RTU %d baud)\n", d.ID(), d.Label(), path, d.Unit(), *baud)
+			fmt.Fprintf(stdout, "%-10s %-19s %-22s %d (RTU %d baud)\n", d.ID(), d.Label(), path, d.Unit(), baud)
 			continue
 		}
 		fmt.Fprintf(stdout, "%-10s %-19s %-22s %d\n", d.ID(), d.Label(), d.Addr(), d.Unit())
@@ -147,15 +173,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, sh := range plant.Shellies() {
 		fmt.Fprintf(stdout, "%-10s %-19s %-22s (HTTP RPC)\n", sh.ID(), "shelly", sh.Addr())
 	}
-	if *trace != "" {
-		fmt.Fprintf(stdout, "writes traced to %s\n", *trace)
+	if trace != "" {
+		fmt.Fprintf(stdout, "writes traced to %s\n", trace)
 	}
 	fmt.Fprintf(stdout, "try: plantd scan %s\n", plant.Devices()[0].Addr())
-	if *report > 0 {
-		reportReads(ctx, plant, *report, stdout)
-	}
-	<-ctx.Done()
-	return exitOK
 }
 
 // serialMeter is the demo device --serial puts on the serial line.
