@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -14,14 +13,14 @@ import (
 	"sync"
 	"time"
 
-	mb "github.com/simonvetter/modbus"
+	"plantd/modbus"
 )
 
-// An endpoint is one public TCP port. Behind it runs a simonvetter Modbus
-// server on an internal loopback port, which decodes the requests and calls
-// handler; in front of it, the endpoint's proxy forwards MBAP frames
-// between each client connection and a connection of its own to the
-// internal server, and applies the faults of the unit a frame is for.
+// An endpoint is one public TCP port. Each client connection gets a
+// goroutine that reads MBAP frames, applies the fault of the unit a frame
+// is for, and answers the rest through modbus.ServePDU (plantd's request
+// decoder, the one every Modbus server of plantd's answers with) and
+// handler.
 
 // MBAP framing.
 const (
@@ -32,14 +31,8 @@ const (
 	maxLength = maxFrame - 6
 )
 
-// Internal server settings.
-const (
-	internalIdle       = 24 * time.Hour // the proxy keeps its backend connections
-	internalMaxClients = 4096
-	internalAttempts   = 10
-	dialTimeout        = 2 * time.Second
-	acceptBackoff      = 50 * time.Millisecond
-)
+// acceptBackoff is the pause after a failed accept.
+const acceptBackoff = 50 * time.Millisecond
 
 var errBadFrame = errors.New("sim: malformed MBAP frame")
 
@@ -52,15 +45,13 @@ type endpoint struct {
 	log   *slog.Logger
 	done  chan struct{} // closed by close
 
-	mu      sync.Mutex
-	addr    string // public host:port once started
-	ln      net.Listener
-	server  *mb.ModbusServer
-	backend string // host:port of the internal server
-	conns   map[*proxyConn]struct{}
-	seq     uint64
-	closed  bool
-	rtu     *rtuFront // RTU over TCP (rtutcp.go); nil: Modbus TCP
+	mu     sync.Mutex
+	addr   string // public host:port once started
+	ln     net.Listener
+	conns  map[*proxyConn]struct{}
+	seq    uint64
+	closed bool
+	rtu    *rtuFront // RTU over TCP (rtutcp.go); nil: Modbus TCP
 }
 
 func newEndpoint(p *Plant, name string) *endpoint {
@@ -77,66 +68,29 @@ func (ep *endpoint) address() string {
 	return ep.addr
 }
 
-// start runs the internal server and binds the public port.
+// start binds the public port.
 func (ep *endpoint) start(host string) error {
 	if ep.rtu != nil {
 		return ep.startRTU(host)
 	}
-	srv, backend, err := ep.startInternal()
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(ep.port)))
 	if err != nil {
-		_ = srv.Stop()
 		return fmt.Errorf("listen: %w", err)
 	}
 	ep.mu.Lock()
 	if ep.closed {
 		ep.mu.Unlock()
 		_ = ln.Close()
-		_ = srv.Stop()
 		return ErrClosed
 	}
-	ep.ln, ep.addr, ep.server, ep.backend = ln, ln.Addr().String(), srv, backend
+	ep.ln, ep.addr = ln, ln.Addr().String()
 	ep.plant.wg.Add(1)
 	ep.mu.Unlock()
 	go ep.acceptLoop(ln)
 	return nil
 }
 
-// startInternal starts the simonvetter server on a free loopback port. The
-// library binds the address it is given and cannot report the port it got,
-// so a free port is found by binding :0 and releasing it; should another
-// socket take it in between, another one is tried.
-func (ep *endpoint) startInternal() (*mb.ModbusServer, string, error) {
-	var lastErr error
-	for range internalAttempts {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, "", fmt.Errorf("internal server: %w", err)
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		srv, err := mb.NewServer(&mb.ServerConfiguration{
-			URL:        "tcp://" + addr,
-			Timeout:    internalIdle,
-			MaxClients: internalMaxClients,
-			Logger:     log.New(io.Discard, "", 0),
-		}, &handler{ep: ep})
-		if err != nil {
-			return nil, "", fmt.Errorf("internal server: %w", err)
-		}
-		if err := srv.Start(); err != nil {
-			lastErr = err
-			continue
-		}
-		return srv, addr, nil
-	}
-	return nil, "", fmt.Errorf("internal server: %w", lastErr)
-}
-
-// close stops accepting, closes every connection and the internal server.
+// close stops accepting and closes every connection.
 func (ep *endpoint) close() {
 	ep.mu.Lock()
 	if ep.closed {
@@ -145,7 +99,7 @@ func (ep *endpoint) close() {
 	}
 	ep.closed = true
 	close(ep.done)
-	ln, srv := ep.ln, ep.server
+	ln := ep.ln
 	for pc := range ep.conns {
 		pc.close()
 	}
@@ -155,9 +109,6 @@ func (ep *endpoint) close() {
 	}
 	if ln != nil {
 		_ = ln.Close()
-	}
-	if srv != nil {
-		_ = srv.Stop()
 	}
 }
 
@@ -221,7 +172,7 @@ func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
-// serve starts proxying a new client connection.
+// serve starts serving a new client connection.
 func (ep *endpoint) serve(c net.Conn) {
 	if ep.allOffline() {
 		// A dead device: reset the connection at once.
@@ -232,19 +183,9 @@ func (ep *endpoint) serve(c net.Conn) {
 		return
 	}
 	ep.mu.Lock()
-	backend := ep.backend
-	ep.mu.Unlock()
-	b, err := net.DialTimeout("tcp", backend, dialTimeout)
-	if err != nil {
-		ep.log.Warn("internal server unreachable", "err", err)
-		_ = c.Close()
-		return
-	}
-	ep.mu.Lock()
 	if ep.closed {
 		ep.mu.Unlock()
 		_ = c.Close()
-		_ = b.Close()
 		return
 	}
 	if ep.oneClient() {
@@ -254,7 +195,7 @@ func (ep *endpoint) serve(c net.Conn) {
 		}
 	}
 	ep.seq++
-	pc := newProxyConn(ep, c, b, ep.seq)
+	pc := newProxyConn(ep, c, ep.seq)
 	ep.conns[pc] = struct{}{}
 	ep.plant.wg.Add(1)
 	ep.mu.Unlock()
@@ -268,40 +209,38 @@ func (ep *endpoint) remove(pc *proxyConn) {
 	ep.mu.Unlock()
 }
 
-// proxyConn is one client connection and its backend connection to the
-// internal server. One goroutine serves it: it reads a request, forwards it,
-// reads the answer and writes it back, with the buffers below reused for
-// every frame.
+// proxyConn is one client connection. One goroutine serves it: it reads a
+// request, answers it and writes the answer back, with the buffers below
+// reused for every frame.
 type proxyConn struct {
-	ep      *endpoint
-	client  net.Conn
-	backend net.Conn
-	cr, br  *bufio.Reader
-	done    chan struct{}
-	once    sync.Once
-	timer   *time.Timer // FaultSlow, made on first use
-	rng     *rand.Rand  // FaultGarbage
+	ep     *endpoint
+	h      handler
+	client net.Conn
+	cr     *bufio.Reader
+	mreq   modbus.Request // the request being served
+	done   chan struct{}
+	once   sync.Once
+	timer  *time.Timer // FaultSlow, made on first use
+	rng    *rand.Rand  // FaultGarbage
 
 	req, resp, held [maxFrame]byte
 	heldLen         int // FaultWrongTID: the answer held back, 0 = none
 }
 
-func newProxyConn(ep *endpoint, client, backend net.Conn, seq uint64) *proxyConn {
+func newProxyConn(ep *endpoint, client net.Conn, seq uint64) *proxyConn {
 	return &proxyConn{
-		ep: ep, client: client, backend: backend,
+		ep: ep, h: handler{ep: ep}, client: client,
 		cr:   bufio.NewReaderSize(client, 2*maxFrame),
-		br:   bufio.NewReaderSize(backend, 2*maxFrame),
 		done: make(chan struct{}),
 		rng:  rand.New(rand.NewPCG(seq, 0x706c616e7464)),
 	}
 }
 
-// close closes both connections; the serving goroutine then ends.
+// close closes the connection; the serving goroutine then ends.
 func (pc *proxyConn) close() {
 	pc.once.Do(func() {
 		close(pc.done)
 		_ = pc.client.Close()
-		_ = pc.backend.Close()
 	})
 }
 
@@ -364,14 +303,7 @@ func (pc *proxyConn) run() {
 		default:
 			pc.heldLen = 0
 		}
-		if _, err := pc.backend.Write(req); err != nil {
-			return
-		}
-		m, err := readFrame(pc.br, &pc.resp)
-		if err != nil {
-			return
-		}
-		resp := pc.resp[:m]
+		resp := pc.answer(req)
 		switch kind {
 		case FaultSlow:
 			if !pc.wait(f.Delay) {
@@ -384,6 +316,16 @@ func (pc *proxyConn) run() {
 			return
 		}
 	}
+}
+
+// answer answers the request frame req through modbus.ServePDU, in the
+// response buffer: the request's MBAP header, its length set to the
+// answer's.
+func (pc *proxyConn) answer(req []byte) []byte {
+	pc.mreq.Unit = req[6]
+	out := modbus.ServePDU(&pc.h, &pc.mreq, req[mbapHeader:], append(pc.resp[:0], req[:mbapHeader]...))
+	binary.BigEndian.PutUint16(out[4:6], uint16(len(out)-6))
+	return out
 }
 
 // reply writes a frame to the client.
