@@ -30,6 +30,8 @@ type Config struct {
 	MQTT         MQTT          `yaml:"mqtt"`
 	GridControl  GridControl   `yaml:"gridControl"`
 	Migrated     Migrated      `yaml:"migrated"`
+	// ModbusServer is the SunSpec Modbus server (modbusserver.go).
+	ModbusServer ModbusServer `yaml:"modbusServer"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.

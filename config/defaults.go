@@ -40,6 +40,8 @@ const (
 	defaultReversionTimeout  = 60 * time.Second
 	defaultRampRate          = 10 // % of nominal power per second
 	defaultMeterLossGrace    = 30 * time.Second
+	defaultModbusServerRole  = RoleGridOperator
+	defaultModbusServerConns = 32
 	gatewayIDPrefix          = "plantd-"
 	// The default memory limit: a base and a share per device.
 	defaultMemoryBaseMB     = 64
@@ -104,6 +106,9 @@ func (c *Config) setDefaults() {
 	c.GridControl.ReversionTimeout = defaultReversionTimeout
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace
+	c.ModbusServer.UnitID = defaultUnit
+	c.ModbusServer.Role = defaultModbusServerRole
+	c.ModbusServer.MaxConns = defaultModbusServerConns
 }
 
 func (p *Plant) setDefaults() {
@@ -124,6 +129,9 @@ func (d *Device) setDefaults() {
 func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.Gateway.ID == "" {
 		c.Gateway.ID = gatewayIDFromHostname(hostname)
+	}
+	if c.ModbusServer.Plant == "" && len(c.Plants) == 1 {
+		c.ModbusServer.Plant = c.Plants[0].ID
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]

@@ -45,6 +45,7 @@ func (c *Config) validate() []Problem {
 	v.mqtt()
 	v.gridControl()
 	v.migrated()
+	v.modbusServer()
 	return v.problems
 }
 

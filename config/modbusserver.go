@@ -1,0 +1,94 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// ModbusServer is the SunSpec Modbus TCP server (modbusServer): the plant
+// as one SunSpec device for a SCADA system or a direct marketer's box
+// (package sunspecserver). Off while Listen is empty (the default).
+type ModbusServer struct {
+	// Listen is the host:port to serve on ("0.0.0.0:502", or port 0 for a
+	// free one); empty: no server.
+	Listen string `yaml:"listen"`
+	// Plant is the plant the server shows (required with more than one
+	// plant).
+	Plant string `yaml:"plant"`
+	// UnitID is the unit id the server answers to (1..247, default 1).
+	UnitID int `yaml:"unitId"`
+	// Writes lets masters write the active power limit (models 123 and
+	// 704), which becomes a schedule; default false: every write is
+	// refused with exception 1.
+	Writes bool `yaml:"writes"`
+	// Role is the role of the schedules the writes make: gridoperator
+	// (default) or installer.
+	Role string `yaml:"role"`
+	// Allow lists the client addresses that may connect, as IP addresses
+	// or CIDRs; default none: every client.
+	Allow []string `yaml:"allow"`
+	// MaxConns bounds the open connections (1..1024, default 32); a
+	// connection beyond it is closed at once, and an idle one after 60 s.
+	MaxConns int `yaml:"maxConns"`
+}
+
+// Bounds of modbusServer.maxConns.
+const maxModbusServerConns = 1024
+
+// AllowPrefixes returns Allow as prefixes (an address as its /32 or
+// /128). Call it on a validated config.
+func (m ModbusServer) AllowPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range m.Allow {
+		if p, err := netip.ParsePrefix(a); err == nil {
+			out = append(out, p.Masked())
+		} else if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+		}
+	}
+	return out
+}
+
+func (v *validator) modbusServer() {
+	m := v.c.ModbusServer
+	if m.Listen == "" {
+		return
+	}
+	if host, port, err := net.SplitHostPort(m.Listen); err != nil {
+		v.add("modbusServer.listen", "%q is not host:port (as in 0.0.0.0:502)", m.Listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.add("modbusServer.listen", "%q has no valid port", m.Listen)
+	} else if host != "" && !validHost(host) {
+		v.add("modbusServer.listen", "%q has no valid host", m.Listen)
+	}
+	plants := map[string]bool{}
+	for _, p := range v.c.Plants {
+		plants[p.ID] = true
+	}
+	switch {
+	case m.Plant == "" && len(v.c.Plants) != 1:
+		v.add("modbusServer.plant", "required when more than one plant is configured")
+	case m.Plant != "" && !plants[m.Plant]:
+		v.add("modbusServer.plant", "unknown plant %q", m.Plant)
+	}
+	if m.UnitID < 1 || m.UnitID > 247 {
+		v.add("modbusServer.unitId", "%d is not a Modbus unit id of a server (1..247)", m.UnitID)
+	}
+	switch m.Role {
+	case RoleGridOperator, RoleInstaller:
+	default:
+		v.add("modbusServer.role", "%q is not a role that may send schedules (gridoperator or installer)", m.Role)
+	}
+	for i, a := range m.Allow {
+		if _, err := netip.ParsePrefix(a); err != nil {
+			if _, err := netip.ParseAddr(a); err != nil {
+				v.add(fmt.Sprintf("modbusServer.allow[%d]", i), "%q is not an IP address or CIDR", a)
+			}
+		}
+	}
+	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
+		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)
+	}
+}
