@@ -68,7 +68,7 @@ func (v *validator) modbusServer() {
 		plants[p.ID] = true
 	}
 	switch {
-	case m.Plant == "" && len(v.c.Plants) != 1:
+	case m.Plant == "":
 		v.add("modbusServer.plant", "required when more than one plant is configured")
 	case m.Plant != "" && !plants[m.Plant]:
 		v.add("modbusServer.plant", "unknown plant %q", m.Plant)

@@ -31,6 +31,7 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspecserver"
 )
 
 // daemon is a running plantd: the components a config asks for, wired
@@ -49,7 +50,11 @@ type daemon struct {
 	api    *httpapi.Server
 	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
-	plants []plant.Plant
+	// sunspec serves the plant as a SunSpec device on sunspecLn (nil
+	// without modbusServer; sunspec.go).
+	sunspec   *sunspecserver.Server
+	sunspecLn net.Listener
+	plants    []plant.Plant
 
 	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
 	pollDuration *metrics.HistogramVec
@@ -88,7 +93,7 @@ type daemon struct {
 // cfg.HTTP.Listen) and then opens the database, so that a port in use or
 // a broken disk stops plantd at start with a clear message, and a port in
 // use leaves no database file behind. On error ln is closed.
-func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
+func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
 			return nil, fmt.Errorf("http api: %w", err)
@@ -217,6 +222,11 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		d.pool.Close()
 		d.store.Close()
 		return nil, fmt.Errorf("http api: %w", err)
+	}
+	if d.sunspec, d.sunspecLn, err = d.newSunSpec(cfg, sunspecLn); err != nil {
+		d.pool.Close()
+		d.store.Close()
+		return nil, err
 	}
 	return d, nil
 }
@@ -348,6 +358,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 		component(d.inputs.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
+	if d.sunspec != nil {
+		component(func(ctx context.Context) error { return d.sunspec.Serve(ctx, d.sunspecLn) })
+	}
 	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's
 	// writer), so it stops with the poller, before the store closes.
