@@ -50,11 +50,12 @@ type daemon struct {
 	api    *httpapi.Server
 	up     *mqtt.Uplink // nil without a broker
 	ln     net.Listener
+	plants []plant.Plant
+
 	// sunspec serves the plant as a SunSpec device on sunspecLn (nil
 	// without modbusServer; sunspec.go).
 	sunspec   *sunspecserver.Server
 	sunspecLn net.Listener
-	plants    []plant.Plant
 
 	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
 	pollDuration *metrics.HistogramVec
