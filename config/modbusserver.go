@@ -2,9 +2,7 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
-	"strconv"
 )
 
 // ModbusServer is the SunSpec Modbus TCP server (modbusServer): the plant
@@ -56,13 +54,7 @@ func (v *validator) modbusServer() {
 	if m.Listen == "" {
 		return
 	}
-	if host, port, err := net.SplitHostPort(m.Listen); err != nil {
-		v.add("modbusServer.listen", "%q is not host:port (as in 0.0.0.0:502)", m.Listen)
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		v.add("modbusServer.listen", "%q has no valid port", m.Listen)
-	} else if host != "" && !validHost(host) {
-		v.add("modbusServer.listen", "%q has no valid host", m.Listen)
-	}
+	v.listen("modbusServer.listen", m.Listen, "0.0.0.0:502")
 	plants := map[string]bool{}
 	for _, p := range v.c.Plants {
 		plants[p.ID] = true

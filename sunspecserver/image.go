@@ -369,7 +369,7 @@ func (img *image) fill(t totals) error {
 		scaled(inv, "PF_SF", -2, map[string]opt{"PF": pf}),
 		scaled(inv, "WH_SF", 0, map[string]opt{"WH": t.whLifetime}),
 		scaled(inv, "Hz_SF", -2, map[string]opt{"Hz": t.hz}),
-		scaled(inv, "A_SF", -2, map[string]opt{"A": sumOf(t.aPh), "AphA": t.aPh[0], "AphB": t.aPh[1], "AphC": t.aPh[2]}),
+		scaled(inv, "A_SF", -2, map[string]opt{"A": phaseSum(t.aPh).total(), "AphA": t.aPh[0], "AphB": t.aPh[1], "AphC": t.aPh[2]}),
 		scaled(inv, "V_SF", -1, map[string]opt{"PhVphA": t.vPh[0], "PhVphB": t.vPh[1], "PhVphC": t.vPh[2]}),
 		inv.Set("St", st),
 	)
@@ -378,8 +378,8 @@ func (img *image) fill(t totals) error {
 			scaled(m, "W_SF", 0, map[string]opt{"W": t.gridW}),
 			scaled(m, "TotWh_SF", 0, map[string]opt{"TotWhImp": t.gridImpWh, "TotWhExp": t.gridExpWh}),
 			scaled(m, "Hz_SF", -2, map[string]opt{"Hz": t.meterHz}),
-			scaled(m, "A_SF", -2, map[string]opt{"A": sumOf(t.meterAPh), "AphA": t.meterAPh[0], "AphB": t.meterAPh[1], "AphC": t.meterAPh[2]}),
-			scaled(m, "V_SF", -1, map[string]opt{"PhV": meanOf(t.meterVPh), "PhVphA": t.meterVPh[0], "PhVphB": t.meterVPh[1], "PhVphC": t.meterVPh[2]}),
+			scaled(m, "A_SF", -2, map[string]opt{"A": phaseSum(t.meterAPh).total(), "AphA": t.meterAPh[0], "AphB": t.meterAPh[1], "AphC": t.meterAPh[2]}),
+			scaled(m, "V_SF", -1, map[string]opt{"PhV": phaseSum(t.meterVPh).mean(), "PhVphA": t.meterVPh[0], "PhVphB": t.meterVPh[1], "PhVphC": t.meterVPh[2]}),
 		)
 	}
 	if s := img.model(modelStorage); s != nil {
@@ -405,20 +405,12 @@ func (img *image) fill(t totals) error {
 	return errors.Join(errs...)
 }
 
-// sumOf is the sum of three phases, missing when one is.
-func sumOf(ph [3]opt) opt {
+// phaseSum adds up three phases (missing when one is): total() is their
+// sum, mean() their mean.
+func phaseSum(ph [3]opt) sum {
 	var s sum
 	for _, p := range ph {
 		s.add(p.v, p.ok)
 	}
-	return s.total()
-}
-
-// meanOf is the mean of three phases, missing when one is.
-func meanOf(ph [3]opt) opt {
-	var s sum
-	for _, p := range ph {
-		s.add(p.v, p.ok)
-	}
-	return s.mean()
+	return s
 }
