@@ -219,6 +219,27 @@ type ServerConfig struct {
 	// Allow decides which clients may connect (nil: every client); a
 	// refused client's connection is closed at once.
 	Allow func(netip.Addr) bool
+	// Front, when set, stands between each connection and the Handler
+	// (the simulator's fault injection): see Front.
+	Front Front
+}
+
+// Front sees a Server's connections and requests before its Handler.
+type Front interface {
+	// Connect is called for each connection the server keeps (after
+	// Allow and MaxConns); it returns the connection's FrontConn, or nil
+	// to close it at once.
+	Connect(c net.Conn) FrontConn
+}
+
+// FrontConn sees the requests of one connection. Request gets each
+// request frame (MBAP header and PDU, checked) and answer, which returns
+// the Handler's answer frame (valid until the next request); it returns
+// the frame to write (nil: none) and false to close the connection after
+// it. Closed is called once the connection is closed.
+type FrontConn interface {
+	Request(req []byte, answer func() []byte) (out []byte, keep bool)
+	Closed()
 }
 
 // ServerStats counts what a Server did since it was made.
@@ -323,14 +344,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.accepted.Add(1)
+		var fc FrontConn
+		if s.cfg.Front != nil {
+			if fc = s.cfg.Front.Connect(c); fc == nil {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serve(c, client)
+			s.serve(c, client, fc)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
 			_ = c.Close()
+			if fc != nil {
+				fc.Closed()
+			}
 		}()
 	}
 }
@@ -344,8 +378,8 @@ func remoteAddr(c net.Conn) netip.Addr {
 }
 
 // serve answers the requests of one connection until it closes, idles or
-// sends a frame that is not Modbus TCP.
-func (s *Server) serve(c net.Conn, client netip.Addr) {
+// sends a frame that is not Modbus TCP (or fc closes it).
+func (s *Server) serve(c net.Conn, client netip.Addr, fc FrontConn) {
 	r := bufio.NewReaderSize(c, 2*(mbapSize+253))
 	// goburrow's packager checks each request's MBAP length against the
 	// frame and returns its PDU; its transaction counter and transporter
@@ -354,6 +388,19 @@ func (s *Server) serve(c net.Conn, client netip.Addr) {
 	var frame [mbapSize + 253]byte
 	out := make([]byte, 0, mbapSize+253)
 	req := Request{Client: client}
+	n := 0
+	// answer answers the frame read last through the Handler.
+	answer := func() []byte {
+		req.Unit = frame[6]
+		out = append(out[:0], frame[:mbapSize]...)
+		out = ServePDU(s.h, &req, frame[mbapSize:6+n], out)
+		binary.BigEndian.PutUint16(out[4:6], uint16(len(out)-6))
+		s.requests.Add(1)
+		if out[mbapSize]&0x80 != 0 {
+			s.exceptions.Add(1)
+		}
+		return out
+	}
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		if _, err := io.ReadFull(r, frame[:mbapSize]); err != nil {
@@ -364,7 +411,7 @@ func (s *Server) serve(c net.Conn, client netip.Addr) {
 			}
 			return
 		}
-		n := int(binary.BigEndian.Uint16(frame[4:6]))
+		n = int(binary.BigEndian.Uint16(frame[4:6]))
 		if binary.BigEndian.Uint16(frame[2:4]) != 0 || n < 2 || n > 254 {
 			s.malformed.Add(1)
 			return
@@ -376,16 +423,19 @@ func (s *Server) serve(c net.Conn, client netip.Addr) {
 			s.malformed.Add(1)
 			return
 		}
-		req.Unit = frame[6]
-		out = append(out[:0], frame[:mbapSize]...)
-		out = ServePDU(s.h, &req, frame[mbapSize:6+n], out)
-		binary.BigEndian.PutUint16(out[4:6], uint16(len(out)-6))
-		s.requests.Add(1)
-		if out[mbapSize]&0x80 != 0 {
-			s.exceptions.Add(1)
+		resp, keep := []byte(nil), true
+		if fc != nil {
+			resp, keep = fc.Request(frame[:6+n], answer)
+		} else {
+			resp = answer()
 		}
-		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		if _, err := c.Write(out); err != nil {
+		if resp != nil {
+			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			if _, err := c.Write(resp); err != nil {
+				return
+			}
+		}
+		if !keep {
 			return
 		}
 	}

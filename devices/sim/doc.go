@@ -229,14 +229,13 @@
 // # Endpoints, the proxy, and faults
 //
 // Each endpoint (a device's own port, or one shared by the devices with the
-// same Config Endpoint, told apart by unit id) is a small TCP front on its
-// port: one goroutine per client reads MBAP frames (7-byte header:
-// transaction id, protocol id, length, unit id; then length-1 PDU bytes)
-// into buffers reused for every frame, applies the fault of the unit a
-// request is for, and answers the rest through plantd/modbus's ServePDU
-// (the request decoder every Modbus server of plantd's uses) and the
-// plant's handler (server.go). The faults (Device.SetFault, at any
-// time):
+// same Config Endpoint, told apart by unit id) is served by plantd/modbus's
+// Server, the one Modbus TCP server of plantd (accept, MBAP framing, a
+// goroutine per client, ServePDU and the plant's handler, server.go), with
+// the endpoint as its Front: each connection's proxyConn applies the fault
+// of the unit a request is for, with buffers reused for every frame, so
+// the normal path adds no allocation of its own. The faults
+// (Device.SetFault, at any time):
 //
 //	FaultNone            answers normally
 //	FaultSlow            answers after Fault.Delay (default 1 s)

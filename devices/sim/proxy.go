@@ -1,11 +1,10 @@
 package sim
 
 import (
-	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -16,25 +15,29 @@ import (
 	"plantd/modbus"
 )
 
-// An endpoint is one public TCP port. Each client connection gets a
-// goroutine that reads MBAP frames, applies the fault of the unit a frame
-// is for, and answers the rest through modbus.ServePDU (plantd's request
-// decoder, the one every Modbus server of plantd's answers with) and
-// handler.
+// An endpoint is one public TCP port, served by plantd/modbus's Server
+// (accept, MBAP framing, a goroutine per connection, ServePDU and
+// handler: the server every Modbus TCP server of plantd's runs) with the
+// endpoint as its Front: each connection's proxyConn applies the fault of
+// the unit a frame is for before the handler answers.
 
 // MBAP framing.
 const (
 	mbapHeader = 7 // transaction id, protocol id, length, unit id
 	// maxFrame is the largest Modbus TCP frame: the header and a PDU of at
 	// most 253 bytes (the length field counts the unit id too).
-	maxFrame  = mbapHeader + 253
-	maxLength = maxFrame - 6
+	maxFrame = mbapHeader + 253
 )
 
-// acceptBackoff is the pause after a failed accept.
+// acceptBackoff is the pause after a failed accept (RTU over TCP).
 const acceptBackoff = 50 * time.Millisecond
 
-var errBadFrame = errors.New("sim: malformed MBAP frame")
+// Bounds of an endpoint's server: a simulated device keeps its clients
+// as long as they like.
+const (
+	endpointMaxConns = 4096
+	endpointIdle     = 24 * time.Hour
+)
 
 type endpoint struct {
 	plant *Plant
@@ -48,6 +51,7 @@ type endpoint struct {
 	mu     sync.Mutex
 	addr   string // public host:port once started
 	ln     net.Listener
+	stop   context.CancelFunc // ends the server
 	conns  map[*proxyConn]struct{}
 	seq    uint64
 	closed bool
@@ -83,10 +87,18 @@ func (ep *endpoint) start(host string) error {
 		_ = ln.Close()
 		return ErrClosed
 	}
-	ep.ln, ep.addr = ln, ln.Addr().String()
+	ctx, stop := context.WithCancel(context.Background())
+	ep.ln, ep.addr, ep.stop = ln, ln.Addr().String(), stop
 	ep.plant.wg.Add(1)
 	ep.mu.Unlock()
-	go ep.acceptLoop(ln)
+	srv := modbus.NewServer(modbus.ServerConfig{MaxConns: endpointMaxConns, IdleTimeout: endpointIdle, Front: ep},
+		&handler{ep: ep}, ep.log)
+	go func() {
+		defer ep.plant.wg.Done()
+		if err := srv.Serve(ctx, ln); err != nil {
+			ep.log.Warn("endpoint stopped", "err", err)
+		}
+	}()
 	return nil
 }
 
@@ -99,7 +111,7 @@ func (ep *endpoint) close() {
 	}
 	ep.closed = true
 	close(ep.done)
-	ln := ep.ln
+	ln, stop := ep.ln, ep.stop
 	for pc := range ep.conns {
 		pc.close()
 	}
@@ -107,7 +119,9 @@ func (ep *endpoint) close() {
 	if ep.rtu != nil {
 		ep.rtu.closeConns()
 	}
-	if ln != nil {
+	if stop != nil {
+		stop() // the server closes ln
+	} else if ln != nil {
 		_ = ln.Close()
 	}
 }
@@ -145,11 +159,10 @@ func (ep *endpoint) faultChanged() {
 	ep.mu.Unlock()
 }
 
-func (ep *endpoint) acceptLoop(ln net.Listener) { ep.accept(ln, ep.serve) }
-
 // accept hands every connection ln accepts to serve until ln is closed;
 // a failed accept waits acceptBackoff (or the endpoint's end). It is the
-// one accept loop of the TCP endpoints, Modbus TCP and RTU over TCP.
+// accept loop of the RTU over TCP endpoints (rtutcp.go); the Modbus TCP
+// endpoints' is modbus.Server's.
 func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	defer ep.plant.wg.Done()
 	for {
@@ -172,21 +185,22 @@ func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
-// serve starts serving a new client connection.
-func (ep *endpoint) serve(c net.Conn) {
+var _ modbus.Front = (*endpoint)(nil)
+
+// Connect takes a new client connection (modbus.Front): a dead endpoint
+// resets it at once, an endpoint that keeps one client closes the others.
+func (ep *endpoint) Connect(c net.Conn) modbus.FrontConn {
 	if ep.allOffline() {
 		// A dead device: reset the connection at once.
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
-		_ = c.Close()
-		return
+		return nil
 	}
 	ep.mu.Lock()
+	defer ep.mu.Unlock()
 	if ep.closed {
-		ep.mu.Unlock()
-		_ = c.Close()
-		return
+		return nil
 	}
 	if ep.oneClient() {
 		for old := range ep.conns {
@@ -197,10 +211,8 @@ func (ep *endpoint) serve(c net.Conn) {
 	ep.seq++
 	pc := newProxyConn(ep, c, ep.seq)
 	ep.conns[pc] = struct{}{}
-	ep.plant.wg.Add(1)
-	ep.mu.Unlock()
 	ep.log.Debug("client connected", "remote", c.RemoteAddr().String())
-	go pc.run()
+	return pc
 }
 
 func (ep *endpoint) remove(pc *proxyConn) {
@@ -209,15 +221,11 @@ func (ep *endpoint) remove(pc *proxyConn) {
 	ep.mu.Unlock()
 }
 
-// proxyConn is one client connection. One goroutine serves it: it reads a
-// request, answers it and writes the answer back, with the buffers below
-// reused for every frame.
+// proxyConn is one client connection's fault front (modbus.FrontConn),
+// with the buffers below reused for every frame.
 type proxyConn struct {
 	ep     *endpoint
-	h      handler
 	client net.Conn
-	cr     *bufio.Reader
-	mreq   modbus.Request // the request being served
 	done   chan struct{}
 	once   sync.Once
 	timer  *time.Timer // FaultSlow, made on first use
@@ -227,16 +235,17 @@ type proxyConn struct {
 	heldLen         int // FaultWrongTID: the answer held back, 0 = none
 }
 
+var _ modbus.FrontConn = (*proxyConn)(nil)
+
 func newProxyConn(ep *endpoint, client net.Conn, seq uint64) *proxyConn {
 	return &proxyConn{
-		ep: ep, h: handler{ep: ep}, client: client,
-		cr:   bufio.NewReaderSize(client, 2*maxFrame),
+		ep: ep, client: client,
 		done: make(chan struct{}),
 		rng:  rand.New(rand.NewPCG(seq, 0x706c616e7464)),
 	}
 }
 
-// close closes the connection; the serving goroutine then ends.
+// close closes the connection; the server's goroutine for it then ends.
 func (pc *proxyConn) close() {
 	pc.once.Do(func() {
 		close(pc.done)
@@ -244,94 +253,52 @@ func (pc *proxyConn) close() {
 	})
 }
 
-// readFrame reads one MBAP frame into buf and returns its length.
-func readFrame(r *bufio.Reader, buf *[maxFrame]byte) (int, error) {
-	if _, err := io.ReadFull(r, buf[:mbapHeader]); err != nil {
-		return 0, err
-	}
-	n := int(binary.BigEndian.Uint16(buf[4:6]))
-	if n < 2 || n > maxLength {
-		return 0, errBadFrame
-	}
-	if _, err := io.ReadFull(r, buf[mbapHeader:6+n]); err != nil {
-		return 0, err
-	}
-	return 6 + n, nil
+// Closed forgets the connection once the server closed it.
+func (pc *proxyConn) Closed() {
+	pc.close()
+	pc.ep.remove(pc)
 }
 
-func (pc *proxyConn) run() {
+// Request applies the fault of the unit the request frame req is for
+// (modbus.FrontConn): the handler's answer (answer), late, under another
+// transaction id, or instead an exception, garbage or a closed
+// connection.
+func (pc *proxyConn) Request(req []byte, answer func() []byte) ([]byte, bool) {
 	ep := pc.ep
-	defer ep.plant.wg.Done()
-	defer ep.remove(pc)
-	defer pc.close()
-	for {
-		n, err := readFrame(pc.cr, &pc.req)
-		if err != nil {
-			return
-		}
-		req := pc.req[:n]
-		var f *Fault
-		if d := ep.units[req[6]]; d != nil {
-			f = d.fault.Load()
-		}
-		kind := FaultNone
-		if f != nil {
-			kind = f.Kind
-		}
-		switch kind {
-		case FaultDrop:
-			return
-		case FaultOffline:
-			if ep.allOffline() {
-				return
-			}
-			if !pc.reply(pc.exception(req, exGatewayTarget)) {
-				return
-			}
-			continue
-		case FaultException:
-			if !pc.reply(pc.exception(req, f.Code)) {
-				return
-			}
-			continue
-		case FaultGarbage:
-			if !pc.reply(pc.garbage(req)) {
-				return
-			}
-			continue
-		case FaultWrongTID:
-		default:
-			pc.heldLen = 0
-		}
-		resp := pc.answer(req)
-		switch kind {
-		case FaultSlow:
-			if !pc.wait(f.Delay) {
-				return
-			}
-		case FaultWrongTID:
-			resp = pc.behind(resp, binary.BigEndian.Uint16(req[0:2]))
-		}
-		if !pc.reply(resp) {
-			return
-		}
+	var f *Fault
+	if d := ep.units[req[6]]; d != nil {
+		f = d.fault.Load()
 	}
-}
-
-// answer answers the request frame req through modbus.ServePDU, in the
-// response buffer: the request's MBAP header, its length set to the
-// answer's.
-func (pc *proxyConn) answer(req []byte) []byte {
-	pc.mreq.Unit = req[6]
-	out := modbus.ServePDU(&pc.h, &pc.mreq, req[mbapHeader:], append(pc.resp[:0], req[:mbapHeader]...))
-	binary.BigEndian.PutUint16(out[4:6], uint16(len(out)-6))
-	return out
-}
-
-// reply writes a frame to the client.
-func (pc *proxyConn) reply(b []byte) bool {
-	_, err := pc.client.Write(b)
-	return err == nil
+	kind := FaultNone
+	if f != nil {
+		kind = f.Kind
+	}
+	switch kind {
+	case FaultDrop:
+		return nil, false
+	case FaultOffline:
+		if ep.allOffline() {
+			return nil, false
+		}
+		return pc.exception(req, exGatewayTarget), true
+	case FaultException:
+		return pc.exception(req, f.Code), true
+	case FaultGarbage:
+		return pc.garbage(req), true
+	case FaultWrongTID:
+	default:
+		pc.heldLen = 0
+	}
+	resp := answer()
+	switch kind {
+	case FaultSlow:
+		if !pc.wait(f.Delay) {
+			return nil, false
+		}
+	case FaultWrongTID:
+		resp = pc.behind(resp, binary.BigEndian.Uint16(req[0:2]))
+	}
+	return resp, true
 }
 
 // wait waits d, or until the connection is closed (false).
