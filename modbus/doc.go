@@ -246,7 +246,12 @@
 // length out of range) closes its connection. [ServerConfig] bounds the
 // open connections (MaxConns, default 32: one more is closed at once),
 // closes a connection idle for IdleTimeout (default 60 s) and refuses
-// clients outside Allow; [Server.Stats] counts them.
+// clients outside Allow; [Server.Stats] counts them. A [Front]
+// (ServerConfig.Front) sees each connection as it is accepted and each
+// request before the Handler, and may answer it itself, delay, alter or
+// drop the answer, or close the connection: the simulator's faults. It is
+// the one Modbus TCP server of plantd: the simulator's endpoints, the
+// SunSpec aggregate server and the test servers run it.
 //
 // # Import boundary
 //
