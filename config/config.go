@@ -266,6 +266,9 @@ type Device struct {
 	// Consumer is the home energy manager's settings of a device of kind
 	// consumer (required for it, refused for other kinds); see Consumer.
 	Consumer *Consumer `yaml:"consumer,omitempty"`
+	// Proxy is the device's Modbus TCP proxy for third parties
+	// (modbusserver.go); nil: none.
+	Proxy *DeviceProxy `yaml:"proxy,omitempty"`
 }
 
 // Serial is a serial line's settings (devices[].serial).

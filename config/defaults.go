@@ -42,6 +42,8 @@ const (
 	defaultMeterLossGrace    = 30 * time.Second
 	defaultModbusServerRole  = RoleGridOperator
 	defaultModbusServerConns = 32
+	defaultProxyRate         = 10
+	defaultProxyBurst        = 20
 	gatewayIDPrefix          = "plantd-"
 	// The default memory limit: a base and a share per device.
 	defaultMemoryBaseMB     = 64

@@ -3,6 +3,9 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"strings"
+
+	"plantd/plant/kind"
 )
 
 // ModbusServer is the SunSpec Modbus TCP server (modbusServer): the plant
@@ -82,5 +85,59 @@ func (v *validator) modbusServer() {
 	}
 	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
 		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)
+	}
+}
+
+// DeviceProxy is a device's Modbus TCP proxy (devices[].proxy, package
+// modbusproxy): a port of its own through which a third party reaches a
+// device that accepts one Modbus client, its requests queued with
+// plantd's own on the device's connection.
+type DeviceProxy struct {
+	// Listen is the host:port to serve on; required.
+	Listen string `yaml:"listen"`
+	// RequestsPerSecond and Burst are each client's token bucket (more
+	// than 0 and at most 1000, default 10; 1..1000, default 20): a
+	// request beyond it answers exception 6.
+	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
+	Burst             int     `yaml:"burst"`
+}
+
+// Defaults and bounds of a device's proxy.
+const (
+	maxProxyRate = 1000
+)
+
+func (p *DeviceProxy) setDefaults() {
+	p.RequestsPerSecond = defaultProxyRate
+	p.Burst = defaultProxyBurst
+}
+
+// proxies checks the devices' proxies: a valid, distinct listen address,
+// a device on Modbus (not a consumer), rates in range.
+func (v *validator) proxies() {
+	seen := map[string]string{}
+	for i, d := range v.c.Devices {
+		if d.Proxy == nil {
+			continue
+		}
+		path := fmt.Sprintf("devices[%d].proxy", i)
+		if d.Proxy.Listen == "" {
+			v.add(path+".listen", "required (host:port, as in 0.0.0.0:1502)")
+		} else {
+			v.listen(path+".listen", d.Proxy.Listen, "0.0.0.0:1502")
+			if other, ok := seen[d.Proxy.Listen]; ok && !strings.HasSuffix(d.Proxy.Listen, ":0") {
+				v.add(path+".listen", "%q is %s's too", d.Proxy.Listen, other)
+			}
+			seen[d.Proxy.Listen] = d.ID
+		}
+		if d.Kind == kind.Consumer {
+			v.add(path, "a consumer has no Modbus connection to share")
+		}
+		if r := d.Proxy.RequestsPerSecond; !(r > 0 && r <= maxProxyRate) {
+			v.add(path+".requestsPerSecond", "%v is out of range (more than 0, at most %d)", r, maxProxyRate)
+		}
+		if b := d.Proxy.Burst; b < 1 || b > maxProxyRate {
+			v.add(path+".burst", "%d is out of range (1..%d)", b, maxProxyRate)
+		}
 	}
 }

@@ -46,6 +46,7 @@ func (c *Config) validate() []Problem {
 	v.gridControl()
 	v.migrated()
 	v.modbusServer()
+	v.proxies()
 	return v.problems
 }
 
