@@ -23,9 +23,6 @@ const (
 	maxClients = 1024
 )
 
-// Range is a span of registers: Addr, and Len registers from it.
-type Range struct{ Addr, Len uint16 }
-
 // Config is a proxy's configuration.
 type Config struct {
 	// Device names the device in the log.
@@ -35,7 +32,7 @@ type Config struct {
 	Client *modbus.Client
 	// Held returns the register ranges of the device a third party may
 	// not write now (nil: none).
-	Held func() []Range
+	Held func() []modbus.Range
 	// RequestsPerSecond and Burst are each client's token bucket
 	// (defaults DefaultRequestsPerSecond, DefaultBurst).
 	RequestsPerSecond float64
@@ -121,7 +118,7 @@ func (p *Proxy) held(addr, n uint16) bool {
 		return false
 	}
 	for _, r := range p.cfg.Held() {
-		if int(addr) < int(r.Addr)+int(r.Len) && int(r.Addr) < int(addr)+int(n) {
+		if int(addr) < int(r.Addr)+int(r.Count) && int(r.Addr) < int(addr)+int(n) {
 			return true
 		}
 	}

@@ -56,6 +56,7 @@ type daemon struct {
 	// without modbusServer; sunspec.go).
 	sunspec   *sunspecserver.Server
 	sunspecLn net.Listener
+	proxies   []deviceProxy // devices[].proxy
 
 	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
 	pollDuration *metrics.HistogramVec
@@ -224,7 +225,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 		d.store.Close()
 		return nil, fmt.Errorf("http api: %w", err)
 	}
-	if d.sunspec, d.sunspecLn, err = d.newSunSpec(cfg, sunspecLn); err != nil {
+	if d.sunspec, d.sunspecLn, err = d.newSunSpec(cfg, sunspecLn); err == nil {
+		if d.proxies, err = d.newProxies(cfg); err != nil && d.sunspecLn != nil {
+			d.sunspecLn.Close()
+		}
+	}
+	if err != nil {
 		d.pool.Close()
 		d.store.Close()
 		return nil, err
@@ -361,6 +367,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {
 		component(func(ctx context.Context) error { return d.sunspec.Serve(ctx, d.sunspecLn) })
+	}
+	for _, p := range d.proxies {
+		component(func(ctx context.Context) error { return p.p.Serve(ctx, p.ln) })
 	}
 	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's

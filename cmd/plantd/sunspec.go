@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"net"
+	"slices"
 
 	"plantd/config"
+	"plantd/modbus"
+	"plantd/modbusproxy"
 	"plantd/sunspecserver"
 )
 
@@ -30,4 +33,59 @@ func (d *daemon) newSunSpec(cfg *config.Config, ln net.Listener) (*sunspecserver
 		}
 	}
 	return s, ln, nil
+}
+
+// deviceProxy is a device's Modbus proxy and its listener.
+type deviceProxy struct {
+	p  *modbusproxy.Proxy
+	ln net.Listener
+}
+
+// newProxies makes the proxies of the config's enabled devices
+// (devices[].proxy) and binds their ports; on error the ports bound so
+// far are closed.
+func (d *daemon) newProxies(cfg *config.Config) ([]deviceProxy, error) {
+	var out []deviceProxy
+	for _, dc := range cfg.Devices {
+		if dc.Proxy == nil || !dc.Enabled {
+			continue
+		}
+		rw, ok := d.conns.get(dc.ID)
+		client, isModbus := rw.(*modbus.Client)
+		if !ok || !isModbus {
+			continue // not polled over Modbus
+		}
+		ln, err := net.Listen("tcp", dc.Proxy.Listen)
+		if err != nil {
+			for _, p := range out {
+				_ = p.ln.Close()
+			}
+			return nil, fmt.Errorf("device %s: proxy: %w", dc.ID, err)
+		}
+		id := dc.ID
+		p := modbusproxy.New(modbusproxy.Config{Device: id, Client: client, Held: func() []modbus.Range { return d.heldRanges(id) },
+			RequestsPerSecond: dc.Proxy.RequestsPerSecond, Burst: dc.Proxy.Burst}, d.log.With("component", "modbusproxy"))
+		out = append(out, deviceProxy{p: p, ln: ln})
+	}
+	return out, nil
+}
+
+// heldRanges are the registers of the models carrying a control grid
+// control holds on the device now.
+func (d *daemon) heldRanges(id string) []modbus.Range {
+	held := d.grid.HeldModels(id)
+	if len(held) == 0 {
+		return nil
+	}
+	dl, ok := d.live.Device(id)
+	if !ok || dl.Discovered == nil {
+		return nil
+	}
+	var out []modbus.Range
+	for _, m := range dl.Discovered.Models {
+		if slices.Contains(held, m.ID) {
+			out = append(out, m.Range())
+		}
+	}
+	return out
 }
