@@ -584,6 +584,7 @@ func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 	ctx := context.Background()
 	consumersChanged(d.cfg, next, d.log)
 	inputsChanged(d.cfg, next, d.log)
+	proxiesChanged(d.cfg, next, d.log)
 	running, err := d.devicesOf(ctx, d.cfg)
 	if err != nil {
 		return poller.Changes{}, err

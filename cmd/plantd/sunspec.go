@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"slices"
 
@@ -88,4 +90,24 @@ func (d *daemon) heldRanges(id string) []modbus.Range {
 		}
 	}
 	return out
+}
+
+// proxiesChanged reports whether a reload changes the devices' proxies,
+// which take effect at the next start only (a proxy keeps its port and
+// its device's client).
+func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
+	proxies := func(c *config.Config) map[string]config.DeviceProxy {
+		out := map[string]config.DeviceProxy{}
+		for _, d := range c.Devices {
+			if d.Proxy != nil && d.Enabled {
+				out[d.ID] = *d.Proxy
+			}
+		}
+		return out
+	}
+	if maps.Equal(proxies(a), proxies(b)) {
+		return false
+	}
+	log.Warn("the devices' proxies changed in the config: the change takes effect at the next start (systemctl restart plantd)")
+	return true
 }
