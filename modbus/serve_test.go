@@ -1,7 +1,6 @@
 package modbus
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // memHandler is a Handler over 100 holding registers (0..99) and 16 coils
@@ -105,24 +106,14 @@ func TestServePDUMalformed(t *testing.T) {
 // startServer serves h on a loopback port until the test ends.
 func startServer(t *testing.T, cfg ServerConfig, h Handler) (*Server, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := NewServer(cfg, h, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+		// Runs after ServeTCP's cleanup: Serve has returned.
 		if st := s.Stats(); st.Open != 0 {
 			t.Errorf("%d connections open after Serve returned", st.Open)
 		}
 	})
-	return s, ln.Addr().String()
+	return s, proctest.ServeTCP(t, s.Serve)
 }
 
 // TestServerClient: plantd's own client reads, writes and gets the

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"slices"
 	"testing"
 	"time"
 
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -33,21 +33,9 @@ func newRig(t testing.TB, cfg Config) *rig {
 	cfg.Device, cfg.Client = "inv1", r.direct
 	cfg.Held = func() []modbus.Range { return r.held }
 	px := New(cfg, slog.New(slog.DiscardHandler))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- px.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	addr := proctest.ServeTCP(t, px.Serve)
 	// Another unit id than the device's: the proxy stands for one device.
-	r.proxy = pool.Endpoint(modbus.EndpointConfig{Address: ln.Addr().String()}).Unit(7, 2*time.Second)
+	r.proxy = pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(7, 2*time.Second)
 	return r
 }
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"testing"
 	"time"
 
 	"plantd/devices"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -76,22 +76,10 @@ func serve(t testing.TB, cfg Config, live Live, grid Grid) (*Server, *modbus.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	addr := proctest.ServeTCP(t, s.Serve)
 	pool := modbus.NewPool(nil)
-	t.Cleanup(func() {
-		_ = pool.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return s, pool.Endpoint(modbus.EndpointConfig{Address: ln.Addr().String()}).Unit(1, 2*time.Second)
+	t.Cleanup(func() { _ = pool.Close() })
+	return s, pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second)
 }
 
 // models discovers the server's map and reads every model.

@@ -45,7 +45,16 @@ func TestDeviceProxy(t *testing.T) {
 	d := startDaemon(t, path)
 	d.waitAPI(30 * time.Second)
 	d.waitOnline(30*time.Second, "inv1", "inv2")
-	proxy := proxyListenRE.FindStringSubmatch(d.WaitLog(proxyListenRE, 10*time.Second))[1]
+	proxy := ""
+	d.WaitLines("inv1's proxy listening", 10*time.Second, func(lines []string) bool {
+		for _, l := range lines {
+			if m := proxyListenRE.FindStringSubmatch(l); m != nil {
+				proxy = m[1]
+				return true
+			}
+		}
+		return false
+	})
 
 	polls := func() int {
 		code, body := d.request("GET", "/metrics", "", "")

@@ -3,12 +3,11 @@
 package simtest
 
 import (
-	"context"
 	"log/slog"
-	"net"
 	"testing"
 
 	"plantd/devices/sim"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -42,19 +41,7 @@ func Device(tb testing.TB, p *sim.Plant, id string) *sim.Device {
 // its host:port.
 func PlainModbus(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := modbus.NewServer(modbus.ServerConfig{MaxConns: 4}, zeros{}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, ln)
-	}()
-	tb.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	return proctest.ServeTCP(tb, modbus.NewServer(modbus.ServerConfig{MaxConns: 4}, zeros{}, slog.New(slog.DiscardHandler)).Serve)
 }
 
 // zeros is the request handler of PlainModbus.
