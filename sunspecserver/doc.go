@@ -32,8 +32,8 @@
 // client reads a value and its scale factor in one request, as SunSpec
 // asks. Which of 203 and 124 the map has is decided by the plant's
 // configured devices when the server is made. Reads never reach a device:
-// the map is rewritten from plant.Live when its change counter moves (or
-// after a second), and answered from memory.
+// the map is rewritten from plant.Live when its change counter moves (at
+// most every 100 ms) or after a second, and answered from memory.
 //
 // # Writes
 //

@@ -203,15 +203,21 @@ func (s *Server) Bits(req *modbus.Request) ([]bool, error) {
 	return nil, modbus.Exception(modbus.ExceptionIllegalFunction)
 }
 
+// minRefresh is the least time between two rewrites of the map: a plant
+// of a thousand devices changes its live state hundreds of times a
+// second, and a rewrite reads every device.
+const minRefresh = 100 * time.Millisecond
+
 // refreshLocked rewrites the measured points when the live state changed
-// or the map is older than MaxAge. No device is asked: the values are the
-// poller's.
+// (at most every minRefresh) or the map is older than MaxAge. No device is
+// asked: the values are the poller's.
 func (s *Server) refreshLocked() {
 	n := s.live.Changes()
 	now := time.Now()
 	gridNow := s.cfg.Now()
 	ended := s.ctl.held != "" && !gridNow.Before(s.ctl.heldEnd)
-	if n == s.changes && now.Sub(s.fresh) < s.cfg.MaxAge && !s.fresh.IsZero() && !ended {
+	age := now.Sub(s.fresh)
+	if !s.fresh.IsZero() && !ended && (age < minRefresh || (n == s.changes && age < s.cfg.MaxAge)) {
 		return
 	}
 	s.changes, s.fresh = n, now
