@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/modbus"
 )
@@ -477,4 +479,54 @@ print(json.dumps(out, default=str))
 	}
 	t.Logf("pysunspec2 decoded models 1, 103, 203, 124, 123, 704: Mn %v, W %v W, WH %v Wh, grid W %v W, SoC %v %%",
 		models["1"]["Mn"], models["103"]["W"], models["103"]["WH"], models["203"]["W"], models["124"]["ChaState"])
+}
+
+var sunspecListenRE = regexp.MustCompile(`msg="SunSpec server listening".* addr=(\S+)`)
+
+// TestSunSpecServerConfig: plantd run serves the server of its config
+// (modbusServer with its plant derived, a unit id, writes off): reads
+// answer, writes answer exception 1, another unit exception 11.
+func TestSunSpecServerConfig(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	p := simtest.Start(t, sim.DefaultConfig())
+	path := gridConfig(t, p)
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, path, string(cfg)+"modbusServer:\n  listen: 127.0.0.1:0\n  unitId: 3\n  allow: [127.0.0.0/8, \"::1\"]\n")
+	d := startDaemon(t, path)
+	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
+	addr := ""
+	d.WaitLines("the SunSpec server listening", 10*time.Second, func(lines []string) bool {
+		for _, l := range lines {
+			if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
+				addr = m[1]
+				return true
+			}
+		}
+		return false
+	})
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	c := pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(3, 2*time.Second)
+	dev, err := devices.Discover(t.Context(), c)
+	if err != nil {
+		t.Fatalf("discover the server: %v", err)
+	}
+	ref, _ := dev.Ref(1)
+	common, err := devices.ReadModel(t.Context(), c, ref)
+	if err != nil || common.String("Opt") != "p1" {
+		t.Fatalf("model 1: Opt %q %v, want the plant p1", common.String("Opt"), err)
+	}
+	var ex *modbus.ExceptionError
+	ctl, _ := dev.Ref(123)
+	if err := c.WriteRegisters(t.Context(), ctl.Addr+5, []uint16{30}); !errors.As(err, &ex) || ex.Code != modbus.ExceptionIllegalFunction {
+		t.Errorf("a write with writes off: %v, want exception 1", err)
+	}
+	if _, err := pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second).ReadHoldingRegisters(t.Context(), 40000, 2, nil); !errors.As(err, &ex) ||
+		ex.Code != modbus.ExceptionGatewayTargetDeviceFailedToRespond {
+		t.Errorf("a read for unit 1: %v, want exception 11", err)
+	}
+	d.stop()
 }
