@@ -193,6 +193,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 	collector.homes = d.homes
 	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
+	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made below
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes

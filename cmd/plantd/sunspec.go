@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"plantd/config"
+	"plantd/metrics"
 	"plantd/modbus"
 	"plantd/modbusproxy"
 	"plantd/sunspecserver"
@@ -39,6 +40,7 @@ func (d *daemon) newSunSpec(cfg *config.Config, ln net.Listener) (*sunspecserver
 
 // deviceProxy is a device's Modbus proxy and its listener.
 type deviceProxy struct {
+	id string
 	p  *modbusproxy.Proxy
 	ln net.Listener
 }
@@ -67,7 +69,7 @@ func (d *daemon) newProxies(cfg *config.Config) ([]deviceProxy, error) {
 		id := dc.ID
 		p := modbusproxy.New(modbusproxy.Config{Device: id, Client: client, Held: func() []modbus.Range { return d.heldRanges(id) },
 			RequestsPerSecond: dc.Proxy.RequestsPerSecond, Burst: dc.Proxy.Burst}, d.log.With("component", "modbusproxy"))
-		out = append(out, deviceProxy{p: p, ln: ln})
+		out = append(out, deviceProxy{id: id, p: p, ln: ln})
 	}
 	return out, nil
 }
@@ -110,4 +112,26 @@ func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
 	}
 	log.Warn("the devices' proxies changed in the config: the change takes effect at the next start (systemctl restart plantd)")
 	return true
+}
+
+// serversCollector exports the counters of plantd's Modbus servers (the
+// SunSpec server, the devices' proxies) at /metrics, read at scrape time.
+type serversCollector struct{ d *daemon }
+
+func (c serversCollector) Collect(w *metrics.Writer) {
+	one := func(name string, s modbus.ServerStats) {
+		w.Gauge("plantd_modbus_server_connections", "Open connections of plantd's Modbus servers (server: sunspec, or proxy:<device>).", float64(s.Open), "server", name)
+		w.Counter("plantd_modbus_server_requests_total", "Requests a Modbus server answered, exceptions included.", float64(s.Requests), "server", name)
+		w.Counter("plantd_modbus_server_exceptions_total", "Requests a Modbus server answered with an exception.", float64(s.Exceptions), "server", name)
+		w.Counter("plantd_modbus_server_refused_total", "Connections a Modbus server closed at once: a client outside the allow-list (allow), over maxConns (full).",
+			float64(s.Refused), "server", name, "reason", "allow")
+		w.Counter("plantd_modbus_server_refused_total", "", float64(s.Full), "server", name, "reason", "full")
+		w.Counter("plantd_modbus_server_idle_closed_total", "Connections a Modbus server closed for idling.", float64(s.Idle), "server", name)
+	}
+	if c.d.sunspec != nil {
+		one("sunspec", c.d.sunspec.Stats())
+	}
+	for _, p := range c.d.proxies {
+		one("proxy:"+p.id, p.p.Stats())
+	}
 }

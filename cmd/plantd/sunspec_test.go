@@ -528,5 +528,13 @@ func TestSunSpecServerConfig(t *testing.T) {
 		ex.Code != modbus.ExceptionGatewayTargetDeviceFailedToRespond {
 		t.Errorf("a read for unit 1: %v, want exception 11", err)
 	}
+	d.waitAPI(10 * time.Second)
+	// One connection: both units' clients share the pool's endpoint.
+	_, body := d.request("GET", "/metrics", "", "")
+	for _, want := range []string{`plantd_modbus_server_exceptions_total{server="sunspec"} 2`, `plantd_modbus_server_connections{server="sunspec"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	d.stop()
 }
