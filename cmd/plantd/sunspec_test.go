@@ -329,6 +329,26 @@ func TestSunSpecServerDemo(t *testing.T) {
 		return err == nil && v.Raw == 0
 	})
 
+	// Without RvrtTms the limit holds (a 24 h window) until the master
+	// disables it: WMaxLim_Ena 0 cancels the window at once.
+	for _, w := range []struct {
+		point string
+		v     uint16
+	}{{"WMaxLimPct_RvrtTms", 0}, {"WMaxLim_Ena", 1}} {
+		if _, err := d.mbpoll(bin, d.point(123, w.point), 1, w.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 15*time.Second, "both inverters at 30 % again", func() bool {
+		return d.limitPct("inv1") <= 30 && d.limitPct("inv2") <= 30
+	})
+	if _, err := d.mbpoll(bin, d.point(123, "WMaxLim_Ena"), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the limit lifted by WMaxLim_Ena 0", func() bool {
+		return d.limitPct("inv1") > 30 && d.limitPct("inv2") > 30
+	})
+
 	// Bad writes: an exception each, never a schedule.
 	n := len(d.schedules())
 	end := d.refs[704].Addr + uint16(len(d.model(704).Regs))
