@@ -30,6 +30,8 @@ type Config struct {
 	MQTT         MQTT          `yaml:"mqtt"`
 	GridControl  GridControl   `yaml:"gridControl"`
 	Migrated     Migrated      `yaml:"migrated"`
+	// ModbusServer is the SunSpec Modbus server (modbusserver.go).
+	ModbusServer ModbusServer `yaml:"modbusServer"`
 
 	// Local are the integrations on the local network (local.go).
 	Local Local `yaml:"local"`
@@ -267,6 +269,9 @@ type Device struct {
 	// Consumer is the home energy manager's settings of a device of kind
 	// consumer (required for it, refused for other kinds); see Consumer.
 	Consumer *Consumer `yaml:"consumer,omitempty"`
+	// Proxy is the device's Modbus TCP proxy for third parties
+	// (modbusserver.go); nil: none.
+	Proxy *DeviceProxy `yaml:"proxy,omitempty"`
 }
 
 // Serial is a serial line's settings (devices[].serial).

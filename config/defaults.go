@@ -40,6 +40,10 @@ const (
 	defaultReversionTimeout  = 60 * time.Second
 	defaultRampRate          = 10 // % of nominal power per second
 	defaultMeterLossGrace    = 30 * time.Second
+	defaultModbusServerRole  = RoleGridOperator
+	defaultModbusServerConns = 32
+	defaultProxyRate         = 10
+	defaultProxyBurst        = 20
 	gatewayIDPrefix          = "plantd-"
 	// The default memory limit: a base and a share per device.
 	defaultMemoryBaseMB     = 64
@@ -105,6 +109,9 @@ func (c *Config) setDefaults() {
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace
 	c.Local.MQTT.setDefaults()
+	c.ModbusServer.UnitID = defaultUnit
+	c.ModbusServer.Role = defaultModbusServerRole
+	c.ModbusServer.MaxConns = defaultModbusServerConns
 }
 
 func (p *Plant) setDefaults() {
@@ -125,6 +132,9 @@ func (d *Device) setDefaults() {
 func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.Gateway.ID == "" {
 		c.Gateway.ID = gatewayIDFromHostname(hostname)
+	}
+	if c.ModbusServer.Plant == "" && len(c.Plants) == 1 {
+		c.ModbusServer.Plant = c.Plants[0].ID
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]

@@ -46,6 +46,8 @@ func (c *Config) validate() []Problem {
 	v.local()
 	v.gridControl()
 	v.migrated()
+	v.modbusServer()
+	v.proxies()
 	return v.problems
 }
 
@@ -163,13 +165,7 @@ const (
 
 func (v *validator) http() {
 	h := v.c.HTTP
-	if host, port, err := net.SplitHostPort(h.Listen); err != nil {
-		v.add("http.listen", "%q is not host:port (as in 127.0.0.1:8080)", h.Listen)
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		v.add("http.listen", "%q has no valid port", h.Listen)
-	} else if host != "" && !validHost(host) {
-		v.add("http.listen", "%q has no valid host", h.Listen)
-	}
+	v.listen("http.listen", h.Listen, "127.0.0.1:8080")
 	switch {
 	case h.TLSCert != "" && h.TLSKey == "":
 		v.add("http.tlsCert", "tlsKey is missing (give both or neither)")
@@ -195,6 +191,18 @@ func (v *validator) http() {
 		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
 			v.add(fmt.Sprintf("http.trustedProxies[%d]", i), "%q is not an IP address or CIDR", p)
 		}
+	}
+}
+
+// listen checks a listen address: host:port, the host empty (every
+// interface), a name or an IP address, the port 0 (any) to 65535.
+func (v *validator) listen(field, addr, example string) {
+	if host, port, err := net.SplitHostPort(addr); err != nil {
+		v.add(field, "%q is not host:port (as in %s)", addr, example)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.add(field, "%q has no valid port", addr)
+	} else if host != "" && !validHost(host) {
+		v.add(field, "%q has no valid host", addr)
 	}
 }
 

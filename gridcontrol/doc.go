@@ -269,7 +269,8 @@
 // active-power limit (restart, ramp, reversion, follow check); feedin.go
 // the FeedInLimit loop; controls.go the register edits per model;
 // commands.go the command table and eligibility; settings.go the settings
-// read-out; clock.go the clock. gridcontrol imports config (defaults and
+// read-out; held.go which models of a device it holds (for a device's
+// Modbus proxy); clock.go the clock. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), modbus (exceptions),
 // internal/backoff (the write retry's wait), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"plantd/internal/proctest"
 )
 
 const benchQty = 125
@@ -68,7 +70,7 @@ func benchClientRead(b *testing.B, addr string, unit byte) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := proctest.CPUTime()
 	for range b.N {
 		regs, err = c.ReadHoldingRegisters(ctx, 40000, benchQty, regs)
 		if err != nil {
@@ -76,7 +78,7 @@ func benchClientRead(b *testing.B, addr string, unit byte) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proctest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	b.StopTimer()
 	if st := ep.Stats(); st.Requests != uint64(b.N)+1 || st.Connects != 1 {
 		b.Errorf("stats %+v: want %d requests on one connection", st, b.N+1)

@@ -1,6 +1,6 @@
 // Package modbus is plantd's Modbus master: Modbus TCP, RTU over TCP (a
-// serial converter in transparent mode) and RTU on a serial line (RS485).
-// It knows nothing of SunSpec.
+// serial converter in transparent mode) and RTU on a serial line (RS485);
+// and its server side (server.go, below). It knows nothing of SunSpec.
 //
 // A [Pool], created by main and passed to whoever needs it, owns the
 // endpoints. [Pool.Endpoint] returns the one [Endpoint] for a transport and
@@ -244,6 +244,34 @@
 // reads of at most 125 registers. It reads over small holes, never reads a
 // forbidden range, and never splits a range that fits in one read, so a
 // SunSpec value and its scale factor arrive in the same request.
+//
+// # The server side
+//
+// [ServePDU] is the one request decoder of plantd's Modbus servers (the
+// simulator's endpoints and RTU slaves, the SunSpec aggregate server): it
+// decodes a request PDU of functions 1, 2, 3, 4, 5, 6, 15 and 16 into a
+// [Request], calls a [Handler] (Registers or Bits) and encodes the answer,
+// or the exception: a handler's error that is an [*ExceptionError]
+// ([Exception]) answers its code, any other exception 4. A request
+// malformed for its function (a quantity of 0 or past the limits above,
+// a byte count that does not match) answers exception 3, a range past
+// register 65535 exception 2, an unknown function exception 1, without
+// reaching the handler.
+//
+// [Server] serves a Handler over Modbus TCP: a goroutine per connection
+// reads an MBAP frame, checks it with goburrow's TCP packager (Decode:
+// the header's length against the frame, as for the client's answers),
+// answers it through ServePDU under the request's transaction and unit id
+// and reads the next. A frame that is no Modbus TCP (protocol id not 0, a
+// length out of range) closes its connection. [ServerConfig] bounds the
+// open connections (MaxConns, default 32: one more is closed at once),
+// closes a connection idle for IdleTimeout (default 60 s) and refuses
+// clients outside Allow; [Server.Stats] counts them. A [Front]
+// (ServerConfig.Front) sees each connection as it is accepted and each
+// request before the Handler, and may answer it itself, delay, alter or
+// drop the answer, or close the connection: the simulator's faults. It is
+// the one Modbus TCP server of plantd: the simulator's endpoints, the
+// SunSpec aggregate server and the test servers run it.
 //
 // # Import boundary
 //

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	gmodbus "github.com/goburrow/modbus"
+
+	"plantd/internal/proctest"
 )
 
 // BenchmarkRTUOverTCP reads 125 registers per request in RTU frames over
@@ -111,7 +113,7 @@ func benchLoop(b *testing.B, addr, loop string, devices int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := proctest.CPUTime()
 	var wg sync.WaitGroup
 	errs := make(chan error, devices)
 	for i, read := range reads {
@@ -132,7 +134,7 @@ func benchLoop(b *testing.B, addr, loop string, devices int) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proctest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)

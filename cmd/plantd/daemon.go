@@ -32,6 +32,7 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspecserver"
 )
 
 // daemon is a running plantd: the components a config asks for, wired
@@ -52,6 +53,12 @@ type daemon struct {
 	ha     *hass.Link   // nil without local.mqtt
 	ln     net.Listener
 	plants []plant.Plant
+
+	// sunspec serves the plant as a SunSpec device on sunspecLn (nil
+	// without modbusServer; sunspec.go).
+	sunspec   *sunspecserver.Server
+	sunspecLn net.Listener
+	proxies   []deviceProxy // devices[].proxy
 
 	// pollDuration is the poll latency histogram of /metrics (DESIGN §9).
 	pollDuration *metrics.HistogramVec
@@ -90,7 +97,7 @@ type daemon struct {
 // cfg.HTTP.Listen) and then opens the database, so that a port in use or
 // a broken disk stops plantd at start with a clear message, and a port in
 // use leaves no database file behind. On error ln is closed.
-func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
+func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
 			return nil, fmt.Errorf("http api: %w", err)
@@ -188,6 +195,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 	collector.homes = d.homes
 	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
+	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made below
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
@@ -220,12 +228,28 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln net.Listener, now fun
 		d.store.Close()
 		return nil, fmt.Errorf("http api: %w", err)
 	}
-	if d.ha, err = d.newHass(cfg, logger.With("component", "hass")); err != nil {
+	if err := d.newLocal(cfg, sunspecLn, logger); err != nil {
 		d.pool.Close()
 		d.store.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// newLocal builds the gateway's local integrations: Home Assistant over a
+// LAN broker, the SunSpec server and the devices' proxies.
+func (d *daemon) newLocal(cfg *config.Config, sunspecLn net.Listener, logger *slog.Logger) error {
+	var err error
+	if d.ha, err = d.newHass(cfg, logger.With("component", "hass")); err != nil {
+		return err
+	}
+	if d.sunspec, d.sunspecLn, err = d.newSunSpec(cfg, sunspecLn); err != nil {
+		return err
+	}
+	if d.proxies, err = d.newProxies(cfg); err != nil && d.sunspecLn != nil {
+		d.sunspecLn.Close()
+	}
+	return err
 }
 
 // logEntry stores a log entry and hands it to the uplink (both never
@@ -355,6 +379,12 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 		component(d.inputs.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
+	if d.sunspec != nil {
+		component(func(ctx context.Context) error { return d.sunspec.Serve(ctx, d.sunspecLn) })
+	}
+	for _, p := range d.proxies {
+		component(func(ctx context.Context) error { return p.p.Serve(ctx, p.ln) })
+	}
 	component(func(ctx context.Context) error { d.supervise(ctx, hup); return nil })
 	// The uplink writes the outbox synchronously (not through the store's
 	// writer), so it stops with the poller, before the store closes.
@@ -571,6 +601,7 @@ func (d *daemon) applyDevices(next *config.Config) (poller.Changes, error) {
 	ctx := context.Background()
 	consumersChanged(d.cfg, next, d.log)
 	inputsChanged(d.cfg, next, d.log)
+	proxiesChanged(d.cfg, next, d.log)
 	running, err := d.devicesOf(ctx, d.cfg)
 	if err != nil {
 		return poller.Changes{}, err

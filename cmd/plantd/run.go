@@ -47,22 +47,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
-	return serve(ctx, cfg, *path, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
+	return serve(ctx, cfg, *path, nil, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
 // serve runs the daemon of a valid config (read from cfgPath, "" for the
-// demo) until ctx ends; ln, when set,
-// is the HTTP listener bound already; report, when set, logs the live
+// demo) until ctx ends; ln and sunspecLn, when set, are the HTTP and the
+// SunSpec server's listeners bound already; report, when set, logs the live
 // energy balance at that interval; reload, when set, reads the config
 // again on SIGHUP.
-func serve(ctx context.Context, cfg *config.Config, cfgPath string, ln net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
+func serve(ctx context.Context, cfg *config.Config, cfgPath string, ln, sunspecLn net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
 	reload func() (*config.Config, error)) int {
 	// SIGHUP is taken from here on: before, it would end the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	logger, level := newLogger(cfg.Log, stderr)
-	d, err := newDaemon(ctx, cfg, ln, now, logger)
+	d, err := newDaemon(ctx, cfg, ln, sunspecLn, now, logger)
 	if err != nil {
 		logger.Error("cannot start: " + err.Error())
 		return failureStatus(err)
@@ -136,13 +136,14 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
 	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one")
+	sunspecAddr := fs.String("sunspec", "127.0.0.1:1502", `SunSpec Modbus TCP server address, writes enabled (a free port when taken; "off": none)`)
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -156,6 +157,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer ln.Close()
 	*listen = ln.Addr().String()
+	sunspecLn, err := demoSunSpecListener(*sunspecAddr)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: SunSpec server: %v (choose another address with --sunspec)\n", err)
+		return exitFailure
+	}
+	if sunspecLn != nil {
+		defer sunspecLn.Close()
+	}
 	simCfg := sim.DemoConfig()
 	simCfg.Speed = *speed
 	if *startAt != "" {
@@ -218,6 +227,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Home Assistant's discovery goes to the same broker (its own
 	// connection and topics: docs/home-assistant.md).
 	cfg.Local.MQTT.Broker = cfg.MQTT.Broker
+	if sunspecLn != nil {
+		// The demo's direct marketer may limit the plant: writes on.
+		m := &cfg.ModbusServer
+		m.Listen, m.Plant, m.Writes = sunspecLn.Addr().String(), "demo", true
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
@@ -253,8 +267,27 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "Home Assistant: MQTT discovery on %s under %s/, states under %s/%s/ (point Home Assistant's MQTT integration at this broker)\n",
 			l.Broker, l.DiscoveryPrefix, l.Prefix, cfg.Gateway.ID)
 	}
+	if sunspecLn != nil {
+		host, port, _ := splitListen(sunspecLn.Addr().String())
+		fmt.Fprintf(stdout, "SunSpec server (the plant as one SunSpec device, Modbus TCP unit %d, writes on) on %s; read it: mbpoll -m tcp -a %d -r 40001 -c 10 -p %d %s\n",
+			cfg.ModbusServer.UnitID, sunspecLn.Addr(), cfg.ModbusServer.UnitID, port, host)
+	}
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, "", ln, plantSim.Now, stderr, 10*time.Second, nil)
+	return serve(ctx, cfg, "", ln, sunspecLn, plantSim.Now, stderr, 10*time.Second, nil)
+}
+
+// demoSunSpecListener binds the demo's SunSpec server: addr, or a free
+// port on its host when addr is taken; nil for "off".
+func demoSunSpecListener(addr string) (net.Listener, error) {
+	if addr == "off" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(addr)
+		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	}
+	return ln, err
 }
 
 // demoWindow is the window of the banner's grid-control example, relative

@@ -231,15 +231,13 @@
 // # Endpoints, the proxy, and faults
 //
 // Each endpoint (a device's own port, or one shared by the devices with the
-// same Config Endpoint, told apart by unit id) is two things: a
-// github.com/simonvetter/modbus server on an internal loopback port, which
-// decodes requests and calls the plant, and a small TCP front on the public
-// port. The front accepts clients, opens one connection to the internal
-// server per client, and forwards MBAP frames (7-byte header: transaction
-// id, protocol id, length, unit id; then length-1 PDU bytes) both ways
-// from one goroutine per client with buffers reused for every frame, so the
-// normal path adds no allocation. It applies the fault of the unit a
-// request is for (Device.SetFault, at any time):
+// same Config Endpoint, told apart by unit id) is served by plantd/modbus's
+// Server, the one Modbus TCP server of plantd (accept, MBAP framing, a
+// goroutine per client, ServePDU and the plant's handler, server.go), with
+// the endpoint as its Front: each connection's proxyConn applies the fault
+// of the unit a request is for, with buffers reused for every frame, so
+// the normal path adds no allocation of its own. The faults
+// (Device.SetFault, at any time):
 //
 //	FaultNone            answers normally
 //	FaultSlow            answers after Fault.Delay (default 1 s)
@@ -265,16 +263,14 @@
 //
 // Devices can answer as Modbus RTU slaves instead (rtu.go): frames of the
 // unit id, the PDU and the CRC-16/MODBUS (low byte first), delimited by a
-// silence of 3.5 characters (1.75 ms above 19200 baud). The PDU goes to
-// the same handler methods the TCP endpoints call, through simonvetter's
-// request structs, so reads, writes and exceptions mean the same; the RTU
-// slave does its own PDU decoding (functions 1, 2, 3, 4, 5, 6, 15, 16; a
-// request malformed for its function, such as a quantity of 0 or 126
-// registers or a byte count that does not match, answers exception 3,
-// where the TCP server would close the connection; an unknown function
-// answers exception 1). A frame with a bad CRC, for a unit nobody on the
-// line answers to, or a broadcast (unit 0, not executed) gets no answer,
-// as on a real bus.
+// silence of 3.5 characters (1.75 ms above 19200 baud). The PDU goes
+// through the same ServePDU and handler as on the TCP endpoints, so reads,
+// writes and exceptions mean the same (functions 1, 2, 3, 4, 5, 6, 15,
+// 16; a request malformed for its function, such as a quantity of 0 or
+// 126 registers or a byte count that does not match, answers exception 3;
+// an unknown function exception 1). A frame with a bad CRC, for a unit
+// nobody on the line answers to, or a broadcast (unit 0, not executed)
+// gets no answer, as on a real bus.
 //
 //	Config.Serial           serial lines (SerialConfig: Path, Baud 9600,
 //	                        Parity N, StopBits 1, Devices by id): the
@@ -377,10 +373,10 @@
 // stands still between their reads.
 //
 // Package sim imports devices (model tables, encoding), devices/template
-// (the template devices' maps), plant/kind (the device kinds), the
-// simonvetter server, net/http (the Shelly plugs' servers), syscall on
-// Linux (a serial line's settings) and modbus for the serial lines'
-// standard rates only; it knows nothing of the transport, the rest of the plant
-// domain, storage or plantd's HTTP API, and nothing imports it but
-// cmd/plantd and tests.
+// (the template devices' maps), plant/kind (the device kinds), modbus (the
+// server side's ServePDU and exceptions, and the serial lines' standard
+// rates; never its client), net/http (the Shelly plugs' servers) and
+// syscall on Linux (a serial line's settings); it knows nothing of the
+// rest of the plant domain, storage or plantd's HTTP API, and nothing
+// imports it but cmd/plantd and tests.
 package sim

@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -14,34 +12,32 @@ import (
 	"sync"
 	"time"
 
-	mb "github.com/simonvetter/modbus"
+	"plantd/modbus"
 )
 
-// An endpoint is one public TCP port. Behind it runs a simonvetter Modbus
-// server on an internal loopback port, which decodes the requests and calls
-// handler; in front of it, the endpoint's proxy forwards MBAP frames
-// between each client connection and a connection of its own to the
-// internal server, and applies the faults of the unit a frame is for.
+// An endpoint is one public TCP port, served by plantd/modbus's Server
+// (accept, MBAP framing, a goroutine per connection, ServePDU and
+// handler: the server every Modbus TCP server of plantd's runs) with the
+// endpoint as its Front: each connection's proxyConn applies the fault of
+// the unit a frame is for before the handler answers.
 
 // MBAP framing.
 const (
 	mbapHeader = 7 // transaction id, protocol id, length, unit id
 	// maxFrame is the largest Modbus TCP frame: the header and a PDU of at
 	// most 253 bytes (the length field counts the unit id too).
-	maxFrame  = mbapHeader + 253
-	maxLength = maxFrame - 6
+	maxFrame = mbapHeader + 253
 )
 
-// Internal server settings.
+// acceptBackoff is the pause after a failed accept (RTU over TCP).
+const acceptBackoff = 50 * time.Millisecond
+
+// Bounds of an endpoint's server: a simulated device keeps its clients
+// as long as they like.
 const (
-	internalIdle       = 24 * time.Hour // the proxy keeps its backend connections
-	internalMaxClients = 4096
-	internalAttempts   = 10
-	dialTimeout        = 2 * time.Second
-	acceptBackoff      = 50 * time.Millisecond
+	endpointMaxConns = 4096
+	endpointIdle     = 24 * time.Hour
 )
-
-var errBadFrame = errors.New("sim: malformed MBAP frame")
 
 type endpoint struct {
 	plant *Plant
@@ -52,15 +48,14 @@ type endpoint struct {
 	log   *slog.Logger
 	done  chan struct{} // closed by close
 
-	mu      sync.Mutex
-	addr    string // public host:port once started
-	ln      net.Listener
-	server  *mb.ModbusServer
-	backend string // host:port of the internal server
-	conns   map[*proxyConn]struct{}
-	seq     uint64
-	closed  bool
-	rtu     *rtuFront // RTU over TCP (rtutcp.go); nil: Modbus TCP
+	mu     sync.Mutex
+	addr   string // public host:port once started
+	ln     net.Listener
+	stop   context.CancelFunc // ends the server
+	conns  map[*proxyConn]struct{}
+	seq    uint64
+	closed bool
+	rtu    *rtuFront // RTU over TCP (rtutcp.go); nil: Modbus TCP
 }
 
 func newEndpoint(p *Plant, name string) *endpoint {
@@ -77,66 +72,37 @@ func (ep *endpoint) address() string {
 	return ep.addr
 }
 
-// start runs the internal server and binds the public port.
+// start binds the public port.
 func (ep *endpoint) start(host string) error {
 	if ep.rtu != nil {
 		return ep.startRTU(host)
 	}
-	srv, backend, err := ep.startInternal()
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(ep.port)))
 	if err != nil {
-		_ = srv.Stop()
 		return fmt.Errorf("listen: %w", err)
 	}
 	ep.mu.Lock()
 	if ep.closed {
 		ep.mu.Unlock()
 		_ = ln.Close()
-		_ = srv.Stop()
 		return ErrClosed
 	}
-	ep.ln, ep.addr, ep.server, ep.backend = ln, ln.Addr().String(), srv, backend
+	ctx, stop := context.WithCancel(context.Background())
+	ep.ln, ep.addr, ep.stop = ln, ln.Addr().String(), stop
 	ep.plant.wg.Add(1)
 	ep.mu.Unlock()
-	go ep.acceptLoop(ln)
+	srv := modbus.NewServer(modbus.ServerConfig{MaxConns: endpointMaxConns, IdleTimeout: endpointIdle, Front: ep},
+		&handler{ep: ep}, ep.log)
+	go func() {
+		defer ep.plant.wg.Done()
+		if err := srv.Serve(ctx, ln); err != nil {
+			ep.log.Warn("endpoint stopped", "err", err)
+		}
+	}()
 	return nil
 }
 
-// startInternal starts the simonvetter server on a free loopback port. The
-// library binds the address it is given and cannot report the port it got,
-// so a free port is found by binding :0 and releasing it; should another
-// socket take it in between, another one is tried.
-func (ep *endpoint) startInternal() (*mb.ModbusServer, string, error) {
-	var lastErr error
-	for range internalAttempts {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, "", fmt.Errorf("internal server: %w", err)
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		srv, err := mb.NewServer(&mb.ServerConfiguration{
-			URL:        "tcp://" + addr,
-			Timeout:    internalIdle,
-			MaxClients: internalMaxClients,
-			Logger:     log.New(io.Discard, "", 0),
-		}, &handler{ep: ep})
-		if err != nil {
-			return nil, "", fmt.Errorf("internal server: %w", err)
-		}
-		if err := srv.Start(); err != nil {
-			lastErr = err
-			continue
-		}
-		return srv, addr, nil
-	}
-	return nil, "", fmt.Errorf("internal server: %w", lastErr)
-}
-
-// close stops accepting, closes every connection and the internal server.
+// close stops accepting and closes every connection.
 func (ep *endpoint) close() {
 	ep.mu.Lock()
 	if ep.closed {
@@ -145,7 +111,7 @@ func (ep *endpoint) close() {
 	}
 	ep.closed = true
 	close(ep.done)
-	ln, srv := ep.ln, ep.server
+	ln, stop := ep.ln, ep.stop
 	for pc := range ep.conns {
 		pc.close()
 	}
@@ -153,11 +119,10 @@ func (ep *endpoint) close() {
 	if ep.rtu != nil {
 		ep.rtu.closeConns()
 	}
-	if ln != nil {
+	if stop != nil {
+		stop() // the server closes ln
+	} else if ln != nil {
 		_ = ln.Close()
-	}
-	if srv != nil {
-		_ = srv.Stop()
 	}
 }
 
@@ -194,11 +159,10 @@ func (ep *endpoint) faultChanged() {
 	ep.mu.Unlock()
 }
 
-func (ep *endpoint) acceptLoop(ln net.Listener) { ep.accept(ln, ep.serve) }
-
 // accept hands every connection ln accepts to serve until ln is closed;
 // a failed accept waits acceptBackoff (or the endpoint's end). It is the
-// one accept loop of the TCP endpoints, Modbus TCP and RTU over TCP.
+// accept loop of the RTU over TCP endpoints (rtutcp.go); the Modbus TCP
+// endpoints' is modbus.Server's.
 func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	defer ep.plant.wg.Done()
 	for {
@@ -221,31 +185,22 @@ func (ep *endpoint) accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
-// serve starts proxying a new client connection.
-func (ep *endpoint) serve(c net.Conn) {
+var _ modbus.Front = (*endpoint)(nil)
+
+// Connect takes a new client connection (modbus.Front): a dead endpoint
+// resets it at once, an endpoint that keeps one client closes the others.
+func (ep *endpoint) Connect(c net.Conn) modbus.FrontConn {
 	if ep.allOffline() {
 		// A dead device: reset the connection at once.
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
-		_ = c.Close()
-		return
+		return nil
 	}
 	ep.mu.Lock()
-	backend := ep.backend
-	ep.mu.Unlock()
-	b, err := net.DialTimeout("tcp", backend, dialTimeout)
-	if err != nil {
-		ep.log.Warn("internal server unreachable", "err", err)
-		_ = c.Close()
-		return
-	}
-	ep.mu.Lock()
+	defer ep.mu.Unlock()
 	if ep.closed {
-		ep.mu.Unlock()
-		_ = c.Close()
-		_ = b.Close()
-		return
+		return nil
 	}
 	if ep.oneClient() {
 		for old := range ep.conns {
@@ -254,12 +209,10 @@ func (ep *endpoint) serve(c net.Conn) {
 		}
 	}
 	ep.seq++
-	pc := newProxyConn(ep, c, b, ep.seq)
+	pc := newProxyConn(ep, c, ep.seq)
 	ep.conns[pc] = struct{}{}
-	ep.plant.wg.Add(1)
-	ep.mu.Unlock()
 	ep.log.Debug("client connected", "remote", c.RemoteAddr().String())
-	go pc.run()
+	return pc
 }
 
 func (ep *endpoint) remove(pc *proxyConn) {
@@ -268,128 +221,84 @@ func (ep *endpoint) remove(pc *proxyConn) {
 	ep.mu.Unlock()
 }
 
-// proxyConn is one client connection and its backend connection to the
-// internal server. One goroutine serves it: it reads a request, forwards it,
-// reads the answer and writes it back, with the buffers below reused for
-// every frame.
+// proxyConn is one client connection's fault front (modbus.FrontConn),
+// with the buffers below reused for every frame.
 type proxyConn struct {
-	ep      *endpoint
-	client  net.Conn
-	backend net.Conn
-	cr, br  *bufio.Reader
-	done    chan struct{}
-	once    sync.Once
-	timer   *time.Timer // FaultSlow, made on first use
-	rng     *rand.Rand  // FaultGarbage
+	ep     *endpoint
+	client net.Conn
+	done   chan struct{}
+	once   sync.Once
+	timer  *time.Timer // FaultSlow, made on first use
+	rng    *rand.Rand  // FaultGarbage
 
 	req, resp, held [maxFrame]byte
 	heldLen         int // FaultWrongTID: the answer held back, 0 = none
 }
 
-func newProxyConn(ep *endpoint, client, backend net.Conn, seq uint64) *proxyConn {
+var _ modbus.FrontConn = (*proxyConn)(nil)
+
+func newProxyConn(ep *endpoint, client net.Conn, seq uint64) *proxyConn {
 	return &proxyConn{
-		ep: ep, client: client, backend: backend,
-		cr:   bufio.NewReaderSize(client, 2*maxFrame),
-		br:   bufio.NewReaderSize(backend, 2*maxFrame),
+		ep: ep, client: client,
 		done: make(chan struct{}),
 		rng:  rand.New(rand.NewPCG(seq, 0x706c616e7464)),
 	}
 }
 
-// close closes both connections; the serving goroutine then ends.
+// close closes the connection; the server's goroutine for it then ends.
 func (pc *proxyConn) close() {
 	pc.once.Do(func() {
 		close(pc.done)
 		_ = pc.client.Close()
-		_ = pc.backend.Close()
 	})
 }
 
-// readFrame reads one MBAP frame into buf and returns its length.
-func readFrame(r *bufio.Reader, buf *[maxFrame]byte) (int, error) {
-	if _, err := io.ReadFull(r, buf[:mbapHeader]); err != nil {
-		return 0, err
-	}
-	n := int(binary.BigEndian.Uint16(buf[4:6]))
-	if n < 2 || n > maxLength {
-		return 0, errBadFrame
-	}
-	if _, err := io.ReadFull(r, buf[mbapHeader:6+n]); err != nil {
-		return 0, err
-	}
-	return 6 + n, nil
+// Closed forgets the connection once the server closed it.
+func (pc *proxyConn) Closed() {
+	pc.close()
+	pc.ep.remove(pc)
 }
 
-func (pc *proxyConn) run() {
+// Request applies the fault of the unit the request frame req is for
+// (modbus.FrontConn): the handler's answer (answer), late, under another
+// transaction id, or instead an exception, garbage or a closed
+// connection.
+func (pc *proxyConn) Request(req []byte, answer func() []byte) ([]byte, bool) {
 	ep := pc.ep
-	defer ep.plant.wg.Done()
-	defer ep.remove(pc)
-	defer pc.close()
-	for {
-		n, err := readFrame(pc.cr, &pc.req)
-		if err != nil {
-			return
-		}
-		req := pc.req[:n]
-		var f *Fault
-		if d := ep.units[req[6]]; d != nil {
-			f = d.fault.Load()
-		}
-		kind := FaultNone
-		if f != nil {
-			kind = f.Kind
-		}
-		switch kind {
-		case FaultDrop:
-			return
-		case FaultOffline:
-			if ep.allOffline() {
-				return
-			}
-			if !pc.reply(pc.exception(req, exGatewayTarget)) {
-				return
-			}
-			continue
-		case FaultException:
-			if !pc.reply(pc.exception(req, f.Code)) {
-				return
-			}
-			continue
-		case FaultGarbage:
-			if !pc.reply(pc.garbage(req)) {
-				return
-			}
-			continue
-		case FaultWrongTID:
-		default:
-			pc.heldLen = 0
-		}
-		if _, err := pc.backend.Write(req); err != nil {
-			return
-		}
-		m, err := readFrame(pc.br, &pc.resp)
-		if err != nil {
-			return
-		}
-		resp := pc.resp[:m]
-		switch kind {
-		case FaultSlow:
-			if !pc.wait(f.Delay) {
-				return
-			}
-		case FaultWrongTID:
-			resp = pc.behind(resp, binary.BigEndian.Uint16(req[0:2]))
-		}
-		if !pc.reply(resp) {
-			return
-		}
+	var f *Fault
+	if d := ep.units[req[6]]; d != nil {
+		f = d.fault.Load()
 	}
-}
-
-// reply writes a frame to the client.
-func (pc *proxyConn) reply(b []byte) bool {
-	_, err := pc.client.Write(b)
-	return err == nil
+	kind := FaultNone
+	if f != nil {
+		kind = f.Kind
+	}
+	switch kind {
+	case FaultDrop:
+		return nil, false
+	case FaultOffline:
+		if ep.allOffline() {
+			return nil, false
+		}
+		return pc.exception(req, exGatewayTarget), true
+	case FaultException:
+		return pc.exception(req, f.Code), true
+	case FaultGarbage:
+		return pc.garbage(req), true
+	case FaultWrongTID:
+	default:
+		pc.heldLen = 0
+	}
+	resp := answer()
+	switch kind {
+	case FaultSlow:
+		if !pc.wait(f.Delay) {
+			return nil, false
+		}
+	case FaultWrongTID:
+		resp = pc.behind(resp, binary.BigEndian.Uint16(req[0:2]))
+	}
+	return resp, true
 }
 
 // wait waits d, or until the connection is closed (false).

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	mb "github.com/simonvetter/modbus"
+	"plantd/modbus"
 )
 
 // A relay board is the I/O module the home energy manager switches its
@@ -156,22 +156,22 @@ func (p *Plant) relayRequestLocked(d *Device, now time.Time) {
 }
 
 // relayCoils serves functions 1, 5 and 15.
-func (p *Plant) relayCoils(d *Device, req *mb.CoilsRequest) ([]bool, error) {
+func (p *Plant) relayCoils(d *Device, req *modbus.Request) ([]bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.cfg.Now()
 	p.relayRequestLocked(d, now)
 	b := d.relay
 	inside := int(req.Addr)+int(req.Quantity) <= RelayChannels
-	if !req.IsWrite {
+	if !req.IsWrite() {
 		if !inside {
-			return nil, mb.ErrIllegalDataAddress
+			return nil, errIllegalAddress
 		}
 		return append([]bool(nil), b.coils[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
 	}
-	values := make([]uint16, len(req.Args))
-	points := make([]TracePoint, len(req.Args))
-	for i, on := range req.Args {
+	values := make([]uint16, len(req.Bits))
+	points := make([]TracePoint, len(req.Bits))
+	for i, on := range req.Bits {
 		if on {
 			values[i] = 1
 		}
@@ -181,11 +181,11 @@ func (p *Plant) relayCoils(d *Device, req *mb.CoilsRequest) ([]bool, error) {
 	if !inside {
 		err := fmt.Errorf("exception 2: coils %d+%d outside 0..%d", req.Addr, req.Quantity, RelayChannels-1)
 		p.relayWriteLocked(d, req.Addr, values, points, err)
-		return nil, mb.ErrIllegalDataAddress
+		return nil, errIllegalAddress
 	}
-	copy(b.coils[req.Addr:], req.Args)
+	copy(b.coils[req.Addr:], req.Bits)
 	if b.follow {
-		for i, on := range req.Args {
+		for i, on := range req.Bits {
 			if n := int(req.Addr) + i; b.inputs[n] != on {
 				b.inputs[n] = on
 				d.log.Info("input", "input", n, "on", on, "from", "coil")
@@ -204,13 +204,13 @@ func (p *Plant) relayCoils(d *Device, req *mb.CoilsRequest) ([]bool, error) {
 }
 
 // relayInputs serves function 2.
-func (p *Plant) relayInputs(d *Device, req *mb.DiscreteInputsRequest) ([]bool, error) {
+func (p *Plant) relayInputs(d *Device, req *modbus.Request) ([]bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.cfg.Now()
 	p.relayRequestLocked(d, now)
 	if int(req.Addr)+int(req.Quantity) > RelayChannels {
-		return nil, mb.ErrIllegalDataAddress
+		return nil, errIllegalAddress
 	}
 	b := d.relay
 	if len(b.reads) == maxInputReads {
@@ -241,7 +241,7 @@ var relayRegisterNames = map[uint16]string{
 // relayRegisters serves functions 3, 6 and 16 on the watchdog registers:
 // a request must lie inside 0x1020..0x1021 or 0x1120..0x1123; writes only
 // inside the second block, with values in range (exception 3 otherwise).
-func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]uint16, error) {
+func (p *Plant) relayRegisters(d *Device, req *modbus.Request) ([]uint16, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.cfg.Now()
@@ -250,9 +250,9 @@ func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]ui
 	end := int(req.Addr) + int(req.Quantity)
 	status := int(req.Addr) >= int(RegWatchdogElapsed) && end <= int(RegWatchdogTrips)+1
 	config := int(req.Addr) >= int(RegWatchdogTime) && end <= int(RegFallbackMode)+1
-	if !req.IsWrite {
+	if !req.IsWrite() {
 		if !status && !config {
-			return nil, mb.ErrIllegalDataAddress
+			return nil, errIllegalAddress
 		}
 		out := make([]uint16, req.Quantity)
 		for i := range out {
@@ -260,22 +260,22 @@ func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]ui
 		}
 		return out, nil
 	}
-	points := make([]TracePoint, len(req.Args))
-	for i, v := range req.Args {
+	points := make([]TracePoint, len(req.Regs))
+	for i, v := range req.Regs {
 		points[i] = TracePoint{Name: relayRegisterNames[req.Addr+uint16(i)], Value: float64(v), Raw: uint64(v), Implemented: true}
 	}
 	if !config {
-		p.relayWriteLocked(d, req.Addr, req.Args, points, fmt.Errorf("exception 2: registers %d+%d are not writable", req.Addr, req.Quantity))
-		return nil, mb.ErrIllegalDataAddress
+		p.relayWriteLocked(d, req.Addr, req.Regs, points, fmt.Errorf("exception 2: registers %d+%d are not writable", req.Addr, req.Quantity))
+		return nil, errIllegalAddress
 	}
-	for i, v := range req.Args {
+	for i, v := range req.Regs {
 		if err := checkRelayRegister(req.Addr+uint16(i), v); err != nil {
-			p.relayWriteLocked(d, req.Addr, req.Args, points, fmt.Errorf("exception 3: %w", err))
-			return nil, mb.ErrIllegalDataValue
+			p.relayWriteLocked(d, req.Addr, req.Regs, points, fmt.Errorf("exception 3: %w", err))
+			return nil, errIllegalValue
 		}
 	}
 	reset := false
-	for i, v := range req.Args {
+	for i, v := range req.Regs {
 		switch req.Addr + uint16(i) {
 		case RegWatchdogTime:
 			b.wdTime = v
@@ -298,7 +298,7 @@ func (p *Plant) relayRegisters(d *Device, req *mb.HoldingRegistersRequest) ([]ui
 		b.expireSim = p.simAt(b.last.Add(b.timeout()))
 		p.expireLocked(d, now)
 	}
-	p.relayWriteLocked(d, req.Addr, req.Args, points, nil)
+	p.relayWriteLocked(d, req.Addr, req.Regs, points, nil)
 	p.flowsLocked(p.t)
 	return nil, nil
 }

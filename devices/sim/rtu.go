@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	mb "github.com/simonvetter/modbus"
+	"plantd/modbus"
 )
 
 // Modbus RTU as a slave sees it (Modbus over serial line, V1.02, §2.5.1): a
@@ -90,170 +90,6 @@ func (t lineTiming) wire(n int) time.Duration {
 	return time.Duration(int64(n) * BitsPerChar * int64(time.Second) / int64(t.baud))
 }
 
-// exceptionCode maps an error of handler to its Modbus exception code.
-func exceptionCode(err error) byte {
-	switch {
-	case errors.Is(err, mb.ErrIllegalFunction):
-		return 1
-	case errors.Is(err, mb.ErrIllegalDataAddress):
-		return 2
-	case errors.Is(err, mb.ErrIllegalDataValue):
-		return 3
-	case errors.Is(err, mb.ErrAcknowledge):
-		return 5
-	case errors.Is(err, mb.ErrServerDeviceBusy):
-		return 6
-	case errors.Is(err, mb.ErrMemoryParityError):
-		return 8
-	case errors.Is(err, mb.ErrGWPathUnavailable):
-		return 0x0A
-	case errors.Is(err, mb.ErrGWTargetFailedToRespond):
-		return exGatewayTarget
-	}
-	return defaultExceptionCode // server device failure
-}
-
-// Request limits of the Modbus application protocol (V1.1b3, §6).
-const (
-	maxReadBits   = 2000
-	maxReadRegs   = 125
-	maxWriteBits  = 1968
-	maxWriteRegs  = 123
-	coilOn        = 0xFF00
-	exIllegalFunc = 1
-)
-
-// servePDU executes one request PDU (function code and data) for unit
-// through the handler's methods, the ones the Modbus TCP server calls, and
-// appends the answer PDU, or an exception (function | 0x80, code), to out.
-// A request malformed for its function (a length, quantity or byte count
-// that does not fit) is answered with exception 3, as the spec says.
-func (h *handler) servePDU(unit byte, req []byte, out []byte) []byte {
-	fc := req[0]
-	data := req[1:]
-	ex := func(err error) []byte { return append(out, fc|0x80, exceptionCode(err)) }
-	u16 := func(i int) uint16 { return binary.BigEndian.Uint16(data[i:]) }
-	span := func(addr, n uint16) bool { return int(addr)+int(n) <= 0x10000 }
-	switch fc {
-	case 1, 2: // read coils, read discrete inputs
-		if len(data) != 4 || u16(2) == 0 || u16(2) > maxReadBits {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		addr, n := u16(0), u16(2)
-		if !span(addr, n) {
-			return ex(mb.ErrIllegalDataAddress)
-		}
-		var bits []bool
-		var err error
-		if fc == 1 {
-			bits, err = h.HandleCoils(&mb.CoilsRequest{UnitId: unit, Addr: addr, Quantity: n})
-		} else {
-			bits, err = h.HandleDiscreteInputs(&mb.DiscreteInputsRequest{UnitId: unit, Addr: addr, Quantity: n})
-		}
-		if err == nil && len(bits) != int(n) {
-			err = mb.ErrServerDeviceFailure
-		}
-		if err != nil {
-			return ex(err)
-		}
-		nb := (int(n) + 7) / 8
-		out = append(out, fc, byte(nb))
-		at := len(out)
-		for range nb {
-			out = append(out, 0)
-		}
-		for i, on := range bits {
-			if on {
-				out[at+i/8] |= 1 << (i % 8)
-			}
-		}
-		return out
-	case 3, 4: // read holding registers, read input registers
-		if len(data) != 4 || u16(2) == 0 || u16(2) > maxReadRegs {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		addr, n := u16(0), u16(2)
-		if !span(addr, n) {
-			return ex(mb.ErrIllegalDataAddress)
-		}
-		var regs []uint16
-		var err error
-		if fc == 3 {
-			regs, err = h.HandleHoldingRegisters(&mb.HoldingRegistersRequest{UnitId: unit, Addr: addr, Quantity: n})
-		} else {
-			regs, err = h.HandleInputRegisters(&mb.InputRegistersRequest{UnitId: unit, Addr: addr, Quantity: n})
-		}
-		if err == nil && len(regs) != int(n) {
-			err = mb.ErrServerDeviceFailure
-		}
-		if err != nil {
-			return ex(err)
-		}
-		out = append(out, fc, byte(2*n))
-		for _, r := range regs {
-			out = binary.BigEndian.AppendUint16(out, r)
-		}
-		return out
-	case 5: // write single coil
-		if len(data) != 4 || (u16(2) != coilOn && u16(2) != 0) {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		_, err := h.HandleCoils(&mb.CoilsRequest{UnitId: unit, Addr: u16(0), Quantity: 1, IsWrite: true, Args: []bool{u16(2) == coilOn}})
-		if err != nil {
-			return ex(err)
-		}
-		return append(out, req...)
-	case 6: // write single register
-		if len(data) != 4 {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		_, err := h.HandleHoldingRegisters(&mb.HoldingRegistersRequest{UnitId: unit, Addr: u16(0), Quantity: 1, IsWrite: true, Args: []uint16{u16(2)}})
-		if err != nil {
-			return ex(err)
-		}
-		return append(out, req...)
-	case 15: // write multiple coils
-		if len(data) < 5 {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		addr, n, bc := u16(0), u16(2), int(data[4])
-		if n == 0 || n > maxWriteBits || bc != (int(n)+7)/8 || len(data) != 5+bc {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		if !span(addr, n) {
-			return ex(mb.ErrIllegalDataAddress)
-		}
-		args := make([]bool, n)
-		for i := range args {
-			args[i] = data[5+i/8]&(1<<(i%8)) != 0
-		}
-		if _, err := h.HandleCoils(&mb.CoilsRequest{UnitId: unit, Addr: addr, Quantity: n, IsWrite: true, Args: args}); err != nil {
-			return ex(err)
-		}
-		return append(out, req[:5]...)
-	case 16: // write multiple registers
-		if len(data) < 5 {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		addr, n, bc := u16(0), u16(2), int(data[4])
-		if n == 0 || n > maxWriteRegs || bc != 2*int(n) || len(data) != 5+bc {
-			return ex(mb.ErrIllegalDataValue)
-		}
-		if !span(addr, n) {
-			return ex(mb.ErrIllegalDataAddress)
-		}
-		args := make([]uint16, n)
-		for i := range args {
-			args[i] = u16(5 + 2*i)
-		}
-		if _, err := h.HandleHoldingRegisters(&mb.HoldingRegistersRequest{UnitId: unit, Addr: addr, Quantity: n, IsWrite: true, Args: args}); err != nil {
-			return ex(err)
-		}
-		return append(out, req[:5]...)
-	}
-	return append(out, fc|0x80, exIllegalFunc)
-}
-
 // BusStats counts what the slave of a line saw and did since Start.
 type BusStats struct {
 	// Frames is the frames received, delimited by silence.
@@ -321,6 +157,7 @@ type rtuSlave struct {
 	rng    *rand.Rand
 	timer  *time.Timer
 	line   *lineClock
+	req    modbus.Request // the request being served, reused
 
 	in    [rtuMaxFrame]byte
 	out   [rtuMaxFrame + 2]byte
@@ -457,7 +294,8 @@ func (s *rtuSlave) answer(c lineConn, frame []byte, end time.Time) bool {
 	case FaultGarbage:
 		out = s.garbage(out[:0])
 	default:
-		out = appendCRC(s.h.servePDU(unit, pdu, out))
+		s.req.Unit = unit
+		out = appendCRC(modbus.ServePDU(&s.h, &s.req, pdu, out))
 	}
 	if kind == FaultBadCRC {
 		i := 1 + s.rng.IntN(len(out)-1) // never the unit id: a CRC error, not another unit's answer

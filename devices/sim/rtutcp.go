@@ -10,7 +10,7 @@ import (
 // rtuFront serves an endpoint's public port as RTU over TCP, as a serial
 // to Ethernet converter in transparent mode does: RTU frames (unit, PDU,
 // CRC) in the TCP stream, no MBAP header, answered by an rtuSlave per
-// connection (no internal simonvetter server runs behind it). With a baud
+// connection. With a baud
 // (DeviceConfig.Baud) the answers are paced as on the converter's serial
 // line; without, frames end at a silence of 1.75 ms and answers go out at
 // once.

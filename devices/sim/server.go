@@ -5,25 +5,37 @@ import (
 	"slices"
 	"time"
 
-	mb "github.com/simonvetter/modbus"
+	"plantd/modbus"
 
 	"plantd/devices"
 )
 
-// handler serves the holding registers of an endpoint's devices to the
-// internal simonvetter Modbus server. Errors it returns become exceptions:
-// ErrIllegalDataAddress 2, ErrIllegalDataValue 3, ErrIllegalFunction 1,
-// ErrGWTargetFailedToRespond 0x0B.
+// handler serves the registers and bits of an endpoint's devices to
+// modbus.ServePDU, the request decoder of plantd's Modbus servers, for the
+// Modbus TCP endpoints (proxy.go) and the RTU slaves (rtu.go) alike.
+// Errors it returns become exceptions: errIllegalAddress 2,
+// errIllegalValue 3, errIllegalFunction 1, errGatewayTarget 0x0B.
 type handler struct{ ep *endpoint }
 
-var _ mb.RequestHandler = (*handler)(nil)
+var _ modbus.Handler = (*handler)(nil)
 
-// HandleCoils reads (function 1) or writes (functions 5 and 15) a relay
-// board's coils; the other devices have none (exception 1).
-func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
-	d, err := h.relayAt(req.UnitId)
+// The exceptions the simulated devices answer with.
+var (
+	errIllegalFunction = modbus.Exception(modbus.ExceptionIllegalFunction)
+	errIllegalAddress  = modbus.Exception(modbus.ExceptionIllegalDataAddress)
+	errIllegalValue    = modbus.Exception(modbus.ExceptionIllegalDataValue)
+	errGatewayTarget   = modbus.Exception(modbus.ExceptionGatewayTargetDeviceFailedToRespond)
+)
+
+// Bits reads (functions 1 and 2) or writes (functions 5 and 15) a relay
+// board's coils and inputs; the other devices have none (exception 1).
+func (h *handler) Bits(req *modbus.Request) ([]bool, error) {
+	d, err := h.relayAt(req.Unit)
 	if err != nil {
 		return nil, err
+	}
+	if req.Function == 2 {
+		return d.plant.relayInputs(d, req)
 	}
 	return d.plant.relayCoils(d, req)
 }
@@ -34,57 +46,42 @@ func (h *handler) relayAt(unit uint8) (*Device, error) {
 	d := h.ep.units[unit]
 	switch {
 	case d == nil:
-		return nil, mb.ErrGWTargetFailedToRespond
+		return nil, errGatewayTarget
 	case d.relay == nil:
-		return nil, mb.ErrIllegalFunction
+		return nil, errIllegalFunction
 	}
 	return d, nil
 }
 
-// HandleDiscreteInputs reads a relay board's inputs (function 2); the
-// other devices have none (exception 1).
-func (h *handler) HandleDiscreteInputs(req *mb.DiscreteInputsRequest) ([]bool, error) {
-	d, err := h.relayAt(req.UnitId)
-	if err != nil {
-		return nil, err
-	}
-	return d.plant.relayInputs(d, req)
-}
-
-// HandleInputRegisters answers exception 1: no device has input
-// registers (a relay board counts the request as a telegram).
-func (h *handler) HandleInputRegisters(req *mb.InputRegistersRequest) ([]uint16, error) {
-	d := h.ep.units[req.UnitId]
+// Registers reads holding registers (function 3) or writes them (6 and
+// 16): a device's map, or a relay board's watchdog registers. Input
+// registers (function 4) are a template device's; the others answer
+// exception 1 (a relay board counts the request as a telegram).
+func (h *handler) Registers(req *modbus.Request) ([]uint16, error) {
+	d := h.ep.units[req.Unit]
 	if d == nil {
-		return nil, mb.ErrGWTargetFailedToRespond
+		return nil, errGatewayTarget
 	}
-	if d.relay != nil {
-		d.plant.relayTouch(d)
-	}
-	if d.tpl != nil {
-		return d.plant.readTemplate(d, 4, req.Addr, req.Quantity)
-	}
-	return nil, mb.ErrIllegalFunction
-}
-
-// HandleHoldingRegisters reads (function 3) or writes (functions 6 and 16)
-// a device's map, or a relay board's watchdog registers.
-func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16, error) {
-	d := h.ep.units[req.UnitId]
-	if d == nil {
-		return nil, mb.ErrGWTargetFailedToRespond
+	if req.Function == 4 {
+		if d.relay != nil {
+			d.plant.relayTouch(d)
+		}
+		if d.tpl != nil {
+			return d.plant.readTemplate(d, 4, req.Addr, req.Quantity)
+		}
+		return nil, errIllegalFunction
 	}
 	if d.relay != nil {
 		return d.plant.relayRegisters(d, req)
 	}
 	if d.tpl != nil {
-		if req.IsWrite {
-			return nil, mb.ErrIllegalFunction // template devices are read-only
+		if req.IsWrite() {
+			return nil, errIllegalFunction // template devices are read-only
 		}
 		return d.plant.readTemplate(d, 3, req.Addr, req.Quantity)
 	}
-	if req.IsWrite {
-		return nil, d.plant.write(d, req.Addr, req.Args)
+	if req.IsWrite() {
+		return nil, d.plant.write(d, req.Addr, req.Regs)
 	}
 	return d.plant.read(d, req.Addr, req.Quantity)
 }
@@ -100,7 +97,7 @@ func (d *Device) span(addr uint16, n int) (int, bool) {
 func (p *Plant) read(d *Device, addr, quantity uint16) ([]uint16, error) {
 	off, ok := d.span(addr, int(quantity))
 	if !ok {
-		return nil, mb.ErrIllegalDataAddress
+		return nil, errIllegalAddress
 	}
 	out := make([]uint16, quantity)
 	p.mu.Lock()
@@ -216,12 +213,12 @@ func (p *Plant) write(d *Device, addr uint16, values []uint16) error {
 	off, ok := d.span(addr, len(values))
 	if !ok {
 		p.traceLocked(d, addr, len(values), -1, fmt.Errorf("exception 2: registers %d+%d outside the map", addr, len(values)))
-		return mb.ErrIllegalDataAddress
+		return errIllegalAddress
 	}
 	for i := range values {
 		if !d.writable[off+i] {
 			p.traceLocked(d, addr, len(values), off, fmt.Errorf("exception 2: register %d is not writable", int(addr)+i))
-			return mb.ErrIllegalDataAddress
+			return errIllegalAddress
 		}
 	}
 	d.scratch = append(d.scratch[:0], d.regs[off:off+len(values)]...)
@@ -231,7 +228,7 @@ func (p *Plant) write(d *Device, addr uint16, values []uint16) error {
 		copy(d.regs[off:], d.scratch)
 		d.log.Info("write refused", "addr", addr, "err", err)
 		p.traceLocked(d, addr, len(values), off, fmt.Errorf("exception 3: %w", err))
-		return mb.ErrIllegalDataValue
+		return errIllegalValue
 	}
 	switch {
 	case d.inv != nil:

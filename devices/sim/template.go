@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 
-	mb "github.com/simonvetter/modbus"
-
 	"plantd/devices/template"
 	"plantd/plant/kind"
 )
@@ -257,7 +255,7 @@ func (p *Plant) readTemplate(d *Device, fn byte, addr, quantity uint16) ([]uint1
 		copy(out, td.blocks[i][off:])
 		return out, nil
 	}
-	return nil, mb.ErrIllegalDataAddress
+	return nil, errIllegalAddress
 }
 
 // TemplateValues returns what a template device's image holds now, by

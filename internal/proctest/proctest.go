@@ -2,8 +2,10 @@
 // the real plantd binary built once, started with its log lines (stderr)
 // kept for the test to wait on, and stopped by the test's cleanup. Buffer
 // is the goroutine-safe sink for a process's output or a test's slog
-// handler. Only tests and test helpers (mqtt/mqtttest) import it; it
-// imports no plantd package.
+// handler; CPUTime is this process's CPU time, for benchmarks; ServeTCP
+// runs a server's Serve on a loopback port for a test. Only tests and
+// test helpers (mqtt/mqtttest, devices/sim/simtest) import it; it imports
+// no plantd package.
 package proctest
 
 import (

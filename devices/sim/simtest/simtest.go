@@ -3,15 +3,12 @@
 package simtest
 
 import (
-	"io"
-	"log"
 	"log/slog"
-	"net"
 	"testing"
 
-	mb "github.com/simonvetter/modbus"
-
 	"plantd/devices/sim"
+	"plantd/internal/proctest"
+	"plantd/modbus"
 )
 
 // Start runs the simulated plant of cfg until the test ends.
@@ -44,41 +41,19 @@ func Device(tb testing.TB, p *sim.Plant, id string) *sim.Device {
 // its host:port.
 func PlainModbus(tb testing.TB) string {
 	tb.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		srv, err := mb.NewServer(&mb.ServerConfiguration{URL: "tcp://" + addr, MaxClients: 4,
-			Logger: log.New(io.Discard, "", 0)}, zeros{})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := srv.Start(); err != nil {
-			continue // another process took the port meanwhile
-		}
-		tb.Cleanup(func() { _ = srv.Stop() })
-		return addr
-	}
-	tb.Fatal("no free port for a Modbus server")
-	return ""
+	return proctest.ServeTCP(tb, modbus.NewServer(modbus.ServerConfig{MaxConns: 4}, zeros{}, slog.New(slog.DiscardHandler)).Serve)
 }
 
 // zeros is the request handler of PlainModbus.
 type zeros struct{}
 
-func (zeros) HandleCoils(*mb.CoilsRequest) ([]bool, error) { return nil, mb.ErrIllegalFunction }
-func (zeros) HandleDiscreteInputs(*mb.DiscreteInputsRequest) ([]bool, error) {
-	return nil, mb.ErrIllegalFunction
+func (zeros) Bits(*modbus.Request) ([]bool, error) {
+	return nil, modbus.Exception(modbus.ExceptionIllegalFunction)
 }
-func (zeros) HandleInputRegisters(*mb.InputRegistersRequest) ([]uint16, error) {
-	return nil, mb.ErrIllegalFunction
-}
-func (zeros) HandleHoldingRegisters(r *mb.HoldingRegistersRequest) ([]uint16, error) {
-	if r.IsWrite {
-		return nil, mb.ErrIllegalFunction
+
+func (zeros) Registers(r *modbus.Request) ([]uint16, error) {
+	if r.Function != 3 {
+		return nil, modbus.Exception(modbus.ExceptionIllegalFunction)
 	}
 	return make([]uint16, r.Quantity), nil
 }

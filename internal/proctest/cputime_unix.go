@@ -1,14 +1,15 @@
 //go:build unix
 
-package modbus
+package proctest
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
+// CPUTime returns the CPU time (user and system) this process has used,
+// for benchmarks that report CPU per operation (0 where not measured).
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"plantd/plant/kind"
+)
+
+// ModbusServer is the SunSpec Modbus TCP server (modbusServer): the plant
+// as one SunSpec device for a SCADA system or a direct marketer's box
+// (package sunspecserver). Off while Listen is empty (the default).
+type ModbusServer struct {
+	// Listen is the host:port to serve on ("0.0.0.0:502", or port 0 for a
+	// free one); empty: no server.
+	Listen string `yaml:"listen"`
+	// Plant is the plant the server shows (required with more than one
+	// plant).
+	Plant string `yaml:"plant"`
+	// UnitID is the unit id the server answers to (1..247, default 1).
+	UnitID int `yaml:"unitId"`
+	// Writes lets masters write the active power limit (models 123 and
+	// 704), which becomes a schedule; default false: every write is
+	// refused with exception 1.
+	Writes bool `yaml:"writes"`
+	// Role is the role of the schedules the writes make: gridoperator
+	// (default) or installer.
+	Role string `yaml:"role"`
+	// Allow lists the client addresses that may connect, as IP addresses
+	// or CIDRs; default none: every client.
+	Allow []string `yaml:"allow"`
+	// MaxConns bounds the open connections (1..1024, default 32); a
+	// connection beyond it is closed at once, and an idle one after 60 s.
+	MaxConns int `yaml:"maxConns"`
+}
+
+// Bounds of modbusServer.maxConns.
+const maxModbusServerConns = 1024
+
+// AllowPrefixes returns Allow as prefixes (an address as its /32 or
+// /128). Call it on a validated config.
+func (m ModbusServer) AllowPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range m.Allow {
+		if p, err := netip.ParsePrefix(a); err == nil {
+			out = append(out, p.Masked())
+		} else if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+		}
+	}
+	return out
+}
+
+func (v *validator) modbusServer() {
+	m := v.c.ModbusServer
+	if m.Listen == "" {
+		return
+	}
+	v.listen("modbusServer.listen", m.Listen, "0.0.0.0:502")
+	plants := map[string]bool{}
+	for _, p := range v.c.Plants {
+		plants[p.ID] = true
+	}
+	switch {
+	case m.Plant == "":
+		v.add("modbusServer.plant", "required when more than one plant is configured")
+	case m.Plant != "" && !plants[m.Plant]:
+		v.add("modbusServer.plant", "unknown plant %q", m.Plant)
+	}
+	if m.UnitID < 1 || m.UnitID > 247 {
+		v.add("modbusServer.unitId", "%d is not a Modbus unit id of a server (1..247)", m.UnitID)
+	}
+	switch m.Role {
+	case RoleGridOperator, RoleInstaller:
+	default:
+		v.add("modbusServer.role", "%q is not a role that may send schedules (gridoperator or installer)", m.Role)
+	}
+	for i, a := range m.Allow {
+		if _, err := netip.ParsePrefix(a); err != nil {
+			if _, err := netip.ParseAddr(a); err != nil {
+				v.add(fmt.Sprintf("modbusServer.allow[%d]", i), "%q is not an IP address or CIDR", a)
+			}
+		}
+	}
+	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
+		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)
+	}
+}
+
+// DeviceProxy is a device's Modbus TCP proxy (devices[].proxy, package
+// modbusproxy): a port of its own through which a third party reaches a
+// device that accepts one Modbus client, its requests queued with
+// plantd's own on the device's connection.
+type DeviceProxy struct {
+	// Listen is the host:port to serve on; required.
+	Listen string `yaml:"listen"`
+	// RequestsPerSecond and Burst are each client's token bucket (more
+	// than 0 and at most 1000, default 10; 1..1000, default 20): a
+	// request beyond it answers exception 6.
+	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
+	Burst             int     `yaml:"burst"`
+}
+
+// Defaults and bounds of a device's proxy.
+const (
+	maxProxyRate = 1000
+)
+
+func (p *DeviceProxy) setDefaults() {
+	p.RequestsPerSecond = defaultProxyRate
+	p.Burst = defaultProxyBurst
+}
+
+// proxies checks the devices' proxies: a valid, distinct listen address,
+// a device on Modbus (not a consumer), rates in range.
+func (v *validator) proxies() {
+	seen := map[string]string{}
+	for i, d := range v.c.Devices {
+		if d.Proxy == nil {
+			continue
+		}
+		path := fmt.Sprintf("devices[%d].proxy", i)
+		if d.Proxy.Listen == "" {
+			v.add(path+".listen", "required (host:port, as in 0.0.0.0:1502)")
+		} else {
+			v.listen(path+".listen", d.Proxy.Listen, "0.0.0.0:1502")
+			if other, ok := seen[d.Proxy.Listen]; ok && !strings.HasSuffix(d.Proxy.Listen, ":0") {
+				v.add(path+".listen", "%q is %s's too", d.Proxy.Listen, other)
+			}
+			seen[d.Proxy.Listen] = d.ID
+		}
+		if d.Kind == kind.Consumer {
+			v.add(path, "a consumer has no Modbus connection to share")
+		}
+		if r := d.Proxy.RequestsPerSecond; !(r > 0 && r <= maxProxyRate) {
+			v.add(path+".requestsPerSecond", "%v is out of range (more than 0, at most %d)", r, maxProxyRate)
+		}
+		if b := d.Proxy.Burst; b < 1 || b > maxProxyRate {
+			v.add(path+".burst", "%d is out of range (1..%d)", b, maxProxyRate)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package gridcontrol
+
+import "slices"
+
+// HeldModels returns the SunSpec models that carry a control of the
+// device plantd holds now (a window of a schedule, or the fallback ramp
+// after it): the limit's 123 and 704, the connection's 123, a curve
+// command's curve models. A device proxy refuses third-party writes to
+// them (plantd/modbusproxy). nil when plantd holds nothing of the device.
+func (c *Controller) HeldModels(deviceID string) []uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dc := c.devs[deviceID]
+	if dc == nil {
+		return nil
+	}
+	var out []uint16
+	for k, st := range dc.ctl {
+		if !st.owned {
+			continue
+		}
+		for _, cmd := range Commands {
+			if controlOf(cmd.Name) == k {
+				for _, m := range cmd.Models {
+					if !slices.Contains(out, m) {
+						out = append(out, m)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
