@@ -136,11 +136,19 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
+	built := d // the named result is nil on an error return
+	defer func() {
+		if err != nil {
+			if built.pool != nil {
+				built.pool.Close()
+			}
+			built.store.Close()
+		}
+	}()
 	// The devices, the disabled ones with the time they were first seen
 	// disabled, which the database keeps.
 	infos, err := d.devicesOf(ctx, cfg)
 	if err != nil {
-		d.store.Close()
 		return nil, err
 	}
 	d.live = plant.NewLive(plants, infos, now)
@@ -150,21 +158,33 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 	d.pollDuration = metrics.NewHistogramVec("plantd_poll_duration_seconds",
 		"Duration of a device's poll (discovery and a retry included) by device kind and result (ok, error).",
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "kind", "result")
-	d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller"))
-	if err != nil {
-		d.pool.Close()
-		d.store.Close()
+	if d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller")); err != nil {
 		return nil, err
 	}
-	d.homes, err = d.newConsumers(ctx, cfg)
-	if err != nil {
-		d.pool.Close()
-		d.store.Close()
+	if err = d.newControl(ctx, cfg, gridClock, logger); err != nil {
 		return nil, err
+	}
+	if err = d.newAPI(cfg, logger); err != nil {
+		return nil, err
+	}
+	if err = d.newLocal(cfg, sunspecLn, logger); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newControl builds what controls the plant: the home energy manager's
+// consumers, grid control (which gives them the surplus) and the grid
+// operator's inputs (whose §14a contact dims the consumers).
+func (d *daemon) newControl(ctx context.Context, cfg *config.Config, gridClock gridcontrol.Clock, logger *slog.Logger) error {
+	var err error
+	if d.homes, err = d.newConsumers(ctx, cfg); err != nil {
+		return err
 	}
 	var absorber gridcontrol.Absorber
+	var dimmer gridinput.Dimmer // without consumers a dimming contact is only logged
 	if d.homes != nil {
-		absorber = d.homes
+		absorber, dimmer = d.homes, d.homes
 	}
 	d.grid, err = gridcontrol.New(gridcontrol.Config{
 		RevertTimeout:    cfg.GridControl.ReversionTimeout,
@@ -176,64 +196,53 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 		Clock:    gridClock,
 		Absorber: absorber,
 	}, gridStore{Store: d.store, d: d}, d.live, d.conns.get, logger.With("component", "gridcontrol"))
-	if err == nil {
-		// A control box's §14a dimming contact dims the plant's
-		// controllable consumers (without consumers it is only logged).
-		var dimmer gridinput.Dimmer
-		if d.homes != nil {
-			dimmer = d.homes
-		}
-		d.inputs, err = d.newInputs(cfg, dimmer)
-	}
 	if err != nil {
-		d.pool.Close()
-		d.store.Close()
-		return nil, err
+		return err
 	}
+	d.inputs, err = d.newInputs(cfg, dimmer)
+	return err
+}
+
+// newAPI builds the HTTP API with its metrics registry and, with a
+// broker configured, the MQTT uplink (whose remote commands run as API
+// requests in the uplink's role).
+func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	reg := metrics.NewRegistry()
 	collector := newDaemonCollector(d.poller, d.pool, d.store, d.live)
 	collector.homes = d.homes
 	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
-	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made below
-	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: now}
+	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made by newLocal
+	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
 	}
 	commands := &lateHandler{}
 	if cfg.MQTT.Broker != "" {
 		locs := map[string]*time.Location{}
-		for _, p := range plants {
+		for _, p := range d.plants {
 			locs[p.ID] = p.Location
 		}
 		deps := mqtt.Deps{Outbox: d.store, Live: d.live, Rollups: storeRollups{st: d.store, locs: locs}}
 		if cfg.MQTT.RemoteControl {
 			deps.Commands = commands
 		}
-		d.up, err = mqtt.New(uplinkConfig(cfg), deps, logger.With("component", "mqtt"))
-		if err != nil {
-			d.pool.Close()
-			d.store.Close()
-			return nil, err
+		var err error
+		if d.up, err = mqtt.New(uplinkConfig(cfg), deps, logger.With("component", "mqtt")); err != nil {
+			return err
 		}
 		apiDeps.Connected = uplinkHealth{d.up}
 		reg.MustRegister(newUplinkCollector(d.up))
 	}
+	var err error
 	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), apiDeps, logger.With("component", "http"))
 	if err == nil && cfg.MQTT.RemoteControl {
 		commands.h, err = d.api.AsRole("mqtt:"+cfg.Gateway.ID, cfg.MQTT.RemoteRole)
 	}
 	if err != nil {
-		d.pool.Close()
-		d.store.Close()
-		return nil, fmt.Errorf("http api: %w", err)
+		return fmt.Errorf("http api: %w", err)
 	}
-	if err := d.newLocal(cfg, sunspecLn, logger); err != nil {
-		d.pool.Close()
-		d.store.Close()
-		return nil, err
-	}
-	return d, nil
+	return nil
 }
 
 // newLocal builds the gateway's local integrations: Home Assistant over a

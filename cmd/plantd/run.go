@@ -200,29 +200,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// owner approves with plantd consent).
 	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller,
 		RedirectURIs: []string{demoRedirectURI}}}
-	var broker *mqtt.Broker
-	noBroker := false
-	if *brokerURL != "" {
-		cfg.MQTT.Broker = *brokerURL
-		cfg.MQTT.RemoteControl = true
-		cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
-	} else if *mqttAddr != "off" {
-		// The demo's cloud: an embedded broker on loopback, where
-		// mosquitto_sub shows what plantd publishes.
-		broker, err = startBroker(*mqttAddr, true, nil)
-		switch {
-		case errors.Is(err, mqtt.ErrNoBroker):
-			// The packaged binary: the demo runs without an uplink.
-			noBroker = true
-		case err != nil:
-			fmt.Fprintf(stderr, "plantd demo: %v\n", err)
-			return exitFailure
-		default:
-			defer broker.Close()
-			cfg.MQTT.Broker = "tcp://" + broker.Addr()
-			cfg.MQTT.RemoteControl = true
-			cfg.MQTT.LiveInterval = max(time.Second, min(*interval, time.Hour))
-		}
+	broker, noBroker, err := demoUplink(cfg, *brokerURL, *mqttAddr, *interval)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: %v\n", err)
+		return exitFailure
+	}
+	if broker != nil {
+		defer broker.Close()
 	}
 	// Home Assistant's discovery goes to the same broker (its own
 	// connection and topics: docs/home-assistant.md).
@@ -236,44 +220,90 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "plantd demo: a simulated plant on 127.0.0.1, polled every %v over Modbus TCP\n", *interval)
-	for _, d := range plantSim.Devices() {
+	demoBanner{sim: plantSim, cfg: cfg, interval: *interval, speed: simCfg.Speed, listen: *listen, db: *dbPath, token: token,
+		broker: broker, noBroker: noBroker, sunspec: sunspecLn}.print(stdout)
+	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
+	return serve(ctx, cfg, "", ln, sunspecLn, plantSim.Now, stderr, 10*time.Second, nil)
+}
+
+// demoUplink points the demo's uplink at brokerURL or, unless mqttAddr is
+// "off", at an embedded broker it starts on loopback (the demo's cloud,
+// where mosquitto_sub shows what plantd publishes). noBroker: this build
+// has no embedded broker (the packaged binary), the demo runs without an
+// uplink.
+func demoUplink(cfg *config.Config, brokerURL, mqttAddr string, interval time.Duration) (broker *mqtt.Broker, noBroker bool, err error) {
+	switch {
+	case brokerURL != "":
+		cfg.MQTT.Broker = brokerURL
+	case mqttAddr == "off":
+		return nil, false, nil
+	default:
+		broker, err = startBroker(mqttAddr, true, nil)
+		if errors.Is(err, mqtt.ErrNoBroker) {
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		cfg.MQTT.Broker = "tcp://" + broker.Addr()
+	}
+	cfg.MQTT.RemoteControl = true
+	cfg.MQTT.LiveInterval = max(time.Second, min(interval, time.Hour))
+	return broker, false, nil
+}
+
+// demoBanner is what plantd demo tells at its start: what runs where and
+// how to try it.
+type demoBanner struct {
+	sim      *sim.Plant
+	cfg      *config.Config
+	interval time.Duration
+	speed    float64
+	listen   string
+	db       string
+	token    string
+	broker   *mqtt.Broker
+	noBroker bool
+	sunspec  net.Listener
+}
+
+func (b demoBanner) print(stdout io.Writer) {
+	fmt.Fprintf(stdout, "plantd demo: a simulated plant on 127.0.0.1, polled every %v over Modbus TCP\n", b.interval)
+	for _, d := range b.sim.Devices() {
 		fmt.Fprintf(stdout, "  %-9s %-33s %s unit %d\n", d.ID(), demoKindWords[d.Label()], d.Addr(), d.Unit())
 	}
-	for _, sh := range plantSim.Shellies() {
+	for _, sh := range b.sim.Shellies() {
 		fmt.Fprintf(stdout, "  %-9s %-33s %s\n", sh.ID(), "smart plug (Shelly Gen2 HTTP RPC)", sh.URL())
 	}
 	fmt.Fprintf(stdout, "consumers: %s (home energy manager: GET /gateway/v1/consumers)\n", strings.Join(demoConsumerNames, ", "))
-	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", plantSim.Now().In(plantSim.Location()).Format("2006-01-02 15:04:05 MST"),
-		plantSim.Location(), simCfg.Speed)
-	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", *listen, *dbPath)
-	fmt.Fprintf(stdout, "demo token (installer role): %s\n", token)
+	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", b.sim.Now().In(b.sim.Location()).Format("2006-01-02 15:04:05 MST"),
+		b.sim.Location(), b.speed)
+	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", b.listen, b.db)
+	fmt.Fprintf(stdout, "demo token (installer role): %s\n", b.token)
 	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
-	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, *listen)
-	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", token, *listen)
-	ws, we := demoWindow(simCfg.Speed)
+	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, b.listen)
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", b.token, b.listen)
+	ws, we := demoWindow(b.speed)
 	fmt.Fprintf(stdout, "grid control, a 40 %% limit from 10 s to 2 min of real time from now (window times relative to the simulated clock): "+
 		"curl -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '%s' http://%s/gridcontrol/v1/plants/demo/schedules\n",
-		token, demoLimitBody(ws, we), *listen)
-	if noBroker {
+		b.token, demoLimitBody(ws, we), b.listen)
+	if b.noBroker {
 		fmt.Fprintln(stdout, "MQTT: off, this build has no embedded broker (the packages leave it out); --broker tcp://HOST:PORT publishes to one")
 	}
-	if broker != nil {
-		host, port, _ := splitListen(broker.Addr())
+	if b.broker != nil {
+		host, port, _ := splitListen(b.broker.Addr())
 		fmt.Fprintf(stdout, "MQTT broker (embedded) on %s, gateway %s; watch it: mosquitto_sub -h %s -p %d -t 'plantd/#' -v\n",
-			broker.Addr(), cfg.Gateway.ID, host, port)
+			b.broker.Addr(), b.cfg.Gateway.ID, host, port)
 	}
-	if l := cfg.Local.MQTT; l.Broker != "" {
+	if l := b.cfg.Local.MQTT; l.Broker != "" {
 		fmt.Fprintf(stdout, "Home Assistant: MQTT discovery on %s under %s/, states under %s/%s/ (point Home Assistant's MQTT integration at this broker)\n",
-			l.Broker, l.DiscoveryPrefix, l.Prefix, cfg.Gateway.ID)
+			l.Broker, l.DiscoveryPrefix, l.Prefix, b.cfg.Gateway.ID)
 	}
-	if sunspecLn != nil {
-		host, port, _ := splitListen(sunspecLn.Addr().String())
+	if b.sunspec != nil {
+		host, port, _ := splitListen(b.sunspec.Addr().String())
 		fmt.Fprintf(stdout, "SunSpec server (the plant as one SunSpec device, Modbus TCP unit %d, writes on) on %s; read it: mbpoll -m tcp -a %d -r 40001 -c 10 -p %d %s\n",
-			cfg.ModbusServer.UnitID, sunspecLn.Addr(), cfg.ModbusServer.UnitID, port, host)
+			b.cfg.ModbusServer.UnitID, b.sunspec.Addr(), b.cfg.ModbusServer.UnitID, port, host)
 	}
-	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, "", ln, sunspecLn, plantSim.Now, stderr, 10*time.Second, nil)
 }
 
 // demoSunSpecListener binds the demo's SunSpec server: addr, or a free
