@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -89,7 +90,18 @@ func Start(t testing.TB, o Options) *Broker {
 		}
 		t.Log("mosquitto not found: using the embedded broker")
 	}
-	b.Start()
+	// Another test may take the free port before mosquitto binds it
+	// (FreePort closes its listener): then mosquitto exits and the
+	// broker starts again on another port.
+	err := b.start()
+	for try := 1; err != nil && !b.moch && try < 3; try++ {
+		t.Logf("mosquitto on %s: %v; trying another port", b.Addr(), err)
+		b.port = FreePort(t)
+		err = b.start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(b.Stop)
 	return b
 }
@@ -126,6 +138,13 @@ func mosquittoHash(password string) string {
 // until it accepts connections. mosquitto keeps its sessions and queued
 // messages across Stop and Start (persistence on).
 func (b *Broker) Start() {
+	b.t.Helper()
+	if err := b.start(); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *Broker) start() error {
 	t := b.t
 	t.Helper()
 	if b.moch {
@@ -139,9 +158,9 @@ func (b *Broker) Start() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err != nil {
-			t.Fatalf("embedded broker: %v", err)
+			return fmt.Errorf("embedded broker: %w", err)
 		}
-		return
+		return nil
 	}
 	conf := fmt.Sprintf("listener %d 127.0.0.1\nuser root\npersistence true\npersistence_location %s/\nautosave_interval 0\n"+
 		"max_queued_messages 0\nmax_inflight_messages 0\nlog_dest stderr\nlog_type error\nlog_type warning\n", b.port, b.dir)
@@ -163,7 +182,7 @@ func (b *Broker) Start() {
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b.startWith(cf)
+	return b.startWith(cf, true)
 }
 
 // StartMosquitto starts mosquitto with a config file of the caller's
@@ -175,39 +194,84 @@ func StartMosquitto(t testing.TB, port int, confFile string) *Broker {
 		t.Skip("needs mosquitto")
 	}
 	b := &Broker{t: t, port: port}
-	b.startWith(confFile)
+	if err := b.startWith(confFile, false); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(b.Stop)
 	return b
 }
 
-func (b *Broker) startWith(cf string) {
+// startWith starts mosquitto with the config file cf and waits until it
+// answers: with an MQTT CONNACK when plain (another program may hold the
+// port mosquitto failed to bind), with an accepted connection when the
+// listener is the caller's (TLS).
+func (b *Broker) startWith(cf string, plain bool) error {
 	t := b.t
 	t.Helper()
 	b.stderr = &proctest.Buffer{}
 	b.cmd = exec.Command(MosquittoPath(t), "-c", cf)
 	b.cmd.Stderr = b.stderr
 	if err := b.cmd.Start(); err != nil {
-		t.Fatalf("start mosquitto: %v", err)
+		return fmt.Errorf("start mosquitto: %w", err)
 	}
 	b.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, ch chan struct{}) { cmd.Wait(); close(ch) }(b.cmd, b.exited)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
-		if err == nil {
-			c.Close()
-			return
+		err := listening(b.Addr())
+		if err == nil && plain {
+			err = mqttAnswers(b.Addr())
 		}
 		select {
 		case <-b.exited:
-			t.Fatalf("mosquitto exited: %s", b.stderr.String())
+			return fmt.Errorf("mosquitto exited: %s", b.stderr.String())
 		default:
 		}
+		if err == nil {
+			return nil
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s: %v", b.Addr(), err)
+			b.cmd.Process.Kill()
+			<-b.exited
+			return fmt.Errorf("mosquitto does not answer on %s: %w", b.Addr(), err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// listening reports whether addr accepts a connection.
+func listening(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// mqttAnswers sends an MQTT 3.1.1 CONNECT to addr and reports whether a
+// CONNACK comes back (any return code: a broker with passwords refuses
+// the probe, but answers it).
+func mqttAnswers(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	// CONNECT: protocol "MQTT" level 4, clean session, keep-alive 60 s,
+	// client id "probe".
+	connect := []byte{0x10, 17, 0, 4, 'M', 'Q', 'T', 'T', 4, 0x02, 0, 60, 0, 5, 'p', 'r', 'o', 'b', 'e'}
+	if _, err := c.Write(connect); err != nil {
+		return err
+	}
+	var ack [4]byte
+	if _, err := io.ReadFull(c, ack[:]); err != nil {
+		return fmt.Errorf("no CONNACK: %w", err)
+	}
+	if ack[0] != 0x20 || ack[1] != 2 {
+		return fmt.Errorf("not an MQTT broker: answered % x", ack)
+	}
+	return nil
 }
 
 // Stop stops the broker (SIGTERM: mosquitto saves its sessions) and waits
