@@ -292,6 +292,58 @@ func (c *Controller) Cancel(ctx context.Context, plantID, scheduleID string, by 
 	return nil
 }
 
+// Extend moves the end of a schedule's open windows to end, as a master
+// that renews its limit asks (a Modbus master rewriting its setpoint
+// before its reversion time, package sunspecserver): the window goes on
+// with its value, ramps and reversion, and the schedule list and the
+// plant log do not grow with every renewal. It never shortens a window
+// (Cancel ends one) and does not apply to recurring commands. The same
+// role rule as Cancel's applies. It is persisted, so a restart keeps the
+// end of the last renewal.
+// Errors: ErrUnknownSchedule (also for a schedule with no open window
+// left: the caller sends a new one), ErrNotPermitted, or the store's.
+func (c *Controller) Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by Origin) error {
+	now := c.now().UTC().Truncate(time.Millisecond)
+	end = end.UTC().Truncate(time.Millisecond)
+	c.mu.Lock()
+	pc := c.plants[plantID]
+	var sc *Schedule
+	if pc != nil {
+		for _, s := range pc.scheds {
+			if s.ScheduleID == scheduleID {
+				sc = s
+			}
+		}
+	}
+	if sc == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
+	}
+	if rank(by.Role) < rank(sc.role()) {
+		c.mu.Unlock()
+		return fmt.Errorf("grid control: schedule %s is a %s's, %s may not extend it: %w", scheduleID, sc.role(), by, ErrNotPermitted)
+	}
+	open := 0
+	for i := range sc.Commands {
+		cm := &sc.Commands[i]
+		if cm.Repeat != "" || cm.Cancelled || !cm.End.After(now) {
+			continue
+		}
+		open++
+		if end.After(cm.End) {
+			cm.End = end
+		}
+	}
+	if open > 0 {
+		c.arm(pc) // the window's end moved: the timer fires at the new one
+	}
+	c.mu.Unlock()
+	if open == 0 {
+		return fmt.Errorf("grid control: schedule %s of plant %s has no open window to extend: %w", scheduleID, plantID, ErrUnknownSchedule)
+	}
+	return c.persist(ctx, sc)
+}
+
 // ErrUnknownSchedule: no such schedule on the plant.
 var ErrUnknownSchedule = errors.New("unknown schedule")
 

@@ -216,3 +216,51 @@ func TestCancelledAndLateStatus(t *testing.T) {
 		t.Fatalf("a window sent after its start and applied at once: status %s, late %v (%s)", c.Status, c.Late, c.Reason)
 	}
 }
+
+// TestExtend: a renewing master moves its window's end instead of sending
+// a new schedule: the list keeps one schedule, the end moves later (never
+// earlier), a restart keeps it, a lower role may not extend, and a window
+// over (or a recurring one) is not extended.
+func TestExtend(t *testing.T) {
+	t.Parallel()
+	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	now := clk.Now()
+	s, err := r.controller().Submit(context.Background(), "demo", []byte(body(limitCmd("opModMaxLimW", now, now.Add(time.Minute), 30))), false, gridOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	later := now.Add(10 * time.Minute)
+	if err := r.controller().Extend(ctx, "demo", s.ScheduleID, later, installer); !errors.Is(err, gridcontrol.ErrNotPermitted) {
+		t.Fatalf("an installer extends the grid operator's window: %v", err)
+	}
+	if err := r.controller().Extend(ctx, "demo", s.ScheduleID, later, gridOperator); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.controller().Extend(ctx, "demo", s.ScheduleID, now.Add(2*time.Minute), gridOperator); err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.controller().Schedules("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || !list[0].Commands[0].End.Equal(later) {
+		t.Fatalf("after extending to %s and then to an earlier end: %+v", later, list)
+	}
+	r.stop()
+	r.start()
+	r.waitFor(5*time.Second, "the extended window loaded", func() bool {
+		list, _ := r.controller().Schedules("demo")
+		return len(list) == 1 && list[0].Commands[0].End.Equal(later)
+	})
+
+	clk.Advance(11 * time.Minute)
+	if err := r.controller().Extend(ctx, "demo", s.ScheduleID, clk.Now().Add(time.Minute), gridOperator); !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+		t.Fatalf("extending a window that is over: %v", err)
+	}
+	rec := r.mustSubmit(body(recurringCmd("0 11 * * *", "1h", 60)))
+	if err := r.controller().Extend(ctx, "demo", rec.ScheduleID, clk.Now().Add(48*time.Hour), installer); !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+		t.Fatalf("extending a recurring command: %v", err)
+	}
+}

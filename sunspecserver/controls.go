@@ -20,10 +20,13 @@ import (
 // RvrtTms after its write (24 h without RvrtTms), and every write
 // renews it, so a master that stops renewing loses its limit. A write
 // that changes nothing renews the window once a tenth of its length (at
-// least a second) has passed since the last renewal, so a master writing
-// every second does not make a schedule a second: the limit then ends
-// between 0.9 and 1 times RvrtTms after the master's last write. Enable
-// 0 cancels the window.
+// least a second) has passed since the last renewal: the same schedule
+// goes on, its end moved (gridcontrol.Controller.Extend), so a master
+// renewing every few seconds adds neither schedules nor log entries; the
+// limit ends between 0.9 and 1 times RvrtTms after the master's last
+// write. A renewal is not a new command: a newer window of the same role
+// sent meanwhile (over HTTP, say) keeps precedence until it ends. A
+// changed value or RvrtTms is a new window. Enable 0 cancels the window.
 
 // noRevertWindow is the window of a limit written without RvrtTms.
 const noRevertWindow = 24 * time.Hour
@@ -173,21 +176,48 @@ func (s *Server) apply(by gridcontrol.Origin, next control, now time.Time) error
 			s.log.Info("limit lifted by the master", "client", by.Name, "schedule", cur.held)
 		}
 		next.held, next.heldEnd, next.renewed = "", time.Time{}, time.Time{}
-	case cur.held == "" || next.pct != cur.pct || next.rvrtS != cur.rvrtS ||
-		now.Sub(cur.renewed) >= max(time.Second, next.window()/10):
-		body := fmt.Sprintf(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+%s","value":%s,"unit":"%%"}]}`,
-			next.window(), strconv.FormatFloat(next.pct, 'f', -1, 64))
-		sc, err := s.grid.Submit(ctx, s.cfg.PlantID, []byte(body), false, by)
-		if err != nil {
-			return fmt.Errorf("limit %v %%: %w", next.pct, err)
+	case cur.held != "" && next.pct == cur.pct && next.rvrtS == cur.rvrtS:
+		if now.Sub(cur.renewed) < max(time.Second, next.window()/10) {
+			break
 		}
-		next.held, next.renewed = sc.ScheduleID, now
-		for _, cm := range sc.Commands {
-			next.heldEnd = cm.End
+		// The same limit again: the held window goes on (no new
+		// schedule, no log entry per renewal).
+		end := now.Add(next.window())
+		err := s.grid.Extend(ctx, s.cfg.PlantID, cur.held, end, by)
+		if err == nil {
+			next.renewed, next.heldEnd = now, end
+			break
 		}
-		s.log.Info("limit from the master", "client", by.Name, "pct", next.pct, "revertS", next.rvrtS, "schedule", sc.ScheduleID,
-			"until", next.heldEnd.Format(time.RFC3339))
+		if !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+			return fmt.Errorf("renew schedule %s: %w", cur.held, err)
+		}
+		// The window lapsed or was cancelled by someone else: a new one.
+		if err := s.submit(ctx, by, &next, now); err != nil {
+			return err
+		}
+	default:
+		if err := s.submit(ctx, by, &next, now); err != nil {
+			return err
+		}
 	}
 	s.ctl = next
+	return nil
+}
+
+// submit sends next's limit to grid control as a new window of
+// next.window() from now and holds it in next.
+func (s *Server) submit(ctx context.Context, by gridcontrol.Origin, next *control, now time.Time) error {
+	body := fmt.Sprintf(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+%s","value":%s,"unit":"%%"}]}`,
+		next.window(), strconv.FormatFloat(next.pct, 'f', -1, 64))
+	sc, err := s.grid.Submit(ctx, s.cfg.PlantID, []byte(body), false, by)
+	if err != nil {
+		return fmt.Errorf("limit %v %%: %w", next.pct, err)
+	}
+	next.held, next.renewed = sc.ScheduleID, now
+	for _, cm := range sc.Commands {
+		next.heldEnd = cm.End
+	}
+	s.log.Info("limit from the master", "client", by.Name, "pct", next.pct, "revertS", next.rvrtS, "schedule", sc.ScheduleID,
+		"until", next.heldEnd.Format(time.RFC3339))
 	return nil
 }

@@ -31,6 +31,7 @@ type Live interface {
 type Grid interface {
 	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
+	Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by gridcontrol.Origin) error
 }
 
 // DefaultRole is the role of the schedules the server's writes make.

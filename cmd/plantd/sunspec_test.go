@@ -314,8 +314,22 @@ func TestSunSpecServerDemo(t *testing.T) {
 		t.Errorf("704 WMaxLimPct reads %v %v: it shows 123's limit", v, err)
 	}
 
-	// Not renewed: the limit lifts RvrtTms after the last write, not
-	// before.
+	// Renewed: the same limit written again (each a tenth of RvrtTms
+	// after the last, which makes it a renewal) moves the window's end;
+	// the schedule list does not grow.
+	for range 3 {
+		time.Sleep(1100 * time.Millisecond) // pacing the master's writes, not an assertion
+		wrote = time.Now()
+		if _, err := d.mbpoll(bin, d.point(123, "WMaxLimPct"), 1, 30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.schedules(); len(got) != before+1 {
+		t.Fatalf("renewals of the same limit made schedules: %q", got)
+	}
+
+	// Not renewed any more: the limit lifts RvrtTms after the last
+	// write, not before.
 	waitUntil(t, 30*time.Second, "the limit lifted", func() bool {
 		return d.limitPct("inv1") > 30 && d.limitPct("inv2") > 30
 	})
