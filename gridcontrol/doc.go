@@ -125,7 +125,9 @@
 // the controls' state by its start, so back-to-back occurrences are
 // separate windows. Cancel ends a schedule: open windows end now, pending
 // ones and later occurrences never start (Cancelled); a credential
-// cancels schedules of its role or a lower one.
+// cancels schedules of its role or a lower one. Extend moves an open
+// window's end later (a master renewing its limit: package sunspecserver),
+// under the same role rule, without a new schedule or log entry.
 //
 // Every write that sets a window's control on a device (the first, a new
 // value, a new window; not the renewals) is filed with the window
@@ -264,7 +266,7 @@
 // controller.go runs the loop (cycle, plan of a plant, boundaries);
 // schedule.go parses schedules and resolves the timeline (roles,
 // superseded); submit.go takes and lists schedules; recurring.go the
-// recurring windows, Cancel and the audit of writes; device.go holds an
+// recurring windows, Cancel, Extend and the audit of writes; device.go holds an
 // inverter's controls, writes with read-back and restores; limit.go the
 // active-power limit (restart, ramp, reversion, follow check); feedin.go
 // the FeedInLimit loop; controls.go the register edits per model;
