@@ -78,11 +78,20 @@ type Consumer struct {
 	// air conditioner): the grid operator's dimming signal limits it.
 	// Default true for an SG-Ready heat pump, false otherwise.
 	Controllable *bool `yaml:"controllable"`
+	// PartOf names the consumer this one belongs to as one §14a device:
+	// a heat pump's immersion heater (its auxiliary or emergency heater)
+	// is part of the heat pump (BK6-22-300). Both are dimmed together and
+	// count as one in the minimum power; a part is controllable.
+	PartOf string `yaml:"partOf"`
 }
 
 // IsControllable reports whether the consumer is a §14a controllable
-// consumer (Controllable, else true for an SG-Ready heat pump).
+// consumer (a part of one; Controllable; else true for an SG-Ready heat
+// pump).
 func (c *Consumer) IsControllable() bool {
+	if c.PartOf != "" {
+		return true
+	}
 	if c.Controllable != nil {
 		return *c.Controllable
 	}
@@ -243,6 +252,9 @@ func (v *validator) consumers() {
 		if c.Meter != "" {
 			v.consumerMeter(path+".meter", c.Meter, d.ID, meters)
 		}
+		if c.PartOf != "" {
+			v.consumerPartOf(path+".partOf", d, c)
+		}
 		if d.Enabled && (c.Driver == DriverRelay || c.Driver == DriverSGReady) {
 			outs := []int{c.Coil}
 			if c.Driver == DriverSGReady {
@@ -258,6 +270,33 @@ func (v *validator) consumers() {
 			}
 		}
 	}
+}
+
+// consumerPartOf checks the consumer a part names: another controllable
+// consumer of the same plant that is no part itself.
+func (v *validator) consumerPartOf(field string, d Device, c *Consumer) {
+	if c.Controllable != nil && !*c.Controllable {
+		v.add(field, "a part of a §14a device is controllable (remove controllable: false)")
+	}
+	for _, o := range v.c.Devices {
+		if o.ID != c.PartOf {
+			continue
+		}
+		switch {
+		case o.ID == d.ID:
+			v.add(field, "a consumer is not a part of itself")
+		case o.Kind != kind.Consumer || o.Consumer == nil:
+			v.add(field, "%q is not a consumer", c.PartOf)
+		case o.Consumer.PartOf != "":
+			v.add(field, "%q is a part of %q itself: name the whole", c.PartOf, o.Consumer.PartOf)
+		case !o.Consumer.IsControllable():
+			v.add(field, "%q is not a controllable consumer", c.PartOf)
+		case o.Plant != d.Plant:
+			v.add(field, "%q is in plant %q, not %q", c.PartOf, o.Plant, d.Plant)
+		}
+		return
+	}
+	v.add(field, "no device %q", c.PartOf)
 }
 
 // consumerMeter checks the meter a consumer names: a device of kind meter

@@ -56,7 +56,8 @@
 // gridinput) makes them keep their draw together at or below
 // the plant's minimum, switching the last in priority order off first (an
 // SG-Ready pump to state 1, lock: it protects its compressor itself),
-// over modes, must-run rules and guards. A consumer that is to run counts
+// over modes, must-run rules and guards, and then gives back, in priority
+// order, what fits again (never 0 W while something fits). A consumer that is to run counts
 // its draw (measured, else rated); an SG-Ready pump in normal operation
 // counts its rated power too, since its own controller may start it at
 // any moment: it is locked when that does not fit. A change of the signal
@@ -64,7 +65,8 @@
 // written by the consumers' loops right away; every cycle after decides
 // with its own. The minimum is the Bundesnetzagentur's
 // (determination BK6-22-300, Anlage 1): P_min = 4.2 kW + (n − 1) × GZF ×
-// 4.2 kW for n consumers behind one energy manager, GZF 0.8, 0.75, 0.7,
+// 4.2 kW for n devices behind one energy manager (a heat pump with its
+// immersion heater, config consumer.partOf, is one), GZF 0.8, 0.75, 0.7,
 // 0.65, 0.6, 0.55, 0.5 for n = 2..8 and 0.45 from 9 on, 4.2 kW for one
 // ([MinPower14a]); never 0 W unless gridControl.dimmingMinPowerW says
 // otherwise (a heat pump above 11 kW keeps 40 % of its rating, which is

@@ -31,7 +31,11 @@ type Spec struct {
 	// Controllable: a §14a EnWG controllable consumer, limited while the
 	// grid operator dims the plant (Dim).
 	Controllable bool
-	RatedW       float64
+	// PartOf names the consumer this one is part of as one §14a device
+	// (a heat pump's immersion heater): it is dimmed with the others but
+	// does not count in the minimum's number of devices.
+	PartOf string
+	RatedW float64
 	// Meter is the id of a meter device measuring this consumer alone
 	// (its live activePower and gridConsumptionTotal are the consumer's
 	// power and energy); "" = none.
@@ -709,15 +713,14 @@ func (m *Manager) Dim(plantID string, on bool) {
 		return
 	}
 	m.dimmed[plantID] = on
-	var n int
-	for _, c := range m.byPlant[plantID] {
-		if c.spec.Controllable {
-			n++
-		}
-	}
+	n := devices14a(m.byPlant[plantID])
 	msg := fmt.Sprintf("§14a dimming ended: the controllable consumers of plant %s are free again", plantID)
 	if on {
-		msg = fmt.Sprintf("§14a dimming: the %d controllable consumers of plant %s draw at most %.0f W together", n, plantID, m.minPowerLocked(n))
+		devs := fmt.Sprintf("%d §14a devices", n)
+		if n == 1 {
+			devs = "one §14a device"
+		}
+		msg = fmt.Sprintf("§14a dimming: the controllable consumers of plant %s (%s) draw at most %.0f W together", plantID, devs, m.minPowerLocked(n))
 	}
 	m.log.Warn(msg, "plant", plantID)
 	if m.deps.Log != nil {
@@ -742,13 +745,19 @@ func (m *Manager) minPowerLocked(n int) float64 {
 // dimLocked limits a dimmed plant's controllable consumers (slots of list,
 // in priority order) to the plant's minimum (dim).
 func (m *Manager) dimLocked(list []*cons, slots []slot) {
-	var n int
-	for _, c := range list {
-		if c.spec.Controllable {
+	dim(slots, m.minPowerLocked(devices14a(list)))
+}
+
+// devices14a is the number of §14a devices among cs: the controllable
+// consumers, a part of one (PartOf) counted with its whole.
+func devices14a(cs []*cons) int {
+	n := 0
+	for _, c := range cs {
+		if c.spec.Controllable && c.spec.PartOf == "" {
 			n++
 		}
 	}
-	dim(slots, m.minPowerLocked(n))
+	return n
 }
 
 // MinPower14a is the power n controllable consumers behind one energy

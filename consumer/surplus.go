@@ -93,7 +93,10 @@ func decide(slots []slot, exportW, curtailedW float64, gridOK, probe bool) (prob
 // in normal operation its own controller may start it at any moment (what
 // it draws now, maybe nothing, guarantees nothing). From the last in slot
 // (priority) order, each counted consumer is switched off (a pump:
-// locked) until the sum fits. It reports the sum that stays.
+// locked) until the sum fits; then, in priority order, each switched off
+// that fits in what is left gets its decision back (a 3 kW pump runs
+// under a 4.2 kW minimum when a 6 kW heater had to go). It reports the
+// sum that stays.
 func dim(slots []slot, limitW float64) float64 {
 	draw := func(s *slot) (float64, bool) {
 		switch {
@@ -111,12 +114,33 @@ func dim(slots []slot, limitW float64) float64 {
 		w, _ := draw(&slots[i])
 		sum += w
 	}
+	type was struct {
+		want   bool
+		reason string
+	}
+	before := make([]was, len(slots))
 	for i := len(slots) - 1; i >= 0 && sum > limitW; i-- {
 		s := &slots[i]
 		if w, counted := draw(s); counted {
+			before[i] = was{s.want, s.reason}
 			sum -= w
 			s.want, s.reason = false, plant.ReasonDimmed
 		}
+	}
+	// Taking them off from the last may have freed more than needed (a
+	// large load went after a small one): give back, in priority order,
+	// what fits again, so that the minimum is used and not 0 W.
+	for i := range slots {
+		s := &slots[i]
+		if s.reason != plant.ReasonDimmed || !s.ctl {
+			continue
+		}
+		s.want, s.reason = before[i].want, before[i].reason
+		if w, _ := draw(s); sum+w <= limitW {
+			sum += w
+			continue
+		}
+		s.want, s.reason = false, plant.ReasonDimmed
 	}
 	return sum
 }

@@ -169,7 +169,11 @@ func TestDim(t *testing.T) {
 			[]bool{true, true}, []bool{false, false}, 3000},
 		{"a measured draw counts as measured", []slot{want(ctl(heater), true), func() slot { s := want(ctl(sg(pump)), true); s.drawW = 1500; return s }()}, pmin2,
 			[]bool{true, true}, []bool{false, false}, 7500},
-		{"everything above the limit: all off", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, 4200,
+		{"one unit at 4.2 kW: the heater off, the pump, which fits, runs", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, 4200,
+			[]bool{false, true}, []bool{true, false}, 3000},
+		{"a pump in normal operation that fits stays in it", []slot{want(ctl(heater), true), want(ctl(sg(pump)), false)}, 4200,
+			[]bool{false, false}, []bool{true, false}, 3000},
+		{"nothing fits: all off", []slot{want(ctl(heater), true), want(ctl(auto(5000)), true)}, 4200,
 			[]bool{false, false}, []bool{true, true}, 0},
 	}
 	for _, tt := range tests {

@@ -57,7 +57,7 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 	c := dc.Consumer
 	s := consumer.Spec{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, DriverName: string(c.Driver),
-		SGReady: c.Driver == config.DriverSGReady, Controllable: c.IsControllable(), RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
+		SGReady: c.Driver == config.DriverSGReady, Controllable: c.IsControllable(), PartOf: c.PartOf, RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
 		Priority: c.Priority, MinOn: c.MinOnTime, MinOff: c.MinOffTime, MaxSwitchesPerHour: c.MaxSwitchesPerHour,
 		OnW: c.OnThreshold(), OffW: c.OffThreshold(), Interval: dc.PollInterval, Timeout: dc.Timeout}
 	for _, r := range c.MustRun {

@@ -53,6 +53,12 @@ func dimmingSim(t *testing.T) *sim.Plant {
 // seconds, and the control box read every second with its contact D
 // as the §14a dimming signal (an input that only dims has no actions).
 func dimmingConfig(t *testing.T, p *sim.Plant) string {
+	return dimmingConfigHeater(t, p, "controllable: true")
+}
+
+// dimmingConfigHeater is dimmingConfig with the heater's §14a setting
+// (controllable: true, a device of its own; or partOf: heatpump).
+func dimmingConfigHeater(t *testing.T, p *sim.Plant, heater14a string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, id := range []string{"inv1", "inv2", "meter", "heatmeter", "hpmeter"} {
@@ -61,7 +67,7 @@ func dimmingConfig(t *testing.T, p *sim.Plant) string {
 	}
 	ioHost, ioPort, _ := net.SplitHostPort(p.Device("io").Addr())
 	guards := "minOnTime: 2s, minOffTime: 2s, watchdog: 30s"
-	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 6000, meter: heatmeter, priority: 1, controllable: true, %s}}\n", ioHost, ioPort, guards)
+	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 6000, meter: heatmeter, priority: 1, %s, %s}}\n", ioHost, ioPort, heater14a, guards)
 	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: sgready, coil: 2, ratedPower: 3000, meter: hpmeter, priority: 2, %s}}\n", ioHost, ioPort, guards)
 	boxHost, boxPort, _ := net.SplitHostPort(p.Device("box").Addr())
 	dir := t.TempDir()
@@ -236,6 +242,83 @@ func TestDimming14a(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the pump back in normal operation", func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
+}
+
+// TestDimming14aOneDevice is the acceptance's case of one §14a device:
+// the immersion heater is the heat pump's auxiliary heater (partOf), so
+// both count as one and keep Pmin = 4.2 kW together. Dimmed, the 6 kW
+// heater goes off (it cannot fit), the 3 kW heat pump runs on (it fits:
+// never 0 W when something fits), within 2 control cycles of the daemon
+// reading the contact; lifted, both run again.
+func TestDimming14aOneDevice(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	if testing.Short() {
+		t.Skip("runs plantd against a control box and switching consumers (~10 s)")
+	}
+	p := dimmingSim(t)
+	p.SetLoadOffset(30000) // importing: no surplus; the loads run by hand
+	d := startDaemon(t, dimmingConfigHeater(t, p, "partOf: heatpump"))
+	d.waitAPI(15 * time.Second)
+	d.waitOnline(10*time.Second, "inv1", "meter", "heatmeter", "hpmeter", "heater", "heatpump")
+	const pmin = 4200.0
+	if got := consumer.MinPower14a(1); got != pmin {
+		t.Fatalf("MinPower14a(1) = %v", got)
+	}
+	heaterW := func() float64 { return p.Device("heatmeter").State().PowerW }
+	pumpW := func() float64 { return p.Device("hpmeter").State().PowerW }
+	for _, id := range []string{"heater", "heatpump"} {
+		if code, b := d.request("PUT", "/gateway/v1/consumers/"+id+"/mode", tokInst, `{"mode":"On"}`); code != 200 {
+			t.Fatalf("PUT %s mode On: %d %s", id, code, b)
+		}
+	}
+	waitUntil(t, 10*time.Second, "heater 6 kW and heat pump 3 kW on their meters", func() bool {
+		return heaterW() == 6000 && pumpW() == 3000
+	})
+
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	box := pool.Endpoint(modbus.EndpointConfig{Address: p.Device("box").Addr()}).Unit(1, 2*time.Second)
+	if err := box.WriteCoils(t.Context(), 0, []bool{true}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the heater off, the heat pump on: 3 kW of Pmin 4.2 kW", func() bool {
+		return heaterW() == 0 && pumpW() == 3000
+	})
+	trace := p.Trace("box")
+	edge := trace[len(trace)-1].WallTime
+	rs, _ := p.Device("box").Relay()
+	i := slices.IndexFunc(rs.InputReads, func(r time.Time) bool { return !r.Before(edge) })
+	if i < 0 {
+		t.Fatalf("no read of the box's inputs after its coil was written at %v", edge)
+	}
+	taken := rs.InputReads[i]
+	var off time.Time
+	for _, e := range p.Trace("io") {
+		if pt, ok := e.Point("coil[0]"); ok && pt.Value == 0 && e.Error == "" && e.WallTime.After(taken) {
+			off = e.WallTime
+			break
+		}
+	}
+	if off.IsZero() {
+		t.Fatal("no write switching the heater off after the signal was read")
+	}
+	t.Logf("§14a, one device: heater off %v after the daemon read the contact; dimmed draw %v W of %v W", off.Sub(taken).Round(time.Millisecond), heaterW()+pumpW(), pmin)
+	if lag := off.Sub(taken); lag > 2*time.Second {
+		t.Errorf("heater off %v after the daemon read the dimming contact, want within 2 control cycles (2 s)", lag)
+	}
+	waitUntil(t, 5*time.Second, "ConsumersDimmed at most 4200 W for one §14a device", func() bool {
+		for _, e := range plantLog(t, d) {
+			if e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "(one §14a device) draw at most 4200 W") {
+				return true
+			}
+		}
+		return false
+	})
+
+	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "both running again", func() bool { return heaterW() == 6000 && pumpW() == 3000 })
 }
 
 // plantLog returns plant p1's last 200 log entries, newest first.
