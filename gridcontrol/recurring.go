@@ -240,25 +240,10 @@ func (c *Controller) advance(pc *plantCtl, now time.Time) ([]*Schedule, []plant.
 func (c *Controller) Cancel(ctx context.Context, plantID, scheduleID string, by Origin) error {
 	now := c.now().UTC().Truncate(time.Millisecond)
 	c.mu.Lock()
-	pc := c.plants[plantID]
-	if pc == nil {
+	pc, sc, err := c.scheduleFor(plantID, scheduleID, by, "cancel")
+	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("grid control: unknown plant %s", plantID)
-	}
-	var sc *Schedule
-	for _, s := range pc.scheds {
-		if s.ScheduleID == scheduleID {
-			sc = s
-		}
-	}
-	if sc == nil {
-		c.mu.Unlock()
-		return fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
-	}
-	if rank(by.Role) < rank(sc.role()) {
-		// An installer never lifts a grid operator's window.
-		c.mu.Unlock()
-		return fmt.Errorf("grid control: schedule %s is a %s's, %s may not cancel it: %w", scheduleID, sc.role(), by, ErrNotPermitted)
+		return err
 	}
 	n := 0
 	for i := range sc.Commands {
@@ -306,22 +291,10 @@ func (c *Controller) Extend(ctx context.Context, plantID, scheduleID string, end
 	now := c.now().UTC().Truncate(time.Millisecond)
 	end = end.UTC().Truncate(time.Millisecond)
 	c.mu.Lock()
-	pc := c.plants[plantID]
-	var sc *Schedule
-	if pc != nil {
-		for _, s := range pc.scheds {
-			if s.ScheduleID == scheduleID {
-				sc = s
-			}
-		}
-	}
-	if sc == nil {
+	pc, sc, err := c.scheduleFor(plantID, scheduleID, by, "extend")
+	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
-	}
-	if rank(by.Role) < rank(sc.role()) {
-		c.mu.Unlock()
-		return fmt.Errorf("grid control: schedule %s is a %s's, %s may not extend it: %w", scheduleID, sc.role(), by, ErrNotPermitted)
+		return err
 	}
 	open := 0
 	for i := range sc.Commands {
@@ -342,6 +315,26 @@ func (c *Controller) Extend(ctx context.Context, plantID, scheduleID string, end
 		return fmt.Errorf("grid control: schedule %s of plant %s has no open window to extend: %w", scheduleID, plantID, ErrUnknownSchedule)
 	}
 	return c.persist(ctx, sc)
+}
+
+// scheduleFor finds a plant's schedule that by may change (verb: cancel,
+// extend): one of by's role or a lower one, since an installer never
+// lifts a grid operator's window. c.mu is held.
+func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb string) (*plantCtl, *Schedule, error) {
+	pc := c.plants[plantID]
+	if pc == nil {
+		return nil, nil, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	for _, sc := range pc.scheds {
+		if sc.ScheduleID != scheduleID {
+			continue
+		}
+		if rank(by.Role) < rank(sc.role()) {
+			return nil, nil, fmt.Errorf("grid control: schedule %s is a %s's, %s may not %s it: %w", scheduleID, sc.role(), by, verb, ErrNotPermitted)
+		}
+		return pc, sc, nil
+	}
+	return nil, nil, fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
 }
 
 // ErrUnknownSchedule: no such schedule on the plant.

@@ -76,9 +76,12 @@ func TestRTUBus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, where := busSim(t, tc.rtuOverTCP)
-			args := []string{"scan", "--serial", where, "--baud", "9600", "--units", "1-8"}
+			// The bus scan waits 300 ms per unit by default; in a loaded
+			// full run a live unit's answer took longer (units 5..7 were
+			// taken for silent once): 2 s, which only the dead unit waits.
+			args := []string{"scan", "--serial", where, "--baud", "9600", "--units", "1-8", "--timeout", "2s"}
 			if tc.rtuOverTCP {
-				args = []string{"scan", "--rtu-over-tcp", where, "--units", "1-8"}
+				args = []string{"scan", "--rtu-over-tcp", where, "--units", "1-8", "--timeout", "2s"}
 			}
 			out, errOut, code := runBinary(t, args...)
 			if code != 0 {
