@@ -2,14 +2,12 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Input is an input device (inputs[]): a Modbus TCP I/O module whose
+// Input is an input device (inputs[]): a Modbus I/O module whose
 // digital inputs carry the grid operator's own channels, the relay
 // contacts of a ripple-control receiver (§9 EEG) or of a control box
 // (§14a EnWG). Each pattern of closed contacts becomes a grid-control
@@ -25,10 +23,16 @@ type Input struct {
 	Name string `yaml:"name"`
 	// Host, Port (default 502) and Unit (default 1) address the I/O
 	// module over Modbus TCP, with the same rules as a device's; it shares
-	// the connection with the devices behind the same address.
-	Host string `yaml:"host"`
-	Port int    `yaml:"port"`
-	Unit int    `yaml:"unit"`
+	// the connection with the devices behind the same address. Framing
+	// rtu reads it through an RTU-over-TCP converter, and Serial instead
+	// of Host puts it on an RS485 line, as for a device (devices[].framing
+	// and .serial); the module then shares the line's one master with the
+	// devices on it, whose settings it must match.
+	Host    string  `yaml:"host"`
+	Port    int     `yaml:"port"`
+	Unit    int     `yaml:"unit"`
+	Framing string  `yaml:"framing"`
+	Serial  *Serial `yaml:"serial,omitempty"`
 	// Timeout of one request (100ms..1m, default 1s).
 	Timeout time.Duration `yaml:"timeout"`
 	// Source is where the contacts are read: discreteInputs (function 2,
@@ -107,8 +111,13 @@ func NewInput() Input {
 	return in
 }
 
-// Addr is the I/O module's host:port.
-func (in Input) Addr() string { return net.JoinHostPort(in.Host, strconv.Itoa(in.Port)) }
+// Device is the I/O module as a device's address: the fields the Modbus
+// endpoint is made from (host, port, framing or serial line, unit,
+// timeout), with a device's rules.
+func (in Input) Device() Device {
+	return Device{ID: in.ID, Host: in.Host, Port: in.Port, Unit: in.Unit, Framing: in.Framing, Serial: in.Serial,
+		Timeout: in.Timeout, Enabled: true}
+}
 
 // FailsafeAction is the failsafe in effect: the configured one, else the
 // most restrictive (lowest) action; nil without actions.
@@ -144,13 +153,7 @@ func (v *validator) inputs() {
 		default:
 			v.add(path+".plant", "unknown plant %q", in.Plant)
 		}
-		v.host(path+".host", in.Host, "a host name or IP address")
-		if in.Port < 1 || in.Port > 65535 {
-			v.add(path+".port", "%d is not a TCP port", in.Port)
-		}
-		if !ValidUnit(in.Unit) {
-			v.add(path+".unit", "%d is not a Modbus unit id (%s)", in.Unit, UnitRule)
-		}
+		v.inputAddress(path, in)
 		v.duration(path+".timeout", in.Timeout, 100*time.Millisecond, time.Minute)
 		v.duration(path+".pollInterval", in.PollInterval, 100*time.Millisecond, 10*time.Second)
 		v.duration(path+".lossGrace", in.LossGrace, time.Second, time.Hour)
@@ -170,6 +173,45 @@ func (v *validator) inputs() {
 		}
 		v.inputContacts(path, in)
 		v.inputActions(path, in)
+	}
+}
+
+// inputAddress checks how the I/O module is reached, with a device's
+// rules, and that it agrees with the devices it shares a connection or a
+// serial line with (framing, line settings).
+func (v *validator) inputAddress(path string, in Input) {
+	d := in.Device()
+	var ok bool
+	if d.Serial != nil {
+		ok = v.serial(path, d)
+	} else {
+		ok = v.host(path+".host", d.Host, "a host name or IP address, or give serial")
+		if d.Port < 1 || d.Port > 65535 {
+			v.add(path+".port", "%d is not a TCP port", d.Port)
+			ok = false
+		}
+		if !ValidUnit(d.Unit) {
+			v.add(path+".unit", "%d is not a Modbus unit id (%s)", d.Unit, UnitRule)
+		}
+	}
+	if !v.framing(path, d) || !ok {
+		return
+	}
+	for i, o := range v.c.Devices {
+		if !o.Enabled {
+			continue
+		}
+		other := fmt.Sprintf("devices[%d]", i)
+		switch {
+		case d.Serial != nil && o.Serial != nil && o.Serial.Port == d.Serial.Port && *o.Serial != *d.Serial:
+			v.add(path+".serial", "%s differs from the serial settings of %s, on the same line %s",
+				describeSerial(d.Serial), v.where(other), d.Serial.Port)
+			return
+		case d.Serial == nil && o.Serial == nil && sameEndpoint(o, d) && framingOf(o) != framingOf(d):
+			v.add(path+".framing", "%s differs from the framing %s of %s, which shares the connection to %s",
+				framingOf(d), framingOf(o), v.where(other), d.Address())
+			return
+		}
 	}
 }
 

@@ -346,15 +346,7 @@ func (v *validator) devices() {
 		if !portOK {
 			v.add(path+".port", "%d is not a TCP port", d.Port)
 		}
-		switch d.Framing {
-		case "", FramingTCP:
-		case FramingRTU:
-			if d.Serial != nil {
-				v.add(path+".framing", "a serial device speaks RTU already (framing is for a TCP address)")
-			}
-		default:
-			v.add(path+".framing", "%q is not a framing (tcp, or rtu for RTU over TCP)", d.Framing)
-		}
+		v.framing(path, d)
 		unitOK := ValidUnit(d.Unit)
 		if !unitOK {
 			v.add(path+".unit", "%d is not a Modbus unit id (%s)", d.Unit, UnitRule)
@@ -452,6 +444,26 @@ func (v *validator) serial(path string, d Device) bool {
 		v.add(path+".connectDelay", "a serial line has no connect (connectDelay is for TCP)")
 	}
 	return ok
+}
+
+// framing checks a device's framing; false when it is not one.
+func (v *validator) framing(path string, d Device) bool {
+	switch d.Framing {
+	case "", FramingTCP:
+	case FramingRTU:
+		if d.Serial != nil {
+			v.add(path+".framing", "a serial device speaks RTU already (framing is for a TCP address)")
+		}
+	default:
+		v.add(path+".framing", "%q is not a framing (tcp, or rtu for RTU over TCP)", d.Framing)
+		return false
+	}
+	return true
+}
+
+// sameEndpoint reports whether two TCP devices share one connection.
+func sameEndpoint(a, b Device) bool {
+	return a.Port == b.Port && canonicalHost(a.Host) == canonicalHost(b.Host)
 }
 
 // framingOf is a device's framing, "tcp" when not given.

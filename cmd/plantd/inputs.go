@@ -31,7 +31,7 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 	out := &gridInputs{}
 	for _, ic := range cfg.Inputs {
 		spec := inputSpec(ic)
-		ep := d.pool.Endpoint(endpointOf(config.Device{Host: ic.Host, Port: ic.Port, Timeout: ic.Timeout, Framing: config.FramingTCP}))
+		ep := d.pool.Endpoint(endpointOf(ic.Device()))
 		spec.Reader = gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout), Addr: uint16(ic.Address),
 			Count: inputCount(ic), Registers: ic.Source == config.InputSourceRegisters}
 		in, err := gridinput.New(spec, gridinput.Deps{

@@ -23,17 +23,22 @@ import (
 // ripple-control receiver (K1..K4 = 100/60/30/0 % opModMaxLimW, polled
 // every second as in the field) and a short loss grace.
 func inputConfig(t testing.TB, p *sim.Plant, grace time.Duration) string {
+	host, port, _ := net.SplitHostPort(p.Device("rcr").Addr())
+	return inputConfigAt(t, p, grace, fmt.Sprintf("host: %s\n    port: %s", host, port))
+}
+
+// inputConfigAt is inputConfig with the module's address given as YAML
+// (host and port, or a serial line).
+func inputConfigAt(t testing.TB, p *sim.Plant, grace time.Duration, addr string) string {
 	t.Helper()
 	path := gridConfig(t, p)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, port, _ := net.SplitHostPort(p.Device("rcr").Addr())
 	in := fmt.Sprintf(`inputs:
   - id: rcr
-    host: %s
-    port: %s
+    %s
     pollInterval: 1s
     lossGrace: %s
     contacts: {K1: 0, K2: 1, K3: 2, K4: 3}
@@ -42,7 +47,7 @@ func inputConfig(t testing.TB, p *sim.Plant, grace time.Duration) string {
       - {contacts: [K2], command: opModMaxLimW, value: 60}
       - {contacts: [K3], command: opModMaxLimW, value: 30}
       - {contacts: [K4], command: opModMaxLimW, value: 0}
-`, host, port, grace)
+`, addr, grace)
 	cfg := strings.Replace(string(b), "tokens:\n", in+"tokens:\n", 1)
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "plantd.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -256,7 +261,7 @@ func TestDemoInputs(t *testing.T) {
 		t.Fatalf("%d inputs, want the receiver", len(cfg.Inputs))
 	}
 	in := cfg.Inputs[0]
-	if in.Addr() != p.Device("rcr").Addr() || in.Plant != "demo" || len(in.Actions) != 4 {
+	if in.Device().Address() != p.Device("rcr").Addr() || in.Plant != "demo" || len(in.Actions) != 4 {
 		t.Errorf("input %+v: want rcr at %s on plant demo with 4 actions", in, p.Device("rcr").Addr())
 	}
 	for i, want := range []float64{100, 60, 30, 0} {
