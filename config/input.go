@@ -197,11 +197,26 @@ func (v *validator) inputAddress(path string, in Input) {
 	if !v.framing(path, d) || !ok {
 		return
 	}
+	// The devices, then the inputs before this one.
+	type peer struct {
+		path string
+		d    Device
+	}
+	var peers []peer
 	for i, o := range v.c.Devices {
-		if !o.Enabled {
+		if o.Enabled {
+			peers = append(peers, peer{fmt.Sprintf("devices[%d]", i), o})
+		}
+	}
+	for i, o := range v.c.Inputs {
+		if p := fmt.Sprintf("inputs[%d]", i); p != path {
+			peers = append(peers, peer{p, o.Device()})
 			continue
 		}
-		other := fmt.Sprintf("devices[%d]", i)
+		break
+	}
+	for _, pr := range peers {
+		o, other := pr.d, pr.path
 		switch {
 		case d.Serial != nil && o.Serial != nil && o.Serial.Port == d.Serial.Port && *o.Serial != *d.Serial:
 			v.add(path+".serial", "%s differs from the serial settings of %s, on the same line %s",
