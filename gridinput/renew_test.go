@@ -44,8 +44,11 @@ func (g *clockGrid) Submit(ctx context.Context, plantID string, body []byte, by 
 		}
 		return "", time.Time{}, err
 	}
+	// The end before the call is seen: a test that advances the clock
+	// once it sees the call must not move this window's end.
+	end := g.now().Add(time.Hour)
 	id, _, err := g.fakeGrid.Submit(ctx, plantID, body, by)
-	return id, g.now().Add(time.Hour), err
+	return id, end, err
 }
 
 // TestInputRenews: while the signal stands, the window is renewed from
