@@ -45,7 +45,10 @@ type devCtl struct {
 
 // ctlState is one control of a device.
 type ctlState struct {
-	owned     bool
+	owned bool
+	// claimed: the store records the control owned and the first write
+	// is under way (claim); held for a device proxy from then on.
+	claimed   bool
 	key       string  // the window last applied ("" for the fallback)
 	pct       float64 // the limit last written (limit control)
 	writtenAt time.Time
@@ -434,6 +437,9 @@ func (c *Controller) claim(ctx context.Context, dc *devCtl, d plant.DeviceLive, 
 	if err := c.st.SetControlOwned(context.WithoutCancel(ctx), d.Info.ID, string(k), true); err != nil {
 		return fmt.Errorf("record the control owned before writing it: %w", err)
 	}
+	c.mu.Lock()
+	dc.state(k).claimed = true
+	c.mu.Unlock()
 	return nil
 }
 

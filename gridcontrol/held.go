@@ -5,7 +5,9 @@ import "slices"
 // HeldModels returns the SunSpec models that carry a control of the
 // device plantd holds now (a window of a schedule, or the fallback ramp
 // after it): the limit's 123 and 704, the connection's 123, a curve
-// command's curve models. A device proxy refuses third-party writes to
+// command's curve models. A control is held from the moment plantd claims
+// it, before its first write, so that no third-party write slips in while
+// that write is read back. A device proxy refuses third-party writes to
 // them (plantd/modbusproxy). nil when plantd holds nothing of the device.
 func (c *Controller) HeldModels(deviceID string) []uint16 {
 	c.mu.Lock()
@@ -16,7 +18,7 @@ func (c *Controller) HeldModels(deviceID string) []uint16 {
 	}
 	var out []uint16
 	for k, st := range dc.ctl {
-		if !st.owned {
+		if !st.owned && !st.claimed {
 			continue
 		}
 		for _, cmd := range Commands {
