@@ -183,7 +183,9 @@ func statusSchemas() obj {
 	return obj{
 		"Ready": object(obj{"ready": boolean(), "reason": str()}, "ready"),
 		"Health": object(obj{"status": describe(enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
-			"storage": object(obj{"status": str(), "error": str()}, "status"),
+			"storage": object(obj{"status": str(), "error": str(),
+				"bytesWritten":  describe(obj{"type": "integer"}, "bytes the plantd process sent to the block layer since it started (the storage's wear; absent where the kernel does not count it)"),
+				"databaseBytes": describe(obj{"type": "integer"}, "size of the database file plus its WAL")}, "status"),
 			"devices": object(obj{"total": obj{"type": "integer"}, "ok": obj{"type": "integer"}, "unreachable": obj{"type": "integer"}}),
 			"mqtt": object(obj{"status": str(), "since": utcTimeSchema(), "lastError": str(),
 				"streams": arr(object(obj{"stream": str(), "depth": obj{"type": "integer"}, "oldestUnsentAgeSeconds": num(),

@@ -10,7 +10,9 @@
 // [Store.Record] and [Store.Log] queue without blocking; [Store.QuerySet],
 // [Store.DeviceSets] and [Store.Logs] answer the HTTP API;
 // [Store.Health] feeds /healthz and, with [Store.Stats], /metrics (through
-// cmd/plantd's collector);
+// cmd/plantd's collector); [Store.Usage] gives both the storage's wear: the
+// process's block-layer writes (write_bytes of /proc/self/io, the whole
+// process's) and the size of the database file and its WAL;
 // [Store.Flush] waits until what was queued is committed.
 // cmd/plantd wires it: after each successful poll,
 //
