@@ -82,7 +82,12 @@
 // block; a full queue, read-only storage or an unknown plant refuses it,
 // counted in Stats.Dropped and logged at most once a minute. Run commits
 // the queue in transactions of up to BatchRows entries or BatchInterval
-// after the first, with prepared statements. A batch that fails (disk
+// after the first (the daemon's database.commitInterval, default 10 s),
+// with prepared statements; a batch holding a log entry commits at most a
+// second after it was queued, and Flush commits at once. Every commit
+// writes its pages to the WAL again (the raw B-tree's last leaf, its
+// parents, the watermark), so fewer commits write less to an SD card:
+// see Durability for what that costs. A batch that fails (disk
 // full) is counted in Stats.Failed and reported by Health; the next batch
 // tries again. When Run's context ends it commits what is queued, rolls up
 // everything (the last, partial interval too) and returns nil.
@@ -108,9 +113,16 @@
 // database with SQLite's online backup API.
 //
 // Durability: a committed batch survives a crash of plantd (SIGKILL,
-// panic). A power cut never corrupts the database (WAL, checksummed
-// frames), but with synchronous=NORMAL it may lose the last commits the
-// kernel had not yet written back (typically up to 30 s); checkpoints sync.
+// panic); what a crash loses are the raw samples not yet committed, at
+// most those of the last BatchInterval (default 10 s) and whatever log
+// entries were queued in the last second. Rollups, the watermark,
+// schedules, grid-control state (control_default, control_owner,
+// device_quirk) and the outbox (Enqueue, Ack) commit in their own
+// transactions at once, so nothing of them that was acknowledged is
+// lost. A power cut never corrupts the database (WAL, checksummed
+// frames), but with synchronous=NORMAL it may lose, besides that, the
+// last commits the kernel had not yet written back (typically up to
+// 30 s); checkpoints sync.
 //
 // # Energy
 //

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plantd/plant"
 )
 
 func TestParseWriteBytes(t *testing.T) {
@@ -70,5 +72,35 @@ func TestUsageGrows(t *testing.T) {
 	if after.BytesWritten < before.BytesWritten+uint64(grew) {
 		t.Errorf("write_bytes grew by %d, less than the database's %d bytes (before %+v, after %+v)",
 			after.BytesWritten-before.BytesWritten, grew, before, after)
+	}
+}
+
+// TestLogCommitsWithinASecond: with a commit interval of an hour, a
+// measurement waits in the batch, but a log entry queued after it commits
+// the batch within logCommitWithin (the test allows 10 s for a loaded
+// machine; without the rule the batch would wait the hour).
+func TestLogCommitsWithinASecond(t *testing.T) {
+	s := openTest(t, Config{BatchInterval: time.Hour})
+	runStore(t, s)
+	syn := &synth{loc: mustZone(t, "Europe/Berlin")}
+	now := time.Now().Truncate(time.Second)
+	record(t, s, syn.step(now)[0])
+	if !s.Log(plant.LogEntry{PlantID: "p1", Code: "test", Message: "a log entry commits within a second"}) {
+		t.Fatal("log entry refused")
+	}
+	queued := time.Now()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st := s.Stats(); st.Logs == 1 && st.Written == 1 {
+			t.Logf("committed %v after the log entry was queued", time.Since(queued).Round(time.Millisecond))
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("not committed within 10 s of the log entry: %+v", s.Stats())
+		case <-tick.C:
+		}
 	}
 }
