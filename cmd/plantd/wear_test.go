@@ -174,9 +174,11 @@ func TestKill9CommitInterval(t *testing.T) {
 
 	d2 := startDaemon(t, cfgPath)
 	d2.waitAPI(15 * time.Second)
-	if code, b := d2.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, ""); code != 200 || !strings.Contains(string(b), created.Schedule.ScheduleID) {
-		t.Errorf("after restart: GET schedules %d %s, want %s", code, b, created.Schedule.ScheduleID)
-	}
+	// Grid control loads the stored schedules once the devices answer.
+	waitUntil(t, 30*time.Second, "the schedule served after the restart", func() bool {
+		code, b := d2.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")
+		return code == 200 && strings.Contains(string(b), created.Schedule.ScheduleID)
+	})
 	d2.stop()
 }
 
