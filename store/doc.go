@@ -87,7 +87,15 @@
 // second after it was queued, and Flush commits at once. Every commit
 // writes its pages to the WAL again (the raw B-tree's last leaf, its
 // parents, the watermark), so fewer commits write less to an SD card:
-// see Durability for what that costs. A batch that fails (disk
+// see Durability for what that costs. scripts/wear measures it (20
+// devices polled every 1 s, 16.5 values a poll; write_bytes of the
+// process plus the pages the next checkpoint still owes): commits every
+// 1 s wrote about 1,360 MiB/day, every 10 s 540, every 30 s 470. The
+// floor is the layout's: a raw row takes 79 bytes (130 MiB/day at 20
+// devices), a commit writes its leaf pages to the WAL with their
+// rebalanced siblings and page 1 (about 10 frames per 10 s commit), and
+// the checkpoint writes the pages once more; no index but raw's own
+// B-tree is written per commit. A batch that fails (disk
 // full) is counted in Stats.Failed and reported by Health; the next batch
 // tries again. When Run's context ends it commits what is queued, rolls up
 // everything (the last, partial interval too) and returns nil.
