@@ -154,6 +154,7 @@ func TestDefaults(t *testing.T) {
 		{"http.rateLimit.burst", c.HTTP.RateLimit.Burst, 40},
 		{"database.path", c.Database.Path, "/var/lib/plantd/plantd.db"},
 		{"database.rawRetention", c.Database.RawRetention, 168 * time.Hour},
+		{"database.commitInterval", c.Database.CommitInterval, 10 * time.Second},
 		{"log.level", c.Log.Level, "info"},
 		{"log.format", c.Log.Format, "text"},
 		{"plants[0].installation.co2SavingsFactor", c.Plants[0].Installation.CO2SavingsFactor, 400.0},

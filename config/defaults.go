@@ -21,6 +21,7 @@ const (
 	defaultBurst             = 40
 	defaultDatabasePath      = "/var/lib/plantd/plantd.db"
 	defaultRawRetention      = 168 * time.Hour
+	defaultCommitInterval    = 10 * time.Second
 	defaultTokenTTL          = 300 * time.Second
 	defaultLogLevel          = "info"
 	defaultLogFormat         = "text"
@@ -95,6 +96,7 @@ func (c *Config) setDefaults() {
 	c.HTTP.TokenTTL = defaultTokenTTL
 	c.Database.Path = defaultDatabasePath
 	c.Database.RawRetention = defaultRawRetention
+	c.Database.CommitInterval = defaultCommitInterval
 	c.Log.Level = defaultLogLevel
 	c.Log.Format = defaultLogFormat
 	c.MQTT.TopicPrefix = defaultTopicPrefix

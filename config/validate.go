@@ -211,6 +211,7 @@ func (v *validator) database() {
 		v.add("database.path", "required")
 	}
 	v.duration("database.rawRetention", v.c.Database.RawRetention, time.Hour, 0)
+	v.duration("database.commitInterval", v.c.Database.CommitInterval, time.Second, 5*time.Minute)
 }
 
 func (v *validator) log() {

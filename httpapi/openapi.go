@@ -138,7 +138,9 @@ func statusSchemas() apidoc.Obj {
 	return apidoc.Obj{
 		"Ready": apidoc.Object(apidoc.Obj{"ready": apidoc.Bool(), "reason": apidoc.Str()}, "ready"),
 		"Health": apidoc.Object(apidoc.Obj{"status": apidoc.Describe(apidoc.Enum("Ok", "Degraded", "Error"), "Degraded (still 200): some active devices are unreachable"),
-			"storage": apidoc.Object(apidoc.Obj{"status": apidoc.Str(), "error": apidoc.Str()}, "status"),
+			"storage": apidoc.Object(apidoc.Obj{"status": apidoc.Str(), "error": apidoc.Str(),
+				"bytesWritten":  apidoc.Describe(apidoc.Obj{"type": "integer"}, "bytes the plantd process sent to the block layer since it started (the storage's wear; absent where the kernel does not count it)"),
+				"databaseBytes": apidoc.Describe(apidoc.Obj{"type": "integer"}, "size of the database file plus its WAL")}, "status"),
 			"devices": apidoc.Object(apidoc.Obj{"total": apidoc.Obj{"type": "integer"}, "ok": apidoc.Obj{"type": "integer"}, "unreachable": apidoc.Obj{"type": "integer"}}),
 			"mqtt": apidoc.Object(apidoc.Obj{"status": apidoc.Str(), "since": apidoc.UTCTime(), "lastError": apidoc.Str(),
 				"streams": apidoc.Arr(apidoc.Object(apidoc.Obj{"stream": apidoc.Str(), "depth": apidoc.Obj{"type": "integer"}, "oldestUnsentAgeSeconds": apidoc.Num(),

@@ -371,12 +371,19 @@ func (s *Server) healthz(c *gin.Context) {
 	}
 	out := map[string]any{}
 	status := http.StatusOK
+	storage := map[string]any{"status": "Ok"}
 	if err := s.deps.History.Health(); err != nil {
-		out["storage"] = map[string]string{"status": "Error", "error": err.Error()}
+		storage = map[string]any{"status": "Error", "error": err.Error()}
 		status = http.StatusServiceUnavailable
-	} else {
-		out["storage"] = map[string]string{"status": "Ok"}
 	}
+	if su, ok := s.deps.History.(StorageUsage); ok {
+		written, known, size := su.StorageUsage()
+		if known {
+			storage["bytesWritten"] = written
+		}
+		storage["databaseBytes"] = size
+	}
+	out["storage"] = storage
 	var ds devState
 	for _, p := range s.deps.Live.Plants() {
 		devs, _ := s.deps.Live.DeviceStatuses(p.ID)

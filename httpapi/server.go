@@ -136,6 +136,15 @@ type ConnectedService interface {
 	ConnectedState() (status string, since time.Time)
 }
 
+// StorageUsage is optionally implemented by Deps.History: the storage's
+// wear figures for /healthz.
+type StorageUsage interface {
+	// StorageUsage returns the bytes the process wrote to the block layer
+	// since it started (ok false: not known on this system) and the size
+	// of the database with its WAL.
+	StorageUsage() (bytesWritten uint64, ok bool, databaseBytes int64)
+}
+
 // UplinkHealth is optionally implemented by Deps.Connected: the cloud
 // uplink's figures for /healthz.
 type UplinkHealth interface {

@@ -163,7 +163,12 @@ func (c connector) Driver() driver.Driver                        { return c.drv 
 
 // Per-connection settings of the writer: the WAL file is truncated back to
 // 16 MiB after a checkpoint (an SD card should not keep a large WAL), and
-// SQLite checkpoints every 1000 pages (its default, stated).
+// SQLite checkpoints every 1000 pages (its default, stated). 4000 pages
+// wrote no less (scripts/wear 20 40, commits every 10 s, counting the
+// pages the next checkpoint still owes: 538.6 against 541.7 MiB/day with
+// MQTT off, 961.0 against 963.6 with MQTT on): a checkpoint writes each
+// page once however long it waits, and the WAL frames, which dominate,
+// do not depend on it.
 const writerPragmas = `PRAGMA journal_size_limit = 16777216; PRAGMA wal_autocheckpoint = 1000;`
 
 func dsn(path string, params url.Values) string {

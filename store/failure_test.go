@@ -48,6 +48,8 @@ func TestChild(t *testing.T) {
 		t.Skip("child process of TestCrash and TestDiskFull only")
 	case "crash":
 		crashChild(t)
+	case "crash-cadence":
+		crashCadenceChild(t)
 	case "fsize":
 		fsizeChild(t)
 	case "readonly":
@@ -487,25 +489,30 @@ func crashMeasurement(n int64) Measurement {
 	}
 }
 
-func crashChild(t *testing.T) {
-	s, err := Open(t.Context(), Config{Path: os.Getenv("STORE_TEST_PATH"), Plants: []PlantInfo{{ID: "p1"}}}, testLogger(t))
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	// Continue after the last committed measurement.
+// crashNext is the measurement after the last one committed: where a
+// restarted child continues.
+func crashNext(t *testing.T, s *Store) int64 {
 	var maxT sql.NullInt64
 	var nDev int64
 	db := s.rdb.Load()
 	if err := db.QueryRow(`SELECT max(t) FROM raw`).Scan(&maxT); err != nil {
 		t.Fatal(err)
 	}
-	next := int64(0)
-	if maxT.Valid {
-		if err := db.QueryRow(`SELECT count(*) FROM raw WHERE t = ?`, maxT.Int64).Scan(&nDev); err != nil {
-			t.Fatal(err)
-		}
-		next = (maxT.Int64-crashT0)/crashStepMs*crashDevices + nDev
+	if !maxT.Valid {
+		return 0
 	}
+	if err := db.QueryRow(`SELECT count(*) FROM raw WHERE t = ?`, maxT.Int64).Scan(&nDev); err != nil {
+		t.Fatal(err)
+	}
+	return (maxT.Int64-crashT0)/crashStepMs*crashDevices + nDev
+}
+
+func crashChild(t *testing.T) {
+	s, err := Open(t.Context(), Config{Path: os.Getenv("STORE_TEST_PATH"), Plants: []PlantInfo{{ID: "p1"}}}, testLogger(t))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	next := crashNext(t, s)
 	ctx := t.Context()
 	go s.Run(ctx)
 	var last int64 = -1
@@ -529,7 +536,45 @@ func crashChild(t *testing.T) {
 	}
 }
 
-func TestCrash(t *testing.T) {
+// crashCadenceChild records at a poller's pace (4 measurements every
+// 20 ms) and leaves the commits to the BatchInterval timer (200 ms): it
+// prints "committed N" when Stats.Written shows that a timed commit
+// stored everything up to measurement N.
+func crashCadenceChild(t *testing.T) {
+	s, err := Open(t.Context(), Config{Path: os.Getenv("STORE_TEST_PATH"), BatchInterval: 200 * time.Millisecond,
+		Plants: []PlantInfo{{ID: "p1"}}}, testLogger(t))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	next := crashNext(t, s)
+	go s.Run(t.Context())
+	go func() {
+		var shown uint64
+		for {
+			if st := s.Stats(); st.Written > shown && st.Dropped == 0 && st.Failed == 0 {
+				shown = st.Written
+				fmt.Printf("committed %d\n", next+int64(shown)-1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	for n := next; ; n++ {
+		if !s.Record(crashMeasurement(n)) {
+			t.Errorf("measurement %d refused", n)
+		}
+		if n%crashDevices == crashDevices-1 {
+			time.Sleep(20 * time.Millisecond) // a poller's pace, not an assertion
+		}
+	}
+}
+
+// TestCrash kills a child that commits by Flush and by BatchRows at
+// random moments; TestCrashCadence one whose commits come from the
+// BatchInterval timer (the daemon's database.commitInterval).
+func TestCrash(t *testing.T)        { crashTest(t, "crash") }
+func TestCrashCadence(t *testing.T) { crashTest(t, "crash-cadence") }
+
+func crashTest(t *testing.T, mode string) {
 	t.Parallel() // independent database files
 	kills := 20
 	if testing.Short() {
@@ -539,7 +584,7 @@ func TestCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	lastCommitted := int64(-1)
 	for i := range kills {
-		cmd := runChild(t, "crash", "STORE_TEST_PATH="+path)
+		cmd := runChild(t, mode, "STORE_TEST_PATH="+path)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -67,8 +67,11 @@ type Config struct {
 	// rollups are kept forever.
 	RawRetention time.Duration
 	// BatchRows and BatchInterval bound a write transaction: it commits
-	// after that many measurements and log entries, or that long after
-	// the first (defaults 1000 and 1 s).
+	// after that many measurements and log entries, or BatchInterval
+	// after the first (defaults 1000 and DefaultBatchInterval), or at
+	// most a second after a log entry. BatchInterval is the window of raw
+	// samples a crash of plantd may lose (see the package doc,
+	// Durability).
 	BatchRows     int
 	BatchInterval time.Duration
 	// QueueLen is the capacity of the queue between Record/Log and the
@@ -115,7 +118,7 @@ type PlantInfo struct {
 const (
 	DefaultRawRetention  = 168 * time.Hour
 	DefaultBatchRows     = 1000
-	DefaultBatchInterval = time.Second
+	DefaultBatchInterval = 10 * time.Second
 	// DefaultFutureTolerance: see Config.FutureTolerance.
 	DefaultFutureTolerance = 5 * time.Second
 	DefaultQueueLen        = 10000

@@ -26,6 +26,11 @@ const (
 	// surplus log entries; it deletes retentionRows at a time.
 	retentionEvery = time.Minute
 	retentionRows  = 2000
+	// logCommitWithin: a batch holding a log entry commits at most this
+	// long after the entry was queued, however long Config.BatchInterval
+	// is: the plant and device logs (grid control's among them) keep the
+	// durability they had with one commit a second.
+	logCommitWithin = time.Second
 )
 
 // writer is the state of the writer goroutine (Run). Only that goroutine
@@ -152,7 +157,10 @@ func (w *writer) run(ctx context.Context) error {
 	cfg := &w.s.cfg
 	timer := time.NewTimer(cfg.BatchInterval)
 	timer.Stop()
+	// timerC is nil while no commit is due; due is when the armed timer
+	// fires.
 	var timerC <-chan time.Time
+	var due time.Time
 	maint := time.NewTicker(min(cfg.BatchInterval, time.Second))
 	defer maint.Stop()
 	w.nextRetention = time.Now()
@@ -171,8 +179,13 @@ func (w *writer) run(ctx context.Context) error {
 				w.answerFlushes(err)
 				continue
 			}
-			if len(w.batch) == 1 {
-				timer.Reset(cfg.BatchInterval)
+			wait := cfg.BatchInterval
+			if it.l != nil {
+				wait = min(wait, logCommitWithin)
+			}
+			if now := time.Now(); timerC == nil || now.Add(wait).Before(due) {
+				due = now.Add(wait)
+				timer.Reset(wait)
 				timerC = timer.C
 			}
 			if len(w.batch) >= cfg.BatchRows {

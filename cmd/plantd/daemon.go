@@ -130,7 +130,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 	for _, p := range plants {
 		storePlants = append(storePlants, store.PlantInfo{ID: p.ID, Location: p.Location})
 	}
-	d.store, err = store.Open(ctx, store.Config{Path: cfg.Database.Path, RawRetention: cfg.Database.RawRetention, Plants: storePlants, Now: now,
+	d.store, err = store.Open(ctx, store.Config{Path: cfg.Database.Path, RawRetention: cfg.Database.RawRetention, BatchInterval: cfg.Database.CommitInterval, Plants: storePlants, Now: now,
 		FutureTolerance: maxPollInterval(cfg)},
 		logger.With("component", "store"))
 	if err != nil {

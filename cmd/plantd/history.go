@@ -16,7 +16,16 @@ import (
 // error mapping and the set query's translation.
 type storeHistory struct{ st *store.Store }
 
-var _ httpapi.History = storeHistory{}
+var (
+	_ httpapi.History      = storeHistory{}
+	_ httpapi.StorageUsage = storeHistory{}
+)
+
+// StorageUsage gives /healthz the store's wear figures.
+func (h storeHistory) StorageUsage() (bytesWritten uint64, ok bool, databaseBytes int64) {
+	u := h.st.Usage()
+	return u.BytesWritten, u.BytesWrittenOK, u.FileBytes + u.WALBytes
+}
 
 // apiError maps store errors onto the API's sentinels.
 func apiError(err error) error {

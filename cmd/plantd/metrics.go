@@ -63,6 +63,11 @@ func (c *daemonCollector) Collect(w *metrics.Writer) {
 	w.Counter("plantd_store_failed_total", "Measurements and log entries lost in a batch that could not be committed.", float64(st.Failed))
 	w.Gauge("plantd_store_healthy", "1 while the storage accepts writes.", healthy)
 	w.Gauge("plantd_store_rolled_up_to_seconds", "Unix time up to which rollups are complete.", rolled)
+	u := c.store.Usage()
+	if u.BytesWrittenOK {
+		w.Counter("plantd_store_bytes_written_total", "Bytes the whole plantd process sent to the block layer since it started (write_bytes of /proc/self/io): the database, its WAL and anything else plantd writes. The storage's wear rate.", float64(u.BytesWritten))
+	}
+	w.Gauge("plantd_store_database_bytes", "Size of the SQLite database file plus its -wal file.", float64(u.FileBytes+u.WALBytes))
 }
 
 // collectEndpoints writes the counters of the Modbus endpoints (one
