@@ -238,9 +238,17 @@ func (in *fleetIngest) query(b *testing.B, sql string) string {
 // stops the ingest and wants its report to show every rollup and log
 // stream without a gap.
 func (in *fleetIngest) check(b *testing.B, n int) {
-	waitFor(b, 5*time.Minute, "every offline state in the database", func() bool {
-		return in.query(b, `SELECT count(*) FROM gateway_state WHERE state = 'offline'`) == strconv.Itoa(n)
-	})
+	// Not waitFor: the report below says what is there when it is not all.
+	offline := ""
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if offline = in.query(b, `SELECT count(*) FROM gateway_state WHERE state = 'offline'`); offline == strconv.Itoa(n) {
+			break
+		}
+	}
+	if offline != strconv.Itoa(n) {
+		b.Errorf("after 5 min, %s of %d gateways offline in the database; states %s", offline, n,
+			in.query(b, `SELECT string_agg(state || ' ' || c, ', ') FROM (SELECT state, count(*) AS c FROM gateway_state GROUP BY state) s`))
+	}
 	dups := in.query(b, `SELECT coalesce(sum(duplicates), 0) FROM uplink_stream`)
 	msgs := in.query(b, `SELECT coalesce(sum(messages), 0) FROM uplink_stream`)
 	seqs := in.query(b, `SELECT count(*) FROM uplink_seq`)
