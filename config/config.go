@@ -357,6 +357,15 @@ type OAuthClient struct {
 	PreApproved bool `yaml:"preApproved"`
 }
 
+// BrokerURLs are the uplink's broker URLs: Brokers, or Broker alone; none
+// when MQTT is off.
+func (m MQTT) BrokerURLs() []string {
+	if m.Broker != "" {
+		return []string{m.Broker}
+	}
+	return m.Brokers
+}
+
 // TokenHash returns the hex SHA-256 of a bearer token or client secret, the
 // form [Token.SHA256] and [OAuthClient.SecretSHA256] hold.
 func TokenHash(secret string) string {
@@ -364,13 +373,17 @@ func TokenHash(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// MQTT configures publishing to a broker. MQTT is off when Broker is empty;
-// the other fields are then not used.
+// MQTT configures publishing to a broker. MQTT is off when Broker and
+// Brokers are empty; the other fields are then not used.
 type MQTT struct {
 	// Broker URL: tcp://host:port or mqtt://host:port (plain), ssl://,
 	// tls:// or mqtts://host:port (TLS), ws:// or wss://host[:port]/path
 	// (WebSocket).
 	Broker string `yaml:"broker"`
+	// Brokers are the URLs of one clustered broker's nodes (or of load
+	// balancers in front of it), each as Broker: plantd connects to one and
+	// on a failure takes the next. Give broker or brokers, not both.
+	Brokers []string `yaml:"brokers,omitempty"`
 	// Username and Password authenticate at the broker (a password needs a
 	// username).
 	Username string `yaml:"username"`

@@ -101,7 +101,7 @@ func (v *validator) local() {
 	}
 	if l.ClientID != "" && (len(l.ClientID) > maxIDLen || !gatewayIDPattern.MatchString(l.ClientID)) {
 		v.add(p+"clientId", "%q is not a client id (letters, digits and . _ -, starting with a letter or digit, at most %d)", l.ClientID, maxIDLen)
-	} else if l.ClientID == v.c.Gateway.ID && v.c.MQTT.Broker != "" {
+	} else if l.ClientID == v.c.Gateway.ID && len(v.c.MQTT.BrokerURLs()) > 0 {
 		v.add(p+"clientId", "%q is the uplink's client id (the gateway id): a broker keeps only one of two clients with one id", l.ClientID)
 	}
 	v.topicPrefix(p+"prefix", l.Prefix)

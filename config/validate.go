@@ -590,8 +590,29 @@ var (
 
 func (v *validator) mqtt() {
 	m := v.c.MQTT
-	if m.Broker != "" {
-		v.broker(m)
+	if m.Broker != "" && len(m.Brokers) > 0 {
+		v.add("mqtt.brokers", "give broker or brokers, not both")
+	}
+	fields := []string{"mqtt.broker"}
+	if m.Broker == "" {
+		fields = fields[:0]
+		for i := range m.Brokers {
+			fields = append(fields, fmt.Sprintf("mqtt.brokers[%d]", i))
+		}
+	}
+	seen := map[string]bool{}
+	plain := ""
+	for i, b := range m.BrokerURLs() {
+		if seen[b] {
+			v.add(fields[i], "%q is listed twice", b)
+		}
+		seen[b] = true
+		if u := v.brokerURL(fields[i], b); u != nil && !slices.Contains(tlsSchemes, u.Scheme) && plain == "" {
+			plain = u.Scheme
+		}
+	}
+	if plain != "" {
+		v.tlsSettings(m, plain)
 	}
 	if m.Password != "" && m.Username == "" {
 		v.add("mqtt.password", "a password needs a username")
@@ -616,8 +637,8 @@ func (v *validator) mqtt() {
 		v.add("mqtt.backlog.bytesPerSecond", "%g is out of range (at least 1024)", r)
 	}
 	v.role("mqtt.remoteRole", m.RemoteRole)
-	if m.RemoteControl && m.Broker == "" {
-		v.add("mqtt.remoteControl", "needs a broker (mqtt.broker)")
+	if m.RemoteControl && len(m.BrokerURLs()) == 0 {
+		v.add("mqtt.remoteControl", "needs a broker (mqtt.broker or mqtt.brokers)")
 	}
 }
 
@@ -630,16 +651,12 @@ func (v *validator) topicPrefix(field, p string) {
 	}
 }
 
-func (v *validator) broker(m MQTT) {
-	u := v.brokerURL("mqtt.broker", m.Broker)
-	if u == nil {
-		return
-	}
-	if !slices.Contains(tlsSchemes, u.Scheme) {
-		for _, f := range []struct{ name, value string }{{"caFile", m.CAFile}, {"clientCert", m.ClientCert}, {"clientKey", m.ClientKey}} {
-			if f.value != "" {
-				v.add("mqtt."+f.name, "needs a TLS broker (ssl://, tls://, mqtts:// or wss://), not %s://", u.Scheme)
-			}
+// tlsSettings checks that the TLS settings are given for TLS brokers
+// only: scheme is the first non-TLS scheme among the uplink's brokers.
+func (v *validator) tlsSettings(m MQTT, scheme string) {
+	for _, f := range []struct{ name, value string }{{"caFile", m.CAFile}, {"clientCert", m.ClientCert}, {"clientKey", m.ClientKey}} {
+		if f.value != "" {
+			v.add("mqtt."+f.name, "needs a TLS broker (ssl://, tls://, mqtts:// or wss://), not %s://", scheme)
 		}
 	}
 }

@@ -143,6 +143,7 @@ func statusSchemas() apidoc.Obj {
 				"databaseBytes": apidoc.Describe(apidoc.Obj{"type": "integer"}, "size of the database file plus its WAL")}, "status"),
 			"devices": apidoc.Object(apidoc.Obj{"total": apidoc.Obj{"type": "integer"}, "ok": apidoc.Obj{"type": "integer"}, "unreachable": apidoc.Obj{"type": "integer"}}),
 			"mqtt": apidoc.Object(apidoc.Obj{"status": apidoc.Str(), "since": apidoc.UTCTime(), "lastError": apidoc.Str(),
+				"broker": apidoc.Describe(apidoc.Str(), "the broker URL in use, or last tried (one of mqtt.brokers)"),
 				"streams": apidoc.Arr(apidoc.Object(apidoc.Obj{"stream": apidoc.Str(), "depth": apidoc.Obj{"type": "integer"}, "oldestUnsentAgeSeconds": apidoc.Num(),
 					"dropped": apidoc.Obj{"type": "integer"}}, "stream", "depth"))}, "status")}, "status", "storage", "devices", "mqtt"),
 	}

@@ -407,10 +407,14 @@ func (s *Server) healthz(c *gin.Context) {
 		mq["since"] = since.UTC().Format(timeRFC3339)
 	}
 	if uh, ok := s.deps.Connected.(UplinkHealth); ok {
-		lastErr, streams := uh.UplinkHealth()
-		if lastErr != "" {
-			mq["lastError"] = lastErr
+		us := uh.UplinkHealth()
+		if us.Broker != "" {
+			mq["broker"] = us.Broker
 		}
+		if us.LastError != "" {
+			mq["lastError"] = us.LastError
+		}
+		streams := us.Streams
 		if streams == nil {
 			streams = []UplinkStream{}
 		}

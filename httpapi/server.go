@@ -148,9 +148,16 @@ type StorageUsage interface {
 // UplinkHealth is optionally implemented by Deps.Connected: the cloud
 // uplink's figures for /healthz.
 type UplinkHealth interface {
-	// UplinkHealth returns the last connection error ("" none) and the
-	// outbox streams.
-	UplinkHealth() (lastError string, streams []UplinkStream)
+	UplinkHealth() UplinkState
+}
+
+// UplinkState is the uplink's state at /healthz.
+type UplinkState struct {
+	// Broker is the broker URL in use, or last tried ("" none yet);
+	// LastError the last connection error ("" none).
+	Broker, LastError string
+	// Streams are the outbox streams.
+	Streams []UplinkStream
 }
 
 // UplinkStream is one outbox stream of the uplink.

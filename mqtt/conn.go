@@ -18,9 +18,9 @@ import (
 // errPublishTimeout: a PUBACK did not arrive within PublishTimeout.
 var errPublishTimeout = errors.New("mqtt: publish not acknowledged in time")
 
-// brokerForLog is the broker URL without user information.
-func (u *Uplink) brokerForLog() string {
-	p, err := url.Parse(u.cfg.Broker)
+// brokerForLog is a broker URL without user information.
+func brokerForLog(broker string) string {
+	p, err := url.Parse(broker)
 	if err != nil {
 		return "(invalid broker URL)"
 	}
@@ -47,28 +47,40 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // connectLoop connects, runs a session, and reconnects with backoff until
-// ctx ends. It logs once per change of state, not per attempt.
+// ctx ends. It logs once per change of state, not per attempt. With
+// several brokers it starts at a random one and takes the next after
+// every failed attempt and every lost connection (a cluster's node that
+// died, or a load balancer's), with the same backoff between attempts.
 func (u *Uplink) connectLoop(ctx context.Context) {
+	brokers := u.cfg.Brokers
+	next := rand.IntN(len(brokers))
 	failures := 0
-	// The kinds of error logged since the last connection: each is logged
-	// once, however often it recurs (its text may hold a new local port
-	// each time, and some brokers answer one failure in two ways).
+	// The kinds of error logged since the last connection, per broker:
+	// each is logged once, however often it recurs (its text may hold a
+	// new local port each time, and some brokers answer one failure in
+	// two ways).
 	logged := map[string]bool{}
 	for ctx.Err() == nil {
+		broker := brokers[next]
+		next = (next + 1) % len(brokers)
+		shown := brokerForLog(broker)
+		u.stMu.Lock()
+		u.broker = shown
+		u.stMu.Unlock()
 		u.attempts.Add(1)
-		c, lost, err := u.dial(ctx)
+		c, lost, err := u.dial(ctx, broker)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			failures++
 			wait := u.backoff(failures)
-			if k := errKind(err); !logged[k] {
-				u.log.Warn("mqtt broker unreachable; retrying with backoff", "broker", u.brokerForLog(), "err", err)
+			if k := shown + " " + errKind(err); !logged[k] {
+				u.log.Warn("mqtt broker unreachable; retrying with backoff", "broker", shown, "err", err)
 				logged[k] = true
 				u.setState(false, err.Error())
 			}
-			u.log.Debug("mqtt reconnect", "attempt", failures, "in", wait)
+			u.log.Debug("mqtt reconnect", "attempt", failures, "in", wait, "next", brokerForLog(brokers[next]))
 			if !sleep(ctx, wait) {
 				return
 			}
@@ -79,7 +91,7 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 		// live values of its ticks are all after the start.
 		start := time.Now()
 		u.setState(true, "")
-		u.log.Info("mqtt connected", "broker", u.brokerForLog(), "clientId", u.cfg.GatewayID)
+		u.log.Info("mqtt connected", "broker", shown, "clientId", u.cfg.GatewayID)
 		clear(logged)
 		err = u.session(ctx, c, lost, start)
 		if ctx.Err() != nil {
@@ -94,7 +106,8 @@ func (u *Uplink) connectLoop(ctx context.Context) {
 			failures = 0
 		}
 		failures++
-		u.log.Warn("mqtt connection lost; reconnecting with backoff", "err", err, "up", up.Round(time.Millisecond))
+		u.log.Warn("mqtt connection lost; reconnecting with backoff", "broker", shown, "err", err,
+			"up", up.Round(time.Millisecond), "next", brokerForLog(brokers[next]))
 		if !sleep(ctx, u.backoff(failures)) {
 			return
 		}
@@ -111,13 +124,13 @@ func errKind(err error) string {
 	return err.Error()
 }
 
-// dial makes a new client and connects it. lost receives the reason the
-// connection ends.
-func (u *Uplink) dial(ctx context.Context) (paho.Client, <-chan error, error) {
+// dial makes a new client and connects it to broker. lost receives the
+// reason the connection ends.
+func (u *Uplink) dial(ctx context.Context, broker string) (paho.Client, <-chan error, error) {
 	lost := make(chan error, 1)
 	will, _ := json.Marshal(u.state("offline", time.Time{}))
 	o := paho.NewClientOptions().
-		AddBroker(u.cfg.Broker).
+		AddBroker(broker).
 		SetClientID(u.cfg.GatewayID).
 		SetCleanSession(true).
 		SetProtocolVersion(4). // MQTT 3.1.1 only: no second connection with 3.1 after a failed one

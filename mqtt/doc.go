@@ -36,7 +36,10 @@
 // topic: plantd's own loop reconnects with exponential backoff and jitter
 // (1 s up to 60 s; a connection that lasted less than a minute does not
 // reset the backoff, so a broker that accepts and drops is not hammered),
-// and subscribes again on every connect. A publish token not completed
+// and subscribes again on every connect. With several brokers
+// (Config.Brokers, the nodes of one cluster) it starts at a random one and
+// takes the next after every failed attempt or lost connection, with the
+// same backoff; Status().Broker names the one in use. A publish token not completed
 // within PublishTimeout ends the connection; tokens of an old connection
 // never acknowledge anything. Message handlers only hand messages to a
 // worker goroutine. Each connection is one session (session.go): the

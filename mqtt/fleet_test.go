@@ -72,13 +72,7 @@ func procCPU(t testing.TB, pid int) time.Duration {
 //
 //	PLANTD_FLEET=1000 go test -run '^$' -bench Fleet -benchtime 1x -timeout 30m ./mqtt/
 func BenchmarkFleet(b *testing.B) {
-	n := 100
-	if s := os.Getenv("PLANTD_FLEET"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1 {
-			b.Fatalf("PLANTD_FLEET=%q", s)
-		}
-	}
+	n := fleetSize(b)
 	steady := 30 * time.Second
 	if d := getenvDuration(b, "PLANTD_FLEET_STEADY"); d > 0 {
 		steady = d
@@ -91,13 +85,7 @@ func BenchmarkFleet(b *testing.B) {
 	sub := startFleetSubscriber(b, br, dir)
 	defer sub.cmd.Process.Kill()
 
-	start := time.Now()
-	f := openFleet(b, br, dir, n)
-	defer f.close()
-	f.run()
-	defer f.stop()
-	waitFor(b, 10*time.Minute, "every gateway connected", f.connected(1))
-	b.Logf("%d gateways opened and connected in %s", n, time.Since(start).Round(time.Millisecond))
+	f := startFleet(b, []string{br.URL()}, dir, n)
 
 	for b.Loop() {
 		// Steady state.
@@ -219,8 +207,34 @@ type fleet struct {
 	stops  []func()
 }
 
-// openFleet opens the gateways' stores and uplinks, four at a time.
-func openFleet(b *testing.B, br *mqtttest.Broker, dir string, n int) *fleet {
+// fleetSize is PLANTD_FLEET (default 100).
+func fleetSize(b *testing.B) int {
+	n := 100
+	if s := os.Getenv("PLANTD_FLEET"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("PLANTD_FLEET=%q", s)
+		}
+	}
+	return n
+}
+
+// startFleet opens n gateways to brokers and runs them until every one is
+// connected; they stop and close at the benchmark's end.
+func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
+	start := time.Now()
+	f := openFleet(b, brokers, dir, n)
+	b.Cleanup(f.close)
+	f.run()
+	b.Cleanup(f.stop) // before close
+	waitFor(b, 10*time.Minute, "every gateway connected", f.connected(1))
+	b.Logf("%d gateways opened and connected in %s", n, time.Since(start).Round(time.Millisecond))
+	return f
+}
+
+// openFleet opens the gateways' stores and uplinks (to brokers), four at
+// a time.
+func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n)}
 	var wg sync.WaitGroup
 	var next atomic.Int64
@@ -233,7 +247,7 @@ func openFleet(b *testing.B, br *mqtttest.Broker, dir string, n int) *fleet {
 					return
 				}
 				f.stores[i] = st
-				u, err := New(Config{Broker: br.URL(), GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
+				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
 				if err != nil {
 					b.Error(err)
 					return

@@ -2,15 +2,18 @@ package mqtt
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"plantd/mqtt/mqtttest"
+	"plantd/plant"
 	"plantd/store"
 )
 
@@ -63,6 +66,32 @@ func runUplink(t testing.TB, u *Uplink) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
+	return stop
+}
+
+// logSteadily hands the uplink log entries of plant p1 at about 200/s,
+// as a poller would, until stop, which returns how many were taken.
+func logSteadily(t testing.TB, u *Uplink) (stop func() int) {
+	var logged atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for ctx.Err() == nil {
+			<-tk.C
+			if u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
+				logged.Add(1)
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() int {
+		once.Do(func() { cancel(); <-done })
+		return int(logged.Load())
+	}
+	t.Cleanup(func() { stop() })
 	return stop
 }
 

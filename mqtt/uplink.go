@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,12 @@ type RollupSource interface {
 // Config configures an Uplink. Zero values take the defaults.
 type Config struct {
 	// Broker is the broker URL (tcp://, mqtt://, ssl://, tls://, mqtts://,
-	// ws://, wss://); required.
-	Broker string
+	// ws://, wss://). Brokers are several URLs of one clustered broker
+	// (its nodes, or load balancers in front of it): the uplink connects
+	// to one, drawn at random, and after every failed attempt or lost
+	// connection takes the next one. Give Broker or Brokers, not both.
+	Broker  string
+	Brokers []string
 	// Username and Password authenticate at the broker. They are never
 	// logged.
 	Username, Password string
@@ -119,9 +124,20 @@ type Deps struct {
 var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Broker == "" {
+	switch {
+	case c.Broker != "" && len(c.Brokers) > 0:
+		return c, errors.New("mqtt: give Broker or Brokers, not both")
+	case c.Broker != "":
+		c.Brokers, c.Broker = []string{c.Broker}, ""
+	case len(c.Brokers) == 0:
 		return c, errors.New("mqtt: broker is empty")
 	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			return c, fmt.Errorf("mqtt: broker %d of %d is empty", i+1, len(c.Brokers))
+		}
+	}
+	c.Brokers = slices.Clone(c.Brokers)
 	if !gatewayIDPattern.MatchString(c.GatewayID) {
 		return c, fmt.Errorf("mqtt: gateway id %q is not letters, digits, '.', '_' and '-' (at most 64)", c.GatewayID)
 	}
@@ -236,7 +252,10 @@ type Uplink struct {
 	stMu       sync.Mutex
 	stateSince time.Time
 	lastErr    string
-	streams    map[string]*streamStats
+	// broker is the broker URL in use, or last tried (for logs: without
+	// user information).
+	broker  string
+	streams map[string]*streamStats
 
 	published, acked, attempts, connects, logDropped, cmdDropped, commands atomic.Uint64
 	publishedBytes                                                         atomic.Uint64
@@ -375,6 +394,9 @@ type Status struct {
 	Connected bool
 	Since     time.Time
 	LastError string
+	// Broker is the broker URL in use while connected, else the one last
+	// tried ("" before the first attempt), without user information.
+	Broker string
 	// Published and Acked count MQTT messages; PublishedBytes their
 	// payloads; Attempts connection attempts, Connects successful ones.
 	Published, PublishedBytes, Acked, Attempts, Connects uint64
@@ -406,7 +428,7 @@ func (u *Uplink) Status() Status {
 	}
 	u.stMu.Lock()
 	defer u.stMu.Unlock()
-	st.Since, st.LastError = u.stateSince, u.lastErr
+	st.Since, st.LastError, st.Broker = u.stateSince, u.lastErr, u.broker
 	for name, s := range u.streams {
 		st.Streams = append(st.Streams, StreamStatus{Stream: name, Depth: s.depth, Oldest: s.oldest, Dropped: s.dropped})
 	}

@@ -1,12 +1,10 @@
 package mqtt
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,21 +65,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runUplink(t, u)
-	// Log entries at ~200/s from a "poller".
-	var logged atomic.Int64
-	ctx, cancel := context.WithCancel(t.Context())
-	logging := make(chan struct{})
-	go func() {
-		defer close(logging)
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for ctx.Err() == nil {
-			<-tk.C
-			if u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(logged.Load() + 1)}) {
-				logged.Add(1)
-			}
-		}
-	}()
+	stopLogging := logSteadily(t, u)
 	waitFor(t, 10*time.Second, "first messages", func() bool { return col.Distinct("log/p1") > 50 && col.Distinct("live/p1") > 5 })
 	b.Stop()
 	liveBefore := col.Distinct("live/p1")
@@ -89,9 +73,7 @@ func TestOutage(t *testing.T) {
 	b.Start()
 	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
 	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.Distinct("live/p1") > liveBefore+5 })
-	cancel()
-	<-logging // its last entry counted
-	n := int(logged.Load())
+	n := stopLogging()
 	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= n })
 	// Live values keep coming every 50 ms, so only the log stream empties.
 	waitFor(t, 30*time.Second, "an empty log stream in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == 0 })

@@ -218,7 +218,7 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 		apiDeps.Consumers = d.homes
 	}
 	commands := &lateHandler{}
-	if cfg.MQTT.Broker != "" {
+	if len(cfg.MQTT.BrokerURLs()) > 0 {
 		locs := map[string]*time.Location{}
 		for _, p := range d.plants {
 			locs[p.ID] = p.Location

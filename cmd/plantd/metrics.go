@@ -126,6 +126,9 @@ func (c *uplinkCollector) Collect(w *metrics.Writer) {
 		connected = 1
 	}
 	w.Gauge("plantd_mqtt_connected", "1 while connected to the broker.", connected)
+	if st.Broker != "" {
+		w.Gauge("plantd_mqtt_broker_info", "1 for the broker URL in use (while connected) or last tried.", 1, "broker", st.Broker)
+	}
 	for _, v := range []struct {
 		name, help string
 		n          uint64

@@ -43,11 +43,6 @@ func TestMQTTUplink(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "plantd.db")
 	const token = "mqtt-test-token-0123456789abcdef0123456789"
-	var devs strings.Builder
-	for _, d := range p.Devices()[:4] {
-		host, port, _ := net.SplitHostPort(d.Addr())
-		fmt.Fprintf(&devs, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
-	}
 	cfg := fmt.Sprintf(`gateway:
   id: gw-test
 http:
@@ -65,7 +60,7 @@ mqtt:
   remoteControl: true
   remoteRole: installer
   backlog: {messagesPerSecond: 100000, bytesPerSecond: 100000000}
-`, db, devs.String(), config.TokenHash(token), b.URL())
+`, db, plantDevices(p.Devices()[:4]), config.TokenHash(token), b.URL())
 	cfgPath := filepath.Join(dir, "plantd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -407,6 +402,17 @@ func TestDemoOutageDay(t *testing.T) {
 	if n := col.Items("rollup/demo"); n < 250 {
 		t.Errorf("%d rollup rows, want a simulated day's (288)", n)
 	}
+}
+
+// plantDevices is the devices: list of simulated devices in plant p1,
+// polled every 500 ms.
+func plantDevices(devs []*sim.Device) string {
+	var b strings.Builder
+	for _, d := range devs {
+		host, port, _ := net.SplitHostPort(d.Addr())
+		fmt.Fprintf(&b, "  - {id: %s, plant: p1, host: %s, port: %s, pollInterval: 500ms}\n", d.ID(), host, port)
+	}
+	return b.String()
 }
 
 // outboxRows counts a stream's messages in the outbox of the database at

@@ -142,7 +142,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
 	dbPath := fs.String("db", "plantd.db", "SQLite database file")
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
-	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one")
+	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one; several URLs separated by commas: the nodes of one cluster (mqtt.brokers)")
 	sunspecAddr := fs.String("sunspec", "127.0.0.1:1502", `SunSpec Modbus TCP server address, writes enabled (a free port when taken; "off": none)`)
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -210,7 +210,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Home Assistant's discovery goes to the same broker (its own
 	// connection and topics: docs/home-assistant.md).
-	cfg.Local.MQTT.Broker = cfg.MQTT.Broker
+	if urls := cfg.MQTT.BrokerURLs(); len(urls) > 0 {
+		cfg.Local.MQTT.Broker = urls[0]
+	}
 	if sunspecLn != nil {
 		// The demo's direct marketer may limit the plant: writes on.
 		m := &cfg.ModbusServer
@@ -233,6 +235,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // uplink.
 func demoUplink(cfg *config.Config, brokerURL, mqttAddr string, interval time.Duration) (broker *mqtt.Broker, noBroker bool, err error) {
 	switch {
+	case strings.Contains(brokerURL, ","):
+		cfg.MQTT.Brokers = strings.Split(brokerURL, ",")
 	case brokerURL != "":
 		cfg.MQTT.Broker = brokerURL
 	case mqttAddr == "off":

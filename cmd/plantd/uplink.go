@@ -16,7 +16,7 @@ import (
 func uplinkConfig(cfg *config.Config) mqtt.Config {
 	m := cfg.MQTT
 	return mqtt.Config{
-		Broker: m.Broker, Username: m.Username, Password: m.Password,
+		Brokers: m.BrokerURLs(), Username: m.Username, Password: m.Password,
 		CAFile: m.CAFile, ClientCert: m.ClientCert, ClientKey: m.ClientKey,
 		GatewayID: cfg.Gateway.ID, Version: versionString(), TopicPrefix: m.TopicPrefix, KeepAlive: m.KeepAlive,
 		MaxRows: m.Outbox.MaxRows, MaxAge: m.Outbox.MaxAge, LiveInterval: m.LiveInterval,
@@ -65,7 +65,7 @@ type uplinkHealth struct{ *mqtt.Uplink }
 
 var _ httpapi.UplinkHealth = uplinkHealth{}
 
-func (u uplinkHealth) UplinkHealth() (string, []httpapi.UplinkStream) {
+func (u uplinkHealth) UplinkHealth() httpapi.UplinkState {
 	st := u.Status()
 	out := make([]httpapi.UplinkStream, 0, len(st.Streams))
 	for _, s := range st.Streams {
@@ -76,7 +76,7 @@ func (u uplinkHealth) UplinkHealth() (string, []httpapi.UplinkStream) {
 		}
 		out = append(out, us)
 	}
-	return st.LastError, out
+	return httpapi.UplinkState{Broker: st.Broker, LastError: st.LastError, Streams: out}
 }
 
 // lateHandler is a handler set after it is handed out: the uplink is made

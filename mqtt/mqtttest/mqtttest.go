@@ -285,7 +285,13 @@ func (b *Broker) Stop() {
 	if b.cmd == nil {
 		return
 	}
-	b.cmd.Process.Signal(syscall.SIGTERM)
+	b.end(syscall.SIGTERM)
+}
+
+// end sends mosquitto sig, kills it when it has not exited 10 s later, and
+// waits until it is gone.
+func (b *Broker) end(sig syscall.Signal) {
+	b.cmd.Process.Signal(sig)
 	select {
 	case <-b.exited:
 	case <-time.After(10 * time.Second):
@@ -293,6 +299,17 @@ func (b *Broker) Stop() {
 		<-b.exited
 	}
 	b.cmd = nil
+}
+
+// Kill kills mosquitto with SIGKILL (a crashed node: no goodbye to its
+// clients, no session saved) and waits until it is gone; the embedded
+// broker is closed. Start starts it again.
+func (b *Broker) Kill() {
+	if b.embed != nil || b.cmd == nil {
+		b.Stop()
+		return
+	}
+	b.end(syscall.SIGKILL)
 }
 
 // startEmbedded starts the embedded broker on addr.
@@ -472,6 +489,14 @@ func (c *Collector) Check(stream string, from1 bool) (distinct, dups int, gaps [
 		}
 	}
 	return len(seen), dups, gaps
+}
+
+// Seqs returns the seqs received on a stream in arrival order (duplicates
+// included), seq..lastSeq expanded.
+func (c *Collector) Seqs(stream string) []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.seqs[stream])
 }
 
 // Distinct is the number of distinct seqs of a stream.

@@ -1,0 +1,275 @@
+package mqtt
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkFleetCluster runs PLANTD_FLEET gateway uplinks (default 100)
+// against the 3-node NATS cluster of scripts/fleet-cluster (mqtt.brokers:
+// its three MQTT URLs), with scripts/mqtt-ingest writing into a
+// throwaway PostgreSQL as the consumer. After the steady state it kills
+// the node with the most gateways (SIGKILL), while an hour of backlog
+// (12 rollups, 60 log entries) drains from every outbox, for PLANTD_FLEET_DOWN
+// (default 60 s) and starts it again; it reports each moved gateway's
+// time to reconnect (p50, p99), the messages/s and each node's CPU; at
+// the end the ingest's database must hold every seq of every rollup and
+// log stream, duplicates absorbed by its key and counted. Skipped without
+// nats-server or PostgreSQL.
+//
+//	PLANTD_FLEET=200 go test -run '^$' -bench FleetCluster -benchtime 1x -timeout 30m ./mqtt/
+func BenchmarkFleetCluster(b *testing.B) {
+	for _, tool := range []string{"nats-server", "initdb", "psql"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
+				b.Skipf("%s is not installed", tool)
+			}
+		}
+	}
+	n := fleetSize(b)
+	steady, down := 20*time.Second, 60*time.Second
+	if d := getenvDuration(b, "PLANTD_FLEET_STEADY"); d > 0 {
+		steady = d
+	}
+	if d := getenvDuration(b, "PLANTD_FLEET_DOWN"); d > 0 {
+		down = d
+	}
+	// Directories postgres (as user postgres under root) can reach.
+	dir, err := os.MkdirTemp("", "fleet-cluster-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	cl := startCluster(b, filepath.Join(dir, "nats"))
+	ing := startIngest(b, dir, cl.urls)
+
+	f := startFleet(b, cl.urls, b.TempDir(), n)
+
+	for b.Loop() {
+		time.Sleep(10 * time.Second) // past the first ticks
+		p0, _, _ := f.total()
+		cpu0, t0 := cl.cpu(b), time.Now()
+		time.Sleep(steady)
+		p1, _, _ := f.total()
+		cpu1, el := cl.cpu(b), time.Since(t0)
+		b.ReportMetric(float64(p1-p0)/el.Seconds(), "steady-msgs/s")
+		for i := range cpu0 {
+			b.Logf("node %d: %.1f %% of a core, %d gateways", i+1, 100*(cpu1[i]-cpu0[i]).Seconds()/el.Seconds(), f.on(cl.urls[i]))
+		}
+
+		// The node with the most gateways dies.
+		k := 0
+		for i := range cl.urls {
+			if f.on(cl.urls[i]) > f.on(cl.urls[k]) {
+				k = i
+			}
+		}
+		var moved []int
+		connects := make([]uint64, n)
+		for i, u := range f.ups {
+			st := u.Status()
+			connects[i] = st.Connects
+			if st.Broker == cl.urls[k] {
+				moved = append(moved, i)
+			}
+		}
+		// An hour of backlog (12 rollups, 60 log entries) in every outbox,
+		// draining while the node dies.
+		f.queueHour(b)
+		for _, u := range f.ups {
+			u.notify("rollup/p1", "log/p1") // as the producer does after its commit
+		}
+		killed := time.Now()
+		cl.kill(b, k)
+		took := map[int]time.Duration{}
+		waitFor(b, 5*time.Minute, "every moved gateway reconnected", func() bool {
+			for _, i := range moved {
+				if _, ok := took[i]; ok {
+					continue
+				}
+				if st := f.ups[i].Status(); st.Connected && st.Connects > connects[i] {
+					took[i] = time.Since(killed)
+				}
+			}
+			return len(took) == len(moved)
+		})
+		times := make([]time.Duration, 0, len(took))
+		for _, d := range took {
+			times = append(times, d)
+		}
+		slices.Sort(times)
+		pct := func(p float64) time.Duration { return times[min(len(times)-1, int(p*float64(len(times))))] }
+		b.ReportMetric(pct(0.5).Seconds(), "reconnect-p50-s")
+		b.ReportMetric(pct(0.99).Seconds(), "reconnect-p99-s")
+		b.Logf("node %d killed with %d of %d gateways: reconnected p50 %s, p99 %s, last %s", k+1, len(moved), n,
+			pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+		time.Sleep(max(0, down-time.Since(killed)))
+		cl.start1(b, k)
+		b.Logf("node %d back after %s", k+1, time.Since(killed).Round(time.Second))
+		time.Sleep(10 * time.Second)
+	}
+	f.stop()
+	ing.check(b, n)
+}
+
+// natsCluster is scripts/fleet-cluster's cluster.
+type natsCluster struct {
+	script, dir string
+	urls        []string
+}
+
+func (c *natsCluster) do(b *testing.B, args ...string) string {
+	out, err := exec.Command(c.script, args...).Output()
+	if err != nil {
+		b.Fatalf("fleet-cluster %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func startCluster(b *testing.B, dir string) *natsCluster {
+	script, _ := filepath.Abs("../scripts/fleet-cluster")
+	c := &natsCluster{script: script, dir: dir}
+	c.urls = strings.Split(c.do(b, "start", dir), ",")
+	b.Cleanup(func() { exec.Command(script, "stop", dir).Run() })
+	return c
+}
+
+func (c *natsCluster) kill(b *testing.B, i int)   { c.do(b, "kill", c.dir, strconv.Itoa(i+1)) }
+func (c *natsCluster) start1(b *testing.B, i int) { c.do(b, "start1", c.dir, strconv.Itoa(i+1)) }
+
+// cpu is each node's CPU time.
+func (c *natsCluster) cpu(b *testing.B) []time.Duration {
+	var out []time.Duration
+	for i := range c.urls {
+		p, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("n%d.pid", i+1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(p)))
+		out = append(out, procCPU(b, pid))
+	}
+	return out
+}
+
+// on is the number of gateways connected to broker.
+func (f *fleet) on(broker string) int {
+	n := 0
+	for _, u := range f.ups {
+		if st := u.Status(); st.Connected && st.Broker == broker {
+			n++
+		}
+	}
+	return n
+}
+
+// fleetIngest is scripts/mqtt-ingest with its throwaway PostgreSQL.
+type fleetIngest struct {
+	cmd    *exec.Cmd
+	dsn    string
+	report chan []string
+}
+
+// startIngest builds and starts the ingest and waits until its
+// subscription is in place: a probe's retained state is in its database.
+func startIngest(b *testing.B, dir string, urls []string) *fleetIngest {
+	path := filepath.Join(dir, "mqtt-ingest")
+	if out, err := exec.Command("go", "build", "-o", path, "../scripts/mqtt-ingest").CombinedOutput(); err != nil {
+		b.Fatalf("build the ingest: %v\n%s", err, out)
+	}
+	in := &fleetIngest{cmd: exec.Command(path, "-broker", strings.Join(urls, ","), "-pgtemp", filepath.Join(dir, "pg"),
+		"-session", "fleet-ingest", "-from1"), report: make(chan []string, 1)}
+	stdout, _ := in.cmd.StdoutPipe()
+	stderr, _ := in.cmd.StderrPipe()
+	if err := in.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.cmd.Process.Kill() })
+	dsn := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			l := sc.Text()
+			if _, rest, ok := strings.Cut(l, `(psql "`); ok {
+				dsn <- strings.TrimSuffix(rest, `")`)
+			}
+			fmt.Fprintln(os.Stderr, "ingest:", l)
+		}
+	}()
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		in.report <- lines
+	}()
+	select {
+	case in.dsn = <-dsn:
+	case <-time.After(60 * time.Second):
+		b.Fatal("the ingest did not start its database")
+	}
+	publishRetained(b, urls[0], "plantd/v1/fleet-probe/state", `{"gatewayId":"fleet-probe","bootId":"x","state":"probe"}`)
+	waitFor(b, 60*time.Second, "the probe in the ingest's database", func() bool {
+		return in.query(b, `SELECT count(*) FROM gateway_state WHERE gateway_id = 'fleet-probe'`) == "1"
+	})
+	return in
+}
+
+// query runs sql with psql and returns its one value.
+func (in *fleetIngest) query(b *testing.B, sql string) string {
+	out, err := exec.Command("psql", in.dsn, "-tAc", sql).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// check waits until every gateway's offline state is in the database,
+// stops the ingest and wants its report to show every rollup and log
+// stream without a gap.
+func (in *fleetIngest) check(b *testing.B, n int) {
+	// Not waitFor: the report below says what is there when it is not all.
+	offline := ""
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if offline = in.query(b, `SELECT count(*) FROM gateway_state WHERE state = 'offline'`); offline == strconv.Itoa(n) {
+			break
+		}
+	}
+	if offline != strconv.Itoa(n) {
+		b.Errorf("after 5 min, %s of %d gateways offline in the database; states %s", offline, n,
+			in.query(b, `SELECT string_agg(state || ' ' || c, ', ') FROM (SELECT state, count(*) AS c FROM gateway_state GROUP BY state) s`))
+	}
+	dups := in.query(b, `SELECT coalesce(sum(duplicates), 0) FROM uplink_stream`)
+	msgs := in.query(b, `SELECT coalesce(sum(messages), 0) FROM uplink_stream`)
+	seqs := in.query(b, `SELECT count(*) FROM uplink_seq`)
+	in.cmd.Process.Signal(syscall.SIGINT)
+	err := in.cmd.Wait()
+	lines := <-in.report
+	streams, missing := 0, 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 7 || f[0] == "gateway" {
+			continue
+		}
+		streams++
+		if m, _ := strconv.Atoi(f[6]); m > 0 && !strings.HasPrefix(f[1], "live/") {
+			missing += m
+			b.Errorf("%s %s: %s seqs missing", f[0], f[1], f[6])
+		}
+	}
+	b.Logf("ingest (PostgreSQL): %d streams of %d gateways, %s messages, %s distinct seqs, %s duplicates absorbed, %d seqs missing in rollup and log streams, exit %v",
+		streams, n, msgs, seqs, dups, missing, err)
+	if err != nil || streams < n*8 {
+		b.Errorf("ingest: exit %v, %d streams, want %d:\n%s", err, streams, n*8, strings.Join(lines, "\n"))
+	}
+}

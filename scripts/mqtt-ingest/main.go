@@ -1,0 +1,364 @@
+// Command mqtt-ingest is a reference ingest of plantd's MQTT uplink into
+// PostgreSQL, written from docs/mqtt.md alone (it imports no plantd
+// package; it is not part of the gateway). It subscribes with QoS 1 to
+// the gateways' up/ topics (through a shared subscription with -share,
+// where the broker offers one), and writes each envelope in a
+// transaction: its seqs, seq..lastSeq expanded, into uplink_seq, whose
+// primary key (gateway_id, stream, seq) absorbs duplicates, and the
+// envelope with its items into uplink_envelope when one of its seqs is
+// new. A message is acknowledged (PUBACK) only after its transaction
+// committed, so an ingest that dies loses nothing its broker keeps for
+// its persistent session (-session). At the end it reports per stream
+// the seqs, duplicates and gaps (exit 1 when a rollup, log or ack stream
+// has a gap; live streams' gaps are plantd's dropped live values).
+//
+//	go run ./scripts/mqtt-ingest -broker tcp://127.0.0.1:1883 -pgtemp /tmp/ingest -for 10m
+//
+// -pgtemp DIR starts a throwaway PostgreSQL in DIR (initdb on first use;
+// as user postgres when run as root) and stops it at the end; -db gives a
+// connection string instead. -report only prints the report of the
+// database. The schema and example queries are in docs/mqtt.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/jackc/pgx/v5"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS uplink_envelope (
+  id          bigserial PRIMARY KEY,
+  gateway_id  text NOT NULL,
+  stream      text NOT NULL,
+  seq         bigint NOT NULL,
+  last_seq    bigint NOT NULL,
+  boot_id     text NOT NULL,
+  historical  boolean NOT NULL,
+  items       jsonb NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS uplink_seq (
+  gateway_id  text NOT NULL,
+  stream      text NOT NULL,
+  seq         bigint NOT NULL,
+  envelope_id bigint NOT NULL REFERENCES uplink_envelope (id),
+  PRIMARY KEY (gateway_id, stream, seq)
+);
+CREATE TABLE IF NOT EXISTS uplink_stream (
+  gateway_id  text NOT NULL,
+  stream      text NOT NULL,
+  messages    bigint NOT NULL DEFAULT 0,
+  duplicates  bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (gateway_id, stream)
+);
+CREATE TABLE IF NOT EXISTS gateway_state (
+  gateway_id  text PRIMARY KEY,
+  state       text NOT NULL,
+  boot_id     text NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);`
+
+// envelope is what plantd publishes on up/... topics.
+type envelope struct {
+	GatewayID  string          `json:"gatewayId"`
+	BootID     string          `json:"bootId"`
+	Stream     string          `json:"stream"`
+	Seq        uint64          `json:"seq"`
+	LastSeq    uint64          `json:"lastSeq"`
+	Historical bool            `json:"historical"`
+	Items      json.RawMessage `json:"items"`
+}
+
+// write stores one envelope in tx and returns how many of its seqs were
+// there already.
+func write(ctx context.Context, tx pgx.Tx, e envelope) (dups int64, err error) {
+	last := max(e.LastSeq, e.Seq)
+	items := e.Items
+	if len(items) == 0 {
+		items = json.RawMessage("[]")
+	}
+	var id, fresh int64
+	err = tx.QueryRow(ctx, `
+WITH env AS (
+  INSERT INTO uplink_envelope (gateway_id, stream, seq, last_seq, boot_id, historical, items)
+  VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id),
+ins AS (
+  INSERT INTO uplink_seq (gateway_id, stream, seq, envelope_id)
+  SELECT $1, $2, s, (SELECT id FROM env) FROM generate_series($3::bigint, $4::bigint) s
+  ON CONFLICT DO NOTHING RETURNING 1)
+SELECT (SELECT id FROM env), count(*) FROM ins`,
+		e.GatewayID, e.Stream, int64(e.Seq), int64(last), e.BootID, e.Historical, items).Scan(&id, &fresh)
+	if err != nil {
+		return 0, fmt.Errorf("envelope %s %s %d: %w", e.GatewayID, e.Stream, e.Seq, err)
+	}
+	if fresh == 0 { // every seq seen before: no second copy of the items
+		if _, err := tx.Exec(ctx, `DELETE FROM uplink_envelope WHERE id = $1`, id); err != nil {
+			return 0, err
+		}
+	}
+	dups = int64(last-e.Seq+1) - fresh
+	_, err = tx.Exec(ctx, `
+INSERT INTO uplink_stream (gateway_id, stream, messages, duplicates) VALUES ($1, $2, 1, $3)
+ON CONFLICT (gateway_id, stream) DO UPDATE
+SET messages = uplink_stream.messages + 1, duplicates = uplink_stream.duplicates + EXCLUDED.duplicates`,
+		e.GatewayID, e.Stream, dups)
+	return dups, err
+}
+
+// ingest writes the messages of in, in batches of up to 500 or 50 ms, each
+// in one transaction, and acknowledges them after the commit.
+func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
+	var batch []paho.Message
+	flush := func(ctx context.Context) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		for _, m := range batch {
+			if err := handle(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		for _, m := range batch {
+			m.Ack()
+		}
+		batch = batch[:0]
+		return nil
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return flush(context.Background()) // what was taken is written and acknowledged
+		case m := <-in:
+			batch = append(batch, m)
+			if len(batch) >= 500 {
+				if err := flush(ctx); err != nil {
+					return err
+				}
+			}
+		case <-tick.C:
+			if err := flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// handle stores one message: an envelope, a state, or nothing (commands).
+func handle(ctx context.Context, tx pgx.Tx, m paho.Message) error {
+	topic := m.Topic()
+	if strings.HasSuffix(topic, "/state") {
+		var s struct{ GatewayID, State, BootID string }
+		if json.Unmarshal(m.Payload(), &s) != nil || s.GatewayID == "" {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `
+INSERT INTO gateway_state (gateway_id, state, boot_id) VALUES ($1, $2, $3)
+ON CONFLICT (gateway_id) DO UPDATE SET state = EXCLUDED.state, boot_id = EXCLUDED.boot_id, updated_at = now()`,
+			s.GatewayID, s.State, s.BootID)
+		return err
+	}
+	if !strings.Contains(topic, "/up/") {
+		return nil
+	}
+	var e envelope
+	if err := json.Unmarshal(m.Payload(), &e); err != nil || e.Stream == "" || e.Seq == 0 || e.GatewayID == "" {
+		fmt.Fprintf(os.Stderr, "bad envelope on %s: %v\n", topic, err)
+		return nil
+	}
+	_, err := write(ctx, tx, e)
+	return err
+}
+
+// report prints per stream the seqs, duplicates and gaps; it reports
+// whether every stream but live ones is without a gap (from seq 1 with
+// from1).
+func report(ctx context.Context, db *pgx.Conn, from1 bool) (bool, error) {
+	lo := "min(q.seq)"
+	if from1 {
+		lo = "1"
+	}
+	rows, err := db.Query(ctx, `
+SELECT q.gateway_id, q.stream, `+lo+`, max(q.seq), count(*), coalesce(max(s.messages), 0), coalesce(max(s.duplicates), 0),
+       max(q.seq) - `+lo+` + 1 - count(*)
+FROM uplink_seq q LEFT JOIN uplink_stream s USING (gateway_id, stream)
+GROUP BY q.gateway_id, q.stream ORDER BY q.gateway_id, q.stream`)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	ok := true
+	fmt.Printf("%-40s %14s %10s %10s %6s %s\n", "gateway stream", "seqs", "distinct", "messages", "dups", "missing")
+	for rows.Next() {
+		var gw, stream string
+		var first, last, n, msgs, dups, missing int64
+		if err := rows.Scan(&gw, &stream, &first, &last, &n, &msgs, &dups, &missing); err != nil {
+			return false, err
+		}
+		if missing > 0 && !strings.HasPrefix(stream, "live/") {
+			ok = false
+		}
+		fmt.Printf("%-40s %14s %10d %10d %6d %d\n", gw+" "+stream, fmt.Sprintf("%d..%d", first, last), n, msgs, dups, missing)
+	}
+	return ok, rows.Err()
+}
+
+// pgTemp starts a throwaway PostgreSQL in dir (initdb when new) on a free
+// loopback port and returns its connection string and a stop function.
+func pgTemp(ctx context.Context, dir string) (string, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	dir, _ = filepath.Abs(dir)
+	data := filepath.Join(dir, "data")
+	// PostgreSQL refuses to run as root: then as user postgres.
+	run := func(name string, args ...string) *exec.Cmd {
+		if os.Geteuid() == 0 {
+			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+		}
+		return exec.CommandContext(ctx, name, args...)
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
+		if out, err := run("initdb", "-D", data, "-A", "trust", "-U", "ingest").CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("initdb: %v: %s", err, out)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=on", port, dir)
+	if out, err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "postgres.log"), "-w", "start").CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
+	}
+	stop := func() { run("pg_ctl", "-D", data, "-m", "fast", "-w", "stop").Run() }
+	return fmt.Sprintf("postgres://ingest@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+func main() {
+	brokers := flag.String("broker", "tcp://127.0.0.1:1883", "broker URL; several separated by commas (the nodes of a cluster)")
+	filter := flag.String("topic", "plantd/v1/+/up/#", "topic filter of the envelopes (the state topics are taken beside it)")
+	share := flag.String("share", "", "shared subscription group ($share/GROUP/...), where the broker offers one")
+	session := flag.String("session", "mqtt-ingest", "client id of the persistent session (clean session off)")
+	dsn := flag.String("db", "", "PostgreSQL connection string")
+	tmp := flag.String("pgtemp", "", "start a throwaway PostgreSQL in this directory (instead of -db)")
+	dur := flag.Duration("for", 0, "stop after this long (0: until Ctrl-C)")
+	from1 := flag.Bool("from1", false, "report seqs missing from 1 (fresh gateway databases)")
+	onlyReport := flag.Bool("report", false, "only print the report of the database")
+	flag.Parse()
+	if err := run(*brokers, *filter, *share, *session, *dsn, *tmp, *dur, *from1, *onlyReport); err != nil {
+		fmt.Fprintf(os.Stderr, "mqtt-ingest: %v\n", err)
+		var gaps errGaps
+		if errors.As(err, &gaps) {
+			os.Exit(1)
+		}
+		os.Exit(2)
+	}
+}
+
+// errGaps: a stream has a gap.
+type errGaps struct{}
+
+func (errGaps) Error() string { return "a stream has a gap" }
+
+func run(brokers, filter, share, session, dsn, tmp string, dur time.Duration, from1, onlyReport bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if tmp != "" {
+		var pgStop func()
+		var err error
+		dsn, pgStop, err = pgTemp(context.Background(), tmp)
+		if err != nil {
+			return err
+		}
+		defer pgStop()
+		fmt.Fprintf(os.Stderr, "postgres: %s (psql %q)\n", tmp, dsn)
+	}
+	if dsn == "" {
+		return errors.New("give -db or -pgtemp")
+	}
+	db, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer db.Close(context.Background())
+	if _, err := db.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	if !onlyReport {
+		if err := subscribe(ctx, db, brokers, filter, share, session, dur); err != nil {
+			return err
+		}
+	}
+	ok, err := report(context.Background(), db, from1)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errGaps{}
+	}
+	return nil
+}
+
+// subscribe ingests until ctx ends or dur passed.
+func subscribe(ctx context.Context, db *pgx.Conn, brokers, filter, share, session string, dur time.Duration) error {
+	in := make(chan paho.Message, 4096)
+	o := paho.NewClientOptions().SetClientID(session).SetCleanSession(false).SetAutoAckDisabled(true).
+		SetAutoReconnect(true).SetMaxReconnectInterval(2 * time.Second).SetConnectRetry(true).SetOrderMatters(false)
+	for _, b := range strings.Split(brokers, ",") {
+		o.AddBroker(b)
+	}
+	topics := []string{filter, strings.TrimSuffix(filter, "/up/#") + "/state"}
+	if share != "" {
+		for i, t := range topics {
+			topics[i] = "$share/" + share + "/" + t
+		}
+	}
+	o.SetOnConnectHandler(func(cl paho.Client) {
+		for _, t := range topics {
+			cl.Subscribe(t, 1, func(_ paho.Client, m paho.Message) { in <- m })
+		}
+	})
+	o.SetConnectionLostHandler(func(_ paho.Client, err error) { fmt.Fprintf(os.Stderr, "connection lost: %v\n", err) })
+	cl := paho.NewClient(o)
+	if tok := cl.Connect(); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+		return fmt.Errorf("connect %s: %v", brokers, tok.Error())
+	}
+	defer cl.Disconnect(250)
+	if dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dur)
+		defer cancel()
+	}
+	return ingest(ctx, db, in)
+}

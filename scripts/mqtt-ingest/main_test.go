@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"plantd/mqtt/mqtttest"
+)
+
+// TestIngest: envelopes through a real broker into a throwaway
+// PostgreSQL: seq..lastSeq expanded, a resent seq absorbed by the key and
+// counted, a batch of seqs all seen stored no second time, a gap in a log
+// stream reported (and one in a live stream not failed), the state kept.
+func TestIngest(t *testing.T) {
+	if _, err := exec.LookPath("initdb"); err != nil {
+		t.Skip("PostgreSQL (initdb, pg_ctl) is not on PATH")
+	}
+	b := mqtttest.Start(t, mqtttest.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	dsn, stop, err := pgTemp(context.Background(), pgDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	db, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	if _, err := db.Exec(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- subscribe(ctx, db, b.URL(), "plantd/v1/+/up/#", "", "ingest-test", 0) }()
+
+	// The ingest's subscription is in place when a probe message it takes
+	// (a state) is in the database.
+	pub := mqtttest.Collect(t, b).Client()
+	publish := func(topic, payload string) {
+		t.Helper()
+		if tok := pub.Publish(topic, 1, false, payload); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish %s: %v", topic, tok.Error())
+		}
+	}
+	query := func(sql string, args ...any) (n int64) {
+		t.Helper()
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		if err := c.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	mqtttest.WaitFor(t, 10*time.Second, "the ingest subscribed", func() bool {
+		publish("plantd/v1/gw1/state", `{"gatewayId":"gw1","bootId":"b1","state":"online"}`)
+		return query(`SELECT count(*) FROM gateway_state WHERE state = 'online'`) == 1
+	})
+	for _, p := range []struct{ topic, payload string }{
+		{"plantd/v1/gw1/up/log/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"log/p1","seq":1,"items":[{"code":"A"}]}`},
+		{"plantd/v1/gw1/up/log/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"log/p1","seq":2,"lastSeq":4,"items":[{"code":"B"},{"code":"C"},{"code":"D"}]}`},
+		{"plantd/v1/gw1/up/log/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"log/p1","seq":3,"lastSeq":4,"items":[{"code":"C"},{"code":"D"}]}`},
+		{"plantd/v1/gw1/up/log/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"log/p1","seq":6,"items":[{"code":"F"}]}`},
+		{"plantd/v1/gw1/up/live/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"live/p1","seq":1,"items":[{}]}`},
+		{"plantd/v1/gw1/up/live/p1", `{"gatewayId":"gw1","bootId":"b1","stream":"live/p1","seq":3,"items":[{}]}`},
+		{"plantd/v1/gw2/up/rollup/p2", `{"gatewayId":"gw2","bootId":"b2","stream":"rollup/p2","seq":1,"lastSeq":2,"historical":true,"items":[{},{},{}]}`},
+	} {
+		publish(p.topic, p.payload)
+	}
+	mqtttest.WaitFor(t, 10*time.Second, "every message in the database", func() bool {
+		return query(`SELECT coalesce(sum(messages), 0) FROM uplink_stream`) == 7
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		sql  string
+		args []any
+		want int64
+	}{
+		{"log/p1 seqs", `SELECT count(*) FROM uplink_seq WHERE stream = $1`, []any{"log/p1"}, 5},
+		{"log/p1 duplicates", `SELECT duplicates FROM uplink_stream WHERE stream = $1`, []any{"log/p1"}, 2},
+		{"log/p1 envelopes (the resent batch not stored)", `SELECT count(*) FROM uplink_envelope WHERE stream = $1`, []any{"log/p1"}, 3},
+		{"log/p1 items", `SELECT count(*) FROM uplink_envelope, jsonb_array_elements(items) WHERE stream = $1`, []any{"log/p1"}, 5},
+		{"rollup/p2 seqs of gw2", `SELECT count(*) FROM uplink_seq WHERE gateway_id = 'gw2' AND stream = $1`, []any{"rollup/p2"}, 2},
+		{"historical envelopes", `SELECT count(*) FROM uplink_envelope WHERE historical AND stream = $1`, []any{"rollup/p2"}, 1},
+	} {
+		if got := query(c.sql, c.args...); got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, got, c.want)
+		}
+	}
+	ok, err := report(context.Background(), db, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Error("report: no gap, want log/p1's seq 5 missing")
+	}
+}
+
+// pgDir is a directory for a throwaway PostgreSQL that user postgres can
+// reach when the test runs as root (t.TempDir's parents are root's only).
+func pgDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "mqtt-ingest-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "pg")
+}
+
+// TestIngestReportLiveGap: a gap in a live stream alone is shown, not
+// failed.
+func TestIngestReportLiveGap(t *testing.T) {
+	if _, err := exec.LookPath("initdb"); err != nil {
+		t.Skip("PostgreSQL (initdb, pg_ctl) is not on PATH")
+	}
+	dsn, stop, err := pgTemp(context.Background(), pgDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	if _, err := db.Exec(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []envelope{
+		{GatewayID: "gw", BootID: "b", Stream: "live/p1", Seq: 1},
+		{GatewayID: "gw", BootID: "b", Stream: "live/p1", Seq: 5},
+		{GatewayID: "gw", BootID: "b", Stream: "log/p1", Seq: 1, LastSeq: 3},
+	} {
+		if _, err := write(ctx, tx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := report(ctx, db, false)
+	if err != nil || !ok {
+		t.Errorf("report: ok %v, %v; want ok (only a live stream has a gap)", ok, err)
+	}
+	ok, err = report(ctx, db, true)
+	if err != nil || !ok {
+		t.Errorf("report from 1: ok %v, %v", ok, err)
+	}
+}
