@@ -429,9 +429,12 @@ func TestHomeAssistantDemo(t *testing.T) {
 	broker, base := m[1], m[2]
 	sub := subscribeHA(t, broker, "ha-demo", "homeassistant/#", base+"#")
 	energy := []string{base + "plant/demo/pv_energy", base + "plant/demo/grid_feed_in_energy", base + "plant/demo/consumption_energy"}
-	waitUntil(t, 60*time.Second, "five values of each lifetime energy", func() bool {
+	// Three values of each (the feed-in stays at 0 until the morning's
+	// PV exceeds the house); the backstop is generous for loaded runs,
+	// where one took more than a minute for five.
+	waitUntil(t, 2*time.Minute, "three values of each lifetime energy", func() bool {
 		for _, topic := range energy {
-			if len(sub.values(topic)) < 5 {
+			if len(sub.values(topic)) < 3 {
 				return false
 			}
 		}
