@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,12 +122,31 @@ func demoToken(t *testing.T, demo *proctest.Proc) string {
 // fmtW is the page's power format (util.js fmtW).
 func fmtW(w float64) string {
 	if math.Abs(w) >= 1000 {
-		// As JavaScript's toFixed(2): a tie goes to the larger number
-		// (1125 W is "1.13 kW"), where Go's formatting rounds half to
-		// even ("1.12").
-		return strconv.FormatFloat(math.Floor(w/1000*100+0.5)/100, 'f', 2, 64) + " kW"
+		return toFixed2(w/1000) + " kW"
 	}
 	return strconv.FormatFloat(math.Round(w), 'f', 0, 64) + " W"
+}
+
+// toFixed2 is JavaScript's x.toFixed(2) (for |x| < 1e21): the n for which
+// n/100 - x is closest to zero, x taken exactly as the double it is, the
+// larger n on a tie. So 1.125 (a double exactly) is "1.13", where Go's
+// formatting rounds half to even ("1.12"), and 1285/1000 (the double just
+// below 1.285) is "1.28", where rounding x*100 in floating point gives
+// 128.5 and "1.29".
+func toFixed2(x float64) string {
+	exact := new(big.Float).SetPrec(200).SetFloat64(math.Abs(x))
+	scaled := new(big.Float).SetPrec(200).Mul(exact, big.NewFloat(100))
+	n, _ := scaled.Int(nil) // the floor, x being non-negative here
+	frac := new(big.Float).SetPrec(200).Sub(scaled, new(big.Float).SetPrec(200).SetInt(n))
+	if frac.Cmp(big.NewFloat(0.5)) >= 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	s := fmt.Sprintf("%03d", n)
+	s = s[:len(s)-2] + "." + s[len(s)-2:]
+	if x < 0 && n.Sign() != 0 {
+		s = "-" + s
+	}
+	return s
 }
 
 // TestBrowser drives Debian's chromium headless against the real plantd
