@@ -3,10 +3,12 @@ package hass
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,11 +53,18 @@ func newTestLink(t *testing.T, broker, user, password string, logs *syncBuffer) 
 }
 
 // watch subscribes to topic and returns the payloads received, in order.
+// watchers numbers the watch clients.
+var watchers atomic.Int64
+
 func watch(t *testing.T, broker, topic string) func() []string {
 	t.Helper()
 	var mu sync.Mutex
 	var got []string
-	o := paho.NewClientOptions().AddBroker(broker).SetClientID("watcher").SetUsername("watcher").SetPassword("pw-w").
+	// A client id of its own: two watchers of one id would take the
+	// session from each other at every reconnect (once, in a loaded run,
+	// long enough to miss the retained offline).
+	id := fmt.Sprintf("watcher-%d", watchers.Add(1))
+	o := paho.NewClientOptions().AddBroker(broker).SetClientID(id).SetUsername("watcher").SetPassword("pw-w").
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetOnConnectHandler(func(c paho.Client) {
 			c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
