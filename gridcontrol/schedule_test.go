@@ -86,16 +86,7 @@ func TestParseSchedule(t *testing.T) {
 				}
 				return
 			}
-			var ve *ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("error %v, want a ValidationError on %s", err, tc.field)
-			}
-			for _, f := range ve.Fields {
-				if f.Field == tc.field && strings.Contains(f.Message, tc.msg) {
-					return
-				}
-			}
-			t.Errorf("errors %v, want %s: …%s…", ve.Fields, tc.field, tc.msg)
+			wantFieldError(t, err, tc.field, tc.msg)
 		})
 	}
 }
@@ -366,16 +357,7 @@ func TestParseRecurring(t *testing.T) {
 				}
 				return
 			}
-			var ve *ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("error %v, want a ValidationError on %s", err, tc.field)
-			}
-			for _, f := range ve.Fields {
-				if f.Field == tc.field && strings.Contains(f.Message, tc.msg) {
-					return
-				}
-			}
-			t.Errorf("errors %v, want %s: …%s…", ve.Fields, tc.field, tc.msg)
+			wantFieldError(t, err, tc.field, tc.msg)
 		})
 	}
 }
@@ -413,4 +395,20 @@ func TestInputChannel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantFieldError fails t unless err is a ValidationError naming field
+// with a message containing msg.
+func wantFieldError(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v, want a ValidationError on %s", err, field)
+	}
+	for _, f := range ve.Fields {
+		if f.Field == field && strings.Contains(f.Message, msg) {
+			return
+		}
+	}
+	t.Errorf("errors %v, want %s: …%s…", ve.Fields, field, msg)
 }
