@@ -246,13 +246,16 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	st := dc.peek(k)
-	owned, prevKey, writtenAt, nextTry := st.owned, st.key, st.writtenAt, st.nextTry
+	owned, claimed, prevKey, writtenAt, nextTry := st.owned, st.claimed, st.key, st.writtenAt, st.nextTry
 	c.mu.Unlock()
 	if snap == nil || now.Before(nextTry) {
 		return
 	}
 	if !active {
-		if owned {
+		// A claimed control whose first write failed may still have
+		// reached the device (a timed-out write): it is restored too,
+		// which also ends its hold for a device proxy.
+		if owned || claimed {
 			c.restoreControl(ctx, pc, dc, d, rw, ref, k, now)
 		}
 		return

@@ -70,7 +70,7 @@ func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCt
 		// The configured default is held like a command, renewed.
 		limitPct = c.cfg.DefaultLimitPct
 	}
-	if limitPct == nil && !st.owned {
+	if limitPct == nil && !st.owned && !st.claimed {
 		return
 	}
 	target := def
