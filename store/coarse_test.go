@@ -32,11 +32,18 @@ func TestCoarseAndFrozenCounters(t *testing.T) {
 	day := time.Date(2026, 6, 1, 0, 0, 0, 0, loc)
 	r := startSimCfg(t, day, func(c *sim.Config) {
 		c.ClearSky = true
-		for i := range c.Devices {
-			if c.Devices[i].ID == "inv1" {
-				c.Devices[i].EnergyStepWh = 1000
+		// Only the two inverters checked are simulated and polled.
+		var invs []sim.DeviceConfig
+		for _, d := range c.Devices {
+			switch d.ID {
+			case "inv1":
+				d.EnergyStepWh = 1000
+				invs = append(invs, d)
+			case "inv2":
+				invs = append(invs, d)
 			}
 		}
+		c.Devices = invs
 	})
 	inv2 := r.p.Device("inv2")
 	inv2.FreezeCounter(true)
