@@ -888,9 +888,12 @@ func plantdBinary(t *testing.T) string {
 	return filepath.Join(binDir, "plantd")
 }
 
-// TestMain removes the plantd binary the browser tests built.
+// TestMain runs the four browser tests at once (each mostly waits on its
+// demo's clock and its browser, not on the CPU; go test's default would
+// run two at a time on a 2-core machine) and removes the plantd binary
+// they built.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := proctest.RunParallel(m, 4)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

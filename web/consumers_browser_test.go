@@ -40,6 +40,7 @@ func TestBrowserConsumers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plantd and a browser")
 	}
+	t.Parallel() // its own plantd, browser and files
 	chrome, shots, dir, bin := browserSetup(t)
 	base, demo := startPlantd(t, bin, "demo", "--speed", "60", "--interval", "250ms", "--start", "11:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
