@@ -31,6 +31,9 @@ func installer70(r *rig) {
 // closed, it does not replay it and restores the default.
 func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("kills and restarts the controller across a window on the wall clock (~14 s)")
+	}
 	const rvrt = 3 * time.Second
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
 	// Killed at 1.8 s, reverted about 3 s later, restarted and limited
@@ -278,6 +281,9 @@ func TestRefusedCommandFails(t *testing.T) {
 // never reverted by the inverters' own timers in between.
 func TestReversionRenewedInLongWindows(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("renews reversion timeouts across a window on the wall clock (~10 s)")
+	}
 	const rvrt = 2 * time.Second
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}})
 	vv := tweak(points(t, r.read("inv1", 126), 0), -5)

@@ -25,6 +25,9 @@ import (
 // measurements are committed to the real database file.
 func TestStorageWearMetrics(t *testing.T) {
 	t.Parallel() // its own daemon, ports and files
+	if testing.Short() {
+		t.Skip("waits for group commits of a running daemon (~10 s)")
+	}
 	p := simtest.Start(t, sim.DefaultConfig())
 	host, port, _ := net.SplitHostPort(simtest.Device(t, p, "inv1").Addr())
 	d := startDaemonConfig(t, fmt.Sprintf(`http: {listen: 127.0.0.1:0}
