@@ -30,7 +30,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -142,6 +145,9 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 		}
 		for _, m := range batch {
 			m.Ack()
+			if verbose && strings.HasSuffix(m.Topic(), "/state") {
+				logState(m)
+			}
 		}
 		batch = batch[:0]
 		return nil
@@ -165,6 +171,18 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 			}
 		}
 	}
+}
+
+// verbose (-v): each state message stored is logged (logState).
+var verbose bool
+
+// logState writes a stored state message to stderr as one line: "state",
+// the gateway, its state, boot id and time, and the message's MQTT flags.
+func logState(m paho.Message) {
+	var s struct{ GatewayID, State, BootID, Time string }
+	_ = json.Unmarshal(m.Payload(), &s)
+	fmt.Fprintf(os.Stderr, "state %s %s boot %s time %q retained %v dup %v id %d stored %s\n",
+		s.GatewayID, s.State, s.BootID, s.Time, m.Retained(), m.Duplicate(), m.MessageID(), time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 // handle stores one message: an envelope, a state, or nothing (commands).
@@ -226,6 +244,36 @@ GROUP BY q.gateway_id, q.stream ORDER BY q.gateway_id, q.stream`)
 	return ok, rows.Err()
 }
 
+// pgBin finds a PostgreSQL server program (initdb, pg_ctl): on PATH, else
+// in /usr/lib/postgresql/VERSION/bin, the newest version there, where
+// Debian's postgresql package keeps them (only its client programs are on
+// PATH).
+func pgBin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return pgVersion(b) - pgVersion(a) })
+	for _, d := range dirs {
+		if p := filepath.Join(d, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not on PATH nor in /usr/lib/postgresql/*/bin (apt-get install postgresql)", name)
+}
+
+// pgVersion is the major version of a /usr/lib/postgresql/VERSION/bin
+// directory (0 when it is not a number).
+func pgVersion(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
 // pgTemp starts a throwaway PostgreSQL in dir (initdb when new) on a free
 // loopback port and returns its connection string and a stop function.
 func pgTemp(ctx context.Context, dir string) (string, func(), error) {
@@ -234,7 +282,16 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 	}
 	dir, _ = filepath.Abs(dir)
 	data := filepath.Join(dir, "data")
-	// PostgreSQL refuses to run as root: then as user postgres.
+	initdb, err := pgBin("initdb")
+	if err != nil {
+		return "", nil, err
+	}
+	pgCtl, err := pgBin("pg_ctl")
+	if err != nil {
+		return "", nil, err
+	}
+	// PostgreSQL refuses to run as root: then as user postgres (the
+	// Debian package's).
 	run := func(name string, args ...string) *exec.Cmd {
 		if os.Geteuid() == 0 {
 			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
@@ -242,12 +299,15 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 		return exec.CommandContext(ctx, name, args...)
 	}
 	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			return "", nil, fmt.Errorf("PostgreSQL refuses to run as root, and there is no user postgres to run it as: %w", err)
+		}
 		if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
 			return "", nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
-		if out, err := run("initdb", "-D", data, "-A", "trust", "-U", "ingest").CombinedOutput(); err != nil {
+		if out, err := run(initdb, "-D", data, "-A", "trust", "-U", "ingest").CombinedOutput(); err != nil {
 			return "", nil, fmt.Errorf("initdb: %v: %s", err, out)
 		}
 	}
@@ -258,10 +318,10 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=on", port, dir)
-	if out, err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "postgres.log"), "-w", "start").CombinedOutput(); err != nil {
+	if out, err := run(pgCtl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "postgres.log"), "-w", "start").CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
 	}
-	stop := func() { run("pg_ctl", "-D", data, "-m", "fast", "-w", "stop").Run() }
+	stop := func() { run(pgCtl, "-D", data, "-m", "fast", "-w", "stop").Run() }
 	return fmt.Sprintf("postgres://ingest@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
 }
 
@@ -275,6 +335,7 @@ func main() {
 	dur := flag.Duration("for", 0, "stop after this long (0: until Ctrl-C)")
 	from1 := flag.Bool("from1", false, "report seqs missing from 1 (fresh gateway databases)")
 	onlyReport := flag.Bool("report", false, "only print the report of the database")
+	flag.BoolVar(&verbose, "v", false, "log each state message stored (a line on stderr)")
 	flag.Parse()
 	if err := run(*brokers, *filter, *share, *session, *dsn, *tmp, *dur, *from1, *onlyReport); err != nil {
 		fmt.Fprintf(os.Stderr, "mqtt-ingest: %v\n", err)

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,9 +18,7 @@ import (
 // counted, a batch of seqs all seen stored no second time, a gap in a log
 // stream reported (and one in a live stream not failed), the state kept.
 func TestIngest(t *testing.T) {
-	if _, err := exec.LookPath("initdb"); err != nil {
-		t.Skip("PostgreSQL (initdb, pg_ctl) is not on PATH")
-	}
+	needPostgres(t)
 	b := mqtttest.Start(t, mqtttest.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -113,6 +111,62 @@ func TestIngest(t *testing.T) {
 	}
 }
 
+// needPostgres skips the test where PostgreSQL's server programs are
+// absent, but fails it under CI=true (CI installs postgresql).
+func needPostgres(t *testing.T) {
+	t.Helper()
+	if _, err := pgBin("initdb"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is not installed; CI must install it: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// TestPgBin: with PostgreSQL's server programs off PATH, as Debian's
+// postgresql package installs them, they are found in
+// /usr/lib/postgresql/VERSION/bin, and -pgtemp's PostgreSQL starts with
+// Debian's default PATH; a program that is nowhere is an error naming
+// the package.
+func TestPgBin(t *testing.T) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(dirs) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no /usr/lib/postgresql/*/bin/initdb; CI must install postgresql")
+		}
+		t.Skip("PostgreSQL is not installed as Debian installs it")
+	}
+	t.Setenv("PATH", t.TempDir())
+	for _, name := range []string{"initdb", "pg_ctl"} {
+		p, err := pgBin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := filepath.Match("/usr/lib/postgresql/*/bin/"+name, p); !ok {
+			t.Errorf("pgBin(%q) = %s, want /usr/lib/postgresql/*/bin/%s", name, p, name)
+		}
+	}
+	if p, err := pgBin("no-such-postgres-program"); err == nil || !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Errorf("pgBin of a missing program: %q, %v; want an error naming the package", p, err)
+	}
+
+	t.Setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin") // runuser, chown; no initdb on Debian
+	dsn, stop, err := pgTemp(context.Background(), pgDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	db, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var one int
+	if err := db.QueryRow(t.Context(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT 1: %d, %v", one, err)
+	}
+}
+
 // pgDir is a directory for a throwaway PostgreSQL that user postgres can
 // reach when the test runs as root (t.TempDir's parents are root's only).
 func pgDir(t *testing.T) string {
@@ -130,9 +184,7 @@ func pgDir(t *testing.T) string {
 // TestIngestReportLiveGap: a gap in a live stream alone is shown, not
 // failed.
 func TestIngestReportLiveGap(t *testing.T) {
-	if _, err := exec.LookPath("initdb"); err != nil {
-		t.Skip("PostgreSQL (initdb, pg_ctl) is not on PATH")
-	}
+	needPostgres(t)
 	dsn, stop, err := pgTemp(context.Background(), pgDir(t))
 	if err != nil {
 		t.Fatal(err)
