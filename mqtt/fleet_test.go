@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +206,33 @@ type fleet struct {
 	ups    []*Uplink
 	stores []*store.Store
 	stops  []func()
+	// logs: each gateway's log (its last lines); stopTook: how long each
+	// gateway's stop took (its offline state's PUBACK and disconnect).
+	logs     []*gatewayLog
+	stopTook []time.Duration
+}
+
+// gatewayLog keeps a gateway's last 100 log lines, for a failed check to
+// show what its uplink did.
+type gatewayLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *gatewayLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 100 {
+		l.lines = l.lines[1:]
+	}
+	l.lines = append(l.lines, strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func (l *gatewayLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // fleetSize is PLANTD_FLEET (default 100).
@@ -235,7 +263,7 @@ func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 // openFleet opens the gateways' stores and uplinks (to brokers), four at
 // a time.
 func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
-	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n)}
+	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n), logs: make([]*gatewayLog, n), stopTook: make([]time.Duration, n)}
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range 4 {
@@ -247,7 +275,9 @@ func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 					return
 				}
 				f.stores[i] = st
-				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
+				f.logs[i] = &gatewayLog{}
+				log := slog.New(slog.NewTextHandler(f.logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))
+				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, log)
 				if err != nil {
 					b.Error(err)
 					return
@@ -266,12 +296,19 @@ func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 
 // run starts every uplink; stop stops them (each once) and waits.
 func (f *fleet) run() {
-	for _, u := range f.ups {
+	for i, u := range f.ups {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { u.Run(ctx); close(done) }()
 		var once sync.Once
-		f.stops = append(f.stops, func() { once.Do(func() { cancel(); <-done }) })
+		f.stops = append(f.stops, func() {
+			once.Do(func() {
+				t := time.Now()
+				cancel()
+				<-done
+				f.stopTook[i] = time.Since(t)
+			})
+		})
 	}
 }
 

@@ -3,15 +3,20 @@ package mqtt
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // BenchmarkFleetCluster runs PLANTD_FLEET gateway uplinks (default 100)
@@ -28,10 +33,14 @@ import (
 //
 //	PLANTD_FLEET=200 go test -run '^$' -bench FleetCluster -benchtime 1x -timeout 30m ./mqtt/
 func BenchmarkFleetCluster(b *testing.B) {
-	for _, tool := range []string{"nats-server", "initdb", "psql"} {
+	for _, tool := range []string{"nats-server", "psql", "initdb"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
-				b.Skipf("%s is not installed", tool)
+			// nats-server is in /usr/sbin, Debian's initdb in
+			// /usr/lib/postgresql/VERSION/bin (the ingest finds it there).
+			if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + tool); len(m) == 0 {
+				if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
+					b.Skipf("%s is not installed", tool)
+				}
 			}
 		}
 	}
@@ -48,7 +57,13 @@ func BenchmarkFleetCluster(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
+	b.Cleanup(func() {
+		if b.Failed() { // the nodes' logs and the database, to look at
+			b.Logf("kept %s (nats/nN.log: the nodes' logs)", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	os.Chmod(dir, 0o755)
 	cl := startCluster(b, filepath.Join(dir, "nats"))
 	ing := startIngest(b, dir, cl.urls)
@@ -111,15 +126,36 @@ func BenchmarkFleetCluster(b *testing.B) {
 		pct := func(p float64) time.Duration { return times[min(len(times)-1, int(p*float64(len(times))))] }
 		b.ReportMetric(pct(0.5).Seconds(), "reconnect-p50-s")
 		b.ReportMetric(pct(0.99).Seconds(), "reconnect-p99-s")
-		b.Logf("node %d killed with %d of %d gateways: reconnected p50 %s, p99 %s, last %s", k+1, len(moved), n,
+		b.Logf("node %d killed at %s with %d of %d gateways: reconnected p50 %s, p99 %s, last %s", k+1, killed.UTC().Format("15:04:05.000"), len(moved), n,
 			pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+		// From the moved gateways' logs: when each noticed the loss, and
+		// how long it took from there to connect again.
+		var noticed, after []time.Duration
+		for _, i := range moved {
+			if lost, ok := f.logs[i].first(`msg="mqtt connection lost`, killed); ok {
+				noticed = append(noticed, lost.Sub(killed))
+				if c, ok := f.logs[i].first(`msg="mqtt connected"`, lost); ok {
+					after = append(after, c.Sub(lost))
+				}
+			}
+		}
+		b.Logf("the moved gateways noticed the loss (their log): %s after the kill; connected again %s after noticing",
+			spread(noticed), spread(after))
 		time.Sleep(max(0, down-time.Since(killed)))
 		cl.start1(b, k)
 		b.Logf("node %d back after %s", k+1, time.Since(killed).Round(time.Second))
 		time.Sleep(10 * time.Second)
 	}
+	stopped := time.Now()
 	f.stop()
-	ing.check(b, n)
+	took := slices.Clone(f.stopTook)
+	slices.Sort(took)
+	slow := len(took) - sort.Search(len(took), func(i int) bool { return took[i] >= 2*time.Second })
+	b.Logf("fleet stopped in %s: a gateway's stop (offline state's PUBACK, disconnect) p50 %s, max %s, %d of %d took 2 s or more",
+		time.Since(stopped).Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), slow, n)
+	if !ing.check(b, n) {
+		ing.explain(b, f, cl, stopped)
+	}
 }
 
 // natsCluster is scripts/fleet-cluster's cluster.
@@ -177,6 +213,13 @@ type fleetIngest struct {
 	cmd    *exec.Cmd
 	dsn    string
 	report chan []string
+	// notOffline: the database's gateways not offline at the check
+	// (id=state@time ...).
+	notOffline string
+	// states: each gateway's state messages the ingest stored (its -v
+	// lines), in order.
+	mu     sync.Mutex
+	states map[string][]string
 }
 
 // startIngest builds and starts the ingest and waits until its
@@ -187,7 +230,7 @@ func startIngest(b *testing.B, dir string, urls []string) *fleetIngest {
 		b.Fatalf("build the ingest: %v\n%s", err, out)
 	}
 	in := &fleetIngest{cmd: exec.Command(path, "-broker", strings.Join(urls, ","), "-pgtemp", filepath.Join(dir, "pg"),
-		"-session", "fleet-ingest", "-from1"), report: make(chan []string, 1)}
+		"-session", "fleet-ingest", "-from1", "-v"), report: make(chan []string, 1), states: map[string][]string{}}
 	stdout, _ := in.cmd.StdoutPipe()
 	stderr, _ := in.cmd.StderrPipe()
 	if err := in.cmd.Start(); err != nil {
@@ -202,7 +245,13 @@ func startIngest(b *testing.B, dir string, urls []string) *fleetIngest {
 			if _, rest, ok := strings.Cut(l, `(psql "`); ok {
 				dsn <- strings.TrimSuffix(rest, `")`)
 			}
-			fmt.Fprintln(os.Stderr, "ingest:", l)
+			if f := strings.Fields(l); len(f) > 2 && f[0] == "state" {
+				in.mu.Lock()
+				in.states[f[1]] = append(in.states[f[1]], l)
+				in.mu.Unlock()
+				continue
+			}
+			fmt.Fprintln(os.Stderr, time.Now().UTC().Format("15:04:05.000"), "ingest:", l)
 		}
 	}()
 	go func() {
@@ -236,8 +285,8 @@ func (in *fleetIngest) query(b *testing.B, sql string) string {
 
 // check waits until every gateway's offline state is in the database,
 // stops the ingest and wants its report to show every rollup and log
-// stream without a gap.
-func (in *fleetIngest) check(b *testing.B, n int) {
+// stream without a gap. It reports whether every offline state came.
+func (in *fleetIngest) check(b *testing.B, n int) (allOffline bool) {
 	// Not waitFor: the report below says what is there when it is not all.
 	offline := ""
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
@@ -245,9 +294,11 @@ func (in *fleetIngest) check(b *testing.B, n int) {
 			break
 		}
 	}
-	if offline != strconv.Itoa(n) {
+	allOffline = offline == strconv.Itoa(n)
+	if !allOffline {
 		b.Errorf("after 5 min, %s of %d gateways offline in the database; states %s", offline, n,
 			in.query(b, `SELECT string_agg(state || ' ' || c, ', ') FROM (SELECT state, count(*) AS c FROM gateway_state GROUP BY state) s`))
+		in.notOffline = in.query(b, `SELECT string_agg(gateway_id || '=' || state || '@' || updated_at, ' ') FROM gateway_state WHERE state <> 'offline' AND gateway_id LIKE 'gw%'`)
 	}
 	dups := in.query(b, `SELECT coalesce(sum(duplicates), 0) FROM uplink_stream`)
 	msgs := in.query(b, `SELECT coalesce(sum(messages), 0) FROM uplink_stream`)
@@ -272,4 +323,128 @@ func (in *fleetIngest) check(b *testing.B, n int) {
 	if err != nil || streams < n*8 {
 		b.Errorf("ingest: exit %v, %d streams, want %d:\n%s", err, streams, n*8, strings.Join(lines, "\n"))
 	}
+	return allOffline
+}
+
+// explain logs, for each gateway whose offline state is not in the
+// database (at most 20 in detail), what each part saw: the uplink (its
+// status, its stop's duration, its last log lines), the broker (the
+// retained state each running node holds now, the nodes' log lines
+// naming it) and the ingest (the state messages it stored).
+func (in *fleetIngest) explain(b *testing.B, f *fleet, cl *natsCluster, stopped time.Time) {
+	var missing []int
+	for i := range f.ups {
+		id := fmt.Sprintf("gw%04d", i)
+		in.mu.Lock()
+		st := in.states[id]
+		in.mu.Unlock()
+		// Not offline in the database, or no offline state came.
+		if strings.Contains(in.notOffline, id+"=") || !slices.ContainsFunc(st, func(l string) bool { return strings.Fields(l)[2] == "offline" }) {
+			missing = append(missing, i)
+		}
+	}
+	b.Logf("not offline in the database: %s; the fleet's stop began %s", in.notOffline, stopped.UTC().Format("15:04:05.000"))
+	retained := make([]map[string]string, len(cl.urls))
+	for k, u := range cl.urls {
+		retained[k] = retainedStates(b, u, len(f.ups))
+	}
+	var natsLogs []string
+	for k := range cl.urls {
+		l, _ := os.ReadFile(filepath.Join(cl.dir, fmt.Sprintf("n%d.log", k+1)))
+		natsLogs = append(natsLogs, strings.Split(string(l), "\n")...)
+	}
+	for j, i := range missing {
+		if j == 20 {
+			b.Logf("... and %d more", len(missing)-20)
+			break
+		}
+		id := fmt.Sprintf("gw%04d", i)
+		st := f.ups[i].Status()
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "%s: connects %d, connected %v, broker %s, last error %q, stop took %s\n", id, st.Connects, st.Connected, st.Broker, st.LastError, f.stopTook[i].Round(time.Millisecond))
+		for k := range cl.urls {
+			fmt.Fprintf(&sb, "  retained on node %d: %s\n", k+1, retained[k][id])
+		}
+		in.mu.Lock()
+		for _, l := range in.states[id] {
+			fmt.Fprintf(&sb, "  ingest: %s\n", l)
+		}
+		in.mu.Unlock()
+		for _, l := range natsLogs {
+			if strings.Contains(l, `"`+id+`"`) || strings.Contains(l, "Client ID: "+id) || strings.Contains(l, id+" ") {
+				fmt.Fprintf(&sb, "  nats: %s\n", l)
+			}
+		}
+		fmt.Fprintf(&sb, "  uplink log:\n%s", f.logs[i])
+		b.Log(sb.String())
+	}
+}
+
+// retainedStates reads the retained state messages a node holds (a
+// clean session subscribing to every gateway's state), until it has n or
+// none came for 5 s; a node that does not answer gives none.
+func retainedStates(b *testing.B, broker string, n int) map[string]string {
+	got := map[string]string{}
+	var mu sync.Mutex
+	more := make(chan struct{}, 1)
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(fmt.Sprintf("retained-%d", time.Now().UnixNano())).SetCleanSession(true))
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		b.Logf("retained states on %s: connect: %v", broker, tok.Error())
+		return got
+	}
+	defer c.Disconnect(250)
+	c.Subscribe("plantd/v1/+/state", 1, func(_ paho.Client, m paho.Message) {
+		mu.Lock()
+		got[strings.Split(m.Topic(), "/")[2]] = string(m.Payload())
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+	})
+	for {
+		select {
+		case <-more:
+			mu.Lock()
+			k := len(got)
+			mu.Unlock()
+			if k >= n {
+				mu.Lock()
+				defer mu.Unlock()
+				return maps.Clone(got)
+			}
+		case <-time.After(5 * time.Second):
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(got)
+		}
+	}
+}
+
+// first is the time of the first of the log's lines at or after t that
+// holds s.
+func (l *gatewayLog) first(s string, t time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		v, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err == nil && !at.Before(t) && strings.Contains(line, s) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// spread is "p50 X, p99 Y, max Z (n N)" of ds.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	p := func(q float64) time.Duration {
+		return ds[min(len(ds)-1, int(q*float64(len(ds))))].Round(time.Millisecond)
+	}
+	return fmt.Sprintf("p50 %s, p99 %s, max %s (n %d)", p(0.5), p(0.99), ds[len(ds)-1].Round(time.Millisecond), len(ds))
 }

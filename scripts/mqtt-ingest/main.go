@@ -72,8 +72,12 @@ CREATE TABLE IF NOT EXISTS gateway_state (
   gateway_id  text PRIMARY KEY,
   state       text NOT NULL,
   boot_id     text NOT NULL,
+  started_at  timestamptz NOT NULL DEFAULT '-infinity',
+  since       timestamptz NOT NULL DEFAULT now(),
   updated_at  timestamptz NOT NULL DEFAULT now()
-);`
+);
+ALTER TABLE gateway_state ADD COLUMN IF NOT EXISTS started_at timestamptz NOT NULL DEFAULT '-infinity';
+ALTER TABLE gateway_state ADD COLUMN IF NOT EXISTS since timestamptz NOT NULL DEFAULT now();`
 
 // envelope is what plantd publishes on up/... topics.
 type envelope struct {
@@ -126,6 +130,7 @@ SET messages = uplink_stream.messages + 1, duplicates = uplink_stream.duplicates
 // in one transaction, and acknowledges them after the commit.
 func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 	var batch []paho.Message
+	var applied []bool // per message of the batch: a state that became the gateway's
 	flush := func(ctx context.Context) error {
 		if len(batch) == 0 {
 			return nil
@@ -135,18 +140,21 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 			return err
 		}
 		defer tx.Rollback(ctx)
+		applied = applied[:0]
 		for _, m := range batch {
-			if err := handle(ctx, tx, m); err != nil {
+			a, err := handle(ctx, tx, m)
+			if err != nil {
 				return err
 			}
+			applied = append(applied, a)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return err
 		}
-		for _, m := range batch {
+		for i, m := range batch {
 			m.Ack()
 			if verbose && strings.HasSuffix(m.Topic(), "/state") {
-				logState(m)
+				logState(m, applied[i])
 			}
 		}
 		batch = batch[:0]
@@ -173,42 +181,68 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 	}
 }
 
-// verbose (-v): each state message stored is logged (logState).
+// verbose (-v): each state message written is logged (logState).
 var verbose bool
 
-// logState writes a stored state message to stderr as one line: "state",
-// the gateway, its state, boot id and time, and the message's MQTT flags.
-func logState(m paho.Message) {
+// logState writes a state message, once its transaction committed, to
+// stderr as one line: "state", the gateway, its state, boot id and time,
+// the message's MQTT flags, and whether it became the gateway's state
+// (applied) or an older one was ignored.
+func logState(m paho.Message, applied bool) {
 	var s struct{ GatewayID, State, BootID, Time string }
 	_ = json.Unmarshal(m.Payload(), &s)
-	fmt.Fprintf(os.Stderr, "state %s %s boot %s time %q retained %v dup %v id %d stored %s\n",
-		s.GatewayID, s.State, s.BootID, s.Time, m.Retained(), m.Duplicate(), m.MessageID(), time.Now().UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(os.Stderr, "state %s %s boot %s time %q retained %v dup %v id %d applied %v at %s\n",
+		s.GatewayID, s.State, s.BootID, s.Time, m.Retained(), m.Duplicate(), m.MessageID(), applied, time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 // handle stores one message: an envelope, a state, or nothing (commands).
-func handle(ctx context.Context, tx pgx.Tx, m paho.Message) error {
+// For a state it returns whether it became the gateway's state.
+func handle(ctx context.Context, tx pgx.Tx, m paho.Message) (applied bool, err error) {
 	topic := m.Topic()
 	if strings.HasSuffix(topic, "/state") {
-		var s struct{ GatewayID, State, BootID string }
-		if json.Unmarshal(m.Payload(), &s) != nil || s.GatewayID == "" {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `
-INSERT INTO gateway_state (gateway_id, state, boot_id) VALUES ($1, $2, $3)
-ON CONFLICT (gateway_id) DO UPDATE SET state = EXCLUDED.state, boot_id = EXCLUDED.boot_id, updated_at = now()`,
-			s.GatewayID, s.State, s.BootID)
-		return err
+		return writeState(ctx, tx, m.Payload())
 	}
 	if !strings.Contains(topic, "/up/") {
-		return nil
+		return false, nil
 	}
 	var e envelope
 	if err := json.Unmarshal(m.Payload(), &e); err != nil || e.Stream == "" || e.Seq == 0 || e.GatewayID == "" {
 		fmt.Fprintf(os.Stderr, "bad envelope on %s: %v\n", topic, err)
-		return nil
+		return false, nil
 	}
-	_, err := write(ctx, tx, e)
-	return err
+	_, err = write(ctx, tx, e)
+	return false, err
+}
+
+// writeState makes a state message the gateway's state unless the one
+// stored is newer: a later plantd run (startedAt), or in the same run a
+// later time (a message's "time", or its arrival for the last will, which
+// has none; on a tie offline wins). A broker may deliver an older state
+// after a newer one: NATS 2.9 redelivered a gateway's online state after
+// its offline state once a node had died (docs/mqtt.md).
+func writeState(ctx context.Context, tx pgx.Tx, payload []byte) (applied bool, err error) {
+	var s struct{ GatewayID, State, BootID, Time, StartedAt string }
+	if json.Unmarshal(payload, &s) != nil || s.GatewayID == "" {
+		return false, nil
+	}
+	ts := func(v string) any { // NULL when absent or not a time
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil
+		}
+		return t
+	}
+	tag, err := tx.Exec(ctx, `
+INSERT INTO gateway_state AS g (gateway_id, state, boot_id, started_at, since)
+VALUES ($1, $2, $3, coalesce($4::timestamptz, '-infinity'), coalesce($5::timestamptz, now()))
+ON CONFLICT (gateway_id) DO UPDATE
+SET state = EXCLUDED.state, boot_id = EXCLUDED.boot_id, started_at = EXCLUDED.started_at, since = EXCLUDED.since, updated_at = now()
+WHERE (EXCLUDED.started_at, EXCLUDED.since, EXCLUDED.state = 'offline') >= (g.started_at, g.since, g.state = 'offline')`,
+		s.GatewayID, s.State, s.BootID, ts(s.StartedAt), ts(s.Time))
+	if err != nil {
+		return false, fmt.Errorf("state of %s: %w", s.GatewayID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // report prints per stream the seqs, duplicates and gaps; it reports
