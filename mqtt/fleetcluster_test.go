@@ -131,16 +131,27 @@ func BenchmarkFleetCluster(b *testing.B) {
 		// From the moved gateways' logs: when each noticed the loss, and
 		// how long it took from there to connect again.
 		var noticed, after []time.Duration
+		late, latest := 0, -1 // noticed 5 s or more after the kill; the last to notice
 		for _, i := range moved {
 			if lost, ok := f.logs[i].first(`msg="mqtt connection lost`, killed); ok {
-				noticed = append(noticed, lost.Sub(killed))
+				d := lost.Sub(killed)
+				noticed = append(noticed, d)
+				if d >= 5*time.Second {
+					late++
+				}
+				if latest < 0 || d >= slices.Max(noticed) {
+					latest = i
+				}
 				if c, ok := f.logs[i].first(`msg="mqtt connected"`, lost); ok {
 					after = append(after, c.Sub(lost))
 				}
 			}
 		}
-		b.Logf("the moved gateways noticed the loss (their log): %s after the kill; connected again %s after noticing",
-			spread(noticed), spread(after))
+		b.Logf("the moved gateways noticed the loss (their log): %s after the kill, %d of them 5 s or more after; connected again %s after noticing",
+			spread(noticed), late, spread(after))
+		if latest >= 0 {
+			b.Logf("the last to notice, gw%04d:\n%s", latest, f.logs[latest])
+		}
 		time.Sleep(max(0, down-time.Since(killed)))
 		cl.start1(b, k)
 		b.Logf("node %d back after %s", k+1, time.Since(killed).Round(time.Second))
@@ -300,6 +311,18 @@ func (in *fleetIngest) check(b *testing.B, n int) (allOffline bool) {
 			in.query(b, `SELECT string_agg(state || ' ' || c, ', ') FROM (SELECT state, count(*) AS c FROM gateway_state GROUP BY state) s`))
 		in.notOffline = in.query(b, `SELECT string_agg(gateway_id || '=' || state || '@' || updated_at, ' ') FROM gateway_state WHERE state <> 'offline' AND gateway_id LIKE 'gw%'`)
 	}
+	in.mu.Lock()
+	var older []string // state messages older than the one stored, ignored
+	for _, ls := range in.states {
+		for _, l := range ls {
+			if strings.Contains(l, " applied false ") {
+				older = append(older, l)
+			}
+		}
+	}
+	in.mu.Unlock()
+	slices.Sort(older)
+	b.Logf("%d state messages older than the gateway's state in the database, ignored:\n%s", len(older), strings.Join(older, "\n"))
 	dups := in.query(b, `SELECT coalesce(sum(duplicates), 0) FROM uplink_stream`)
 	msgs := in.query(b, `SELECT coalesce(sum(messages), 0) FROM uplink_stream`)
 	seqs := in.query(b, `SELECT count(*) FROM uplink_seq`)
