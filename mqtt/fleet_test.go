@@ -86,7 +86,7 @@ func BenchmarkFleet(b *testing.B) {
 	sub := startFleetSubscriber(b, br, dir)
 	defer sub.cmd.Process.Kill()
 
-	f := startFleet(b, []string{br.URL()}, dir, n)
+	f := startFleet(b, []string{br.URL()}, dir, 0, n)
 
 	for b.Loop() {
 		// Steady state.
@@ -247,11 +247,12 @@ func fleetSize(b *testing.B) int {
 	return n
 }
 
-// startFleet opens n gateways to brokers and runs them until every one is
-// connected; they stop and close at the benchmark's end.
-func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
+// startFleet opens n gateways (gw{first} on) to brokers and runs them
+// until every one is connected; they stop and close at the benchmark's
+// end.
+func startFleet(b testing.TB, brokers []string, dir string, first, n int) *fleet {
 	start := time.Now()
-	f := openFleet(b, brokers, dir, n)
+	f := openFleet(b, brokers, dir, first, n)
 	b.Cleanup(f.close)
 	f.run()
 	b.Cleanup(f.stop) // before close
@@ -260,16 +261,16 @@ func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 	return f
 }
 
-// openFleet opens the gateways' stores and uplinks (to brokers), four at
-// a time.
-func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
+// openFleet opens the stores and uplinks (to brokers) of the gateways
+// gw{first}..gw{first+n-1}, four at a time.
+func openFleet(b testing.TB, brokers []string, dir string, first, n int) *fleet {
 	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n), logs: make([]*gatewayLog, n), stopTook: make([]time.Duration, n)}
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range 4 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", first+i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
 				if err != nil {
 					b.Error(err)
 					return
@@ -277,7 +278,7 @@ func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 				f.stores[i] = st
 				f.logs[i] = &gatewayLog{}
 				log := slog.New(slog.NewTextHandler(f.logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))
-				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, log)
+				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", first+i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, log)
 				if err != nil {
 					b.Error(err)
 					return
@@ -395,7 +396,7 @@ func (f *fleet) outage(b *testing.B, br *mqtttest.Broker) {
 
 // queueHour queues an hour of backlog in every outbox: 12 rollups and 60
 // log entries, an hour old.
-func (f *fleet) queueHour(b *testing.B) {
+func (f *fleet) queueHour(b testing.TB) {
 	hour := time.Now().Add(-time.Hour)
 	for _, st := range f.stores {
 		var msgs []store.OutboxAppend

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -30,6 +31,10 @@ import (
 // the end the ingest's database must hold every seq of every rollup and
 // log stream, duplicates absorbed by its key and counted. Skipped without
 // nats-server or PostgreSQL.
+//
+// PLANTD_FLEET_KILL=K runs the last K of the gateways in a process of
+// their own (TestFleetChild), killed with SIGKILL 2 s after the node and
+// started again at once (same outboxes), during the node's outage.
 //
 //	PLANTD_FLEET=200 go test -run '^$' -bench FleetCluster -benchtime 1x -timeout 30m ./mqtt/
 func BenchmarkFleetCluster(b *testing.B) {
@@ -68,7 +73,22 @@ func BenchmarkFleetCluster(b *testing.B) {
 	cl := startCluster(b, filepath.Join(dir, "nats"))
 	ing := startIngest(b, dir, cl.urls)
 
-	f := startFleet(b, cl.urls, b.TempDir(), n)
+	kill := 0
+	if v := os.Getenv("PLANTD_FLEET_KILL"); v != "" {
+		if kill, err = strconv.Atoi(v); err != nil || kill < 0 || kill >= n {
+			b.Fatalf("PLANTD_FLEET_KILL=%q", v)
+		}
+	}
+	f := startFleet(b, cl.urls, b.TempDir(), 0, n-kill)
+	var child *fleetChild
+	childDir := b.TempDir()
+	if kill > 0 {
+		if child, err = startFleetChild(cl.urls, childDir, n-kill, kill); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { child.cmd.Process.Kill() })
+		b.Logf("gw%04d..gw%04d in a process of their own", n-kill, n-1)
+	}
 
 	for b.Loop() {
 		time.Sleep(10 * time.Second) // past the first ticks
@@ -104,8 +124,31 @@ func BenchmarkFleetCluster(b *testing.B) {
 		for _, u := range f.ups {
 			u.notify("rollup/p1", "log/p1") // as the producer does after its commit
 		}
+		if child != nil {
+			if err := child.say("hour", "fleet-child queued"); err != nil {
+				b.Fatal(err)
+			}
+		}
 		killed := time.Now()
 		cl.kill(b, k)
+		// The child's gateways die with SIGKILL while the node is down and
+		// start again at once, on the same outboxes.
+		restarted := make(chan error, 1)
+		if child != nil {
+			go func() {
+				time.Sleep(2 * time.Second)
+				child.cmd.Process.Kill()
+				child.cmd.Wait()
+				t := time.Now()
+				c, err := startFleetChild(cl.urls, childDir, n-kill, kill)
+				if err == nil {
+					child = c
+					b.Logf("%d gateways killed (SIGKILL) %s after the node, started again: all connected %s after the restart",
+						kill, t.Sub(killed).Round(time.Millisecond), time.Since(t).Round(time.Millisecond))
+				}
+				restarted <- err
+			}()
+		}
 		took := map[int]time.Duration{}
 		waitFor(b, 5*time.Minute, "every moved gateway reconnected", func() bool {
 			for _, i := range moved {
@@ -126,7 +169,7 @@ func BenchmarkFleetCluster(b *testing.B) {
 		pct := func(p float64) time.Duration { return times[min(len(times)-1, int(p*float64(len(times))))] }
 		b.ReportMetric(pct(0.5).Seconds(), "reconnect-p50-s")
 		b.ReportMetric(pct(0.99).Seconds(), "reconnect-p99-s")
-		b.Logf("node %d killed at %s with %d of %d gateways: reconnected p50 %s, p99 %s, last %s", k+1, killed.UTC().Format("15:04:05.000"), len(moved), n,
+		b.Logf("node %d killed at %s with %d of the %d gateways in this process: reconnected p50 %s, p99 %s, last %s", k+1, killed.UTC().Format("15:04:05.000"), len(moved), len(f.ups),
 			pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
 		// From the moved gateways' logs: when each noticed the loss, and
 		// how long it took from there to connect again.
@@ -152,6 +195,11 @@ func BenchmarkFleetCluster(b *testing.B) {
 		if latest >= 0 {
 			b.Logf("the last to notice, gw%04d:\n%s", latest, f.logs[latest])
 		}
+		if child != nil {
+			if err := <-restarted; err != nil {
+				b.Fatal(err)
+			}
+		}
 		time.Sleep(max(0, down-time.Since(killed)))
 		cl.start1(b, k)
 		b.Logf("node %d back after %s", k+1, time.Since(killed).Round(time.Second))
@@ -159,11 +207,17 @@ func BenchmarkFleetCluster(b *testing.B) {
 	}
 	stopped := time.Now()
 	f.stop()
+	if child != nil {
+		if err := child.say("stop", "fleet-child stopped"); err != nil {
+			b.Error(err)
+		}
+		child.cmd.Wait()
+	}
 	took := slices.Clone(f.stopTook)
 	slices.Sort(took)
 	slow := len(took) - sort.Search(len(took), func(i int) bool { return took[i] >= 2*time.Second })
 	b.Logf("fleet stopped in %s: a gateway's stop (offline state's PUBACK, disconnect) p50 %s, max %s, %d of %d took 2 s or more",
-		time.Since(stopped).Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), slow, n)
+		time.Since(stopped).Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), slow, len(took))
 	if !ing.check(b, n) {
 		ing.explain(b, f, cl, stopped)
 	}
@@ -470,4 +524,105 @@ func spread(ds []time.Duration) string {
 		return ds[min(len(ds)-1, int(q*float64(len(ds))))].Round(time.Millisecond)
 	}
 	return fmt.Sprintf("p50 %s, p99 %s, max %s (n %d)", p(0.5), p(0.99), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+}
+
+// fleetChild is a process of its own running gateways of the fleet
+// (TestFleetChild), to be killed with SIGKILL.
+type fleetChild struct {
+	cmd   *exec.Cmd
+	in    io.Writer
+	lines chan string // its stdout, closed at its end
+}
+
+// startFleetChild starts the gateways gw{first}..gw{first+n-1} with their
+// outboxes in dir in a new process and waits until every one is connected.
+func startFleetChild(brokers []string, dir string, first, n int) (*fleetChild, error) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestFleetChild$", "-test.timeout", "0")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PLANTD_FLEET_CHILD=%s;%s;%d;%d", strings.Join(brokers, ","), dir, first, n))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("fleet child: %w", err)
+	}
+	c := &fleetChild{cmd: cmd, in: in, lines: make(chan string, 16)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
+	if err := c.wait("fleet-child connected"); err != nil {
+		cmd.Process.Kill()
+		return nil, err
+	}
+	return c, nil
+}
+
+// wait waits (up to 10 min) for the child's line want.
+func (c *fleetChild) wait(want string) error {
+	deadline := time.After(10 * time.Minute)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			if !ok {
+				return fmt.Errorf("fleet child ended before %q", want)
+			}
+			if l == want {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("fleet child: no %q in 10 min", want)
+		}
+	}
+}
+
+// say sends the child a command and waits for its answer.
+func (c *fleetChild) say(cmd, answer string) error {
+	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
+		return fmt.Errorf("fleet child %s: %w", cmd, err)
+	}
+	return c.wait(answer)
+}
+
+// TestFleetChild is the process of BenchmarkFleetCluster's gateways that
+// are killed (PLANTD_FLEET_CHILD=brokers;dir;first;n; skipped without):
+// it runs them, says "fleet-child connected" once all are, and on stdin
+// takes "hour" (queue an hour of backlog in every outbox) and "stop" (a
+// clean stop: each publishes its offline state).
+func TestFleetChild(t *testing.T) {
+	spec := os.Getenv("PLANTD_FLEET_CHILD")
+	if spec == "" {
+		t.Skip("a process of BenchmarkFleetCluster's (PLANTD_FLEET_KILL)")
+	}
+	p := strings.Split(spec, ";")
+	if len(p) != 4 {
+		t.Fatalf("PLANTD_FLEET_CHILD=%q", spec)
+	}
+	first, _ := strconv.Atoi(p[2])
+	n, _ := strconv.Atoi(p[3])
+	f := startFleet(t, strings.Split(p[0], ","), p[1], first, n)
+	fmt.Println("fleet-child connected")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "hour":
+			f.queueHour(t)
+			for _, u := range f.ups {
+				u.notify("rollup/p1", "log/p1")
+			}
+			fmt.Println("fleet-child queued")
+		case "stop":
+			f.stop()
+			fmt.Println("fleet-child stopped")
+			return
+		}
+	}
 }
