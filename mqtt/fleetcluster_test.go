@@ -83,10 +83,9 @@ func BenchmarkFleetCluster(b *testing.B) {
 	var child *fleetChild
 	childDir := b.TempDir()
 	if kill > 0 {
-		if child, err = startFleetChild(cl.urls, childDir, n-kill, kill); err != nil {
+		if child, err = startFleetChild(b, cl.urls, childDir, n-kill, kill); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { child.cmd.Process.Kill() })
 		b.Logf("gw%04d..gw%04d in a process of their own", n-kill, n-1)
 	}
 
@@ -133,21 +132,24 @@ func BenchmarkFleetCluster(b *testing.B) {
 		cl.kill(b, k)
 		// The child's gateways die with SIGKILL while the node is down and
 		// start again at once, on the same outboxes.
-		restarted := make(chan error, 1)
+		type restart struct {
+			c   *fleetChild
+			err error
+		}
+		restarted := make(chan restart, 1)
 		if child != nil {
-			go func() {
+			go func(old *fleetChild) {
 				time.Sleep(2 * time.Second)
-				child.cmd.Process.Kill()
-				child.cmd.Wait()
+				old.cmd.Process.Kill()
+				old.cmd.Wait()
 				t := time.Now()
-				c, err := startFleetChild(cl.urls, childDir, n-kill, kill)
+				c, err := startFleetChild(b, cl.urls, childDir, n-kill, kill)
 				if err == nil {
-					child = c
 					b.Logf("%d gateways killed (SIGKILL) %s after the node, started again: all connected %s after the restart",
 						kill, t.Sub(killed).Round(time.Millisecond), time.Since(t).Round(time.Millisecond))
 				}
-				restarted <- err
-			}()
+				restarted <- restart{c, err}
+			}(child)
 		}
 		took := map[int]time.Duration{}
 		waitFor(b, 5*time.Minute, "every moved gateway reconnected", func() bool {
@@ -196,9 +198,11 @@ func BenchmarkFleetCluster(b *testing.B) {
 			b.Logf("the last to notice, gw%04d:\n%s", latest, f.logs[latest])
 		}
 		if child != nil {
-			if err := <-restarted; err != nil {
-				b.Fatal(err)
+			r := <-restarted
+			if r.err != nil {
+				b.Fatal(r.err)
 			}
+			child = r.c
 		}
 		time.Sleep(max(0, down-time.Since(killed)))
 		cl.start1(b, k)
@@ -535,8 +539,9 @@ type fleetChild struct {
 }
 
 // startFleetChild starts the gateways gw{first}..gw{first+n-1} with their
-// outboxes in dir in a new process and waits until every one is connected.
-func startFleetChild(brokers []string, dir string, first, n int) (*fleetChild, error) {
+// outboxes in dir in a new process and waits until every one is
+// connected; the process is killed at the benchmark's end if still there.
+func startFleetChild(b *testing.B, brokers []string, dir string, first, n int) (*fleetChild, error) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestFleetChild$", "-test.timeout", "0")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PLANTD_FLEET_CHILD=%s;%s;%d;%d", strings.Join(brokers, ","), dir, first, n))
 	cmd.Stderr = os.Stderr
@@ -551,6 +556,7 @@ func startFleetChild(brokers []string, dir string, first, n int) (*fleetChild, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("fleet child: %w", err)
 	}
+	b.Cleanup(func() { cmd.Process.Kill() })
 	c := &fleetChild{cmd: cmd, in: in, lines: make(chan string, 16)}
 	go func() {
 		defer close(c.lines)

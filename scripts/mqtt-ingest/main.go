@@ -6,7 +6,9 @@
 // transaction: its seqs, seq..lastSeq expanded, into uplink_seq, whose
 // primary key (gateway_id, stream, seq) absorbs duplicates, and the
 // envelope with its items into uplink_envelope when one of its seqs is
-// new. A message is acknowledged (PUBACK) only after its transaction
+// new. A gateway's state (gateway_state) is its newest state message,
+// whatever order the broker delivers them in (writeState). A message is
+// acknowledged (PUBACK) only after its transaction
 // committed, so an ingest that dies loses nothing its broker keeps for
 // its persistent session (-session). At the end it reports per stream
 // the seqs, duplicates and gaps (exit 1 when a rollup, log or ack stream
@@ -15,9 +17,11 @@
 //	go run ./scripts/mqtt-ingest -broker tcp://127.0.0.1:1883 -pgtemp /tmp/ingest -for 10m
 //
 // -pgtemp DIR starts a throwaway PostgreSQL in DIR (initdb on first use;
-// as user postgres when run as root) and stops it at the end; -db gives a
-// connection string instead. -report only prints the report of the
-// database. The schema and example queries are in docs/mqtt.md.
+// as user postgres when run as root; initdb and pg_ctl from PATH or
+// Debian's /usr/lib/postgresql/VERSION/bin) and stops it at the end; -db
+// gives a connection string instead. -report only prints the report of
+// the database; -v logs each state message. The schema and example
+// queries are in docs/mqtt.md.
 package main
 
 import (
@@ -369,7 +373,7 @@ func main() {
 	dur := flag.Duration("for", 0, "stop after this long (0: until Ctrl-C)")
 	from1 := flag.Bool("from1", false, "report seqs missing from 1 (fresh gateway databases)")
 	onlyReport := flag.Bool("report", false, "only print the report of the database")
-	flag.BoolVar(&verbose, "v", false, "log each state message stored (a line on stderr)")
+	flag.BoolVar(&verbose, "v", false, "log each state message written, and whether it became the gateway's state (a line on stderr)")
 	flag.Parse()
 	if err := run(*brokers, *filter, *share, *session, *dsn, *tmp, *dur, *from1, *onlyReport); err != nil {
 		fmt.Fprintf(os.Stderr, "mqtt-ingest: %v\n", err)
