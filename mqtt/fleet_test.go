@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,7 @@ func BenchmarkFleet(b *testing.B) {
 	sub := startFleetSubscriber(b, br, dir)
 	defer sub.cmd.Process.Kill()
 
-	f := startFleet(b, []string{br.URL()}, dir, n)
+	f := startFleet(b, []string{br.URL()}, dir, 0, n)
 
 	for b.Loop() {
 		// Steady state.
@@ -205,6 +206,33 @@ type fleet struct {
 	ups    []*Uplink
 	stores []*store.Store
 	stops  []func()
+	// logs: each gateway's log (its last lines); stopTook: how long each
+	// gateway's stop took (its offline state's PUBACK and disconnect).
+	logs     []*gatewayLog
+	stopTook []time.Duration
+}
+
+// gatewayLog keeps a gateway's last 100 log lines, for a failed check to
+// show what its uplink did.
+type gatewayLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *gatewayLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 100 {
+		l.lines = l.lines[1:]
+	}
+	l.lines = append(l.lines, strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func (l *gatewayLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // fleetSize is PLANTD_FLEET (default 100).
@@ -219,11 +247,12 @@ func fleetSize(b *testing.B) int {
 	return n
 }
 
-// startFleet opens n gateways to brokers and runs them until every one is
-// connected; they stop and close at the benchmark's end.
-func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
+// startFleet opens n gateways (gw{first} on) to brokers and runs them
+// until every one is connected; they stop and close at the benchmark's
+// end.
+func startFleet(b testing.TB, brokers []string, dir string, first, n int) *fleet {
 	start := time.Now()
-	f := openFleet(b, brokers, dir, n)
+	f := openFleet(b, brokers, dir, first, n)
 	b.Cleanup(f.close)
 	f.run()
 	b.Cleanup(f.stop) // before close
@@ -232,22 +261,24 @@ func startFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 	return f
 }
 
-// openFleet opens the gateways' stores and uplinks (to brokers), four at
-// a time.
-func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
-	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n)}
+// openFleet opens the stores and uplinks (to brokers) of the gateways
+// gw{first}..gw{first+n-1}, four at a time.
+func openFleet(b testing.TB, brokers []string, dir string, first, n int) *fleet {
+	f := &fleet{ups: make([]*Uplink, n), stores: make([]*store.Store, n), logs: make([]*gatewayLog, n), stopTook: make([]time.Duration, n)}
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range 4 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
+				st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, fmt.Sprintf("gw%04d.db", first+i)), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
 				if err != nil {
 					b.Error(err)
 					return
 				}
 				f.stores[i] = st
-				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, nil)
+				f.logs[i] = &gatewayLog{}
+				log := slog.New(slog.NewTextHandler(f.logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))
+				u, err := New(Config{Brokers: brokers, GatewayID: fmt.Sprintf("gw%04d", first+i), LiveInterval: 10 * time.Second}, Deps{Outbox: st, Live: fleetPlant{}}, log)
 				if err != nil {
 					b.Error(err)
 					return
@@ -266,12 +297,19 @@ func openFleet(b *testing.B, brokers []string, dir string, n int) *fleet {
 
 // run starts every uplink; stop stops them (each once) and waits.
 func (f *fleet) run() {
-	for _, u := range f.ups {
+	for i, u := range f.ups {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { u.Run(ctx); close(done) }()
 		var once sync.Once
-		f.stops = append(f.stops, func() { once.Do(func() { cancel(); <-done }) })
+		f.stops = append(f.stops, func() {
+			once.Do(func() {
+				t := time.Now()
+				cancel()
+				<-done
+				f.stopTook[i] = time.Since(t)
+			})
+		})
 	}
 }
 
@@ -358,7 +396,7 @@ func (f *fleet) outage(b *testing.B, br *mqtttest.Broker) {
 
 // queueHour queues an hour of backlog in every outbox: 12 rollups and 60
 // log entries, an hour old.
-func (f *fleet) queueHour(b *testing.B) {
+func (f *fleet) queueHour(b testing.TB) {
 	hour := time.Now().Add(-time.Hour)
 	for _, st := range f.stores {
 		var msgs []store.OutboxAppend

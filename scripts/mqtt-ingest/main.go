@@ -6,7 +6,9 @@
 // transaction: its seqs, seq..lastSeq expanded, into uplink_seq, whose
 // primary key (gateway_id, stream, seq) absorbs duplicates, and the
 // envelope with its items into uplink_envelope when one of its seqs is
-// new. A message is acknowledged (PUBACK) only after its transaction
+// new. A gateway's state (gateway_state) is its newest state message,
+// whatever order the broker delivers them in (writeState). A message is
+// acknowledged (PUBACK) only after its transaction
 // committed, so an ingest that dies loses nothing its broker keeps for
 // its persistent session (-session). At the end it reports per stream
 // the seqs, duplicates and gaps (exit 1 when a rollup, log or ack stream
@@ -15,9 +17,11 @@
 //	go run ./scripts/mqtt-ingest -broker tcp://127.0.0.1:1883 -pgtemp /tmp/ingest -for 10m
 //
 // -pgtemp DIR starts a throwaway PostgreSQL in DIR (initdb on first use;
-// as user postgres when run as root) and stops it at the end; -db gives a
-// connection string instead. -report only prints the report of the
-// database. The schema and example queries are in docs/mqtt.md.
+// as user postgres when run as root; initdb and pg_ctl from PATH or
+// Debian's /usr/lib/postgresql/VERSION/bin) and stops it at the end; -db
+// gives a connection string instead. -report only prints the report of
+// the database; -v logs each state message. The schema and example
+// queries are in docs/mqtt.md.
 package main
 
 import (
@@ -30,7 +34,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -69,8 +76,12 @@ CREATE TABLE IF NOT EXISTS gateway_state (
   gateway_id  text PRIMARY KEY,
   state       text NOT NULL,
   boot_id     text NOT NULL,
+  started_at  timestamptz NOT NULL DEFAULT '-infinity',
+  since       timestamptz NOT NULL DEFAULT now(),
   updated_at  timestamptz NOT NULL DEFAULT now()
-);`
+);
+ALTER TABLE gateway_state ADD COLUMN IF NOT EXISTS started_at timestamptz NOT NULL DEFAULT '-infinity';
+ALTER TABLE gateway_state ADD COLUMN IF NOT EXISTS since timestamptz NOT NULL DEFAULT now();`
 
 // envelope is what plantd publishes on up/... topics.
 type envelope struct {
@@ -123,6 +134,7 @@ SET messages = uplink_stream.messages + 1, duplicates = uplink_stream.duplicates
 // in one transaction, and acknowledges them after the commit.
 func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 	var batch []paho.Message
+	var applied []bool // per message of the batch: a state that became the gateway's
 	flush := func(ctx context.Context) error {
 		if len(batch) == 0 {
 			return nil
@@ -132,16 +144,22 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 			return err
 		}
 		defer tx.Rollback(ctx)
+		applied = applied[:0]
 		for _, m := range batch {
-			if err := handle(ctx, tx, m); err != nil {
+			a, err := handle(ctx, tx, m)
+			if err != nil {
 				return err
 			}
+			applied = append(applied, a)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return err
 		}
-		for _, m := range batch {
+		for i, m := range batch {
 			m.Ack()
+			if verbose && strings.HasSuffix(m.Topic(), "/state") {
+				logState(m, applied[i])
+			}
 		}
 		batch = batch[:0]
 		return nil
@@ -167,30 +185,68 @@ func ingest(ctx context.Context, db *pgx.Conn, in <-chan paho.Message) error {
 	}
 }
 
+// verbose (-v): each state message written is logged (logState).
+var verbose bool
+
+// logState writes a state message, once its transaction committed, to
+// stderr as one line: "state", the gateway, its state, boot id and time,
+// the message's MQTT flags, and whether it became the gateway's state
+// (applied) or an older one was ignored.
+func logState(m paho.Message, applied bool) {
+	var s struct{ GatewayID, State, BootID, Time string }
+	_ = json.Unmarshal(m.Payload(), &s)
+	fmt.Fprintf(os.Stderr, "state %s %s boot %s time %q retained %v dup %v id %d applied %v at %s\n",
+		s.GatewayID, s.State, s.BootID, s.Time, m.Retained(), m.Duplicate(), m.MessageID(), applied, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
 // handle stores one message: an envelope, a state, or nothing (commands).
-func handle(ctx context.Context, tx pgx.Tx, m paho.Message) error {
+// For a state it returns whether it became the gateway's state.
+func handle(ctx context.Context, tx pgx.Tx, m paho.Message) (applied bool, err error) {
 	topic := m.Topic()
 	if strings.HasSuffix(topic, "/state") {
-		var s struct{ GatewayID, State, BootID string }
-		if json.Unmarshal(m.Payload(), &s) != nil || s.GatewayID == "" {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `
-INSERT INTO gateway_state (gateway_id, state, boot_id) VALUES ($1, $2, $3)
-ON CONFLICT (gateway_id) DO UPDATE SET state = EXCLUDED.state, boot_id = EXCLUDED.boot_id, updated_at = now()`,
-			s.GatewayID, s.State, s.BootID)
-		return err
+		return writeState(ctx, tx, m.Payload())
 	}
 	if !strings.Contains(topic, "/up/") {
-		return nil
+		return false, nil
 	}
 	var e envelope
 	if err := json.Unmarshal(m.Payload(), &e); err != nil || e.Stream == "" || e.Seq == 0 || e.GatewayID == "" {
 		fmt.Fprintf(os.Stderr, "bad envelope on %s: %v\n", topic, err)
-		return nil
+		return false, nil
 	}
-	_, err := write(ctx, tx, e)
-	return err
+	_, err = write(ctx, tx, e)
+	return false, err
+}
+
+// writeState makes a state message the gateway's state unless the one
+// stored is newer: a later plantd run (startedAt), or in the same run a
+// later time (a message's "time", or its arrival for the last will, which
+// has none; on a tie offline wins). A broker may deliver an older state
+// after a newer one: NATS 2.9 redelivered a gateway's online state after
+// its offline state once a node had died (docs/mqtt.md).
+func writeState(ctx context.Context, tx pgx.Tx, payload []byte) (applied bool, err error) {
+	var s struct{ GatewayID, State, BootID, Time, StartedAt string }
+	if json.Unmarshal(payload, &s) != nil || s.GatewayID == "" {
+		return false, nil
+	}
+	ts := func(v string) any { // NULL when absent or not a time
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil
+		}
+		return t
+	}
+	tag, err := tx.Exec(ctx, `
+INSERT INTO gateway_state AS g (gateway_id, state, boot_id, started_at, since)
+VALUES ($1, $2, $3, coalesce($4::timestamptz, '-infinity'), coalesce($5::timestamptz, now()))
+ON CONFLICT (gateway_id) DO UPDATE
+SET state = EXCLUDED.state, boot_id = EXCLUDED.boot_id, started_at = EXCLUDED.started_at, since = EXCLUDED.since, updated_at = now()
+WHERE (EXCLUDED.started_at, EXCLUDED.since, EXCLUDED.state = 'offline') >= (g.started_at, g.since, g.state = 'offline')`,
+		s.GatewayID, s.State, s.BootID, ts(s.StartedAt), ts(s.Time))
+	if err != nil {
+		return false, fmt.Errorf("state of %s: %w", s.GatewayID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // report prints per stream the seqs, duplicates and gaps; it reports
@@ -226,6 +282,36 @@ GROUP BY q.gateway_id, q.stream ORDER BY q.gateway_id, q.stream`)
 	return ok, rows.Err()
 }
 
+// pgBin finds a PostgreSQL server program (initdb, pg_ctl): on PATH, else
+// in /usr/lib/postgresql/VERSION/bin, the newest version there, where
+// Debian's postgresql package keeps them (only its client programs are on
+// PATH).
+func pgBin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return pgVersion(b) - pgVersion(a) })
+	for _, d := range dirs {
+		if p := filepath.Join(d, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not on PATH nor in /usr/lib/postgresql/*/bin (apt-get install postgresql)", name)
+}
+
+// pgVersion is the major version of a /usr/lib/postgresql/VERSION/bin
+// directory (0 when it is not a number).
+func pgVersion(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
 // pgTemp starts a throwaway PostgreSQL in dir (initdb when new) on a free
 // loopback port and returns its connection string and a stop function.
 func pgTemp(ctx context.Context, dir string) (string, func(), error) {
@@ -234,7 +320,16 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 	}
 	dir, _ = filepath.Abs(dir)
 	data := filepath.Join(dir, "data")
-	// PostgreSQL refuses to run as root: then as user postgres.
+	initdb, err := pgBin("initdb")
+	if err != nil {
+		return "", nil, err
+	}
+	pgCtl, err := pgBin("pg_ctl")
+	if err != nil {
+		return "", nil, err
+	}
+	// PostgreSQL refuses to run as root: then as user postgres (the
+	// Debian package's).
 	run := func(name string, args ...string) *exec.Cmd {
 		if os.Geteuid() == 0 {
 			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
@@ -242,12 +337,15 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 		return exec.CommandContext(ctx, name, args...)
 	}
 	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			return "", nil, fmt.Errorf("PostgreSQL refuses to run as root, and there is no user postgres to run it as: %w", err)
+		}
 		if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
 			return "", nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
-		if out, err := run("initdb", "-D", data, "-A", "trust", "-U", "ingest").CombinedOutput(); err != nil {
+		if out, err := run(initdb, "-D", data, "-A", "trust", "-U", "ingest").CombinedOutput(); err != nil {
 			return "", nil, fmt.Errorf("initdb: %v: %s", err, out)
 		}
 	}
@@ -258,10 +356,10 @@ func pgTemp(ctx context.Context, dir string) (string, func(), error) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=on", port, dir)
-	if out, err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "postgres.log"), "-w", "start").CombinedOutput(); err != nil {
+	if out, err := run(pgCtl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "postgres.log"), "-w", "start").CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
 	}
-	stop := func() { run("pg_ctl", "-D", data, "-m", "fast", "-w", "stop").Run() }
+	stop := func() { run(pgCtl, "-D", data, "-m", "fast", "-w", "stop").Run() }
 	return fmt.Sprintf("postgres://ingest@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
 }
 
@@ -275,6 +373,7 @@ func main() {
 	dur := flag.Duration("for", 0, "stop after this long (0: until Ctrl-C)")
 	from1 := flag.Bool("from1", false, "report seqs missing from 1 (fresh gateway databases)")
 	onlyReport := flag.Bool("report", false, "only print the report of the database")
+	flag.BoolVar(&verbose, "v", false, "log each state message written, and whether it became the gateway's state (a line on stderr)")
 	flag.Parse()
 	if err := run(*brokers, *filter, *share, *session, *dsn, *tmp, *dur, *from1, *onlyReport); err != nil {
 		fmt.Fprintf(os.Stderr, "mqtt-ingest: %v\n", err)
