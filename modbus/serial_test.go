@@ -136,7 +136,20 @@ func TestSerialRTUFaults(t *testing.T) {
 		log := bus.log()
 		return !log[len(log)-1].answered.IsZero()
 	})
-	check("a late answer")
+	// The next request drops the late answer first. On a loaded machine
+	// the pty may pass it on only after the drain's 20 ms of silence, as
+	// a very late answer on a real line can come after the next request
+	// went out: that request's answer is then malformed (the late frame
+	// and its own in one read), never the late one taken for it, and the
+	// request after it gets its own.
+	lateAfterDrain := 0
+	if got, err := live.ReadHoldingRegisters(ctx, 7, 2, nil); errors.Is(err, ErrMalformed) {
+		lateAfterDrain = 1
+		t.Logf("the late answer came after the drain: %v", err)
+		check("a late answer that came after the drain")
+	} else if err != nil || !slices.Equal(got, seqRegs(7, 2, 1)) {
+		t.Fatalf("live read after a late answer: %v, %v", got, err)
+	}
 
 	bus.corrupt(1, 1)
 	if _, err := live.ReadHoldingRegisters(ctx, 7, 2, nil); !errors.Is(err, ErrCRC) {
@@ -154,8 +167,8 @@ func TestSerialRTUFaults(t *testing.T) {
 	if st.Connects != 1 || !st.Connected {
 		t.Errorf("stats %+v: want the port kept open", st)
 	}
-	if st.Timeouts != 2 || st.CRCErrors != 1 || st.Malformed != 1 || st.Exceptions != 1 || st.Failures != 3 {
-		t.Errorf("stats %+v: want 2 timeouts, 1 crc error, 1 exception", st)
+	if st.Timeouts != 2 || st.CRCErrors != 1 || st.Malformed != uint64(1+lateAfterDrain) || st.Exceptions != 1 || st.Failures != uint64(3+lateAfterDrain) {
+		t.Errorf("stats %+v: want 2 timeouts, 1 crc error (malformed), %d malformed besides, 1 exception", st, lateAfterDrain)
 	}
 	// The late answer (7 bytes) was read and dropped.
 	if st.BytesRead < 7 {
