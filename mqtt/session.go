@@ -48,7 +48,8 @@ type session struct {
 	done chan struct{}
 	// start is when the connection was made (before the producer saw
 	// it); rows created before cutoff (start to the store's millisecond)
-	// are historical, and live ones among them are not replayed.
+	// are historical, and live messages made before start are never
+	// sent.
 	start, cutoff time.Time
 	subscribed    bool
 
@@ -69,8 +70,6 @@ type session struct {
 
 	// upTo is flushAcks' map, reused.
 	upTo map[string]uint64
-	// The stale live rows dropped by the current fill, logged in one line.
-	staleMsgs, staleStreams int
 }
 
 // session publishes on one connection, made at start, until it is lost
@@ -133,8 +132,8 @@ func (s *session) subscribe(ctx context.Context) error {
 	return nil
 }
 
-// activate marks every stream with rows in the outbox, and those notified
-// since, as active.
+// activate marks every stream with rows in the outbox, and those
+// notified since, as active.
 func (s *session) activate(ctx context.Context) {
 	if list, err := s.u.deps.Outbox.OutboxStreams(ctx); err == nil {
 		for _, st := range list {
@@ -193,8 +192,8 @@ func (s *session) loop(ctx context.Context) error {
 }
 
 // acked records the outcome of a publish: a PUBACK advances its stream's
-// acknowledged prefix (deleted from the outbox at the next flush); an
-// error or a timeout ends the connection.
+// acknowledged prefix (deleted from the outbox at the next flush; of a
+// live stream, only freed); an error or a timeout ends the connection.
 func (s *session) acked(r pubResult) error {
 	if r.err != nil {
 		return fmt.Errorf("publish %s seq %d: %w", r.stream, r.msg.first, r.err)
@@ -209,6 +208,10 @@ func (s *session) acked(r pubResult) error {
 		n++
 	}
 	st.inflight = st.inflight[n:]
+	if classOf(r.stream) == classLive {
+		st.ackUpTo = 0
+		s.u.live.release(r.stream, n)
+	}
 	if s.nIn <= s.u.cfg.Window/2 {
 		s.refill = true
 	}
@@ -240,20 +243,35 @@ func (s *session) flushAcks(ctx context.Context) {
 // the retained state says offline, the client disconnects cleanly (no
 // last will).
 func (s *session) signOff(ctx context.Context) {
-	s.flushAcks(context.WithoutCancel(ctx))
 	off, _ := json.Marshal(s.u.state("offline", time.Now()))
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	_ = s.u.waitToken(tctx, s.c.Publish(s.u.topics.state(), 1, true, off))
 	cancel()
+	// The PUBACKs that came before the offline state's are counted (a
+	// live message acknowledged is not given up, a backlog message not
+	// sent again by the next start).
+	for drained := false; !drained; {
+		select {
+		case r := <-s.results:
+			if r.err == nil {
+				_ = s.acked(r)
+			}
+		default:
+			drained = true
+		}
+	}
+	s.flushAcks(context.WithoutCancel(ctx))
 	s.c.Disconnect(250)
 }
 
 // teardown runs whichever way the session ends: the acknowledged prefix
-// is deleted, the subscriptions are gone, the client disconnected and the
-// publish waiters released (tokens of this connection acknowledge nothing
+// is deleted, the live messages in flight are given up (dropLive), the
+// subscriptions are gone, the client disconnected and the publish
+// waiters released (tokens of this connection acknowledge nothing
 // after).
 func (s *session) teardown(ctx context.Context) {
 	s.flushAcks(context.WithoutCancel(ctx))
+	s.dropLive()
 	if s.ackTick != nil {
 		s.ackTick.Stop()
 	}
@@ -267,7 +285,6 @@ func (s *session) teardown(ctx context.Context) {
 // fill publishes what the window and the rate cap allow; it returns how
 // long to wait for the rate cap (0: not limited).
 func (s *session) fill(ctx context.Context) (time.Duration, error) {
-	defer s.logStale()
 	names := s.activeByClass()
 	quick, err := s.peekQuick(ctx, names)
 	if err != nil {
@@ -308,12 +325,12 @@ func (s *session) activeByClass() []string {
 	return names
 }
 
-// peekQuick reads the ack and live streams among names (many, a message
-// or two each) in one go, at most a window's worth each.
+// peekQuick reads the ack stream among names in one go, at most a
+// window's worth (live streams are in memory).
 func (s *session) peekQuick(ctx context.Context, names []string) (map[string][]store.OutboxMessage, error) {
 	after := map[string]uint64{}
 	for _, name := range names {
-		if !classOf(name).backlog() {
+		if classOf(name) == classAck {
 			after[name] = s.states[name].sent
 		}
 	}
@@ -329,13 +346,22 @@ func (s *session) peekQuick(ctx context.Context, names []string) (map[string][]s
 }
 
 // fillStream publishes a stream's next rows (quick: those peekQuick read
-// for an ack or live stream) as far as the window and the rate cap allow,
-// and returns how long to wait for the cap (0: not limited). A stream
-// drained is no longer active until notified again.
+// for the ack stream; a live stream's waiting message) as far as the
+// window and the rate cap allow, and returns how long to wait for the
+// cap (0: not limited). A stream drained is no longer active until
+// notified again.
 func (s *session) fillStream(ctx context.Context, name string, quick []store.OutboxMessage) (time.Duration, error) {
 	free := s.u.cfg.Window - s.nIn
 	st := s.states[name]
 	class := classOf(name)
+	if class == classLive {
+		// One waiting message at most: a newer one replaced any other.
+		delete(s.active, name)
+		if m, ok := s.u.live.take(name, s.start); ok {
+			s.publish(name, []store.OutboxMessage{m})
+		}
+		return 0, nil
+	}
 	limit := free
 	rows := quick
 	if class.backlog() {
@@ -352,9 +378,6 @@ func (s *session) fillStream(ctx context.Context, name string, quick []store.Out
 	}
 	if len(rows) < limit {
 		delete(s.active, name) // drained until notified again
-	}
-	if class == classLive {
-		rows = s.dropStaleLive(name, st, rows)
 	}
 	if !class.backlog() {
 		for i := range rows {
@@ -392,35 +415,30 @@ func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.D
 	return rateWait
 }
 
-// dropStaleLive drops the live messages queued before this connection
-// (left by a previous run, or unacknowledged on a connection that died):
-// live values are never replayed, the next tick sends current ones. They
-// are deleted with the next ack flush, counted as dropped per stream and
-// logged (logStale); the rest is returned.
-func (s *session) dropStaleLive(stream string, st *sendState, rows []store.OutboxMessage) []store.OutboxMessage {
-	n := 0
-	for n < len(rows) && rows[n].Created.Before(s.cutoff) && len(st.inflight) == 0 {
-		n++
+// dropLive gives up the live messages in flight when the connection
+// ends: live values are never sent again, so they are counted as dropped
+// per stream (the broker may have had some of them: a gap in the
+// stream's seqs is at most those) and logged in one line.
+func (s *session) dropLive() {
+	msgs, streams := 0, 0
+	for name, st := range s.states {
+		if classOf(name) != classLive || len(st.inflight) == 0 {
+			continue
+		}
+		n := 0
+		for _, m := range st.inflight {
+			n += int(m.last - m.first + 1)
+		}
+		s.u.live.release(name, len(st.inflight))
+		s.u.countDropped(name, uint64(n))
+		st.inflight = nil
+		msgs += n
+		streams++
 	}
-	if n == 0 {
-		return rows
+	if msgs > 0 {
+		s.u.log.Info("live messages unacknowledged when the connection ended dropped: live values are never replayed",
+			"dropped", msgs, "streams", streams)
 	}
-	st.sent, st.ackUpTo = rows[n-1].Seq, rows[n-1].Seq
-	s.u.stMu.Lock()
-	s.u.streamLocked(stream).dropped += uint64(n)
-	s.u.stMu.Unlock()
-	s.staleMsgs += n
-	s.staleStreams++
-	return rows[n:]
-}
-
-// logStale logs the stale live rows dropped by one fill in one line.
-func (s *session) logStale() {
-	if s.staleMsgs > 0 {
-		s.u.log.Info("live messages queued before this connection dropped: live values are never replayed",
-			"dropped", s.staleMsgs, "streams", s.staleStreams)
-	}
-	s.staleMsgs, s.staleStreams = 0, 0
 }
 
 // publish publishes rows (consecutive seqs of one stream) as one message
