@@ -239,9 +239,9 @@ func (s *session) flushAcks(ctx context.Context) {
 	}
 }
 
-// signOff ends the session as ctx ends: what was acknowledged is deleted,
-// the retained state says offline, the client disconnects cleanly (no
-// last will).
+// signOff ends the session as ctx ends: the retained state says
+// offline, what was acknowledged until its PUBACK is deleted (or, of a
+// live stream, freed), the client disconnects cleanly (no last will).
 func (s *session) signOff(ctx context.Context) {
 	off, _ := json.Marshal(s.u.state("offline", time.Now()))
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
