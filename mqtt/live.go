@@ -214,6 +214,18 @@ func (q *liveQueue) take(stream string, since time.Time) (store.OutboxMessage, b
 	return m, true
 }
 
+// waiting lists the streams with a message waiting.
+func (q *liveQueue) waiting(out []string) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for name, s := range q.streams {
+		if s.has {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // release frees n in-flight places of a stream (acknowledged, or given
 // up with their connection).
 func (q *liveQueue) release(stream string, n int) {

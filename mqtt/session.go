@@ -25,6 +25,11 @@ type sendState struct {
 	sent     uint64 // highest seq published on this connection
 	inflight []*inflight
 	ackUpTo  uint64 // acknowledged prefix not yet deleted from the outbox
+	// ahead are a backlog stream's rows read and not yet published (seqs
+	// above sent, in order); more: the read that gave them was full, so
+	// the outbox may hold more.
+	ahead []store.OutboxMessage
+	more  bool
 }
 
 // pubResult is the outcome of one publish.
@@ -68,8 +73,9 @@ type session struct {
 	ackTick   *time.Ticker
 	refill    bool
 
-	// upTo is flushAcks' map, reused.
-	upTo map[string]uint64
+	// upTo is flushAcks' map, liveNames fill's list, reused.
+	upTo      map[string]uint64
+	liveNames []string
 }
 
 // session publishes on one connection, made at start, until it is lost
@@ -283,8 +289,16 @@ func (s *session) teardown(ctx context.Context) {
 }
 
 // fill publishes what the window and the rate cap allow; it returns how
-// long to wait for the rate cap (0: not limited).
+// long to wait for the rate cap (0: not limited). Every fill looks at the
+// live streams with a message waiting, not only at those notified: a
+// backlog that keeps the loop busy (a fill at every PUBACK) would
+// otherwise delay the wake-up, and the next tick would replace the
+// waiting values unsent.
 func (s *session) fill(ctx context.Context) (time.Duration, error) {
+	s.liveNames = s.u.live.waiting(s.liveNames[:0])
+	for _, name := range s.liveNames {
+		s.active[name] = true
+	}
 	names := s.activeByClass()
 	quick, err := s.peekQuick(ctx, names)
 	if err != nil {
@@ -362,36 +376,57 @@ func (s *session) fillStream(ctx context.Context, name string, quick []store.Out
 		}
 		return 0, nil
 	}
-	limit := free
-	rows := quick
 	if class.backlog() {
-		if w := s.bucket.wait(1); w > 0 {
-			return w, nil
-		}
-		limit = min(free*8, 512)
-		var err error
-		if rows, err = s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit); err != nil {
-			return 0, fmt.Errorf("read outbox: %w", err)
-		}
-	} else if len(rows) > limit {
-		rows = rows[:limit] // the rest when the window has room again
+		return s.fillBacklog(ctx, name, st, free)
 	}
-	if len(rows) < limit {
+	rows := quick
+	if len(rows) > free {
+		rows = rows[:free] // the rest when the window has room again
+	}
+	if len(rows) < free {
 		delete(s.active, name) // drained until notified again
 	}
-	if !class.backlog() {
-		for i := range rows {
-			s.publish(name, rows[i:i+1])
-		}
-		return 0, nil
+	for i := range rows {
+		s.publish(name, rows[i:i+1])
 	}
-	return s.publishBatches(name, rows), nil
+	return 0, nil
+}
+
+// fillBacklog publishes a backlog stream's next rows as far as the window
+// and the rate cap allow. The rows are read ahead (up to 512) and kept
+// until published: under the rate cap a fill publishes a message or two,
+// and reading the rows again at every fill (one per PUBACK) kept the loop
+// busy enough to delay the live values. (A row the caps trim meanwhile
+// may still go out once: delivery is at least once anyway.)
+func (s *session) fillBacklog(ctx context.Context, name string, st *sendState, free int) (time.Duration, error) {
+	if w := s.bucket.wait(1); w > 0 {
+		return w, nil
+	}
+	if len(st.ahead) == 0 {
+		limit := min(free*8, 512)
+		rows, err := s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit)
+		if err != nil {
+			return 0, fmt.Errorf("read outbox: %w", err)
+		}
+		st.ahead, st.more = rows, len(rows) == limit
+	}
+	wait := s.publishBatches(name, st.ahead)
+	n := 0
+	for n < len(st.ahead) && st.ahead[n].Seq <= st.sent {
+		n++
+	}
+	st.ahead = st.ahead[n:]
+	if len(st.ahead) == 0 && !st.more {
+		delete(s.active, name) // drained until notified again
+	} else {
+		s.active[name] = true
+	}
+	return wait, nil
 }
 
 // publishBatches publishes a backlog stream's rows, consecutive ones
 // batched up to BatchBytes per message, while the window and the rate cap
-// allow; it returns how long to wait for the cap (0: not limited). A
-// stream with rows left stays active.
+// allow; it returns how long to wait for the cap (0: not limited).
 func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.Duration {
 	var rateWait time.Duration
 	i := 0
@@ -408,9 +443,6 @@ func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.D
 		n := s.publish(name, rows[i:j])
 		s.bucket.take(float64(n))
 		i = j
-	}
-	if i < len(rows) {
-		s.active[name] = true
 	}
 	return rateWait
 }
