@@ -99,8 +99,9 @@ func (p plant100) Devices(string) ([]plant.DeviceLive, error) {
 
 // BenchmarkLive100Devices: a plant of 100 devices published every second
 // to a local mosquitto for 20 s (PLANTD_BENCH_LIVE sets another
-// duration); reports the CPU the process used (the uplink, its SQLite
-// outbox and paho; the broker is another process) as a share of one core.
+// duration); reports the CPU the process used (the uplink and paho; live
+// values do not pass through the SQLite outbox; the broker is another
+// process) as a share of one core.
 //
 //	go test -run '^$' -bench Live100Devices ./mqtt/
 func BenchmarkLive100Devices(b *testing.B) {

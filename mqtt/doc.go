@@ -14,20 +14,30 @@
 //
 // # Delivery
 //
-// Every message is written to the outbox (SQLite) before it is published,
-// with a per-stream sequence number that is never reused, and deleted
-// only after its PUBACK arrived on the connection it was sent on; after a
-// reconnect everything not acknowledged is sent again (the backend dedupes
-// on gatewayId, stream, seq), but live values. Live values are enqueued
-// only while connected: offline they are coalesced (the next tick after
-// the reconnect sends the current ones), and they are never replayed: a
-// live message queued before the current connection (left by a stop, a
-// crash or a connection that died) is dropped, counted and logged, not
-// sent late as historical; that is the only gap of a live stream. Live
-// and ack streams go first; rollup and log streams drain beside them,
-// oldest first, under a message and byte rate cap, several outbox rows
-// batched per MQTT message. Per-stream caps by count and age drop the
-// oldest messages, counted and logged; the ack stream is never trimmed.
+// Rollups, log entries and acks are written to the outbox (SQLite)
+// before they are published, with a per-stream sequence number that is
+// never reused, and deleted only after their PUBACK arrived on the
+// connection they were sent on; after a reconnect everything not
+// acknowledged is sent again (the backend dedupes on gatewayId, stream,
+// seq). Live values are not in the outbox but in memory (live.go): per
+// live stream the newest message not yet published (a newer tick
+// replaces it) and the count of those in flight, whose PUBACK only frees
+// their place. They are made only while connected and never replayed: a
+// live message in flight when its connection ends (or plantd stops) is
+// given up, counted as dropped and logged, a waiting one made before the
+// connection is discarded unnumbered; that is the only gap of a live
+// stream. A live message is numbered when published, so live seqs are
+// contiguous while connected; the outbox mark "live.seq" reserves them
+// in blocks of 65,536 (one write per start and per block), so a restart
+// numbers above every seq of the run before. A kill -9 or a power cut
+// loses the live values in memory (current values, sent again by the
+// next tick of the next run) and nothing of the outbox. Live and ack
+// streams go first; rollup and log streams drain beside them, oldest
+// first, under a message and byte rate cap, several outbox rows batched
+// per MQTT message. Per-stream caps by count and age drop the oldest
+// rollup and log messages, counted and logged; the ack stream is never
+// trimmed, and live rows found in the outbox (left by an older plantd)
+// are all dropped, counted.
 //
 // # Connection
 //

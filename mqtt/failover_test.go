@@ -271,7 +271,7 @@ type tapEnvelope struct {
 }
 
 // tapPackets copies MQTT packets from src to dst, each whole, and hands
-// each packet's type, flags and body to seen after it was written.
+// each packet's type, flags and body to seen before it is written.
 func tapPackets(src io.Reader, dst io.Writer, seen func(typ, flags byte, body []byte)) {
 	r := bufio.NewReader(src)
 	for {
@@ -297,9 +297,12 @@ func tapPackets(src io.Reader, dst io.Writer, seen func(typ, flags byte, body []
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
 		}
+		// Seen before it is passed on: a PUBLISH must be in flight
+		// before the broker's PUBACK can come back (seen after the
+		// write, a quick PUBACK found no PUBLISH and went unrecorded).
+		seen(h>>4, h&15, body)
 		if _, err := dst.Write(append(hdr, body...)); err != nil {
 			return
 		}
-		seen(h>>4, h&15, body)
 	}
 }

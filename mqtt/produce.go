@@ -11,10 +11,10 @@ import (
 	"plantd/store"
 )
 
-// produce writes messages into the outbox: live values each
-// LiveInterval while connected, log entries as they come, rollups as
-// they complete; and it applies the caps and refreshes the per-stream
-// figures.
+// produce writes messages: live values each LiveInterval while
+// connected (into their in-memory slots, live.go), log entries as they
+// come and rollups as they complete (into the outbox); and it applies
+// the caps and refreshes the per-stream figures.
 func (u *Uplink) produce(ctx context.Context) {
 	live := time.NewTicker(u.cfg.LiveInterval)
 	defer live.Stop()
@@ -132,18 +132,18 @@ func deviceItem(d plant.DeviceLive) map[string]any {
 	return out
 }
 
-// publishLive enqueues every plant's energy balance and the values of the
-// devices polled since the last tick.
+// publishLive puts every plant's energy balance and the values of the
+// devices polled since the last tick into their live streams' slots.
 func (u *Uplink) publishLive(ctx context.Context) {
 	if u.deps.Live == nil {
 		return
 	}
 	now := time.Now()
-	var msgs []store.OutboxAppend
+	var msgs []liveMessage
 	for _, p := range u.deps.Live.Plants() {
 		if b, err := u.deps.Live.EnergyBalance(p.ID); err == nil && !b.Time.IsZero() {
 			payload, _ := json.Marshal([]balanceItem{{Time: b.Time.UTC().Format(time.RFC3339Nano), Balance: b}})
-			msgs = append(msgs, store.OutboxAppend{Stream: liveStream(p.ID), Payload: payload, Created: now})
+			msgs = append(msgs, liveMessage{stream: liveStream(p.ID), payload: payload, created: now})
 		}
 		devs, err := u.deps.Live.Devices(p.ID)
 		if err != nil {
@@ -155,10 +155,10 @@ func (u *Uplink) publishLive(ctx context.Context) {
 			}
 			u.lastDevice[d.Info.ID] = d.LastUpdate
 			payload, _ := json.Marshal([]map[string]any{deviceItem(d)})
-			msgs = append(msgs, store.OutboxAppend{Stream: deviceStream(d.Info.ID), Payload: payload, Created: now})
+			msgs = append(msgs, liveMessage{stream: deviceStream(d.Info.ID), payload: payload, created: now})
 		}
 	}
-	u.enqueue(ctx, msgs, nil)
+	u.putLive(ctx, msgs)
 }
 
 // rollups enqueues the completed rollups of every plant since its mark,
@@ -224,39 +224,53 @@ func (u *Uplink) rollups(ctx context.Context) {
 	}
 }
 
-// trim applies the caps of every stream but the ack stream, counting and
-// logging what it dropped.
+// trim applies the caps of every rollup and log stream, counting and
+// logging what it dropped; the ack stream is never trimmed. Live rows in
+// the outbox (left by a plantd that queued live values there, or the
+// seq probes of an interrupted startLive) are all dropped: live values
+// are never replayed.
 func (u *Uplink) trim(ctx context.Context) {
 	streams, err := u.deps.Outbox.OutboxStreams(ctx)
 	if err != nil {
 		return
 	}
-	olderThan := time.Now().Add(-u.cfg.MaxAge)
+	now := time.Now()
+	olderThan := now.Add(-u.cfg.MaxAge)
 	for _, s := range streams {
 		c := classOf(s.Stream)
 		if c == classAck {
 			continue
 		}
-		maxRows := u.cfg.MaxRows
+		maxRows, before := u.cfg.MaxRows, olderThan
 		if c == classLive {
-			maxRows = min(maxRows, u.cfg.LiveMaxRows)
-		}
-		if s.Depth <= maxRows && !s.Oldest.Before(olderThan) {
+			maxRows, before = 0, now.AddDate(100, 0, 0)
+		} else if s.Depth <= maxRows && !s.Oldest.Before(olderThan) {
 			continue
 		}
-		n, err := u.deps.Outbox.TrimOutbox(ctx, s.Stream, maxRows, olderThan)
+		n, err := u.deps.Outbox.TrimOutbox(ctx, s.Stream, maxRows, before)
 		if err != nil || n == 0 {
 			continue
 		}
-		u.stMu.Lock()
-		ss := u.streamLocked(s.Stream)
-		ss.dropped += uint64(n)
-		total := ss.dropped
-		u.stMu.Unlock()
+		total := u.countDropped(s.Stream, uint64(n))
+		if c == classLive {
+			u.log.Warn("live messages left in the outbox dropped: live values are never replayed", "stream", s.Stream,
+				"dropped", n, "dropped_total", total)
+			continue
+		}
 		u.log.Warn("outbox cap reached: oldest messages dropped", "stream", s.Stream, "dropped", n, "dropped_total", total,
 			"max_rows", maxRows, "max_age", u.cfg.MaxAge)
 	}
 	u.refreshStreams(ctx)
+}
+
+// countDropped adds n to a stream's dropped messages and returns its
+// total.
+func (u *Uplink) countDropped(stream string, n uint64) uint64 {
+	u.stMu.Lock()
+	defer u.stMu.Unlock()
+	ss := u.streamLocked(stream)
+	ss.dropped += n
+	return ss.dropped
 }
 
 func (u *Uplink) streamLocked(name string) *streamStats {
@@ -268,12 +282,14 @@ func (u *Uplink) streamLocked(name string) *streamStats {
 	return s
 }
 
-// refreshStreams reads depth and oldest message per stream for Status.
+// refreshStreams reads depth and oldest message per stream for Status:
+// the outbox's streams, and the live streams' in memory.
 func (u *Uplink) refreshStreams(ctx context.Context) {
 	streams, err := u.deps.Outbox.OutboxStreams(ctx)
 	if err != nil {
 		return
 	}
+	live := u.live.depths()
 	u.stMu.Lock()
 	defer u.stMu.Unlock()
 	for _, s := range u.streams {
@@ -282,6 +298,13 @@ func (u *Uplink) refreshStreams(ctx context.Context) {
 	for _, s := range streams {
 		ss := u.streamLocked(s.Stream)
 		ss.depth, ss.oldest = s.Depth, s.Oldest
+	}
+	for name, s := range live {
+		ss := u.streamLocked(name)
+		ss.depth += s.Depth
+		if !s.Oldest.IsZero() && (ss.oldest.IsZero() || s.Oldest.Before(ss.oldest)) {
+			ss.oldest = s.Oldest
+		}
 	}
 }
 

@@ -25,6 +25,11 @@ type sendState struct {
 	sent     uint64 // highest seq published on this connection
 	inflight []*inflight
 	ackUpTo  uint64 // acknowledged prefix not yet deleted from the outbox
+	// ahead are a backlog stream's rows read and not yet published (seqs
+	// above sent, in order); more: the read that gave them was full, so
+	// the outbox may hold more.
+	ahead []store.OutboxMessage
+	more  bool
 }
 
 // pubResult is the outcome of one publish.
@@ -48,7 +53,8 @@ type session struct {
 	done chan struct{}
 	// start is when the connection was made (before the producer saw
 	// it); rows created before cutoff (start to the store's millisecond)
-	// are historical, and live ones among them are not replayed.
+	// are historical, and live messages made before start are never
+	// sent.
 	start, cutoff time.Time
 	subscribed    bool
 
@@ -67,10 +73,9 @@ type session struct {
 	ackTick   *time.Ticker
 	refill    bool
 
-	// upTo is flushAcks' map, reused.
-	upTo map[string]uint64
-	// The stale live rows dropped by the current fill, logged in one line.
-	staleMsgs, staleStreams int
+	// upTo is flushAcks' map, liveNames fill's list, reused.
+	upTo      map[string]uint64
+	liveNames []string
 }
 
 // session publishes on one connection, made at start, until it is lost
@@ -133,8 +138,8 @@ func (s *session) subscribe(ctx context.Context) error {
 	return nil
 }
 
-// activate marks every stream with rows in the outbox, and those notified
-// since, as active.
+// activate marks every stream with rows in the outbox, and those
+// notified since, as active.
 func (s *session) activate(ctx context.Context) {
 	if list, err := s.u.deps.Outbox.OutboxStreams(ctx); err == nil {
 		for _, st := range list {
@@ -193,8 +198,8 @@ func (s *session) loop(ctx context.Context) error {
 }
 
 // acked records the outcome of a publish: a PUBACK advances its stream's
-// acknowledged prefix (deleted from the outbox at the next flush); an
-// error or a timeout ends the connection.
+// acknowledged prefix (deleted from the outbox at the next flush; of a
+// live stream, only freed); an error or a timeout ends the connection.
 func (s *session) acked(r pubResult) error {
 	if r.err != nil {
 		return fmt.Errorf("publish %s seq %d: %w", r.stream, r.msg.first, r.err)
@@ -209,6 +214,10 @@ func (s *session) acked(r pubResult) error {
 		n++
 	}
 	st.inflight = st.inflight[n:]
+	if classOf(r.stream) == classLive {
+		st.ackUpTo = 0
+		s.u.live.release(r.stream, n)
+	}
 	if s.nIn <= s.u.cfg.Window/2 {
 		s.refill = true
 	}
@@ -236,24 +245,39 @@ func (s *session) flushAcks(ctx context.Context) {
 	}
 }
 
-// signOff ends the session as ctx ends: what was acknowledged is deleted,
-// the retained state says offline, the client disconnects cleanly (no
-// last will).
+// signOff ends the session as ctx ends: the retained state says
+// offline, what was acknowledged until its PUBACK is deleted (or, of a
+// live stream, freed), the client disconnects cleanly (no last will).
 func (s *session) signOff(ctx context.Context) {
-	s.flushAcks(context.WithoutCancel(ctx))
 	off, _ := json.Marshal(s.u.state("offline", time.Now()))
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	_ = s.u.waitToken(tctx, s.c.Publish(s.u.topics.state(), 1, true, off))
 	cancel()
+	// The PUBACKs that came before the offline state's are counted (a
+	// live message acknowledged is not given up, a backlog message not
+	// sent again by the next start).
+	for drained := false; !drained; {
+		select {
+		case r := <-s.results:
+			if r.err == nil {
+				_ = s.acked(r)
+			}
+		default:
+			drained = true
+		}
+	}
+	s.flushAcks(context.WithoutCancel(ctx))
 	s.c.Disconnect(250)
 }
 
 // teardown runs whichever way the session ends: the acknowledged prefix
-// is deleted, the subscriptions are gone, the client disconnected and the
-// publish waiters released (tokens of this connection acknowledge nothing
+// is deleted, the live messages in flight are given up (dropLive), the
+// subscriptions are gone, the client disconnected and the publish
+// waiters released (tokens of this connection acknowledge nothing
 // after).
 func (s *session) teardown(ctx context.Context) {
 	s.flushAcks(context.WithoutCancel(ctx))
+	s.dropLive()
 	if s.ackTick != nil {
 		s.ackTick.Stop()
 	}
@@ -265,9 +289,16 @@ func (s *session) teardown(ctx context.Context) {
 }
 
 // fill publishes what the window and the rate cap allow; it returns how
-// long to wait for the rate cap (0: not limited).
+// long to wait for the rate cap (0: not limited). Every fill looks at the
+// live streams with a message waiting, not only at those notified: a
+// backlog that keeps the loop busy (a fill at every PUBACK) would
+// otherwise delay the wake-up, and the next tick would replace the
+// waiting values unsent.
 func (s *session) fill(ctx context.Context) (time.Duration, error) {
-	defer s.logStale()
+	s.liveNames = s.u.live.waiting(s.liveNames[:0])
+	for _, name := range s.liveNames {
+		s.active[name] = true
+	}
 	names := s.activeByClass()
 	quick, err := s.peekQuick(ctx, names)
 	if err != nil {
@@ -308,12 +339,12 @@ func (s *session) activeByClass() []string {
 	return names
 }
 
-// peekQuick reads the ack and live streams among names (many, a message
-// or two each) in one go, at most a window's worth each.
+// peekQuick reads the ack stream among names in one go, at most a
+// window's worth (live streams are in memory).
 func (s *session) peekQuick(ctx context.Context, names []string) (map[string][]store.OutboxMessage, error) {
 	after := map[string]uint64{}
 	for _, name := range names {
-		if !classOf(name).backlog() {
+		if classOf(name) == classAck {
 			after[name] = s.states[name].sent
 		}
 	}
@@ -329,46 +360,73 @@ func (s *session) peekQuick(ctx context.Context, names []string) (map[string][]s
 }
 
 // fillStream publishes a stream's next rows (quick: those peekQuick read
-// for an ack or live stream) as far as the window and the rate cap allow,
-// and returns how long to wait for the cap (0: not limited). A stream
-// drained is no longer active until notified again.
+// for the ack stream; a live stream's waiting message) as far as the
+// window and the rate cap allow, and returns how long to wait for the
+// cap (0: not limited). A stream drained is no longer active until
+// notified again.
 func (s *session) fillStream(ctx context.Context, name string, quick []store.OutboxMessage) (time.Duration, error) {
 	free := s.u.cfg.Window - s.nIn
 	st := s.states[name]
 	class := classOf(name)
-	limit := free
-	rows := quick
-	if class.backlog() {
-		if w := s.bucket.wait(1); w > 0 {
-			return w, nil
-		}
-		limit = min(free*8, 512)
-		var err error
-		if rows, err = s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit); err != nil {
-			return 0, fmt.Errorf("read outbox: %w", err)
-		}
-	} else if len(rows) > limit {
-		rows = rows[:limit] // the rest when the window has room again
-	}
-	if len(rows) < limit {
-		delete(s.active, name) // drained until notified again
-	}
 	if class == classLive {
-		rows = s.dropStaleLive(name, st, rows)
-	}
-	if !class.backlog() {
-		for i := range rows {
-			s.publish(name, rows[i:i+1])
+		// One waiting message at most: a newer one replaced any other.
+		delete(s.active, name)
+		if m, ok := s.u.live.take(name, s.start); ok {
+			s.publish(name, []store.OutboxMessage{m})
 		}
 		return 0, nil
 	}
-	return s.publishBatches(name, rows), nil
+	if class.backlog() {
+		return s.fillBacklog(ctx, name, st, free)
+	}
+	rows := quick
+	if len(rows) > free {
+		rows = rows[:free] // the rest when the window has room again
+	}
+	if len(rows) < free {
+		delete(s.active, name) // drained until notified again
+	}
+	for i := range rows {
+		s.publish(name, rows[i:i+1])
+	}
+	return 0, nil
+}
+
+// fillBacklog publishes a backlog stream's next rows as far as the window
+// and the rate cap allow. The rows are read ahead (up to 512) and kept
+// until published: under the rate cap a fill publishes a message or two,
+// and reading the rows again at every fill (one per PUBACK) kept the loop
+// busy enough to delay the live values. (A row the caps trim meanwhile
+// may still go out once: delivery is at least once anyway.)
+func (s *session) fillBacklog(ctx context.Context, name string, st *sendState, free int) (time.Duration, error) {
+	if w := s.bucket.wait(1); w > 0 {
+		return w, nil
+	}
+	if len(st.ahead) == 0 {
+		limit := min(free*8, 512)
+		rows, err := s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit)
+		if err != nil {
+			return 0, fmt.Errorf("read outbox: %w", err)
+		}
+		st.ahead, st.more = rows, len(rows) == limit
+	}
+	wait := s.publishBatches(name, st.ahead)
+	n := 0
+	for n < len(st.ahead) && st.ahead[n].Seq <= st.sent {
+		n++
+	}
+	st.ahead = st.ahead[n:]
+	if len(st.ahead) == 0 && !st.more {
+		delete(s.active, name) // drained until notified again
+	} else {
+		s.active[name] = true
+	}
+	return wait, nil
 }
 
 // publishBatches publishes a backlog stream's rows, consecutive ones
 // batched up to BatchBytes per message, while the window and the rate cap
-// allow; it returns how long to wait for the cap (0: not limited). A
-// stream with rows left stays active.
+// allow; it returns how long to wait for the cap (0: not limited).
 func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.Duration {
 	var rateWait time.Duration
 	i := 0
@@ -386,41 +444,33 @@ func (s *session) publishBatches(name string, rows []store.OutboxMessage) time.D
 		s.bucket.take(float64(n))
 		i = j
 	}
-	if i < len(rows) {
-		s.active[name] = true
-	}
 	return rateWait
 }
 
-// dropStaleLive drops the live messages queued before this connection
-// (left by a previous run, or unacknowledged on a connection that died):
-// live values are never replayed, the next tick sends current ones. They
-// are deleted with the next ack flush, counted as dropped per stream and
-// logged (logStale); the rest is returned.
-func (s *session) dropStaleLive(stream string, st *sendState, rows []store.OutboxMessage) []store.OutboxMessage {
-	n := 0
-	for n < len(rows) && rows[n].Created.Before(s.cutoff) && len(st.inflight) == 0 {
-		n++
+// dropLive gives up the live messages in flight when the connection
+// ends: live values are never sent again, so they are counted as dropped
+// per stream (the broker may have had some of them: a gap in the
+// stream's seqs is at most those) and logged in one line.
+func (s *session) dropLive() {
+	msgs, streams := 0, 0
+	for name, st := range s.states {
+		if classOf(name) != classLive || len(st.inflight) == 0 {
+			continue
+		}
+		n := 0
+		for _, m := range st.inflight {
+			n += int(m.last - m.first + 1)
+		}
+		s.u.live.release(name, len(st.inflight))
+		s.u.countDropped(name, uint64(n))
+		st.inflight = nil
+		msgs += n
+		streams++
 	}
-	if n == 0 {
-		return rows
+	if msgs > 0 {
+		s.u.log.Info("live messages unacknowledged when the connection ended dropped: live values are never replayed",
+			"dropped", msgs, "streams", streams)
 	}
-	st.sent, st.ackUpTo = rows[n-1].Seq, rows[n-1].Seq
-	s.u.stMu.Lock()
-	s.u.streamLocked(stream).dropped += uint64(n)
-	s.u.stMu.Unlock()
-	s.staleMsgs += n
-	s.staleStreams++
-	return rows[n:]
-}
-
-// logStale logs the stale live rows dropped by one fill in one line.
-func (s *session) logStale() {
-	if s.staleMsgs > 0 {
-		s.u.log.Info("live messages queued before this connection dropped: live values are never replayed",
-			"dropped", s.staleMsgs, "streams", s.staleStreams)
-	}
-	s.staleMsgs, s.staleStreams = 0, 0
 }
 
 // publish publishes rows (consecutive seqs of one stream) as one message

@@ -77,11 +77,10 @@ type Config struct {
 	// KeepAlive (default 30 s).
 	KeepAlive time.Duration
 	// MaxRows and MaxAge cap each rollup and log stream of the outbox
-	// (defaults 500000 and 720 h); LiveMaxRows caps each live stream
-	// (default 100). The ack stream is never trimmed.
-	MaxRows     int
-	MaxAge      time.Duration
-	LiveMaxRows int
+	// (defaults 500000 and 720 h). The ack stream is never trimmed; live
+	// streams are not in the outbox (live.go).
+	MaxRows int
+	MaxAge  time.Duration
 	// LiveInterval is how often live values are published (default 10 s).
 	LiveInterval time.Duration
 	// RollupInterval is how often completed rollups are looked for
@@ -160,7 +159,6 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.KeepAlive, cd.KeepAlive)
 	defInt(&c.MaxRows, cd.Outbox.MaxRows)
 	def(&c.MaxAge, cd.Outbox.MaxAge)
-	defInt(&c.LiveMaxRows, 100)
 	def(&c.LiveInterval, cd.LiveInterval)
 	def(&c.RollupInterval, 5*time.Second)
 	if c.BacklogMessagesPerSecond == 0 {
@@ -248,6 +246,8 @@ type Uplink struct {
 	// lastDevice is the LastUpdate of each device's last live message
 	// (producer goroutine only).
 	lastDevice map[string]time.Time
+	// live holds the live streams (in memory, live.go).
+	live *liveQueue
 
 	stMu       sync.Mutex
 	stateSince time.Time
@@ -317,6 +317,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		notified:   map[string]bool{},
 		wake:       make(chan struct{}, 1),
 		lastDevice: map[string]time.Time{},
+		live:       newLiveQueue(),
 		streams:    map[string]*streamStats{},
 	}, nil
 }
@@ -407,14 +408,19 @@ type Status struct {
 	Streams                               []StreamStatus
 }
 
-// StreamStatus is one outbox stream.
+// StreamStatus is one stream: of the outbox, or a live stream (in
+// memory).
 type StreamStatus struct {
 	Stream string
-	// Depth is the number of unacknowledged messages; Oldest the creation
-	// time of the oldest (zero when empty).
+	// Depth is the number of unacknowledged messages (of a live stream:
+	// the one waiting, if any, and those in flight); Oldest the creation
+	// time of the oldest in the outbox, or of a live stream's waiting one
+	// (zero when none).
 	Depth  int
 	Oldest time.Time
-	// Dropped counts messages trimmed by the caps since start.
+	// Dropped counts the messages dropped since start: trimmed by the
+	// caps, or live messages given up unacknowledged with their
+	// connection (or left in the outbox by an older plantd).
 	Dropped uint64
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,9 +143,11 @@ func TestBacklogAfterKill(t *testing.T) {
 }
 
 // TestOutboxCaps: with the broker unreachable, the per-stream caps drop
-// the oldest messages of the rollup, log and live streams by count and by
-// age, count every drop per stream and log it; the ack stream is never
-// trimmed; and handing log entries to an uplink at its cap never blocks.
+// the oldest messages of the rollup and log streams by count and by age,
+// count every drop per stream and log it; the ack stream is never
+// trimmed; live rows in the outbox (left by a plantd that queued live
+// values there) are all dropped, counted and logged; and handing log
+// entries to an uplink at its cap never blocks.
 func TestOutboxCaps(t *testing.T) {
 	t.Parallel() // its own store and uplink
 	st := openStore(t, "")
@@ -176,7 +179,7 @@ func TestOutboxCaps(t *testing.T) {
 		depth, dropped int
 	}{
 		{"ack", 200, 0},      // never trimmed, however old
-		{"live/p1", 100, 50}, // the live cap (100)
+		{"live/p1", 0, 150},  // live rows of an older plantd: all
 		{"log/p1", 120, 80},  // by count (MaxRows)
 		{"rollup/p1", 25, 5}, // by age
 	}
@@ -202,16 +205,19 @@ func TestOutboxCaps(t *testing.T) {
 			t.Errorf("%s: %d dropped, want %d", w.stream, s.Dropped, w.dropped)
 		}
 	}
-	var dropLines int
+	var dropLines, liveLines int
 	h.mu.Lock()
 	for _, l := range h.lines {
 		if strings.Contains(l, "outbox cap reached") {
 			dropLines++
 		}
+		if strings.Contains(l, "live messages left in the outbox dropped") {
+			liveLines++
+		}
 	}
 	h.mu.Unlock()
-	if dropLines != 3 {
-		t.Errorf("%d log lines about drops, want one per trimmed stream (3): %q", dropLines, h.lines)
+	if dropLines != 2 || liveLines != 1 {
+		t.Errorf("%d log lines about drops by the caps and %d about live rows, want one per trimmed stream (2 and 1): %q", dropLines, liveLines, h.lines)
 	}
 	// At the cap and offline, handing over log entries never waits: for
 	// a broker that does not come back, that is, for ever. (The bound ends
@@ -231,11 +237,12 @@ func TestOutboxCaps(t *testing.T) {
 	t.Logf("status: %d log entries refused while the queue was full", u.Status().LogDropped)
 }
 
-// TestLiveNeverReplayed: live messages left in the outbox unacknowledged,
-// by a plantd stopped while its link hung (a restart) or by a connection
-// that died (a reconnect), are never published again, and never as
-// historical: the live streams carry current values only; the messages
-// dropped are counted per stream and leave the outbox.
+// TestLiveNeverReplayed: live messages published but not acknowledged
+// when their connection ended (a link that hung, then a reconnect; or a
+// plantd stopped while its link hung, then a restart) are never published
+// again, and never as historical: the live streams carry current values
+// only; the messages given up are counted per stream, and a restart
+// numbers its live messages above every seq of the run before.
 func TestLiveNeverReplayed(t *testing.T) {
 	t.Parallel() // its own brokers, stores and uplinks
 	liveStreams := []string{"live/p1", "live/devices/inv1"}
@@ -264,28 +271,41 @@ func TestLiveNeverReplayed(t *testing.T) {
 			waitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 3 && col.Distinct("live/devices/inv1") >= 3 })
 			// The link hangs: live messages go out, no PUBACK comes back
 			// for those published after the freeze.
+			// The PUBACKs of the messages published after the freeze
+			// are held (those of earlier ones may pass).
 			p.freeze()
-			frozenAt := u.Status().Published
-			waitFor(t, 10*time.Second, "live messages published after the freeze", func() bool {
-				return u.Status().Published >= frozenAt+2*uint64(len(liveStreams))
+			frozen := map[string]uint64{}
+			u.live.mu.Lock()
+			for _, s := range liveStreams {
+				frozen[s] = u.live.streams[s].seq
+			}
+			u.live.mu.Unlock()
+			waitFor(t, 10*time.Second, "two live messages per stream published after the freeze", func() bool {
+				for _, s := range liveStreams {
+					if seqs := col.Seqs(s); len(seqs) == 0 || slices.Max(seqs) < frozen[s]+2 {
+						return false
+					}
+				}
+				return true
 			})
-			waitFor(t, 10*time.Second, "unacknowledged live messages in the outbox", func() bool {
-				return outboxDepth(t, st, "live/p1") >= 2 && outboxDepth(t, st, "live/devices/inv1") >= 2
-			})
-			// left: what the next connection finds, counted before it
-			// can start (a stopped plantd writes nothing; a hung link
-			// gives no new connection). tick: a live tick of the old
-			// connection may write after it was given up (1 per stream).
-			left := map[string]int{}
-			tick := 0
 			if tc.restart {
 				stop()
 			} else {
 				waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
-				tick = 1
 			}
+			// What the connection that ended had in flight is given up:
+			// counted (1 waiting message at most per stream is not, it
+			// was never numbered).
+			given := map[string]uint64{}
+			for _, s := range u.Status().Streams {
+				given[s.Stream] = s.Dropped
+			}
+			high := map[string]uint64{}
 			for _, s := range liveStreams {
-				left[s] = outboxDepth(t, st, s)
+				if given[s] < 2 {
+					t.Errorf("%s: %d given up when the connection ended, want the ones in flight (2 or more)", s, given[s])
+				}
+				high[s] = slices.Max(col.Seqs(s))
 			}
 			p.thaw()
 			if tc.restart {
@@ -302,16 +322,26 @@ func TestLiveNeverReplayed(t *testing.T) {
 			waitFor(t, 10*time.Second, "live values on the new connection", func() bool {
 				return col.Distinct("live/p1") >= before["live/p1"]+3 && col.Distinct("live/devices/inv1") >= before["live/devices/inv1"]+3
 			})
-			dropped := map[string]uint64{}
-			for _, s := range u.Status().Streams {
-				dropped[s.Stream] = s.Dropped
-			}
 			for _, s := range liveStreams {
 				if h := col.Historical(s); h != 0 {
 					t.Errorf("%s: %d messages sent as historical, want none", s, h)
 				}
-				if dropped[s] == 0 || dropped[s] > uint64(left[s]+tick) {
-					t.Errorf("%s: %d dropped, want 1..%d (those left unacknowledged)", s, dropped[s], left[s]+tick)
+				// Sent once: the frozen link held only the PUBACKs, so
+				// the broker had every message; one sent again would be a
+				// duplicate, and an old seq after the new ones a replay.
+				_, dups, _ := col.Check(s, false)
+				if dups != 0 {
+					t.Errorf("%s: %d seqs arrived twice: live messages sent again", s, dups)
+				}
+				seqs := col.Seqs(s)
+				if !slices.IsSorted(seqs) {
+					t.Errorf("%s: seqs out of order (a replay): %v", s, seqs)
+				}
+				if tc.restart && seqs[before[s]] <= high[s] {
+					t.Errorf("%s: the restart's first live seq %d is not above the last run's %d", s, seqs[before[s]], high[s])
+				}
+				if n := outboxDepth(t, st, s); n != 0 {
+					t.Errorf("%s: %d live messages in the outbox", s, n)
 				}
 			}
 		})
