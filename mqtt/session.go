@@ -39,12 +39,19 @@ type pubResult struct {
 	err    error
 }
 
+// pubRequest is a message the session's publisher hands to paho.
+type pubRequest struct {
+	stream, topic string
+	payload       []byte
+	msg           *inflight
+}
+
 // session is the publishing on one connection, from the online state to
 // the disconnect. Everything in it belongs to that connection: a PUBACK
 // is counted only by the session whose client carried the message, and
 // what is unacknowledged when it ends is sent again by the next one.
-// Only the goroutine of Uplink.session changes its fields (the publish
-// waiters only read done and send on results).
+// Only the goroutine of Uplink.session changes its fields (the publisher
+// and the publish waiters only read done, pubs and send on results).
 type session struct {
 	u    *Uplink
 	c    paho.Client
@@ -62,8 +69,10 @@ type session struct {
 	// streams that may have rows to send (notified, or not drained yet).
 	states map[string]*sendState
 	active map[string]bool
-	// results receives the publish outcomes; nIn counts the messages in
-	// flight (at most Window).
+	// pubs carries the messages to the publisher, in order; results
+	// receives the publish outcomes; nIn counts the messages in flight
+	// (at most Window, so pubs, of that capacity, never blocks).
+	pubs    chan pubRequest
 	results chan pubResult
 	nIn     int
 	// bucket caps the backlog streams; rateTimer, when set, ends a wait
@@ -82,6 +91,7 @@ type session struct {
 // (its error) or ctx ends (nil, after publishing the offline state).
 func (u *Uplink) session(ctx context.Context, c paho.Client, lost <-chan error, start time.Time) error {
 	s := newSession(u, c, lost, start)
+	go s.publisher()
 	defer s.teardown(ctx)
 	if err := s.announce(ctx); err != nil {
 		return err
@@ -101,6 +111,7 @@ func newSession(u *Uplink, c paho.Client, lost <-chan error, start time.Time) *s
 		cutoff:  start.Truncate(time.Millisecond),
 		states:  map[string]*sendState{},
 		active:  map[string]bool{},
+		pubs:    make(chan pubRequest, u.cfg.Window),
 		results: make(chan pubResult, u.cfg.Window),
 		bucket:  newBucket(u.cfg.BacklogMessagesPerSecond, u.cfg.BacklogBytesPerSecond),
 		refill:  true,
@@ -494,8 +505,26 @@ func (s *session) publish(stream string, rows []store.OutboxMessage) int {
 	s.nIn++
 	u.published.Add(1)
 	u.publishedBytes.Add(uint64(len(payload)))
-	go s.await(stream, msg, s.c.Publish(u.topics.up(stream), 1, false, payload))
+	s.pubs <- pubRequest{stream: stream, topic: u.topics.up(stream), payload: payload, msg: msg}
 	return len(payload)
+}
+
+// publisher hands the session's messages to paho in their order, off the
+// session's loop: paho's Publish waits up to its write timeout (the
+// publish timeout, 30 s) for its writer when the connection died just
+// before, and the loop must see the loss at once. In BenchmarkFleetCluster
+// (docs/mqtt.md) a node's death was noticed 30 s late by the gateways
+// whose loop was in Publish then. It ends at teardown, or after that
+// wait when it was in one.
+func (s *session) publisher() {
+	for {
+		select {
+		case p := <-s.pubs:
+			go s.await(p.stream, p.msg, s.c.Publish(p.topic, 1, false, p.payload))
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // await hands a publish's outcome (its PUBACK, an error, or a timeout
