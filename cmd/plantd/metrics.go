@@ -151,6 +151,6 @@ func (c *uplinkCollector) Collect(w *metrics.Writer) {
 		}
 		w.Gauge("plantd_mqtt_outbox_depth", "Messages in the outbox not yet acknowledged, per stream.", float64(s.Depth), "stream", s.Stream)
 		w.Gauge("plantd_mqtt_outbox_oldest_unsent_age_seconds", "Age of the oldest unacknowledged message, per stream (0 when empty).", age, "stream", s.Stream)
-		w.Counter("plantd_mqtt_outbox_dropped_total", "Messages dropped by the outbox caps (count and age), per stream.", float64(s.Dropped), "stream", s.Stream)
+		w.Counter("plantd_mqtt_outbox_dropped_total", "Messages dropped, per stream: by the outbox caps (count and age) on rollup and log streams; on live streams, live messages given up unacknowledged when a connection ended or left by an older plantd (live values are never replayed).", float64(s.Dropped), "stream", s.Stream)
 	}
 }
