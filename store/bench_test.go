@@ -433,7 +433,7 @@ func vacuumSize(b *testing.B, path, dir, name string, noRaw bool) int64 {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, q := range []string{`DELETE FROM raw`, `VACUUM`} {
+		for _, q := range []string{`DELETE FROM raw_chunk`, `VACUUM`} {
 			if _, err := c.Exec(q); err != nil {
 				b.Fatal(err)
 			}

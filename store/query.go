@@ -601,7 +601,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device) (int64, bool, error) {
 	limit := s.futureLimit()
 	var newest sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, limit).Scan(&newest); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT max(tn) FROM raw_chunk WHERE tn <= ?`, limit).Scan(&newest); err != nil {
 		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
 	}
 	if !newest.Valid {
@@ -609,14 +609,13 @@ func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device
 	}
 	ids := make([]any, 0, len(want)+2)
 	marks := make([]string, 0, len(want))
-	ids = append(ids, newest.Int64-recentLook, limit)
+	ids = append(ids, minuteOf(newest.Int64-recentLook), limit)
 	for id := range want {
 		ids = append(ids, id)
 		marks = append(marks, "?")
 	}
-	// Newest first: stops at the scope's newest sample.
 	var latest sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND t <= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
+	err := db.QueryRowContext(ctx, `SELECT max(tn) FROM raw_chunk WHERE t0 >= ? AND tn <= ? AND device IN (`+strings.Join(marks, ",")+`)`, ids...).Scan(&latest)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
 	}
