@@ -5,8 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,6 +19,53 @@ import (
 
 // minuteOf is the start of the chunk minute containing t.
 func minuteOf(t int64) int64 { return floorDiv(t, minuteMs) }
+
+// chunkID is the key of the chunk of device dev in the minute starting
+// at t0: ordered by minute, then device (device row ids stay below
+// 2^24).
+func chunkID(t0, dev int64) int64 { return t0/minuteMs<<24 + dev }
+
+// oldestMs is earlier than any sample time: chunkID of its minute does
+// not overflow.
+const oldestMs = -1 << 52
+
+// chunkSpan gives the key range [lo, hi) of the chunks that may hold
+// samples in [from, to).
+func chunkSpan(from, to int64) (lo, hi int64) {
+	return chunkID(minuteOf(from), 0), chunkID(minuteOf(to-1)+minuteMs, 0)
+}
+
+// newestSample returns the time of the newest stored sample at or before
+// limit and at or after from, of the devices listed (none: all). A chunk
+// of limit's minute with later samples (stored while the clock was
+// ahead) is passed over.
+func newestSample(ctx context.Context, db querier, from, limit int64, devs []int64) (int64, bool, error) {
+	filter := ""
+	var devArgs []any
+	if len(devs) > 0 {
+		filter = " AND device IN (?" + strings.Repeat(", ?", len(devs)-1) + ")"
+		for _, d := range devs {
+			devArgs = append(devArgs, d)
+		}
+	}
+	lo, hi := chunkSpan(from, limit+1)
+	var id int64
+	err := db.QueryRowContext(ctx, `SELECT id FROM raw_chunk WHERE id >= ? AND id < ? AND tn <= ?`+filter+` ORDER BY id DESC LIMIT 1`,
+		append([]any{lo, hi, limit}, devArgs...)...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find newest sample: %w", err)
+	}
+	m := id >> 24 << 24 // the newest minute: its devices' last samples
+	var tn sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(tn) FROM raw_chunk WHERE id >= ? AND id < ? AND tn <= ?`+filter,
+		append([]any{m, m + 1<<24, limit}, devArgs...)...).Scan(&tn); err != nil {
+		return 0, false, fmt.Errorf("find newest sample: %w", err)
+	}
+	return tn.Int64, tn.Valid, nil
+}
 
 // openChunk is one device's chunk minute as the writer collects it: the
 // samples in arrival order (times, their values in one array), the
@@ -100,7 +149,7 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 	smp := c.samples(w.chunkBuf)
 	if c.merge {
 		var old []byte
-		err := tx.QueryRowContext(ctx, `SELECT v FROM raw_chunk WHERE t0 = ? AND device = ?`, c.t0, c.dev).Scan(&old)
+		err := tx.QueryRowContext(ctx, `SELECT v FROM raw_chunk WHERE id = ?`, chunkID(c.t0, c.dev)).Scan(&old)
 		switch {
 		case err == sql.ErrNoRows:
 		case err != nil:
@@ -122,7 +171,7 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 		return nil
 	}
 	w.buf = appendChunk(w.buf[:0], c.t0, smp)
-	if _, err := st.ExecContext(ctx, c.t0, c.dev, len(smp), smp[len(smp)-1].t, w.buf); err != nil {
+	if _, err := st.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, w.buf); err != nil {
 		return fmt.Errorf("write raw chunk: %w", err)
 	}
 	return nil
@@ -219,7 +268,7 @@ func decodeRowBlob(b []byte, dst []sidVal) ([]sidVal, error) {
 // into raw_chunk, a row per device and minute, and drops raw. Rows that
 // do not decode are dropped (they answered nothing before either).
 func migrateRawChunks(ctx context.Context, tx *sql.Tx) error {
-	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -230,7 +279,7 @@ func migrateRawChunks(ctx context.Context, tx *sql.Tx) error {
 	write := func(c *openChunk) error {
 		smp = c.samples(smp)
 		buf = appendChunk(buf[:0], c.t0, smp)
-		_, err := ins.ExecContext(ctx, c.t0, c.dev, len(smp), smp[len(smp)-1].t, buf)
+		_, err := ins.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, buf)
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT t, device, v FROM raw ORDER BY t, device`)

@@ -147,17 +147,20 @@ CREATE TABLE device_quirk (
 	4: `
 -- raw_chunk: a device's raw samples of one minute (t0, Unix ms, a
 -- multiple of 60000) in one row, compressed (codec.go: the chunk format);
--- n samples, the last at tn. Minute first, so that the minute's chunks
--- of all devices are appended at one place. The rows of raw move here
--- (migrateRawChunks), then raw is dropped.
+-- n samples, the last at tn. The key is the minute and the device,
+-- id = t0/60000 << 24 + device (chunkID): the minute's chunks of all
+-- devices are appended at one place. A rowid table, not WITHOUT ROWID:
+-- there a row over about 1000 bytes (a minute of 16 values at 1 s is
+-- 1.1 kB) spills into an overflow page of its own. The rows of raw move
+-- here (migrateRawChunks), then raw is dropped.
 CREATE TABLE raw_chunk (
+	id     INTEGER PRIMARY KEY,
 	t0     INTEGER NOT NULL,
 	device INTEGER NOT NULL REFERENCES device (id),
 	n      INTEGER NOT NULL,
 	tn     INTEGER NOT NULL,
-	v      BLOB NOT NULL,
-	PRIMARY KEY (t0, device)
-) WITHOUT ROWID;
+	v      BLOB NOT NULL
+);
 `,
 }
 

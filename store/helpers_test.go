@@ -187,7 +187,7 @@ type storedSample struct {
 func storedSamples(t testing.TB, s *Store) []storedSample {
 	t.Helper()
 	var out []storedSample
-	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY t0, device`, nil,
+	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil,
 		math.MinInt64, math.MaxInt64, false, func(dev, ts int64, sv []sidVal) bool {
 			out = append(out, storedSample{dev, ts, s.cat.chVals(nil, sv)})
 			return true

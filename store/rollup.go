@@ -89,7 +89,8 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 	var next int64
 	// from is a multiple of 5 minutes: the chunks from its minute on hold
 	// samples from it on, the first of them at its row's minute or later.
-	err := db.QueryRowContext(ctx, `SELECT t0 FROM raw_chunk WHERE t0 >= ? ORDER BY t0 LIMIT 1`, from).Scan(&next)
+	lo, _ := chunkSpan(from, from+1)
+	err := db.QueryRowContext(ctx, `SELECT t0 FROM raw_chunk WHERE id >= ? ORDER BY id LIMIT 1`, lo).Scan(&next)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return w.advanceEmpty(ctx, from, horizon)
@@ -171,7 +172,8 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 	}
 	slices.Sort(devs)
 	var rows int64
-	if err := db.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM raw_chunk WHERE t0 >= ? AND t0 < ?`, minuteOf(from), to).Scan(&rows); err != nil {
+	lo, hi := chunkSpan(from, to)
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM raw_chunk WHERE id >= ? AND id < ?`, lo, hi).Scan(&rows); err != nil {
 		return nil, fmt.Errorf("count samples: %w", err)
 	}
 	budget := int64(rollupBatchSamples)
@@ -339,9 +341,10 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 	}
 	// The device range is tested by SQLite: the rows of other batches
 	// never cross into Go.
-	q, args := `SELECT t0, device, v FROM raw_chunk WHERE t0 >= ? AND t0 < ? ORDER BY t0`, []any{minuteOf(from), to}
+	lo, hi := chunkSpan(from, to)
+	q, args := `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, []any{lo, hi}
 	if span != (devRange{}) {
-		q, args = `SELECT t0, device, v FROM raw_chunk WHERE t0 >= ? AND t0 < ? AND device BETWEEN ? AND ? ORDER BY t0`, append(args, span.lo, span.hi)
+		q, args = `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device BETWEEN ? AND ? ORDER BY id`, append(args, span.lo, span.hi)
 	}
 	// A device's chunks come in time order, so are its samples.
 	err := s.scanChunks(ctx, db, q, args, from, to, false, func(dev, t int64, sv []sidVal) bool {
@@ -437,11 +440,11 @@ func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPr
 	e := &windowEdges{}
 	var err error
 	if withPrev {
-		if e.prev, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE t0 >= ? AND t0 < ? ORDER BY t0 DESC`, from-counterGapMs, from, true, want); err != nil {
+		if e.prev, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want); err != nil {
 			return nil, err
 		}
 	}
-	if e.next, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE t0 >= ? AND t0 < ? ORDER BY t0`, to, to+counterGapMs, false, want); err != nil {
+	if e.next, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, to, to+counterGapMs, false, want); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -457,7 +460,8 @@ func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int
 	if len(want) == 0 {
 		return out, nil
 	}
-	err := s.scanChunks(ctx, db, q, []any{minuteOf(lo), hi}, lo, hi, desc, func(dev, t int64, sv []sidVal) bool {
+	idLo, idHi := chunkSpan(lo, hi)
+	err := s.scanChunks(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, func(dev, t int64, sv []sidVal) bool {
 		if _, seen := out[dev]; want[dev] && !seen {
 			out[dev] = &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
 		}
@@ -724,9 +728,9 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 		ref := min(now.UnixMilli(), w.maxSeen, w.wm)
 		cutoff := ref - w.s.cfg.RawRetention.Milliseconds() - counterGapMs
 		// Whole chunks go: those whose minute ended by cutoff.
-		cutoff = cutoff - minuteMs + 1
+		cutoff = chunkID(minuteOf(cutoff), 0)
 		var edge int64
-		err := db.QueryRowContext(ctx, `SELECT t0 FROM raw_chunk WHERE t0 < ? ORDER BY t0 LIMIT 1 OFFSET ?`, cutoff, retentionRows-1).Scan(&edge)
+		err := db.QueryRowContext(ctx, `SELECT id FROM raw_chunk WHERE id < ? ORDER BY id LIMIT 1 OFFSET ?`, cutoff, retentionRows-1).Scan(&edge)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			edge = cutoff
@@ -736,7 +740,7 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 			edge++
 			more = edge < cutoff
 		}
-		if _, err := db.ExecContext(ctx, `DELETE FROM raw_chunk WHERE t0 < ?`, min(edge, cutoff)); err != nil {
+		if _, err := db.ExecContext(ctx, `DELETE FROM raw_chunk WHERE id < ?`, min(edge, cutoff)); err != nil {
 			return false, classify(fmt.Errorf("delete old samples: %w", err))
 		}
 	}
@@ -824,8 +828,9 @@ func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from i
 			ds.lead[r.k] = runLead{}
 		}
 		lo := from - maxRunMs
-		err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE device = ? AND t0 <= ? AND t0 >= ? ORDER BY t0 DESC`,
-			[]any{id, ds.prev.t, minuteOf(lo)}, lo, ds.prev.t, true, func(_, t int64, sv []sidVal) bool {
+		idLo, idHi := chunkSpan(lo, ds.prev.t)
+		err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device = ? ORDER BY id DESC`,
+			[]any{idLo, idHi, id}, lo, ds.prev.t, true, func(_, t int64, sv []sidVal) bool {
 				o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
 				if cur.t-o.t > counterGapMs {
 					return false

@@ -106,15 +106,16 @@ func (w *writer) load(ctx context.Context) error {
 	for _, c := range w.open {
 		c.merge = true
 	}
-	var maxT sql.NullInt64
 	// Rows stamped in the future (written while the clock was ahead) do
 	// not count as the newest.
-	if err := db.QueryRowContext(ctx, `SELECT max(tn) FROM raw_chunk WHERE tn <= ?`, w.s.futureLimit()).Scan(&maxT); err != nil {
+	maxT, ok, err := newestSample(ctx, db, oldestMs, w.s.futureLimit(), nil)
+	if err != nil {
 		return fmt.Errorf("load newest sample: %w", err)
 	}
-	w.maxSeen = maxT.Int64
-	if maxT.Valid {
-		rows, err := db.QueryContext(ctx, `SELECT device, max(tn) FROM raw_chunk WHERE t0 >= ? GROUP BY device`, minuteOf(maxT.Int64-counterGapMs))
+	w.maxSeen = maxT
+	if ok {
+		lo, _ := chunkSpan(maxT-counterGapMs, maxT)
+		rows, err := db.QueryContext(ctx, `SELECT device, max(tn) FROM raw_chunk WHERE id >= ? GROUP BY device`, lo)
 		if err != nil {
 			return fmt.Errorf("load last samples: %w", err)
 		}
@@ -150,7 +151,7 @@ func (w *writer) prepare(ctx context.Context) error {
 	}
 	db := w.db()
 	var err error
-	if w.insChunk, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?)`); err != nil {
+	if w.insChunk, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	if w.insLog, err = db.PrepareContext(ctx, `INSERT INTO log (t, level, code, message, plant, device) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
