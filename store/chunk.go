@@ -179,10 +179,11 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 
 // scanChunks runs q, which selects (t0, device, v) of raw_chunk rows in
 // the order wanted, and calls fn per sample of the rows with t in
-// [lo, hi): in time order per row, or reversed with desc. fn returning
-// false stops. A chunk that does not decode is logged and skipped.
+// [lo, hi): in time order per row, or reversed with desc. Only the rows
+// of the devices keep accepts (nil: all) are decoded. fn returning false
+// stops. A chunk that does not decode is logged and skipped.
 func (s *Store) scanChunks(ctx context.Context, db querier, q string, args []any, lo, hi int64, desc bool,
-	fn func(dev, t int64, sv []sidVal) bool) error {
+	keep func(dev int64) bool, fn func(dev, t int64, sv []sidVal) bool) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read raw chunks: %w", err)
@@ -195,6 +196,9 @@ func (s *Store) scanChunks(ctx context.Context, db querier, q string, args []any
 		var v sql.RawBytes
 		if err := rows.Scan(&t0, &dev, &v); err != nil {
 			return fmt.Errorf("read raw chunks: %w", err)
+		}
+		if keep != nil && !keep(dev) {
+			continue
 		}
 		more := true
 		if !desc {

@@ -160,7 +160,7 @@ func TestMigrateRawChunks(t *testing.T) {
 		sv     []sidVal
 	}
 	var old []rs
-	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil, math.MinInt64, math.MaxInt64, false,
+	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil, math.MinInt64, math.MaxInt64, false, nil,
 		func(dev, ts int64, sv []sidVal) bool {
 			old = append(old, rs{dev, ts, append([]sidVal(nil), sv...)})
 			return true
@@ -220,7 +220,7 @@ func TestMigrateRawChunks(t *testing.T) {
 		t.Fatalf("schema version %d (%v) after migrating, want %d", v, err, SchemaVersion)
 	}
 	var got []rs
-	err = s2.scanChunks(t.Context(), s2.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil, math.MinInt64, math.MaxInt64, false,
+	err = s2.scanChunks(t.Context(), s2.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil, math.MinInt64, math.MaxInt64, false, nil,
 		func(dev, ts int64, sv []sidVal) bool {
 			got = append(got, rs{dev, ts, append([]sidVal(nil), sv...)})
 			return true

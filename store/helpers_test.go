@@ -188,7 +188,7 @@ func storedSamples(t testing.TB, s *Store) []storedSample {
 	t.Helper()
 	var out []storedSample
 	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil,
-		math.MinInt64, math.MaxInt64, false, func(dev, ts int64, sv []sidVal) bool {
+		math.MinInt64, math.MaxInt64, false, nil, func(dev, ts int64, sv []sidVal) bool {
 			out = append(out, storedSample{dev, ts, s.cat.chVals(nil, sv)})
 			return true
 		})

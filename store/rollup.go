@@ -347,7 +347,8 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 		q, args = `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device BETWEEN ? AND ? ORDER BY id`, append(args, span.lo, span.hi)
 	}
 	// A device's chunks come in time order, so are its samples.
-	err := s.scanChunks(ctx, db, q, args, from, to, false, func(dev, t int64, sv []sidVal) bool {
+	keep := func(dev int64) bool { return get(dev) != nil }
+	err := s.scanChunks(ctx, db, q, args, from, to, false, keep, func(dev, t int64, sv []sidVal) bool {
 		ds := get(dev)
 		if ds == nil {
 			return true
@@ -461,7 +462,11 @@ func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int
 		return out, nil
 	}
 	idLo, idHi := chunkSpan(lo, hi)
-	err := s.scanChunks(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, func(dev, t int64, sv []sidVal) bool {
+	keep := func(dev int64) bool {
+		_, seen := out[dev]
+		return want[dev] && !seen
+	}
+	err := s.scanChunks(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, func(dev, t int64, sv []sidVal) bool {
 		if _, seen := out[dev]; want[dev] && !seen {
 			out[dev] = &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
 		}
@@ -830,7 +835,7 @@ func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from i
 		lo := from - maxRunMs
 		idLo, idHi := chunkSpan(lo, ds.prev.t)
 		err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device = ? ORDER BY id DESC`,
-			[]any{idLo, idHi, id}, lo, ds.prev.t, true, func(_, t int64, sv []sidVal) bool {
+			[]any{idLo, idHi, id}, lo, ds.prev.t, true, nil, func(_, t int64, sv []sidVal) bool {
 				o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
 				if cur.t-o.t > counterGapMs {
 					return false
