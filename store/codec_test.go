@@ -143,14 +143,21 @@ func TestChunkRoundTrip(t *testing.T) {
 		}
 		return out
 	}
-	// 60 polls of 16 values at 1 s, slowly changing: what a device gives.
-	var poll []chunkSample
+	// 60 polls of 16 values at 1 s, every value changing, and with two
+	// changing, the others repeating (what a device mostly gives).
+	var poll, steady []chunkSample
 	for i := range 60 {
-		var vals []float64
+		var vals, st []float64
 		for s := range 16 {
 			vals = append(vals, float64(s+1), float64(int(230+s)*10+i%3)*0.1)
+			v := float64(int(230+s)*10) * 0.1
+			if s < 2 {
+				v = float64(int(230+s)*10+i%3) * 0.1
+			}
+			st = append(st, float64(s+1), v)
 		}
 		poll = append(poll, chunkSample{t0 + int64(i)*1000 + int64(i%2), sv(vals...)})
+		steady = append(steady, chunkSample{t0 + int64(i)*1000 + int64(i%2), sv(st...)})
 	}
 	tests := []struct {
 		name    string
@@ -158,8 +165,9 @@ func TestChunkRoundTrip(t *testing.T) {
 		maxSize int
 	}{
 		{"empty", nil, 1},
-		{"one value", []chunkSample{{t0, sv(1, 0)}}, 5},
-		{"a minute of 16 values at 1 s", poll, 60*(16+2) + 100},
+		{"one value", []chunkSample{{t0, sv(1, 0)}}, 6},
+		{"a minute of 16 values at 1 s, all changing", poll, 60*(16+4) + 100},
+		{"a minute of 16 values at 1 s, two changing", steady, 60*(2+2+2) + 100},
 		{"scale factor by multiplication and division", []chunkSample{
 			{t0 + 5, sv(1, 2304*0.1, 2, 2304.0/10, 3, 49.987, 4, 1234*math.Pow10(-3))},
 			{t0 + 1005, sv(1, 2305*0.1, 2, 2305.0/10, 3, 49.991, 4, 1235*math.Pow10(-3))},
