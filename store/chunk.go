@@ -119,27 +119,21 @@ func (c *openChunk) samples(dst []chunkSample) []chunkSample {
 
 // sortSamples sorts by time, keeping of equal times the last.
 func sortSamples(s []chunkSample) []chunkSample {
-	if slices.IsSortedFunc(s, func(a, b chunkSample) int { return cmp.Compare(a.t, b.t) }) && !hasDupTimes(s) {
-		return s
-	}
-	slices.SortStableFunc(s, func(a, b chunkSample) int { return cmp.Compare(a.t, b.t) })
+	return lastByKey(s, func(x chunkSample) int64 { return x.t })
+}
+
+// lastByKey sorts s by key (in place) and keeps of equal keys the last
+// in s's order.
+func lastByKey[T any](s []T, key func(T) int64) []T {
+	slices.SortStableFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
 	out := s[:0]
 	for i, x := range s {
-		if i+1 < len(s) && s[i+1].t == x.t {
+		if i+1 < len(s) && key(s[i+1]) == key(x) {
 			continue
 		}
 		out = append(out, x)
 	}
 	return out
-}
-
-func hasDupTimes(s []chunkSample) bool {
-	for i := 1; i < len(s); i++ {
-		if s[i].t == s[i-1].t {
-			return true
-		}
-	}
-	return false
 }
 
 // writeChunk writes c's samples as its minute's row with st (INSERT OR

@@ -47,7 +47,7 @@
 //
 //	device(id, name, plant, kind)      API devices; per plant one balance source (kind 'plant')
 //	series(id, device, channel, idx)   integer ids of device × channel × input
-//	raw(t, device, v)                  one row per poll: (series, value) pairs packed in v
+//	raw_chunk(id, t0, device, n, tn, v) a device's raw samples of one minute, compressed in v
 //	r5m, r1h, r1d(src, t, v)           per source and interval start: per-series aggregates packed
 //	meta(key, value)                   the rollup watermark, the outbox marks, devices' deactivation times
 //	log(id, t, level, code, message, plant, device)
@@ -57,24 +57,37 @@
 //	control_owner(device, control)     grid control: the controls plantd wrote and has not restored
 //	device_quirk(device, quirk, since) grid control: what a device's answers showed (limit-needs-enable-toggle)
 //
-// Times are Unix ms (UTC). The data tables are WITHOUT ROWID. Raw rows are
-// keyed (t, device), not (series, t) with a row per value: a commit then
-// appends to one place of one B-tree, where (series, t) rewrites a leaf
-// page per series in every commit. BenchmarkLayout measures both at the
-// daemon's cadence (20 devices every 5 s, a commit per second): 6049 bytes
-// written to the disk per sample and 23 bytes of file per sample with rows
-// per (series, t), 123 and 5.0 packed per (t, device); 7 days of raw rows
-// per (series, t) would pass 1 GB on their own. Rollups are keyed (source,
-// t), per-series aggregates packed, for the same reasons.
+// Times are Unix ms (UTC). Raw samples are kept in chunks, a row per
+// device and minute (t0 the minute's start, n samples, the last at tn),
+// keyed by minute, then device (id = t0/60000 << 24 + device): the
+// minute's chunks of all devices are appended at one place of one
+// B-tree. A row per poll (schema versions 1–3: raw(t, device, v), 79
+// bytes a row) wrote a leaf page per commit and its 20 rows a second of a
+// 20-device plant took 130 MiB a day before any overhead; keyed
+// (device, t0) a minute's chunks would dirty a leaf per device.
+// raw_chunk is a rowid table: as WITHOUT ROWID (an index B-tree) a chunk
+// over about 1000 bytes spilled into an overflow page of its own, and
+// scripts/wear saw 23 WAL frames a minute for 20 devices instead of 12.
+// The rollup tables are WITHOUT ROWID, keyed (source, t), per-series
+// aggregates packed. BenchmarkLayout measures the row layouts at the
+// daemon's cadence: rows per (series, t) wrote 6049 bytes to the disk
+// per sample, packed rows per (t, device) 123.
 //
-// Raw values are packed exactly: per value the series id (delta) and the
-// value as uvarint(zigzag(m)<<3 | k) for v = m·10^-k (k ≤ 6, what SunSpec
-// scale factors give), else the 8 bytes of the float. Rollup entries hold
-// the count, the mean, min and max (min and max for the total powers
-// only: activePower, reactivePower, apparentPower, dcPowerInput and the
-// energy-balance powers) quantised to a resolution per unit (0.01 W, V,
-// %, °C; 0.001 A; 0.0001 Hz and power factor; 1 Ω), and the interval's
-// energy to 1 mWh.
+// A chunk (codec.go) holds its samples' times as delta-of-delta varints
+// and, per sample, the series (only when they change), a bitmap of the
+// values that differ from the series' previous one (95 % of the
+// simulator's values at 1 s repeat and cost a bit), and those values as
+// deltas of their exact decimal mantissa (v = m / 10^k or m · 10^-k, k ≤
+// 6, what SunSpec scale factors give) against the series' previous value,
+// else the 8 bytes of the float: every value round-trips bit-exact
+// (FuzzChunk). A minute of the simulator's 16.5 values a poll at 1 s is
+// about 400 bytes (1.2 kB without the bitmap). Migration 4 converts an
+// older database's raw rows into chunks (TestMigrateRawChunks). Rollup
+// entries hold the count, the mean, min and max (min and max for the
+// total powers only: activePower, reactivePower, apparentPower,
+// dcPowerInput and the energy-balance powers) quantised to a resolution
+// per unit (0.01 W, V, %, °C; 0.001 A; 0.0001 Hz and power factor; 1 Ω),
+// and the interval's energy to 1 mWh.
 //
 // # Writes
 //

@@ -559,14 +559,6 @@ func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.
 		}
 		sv = append(sv, sidVal{s.id, r.Value})
 	}
-	slices.SortStableFunc(sv, func(a, b sidVal) int { return cmp.Compare(a.sid, b.sid) })
-	out := sv[:0]
-	for i, x := range sv {
-		if i+1 < len(sv) && sv[i+1].sid == x.sid {
-			continue
-		}
-		out = append(out, x)
-	}
 	w.sv = sv
-	return out, nil
+	return lastByKey(sv, func(x sidVal) int64 { return x.sid }), nil
 }
