@@ -253,9 +253,11 @@ func (w *writer) maintain(ctx context.Context) {
 		return
 	}
 	now := time.Now()
-	// A device quiet for idleRollup has its open minute written, before
-	// the idle rollup reads it.
-	w.commit(ctx, func(c *openChunk) bool { return now.Sub(c.lastAdd) >= idleRollup })
+	// A device quiet for idleRollup has its open minute written (with
+	// the batch so far), before the idle rollup reads it.
+	if idle := func(c *openChunk) bool { return now.Sub(c.lastAdd) >= idleRollup }; w.unwritten(idle) {
+		w.commit(ctx, idle)
+	}
 	w.rollupUntil(ctx, false, now.Add(maintainBudget))
 	if !w.idleDone && !w.lastData.IsZero() && now.Sub(w.lastData) >= idleRollup && len(w.s.queue) == 0 {
 		w.idleDone = w.rollupUntil(ctx, true, time.Now().Add(maintainBudget))
