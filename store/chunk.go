@@ -78,7 +78,12 @@ type openChunk struct {
 	vals      []sidVal
 	persisted int
 	merge     bool
-	lastAdd   time.Time // wall clock
+	// eager: the device had no samples the writer knew of when the minute
+	// began (first start, a new device, one back after more than an
+	// hour): its first minute is written at every commit, so that its
+	// values show before the minute is complete.
+	eager   bool
+	lastAdd time.Time // wall clock
 }
 
 // add appends a sample (its values ascending and unique by series).

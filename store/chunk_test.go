@@ -33,46 +33,56 @@ func waitStats(t *testing.T, s *Store, what string, ok func(Stats) bool) Stats {
 	}
 }
 
-// TestChunkMinuteWritten: a device's samples of a minute are written as
-// one chunk when its next minute begins, not at every commit; a device
-// that stays quiet has its open minute written after idleRollup.
+// TestChunkMinuteWritten: a device's first minute is written at every
+// commit (its values show at once); after that, a device's samples of a
+// minute are written as one chunk when its next minute begins, not at
+// every commit; a device that stays quiet has its open minute written
+// after idleRollup.
 func TestChunkMinuteWritten(t *testing.T) {
 	t.Parallel() // its own database files
 	s := openTest(t, Config{BatchInterval: 20 * time.Millisecond})
 	runStore(t, s)
 	syn := &synth{loc: mustZone(t, "Europe/Berlin")}
 	m0 := time.Now().Add(-time.Hour).Truncate(time.Minute)
-	for i := range 12 {
-		for _, m := range syn.step(m0.Add(time.Duration(i) * 5 * time.Second)) {
-			record(t, s, m)
+	minute := func(m time.Time, polls int) {
+		for i := range polls {
+			for _, x := range syn.step(m.Add(time.Duration(i) * 5 * time.Second)) {
+				record(t, s, x)
+			}
 		}
 	}
-	st := waitStats(t, s, "the minute's batch committed", func(st Stats) bool { return st.Batches >= 1 && st.Queued == 0 })
-	if st.Written != 0 || len(storedSamples(t, s)) != 0 {
+	minute(m0, 12)
+	st := waitStats(t, s, "the first minute's batch committed", func(st Stats) bool { return st.Batches >= 1 && st.Queued == 0 })
+	if st.Written != 36 {
+		t.Fatalf("the devices' first minute not written at the commit: %+v", st)
+	}
+	m1 := m0.Add(time.Minute)
+	minute(m1, 12)
+	b := st.Batches
+	st = waitStats(t, s, "the second minute's batch committed", func(st Stats) bool { return st.Batches > b && st.Queued == 0 })
+	if st.Written != 36 {
 		t.Fatalf("samples of an open minute written: %+v", st)
 	}
-	for _, m := range syn.step(m0.Add(time.Minute)) {
-		record(t, s, m)
-	}
-	waitStats(t, s, "the complete minute written", func(st Stats) bool { return st.Written >= 36 })
+	minute(m1.Add(time.Minute), 1)
+	waitStats(t, s, "the complete minute written", func(st Stats) bool { return st.Written >= 72 })
 	got := storedSamples(t, s)
-	if len(got) != 36 {
-		t.Fatalf("%d samples stored, want the 36 of the complete minute", len(got))
+	if len(got) != 72 {
+		t.Fatalf("%d samples stored, want the 72 of the complete minutes", len(got))
 	}
 	for _, smp := range got {
-		if minuteOf(smp.t) != m0.UnixMilli() {
-			t.Errorf("sample at %v stored with the first minute's chunks", time.UnixMilli(smp.t).UTC())
+		if m := minuteOf(smp.t); m != m0.UnixMilli() && m != m1.UnixMilli() {
+			t.Errorf("sample at %v stored with the complete minutes' chunks", time.UnixMilli(smp.t).UTC())
 		}
 	}
 	var rows int
-	if err := s.rdb.Load().QueryRow(`SELECT count(*) FROM raw_chunk`).Scan(&rows); err != nil || rows != 3 {
-		t.Errorf("%d chunk rows (%v), want one per device", rows, err)
+	if err := s.rdb.Load().QueryRow(`SELECT count(*) FROM raw_chunk`).Scan(&rows); err != nil || rows != 6 {
+		t.Errorf("%d chunk rows (%v), want one per device and minute", rows, err)
 	}
 	// Nothing more arrives: after idleRollup the open minute is written
 	// too (this waits the 15 s of wall clock).
-	waitStats(t, s, "the quiet devices' open minute written", func(st Stats) bool { return st.Written == 39 })
-	if got := storedSamples(t, s); len(got) != 39 {
-		t.Errorf("%d samples stored after the idle write, want 39", len(got))
+	waitStats(t, s, "the quiet devices' open minute written", func(st Stats) bool { return st.Written == 75 })
+	if got := storedSamples(t, s); len(got) != 75 {
+		t.Errorf("%d samples stored after the idle write, want 75", len(got))
 	}
 }
 

@@ -101,7 +101,10 @@
 // goes into its device's open chunk minute in memory, which is written
 // (one row) at the commit of the batch in which the device's next minute
 // begins, once the device was quiet for idleRollup (15 s), and at Flush
-// and when Run ends; a sample of a minute already written (late, or a
+// and when Run ends; the first minute of a device the writer knew no
+// samples of (at the first start, a new device, one back after more
+// than an hour) is written at every commit as well, so that its values
+// show at once; a sample of a minute already written (late, or a
 // repeated time, which replaces the stored one) is merged into that
 // minute's row at once. Stats.Written counts samples when they are
 // written. A 20-device plant polled every 1 s thus writes 20 chunks of

@@ -444,7 +444,7 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 			// The stored row of this minute, if any, is merged: the
 			// device has samples up to its last one, or none known.
 			last, known := w.lastT[dev.id]
-			c = &openChunk{dev: dev.id, t0: t0, merge: !known || last >= t0}
+			c = &openChunk{dev: dev.id, t0: t0, merge: !known || last >= t0, eager: !known}
 			w.open[dev.id] = c
 		default:
 			// A minute before the open one: written at once, merged
@@ -464,11 +464,9 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 		c.add(t, sv)
 		c.lastAdd = wall
 	}
-	if flush != nil {
-		for _, c := range w.open {
-			if c.persisted < len(c.ts) && flush(c) {
-				toWrite = append(toWrite, c)
-			}
+	for _, c := range w.open {
+		if c.persisted < len(c.ts) && (c.eager || flush != nil && flush(c)) {
+			toWrite = append(toWrite, c)
 		}
 	}
 	ins := tx.StmtContext(ctx, w.insChunk)
