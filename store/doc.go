@@ -215,7 +215,8 @@
 // hourly rows), and the watermark below which rollups are complete. A
 // crash anywhere in a step rolls it all back and the step is done again
 // from the raw samples. An interval is rolled up once a sample 30 s past
-// its end was written (so polls of slow devices land in it), when nothing was
+// its end was written (so polls of slow devices land in it; with the
+// minute chunks about 70 s after its end), when nothing was
 // recorded for 15 s, and when Run ends. A sample that arrives late, or
 // that closes a gap reaching back before the watermark, moves the
 // watermark back in its own batch's transaction, and the intervals it
