@@ -111,9 +111,9 @@
 // about 400 bytes a minute, appended in 2–3 pages, instead of 200 rows
 // at every 10 s commit. scripts/wear measures it (20 devices polled
 // every 1 s, 16.5 values a poll, MQTT off, 10 minutes; write_bytes of the
-// process plus the pages the next checkpoint still owes): 100 MiB/day
-// (69 without the pages owed; 3.8 bytes written per value; the raw table
-// 0.45 bytes per value), against 542 MiB/day (387; 19.8; 4.76) with a
+// process plus the pages the next checkpoint still owes): 99 MiB/day
+// (68 without the pages owed; 3.7 bytes written per value; the raw table
+// 0.45 bytes per value), against 535 MiB/day (379; 19.3; 4.75) with a
 // row per poll (schema version 3) measured beside it. Writing each open
 // chunk again at every commit, so that a crash would lose only the
 // commit interval, wrote 253 MiB/day in a 7-minute run (the minute's
