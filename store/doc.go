@@ -82,7 +82,9 @@
 // else the 8 bytes of the float: every value round-trips bit-exact
 // (FuzzChunk). A minute of the simulator's 16.5 values a poll at 1 s is
 // about 400 bytes (1.2 kB without the bitmap). Migration 4 converts an
-// older database's raw rows into chunks (TestMigrateRawChunks). Rollup
+// older database's raw rows into chunks in its one transaction
+// (TestMigrateRawChunks): a day of 20 devices at 1 s, 1.7 million rows,
+// took 5 s on a 2-core x86 server. Rollup
 // entries hold the count, the mean, min and max (min and max for the
 // total powers only: activePower, reactivePower, apparentPower,
 // dcPowerInput and the energy-balance powers) quantised to a resolution
@@ -114,7 +116,8 @@
 // process plus the pages the next checkpoint still owes): 99 MiB/day
 // (68 without the pages owed; 3.7 bytes written per value; the raw table
 // 0.45 bytes per value), against 535 MiB/day (379; 19.3; 4.75) with a
-// row per poll (schema version 3) measured beside it. Writing each open
+// row per poll (schema version 3) measured beside it; 100 devices: 251
+// MiB/day, 2.0 bytes per value, against 1678 and 12.7. Writing each open
 // chunk again at every commit, so that a crash would lose only the
 // commit interval, wrote 253 MiB/day in a 7-minute run (the minute's
 // chunk once: 119): a minute of raw samples more in the window a crash
