@@ -106,12 +106,15 @@ type Database struct {
 	// RawRetention is how long raw samples are kept; rollups are kept
 	// forever. At least 1h. Default 168h (7 days).
 	RawRetention time.Duration `yaml:"rawRetention"`
-	// CommitInterval is how often raw samples are committed, 1s..5m.
-	// Fewer commits write less to an SD card; a crash of plantd (kill -9)
-	// loses at most the samples of the last CommitInterval, a power cut
-	// that plus what the kernel had not yet written back. Log entries
-	// commit within a second; schedules, grid-control state, rollups and
-	// the MQTT outbox at once. Default 10s.
+	// CommitInterval is how often the writer commits, 1s..5m. A device's
+	// raw samples are stored as one compressed chunk per minute, written
+	// at the first commit after the minute is complete (or after the
+	// device was quiet for 15 s): a crash of plantd (kill -9) loses at
+	// most a device's samples of the last minute plus CommitInterval (70 s
+	// at the default), a power cut that plus what the kernel had not yet
+	// written back. Log entries commit within a second; schedules,
+	// grid-control state, rollups and the MQTT outbox at once. Default
+	// 10s.
 	CommitInterval time.Duration `yaml:"commitInterval"`
 }
 

@@ -442,7 +442,7 @@ func TestRetention(t *testing.T) {
 	day := time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
 	fillSynth(t, s, &synth{loc: loc}, day, day.AddDate(0, 0, 4), 5*time.Minute)
 	countRaw := func() (n int, oldest int64) {
-		s.rdb.Load().QueryRow(`SELECT count(*), coalesce(min(t), 0) FROM raw`).Scan(&n, &oldest)
+		s.rdb.Load().QueryRow(`SELECT coalesce(sum(n), 0), coalesce(min(t0), 0) FROM raw_chunk`).Scan(&n, &oldest)
 		return
 	}
 	before, _ := countRaw()

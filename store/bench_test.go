@@ -127,7 +127,9 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkQuery answers queries on a 20-device plant holding a year of
-// 5-minute rollups (with their hourly and daily rows), written directly.
+// 5-minute rollups (with their hourly and daily rows), written directly,
+// and the last hour of raw samples (every device every 5 s, recorded),
+// which Recent reads.
 func BenchmarkQuery(b *testing.B) {
 	bp := newBenchPlant(b)
 	loc := mustZone(b, "Europe/Berlin")
@@ -135,8 +137,16 @@ func BenchmarkQuery(b *testing.B) {
 	year := 2025
 	start := time.Now()
 	rows := buildYear(b, s, bp, loc, year)
-	b.Logf("fixture: %d rollup rows in %v", rows, time.Since(start).Round(time.Millisecond))
 	ctx := context.Background()
+	stop := runStore(b, s)
+	now := time.Now().Truncate(5 * time.Second)
+	for tick := int64(0); tick < 720; tick++ {
+		for i := range bp.devs {
+			record(b, s, bp.measurement(i, tick, now.Add(time.Duration(tick-720)*5*time.Second)))
+		}
+	}
+	stop()
+	b.Logf("fixture: %d rollup rows and an hour of raw samples in %v", rows, time.Since(start).Round(time.Millisecond))
 	day := time.Date(year, 6, 21, 0, 0, 0, 0, time.UTC)
 	for _, bq := range []struct {
 		name string
@@ -151,6 +161,8 @@ func BenchmarkQuery(b *testing.B) {
 		{"DayDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodDay, Date: day}, 288},
 		{"WeekDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc, Period: plant.PeriodWeek, Date: day}, 672},
 		{"YearDevicePv", plant.SetQuery{DeviceID: bp.devs[0].id, SetType: plant.SetEnergyAndPowerPv, Period: plant.PeriodYear, Date: day, WithTotal: true}, 12},
+		{"RecentDevicePowerAc", plant.SetQuery{DeviceID: bp.devs[1].id, SetType: plant.SetPowerAc}, 59},
+		{"RecentPlant", plant.SetQuery{PlantID: "p1", SetType: plant.SetEnergyBalance}, 59},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			for range b.N {
@@ -433,7 +445,7 @@ func vacuumSize(b *testing.B, path, dir, name string, noRaw bool) int64 {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, q := range []string{`DELETE FROM raw`, `VACUUM`} {
+		for _, q := range []string{`DELETE FROM raw_chunk`, `VACUUM`} {
 			if _, err := c.Exec(q); err != nil {
 				b.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -101,4 +102,172 @@ func TestAggsRoundTrip(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sameBits reports whether two decoded chunks are bit-exact copies.
+func sameSamples(a, b []chunkSample) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].t != b[i].t || len(a[i].sv) != len(b[i].sv) {
+			return false
+		}
+		for j := range a[i].sv {
+			x, y := a[i].sv[j], b[i].sv[j]
+			if x.sid != y.sid || math.Float64bits(x.v) != math.Float64bits(y.v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// decodeAll decodes a chunk into copies of its samples.
+func decodeAll(b []byte, t0 int64) ([]chunkSample, error) {
+	var out []chunkSample
+	err := decodeChunk(b, t0, func(t int64, sv []sidVal) bool {
+		out = append(out, chunkSample{t, slices.Clone(sv)})
+		return true
+	})
+	return out, err
+}
+
+func TestChunkRoundTrip(t *testing.T) {
+	t.Parallel()
+	const t0 = 1_700_000_040_000
+	sv := func(kv ...float64) []sidVal {
+		var out []sidVal
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, sidVal{int64(kv[i]), kv[i+1]})
+		}
+		return out
+	}
+	// 60 polls of 16 values at 1 s, every value changing, and with two
+	// changing, the others repeating (what a device mostly gives).
+	var poll, steady []chunkSample
+	for i := range 60 {
+		var vals, st []float64
+		for s := range 16 {
+			vals = append(vals, float64(s+1), float64(int(230+s)*10+i%3)*0.1)
+			v := float64(int(230+s)*10) * 0.1
+			if s < 2 {
+				v = float64(int(230+s)*10+i%3) * 0.1
+			}
+			st = append(st, float64(s+1), v)
+		}
+		poll = append(poll, chunkSample{t0 + int64(i)*1000 + int64(i%2), sv(vals...)})
+		steady = append(steady, chunkSample{t0 + int64(i)*1000 + int64(i%2), sv(st...)})
+	}
+	tests := []struct {
+		name    string
+		samples []chunkSample
+		maxSize int
+	}{
+		{"empty", nil, 1},
+		{"one value", []chunkSample{{t0, sv(1, 0)}}, 6},
+		{"a minute of 16 values at 1 s, all changing", poll, 60*(16+4) + 100},
+		{"a minute of 16 values at 1 s, two changing", steady, 60*(2+2+2) + 100},
+		{"scale factor by multiplication and division", []chunkSample{
+			{t0 + 5, sv(1, 2304*0.1, 2, 2304.0/10, 3, 49.987, 4, 1234*math.Pow10(-3))},
+			{t0 + 1005, sv(1, 2305*0.1, 2, 2305.0/10, 3, 49.991, 4, 1235*math.Pow10(-3))},
+		}, 30},
+		{"not decimal: the float's bytes", []chunkSample{
+			{t0, sv(1, math.Pi, 2, -0.0, 3, math.Inf(1), 4, math.NaN(), 5, math.MaxFloat64, 6, math.SmallestNonzeroFloat64)},
+			{t0 + 1, sv(1, math.E, 2, 0, 3, math.Inf(-1), 4, 1e300, 5, -123.456789, 6, 9007199254740993)},
+		}, 2*6*9 + 20},
+		{"series set changes", []chunkSample{
+			{t0, sv(1, 1, 2, 2, 3, 3)},
+			{t0 + 1000, sv(1, 1, 3, 3)},
+			{t0 + 2000, sv(1, 1, 3, 4, 7, 5000)},
+			{t0 + 3000, sv(2, 2)},
+			{t0 + 4000, nil},
+			{t0 + 5000, sv(1, 1, 2, 2, 3, 3, 7, -5000)},
+		}, 50},
+		{"irregular times", []chunkSample{
+			{t0 + 59_999, sv(1, 1)},
+		}, 8},
+		{"large mantissas", []chunkSample{
+			{t0, sv(1, 9007199254740991, 2, -9007199254740991, 3, 4294967295)},
+			{t0 + 7, sv(1, -9007199254740991, 2, 9007199254740991, 3, 0)},
+		}, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := appendChunk(nil, t0, tt.samples)
+			if len(b) > tt.maxSize {
+				t.Errorf("%d bytes, want at most %d", len(b), tt.maxSize)
+			}
+			got, err := decodeAll(b, t0)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if !sameSamples(got, tt.samples) && !(len(got) == 0 && len(tt.samples) == 0) {
+				t.Errorf("round trip:\n got %v\nwant %v", got, tt.samples)
+			}
+			for cut := range len(b) {
+				if _, err := decodeAll(b[:cut], t0); err == nil && cut < len(b) {
+					t.Errorf("truncated to %d of %d bytes: no error", cut, len(b))
+				}
+			}
+		})
+	}
+}
+
+// FuzzChunk builds samples from the fuzzer's bytes (times, series sets,
+// decimal and arbitrary float values), and checks that a chunk of them
+// decodes bit-exact, and that the bytes themselves as a chunk decode or
+// fail without a panic.
+func FuzzChunk(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	f.Add(appendChunk(nil, 0, []chunkSample{{5, []sidVal{{1, 230.4}, {3, math.Pi}}}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const t0 = 1_700_000_040_000
+		decodeAll(data, t0) // must not panic
+		r := data
+		next := func() byte {
+			if len(r) == 0 {
+				return 0
+			}
+			c := r[0]
+			r = r[1:]
+			return c
+		}
+		var samples []chunkSample
+		tt := int64(t0)
+		for len(r) > 0 && tt < t0+60_000 {
+			smp := chunkSample{t: tt}
+			nser := int(next() % 8)
+			sid := int64(0)
+			for range nser {
+				sid += int64(next()%4) + 1
+				var v float64
+				switch mode := next() % 4; mode {
+				case 0: // a mantissa and a scale, divided
+					m := int64(int16(uint16(next())<<8 | uint16(next())))
+					v = float64(m) / pow10[next()%7]
+				case 1: // multiplied
+					m := int64(int16(uint16(next())<<8 | uint16(next())))
+					v = float64(m) * math.Pow10(-int(next()%7))
+				default: // any bits
+					var u uint64
+					for range 8 {
+						u = u<<8 | uint64(next())
+					}
+					v = math.Float64frombits(u)
+				}
+				smp.sv = append(smp.sv, sidVal{sid, v})
+			}
+			samples = append(samples, smp)
+			tt += int64(next()) * 100
+			tt++
+		}
+		got, err := decodeAll(appendChunk(nil, t0, samples), t0)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if !sameSamples(got, samples) && !(len(got) == 0 && len(samples) == 0) {
+			t.Fatalf("round trip:\n got %v\nwant %v", got, samples)
+		}
+	})
 }

@@ -144,11 +144,35 @@ CREATE TABLE device_quirk (
 	PRIMARY KEY (device, quirk)
 ) WITHOUT ROWID;
 `,
+	4: `
+-- raw_chunk: a device's raw samples of one minute (t0, Unix ms, a
+-- multiple of 60000) in one row, compressed (codec.go: the chunk format);
+-- n samples, the last at tn. The key is the minute and the device,
+-- id = t0/60000 << 24 + device (chunkID): the minute's chunks of all
+-- devices are appended at one place. A rowid table, not WITHOUT ROWID:
+-- there a row over about 1000 bytes (a minute of 16 values at 1 s is
+-- 1.1 kB) spills into an overflow page of its own. The rows of raw move
+-- here (migrateRawChunks), then raw is dropped.
+CREATE TABLE raw_chunk (
+	id     INTEGER PRIMARY KEY,
+	t0     INTEGER NOT NULL,
+	device INTEGER NOT NULL REFERENCES device (id),
+	n      INTEGER NOT NULL,
+	tn     INTEGER NOT NULL,
+	v      BLOB NOT NULL
+);
+`,
+}
+
+// migrationCode are the steps that need more than SQL: run in the step's
+// transaction after its SQL.
+var migrationCode = map[int]func(context.Context, *sql.Tx) error{
+	4: migrateRawChunks,
 }
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the
@@ -324,6 +348,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, migrations[next]); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate to schema version %d: %w", next, err)
+		}
+		if code := migrationCode[next]; code != nil {
+			if err := code(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate to schema version %d: %w", next, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, next)); err != nil {
 			tx.Rollback()

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
 
@@ -41,7 +40,7 @@ type chVal struct {
 	v float64
 }
 
-// rawSample is one decoded raw row: a poll of one device.
+// rawSample is one decoded raw sample: a poll of one device.
 type rawSample struct {
 	t    int64
 	vals []chVal
@@ -55,32 +54,6 @@ func (s *rawSample) get(k chKey) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// decodeRaw decodes a raw blob with the catalog's series. Series the
-// catalog does not know, or whose channel this version does not know, are
-// skipped.
-func decodeRaw(b []byte, c *catalog, dst []chVal) ([]chVal, error) {
-	sid := int64(0)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for len(b) > 0 {
-		d, n := binary.Uvarint(b)
-		if n <= 0 {
-			return dst, errCorrupt
-		}
-		sid += int64(d)
-		b = b[n:]
-		v, n, err := readDec(b)
-		if err != nil {
-			return dst, err
-		}
-		b = b[n:]
-		if s := c.seriesIDs[sid]; s != nil && s.ch != 0 {
-			dst = append(dst, chVal{chKey{s.ch, int32(s.idx)}, v})
-		}
-	}
-	return dst, nil
 }
 
 // devBucket is one device's aggregates over one interval.

@@ -489,22 +489,59 @@ func crashMeasurement(n int64) Measurement {
 	}
 }
 
-// crashNext is the measurement after the last one committed: where a
-// restarted child continues.
-func crashNext(t *testing.T, s *Store) int64 {
-	var maxT sql.NullInt64
-	var nDev int64
-	db := s.rdb.Load()
-	if err := db.QueryRow(`SELECT max(t) FROM raw`).Scan(&maxT); err != nil {
+// crashResume is where a restarted child continues: a crash loses each
+// device's samples since its last chunk written, so each device goes on
+// after its own last stored sample. from is the first measurement to
+// record, skip tells the measurements stored already, and stored is how
+// many are.
+type crashResume struct {
+	from, stored int64
+	next         map[string]int64 // device → its first tick not stored
+}
+
+func (r crashResume) skip(n int64) bool {
+	return n/crashDevices < r.next["d"+strconv.FormatInt(n%crashDevices, 10)]
+}
+
+// crashStored reads per device the samples stored and the tick of its
+// newest one.
+func crashStored(t *testing.T, db *sql.DB) map[string][2]int64 {
+	rows, err := db.Query(`SELECT d.name, sum(c.n), max(c.tn) FROM raw_chunk c JOIN device d ON d.id = c.device GROUP BY d.name`)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !maxT.Valid {
-		return 0
+	defer rows.Close()
+	out := map[string][2]int64{}
+	for rows.Next() {
+		var name string
+		var n, tn int64
+		if err := rows.Scan(&name, &n, &tn); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = [2]int64{n, (tn - crashT0) / crashStepMs}
 	}
-	if err := db.QueryRow(`SELECT count(*) FROM raw WHERE t = ?`, maxT.Int64).Scan(&nDev); err != nil {
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return (maxT.Int64-crashT0)/crashStepMs*crashDevices + nDev
+	return out
+}
+
+func crashNext(t *testing.T, s *Store) crashResume {
+	r := crashResume{next: map[string]int64{}}
+	first := int64(math.MaxInt64)
+	for d := range int64(crashDevices) {
+		name := "d" + strconv.FormatInt(d, 10)
+		st, ok := crashStored(t, s.rdb.Load())[name]
+		next := int64(0)
+		if ok {
+			next = st[1] + 1
+			r.stored += st[0]
+		}
+		r.next[name] = next
+		first = min(first, next)
+	}
+	r.from = first * crashDevices
+	return r
 }
 
 func crashChild(t *testing.T) {
@@ -512,7 +549,7 @@ func crashChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	next := crashNext(t, s)
+	resume := crashNext(t, s)
 	ctx := t.Context()
 	go s.Run(ctx)
 	var last int64 = -1
@@ -524,7 +561,10 @@ func crashChild(t *testing.T) {
 			}
 		}
 	}()
-	for n := next; ; n++ {
+	for n := resume.from; ; n++ {
+		if resume.skip(n) {
+			continue
+		}
 		for !s.Record(crashMeasurement(n)) {
 			s.Flush(ctx)
 		}
@@ -539,26 +579,29 @@ func crashChild(t *testing.T) {
 // crashCadenceChild records at a poller's pace (4 measurements every
 // 20 ms) and leaves the commits to the BatchInterval timer (200 ms): it
 // prints "committed N" when Stats.Written shows that a timed commit
-// stored everything up to measurement N.
+// stored N+1 measurements in all.
 func crashCadenceChild(t *testing.T) {
 	s, err := Open(t.Context(), Config{Path: os.Getenv("STORE_TEST_PATH"), BatchInterval: 200 * time.Millisecond,
 		Plants: []PlantInfo{{ID: "p1"}}}, testLogger(t))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	next := crashNext(t, s)
+	resume := crashNext(t, s)
 	go s.Run(t.Context())
 	go func() {
 		var shown uint64
 		for {
 			if st := s.Stats(); st.Written > shown && st.Dropped == 0 && st.Failed == 0 {
 				shown = st.Written
-				fmt.Printf("committed %d\n", next+int64(shown)-1)
+				fmt.Printf("committed %d\n", resume.stored+int64(shown)-1)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	for n := next; ; n++ {
+	for n := resume.from; ; n++ {
+		if resume.skip(n) {
+			continue
+		}
 		if !s.Record(crashMeasurement(n)) {
 			t.Errorf("measurement %d refused", n)
 		}
@@ -640,7 +683,8 @@ func crashTest(t *testing.T, mode string) {
 }
 
 // checkAfterCrash checks the database a killed child left: integrity,
-// every committed measurement present and none missing in between, and
+// every committed measurement present and none of a device missing
+// before its newest, and
 // after a restart rollups that agree with the raw samples.
 func checkAfterCrash(t *testing.T, path string, committed int64) {
 	t.Helper()
@@ -653,16 +697,15 @@ func checkAfterCrash(t *testing.T, path string, committed int64) {
 		t.Fatalf("integrity_check: %q, %v", ok, err)
 	}
 	var n int64
-	var maxT sql.NullInt64
-	if err := db.QueryRow(`SELECT count(*), max(t) FROM raw`).Scan(&n, &maxT); err != nil {
-		t.Fatal(err)
+	for dev, st := range crashStored(t, db) {
+		n += st[0]
+		if st[0] != st[1]+1 {
+			t.Fatalf("device %s: %d measurements stored up to tick %d: some are missing", dev, st[0], st[1])
+		}
 	}
 	db.Close()
 	if n < committed+1 {
 		t.Fatalf("%d measurements stored, but %d were committed", n, committed+1)
-	}
-	if want := (maxT.Int64-crashT0)/crashStepMs*crashDevices + 1; n < want {
-		t.Fatalf("%d measurements stored up to tick %d: some are missing", n, want)
 	}
 
 	// Restart: the rollups the crash interrupted are completed, and agree
@@ -694,18 +737,8 @@ func checkRollupsAgree(t *testing.T, s *Store) {
 	}
 	raw := map[key]*sums{}
 	energy := map[int64]*sums{}
-	rows, err := db.Query(`SELECT device, t, v FROM raw`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var dev, ts int64
-		var v []byte
-		rows.Scan(&dev, &ts, &v)
-		vals, err := decodeRaw(v, s.cat, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, smp := range storedSamples(t, s) {
+		dev, ts, vals := smp.dev, smp.t, smp.vals
 		k := key{dev, floorDiv(ts, bucketMs)}
 		x := raw[k]
 		if x == nil {
@@ -730,7 +763,6 @@ func checkRollupsAgree(t *testing.T, s *Store) {
 			}
 		}
 	}
-	rows.Close()
 	type rk struct {
 		table    string
 		src, day int64

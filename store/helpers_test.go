@@ -175,3 +175,25 @@ func within(got, want, rel, abs float64) bool {
 	d := math.Abs(got - want)
 	return d <= abs || d <= rel*math.Abs(want)
 }
+
+// storedSample is a raw sample as the store holds it.
+type storedSample struct {
+	dev, t int64
+	vals   []chVal
+}
+
+// storedSamples reads every raw sample the store's database holds, per
+// device in time order.
+func storedSamples(t testing.TB, s *Store) []storedSample {
+	t.Helper()
+	var out []storedSample
+	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil,
+		math.MinInt64, math.MaxInt64, false, nil, func(dev, ts int64, sv []sidVal) bool {
+			out = append(out, storedSample{dev, ts, s.cat.chVals(nil, sv)})
+			return true
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"plantd/plant"
@@ -600,27 +598,22 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 // never hides the present.
 func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device) (int64, bool, error) {
 	limit := s.futureLimit()
-	var newest sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, limit).Scan(&newest); err != nil {
-		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
+	newest, ok, err := newestSample(ctx, db, oldestMs, limit, nil)
+	if err != nil || !ok {
+		return 0, false, classify(err)
 	}
-	if !newest.Valid {
-		return 0, false, nil
-	}
-	ids := make([]any, 0, len(want)+2)
-	marks := make([]string, 0, len(want))
-	ids = append(ids, newest.Int64-recentLook, limit)
+	ids := make([]int64, 0, len(want))
 	for id := range want {
 		ids = append(ids, id)
-		marks = append(marks, "?")
 	}
-	// Newest first: stops at the scope's newest sample.
-	var latest sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? AND t <= ? AND device IN (`+strings.Join(marks, ",")+`) ORDER BY t DESC LIMIT 1`, ids...).Scan(&latest)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if len(ids) == 0 {
+		return 0, false, nil
+	}
+	latest, ok, err := newestSample(ctx, db, newest-recentLook, limit, ids)
+	if err != nil {
 		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
 	}
-	return latest.Int64, latest.Valid, nil
+	return latest, ok, nil
 }
 
 // chAggs lists a map of channel aggregates.

@@ -87,7 +87,10 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 	db := w.db()
 	from := w.wm
 	var next int64
-	err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t >= ? ORDER BY t LIMIT 1`, from).Scan(&next)
+	// from is a multiple of 5 minutes: the chunks from its minute on hold
+	// samples from it on, the first of them at its row's minute or later.
+	lo, _ := chunkSpan(from, from+1)
+	err := db.QueryRowContext(ctx, `SELECT t0 FROM raw_chunk WHERE id >= ? ORDER BY id LIMIT 1`, lo).Scan(&next)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return w.advanceEmpty(ctx, from, horizon)
@@ -169,7 +172,8 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 	}
 	slices.Sort(devs)
 	var rows int64
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM raw WHERE t >= ? AND t < ?`, from, to).Scan(&rows); err != nil {
+	lo, hi := chunkSpan(from, to)
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM raw_chunk WHERE id >= ? AND id < ?`, lo, hi).Scan(&rows); err != nil {
 		return nil, fmt.Errorf("count samples: %w", err)
 	}
 	budget := int64(rollupBatchSamples)
@@ -337,41 +341,27 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 	}
 	// The device range is tested by SQLite: the rows of other batches
 	// never cross into Go.
-	q, args := `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? ORDER BY t`, []any{from, to}
+	lo, hi := chunkSpan(from, to)
+	q, args := `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, []any{lo, hi}
 	if span != (devRange{}) {
-		q, args = `SELECT t, device, v FROM raw WHERE t >= ? AND t < ? AND device BETWEEN ? AND ? ORDER BY t`, append(args, span.lo, span.hi)
+		q, args = `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device BETWEEN ? AND ? ORDER BY id`, append(args, span.lo, span.hi)
 	}
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read samples: %w", err)
-	}
-	for rows.Next() {
-		var t, dev int64
-		var v sql.RawBytes // decoded before the next row: no copy
-		if err := rows.Scan(&t, &dev, &v); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read samples: %w", err)
-		}
+	// A device's chunks come in time order, so are its samples.
+	keep := func(dev int64) bool { return get(dev) != nil }
+	err := s.scanChunks(ctx, db, q, args, from, to, false, keep, func(dev, t int64, sv []sidVal) bool {
 		ds := get(dev)
 		if ds == nil {
-			continue
+			return true
 		}
 		// The values of all the device's samples go into one array (the
 		// samples take their parts of it below): one allocation per
 		// doubling instead of several per sample.
-		start := len(ds.arena)
-		arena, err := decodeRaw(v, s.cat, ds.arena)
-		if err != nil {
-			ds.arena = ds.arena[:start]
-			s.log.Warn("skipping undecodable sample", "device", ds.dev.name, "t", t, "err", err)
-			continue
-		}
-		ds.arena = arena
+		ds.arena = s.cat.chVals(ds.arena, sv)
 		ds.samples = append(ds.samples, rawSample{t: t})
-		ds.ends = append(ds.ends, int32(len(arena)))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		ds.ends = append(ds.ends, int32(len(ds.arena)))
+		return true
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read samples: %w", err)
 	}
 	for _, ds := range cd.devs {
@@ -394,11 +384,17 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 				}
 			}
 		}
-	} else if err := edgeSamples(ctx, db, s, edges.prev, get, func(ds *devSamples, smp *rawSample) { ds.prev = smp }); err != nil {
-		return nil, err
+	} else {
+		for id, smp := range edges.prev {
+			if ds := get(id); ds != nil {
+				ds.prev = smp
+			}
+		}
 	}
-	if err := edgeSamples(ctx, db, s, edges.next, get, func(ds *devSamples, smp *rawSample) { ds.next = smp }); err != nil {
-		return nil, err
+	for id, smp := range edges.next {
+		if ds := get(id); ds != nil {
+			ds.next = smp
+		}
 	}
 	for id, ds := range cd.devs {
 		switch {
@@ -424,16 +420,17 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// windowEdges are, per device row id, the times of its samples around a
-// window: its last sample in the counterGapMs before the window (when
-// asked for) and its first sample in the counterGapMs after it. Read once
-// per window for all devices, they serve every batch of its devices.
+// windowEdges are, per device row id, its samples around a window: its
+// last sample in the counterGapMs before the window (when asked for) and
+// its first sample in the counterGapMs after it. Read once per window for
+// all devices, they serve every batch of its devices (which only read
+// them).
 type windowEdges struct {
-	prev, next map[int64]int64
+	prev, next map[int64]*rawSample
 }
 
-// readEdges finds the edge samples' times of [from, to) of the store's
-// devices (plant balance sources have none).
+// readEdges finds the edge samples of [from, to) of the store's devices
+// (plant balance sources have none).
 func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPrev bool) (*windowEdges, error) {
 	want := map[int64]bool{}
 	for _, d := range s.cat.devices() {
@@ -444,66 +441,41 @@ func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPr
 	e := &windowEdges{}
 	var err error
 	if withPrev {
-		if e.prev, err = edgeTimes(ctx, db, `SELECT device, t FROM raw WHERE t >= ? AND t < ? ORDER BY t DESC`, from-counterGapMs, from, want); err != nil {
+		if e.prev, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want); err != nil {
 			return nil, err
 		}
 	}
-	if e.next, err = edgeTimes(ctx, db, `SELECT device, t FROM raw WHERE t >= ? AND t < ? ORDER BY t`, to, to+counterGapMs, want); err != nil {
+	if e.next, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, to, to+counterGapMs, false, want); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// edgeTimes runs q (device, time, in the order in which the first row of
-// a device is the one wanted) over [lo, hi) and keeps each wanted
-// device's first row. It stops once every wanted device is found: a
-// plant whose devices all poll reads a few rows, not the counterGapMs of
-// rows a GROUP BY read (a rollup read the hour before each chunk again).
-func edgeTimes(ctx context.Context, db querier, q string, lo, hi int64, want map[int64]bool) (map[int64]int64, error) {
-	out := map[int64]int64{}
+// edgeSamples reads the chunks of [lo, hi) with q (t0, device, v, in the
+// order in which the first sample of a device is the one wanted, desc
+// for newest first) and keeps each wanted device's first sample. It
+// stops once every wanted device is found: a plant whose devices all
+// poll reads a few chunks, not the counterGapMs of them.
+func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int64, desc bool, want map[int64]bool) (map[int64]*rawSample, error) {
+	out := map[int64]*rawSample{}
 	if len(want) == 0 {
 		return out, nil
 	}
-	rows, err := db.QueryContext(ctx, q, lo, hi)
+	idLo, idHi := chunkSpan(lo, hi)
+	keep := func(dev int64) bool {
+		_, seen := out[dev]
+		return want[dev] && !seen
+	}
+	err := s.scanChunks(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, func(dev, t int64, sv []sidVal) bool {
+		if _, seen := out[dev]; want[dev] && !seen {
+			out[dev] = &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
+		}
+		return len(out) < len(want)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read edge samples: %w", err)
 	}
-	defer rows.Close()
-	for len(out) < len(want) && rows.Next() {
-		var dev, t int64
-		if err := rows.Scan(&dev, &t); err != nil {
-			return nil, fmt.Errorf("read edge samples: %w", err)
-		}
-		if _, seen := out[dev]; want[dev] && !seen {
-			out[dev] = t
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read edge samples: %w", err)
-	}
 	return out, nil
-}
-
-// edgeSamples reads the samples at times (device → time) of the devices
-// get accepts and hands each to set.
-func edgeSamples(ctx context.Context, db querier, s *Store, times map[int64]int64,
-	get func(int64) *devSamples, set func(*devSamples, *rawSample)) error {
-	for dev, t := range times {
-		ds := get(dev)
-		if ds == nil {
-			continue
-		}
-		var v []byte
-		if err := db.QueryRowContext(ctx, `SELECT v FROM raw WHERE t = ? AND device = ?`, t, dev).Scan(&v); err != nil {
-			return fmt.Errorf("read edge sample: %w", err)
-		}
-		vals, err := decodeRaw(v, s.cat, nil)
-		if err != nil {
-			continue
-		}
-		set(ds, &rawSample{t: t, vals: vals})
-	}
-	return nil
 }
 
 // srcTouch is a source whose 5-minute rows a chunk wrote, with the local
@@ -760,8 +732,10 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 	if w.hasWM {
 		ref := min(now.UnixMilli(), w.maxSeen, w.wm)
 		cutoff := ref - w.s.cfg.RawRetention.Milliseconds() - counterGapMs
+		// Whole chunks go: those whose minute ended by cutoff.
+		cutoff = chunkID(minuteOf(cutoff), 0)
 		var edge int64
-		err := db.QueryRowContext(ctx, `SELECT t FROM raw WHERE t < ? ORDER BY t LIMIT 1 OFFSET ?`, cutoff, retentionRows-1).Scan(&edge)
+		err := db.QueryRowContext(ctx, `SELECT id FROM raw_chunk WHERE id < ? ORDER BY id LIMIT 1 OFFSET ?`, cutoff, retentionRows-1).Scan(&edge)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			edge = cutoff
@@ -771,7 +745,7 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 			edge++
 			more = edge < cutoff
 		}
-		if _, err := db.ExecContext(ctx, `DELETE FROM raw WHERE t < ?`, min(edge, cutoff)); err != nil {
+		if _, err := db.ExecContext(ctx, `DELETE FROM raw_chunk WHERE id < ?`, min(edge, cutoff)); err != nil {
 			return false, classify(fmt.Errorf("delete old samples: %w", err))
 		}
 	}
@@ -852,60 +826,48 @@ func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from i
 		if len(runs) == 0 {
 			continue
 		}
-		rows, err := db.QueryContext(ctx, `SELECT t, v FROM raw WHERE device = ? AND t < ? AND t >= ? ORDER BY t DESC`,
-			id, ds.prev.t, from-maxRunMs)
-		if err != nil {
-			return 0, fmt.Errorf("read counter runs: %w", err)
-		}
 		cur := ds.prev
 		left := len(runs)
 		ds.lead = map[chKey]runLead{}
 		for _, r := range runs {
 			ds.lead[r.k] = runLead{}
 		}
-		for left > 0 && rows.Next() {
-			var t int64
-			var v []byte
-			if err := rows.Scan(&t, &v); err != nil {
-				rows.Close()
-				return 0, fmt.Errorf("read counter runs: %w", err)
-			}
-			vals, err := decodeRaw(v, s.cat, nil)
-			if err != nil {
-				continue
-			}
-			o := &rawSample{t: t, vals: vals}
-			if cur.t-o.t > counterGapMs {
-				break
-			}
-			for _, r := range runs {
-				if r.done {
-					continue
+		lo := from - maxRunMs
+		idLo, idHi := chunkSpan(lo, ds.prev.t)
+		err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device = ? ORDER BY id DESC`,
+			[]any{idLo, idHi, id}, lo, ds.prev.t, true, nil, func(_, t int64, sv []sidVal) bool {
+				o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
+				if cur.t-o.t > counterGapMs {
+					return false
 				}
-				ld := ds.lead[r.k]
-				if ov, ok := o.get(r.k); !ok || ov != r.v {
-					// The counter's previous move: the run starts here.
-					r.done = true
-					left--
-					continue
-				}
-				if e, ok := pairPower(o, cur, r.pk); ok {
-					ld.powerWh += e
-					if e > 0 {
-						if !r.closed {
-							back = min(back, o.t)
-						}
-						r.withP = true
+				for _, r := range runs {
+					if r.done {
+						continue
 					}
+					ld := ds.lead[r.k]
+					if ov, ok := o.get(r.k); !ok || ov != r.v {
+						// The counter's previous move: the run starts here.
+						r.done = true
+						left--
+						continue
+					}
+					if e, ok := pairPower(o, cur, r.pk); ok {
+						ld.powerWh += e
+						if e > 0 {
+							if !r.closed {
+								back = min(back, o.t)
+							}
+							r.withP = true
+						}
+					}
+					r.start = o.t
+					ld.spanMs += cur.t - o.t
+					ds.lead[r.k] = ld
 				}
-				r.start = o.t
-				ld.spanMs += cur.t - o.t
-				ds.lead[r.k] = ld
-			}
-			cur = o
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+				cur = o
+				return left > 0
+			})
+		if err != nil {
 			return 0, fmt.Errorf("read counter runs: %w", err)
 		}
 		for _, r := range runs {

@@ -69,9 +69,10 @@ type Config struct {
 	// BatchRows and BatchInterval bound a write transaction: it commits
 	// after that many measurements and log entries, or BatchInterval
 	// after the first (defaults 1000 and DefaultBatchInterval), or at
-	// most a second after a log entry. BatchInterval is the window of raw
-	// samples a crash of plantd may lose (see the package doc,
-	// Durability).
+	// most a second after a log entry. A device's raw samples are
+	// written as a chunk per minute, at the first commit after the
+	// minute is complete: a crash of plantd may lose a device's open
+	// minute and BatchInterval (see the package doc, Durability).
 	BatchRows     int
 	BatchInterval time.Duration
 	// QueueLen is the capacity of the queue between Record/Log and the

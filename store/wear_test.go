@@ -31,7 +31,10 @@ func TestParseWriteBytes(t *testing.T) {
 
 // TestUsageGrows: after measurements are committed to a real database
 // file, the database (file + WAL) is larger and the process's block-layer
-// writes grew by at least what the files grew.
+// writes grew by at least what the files grew, less a page: the kernel
+// counts a page when it becomes dirty, and the WAL's frames (4096 + 24
+// bytes) go on in the page where the last commit ended, which may still
+// be dirty and then is not counted again.
 func TestUsageGrows(t *testing.T) {
 	dir := t.TempDir()
 	var fs syscall.Statfs_t
@@ -69,7 +72,7 @@ func TestUsageGrows(t *testing.T) {
 	if grew <= 0 {
 		t.Fatalf("database did not grow: before %+v, after %+v", before, after)
 	}
-	if after.BytesWritten < before.BytesWritten+uint64(grew) {
+	if after.BytesWritten+4096 < before.BytesWritten+uint64(grew) {
 		t.Errorf("write_bytes grew by %d, less than the database's %d bytes (before %+v, after %+v)",
 			after.BytesWritten-before.BytesWritten, grew, before, after)
 	}
@@ -78,7 +81,9 @@ func TestUsageGrows(t *testing.T) {
 // TestLogCommitsWithinASecond: with a commit interval of an hour, a
 // measurement waits in the batch, but a log entry queued after it commits
 // the batch within logCommitWithin (the test allows 10 s for a loaded
-// machine; without the rule the batch would wait the hour).
+// machine; without the rule the batch would wait the hour). The
+// measurement itself goes into its device's open chunk minute, written
+// when the minute is complete (TestChunkMinuteWritten).
 func TestLogCommitsWithinASecond(t *testing.T) {
 	s := openTest(t, Config{BatchInterval: time.Hour})
 	runStore(t, s)
@@ -93,7 +98,7 @@ func TestLogCommitsWithinASecond(t *testing.T) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if st := s.Stats(); st.Logs == 1 && st.Written == 1 {
+		if st := s.Stats(); st.Logs == 1 && st.Batches == 1 {
 			t.Logf("committed %v after the log entry was queued", time.Since(queued).Round(time.Millisecond))
 			return
 		}

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -39,7 +39,13 @@ type writer struct {
 	s    *Store
 	adds txAdds
 
-	insRaw, insLog *sql.Stmt
+	insChunk, insLog *sql.Stmt
+
+	// open holds each device's chunk minute being collected (chunk.go):
+	// written when the device's next minute begins, when it was quiet
+	// for idleRollup, and at Flush and Run's end.
+	open     map[int64]*openChunk
+	chunkBuf []chunkSample
 
 	lastT   map[int64]int64 // device id → time of its last committed sample
 	maxSeen int64           // newest sample time committed
@@ -72,7 +78,7 @@ type sidVal struct {
 }
 
 func newWriter(s *Store) *writer {
-	return &writer{s: s, adds: txAdds{c: s.cat}, lastT: map[int64]int64{}, carryAt: -1}
+	return &writer{s: s, adds: txAdds{c: s.cat}, lastT: map[int64]int64{}, open: map[int64]*openChunk{}, carryAt: -1}
 }
 
 // db returns the writing connection.
@@ -95,15 +101,21 @@ func (w *writer) load(ctx context.Context) error {
 	// new file: nothing of the file read before is kept.
 	clear(w.lastT)
 	w.carry, w.carryAt = nil, -1
-	var maxT sql.NullInt64
+	// What the open chunks hold is still to be written, into whatever
+	// the file holds of their minutes.
+	for _, c := range w.open {
+		c.merge = true
+	}
 	// Rows stamped in the future (written while the clock was ahead) do
 	// not count as the newest.
-	if err := db.QueryRowContext(ctx, `SELECT max(t) FROM raw WHERE t <= ?`, w.s.futureLimit()).Scan(&maxT); err != nil {
+	maxT, ok, err := newestSample(ctx, db, oldestMs, w.s.futureLimit(), nil)
+	if err != nil {
 		return fmt.Errorf("load newest sample: %w", err)
 	}
-	w.maxSeen = maxT.Int64
-	if maxT.Valid {
-		rows, err := db.QueryContext(ctx, `SELECT device, max(t) FROM raw WHERE t >= ? GROUP BY device`, maxT.Int64-counterGapMs)
+	w.maxSeen = maxT
+	if ok {
+		lo, _ := chunkSpan(maxT-counterGapMs, maxT)
+		rows, err := db.QueryContext(ctx, `SELECT device, max(tn) FROM raw_chunk WHERE id >= ? GROUP BY device`, lo)
 		if err != nil {
 			return fmt.Errorf("load last samples: %w", err)
 		}
@@ -126,7 +138,7 @@ func (w *writer) load(ctx context.Context) error {
 }
 
 func (w *writer) closeStmts() {
-	for _, st := range []*sql.Stmt{w.insRaw, w.insLog} {
+	for _, st := range []*sql.Stmt{w.insChunk, w.insLog} {
 		if st != nil {
 			st.Close()
 		}
@@ -134,12 +146,12 @@ func (w *writer) closeStmts() {
 }
 
 func (w *writer) prepare(ctx context.Context) error {
-	if w.insRaw != nil {
+	if w.insChunk != nil {
 		return nil
 	}
 	db := w.db()
 	var err error
-	if w.insRaw, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw (t, device, v) VALUES (?, ?, ?)`); err != nil {
+	if w.insChunk, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	if w.insLog, err = db.PrepareContext(ctx, `INSERT INTO log (t, level, code, message, plant, device) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
@@ -173,7 +185,7 @@ func (w *writer) run(ctx context.Context) error {
 		case it := <-w.s.queue:
 			w.batch = append(w.batch, it)
 			if it.done != nil {
-				err := w.commit(dbctx)
+				err := w.commit(dbctx, allChunks)
 				timerC = nil
 				w.rollupUntil(dbctx, false, time.Time{})
 				w.answerFlushes(err)
@@ -189,13 +201,13 @@ func (w *writer) run(ctx context.Context) error {
 				timerC = timer.C
 			}
 			if len(w.batch) >= cfg.BatchRows {
-				w.commit(dbctx)
+				w.commit(dbctx, nil)
 				timerC = nil
 				w.rollupStep(dbctx, false)
 			}
 		case <-timerC:
 			timerC = nil
-			w.commit(dbctx)
+			w.commit(dbctx, nil)
 			w.rollupStep(dbctx, false)
 		case <-maint.C:
 			w.maintain(dbctx)
@@ -221,14 +233,14 @@ func (w *writer) shutdown(ctx context.Context) {
 		case it := <-w.s.queue:
 			w.batch = append(w.batch, it)
 			if len(w.batch) >= w.s.cfg.BatchRows {
-				w.commit(ctx)
+				w.commit(ctx, nil)
 			}
 			continue
 		default:
 		}
 		break
 	}
-	err := w.commit(ctx)
+	err := w.commit(ctx, allChunks)
 	w.rollupUntil(ctx, true, time.Time{})
 	w.answerFlushes(err)
 }
@@ -241,6 +253,11 @@ func (w *writer) maintain(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	// A device quiet for idleRollup has its open minute written (with
+	// the batch so far), before the idle rollup reads it.
+	if idle := func(c *openChunk) bool { return now.Sub(c.lastAdd) >= idleRollup }; w.unwritten(idle) {
+		w.commit(ctx, idle)
+	}
 	w.rollupUntil(ctx, false, now.Add(maintainBudget))
 	if !w.idleDone && !w.lastData.IsZero() && now.Sub(w.lastData) >= idleRollup && len(w.s.queue) == 0 {
 		w.idleDone = w.rollupUntil(ctx, true, time.Now().Add(maintainBudget))
@@ -259,17 +276,21 @@ func (w *writer) maintain(ctx context.Context) {
 	}
 }
 
+// allChunks writes every open chunk (Flush, Run's end).
+func allChunks(*openChunk) bool { return true }
+
 // commit writes the batch (without Flush requests, which stay for
-// answerFlushes) in one transaction. A failed batch is counted, reported
-// through Health and returned; it is not retried.
-func (w *writer) commit(ctx context.Context) error {
+// answerFlushes) in one transaction, with the complete chunk minutes and
+// the open ones flush accepts (nil: none). A failed batch is counted,
+// reported through Health and returned; it is not retried.
+func (w *writer) commit(ctx context.Context, flush func(*openChunk) bool) error {
 	n := 0
 	for _, it := range w.batch {
 		if it.done == nil {
 			n++
 		}
 	}
-	if n == 0 {
+	if n == 0 && !w.unwritten(flush) {
 		return nil
 	}
 	var err error
@@ -277,7 +298,7 @@ func (w *writer) commit(ctx context.Context) error {
 		// Nothing more is written to a damaged file.
 		err = fmt.Errorf("%w: writing stopped", ErrCorrupt)
 		w.s.dropped.Add(uint64(n))
-	} else if err = classify(w.writeBatch(ctx)); err != nil {
+	} else if err = classify(w.writeBatch(ctx, flush)); err != nil {
 		w.s.failed.Add(uint64(n))
 		w.s.setHealth(err)
 	} else {
@@ -293,6 +314,20 @@ func (w *writer) commit(ctx context.Context) error {
 	return err
 }
 
+// unwritten reports whether an open chunk that flush accepts holds
+// samples not written yet.
+func (w *writer) unwritten(flush func(*openChunk) bool) bool {
+	if flush == nil {
+		return false
+	}
+	for _, c := range w.open {
+		if c.persisted < len(c.ts) && flush(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // tooOld reports whether a sample at t is older than the raw retention
 // allows, counted back from the newest sample seen before it (maxT), but
 // never from later than the wall clock, so that one sample stamped in the
@@ -303,12 +338,23 @@ func (w *writer) tooOld(t, maxT, now int64) bool {
 	return t < ref-w.s.cfg.RawRetention.Milliseconds()+counterGapMs
 }
 
-// writeBatch commits the batch's measurements and log entries. A
-// measurement that arrives late (before a sample already stored for its
-// device) or that closes a gap reaching back before the rollup watermark
-// moves the watermark back, in the same transaction, so that the intervals
-// it touches are rolled up again.
-func (w *writer) writeBatch(ctx context.Context) (err error) {
+// chunkMark is an open chunk as it was before a batch, to be put back
+// when the batch fails.
+type chunkMark struct {
+	c            *openChunk // nil: the device had none
+	n, persisted int
+}
+
+// writeBatch commits the batch's log entries and puts its measurements
+// into the devices' open chunk minutes; it writes the chunks of minutes
+// that are complete (the device's next minute began), the open ones
+// flush accepts, and a sample of a minute already closed at once (merged
+// into its row). The samples written count as arriving now: one that
+// arrives late (before a sample already stored for its device) or that
+// closes a gap reaching back before the rollup watermark moves the
+// watermark back, in the same transaction, so that the intervals it
+// touches are rolled up again.
+func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (err error) {
 	if err := w.prepare(ctx); err != nil {
 		return err
 	}
@@ -316,19 +362,38 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("begin batch: %w", err)
 	}
+	marks := map[int64]chunkMark{}
+	var toWrite []*openChunk
 	defer func() {
 		if err != nil {
 			tx.Rollback()
 			w.adds.rollback()
+			for dev, m := range marks {
+				if m.c == nil {
+					delete(w.open, dev)
+					continue
+				}
+				m.c.truncate(m.n)
+				m.c.persisted = m.persisted
+				w.open[dev] = m.c
+			}
 		}
 	}()
-	raw := tx.StmtContext(ctx, w.insRaw)
+	mark := func(dev int64) {
+		if _, ok := marks[dev]; !ok {
+			m := chunkMark{c: w.open[dev]}
+			if m.c != nil {
+				m.n, m.persisted = len(m.c.ts), m.c.persisted
+			}
+			marks[dev] = m
+		}
+	}
 	lg := tx.StmtContext(ctx, w.insLog)
 	now := w.s.cfg.Now().UnixMilli()
-	pending := map[int64]int64{}
-	minAff := int64(math.MaxInt64)
+	wall := time.Now()
 	maxT := w.maxSeen
-	var meas, samples, logs, dropped uint64
+	var logs, dropped uint64
+	took := false
 	for i := range w.batch {
 		it := &w.batch[i]
 		switch {
@@ -358,33 +423,90 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		blob, n, err := w.encode(ctx, tx, dev, m.Readings)
+		sv, err := w.encode(ctx, tx, dev, m.Readings)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if len(sv) == 0 {
 			continue
 		}
-		if _, err := raw.ExecContext(ctx, t, dev.id, blob); err != nil {
-			return fmt.Errorf("insert measurement of %s: %w", m.DeviceID, err)
-		}
-		last, ok := pending[dev.id]
-		if !ok {
-			last = w.lastT[dev.id]
-		}
-		aff := t
-		switch {
-		case last == 0:
-		case t < last:
-			aff = t - counterGapMs
-		case t-last <= counterGapMs:
-			aff = last
-		}
-		minAff = min(minAff, aff)
-		pending[dev.id] = max(last, t)
+		took = true
 		maxT = max(maxT, t)
-		meas++
-		samples += uint64(n)
+		t0 := minuteOf(t)
+		mark(dev.id)
+		c := w.open[dev.id]
+		switch {
+		case c != nil && c.t0 == t0:
+		case c == nil || c.t0 < t0:
+			if c != nil {
+				toWrite = append(toWrite, c)
+			}
+			// The stored row of this minute, if any, is merged: the
+			// device has samples up to its last one, or none known.
+			last, known := w.lastT[dev.id]
+			c = &openChunk{dev: dev.id, t0: t0, merge: !known || last >= t0, eager: !known}
+			w.open[dev.id] = c
+		default:
+			// A minute before the open one: written at once, merged
+			// into its row.
+			var late *openChunk
+			for _, x := range toWrite {
+				if x.dev == dev.id && x.t0 == t0 {
+					late = x
+				}
+			}
+			if late == nil {
+				late = &openChunk{dev: dev.id, t0: t0, merge: true}
+				toWrite = append(toWrite, late)
+			}
+			c = late
+		}
+		c.add(t, sv)
+		c.lastAdd = wall
+	}
+	for _, c := range w.open {
+		if c.persisted < len(c.ts) && (c.eager || flush != nil && flush(c)) {
+			toWrite = append(toWrite, c)
+		}
+	}
+	ins := tx.StmtContext(ctx, w.insChunk)
+	pending := map[int64]int64{}
+	minAff := int64(math.MaxInt64)
+	maxT = w.maxSeen
+	var meas, samples uint64
+	for _, c := range toWrite {
+		if c.persisted == len(c.ts) {
+			continue
+		}
+		if err := w.writeChunk(ctx, tx, ins, c); err != nil {
+			return fmt.Errorf("write raw chunk of device %d: %w", c.dev, err)
+		}
+		// The samples written now count as arriving now, in time order.
+		fresh := make([]chunkSample, 0, len(c.ts)-c.persisted)
+		for i := c.persisted; i < len(c.ts); i++ {
+			fresh = append(fresh, c.sample(i))
+		}
+		slices.SortStableFunc(fresh, func(a, b chunkSample) int { return cmp.Compare(a.t, b.t) })
+		for _, f := range fresh {
+			t := f.t
+			last, ok := pending[c.dev]
+			if !ok {
+				last = w.lastT[c.dev]
+			}
+			aff := t
+			switch {
+			case last == 0:
+			case t < last:
+				aff = t - counterGapMs
+			case t-last <= counterGapMs:
+				aff = last
+			}
+			minAff = min(minAff, aff)
+			pending[c.dev] = max(last, t)
+			maxT = max(maxT, t)
+			meas++
+			samples += uint64(len(f.sv))
+		}
 	}
 	newWM, wmChanged := w.wm, false
 	if meas > 0 && (!w.hasWM || minAff < w.wm) {
@@ -397,6 +519,9 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	w.adds.commit()
+	for _, c := range toWrite {
+		c.persisted = len(c.ts)
+	}
 	for dev, t := range pending {
 		w.lastT[dev] = t
 	}
@@ -408,8 +533,8 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 		w.wm, w.hasWM = newWM, true
 		w.s.rolledUpTo.Store(newWM)
 	}
-	if meas > 0 {
-		w.lastData, w.idleDone = time.Now(), false
+	if took {
+		w.lastData, w.idleDone = wall, false
 	}
 	w.s.written.Add(meas)
 	w.s.samples.Add(samples)
@@ -419,10 +544,10 @@ func (w *writer) writeBatch(ctx context.Context) (err error) {
 	return nil
 }
 
-// encode packs a measurement's readings: per series, in series order,
-// uvarint(series id delta) and the value (appendDec). NaN and infinite
-// values and invalid channels are skipped; of a duplicate the last wins.
-func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.Reading) ([]byte, int, error) {
+// encode gives a measurement's (series, value) pairs in series order.
+// NaN and infinite values and invalid channels are skipped; of a
+// duplicate the last wins. The slice is valid until the next call.
+func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.Reading) ([]sidVal, error) {
 	sv := w.sv[:0]
 	for _, r := range rs {
 		if !r.Channel.Valid() || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Index < 0 || r.Index > math.MaxInt32 {
@@ -430,31 +555,10 @@ func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.
 		}
 		s, err := w.adds.ensureChan(ctx, tx, dev, chKey{r.Channel, int32(r.Index)})
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		sv = append(sv, sidVal{s.id, r.Value})
 	}
-	slices.SortStableFunc(sv, func(a, b sidVal) int {
-		switch {
-		case a.sid < b.sid:
-			return -1
-		case a.sid > b.sid:
-			return 1
-		}
-		return 0
-	})
-	b := w.buf[:0]
-	prev := int64(0)
-	n := 0
-	for i, x := range sv {
-		if i+1 < len(sv) && sv[i+1].sid == x.sid {
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(x.sid-prev))
-		prev = x.sid
-		b = appendDec(b, x.v)
-		n++
-	}
-	w.sv, w.buf = sv, b
-	return b, n, nil
+	w.sv = sv
+	return lastByKey(sv, func(x sidVal) int64 { return x.sid }), nil
 }

@@ -103,7 +103,7 @@ func TestCorruptDatabase(t *testing.T) {
 		{"device table", damageTable("device"), true, regexp.MustCompile(`database corrupt: writing stopped.*plantd backup`)},
 		{"series table", damageTable("series"), true, regexp.MustCompile(`database corrupt: writing stopped.*plantd backup`)},
 		{"watermark", damageTable("meta"), true, regexp.MustCompile(`database corrupt: writing stopped.*plantd backup`)},
-		{"raw samples", damageTable("raw"), true, regexp.MustCompile(`database corrupt: writing stopped.*plantd backup`)},
+		{"raw samples", damageTable("raw_chunk"), true, regexp.MustCompile(`database corrupt: writing stopped.*plantd backup`)},
 		{"header", func(t *testing.T, path string) { overwrite(t, path, 0, []byte("not SQLite at all")) }, false,
 			regexp.MustCompile(`cannot start: database: .*database corrupt: file is not a database.*plantd backup.*aside`)},
 		{"newer schema", func(t *testing.T, path string) {

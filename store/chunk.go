@@ -1,0 +1,327 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file holds the raw chunks (doc.go, "Schema"): a device's samples
+// of one minute in one row of raw_chunk, the minute the writer collects
+// in memory until it is written, and the reading of samples out of
+// chunks.
+
+// minuteOf is the start of the chunk minute containing t.
+func minuteOf(t int64) int64 { return floorDiv(t, minuteMs) }
+
+// chunkID is the key of the chunk of device dev in the minute starting
+// at t0: ordered by minute, then device (device row ids stay below
+// 2^24).
+func chunkID(t0, dev int64) int64 { return t0/minuteMs<<24 + dev }
+
+// oldestMs is earlier than any sample time: chunkID of its minute does
+// not overflow.
+const oldestMs = -1 << 52
+
+// chunkSpan gives the key range [lo, hi) of the chunks that may hold
+// samples in [from, to).
+func chunkSpan(from, to int64) (lo, hi int64) {
+	return chunkID(minuteOf(from), 0), chunkID(minuteOf(to-1)+minuteMs, 0)
+}
+
+// newestSample returns the time of the newest stored sample at or before
+// limit and at or after from, of the devices listed (none: all). A chunk
+// of limit's minute with later samples (stored while the clock was
+// ahead) is passed over.
+func newestSample(ctx context.Context, db querier, from, limit int64, devs []int64) (int64, bool, error) {
+	filter := ""
+	var devArgs []any
+	if len(devs) > 0 {
+		filter = " AND device IN (?" + strings.Repeat(", ?", len(devs)-1) + ")"
+		for _, d := range devs {
+			devArgs = append(devArgs, d)
+		}
+	}
+	lo, hi := chunkSpan(from, limit+1)
+	var id int64
+	err := db.QueryRowContext(ctx, `SELECT id FROM raw_chunk WHERE id >= ? AND id < ? AND tn <= ?`+filter+` ORDER BY id DESC LIMIT 1`,
+		append([]any{lo, hi, limit}, devArgs...)...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find newest sample: %w", err)
+	}
+	m := id >> 24 << 24 // the newest minute: its devices' last samples
+	var tn sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(tn) FROM raw_chunk WHERE id >= ? AND id < ? AND tn <= ?`+filter,
+		append([]any{m, m + 1<<24, limit}, devArgs...)...).Scan(&tn); err != nil {
+		return 0, false, fmt.Errorf("find newest sample: %w", err)
+	}
+	return tn.Int64, tn.Valid, nil
+}
+
+// openChunk is one device's chunk minute as the writer collects it: the
+// samples in arrival order (times, their values in one array), the
+// number already written, and whether the database may hold samples of
+// the minute that it does not (then writing merges with the stored row).
+type openChunk struct {
+	dev, t0   int64
+	ts        []int64
+	ends      []int32 // the values of sample i end at ends[i] in vals
+	vals      []sidVal
+	persisted int
+	merge     bool
+	// eager: the device had no samples the writer knew of when the minute
+	// began (first start, a new device, one back after more than an
+	// hour): its first minute is written at every commit, so that its
+	// values show before the minute is complete.
+	eager   bool
+	lastAdd time.Time // wall clock
+}
+
+// add appends a sample (its values ascending and unique by series).
+func (c *openChunk) add(t int64, sv []sidVal) {
+	c.ts = append(c.ts, t)
+	c.vals = append(c.vals, sv...)
+	c.ends = append(c.ends, int32(len(c.vals)))
+}
+
+// truncate drops the samples from the n-th on (a batch that failed).
+func (c *openChunk) truncate(n int) {
+	c.ts = c.ts[:n]
+	c.ends = c.ends[:n]
+	end := int32(0)
+	if n > 0 {
+		end = c.ends[n-1]
+	}
+	c.vals = c.vals[:end]
+}
+
+func (c *openChunk) sample(i int) chunkSample {
+	start := int32(0)
+	if i > 0 {
+		start = c.ends[i-1]
+	}
+	return chunkSample{t: c.ts[i], sv: c.vals[start:c.ends[i]]}
+}
+
+// samples returns the chunk's samples in time order; of two at one time
+// the later recorded wins (as a row replaced it before).
+func (c *openChunk) samples(dst []chunkSample) []chunkSample {
+	dst = dst[:0]
+	for i := range c.ts {
+		dst = append(dst, c.sample(i))
+	}
+	return sortSamples(dst)
+}
+
+// sortSamples sorts by time, keeping of equal times the last.
+func sortSamples(s []chunkSample) []chunkSample {
+	return lastByKey(s, func(x chunkSample) int64 { return x.t })
+}
+
+// lastByKey sorts s by key (in place) and keeps of equal keys the last
+// in s's order.
+func lastByKey[T any](s []T, key func(T) int64) []T {
+	slices.SortStableFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	out := s[:0]
+	for i, x := range s {
+		if i+1 < len(s) && key(s[i+1]) == key(x) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// writeChunk writes c's samples as its minute's row with st (INSERT OR
+// REPLACE), merging the stored row's samples when c.merge (c's win at
+// equal times). It returns the row's sample count.
+func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *openChunk) error {
+	smp := c.samples(w.chunkBuf)
+	if c.merge {
+		var old []byte
+		err := tx.QueryRowContext(ctx, `SELECT v FROM raw_chunk WHERE id = ?`, chunkID(c.t0, c.dev)).Scan(&old)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return fmt.Errorf("read stored chunk: %w", err)
+		default:
+			var prev []chunkSample
+			if err := decodeChunk(old, c.t0, func(t int64, sv []sidVal) bool {
+				prev = append(prev, chunkSample{t, slices.Clone(sv)})
+				return true
+			}); err != nil {
+				w.s.log.Warn("replacing undecodable raw chunk", "device", c.dev, "t0", time.UnixMilli(c.t0).UTC(), "err", err)
+				prev = nil
+			}
+			smp = sortSamples(append(prev, smp...))
+		}
+	}
+	w.chunkBuf = smp[:0]
+	if len(smp) == 0 {
+		return nil
+	}
+	w.buf = appendChunk(w.buf[:0], c.t0, smp)
+	if _, err := st.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, w.buf); err != nil {
+		return fmt.Errorf("write raw chunk: %w", err)
+	}
+	return nil
+}
+
+// scanChunks runs q, which selects (t0, device, v) of raw_chunk rows in
+// the order wanted, and calls fn per sample of the rows with t in
+// [lo, hi): in time order per row, or reversed with desc. Only the rows
+// of the devices keep accepts (nil: all) are decoded. fn returning false
+// stops. A chunk that does not decode is logged and skipped.
+func (s *Store) scanChunks(ctx context.Context, db querier, q string, args []any, lo, hi int64, desc bool,
+	keep func(dev int64) bool, fn func(dev, t int64, sv []sidVal) bool) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read raw chunks: %w", err)
+	}
+	defer rows.Close()
+	var rev []chunkSample
+	var arena []sidVal
+	for rows.Next() {
+		var t0, dev int64
+		var v sql.RawBytes
+		if err := rows.Scan(&t0, &dev, &v); err != nil {
+			return fmt.Errorf("read raw chunks: %w", err)
+		}
+		if keep != nil && !keep(dev) {
+			continue
+		}
+		more := true
+		if !desc {
+			err = decodeChunk(v, t0, func(t int64, sv []sidVal) bool {
+				if t >= lo && t < hi {
+					more = fn(dev, t, sv)
+				}
+				return more
+			})
+		} else {
+			rev, arena = rev[:0], arena[:0]
+			err = decodeChunk(v, t0, func(t int64, sv []sidVal) bool {
+				if t >= lo && t < hi {
+					arena = append(arena, sv...)
+					rev = append(rev, chunkSample{t: t, sv: arena[len(arena)-len(sv):]})
+				}
+				return true
+			})
+			for i := len(rev) - 1; i >= 0 && more && err == nil; i-- {
+				more = fn(dev, rev[i].t, rev[i].sv)
+			}
+		}
+		if err != nil {
+			s.log.Warn("skipping undecodable raw chunk", "device", dev, "t0", time.UnixMilli(t0).UTC(), "err", err)
+		}
+		if !more {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read raw chunks: %w", err)
+	}
+	return nil
+}
+
+// chVals appends the channel values of sv to dst; series the catalog does
+// not know, and balance fields, are skipped.
+func (c *catalog) chVals(dst []chVal, sv []sidVal) []chVal {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, x := range sv {
+		if s := c.seriesIDs[x.sid]; s != nil && s.ch != 0 {
+			dst = append(dst, chVal{chKey{s.ch, int32(s.idx)}, x.v})
+		}
+	}
+	return dst
+}
+
+// decodeRowBlob decodes a blob of the old raw table (schema versions 1–3:
+// one row per poll): uvarint(series id delta) and the value (appendDec).
+func decodeRowBlob(b []byte, dst []sidVal) ([]sidVal, error) {
+	sid := int64(0)
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return dst, errCorrupt
+		}
+		sid += int64(d)
+		b = b[n:]
+		v, n, err := readDec(b)
+		if err != nil {
+			return dst, err
+		}
+		b = b[n:]
+		dst = append(dst, sidVal{sid, v})
+	}
+	return dst, nil
+}
+
+// migrateRawChunks (schema version 4) moves the rows of the old raw table
+// into raw_chunk, a row per device and minute, and drops raw. Rows that
+// do not decode are dropped (they answered nothing before either).
+func migrateRawChunks(ctx context.Context, tx *sql.Tx) error {
+	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	open := map[int64]*openChunk{}
+	var buf []byte
+	var smp []chunkSample
+	write := func(c *openChunk) error {
+		smp = c.samples(smp)
+		buf = appendChunk(buf[:0], c.t0, smp)
+		_, err := ins.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, buf)
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT t, device, v FROM raw ORDER BY t, device`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var sv []sidVal
+	for rows.Next() {
+		var t, dev int64
+		var v []byte
+		if err := rows.Scan(&t, &dev, &v); err != nil {
+			return err
+		}
+		if sv, err = decodeRowBlob(v, sv[:0]); err != nil || len(sv) == 0 {
+			continue
+		}
+		t0 := minuteOf(t)
+		c := open[dev]
+		if c != nil && c.t0 != t0 {
+			if err := write(c); err != nil {
+				return err
+			}
+			c = nil
+		}
+		if c == nil {
+			c = &openChunk{dev: dev, t0: t0}
+			open[dev] = c
+		}
+		c.add(t, sv)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range open {
+		if err := write(c); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `DROP TABLE raw`)
+	return err
+}
