@@ -619,7 +619,7 @@ func TestCrashCadence(t *testing.T) { crashTest(t, "crash-cadence") }
 
 func crashTest(t *testing.T, mode string) {
 	t.Parallel() // independent database files
-	kills := 20
+	kills := 12
 	if testing.Short() {
 		kills = 5
 	}

@@ -184,7 +184,7 @@ func pcSchedule(k int) []byte {
 // "pc" = k in its transaction), acknowledgements every third one, and a
 // schedule put (and an old one deleted) every sixth.
 const (
-	pcTicksPerGrant = 20
+	pcTicksPerGrant = 40 // 16 images of the 640 ticks
 	pcOpsPerGrant   = 30
 	pcTicks         = 640 // 53 minutes of 5 s rounds: Recent (the last hour) sees all raw data
 	pcMark          = "pc"
