@@ -11,7 +11,7 @@ import (
 )
 
 // TestCoarseAndFrozenCounters runs the demo plant from midnight to the next
-// morning, polled over Modbus every 30 simulated seconds, with inv1's
+// morning, polled over Modbus every 60 simulated seconds, with inv1's
 // energy counter in 1 kWh steps and inv2's counter frozen from the start.
 // The Day's 5-minute rows of both must follow the inverters' true power
 // (the simulator's exact energy per interval), and the Day's total must
@@ -55,7 +55,7 @@ func TestCoarseAndFrozenCounters(t *testing.T) {
 		stops[i] = runStore(t, stores[i])
 	}
 	ctx := t.Context()
-	const step = 30 * time.Second
+	const step = 60 * time.Second
 	end := day.AddDate(0, 0, 1).Add(10 * time.Hour) // the next morning: inv1's counter stepped again
 	trueWh := map[string]map[time.Time]float64{"inv1": {}, "inv2": {}}
 	for x := day; !x.After(end); x = x.Add(step) {
