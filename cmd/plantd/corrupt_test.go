@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,11 @@ func TestDatabaseDeletedWhileRunning(t *testing.T) {
 	seedDatabase(t, path)
 	d := startDaemonConfig(t, noDevicesConfig("127.0.0.1:0", "", path))
 	d.waitAPI(30 * time.Second)
+	// Deleted once plantd is ready: grid control reads its schedules from
+	// the file at its start (a start into a deleted file fails).
+	d.WaitLines("plantd ready", 30*time.Second, func(lines []string) bool {
+		return slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, `msg="ready: `) })
+	})
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
@@ -184,7 +190,7 @@ func TestDatabaseDeletedWhileRunning(t *testing.T) {
 	for {
 		resp, err := http.Get("http://" + d.api + "/healthz")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v; the daemon's last lines:\n%s", err, d.Tail(40))
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -38,6 +38,8 @@ const (
 // and a config reload on each SIGHUP (RELOADING=1, then READY=1 again).
 // STOPPING=1 when ctx ends.
 func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
+	// Ready also waits for grid control to have loaded the stored
+	// schedules: an operator's limit is held before READY=1.
 	start := time.Now()
 	d.storedBefore.Store(-1)
 	go d.countStored(ctx)
@@ -51,7 +53,7 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	first := d.poller.FirstRound()
+	first := allClosed(ctx, d.poller.FirstRound(), d.grid.Loaded())
 	readyTimer := time.NewTimer(readyWait)
 	defer readyTimer.Stop()
 	ready := false
@@ -60,7 +62,7 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 		readyTimer.Stop()
 		d.notify(sd.SdNotifyReady + "\nSTATUS=" + d.status())
 		if complete {
-			d.log.Info("ready: store open, HTTP API bound, first poll round done", "after", time.Since(start).Round(time.Millisecond))
+			d.log.Info("ready: store open, HTTP API bound, first poll round done, schedules loaded", "after", time.Since(start).Round(time.Millisecond))
 		} else {
 			d.log.Warn(fmt.Sprintf("ready before the first poll round ended: it took longer than %v", readyWait))
 		}
@@ -299,5 +301,22 @@ func changedSections(running, next *config.Config) []string {
 			out = append(out, name)
 		}
 	}
+	return out
+}
+
+// allClosed returns a channel closed once every one of chs is closed, or
+// never when ctx ends first.
+func allClosed(ctx context.Context, chs ...<-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		for _, c := range chs {
+			select {
+			case <-c:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(out)
+	}()
 	return out
 }

@@ -130,7 +130,7 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	// The first round is done: both devices answered once (the sim is up),
 	// so the log says so before or with READY.
-	d.WaitLog(regexp.MustCompile(`ready: store open, HTTP API bound, first poll round done`), 10*time.Second)
+	d.WaitLog(regexp.MustCompile(`ready: store open, HTTP API bound, first poll round done, schedules loaded`), 10*time.Second)
 
 	status := regexp.MustCompile(`STATUS=2 devices: 2 online, 0 stale, 0 offline; (\d+) measurements stored; API on 127\.0\.0\.1:\d+`)
 	var beats []time.Time

@@ -179,7 +179,7 @@ func TestReadyWithoutDevices(t *testing.T) {
 		}
 	}
 	// READY=1 came on the first round's end, not on readyWait's warning.
-	l := d.WaitLog(regexp.MustCompile(`msg="ready: store open, HTTP API bound, first poll round done"`), 30*time.Second)
+	l := d.WaitLog(regexp.MustCompile(`msg="ready: store open, HTTP API bound, first poll round done, schedules loaded"`), 30*time.Second)
 	t.Logf("%s", l)
 	for _, l := range d.Stderr() {
 		if strings.Contains(l, "ready before the first poll round ended") {
