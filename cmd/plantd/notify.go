@@ -32,8 +32,9 @@ const (
 )
 
 // supervise talks to systemd (sd_notify; a no-op when NOTIFY_SOCKET is
-// not set): READY=1 once the first poll round ran (the store is open and
-// the HTTP port bound before run starts), STATUS= with a one-line summary,
+// not set): READY=1 once the first poll round ran and grid control loaded
+// the stored schedules (the store is open and the HTTP port bound before
+// run starts), STATUS= with a one-line summary,
 // WATCHDOG=1 only while the poller and the store's writer make progress,
 // and a config reload on each SIGHUP (RELOADING=1, then READY=1 again).
 // STOPPING=1 when ctx ends.
