@@ -362,38 +362,106 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 	if err != nil {
 		return fmt.Errorf("begin batch: %w", err)
 	}
-	marks := map[int64]chunkMark{}
-	var toWrite []*openChunk
+	b := &batchWork{marks: map[int64]chunkMark{}, maxT: w.maxSeen}
 	defer func() {
 		if err != nil {
 			tx.Rollback()
 			w.adds.rollback()
-			for dev, m := range marks {
-				if m.c == nil {
-					delete(w.open, dev)
-					continue
-				}
-				m.c.truncate(m.n)
-				m.c.persisted = m.persisted
-				w.open[dev] = m.c
-			}
+			w.restore(b.marks)
 		}
 	}()
-	mark := func(dev int64) {
-		if _, ok := marks[dev]; !ok {
-			m := chunkMark{c: w.open[dev]}
-			if m.c != nil {
-				m.n, m.persisted = len(m.c.ts), m.c.persisted
-			}
-			marks[dev] = m
+	if err := w.stage(ctx, tx, b); err != nil {
+		return err
+	}
+	for _, c := range w.open {
+		if c.persisted < len(c.ts) && (c.eager || flush != nil && flush(c)) {
+			b.toWrite = append(b.toWrite, c)
 		}
 	}
+	cw, err := w.writeChunks(ctx, tx, b.toWrite)
+	if err != nil {
+		return err
+	}
+	newWM, wmChanged := w.wm, false
+	if cw.meas > 0 && (!w.hasWM || cw.minAff < w.wm) {
+		newWM, wmChanged = floorDiv(cw.minAff, bucketMs), true
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('watermark', ?)`, newWM); err != nil {
+			return fmt.Errorf("move rollup watermark: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	w.adds.commit()
+	for _, c := range b.toWrite {
+		c.persisted = len(c.ts)
+	}
+	for dev, t := range cw.pending {
+		w.lastT[dev] = t
+	}
+	w.maxSeen = cw.maxT
+	if wmChanged {
+		if w.hasWM && newWM < w.carryAt {
+			w.carryAt = -1
+		}
+		w.wm, w.hasWM = newWM, true
+		w.s.rolledUpTo.Store(newWM)
+	}
+	if b.took {
+		w.lastData, w.idleDone = b.wall, false
+	}
+	w.s.written.Add(cw.meas)
+	w.s.samples.Add(cw.samples)
+	w.s.logs.Add(b.logs)
+	w.s.dropped.Add(b.dropped)
+	w.s.batches.Add(1)
+	return nil
+}
+
+// batchWork is what writeBatch gathers before its commit: the open chunks
+// as they were (marks, put back if the batch fails), the chunks to write,
+// the newest sample time and the counts.
+type batchWork struct {
+	marks         map[int64]chunkMark
+	toWrite       []*openChunk
+	maxT          int64
+	logs, dropped uint64
+	took          bool      // a measurement was taken into a chunk
+	wall          time.Time // when the batch was staged
+}
+
+// mark keeps dev's open chunk as it was before the batch, once.
+func (b *batchWork) mark(w *writer, dev int64) {
+	if _, ok := b.marks[dev]; ok {
+		return
+	}
+	m := chunkMark{c: w.open[dev]}
+	if m.c != nil {
+		m.n, m.persisted = len(m.c.ts), m.c.persisted
+	}
+	b.marks[dev] = m
+}
+
+// restore puts the open chunks back as marks recorded them (a failed
+// batch).
+func (w *writer) restore(marks map[int64]chunkMark) {
+	for dev, m := range marks {
+		if m.c == nil {
+			delete(w.open, dev)
+			continue
+		}
+		m.c.truncate(m.n)
+		m.c.persisted = m.persisted
+		w.open[dev] = m.c
+	}
+}
+
+// stage inserts the batch's log entries and adds its measurements to the
+// devices' chunks (see writeBatch); refused samples are counted.
+func (w *writer) stage(ctx context.Context, tx *sql.Tx, b *batchWork) error {
 	lg := tx.StmtContext(ctx, w.insLog)
 	now := w.s.cfg.Now().UnixMilli()
-	wall := time.Now()
-	maxT := w.maxSeen
-	var logs, dropped uint64
-	took := false
+	b.wall = time.Now()
 	for i := range w.batch {
 		it := &w.batch[i]
 		switch {
@@ -404,13 +472,13 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 			if _, err := lg.ExecContext(ctx, e.Time.UnixMilli(), e.Level, e.Code, e.Message, e.PlantID, e.DeviceID); err != nil {
 				return fmt.Errorf("insert log entry: %w", err)
 			}
-			logs++
+			b.logs++
 			continue
 		}
 		m := &it.m
 		t := m.Time.UnixMilli()
-		if w.tooOld(t, maxT, now) {
-			dropped++
+		if w.tooOld(t, b.maxT, now) {
+			b.dropped++
 			continue
 		}
 		if t > now+w.s.cfg.FutureTolerance.Milliseconds() {
@@ -430,58 +498,69 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 		if len(sv) == 0 {
 			continue
 		}
-		took = true
-		maxT = max(maxT, t)
-		t0 := minuteOf(t)
-		mark(dev.id)
-		c := w.open[dev.id]
-		switch {
-		case c != nil && c.t0 == t0:
-		case c == nil || c.t0 < t0:
-			if c != nil {
-				toWrite = append(toWrite, c)
-			}
-			// The stored row of this minute, if any, is merged: the
-			// device has samples up to its last one, or none known.
-			last, known := w.lastT[dev.id]
-			c = &openChunk{dev: dev.id, t0: t0, merge: !known || last >= t0, eager: !known}
-			w.open[dev.id] = c
-		default:
-			// A minute before the open one: written at once, merged
-			// into its row.
-			var late *openChunk
-			for _, x := range toWrite {
-				if x.dev == dev.id && x.t0 == t0 {
-					late = x
-				}
-			}
-			if late == nil {
-				late = &openChunk{dev: dev.id, t0: t0, merge: true}
-				toWrite = append(toWrite, late)
-			}
-			c = late
-		}
+		b.took = true
+		b.maxT = max(b.maxT, t)
+		b.mark(w, dev.id)
+		c := w.chunkFor(b, dev.id, minuteOf(t))
 		c.add(t, sv)
-		c.lastAdd = wall
+		c.lastAdd = b.wall
 	}
-	for _, c := range w.open {
-		if c.persisted < len(c.ts) && (c.eager || flush != nil && flush(c)) {
-			toWrite = append(toWrite, c)
+	return nil
+}
+
+// chunkFor gives the chunk a sample of dev's minute t0 goes into: the
+// open one; a new open one when t0 is later (the old one is to be
+// written); or, for a minute before the open one, one written in this
+// batch and merged into its row.
+func (w *writer) chunkFor(b *batchWork, dev, t0 int64) *openChunk {
+	c := w.open[dev]
+	switch {
+	case c != nil && c.t0 == t0:
+		return c
+	case c == nil || c.t0 < t0:
+		if c != nil {
+			b.toWrite = append(b.toWrite, c)
+		}
+		// The stored row of this minute, if any, is merged: the
+		// device has samples up to its last one, or none known.
+		last, known := w.lastT[dev]
+		c = &openChunk{dev: dev, t0: t0, merge: !known || last >= t0, eager: !known}
+		w.open[dev] = c
+		return c
+	}
+	for _, x := range b.toWrite {
+		if x.dev == dev && x.t0 == t0 {
+			return x
 		}
 	}
+	late := &openChunk{dev: dev, t0: t0, merge: true}
+	b.toWrite = append(b.toWrite, late)
+	return late
+}
+
+// chunkWrites is what writeChunks wrote: per device its newest sample
+// (pending until the commit), the earliest time whose rollups the
+// samples touch, the newest sample time, and the counts.
+type chunkWrites struct {
+	pending       map[int64]int64
+	minAff, maxT  int64
+	meas, samples uint64
+}
+
+// writeChunks writes the chunks with samples not yet stored. Their
+// samples count as arriving now, in time order: one before the device's
+// last stored sample, or within a counter gap after it, reaches back in
+// minAff so that the intervals it touches are rolled up again.
+func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChunk) (chunkWrites, error) {
 	ins := tx.StmtContext(ctx, w.insChunk)
-	pending := map[int64]int64{}
-	minAff := int64(math.MaxInt64)
-	maxT = w.maxSeen
-	var meas, samples uint64
+	cw := chunkWrites{pending: map[int64]int64{}, minAff: math.MaxInt64, maxT: w.maxSeen}
 	for _, c := range toWrite {
 		if c.persisted == len(c.ts) {
 			continue
 		}
 		if err := w.writeChunk(ctx, tx, ins, c); err != nil {
-			return fmt.Errorf("write raw chunk of device %d: %w", c.dev, err)
+			return cw, fmt.Errorf("write raw chunk of device %d: %w", c.dev, err)
 		}
-		// The samples written now count as arriving now, in time order.
 		fresh := make([]chunkSample, 0, len(c.ts)-c.persisted)
 		for i := c.persisted; i < len(c.ts); i++ {
 			fresh = append(fresh, c.sample(i))
@@ -489,7 +568,7 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 		slices.SortStableFunc(fresh, func(a, b chunkSample) int { return cmp.Compare(a.t, b.t) })
 		for _, f := range fresh {
 			t := f.t
-			last, ok := pending[c.dev]
+			last, ok := cw.pending[c.dev]
 			if !ok {
 				last = w.lastT[c.dev]
 			}
@@ -501,47 +580,14 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 			case t-last <= counterGapMs:
 				aff = last
 			}
-			minAff = min(minAff, aff)
-			pending[c.dev] = max(last, t)
-			maxT = max(maxT, t)
-			meas++
-			samples += uint64(len(f.sv))
+			cw.minAff = min(cw.minAff, aff)
+			cw.pending[c.dev] = max(last, t)
+			cw.maxT = max(cw.maxT, t)
+			cw.meas++
+			cw.samples += uint64(len(f.sv))
 		}
 	}
-	newWM, wmChanged := w.wm, false
-	if meas > 0 && (!w.hasWM || minAff < w.wm) {
-		newWM, wmChanged = floorDiv(minAff, bucketMs), true
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('watermark', ?)`, newWM); err != nil {
-			return fmt.Errorf("move rollup watermark: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit batch: %w", err)
-	}
-	w.adds.commit()
-	for _, c := range toWrite {
-		c.persisted = len(c.ts)
-	}
-	for dev, t := range pending {
-		w.lastT[dev] = t
-	}
-	w.maxSeen = maxT
-	if wmChanged {
-		if w.hasWM && newWM < w.carryAt {
-			w.carryAt = -1
-		}
-		w.wm, w.hasWM = newWM, true
-		w.s.rolledUpTo.Store(newWM)
-	}
-	if took {
-		w.lastData, w.idleDone = wall, false
-	}
-	w.s.written.Add(meas)
-	w.s.samples.Add(samples)
-	w.s.logs.Add(logs)
-	w.s.dropped.Add(dropped)
-	w.s.batches.Add(1)
-	return nil
+	return cw, nil
 }
 
 // encode gives a measurement's (series, value) pairs in series order.
