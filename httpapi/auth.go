@@ -8,6 +8,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/plant"
 )
 
 // authServer is the authorization server (package oauth2) as the API
@@ -33,18 +34,18 @@ type authHost struct{ s *Server }
 // authProblemCodes are the problem codes of the statuses the
 // authorization server answers with a problem document.
 var authProblemCodes = map[int]string{
-	http.StatusBadRequest:      codeBadBody,
-	http.StatusUnauthorized:    codeUnauthorized,
-	http.StatusForbidden:       codeForbidden,
-	http.StatusNotFound:        codeNotFound,
-	http.StatusConflict:        codeConflict,
-	http.StatusTooManyRequests: codeRateLimited,
+	http.StatusBadRequest:      plant.CodeBadBody,
+	http.StatusUnauthorized:    plant.CodeUnauthorized,
+	http.StatusForbidden:       plant.CodeForbidden,
+	http.StatusNotFound:        plant.CodeNotFound,
+	http.StatusConflict:        plant.CodeConflict,
+	http.StatusTooManyRequests: plant.CodeRateLimited,
 }
 
 func (h authHost) Problem(c *gin.Context, status int, detail string, invalid ...oauth2.FieldError) {
 	code, ok := authProblemCodes[status]
 	if !ok {
-		code = codeInternal
+		code = plant.CodeInternal
 	}
 	var errs []FieldError
 	for _, f := range invalid {

@@ -34,7 +34,7 @@ func (s *Server) consumerList(c *gin.Context) {
 			pid = nid
 		}
 		if _, ok := s.deps.Live.Plant(pid); !ok {
-			fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown plant %q", pid), FieldError{Field: "plantId", Message: "unknown plant"})
+			fail(c, http.StatusNotFound, plant.CodeNotFound, fmt.Sprintf("unknown plant %q", pid), FieldError{Field: "plantId", Message: "unknown plant"})
 			return
 		}
 	}
@@ -75,7 +75,7 @@ func (s *Server) consumer(c *gin.Context) (plant.ConsumerStatus, bool) {
 			}
 		}
 	}
-	fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown consumer %q", id), FieldError{Field: "deviceId", Message: "unknown consumer"})
+	fail(c, http.StatusNotFound, plant.CodeNotFound, fmt.Sprintf("unknown consumer %q", id), FieldError{Field: "deviceId", Message: "unknown consumer"})
 	return plant.ConsumerStatus{}, false
 }
 
@@ -97,22 +97,22 @@ func (s *Server) setConsumerMode(c *gin.Context) {
 		return
 	}
 	if in.Mode == nil {
-		fail(c, http.StatusBadRequest, codeBadBody, "mode is required", FieldError{Field: "mode", Message: "required: Auto, On or Off"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "mode is required", FieldError{Field: "mode", Message: "required: Auto, On or Off"})
 		return
 	}
 	mode, ok := plant.ParseConsumerMode(*in.Mode)
 	if !ok {
-		fail(c, http.StatusBadRequest, codeBadBody, fmt.Sprintf("unknown mode %q", *in.Mode), FieldError{Field: "mode", Message: "want Auto, On or Off"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("unknown mode %q", *in.Mode), FieldError{Field: "mode", Message: "want Auto, On or Off"})
 		return
 	}
 	by, _ := oauth2.Caller(c)
 	cs, err := s.deps.Consumers.SetMode(c.Request.Context(), c.Param("deviceId"), mode, by)
 	switch {
 	case errors.Is(err, plant.ErrUnknownDevice):
-		fail(c, http.StatusNotFound, codeNotFound, err.Error(), FieldError{Field: "deviceId", Message: "unknown consumer"})
+		fail(c, http.StatusNotFound, plant.CodeNotFound, err.Error(), FieldError{Field: "deviceId", Message: "unknown consumer"})
 		return
 	case err != nil && c.Request.Context().Err() != nil:
-		fail(c, http.StatusServiceUnavailable, codeUnavailable, "request cancelled")
+		fail(c, http.StatusServiceUnavailable, plant.CodeUnavailable, "request cancelled")
 		return
 	case err != nil:
 		s.internal(c, fmt.Errorf("set mode of consumer %q to %s: %w", c.Param("deviceId"), mode, err))

@@ -104,7 +104,7 @@ func (s *Server) postSchedules(c *gin.Context) {
 		return
 	}
 	if s.deps.GridControl == nil {
-		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: schedules cannot be stored")
+		fail(c, http.StatusNotImplemented, plant.CodeNotImplemented, "grid control is not running in this server: schedules cannot be stored")
 		return
 	}
 	name, role := oauth2.Caller(c)
@@ -117,12 +117,12 @@ func (s *Server) postSchedules(c *gin.Context) {
 			fes[i] = FieldError{Field: f.Field, Message: f.Message}
 		}
 		if ve.NotEligible {
-			pb := problem(c, http.StatusUnprocessableEntity, codeNotEligible, "the plant's devices cannot carry every command", fes...)
+			pb := problem(c, http.StatusUnprocessableEntity, plant.CodeNotEligible, "the plant's devices cannot carry every command", fes...)
 			pb.Reasons, pb.Retryable = refusalReasons(body, ve)
 			writeProblem(c, pb)
 			return
 		}
-		fail(c, http.StatusBadRequest, codeBadBody, "invalid schedule", fes...)
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "invalid schedule", fes...)
 		return
 	case err != nil:
 		s.internal(c, err)
@@ -144,17 +144,17 @@ func (s *Server) postSchedules(c *gin.Context) {
 func (s *Server) deleteSchedule(c *gin.Context) {
 	p := ctxPlantOf(c)
 	if s.deps.GridControl == nil {
-		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: schedules cannot be cancelled")
+		fail(c, http.StatusNotImplemented, plant.CodeNotImplemented, "grid control is not running in this server: schedules cannot be cancelled")
 		return
 	}
 	name, role := oauth2.Caller(c)
 	err := s.deps.GridControl.Cancel(c.Request.Context(), p.ID, c.Param("scheduleId"), gridcontrol.Origin{Name: name, Role: role})
 	switch {
 	case errors.Is(err, gridcontrol.ErrUnknownSchedule):
-		fail(c, http.StatusNotFound, codeNotFound, "unknown schedule")
+		fail(c, http.StatusNotFound, plant.CodeNotFound, "unknown schedule")
 		return
 	case errors.Is(err, gridcontrol.ErrNotPermitted):
-		fail(c, http.StatusForbidden, codeForbidden, "a grid operator's schedule is cancelled by a grid operator only")
+		fail(c, http.StatusForbidden, plant.CodeForbidden, "a grid operator's schedule is cancelled by a grid operator only")
 		return
 	case err != nil:
 		s.internal(c, err)
@@ -273,7 +273,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 		return
 	}
 	if len(in.Commands) == 0 {
-		fail(c, http.StatusBadRequest, codeBadBody, "commands are required", FieldError{Field: "commands", Message: "at least one command is required"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "commands are required", FieldError{Field: "commands", Message: "at least one command is required"})
 		return
 	}
 	var errs []FieldError
@@ -283,7 +283,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 		}
 	}
 	if len(errs) > 0 {
-		fail(c, http.StatusBadRequest, codeBadBody, "unknown command", errs...)
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "unknown command", errs...)
 		return
 	}
 	p, devs, ok := s.identifiedPlant(c, in)
@@ -307,7 +307,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 func (s *Server) identifiedPlant(c *gin.Context, in identIn) (plant.Plant, []plant.DeviceLive, bool) {
 	p, _, ferrs := s.findPlant(in)
 	if ferrs != nil {
-		fail(c, http.StatusNotFound, codeNotFound, "plant not found", ferrs...)
+		fail(c, http.StatusNotFound, plant.CodeNotFound, "plant not found", ferrs...)
 		return plant.Plant{}, nil, false
 	}
 	devs, err := s.deps.Live.DeviceStatuses(p.ID)
@@ -325,7 +325,7 @@ func (s *Server) eligibleCommands(c *gin.Context) {
 		return
 	}
 	if len(in.Commands) > 0 {
-		fail(c, http.StatusBadRequest, codeBadBody, "unknown field commands", FieldError{Field: "commands", Message: "unknown field"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "unknown field commands", FieldError{Field: "commands", Message: "unknown field"})
 		return
 	}
 	p, devs, ok := s.identifiedPlant(c, in)
@@ -364,7 +364,7 @@ func (s *Server) settings(c *gin.Context) {
 		return
 	}
 	if s.deps.GridControl == nil {
-		fail(c, http.StatusNotImplemented, codeNotImplemented, "grid control is not running in this server: settings cannot be read")
+		fail(c, http.StatusNotImplemented, plant.CodeNotImplemented, "grid control is not running in this server: settings cannot be read")
 		return
 	}
 	cfgs, err := s.deps.GridControl.Settings(c.Request.Context(), p.ID, name)

@@ -18,24 +18,6 @@ const contentTypeProblem = apidoc.ProblemJSON
 // under the name the handlers (oauth.go among them) use.
 type FieldError = plant.FieldError
 
-// The problem codes (the last segment of type, and code).
-const (
-	codeNotFound         = "not-found"
-	codeMethodNotAllowed = "method-not-allowed"
-	codeBadParameter     = "bad-parameter"
-	codeBadBody          = "bad-body"
-	codeTooLarge         = "body-too-large"
-	codeUnsupportedMedia = "unsupported-media-type"
-	codeUnauthorized     = "unauthorized"
-	codeForbidden        = "forbidden"
-	codeRateLimited      = "rate-limited"
-	codeInternal         = "internal"
-	codeNotImplemented   = "not-implemented"
-	codeNotEligible      = "not-eligible"
-	codeUnavailable      = "unavailable"
-	codeConflict         = "conflict"
-)
-
 // problem builds the problem document (package plant's) for the request.
 func problem(c *gin.Context, status int, code, detail string, errs ...FieldError) plant.Problem {
 	p := plant.NewProblem(status, code, detail, c.Request.URL.RequestURI())
@@ -63,5 +45,5 @@ func fail(c *gin.Context, status int, code, detail string, errs ...FieldError) {
 
 // badParam answers 400 naming the parameter.
 func badParam(c *gin.Context, name, msg string) {
-	fail(c, http.StatusBadRequest, codeBadParameter, "invalid parameter "+name+": "+msg, FieldError{Field: name, Message: msg})
+	fail(c, http.StatusBadRequest, plant.CodeBadParameter, "invalid parameter "+name+": "+msg, FieldError{Field: name, Message: msg})
 }

@@ -53,10 +53,10 @@ func (s *Server) routes() *gin.Engine {
 		e.Use(s.cors)
 	}
 	e.NoRoute(func(c *gin.Context) {
-		fail(c, http.StatusNotFound, codeNotFound, "no route "+c.Request.URL.Path)
+		fail(c, http.StatusNotFound, plant.CodeNotFound, "no route "+c.Request.URL.Path)
 	})
 	e.NoMethod(func(c *gin.Context) {
-		fail(c, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		fail(c, http.StatusMethodNotAllowed, plant.CodeMethodNotAllowed,
 			"method "+c.Request.Method+" not allowed; allowed: "+c.Writer.Header().Get("Allow"))
 	})
 
@@ -139,18 +139,18 @@ func (s *Server) routes() *gin.Engine {
 func (s *Server) internal(c *gin.Context, err error) {
 	id := c.GetString(ctxRequestID)
 	s.log.Error("request failed", "requestId", id, "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
-	fail(c, http.StatusInternalServerError, codeInternal, "internal error; request id "+id)
+	fail(c, http.StatusInternalServerError, plant.CodeInternal, "internal error; request id "+id)
 }
 
 // historyError maps a History error to a problem.
 func (s *Server) historyError(c *gin.Context, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		fail(c, http.StatusNotFound, codeNotFound, err.Error())
+		fail(c, http.StatusNotFound, plant.CodeNotFound, err.Error())
 	case errors.Is(err, ErrBadQuery):
-		fail(c, http.StatusBadRequest, codeBadParameter, err.Error())
+		fail(c, http.StatusBadRequest, plant.CodeBadParameter, err.Error())
 	case errors.Is(err, c.Request.Context().Err()) && c.Request.Context().Err() != nil:
-		fail(c, http.StatusServiceUnavailable, codeUnavailable, "request cancelled")
+		fail(c, http.StatusServiceUnavailable, plant.CodeUnavailable, "request cancelled")
 	default:
 		s.internal(c, err)
 	}
@@ -224,7 +224,7 @@ func lookupParam[T any](c *gin.Context, param, what string, migrated map[string]
 	id := c.Param(param)
 	v, ok := find(id)
 	if !ok {
-		fail(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown %s %q", what, id), FieldError{Field: param, Message: "unknown " + what})
+		fail(c, http.StatusNotFound, plant.CodeNotFound, fmt.Sprintf("unknown %s %q", what, id), FieldError{Field: param, Message: "unknown " + what})
 		return none, false
 	}
 	return v, true
@@ -265,16 +265,16 @@ func isTooLarge(err error) bool {
 func readJSONBody(c *gin.Context) ([]byte, bool) {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/json")
+		fail(c, http.StatusUnsupportedMediaType, plant.CodeUnsupportedMedia, "content type must be application/json")
 		return nil, false
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	switch {
 	case isTooLarge(err):
-		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		fail(c, http.StatusRequestEntityTooLarge, plant.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
 		return nil, false
 	case err != nil:
-		fail(c, http.StatusBadRequest, codeBadBody, "reading the body: "+err.Error())
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "reading the body: "+err.Error())
 		return nil, false
 	}
 	return body, true
@@ -285,7 +285,7 @@ func readJSONBody(c *gin.Context) ([]byte, bool) {
 func decodeJSON(c *gin.Context, v any) bool {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		fail(c, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "content type must be application/json")
+		fail(c, http.StatusUnsupportedMediaType, plant.CodeUnsupportedMedia, "content type must be application/json")
 		return false
 	}
 	dec := json.NewDecoder(c.Request.Body)
@@ -306,17 +306,17 @@ func decodeJSON(c *gin.Context, v any) bool {
 	var se *json.SyntaxError
 	switch {
 	case isTooLarge(err):
-		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		fail(c, http.StatusRequestEntityTooLarge, plant.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		fail(c, http.StatusBadRequest, codeBadBody, "unknown field "+f, FieldError{Field: f, Message: "unknown field"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "unknown field "+f, FieldError{Field: f, Message: "unknown field"})
 	case errors.As(err, &ute):
-		fail(c, http.StatusBadRequest, codeBadBody, "wrong type of field "+ute.Field,
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "wrong type of field "+ute.Field,
 			FieldError{Field: ute.Field, Message: "want " + ute.Type.String()})
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		fail(c, http.StatusBadRequest, codeBadBody, "malformed JSON body")
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "malformed JSON body")
 	default:
-		fail(c, http.StatusBadRequest, codeBadBody, "malformed JSON body: "+err.Error())
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "malformed JSON body: "+err.Error())
 	}
 	return false
 }

@@ -20,6 +20,7 @@ import (
 	"plantd/gridcontrol"
 	"plantd/httpapi/oauth2"
 	"plantd/metrics"
+	"plantd/plant"
 )
 
 // maxBody is the largest request body accepted (413 above).
@@ -393,7 +394,7 @@ func (s *Server) recoverer(c *gin.Context) {
 			s.log.Error("panic in handler", "requestId", id, "method", c.Request.Method,
 				"path", c.Request.URL.Path, "panic", fmt.Sprint(r))
 			if !c.Writer.Written() {
-				fail(c, http.StatusInternalServerError, codeInternal, "internal error; request id "+id)
+				fail(c, http.StatusInternalServerError, plant.CodeInternal, "internal error; request id "+id)
 			}
 			c.Abort()
 		}
@@ -416,7 +417,7 @@ func (s *Server) accessLog(c *gin.Context) {
 // bodyLimit answers 413 for a declared body over maxBody and caps the read.
 func bodyLimit(c *gin.Context) {
 	if c.Request.ContentLength > maxBody {
-		fail(c, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		fail(c, http.StatusRequestEntityTooLarge, plant.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
 		return
 	}
 	if c.Request.Body != nil {
@@ -460,7 +461,7 @@ func (s *Server) loopbackOnly(c *gin.Context) {
 		host = c.Request.RemoteAddr
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		fail(c, http.StatusForbidden, codeForbidden, "only served to loopback clients")
+		fail(c, http.StatusForbidden, plant.CodeForbidden, "only served to loopback clients")
 		return
 	}
 	c.Next()

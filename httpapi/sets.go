@@ -263,7 +263,7 @@ func (s *Server) plantSet(c *gin.Context) {
 func (s *Server) plantSetAnyCase(c *gin.Context) {
 	st := c.Param("setType")
 	if !strings.EqualFold(st, string(plant.SetEnergyBalance)) {
-		fail(c, http.StatusNotFound, codeNotFound, "plant "+ctxPlantOf(c).ID+" has no measurement set "+st+"; plants have EnergyBalance",
+		fail(c, http.StatusNotFound, plant.CodeNotFound, "plant "+ctxPlantOf(c).ID+" has no measurement set "+st+"; plants have EnergyBalance",
 			FieldError{Field: "setType", Message: "want EnergyBalance"})
 		return
 	}
@@ -281,7 +281,7 @@ func (s *Server) deviceSetAnyCase(c *gin.Context) {
 			return
 		}
 	}
-	fail(c, http.StatusNotFound, codeNotFound, "no measurement set type "+st, FieldError{Field: "setType", Message: "unknown set type"})
+	fail(c, http.StatusNotFound, plant.CodeNotFound, "no measurement set type "+st, FieldError{Field: "setType", Message: "unknown set type"})
 }
 
 // deviceSetsOf lists the sets a device supports: from its discovered
@@ -343,7 +343,7 @@ func (s *Server) deviceSet(setType plant.SetType) gin.HandlerFunc {
 		// PowerAc answers for every device with AC values; an unknown set
 		// (device never discovered, nothing stored) is a 404.
 		if !slices.Contains(sets, setType) {
-			fail(c, http.StatusNotFound, codeNotFound, "device "+d.Info.ID+" has no measurement set "+string(setType))
+			fail(c, http.StatusNotFound, plant.CodeNotFound, "device "+d.Info.ID+" has no measurement set "+string(setType))
 			return
 		}
 		q, ok := s.parseSetQuery(c, p, setType)

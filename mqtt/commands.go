@@ -189,7 +189,7 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 		} else {
 			ack.Version = 0
 		}
-		fail(http.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("message larger than %d bytes", u.cfg.MaxCommandBytes))
+		fail(http.StatusRequestEntityTooLarge, plant.CodeTooLarge, fmt.Sprintf("message larger than %d bytes", u.cfg.MaxCommandBytes))
 		return
 	}
 	switch {
@@ -199,12 +199,12 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 		var req cmdRequest
 		if err := decodeStrict(in.payload, &req); err != nil {
 			ack.RequestID, _, ack.Command = readableHead(in.payload)
-			fail(http.StatusBadRequest, "bad-body", "malformed command message: "+err.Error())
+			fail(http.StatusBadRequest, plant.CodeBadBody, "malformed command message: "+err.Error())
 			return
 		}
 		ack.RequestID, ack.Command = req.RequestID, req.Command
 		if req.RequestID == "" {
-			fail(http.StatusBadRequest, "bad-body", "a command needs a requestId")
+			fail(http.StatusBadRequest, plant.CodeBadBody, "a command needs a requestId")
 			return
 		}
 		switch req.Command {
@@ -212,7 +212,7 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 			ack.Status, ack.Body, _ = u.do(ctx, http.MethodPost, "/gridcontrol/v1/plants/"+req.Command, req.RequestID, req.Body)
 		case "schedules":
 			if req.PlantID == "" {
-				fail(http.StatusBadRequest, "bad-body", "command schedules needs a plantId")
+				fail(http.StatusBadRequest, plant.CodeBadBody, "command schedules needs a plantId")
 				return
 			}
 			ack.Status, ack.Body, _ = u.do(ctx, http.MethodGet, "/gridcontrol/v1/plants/"+url.PathEscape(req.PlantID)+"/schedules", req.RequestID, nil)
@@ -224,17 +224,17 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 			ack.Status, ack.Body, _ = u.do(ctx, http.MethodGet, target, req.RequestID, nil)
 		case "consumerMode":
 			if req.DeviceID == "" || req.Body == nil {
-				fail(http.StatusBadRequest, "bad-body", `command consumerMode needs a deviceId and a body {"mode": "Auto"|"On"|"Off"}`)
+				fail(http.StatusBadRequest, plant.CodeBadBody, `command consumerMode needs a deviceId and a body {"mode": "Auto"|"On"|"Off"}`)
 				return
 			}
 			ack.Status, ack.Body, _ = u.do(ctx, http.MethodPut, "/gateway/v1/consumers/"+url.PathEscape(req.DeviceID)+"/mode", req.RequestID, req.Body)
 		default:
-			fail(http.StatusBadRequest, "bad-body", fmt.Sprintf("unknown command %q (%s)", req.Command, cmdNames))
+			fail(http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("unknown command %q (%s)", req.Command, cmdNames))
 			return
 		}
 		u.sendAcks(ctx, nil, ack)
 	default:
-		fail(http.StatusNotFound, "not-found", "no handler for this topic")
+		fail(http.StatusNotFound, plant.CodeNotFound, "no handler for this topic")
 	}
 }
 

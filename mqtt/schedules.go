@@ -174,9 +174,9 @@ func (u *Uplink) answerNotes(ctx context.Context, plantID string, notes []schedN
 		a := ackItem{RequestID: n.requestID, Topic: rel, Version: n.version, Status: http.StatusConflict}
 		if n.stale || n.version < newest {
 			n.newer = max(n.newer, newest)
-			a.Body = problem(http.StatusConflict, "stale-version", fmt.Sprintf("version %d is lower than version %d, which came before it", n.version, n.newer), rel)
+			a.Body = problem(http.StatusConflict, plant.CodeStaleVersion, fmt.Sprintf("version %d is lower than version %d, which came before it", n.version, n.newer), rel)
 		} else {
-			a.Body = problem(http.StatusConflict, "superseded", fmt.Sprintf("version %d was superseded by version %d before it was evaluated", n.version, n.newer), rel)
+			a.Body = problem(http.StatusConflict, plant.CodeSuperseded, fmt.Sprintf("version %d was superseded by version %d before it was evaluated", n.version, n.newer), rel)
 		}
 		acks = append(acks, a)
 	}
@@ -211,16 +211,16 @@ func (u *Uplink) answerSchedule(ctx context.Context, plantID string, in inbound)
 	var req scheduleRequest
 	if err := decodeStrict(in.payload, &req); err != nil {
 		ack.RequestID, ack.Version, _ = readableHead(in.payload)
-		fail(http.StatusBadRequest, "bad-body", "malformed schedule message: "+err.Error())
+		fail(http.StatusBadRequest, plant.CodeBadBody, "malformed schedule message: "+err.Error())
 		return
 	}
 	ack.RequestID, ack.Version = req.RequestID, req.Version
 	if req.Version < 1 || len(req.Schedule) == 0 || req.RequestID == "" {
-		fail(http.StatusBadRequest, "bad-body", "a schedule message needs requestId, version (≥ 1) and schedule")
+		fail(http.StatusBadRequest, plant.CodeBadBody, "a schedule message needs requestId, version (≥ 1) and schedule")
 		return
 	}
 	if req.Version > maxVersion {
-		fail(http.StatusBadRequest, "bad-version", fmt.Sprintf("version %d is above 2^53−1", req.Version))
+		fail(http.StatusBadRequest, plant.CodeBadVersion, fmt.Sprintf("version %d is above 2^53−1", req.Version))
 		return
 	}
 	last := u.lastAnswered(ctx, plantID)
@@ -241,10 +241,10 @@ func (u *Uplink) answerSchedule(ctx context.Context, plantID string, in inbound)
 		u.log.Debug("retained schedule older than the last answered", "plant", plantID, "version", req.Version, "last", newest)
 		return
 	case req.Version < newest:
-		fail(http.StatusConflict, "stale-version", fmt.Sprintf("version %d is lower than version %d, answered or kept", req.Version, newest))
+		fail(http.StatusConflict, plant.CodeStaleVersion, fmt.Sprintf("version %d is lower than version %d, answered or kept", req.Version, newest))
 		return
 	case req.Version-last > maxVersionJump:
-		fail(http.StatusConflict, "version-too-far-ahead",
+		fail(http.StatusConflict, plant.CodeVersionTooFarAhead,
 			fmt.Sprintf("version %d is more than 2^42 ahead of the last answered version (%d)", req.Version, last))
 		return
 	}
@@ -252,7 +252,7 @@ func (u *Uplink) answerSchedule(ctx context.Context, plantID string, in inbound)
 	if p != nil {
 		delete(u.pending, plantID)
 		u.sendAcks(ctx, nil, ackItem{RequestID: p.req.RequestID, Topic: p.rel, Version: p.req.Version, Status: http.StatusConflict,
-			Body: problem(http.StatusConflict, "superseded", fmt.Sprintf("version %d was superseded by version %d before it could be applied", p.req.Version, req.Version), p.rel)})
+			Body: problem(http.StatusConflict, plant.CodeSuperseded, fmt.Sprintf("version %d was superseded by version %d before it could be applied", p.req.Version, req.Version), p.rel)})
 		if p.wait == waitRate && time.Now().Before(p.notBefore) {
 			// The rate limit's wait holds for the newer version too.
 			np.wait, np.notBefore = waitRate, p.notBefore

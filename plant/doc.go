@@ -25,7 +25,8 @@
 // make, the store keeps, the HTTP API lists and the uplink publishes, the
 // stored grid-control schedule ([ScheduleRecord]), the question for a
 // measurement set ([SetQuery], [Period]) and the problem document
-// of refused requests and commands ([Problem]). store, httpapi and mqtt
+// of refused requests and commands ([Problem], with its codes such as
+// [CodeNotFound]). store, httpapi and mqtt
 // take and return these types, so cmd/plantd wires them without copying
 // fields.
 //

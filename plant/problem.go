@@ -41,6 +41,30 @@ type ProblemReason struct {
 	Message string `json:"message"`
 }
 
+// The codes of plantd's problems (a problem's code and the last segment of
+// its type), one list for the HTTP API and the MQTT command answers.
+const (
+	CodeNotFound         = "not-found"
+	CodeMethodNotAllowed = "method-not-allowed"
+	CodeBadParameter     = "bad-parameter"
+	CodeBadBody          = "bad-body"
+	CodeTooLarge         = "body-too-large"
+	CodeUnsupportedMedia = "unsupported-media-type"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeRateLimited      = "rate-limited"
+	CodeInternal         = "internal"
+	CodeNotImplemented   = "not-implemented"
+	CodeNotEligible      = "not-eligible"
+	CodeUnavailable      = "unavailable"
+	CodeConflict         = "conflict"
+	// The version rules of schedule messages over MQTT.
+	CodeBadVersion         = "bad-version"
+	CodeVersionTooFarAhead = "version-too-far-ahead"
+	CodeStaleVersion       = "stale-version"
+	CodeSuperseded         = "superseded"
+)
+
 // ProblemTypeBase prefixes the type URIs of plantd's problems; the last
 // segment is the problem's code ("not-found", "bad-parameter", ...).
 const ProblemTypeBase = "https://plantd.dev/problems/"
