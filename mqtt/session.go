@@ -413,7 +413,8 @@ func (s *session) fillBacklog(ctx context.Context, name string, st *sendState, f
 	if w := s.bucket.wait(1); w > 0 {
 		return w, nil
 	}
-	if len(st.ahead) == 0 {
+	read := len(st.ahead) == 0
+	if read {
 		limit := min(free*8, 512)
 		rows, err := s.u.deps.Outbox.PeekAfter(ctx, name, st.sent, limit)
 		if err != nil {
@@ -427,7 +428,11 @@ func (s *session) fillBacklog(ctx context.Context, name string, st *sendState, f
 		n++
 	}
 	st.ahead = st.ahead[n:]
-	if len(st.ahead) == 0 && !st.more {
+	// Drained only by this fill's own read: rows read in an earlier fill
+	// say nothing of those queued since, whose wake-up came while the
+	// stream was still active (it stalled until the next message then);
+	// the next fill reads again.
+	if len(st.ahead) == 0 && !st.more && read {
 		delete(s.active, name) // drained until notified again
 	} else {
 		s.active[name] = true
