@@ -40,6 +40,9 @@ func waitStats(t *testing.T, s *Store, what string, ok func(Stats) bool) Stats {
 // after idleRollup.
 func TestChunkMinuteWritten(t *testing.T) {
 	t.Parallel() // its own database files
+	if testing.Short() {
+		t.Skip("waits the 15 s of wall clock after which a quiet device's open minute is written")
+	}
 	s := openTest(t, Config{BatchInterval: 20 * time.Millisecond})
 	runStore(t, s)
 	syn := &synth{loc: mustZone(t, "Europe/Berlin")}
