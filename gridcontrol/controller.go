@@ -177,6 +177,9 @@ type Stats struct {
 	// Cycles are the durations of the last 1000 control cycles that wrote
 	// or ran the FeedInLimit loop (reads, computation and writes).
 	Cycles []time.Duration
+	// LastCycle is when the last of those cycles began (its reads came
+	// after it).
+	LastCycle time.Time
 	// NotFollowing is the number of inverters whose output stays above
 	// their limit although the register reads back right and the enable
 	// was toggled.
@@ -324,6 +327,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
 			c.stats.Cycles = append(c.stats.Cycles, took)
+			c.stats.LastCycle = began
 			if len(c.stats.Cycles) > 1000 {
 				c.stats.Cycles = c.stats.Cycles[1:]
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,8 @@ type rig struct {
 	st      *store.Store
 	clients map[string]devices.ReadWriter
 	cfg     gridcontrol.Config
+
+	answers sync.Map // device id -> *atomic.Int64: its poll answers applied to live
 
 	mu     sync.Mutex
 	gc     *gridcontrol.Controller
@@ -78,7 +81,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
 	r.live = plant.NewLive(plants, infos, time.Now)
-	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) { r.live.Apply(s) }, nil)
+	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) {
+		r.live.Apply(s)
+		n, _ := r.answers.LoadOrStore(s.Device, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +230,14 @@ func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// answered returns how many poll answers of device the live state took.
+func (r *rig) answered(device string) int64 {
+	if n, ok := r.answers.Load(device); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // command returns the status of the i-th command of a stored schedule.

@@ -20,6 +20,7 @@ func (c *gridCollector) Collect(w *metrics.Writer) {
 	w.Counter("plantd_gridcontrol_restores_total", "Controls restored to the device's default after their last window.", float64(s.Restores))
 	if n := len(s.Cycles); n > 0 {
 		w.Gauge("plantd_gridcontrol_cycle_seconds", "Duration of the last control cycle that wrote or ran the FeedInLimit loop.", s.Cycles[n-1].Seconds())
+		w.Gauge("plantd_gridcontrol_last_cycle_timestamp_seconds", "When the last control cycle that wrote or ran the FeedInLimit loop began (Unix time): a stalled loop stops moving it.", float64(s.LastCycle.UnixNano())/1e9)
 	}
 	if n := len(s.EdgeToWrite); n > 0 {
 		w.Gauge("plantd_gridcontrol_edge_to_write_seconds", "Latency from the last window start or end to the first write it caused.", s.EdgeToWrite[n-1].Seconds())
