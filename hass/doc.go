@@ -31,7 +31,13 @@
 //     meet). A config that changes (a device discovered later with its
 //     nameplate, a new channel) is published again; an entity of this
 //     process that is gone (a device removed by a reload) gets an empty
-//     config, which removes it from Home Assistant.
+//     config, which removes it from Home Assistant. At each connection
+//     the link also reads the retained configs under its node (a
+//     subscription that ends after the first round): one of a plant or
+//     device no longer configured, left by an earlier run, is cleared
+//     the same way. A configured device's configs stay, published by
+//     this run or not (it may not have answered yet; Home Assistant
+//     keeps the entity's settings).
 //   - P/G/plant/<plantId>/<key> and P/G/device/<deviceId>/<key>: one plain
 //     value per entity (retained, QoS 0), no JSON and no templates.
 //     Published when it changes (compared every Config.Check) and all of

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -117,6 +119,14 @@ type Link struct {
 	// its HA device as published (Run only): a config whose device
 	// changed is published again, one no longer listed is cleared.
 	configDevice map[string]string
+	// owners are the plants' and devices' object-id prefixes
+	// ("device_<escaped id>") as configured when the connection came up:
+	// a retained config under the gateway's node that names none of them
+	// was left by a run that had that plant or device, and is cleared
+	// (paho's handler reads it).
+	owners atomic.Pointer[map[string]bool]
+	// clearedOwners are the owners whose left configs were logged.
+	clearedOwners sync.Map
 }
 
 // command is a message on a command topic.
@@ -164,6 +174,11 @@ func (l *Link) configTopic(e *entity) string {
 
 // commandFilter matches every command topic.
 func (l *Link) commandFilter() string { return l.base() + "/+/+/+/set" }
+
+// configFilter matches every discovery config of this gateway.
+func (l *Link) configFilter() string {
+	return l.cfg.DiscoveryPrefix + "/+/" + escapeID(l.cfg.GatewayID) + "/+/config"
+}
 
 // Run connects and serves until ctx ends; then it publishes "offline" and
 // disconnects. A broker that cannot be reached is retried (paho's
@@ -225,8 +240,20 @@ func (l *Link) Run(ctx context.Context) error {
 			if err := l.wait(c.Subscribe(l.commandFilter(), 1, l.onMessage)); err != nil {
 				l.log.Warn("home assistant: subscribe to the command topics", "err", err)
 			}
+			// The broker hands over the retained configs on subscribing;
+			// those of plants and devices no longer configured are
+			// cleared (onConfig). The subscription ends after the first
+			// round: the broker sent them before that round's answers.
+			l.owners.Store(l.configuredOwners())
+			cfgSub := l.wait(c.Subscribe(l.configFilter(), 1, l.onConfig))
+			if cfgSub != nil {
+				l.log.Warn("home assistant: subscribe to the discovery configs", "err", cfgSub)
+			}
 			l.wait(c.Publish(l.availabilityTopic(), 1, true, "online"))
 			l.round(ctx, c, true, true)
+			if cfgSub == nil {
+				l.wait(c.Unsubscribe(l.configFilter()))
+			}
 		case <-check.C:
 			if up && c.IsConnectionOpen() {
 				l.round(ctx, c, false, false)
@@ -265,6 +292,56 @@ func (l *Link) onMessage(_ paho.Client, m paho.Message) {
 	case l.cmds <- cmd:
 	default:
 		l.log.Warn("home assistant: command dropped, too many waiting", "topic", m.Topic())
+	}
+}
+
+// configuredOwners returns the object-id prefixes of the configured
+// plants, devices and consumers.
+func (l *Link) configuredOwners() *map[string]bool {
+	owners := map[string]bool{}
+	for _, p := range l.deps.Live.Plants() {
+		owners[scopePlant+"_"+escapeID(p.ID)] = true
+		devs, err := l.deps.Live.Devices(p.ID)
+		if err != nil {
+			continue
+		}
+		for _, d := range devs {
+			owners[scopeDevice+"_"+escapeID(d.Info.ID)] = true
+		}
+	}
+	if l.deps.Consumers != nil {
+		for _, cs := range l.deps.Consumers.Consumers() {
+			owners[scopeDevice+"_"+escapeID(cs.DeviceID)] = true
+		}
+	}
+	return &owners
+}
+
+// onConfig is paho's handler of the gateway's discovery configs while the
+// link looks for those a previous run left: a retained config whose
+// object id ("<scope>_<escaped id>__<key>") names no configured plant or
+// device gets an empty retained config, which removes its entity from
+// Home Assistant. A configured device's entity this run has not (yet)
+// published stays: the device may be offline, and Home Assistant keeps
+// its entity's settings.
+func (l *Link) onConfig(c paho.Client, m paho.Message) {
+	if !m.Retained() || len(m.Payload()) == 0 {
+		return // this run's own configs, as the broker forwards them
+	}
+	parts := strings.Split(m.Topic(), "/")
+	if len(parts) < 2 {
+		return
+	}
+	owner, _, ok := strings.Cut(parts[len(parts)-2], "__")
+	owners := l.owners.Load()
+	if !ok || owners == nil || (*owners)[owner] {
+		return
+	}
+	if _, logged := l.clearedOwners.LoadOrStore(owner, true); !logged {
+		l.log.Info("home assistant: clearing the entities a previous run left of a plant or device no longer configured", "object", owner)
+	}
+	if err := l.wait(c.Publish(m.Topic(), 1, true, "")); err != nil {
+		l.log.Warn("home assistant: clear a discovery config", "topic", m.Topic(), "err", err)
 	}
 }
 

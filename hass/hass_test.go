@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // syncBuffer is a log sink the test reads while the link writes.
@@ -149,4 +151,71 @@ func TestLinkStopsWithoutBroker(t *testing.T) {
 	l := newTestLink(t, "tcp://"+proctest.DeadAddr(t), "", "", logs)
 	stop := start(t, l)
 	stop()
+}
+
+// TestLinkClearsLeftConfigs: at connection the link clears the discovery
+// configs a previous run left of a device no longer configured (Home
+// Assistant removes their entities), and keeps those of a configured
+// device it has not published yet (not answered since the start), its
+// plant's and another gateway's.
+func TestLinkClearsLeftConfigs(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.Start(t, mqtttest.Options{Users: map[string]string{"plantd": "pw-p", "watcher": "pw-w"}})
+	gone := []string{"homeassistant/sensor/gw/device_old__active_power/config", "homeassistant/binary_sensor/gw/device_old__problem/config"}
+	kept := []string{"homeassistant/sensor/gw/device_inv_5f1__active_power/config", // inv_1, configured
+		"homeassistant/sensor/gw/plant_p1__pv_power/config", "homeassistant/sensor/gw2/device_old__active_power/config"}
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("left").SetUsername("watcher").SetPassword("pw-w"))
+	if tok := pub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	for _, topic := range append(slices.Clone(gone), kept...) {
+		if tok := pub.Publish(topic, 1, true, `{"name":"left"}`); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish %s: %v", topic, tok.Error())
+		}
+	}
+	pub.Disconnect(0)
+
+	var mu sync.Mutex
+	cleared := map[string]bool{}
+	w := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("cleared").SetUsername("watcher").SetPassword("pw-w"))
+	if tok := w.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	defer w.Disconnect(0)
+	if tok := w.Subscribe("homeassistant/#", 1, func(_ paho.Client, m paho.Message) {
+		if len(m.Payload()) == 0 {
+			mu.Lock()
+			cleared[m.Topic()] = true
+			mu.Unlock()
+		}
+	}); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("subscribe: %v", tok.Error())
+	}
+
+	live := plant.NewLive([]plant.Plant{{ID: "p1", Name: "Test", Location: time.UTC}},
+		[]plant.DeviceInfo{{ID: "inv_1", PlantID: "p1", Name: "Inverter", Kind: kind.Inverter}}, nil)
+	logs := &syncBuffer{}
+	l, err := New(Config{Broker: b.URL(), Username: "plantd", Password: "pw-p", ClientID: "gw-ha", GatewayID: "gw",
+		Prefix: "plantd", DiscoveryPrefix: "homeassistant"},
+		Deps{Live: live, Commands: http.NotFoundHandler()}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, l)
+	mqtttest.WaitFor(t, 20*time.Second, "the configs of the device no longer configured cleared", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return cleared[gone[0]] && cleared[gone[1]]
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, topic := range kept {
+		if cleared[topic] {
+			t.Errorf("%s cleared, want it kept", topic)
+		}
+	}
+	if n := logs.count("no longer configured"); n != 1 {
+		t.Errorf("%d log lines of the cleared device, want 1 (once per device)", n)
+	}
 }
