@@ -138,3 +138,43 @@ func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 		t.Log(l)
 	}
 }
+
+// TestFeedInLimitPct: the feed-in limit in force in % of the rating of
+// the inverters carrying limits (10 + 8 kW): 100 without one, a limit in
+// % as given, one in W converted, the newest
+// window of a role governing.
+func TestFeedInLimitPct(t *testing.T) {
+	t.Parallel()
+	devs := sim.DefaultConfig().Devices
+	r := newRig(t, rigOpts{devices: []sim.DeviceConfig{devs[0], devs[1], devs[2]}}) // inv1, inv2, meter
+	pct := func() float64 {
+		v, err := r.controller().FeedInLimitPct("demo")
+		if err != nil {
+			t.Fatalf("FeedInLimitPct: %v", err)
+		}
+		return v
+	}
+	if v := pct(); v != 100 {
+		t.Fatalf("without a window: %g %%, want 100", v)
+	}
+	if _, err := r.controller().FeedInLimitPct("nowhere"); err == nil {
+		t.Error("an unknown plant: no error")
+	}
+	start, _ := window(0, 0)
+	end := start.Add(10 * time.Minute)
+	inW := func(w float64) string {
+		return fmt.Sprintf(`{"command":"FeedInLimit","start":%q,"end":%q,"value":%g,"unit":"W"}`, ts(start), ts(end), w)
+	}
+	for _, tc := range []struct {
+		what, cmd string
+		want      float64
+	}{
+		{"40 %", limitCmd("FeedInLimit", start, end, 40), 40},
+		{"3600 W", inW(3600), 20},
+		{"the rating", inW(18000), 100},
+		{"another command", limitCmd("opModMaxLimW", start, end, 30), 100},
+	} {
+		r.mustSubmit(body(tc.cmd))
+		r.waitFor(10*time.Second, fmt.Sprintf("after %s, the limit in force %g %%", tc.what, tc.want), func() bool { return math.Abs(pct()-tc.want) < 1e-9 })
+	}
+}

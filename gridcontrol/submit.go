@@ -403,6 +403,37 @@ func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, 
 	return out, nil
 }
 
+// ErrNoRating: a limit in W holds, and no inverter carrying limits has
+// told its rating yet, so it has no value in %.
+var ErrNoRating = errors.New("no inverter rating known yet")
+
+// FeedInLimitPct returns the feed-in limit in force at plantID now, in %
+// of the rated power of the inverters carrying limits (Home Assistant's
+// number shows it): the FeedInLimit window that governs (activeAt), 100
+// when none holds. A limit in W is converted with the rating the last
+// control cycle found (100 when the rating fell below it since it was
+// accepted), or fails with
+// ErrNoRating.
+func (c *Controller) FeedInLimitPct(plantID string) (float64, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		return 0, fmt.Errorf("grid control: unknown plant %s", plantID)
+	}
+	w, ok := activeAt(pc.scheds, now, pc.limitRatedW)["FeedInLimit"]
+	switch {
+	case !ok || w.cmd.Value == nil:
+		return 100, nil
+	case w.cmd.Unit != "W":
+		return *w.cmd.Value, nil
+	case pc.limitRatedW <= 0:
+		return 0, ErrNoRating
+	}
+	return min(*w.cmd.Value*100/pc.limitRatedW, 100), nil
+}
+
 // view is a copy of a schedule with each command's status at now: an open
 // window other than the one that governs its command (gov, activeAt's
 // answer at now) is overridden, naming the governing schedule. c.mu is

@@ -54,8 +54,9 @@
 // energy balance over the plant's whole history (its 5-minute rollups,
 // read again when the rollup watermark moves: they grow as rollups
 // complete, and never fall, as Home Assistant's Energy dashboard needs); with a battery its charge, discharge and state
-// of charge; and the FeedInLimit number (0..100 %, the limit in force,
-// 100 without one). Per active device: its health (an enum sensor and a
+// of charge; and the FeedInLimit number (0..100 %, the limit in force in
+// % of the limit-carrying inverters' rating, a limit in W converted, 100
+// without one). Per active device: its health (an enum sensor and a
 // problem binary_sensor) and a sensor for every plain (not per-input)
 // channel it has reported, lifetime counters in kWh as total_increasing.
 // Per consumer of the home energy manager: a select (Auto, On, Off) and a
@@ -78,9 +79,8 @@
 // # Import boundary
 //
 // hass imports plant and plant/kind (the live state and the domain's
-// types), gridcontrol (the schedule type it reads the limit in force
-// from), paho and the standard library (net/http/httptest only for its
+// types), paho and the standard library (net/http/httptest only for its
 // ResponseRecorder, to take the in-process answer). It never imports
-// httpapi, store, mqtt, consumer, devices, modbus or cmd; nothing imports
-// it but cmd/plantd.
+// gridcontrol, httpapi, store, mqtt, consumer, devices, modbus or cmd;
+// nothing imports it but cmd/plantd.
 package hass

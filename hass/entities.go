@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode"
 
-	"plantd/gridcontrol"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -154,7 +153,7 @@ func (l *Link) entities(s *snapshot) []entity {
 					config: energySensor(), state: st})
 			}
 		}
-		if l.deps.Schedules != nil {
+		if l.deps.Limits != nil {
 			out = append(out, entity{component: compNumber, scope: scopePlant, id: p.ID, key: keyFeedInLimit, name: "Feed-in limit", device: pdev, deviceJSON: pjson,
 				config: map[string]any{"min": 0, "max": 100, "step": 1, "unit_of_measurement": "%", "mode": "box", "icon": "mdi:transmission-tower-export"},
 				state:  s.limits[p.ID], command: true})
@@ -342,31 +341,6 @@ func plainChannels(d plant.DeviceLive) []plant.Channel {
 		}
 	}
 	return out
-}
-
-// feedInLimit is the FeedInLimit number's state: the lowest limit of the
-// plant's active FeedInLimit windows in %, "100" without one, "None"
-// (unknown) when the one in force is in W.
-func feedInLimit(scheds []gridcontrol.Schedule) string {
-	best, found, watts := 100.0, false, false
-	for _, s := range scheds {
-		for _, c := range s.Commands {
-			if c.Command != "FeedInLimit" || c.Status != gridcontrol.StatusActive || c.Value == nil {
-				continue
-			}
-			if c.Unit == "W" {
-				watts = true
-				continue
-			}
-			if !found || *c.Value < best {
-				best, found = *c.Value, true
-			}
-		}
-	}
-	if watts && !found {
-		return "None"
-	}
-	return fmtNum(best, 1)
 }
 
 // lifetimeEnergy reads a plant's energy balance over its whole history

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"plantd/gridcontrol"
 	"plantd/plant"
 )
 
@@ -87,34 +86,6 @@ func TestChannelSensor(t *testing.T) {
 		}
 		if _, st := channelSensor(tc.c, tc.v, false); st != "" {
 			t.Errorf("%s: a value not known has state %q", tc.c, st)
-		}
-	}
-}
-
-// TestFeedInLimit: the number shows the lowest active FeedInLimit in %,
-// 100 without one, unknown for a limit in W.
-func TestFeedInLimit(t *testing.T) {
-	t.Parallel()
-	v := func(f float64) *float64 { return &f }
-	cmd := func(name string, st gridcontrol.Status, val *float64, unit string) gridcontrol.ScheduledCmd {
-		return gridcontrol.ScheduledCmd{Command: name, Status: st, Value: val, Unit: unit}
-	}
-	for _, tc := range []struct {
-		name string
-		cmds []gridcontrol.ScheduledCmd
-		want string
-	}{
-		{"none", nil, "100"},
-		{"pending only", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusPending, v(40), "%")}, "100"},
-		{"active", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(40), "%")}, "40"},
-		{"default unit", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(60), "")}, "60"},
-		{"overridden is not in force", []gridcontrol.ScheduledCmd{
-			cmd("FeedInLimit", gridcontrol.StatusOverridden, v(70), "%"), cmd("FeedInLimit", gridcontrol.StatusActive, v(30), "%")}, "30"},
-		{"another command", []gridcontrol.ScheduledCmd{cmd("opModMaxLimW", gridcontrol.StatusActive, v(20), "%")}, "100"},
-		{"in W", []gridcontrol.ScheduledCmd{cmd("FeedInLimit", gridcontrol.StatusActive, v(3000), "W")}, "None"},
-	} {
-		if got := feedInLimit([]gridcontrol.Schedule{{Commands: tc.cmds}}); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

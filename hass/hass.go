@@ -16,7 +16,6 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"plantd/gridcontrol"
 	"plantd/plant"
 )
 
@@ -57,10 +56,11 @@ type Energy interface {
 	RolledUpTo() time.Time
 }
 
-// Schedules lists a plant's schedules with their statuses
-// (*gridcontrol.Controller): the feed-in limit in force.
-type Schedules interface {
-	Schedules(plantID string, opts ...gridcontrol.ListOption) ([]gridcontrol.Schedule, error)
+// Limits gives the feed-in limit in force (*gridcontrol.Controller): in
+// % of the rated power of the inverters carrying limits, 100 without one;
+// an error when it has no value in % (a limit in W, no rating known yet).
+type Limits interface {
+	FeedInLimitPct(plantID string) (float64, error)
 }
 
 // Consumers lists the home energy manager's consumers (*consumer.Manager).
@@ -69,12 +69,12 @@ type Consumers interface {
 }
 
 // Deps are the link's sources. Live and Commands are required; without
-// Energy there are no energy sensors, without Schedules no feed-in limit,
+// Energy there are no energy sensors, without Limits no feed-in limit,
 // without Consumers no consumer entities.
 type Deps struct {
 	Live      Live
 	Energy    Energy
-	Schedules Schedules
+	Limits    Limits
 	Consumers Consumers
 	// Commands is the HTTP API serving in-process requests as Home
 	// Assistant's credential (httpapi's AsRole).
@@ -481,9 +481,10 @@ func (l *Link) read(ctx context.Context) *snapshot {
 				fresh[p.ID] = e
 			}
 		}
-		if l.deps.Schedules != nil {
-			if sc, err := l.deps.Schedules.Schedules(p.ID); err == nil {
-				s.limits[p.ID] = feedInLimit(sc)
+		if l.deps.Limits != nil {
+			s.limits[p.ID] = "None" // unknown
+			if pct, err := l.deps.Limits.FeedInLimitPct(p.ID); err == nil {
+				s.limits[p.ID] = fmtNum(pct, 1)
 			}
 		}
 	}

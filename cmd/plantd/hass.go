@@ -24,7 +24,7 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 	if err != nil {
 		return nil, fmt.Errorf("home assistant: %w", err)
 	}
-	deps := hass.Deps{Live: d.live, Energy: hassEnergy{d.store}, Schedules: d.grid, Commands: commands}
+	deps := hass.Deps{Live: d.live, Energy: hassEnergy{d.store}, Limits: d.grid, Commands: commands}
 	if d.homes != nil {
 		deps.Consumers = d.homes
 	}

@@ -362,6 +362,18 @@ func TestHomeAssistant(t *testing.T) {
 	t.Logf("FeedInLimit set: window in GET schedules after %v, the number's state 40 after %v",
 		windowAfter.Round(time.Millisecond), time.Since(setAt).Round(time.Millisecond))
 
+	// A limit given in W (the installer's over HTTP, newer than Home
+	// Assistant's: it governs) shows in % of the inverters' rating
+	// (10 + 8 kW).
+	if code, b := d.request("POST", "/gridcontrol/v1/plants/p1/schedules", tokInst,
+		`{"commands":[{"command":"FeedInLimit","start":"+0s","end":"+1h","value":3600,"unit":"W"}]}`); code != 201 {
+		t.Fatalf("POST a FeedInLimit in W: %d %s", code, b)
+	}
+	waitUntil(t, 20*time.Second, "the feed-in limit state 20 (3600 W of 18 kW)", func() bool {
+		m, _ := live.get(base + "plant/p1/feed_in_limit")
+		return m.payload == "20"
+	})
+
 	// Consumer modes from Home Assistant: the select and the switch.
 	modeAt := time.Now()
 	live.publish(t, base+"device/heater/mode/set", "Off")
