@@ -57,8 +57,10 @@
 // of charge; and the FeedInLimit number (0..100 %, the limit in force in
 // % of the limit-carrying inverters' rating, a limit in W converted, 100
 // without one). Per active device: its health (an enum sensor and a
-// problem binary_sensor) and a sensor for every plain (not per-input)
-// channel it has reported, lifetime counters in kWh as total_increasing.
+// problem binary_sensor) and a sensor for every channel it has reported,
+// one per input of a per-input channel (key and name end in the API's
+// input label: dc_power_input_a, "DC power input A"), lifetime counters
+// in kWh as total_increasing.
 // Per consumer of the home energy manager: a select (Auto, On, Off) and a
 // switch (the output read back; ON and OFF set the mode On and Off).
 //

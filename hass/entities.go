@@ -84,9 +84,16 @@ type snapshot struct {
 	energies  map[string]map[string]float64 // by plant id: the balance's lifetime Wh by field
 	limits    map[string]string             // by plant id: the FeedInLimit number's state
 	consumers map[string]plant.ConsumerStatus
-	// channels are the plain channels each device has reported in this
-	// process: its sensors (a device gone offline keeps its entities).
-	channels map[string][]plant.Channel
+	// channels are the readings each device has reported in this process:
+	// its sensors (a device gone offline keeps its entities).
+	channels map[string][]sensorKey
+}
+
+// sensorKey is a reading a device reports: a plain channel (index 0) or
+// one input of a per-input channel (DC input A, battery module B).
+type sensorKey struct {
+	ch    plant.Channel
+	index int
 }
 
 // The energy balance's lifetime fields (the store's field names) and
@@ -191,10 +198,19 @@ func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []
 		{component: compBinary, scope: scopeDevice, id: id, key: "problem", name: "Problem", device: dev, deviceJSON: djson,
 			config: map[string]any{"device_class": "problem", "entity_category": "diagnostic"}, state: problem},
 	}
-	for _, c := range s.channels[id] {
-		e := entity{component: compSensor, scope: scopeDevice, id: id, key: l.names.key(c), name: l.names.name(c), device: dev, deviceJSON: djson}
-		v, ok := d.Value(c)
-		e.config, e.state = channelSensor(c, v, ok)
+	for _, k := range s.channels[id] {
+		e := entity{component: compSensor, scope: scopeDevice, id: id, key: l.names.key(k.ch), name: l.names.name(k.ch), device: dev, deviceJSON: djson}
+		var v float64
+		var ok bool
+		if k.index == 0 {
+			v, ok = d.Value(k.ch)
+		} else {
+			// The API's label of the input: "DC power input A".
+			label := plant.IndexLabel(k.index)
+			e.key, e.name = e.key+"_"+strings.ToLower(label), e.name+" "+label
+			v, ok = inputValue(d, k)
+		}
+		e.config, e.state = channelSensor(k.ch, v, ok)
 		out = append(out, e)
 	}
 	if cs, ok := s.consumers[id]; ok {
@@ -331,16 +347,22 @@ func channelSensor(c plant.Channel, v float64, ok bool) (map[string]any, string)
 	return cfg, state(1, 3)
 }
 
-// plainChannels are the plain (not per-input) channels of a device's
-// readings, in API order.
-func plainChannels(d plant.DeviceLive) []plant.Channel {
-	var out []plant.Channel
+// keyOf is the sensor a reading belongs to.
+func keyOf(r plant.Reading) sensorKey {
+	if r.Channel.Indexed() {
+		return sensorKey{r.Channel, r.Index}
+	}
+	return sensorKey{ch: r.Channel}
+}
+
+// inputValue is the value of one input of a per-input channel.
+func inputValue(d plant.DeviceLive, k sensorKey) (float64, bool) {
 	for _, r := range d.Readings {
-		if !r.Channel.Indexed() && r.Index <= 1 && !slices.Contains(out, r.Channel) {
-			out = append(out, r.Channel)
+		if r.Channel == k.ch && r.Index == k.index {
+			return r.Value, true
 		}
 	}
-	return out
+	return 0, false
 }
 
 // lifetimeEnergy reads a plant's energy balance over its whole history

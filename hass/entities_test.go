@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // TestEscapeID: Home Assistant's characters only, and distinct ids stay
@@ -123,5 +124,39 @@ func TestRequest(t *testing.T) {
 		if err != nil || method != tc.method || target != tc.target || !json.Valid(body) || string(body) != tc.body {
 			t.Errorf("%+v: %s %s %s (%v), want %s %s %s", tc.cmd, method, target, body, err, tc.method, tc.target, tc.body)
 		}
+	}
+}
+
+// TestInputSensors: a per-input channel has a sensor per input, keyed and
+// named with the API's input label; a plain channel one sensor.
+func TestInputSensors(t *testing.T) {
+	t.Parallel()
+	d := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv1", PlantID: "p1", Kind: kind.Inverter}, Health: plant.HealthOk,
+		Readings: []plant.Reading{{Channel: plant.ActivePower, Value: 5000},
+			{Channel: plant.DCPowerInput, Index: 1, Value: 2600}, {Channel: plant.DCPowerInput, Index: 2, Value: 2500.25},
+			{Channel: plant.DCEnergyInput, Index: 2, Value: 1234500}}}
+	s := &snapshot{plants: []plant.Plant{{ID: "p1"}}, devices: map[string][]plant.DeviceLive{"p1": {d}}, channels: map[string][]sensorKey{}}
+	for _, r := range d.Readings {
+		s.channels["inv1"] = append(s.channels["inv1"], keyOf(r))
+	}
+	l := &Link{cfg: Config{GatewayID: "gw", Prefix: "plantd", DiscoveryPrefix: "homeassistant"}, names: channelNames{}}
+	got := map[string][2]string{} // key: name, state
+	for _, e := range l.entities(s) {
+		if e.scope == scopeDevice && e.component == compSensor {
+			got[e.key] = [2]string{e.name, e.state}
+		}
+	}
+	for key, want := range map[string][2]string{
+		"active_power":      {"Active power", "5000"},
+		"dc_power_input_a":  {"DC power input A", "2600"},
+		"dc_power_input_b":  {"DC power input B", "2500.25"},
+		"dc_energy_input_b": {"DC energy input B", "1234.5"},
+	} {
+		if got[key] != want {
+			t.Errorf("%s: %q, want %q", key, got[key], want)
+		}
+	}
+	if _, ok := got["dc_energy_input_a"]; ok {
+		t.Error("a sensor for an input the device did not report")
 	}
 }

@@ -107,7 +107,7 @@ type Link struct {
 	// names caches the channels' entity keys and names (Run only).
 	names channelNames
 	// channels are the plain channels each device has reported (Run only).
-	channels map[string][]plant.Channel
+	channels map[string][]sensorKey
 	// energies are the plants' lifetime energies as of the rollup
 	// watermark energiesAt (Run only).
 	energies   map[string]map[string]float64
@@ -158,7 +158,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
-		channels: map[string][]plant.Channel{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{}}, nil
+		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{}}, nil
 }
 
 // Topics.
@@ -463,9 +463,9 @@ func (l *Link) read(ctx context.Context) *snapshot {
 		}
 		s.devices[p.ID] = devs
 		for _, d := range devs {
-			for _, c := range plainChannels(d) {
-				if !slices.Contains(l.channels[d.Info.ID], c) {
-					l.channels[d.Info.ID] = append(l.channels[d.Info.ID], c)
+			for _, r := range d.Readings {
+				if k := keyOf(r); !slices.Contains(l.channels[d.Info.ID], k) {
+					l.channels[d.Info.ID] = append(l.channels[d.Info.ID], k)
 				}
 			}
 		}

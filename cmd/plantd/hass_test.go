@@ -247,6 +247,7 @@ func TestHomeAssistant(t *testing.T) {
 		"homeassistant/sensor/gw-ha/plant_p1__pv_energy/config",
 		"homeassistant/sensor/gw-ha/device_inv1__active_power/config",
 		"homeassistant/sensor/gw-ha/device_inv1__pv_generation_total/config",
+		"homeassistant/sensor/gw-ha/device_inv1__dc_power_input_a/config", // per input
 		"homeassistant/sensor/gw-ha/device_inv1__health/config",
 		"homeassistant/binary_sensor/gw-ha/device_inv1__problem/config",
 		"homeassistant/select/gw-ha/device_heater__mode/config",
