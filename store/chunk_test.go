@@ -275,3 +275,52 @@ func TestMigrateRawChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentUnwritten: Recent ends at the last complete minute although
+// the device's newest samples are in its open minute, not yet written
+// (the writer shows Recent its open minutes as of each commit), with the
+// values of the written minutes and the open one alike.
+func TestRecentUnwritten(t *testing.T) {
+	t.Parallel() // its own database files
+	s := openTest(t, Config{BatchInterval: 20 * time.Millisecond})
+	runStore(t, s)
+	m0 := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	// Four minutes at 1 s, activePower the minute's number, and the
+	// first sample of the fifth: minutes 0..3 are complete and written,
+	// minute 4 is open. The first sample is committed alone: a device's
+	// first minute is written at every commit (TestChunkMinuteWritten),
+	// the later ones when complete.
+	poll := func(i int) {
+		record(t, s, Measurement{PlantID: "p1", DeviceID: "inv", Kind: kind.Inverter, Time: m0.Add(time.Duration(i) * time.Second),
+			Readings: []plant.Reading{{Channel: plant.ActivePower, Value: float64(i / 60)}}})
+	}
+	poll(0)
+	waitStats(t, s, "the first sample committed", func(st Stats) bool { return st.Written == 1 })
+	for i := 1; i <= 4*60; i++ {
+		poll(i)
+	}
+	// The commit that wrote the complete minutes also showed Recent the
+	// open one (written itself only after idleRollup, 15 s later).
+	waitStats(t, s, "the complete minutes written", func(st Stats) bool { return st.Written == 4*60 })
+	res, err := s.QuerySet(t.Context(), plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: plant.PeriodRecent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := res.Rows
+	if len(rows) != 4 || !rows[0].Start.Equal(m0.UTC()) {
+		t.Fatalf("Recent's rows %v, want the 4 complete minutes from %v", starts(rows), m0.Format("15:04"))
+	}
+	for i, r := range rows {
+		if v := r.Values["activePower"]; v != float64(i) {
+			t.Errorf("minute %d: activePower %v, want %d", i, v, i)
+		}
+	}
+}
+
+func starts(rows []plant.SetRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Start.Format("15:04")
+	}
+	return out
+}

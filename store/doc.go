@@ -235,7 +235,7 @@
 //
 // Periods, resolutions and units (DESIGN §4):
 //
-//	Recent  OneMinute       the hour up to the scope's newest sample written, computed from raw samples
+//	Recent  OneMinute       the hour up to the scope's newest sample, computed from raw samples
 //	Day     FiveMinutes     the plant-local day: 276, 288 or 300 rows when fully measured
 //	Week    FifteenMinutes  Monday to Sunday (ISO 8601) containing Date;
 //	        OneHour         for EnergyBalance with WithTotal
@@ -243,9 +243,11 @@
 //	Year    OneMonth        daily rows summed per local month
 //	Total   OneYear         daily rows summed per local year
 //
-// Recent ends with the last complete minute before the newest sample
-// written; as a device's minute is written when it is complete, that is
-// one to two minutes before now while polling.
+// Recent ends with the last complete minute before the newest sample the
+// writer has committed into its open minutes (a device's minute is
+// written when it is complete, so the stored samples alone would end a
+// minute earlier): while polling, a minute shows within BatchInterval
+// after it ends.
 //
 // Recent, Day and Week give powers as interval means in W; Month, Year and
 // Total energies in Wh; ReturnEnergyValues gives Wh per interval for the

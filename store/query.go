@@ -593,9 +593,13 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 }
 
 // newestOf returns the time of the newest sample of the devices (ok
-// false: none), looking back recentLook from the newest sample stored. A
-// row stamped in the clock's future (written while the clock was ahead)
-// never hides the present.
+// false: none), looking back recentLook from the newest sample stored,
+// or the newest the writer holds in their open minutes (its last
+// commit's): a device's complete minutes are stored once its next one
+// began, so the stored samples alone would end a minute early, and the
+// last complete minute would look like the running one. A sample stamped
+// in the clock's future (taken while the clock was ahead) never hides
+// the present.
 func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device) (int64, bool, error) {
 	limit := s.futureLimit()
 	newest, ok, err := newestSample(ctx, db, oldestMs, limit, nil)
@@ -612,6 +616,13 @@ func (s *Store) newestOf(ctx context.Context, db *sql.DB, want map[int64]*device
 	latest, ok, err := newestSample(ctx, db, newest-recentLook, limit, ids)
 	if err != nil {
 		return 0, false, fmt.Errorf("store: recent: %w", classify(err))
+	}
+	if open := s.openNewest.Load(); open != nil {
+		for _, id := range ids {
+			if t, has := (*open)[id]; has && t <= limit && (!ok || t > latest) {
+				latest, ok = t, true
+			}
+		}
 	}
 	return latest, ok, nil
 }

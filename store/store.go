@@ -243,9 +243,13 @@ type Store struct {
 
 	written, samples, logs, batches, dropped, failed atomic.Uint64
 	rolledUpTo                                       atomic.Int64
-	beat                                             atomic.Int64 // Progress, Unix ns
-	lastDropLog                                      atomic.Int64
-	warnedPlants                                     sync.Map
+	// openNewest is each device's newest sample in its open chunk minute
+	// as of the writer's last commit: Recent's end, which the stored
+	// samples, a minute behind, would put a minute early.
+	openNewest   atomic.Pointer[map[int64]int64]
+	beat         atomic.Int64 // Progress, Unix ns
+	lastDropLog  atomic.Int64
+	warnedPlants sync.Map
 
 	// retryRO is how often Run retries writing on read-only storage
 	// (retryReadOnly; tests shorten it).

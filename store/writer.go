@@ -396,6 +396,13 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 	for _, c := range b.toWrite {
 		c.persisted = len(c.ts)
 	}
+	newest := make(map[int64]int64, len(w.open))
+	for dev, c := range w.open {
+		if len(c.ts) > 0 {
+			newest[dev] = slices.Max(c.ts)
+		}
+	}
+	w.s.openNewest.Store(&newest)
 	for dev, t := range cw.pending {
 		w.lastT[dev] = t
 	}
