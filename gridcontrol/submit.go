@@ -412,8 +412,7 @@ var ErrNoRating = errors.New("no inverter rating known yet")
 // number shows it): the FeedInLimit window that governs (activeAt), 100
 // when none holds. A limit in W is converted with the rating the last
 // control cycle found (100 when the rating fell below it since it was
-// accepted), or fails with
-// ErrNoRating.
+// accepted), or fails with ErrNoRating.
 func (c *Controller) FeedInLimitPct(plantID string) (float64, error) {
 	now := c.now()
 	c.mu.Lock()

@@ -106,7 +106,8 @@ type Link struct {
 	connected chan struct{}
 	// names caches the channels' entity keys and names (Run only).
 	names channelNames
-	// channels are the plain channels each device has reported (Run only).
+	// channels are the readings each device has reported, plain and per
+	// input: its sensors (Run only).
 	channels map[string][]sensorKey
 	// energies are the plants' lifetime energies as of the rollup
 	// watermark energiesAt (Run only).

@@ -278,8 +278,8 @@ func TestMigrateRawChunks(t *testing.T) {
 
 // TestRecentUnwritten: Recent ends at the last complete minute although
 // the device's newest samples are in its open minute, not yet written
-// (the writer shows Recent its open minutes as of each commit), with the
-// values of the written minutes and the open one alike.
+// (the writer shows Recent each device's newest sample in its open minute
+// as of each commit), with the complete minutes' values.
 func TestRecentUnwritten(t *testing.T) {
 	t.Parallel() // its own database files
 	s := openTest(t, Config{BatchInterval: 20 * time.Millisecond})
@@ -300,7 +300,8 @@ func TestRecentUnwritten(t *testing.T) {
 		poll(i)
 	}
 	// The commit that wrote the complete minutes also showed Recent the
-	// open one (written itself only after idleRollup, 15 s later).
+	// open one's newest sample (the open minute is written only after
+	// idleRollup, 15 s later).
 	waitStats(t, s, "the complete minutes written", func(st Stats) bool { return st.Written == 4*60 })
 	res, err := s.QuerySet(t.Context(), plant.SetQuery{DeviceID: "inv", SetType: plant.SetPowerAc, Period: plant.PeriodRecent})
 	if err != nil {
