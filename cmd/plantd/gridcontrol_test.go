@@ -417,7 +417,10 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(15 * time.Second)
-	d.WaitLog(regexp.MustCompile(`mqtt connected`), 10*time.Second)
+	// Looked for from the first line: under load the uplink may connect
+	// before the API's line, which waitAPI passed.
+	connected := regexp.MustCompile(`mqtt connected`)
+	d.WaitLines("mqtt connected", 10*time.Second, func(lines []string) bool { return slices.ContainsFunc(lines, connected.MatchString) })
 	d.waitOnline(10*time.Second, "inv1", "inv2")
 
 	start := time.Now().Truncate(time.Second).Add(5 * time.Second)
