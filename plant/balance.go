@@ -112,51 +112,60 @@ func (l *Live) contribs(plantID string) ([]contrib, error) {
 	}
 	var out []contrib
 	for _, d := range l.idx.Load().byPlant[plantID] {
-		switch d.kind() {
-		case kind.Meter:
-			if !d.info.GridMeter() {
-				continue // a consumer's own meter: inside the consumption
-			}
-		case kind.Inverter, kind.Battery:
-		case "":
-			// Configured without a kind and not discovered yet: it may
-			// be any of them, so it is named below until it answers.
-		default:
-			continue
+		if c, ok := d.contrib(); ok {
+			out = append(out, c)
 		}
-		if !d.info.Active() {
-			continue
-		}
-		d.mu.Lock()
-		c := contrib{
-			id:      d.info.ID,
-			kind:    d.info.Kind,
-			state:   d.state,
-			lastErr: d.lastErr,
-			everOK:  !d.lastOK.IsZero(),
-			off:     d.status.op == opOff,
-		}
-		v := &d.vals
-		c.pv, c.hasPV = v.get(PVGeneration)
-		var okC, okF bool
-		c.cons, okC = v.get(GridConsumption)
-		c.feed, okF = v.get(GridFeedIn)
-		c.hasGrid = okC && okF
-		var okCha, okDis bool
-		c.cha, okCha = v.get(BatteryCharging)
-		c.dis, okDis = v.get(BatteryDischarging)
-		c.hasBat = okCha && okDis
-		c.soc, c.hasSoC = v.get(BatteryStateOfCharge)
-		if d.disc != nil {
-			c.capacityWh = d.disc.RatedEnergyWh
-		}
-		d.mu.Unlock()
-		if c.kind == "" && c.everOK {
-			continue // read, yet of no kind the balance knows
-		}
-		out = append(out, c)
 	}
 	return out, nil
+}
+
+// contrib reads d's balance inputs; ok is false for a device the balance
+// leaves out. All under d's lock: a device configured without a kind has
+// it set by its first answer (Live.update).
+func (d *deviceState) contrib() (c contrib, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch d.info.Kind {
+	case kind.Meter:
+		if !d.info.GridMeter() {
+			return c, false // a consumer's own meter: inside the consumption
+		}
+	case kind.Inverter, kind.Battery:
+	case "":
+		// Configured without a kind and not discovered yet: it may be any
+		// of them, so it is named until it answers.
+		if !d.lastOK.IsZero() {
+			return c, false // read, yet of no kind the balance knows
+		}
+	default:
+		return c, false
+	}
+	if !d.info.Active() {
+		return c, false
+	}
+	c = contrib{
+		id:      d.info.ID,
+		kind:    d.info.Kind,
+		state:   d.state,
+		lastErr: d.lastErr,
+		everOK:  !d.lastOK.IsZero(),
+		off:     d.status.op == opOff,
+	}
+	v := &d.vals
+	c.pv, c.hasPV = v.get(PVGeneration)
+	var okC, okF bool
+	c.cons, okC = v.get(GridConsumption)
+	c.feed, okF = v.get(GridFeedIn)
+	c.hasGrid = okC && okF
+	var okCha, okDis bool
+	c.cha, okCha = v.get(BatteryCharging)
+	c.dis, okDis = v.get(BatteryDischarging)
+	c.hasBat = okCha && okDis
+	c.soc, c.hasSoC = v.get(BatteryStateOfCharge)
+	if d.disc != nil {
+		c.capacityWh = d.disc.RatedEnergyWh
+	}
+	return c, true
 }
 
 // EnergyBalance computes a plant's live energy balance from the cached
