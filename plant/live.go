@@ -439,7 +439,9 @@ func (l *Live) appendDevices(dst []DeviceLive, plantID string, readings bool) []
 // snapshot copies a device's state out under its lock; the readings only
 // when asked.
 func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
-	if d.kind() == kind.Gateway {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.info.Kind == kind.Gateway {
 		// plantd itself: reachable and working whenever anyone asks.
 		now := l.now()
 		dl := DeviceLive{Info: d.info, LastUpdate: now, Health: HealthOk,
@@ -449,8 +451,6 @@ func (l *Live) snapshot(d *deviceState, readings bool) DeviceLive {
 		}
 		return dl
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	dl := DeviceLive{
 		Info:       d.info,
 		Discovered: d.disc,
