@@ -2,6 +2,7 @@ package gridcontrol_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -20,17 +21,32 @@ func TestCancelHandsBackToOlderWindow(t *testing.T) {
 	both := func(pct float64) func() bool {
 		return func() bool { return limit("inv1") == pct && limit("inv2") == pct }
 	}
-	cloud, err := gc.Submit(ctx, "demo", []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":50,"unit":"%"}]}`), false, gridOperator)
+	cloud, err := gc.SubmitJSON(ctx, "demo", gridOperator, []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":50,"unit":"%"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "the cloud's 50 %", both(50))
-	input := gridcontrol.Origin{Name: "input:rcr/K3", Role: gridOperator.Role}
-	in, err := gc.Submit(ctx, "demo", []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+24h","value":30,"unit":"%"}]}`), true, input)
+	input := gridcontrol.Origin{Door: gridcontrol.DoorInput, Name: "rcr/K3", Role: gridOperator.Role, Channel: "input:rcr"}
+	in, err := gc.SubmitJSON(ctx, "demo", input, []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+24h","value":30,"unit":"%"}]}`), gridcontrol.SkipEligibilityCheck(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "the input's 30 %", both(30))
+	if in.CreatedBy != "input:rcr/K3 (gridoperator)" {
+		t.Errorf("createdBy %q, want the input door, its contacts and role", in.CreatedBy)
+	}
+	// While its contacts hold, no other origin ends the input's window:
+	// not the grid operator's API token, not another input.
+	for _, by := range []gridcontrol.Origin{gridOperator, {Door: gridcontrol.DoorInput, Name: "rcr2/K1", Role: gridOperator.Role, Channel: "input:rcr2"}} {
+		err := gc.Cancel(ctx, "demo", in.ScheduleID, by)
+		var held *gridcontrol.InputHeldError
+		if !errors.As(err, &held) || !errors.Is(err, gridcontrol.ErrHeldByInput) || held.Holder != in.CreatedBy {
+			t.Errorf("cancel by %s: %v, want an InputHeldError naming %s", by, err, in.CreatedBy)
+		}
+	}
+	if l1, l2 := limit("inv1"), limit("inv2"); l1 != 30 || l2 != 30 {
+		t.Errorf("after the refused cancels the limits are %v/%v %%, want 30", l1, l2)
+	}
 	if err := gc.Cancel(ctx, "demo", in.ScheduleID, input); err != nil {
 		t.Fatal(err)
 	}

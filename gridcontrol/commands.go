@@ -305,10 +305,11 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 }
 
 // AllOrNothing is the answer to a request that asks for every active
-// inverter (on: requireAll): a partial command is then not eligible, with
-// reason NotEveryInverter first. Off, e is returned as it is.
+// inverter (on: requireAll): a command that is partial, or that an
+// offline inverter would take only when it is back, is then not eligible,
+// with reason NotEveryInverter first. Off, e is returned as it is.
 func (e Eligibility) AllOrNothing(on bool) Eligibility {
-	if !on || !e.Partial {
+	if !on || !e.Eligible || e.actsNowEverywhere() {
 		return e
 	}
 	e.Eligible, e.Partial = false, false
@@ -321,11 +322,15 @@ func (e Eligibility) AllOrNothing(on bool) Eligibility {
 // for refusals of an all-or-nothing request.
 func (e Eligibility) Describe() string {
 	var acting, total float64
-	var acts, not []string
+	var acts, later, not []string
 	for _, ic := range e.Inverters {
 		total += ic.RatedPowerW
 		if ic.Acts {
 			acting += ic.RatedPowerW
+			if ic.Reason != nil {
+				later = append(later, fmt.Sprintf("%s (%s)", ic.DeviceID, ic.Reason.Code))
+				continue
+			}
 			acts = append(acts, ic.DeviceID)
 			continue
 		}
@@ -342,6 +347,9 @@ func (e Eligibility) Describe() string {
 	s := fmt.Sprintf("%s governs %g of %g W%s of the plant's active inverters", e.Command, acting, total, share)
 	if len(acts) > 0 {
 		s += "; acting: " + strings.Join(acts, ", ")
+	}
+	if len(later) > 0 {
+		s += "; acting once back: " + strings.Join(later, ", ")
 	}
 	if len(not) > 0 {
 		s += "; not acting: " + strings.Join(not, ", ")

@@ -94,16 +94,20 @@ func TestAssess(t *testing.T) {
 		partial  bool
 		coverage float64 // -1: none
 		verdicts string  // id:acts/reason, in device order
+		// whole: every active inverter acts now, so all or nothing
+		// (requireAll) takes it; an offline one that acts only once
+		// back does not count.
+		whole bool
 	}{
-		{"opModMaxLimW", []plant.DeviceLive{classic, der, meter}, false, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv2:true/"},
-		{"OpModDisconnect", []plant.DeviceLive{classic, der}, true, 0.667, "inv1:true/ inv2:false/" + ReasonClassicOnly},
-		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic, der}, true, 0.333, "inv1:false/" + ReasonDEROnly + " inv2:true/"},
-		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic}, false, 0, "inv1:false/" + ReasonDEROnly},
-		{"opModVoltWatt", []plant.DeviceLive{classic, deadDER}, true, 0.5, "inv1:true/ inv3:false/" + ReasonNotSupported},
-		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, false, 1, "inv2:true/ inv3:true/" + ReasonDevicesOffline},
-		{"opModMaxLimW", []plant.DeviceLive{classic, undiscovered, retired}, true, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv4:false/" + ReasonNotDiscovered},
-		{"FeedInLimit", []plant.DeviceLive{classic, der}, false, 0, "inv1:false/" + ReasonNoGridMeter + " inv2:false/" + ReasonNoGridMeter},
-		{"opModMaxLimW", []plant.DeviceLive{meter}, false, -1, ""},
+		{"opModMaxLimW", []plant.DeviceLive{classic, der, meter}, false, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv2:true/", true},
+		{"OpModDisconnect", []plant.DeviceLive{classic, der}, true, 0.667, "inv1:true/ inv2:false/" + ReasonClassicOnly, false},
+		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic, der}, true, 0.333, "inv1:false/" + ReasonDEROnly + " inv2:true/", false},
+		{"opModFixedPfAbsorbW", []plant.DeviceLive{classic}, false, 0, "inv1:false/" + ReasonDEROnly, false},
+		{"opModVoltWatt", []plant.DeviceLive{classic, deadDER}, true, 0.5, "inv1:true/ inv3:false/" + ReasonNotSupported, false},
+		{"opModMaxLimW", []plant.DeviceLive{der, deadDER}, false, 1, "inv2:true/ inv3:true/" + ReasonDevicesOffline, false},
+		{"opModMaxLimW", []plant.DeviceLive{classic, undiscovered, retired}, true, 1, "inv1:true/+" + ReasonNoRevertToDefault + " inv4:false/" + ReasonNotDiscovered, false},
+		{"FeedInLimit", []plant.DeviceLive{classic, der}, false, 0, "inv1:false/" + ReasonNoGridMeter + " inv2:false/" + ReasonNoGridMeter, false},
+		{"opModMaxLimW", []plant.DeviceLive{meter}, false, -1, "", false},
 	}
 	for _, tc := range cases {
 		cmd, _ := CommandByName(tc.cmd)
@@ -128,6 +132,14 @@ func TestAssess(t *testing.T) {
 		}
 		if e := Eligible(cmd, tc.devs); e.Eligible != got.Eligible || !slices.Equal(e.Devices, got.Devices) {
 			t.Errorf("%s: Assess changed the eligibility: %+v vs %+v", tc.cmd, got, e)
+		}
+		refused := len(wholePlant([]ScheduledCmd{{Command: tc.cmd}}, map[string]Eligibility{tc.cmd: got}, false)) > 0
+		aon := got.AllOrNothing(true)
+		if refused == tc.whole || (got.Eligible && aon.Eligible != tc.whole) {
+			t.Errorf("%s %s: all or nothing refused %v, eligible %v; want whole %v", tc.cmd, tc.verdicts, refused, aon.Eligible, tc.whole)
+		}
+		if got.Eligible && !tc.whole && (len(aon.Reasons) == 0 || aon.Reasons[0].Code != ReasonNotEveryInverter) {
+			t.Errorf("%s %s: all or nothing reasons %+v, want %s first", tc.cmd, tc.verdicts, aon.Reasons, ReasonNotEveryInverter)
 		}
 	}
 }

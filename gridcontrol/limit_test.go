@@ -310,7 +310,7 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOpts{})
 	start, opEnd := window(time.Second, 6*time.Second)
-	op, err := r.controller().Submit(t.Context(), "demo", []byte(body(limitCmd("opModMaxLimW", start, opEnd, 20))), false, gridOperator)
+	op, err := r.controller().SubmitJSON(t.Context(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", start, opEnd, 20))))
 	if err != nil {
 		t.Fatal(err)
 	}

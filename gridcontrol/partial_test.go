@@ -51,7 +51,7 @@ func TestPartialCommands(t *testing.T) {
 	for _, tc := range cases {
 		start, end := window(time.Hour, time.Minute) // far enough not to run
 		b := body(fmt.Sprintf(`{"command":%q,"start":%q,"end":%q%s}`, tc.cmd, ts(start), ts(end), tc.extra))
-		sc, err := r.controller().Submit(context.Background(), "demo", []byte(b), tc.skipCheck, installer, gridcontrol.RequireAll(tc.requireAll))
+		sc, err := r.controller().SubmitJSON(context.Background(), "demo", installer, []byte(b), gridcontrol.SkipEligibilityCheck(tc.skipCheck), gridcontrol.RequireAll(tc.requireAll))
 		var ve *gridcontrol.ValidationError
 		if tc.refused {
 			if !errors.As(err, &ve) || !ve.NotEligible || len(ve.Fields) != 1 || ve.Fields[0].Field != "commands[0].command" ||

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -332,6 +333,17 @@ func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb str
 		if rank(by.Role) < rank(sc.role()) {
 			return nil, nil, fmt.Errorf("grid control: schedule %s is a %s's, %s may not %s it: %w", scheduleID, sc.role(), by, verb, ErrNotPermitted)
 		}
+		if ch := sc.ownChannel(); ch != by.Channel {
+			switch {
+			case strings.HasPrefix(ch, string(DoorInput)+":"):
+				return nil, nil, &InputHeldError{ScheduleID: scheduleID, Holder: sc.CreatedBy}
+			case by.Channel != "":
+				// A master ends and renews only its own windows, an
+				// input only its own; the API's people may end a
+				// master's (within their role).
+				return nil, nil, fmt.Errorf("grid control: schedule %s is %s's, %s may not %s it: %w", scheduleID, sc.CreatedBy, by, verb, ErrNotPermitted)
+			}
+		}
 		return pc, sc, nil
 	}
 	return nil, nil, fmt.Errorf("grid control: schedule %s of plant %s: %w", scheduleID, plantID, ErrUnknownSchedule)
@@ -340,8 +352,30 @@ func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb str
 // ErrUnknownSchedule: no such schedule on the plant.
 var ErrUnknownSchedule = errors.New("unknown schedule")
 
-// ErrNotPermitted: the schedule is of a role above the caller's.
+// ErrNotPermitted: the schedule is of a role above the caller's, or of
+// another channel (another Modbus master's).
 var ErrNotPermitted = errors.New("not permitted")
+
+// ErrHeldByInput: the schedule is a grid operator's input's, which ends
+// it when its contacts release (InputHeldError says which).
+var ErrHeldByInput = errors.New("held by an input")
+
+// InputHeldError refuses to end or extend an input's window from any
+// other origin: the window lives while the input's contacts demand it
+// (package gridinput), so a DELETE cannot lift a limit a closed contact
+// still signals.
+type InputHeldError struct {
+	ScheduleID string
+	// Holder is the schedule's CreatedBy: "input:<id>/<contacts> (role)".
+	Holder string
+}
+
+func (e *InputHeldError) Error() string {
+	return fmt.Sprintf("grid control: schedule %s is held by %s: it ends when the input's contacts release it", e.ScheduleID, e.Holder)
+}
+
+// Is makes errors.Is(err, ErrHeldByInput) true.
+func (e *InputHeldError) Is(target error) bool { return target == ErrHeldByInput }
 
 // noteWrite files a write in the audit of the windows it applied and
 // returns the schedules to store: those it added a write to (one that

@@ -147,7 +147,7 @@ func TestCancelRoles(t *testing.T) {
 	t.Parallel()
 	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
-	s, err := r.controller().Submit(context.Background(), "demo", []byte(body(recurringCmd("0 11 * * *", "4h", 60))), false, gridOperator)
+	s, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(recurringCmd("0 11 * * *", "4h", 60))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestExtend(t *testing.T) {
 	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
 	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
 	now := clk.Now()
-	s, err := r.controller().Submit(context.Background(), "demo", []byte(body(limitCmd("opModMaxLimW", now, now.Add(time.Minute), 30))), false, gridOperator)
+	s, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", now, now.Add(time.Minute), 30))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ var (
 
 // submit posts a schedule as an installer would.
 func (r *rig) submit(body string) (gridcontrol.Schedule, error) {
-	return r.controller().Submit(context.Background(), "demo", []byte(body), false, installer)
+	return r.controller().SubmitJSON(context.Background(), "demo", installer, []byte(body))
 }
 
 func (r *rig) mustSubmit(body string) gridcontrol.Schedule {

@@ -256,7 +256,7 @@ func TestRefusedCommandFails(t *testing.T) {
 	if _, err := r.submit(b); err == nil {
 		t.Fatal("10 points on devices holding 4 accepted with the eligibility check")
 	}
-	s, err := r.controller().Submit(context.Background(), "demo", []byte(b), true, installer)
+	s, err := r.controller().SubmitJSON(context.Background(), "demo", installer, []byte(b), gridcontrol.SkipEligibilityCheck(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,20 +23,65 @@ type Schedule struct {
 	PlantID    string         `json:"plantId"`
 	Commands   []ScheduledCmd `json:"commands"`
 	CreatedAt  time.Time      `json:"createdAt"`
-	// CreatedBy names the credential that sent the schedule.
+	// CreatedBy names the origin that sent the schedule (Origin.String:
+	// the door, the identity at it and the role).
 	CreatedBy string `json:"createdBy,omitempty"`
-	// Role is the role of that credential (gridoperator, installer):
-	// windows of one command from different roles do not overwrite each
-	// other (see activeAt).
+	// Role is the role of that origin (gridoperator, installer): windows
+	// of one command from different roles do not overwrite each other
+	// (see activeAt).
 	Role string `json:"role,omitempty"`
+	// Channel is the origin's own precedence channel within its role
+	// (Origin.Channel: "input:<id>", "modbus:<address>"), empty for the
+	// role's shared one.
+	Channel string `json:"channel,omitempty"`
 }
 
-// Origin names who sends a schedule: the credential and its role.
+// Door is a way into control (DESIGN §6.1): the doors' rules are in the
+// package doc's table.
+type Door string
+
+// The doors.
+const (
+	// DoorAPI is the HTTP API: a token or an OAuth client.
+	DoorAPI Door = "api"
+	// DoorCloud is the cloud's MQTT down/ topics: the broker session.
+	DoorCloud Door = "mqtt"
+	// DoorHomeAssistant is Home Assistant's command topics on the LAN
+	// broker.
+	DoorHomeAssistant Door = "ha"
+	// DoorModbus is a master writing to the SunSpec server.
+	DoorModbus Door = "modbus"
+	// DoorInput is a grid operator's ripple-control receiver (package
+	// gridinput): its contacts.
+	DoorInput Door = "input"
+	// DoorPlantd is plantd itself (the demo's example window).
+	DoorPlantd Door = "plantd"
+)
+
+// Origin names who sends a command: the door it came through, the
+// identity at that door (a token's or OAuth client's name, a broker client
+// id, a Modbus master's address, an input and its contacts), the role it
+// acts with, and, for origins that are a channel of their own within the
+// role (an input, a Modbus master), that channel. Within a channel the
+// newest schedule wins; across channels and roles the most restrictive
+// limit governs (activeAt), and a channel's schedules are ended and
+// extended by that channel alone (scheduleFor).
 type Origin struct {
-	Name, Role string
+	Door    Door
+	Name    string
+	Role    string
+	Channel string
 }
 
-func (o Origin) String() string { return fmt.Sprintf("%s (%s)", o.Name, o.Role) }
+// String is the origin as CreatedBy and the plant log show it: "name
+// (role)" for the HTTP API's credentials, "door:name (role)" for every
+// other door.
+func (o Origin) String() string {
+	if o.Door == "" || o.Door == DoorAPI {
+		return fmt.Sprintf("%s (%s)", o.Name, o.Role)
+	}
+	return fmt.Sprintf("%s:%s (%s)", o.Door, o.Name, o.Role)
+}
 
 // role is the schedule's role; schedules stored before the field existed
 // carry it only in CreatedBy, as "name (role)".
@@ -50,23 +95,35 @@ func (s *Schedule) role() string {
 	return ""
 }
 
-// channel is the schedule's precedence channel: its role, and for a
-// schedule a grid operator's input created (CreatedBy "input:<id>/..."),
-// that input too. Within a channel the newest schedule wins and supersedes
-// the older ones' windows; across channels the most restrictive limit
-// governs (activeAt). So a ripple-control receiver's limit and a limit the
-// grid operator sends over the API combine by the most restrictive, and a
-// newer one of either never loosens the other.
-func (s *Schedule) channel() string {
-	r := s.role()
+// ownChannel is the schedule's own channel within its role ("" for the
+// role's shared one); schedules stored before Channel existed name an
+// input's only in CreatedBy ("input:<id>/...").
+func (s *Schedule) ownChannel() string {
+	if s.Channel != "" {
+		return s.Channel
+	}
 	if rest, ok := strings.CutPrefix(s.CreatedBy, "input:"); ok {
 		id := rest
 		if i := strings.IndexAny(rest, "/ "); i >= 0 {
 			id = rest[:i]
 		}
-		return r + "/input:" + id
+		return "input:" + id
 	}
-	return r
+	return ""
+}
+
+// channel is the schedule's precedence channel: its role, and for a
+// schedule of an origin with a channel of its own (an input, a Modbus
+// master) that channel too. Within a channel the newest schedule wins and
+// supersedes the older ones' windows; across channels the most restrictive
+// limit governs (activeAt). So a ripple-control receiver's limit, a
+// Modbus master's and a limit the grid operator sends over the API combine
+// by the most restrictive, and a newer one of any never loosens another.
+func (s *Schedule) channel() string {
+	if ch := s.ownChannel(); ch != "" {
+		return s.role() + "/" + ch
+	}
+	return s.role()
 }
 
 // rank orders roles for commands without an order of their values: the
@@ -297,47 +354,106 @@ func jsonError(err error) string {
 }
 
 func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
+	if err := checkCount(len(in)); err != nil {
+		return nil, err
+	}
 	var errs []FieldError
-	bad := func(i int, field, format string, a ...any) {
-		name := ""
-		if i < len(in) {
-			name = in[i].Command + ": "
-		}
-		errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].%s", i, field), Message: name + fmt.Sprintf(format, a...)})
-	}
-	switch {
-	case len(in) == 0:
-		return nil, &ValidationError{Fields: []FieldError{{Field: "commands", Message: "at least one command is required"}}}
-	case len(in) > MaxCommands:
-		return nil, &ValidationError{Fields: []FieldError{{Field: "commands", Message: fmt.Sprintf("at most %d commands", MaxCommands)}}}
-	}
 	out := make([]ScheduledCmd, len(in))
 	for i, c := range in {
-		cmd, ok := CommandByName(c.Command)
-		if !ok {
-			errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].command", i), Message: fmt.Sprintf("unknown command %q", c.Command)})
-			continue
-		}
+		bad := func(field, m string) { errs = append(errs, fieldError(i, c.Command, field, m)) }
 		sc := ScheduledCmd{Command: c.Command, Value: c.Value, Unit: c.Unit, Curve: c.Curve}
-		if c.Repeat != "" || c.Duration != "" || c.Until != "" {
-			parseRepeat(c, &sc, now, func(field, m string) { bad(i, field, "%s", m) })
-			checkValue(cmd, &sc, func(field, m string) { bad(i, field, "%s", m) })
-			out[i] = sc
+		if _, ok := CommandByName(c.Command); !ok {
+			out[i] = sc // refused by checkCommands, times unread
 			continue
 		}
-		var okStart, okEnd bool
-		sc.Start, okStart = parseTime(c.Start, now, func(m string) { bad(i, "start", "%s", m) })
-		sc.End, okEnd = parseTime(c.End, now, func(m string) { bad(i, "end", "%s", m) })
-		if okStart && okEnd {
+		if c.Repeat != "" || c.Duration != "" || c.Until != "" {
+			parseRepeat(c, &sc, now, bad)
+		} else {
+			sc.Start, _ = parseTime(c.Start, now, func(m string) { bad("start", m) })
+			sc.End, _ = parseTime(c.End, now, func(m string) { bad("end", m) })
+		}
+		out[i] = sc
+	}
+	return checkCommands(out, now, errs)
+}
+
+// Order is one command as a door other than the HTTP API and the cloud
+// gives it (a Modbus master's limit, an input's stage, Home Assistant's
+// number): typed, never JSON. Start zero is now; End zero is Start + For.
+// Submit checks it as ParseSchedule checks a posted command.
+type Order struct {
+	Command    string
+	Start, End time.Time
+	For        time.Duration
+	// Value and Unit as ScheduledCmd's.
+	Value *float64
+	Unit  string
+	Curve *Curve
+}
+
+// ordersToCommands checks orders as validate checks posted commands.
+func ordersToCommands(in []Order, now time.Time) ([]ScheduledCmd, error) {
+	if err := checkCount(len(in)); err != nil {
+		return nil, err
+	}
+	out := make([]ScheduledCmd, len(in))
+	for i, o := range in {
+		start, end := o.Start, o.End
+		if start.IsZero() {
+			start = now
+		}
+		if end.IsZero() {
+			end = start.Add(o.For)
+		}
+		out[i] = ScheduledCmd{Command: o.Command, Start: start.UTC().Truncate(time.Millisecond), End: end.UTC().Truncate(time.Millisecond),
+			Value: o.Value, Unit: o.Unit, Curve: o.Curve}
+	}
+	return checkCommands(out, now, nil)
+}
+
+// checkCount bounds the number of commands of a schedule.
+func checkCount(n int) error {
+	switch {
+	case n == 0:
+		return &ValidationError{Fields: []FieldError{{Field: "commands", Message: "at least one command is required"}}}
+	case n > MaxCommands:
+		return &ValidationError{Fields: []FieldError{{Field: "commands", Message: fmt.Sprintf("at most %d commands", MaxCommands)}}}
+	}
+	return nil
+}
+
+// fieldError is a refusal of field of command i (named name).
+func fieldError(i int, name, field, msg string) FieldError {
+	if name != "" {
+		msg = name + ": " + msg
+	}
+	return FieldError{Field: fmt.Sprintf("commands[%d].%s", i, field), Message: msg}
+}
+
+// checkCommands is the check every schedule's commands pass, whichever
+// door they came through: known commands, each window's order (a zero
+// time was already refused where it was parsed), values in range, no
+// overlapping windows of one command. errs are the refusals found while
+// parsing.
+func checkCommands(out []ScheduledCmd, now time.Time, errs []FieldError) ([]ScheduledCmd, error) {
+	for i := range out {
+		sc := &out[i]
+		cmd, ok := CommandByName(sc.Command)
+		if !ok {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("commands[%d].command", i), Message: fmt.Sprintf("unknown command %q", sc.Command)})
+			sc.Command = ""
+			continue
+		}
+		bad := func(field, m string) { errs = append(errs, fieldError(i, sc.Command, field, m)) }
+		if sc.Repeat == "" && !sc.Start.IsZero() && !sc.End.IsZero() {
 			switch {
 			case !sc.End.After(sc.Start):
-				bad(i, "end", "must be after start")
+				bad("end", "must be after start")
 			case !sc.End.After(now):
-				bad(i, "end", "the window ended in the past (%s)", sc.End.UTC().Format(time.RFC3339))
+				bad("end", fmt.Sprintf("the window ended in the past (%s)", sc.End.UTC().Format(time.RFC3339)))
 			}
 		}
-		checkValue(cmd, &sc, func(field, m string) { bad(i, field, "%s", m) })
-		out[i] = sc
+		checkValue(cmd, sc, bad)
 	}
 	// Overlapping windows of one command in one schedule.
 	byCmd := map[string][]int{}
@@ -350,7 +466,7 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 		if len(idx) > 1 {
 			for _, k := range idx {
 				if out[k].Repeat != "" {
-					bad(k, "repeat", "a recurring command must be the only window of its command in its schedule")
+					errs = append(errs, fieldError(k, out[k].Command, "repeat", "a recurring command must be the only window of its command in its schedule"))
 				}
 			}
 		}
@@ -358,8 +474,8 @@ func validate(in []cmdIn, now time.Time) ([]ScheduledCmd, error) {
 		for k := 1; k < len(idx); k++ {
 			prev, cur := out[idx[k-1]], out[idx[k]]
 			if cur.Start.Before(prev.End) {
-				bad(idx[k], "start", "window overlaps commands[%d] (%s to %s)", idx[k-1],
-					prev.Start.UTC().Format(time.RFC3339), prev.End.UTC().Format(time.RFC3339))
+				errs = append(errs, fieldError(idx[k], cur.Command, "start", fmt.Sprintf("window overlaps commands[%d] (%s to %s)", idx[k-1],
+					prev.Start.UTC().Format(time.RFC3339), prev.End.UTC().Format(time.RFC3339))))
 			}
 		}
 	}

@@ -29,42 +29,65 @@ func newID() string {
 // SubmitOption tunes one Submit.
 type SubmitOption func(*submitOpts)
 
-type submitOpts struct{ requireAll bool }
+type submitOpts struct{ requireAll, skipCheck bool }
 
 // RequireAll makes Submit all or nothing: a command that some active
-// inverter of the plant would not act on (another platform, no model that
-// carries it, not discovered yet, no grid meter) is refused as not
-// eligible, also when the eligibility check is skipped.
+// inverter of the plant would not act on now (another platform, no model
+// that carries it, not discovered yet, offline, no grid meter) is refused
+// as not eligible (NotEveryInverter), also when the eligibility check is
+// skipped.
 func RequireAll(on bool) SubmitOption { return func(o *submitOpts) { o.requireAll = on } }
 
-// Submit validates a schedule body for a plant, runs the eligibility check
-// against the plant's devices unless skipCheck, stores it and arms it. by
-// names the credential, for the plant log. A command that only some of the
-// plant's active inverters act on is accepted, its windows marked partial
-// (with the share of rated power and the inverters that act and do not),
-// and logged; with RequireAll it is refused. Errors: *ValidationError (the
+// SkipEligibilityCheck stores the schedule without the eligibility check
+// (the API's skipEligibilityCheck=true; an input's window, which holds
+// even while an inverter is offline and reaches it when it is back).
+func SkipEligibilityCheck(on bool) SubmitOption { return func(o *submitOpts) { o.skipCheck = on } }
+
+// SubmitJSON parses a schedule body (the HTTP API's and the cloud's POST,
+// ParseSchedule) and submits its commands. Errors as Submit's.
+func (c *Controller) SubmitJSON(ctx context.Context, plantID string, by Origin, body []byte, opts ...SubmitOption) (Schedule, error) {
+	cmds, err := ParseSchedule(body, c.now())
+	if err != nil {
+		return Schedule{}, err
+	}
+	return c.submit(ctx, plantID, by, cmds, opts)
+}
+
+// Submit is the one gate into grid control (DESIGN §6.1): every door
+// hands its commands to it as Orders (or, for the HTTP API and the cloud,
+// as a schedule body to SubmitJSON), with the Origin they came from. It
+// checks the commands (ParseSchedule's rules), runs the eligibility check
+// against the plant's devices unless SkipEligibilityCheck, stores the
+// schedule and arms it. A command that only some of the plant's active
+// inverters act on is accepted, its windows marked partial (with the
+// share of rated power and the inverters that act and do not), and
+// logged; with RequireAll it is refused. Errors: *ValidationError (the
 // request), or the store's.
-func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by Origin, opts ...SubmitOption) (Schedule, error) {
+func (c *Controller) Submit(ctx context.Context, plantID string, by Origin, orders []Order, opts ...SubmitOption) (Schedule, error) {
+	cmds, err := ordersToCommands(orders, c.now())
+	if err != nil {
+		return Schedule{}, err
+	}
+	return c.submit(ctx, plantID, by, cmds, opts)
+}
+
+func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds []ScheduledCmd, opts []SubmitOption) (Schedule, error) {
 	var o submitOpts
 	for _, f := range opts {
 		f(&o)
 	}
 	now := c.now()
-	cmds, err := ParseSchedule(body, now)
-	if err != nil {
-		return Schedule{}, err
-	}
 	devs, err := c.live.DeviceStatuses(plantID)
 	if err != nil {
 		return Schedule{}, err
 	}
 	elig := assessAll(cmds, devs)
 	var errs []FieldError
-	if !skipCheck {
+	if !o.skipCheck {
 		errs = c.check(ctx, cmds, devs, elig)
 	}
 	if o.requireAll {
-		errs = append(errs, wholePlant(cmds, elig, !skipCheck)...)
+		errs = append(errs, wholePlant(cmds, elig, !o.skipCheck)...)
 	}
 	if len(errs) > 0 {
 		return Schedule{}, &ValidationError{Fields: errs, NotEligible: true}
@@ -72,7 +95,7 @@ func (c *Controller) Submit(ctx context.Context, plantID string, body []byte, sk
 	for i := range cmds {
 		markCoverage(&cmds[i], elig[cmds[i].Command])
 	}
-	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by.String(), Role: by.Role}
+	sc := Schedule{ScheduleID: newID(), PlantID: plantID, Commands: cmds, CreatedAt: now.UTC().Truncate(time.Millisecond), CreatedBy: by.String(), Role: by.Role, Channel: by.Channel}
 	c.mu.Lock()
 	pc := c.plants[plantID]
 	if pc == nil {
@@ -218,6 +241,18 @@ func (e Eligibility) whole() bool {
 	return len(e.Inverters) > 0
 }
 
+// actsNowEverywhere reports whether every active inverter of the plant
+// acts on the command now: whole, and none of them only once it is back
+// online.
+func (e Eligibility) actsNowEverywhere() bool {
+	for _, ic := range e.Inverters {
+		if !ic.Acts || ic.Reason != nil {
+			return false
+		}
+	}
+	return len(e.Inverters) > 0
+}
+
 // wholePlant lists the windows of commands that not every active inverter
 // acts on, for an all-or-nothing request; a command the eligibility check
 // (when it ran: checked) already refused is not named twice.
@@ -225,7 +260,7 @@ func wholePlant(cmds []ScheduledCmd, elig map[string]Eligibility, checked bool) 
 	var out []FieldError
 	for i, sc := range cmds {
 		e := elig[sc.Command]
-		if e.whole() || (checked && !e.Eligible) {
+		if e.actsNowEverywhere() || (checked && !e.Eligible) {
 			continue
 		}
 		f := fmt.Sprintf("commands[%d].command", i)

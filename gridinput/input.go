@@ -2,7 +2,6 @@ package gridinput
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,17 +23,19 @@ const (
 // RoleGridOperator is the role of the schedules an input submits.
 const RoleGridOperator = "gridoperator"
 
-// Origin names who sends a schedule: "input:<id>/<contacts>", and its role.
-type Origin struct{ Name, Role string }
+// Origin names who sends a schedule: Name "input:<id>/<contacts>" (or
+// "/failsafe"), its role, and Input, the input's id: its windows are a
+// precedence channel of their own, which only the input ends.
+type Origin struct{ Name, Role, Input string }
 
 // Submitter stores the input's windows: grid control behind an adapter in
-// cmd/plantd. Submit stores a schedule body (the cloud's shape) without
-// the eligibility check and returns its id and the end of its window; End
+// cmd/plantd. Submit stores a window of the action from now for length,
+// without the eligibility check, and returns its id and its end; End
 // ends a schedule's open windows now; Open lists the schedules with a
 // window not yet ended whose creator's name starts with prefix (an
 // earlier run's windows of this input).
 type Submitter interface {
-	Submit(ctx context.Context, plantID string, body []byte, by Origin) (id string, end time.Time, err error)
+	Submit(ctx context.Context, plantID string, a Action, length time.Duration, by Origin) (id string, end time.Time, err error)
 	End(ctx context.Context, plantID, scheduleID string, by Origin) error
 	Open(ctx context.Context, plantID, prefix string) ([]string, error)
 }
@@ -284,7 +285,7 @@ func (in *Input) dimTo(on bool) {
 // then the old one ended; or the held one ended for no limit. Failures
 // are logged and retried at the next poll.
 func (in *Input) hold(ctx context.Context, a *Action, name string) {
-	by := Origin{Name: name, Role: RoleGridOperator}
+	by := Origin{Name: name, Role: RoleGridOperator, Input: in.spec.ID}
 	if a == nil {
 		if in.heldID == "" {
 			in.held = nil
@@ -305,12 +306,7 @@ func (in *Input) hold(ctx context.Context, a *Action, name string) {
 	if same(a, in.held) && in.heldID != "" && !renew {
 		return
 	}
-	body, err := scheduleBody(a, in.spec.Window)
-	if err != nil {
-		in.log.Error("encode the input's window", "err", err)
-		return
-	}
-	id, end, err := in.deps.Submitter.Submit(ctx, in.spec.PlantID, body, by)
+	id, end, err := in.deps.Submitter.Submit(ctx, in.spec.PlantID, *a, in.spec.Window, by)
 	if err != nil {
 		in.log.Warn("submit the input's window", "err", err)
 		return
@@ -354,19 +350,4 @@ func describe(a *Action) string {
 		return "no limit"
 	}
 	return fmt.Sprintf("%s %g %s", a.Command, a.Value, a.Unit)
-}
-
-// scheduleBody is a schedule of one window of the action, from now for
-// the given length, in the cloud's shape.
-func scheduleBody(a *Action, length time.Duration) ([]byte, error) {
-	type cmd struct {
-		Command string  `json:"command"`
-		Start   string  `json:"start"`
-		End     string  `json:"end"`
-		Value   float64 `json:"value"`
-		Unit    string  `json:"unit"`
-	}
-	return json.Marshal(struct {
-		Commands []cmd `json:"commands"`
-	}{[]cmd{{Command: a.Command, Start: "+0s", End: "+" + length.String(), Value: a.Value, Unit: a.Unit}}})
 }

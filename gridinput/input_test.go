@@ -2,9 +2,9 @@ package gridinput
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,24 +31,16 @@ type fakeGrid struct {
 	open  []string // an earlier run's windows
 }
 
-func (f *fakeGrid) Submit(_ context.Context, plantID string, body []byte, by Origin) (string, time.Time, error) {
-	var s struct {
-		Commands []struct {
-			Command, Start, End, Unit string
-			Value                     float64
-		}
-	}
-	if err := json.Unmarshal(body, &s); err != nil || len(s.Commands) != 1 || by.Role != RoleGridOperator || plantID != "p1" {
-		return "", time.Time{}, fmt.Errorf("bad submit %s %v %v", body, by, err)
+func (f *fakeGrid) Submit(_ context.Context, plantID string, a Action, length time.Duration, by Origin) (string, time.Time, error) {
+	if by.Role != RoleGridOperator || plantID != "p1" || by.Input == "" || !strings.HasPrefix(by.Name, "input:"+by.Input+"/") {
+		return "", time.Time{}, fmt.Errorf("bad submit %+v %v", a, by)
 	}
 	f.mu.Lock()
 	f.n++
 	id := fmt.Sprintf("s%d", f.n)
 	f.mu.Unlock()
-	c := s.Commands[0]
-	f.calls <- call{op: "submit", id: id, by: by.Name, value: c.Value, unit: c.Unit, end: c.End}
-	d, _ := time.ParseDuration(c.End[1:])
-	return id, time.Now().Add(d), nil
+	f.calls <- call{op: "submit", id: id, by: by.Name, value: a.Value, unit: a.Unit, end: "+" + length.String()}
+	return id, time.Now().Add(length), nil
 }
 
 func (f *fakeGrid) Open(context.Context, string, string) ([]string, error) { return f.open, nil }

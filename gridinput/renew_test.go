@@ -33,7 +33,7 @@ type clockGrid struct {
 
 func (g *clockGrid) setErr(err error) { g.mu.Lock(); g.err = err; g.mu.Unlock() }
 
-func (g *clockGrid) Submit(ctx context.Context, plantID string, body []byte, by Origin) (string, time.Time, error) {
+func (g *clockGrid) Submit(ctx context.Context, plantID string, a Action, length time.Duration, by Origin) (string, time.Time, error) {
 	g.mu.Lock()
 	err := g.err
 	g.mu.Unlock()
@@ -47,7 +47,7 @@ func (g *clockGrid) Submit(ctx context.Context, plantID string, body []byte, by 
 	// The end before the call is seen: a test that advances the clock
 	// once it sees the call must not move this window's end.
 	end := g.now().Add(time.Hour)
-	id, _, err := g.fakeGrid.Submit(ctx, plantID, body, by)
+	id, _, err := g.fakeGrid.Submit(ctx, plantID, a, length, by)
 	return id, end, err
 }
 

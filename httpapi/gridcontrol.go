@@ -108,7 +108,8 @@ func (s *Server) postSchedules(c *gin.Context) {
 		return
 	}
 	name, role := oauth2.Caller(c)
-	sc, err := s.deps.GridControl.Submit(c.Request.Context(), p.ID, body, skip, gridcontrol.Origin{Name: name, Role: role}, gridcontrol.RequireAll(requireAll))
+	sc, err := s.deps.GridControl.SubmitJSON(c.Request.Context(), p.ID, gridcontrol.Origin{Door: gridcontrol.DoorAPI, Name: name, Role: role}, body,
+		gridcontrol.SkipEligibilityCheck(skip), gridcontrol.RequireAll(requireAll))
 	var ve *gridcontrol.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -148,8 +149,12 @@ func (s *Server) deleteSchedule(c *gin.Context) {
 		return
 	}
 	name, role := oauth2.Caller(c)
-	err := s.deps.GridControl.Cancel(c.Request.Context(), p.ID, c.Param("scheduleId"), gridcontrol.Origin{Name: name, Role: role})
+	err := s.deps.GridControl.Cancel(c.Request.Context(), p.ID, c.Param("scheduleId"), gridcontrol.Origin{Door: gridcontrol.DoorAPI, Name: name, Role: role})
+	var held *gridcontrol.InputHeldError
 	switch {
+	case errors.As(err, &held):
+		fail(c, http.StatusConflict, plant.CodeHeldByInput, fmt.Sprintf("schedule %s is held by %s: a grid operator's input ends its window when its contacts release it, not a DELETE", held.ScheduleID, held.Holder))
+		return
 	case errors.Is(err, gridcontrol.ErrUnknownSchedule):
 		fail(c, http.StatusNotFound, plant.CodeNotFound, "unknown schedule")
 		return

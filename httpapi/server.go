@@ -201,7 +201,7 @@ type Deps struct {
 // GridControl stores, lists and runs grid-control schedules, and reads
 // the grid settings in effect from the devices.
 type GridControl interface {
-	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
+	SubmitJSON(ctx context.Context, plantID string, by gridcontrol.Origin, body []byte, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Schedules(plantID string, opts ...gridcontrol.ListOption) ([]gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 	Settings(ctx context.Context, plantID, settingsType string) ([]gridcontrol.Setting, error)

@@ -58,6 +58,9 @@ const (
 	CodeNotEligible      = "not-eligible"
 	CodeUnavailable      = "unavailable"
 	CodeConflict         = "conflict"
+	// CodeHeldByInput: a window a grid operator's input holds while its
+	// contacts demand it; only the input ends it.
+	CodeHeldByInput = "held-by-input"
 	// The version rules of schedule messages over MQTT.
 	CodeBadVersion         = "bad-version"
 	CodeVersionTooFarAhead = "version-too-far-ahead"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"plantd/devices"
@@ -110,7 +109,8 @@ func decode(inst *devices.Instance, c control) (control, error) {
 // a value out of range; then the limit goes to grid control (exception 4
 // when it refuses). A refused write leaves the map as it was.
 func (s *Server) write(req *modbus.Request) error {
-	by := gridcontrol.Origin{Name: "modbus:" + req.Client.String(), Role: s.cfg.Role}
+	master := req.Client.String()
+	by := gridcontrol.Origin{Door: gridcontrol.DoorModbus, Name: master, Role: s.cfg.Role, Channel: string(gridcontrol.DoorModbus) + ":" + master}
 	if !s.cfg.Writes {
 		s.log.Info("write refused", "client", req.Client.String(), "addr", req.Addr, "err", errNotPermitted)
 		return modbus.Exception(modbus.ExceptionIllegalFunction)
@@ -207,9 +207,8 @@ func (s *Server) apply(by gridcontrol.Origin, next control, now time.Time) error
 // submit sends next's limit to grid control as a new window of
 // next.window() from now and holds it in next.
 func (s *Server) submit(ctx context.Context, by gridcontrol.Origin, next *control, now time.Time) error {
-	body := fmt.Sprintf(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+%s","value":%s,"unit":"%%"}]}`,
-		next.window(), strconv.FormatFloat(next.pct, 'f', -1, 64))
-	sc, err := s.grid.Submit(ctx, s.cfg.PlantID, []byte(body), false, by)
+	pct := next.pct
+	sc, err := s.grid.Submit(ctx, s.cfg.PlantID, by, []gridcontrol.Order{{Command: "opModMaxLimW", For: next.window(), Value: &pct, Unit: "%"}})
 	if err != nil {
 		return fmt.Errorf("limit %v %%: %w", next.pct, err)
 	}

@@ -29,7 +29,7 @@ type Live interface {
 // Grid is grid control as the server's writes reach it
 // (gridcontrol.Controller).
 type Grid interface {
-	Submit(ctx context.Context, plantID string, body []byte, skipCheck bool, by gridcontrol.Origin, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
+	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 	Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by gridcontrol.Origin) error
 }

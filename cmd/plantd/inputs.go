@@ -94,8 +94,10 @@ func (g *gridInputs) Run(ctx context.Context) error {
 // an inverter is offline, and reaches it when it is back).
 type gridSubmitter struct{ c *gridcontrol.Controller }
 
-func (s gridSubmitter) Submit(ctx context.Context, plantID string, body []byte, by gridinput.Origin) (string, time.Time, error) {
-	sc, err := s.c.Submit(ctx, plantID, body, true, gridcontrol.Origin{Name: by.Name, Role: by.Role})
+func (s gridSubmitter) Submit(ctx context.Context, plantID string, a gridinput.Action, length time.Duration, by gridinput.Origin) (string, time.Time, error) {
+	v := a.Value
+	sc, err := s.c.Submit(ctx, plantID, inputOrigin(by), []gridcontrol.Order{{Command: a.Command, For: length, Value: &v, Unit: a.Unit}},
+		gridcontrol.SkipEligibilityCheck(true))
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -104,6 +106,13 @@ func (s gridSubmitter) Submit(ctx context.Context, plantID string, body []byte, 
 		end = cm.End
 	}
 	return sc.ScheduleID, end, nil
+}
+
+// inputOrigin is an input's origin in grid control: the input door, its
+// contacts, and the input as a channel of its own.
+func inputOrigin(by gridinput.Origin) gridcontrol.Origin {
+	return gridcontrol.Origin{Door: gridcontrol.DoorInput, Name: strings.TrimPrefix(by.Name, "input:"), Role: by.Role,
+		Channel: string(gridcontrol.DoorInput) + ":" + by.Input}
 }
 
 // Open lists the schedules created by a name starting with prefix that
@@ -138,7 +147,7 @@ func (s gridSubmitter) Open(ctx context.Context, plantID, prefix string) ([]stri
 }
 
 func (s gridSubmitter) End(ctx context.Context, plantID, id string, by gridinput.Origin) error {
-	return s.c.Cancel(ctx, plantID, id, gridcontrol.Origin{Name: by.Name, Role: by.Role})
+	return s.c.Cancel(ctx, plantID, id, inputOrigin(by))
 }
 
 // demoInputs is the demo's ripple-control receiver on the I/O module "rcr"

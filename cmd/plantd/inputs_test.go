@@ -146,6 +146,44 @@ func TestGridInputs(t *testing.T) {
 		t.Errorf("max edge → write %v, want < 2 s", lat[len(lat)-1])
 	}
 
+	t.Run("a DELETE while K3 holds: 409, the limit stands", func(t *testing.T) {
+		contacts(false, false, true)
+		waitUntil(t, 4*time.Second, "30 % on both", both(atMost(30)))
+		var id string
+		waitUntil(t, 5*time.Second, "the input's open window listed", func() bool {
+			_, b := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokGrid, "")
+			var got struct {
+				Schedules []struct {
+					ScheduleID, CreatedBy string
+					Commands              []struct{ Status string }
+				}
+			}
+			if json.Unmarshal(b, &got) != nil {
+				return false
+			}
+			for _, s := range got.Schedules {
+				if s.CreatedBy == "input:rcr/K3 (gridoperator)" && s.Commands[0].Status == "active" {
+					id = s.ScheduleID
+				}
+			}
+			return id != ""
+		})
+		code, b := d.request("DELETE", "/gridcontrol/v1/plants/p1/schedules/"+id, tokGrid, "")
+		if code != 409 || !strings.Contains(string(b), `"code":"held-by-input"`) || !strings.Contains(string(b), "input:rcr/K3") {
+			t.Errorf("grid operator's DELETE of the input's window: %d %s; want 409 held-by-input naming input:rcr/K3", code, b)
+		}
+		// The registers, for two input polls and a control cycle after
+		// the refused DELETE: never above the contacts' 30 %.
+		end := time.Now().Add(3 * time.Second)
+		for time.Now().Before(end) {
+			if l1, l2 := limit("inv1"), limit("inv2"); l1 > 30 || l2 > 30 {
+				t.Fatalf("inverters at %v/%v %% after a refused DELETE while K3 holds, want ≤ 30", l1, l2)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		contacts()
+		waitUntil(t, 10*time.Second, "released after K3 opened", released)
+	})
 	t.Run("invalid K1+K4: logged, the most restrictive", func(t *testing.T) {
 		contacts(true, false, false, true)
 		waitUntil(t, 4*time.Second, "0 % on both (K4's, not K1's 100 %)", both(atMost(0)))

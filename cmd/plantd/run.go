@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -337,9 +338,20 @@ func demoWindow(speed float64) (start, end string) {
 	return rel(10 * time.Second), rel(2 * time.Minute)
 }
 
-// demoLimitBody is the body of the banner's grid-control example.
+// demoLimitBody is the body of the banner's grid-control example: a
+// schedule body as a client posts it, encoded, never assembled as text.
 func demoLimitBody(start, end string) string {
-	return fmt.Sprintf(`{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40,"unit":"%%"}]}`, start, end)
+	type cmd struct {
+		Command string  `json:"command"`
+		Start   string  `json:"start"`
+		End     string  `json:"end"`
+		Value   float64 `json:"value"`
+		Unit    string  `json:"unit"`
+	}
+	b, _ := json.Marshal(struct {
+		Commands []cmd `json:"commands"`
+	}{[]cmd{{Command: "opModMaxLimW", Start: start, End: end, Value: 40, Unit: "%"}}})
+	return string(b)
 }
 
 // demoKindWords names the demo's devices in the banner as README does.
