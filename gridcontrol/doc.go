@@ -55,6 +55,44 @@
 // meaning. With RequireAll (the API's requireAll=true) it is refused
 // instead, also when the eligibility check is skipped.
 //
+// # Doors: one gate
+//
+// Every way into control reaches grid control through one typed call:
+// Submit(ctx, plant, Origin, []Order) (SubmitJSON for a schedule body
+// posted to the HTTP API), Cancel and Extend with the Origin. An Origin
+// names the door, the identity at that door, the role it acts with and,
+// for origins that are a precedence channel of their own, that channel;
+// createdBy and the plant log show it as "door:identity (role)" (a token's
+// name alone for the HTTP API). What each door may do:
+//
+//	door              identity                 role (default)         may                                never
+//	HTTP API, OAuth   token or client name     the credential's       any command its role allows        -
+//	cloud MQTT down/  the broker session       mqtt.remoteRole        schedules, consumer modes (as the  act without the broker's
+//	                  "mqtt:<gatewayId>"                              API: its requests and answers)     authentication
+//	Home Assistant    "ha:<clientId>"          installer              a FeedInLimit window, a consumer's gridoperator unless the broker
+//	                                                                  mode                               connection has credentials;
+//	                                                                                                     payloads over 64 KiB
+//	SunSpec server    "modbus:<address>",      installer              an opModMaxLimW window of its own  end or renew another master's
+//	                  which must be in allow   (gridoperator only     channel; end its own               window (ErrNotPermitted)
+//	                  once writes are on       when configured)
+//	device proxy      the master's address     -                      read; write only from allow, with  write a point plantd holds;
+//	                  (allow)                                         writes on                          nameplate and settings models
+//	                                                                                                     unless configured
+//	inputs (relays)   "input:<id>/<contacts>"  gridoperator           windows that live while the        be ended by anyone else: a
+//	                                                                  contacts demand them               DELETE answers 409 (ErrHeldByInput)
+//	energy manager    itself                   -                      consumers' setpoints               touch an inverter limit
+//
+// Channels: an input's windows and each Modbus master's are channels of
+// their own within their role. Within a channel the newest window wins;
+// across channels and roles the most restrictive limit governs (below), so
+// no door loosens another's limit: a grid operator's window is loosened by
+// nothing but its own end. A channel's windows are ended and renewed by
+// that channel alone, except that the API's people may end a Modbus
+// master's window within their role; an input's window is ended by its
+// input only (when its contacts release it, or its failsafe), never by a
+// DELETE, which answers 409 naming the input and its contacts. The energy
+// manager (package consumer) never submits: it switches consumers.
+//
 // # Schedules
 //
 // A schedule is {scheduleId, plantId, commands: [{command, start, end,
@@ -83,12 +121,12 @@
 // overridden, with overriddenBy naming the schedule that does; it governs
 // again when that one ends. The role is the credential's (Schedule.Role;
 // schedules stored before it are read from createdBy's "(role)"). A grid
-// operator's input (package gridinput: createdBy "input:<id>/...") is a
-// channel of its own within the role: its windows and the operator's API
-// windows combine as two roles' do (the most restrictive limit governs),
-// so neither a newer API window nor a newer input window loosens the
-// other; an input lifts its limit with Cancel, never with a window of its
-// own.
+// operator's input (package gridinput: createdBy "input:<id>/...") and
+// each Modbus master of the SunSpec server is a channel of its own within
+// the role (Schedule.Channel): its windows and the role's others combine
+// as two roles' do (the most restrictive limit governs), so neither a
+// newer API window nor a newer input or master window loosens the other;
+// an input lifts its limit with Cancel, never with a window of its own.
 // Back-to-back windows join: the control goes from one value to the next
 // without the default in between. Across commands, the lowest active-power
 // limit wins (opModMaxLimW and FeedInLimit) and a disconnect holds whatever
