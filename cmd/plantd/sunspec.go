@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
+	"reflect"
 	"slices"
 
 	"plantd/config"
@@ -107,7 +107,7 @@ func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
 		}
 		return out
 	}
-	if maps.Equal(proxies(a), proxies(b)) {
+	if reflect.DeepEqual(proxies(a), proxies(b)) {
 		return false
 	}
 	log.Warn("the devices' proxies changed in the config: the change takes effect at the next start (systemctl restart plantd)")
