@@ -43,6 +43,7 @@ const (
 	defaultMeterLossGrace    = 30 * time.Second
 	defaultModbusServerRole  = RoleGridOperator
 	defaultModbusServerConns = 32
+	defaultConnsPerClient    = 4
 	defaultProxyRate         = 10
 	defaultProxyBurst        = 20
 	gatewayIDPrefix          = "plantd-"
@@ -114,6 +115,7 @@ func (c *Config) setDefaults() {
 	c.ModbusServer.UnitID = defaultUnit
 	c.ModbusServer.Role = defaultModbusServerRole
 	c.ModbusServer.MaxConns = defaultModbusServerConns
+	c.ModbusServer.MaxConnsPerClient = defaultConnsPerClient
 }
 
 func (p *Plant) setDefaults() {

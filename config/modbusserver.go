@@ -30,19 +30,31 @@ type ModbusServer struct {
 	// Allow lists the client addresses that may connect, as IP addresses
 	// or CIDRs; default none: every client.
 	Allow []string `yaml:"allow"`
-	// MaxConns bounds the open connections (1..1024, default 32); a
-	// connection beyond it is closed at once, and an idle one after 60 s.
-	MaxConns int `yaml:"maxConns"`
+	// MaxConns bounds the open connections (1..1024, default 32) and
+	// MaxConnsPerClient those of one client address (1..1024, default
+	// 4). A connection past either bound closes an idle one to make room
+	// (the client's own one idle the longest; when the server is full,
+	// the one idle the longest of the client holding the most), so idle
+	// sockets never lock a master out; it is closed at once only when
+	// all of those are answering a request. A connection idle for 60 s
+	// is closed.
+	MaxConns          int `yaml:"maxConns"`
+	MaxConnsPerClient int `yaml:"maxConnsPerClient"`
 }
 
-// Bounds of modbusServer.maxConns.
+// Bounds of modbusServer.maxConns and maxConnsPerClient, and of a
+// proxy's maxConnsPerClient.
 const maxModbusServerConns = 1024
 
 // AllowPrefixes returns Allow as prefixes (an address as its /32 or
 // /128). Call it on a validated config.
-func (m ModbusServer) AllowPrefixes() []netip.Prefix {
+func (m ModbusServer) AllowPrefixes() []netip.Prefix { return allowPrefixes(m.Allow) }
+
+// allowPrefixes returns an allow-list's addresses and CIDRs as prefixes;
+// entries that are neither are left out (validation refused them).
+func allowPrefixes(allow []string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, a := range m.Allow {
+	for _, a := range allow {
 		if p, err := netip.ParsePrefix(a); err == nil {
 			out = append(out, p.Masked())
 		} else if ip, err := netip.ParseAddr(a); err == nil {
@@ -50,6 +62,24 @@ func (m ModbusServer) AllowPrefixes() []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// allowList checks an allow-list's entries (path: its key).
+func (v *validator) allowList(path string, allow []string) {
+	for i, a := range allow {
+		if _, err := netip.ParsePrefix(a); err != nil {
+			if _, err := netip.ParseAddr(a); err != nil {
+				v.add(fmt.Sprintf("%s[%d]", path, i), "%q is not an IP address or CIDR", a)
+			}
+		}
+	}
+}
+
+// connsPerClient checks a maxConnsPerClient (path: its key).
+func (v *validator) connsPerClient(path string, n int) {
+	if n < 1 || n > maxModbusServerConns {
+		v.add(path, "%d is out of range (1..%d)", n, maxModbusServerConns)
+	}
 }
 
 func (v *validator) modbusServer() {
@@ -76,31 +106,48 @@ func (v *validator) modbusServer() {
 	default:
 		v.add("modbusServer.role", "%q is not a role that may send schedules (gridoperator or installer)", m.Role)
 	}
-	for i, a := range m.Allow {
-		if _, err := netip.ParsePrefix(a); err != nil {
-			if _, err := netip.ParseAddr(a); err != nil {
-				v.add(fmt.Sprintf("modbusServer.allow[%d]", i), "%q is not an IP address or CIDR", a)
-			}
-		}
-	}
+	v.allowList("modbusServer.allow", m.Allow)
 	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
 		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)
 	}
+	v.connsPerClient("modbusServer.maxConnsPerClient", m.MaxConnsPerClient)
 }
 
 // DeviceProxy is a device's Modbus TCP proxy (devices[].proxy, package
 // modbusproxy): a port of its own through which a third party reaches a
 // device that accepts one Modbus client, its requests queued with
-// plantd's own on the device's connection.
+// plantd's own on the device's connection. It is read-only unless
+// Writes is on.
 type DeviceProxy struct {
 	// Listen is the host:port to serve on; required.
 	Listen string `yaml:"listen"`
+	// Allow lists the client addresses that may connect, as IP addresses
+	// or CIDRs; default none: every client (reads only, unless Writes).
+	Allow []string `yaml:"allow"`
+	// Writes lets the clients in Allow write (functions 5, 6, 15, 16);
+	// default false: every write answers exception 1. It needs a
+	// non-empty Allow. A write to a control plantd holds is refused all
+	// the same (exception 6), and one to the nameplate and settings
+	// models (SunSpec 1, 120, 121, 701, 702) unless WriteSettings
+	// (exception 2).
+	Writes bool `yaml:"writes"`
+	// WriteSettings lets the writes reach the nameplate and settings
+	// models too; it needs Writes.
+	WriteSettings bool `yaml:"writeSettings"`
 	// RequestsPerSecond and Burst are each client's token bucket (more
 	// than 0 and at most 1000, default 10; 1..1000, default 20): a
 	// request beyond it answers exception 6.
 	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
 	Burst             int     `yaml:"burst"`
+	// MaxConnsPerClient bounds the open connections of one client
+	// address (1..1024, default 4), as modbusServer's; the proxy keeps
+	// 32 in all.
+	MaxConnsPerClient int `yaml:"maxConnsPerClient"`
 }
+
+// AllowPrefixes returns Allow as prefixes (an address as its /32 or
+// /128). Call it on a validated config.
+func (p DeviceProxy) AllowPrefixes() []netip.Prefix { return allowPrefixes(p.Allow) }
 
 // Defaults and bounds of a device's proxy.
 const (
@@ -110,10 +157,12 @@ const (
 func (p *DeviceProxy) setDefaults() {
 	p.RequestsPerSecond = defaultProxyRate
 	p.Burst = defaultProxyBurst
+	p.MaxConnsPerClient = defaultConnsPerClient
 }
 
 // proxies checks the devices' proxies: a valid, distinct listen address,
-// a device on Modbus (not a consumer), rates in range.
+// a device on Modbus (not a consumer), rates and bounds in range, writes
+// only with an allow-list, settings only with writes.
 func (v *validator) proxies() {
 	seen := map[string]string{}
 	for i, d := range v.c.Devices {
@@ -139,5 +188,13 @@ func (v *validator) proxies() {
 		if b := d.Proxy.Burst; b < 1 || b > maxProxyRate {
 			v.add(path+".burst", "%d is out of range (1..%d)", b, maxProxyRate)
 		}
+		v.allowList(path+".allow", d.Proxy.Allow)
+		if d.Proxy.Writes && len(d.Proxy.Allow) == 0 {
+			v.add(path+".allow", "required with writes: true (the addresses of the masters that may write, as IP addresses or CIDRs)")
+		}
+		if d.Proxy.WriteSettings && !d.Proxy.Writes {
+			v.add(path+".writeSettings", "needs writes: true")
+		}
+		v.connsPerClient(path+".maxConnsPerClient", d.Proxy.MaxConnsPerClient)
 	}
 }

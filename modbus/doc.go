@@ -264,9 +264,26 @@
 // answers it through ServePDU under the request's transaction and unit id
 // and reads the next. A frame that is no Modbus TCP (protocol id not 0, a
 // length out of range) closes its connection. [ServerConfig] bounds the
-// open connections (MaxConns, default 32: one more is closed at once),
-// closes a connection idle for IdleTimeout (default 60 s) and refuses
-// clients outside Allow; [Server.Stats] counts them. A [Front]
+// open connections, in all (MaxConns, default 32) and per client address
+// (MaxConnsPerClient, default 4), closes a connection idle for
+// IdleTimeout (default 60 s) and refuses clients outside Allow. A
+// connection past a bound does not lock anyone out: it closes an idle
+// connection (no request being answered) to make room, at the client's
+// bound the client's own one idle the longest, at MaxConns the one idle
+// the longest of the clients holding the most connections; only when
+// none of those is idle is the newcomer closed at once. So 32 idle
+// sockets from one address leave room for a second address.
+// [Server.Stats] counts all of it (Refused, Full, Evicted, Idle).
+//
+// The lines a server logs about its clients before they have shown to be
+// welcome (a client outside Allow, a connection closed to make room or
+// refused, a frame that is no Modbus TCP) go through a [LogLimiter]: the
+// first of a client address and reason is logged, then at most one line
+// a minute with the count suppressed (ServerConfig.Refusals; a Handler
+// refusing requests shares it: the device proxy), so 2,000 bad requests
+// are two lines, not 2,000. It keeps 256 addresses apart and the rest
+// together, so a flood of addresses grows neither memory nor the log
+// without bound. A [Front]
 // (ServerConfig.Front) sees each connection as it is accepted and each
 // request before the Handler, and may answer it itself, delay, alter or
 // drop the answer, or close the connection: the simulator's faults. It is

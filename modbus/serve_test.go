@@ -169,13 +169,14 @@ func TestServerClient(t *testing.T) {
 	}
 }
 
-// TestServerBounds: connections over MaxConns are closed at once, the
-// rest when they idle; a frame that is no Modbus TCP closes its
-// connection; a client outside the allow-list is closed at once.
+// TestServerBounds: connections over MaxConns close the oldest idle one
+// each, the rest close when they idle; a frame that is no Modbus TCP
+// closes its connection; a client outside the allow-list is closed at
+// once.
 func TestServerBounds(t *testing.T) {
 	const maxConns, clients = 8, 200
 	h := &memHandler{}
-	srv, addr := startServer(t, ServerConfig{MaxConns: maxConns, IdleTimeout: 300 * time.Millisecond}, h)
+	srv, addr := startServer(t, ServerConfig{MaxConns: maxConns, MaxConnsPerClient: maxConns, IdleTimeout: 300 * time.Millisecond}, h)
 	conns := make([]net.Conn, clients)
 	for i := range conns {
 		c, err := net.Dial("tcp", addr)
@@ -185,14 +186,11 @@ func TestServerBounds(t *testing.T) {
 		defer c.Close()
 		conns[i] = c
 	}
-	waitFor(t, "every connection accepted or refused", 10*time.Second, func() bool {
-		st := srv.Stats()
-		return st.Accepted+st.Full == clients
-	})
-	if st := srv.Stats(); st.Accepted != maxConns || st.Full != clients-maxConns {
-		t.Fatalf("stats %+v, want %d accepted", st, maxConns)
+	waitFor(t, "every connection accepted", 10*time.Second, func() bool { return srv.Stats().Accepted == clients })
+	if st := srv.Stats(); st.Evicted != clients-maxConns || st.Full != 0 || st.Open != maxConns {
+		t.Fatalf("stats %+v, want %d evicted, %d open", st, clients-maxConns, maxConns)
 	}
-	// Every connection ends: the refused ones at once, the accepted ones
+	// Every connection ends: the evicted ones at once, the last ones
 	// after the idle timeout. A read sees the end (EOF or reset).
 	for i, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))

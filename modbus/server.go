@@ -22,8 +22,9 @@ import (
 // exception; it is the one request decoder of plantd's servers (the
 // simulator's Modbus TCP endpoints and RTU slaves, the SunSpec aggregate
 // server). Server is a Modbus TCP listener around it: accept, MBAP
-// framing, an allow-list of client addresses, a bound on connections and
-// the idle close.
+// framing, an allow-list of client addresses, bounds on connections (in
+// all and per client address, an idle one closed to make room) and the
+// idle close.
 
 // Request is one decoded request. ServePDU fills Function, Addr,
 // Quantity and the written values; the caller sets Client and Unit.
@@ -204,15 +205,26 @@ func ServePDU(h Handler, req *Request, pdu []byte, out []byte) []byte {
 
 // Server defaults.
 const (
-	DefaultMaxConns    = 32
-	DefaultIdleTimeout = 60 * time.Second
+	DefaultMaxConns          = 32
+	DefaultMaxConnsPerClient = 4
+	DefaultIdleTimeout       = 60 * time.Second
 )
 
 // ServerConfig tunes a Server.
 type ServerConfig struct {
-	// MaxConns bounds the open connections (default DefaultMaxConns); a
-	// connection beyond it is closed at once.
+	// MaxConns bounds the open connections (default DefaultMaxConns).
 	MaxConns int
+	// MaxConnsPerClient bounds the open connections of one client
+	// address (default DefaultMaxConnsPerClient).
+	//
+	// A connection that would pass either bound closes an idle one to
+	// make room: at the client's bound the client's own connection idle
+	// the longest; at MaxConns the one idle the longest of the clients
+	// holding the most connections. A connection is idle while no
+	// request of it is being answered. Only when every connection that
+	// could make room is busy is the newcomer closed at once. So a few
+	// idle sockets never lock a master out.
+	MaxConnsPerClient int
 	// IdleTimeout closes a connection that sends no request for that long
 	// (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -222,13 +234,18 @@ type ServerConfig struct {
 	// Front, when set, stands between each connection and the Handler
 	// (the simulator's fault injection): see Front.
 	Front Front
+	// Refusals rate-limits the log lines of the clients' refusals
+	// (allow-list, full, evictions, frames that are no Modbus TCP); nil:
+	// the server's own. A Handler that refuses requests shares it, so
+	// that its lines are limited with the server's.
+	Refusals *LogLimiter
 }
 
 // Front sees a Server's connections and requests before its Handler.
 type Front interface {
 	// Connect is called for each connection the server keeps (after
-	// Allow and MaxConns); it returns the connection's FrontConn, or nil
-	// to close it at once.
+	// Allow and the bounds); it returns the connection's FrontConn, or
+	// nil to close it at once.
 	Connect(c net.Conn) FrontConn
 }
 
@@ -245,8 +262,10 @@ type FrontConn interface {
 // ServerStats counts what a Server did since it was made.
 type ServerStats struct {
 	// Open is the connections open now; Accepted, Refused (allow-list),
-	// Full (over MaxConns) and Idle (closed for idling) count connections.
-	Open, Accepted, Refused, Full, Idle int64
+	// Full (over a bound with no idle connection to close), Evicted
+	// (idle ones closed to make room for a new one) and Idle (closed for
+	// idling) count connections.
+	Open, Accepted, Refused, Full, Evicted, Idle int64
 	// Requests is the requests answered, Exceptions those answered with
 	// an exception, Malformed the frames that closed their connection.
 	Requests, Exceptions, Malformed int64
@@ -259,15 +278,28 @@ type ServerStats struct {
 // TCP (a protocol id other than 0, a length out of range) closes its
 // connection: the stream is out of step.
 type Server struct {
-	cfg ServerConfig
-	h   Handler
-	log *slog.Logger
+	cfg      ServerConfig
+	h        Handler
+	log      *slog.Logger
+	refusals *LogLimiter
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu        sync.Mutex
+	conns     map[*srvConn]struct{}
+	perClient map[netip.Addr]int
+	seq       uint64 // orders the connections' turns to idle
 
-	accepted, refused, full, idle   atomic.Int64
-	requests, exceptions, malformed atomic.Int64
+	accepted, refused, full, evicted, idle atomic.Int64
+	requests, exceptions, malformed        atomic.Int64
+}
+
+// srvConn is one open connection of a Server. Its fields but c and
+// client are guarded by Server.mu.
+type srvConn struct {
+	c      net.Conn
+	client netip.Addr
+	busy   bool   // a request of it is being answered
+	since  uint64 // Server.seq when it last turned idle
+	gone   bool   // closed by the server to make room
 }
 
 // NewServer returns a server answering through h.
@@ -275,10 +307,18 @@ func NewServer(cfg ServerConfig, h Handler, log *slog.Logger) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if cfg.MaxConnsPerClient <= 0 {
+		cfg.MaxConnsPerClient = DefaultMaxConnsPerClient
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
-	return &Server{cfg: cfg, h: h, log: log, conns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg, h: h, log: log, refusals: cfg.Refusals,
+		conns: map[*srvConn]struct{}{}, perClient: map[netip.Addr]int{}}
+	if s.refusals == nil {
+		s.refusals = NewLogLimiter(log, 0, 0)
+	}
+	return s
 }
 
 // Stats returns the server's counters.
@@ -287,7 +327,8 @@ func (s *Server) Stats() ServerStats {
 	open := int64(len(s.conns))
 	s.mu.Unlock()
 	return ServerStats{Open: open, Accepted: s.accepted.Load(), Refused: s.refused.Load(), Full: s.full.Load(),
-		Idle: s.idle.Load(), Requests: s.requests.Load(), Exceptions: s.exceptions.Load(), Malformed: s.malformed.Load()}
+		Evicted: s.evicted.Load(), Idle: s.idle.Load(), Requests: s.requests.Load(), Exceptions: s.exceptions.Load(),
+		Malformed: s.malformed.Load()}
 }
 
 // acceptBackoff is the pause after a failed accept (too many open files).
@@ -295,19 +336,29 @@ const acceptBackoff = 50 * time.Millisecond
 
 // Serve accepts connections on ln until ctx ends, then closes ln and
 // every connection and returns nil once their goroutines have ended. It
-// returns an error when ln fails otherwise.
+// returns an error when ln fails otherwise. While it serves, the
+// refusals' counts are logged every interval, and all that are left when
+// it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	flushCtx, endFlush := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		s.refusals.run(flushCtx)
+	}()
 	defer func() {
 		stop()
 		_ = ln.Close()
 		s.mu.Lock()
-		for c := range s.conns {
-			_ = c.Close()
+		for sc := range s.conns {
+			_ = sc.c.Close()
 		}
 		s.mu.Unlock()
 		wg.Wait()
+		endFlush()
+		<-flushed
 	}()
 	for {
 		c, err := ln.Accept()
@@ -329,44 +380,128 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		client := remoteAddr(c)
 		if s.cfg.Allow != nil && !s.cfg.Allow(client) {
 			s.refused.Add(1)
-			s.log.Info("connection refused: not in the allow-list", "client", client.String())
+			s.refusals.Log(slog.LevelInfo, client, "allow", "connection refused: not in the allow-list")
 			_ = c.Close()
 			continue
 		}
-		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxConns {
-			s.mu.Unlock()
-			s.full.Add(1)
-			s.log.Debug("connection refused: the server is full", "client", client.String(), "maxConns", s.cfg.MaxConns)
-			_ = c.Close()
+		sc := s.admit(c, client)
+		if sc == nil {
 			continue
 		}
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
 		s.accepted.Add(1)
 		var fc FrontConn
 		if s.cfg.Front != nil {
 			if fc = s.cfg.Front.Connect(c); fc == nil {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				_ = c.Close()
+				s.release(sc)
 				continue
 			}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serve(c, client, fc)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-			_ = c.Close()
+			s.serve(sc, fc)
+			s.release(sc)
 			if fc != nil {
 				fc.Closed()
 			}
 		}()
 	}
+}
+
+// admit keeps c, closing an idle connection when c would pass a bound
+// (see ServerConfig.MaxConnsPerClient); nil when every connection that
+// could make room is busy (c is closed).
+func (s *Server) admit(c net.Conn, client netip.Addr) *srvConn {
+	s.mu.Lock()
+	var victim *srvConn
+	bound := ""
+	switch {
+	case s.perClient[client] >= s.cfg.MaxConnsPerClient:
+		bound = "maxConnsPerClient"
+		victim = s.oldestIdle(func(o *srvConn) bool { return o.client == client })
+	case len(s.conns) >= s.cfg.MaxConns:
+		bound = "maxConns"
+		victim = s.oldestIdle(nil)
+	}
+	if bound != "" && victim == nil {
+		s.mu.Unlock()
+		s.full.Add(1)
+		s.refusals.Log(slog.LevelInfo, client, "full", "connection refused: every connection is busy",
+			"bound", bound, "maxConns", s.cfg.MaxConns, "maxConnsPerClient", s.cfg.MaxConnsPerClient)
+		_ = c.Close()
+		return nil
+	}
+	if victim != nil {
+		s.remove(victim)
+		victim.gone = true
+	}
+	s.seq++
+	sc := &srvConn{c: c, client: client, since: s.seq}
+	s.conns[sc] = struct{}{}
+	s.perClient[client]++
+	s.mu.Unlock()
+	if victim != nil {
+		_ = victim.c.Close()
+		s.evicted.Add(1)
+		s.refusals.Log(slog.LevelInfo, client, "evict", "idle connection closed for a new one",
+			"bound", bound, "closed", victim.client.String())
+	}
+	return sc
+}
+
+// oldestIdle returns the idle connection (of those match accepts; nil:
+// all) of the clients holding the most, idle the longest of them; nil
+// when none is idle. Call it under s.mu.
+func (s *Server) oldestIdle(match func(*srvConn) bool) *srvConn {
+	var best *srvConn
+	for o := range s.conns {
+		if o.busy || (match != nil && !match(o)) {
+			continue
+		}
+		if best == nil {
+			best = o
+			continue
+		}
+		no, nb := s.perClient[o.client], s.perClient[best.client]
+		if no > nb || (no == nb && o.since < best.since) {
+			best = o
+		}
+	}
+	return best
+}
+
+// remove forgets sc. Call it under s.mu.
+func (s *Server) remove(sc *srvConn) {
+	delete(s.conns, sc)
+	if s.perClient[sc.client]--; s.perClient[sc.client] <= 0 {
+		delete(s.perClient, sc.client)
+	}
+}
+
+// release forgets sc (unless it was closed to make room) and closes it.
+func (s *Server) release(sc *srvConn) {
+	s.mu.Lock()
+	if !sc.gone {
+		s.remove(sc)
+	}
+	s.mu.Unlock()
+	_ = sc.c.Close()
+}
+
+// setBusy marks sc busy (a request read) or idle (its answer written);
+// false when the server closed sc to make room meanwhile.
+func (s *Server) setBusy(sc *srvConn, busy bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc.gone {
+		return false
+	}
+	sc.busy = busy
+	if !busy {
+		s.seq++
+		sc.since = s.seq
+	}
+	return true
 }
 
 // remoteAddr is the client's IP address (zero when it has none).
@@ -379,7 +514,8 @@ func remoteAddr(c net.Conn) netip.Addr {
 
 // serve answers the requests of one connection until it closes, idles or
 // sends a frame that is not Modbus TCP (or fc closes it).
-func (s *Server) serve(c net.Conn, client netip.Addr, fc FrontConn) {
+func (s *Server) serve(sc *srvConn, fc FrontConn) {
+	c, client := sc.c, sc.client
 	r := bufio.NewReaderSize(c, 2*(mbapSize+253))
 	// goburrow's packager checks each request's MBAP length against the
 	// frame and returns its PDU; its transaction counter and transporter
@@ -413,14 +549,17 @@ func (s *Server) serve(c net.Conn, client netip.Addr, fc FrontConn) {
 		}
 		n = int(binary.BigEndian.Uint16(frame[4:6]))
 		if binary.BigEndian.Uint16(frame[2:4]) != 0 || n < 2 || n > 254 {
-			s.malformed.Add(1)
+			s.notModbus(client, frame[:mbapSize], nil)
 			return
 		}
 		if _, err := io.ReadFull(r, frame[mbapSize:6+n]); err != nil {
 			return
 		}
 		if _, err := pk.Decode(frame[:6+n]); err != nil {
-			s.malformed.Add(1)
+			s.notModbus(client, frame[:mbapSize], err)
+			return
+		}
+		if !s.setBusy(sc, true) {
 			return
 		}
 		resp, keep := []byte(nil), true
@@ -435,8 +574,19 @@ func (s *Server) serve(c net.Conn, client netip.Addr, fc FrontConn) {
 				return
 			}
 		}
-		if !keep {
+		if !keep || !s.setBusy(sc, false) {
 			return
 		}
 	}
+}
+
+// notModbus counts and logs a frame that is no Modbus TCP (its MBAP
+// header, and the packager's error if it found one).
+func (s *Server) notModbus(client netip.Addr, mbap []byte, err error) {
+	s.malformed.Add(1)
+	args := []any{"mbap", fmt.Sprintf("% x", mbap)}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	s.refusals.Log(slog.LevelInfo, client, "malformed", "connection closed: a frame that is no Modbus TCP", args...)
 }

@@ -54,8 +54,9 @@
 // # Connections
 //
 // plantd/modbus's Server serves the map: the allow-list of client
-// addresses, the bound on connections (MaxConns, default 32) and the idle
-// close are its.
+// addresses, the bounds on connections (MaxConns, default 32, and
+// MaxConnsPerClient, default 4, an idle connection closed to make room
+// for a new one) and the idle close are its.
 //
 // # Imports
 //

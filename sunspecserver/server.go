@@ -53,8 +53,10 @@ type Config struct {
 	// Allow lists the client addresses (prefixes) that may connect;
 	// empty: every client.
 	Allow []netip.Prefix
-	// MaxConns bounds the open connections (default modbus.DefaultMaxConns).
-	MaxConns int
+	// MaxConns bounds the open connections (default
+	// modbus.DefaultMaxConns), MaxConnsPerClient those of one client
+	// address (default modbus.DefaultMaxConnsPerClient).
+	MaxConns, MaxConnsPerClient int
 	// IdleTimeout closes a connection without requests for that long
 	// (default modbus.DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -132,7 +134,8 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 			return slices.ContainsFunc(cfg.Allow, func(p netip.Prefix) bool { return p.Contains(a) })
 		}
 	}
-	s.srv = modbus.NewServer(modbus.ServerConfig{MaxConns: cfg.MaxConns, IdleTimeout: cfg.IdleTimeout, Allow: allow}, s, log)
+	s.srv = modbus.NewServer(modbus.ServerConfig{MaxConns: cfg.MaxConns, MaxConnsPerClient: cfg.MaxConnsPerClient,
+		IdleTimeout: cfg.IdleTimeout, Allow: allow}, s, log)
 	return s, nil
 }
 

@@ -23,9 +23,10 @@ var (
 
 // TestDeviceProxy: through inv1's proxy (inv1 keeping one client, as
 // many inverters do), plantd scan reads the device while plantd polls it,
-// and plantd keeps polling; a write to the limit grid control holds is
-// refused, other writes reach the device; a chatty client is held to its
-// rate.
+// and plantd keeps polling; with writes on for 127.0.0.1, a write to the
+// limit grid control holds is refused, one to the common model (a
+// settings model) too, other writes reach the device; a chatty client is
+// held to its rate.
 func TestDeviceProxy(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	scfg := sim.DefaultConfig()
@@ -37,7 +38,7 @@ func TestDeviceProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := regexp.MustCompile(`(  - \{id: inv1, [^}]*)\}`).ReplaceAllString(string(cfg), "$1, proxy: {listen: \"127.0.0.1:0\", requestsPerSecond: 100, burst: 200}}")
+	with := regexp.MustCompile(`(  - \{id: inv1, [^}]*)\}`).ReplaceAllString(string(cfg), "$1, proxy: {listen: \"127.0.0.1:0\", requestsPerSecond: 100, burst: 200, allow: [127.0.0.1], writes: true}}")
 	if with == string(cfg) {
 		t.Fatalf("no inv1 in the config:\n%s", cfg)
 	}
@@ -104,8 +105,13 @@ func TestDeviceProxy(t *testing.T) {
 	common, _ := dev.Ref(1)
 	lim := ref.Addr + devices.ModelByID(123).Group.Points[devices.ModelByID(123).Group.PointIndex("WMaxLimPct")].Offset
 	da := common.Addr + devices.ModelByID(1).Group.Points[devices.ModelByID(1).Group.PointIndex("DA")].Offset
-	if err := c.WriteRegisters(t.Context(), da, []uint16{1}); err != nil {
-		t.Fatalf("a write to 1 DA through the proxy: %v", err)
+	var ex *modbus.ExceptionError
+	if err := c.WriteRegisters(t.Context(), da, []uint16{1}); !errors.As(err, &ex) || ex.Code != modbus.ExceptionIllegalDataAddress {
+		t.Errorf("a write to 1 DA (a settings model) through the proxy: %v, want exception 2", err)
+	}
+	// 123 WMaxLimPct before any window: no control plantd holds.
+	if err := c.WriteRegisters(t.Context(), lim, []uint16{100}); err != nil {
+		t.Fatalf("a write to 123 WMaxLimPct through the proxy: %v", err)
 	}
 	code, body := d.request("POST", "/gridcontrol/v1/plants/p1/schedules", tokInst,
 		`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+2m","value":40,"unit":"%"}]}`)
@@ -118,7 +124,6 @@ func TestDeviceProxy(t *testing.T) {
 	})
 	writes := len(p.Device("inv1").Writes())
 	err = c.WriteRegisters(t.Context(), lim, []uint16{100})
-	var ex *modbus.ExceptionError
 	if !errors.As(err, &ex) || ex.Code != modbus.ExceptionServerDeviceBusy {
 		t.Errorf("a write to the held 123 WMaxLimPct: %v, want exception 6", err)
 	}
@@ -145,6 +150,11 @@ func TestDeviceProxy(t *testing.T) {
 	t.Logf("400 reads at once through the proxy: %d answered, %d refused (exception 6)", ok, busy)
 	if busy == 0 || ok == 0 {
 		t.Errorf("400 reads at once: %d answered, %d refused; want the bucket (100/s, burst 200) to refuse some", ok, busy)
+	}
+	// The proxy's connection counters, evictions among them, at /metrics.
+	if code, body := d.request("GET", "/metrics", "", ""); code != 200 ||
+		!regexp.MustCompile(`(?m)^plantd_modbus_server_evicted_total\{server="proxy:inv1"\} \d+$`).Match(body) {
+		t.Errorf("/metrics: %d, no evictions counted for proxy:inv1", code)
 	}
 	d.stop()
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
+	"reflect"
 	"slices"
 
 	"plantd/config"
@@ -24,7 +24,7 @@ func (d *daemon) newSunSpec(cfg *config.Config, ln net.Listener) (*sunspecserver
 	}
 	s, err := sunspecserver.New(sunspecserver.Config{
 		PlantID: m.Plant, UnitID: byte(m.UnitID), Writes: m.Writes, Role: m.Role,
-		Allow: m.AllowPrefixes(), MaxConns: m.MaxConns,
+		Allow: m.AllowPrefixes(), MaxConns: m.MaxConns, MaxConnsPerClient: m.MaxConnsPerClient,
 		GatewayID: cfg.Gateway.ID, Version: versionString(), Now: d.now,
 	}, d.live, d.grid, d.log.With("component", "sunspec"))
 	if err != nil {
@@ -67,8 +67,12 @@ func (d *daemon) newProxies(cfg *config.Config) ([]deviceProxy, error) {
 			return nil, fmt.Errorf("device %s: proxy: %w", dc.ID, err)
 		}
 		id := dc.ID
-		p := modbusproxy.New(modbusproxy.Config{Device: id, Client: client, Held: func() []modbus.Range { return d.heldRanges(id) },
-			RequestsPerSecond: dc.Proxy.RequestsPerSecond, Burst: dc.Proxy.Burst}, d.log.With("component", "modbusproxy"))
+		p := modbusproxy.New(modbusproxy.Config{Device: id, Client: client,
+			Allow: dc.Proxy.AllowPrefixes(), Writes: dc.Proxy.Writes, WriteSettings: dc.Proxy.WriteSettings,
+			Models:            func() ([]modbusproxy.Model, bool) { return d.modelPlaces(id) },
+			Held:              func() []modbus.Range { return d.heldRanges(id) },
+			RequestsPerSecond: dc.Proxy.RequestsPerSecond, Burst: dc.Proxy.Burst, MaxConnsPerClient: dc.Proxy.MaxConnsPerClient},
+			d.log.With("component", "modbusproxy"))
 		out = append(out, deviceProxy{id: id, p: p, ln: ln})
 	}
 	return out, nil
@@ -94,6 +98,21 @@ func (d *daemon) heldRanges(id string) []modbus.Range {
 	return out
 }
 
+// modelPlaces are the device's SunSpec models and their registers, as
+// discovery found them; false while it has not (a template device has
+// none, and they are known).
+func (d *daemon) modelPlaces(id string) ([]modbusproxy.Model, bool) {
+	dl, ok := d.live.Device(id)
+	if !ok || dl.Discovered == nil {
+		return nil, false
+	}
+	out := make([]modbusproxy.Model, 0, len(dl.Discovered.Models))
+	for _, m := range dl.Discovered.Models {
+		out = append(out, modbusproxy.Model{ID: m.ID, Range: m.Range()})
+	}
+	return out, true
+}
+
 // proxiesChanged reports whether a reload changes the devices' proxies,
 // which take effect at the next start only (a proxy keeps its port and
 // its device's client).
@@ -107,7 +126,7 @@ func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
 		}
 		return out
 	}
-	if maps.Equal(proxies(a), proxies(b)) {
+	if reflect.DeepEqual(proxies(a), proxies(b)) {
 		return false
 	}
 	log.Warn("the devices' proxies changed in the config: the change takes effect at the next start (systemctl restart plantd)")
@@ -123,9 +142,10 @@ func (c serversCollector) Collect(w *metrics.Writer) {
 		w.Gauge("plantd_modbus_server_connections", "Open connections of plantd's Modbus servers (server: sunspec, or proxy:<device>).", float64(s.Open), "server", name)
 		w.Counter("plantd_modbus_server_requests_total", "Requests a Modbus server answered, exceptions included.", float64(s.Requests), "server", name)
 		w.Counter("plantd_modbus_server_exceptions_total", "Requests a Modbus server answered with an exception.", float64(s.Exceptions), "server", name)
-		w.Counter("plantd_modbus_server_refused_total", "Connections a Modbus server closed at once: a client outside the allow-list (allow), over maxConns (full).",
+		w.Counter("plantd_modbus_server_refused_total", "Connections a Modbus server closed at once: a client outside the allow-list (allow), over maxConns or maxConnsPerClient with no idle connection to close for it (full).",
 			float64(s.Refused), "server", name, "reason", "allow")
 		w.Counter("plantd_modbus_server_refused_total", "", float64(s.Full), "server", name, "reason", "full")
+		w.Counter("plantd_modbus_server_evicted_total", "Idle connections a Modbus server closed to make room for a new one (over maxConns or maxConnsPerClient).", float64(s.Evicted), "server", name)
 		w.Counter("plantd_modbus_server_idle_closed_total", "Connections a Modbus server closed for idling.", float64(s.Idle), "server", name)
 	}
 	if c.d.sunspec != nil {

@@ -33,7 +33,8 @@ const (
 const acceptBackoff = 50 * time.Millisecond
 
 // Bounds of an endpoint's server: a simulated device keeps its clients
-// as long as they like.
+// as long as they like, as many from one address as in all (the tests'
+// clients all come from 127.0.0.1).
 const (
 	endpointMaxConns = 4096
 	endpointIdle     = 24 * time.Hour
@@ -91,7 +92,8 @@ func (ep *endpoint) start(host string) error {
 	ep.ln, ep.addr, ep.stop = ln, ln.Addr().String(), stop
 	ep.plant.wg.Add(1)
 	ep.mu.Unlock()
-	srv := modbus.NewServer(modbus.ServerConfig{MaxConns: endpointMaxConns, IdleTimeout: endpointIdle, Front: ep},
+	srv := modbus.NewServer(modbus.ServerConfig{MaxConns: endpointMaxConns, MaxConnsPerClient: endpointMaxConns,
+		IdleTimeout: endpointIdle, Front: ep},
 		&handler{ep: ep}, ep.log)
 	go func() {
 		defer ep.plant.wg.Done()
