@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,10 @@ type rig struct {
 	cfg     gridcontrol.Config
 
 	answers sync.Map // device id -> *atomic.Int64: its poll answers applied to live
+	// tamperOK is set by a test that writes held points behind plantd's
+	// back; any other test fails on a ControlTampered entry (plantd's own
+	// writes, ramps and toggles are never one).
+	tamperOK atomic.Bool
 
 	mu     sync.Mutex
 	gc     *gridcontrol.Controller
@@ -126,6 +131,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.before != nil {
 		o.before(r)
 	}
+	t.Cleanup(func() {
+		if n := r.logCount("ControlTampered"); n > 0 && !r.tamperOK.Load() {
+			t.Errorf("%d ControlTampered entries, but nobody else wrote to the devices", n)
+		}
+	})
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -277,6 +287,23 @@ next:
 		return true
 	}
 	return false
+}
+
+// logCount is the number of plant log entries with the code whose message
+// contains every part.
+func (r *rig) logCount(code string, parts ...string) int {
+	r.t.Helper()
+	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Code == code && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e.Message, p) }) {
+			n++
+		}
+	}
+	return n
 }
 
 // window is a command window of a schedule body, starting at a whole

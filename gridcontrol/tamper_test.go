@@ -1,0 +1,149 @@
+package gridcontrol_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"plantd/devices"
+	"plantd/modbus"
+)
+
+// thirdParty is another Modbus master on the plant LAN: its own
+// connection to each simulated inverter's TCP port, not plantd's.
+type thirdParty struct {
+	r       *rig
+	clients map[string]devices.ReadWriter
+}
+
+func newThirdParty(r *rig) *thirdParty {
+	pool := modbus.NewPool(nil)
+	r.t.Cleanup(func() { _ = pool.Close() })
+	tp := &thirdParty{r: r, clients: map[string]devices.ReadWriter{}}
+	for _, d := range r.sim.Devices() {
+		tp.clients[d.ID()] = pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
+	}
+	return tp
+}
+
+func (tp *thirdParty) ref(id string, model uint16) devices.ModelRef {
+	tp.r.t.Helper()
+	d, _ := tp.r.live.Device(id)
+	ref, ok := d.Discovered.Ref(model)
+	if !ok {
+		tp.r.t.Fatalf("device %s has no model %d", id, model)
+	}
+	return ref
+}
+
+// write sets one point. plantd may put it back before the write's own
+// read-back: a read-back that differs is no failure here.
+func (tp *thirdParty) write(id string, model uint16, point string, v float64) {
+	tp.r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := devices.WritePoints(ctx, tp.clients[id], tp.ref(id, model), []devices.PointValue{{Point: point, Value: v}})
+	if err != nil && !errors.Is(err, devices.ErrReadBack) {
+		tp.r.t.Fatalf("third party: write %s %s = %g: %v", id, point, v, err)
+	}
+}
+
+// point reads one point over the third party's connection.
+func (tp *thirdParty) point(id string, model uint16, point string) float64 {
+	tp.r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	inst, err := devices.ReadModel(ctx, tp.clients[id], tp.ref(id, model))
+	if err != nil {
+		tp.r.t.Fatalf("third party: read %s model %d: %v", id, model, err)
+	}
+	v, err := inst.Float(point)
+	if err != nil {
+		tp.r.t.Fatalf("third party: %s %s: %v", id, point, err)
+	}
+	return v
+}
+
+// TestTamperedLimitReasserted: under a grid operator's 20 % window a third
+// party writes WMaxLimPct = 100 straight to each inverter over its own
+// Modbus TCP connection, then, in a second episode, clears the limit's
+// enable (123 WMaxLim_Ena, 704 WMaxLimPctEna). plantd sees it in its next
+// poll and writes the limit again in that cycle: the register is back at
+// 20 % well within 2 s, one ControlTampered entry per episode names the
+// point with the value found and the one wanted, and the counter rises.
+func TestTamperedLimitReasserted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	r.tamperOK.Store(true)
+	tp := newThirdParty(r)
+	if _, err := r.controller().Submit(t.Context(), "demo", []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":20,"unit":"%"}]}`), false, gridOperator); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(10*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+
+	type episode struct {
+		id, point string
+		model     uint16
+		value     float64
+		want      float64 // the point back at
+		found     string  // in the log entry
+	}
+	episodes := []episode{
+		{"inv1", "WMaxLimPct", 123, 100, 20, "WMaxLimPct found 100, wanted 20"},
+		{"inv2", "WMaxLimPct", 704, 100, 20, "WMaxLimPct found 100, wanted 20"},
+		{"inv1", "WMaxLim_Ena", 123, 0, 1, "WMaxLim_Ena found 0, wanted 1"},
+		{"inv2", "WMaxLimPctEna", 704, 0, 1, "WMaxLimPctEna found 0, wanted 1"},
+	}
+	entries := map[string]int{}
+	for _, ep := range episodes {
+		// plantd's own last write is behind two polls: the check judges
+		// every poll from here on.
+		polled := r.answered(ep.id)
+		r.waitFor(10*time.Second, "two more polls", func() bool { return r.answered(ep.id) >= polled+2 })
+		before := r.controller().Stats().Tampered[ep.id]
+
+		tp.write(ep.id, ep.model, ep.point, ep.value)
+		tampered := time.Now()
+		// The register trace: read every 20 ms until it is back.
+		var back time.Duration
+		var reads int
+		for deadline := tampered.Add(10 * time.Second); ; reads++ {
+			if reads > 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if tp.point(ep.id, ep.model, ep.point) == ep.want && tp.point(ep.id, ep.model, "WMaxLimPct") == 20 {
+				back = time.Since(tampered)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %s still not back at %g 10 s after the third party wrote %g", ep.id, ep.point, ep.want, ep.value)
+			}
+		}
+		t.Logf("%s model %d %s = %g by a third party: back at %g after %s (%d reads of the register)", ep.id, ep.model, ep.point, ep.value, ep.want, back.Round(time.Millisecond), reads)
+		if back > 2*time.Second {
+			t.Errorf("%s %s back after %s, want within 2 s", ep.id, ep.point, back.Round(time.Millisecond))
+		}
+		if l := r.limitOf(ep.id); l != 20 {
+			t.Errorf("%s: limit in effect %g %% after the rewrite, want 20", ep.id, l)
+		}
+
+		entries[ep.id]++
+		want := entries[ep.id]
+		what := fmt.Sprintf("device %s", ep.id)
+		r.waitFor(5*time.Second, "the episode in the plant log", func() bool {
+			return r.logCount("ControlTampered", what, ep.found) == 1 && r.logCount("ControlTampered", what) == want
+		})
+		// The episode is over once a poll reads the point back as
+		// written: later polls add no entry.
+		polled = r.answered(ep.id)
+		r.waitFor(10*time.Second, "three more polls", func() bool { return r.answered(ep.id) >= polled+3 })
+		if n := r.logCount("ControlTampered", what); n != want {
+			t.Errorf("%s: %d ControlTampered entries after %d episodes", ep.id, n, want)
+		}
+		if got := r.controller().Stats().Tampered[ep.id]; got != before+1 {
+			t.Errorf("%s: tampered counter %d -> %d, want +1", ep.id, before, got)
+		}
+	}
+}
