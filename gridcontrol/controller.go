@@ -305,6 +305,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.edgesUntil = c.now()
 	}
 
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); c.watchHeld(wctx) }()
+	defer func() { stopWatch(); <-watched }()
+
 	// The cycle keeps its cadence on the clock: the next tick is a cycle
 	// after the last one, however long the step took.
 	tick := c.now().Add(c.cfg.Cycle)

@@ -309,7 +309,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	var aw *AuditWrite
 	if err == nil {
 		aw = au.write(d.Info.ID, ref.ID, what, after, c.now())
-		c.noteHeld(dc, d.Info.ID, k, after, false)
+		c.noteHeld(dc, d.Info.ID, k, after, rewrite)
 	}
 	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, aw, nil)
 }

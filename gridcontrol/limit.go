@@ -209,7 +209,10 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 		}
 	}
 	if err == nil {
-		c.noteHeld(dc, d.Info.ID, ctlLimit, after, toggled)
+		// After a toggle, or a rewrite of someone else's value, the poll
+		// that may straddle the write is not judged: it may show the
+		// enable off or that value.
+		c.noteHeld(dc, d.Info.ID, ctlLimit, after, toggled || rewrite)
 	}
 	c.mu.Lock()
 	firstNoRvrt := err == nil && rvrt == 0 && !dc.noRevertSaid

@@ -1,6 +1,7 @@
 package gridcontrol_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,7 @@ type rig struct {
 type rigOpts struct {
 	devices []sim.DeviceConfig // nil: the demo plant (inv1 classic, inv2 DER, meter, bat, wx)
 	cfg     gridcontrol.Config // zero fields: the rig's fast defaults
+	poll    time.Duration      // the poll interval (zero: 250 ms)
 	// before runs once every device is discovered, before plantd first
 	// touches them (an installer's settings).
 	before func(r *rig)
@@ -80,9 +82,10 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	plants := []plant.Plant{{ID: "demo", Name: "Demo", Location: noon.Location()}}
 	var infos []plant.DeviceInfo
 	var pcfgs []poller.DeviceConfig
+	poll := cmp.Or(o.poll, 250*time.Millisecond)
 	for _, d := range r.sim.Devices() {
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
-		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: time.Second})
+		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: poll, Timeout: time.Second})
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
 	r.live = plant.NewLive(plants, infos, time.Now)

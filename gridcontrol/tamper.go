@@ -1,6 +1,7 @@
 package gridcontrol
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,8 +34,14 @@ var heldPoints = map[control]map[uint16][]string{
 }
 
 // regSpan is where a held point lies in its model's registers (header
-// included, as plant.Live.PolledRegs returns them).
-type regSpan struct{ off, n int }
+// included, as plant.Live.PolledRegs returns them). A reversion time
+// (timer) may read back lower than written: some devices count the
+// timeout down in the register itself; a lower value is no difference
+// (a device that reverts shows it in the setpoint and enable).
+type regSpan struct {
+	off, n int
+	timer  bool
+}
 
 // heldImage is what plantd last wrote of one control on one model: the
 // held points' registers as read back right after the write (cur), and
@@ -85,7 +92,7 @@ func newHeldImage(k control, inst *devices.Instance) *heldImage {
 			continue
 		}
 		p := &gi.Group.Points[i]
-		s := regSpan{off: gi.Offset + int(p.Offset), n: int(p.Size)}
+		s := regSpan{off: gi.Offset + int(p.Offset), n: int(p.Size), timer: strings.HasSuffix(pt, "RvrtTms")}
 		if s.off+s.n > len(inst.Regs) {
 			continue
 		}
@@ -128,12 +135,21 @@ func (h *heldImage) differs(regs []uint16, poll uint64) (int, bool) {
 	at := 0
 	for i, s := range h.spans {
 		got := regs[s.off : s.off+s.n]
-		if !slices.Equal(got, h.cur[at:at+s.n]) && (!either || !slices.Equal(got, h.prev[at:at+s.n])) {
+		if !s.holds(got, h.cur[at:at+s.n]) && (!either || !s.holds(got, h.prev[at:at+s.n])) {
 			return i, true
 		}
 		at += s.n
 	}
 	return -1, true
+}
+
+// holds reports whether a point's registers got show the value written:
+// equal, or for a timer not above it (big-endian unsigned registers).
+func (s regSpan) holds(got, written []uint16) bool {
+	if !s.timer {
+		return slices.Equal(got, written)
+	}
+	return slices.Compare(got, written) <= 0
 }
 
 // describe names every held point of regs that differs from cur, with the
@@ -150,7 +166,7 @@ func (h *heldImage) describe(regs []uint16) string {
 	wanted, err2 := devices.NewInstance(m, 0, want)
 	var parts []string
 	for i, s := range h.spans {
-		if slices.Equal(regs[s.off:s.off+s.n], want[s.off:s.off+s.n]) {
+		if s.holds(regs[s.off:s.off+s.n], want[s.off:s.off+s.n]) {
 			continue
 		}
 		f, w := "?", "?"
@@ -205,6 +221,51 @@ func (c *Controller) noteHeld(dc *devCtl, deviceID string, k control, inst *devi
 	h.note(inst, poll, dropPrev)
 }
 
+// watchHeld wakes the control cycle when a device's latest poll shows a
+// control plantd holds changed: it looks every quarter of a cycle, so
+// that the rewrite follows the poll that saw it within that, not within a
+// cycle. The cycle's own check (checkHeld) then judges, logs and writes.
+// It runs on the system's clock, as the poller does whose samples it
+// looks at (the controller's clock has one waiter, the run loop).
+func (c *Controller) watchHeld(ctx context.Context) {
+	var buf []uint16
+	tick := time.NewTicker(max(c.cfg.Cycle/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if c.heldDiffers(&buf) {
+			c.wake()
+		}
+	}
+}
+
+// heldDiffers reports whether some device's latest poll, not yet judged
+// by its cycle, shows a held control changed.
+func (c *Controller) heldDiffers(buf *[]uint16) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, dc := range c.devs {
+		for _, h := range dc.held {
+			regs, poll := c.live.PolledRegs(id, h.model, *buf)
+			if regs == nil {
+				continue
+			}
+			*buf = regs
+			if poll == h.judged {
+				continue
+			}
+			if i, ok := h.differs(regs, poll); ok && i >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // forgetHeld stops comparing control k (plantd restores it).
 func (c *Controller) forgetHeld(dc *devCtl, k control) {
 	c.mu.Lock()
@@ -241,7 +302,9 @@ func (c *Controller) checkHeld(d plant.DeviceLive, dc *devCtl, now time.Time) {
 		if !judged {
 			continue
 		}
-		h.judged = poll
+		c.mu.Lock()
+		h.judged = poll // read by watchHeld
+		c.mu.Unlock()
 		if at < 0 {
 			if h.episode {
 				h.episode = false

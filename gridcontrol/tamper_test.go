@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/gridcontrol"
 	"plantd/modbus"
 )
 
@@ -66,16 +67,48 @@ func (tp *thirdParty) point(id string, model uint16, point string) float64 {
 	return v
 }
 
+// tamperEpisode is a third party's write of one point of a held limit.
+type tamperEpisode struct {
+	id, point string
+	model     uint16
+	value     float64
+	want      float64 // the point back at
+	found     string  // in the log entry
+}
+
+var (
+	pct100On123 = tamperEpisode{"inv1", "WMaxLimPct", 123, 100, 20, "WMaxLimPct found 100, wanted 20"}
+	pct100On704 = tamperEpisode{"inv2", "WMaxLimPct", 704, 100, 20, "WMaxLimPct found 100, wanted 20"}
+	enaOffOn123 = tamperEpisode{"inv1", "WMaxLim_Ena", 123, 0, 1, "WMaxLim_Ena found 0, wanted 1"}
+	enaOffOn704 = tamperEpisode{"inv2", "WMaxLimPctEna", 704, 0, 1, "WMaxLimPctEna found 0, wanted 1"}
+)
+
 // TestTamperedLimitReasserted: under a grid operator's 20 % window a third
 // party writes WMaxLimPct = 100 straight to each inverter over its own
 // Modbus TCP connection, then, in a second episode, clears the limit's
 // enable (123 WMaxLim_Ena, 704 WMaxLimPctEna). plantd sees it in its next
-// poll and writes the limit again in that cycle: the register is back at
-// 20 % well within 2 s, one ControlTampered entry per episode names the
-// point with the value found and the one wanted, and the counter rises.
+// poll and writes the limit again at once: the register is back at 20 %
+// within 2 s, one ControlTampered entry per episode names the point with
+// the value found and the one wanted, and the counter rises. At the rig's
+// cadence (polls every 250 ms, cycle 200 ms) and at a plant's (both 1 s,
+// the issue's plant; two episodes).
 func TestTamperedLimitReasserted(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
+	t.Run("rig", func(t *testing.T) {
+		t.Parallel()
+		testTamper(t, rigOpts{}, pct100On123, pct100On704, enaOffOn123, enaOffOn704)
+	})
+	t.Run("1s", func(t *testing.T) {
+		t.Parallel()
+		if testing.Short() {
+			t.Skip("two episodes at a 1 s poll and cycle (~15 s)")
+		}
+		testTamper(t, rigOpts{poll: time.Second, cfg: gridcontrol.Config{Cycle: time.Second}}, pct100On704, enaOffOn123)
+	})
+}
+
+func testTamper(t *testing.T, o rigOpts, episodes ...tamperEpisode) {
+	r := newRig(t, o)
 	r.tamperOK.Store(true)
 	tp := newThirdParty(r)
 	if _, err := r.controller().Submit(t.Context(), "demo", []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":20,"unit":"%"}]}`), false, gridOperator); err != nil {
@@ -83,19 +116,6 @@ func TestTamperedLimitReasserted(t *testing.T) {
 	}
 	r.waitFor(10*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
 
-	type episode struct {
-		id, point string
-		model     uint16
-		value     float64
-		want      float64 // the point back at
-		found     string  // in the log entry
-	}
-	episodes := []episode{
-		{"inv1", "WMaxLimPct", 123, 100, 20, "WMaxLimPct found 100, wanted 20"},
-		{"inv2", "WMaxLimPct", 704, 100, 20, "WMaxLimPct found 100, wanted 20"},
-		{"inv1", "WMaxLim_Ena", 123, 0, 1, "WMaxLim_Ena found 0, wanted 1"},
-		{"inv2", "WMaxLimPctEna", 704, 0, 1, "WMaxLimPctEna found 0, wanted 1"},
-	}
 	entries := map[string]int{}
 	for _, ep := range episodes {
 		// plantd's own last write is behind two polls: the check judges
