@@ -1,6 +1,7 @@
 package gridcontrol
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -185,5 +186,32 @@ func BenchmarkCheckHeld(b *testing.B) {
 				b.Fatal("a difference where there is none")
 			}
 		})
+	}
+}
+
+// BenchmarkHeldDiffers100 is one look of the watcher at 100 inverters,
+// each holding the limit on its 704, every poll new (it looks four times
+// a cycle).
+func BenchmarkHeldDiffers100(b *testing.B) {
+	inst := model(b, 704, map[string]float64{"WMaxLimPct": 20, "WMaxLimPctEna": 1})
+	var infos []plant.DeviceInfo
+	for i := range 100 {
+		infos = append(infos, plant.DeviceInfo{ID: fmt.Sprintf("inv%03d", i), PlantID: "p", Kind: kind.Inverter})
+	}
+	live := plant.NewLive([]plant.Plant{{ID: "p"}}, infos, nil)
+	c := &Controller{live: live, log: slog.New(slog.DiscardHandler), devs: map[string]*devCtl{}}
+	for _, in := range infos {
+		live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*devices.Instance{inst}})
+		c.noteHeld(c.dev(in.ID), in.ID, ctlLimit, inst, false)
+		for range 3 {
+			live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*devices.Instance{inst}})
+		}
+	}
+	var buf []uint16
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.heldDiffers(&buf) {
+			b.Fatal("a difference where there is none")
+		}
 	}
 }
