@@ -167,3 +167,38 @@ func testTamper(t *testing.T, o rigOpts, episodes ...tamperEpisode) {
 		}
 	}
 }
+
+// TestTamperedConnectAndPFReasserted: the other held points of the polled
+// models are re-asserted alike: a third party reconnecting the classic
+// inverter plantd holds disconnected (123 Conn = 1), and clearing the
+// fixed power factor's enable on the DER one (704 PFWInjEna = 0).
+func TestTamperedConnectAndPFReasserted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	r.tamperOK.Store(true)
+	tp := newThirdParty(r)
+	if _, err := r.controller().Submit(t.Context(), "demo", []byte(`{"commands":[{"command":"OpModDisconnect","start":"+0s","end":"+1h"},`+
+		`{"command":"opModFixedPFInjectW","start":"+0s","end":"+1h","value":0.9}]}`), false, gridOperator); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(10*time.Second, "inv1 disconnected, inv2 at PF 0.9", func() bool {
+		return tp.point("inv1", 123, "Conn") == 0 && tp.point("inv2", 704, "PFWInjEna") == 1
+	})
+	for _, ep := range []tamperEpisode{
+		{"inv1", "Conn", 123, 1, 0, "Conn found 1, wanted 0"},
+		{"inv2", "PFWInjEna", 704, 0, 1, "PFWInjEna found 0, wanted 1"},
+	} {
+		polled := r.answered(ep.id)
+		r.waitFor(10*time.Second, "two more polls", func() bool { return r.answered(ep.id) >= polled+2 })
+		tp.write(ep.id, ep.model, ep.point, ep.value)
+		tampered := time.Now()
+		r.waitFor(10*time.Second, ep.point+" back", func() bool { return tp.point(ep.id, ep.model, ep.point) == ep.want })
+		t.Logf("%s model %d %s = %g by a third party: back at %g within %s", ep.id, ep.model, ep.point, ep.value, ep.want, time.Since(tampered).Round(time.Millisecond))
+		r.waitFor(5*time.Second, "the episode in the plant log", func() bool {
+			return r.logCount("ControlTampered", "device "+ep.id, ep.found) == 1
+		})
+		if got := r.controller().Stats().Tampered[ep.id]; got != 1 {
+			t.Errorf("%s: tampered counter %d, want 1", ep.id, got)
+		}
+	}
+}
