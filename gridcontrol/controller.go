@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -127,6 +128,10 @@ type Live interface {
 	// Value is a device's latest value of a channel and the time of its
 	// poll (the follow check reads the output there, not over Modbus).
 	Value(id string, c plant.Channel) (float64, time.Time, bool)
+	// PolledRegs is a device's latest poll of a control model (123, 704)
+	// and the number of that poll (the tamper check compares what plantd
+	// holds with it, not over Modbus).
+	PolledRegs(id string, model uint16, dst []uint16) ([]uint16, uint64)
 }
 
 // Conns returns the Modbus client of a device (shared with the poller, so
@@ -184,6 +189,9 @@ type Stats struct {
 	// their limit although the register reads back right and the enable
 	// was toggled.
 	NotFollowing int
+	// Tampered counts, per device, the episodes in which a control plantd
+	// held read back changed by someone else (ControlTampered).
+	Tampered map[string]uint64
 }
 
 // plantCtl is the controller's state of one plant.
@@ -296,6 +304,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	} else {
 		c.edgesUntil = c.now()
 	}
+
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); c.watchHeld(wctx) }()
+	defer func() { stopWatch(); <-watched }()
 
 	// The cycle keeps its cadence on the clock: the next tick is a cycle
 	// after the last one, however long the step took.
@@ -430,6 +443,7 @@ func (c *Controller) Stats() Stats {
 	s := c.stats
 	s.EdgeToWrite = slices.Clone(s.EdgeToWrite)
 	s.Cycles = slices.Clone(s.Cycles)
+	s.Tampered = maps.Clone(s.Tampered)
 	for _, dc := range c.devs {
 		if dc.notFollowing {
 			s.NotFollowing++

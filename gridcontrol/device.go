@@ -41,6 +41,11 @@ type devCtl struct {
 	// limits are written without a reversion time (limitRevert).
 	noRevertSaid bool
 	busy         bool
+	// held is what plantd last wrote of each control it holds in a
+	// polled model (tamper.go); polled is the device goroutine's buffer
+	// for the poll it is compared with.
+	held   map[control]*heldImage
+	polled []uint16
 }
 
 // ctlState is one control of a device.
@@ -55,6 +60,9 @@ type ctlState struct {
 	failures  int
 	nextTry   time.Time
 	lastErr   string
+	// rewrite is set when the device's latest poll showed the control's
+	// points changed by someone else (checkHeld): written this cycle.
+	rewrite bool
 	// The limit control only:
 	// known is set once pct is what the device holds: written by this
 	// run of plantd, or read from the device after a restart.
@@ -124,6 +132,8 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 		c.log.Warn("read control defaults", "device", d.Info.ID, "err", err)
 		return
 	}
+	// What plantd holds, against the latest poll.
+	c.checkHeld(d, dc, now)
 	// The limit.
 	if ref, ok := firstRef(d.Discovered, 704, 123); ok {
 		c.reconcileLimit(ctx, pc, dc, d, rw, ref, pl, now)
@@ -246,7 +256,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	st := dc.peek(k)
-	owned, claimed, prevKey, writtenAt, nextTry := st.owned, st.claimed, st.key, st.writtenAt, st.nextTry
+	owned, claimed, prevKey, writtenAt, nextTry, rewrite := st.owned, st.claimed, st.key, st.writtenAt, st.nextTry, st.rewrite
 	c.mu.Unlock()
 	if snap == nil || now.Before(nextTry) {
 		return
@@ -263,7 +273,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	ws := []window{w}
 	wk := key(ws)
 	renew := has(snap, "RvrtTms") || has(snap, "Conn_RvrtTms") || has(snap, "OutPFSet_RvrtTms") || has(snap, "PFWInjRvrtTms")
-	if owned && wk == prevKey && (!renew || now.Sub(writtenAt) < c.cfg.RevertTimeout/2) {
+	if owned && wk == prevKey && !rewrite && (!renew || now.Sub(writtenAt) < c.cfg.RevertTimeout/2) {
 		return
 	}
 	rvrt := c.cfg.RevertTimeout.Seconds()
@@ -299,6 +309,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	var aw *AuditWrite
 	if err == nil {
 		aw = au.write(d.Info.ID, ref.ID, what, after, c.now())
+		c.noteHeld(dc, d.Info.ID, k, after, rewrite)
 	}
 	c.outcome(ctx, pc, dc, d, k, wk, ws, what, wk != prevKey || !owned, err, now, aw, nil)
 }
@@ -323,6 +334,8 @@ func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, ren
 
 // restoreControl writes a control's default back and releases it.
 func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, k control, now time.Time) {
+	// Restoring gives the hold up: the default's writes are not compared.
+	c.forgetHeld(dc, k)
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	c.mu.Unlock()
@@ -400,7 +413,7 @@ func (c *Controller) outcome(ctx context.Context, pc *plantCtl, dc *devCtl, d pl
 		}
 		pc.pendingEdge = time.Time{}
 	}
-	st.owned, st.key, st.writtenAt, st.failures, st.nextTry, st.lastErr = true, wk, now, 0, time.Time{}, ""
+	st.owned, st.key, st.writtenAt, st.failures, st.nextTry, st.lastErr, st.rewrite = true, wk, now, 0, time.Time{}, "", false
 	if ok != nil {
 		ok(st)
 	}

@@ -89,7 +89,7 @@ func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCt
 		c.restoreControl(ctx, pc, dc, d, rw, ref, ctlLimit, now)
 		return
 	}
-	renew := st.owned && now.Sub(st.writtenAt) >= c.cfg.RevertTimeout/2
+	renew := st.owned && (now.Sub(st.writtenAt) >= c.cfg.RevertTimeout/2 || st.rewrite)
 	var by []window
 	if pl.limitPct != nil {
 		by = pl.limitBy
@@ -196,11 +196,23 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	}
 	c.mu.Lock()
 	st := dc.state(ctlLimit)
-	prevPct, wasOwned, prevAt, toggle := st.pct, st.owned && st.known, st.writtenAt, dc.needsToggle
+	prevPct, wasOwned, prevAt, toggle, rewrite := st.pct, st.owned && st.known, st.writtenAt, dc.needsToggle, st.rewrite
 	c.mu.Unlock()
 	changed := !wasOwned || pct != prevPct
-	if err == nil && toggle && changed {
-		err = c.toggleEnable(ctx, rw, ref)
+	toggled := false
+	if err == nil && toggle && (changed || rewrite) {
+		// A device that takes a value only on the enable's edge takes
+		// the rewrite of a foreign value only so, too.
+		var on *devices.Instance
+		if on, err = c.toggleEnable(ctx, rw, ref); err == nil {
+			after, toggled = on, true
+		}
+	}
+	if err == nil {
+		// After a toggle, or a rewrite of someone else's value, the poll
+		// that may straddle the write is not judged: it may show the
+		// enable off or that value.
+		c.noteHeld(dc, d.Info.ID, ctlLimit, after, toggled || rewrite)
 	}
 	c.mu.Lock()
 	firstNoRvrt := err == nil && rvrt == 0 && !dc.noRevertSaid
@@ -258,14 +270,15 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 // toggleEnable writes the limit's enable 0 then 1, for devices that take a
 // new value only on that edge. The limit is off for one Modbus round trip,
 // far shorter than any inverter's power response.
-func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) error {
+func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) (*devices.Instance, error) {
 	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, false) }); err != nil {
-		return fmt.Errorf("toggle the limit's enable off: %w", err)
+		return nil, fmt.Errorf("toggle the limit's enable off: %w", err)
 	}
-	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, true) }); err != nil {
-		return fmt.Errorf("toggle the limit's enable on: %w", err)
+	on, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, true) })
+	if err != nil {
+		return nil, fmt.Errorf("toggle the limit's enable on: %w", err)
 	}
-	return nil
+	return on, nil
 }
 
 // checkFollow compares, every cycle while plantd holds the limit, the
@@ -311,10 +324,14 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 	known, since, already := dc.needsToggle, st.aboveSince, dc.notFollowing
 	c.mu.Unlock()
 	if !known {
-		if err := c.toggleEnable(ctx, rw, ref); err != nil {
+		on, err := c.toggleEnable(ctx, rw, ref)
+		if err != nil {
 			c.log.Warn("toggle the limit's enable", "device", d.Info.ID, "err", err)
 			return
 		}
+		// A poll may have caught the enable off: none up to the second
+		// after the toggle is compared with what plantd holds.
+		c.noteHeld(dc, d.Info.ID, ctlLimit, on, true)
 		c.mu.Lock()
 		dc.needsToggle = true
 		st.changedAt, st.aboveSince = now, time.Time{}

@@ -1,11 +1,13 @@
 package gridcontrol_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,10 @@ type rig struct {
 	cfg     gridcontrol.Config
 
 	answers sync.Map // device id -> *atomic.Int64: its poll answers applied to live
+	// tamperOK is set by a test that writes held points behind plantd's
+	// back; any other test fails on a ControlTampered entry (plantd's own
+	// writes, ramps and toggles are never one).
+	tamperOK atomic.Bool
 
 	mu     sync.Mutex
 	gc     *gridcontrol.Controller
@@ -47,6 +53,7 @@ type rig struct {
 type rigOpts struct {
 	devices []sim.DeviceConfig // nil: the demo plant (inv1 classic, inv2 DER, meter, bat, wx)
 	cfg     gridcontrol.Config // zero fields: the rig's fast defaults
+	poll    time.Duration      // the poll interval (zero: 250 ms)
 	// before runs once every device is discovered, before plantd first
 	// touches them (an installer's settings).
 	before func(r *rig)
@@ -75,9 +82,10 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	plants := []plant.Plant{{ID: "demo", Name: "Demo", Location: noon.Location()}}
 	var infos []plant.DeviceInfo
 	var pcfgs []poller.DeviceConfig
+	poll := cmp.Or(o.poll, 250*time.Millisecond)
 	for _, d := range r.sim.Devices() {
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
-		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: 250 * time.Millisecond, Timeout: time.Second})
+		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: poll, Timeout: time.Second})
 		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
 	r.live = plant.NewLive(plants, infos, time.Now)
@@ -126,6 +134,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.before != nil {
 		o.before(r)
 	}
+	t.Cleanup(func() {
+		if n := r.logCount("ControlTampered"); n > 0 && !r.tamperOK.Load() {
+			t.Errorf("%d ControlTampered entries, but nobody else wrote to the devices", n)
+		}
+	})
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -277,6 +290,23 @@ next:
 		return true
 	}
 	return false
+}
+
+// logCount is the number of plant log entries with the code whose message
+// contains every part.
+func (r *rig) logCount(code string, parts ...string) int {
+	r.t.Helper()
+	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Code == code && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e.Message, p) }) {
+			n++
+		}
+	}
+	return n
 }
 
 // window is a command window of a schedule body, starting at a whole

@@ -115,7 +115,23 @@ type deviceState struct {
 	// consumer is the last reading of a consumer device (hasConsumer).
 	consumer    ConsumerReading
 	hasConsumer bool
+	// okPolls counts the successful polls applied; polled holds the
+	// registers of the control models (controlModels) as the last of
+	// them read them (PolledRegs).
+	okPolls uint64
+	polled  []polledModel
 }
+
+// polledModel is one control model's registers as a poll read them.
+type polledModel struct {
+	id   uint16
+	regs []uint16
+}
+
+// controlModels are the poll models that carry the controls grid control
+// holds (123 the classic limit, connection and power factor; 704 the DER
+// limit and power factors): Live keeps a copy of their registers.
+var controlModels = [...]uint16{123, 704}
 
 // NewLive builds the cache for the given plants and devices (validated by
 // the config: ids unique, plant ids known; of a duplicate id the first
@@ -234,6 +250,7 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		return
 	}
 	d.lastOK = t
+	d.okPolls++
 	switch {
 	case s.Consumer != nil:
 		d.consumer = *s.Consumer
@@ -243,12 +260,56 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		d.vals.putReadings(s.Readings)
 	default:
 		l.mapping.extract(d.info.Kind, s.Models, &d.vals)
+		d.keepControlModels(s.Models)
 	}
 	if d.bounds == nil || d.boundsOf != d.disc {
 		d.bounds, d.boundsOf = boundsFor(d.disc), d.disc
 	}
 	l.noteImplausible(d, d.vals.check(d.bounds))
 	d.status = l.status.evaluate(s.Models)
+}
+
+// keepControlModels copies the registers of the control models among
+// models (the poller's buffers) into d's own, reused from poll to poll; a
+// control model the poll no longer read is forgotten. d is locked.
+func (d *deviceState) keepControlModels(models []*devices.Instance) {
+	n := 0
+	for _, m := range models {
+		if m == nil || !slices.Contains(controlModels[:], m.Model.ID) {
+			continue
+		}
+		if n == len(d.polled) {
+			d.polled = append(d.polled, polledModel{})
+		}
+		pm := &d.polled[n]
+		pm.id, pm.regs = m.Model.ID, append(pm.regs[:0], m.Regs...)
+		n++
+	}
+	d.polled = d.polled[:n]
+}
+
+// PolledRegs appends to dst the registers (header included) of a control
+// model (123 or 704) as the device's latest successful poll read them,
+// and returns the number of that poll: the device's successful polls
+// applied, from 1 (0: none yet). regs is nil when that poll did not read
+// the model (model 0 asks for the number only). Grid control compares the
+// controls it holds with them, without a Modbus request of its own; by
+// the number it tells a poll that began after its own write (polls of a
+// device never overlap, so the second one applied after the write began
+// after it).
+func (l *Live) PolledRegs(id string, model uint16, dst []uint16) (regs []uint16, poll uint64) {
+	d := l.idx.Load().byID[id]
+	if d == nil {
+		return nil, 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.polled {
+		if d.polled[i].id == model {
+			return append(dst[:0], d.polled[i].regs...), d.okPolls
+		}
+	}
+	return nil, d.okPolls
 }
 
 // events returns the changes of d (locked, s applied) since its state prev

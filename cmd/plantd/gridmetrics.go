@@ -1,6 +1,9 @@
 package main
 
 import (
+	"maps"
+	"slices"
+
 	"plantd/gridcontrol"
 	"plantd/metrics"
 )
@@ -26,5 +29,8 @@ func (c *gridCollector) Collect(w *metrics.Writer) {
 		w.Gauge("plantd_gridcontrol_edge_to_write_seconds", "Latency from the last window start or end to the first write it caused.", s.EdgeToWrite[n-1].Seconds())
 	}
 	w.Gauge("plantd_gridcontrol_devices_not_following", "Inverters whose output stays above their limit although it reads back right and the enable was toggled.", float64(s.NotFollowing))
+	for _, id := range slices.Sorted(maps.Keys(s.Tampered)) {
+		w.Counter("plantd_gridcontrol_control_tampered_total", "Episodes in which a control grid control held on the device read back changed by another writer (rewritten at once; ControlTampered in the plant log).", float64(s.Tampered[id]), "device", id)
+	}
 	w.Counter("plantd_gridcontrol_edges_total", "Window starts and ends that caused a write (last 1000 kept for the latency).", float64(s.Edges))
 }
