@@ -118,7 +118,7 @@ func testTamper(t *testing.T, o rigOpts, restart bool, episodes ...tamperEpisode
 	r := newRig(t, o)
 	r.tamperOK.Store(true)
 	tp := newThirdParty(r)
-	if _, err := r.controller().Submit(t.Context(), "demo", []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":20,"unit":"%"}]}`), false, gridOperator); err != nil {
+	if _, err := r.controller().Submit(t.Context(), "demo", gridOperator, []gridcontrol.Order{{Command: "opModMaxLimW", For: time.Hour, Value: ptr(20.0), Unit: "%"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
@@ -189,8 +189,8 @@ func TestTamperedConnectAndPFReasserted(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	r.tamperOK.Store(true)
 	tp := newThirdParty(r)
-	if _, err := r.controller().Submit(t.Context(), "demo", []byte(`{"commands":[{"command":"OpModDisconnect","start":"+0s","end":"+1h"},`+
-		`{"command":"opModFixedPFInjectW","start":"+0s","end":"+1h","value":0.9}]}`), false, gridOperator); err != nil {
+	if _, err := r.controller().Submit(t.Context(), "demo", gridOperator, []gridcontrol.Order{
+		{Command: "OpModDisconnect", For: time.Hour}, {Command: "opModFixedPFInjectW", For: time.Hour, Value: ptr(0.9)}}); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(10*time.Second, "inv1 disconnected, inv2 at PF 0.9", func() bool {
@@ -214,3 +214,6 @@ func TestTamperedConnectAndPFReasserted(t *testing.T) {
 		}
 	}
 }
+
+// ptr is a pointer to v, for an Order's value.
+func ptr[T any](v T) *T { return &v }
