@@ -21,14 +21,20 @@ type ModbusServer struct {
 	// UnitID is the unit id the server answers to (1..247, default 1).
 	UnitID int `yaml:"unitId"`
 	// Writes lets masters write the active power limit (models 123 and
-	// 704), which becomes a schedule; default false: every write is
-	// refused with exception 1.
+	// 704), which becomes a schedule of the master's own channel; default
+	// false: every write is refused with exception 1. With writes on,
+	// Allow is required.
 	Writes bool `yaml:"writes"`
-	// Role is the role of the schedules the writes make: gridoperator
-	// (default) or installer.
+	// Role is the role of the schedules the writes make: installer
+	// (default) or gridoperator. An installer's limit tightens but never
+	// loosens a grid operator's; gridoperator is for a master that is the
+	// grid operator's own control box, and plantd logs it at start (a
+	// warning naming the allowed masters).
 	Role string `yaml:"role"`
 	// Allow lists the client addresses that may connect, as IP addresses
-	// or CIDRs; default none: every client.
+	// or CIDRs; default none: every client may read. Required (and not a
+	// catch-all such as 0.0.0.0/0) when Writes is on: every allowed
+	// master may then write its own limit.
 	Allow []string `yaml:"allow"`
 	// MaxConns bounds the open connections (1..1024, default 32); a
 	// connection beyond it is closed at once, and an idle one after 60 s.
@@ -77,11 +83,20 @@ func (v *validator) modbusServer() {
 		v.add("modbusServer.role", "%q is not a role that may send schedules (gridoperator or installer)", m.Role)
 	}
 	for i, a := range m.Allow {
-		if _, err := netip.ParsePrefix(a); err != nil {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
 			if _, err := netip.ParseAddr(a); err != nil {
 				v.add(fmt.Sprintf("modbusServer.allow[%d]", i), "%q is not an IP address or CIDR", a)
 			}
+			continue
 		}
+		if m.Writes && p.Bits() == 0 {
+			v.add(fmt.Sprintf("modbusServer.allow[%d]", i), "%q allows every address, and writes is true: list the masters that may write (e.g. 192.168.10.20 or 192.168.10.0/24)", a)
+		}
+	}
+	if m.Writes && len(m.Allow) == 0 {
+		v.add("modbusServer.allow", "required when writes is true: list the addresses of the masters that may write the limit "+
+			"(allow: [192.168.10.20] or a CIDR), or set writes: false")
 	}
 	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
 		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)

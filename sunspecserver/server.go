@@ -34,8 +34,10 @@ type Grid interface {
 	Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by gridcontrol.Origin) error
 }
 
-// DefaultRole is the role of the schedules the server's writes make.
-const DefaultRole = "gridoperator"
+// DefaultRole is the role of the schedules the server's writes make
+// unless configured: an installer's limit tightens but never loosens a
+// grid operator's.
+const DefaultRole = "installer"
 
 // Config is a server's configuration.
 type Config struct {
@@ -51,7 +53,7 @@ type Config struct {
 	// DefaultRole).
 	Role string
 	// Allow lists the client addresses (prefixes) that may connect;
-	// empty: every client.
+	// empty: every client. Required with Writes (New refuses without).
 	Allow []netip.Prefix
 	// MaxConns bounds the open connections (default modbus.DefaultMaxConns).
 	MaxConns int
@@ -105,6 +107,9 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = time.Second
 	}
+	if cfg.Writes && len(cfg.Allow) == 0 {
+		return nil, errors.New("sunspec server: writes need an allow-list of the masters that may write (modbusServer.allow)")
+	}
 	devs, err := live.Devices(cfg.PlantID)
 	if err != nil {
 		return nil, fmt.Errorf("sunspec server: %w", err)
@@ -142,6 +147,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.ctx = ctx
 	s.mu.Unlock()
 	s.log.Info("SunSpec server listening", "addr", ln.Addr().String(), "unit", s.cfg.UnitID, "writes", s.cfg.Writes, "role", s.cfg.Role)
+	if s.cfg.Writes && s.cfg.Role == "gridoperator" {
+		s.log.Warn("SunSpec server: masters write limits with the grid operator's role: no installer can loosen or end them",
+			"allow", fmt.Sprint(s.cfg.Allow), "config", "modbusServer.role")
+	}
 	return s.srv.Serve(ctx, ln)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 )
+
+// loopback allows the test's masters.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // reading is a channel value of a test device.
 type reading = plant.Reading
@@ -189,7 +193,7 @@ func TestMapPartialPhasesAndScale(t *testing.T) {
 func TestRefusedWrites(t *testing.T) {
 	live := testLive(t, demoReadings())
 	_, off := serve(t, Config{}, live, nil)
-	_, on := serve(t, Config{Writes: true}, live, nil)
+	_, on := serve(t, Config{Writes: true, Allow: loopback}, live, nil)
 	m := models(t, on)
 	addr := func(model uint16, point string) uint16 {
 		inst := m[model]

@@ -310,7 +310,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 	})
 	t.Logf("both inverters at ≤ 30 %% %v after mbpoll started the enabling write (grid control's cycle is 1 s)", time.Since(wrote).Round(time.Millisecond))
 	scheds := d.schedules()
-	if len(scheds) != before+1 || !strings.Contains(scheds[len(scheds)-1], "modbus:127.0.0.1 (gridoperator) opModMaxLimW 30") {
+	if len(scheds) != before+1 || !strings.Contains(scheds[len(scheds)-1], "modbus:127.0.0.1 (installer) opModMaxLimW 30") {
 		t.Fatalf("schedules created over Modbus: %q", scheds)
 	}
 	if v, err := d.model(704).Float("WMaxLimPct"); err != nil || v != 30 {
