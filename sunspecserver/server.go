@@ -32,6 +32,8 @@ type Grid interface {
 	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 	Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by gridcontrol.Origin) error
+	// GoverningLimit is the limit in force, which the reads show.
+	GoverningLimit(plantID string) (gridcontrol.LimitInForce, bool, error)
 }
 
 // DefaultRole is the role of the schedules the server's writes make
@@ -86,8 +88,11 @@ type Server struct {
 	img     *image
 	changes uint64    // live.Changes() at the last refresh
 	fresh   time.Time // wall time of the last refresh
-	ctl     control
-	scratch []uint16
+	// masters holds each master's own state of the limit (controls.go),
+	// at most maxMasters.
+	masters map[netip.Addr]*control
+	gov     inForce // the limit in force as last fetched
+	own     ownRegs // the registers each master reads its own
 }
 
 var _ modbus.Handler = (*Server)(nil)
@@ -130,7 +135,8 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sunspec server: %w", err)
 	}
-	s := &Server{cfg: cfg, live: live, grid: grid, log: log, img: img, ctl: newControl(), ctx: context.Background()}
+	s := &Server{cfg: cfg, live: live, grid: grid, log: log, img: img, masters: map[netip.Addr]*control{},
+		own: ownRegsOf(img), ctx: context.Background()}
 	var allow func(netip.Addr) bool
 	if len(cfg.Allow) > 0 {
 		allow = func(a netip.Addr) bool {
@@ -202,7 +208,9 @@ func (s *Server) Registers(req *modbus.Request) ([]uint16, error) {
 		return nil, modbus.Exception(modbus.ExceptionIllegalDataAddress)
 	}
 	s.refreshLocked()
-	return slices.Clone(s.img.regs[off : off+int(req.Quantity)]), nil
+	out := slices.Clone(s.img.regs[off : off+int(req.Quantity)])
+	s.overlayLocked(out, off, req.Client)
+	return out, nil
 }
 
 // Bits answers exception 1: the map has no coils or discrete inputs.
@@ -225,7 +233,7 @@ func (s *Server) refreshLocked() {
 	n := s.live.Changes()
 	now := time.Now()
 	gridNow := s.cfg.Now()
-	ended := s.ctl.held != "" && !gridNow.Before(s.ctl.heldEnd)
+	ended := s.gov.ok && !gridNow.Before(s.gov.lim.End)
 	age := now.Sub(s.fresh)
 	if !s.fresh.IsZero() && !ended && (age < minRefresh || (n == s.changes && age < s.cfg.MaxAge)) {
 		return
@@ -244,10 +252,7 @@ func (s *Server) refreshLocked() {
 	if err := s.img.fill(totalsOf(devs, b)); err != nil {
 		s.log.Warn("SunSpec map", "err", err)
 	}
-	s.ctl.expire(gridNow)
-	if err := s.ctl.store(s.img, gridNow); err != nil {
-		s.log.Warn("SunSpec map controls", "err", err)
-	}
+	s.publishLocked(gridNow)
 }
 
 // base is the context of the writes' trips through grid control; called
