@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"plantd/gridcontrol"
+	"plantd/internal/proctest"
 )
 
 // fakeGrid keeps grid control's channel rules for opModMaxLimW: within a
@@ -317,5 +320,51 @@ func TestMastersBounded(t *testing.T) {
 	}
 	if len(s.masters) != maxMasters {
 		t.Errorf("%d states kept, at most %d", len(s.masters), maxMasters)
+	}
+}
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+// TestGridOperatorRoleWarned: writes with the grid operator's role are
+// logged at start as a warning naming the allowed masters; writes
+// without an allow-list are refused at New.
+func TestGridOperatorRoleWarned(t *testing.T) {
+	live := testLive(t, demoReadings())
+	if _, err := New(Config{PlantID: "p", Writes: true}, live, &fakeGrid{}, slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("writes without allow: New made a server")
+	}
+	var buf syncBuf
+	s, err := New(Config{PlantID: "p", Writes: true, Role: "gridoperator", Allow: []netip.Prefix{netip.MustParsePrefix("192.0.2.7/32")}},
+		live, &fakeGrid{}, slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.ServeTCP(t, s.Serve)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "level=WARN") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning at start:\n%s", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l := buf.String(); !strings.Contains(l, "grid operator's role") || !strings.Contains(l, "192.0.2.7/32") {
+		t.Errorf("the warning names neither the role nor the masters:\n%s", l)
 	}
 }
