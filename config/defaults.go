@@ -41,7 +41,7 @@ const (
 	defaultReversionTimeout  = 60 * time.Second
 	defaultRampRate          = 10 // % of nominal power per second
 	defaultMeterLossGrace    = 30 * time.Second
-	defaultModbusServerRole  = RoleGridOperator
+	defaultModbusServerRole  = RoleInstaller
 	defaultModbusServerConns = 32
 	defaultConnsPerClient    = 4
 	defaultProxyRate         = 10

@@ -21,14 +21,20 @@ type ModbusServer struct {
 	// UnitID is the unit id the server answers to (1..247, default 1).
 	UnitID int `yaml:"unitId"`
 	// Writes lets masters write the active power limit (models 123 and
-	// 704), which becomes a schedule; default false: every write is
-	// refused with exception 1.
+	// 704), which becomes a schedule of the master's own channel; default
+	// false: every write is refused with exception 1. With writes on,
+	// Allow is required.
 	Writes bool `yaml:"writes"`
-	// Role is the role of the schedules the writes make: gridoperator
-	// (default) or installer.
+	// Role is the role of the schedules the writes make: installer
+	// (default) or gridoperator. An installer's limit tightens but never
+	// loosens a grid operator's; gridoperator is for a master that is the
+	// grid operator's own control box, and plantd logs it at start (a
+	// warning naming the allowed masters).
 	Role string `yaml:"role"`
 	// Allow lists the client addresses that may connect, as IP addresses
-	// or CIDRs; default none: every client.
+	// or CIDRs; default none: every client may read. Required (and not a
+	// catch-all such as 0.0.0.0/0) when Writes is on: every allowed
+	// master may then write its own limit.
 	Allow []string `yaml:"allow"`
 	// MaxConns bounds the open connections (1..1024, default 32) and
 	// MaxConnsPerClient those of one client address (1..1024, default
@@ -64,13 +70,20 @@ func allowPrefixes(allow []string) []netip.Prefix {
 	return out
 }
 
-// allowList checks an allow-list's entries (path: its key).
-func (v *validator) allowList(path string, allow []string) {
+// allowList checks an allow-list's entries (path: its key); with writes
+// on, a catch-all (0.0.0.0/0, ::/0) is refused: the list names who may
+// write.
+func (v *validator) allowList(path string, allow []string, writes bool) {
 	for i, a := range allow {
-		if _, err := netip.ParsePrefix(a); err != nil {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
 			if _, err := netip.ParseAddr(a); err != nil {
 				v.add(fmt.Sprintf("%s[%d]", path, i), "%q is not an IP address or CIDR", a)
 			}
+			continue
+		}
+		if writes && p.Bits() == 0 {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%q allows every address, and writes is true: list the masters that may write (e.g. 192.168.10.20 or 192.168.10.0/24)", a)
 		}
 	}
 }
@@ -106,7 +119,11 @@ func (v *validator) modbusServer() {
 	default:
 		v.add("modbusServer.role", "%q is not a role that may send schedules (gridoperator or installer)", m.Role)
 	}
-	v.allowList("modbusServer.allow", m.Allow)
+	v.allowList("modbusServer.allow", m.Allow, m.Writes)
+	if m.Writes && len(m.Allow) == 0 {
+		v.add("modbusServer.allow", "required when writes is true: list the addresses of the masters that may write the limit "+
+			"(allow: [192.168.10.20] or a CIDR), or set writes: false")
+	}
 	if m.MaxConns < 1 || m.MaxConns > maxModbusServerConns {
 		v.add("modbusServer.maxConns", "%d is out of range (1..%d)", m.MaxConns, maxModbusServerConns)
 	}
@@ -188,7 +205,7 @@ func (v *validator) proxies() {
 		if b := d.Proxy.Burst; b < 1 || b > maxProxyRate {
 			v.add(path+".burst", "%d is out of range (1..%d)", b, maxProxyRate)
 		}
-		v.allowList(path+".allow", d.Proxy.Allow)
+		v.allowList(path+".allow", d.Proxy.Allow, d.Proxy.Writes)
 		if d.Proxy.Writes && len(d.Proxy.Allow) == 0 {
 			v.add(path+".allow", "required with writes: true (the addresses of the masters that may write, as IP addresses or CIDRs)")
 		}

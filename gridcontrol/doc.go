@@ -358,7 +358,8 @@
 // commands.go the command table and eligibility; settings.go the settings
 // read-out; held.go which models of a device it holds (for a device's
 // Modbus proxy); tamper.go the comparison of what it holds with the
-// polls (re-assertion); clock.go the clock. gridcontrol imports config (defaults and
+// polls (re-assertion); governing.go the limit in force (for the SunSpec
+// server's reads); clock.go the clock. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), modbus (exceptions),
 // internal/backoff (the write retry's wait), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"net/netip"
 	"time"
 
 	"plantd/devices"
@@ -12,20 +14,33 @@ import (
 	"plantd/modbus"
 )
 
-// The controls: one active power limit, shown by 123 (WMaxLimPct,
-// WMaxLimPct_RvrtTms, WMaxLim_Ena) and 704 (WMaxLimPct, WMaxLimPctRvrtTms,
-// WMaxLimPctEna) alike. A write to either becomes a schedule of grid
-// control (opModMaxLimW in %): the master holds a window that ends
-// RvrtTms after its write (24 h without RvrtTms), and every write
-// renews it, so a master that stops renewing loses its limit. A write
-// that changes nothing renews the window once a tenth of its length (at
-// least a second) has passed since the last renewal: the same schedule
-// goes on, its end moved (gridcontrol.Controller.Extend), so a master
-// renewing every few seconds adds neither schedules nor log entries; the
-// limit ends between 0.9 and 1 times RvrtTms after the master's last
-// write. A renewal is not a new command: a newer window of the same role
-// sent meanwhile (over HTTP, say) keeps precedence until it ends. A
-// changed value or RvrtTms is a new window. Enable 0 cancels the window.
+// The controls: the active power limit, shown by 123 (WMaxLimPct,
+// WMaxLimPct_RvrtTms, WMaxLim_Ena) and 704 (WMaxLimPct,
+// WMaxLimPctRvrtTms, WMaxLimPctEna) alike.
+//
+// Each master (client address) has its own state of the limit and is a
+// precedence channel of its own in grid control ("modbus:<address>"): a
+// write to either model becomes a schedule of that channel
+// (opModMaxLimW in %), a window that ends RvrtTms after the write (24 h
+// without RvrtTms), and every write renews it, so a master that stops
+// renewing loses its limit. A write that changes nothing renews the
+// window once a tenth of its length (at least a second) has passed since
+// the last renewal: the same schedule goes on, its end moved
+// (gridcontrol.Controller.Extend), so a master renewing every few seconds
+// adds neither schedules nor log entries; the limit ends between 0.9 and
+// 1 times RvrtTms after the master's last write. A changed value or
+// RvrtTms is a new window of the master's channel. Enable 0 cancels the
+// master's own window and nothing else. The channels combine in grid
+// control by the most restrictive limit, so no master loosens another's
+// or anyone else's limit.
+//
+// A write is decoded against the writing master's own state (its last
+// WMaxLimPct, RvrtTms and enable), so the usual sequence RvrtTms, then
+// WMaxLimPct, then the enable works per master. Reads show the limit in
+// force on the plant (gridcontrol.Controller.GoverningLimit), whoever set
+// it, the same for every master; only RvrtTms reads back as the reading
+// master wrote it, and the holder model says whose limit it is (see
+// holder.go).
 
 // noRevertWindow is the window of a limit written without RvrtTms.
 const noRevertWindow = 24 * time.Hour
@@ -33,16 +48,32 @@ const noRevertWindow = 24 * time.Hour
 // limitTimeout bounds a write's trip through grid control.
 const limitTimeout = 10 * time.Second
 
-// control is the limit's state: the registers' meaning and the window
-// that carries it.
+// The bound on the masters' states: at most maxMasters are kept; a
+// master's state without a window is forgotten forgetAfter after its last
+// write (longer than the modbus server's idle close: its connection is
+// gone by then), one with a window once the window has ended and as long
+// again has passed.
+const (
+	maxMasters  = 64
+	forgetAfter = 10 * time.Minute
+)
+
+// errTooManyMasters refuses a new master's write while maxMasters states
+// hold windows.
+var errTooManyMasters = errors.New("too many masters hold limits")
+
+// control is a master's state of the limit: the registers' meaning as it
+// wrote them and the window that carries it.
 type control struct {
 	pct   float64 // WMaxLimPct, 0..100
 	ena   bool    // WMaxLim_Ena / WMaxLimPctEna
 	rvrtS uint32  // RvrtTms, s (0: none)
 
-	held    string    // the schedule holding the limit, "" none
+	held    string    // the master's schedule holding the limit, "" none
 	heldEnd time.Time // the end of its window (grid control's clock)
 	renewed time.Time // when it was submitted (grid control's clock)
+
+	wrote time.Time // wall time of the master's last write
 }
 
 func newControl() control { return control{pct: 100} }
@@ -55,29 +86,50 @@ func (c control) window() time.Duration {
 	return time.Duration(c.rvrtS) * time.Second
 }
 
-// expire notes that the held window has ended: the limit reverted, the
-// enable reads 0 again, as on a device whose reversion timer ran out.
+// expire notes that the held window has ended: the master's enable is 0
+// again, as on a device whose reversion timer ran out.
 func (c *control) expire(now time.Time) {
 	if c.held != "" && !now.Before(c.heldEnd) {
 		c.held, c.ena = "", false
 	}
 }
 
-// store writes the state into both control models.
-func (c control) store(img *image, now time.Time) error {
+// storeOwn writes the master's own state into both control models, for
+// decoding its write on top of it.
+func (c control) storeOwn(img *image) error {
 	ena := 0.0
 	if c.ena {
 		ena = 1
-	}
-	rem := 0.0
-	if c.held != "" && c.rvrtS > 0 {
-		rem = math.Ceil(max(0, c.heldEnd.Sub(now).Seconds()))
 	}
 	ctl, der := img.model(modelControls), img.model(modelDERCtl)
 	return errors.Join(
 		ctl.Set("WMaxLimPct", c.pct), ctl.Set("WMaxLim_Ena", ena), ctl.Set("WMaxLimPct_RvrtTms", float64(min(c.rvrtS, 0xFFFE))),
 		der.Set("WMaxLimPct", c.pct), der.Set("WMaxLimPctEna", ena), der.Set("WMaxLimPctRvrtTms", float64(c.rvrtS)),
-		der.Set("WMaxLimPctRvrtRem", rem),
+	)
+}
+
+// inForce is the limit in force on the plant as the map shows it.
+type inForce struct {
+	ok  bool
+	lim gridcontrol.LimitInForce
+}
+
+// publish writes the limit in force into both control models and the
+// holder model: WMaxLimPct (rounded to the whole per cent of
+// WMaxLimPct_SF 0) and the enable 1 while a limit governs, else 100 and
+// 0; RvrtRem the seconds until its window ends; RvrtTms 0 (each master
+// reads its own: overlay).
+func (f inForce) publish(img *image, now time.Time) error {
+	pct, ena, rem := 100.0, 0.0, 0.0
+	if f.ok {
+		pct, ena = math.Round(math.Min(100, math.Max(0, f.lim.Pct))), 1
+		rem = math.Min(math.Ceil(math.Max(0, f.lim.End.Sub(now).Seconds())), math.MaxUint32-1)
+	}
+	ctl, der := img.model(modelControls), img.model(modelDERCtl)
+	return errors.Join(
+		ctl.Set("WMaxLimPct", pct), ctl.Set("WMaxLim_Ena", ena), ctl.Set("WMaxLimPct_RvrtTms", 0),
+		der.Set("WMaxLimPct", pct), der.Set("WMaxLimPctEna", ena), der.Set("WMaxLimPctRvrtTms", 0),
+		der.Set("WMaxLimPctRvrtRem", rem), f.storeHolder(img),
 	)
 }
 
@@ -104,15 +156,17 @@ func decode(inst *devices.Instance, c control) (control, error) {
 	return c, nil
 }
 
-// write stores a master's write into the controls: exception 1 when
-// writes are off, 2 for a register that is not one of the limit's, 3 for
-// a value out of range; then the limit goes to grid control (exception 4
-// when it refuses). A refused write leaves the map as it was.
+// write stores a master's write into its own state of the limit:
+// exception 1 when writes are off, 2 for a register that is not one of
+// the limit's, 3 for a value out of range, 6 when maxMasters others hold
+// windows; then the limit goes to grid control as the master's channel
+// (exception 4 when it refuses). A refused write leaves the master's
+// state as it was. The map shows the limit in force again afterwards.
 func (s *Server) write(req *modbus.Request) error {
 	master := req.Client.String()
 	by := gridcontrol.Origin{Door: gridcontrol.DoorModbus, Name: master, Role: s.cfg.Role, Channel: string(gridcontrol.DoorModbus) + ":" + master}
 	if !s.cfg.Writes {
-		s.log.Info("write refused", "client", req.Client.String(), "addr", req.Addr, "err", errNotPermitted)
+		s.refusals.Log(slog.LevelInfo, req.Client, "writes-off", "write refused", "addr", req.Addr, "err", errNotPermitted)
 		return modbus.Exception(modbus.ExceptionIllegalFunction)
 	}
 	s.mu.Lock()
@@ -124,7 +178,7 @@ func (s *Server) write(req *modbus.Request) error {
 	}
 	for i := range req.Regs {
 		if !img.writable[off+i] {
-			s.log.Info("write refused: read-only register", "client", req.Client.String(), "addr", int(req.Addr)+i)
+			s.refusals.Log(slog.LevelInfo, req.Client, "read-only", "write refused: read-only register", "addr", int(req.Addr)+i)
 			return modbus.Exception(modbus.ExceptionIllegalDataAddress)
 		}
 	}
@@ -135,16 +189,31 @@ func (s *Server) write(req *modbus.Request) error {
 			inst = m.inst
 		}
 	}
-	now := s.cfg.Now()
-	s.scratch = append(s.scratch[:0], img.regs[off:off+len(req.Regs)]...)
-	copy(img.regs[off:], req.Regs)
-	next, err := decode(inst, s.ctl)
-	if err == nil {
-		err = s.apply(by, next, now)
-	}
+	now, wall := s.cfg.Now(), time.Now()
+	cur, err := s.masterLocked(req.Client, now, wall)
 	if err != nil {
-		copy(img.regs[off:], s.scratch)
-		s.log.Info("write refused", "client", req.Client.String(), "addr", req.Addr, "err", err)
+		s.refusals.Log(slog.LevelInfo, req.Client, "masters-full", "write refused", "addr", req.Addr, "err", err, "masters", len(s.masters))
+		return modbus.Exception(modbus.ExceptionServerDeviceBusy)
+	}
+	cur.expire(now)
+	// The master's own view of the limit, its write on top of it; the map
+	// shows the limit in force again below, whatever the outcome.
+	err = cur.storeOwn(img)
+	copy(img.regs[off:], req.Regs)
+	var next control
+	if err == nil {
+		next, err = decode(inst, *cur)
+	}
+	if err == nil {
+		err = s.apply(by, cur, next, now)
+	}
+	cur.wrote = wall
+	if cur.held == "" && !cur.ena && cur.pct == 100 && cur.rvrtS == 0 {
+		delete(s.masters, req.Client) // nothing to remember
+	}
+	s.publishLocked(now)
+	if err != nil {
+		s.refusals.Log(slog.LevelInfo, req.Client, "refused", "write refused", "addr", req.Addr, "err", err)
 		var ve *gridcontrol.ValidationError
 		if errors.Is(err, errRange) || (errors.As(err, &ve) && !ve.NotEligible) {
 			return modbus.Exception(modbus.ExceptionIllegalDataValue)
@@ -153,17 +222,55 @@ func (s *Server) write(req *modbus.Request) error {
 		// could not store it.
 		return modbus.Exception(modbus.ExceptionServerDeviceFailure)
 	}
-	return s.ctl.store(img, now)
+	return nil
+}
+
+// masterLocked returns the state of a master, a new one when it has
+// none: first the states of masters gone (forgetLocked), then, with
+// maxMasters still kept, the one written least recently of those holding
+// no window makes room; errTooManyMasters when every one holds a window.
+func (s *Server) masterLocked(a netip.Addr, now, wall time.Time) (*control, error) {
+	if c, ok := s.masters[a]; ok {
+		return c, nil
+	}
+	s.forgetLocked(now, wall)
+	if len(s.masters) >= maxMasters {
+		var oldest netip.Addr
+		for m, c := range s.masters {
+			if c.held == "" && (!oldest.IsValid() || c.wrote.Before(s.masters[oldest].wrote)) {
+				oldest = m
+			}
+		}
+		if !oldest.IsValid() {
+			return nil, fmt.Errorf("%w: %d (at most %d)", errTooManyMasters, len(s.masters), maxMasters)
+		}
+		delete(s.masters, oldest)
+	}
+	c := newControl()
+	c.wrote = wall
+	s.masters[a] = &c
+	return &c, nil
+}
+
+// forgetLocked drops the states of masters that hold no window and wrote
+// nothing for forgetAfter.
+func (s *Server) forgetLocked(now, wall time.Time) {
+	for m, c := range s.masters {
+		c.expire(now)
+		if c.held == "" && wall.Sub(c.wrote) >= forgetAfter {
+			delete(s.masters, m)
+		}
+	}
 }
 
 // errRange marks a value out of range.
 var errRange = errors.New("value out of range")
 
-// apply takes the new state of the limit to grid control: a new window
-// when the limit is enabled and changed (or due for renewal), a cancel
-// when it is disabled.
-func (s *Server) apply(by gridcontrol.Origin, next control, now time.Time) error {
-	cur := s.ctl
+// apply takes the master's new state of the limit to grid control: a new
+// window of its channel when the limit is enabled and changed (or due
+// for renewal), a cancel of its own window when it is disabled; on
+// success *cur becomes next.
+func (s *Server) apply(by gridcontrol.Origin, cur *control, next control, now time.Time) error {
 	ctx, cancel := context.WithTimeout(s.base(), limitTimeout)
 	defer cancel()
 	switch {
@@ -191,7 +298,7 @@ func (s *Server) apply(by gridcontrol.Origin, next control, now time.Time) error
 		if !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
 			return fmt.Errorf("renew schedule %s: %w", cur.held, err)
 		}
-		// The window lapsed or was cancelled by someone else: a new one.
+		// The window lapsed or was cancelled over the API: a new one.
 		if err := s.submit(ctx, by, &next, now); err != nil {
 			return err
 		}
@@ -200,7 +307,8 @@ func (s *Server) apply(by gridcontrol.Origin, next control, now time.Time) error
 			return err
 		}
 	}
-	s.ctl = next
+	next.wrote = cur.wrote
+	*cur = next
 	return nil
 }
 

@@ -33,6 +33,7 @@ const (
 	modelStorage  = 124
 	modelMeter    = 203
 	modelDERCtl   = 704
+	// modelHolder (64900, holder.go) is plantd's own, last in the map.
 )
 
 // writablePoints are the points a master may write, by model: the active
@@ -66,7 +67,7 @@ func layout(meter, battery bool) []uint16 {
 	if battery {
 		ids = append(ids, modelStorage)
 	}
-	return append(ids, modelControls, modelDERCtl)
+	return append(ids, modelControls, modelDERCtl, modelHolder)
 }
 
 // buildImage lays out the models back to back from Base+2, every point
@@ -76,7 +77,7 @@ func buildImage(ids []uint16, id identity) (*image, error) {
 	var insts []*devices.Instance
 	total := 4 // SunS and the end marker
 	for _, mid := range ids {
-		m := devices.ModelByID(mid)
+		m := modelDef(mid)
 		if m == nil {
 			return nil, fmt.Errorf("model %d: no definition", mid)
 		}

@@ -47,6 +47,8 @@ func WriteRegisterMap(w io.Writer) error {
 			switch v := inst.ValueAt(&inst.Root, i); {
 			case img.writable[addr-Base]:
 				use = "**writable**"
+			case inst.Model.ID == modelHolder && p.Name != "ID" && p.Name != "L":
+				use = "the limit's holder"
 			case !v.OK:
 			case p.Name == "ID" || p.Name == "L" || strings.HasPrefix(p.Name, "Evt"):
 				use = "static"
@@ -56,6 +58,8 @@ func WriteRegisterMap(w io.Writer) error {
 				use = "from the plant"
 			case strings.HasSuffix(p.Name, "RvrtRem"):
 				use = "the limit's seconds left"
+			case strings.HasSuffix(p.Name, "RvrtTms"):
+				use = "the reading master's own"
 			default:
 				use = "static"
 			}

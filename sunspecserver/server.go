@@ -32,10 +32,14 @@ type Grid interface {
 	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 	Extend(ctx context.Context, plantID, scheduleID string, end time.Time, by gridcontrol.Origin) error
+	// GoverningLimit is the limit in force, which the reads show.
+	GoverningLimit(plantID string) (gridcontrol.LimitInForce, bool, error)
 }
 
-// DefaultRole is the role of the schedules the server's writes make.
-const DefaultRole = "gridoperator"
+// DefaultRole is the role of the schedules the server's writes make
+// unless configured: an installer's limit tightens but never loosens a
+// grid operator's.
+const DefaultRole = "installer"
 
 // Config is a server's configuration.
 type Config struct {
@@ -51,7 +55,7 @@ type Config struct {
 	// DefaultRole).
 	Role string
 	// Allow lists the client addresses (prefixes) that may connect;
-	// empty: every client.
+	// empty: every client. Required with Writes (New refuses without).
 	Allow []netip.Prefix
 	// MaxConns bounds the open connections (default
 	// modbus.DefaultMaxConns), MaxConnsPerClient those of one client
@@ -79,6 +83,9 @@ type Server struct {
 	grid Grid
 	log  *slog.Logger
 	srv  *modbus.Server
+	// refusals rate-limits the log lines of refused connections and
+	// writes per master and reason (shared with srv).
+	refusals *modbus.LogLimiter
 	// ctx is Serve's, for the writes' trips through grid control.
 	ctx context.Context
 
@@ -86,8 +93,11 @@ type Server struct {
 	img     *image
 	changes uint64    // live.Changes() at the last refresh
 	fresh   time.Time // wall time of the last refresh
-	ctl     control
-	scratch []uint16
+	// masters holds each master's own state of the limit (controls.go),
+	// at most maxMasters.
+	masters map[netip.Addr]*control
+	gov     inForce // the limit in force as last fetched
+	own     ownRegs // the registers each master reads its own
 }
 
 var _ modbus.Handler = (*Server)(nil)
@@ -106,6 +116,9 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = time.Second
+	}
+	if cfg.Writes && len(cfg.Allow) == 0 {
+		return nil, errors.New("sunspec server: writes need an allow-list of the masters that may write (modbusServer.allow)")
 	}
 	devs, err := live.Devices(cfg.PlantID)
 	if err != nil {
@@ -127,7 +140,8 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sunspec server: %w", err)
 	}
-	s := &Server{cfg: cfg, live: live, grid: grid, log: log, img: img, ctl: newControl(), ctx: context.Background()}
+	s := &Server{cfg: cfg, live: live, grid: grid, log: log, img: img, masters: map[netip.Addr]*control{},
+		own: ownRegsOf(img), ctx: context.Background(), refusals: modbus.NewLogLimiter(log, 0, 0)}
 	var allow func(netip.Addr) bool
 	if len(cfg.Allow) > 0 {
 		allow = func(a netip.Addr) bool {
@@ -135,7 +149,7 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 		}
 	}
 	s.srv = modbus.NewServer(modbus.ServerConfig{MaxConns: cfg.MaxConns, MaxConnsPerClient: cfg.MaxConnsPerClient,
-		IdleTimeout: cfg.IdleTimeout, Allow: allow}, s, log)
+		IdleTimeout: cfg.IdleTimeout, Allow: allow, Refusals: s.refusals}, s, log)
 	return s, nil
 }
 
@@ -145,6 +159,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.ctx = ctx
 	s.mu.Unlock()
 	s.log.Info("SunSpec server listening", "addr", ln.Addr().String(), "unit", s.cfg.UnitID, "writes", s.cfg.Writes, "role", s.cfg.Role)
+	if s.cfg.Writes && s.cfg.Role == "gridoperator" {
+		s.log.Warn("SunSpec server: masters write limits with the grid operator's role: no installer can loosen or end them",
+			"allow", fmt.Sprint(s.cfg.Allow), "config", "modbusServer.role")
+	}
 	return s.srv.Serve(ctx, ln)
 }
 
@@ -196,7 +214,9 @@ func (s *Server) Registers(req *modbus.Request) ([]uint16, error) {
 		return nil, modbus.Exception(modbus.ExceptionIllegalDataAddress)
 	}
 	s.refreshLocked()
-	return slices.Clone(s.img.regs[off : off+int(req.Quantity)]), nil
+	out := slices.Clone(s.img.regs[off : off+int(req.Quantity)])
+	s.overlayLocked(out, off, req.Client)
+	return out, nil
 }
 
 // Bits answers exception 1: the map has no coils or discrete inputs.
@@ -219,7 +239,7 @@ func (s *Server) refreshLocked() {
 	n := s.live.Changes()
 	now := time.Now()
 	gridNow := s.cfg.Now()
-	ended := s.ctl.held != "" && !gridNow.Before(s.ctl.heldEnd)
+	ended := s.gov.ok && !gridNow.Before(s.gov.lim.End)
 	age := now.Sub(s.fresh)
 	if !s.fresh.IsZero() && !ended && (age < minRefresh || (n == s.changes && age < s.cfg.MaxAge)) {
 		return
@@ -238,10 +258,7 @@ func (s *Server) refreshLocked() {
 	if err := s.img.fill(totalsOf(devs, b)); err != nil {
 		s.log.Warn("SunSpec map", "err", err)
 	}
-	s.ctl.expire(gridNow)
-	if err := s.ctl.store(s.img, gridNow); err != nil {
-		s.log.Warn("SunSpec map controls", "err", err)
-	}
+	s.publishLocked(gridNow)
 }
 
 // base is the context of the writes' trips through grid control; called

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 )
+
+// loopback allows the test's masters.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // reading is a channel value of a test device.
 type reading = plant.Reading
@@ -71,15 +75,22 @@ func demoReadings() map[string][]reading {
 // and returns a client of it (unit 1).
 func serve(t testing.TB, cfg Config, live Live, grid Grid) (*Server, *modbus.Client) {
 	t.Helper()
+	s, addr := serveAt(t, cfg, live, grid)
+	pool := modbus.NewPool(nil)
+	t.Cleanup(func() { _ = pool.Close() })
+	return s, pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second)
+}
+
+// serveAt runs a server of plant p on a loopback port until the test
+// ends and returns its address.
+func serveAt(t testing.TB, cfg Config, live Live, grid Grid) (*Server, string) {
+	t.Helper()
 	cfg.PlantID = "p"
 	s, err := New(cfg, live, grid, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := proctest.ServeTCP(t, s.Serve)
-	pool := modbus.NewPool(nil)
-	t.Cleanup(func() { _ = pool.Close() })
-	return s, pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second)
+	return s, proctest.ServeTCP(t, s.Serve)
 }
 
 // models discovers the server's map and reads every model.
@@ -91,6 +102,16 @@ func models(t testing.TB, c *modbus.Client) map[uint16]*devices.Instance {
 	}
 	out := map[uint16]*devices.Instance{}
 	for _, r := range dev.Models {
+		if r.ID == modelHolder {
+			regs, err := c.ReadHoldingRegisters(context.Background(), r.Addr, r.Len+2, nil)
+			if err != nil {
+				t.Fatalf("holder model: %v", err)
+			}
+			if out[r.ID], err = devices.NewInstance(HolderModel(), r.Addr, regs); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		inst, err := devices.ReadModel(context.Background(), c, r)
 		if err != nil {
 			t.Fatalf("model %d: %v", r.ID, err)
@@ -103,7 +124,7 @@ func models(t testing.TB, c *modbus.Client) map[uint16]*devices.Instance {
 func TestMap(t *testing.T) {
 	_, c := serve(t, Config{GatewayID: "gw-1", Version: "1.2.3", UnitID: 1}, testLive(t, demoReadings()), nil)
 	m := models(t, c)
-	for _, id := range []uint16{1, 103, 203, 124, 123, 704} {
+	for _, id := range []uint16{1, 103, 203, 124, 123, 704, modelHolder} {
 		if m[id] == nil {
 			t.Fatalf("no model %d in %v", id, m)
 		}
@@ -139,6 +160,8 @@ func TestMap(t *testing.T) {
 		{123, "WMaxLimPct", 100, 0},
 		{123, "WMaxLim_Ena", 0, 0},
 		{704, "WMaxLimPctEna", 0, 0},
+		{modelHolder, "Role", 0, 0},
+		{modelHolder, "Own", 0, 0},
 	} {
 		v, err := m[tc.model].Float(tc.point)
 		if err != nil || math.Abs(v-tc.want) > tc.tol {
@@ -189,7 +212,7 @@ func TestMapPartialPhasesAndScale(t *testing.T) {
 func TestRefusedWrites(t *testing.T) {
 	live := testLive(t, demoReadings())
 	_, off := serve(t, Config{}, live, nil)
-	_, on := serve(t, Config{Writes: true}, live, nil)
+	_, on := serve(t, Config{Writes: true, Allow: loopback}, live, nil)
 	m := models(t, on)
 	addr := func(model uint16, point string) uint16 {
 		inst := m[model]

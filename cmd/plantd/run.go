@@ -215,9 +215,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Local.MQTT.Broker = urls[0]
 	}
 	if sunspecLn != nil {
-		// The demo's direct marketer may limit the plant: writes on.
+		// The demo's direct marketer may limit the plant: writes on, from
+		// this machine only (writes need an allow-list), installer role.
 		m := &cfg.ModbusServer
 		m.Listen, m.Plant, m.Writes = sunspecLn.Addr().String(), "demo", true
+		m.Allow = []string{"127.0.0.0/8", "::1"}
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
@@ -306,7 +308,7 @@ func (b demoBanner) print(stdout io.Writer) {
 	}
 	if b.sunspec != nil {
 		host, port, _ := splitListen(b.sunspec.Addr().String())
-		fmt.Fprintf(stdout, "SunSpec server (the plant as one SunSpec device, Modbus TCP unit %d, writes on) on %s; read it: mbpoll -m tcp -a %d -r 40001 -c 10 -p %d %s\n",
+		fmt.Fprintf(stdout, "SunSpec server (the plant as one SunSpec device, Modbus TCP unit %d, writes on from 127.0.0.0/8 and ::1) on %s; read it: mbpoll -m tcp -a %d -r 40001 -c 10 -p %d %s\n",
 			b.cfg.ModbusServer.UnitID, b.sunspec.Addr(), b.cfg.ModbusServer.UnitID, port, host)
 	}
 }

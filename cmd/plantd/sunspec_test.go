@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sunspecserver"
 )
 
 // The SunSpec server's acceptance against the real binary: plantd demo's
@@ -310,7 +312,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 	})
 	t.Logf("both inverters at ≤ 30 %% %v after mbpoll started the enabling write (grid control's cycle is 1 s)", time.Since(wrote).Round(time.Millisecond))
 	scheds := d.schedules()
-	if len(scheds) != before+1 || !strings.Contains(scheds[len(scheds)-1], "modbus:127.0.0.1 (gridoperator) opModMaxLimW 30") {
+	if len(scheds) != before+1 || !strings.Contains(scheds[len(scheds)-1], "modbus:127.0.0.1 (installer) opModMaxLimW 30") {
 		t.Fatalf("schedules created over Modbus: %q", scheds)
 	}
 	if v, err := d.model(704).Float("WMaxLimPct"); err != nil || v != 30 {
@@ -573,5 +575,292 @@ func TestSunSpecServerConfig(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	d.stop()
+}
+
+// rawMaster is a Modbus TCP master on a loopback address of its own
+// (Linux routes all of 127/8 to lo), unit 1.
+type rawMaster struct {
+	conn net.Conn
+	tid  uint16
+}
+
+func dialMaster(local, addr string) (*rawMaster, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rawMaster{conn: c}, nil
+}
+
+// do sends one PDU and returns the answer's PDU; an exception is an
+// error.
+func (m *rawMaster) do(pdu []byte) ([]byte, error) {
+	m.tid++
+	frame := binary.BigEndian.AppendUint16(nil, m.tid)
+	frame = binary.BigEndian.AppendUint16(frame, 0)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(len(pdu)+1))
+	frame = append(append(frame, 1), pdu...)
+	_ = m.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := m.conn.Write(frame); err != nil {
+		return nil, err
+	}
+	head := make([]byte, 7)
+	if _, err := io.ReadFull(m.conn, head); err != nil {
+		return nil, err
+	}
+	body := make([]byte, int(binary.BigEndian.Uint16(head[4:]))-1)
+	if _, err := io.ReadFull(m.conn, body); err != nil {
+		return nil, err
+	}
+	if body[0]&0x80 != 0 {
+		return nil, fmt.Errorf("exception %d", body[1])
+	}
+	return body, nil
+}
+
+func (m *rawMaster) write(addr, v uint16) error {
+	_, err := m.do([]byte{6, byte(addr >> 8), byte(addr), byte(v >> 8), byte(v)})
+	return err
+}
+
+func (m *rawMaster) read(addr, n uint16) ([]uint16, error) {
+	b, err := m.do([]byte{3, byte(addr >> 8), byte(addr), byte(n >> 8), byte(n)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint16, n)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint16(b[2+2*i:])
+	}
+	return out, nil
+}
+
+// TestSunSpecServerMasters is issue 39's acceptance for the SunSpec
+// server on plantd run with the simulated plant: writes on, allow
+// 127.0.0.1 and 127.0.0.2, the default role (installer). Under a grid
+// operator's API 20 %, master A's write of 100 % leaves both inverters at
+// 20 % or less (registers and the limit in effect sampled at 10 Hz) and
+// the server reads 20 % held by the grid operator; a master outside
+// allow is closed at connect; A's 50 % window stays active and in force
+// while master B writes Ena=0; the schedules and the plant log name
+// "modbus:127.0.0.1 (installer)".
+func TestSunSpecServerMasters(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	if testing.Short() {
+		t.Skip("drives two masters against a grid operator's limit (~25 s)")
+	}
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	p := simtest.Start(t, scfg)
+	path := gridConfig(t, p)
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, path, string(cfg)+"modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  allow: [127.0.0.1, 127.0.0.2]\n")
+	d := startDaemon(t, path)
+	d.waitAPI(15 * time.Second)
+	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
+	addr := ""
+	d.WaitLines("the SunSpec server listening", 10*time.Second, func(lines []string) bool {
+		for _, l := range lines {
+			if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
+				addr = m[1]
+				return true
+			}
+		}
+		return false
+	})
+
+	// The server's points, from its model chain.
+	pool := modbus.NewPool(nil)
+	defer pool.Close()
+	srv := pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second)
+	dev, err := devices.Discover(t.Context(), srv)
+	if err != nil {
+		t.Fatalf("discover the server: %v", err)
+	}
+	at := func(model uint16, def *devices.Model, point string) uint16 {
+		ref, ok := dev.Ref(model)
+		if !ok {
+			t.Fatalf("the server has no model %d", model)
+		}
+		return ref.Addr + def.Group.Points[def.Group.PointIndex(point)].Offset
+	}
+	lim, ena := at(123, devices.ModelByID(123), "WMaxLimPct"), at(123, devices.ModelByID(123), "WMaxLim_Ena")
+	holder := at(64900, sunspecserver.HolderModel(), "Role")
+	a, err := dialMaster("127.0.0.1", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.conn.Close()
+	b, err := dialMaster("127.0.0.2", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.conn.Close()
+	// shows is what a master reads: WMaxLimPct, WMaxLim_Ena, the
+	// holder's role, own flag and createdBy.
+	shows := func(m *rawMaster) (pct, on, role, own uint16, by string) {
+		t.Helper()
+		r, err := m.read(lim, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := m.read(holder, 45-2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []byte
+		for _, v := range h[11:] {
+			s = append(s, byte(v>>8), byte(v))
+		}
+		return r[0], r[4], h[0], h[1], strings.TrimRight(string(s), "\x00")
+	}
+
+	// The simulated inverters' limits: the registers (123 on inv1, 704
+	// on inv2: WMaxLimPct while enabled, else 100) and the limit in
+	// effect.
+	refs, clients := map[string]devices.ModelRef{}, map[string]devices.ReadWriter{}
+	for _, w := range []struct {
+		id    string
+		model uint16
+	}{{"inv1", 123}, {"inv2", 704}} {
+		cl := pool.Endpoint(modbus.EndpointConfig{Address: p.Device(w.id).Addr()}).Unit(1, 2*time.Second)
+		dv, err := devices.Discover(t.Context(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[w.id], _ = dv.Ref(w.model)
+		clients[w.id] = cl
+	}
+	regLimit := func(id string) float64 {
+		inst, err := devices.ReadModel(t.Context(), clients[id], refs[id])
+		if err != nil {
+			t.Fatalf("read %s: %v", id, err)
+		}
+		e := "WMaxLim_Ena"
+		if id == "inv2" {
+			e = "WMaxLimPctEna"
+		}
+		if v, _ := inst.Float(e); v != 1 {
+			return 100
+		}
+		v, _ := inst.Float("WMaxLimPct")
+		return v
+	}
+	effect := func(id string) float64 { return p.Device(id).State().EffectiveLimitPct }
+	// sample reads both inverters at 10 Hz for span and returns the
+	// highest register and limit in effect seen, and the samples.
+	sample := func(span time.Duration) (maxReg, maxEff float64, n int) {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for end := time.Now().Add(span); time.Now().Before(end); <-tick.C {
+			for _, id := range []string{"inv1", "inv2"} {
+				maxReg, maxEff = max(maxReg, regLimit(id)), max(maxEff, effect(id))
+			}
+			n++
+		}
+		return maxReg, maxEff, n
+	}
+
+	// A grid operator's 20 % over the API.
+	code, body := d.request("POST", "/gridcontrol/v1/plants/p1/schedules", tokGrid,
+		`{"commands":[{"command":"opModMaxLimW","start":"+1s","end":"+10m","value":20,"unit":"%"}]}`)
+	if code != 201 {
+		t.Fatalf("grid operator POST: %d %s", code, body)
+	}
+	var op struct {
+		Schedule struct {
+			ScheduleID string `json:"scheduleId"`
+		} `json:"schedule"`
+	}
+	_ = json.Unmarshal(body, &op)
+	waitUntil(t, 15*time.Second, "both inverters at 20 %", func() bool { return effect("inv1") <= 20 && effect("inv2") <= 20 })
+	waitUntil(t, 3*time.Second, "the server reading the grid operator's 20 %", func() bool {
+		pct, on, role, _, by := shows(a)
+		return pct == 20 && on == 1 && role == 2 && by == "dso (gridoperator)"
+	})
+
+	// A master outside allow: closed at connect.
+	if c, err := dialMaster("127.0.0.3", addr); err == nil {
+		_, err = c.read(lim, 1)
+		c.conn.Close()
+		if err == nil {
+			t.Error("127.0.0.3 (not in allow) was answered")
+		}
+	}
+
+	// Master A (allowed, installer) writes 100 %: a window of its own,
+	// which loosens nothing.
+	if err := a.write(lim, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.write(ena, 1); err != nil {
+		t.Fatal(err)
+	}
+	reg, eff, n := sample(10 * time.Second)
+	t.Logf("under the operator's 20 %%, A's write of 100 %%: %d samples at 10 Hz over 10 s, highest register %g %%, highest limit in effect %g %%", n, reg, eff)
+	if reg > 20 || eff > 20 {
+		t.Errorf("A's 100 %% loosened the grid operator's 20 %%: register up to %g %%, in effect up to %g %%", reg, eff)
+	}
+	if pct, on, role, own, by := shows(a); pct != 20 || on != 1 || role != 2 || own != 0 || by != "dso (gridoperator)" {
+		t.Errorf("A reads %d %% (ena %d), holder role %d own %d by %q; want the operator's 20 %%", pct, on, role, own, by)
+	}
+
+	// The operator ends its window; A's 50 % governs, and B's Ena=0 ends
+	// nothing of it.
+	if code, body := d.request("DELETE", "/gridcontrol/v1/plants/p1/schedules/"+op.Schedule.ScheduleID, tokGrid, ""); code/100 != 2 {
+		t.Fatalf("grid operator DELETE: %d %s", code, body)
+	}
+	if err := a.write(lim, 50); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "both inverters at 50 %", func() bool { return effect("inv1") == 50 && effect("inv2") == 50 })
+	if err := b.write(ena, 0); err != nil {
+		t.Fatalf("B's Ena=0: %v", err)
+	}
+	reg, eff, n = sample(3 * time.Second)
+	t.Logf("A's 50 %% after B's Ena=0: %d samples at 10 Hz over 3 s, highest register %g %%, highest limit in effect %g %%", n, reg, eff)
+	if reg != 50 || eff != 50 {
+		t.Errorf("after B's Ena=0: register up to %g %%, in effect up to %g %%, want A's 50 %%", reg, eff)
+	}
+	for _, m := range []struct {
+		name string
+		m    *rawMaster
+		own  uint16
+	}{{"A", a, 1}, {"B", b, 0}} {
+		if pct, on, role, own, by := shows(m.m); pct != 50 || on != 1 || role != 1 || own != m.own || by != "modbus:127.0.0.1 (installer)" {
+			t.Errorf("%s reads %d %% (ena %d), holder role %d own %d by %q; want A's 50 %%, own %d", m.name, pct, on, role, own, by, m.own)
+		}
+	}
+	code, body = d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
+	var list struct {
+		Schedules []struct {
+			CreatedBy string `json:"createdBy"`
+			Commands  []struct {
+				Value  float64 `json:"value"`
+				Status string  `json:"status"`
+			} `json:"commands"`
+		} `json:"schedules"`
+	}
+	if err := json.Unmarshal(body, &list); code != 200 || err != nil {
+		t.Fatalf("GET schedules: %d %v %s", code, err, body)
+	}
+	var mine []string
+	for _, s := range list.Schedules {
+		if strings.HasPrefix(s.CreatedBy, "modbus:") {
+			mine = append(mine, fmt.Sprintf("%s %g %s", s.CreatedBy, s.Commands[0].Value, s.Commands[0].Status))
+		}
+	}
+	if !slices.Contains(mine, "modbus:127.0.0.1 (installer) 50 active") || len(mine) != 2 {
+		t.Errorf("the masters' schedules after B's Ena=0: %q, want A's 100 %% (superseded) and 50 %% active", mine)
+	}
+	waitUntil(t, 5*time.Second, "the plant log naming master A", func() bool {
+		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
+		return strings.Contains(string(b), "modbus:127.0.0.1 (installer)")
+	})
 	d.stop()
 }
