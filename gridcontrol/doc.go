@@ -143,16 +143,26 @@
 // # Recurring windows and the audit
 //
 // A command may carry repeat, a cron spec of five fields (robfig/cron's
-// standard parser; UTC unless it starts with CRON_TZ=<zone>), with
-// duration instead of end and optionally until and start: a window of
-// that length starts at each time the spec names, none at or after
-// until, none before start; without start the window open now counts.
-// ParseSchedule refuses a bad spec, a duration under 1 s or longer than
-// the spec's period (the shortest gap of its next 64 starts, so the
-// windows of one command never overlap; DST shortens a day to 23 h), end
-// given with repeat, a spec with no start before until, and a recurring
-// command beside other windows of its command in its schedule, each on
-// its field. Expansion is lazy and on the controller's clock: the command
+// standard fields, no descriptor such as @every or @daily: those are
+// refused naming the five-field form; UTC unless it starts with
+// CRON_TZ=<zone>), with duration instead of end and optionally until and
+// start: a window of that length starts at each time the spec names, none
+// at or after until, none before start; without start the window open now
+// counts. On the days the zone's clock changes (recurSpec), a spec that
+// names particular hours runs each start once: one in the hour the clock
+// skips (Europe/Berlin: 02:00 to 02:59 on the last Sunday of March) at the
+// first valid time, the change itself (03:00), however many starts that
+// hour held; one in the hour the clock repeats (02:00 to 02:59 on the last
+// Sunday of October) at its first pass only. A spec of every hour (hour
+// field *) keeps real time: the repeated hour's starts twice, none in the
+// skipped one. ParseSchedule refuses a bad spec, a duration under 1 s or
+// longer than the spec's period (the shortest gap of its next 64 starts
+// and of its starts around each clock change within a year, so the
+// windows of one command never overlap; at noon the spring-forward day is
+// 23 h), end given with repeat, a spec with no start before until, and a
+// recurring command beside other windows of its command in its schedule,
+// each on its field. A descriptor stored before they were refused starts
+// no further window. Expansion is lazy and on the controller's clock: the command
 // holds one window (Start, End: open now or next), an ordinary window for
 // the timeline, precedence, ramps, reversion, statuses and logs; the
 // cycle (advance, recurring.go) files it under Finished when it ends and

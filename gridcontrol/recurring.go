@@ -44,9 +44,9 @@ func parseRepeat(c cmdIn, sc *ScheduledCmd, now time.Time, bad func(field, msg s
 		bad("repeat", "required with duration or until: a cron spec of five fields (minute hour day-of-month month day-of-week), e.g. \"0 11 * * *\"")
 		return
 	}
-	spec, err := cron.ParseStandard(c.Repeat)
+	spec, err := parseSpec(c.Repeat)
 	if err != nil {
-		bad("repeat", fmt.Sprintf("%q is not a cron spec of five fields (minute hour day-of-month month day-of-week, optionally after CRON_TZ=<zone>): %v", c.Repeat, err))
+		bad("repeat", err.Error())
 		return
 	}
 	sc.Repeat, sc.Duration = c.Repeat, c.Duration
@@ -96,41 +96,187 @@ func parseRepeat(c cmdIn, sc *ScheduledCmd, now time.Time, bad func(field, msg s
 	sc.Start, sc.End = start, start.Add(d)
 }
 
+// recurSpec is a recurring command's cron spec (five fields, in UTC or
+// its CRON_TZ zone) with plantd's rule for the days the zone's clock
+// changes, for a spec that names particular hours: a start in the hour
+// the clock skips (spring forward: 02:30 does not exist) is at the first
+// valid time (the moment of the change, 03:00), once however many starts
+// the skipped hour holds; a start in the hour the clock repeats (fall
+// back: 02:30 happens twice) is at its first pass only. A spec of every
+// hour (hour field *) runs on real time as robfig/cron has it: each
+// repeated hour once more, no start in the skipped one.
+type recurSpec struct {
+	spec *cron.SpecSchedule
+	// wall: the spec names particular hours, the rule above applies.
+	wall bool
+}
+
+// allHours is the hour field of a spec of every hour.
+const allHours = 1<<24 - 1
+
+// specParser is robfig/cron's standard five fields, without its
+// descriptors (@every, @daily...).
+var specParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+
+// descriptorSpecs are the five-field forms of robfig/cron's descriptors,
+// for the error that refuses them.
+var descriptorSpecs = map[string]string{
+	"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+}
+
+// parseSpec parses a recurring command's spec: five fields (minute hour
+// day-of-month month day-of-week), optionally after CRON_TZ=<zone>; no
+// descriptor. Without a zone the spec is in UTC, whatever the zone of the
+// times it is asked about. The error is the repeat field's message.
+func parseSpec(text string) (recurSpec, error) {
+	fields := text
+	if strings.HasPrefix(text, "TZ=") || strings.HasPrefix(text, "CRON_TZ=") {
+		zone, rest, ok := strings.Cut(text, " ")
+		if !ok {
+			return recurSpec{}, fmt.Errorf("%q has a zone (%s) but no fields: give five after it (minute hour day-of-month month day-of-week), e.g. %q", text, zone, zone+" 0 11 * * *")
+		}
+		fields = strings.TrimSpace(rest)
+	}
+	if d, _, _ := strings.Cut(fields, " "); strings.HasPrefix(d, "@") {
+		msg := fmt.Sprintf("%q is a descriptor; repeat takes a cron spec of five fields only (minute hour day-of-month month day-of-week, optionally after CRON_TZ=<zone>)", text)
+		if five, ok := descriptorSpecs[d]; ok {
+			return recurSpec{}, fmt.Errorf("%s: for %s write %q", msg, d, five)
+		}
+		return recurSpec{}, fmt.Errorf("%s, e.g. \"*/15 * * * *\" for every 15 minutes", msg)
+	}
+	s, err := specParser.Parse(text)
+	if err != nil {
+		return recurSpec{}, fmt.Errorf("%q is not a cron spec of five fields (minute hour day-of-month month day-of-week, optionally after CRON_TZ=<zone>): %w", text, err)
+	}
+	ss, ok := s.(*cron.SpecSchedule)
+	if !ok {
+		return recurSpec{}, fmt.Errorf("%q is not a cron spec of five fields (minute hour day-of-month month day-of-week)", text)
+	}
+	if ss.Location == time.Local {
+		utc := *ss
+		utc.Location = time.UTC
+		ss = &utc
+	}
+	return recurSpec{spec: ss, wall: ss.Hour&allHours != allHours}, nil
+}
+
+// Next is the first start strictly after t (zero: none within five
+// years), in UTC.
+func (r recurSpec) Next(t time.Time) time.Time {
+	n := r.spec.Next(t)
+	if !r.wall {
+		return n.UTC()
+	}
+	for !n.IsZero() && r.repeated(n) {
+		n = r.spec.Next(n)
+	}
+	// A change before n that skipped a start: at the change.
+	limit := n
+	if limit.IsZero() {
+		limit = t.AddDate(5, 0, 0)
+	}
+	x := t.In(r.spec.Location)
+	for {
+		_, change := x.ZoneBounds()
+		if change.IsZero() || change.After(limit) {
+			return n.UTC()
+		}
+		if r.skipsStart(change) {
+			return change.UTC()
+		}
+		x = change
+	}
+}
+
+// repeated says whether n is the second pass of a wall-clock time, in the
+// hour after the clock went back.
+func (r recurSpec) repeated(n time.Time) bool {
+	n = n.In(r.spec.Location)
+	from, _ := n.ZoneBounds()
+	if from.IsZero() {
+		return false
+	}
+	_, off := from.Zone()
+	_, before := from.Add(-time.Second).Zone()
+	back := time.Duration(before-off) * time.Second
+	return back > 0 && n.Before(from.Add(back))
+}
+
+// skipsStart says whether the clock change at change moves the clock
+// forward over a wall-clock time the spec names.
+func (r recurSpec) skipsStart(change time.Time) bool {
+	_, off := change.Zone()
+	_, before := change.Add(-time.Second).Zone()
+	if off <= before {
+		return false
+	}
+	// The skipped wall-clock times exist on the clock as it was before.
+	old := *r.spec
+	old.Location = time.FixedZone("", before)
+	first := old.Next(change.Add(-time.Second))
+	return !first.IsZero() && first.Before(change.Add(time.Duration(off-before)*time.Second))
+}
+
+// period is the shortest time between two starts of a spec: over the
+// periodSamples starts from start, and around each change of its zone's
+// clock within a year of start, where the gaps are shorter or longer than
+// on other days (zero: a single start).
+func period(r recurSpec, start time.Time) time.Duration {
+	var shortest, longest time.Duration
+	walk := func(t, end time.Time, samples int) {
+		for i := 0; i < samples && !t.IsZero() && (end.IsZero() || !t.After(end)); i++ {
+			n := r.Next(t)
+			if n.IsZero() {
+				return
+			}
+			g := n.Sub(t)
+			if shortest == 0 || g < shortest {
+				shortest = g
+			}
+			longest = max(longest, g)
+			t = n
+		}
+	}
+	walk(start, time.Time{}, periodSamples)
+	// Around each change, from the start before it: gaps with it are at
+	// most longest (the gaps seen) and a change's hour longer.
+	reach := longest + 3*time.Hour
+	x := start.In(r.spec.Location)
+	for {
+		_, change := x.ZoneBounds()
+		if change.IsZero() || change.After(start.AddDate(1, 0, 0)) || longest == 0 {
+			return shortest
+		}
+		from := r.Next(maxTime(start, change.Add(-reach)).Add(-time.Nanosecond))
+		walk(from, change.Add(reach), changeSamples)
+		x = change
+	}
+}
+
+// changeSamples bounds the starts period looks at around one clock
+// change.
+const changeSamples = 512
+
 // firstOccurrence is the first start at or after from of a window of
 // length d still open at now (zero: none).
-func firstOccurrence(spec cron.Schedule, from, now time.Time, d time.Duration) time.Time {
+func firstOccurrence(spec recurSpec, from, now time.Time, d time.Duration) time.Time {
 	// Next answers the first start strictly after its argument.
 	after := maxTime(from.Add(-time.Nanosecond), now.Add(-d))
 	return spec.Next(after).UTC()
 }
 
-// period is the shortest time between two starts of a spec, over the
-// periodSamples starts from start (zero: a single start).
-func period(spec cron.Schedule, start time.Time) time.Duration {
-	var p time.Duration
-	t := start
-	for range periodSamples {
-		n := spec.Next(t)
-		if n.IsZero() {
-			break
-		}
-		if g := n.Sub(t); p == 0 || g < p {
-			p = g
-		}
-		t = n
-	}
-	return p
-}
-
-// repeatOf parses a stored recurring command's spec and duration.
-func repeatOf(cm *ScheduledCmd) (cron.Schedule, time.Duration, bool) {
-	spec, err := cron.ParseStandard(cm.Repeat)
+// repeatOf parses a stored recurring command's spec and duration (a
+// descriptor stored before they were refused parses to none: the command
+// keeps its current window and starts no further one).
+func repeatOf(cm *ScheduledCmd) (recurSpec, time.Duration, bool) {
+	spec, err := parseSpec(cm.Repeat)
 	if err != nil {
-		return nil, 0, false
+		return recurSpec{}, 0, false
 	}
 	d, err := time.ParseDuration(cm.Duration)
 	if err != nil || d <= 0 {
-		return nil, 0, false
+		return recurSpec{}, 0, false
 	}
 	return spec, d, true
 }
