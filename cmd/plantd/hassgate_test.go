@@ -255,3 +255,72 @@ local:
 		}
 	}
 }
+
+// BenchmarkHomeAssistantCommandToWrite measures issue 39's "command
+// submitted → first register written" for the Home Assistant door, with
+// the real binary and a broker: from the publish of a FeedInLimit of 0 %
+// (at a clear noon, a limit well below the inverters' output, applied at
+// once as any tighter limit) to the first WMaxLimPct an inverter takes
+// after it (the simulator's trace, its own clock). Each iteration
+// releases the limit again with a FeedInLimit of 100, not measured.
+//
+//	go test -run '^$' -bench HomeAssistantCommandToWrite -benchtime 20x ./cmd/plantd
+func BenchmarkHomeAssistantCommandToWrite(b *testing.B) {
+	scfg := sim.DefaultConfig()
+	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	p := simtest.Start(b, scfg)
+	br := mqtttest.Start(b, mqtttest.Options{})
+	d := startDaemon(b, hassGateConfig(b, p, br.URL()))
+	d.waitAPI(20 * time.Second)
+	d.waitOnline(20*time.Second, "inv1", "inv2", "meter")
+	const base = "plantd/gw-hg/"
+	pub := haPublisher(b, br.URL(), "automation")
+	waitHAOnline(b, pub, base)
+	publish := func(v string) time.Time {
+		at := time.Now()
+		if tok := pub.Publish(base+"plant/p1/feed_in_limit/set", 1, false, v); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			b.Fatalf("publish: %v", tok.Error())
+		}
+		return at
+	}
+	await := func(what string, cond func() bool) {
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				b.Fatalf("after 20 s: still not %s", what)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	released := func() bool {
+		return p.Device("inv1").State().EffectiveLimitPct == 100 && p.Device("inv2").State().EffectiveLimitPct == 100
+	}
+	var lat []time.Duration
+	for b.Loop() {
+		await("both inverters unlimited", released)
+		at := publish("0")
+		var wrote time.Time
+		await("a limit written after the command", func() bool {
+			for _, id := range []string{"inv1", "inv2"} {
+				for _, e := range p.Trace(id) {
+					if pt, ok := e.Point("WMaxLimPct"); ok && e.Error == "" && e.WallTime.After(at) && pt.Value < 100 &&
+						(wrote.IsZero() || e.WallTime.Before(wrote)) {
+						wrote = e.WallTime
+					}
+				}
+			}
+			return !wrote.IsZero()
+		})
+		lat = append(lat, wrote.Sub(at))
+		publish("100")
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	b.Logf("%d Home Assistant FeedInLimit commands: publish → first WMaxLimPct written: median %v, p99 %v, max %v (all %v)",
+		len(lat), p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), lat)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(0, "ns/op") // a command's time is the metrics above
+}
