@@ -35,12 +35,15 @@ type LocalMQTT struct {
 	// DiscoveryPrefix is Home Assistant's discovery prefix. Default
 	// "homeassistant" (Home Assistant's own default).
 	DiscoveryPrefix string `yaml:"discoveryPrefix"`
-	// Role is the role commands from Home Assistant run with (the
+	// Role is the role commands from Home Assistant act with (the
 	// FeedInLimit number, the consumers' switches and modes): standard
 	// (read only: every command is refused and logged), installer or
 	// gridoperator. Default installer, the role of the installer's own
 	// page: the household's limits are an installer's, and a grid
-	// operator's limit stays mandatory over them.
+	// operator's limit stays mandatory over them. gridoperator needs
+	// Username and Password: the broker's credentials and ACL are the
+	// only gate of the command topics, and an anonymous broker would let
+	// anyone on the network act as the grid operator (DESIGN §6.1).
 	Role string `yaml:"role"`
 	// Interval is the longest time between two publications of a state
 	// (states are also published when they change), 10s..1h. Default 5m.
@@ -110,6 +113,10 @@ func (v *validator) local() {
 		v.add(p+"prefix", "%q is the discovery prefix too: give plantd's topics their own prefix", l.Prefix)
 	}
 	v.role(p+"role", l.Role)
+	if l.Role == RoleGridOperator && (l.Username == "" || l.Password == "") {
+		v.add(p+"role", "gridoperator needs the broker connection's credentials (local.mqtt.username and local.mqtt.password): "+
+			"the broker's credentials and ACL are the only gate of Home Assistant's command topics; use installer without them")
+	}
 	v.duration(p+"interval", l.Interval, 10*time.Second, time.Hour)
 	v.duration(p+"limitWindow", l.LimitWindow, time.Minute, 168*time.Hour)
 }

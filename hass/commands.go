@@ -1,100 +1,212 @@
 package hass
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 
+	"plantd/config"
+	"plantd/gridcontrol"
 	"plantd/plant"
 )
 
-// handle runs one command from Home Assistant as a request of the HTTP API
-// and logs its outcome.
+// Reasons of refused commands: the log lines' reason, and the key (with
+// the topic) their rate limit counts under.
+const (
+	reasonSize        = "too-large"
+	reasonRetained    = "retained"
+	reasonBusy        = "busy"
+	reasonRate        = "rate-limited"
+	reasonRole        = "role"
+	reasonTarget      = "unknown-target"
+	reasonValue       = "bad-value"
+	reasonInvalid     = "invalid"
+	reasonNotEligible = "not-eligible"
+	reasonFailed      = "failed"
+)
+
+// origin is the Origin of Home Assistant's commands at grid control: the
+// broker connection's client id, the configured role, and a channel of
+// its own, so that its windows combine with every other origin's by the
+// most restrictive limit (a limit from Home Assistant never loosens a
+// grid operator's or an installer's, whatever its role) while a new value
+// from Home Assistant replaces its own last one.
+func (l *Link) origin() gridcontrol.Origin {
+	return gridcontrol.Origin{Door: gridcontrol.DoorHomeAssistant, Name: l.cfg.ClientID, Role: l.cfg.Role,
+		Channel: string(gridcontrol.DoorHomeAssistant) + ":" + l.cfg.ClientID}
+}
+
+// by names Home Assistant to the consumers (their plant log): as the
+// API named the in-process credential, "ha:<clientId>".
+func (l *Link) by() string { return string(gridcontrol.DoorHomeAssistant) + ":" + l.cfg.ClientID }
+
+// handle runs one command from Home Assistant with the checks the HTTP
+// API applies to its requests, in its order: the credential's rate limit,
+// the role (installer or above, as POST schedules and PUT consumer mode
+// need), the target, the value; then grid control or the consumers
+// decide. It logs the outcome.
 func (l *Link) handle(ctx context.Context, m command) {
-	method, target, body, err := l.request(m)
-	if err != nil {
-		l.log.Warn("home assistant: command refused", "scope", m.scope, "id", m.id, "key", m.key, "payload", m.payload, "err", err)
+	if !l.limiter.Allow() {
+		l.refuse(m, reasonRate, fmt.Sprintf("too many commands (more than %g/s, burst %d, as the API allows a credential)", l.cfg.CommandRate, l.cfg.CommandBurst))
+		return
+	}
+	if roleRank(l.cfg.Role) < roleRank(config.RoleInstaller) {
+		l.refuse(m, reasonRole, fmt.Sprintf("role %s required, Home Assistant's is %s (local.mqtt.role: installer or gridoperator may send commands)",
+			config.RoleInstaller, l.cfg.Role))
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
-	if err != nil {
-		l.log.Warn("home assistant: command", "target", target, "err", err)
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.RemoteAddr = "home-assistant"
-	w := httptest.NewRecorder()
-	l.deps.Commands.ServeHTTP(w, req)
-	attrs := []any{"scope", m.scope, "id", m.id, "key", m.key, "value", m.payload, "status", w.Code}
-	if w.Code >= 300 {
-		l.log.Warn("home assistant: command refused", append(attrs, "problem", problemText(w.Body.Bytes()))...)
-		return
-	}
-	l.log.Info("home assistant: command accepted", attrs...)
-}
-
-// request maps a command onto the HTTP API's request.
-func (l *Link) request(m command) (method, target string, body []byte, err error) {
-	p := strings.TrimSpace(m.payload)
+	p := strings.TrimSpace(string(m.payload))
 	switch {
 	case m.scope == scopePlant && m.key == keyFeedInLimit:
-		v, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			return "", "", nil, fmt.Errorf("%q is not a number", p)
-		}
-		body, err = json.Marshal(map[string]any{"commands": []map[string]any{{
-			"command": "FeedInLimit", "start": "+0s", "end": "+" + l.cfg.LimitWindow.String(), "value": v, "unit": "%"}}})
-		return http.MethodPost, "/gridcontrol/v1/plants/" + url.PathEscape(m.id) + "/schedules", body, err
+		l.feedInLimit(ctx, m, p)
 	case m.scope == scopeDevice && m.key == keyMode:
 		mode, ok := plant.ParseConsumerMode(p)
 		if !ok {
-			return "", "", nil, fmt.Errorf("unknown mode %q (Auto, On or Off)", p)
+			l.refuse(m, reasonValue, "unknown mode (Auto, On or Off)")
+			return
 		}
-		body, err = json.Marshal(map[string]string{"mode": string(mode)})
-		return http.MethodPut, "/gateway/v1/consumers/" + url.PathEscape(m.id) + "/mode", body, err
+		l.setMode(ctx, m, mode)
 	case m.scope == scopeDevice && m.key == keySwitch:
-		var mode plant.ConsumerMode
 		switch strings.ToUpper(p) {
 		case "ON":
-			mode = plant.ModeOn
+			l.setMode(ctx, m, plant.ModeOn)
 		case "OFF":
-			mode = plant.ModeOff
+			l.setMode(ctx, m, plant.ModeOff)
 		default:
-			return "", "", nil, fmt.Errorf("%q is neither ON nor OFF", p)
+			l.refuse(m, reasonValue, "neither ON nor OFF")
 		}
-		body, err = json.Marshal(map[string]string{"mode": string(mode)})
-		return http.MethodPut, "/gateway/v1/consumers/" + url.PathEscape(m.id) + "/mode", body, err
+	default:
+		l.refuse(m, reasonTarget, fmt.Sprintf("no command %s/%s", m.scope, excerpt([]byte(m.key), excerptLen)))
 	}
-	return "", "", nil, fmt.Errorf("no command %s/%s", m.scope, m.key)
 }
 
-// problemText is the detail of an API problem document (its whole body
-// when it is none).
-func problemText(b []byte) string {
-	var pb struct {
-		Detail string `json:"detail"`
-		Title  string `json:"title"`
-		Errors []struct {
-			Field, Message string
-		} `json:"errors"`
+// feedInLimit submits a FeedInLimit window of value p % from now for
+// Config.LimitWindow to grid control, with the eligibility check on.
+func (l *Link) feedInLimit(ctx context.Context, m command, p string) {
+	if l.deps.Grid == nil {
+		l.refuse(m, reasonTarget, "grid control is not running: no feed-in limit")
+		return
 	}
-	if json.Unmarshal(b, &pb) != nil || (pb.Detail == "" && pb.Title == "") {
-		return strings.TrimSpace(string(b))
+	if !l.knownPlant(m.id) {
+		l.refuse(m, reasonTarget, "unknown plant")
+		return
 	}
-	s := pb.Detail
-	if s == "" {
-		s = pb.Title
+	v, err := strconv.ParseFloat(p, 64)
+	if err != nil {
+		l.refuse(m, reasonValue, "not a number (the limit in %, 0..100)")
+		return
 	}
-	for _, e := range pb.Errors {
-		s += "; " + e.Field + ": " + e.Message
+	sc, err := l.deps.Grid.Submit(ctx, m.id, l.origin(), []gridcontrol.Order{{Command: "FeedInLimit", For: l.cfg.LimitWindow, Value: &v, Unit: "%"}})
+	var ve *gridcontrol.ValidationError
+	switch {
+	case errors.As(err, &ve) && ve.NotEligible:
+		l.refuse(m, reasonNotEligible, "the plant's devices cannot carry every command"+fieldsText(ve))
+		return
+	case errors.As(err, &ve):
+		l.refuse(m, reasonInvalid, "invalid schedule"+fieldsText(ve))
+		return
+	case err != nil:
+		l.refuse(m, reasonFailed, fmt.Sprintf("grid control: submit a FeedInLimit of %g %% to plant %s: %v", v, excerpt([]byte(m.id), excerptLen), err))
+		return
 	}
-	return s
+	l.log.Info("home assistant: command accepted", append(l.commandAttrs(m), "schedule", sc.ScheduleID, "createdBy", sc.CreatedBy)...)
+}
+
+// setMode holds a consumer in mode.
+func (l *Link) setMode(ctx context.Context, m command, mode plant.ConsumerMode) {
+	if l.deps.Consumers == nil {
+		l.refuse(m, reasonTarget, "unknown consumer (no consumers)")
+		return
+	}
+	cs, err := l.deps.Consumers.SetMode(ctx, m.id, mode, l.by())
+	switch {
+	case errors.Is(err, plant.ErrUnknownDevice):
+		l.refuse(m, reasonTarget, "unknown consumer")
+		return
+	case err != nil:
+		l.refuse(m, reasonFailed, fmt.Sprintf("set mode of consumer %s to %s: %v", excerpt([]byte(m.id), excerptLen), mode, err))
+		return
+	}
+	l.log.Info("home assistant: command accepted", append(l.commandAttrs(m), "mode", cs.Mode)...)
+}
+
+// knownPlant reports whether id is a configured plant.
+func (l *Link) knownPlant(id string) bool {
+	for _, p := range l.deps.Live.Plants() {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldsText lists a validation error's fields as the API's problem
+// document did ("; field: message"), with the eligibility reason code.
+func fieldsText(ve *gridcontrol.ValidationError) string {
+	var b strings.Builder
+	for _, f := range ve.Fields {
+		b.WriteString("; " + f.Field + ": " + f.Message)
+		if f.Code != "" {
+			b.WriteString(" (" + f.Code + ")")
+		}
+	}
+	return b.String()
+}
+
+// roleRank orders the roles, lowest first (-1: none).
+func roleRank(role string) int {
+	switch role {
+	case config.RoleStandard:
+		return 0
+	case config.RoleInstaller:
+		return 1
+	case config.RoleGridOperator:
+		return 2
+	}
+	return -1
+}
+
+// commandAttrs are a command's log attributes: its topic and an excerpt
+// of its payload, both bounded, and the payload's size.
+func (l *Link) commandAttrs(m command) []any {
+	return []any{"topic", excerpt([]byte(m.topic), topicExcerptLen), "payload", excerpt(m.payload, excerptLen), "size", len(m.payload)}
+}
+
+// refuse logs a refused command, at most once a minute per topic and
+// reason after the first (with the number held back since): the command
+// topics are whoever's the broker lets publish, and a flood of refusals
+// must not become a flood of lines.
+func (l *Link) refuse(m command, reason, problem string) {
+	topic := excerpt([]byte(m.topic), topicExcerptLen)
+	ok, held := l.refused.admit(topic, reason)
+	if !ok {
+		return
+	}
+	msg := "home assistant: command refused"
+	switch reason {
+	case reasonRetained:
+		msg = "home assistant: retained command ignored (publish commands without retain)"
+	case reasonBusy:
+		msg = "home assistant: command dropped, too many waiting"
+	}
+	attrs := append(l.commandAttrs(m), "reason", reason, "problem", problem)
+	if held > 0 {
+		attrs = append(attrs, "suppressed", held)
+	}
+	l.log.Warn(msg, attrs...)
+}
+
+// flushRefusals logs the refusals held back of keys that went quiet.
+func (l *Link) flushRefusals() {
+	for _, h := range l.refused.flush() {
+		topic := h.topic
+		if topic == "" {
+			topic = "(other topics)"
+		}
+		l.log.Warn("home assistant: more commands refused in the last minute", "topic", topic, "reason", h.reason, "suppressed", h.n)
+	}
 }

@@ -66,23 +66,53 @@
 //
 // # Commands
 //
-// A command is an ordinary request of the HTTP API run in process through
-// Deps.Commands (which cmd/plantd builds with httpapi's AsRole, named
-// "ha:<clientId>" with the configured role): a FeedInLimit value is a
-// POST of a schedule with one FeedInLimit window from now for
-// Config.LimitWindow; a mode or a switch is a PUT of the consumer's mode.
-// So the role, the eligibility check, the safety rules, the rate limit and
-// the plant log are the API's own; a refusal is logged with the API's
-// problem detail, and the entity's state is published again at once, so
-// Home Assistant shows what holds. A command that arrives retained (a
-// broker replays it at every connection) is ignored and logged. Handlers
-// only queue messages; Run handles them one at a time.
+// A command goes straight to the part that decides it, through Deps, as
+// the HTTP API's handlers call them, with the checks the API applied to
+// Home Assistant's requests, in its order: the rate limit of the
+// credential (Config.CommandRate and CommandBurst, the API's per
+// credential), the role (installer or above, as POST schedules and PUT
+// consumer mode need; standard refuses every command), the target (a
+// configured plant, a consumer), the value. A FeedInLimit value V is one
+// gridcontrol.Order (FeedInLimit, V %, from now for Config.LimitWindow)
+// given to Deps.Grid's Submit, grid control's one gate, with the
+// eligibility check on, from the Origin {door ha, the client id, the
+// configured role, channel "ha:<clientId>"}: createdBy and the plant
+// log's ScheduleAccepted name "ha:<clientId> (<role>)". Its own channel
+// makes its windows combine with every other origin's by the most
+// restrictive limit, so a value from Home Assistant never loosens another
+// origin's limit (a grid operator's above all), whatever its role, while
+// it replaces Home Assistant's own last one. A mode or a switch is
+// Deps.Consumers' SetMode by "ha:<clientId>". Grid control's and the
+// consumers' own rules (validation, safety, precedence, guards) apply
+// as to any door.
+//
+// Authorization (DESIGN §6.1): the broker's credentials and ACL are the
+// gate of the command topics; plantd sees no publisher's identity.
+// Commands act with installer by default; New refuses gridoperator
+// unless the connection has a username and a password (config
+// validation too).
+//
+// Bounds: a payload over MaxCommandPayload (64 KiB) is refused in paho's
+// handler before it is parsed or copied; every log line of a command
+// quotes at most 64 bytes of its payload (and 128 of its topic) with the
+// payload's size. Refusals (too large, retained, queue full, rate limit,
+// role, target, value, grid control's refusal with its fields as the
+// API's problem listed them) are logged per topic and reason at once the
+// first time, then at most once a minute with the number held back
+// (refusals.go; memory bounded by 256 keys, beyond which topics share a
+// key per reason), so a flood of bad publishes gives a few lines. A
+// command that arrives retained (a broker replays it at every
+// connection) is ignored. After a command the entity's state is
+// published again once the commands waiting are handled, so Home
+// Assistant shows what holds after a refusal too. Handlers only queue
+// messages (64 at most); Run handles them one at a time.
 //
 // # Import boundary
 //
 // hass imports plant and plant/kind (the live state and the domain's
-// types), paho and the standard library (net/http/httptest only for its
-// ResponseRecorder, to take the in-process answer). It never imports
-// gridcontrol, httpapi, store, mqtt, consumer, devices, modbus or cmd;
-// nothing imports it but cmd/plantd.
+// types), gridcontrol (the gate's types: Origin, Order, Schedule,
+// ValidationError), config (the role names), paho, golang.org/x/time/rate
+// and the standard library. It never imports httpapi, store, mqtt,
+// consumer, devices, modbus or cmd, and nothing net/http; nothing imports
+// it but cmd/plantd.
 package hass

@@ -1,10 +1,8 @@
 package hass
 
 import (
-	"encoding/json"
 	"regexp"
 	"testing"
-	"time"
 
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -87,42 +85,6 @@ func TestChannelSensor(t *testing.T) {
 		}
 		if _, st := channelSensor(tc.c, tc.v, false); st != "" {
 			t.Errorf("%s: a value not known has state %q", tc.c, st)
-		}
-	}
-}
-
-// TestRequest: each command is the HTTP API's request, a bad payload none.
-func TestRequest(t *testing.T) {
-	t.Parallel()
-	l := &Link{cfg: Config{LimitWindow: 24 * time.Hour}}
-	for _, tc := range []struct {
-		cmd            command
-		method, target string
-		body           string
-		bad            bool
-	}{
-		{cmd: command{scopePlant, "p1", keyFeedInLimit, "40"}, method: "POST", target: "/gridcontrol/v1/plants/p1/schedules",
-			body: `{"commands":[{"command":"FeedInLimit","end":"+24h0m0s","start":"+0s","unit":"%","value":40}]}`},
-		{cmd: command{scopePlant, "p1", keyFeedInLimit, " 12.5\n"}, method: "POST", target: "/gridcontrol/v1/plants/p1/schedules",
-			body: `{"commands":[{"command":"FeedInLimit","end":"+24h0m0s","start":"+0s","unit":"%","value":12.5}]}`},
-		{cmd: command{scopePlant, "p1", keyFeedInLimit, "much"}, bad: true},
-		{cmd: command{scopeDevice, "heater", keyMode, "off"}, method: "PUT", target: "/gateway/v1/consumers/heater/mode", body: `{"mode":"Off"}`},
-		{cmd: command{scopeDevice, "heater", keyMode, "Turbo"}, bad: true},
-		{cmd: command{scopeDevice, "plug", keySwitch, "ON"}, method: "PUT", target: "/gateway/v1/consumers/plug/mode", body: `{"mode":"On"}`},
-		{cmd: command{scopeDevice, "plug", keySwitch, "OFF"}, method: "PUT", target: "/gateway/v1/consumers/plug/mode", body: `{"mode":"Off"}`},
-		{cmd: command{scopeDevice, "plug", keySwitch, "toggle"}, bad: true},
-		{cmd: command{scopeDevice, "inv1", "active_power", "5"}, bad: true},
-		{cmd: command{scopePlant, "p1", keyMode, "On"}, bad: true},
-	} {
-		method, target, body, err := l.request(tc.cmd)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("%+v: accepted as %s %s %s", tc.cmd, method, target, body)
-			}
-			continue
-		}
-		if err != nil || method != tc.method || target != tc.target || !json.Valid(body) || string(body) != tc.body {
-			t.Errorf("%+v: %s %s %s (%v), want %s %s %s", tc.cmd, method, target, body, err, tc.method, tc.target, tc.body)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -15,7 +14,10 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"golang.org/x/time/rate"
 
+	"plantd/config"
+	"plantd/gridcontrol"
 	"plantd/plant"
 )
 
@@ -39,6 +41,16 @@ type Config struct {
 	// LimitWindow is how long a feed-in limit set from Home Assistant holds
 	// (default 24 h).
 	LimitWindow time.Duration
+	// Role is the role commands act with (config.RoleStandard: none is
+	// taken; RoleInstaller, the default; RoleGridOperator, which needs
+	// Username and Password: the broker's credentials and ACL are the
+	// gate of the command topics).
+	Role string
+	// CommandRate and CommandBurst bound the commands handled (a token
+	// bucket, as the HTTP API's per credential; defaults 20/s and 40):
+	// the others are refused.
+	CommandRate  float64
+	CommandBurst int
 }
 
 // Live is what the link reads of the live state (*plant.Live).
@@ -63,22 +75,29 @@ type Limits interface {
 	FeedInLimitPct(plantID string) (float64, error)
 }
 
-// Consumers lists the home energy manager's consumers (*consumer.Manager).
-type Consumers interface {
-	Consumers() []plant.ConsumerStatus
+// Grid is grid control's one gate (*gridcontrol.Controller): the
+// FeedInLimit number's windows.
+type Grid interface {
+	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 }
 
-// Deps are the link's sources. Live and Commands are required; without
-// Energy there are no energy sensors, without Limits no feed-in limit,
-// without Consumers no consumer entities.
+// Consumers are the home energy manager's consumers (*consumer.Manager):
+// their list, and their mode (an unknown id is an error wrapping
+// plant.ErrUnknownDevice; by names who set it, for the plant log).
+type Consumers interface {
+	Consumers() []plant.ConsumerStatus
+	SetMode(ctx context.Context, deviceID string, mode plant.ConsumerMode, by string) (plant.ConsumerStatus, error)
+}
+
+// Deps are the link's sources. Live is required; without Energy there
+// are no energy sensors, without Limits no feed-in limit state, without
+// Grid no feed-in limit command, without Consumers no consumer entities.
 type Deps struct {
 	Live      Live
 	Energy    Energy
 	Limits    Limits
+	Grid      Grid
 	Consumers Consumers
-	// Commands is the HTTP API serving in-process requests as Home
-	// Assistant's credential (httpapi's AsRole).
-	Commands http.Handler
 }
 
 // Defaults of Config.
@@ -86,6 +105,10 @@ const (
 	DefaultInterval    = 5 * time.Minute
 	DefaultCheck       = 2 * time.Second
 	DefaultLimitWindow = 24 * time.Hour
+	// DefaultCommandRate and DefaultCommandBurst are the HTTP API's
+	// defaults per credential.
+	DefaultCommandRate  = 20
+	DefaultCommandBurst = 40
 	// firstConnectWarn is when a first connection that has not succeeded
 	// is logged.
 	firstConnectWarn = 30 * time.Second
@@ -128,11 +151,17 @@ type Link struct {
 	owners atomic.Pointer[map[string]bool]
 	// clearedOwners are the owners whose left configs were logged.
 	clearedOwners sync.Map
+	// limiter bounds the commands handled (Config.CommandRate).
+	limiter *rate.Limiter
+	// refused rate-limits the log lines of refused commands.
+	refused *refusals
 }
 
-// command is a message on a command topic.
+// command is a message on a command topic: its topic, the topic's
+// levels, and the payload (at most MaxCommandPayload bytes).
 type command struct {
-	scope, id, key, payload string
+	topic, scope, id, key string
+	payload               []byte
 }
 
 // New checks cfg and deps and returns a link.
@@ -143,8 +172,26 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 	if _, err := url.Parse(cfg.Broker); err != nil {
 		return nil, fmt.Errorf("hass: broker: %w", err)
 	}
-	if deps.Live == nil || deps.Commands == nil {
-		return nil, errors.New("hass: Deps.Live and Deps.Commands are required")
+	if deps.Live == nil {
+		return nil, errors.New("hass: Deps.Live is required")
+	}
+	switch cfg.Role {
+	case "":
+		cfg.Role = config.RoleInstaller
+	case config.RoleStandard, config.RoleInstaller:
+	case config.RoleGridOperator:
+		if cfg.Username == "" || cfg.Password == "" {
+			return nil, errors.New("hass: role gridoperator needs the broker connection's credentials (Username and Password; local.mqtt.username and local.mqtt.password): " +
+				"the broker's credentials and ACL are the only gate of the command topics")
+		}
+	default:
+		return nil, fmt.Errorf("hass: role %q is not one (standard, installer or gridoperator)", cfg.Role)
+	}
+	if cfg.CommandRate <= 0 {
+		cfg.CommandRate = DefaultCommandRate
+	}
+	if cfg.CommandBurst < 1 {
+		cfg.CommandBurst = DefaultCommandBurst
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
@@ -159,7 +206,8 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
-		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{}}, nil
+		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{},
+		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: newRefusals(time.Now)}, nil
 }
 
 // Topics.
@@ -256,6 +304,7 @@ func (l *Link) Run(ctx context.Context) error {
 				l.wait(c.Unsubscribe(l.configFilter()))
 			}
 		case <-check.C:
+			l.flushRefusals()
 			if up && c.IsConnectionOpen() {
 				l.round(ctx, c, false, false)
 			}
@@ -266,33 +315,42 @@ func (l *Link) Run(ctx context.Context) error {
 		case m := <-l.cmds:
 			l.handle(ctx, m)
 			// The entity's state goes out again, changed or not: Home
-			// Assistant shows what holds after a refusal too.
+			// Assistant shows what holds after a refusal too. One round
+			// once the commands waiting are handled.
 			delete(l.published, l.base()+"/"+m.scope+"/"+m.id+"/"+m.key)
-			if up && c.IsConnectionOpen() {
+			if up && c.IsConnectionOpen() && len(l.cmds) == 0 {
 				l.round(ctx, c, false, false)
 			}
 		}
 	}
 }
 
-// onMessage is paho's handler of the command topics: it only queues.
+// onMessage is paho's handler of the command topics: it refuses a
+// payload over MaxCommandPayload and a retained command, and queues the
+// others.
 func (l *Link) onMessage(_ paho.Client, m paho.Message) {
 	rest, ok := strings.CutPrefix(m.Topic(), l.base()+"/")
-	parts := strings.Split(rest, "/")
+	parts := strings.SplitN(rest, "/", 5)
 	if !ok || len(parts) != 4 || parts[3] != "set" {
+		return
+	}
+	cmd := command{topic: m.Topic(), scope: parts[0], id: parts[1], key: parts[2], payload: m.Payload()}
+	if n := len(cmd.payload); n > MaxCommandPayload {
+		// Refused before it is parsed or copied; the line quotes its
+		// first bytes.
+		l.refuse(cmd, reasonSize, fmt.Sprintf("a payload of %d bytes, over the %d the command topics take", n, MaxCommandPayload))
 		return
 	}
 	if m.Retained() {
 		// A command someone left retained would be applied again at
 		// every connection: commands are one-off messages.
-		l.log.Warn("home assistant: retained command ignored (publish commands without retain)", "topic", m.Topic())
+		l.refuse(cmd, reasonRetained, "a command that arrives retained is never applied")
 		return
 	}
-	cmd := command{scope: parts[0], id: parts[1], key: parts[2], payload: string(m.Payload())}
 	select {
 	case l.cmds <- cmd:
 	default:
-		l.log.Warn("home assistant: command dropped, too many waiting", "topic", m.Topic())
+		l.refuse(cmd, reasonBusy, fmt.Sprintf("%d commands wait already", cap(l.cmds)))
 	}
 }
 

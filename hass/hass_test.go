@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +32,23 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lines returns the lines that contain sub.
+func (s *syncBuffer) lines(sub string) []string {
+	var out []string
+	for _, line := range strings.Split(s.String(), "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 func (s *syncBuffer) count(sub string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,14 +56,14 @@ func (s *syncBuffer) count(sub string) int {
 }
 
 // newTestLink is a link of a plant without devices (its plant entities
-// only) to broker. No command is sent in these tests: Commands answers
-// 404 to anything.
+// only) to broker, without grid control or consumers: every command it
+// takes is refused (an unknown target).
 func newTestLink(t *testing.T, broker, user, password string, logs *syncBuffer) *Link {
 	t.Helper()
 	live := plant.NewLive([]plant.Plant{{ID: "p1", Name: "Test", Location: time.UTC}}, nil, nil)
 	l, err := New(Config{Broker: broker, Username: user, Password: password, ClientID: "gw-ha", GatewayID: "gw",
 		Prefix: "plantd", DiscoveryPrefix: "homeassistant", Check: 100 * time.Millisecond},
-		Deps{Live: live, Commands: http.NotFoundHandler()}, slog.New(slog.NewTextHandler(logs, nil)))
+		Deps{Live: live}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +213,7 @@ func TestLinkClearsLeftConfigs(t *testing.T) {
 	logs := &syncBuffer{}
 	l, err := New(Config{Broker: b.URL(), Username: "plantd", Password: "pw-p", ClientID: "gw-ha", GatewayID: "gw",
 		Prefix: "plantd", DiscoveryPrefix: "homeassistant"},
-		Deps{Live: live, Commands: http.NotFoundHandler()}, slog.New(slog.NewTextHandler(logs, nil)))
+		Deps{Live: live}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,4 +234,78 @@ func TestLinkClearsLeftConfigs(t *testing.T) {
 	if n := logs.count("no longer configured"); n != 1 {
 		t.Errorf("%d log lines of the cleared device, want 1 (once per device)", n)
 	}
+}
+
+// TestCommandFlood, over a broker: a 20 MB publish to the FeedInLimit
+// command topic is refused before it is parsed, in exactly one log line
+// that quotes at most 64 bytes of it with its size; 5,000 bad publishes
+// give a handful of lines (the first per reason, the rest counted), not
+// 5,000; the link still takes a good command after them.
+func TestCommandFlood(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.Start(t, mqtttest.Options{})
+	g := &fakeGrid{}
+	live := plant.NewLive([]plant.Plant{{ID: "p1", Name: "Test", Location: time.UTC}}, nil, nil)
+	logs := &syncBuffer{}
+	l, err := New(Config{Broker: b.URL(), ClientID: "gw-ha", GatewayID: "gw", Prefix: "plantd", DiscoveryPrefix: "homeassistant"},
+		Deps{Live: live, Grid: g}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail := watch(t, b.URL(), "plantd/gw/availability")
+	stop := start(t, l)
+	defer stop()
+	mqtttest.WaitFor(t, 20*time.Second, "online", func() bool {
+		a := avail()
+		return len(a) > 0 && a[len(a)-1] == "online"
+	})
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("stranger"))
+	if tok := pub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	defer pub.Disconnect(0)
+	const topic = "plantd/gw/plant/p1/feed_in_limit/set"
+
+	big := bytes.Repeat([]byte("1"), 20<<20)
+	if tok := pub.Publish(topic, 1, false, big); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish 20 MB: %v", tok.Error())
+	}
+	mqtttest.WaitFor(t, 30*time.Second, "the 20 MB payload refused", func() bool { return l.refused.count() == 1 })
+	lines := logs.lines("home assistant:")
+	if len(lines) != 1 || !strings.Contains(lines[0], "reason=too-large") || !strings.Contains(lines[0], fmt.Sprintf("size=%d", 20<<20)) ||
+		!strings.Contains(lines[0], "payload="+strings.Repeat("1", 64)+"…") || len(lines[0]) > 512 {
+		t.Fatalf("log after a 20 MB publish: %q, want one line of at most 512 bytes with 64 bytes of the payload and its size", lines)
+	}
+	t.Logf("the 20 MB publish: one line of %d bytes: %s", len(lines[0]), lines[0])
+	if len(g.calls) != 0 {
+		t.Fatalf("submitted %v after a 20 MB payload", g.calls)
+	}
+
+	const n = 5000
+	toks := make([]paho.Token, 0, n)
+	for i := range n {
+		toks = append(toks, pub.Publish(topic, 1, false, fmt.Sprintf("not a number %d", i)))
+	}
+	for _, tok := range toks {
+		if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+	mqtttest.WaitFor(t, 60*time.Second, "5,000 bad commands refused", func() bool { return l.refused.count() == 1+n })
+	refusedLines := logs.lines("home assistant: command")
+	if len(refusedLines) > 5 {
+		t.Errorf("%d log lines for %d bad publishes, want at most 5: %q", len(refusedLines), n, refusedLines)
+	}
+	t.Logf("%d bad publishes: %d log lines: %q", n, len(refusedLines)-1, refusedLines[1:])
+
+	// The link still takes a good command once the rate limit lets it
+	// (the flood used its burst).
+	mqtttest.WaitFor(t, 20*time.Second, "a good command taken after the flood", func() bool {
+		if tok := pub.Publish(topic, 1, false, "40"); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			return false
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.calls) > 0
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,26 +11,23 @@ import (
 
 // newHass builds the Home Assistant link of cfg's local.mqtt (nil when it
 // is off): the daemon's live state, store, grid control and consumers as
-// its sources, and the HTTP API as "ha:<clientId>" with the configured
-// role for its commands, so that they pass the API's checks.
+// its sources; its commands go to grid control's Submit and the
+// consumers' SetMode as "ha:<clientId>" with the configured role, limited
+// as the HTTP API limits a credential (http.rateLimit).
 func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, error) {
 	l := cfg.Local.MQTT
 	if l.Broker == "" {
 		return nil, nil
 	}
-	clientID := l.EffectiveClientID(cfg.Gateway.ID)
-	commands, err := d.api.AsRole("ha:"+clientID, l.Role)
-	if err != nil {
-		return nil, fmt.Errorf("home assistant: %w", err)
-	}
-	deps := hass.Deps{Live: d.live, Energy: hassEnergy{d.store}, Limits: d.grid, Commands: commands}
+	deps := hass.Deps{Live: d.live, Energy: hassEnergy{d.store}, Limits: d.grid, Grid: d.grid}
 	if d.homes != nil {
 		deps.Consumers = d.homes
 	}
 	return hass.New(hass.Config{
-		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: clientID,
+		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: l.EffectiveClientID(cfg.Gateway.ID),
 		GatewayID: cfg.Gateway.ID, Version: versionString(), Prefix: l.Prefix, DiscoveryPrefix: l.DiscoveryPrefix,
-		Interval: l.Interval, LimitWindow: l.LimitWindow,
+		Interval: l.Interval, LimitWindow: l.LimitWindow, Role: l.Role,
+		CommandRate: cfg.HTTP.RateLimit.RequestsPerSecond, CommandBurst: cfg.HTTP.RateLimit.Burst,
 	}, deps, logger)
 }
 

@@ -477,7 +477,7 @@ func TestHomeAssistantDemo(t *testing.T) {
 }
 
 // TestHomeAssistantReadOnly: with role standard every command from Home
-// Assistant is refused by the API's role check (403, logged), no schedule
+// Assistant is refused by the role check (the API's, logged), no schedule
 // is made, and the number's state is published again unchanged; a
 // command left retained on the broker is ignored; a clean stop publishes
 // offline.
@@ -522,7 +522,7 @@ local:
 	waitUntil(t, 20*time.Second, "the feed-in limit state", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > 0 })
 	before := len(sub.values(base + "plant/p1/feed_in_limit"))
 	sub.publish(t, base+"plant/p1/feed_in_limit/set", "30")
-	d.WaitLog(regexp.MustCompile(`home assistant: command refused.* status=403`), 20*time.Second)
+	d.WaitLog(regexp.MustCompile(`home assistant: command refused.* reason=role problem="role installer required, Home Assistant's is standard`), 20*time.Second)
 	waitUntil(t, 10*time.Second, "the number's state again", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > before })
 	if vs := sub.values(base + "plant/p1/feed_in_limit"); vs[len(vs)-1] != "100" {
 		t.Errorf("feed-in limit state %v after a refused set, want 100", vs)
