@@ -192,6 +192,10 @@ type Stats struct {
 	// Tampered counts, per device, the episodes in which a control plantd
 	// held read back changed by someone else (ControlTampered).
 	Tampered map[string]uint64
+	// HeldReads counts the reads of a held control model the cycle made
+	// itself because the device's poll brought nothing new within
+	// heldReadEvery (a device polled slower than every second).
+	HeldReads uint64
 }
 
 // plantCtl is the controller's state of one plant.

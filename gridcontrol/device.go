@@ -133,7 +133,7 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 		return
 	}
 	// What plantd holds, against the latest poll.
-	c.checkHeld(d, dc, now)
+	c.checkHeld(ctx, d, dc, rw, now)
 	// The limit.
 	if ref, ok := firstRef(d.Discovered, 704, 123); ok {
 		c.reconcileLimit(ctx, pc, dc, d, rw, ref, pl, now)

@@ -259,9 +259,17 @@
 //     its RvrtTms, RmpTms and Ena); on 704 the limit (WMaxLimPct,
 //     WMaxLimPctEna, WMaxLimPctRvrtTms, WMaxLimPctRvrt, WMaxLimPctEnaRvrt)
 //     and each power factor (PFWInj/PFWAbs PF, the reversion PF,
-//     RvrtTms, EnaRvrt, Ena). No Modbus request is added: the poller
-//     reads 123 and 704 anyway, and plant.Live keeps a copy of their
-//     registers from each successful poll, numbered (Live.PolledRegs).
+//     RvrtTms, EnaRvrt, Ena). The poller reads 123 and 704 anyway, and
+//     plant.Live keeps a copy of their registers from each successful
+//     poll, numbered (Live.PolledRegs): a device polled at least once a
+//     cycle costs no Modbus request of its own. A cycle that finds no
+//     poll newer than the one it judged last reads the held model itself,
+//     at most once a second per model (heldReadEvery;
+//     plantd_gridcontrol_held_reads_total), so a device polled every 5 s
+//     (the default) is still looked at every second while plantd holds a
+//     control on it, about four reads in five seconds per held model.
+//     Such a read comes after plantd's own writes (the cycle made them)
+//     and must show the latest.
 //     The numbers keep plantd's own writes from counting: a device's
 //     polls never overlap, so the second poll applied after a write
 //     began after it and must show that write; the one before it may
@@ -281,11 +289,11 @@
 //     ends at the first poll that reads back as written (an info line).
 //     Between cycles a watcher looks at the latest polls every quarter
 //     of a cycle and wakes the cycle on a difference, so a foreign value
-//     is gone within one poll interval, a quarter cycle and the write:
-//     1.04 to 1.08 s with the poll and the cycle at 1 s, 0.23 to 0.27 s
-//     at 250 ms and 200 ms (TestTamperedLimitReasserted). The 2 s the
-//     design asks for needs an inverter poll interval of at most 1.5 s;
-//     at the default 5 s a foreign value lasts up to 5.3 s. The check
+//     is gone within one poll interval (or the second between the
+//     cycle's own reads, whichever is shorter), a quarter cycle and the
+//     write: 1.04 to 1.08 s with the poll and the cycle at 1 s, 1.02 to
+//     1.12 s with a 5 s poll and a 1 s cycle, 0.19 to 0.28 s at 250 ms
+//     and 200 ms (TestTamperedLimitReasserted). The check
 //     costs 144 ns per inverter and cycle (a 704 limit; 243 ns for limit,
 //     connection and PF on a 123), the watcher 11 us per look at 100
 //     inverters, no allocation (BenchmarkCheckHeld,

@@ -66,6 +66,9 @@ type heldImage struct {
 	// curPoll and prevPoll are the device's successful polls when cur and
 	// prev were written; judged is the last poll compared.
 	curPoll, prevPoll, judged uint64
+	// readAt is when (wall clock) the cycle last read the model itself,
+	// the device's poll having brought nothing new (heldReadEvery).
+	readAt time.Time
 	// episode is set from the difference logged until a poll matches.
 	episode bool
 }
@@ -273,13 +276,22 @@ func (c *Controller) forgetHeld(dc *devCtl, k control) {
 	c.mu.Unlock()
 }
 
+// heldReadEvery bounds the reads of a held model the cycle makes itself
+// (wall clock): a cycle that finds no poll of the device newer than the
+// one it judged last reads the model, at most once per heldReadEvery. So
+// a device polled every second or faster costs no request of its own,
+// and one polled slower (the default poll is 5 s) is still looked at
+// every second while plantd holds a control on it, not every poll.
+const heldReadEvery = time.Second
+
 // checkHeld compares the device's latest poll with every control plantd
 // holds there (run by the device's reconcile, before its controls are
-// driven). A control whose points differ is marked for a write in this
-// cycle (ctlState.rewrite); the first difference of an episode goes to
-// the plant log (ControlTampered) and the counters; the episode ends at
-// the first poll that matches again.
-func (c *Controller) checkHeld(d plant.DeviceLive, dc *devCtl, now time.Time) {
+// driven); when no poll came since the last one judged, it reads the held
+// model itself (heldReadEvery). A control whose points differ is marked
+// for a write in this cycle (ctlState.rewrite); the first difference of
+// an episode goes to the plant log (ControlTampered) and the counters;
+// the episode ends at the first poll or read that matches again.
+func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devCtl, rw devices.ReadWriter, now time.Time) {
 	var ks [4]control
 	var hs [4]*heldImage
 	n := 0
@@ -294,17 +306,35 @@ func (c *Controller) checkHeld(d plant.DeviceLive, dc *devCtl, now time.Time) {
 	for i := range n {
 		k, h := ks[i], hs[i]
 		regs, poll := c.live.PolledRegs(d.Info.ID, h.model, dc.polled)
-		if regs == nil || poll == h.judged {
-			continue
+		var at int
+		switch {
+		case regs != nil && poll != h.judged:
+			dc.polled = regs
+			var judged bool
+			if at, judged = h.differs(regs, poll); !judged {
+				continue
+			}
+			c.mu.Lock()
+			h.judged = poll // read by watchHeld
+			c.mu.Unlock()
+		default:
+			// No new poll: read the model, at most once per
+			// heldReadEvery. The read comes after every write of
+			// plantd's (this goroutine wrote them), so it must show the
+			// latest.
+			if wall := time.Now(); wall.Sub(h.readAt) >= heldReadEvery {
+				h.readAt = wall
+				if regs = c.readHeld(ctx, d, rw, h.model); regs == nil {
+					continue
+				}
+				var judged bool
+				if at, judged = h.differs(regs, h.curPoll+2); !judged {
+					continue // another layout than the one written
+				}
+			} else {
+				continue
+			}
 		}
-		dc.polled = regs
-		at, judged := h.differs(regs, poll)
-		if !judged {
-			continue
-		}
-		c.mu.Lock()
-		h.judged = poll // read by watchHeld
-		c.mu.Unlock()
 		if at < 0 {
 			if h.episode {
 				h.episode = false
@@ -337,4 +367,22 @@ func (c *Controller) checkHeld(d plant.DeviceLive, dc *devCtl, now time.Time) {
 		c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: d.Info.PlantID, DeviceID: d.Info.ID, Level: plant.LevelWarning, Code: "ControlTampered",
 			Message: fmt.Sprintf("device %s: %s held by plantd changed by another writer (or the device itself), model %d: %s; written again", d.Info.ID, k, h.model, what)})
 	}
+}
+
+// readHeld reads a held model from the device for checkHeld (nil on
+// failure, which the next poll or read makes good), counting the read.
+func (c *Controller) readHeld(ctx context.Context, d plant.DeviceLive, rw devices.ReadWriter, model uint16) []uint16 {
+	ref, ok := d.Discovered.Ref(model)
+	if !ok {
+		return nil
+	}
+	inst, err := devices.ReadModel(ctx, rw, ref)
+	c.mu.Lock()
+	c.stats.HeldReads++
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Debug("read a held model", "device", d.Info.ID, "model", model, "err", err)
+		return nil
+	}
+	return inst.Regs
 }

@@ -180,7 +180,7 @@ func BenchmarkCheckHeld(b *testing.B) {
 				for _, h := range dc.held {
 					h.judged = 0
 				}
-				c.checkHeld(d, dc, now)
+				c.checkHeld(b.Context(), d, dc, nil, now)
 			}
 			if c.stats.Tampered["inv1"] != 0 {
 				b.Fatal("a difference where there is none")

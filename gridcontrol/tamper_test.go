@@ -1,6 +1,7 @@
 package gridcontrol_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,6 +106,18 @@ func TestTamperedLimitReasserted(t *testing.T) {
 		t.Parallel()
 		testTamper(t, rigOpts{}, true, pct100On123, enaOffOn704)
 	})
+	t.Run("5s poll", func(t *testing.T) {
+		// A device polled every 5 s (the default): the cycle reads the
+		// held model itself between polls, at most once a second, so a
+		// foreign value is still gone within 2 s.
+		t.Parallel()
+		if testing.Short() {
+			t.Skip("two episodes at a 5 s poll (~40 s)")
+		}
+		// A reversion timeout long enough that no renewal (from half of
+		// it) rewrites the limit inside the test and hides the check.
+		testTamper(t, rigOpts{poll: 5 * time.Second, cfg: gridcontrol.Config{Cycle: time.Second, RevertTimeout: 10 * time.Minute}}, false, pct100On704, enaOffOn123)
+	})
 	t.Run("1s", func(t *testing.T) {
 		t.Parallel()
 		if testing.Short() {
@@ -128,12 +141,14 @@ func testTamper(t *testing.T, o rigOpts, restart bool, episodes ...tamperEpisode
 		<-r.controller().Loaded()
 	}
 
+	// Waits for polls: a few poll intervals, at least 10 s.
+	pollWait := max(10*time.Second, 4*o.poll)
 	entries := map[string]int{}
 	for _, ep := range episodes {
 		// plantd's own last write is behind two polls: the check judges
 		// every poll from here on.
 		polled := r.answered(ep.id)
-		r.waitFor(10*time.Second, "two more polls", func() bool { return r.answered(ep.id) >= polled+2 })
+		r.waitFor(pollWait, "two more polls", func() bool { return r.answered(ep.id) >= polled+2 })
 		before := r.controller().Stats().Tampered[ep.id]
 
 		tp.write(ep.id, ep.model, ep.point, ep.value)
@@ -170,7 +185,7 @@ func testTamper(t *testing.T, o rigOpts, restart bool, episodes ...tamperEpisode
 		// The episode is over once a poll reads the point back as
 		// written: later polls add no entry.
 		polled = r.answered(ep.id)
-		r.waitFor(10*time.Second, "three more polls", func() bool { return r.answered(ep.id) >= polled+3 })
+		r.waitFor(pollWait, "three more polls", func() bool { return r.answered(ep.id) >= polled+3 })
 		if n := r.logCount("ControlTampered", what); n != want {
 			t.Errorf("%s: %d ControlTampered entries after %d episodes", ep.id, n, want)
 		}
@@ -178,6 +193,7 @@ func testTamper(t *testing.T, o rigOpts, restart bool, episodes ...tamperEpisode
 			t.Errorf("%s: tampered counter %d -> %d, want +1", ep.id, before, got)
 		}
 	}
+	t.Logf("the cycle read held models itself %d times (polls every %s)", r.controller().Stats().HeldReads, cmp.Or(o.poll, 250*time.Millisecond))
 }
 
 // TestTamperedConnectAndPFReasserted: the other held points of the polled

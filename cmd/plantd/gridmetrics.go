@@ -32,5 +32,6 @@ func (c *gridCollector) Collect(w *metrics.Writer) {
 	for _, id := range slices.Sorted(maps.Keys(s.Tampered)) {
 		w.Counter("plantd_gridcontrol_control_tampered_total", "Episodes in which a control grid control held on the device read back changed by another writer (rewritten at once; ControlTampered in the plant log).", float64(s.Tampered[id]), "device", id)
 	}
+	w.Counter("plantd_gridcontrol_held_reads_total", "Reads of a held control model grid control made itself because the device's poll brought nothing new since its last cycle (at most one a second per model; none for devices polled at least once a cycle).", float64(s.HeldReads))
 	w.Counter("plantd_gridcontrol_edges_total", "Window starts and ends that caused a write (last 1000 kept for the latency).", float64(s.Edges))
 }
