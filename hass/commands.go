@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -177,15 +178,10 @@ func (l *Link) commandAttrs(m command) []any {
 }
 
 // refuse logs a refused command, at most once a minute per topic and
-// reason after the first (with the number held back since): the command
+// reason after the first (with the number suppressed since): the command
 // topics are whoever's the broker lets publish, and a flood of refusals
 // must not become a flood of lines.
 func (l *Link) refuse(m command, reason, problem string) {
-	topic := excerpt([]byte(m.topic), topicExcerptLen)
-	ok, held := l.refused.admit(topic, reason)
-	if !ok {
-		return
-	}
 	msg := "home assistant: command refused"
 	switch reason {
 	case reasonRetained:
@@ -193,20 +189,6 @@ func (l *Link) refuse(m command, reason, problem string) {
 	case reasonBusy:
 		msg = "home assistant: command dropped, too many waiting"
 	}
-	attrs := append(l.commandAttrs(m), "reason", reason, "problem", problem)
-	if held > 0 {
-		attrs = append(attrs, "suppressed", held)
-	}
-	l.log.Warn(msg, attrs...)
-}
-
-// flushRefusals logs the refusals held back of keys that went quiet.
-func (l *Link) flushRefusals() {
-	for _, h := range l.refused.flush() {
-		topic := h.topic
-		if topic == "" {
-			topic = "(other topics)"
-		}
-		l.log.Warn("home assistant: more commands refused in the last minute", "topic", topic, "reason", h.reason, "suppressed", h.n)
-	}
+	l.refused.Log(slog.LevelWarn, excerpt([]byte(m.topic), topicExcerptLen), reason, msg,
+		"problem", problem, "payload", excerpt(m.payload, excerptLen), "size", len(m.payload))
 }

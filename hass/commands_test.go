@@ -176,6 +176,12 @@ func TestCommandRefusals(t *testing.T) {
 	if len(cs.set) != 3 || logs.count("reason=rate-limited") != 1 {
 		t.Errorf("burst 3: %d set, log %s: want 3 and one line of the rate limit (the second held back)", len(cs.set), logs.String())
 	}
+	// The one held back is logged with its count when the limiter
+	// flushes (Run's end), under the topic.
+	l.refused.FlushAll()
+	if logs.count(`topic=plantd/gw/device/heater/mode/set reason=rate-limited suppressed=1`) != 1 {
+		t.Errorf("after the flush: log %s, want one line of the topic with suppressed=1", logs.String())
+	}
 }
 
 // TestGridOperatorNeedsCredentials: New refuses role gridoperator without
@@ -197,47 +203,6 @@ func TestGridOperatorNeedsCredentials(t *testing.T) {
 	l.handle(t.Context(), cmd(scopePlant, "p1", keyFeedInLimit, "10"))
 	if len(g.calls) != 1 || g.calls[0].by.Role != "gridoperator" || logs.count(`createdBy="ha:gw-ha (gridoperator)"`) != 1 {
 		t.Errorf("gridoperator with credentials: %+v, log %s", g.calls, logs.String())
-	}
-}
-
-// TestRefusalThrottle: per topic and reason the first refusal is logged,
-// then one a minute with the number held back; flush gives the count of a
-// key that went quiet; beyond maxRefusalKeys topics share a key per
-// reason, so memory stays bounded.
-func TestRefusalThrottle(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := newRefusals(func() time.Time { return now })
-	if ok, _ := r.admit("a", "x"); !ok {
-		t.Fatal("first refusal held back")
-	}
-	for range 4999 {
-		if ok, _ := r.admit("a", "x"); ok {
-			t.Fatal("a refusal within the minute logged")
-		}
-	}
-	if ok, _ := r.admit("a", "y"); !ok {
-		t.Error("another reason's first refusal held back")
-	}
-	now = now.Add(time.Minute)
-	if ok, held := r.admit("a", "x"); !ok || held != 4999 {
-		t.Errorf("after a minute: %v, %d held, want logged with 4999", ok, held)
-	}
-	r.admit("a", "x") // held
-	now = now.Add(time.Minute)
-	if got := r.flush(); len(got) != 1 || got[0].topic != "a" || got[0].reason != "x" || got[0].n != 1 {
-		t.Errorf("flush %+v, want a/x with 1", got)
-	}
-	now = now.Add(time.Minute)
-	r.flush()
-	if len(r.keys) != 0 {
-		t.Errorf("%d keys after two quiet minutes, want 0", len(r.keys))
-	}
-	for i := range 10 * maxRefusalKeys {
-		r.admit(fmt.Sprint("topic", i), "x")
-	}
-	if len(r.keys) > maxRefusalKeys+1 {
-		t.Errorf("%d keys after %d topics, want at most %d", len(r.keys), 10*maxRefusalKeys, maxRefusalKeys+1)
 	}
 }
 

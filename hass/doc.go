@@ -98,9 +98,12 @@
 // payload's size. Refusals (too large, retained, queue full, rate limit,
 // role, target, value, grid control's refusal with its fields as the
 // API's problem listed them) are logged per topic and reason at once the
-// first time, then at most once a minute with the number held back
-// (refusals.go; memory bounded by 256 keys, beyond which topics share a
-// key per reason), so a flood of bad publishes gives a few lines. A
+// first time, then at most once a minute with the number suppressed
+// since (plantd/internal/logthrottle, plantd's one limiter of such
+// lines: memory bounded by 256 keys, beyond which topics share a key per
+// reason as topic=other; the counts left are logged on the check tick
+// once their minute has passed and when Run returns), so a flood of bad
+// publishes gives a few lines. A
 // command that arrives retained (a broker replays it at every
 // connection) is ignored. After a command the entity's state is
 // published again once the commands waiting are handled, so Home
@@ -111,8 +114,9 @@
 //
 // hass imports plant and plant/kind (the live state and the domain's
 // types), gridcontrol (the gate's types: Origin, Order, Schedule,
-// ValidationError), config (the role names), paho, golang.org/x/time/rate
-// and the standard library. It never imports httpapi, store, mqtt,
+// ValidationError), config (the role names), internal/logthrottle (the
+// refusals' log lines), paho, golang.org/x/time/rate and the standard
+// library. It never imports httpapi, store, mqtt,
 // consumer, devices, modbus or cmd, and nothing net/http; nothing imports
 // it but cmd/plantd.
 package hass

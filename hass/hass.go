@@ -18,6 +18,7 @@ import (
 
 	"plantd/config"
 	"plantd/gridcontrol"
+	"plantd/internal/logthrottle"
 	"plantd/plant"
 )
 
@@ -153,8 +154,9 @@ type Link struct {
 	clearedOwners sync.Map
 	// limiter bounds the commands handled (Config.CommandRate).
 	limiter *rate.Limiter
-	// refused rate-limits the log lines of refused commands.
-	refused *refusals
+	// refused rate-limits the log lines of refused commands per topic
+	// and reason.
+	refused *logthrottle.Limiter
 }
 
 // command is a message on a command topic: its topic, the topic's
@@ -207,7 +209,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
 		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{},
-		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: newRefusals(time.Now)}, nil
+		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: logthrottle.New(logger, "topic", 0, 0)}, nil
 }
 
 // Topics.
@@ -262,6 +264,8 @@ func (l *Link) Run(ctx context.Context) error {
 	c := paho.NewClient(o)
 	c.Connect() // retried in the background until it succeeds
 	defer c.Disconnect(250)
+	// The counts of refusals not logged yet, once no more come.
+	defer l.refused.FlushAll()
 	check := time.NewTicker(l.cfg.Check)
 	defer check.Stop()
 	full := time.NewTicker(l.cfg.Interval)
@@ -304,7 +308,7 @@ func (l *Link) Run(ctx context.Context) error {
 				l.wait(c.Unsubscribe(l.configFilter()))
 			}
 		case <-check.C:
-			l.flushRefusals()
+			l.refused.Flush()
 			if up && c.IsConnectionOpen() {
 				l.round(ctx, c, false, false)
 			}

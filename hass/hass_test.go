@@ -270,7 +270,7 @@ func TestCommandFlood(t *testing.T) {
 	if tok := pub.Publish(topic, 1, false, big); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
 		t.Fatalf("publish 20 MB: %v", tok.Error())
 	}
-	mqtttest.WaitFor(t, 30*time.Second, "the 20 MB payload refused", func() bool { return l.refused.count() == 1 })
+	mqtttest.WaitFor(t, 30*time.Second, "the 20 MB payload refused", func() bool { return l.refused.Events() == 1 })
 	lines := logs.lines("home assistant:")
 	if len(lines) != 1 || !strings.Contains(lines[0], "reason=too-large") || !strings.Contains(lines[0], fmt.Sprintf("size=%d", 20<<20)) ||
 		!strings.Contains(lines[0], "payload="+strings.Repeat("1", 64)+"…") || len(lines[0]) > 512 {
@@ -291,7 +291,7 @@ func TestCommandFlood(t *testing.T) {
 			t.Fatalf("publish: %v", tok.Error())
 		}
 	}
-	mqtttest.WaitFor(t, 60*time.Second, "5,000 bad commands refused", func() bool { return l.refused.count() == 1+n })
+	mqtttest.WaitFor(t, 60*time.Second, "5,000 bad commands refused", func() bool { return l.refused.Events() == 1+n })
 	refusedLines := logs.lines("home assistant: command")
 	if len(refusedLines) > 5 {
 		t.Errorf("%d log lines for %d bad publishes, want at most 5: %q", len(refusedLines), n, refusedLines)

@@ -277,13 +277,16 @@
 //
 // The lines a server logs about its clients before they have shown to be
 // welcome (a client outside Allow, a connection closed to make room or
-// refused, a frame that is no Modbus TCP) go through a [LogLimiter]: the
-// first of a client address and reason is logged, then at most one line
-// a minute with the count suppressed (ServerConfig.Refusals; a Handler
-// refusing requests shares it: the device proxy), so 2,000 bad requests
-// are two lines, not 2,000. It keeps 256 addresses apart and the rest
-// together, so a flood of addresses grows neither memory nor the log
-// without bound. A [Front]
+// refused, a frame that is no Modbus TCP) go through plantd's one
+// limiter of such lines, a plantd/internal/logthrottle Limiter
+// ([NewRefusals]): the first of a client address and reason is logged,
+// then at most one line a minute with the count suppressed
+// (ServerConfig.Refusals; a Handler refusing requests shares it: the
+// device proxy, the SunSpec server), so 2,000 bad requests are two
+// lines, not 2,000. It keeps 256 addresses apart and the rest together
+// (client=other), so a flood of addresses grows neither memory nor the
+// log without bound; the Server flushes its counts every minute while it
+// serves and all of them when it stops. A [Front]
 // (ServerConfig.Front) sees each connection as it is accepted and each
 // request before the Handler, and may answer it itself, delay, alter or
 // drop the answer, or close the connection: the simulator's faults. It is
@@ -292,9 +295,11 @@
 //
 // # Import boundary
 //
-// This package imports only the standard library, github.com/goburrow/modbus
-// and github.com/goburrow/serial. It must not import any other plantd
-// package: it is the bottom of plantd's data flow (modbus ← devices ←
+// This package imports only the standard library, github.com/goburrow/modbus,
+// github.com/goburrow/serial and plantd/internal/logthrottle (the
+// refusals' log lines; it imports only the standard library). It must
+// not import any other plantd package: it is the bottom of plantd's data
+// flow (modbus ← devices ←
 // plant ← poller). [ErrTimeout] has a method Timeout() that returns true, so that the domain
 // tells a timeout without importing this package.
 package modbus

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	gmodbus "github.com/goburrow/modbus"
+
+	"plantd/internal/logthrottle"
 )
 
 // The server side: plantd answering as a Modbus slave. ServePDU decodes
@@ -238,7 +240,15 @@ type ServerConfig struct {
 	// (allow-list, full, evictions, frames that are no Modbus TCP); nil:
 	// the server's own. A Handler that refuses requests shares it, so
 	// that its lines are limited with the server's.
-	Refusals *LogLimiter
+	Refusals *logthrottle.Limiter
+}
+
+// NewRefusals returns a limiter for the log lines of a Server's
+// refusals and of a Handler sharing them (ServerConfig.Refusals): the
+// source is the client's address, logged as client, one line a minute
+// per client and reason after the first, 256 clients apart.
+func NewRefusals(log *slog.Logger) *logthrottle.Limiter {
+	return logthrottle.New(log, "client", 0, 0)
 }
 
 // Front sees a Server's connections and requests before its Handler.
@@ -281,7 +291,7 @@ type Server struct {
 	cfg      ServerConfig
 	h        Handler
 	log      *slog.Logger
-	refusals *LogLimiter
+	refusals *logthrottle.Limiter
 
 	mu        sync.Mutex
 	conns     map[*srvConn]struct{}
@@ -316,7 +326,7 @@ func NewServer(cfg ServerConfig, h Handler, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, h: h, log: log, refusals: cfg.Refusals,
 		conns: map[*srvConn]struct{}{}, perClient: map[netip.Addr]int{}}
 	if s.refusals == nil {
-		s.refusals = NewLogLimiter(log, 0, 0)
+		s.refusals = NewRefusals(log)
 	}
 	return s
 }
@@ -346,7 +356,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		s.refusals.run(flushCtx)
+		s.refusals.Run(flushCtx)
 	}()
 	defer func() {
 		stop()
@@ -380,7 +390,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		client := remoteAddr(c)
 		if s.cfg.Allow != nil && !s.cfg.Allow(client) {
 			s.refused.Add(1)
-			s.refusals.Log(slog.LevelInfo, client, "allow", "connection refused: not in the allow-list")
+			s.refusals.Log(slog.LevelInfo, client.String(), "allow", "connection refused: not in the allow-list")
 			_ = c.Close()
 			continue
 		}
@@ -426,7 +436,7 @@ func (s *Server) admit(c net.Conn, client netip.Addr) *srvConn {
 	if bound != "" && victim == nil {
 		s.mu.Unlock()
 		s.full.Add(1)
-		s.refusals.Log(slog.LevelInfo, client, "full", "connection refused: every connection is busy",
+		s.refusals.Log(slog.LevelInfo, client.String(), "full", "connection refused: every connection is busy",
 			"bound", bound, "maxConns", s.cfg.MaxConns, "maxConnsPerClient", s.cfg.MaxConnsPerClient)
 		_ = c.Close()
 		return nil
@@ -443,7 +453,7 @@ func (s *Server) admit(c net.Conn, client netip.Addr) *srvConn {
 	if victim != nil {
 		_ = victim.c.Close()
 		s.evicted.Add(1)
-		s.refusals.Log(slog.LevelInfo, client, "evict", "idle connection closed for a new one",
+		s.refusals.Log(slog.LevelInfo, client.String(), "evict", "idle connection closed for a new one",
 			"bound", bound, "closed", victim.client.String())
 	}
 	return sc
@@ -588,5 +598,5 @@ func (s *Server) notModbus(client netip.Addr, mbap []byte, err error) {
 	if err != nil {
 		args = append(args, "err", err)
 	}
-	s.refusals.Log(slog.LevelInfo, client, "malformed", "connection closed: a frame that is no Modbus TCP", args...)
+	s.refusals.Log(slog.LevelInfo, client.String(), "malformed", "connection closed: a frame that is no Modbus TCP", args...)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 )
@@ -257,4 +258,67 @@ func TestServerRefusalLogs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logRecord is one line a recorder saw: its message and attributes.
+type logRecord struct {
+	msg   string
+	attrs map[string]string
+}
+
+// recorder is a slog.Handler keeping every record.
+type recorder struct {
+	mu  sync.Mutex
+	out []logRecord
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	lr := logRecord{msg: rec.Message, attrs: map[string]string{}}
+	rec.Attrs(func(a slog.Attr) bool {
+		lr.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	r.mu.Lock()
+	r.out = append(r.out, lr)
+	r.mu.Unlock()
+	return nil
+}
+
+// lines returns the records with message msg.
+func (r *recorder) lines(msg string) []logRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []logRecord
+	for _, l := range r.out {
+		if l.msg == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// suppressed sums the suppressed counts of lines.
+func suppressed(lines []logRecord) int {
+	n := 0
+	for _, l := range lines {
+		var k int
+		_, _ = fmt.Sscan(l.attrs["suppressed"], &k)
+		n += k
+	}
+	return n
+}
+
+// countWithSuppressed is the lines that only report a count (written by
+// a flush, not by an event).
+func countWithSuppressed(lines []logRecord) int {
+	n := 0
+	for _, l := range lines {
+		if l.attrs["suppressed"] != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -37,10 +37,12 @@
 //   - A request the device does not answer (timeout, connection lost)
 //     answers exception 0x0B (gateway target failed to respond).
 //   - Refusals (a client outside allow, a refused write, a frame that is
-//     no Modbus TCP) are logged through one modbus.LogLimiter shared with
-//     the server: the first of a client address and reason, then at most
-//     one line a minute with the count suppressed.
+//     no Modbus TCP) are logged through one limiter shared with the
+//     server (modbus.NewRefusals, a plantd/internal/logthrottle Limiter):
+//     the first of a client address and reason, then at most one line a
+//     minute with the count suppressed.
 //
-// It imports plantd/modbus (the server and the client) and
+// It imports plantd/modbus (the server and the client),
+// plantd/internal/logthrottle (the refusals' limiter) and
 // golang.org/x/time/rate; only cmd/plantd imports it.
 package modbusproxy

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"plantd/internal/logthrottle"
 	"plantd/modbus"
 )
 
@@ -77,7 +78,7 @@ type Proxy struct {
 	cfg      Config
 	log      *slog.Logger
 	srv      *modbus.Server
-	refusals *modbus.LogLimiter // shared with srv
+	refusals *logthrottle.Limiter // shared with srv
 
 	mu      sync.Mutex
 	buckets map[netip.Addr]*bucket
@@ -100,7 +101,7 @@ func New(cfg Config, log *slog.Logger) *Proxy {
 		cfg.Burst = DefaultBurst
 	}
 	p := &Proxy{cfg: cfg, log: log, buckets: map[netip.Addr]*bucket{}, ctx: context.Background(),
-		refusals: modbus.NewLogLimiter(log, 0, 0)}
+		refusals: modbus.NewRefusals(log)}
 	var allow func(netip.Addr) bool
 	if len(cfg.Allow) > 0 {
 		allow = func(a netip.Addr) bool {
@@ -162,7 +163,7 @@ var (
 func (p *Proxy) mayWrite(req *modbus.Request, registers bool) error {
 	refuse := func(err error, reason, msg string, args ...any) error {
 		args = append([]any{"device", p.cfg.Device, "function", req.Function, "addr", req.Addr, "quantity", req.Quantity}, args...)
-		p.refusals.Log(slog.LevelInfo, req.Client, reason, msg, args...)
+		p.refusals.Log(slog.LevelInfo, req.Client.String(), reason, msg, args...)
 		return err
 	}
 	if !p.cfg.Writes {

@@ -166,7 +166,7 @@ func (s *Server) write(req *modbus.Request) error {
 	master := req.Client.String()
 	by := gridcontrol.Origin{Door: gridcontrol.DoorModbus, Name: master, Role: s.cfg.Role, Channel: string(gridcontrol.DoorModbus) + ":" + master}
 	if !s.cfg.Writes {
-		s.refusals.Log(slog.LevelInfo, req.Client, "writes-off", "write refused", "addr", req.Addr, "err", errNotPermitted)
+		s.refusals.Log(slog.LevelInfo, req.Client.String(), "writes-off", "write refused", "addr", req.Addr, "err", errNotPermitted)
 		return modbus.Exception(modbus.ExceptionIllegalFunction)
 	}
 	s.mu.Lock()
@@ -178,7 +178,7 @@ func (s *Server) write(req *modbus.Request) error {
 	}
 	for i := range req.Regs {
 		if !img.writable[off+i] {
-			s.refusals.Log(slog.LevelInfo, req.Client, "read-only", "write refused: read-only register", "addr", int(req.Addr)+i)
+			s.refusals.Log(slog.LevelInfo, req.Client.String(), "read-only", "write refused: read-only register", "addr", int(req.Addr)+i)
 			return modbus.Exception(modbus.ExceptionIllegalDataAddress)
 		}
 	}
@@ -192,7 +192,7 @@ func (s *Server) write(req *modbus.Request) error {
 	now, wall := s.cfg.Now(), time.Now()
 	cur, err := s.masterLocked(req.Client, now, wall)
 	if err != nil {
-		s.refusals.Log(slog.LevelInfo, req.Client, "masters-full", "write refused", "addr", req.Addr, "err", err, "masters", len(s.masters))
+		s.refusals.Log(slog.LevelInfo, req.Client.String(), "masters-full", "write refused", "addr", req.Addr, "err", err, "masters", len(s.masters))
 		return modbus.Exception(modbus.ExceptionServerDeviceBusy)
 	}
 	cur.expire(now)
@@ -213,7 +213,7 @@ func (s *Server) write(req *modbus.Request) error {
 	}
 	s.publishLocked(now)
 	if err != nil {
-		s.refusals.Log(slog.LevelInfo, req.Client, "refused", "write refused", "addr", req.Addr, "err", err)
+		s.refusals.Log(slog.LevelInfo, req.Client.String(), "refused", "write refused", "addr", req.Addr, "err", err)
 		var ve *gridcontrol.ValidationError
 		if errors.Is(err, errRange) || (errors.As(err, &ve) && !ve.NotEligible) {
 			return modbus.Exception(modbus.ExceptionIllegalDataValue)

@@ -91,12 +91,16 @@
 // plantd/modbus's Server serves the map: the allow-list of client
 // addresses, the bounds on connections (MaxConns, default 32, and
 // MaxConnsPerClient, default 4, an idle connection closed to make room
-// for a new one) and the idle close are its.
+// for a new one) and the idle close are its. The lines of refused
+// connections and refused writes share one limiter with the server
+// (modbus.NewRefusals): the first of a master and reason, then at most
+// one line a minute with the count suppressed.
 //
 // # Imports
 //
 // The package imports plantd/modbus (the server), plantd/devices (model
 // tables, encoder), plantd/plant (the live state's types),
-// plantd/plant/kind and plantd/gridcontrol (schedules). Only cmd/plantd
+// plantd/plant/kind, plantd/gridcontrol (schedules) and
+// plantd/internal/logthrottle (the refusals' limiter). Only cmd/plantd
 // imports it.
 package sunspecserver

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"plantd/gridcontrol"
+	"plantd/internal/logthrottle"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -85,7 +86,7 @@ type Server struct {
 	srv  *modbus.Server
 	// refusals rate-limits the log lines of refused connections and
 	// writes per master and reason (shared with srv).
-	refusals *modbus.LogLimiter
+	refusals *logthrottle.Limiter
 	// ctx is Serve's, for the writes' trips through grid control.
 	ctx context.Context
 
@@ -141,7 +142,7 @@ func New(cfg Config, live Live, grid Grid, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("sunspec server: %w", err)
 	}
 	s := &Server{cfg: cfg, live: live, grid: grid, log: log, img: img, masters: map[netip.Addr]*control{},
-		own: ownRegsOf(img), ctx: context.Background(), refusals: modbus.NewLogLimiter(log, 0, 0)}
+		own: ownRegsOf(img), ctx: context.Background(), refusals: modbus.NewRefusals(log)}
 	var allow func(netip.Addr) bool
 	if len(cfg.Allow) > 0 {
 		allow = func(a netip.Addr) bool {
