@@ -352,12 +352,7 @@ const acceptBackoff = 50 * time.Millisecond
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	flushCtx, endFlush := context.WithCancel(ctx)
-	flushed := make(chan struct{})
-	go func() {
-		defer close(flushed)
-		s.refusals.Run(flushCtx)
-	}()
+	endFlush := s.refusals.Start()
 	defer func() {
 		stop()
 		_ = ln.Close()
@@ -368,7 +363,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.mu.Unlock()
 		wg.Wait()
 		endFlush()
-		<-flushed
 	}()
 	for {
 		c, err := ln.Accept()

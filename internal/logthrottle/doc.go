@@ -11,7 +11,7 @@
 // default) with suppressed=N, the events not logged since. [Limiter.Flush]
 // writes the counts of pairs whose interval has passed and forgets the
 // quiet ones; [Limiter.FlushAll] writes every count left (at a stop);
-// [Limiter.Run] flushes every interval until its context ends. At most
+// [Limiter.Start] flushes every interval on a timer until its stop is called. At most
 // 256 pairs (by default) are kept apart, the events of further sources
 // share one pair per reason under the source "other", so that a flood of
 // sources bounds both the memory and the lines.

@@ -34,7 +34,7 @@ const (
 // each a line or two per interval).
 //
 // Flush writes the counts of pairs whose interval has passed; its user
-// calls it every interval (or has Run do it) and FlushAll when it stops.
+// calls it every interval (or has Start do it) and FlushAll when it stops.
 // Its methods are safe for concurrent use.
 type Limiter struct {
 	log   *slog.Logger
@@ -150,18 +150,30 @@ func (l *Limiter) FlushAll() {
 	l.write(lines)
 }
 
-// Run flushes every interval until ctx ends, then flushes all.
-func (l *Limiter) Run(ctx context.Context) {
-	t := time.NewTicker(l.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			l.Flush()
-		case <-ctx.Done():
-			l.FlushAll()
-			return
+// Start flushes every interval on a timer until the returned stop is
+// called, which flushes all. Between flushes no goroutine waits (a server
+// that starts one per Serve keeps its goroutine count to its
+// connections'). stop may be called once.
+func (l *Limiter) Start() (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	t = time.AfterFunc(l.every, func() {
+		l.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(l.every)
 		}
+	})
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		l.FlushAll()
 	}
 }
 

@@ -224,17 +224,12 @@ func TestLimiterFlood(t *testing.T) {
 	}
 }
 
-// TestLimiterRun: Run flushes every interval and all that is left when
-// its context ends.
-func TestLimiterRun(t *testing.T) {
+// TestLimiterStart: the timer Start sets flushes every interval, and
+// stop flushes all that is left.
+func TestLimiterStart(t *testing.T) {
 	s := &sink{}
 	l := New(slog.New(s), "client", 20*time.Millisecond, 0)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.Run(ctx)
-	}()
+	stop := l.Start()
 	l.Log(slog.LevelInfo, "a", "x", "refused")
 	l.Log(slog.LevelInfo, "a", "x", "refused")
 	deadline := time.Now().Add(10 * time.Second)
@@ -246,9 +241,8 @@ func TestLimiterRun(t *testing.T) {
 	}
 	l.Log(slog.LevelInfo, "b", "x", "refused")
 	l.Log(slog.LevelInfo, "b", "x", "refused")
-	cancel()
-	<-done
+	stop()
 	if n := s.accounted(); n != 4 {
-		t.Errorf("the lines account for %d events after Run ended, want 4: %q", n, s.summary("client"))
+		t.Errorf("the lines account for %d events after stop, want 4: %q", n, s.summary("client"))
 	}
 }
