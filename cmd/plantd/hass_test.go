@@ -445,14 +445,15 @@ func TestHomeAssistantDemo(t *testing.T) {
 	// Three values of each (the feed-in stays at 0 until the morning's
 	// PV exceeds the house); the backstop is generous for loaded runs,
 	// where one took more than a minute for five.
-	waitUntil(t, 2*time.Minute, "three values of each lifetime energy", func() bool {
-		for _, topic := range energy {
-			if len(sub.values(topic)) < 3 {
-				return false
+	short := func(topic string) bool { return len(sub.values(topic)) < 3 }
+	for deadline := time.Now().Add(2 * time.Minute); slices.ContainsFunc(energy, short); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			for _, topic := range energy {
+				t.Logf("%s: %v", topic, sub.values(topic))
 			}
+			t.Fatalf("after 2m0s: still not three values of each lifetime energy; the demo's last lines:\n%s", d.Tail(20))
 		}
-		return true
-	})
+	}
 	for _, topic := range energy {
 		vs := sub.values(topic)
 		prev := -1.0
