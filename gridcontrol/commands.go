@@ -26,7 +26,31 @@ const (
 	ValueCurve
 )
 
-// Command describes one grid-control command of spec §2.5 / DESIGN §6.
+// The commands' names (spec §2.5), for code that names one.
+const (
+	CmdFeedInLimit  = "FeedInLimit"
+	CmdDisconnect   = "OpModDisconnect"
+	CmdMaxLimW      = "opModMaxLimW"
+	CmdPFAbsorb     = "opModFixedPfAbsorbW"
+	CmdPFInject     = "opModFixedPFInjectW"
+	CmdFreqWatt     = "opModFreqWatt"
+	CmdHfrtMustTrip = "opModHfrtMustTrip"
+	CmdHvrtMustTrip = "opModHvrtMustTrip"
+	CmdLfrtMustTrip = "opModLfrtMustTrip"
+	CmdLvrtMustTrip = "opModLvrtMustTrip"
+	CmdVoltVar      = "opModVoltVar"
+	CmdVoltWatt     = "opModVoltWatt"
+)
+
+// Command describes one grid-control command of spec §2.5 / DESIGN §6:
+// the one place that says, per command, which models carry it on each
+// generation, what its value is and its range (Value; Axes for curves),
+// which control on the device it drives (and so what plantd holds,
+// renews, re-asserts and restores: controls.go, tamper.go), and its
+// precedence (Value ValuePower: the most restrictive governs across
+// roles and channels; otherwise the grid operator's window governs).
+// Every window ends by restoring the control's default image read at
+// first contact (the package doc).
 type Command struct {
 	Name string
 	// Cap is the device capability the command needs.
@@ -41,22 +65,36 @@ type Command struct {
 	Value      ValueKind
 	// Models are the SunSpec models that carry the command, classic first.
 	Models []uint16
+	// Control is the control on the device the command drives: the
+	// limit for both limits (the lowest wins), one each for the connect
+	// state and the power factors, the command's own for a curve.
+	Control control
+	// Axes are a curve command's axes with their units and plausible
+	// ranges (nil for the others).
+	Axes *curveAxes
 }
 
 // Commands is the table of grid-control commands, in spec order.
 var Commands = []Command{
-	{Name: "FeedInLimit", Cap: devices.CapPowerLimit, NeedsMeter: true, Value: ValuePower, Models: []uint16{123, 704}},
-	{Name: "OpModDisconnect", Cap: devices.CapConnect, ClassicOnly: true, Value: ValueNone, Models: []uint16{123}},
-	{Name: "opModMaxLimW", Cap: devices.CapPowerLimit, Value: ValuePower, Models: []uint16{123, 704}},
-	{Name: "opModFixedPfAbsorbW", Cap: devices.CapPowerFactor, DEROnly: true, Value: ValuePF, Models: []uint16{704}},
-	{Name: "opModFixedPFInjectW", Cap: devices.CapPowerFactor, Value: ValuePF, Models: []uint16{123, 704}},
-	{Name: "opModFreqWatt", Cap: devices.CapFreqWatt, Value: ValueCurve, Models: []uint16{134, 127, 711}},
-	{Name: "opModHfrtMustTrip", Cap: devices.CapHFRT, Value: ValueCurve, Models: []uint16{136, 710}},
-	{Name: "opModHvrtMustTrip", Cap: devices.CapHVRT, Value: ValueCurve, Models: []uint16{130, 708}},
-	{Name: "opModLfrtMustTrip", Cap: devices.CapLFRT, Value: ValueCurve, Models: []uint16{135, 709}},
-	{Name: "opModLvrtMustTrip", Cap: devices.CapLVRT, Value: ValueCurve, Models: []uint16{129, 707}},
-	{Name: "opModVoltVar", Cap: devices.CapVoltVar, Value: ValueCurve, Models: []uint16{126, 705}},
-	{Name: "opModVoltWatt", Cap: devices.CapVoltWatt, Value: ValueCurve, Models: []uint16{132, 706}},
+	{Name: CmdFeedInLimit, Cap: devices.CapPowerLimit, NeedsMeter: true, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
+	{Name: CmdDisconnect, Cap: devices.CapConnect, ClassicOnly: true, Value: ValueNone, Models: []uint16{123}, Control: ctlConnect},
+	{Name: CmdMaxLimW, Cap: devices.CapPowerLimit, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
+	{Name: CmdPFAbsorb, Cap: devices.CapPowerFactor, DEROnly: true, Value: ValuePF, Models: []uint16{704}, Control: ctlPFAbs},
+	{Name: CmdPFInject, Cap: devices.CapPowerFactor, Value: ValuePF, Models: []uint16{123, 704}, Control: ctlPFInj},
+	{Name: CmdFreqWatt, Cap: devices.CapFreqWatt, Value: ValueCurve, Models: []uint16{134, 127, 711}, Control: CmdFreqWatt,
+		Axes: &curveAxes{x: curveAxis{name: "frequency", point: "x", unit: "Hz", min: 40, max: 70}, y: pctOfMax("active power")}},
+	{Name: CmdHfrtMustTrip, Cap: devices.CapHFRT, Value: ValueCurve, Models: []uint16{136, 710}, Control: CmdHfrtMustTrip,
+		Axes: &curveAxes{x: tripTime, y: tripHz}},
+	{Name: CmdHvrtMustTrip, Cap: devices.CapHVRT, Value: ValueCurve, Models: []uint16{130, 708}, Control: CmdHvrtMustTrip,
+		Axes: &curveAxes{x: tripTime, y: voltAxis("y", 100, 200)}},
+	{Name: CmdLfrtMustTrip, Cap: devices.CapLFRT, Value: ValueCurve, Models: []uint16{135, 709}, Control: CmdLfrtMustTrip,
+		Axes: &curveAxes{x: tripTime, y: tripHz}},
+	{Name: CmdLvrtMustTrip, Cap: devices.CapLVRT, Value: ValueCurve, Models: []uint16{129, 707}, Control: CmdLvrtMustTrip,
+		Axes: &curveAxes{x: tripTime, y: voltAxis("y", 0, 100)}},
+	{Name: CmdVoltVar, Cap: devices.CapVoltVar, Value: ValueCurve, Models: []uint16{126, 705}, Control: CmdVoltVar,
+		Axes: &curveAxes{x: voltAxis("x", 50, 150), y: pctOfMax("reactive power")}},
+	{Name: CmdVoltWatt, Cap: devices.CapVoltWatt, Value: ValueCurve, Models: []uint16{132, 706}, Control: CmdVoltWatt,
+		Axes: &curveAxes{x: voltAxis("x", 50, 150), y: pctOfMax("active power")}},
 }
 
 // CommandByName returns the command of that name (names are case-sensitive,

@@ -143,3 +143,60 @@ func TestAssess(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandTable walks the command table for every command on both
+// generations: each names one control; a command that drives the limit
+// is a power value, the curves carry their axes and a layout for each
+// model; each generation has a model for the command unless the command
+// is for the other one only; and every model is read by the control code
+// (a curve layout, or held points for the limit, connect and PF).
+func TestCommandTable(t *testing.T) {
+	classic := map[uint16]bool{123: true, 126: true, 127: true, 129: true, 130: true, 132: true, 134: true, 135: true, 136: true}
+	der := map[uint16]bool{704: true, 705: true, 706: true, 707: true, 708: true, 709: true, 710: true, 711: true}
+	names := map[string]bool{}
+	for _, cmd := range Commands {
+		if names[cmd.Name] {
+			t.Errorf("%s: twice in the table", cmd.Name)
+		}
+		names[cmd.Name] = true
+		if got, ok := CommandByName(cmd.Name); !ok || got.Name != cmd.Name {
+			t.Errorf("%s: not found by name", cmd.Name)
+		}
+		if cmd.Control == "" {
+			t.Errorf("%s: drives no control", cmd.Name)
+		}
+		if (cmd.Control == ctlLimit) != (cmd.Value == ValuePower) {
+			t.Errorf("%s: control %s with value kind %d: a limit is a power value and the only one", cmd.Name, cmd.Control, cmd.Value)
+		}
+		if (cmd.Value == ValueCurve) != (cmd.Axes != nil) {
+			t.Errorf("%s: value kind %d with axes %v: curves, and only curves, have axes", cmd.Name, cmd.Value, cmd.Axes)
+		}
+		for gen, models := range map[string]map[uint16]bool{"classic": classic, "DER": der} {
+			n := 0
+			for _, m := range cmd.Models {
+				if !models[m] {
+					continue
+				}
+				n++
+				_, curve := curveLayouts[m]
+				held := len(heldPoints[cmd.Control][m]) > 0
+				if cmd.Value == ValueCurve && !curve || cmd.Value != ValueCurve && !held {
+					t.Errorf("%s on %s model %d: no curve layout (%v) or held points (%v) for it", cmd.Name, gen, m, curve, held)
+				}
+			}
+			other := (gen == "classic" && cmd.DEROnly) || (gen == "DER" && cmd.ClassicOnly)
+			if (n == 0) != other {
+				t.Errorf("%s: %d %s models, offered only for the other generation %v", cmd.Name, n, gen, other)
+			}
+		}
+	}
+	for _, c := range []string{CmdFeedInLimit, CmdDisconnect, CmdMaxLimW, CmdPFAbsorb, CmdPFInject, CmdFreqWatt, CmdHfrtMustTrip,
+		CmdHvrtMustTrip, CmdLfrtMustTrip, CmdLvrtMustTrip, CmdVoltVar, CmdVoltWatt} {
+		if !names[c] {
+			t.Errorf("name constant %q is not in the table", c)
+		}
+	}
+	if len(names) != 12 {
+		t.Errorf("%d commands, the spec's §2.5 has 12", len(names))
+	}
+}

@@ -581,14 +581,14 @@ func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]wind
 		}
 		pl.limitBy = append(pl.limitBy, w)
 	}
-	if w, ok := act["opModMaxLimW"]; ok {
+	if w, ok := act[CmdMaxLimW]; ok {
 		pct := *w.cmd.Value
 		if w.cmd.Unit == "W" {
 			pct = pctOfRated(*w.cmd.Value, rated)
 		}
 		lower(pct, w)
 	}
-	if w, ok := act["FeedInLimit"]; ok {
+	if w, ok := act[CmdFeedInLimit]; ok {
 		lower(c.feedIn(ctx, pc, w, devs, limitDevs, rated, now), w)
 	} else {
 		c.mu.Lock()

@@ -45,21 +45,6 @@ func renewPoints(k control) []string {
 	return []string{"ActCrv", "RvrtTms"}
 }
 
-// controlOf returns the control a command drives.
-func controlOf(cmd string) control {
-	switch cmd {
-	case "FeedInLimit", "opModMaxLimW":
-		return ctlLimit
-	case "OpModDisconnect":
-		return ctlConnect
-	case "opModFixedPFInjectW":
-		return ctlPFInj
-	case "opModFixedPfAbsorbW":
-		return ctlPFAbs
-	}
-	return control(cmd)
-}
-
 // errUnsupported marks a value a device cannot take (too many curve points,
 // unknown parameter): the command fails on that device, nothing is written.
 var errUnsupported = errors.New("not supported by the device")
@@ -403,8 +388,9 @@ func (e *pointError) Error() string { return fmt.Sprintf("point %d: %s", e.j+1, 
 // voltage and range-checked there (a *pointError wrapped with
 // errUnsupported when out of range); otherwise the command's curve.
 func deviceCurve(ctx context.Context, rw devices.ReadWriter, d *devices.Device, ref devices.ModelRef, sc *ScheduledCmd) (*Curve, error) {
-	ax, ok := curveAxesOf[sc.Command]
-	if sc.Unit != "V" || !ok || len(sc.Curve.Points) == 0 {
+	cmd, _ := CommandByName(sc.Command)
+	ax := cmd.Axes
+	if sc.Unit != "V" || ax == nil || len(sc.Curve.Points) == 0 {
 		return sc.Curve, nil
 	}
 	lay, ok := curveLayouts[ref.ID]

@@ -140,7 +140,7 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 	}
 	// The other controls, one per command.
 	for _, cmd := range Commands[1:] {
-		k := controlOf(cmd.Name)
+		k := cmd.Control
 		if k == ctlLimit {
 			continue
 		}

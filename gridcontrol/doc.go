@@ -104,7 +104,7 @@
 // windows that end before they start or in the past, overlapping windows
 // of one command in one schedule, and values out of range (limits 0..100 %
 // or W, power factor (0, 1] without unit, curve x increasing, curve points
-// within plausible ranges of their model's unit: curveAxesOf, e.g.
+// within plausible ranges of their model's unit: Command.Axes, e.g.
 // volt-var x 50..150 % and y -100..100 %, so that volts sent as per cent
 // are refused with a hint to send unit "V").
 //

@@ -47,14 +47,14 @@ func (c *Controller) GoverningLimit(plantID string) (lim LimitInForce, ok bool, 
 			Role: w.sched.role(), Channel: w.sched.ownChannel(), End: w.cmd.End}
 		ok = true
 	}
-	if w, found := act["opModMaxLimW"]; found && w.cmd.Value != nil {
+	if w, found := act[CmdMaxLimW]; found && w.cmd.Value != nil {
 		pct := *w.cmd.Value
 		if w.cmd.Unit == "W" {
 			pct = pctOfRated(pct, pc.limitRatedW)
 		}
 		take(pct, w)
 	}
-	if w, found := act["FeedInLimit"]; found && w.cmd.Value != nil {
+	if w, found := act[CmdFeedInLimit]; found && w.cmd.Value != nil {
 		pct := pc.feed.pct
 		if !pc.feed.active {
 			// Before the loop's first cycle: where it starts (feedIn's

@@ -22,7 +22,7 @@ func (c *Controller) HeldModels(deviceID string) []uint16 {
 			continue
 		}
 		for _, cmd := range Commands {
-			if controlOf(cmd.Name) == k {
+			if cmd.Control == k {
 				for _, m := range cmd.Models {
 					if !slices.Contains(out, m) {
 						out = append(out, m)

@@ -239,7 +239,7 @@ type AuditPoint struct {
 // reference voltage or Hz, y = var % or W % for volt-var, volt-watt and
 // freq-watt; x = trip time s, y = V in % of the reference voltage or Hz
 // for the ride-through models; the voltage axis in volts with the
-// command's unit "V"; ranges in curveAxesOf), Params for the parameter models (127
+// command's unit "V"; ranges in the command table: Command.Axes), Params for the parameter models (127
 // freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
 // RspTms, PMin), by point name. A command may carry both, so that one
 // opModFreqWatt reaches a classic inverter with curve model 134 and a newer
@@ -567,7 +567,7 @@ func checkValue(cmd Command, sc *ScheduledCmd, bad func(field, msg string)) {
 			bad("value", fmt.Sprintf("power factor %g outside 0 < PF <= 1", *sc.Value))
 		}
 	case ValueCurve:
-		ax := curveAxesOf[cmd.Name]
+		ax := cmd.Axes
 		if sc.Value != nil {
 			bad("value", "the command takes a curve, not a value")
 		}
@@ -646,17 +646,6 @@ var (
 	tripHz   = curveAxis{name: "frequency", point: "y", unit: "Hz", min: 40, max: 70}
 	pctOfMax = func(what string) curveAxis { return curveAxis{name: what, point: "y", unit: "%", min: -100, max: 100} }
 )
-
-// curveAxesOf gives, per curve command, what its points' x and y are.
-var curveAxesOf = map[string]curveAxes{
-	"opModVoltVar":      {x: voltAxis("x", 50, 150), y: pctOfMax("reactive power")},
-	"opModVoltWatt":     {x: voltAxis("x", 50, 150), y: pctOfMax("active power")},
-	"opModFreqWatt":     {x: curveAxis{name: "frequency", point: "x", unit: "Hz", min: 40, max: 70}, y: pctOfMax("active power")},
-	"opModLvrtMustTrip": {x: tripTime, y: voltAxis("y", 0, 100)},
-	"opModHvrtMustTrip": {x: tripTime, y: voltAxis("y", 100, 200)},
-	"opModLfrtMustTrip": {x: tripTime, y: tripHz},
-	"opModHfrtMustTrip": {x: tripTime, y: tripHz},
-}
 
 // check returns what is wrong with a point ("" when nothing): a value
 // outside its axis's range, the voltage axis in volts when volts is set.

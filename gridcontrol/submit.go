@@ -456,7 +456,7 @@ func (c *Controller) FeedInLimitPct(plantID string) (float64, error) {
 	if pc == nil {
 		return 0, fmt.Errorf("grid control: unknown plant %s", plantID)
 	}
-	w, ok := activeAt(pc.scheds, now, pc.limitRatedW)["FeedInLimit"]
+	w, ok := activeAt(pc.scheds, now, pc.limitRatedW)[CmdFeedInLimit]
 	switch {
 	case !ok || w.cmd.Value == nil:
 		return 100, nil

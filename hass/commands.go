@@ -101,7 +101,7 @@ func (l *Link) feedInLimit(ctx context.Context, m command, p string) {
 		l.refuse(m, reasonValue, "not a number (the limit in %, 0..100)")
 		return
 	}
-	sc, err := l.deps.Grid.Submit(ctx, m.id, l.origin(), []gridcontrol.Order{{Command: "FeedInLimit", For: l.cfg.LimitWindow, Value: &v, Unit: "%"}})
+	sc, err := l.deps.Grid.Submit(ctx, m.id, l.origin(), []gridcontrol.Order{{Command: gridcontrol.CmdFeedInLimit, For: l.cfg.LimitWindow, Value: &v, Unit: "%"}})
 	var ve *gridcontrol.ValidationError
 	switch {
 	case errors.As(err, &ve) && ve.NotEligible:

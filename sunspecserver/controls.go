@@ -316,7 +316,7 @@ func (s *Server) apply(by gridcontrol.Origin, cur *control, next control, now ti
 // next.window() from now and holds it in next.
 func (s *Server) submit(ctx context.Context, by gridcontrol.Origin, next *control, now time.Time) error {
 	pct := next.pct
-	sc, err := s.grid.Submit(ctx, s.cfg.PlantID, by, []gridcontrol.Order{{Command: "opModMaxLimW", For: next.window(), Value: &pct, Unit: "%"}})
+	sc, err := s.grid.Submit(ctx, s.cfg.PlantID, by, []gridcontrol.Order{{Command: gridcontrol.CmdMaxLimW, For: next.window(), Value: &pct, Unit: "%"}})
 	if err != nil {
 		return fmt.Errorf("limit %v %%: %w", next.pct, err)
 	}

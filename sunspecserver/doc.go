@@ -100,7 +100,7 @@
 //
 // The package imports plantd/modbus (the server), plantd/devices (model
 // tables, encoder), plantd/plant (the live state's types),
-// plantd/plant/kind, plantd/gridcontrol (schedules) and
-// plantd/internal/logthrottle (the refusals' limiter). Only cmd/plantd
-// imports it.
+// plantd/plant/kind, plantd/gridcontrol (schedules, the command names),
+// plantd/config (the role names) and plantd/internal/logthrottle (the
+// refusals' limiter). Only cmd/plantd imports it.
 package sunspecserver

@@ -5,7 +5,9 @@ import (
 	"net/netip"
 	"time"
 
+	"plantd/config"
 	"plantd/devices"
+	"plantd/gridcontrol"
 )
 
 // The holder model: who holds the limit in force. SunSpec's models have
@@ -68,15 +70,15 @@ func (f inForce) storeHolder(img *image) error {
 	sched, by := "", ""
 	if f.ok {
 		switch f.lim.Role {
-		case "installer":
+		case config.RoleInstaller:
 			role = 1
-		case "gridoperator":
+		case config.RoleGridOperator:
 			role = 2
 		}
 		switch f.lim.Command {
-		case "opModMaxLimW":
+		case gridcontrol.CmdMaxLimW:
 			cmd = 1
-		case "FeedInLimit":
+		case gridcontrol.CmdFeedInLimit:
 			cmd = 2
 		}
 		sched, by = clip(f.lim.ScheduleID, 16), clip(f.lim.CreatedBy, 64)
