@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -40,12 +39,7 @@ func benchDoor(b *testing.B, door string) {
 	scfg := sim.DefaultConfig()
 	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
 	p := simtest.Start(b, scfg)
-	path := gridConfig(b, p)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeConfig(b, path, string(raw)+"modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  role: installer\n  allow: [127.0.0.1]\n")
+	path := gridConfigWith(b, p, "modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  role: installer\n  allow: [127.0.0.1]\n")
 	d := startDaemon(b, path)
 	d.waitAPI(15 * time.Second)
 	d.waitOnline(30*time.Second, "inv1", "inv2", "meter")
@@ -94,16 +88,7 @@ func sendLimit(b *testing.B, d *plantdRun, door string) func(pct float64) {
 			}
 		}
 	case "modbus":
-		addr := ""
-		d.WaitLines("the SunSpec server listening", 10*time.Second, func(lines []string) bool {
-			for _, l := range lines {
-				if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
-					addr = m[1]
-					return true
-				}
-			}
-			return false
-		})
+		addr := d.sunspecAddr(10 * time.Second)
 		pool := modbus.NewPool(nil)
 		b.Cleanup(func() { _ = pool.Close() })
 		c := pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(1, 2*time.Second)

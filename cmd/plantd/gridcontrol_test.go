@@ -206,6 +206,19 @@ gridControl:
 	return cfgPath
 }
 
+// gridConfigWith is gridConfig with more top-level YAML appended (a
+// modbusServer section, say).
+func gridConfigWith(t testing.TB, p *sim.Plant, extra string) string {
+	t.Helper()
+	path := gridConfig(t, p)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, path, string(raw)+extra)
+	return path
+}
+
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

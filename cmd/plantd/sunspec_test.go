@@ -522,22 +522,12 @@ print(json.dumps(out, default=str))
 
 var sunspecListenRE = regexp.MustCompile(`msg="SunSpec server listening".* addr=(\S+)`)
 
-// TestSunSpecServerConfig: plantd run serves the server of its config
-// (modbusServer with its plant derived, a unit id, writes off): reads
-// answer, writes answer exception 1, another unit exception 11.
-func TestSunSpecServerConfig(t *testing.T) {
-	t.Parallel() // its own simulator and binary
-	p := simtest.Start(t, sim.DefaultConfig())
-	path := gridConfig(t, p)
-	cfg, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeConfig(t, path, string(cfg)+"modbusServer:\n  listen: 127.0.0.1:0\n  unitId: 3\n  allow: [127.0.0.0/8, \"::1\"]\n")
-	d := startDaemon(t, path)
-	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
+// sunspecAddr waits for the daemon's SunSpec server to listen and returns
+// its address.
+func (d *plantdRun) sunspecAddr(timeout time.Duration) string {
+	d.t.Helper()
 	addr := ""
-	d.WaitLines("the SunSpec server listening", 10*time.Second, func(lines []string) bool {
+	d.WaitLines("the SunSpec server listening", timeout, func(lines []string) bool {
 		for _, l := range lines {
 			if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
 				addr = m[1]
@@ -546,6 +536,19 @@ func TestSunSpecServerConfig(t *testing.T) {
 		}
 		return false
 	})
+	return addr
+}
+
+// TestSunSpecServerConfig: plantd run serves the server of its config
+// (modbusServer with its plant derived, a unit id, writes off): reads
+// answer, writes answer exception 1, another unit exception 11.
+func TestSunSpecServerConfig(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	p := simtest.Start(t, sim.DefaultConfig())
+	path := gridConfigWith(t, p, "modbusServer:\n  listen: 127.0.0.1:0\n  unitId: 3\n  allow: [127.0.0.0/8, \"::1\"]\n")
+	d := startDaemon(t, path)
+	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
+	addr := d.sunspecAddr(10 * time.Second)
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
 	c := pool.Endpoint(modbus.EndpointConfig{Address: addr}).Unit(3, 2*time.Second)
@@ -654,25 +657,11 @@ func TestSunSpecServerMasters(t *testing.T) {
 	scfg := sim.DefaultConfig()
 	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
 	p := simtest.Start(t, scfg)
-	path := gridConfig(t, p)
-	cfg, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeConfig(t, path, string(cfg)+"modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  allow: [127.0.0.1, 127.0.0.2]\n")
+	path := gridConfigWith(t, p, "modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  allow: [127.0.0.1, 127.0.0.2]\n")
 	d := startDaemon(t, path)
 	d.waitAPI(15 * time.Second)
 	d.waitOnline(30*time.Second, "inv1", "inv2", "meter", "bat")
-	addr := ""
-	d.WaitLines("the SunSpec server listening", 10*time.Second, func(lines []string) bool {
-		for _, l := range lines {
-			if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
-				addr = m[1]
-				return true
-			}
-		}
-		return false
-	})
+	addr := d.sunspecAddr(10 * time.Second)
 
 	// The server's points, from its model chain.
 	pool := modbus.NewPool(nil)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,23 +20,9 @@ import (
 func TestSunSpecServerIdleFlood(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	p := simtest.Start(t, sim.DefaultConfig())
-	path := gridConfig(t, p)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeConfig(t, path, string(raw)+"modbusServer:\n  listen: 127.0.0.1:0\n  allow: [127.0.0.0/8]\n")
+	path := gridConfigWith(t, p, "modbusServer:\n  listen: 127.0.0.1:0\n  allow: [127.0.0.0/8]\n")
 	d := startDaemon(t, path)
-	addr := ""
-	d.WaitLines("the SunSpec server listening", 30*time.Second, func(lines []string) bool {
-		for _, l := range lines {
-			if m := sunspecListenRE.FindStringSubmatch(l); m != nil {
-				addr = m[1]
-				return true
-			}
-		}
-		return false
-	})
+	addr := d.sunspecAddr(30 * time.Second)
 	_, port, _ := net.SplitHostPort(addr)
 	dialFrom := func(local string) net.Conn {
 		t.Helper()
