@@ -325,6 +325,22 @@ const (
 	RoleGridOperator = "gridoperator"
 )
 
+// RoleRank orders the roles: standard 1, installer 2, gridoperator 3, and
+// 0 for a string that is no role. The one ordering of roles, for the
+// HTTP API's checks, grid control's precedence and Home Assistant's
+// commands.
+func RoleRank(role string) int {
+	switch role {
+	case RoleStandard:
+		return 1
+	case RoleInstaller:
+		return 2
+	case RoleGridOperator:
+		return 3
+	}
+	return 0
+}
+
 // Token is a bearer token of the HTTP API. The config holds only the token's
 // SHA-256, never the token.
 type Token struct {

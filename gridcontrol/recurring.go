@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"plantd/config"
 	"plantd/devices"
 	"plantd/plant"
 )
@@ -476,7 +477,7 @@ func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb str
 		if sc.ScheduleID != scheduleID {
 			continue
 		}
-		if rank(by.Role) < rank(sc.role()) {
+		if config.RoleRank(by.Role) < config.RoleRank(sc.role()) {
 			return nil, nil, fmt.Errorf("grid control: schedule %s is a %s's, %s may not %s it: %w", scheduleID, sc.role(), by, verb, ErrNotPermitted)
 		}
 		if ch := sc.ownChannel(); ch != by.Channel {

@@ -126,17 +126,6 @@ func (s *Schedule) channel() string {
 	return s.role()
 }
 
-// rank orders roles for commands without an order of their values: the
-// grid operator's windows are mandatory.
-func rank(role string) int {
-	switch role {
-	case config.RoleGridOperator:
-		return 2
-	case config.RoleInstaller:
-		return 1
-	}
-	return 0
-}
 
 // ScheduledCmd is one command of a schedule: a window and its value.
 type ScheduledCmd struct {
@@ -778,7 +767,7 @@ func governs(a, b window, ratedW float64) bool {
 		if wa != wb {
 			return wa < wb
 		}
-	} else if ra, rb := rank(a.sched.role()), rank(b.sched.role()); ra != rb {
+	} else if ra, rb := config.RoleRank(a.sched.role()), config.RoleRank(b.sched.role()); ra != rb {
 		return ra > rb
 	}
 	return newer(a.sched, b.sched)

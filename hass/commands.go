@@ -53,7 +53,7 @@ func (l *Link) handle(ctx context.Context, m command) {
 		l.refuse(m, reasonRate, fmt.Sprintf("too many commands (more than %g/s, burst %d, as the API allows a credential)", l.cfg.CommandRate, l.cfg.CommandBurst))
 		return
 	}
-	if roleRank(l.cfg.Role) < roleRank(config.RoleInstaller) {
+	if config.RoleRank(l.cfg.Role) < config.RoleRank(config.RoleInstaller) {
 		l.refuse(m, reasonRole, fmt.Sprintf("role %s required, Home Assistant's is %s (local.mqtt.role: installer or gridoperator may send commands)",
 			config.RoleInstaller, l.cfg.Role))
 		return
@@ -156,19 +156,6 @@ func fieldsText(ve *gridcontrol.ValidationError) string {
 		}
 	}
 	return b.String()
-}
-
-// roleRank orders the roles, lowest first (-1: none).
-func roleRank(role string) int {
-	switch role {
-	case config.RoleStandard:
-		return 0
-	case config.RoleInstaller:
-		return 1
-	case config.RoleGridOperator:
-		return 2
-	}
-	return -1
 }
 
 // commandAttrs are a command's log attributes: its topic and an excerpt

@@ -36,15 +36,11 @@ const (
 )
 
 func parseRole(s string) (role, error) {
-	switch s {
-	case config.RoleStandard:
-		return roleStandard, nil
-	case config.RoleInstaller:
-		return roleInstaller, nil
-	case config.RoleGridOperator:
-		return roleGridOperator, nil
+	r := role(config.RoleRank(s)) // the roles' one order
+	if r == roleNone {
+		return roleNone, fmt.Errorf("unknown role %q", s)
 	}
-	return roleNone, fmt.Errorf("unknown role %q", s)
+	return r, nil
 }
 
 func (r role) String() string {
