@@ -126,7 +126,6 @@ func (s *Schedule) channel() string {
 	return s.role()
 }
 
-
 // ScheduledCmd is one command of a schedule: a window and its value.
 type ScheduledCmd struct {
 	Command string    `json:"command"`
