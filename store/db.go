@@ -162,6 +162,16 @@ CREATE TABLE raw_chunk (
 	v      BLOB NOT NULL
 );
 `,
+	5: `
+-- consumer_guard: a consumer's guard state (the consumer package's
+-- encoding: its last switch, its switchings of the last hour, must-run
+-- accounting, energy today), replaced at every switch, so that a restart
+-- keeps a compressor's minimum on and off times.
+CREATE TABLE consumer_guard (
+	device TEXT PRIMARY KEY,
+	state  BLOB NOT NULL
+) WITHOUT ROWID;
+`,
 }
 
 // migrationCode are the steps that need more than SQL: run in the step's
@@ -172,7 +182,7 @@ var migrationCode = map[int]func(context.Context, *sql.Tx) error{
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the
