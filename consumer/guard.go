@@ -9,9 +9,8 @@ import (
 // guard protects a consumer's machine from its controller: after a switch
 // the output stays at least MinOn (on) or MinOff (off), and at most
 // MaxPerHour switchings happen in any hour. Times are on the plant's
-// clock. The zero guard allows everything; a consumer starts with no
-// switch in its history (what it was before plantd started is unknown,
-// and its own controller protects it while plantd is away).
+// clock. The zero guard allows everything; a consumer starts with the
+// history kept in the store (restore), or none on its first start.
 type guard struct {
 	minOn, minOff time.Duration
 	maxPerHour    int
@@ -69,4 +68,39 @@ func (g *guard) lastHour(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// history returns the switchings of the last hour before now, oldest
+// first (those the ring holds: at most maxPerHour).
+func (g *guard) history(now time.Time) []time.Time {
+	var out []time.Time
+	for i := range g.ring {
+		t := g.ring[(g.next+i)%len(g.ring)]
+		if !t.IsZero() && now.Sub(t) < time.Hour {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// restore takes a kept history: the last switch and the switchings of the
+// last hour, oldest first (the newest maxPerHour of them). A time after
+// now (the plant's clock went back, as a demo's does) counts as now: the
+// guard holds for its full time rather than for one that never ends.
+func (g *guard) restore(last time.Time, switches []time.Time, now time.Time) {
+	clamp := func(t time.Time) time.Time {
+		if t.After(now) {
+			return now
+		}
+		return t
+	}
+	if g.maxPerHour > 0 {
+		for _, t := range switches[max(0, len(switches)-g.maxPerHour):] {
+			g.ring[g.next] = clamp(t)
+			g.next = (g.next + 1) % len(g.ring)
+		}
+	}
+	if !last.IsZero() {
+		g.last = clamp(last)
+	}
 }

@@ -74,9 +74,14 @@ type Deps struct {
 	}
 	// Log records a consumer's switchings and faults in the device log.
 	Log func(plant.LogEntry)
-	// Marks keeps modes set over the API and estimated energy counters
-	// across restarts (the store's marks); nil keeps them in memory.
+	// Marks keeps modes set over the API across restarts (the store's
+	// marks), and the estimated energy counters when Guards is nil; nil
+	// keeps them in memory.
 	Marks Marks
+	// Guards keeps each consumer's guard state across restarts (the
+	// store's consumer_guard), written at every switch; nil keeps it in
+	// memory.
+	Guards Guards
 	// DimmingMinW is what a plant's controllable consumers may draw
 	// while dimmed; 0 = the BNetzA minimum for their number (MinPower14a).
 	DimmingMinW float64
@@ -153,8 +158,11 @@ type cons struct {
 	byEnd []time.Time     // per By rule: the period's deadline
 
 	lastSet time.Time // wall clock of the last write (watchdog renewal)
-	keepDue bool      // the estimated counter is to be kept (after a switch off)
-	stats   plant.PollStats
+	keepDue bool      // the guard state is to be kept (after a switch, at a new day)
+	// kept is the guard state restored at New (nil: none), for the first
+	// reading to compare the device with.
+	kept  *kept
+	stats plant.PollStats
 }
 
 // New builds a manager for the given consumers. It loads the kept modes
@@ -204,7 +212,12 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 			if v, ok, err := deps.Marks.Mark(ctx, c.estKey); err != nil {
 				return nil, fmt.Errorf("consumer %s: kept energy: %w", s.ID, err)
 			} else if ok {
-				c.estWh = float64(v)
+				c.estWh = float64(v) // kept by a plantd before the guard state, or without Guards
+			}
+		}
+		if deps.Guards != nil {
+			if err := m.restore(ctx, c); err != nil {
+				return nil, err
 			}
 		}
 		m.cons = append(m.cons, c)
@@ -226,14 +239,15 @@ func modeKey(id string) string { return "consumer.mode." + id }
 // Run polls and switches every consumer until ctx ends. It leaves the
 // outputs as they are: a device's watchdog brings them to their safe
 // state if plantd does not come back in time (a quick restart does not
-// switch a compressor off and on). The estimated counters are kept.
+// switch a compressor off and on). The guard states and estimated
+// counters are kept.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, c := range m.cons {
 		wg.Go(func() { m.loop(ctx, c) })
 	}
 	wg.Wait()
-	m.keepEnergy(context.WithoutCancel(ctx))
+	m.keep(context.WithoutCancel(ctx))
 	for _, c := range m.cons {
 		if err := c.spec.Driver.Close(); err != nil {
 			m.log.Warn("consumer: close", "device", c.spec.ID, "err", err)
@@ -260,7 +274,7 @@ func (m *Manager) loop(ctx context.Context, c *cons) {
 		keep := c.keepDue
 		m.mu.Unlock()
 		if keep {
-			m.keepEnergyOf(ctx, c)
+			m.keepOf(ctx, c)
 		}
 		m.mu.Lock()
 		wait := c.spec.Interval
@@ -351,6 +365,7 @@ func (m *Manager) readingLocked(c *cons, r Reading, now time.Time) *plant.Consum
 	if out.HasEnergy {
 		c.energyWh, c.energyOK = out.EnergyWh, true
 		if d := now.In(c.spec.Location).Format(time.DateOnly); d != c.day || !c.dayOK {
+			c.keepDue = c.keepDue || c.dayOK // a new day: kept once, for energy today
 			c.day, c.dayWh, c.dayOK = d, out.EnergyWh, true
 		}
 	}
@@ -380,18 +395,32 @@ func (m *Manager) account(c *cons, now time.Time) {
 }
 
 // startLocked handles a consumer's first reading: plantd takes the output
-// as it finds it, but an SG-Ready pair found locked or forced was not set
-// so by plantd: it is logged (contacts swapped, or another controller) and
-// set to normal by the next decision unless a rule wants otherwise.
+// as it finds it and keeps it until its first decision, which the
+// restored guards hold (no 4 → 2 → 4 of an SG-Ready pair, no off-on of a
+// relay at start). An output that differs from what plantd last
+// commanded switched while plantd was away (its watchdog, a person, a
+// power cut): that counts as a switch now, so the guard protects the
+// machine from the moment plantd learns of it. An SG-Ready pair found
+// locked or forced that plantd did not set so is logged (contacts
+// swapped, or another controller); the decision sets it to normal unless
+// a rule or a guard wants otherwise.
 func (m *Manager) startLocked(c *cons, r Reading, now time.Time) {
+	k := c.kept
+	c.kept = nil
 	if !c.has {
 		c.want, c.has = r.Output, true
 	}
-	if c.spec.SGReady && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
+	if k != nil && k.has && onOf(k.out, c.spec.SGReady) != onOf(r.Output, c.spec.SGReady) {
+		c.g.switched(now)
+		c.keepDue = true
+		m.logf(c, now, plant.LevelInfo, "ConsumerFoundSwitched", "%s: found %s at start, plantd had left it %s; the guards count a switch now",
+			c.spec.ID, describe(r.Output, c.spec.SGReady), describe(k.out, c.spec.SGReady))
+	}
+	setByPlantd := k != nil && k.has && k.out.SGReady == r.Output.SGReady
+	if c.spec.SGReady && !setByPlantd && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
 		m.logf(c, now, plant.LevelWarning, "SGReadyUnexpectedState",
-			"%s: SG-Ready state %d (%s) read at start, which plantd did not set; if the heat pump shows another state, contacts A and B (coils) may be swapped; plantd sets normal (2)",
+			"%s: SG-Ready state %d (%s) read at start, which plantd did not set; if the heat pump shows another state, contacts A and B (coils) may be swapped; plantd keeps it until its first decision",
 			c.spec.ID, r.Output.SGReady, sgWords[r.Output.SGReady])
-		c.want = Output{SGReady: SGNormal}
 	}
 }
 
@@ -562,9 +591,7 @@ func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 	if onOf(want, c.spec.SGReady) != wasOn {
 		c.g.switched(now)
 	}
-	if !onOf(want, c.spec.SGReady) {
-		c.keepDue = true // the loop writes it, outside the lock and the control cycle
-	}
+	c.keepDue = true // the loop keeps the guard state, outside the lock and the control cycle
 	m.logf(c, now, plant.LevelInfo, "ConsumerSwitched", "%s: %s (%s)", c.spec.ID, describe(want, c.spec.SGReady), s.reason)
 	select {
 	case c.kick <- struct{}{}:
@@ -815,20 +842,33 @@ func (m *Manager) statusLocked(c *cons, now time.Time) plant.ConsumerStatus {
 	return st
 }
 
-// keepEnergy keeps every estimated counter.
-func (m *Manager) keepEnergy(ctx context.Context) {
+// keep keeps every consumer's guard state (or, without Guards, its
+// estimated counter).
+func (m *Manager) keep(ctx context.Context) {
 	for _, c := range m.cons {
-		m.keepEnergyOf(ctx, c)
+		m.keepOf(ctx, c)
 	}
 }
 
-// keepEnergyOf keeps a consumer's estimated counter (after every switch
-// off and at stop: a crash while on loses the estimate since the switch
-// on, never more). It writes to the store: never under m.mu, which the
-// control cycle takes.
-func (m *Manager) keepEnergyOf(ctx context.Context, c *cons) {
+// keepOf keeps a consumer's guard state, with its estimated counter, in
+// one row (after every switch, at a new day and at stop: a crash while
+// on loses the on-time and estimate since the switch on, never more).
+// Without Guards it keeps the estimated counter in the marks. It writes
+// to the store: never under m.mu, which the control cycle takes.
+func (m *Manager) keepOf(ctx context.Context, c *cons) {
 	m.mu.Lock()
 	c.keepDue = false
+	if m.deps.Guards != nil {
+		now := m.now()
+		k := kept{has: c.has, out: c.want, last: c.g.last, switches: c.g.history(now),
+			byRan: c.byRan, byEnd: c.byEnd, dayOK: c.dayOK, day: c.day, dayWh: c.dayWh, estWh: c.estWh}
+		state := k.encode()
+		m.mu.Unlock()
+		if err := m.deps.Guards.SetConsumerGuard(ctx, c.spec.ID, state); err != nil {
+			m.log.Warn("consumer: keep guard state", "device", c.spec.ID, "err", err)
+		}
+		return
+	}
 	skip := m.deps.Marks == nil || c.spec.Meter != "" || c.read.HasPower || c.estWh == 0
 	wh := int64(math.Round(c.estWh))
 	m.mu.Unlock()
@@ -838,6 +878,38 @@ func (m *Manager) keepEnergyOf(ctx context.Context, c *cons) {
 	if err := m.deps.Marks.SetMark(ctx, c.estKey, wh); err != nil {
 		m.log.Warn("consumer: keep estimated energy", "device", c.spec.ID, "err", err)
 	}
+}
+
+// restore takes a consumer's kept guard state (New, before anything
+// runs): the guard's history, the "by" rules' on-time while their period
+// lasts and the rules are the same, the day's start counter and the
+// estimated counter. A damaged state is logged and ignored.
+func (m *Manager) restore(ctx context.Context, c *cons) error {
+	b, ok, err := m.deps.Guards.ConsumerGuard(ctx, c.spec.ID)
+	if err != nil {
+		return fmt.Errorf("consumer %s: kept guard state: %w", c.spec.ID, err)
+	}
+	if !ok {
+		return nil
+	}
+	k := new(kept)
+	if err := k.decode(b); err != nil {
+		m.log.Warn("consumer: kept guard state ignored", "device", c.spec.ID, "err", err)
+		return nil
+	}
+	now := m.now()
+	c.g.restore(k.last, k.switches, now)
+	if len(k.byRan) == len(c.spec.MustRun) {
+		for i, r := range c.spec.MustRun {
+			if r.By != nil && k.byEnd[i].After(now) && r.By.Next(now).Equal(k.byEnd[i]) {
+				c.byRan[i], c.byEnd[i] = k.byRan[i], k.byEnd[i]
+			}
+		}
+	}
+	c.day, c.dayWh, c.dayOK = k.day, k.dayWh, k.dayOK
+	c.estWh = k.estWh
+	c.kept = k
+	return nil
 }
 
 func (m *Manager) logf(c *cons, now time.Time, level string, code, format string, args ...any) {
