@@ -47,6 +47,7 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 		Live:        d.live,
 		Log:         func(e plant.LogEntry) { d.logEntry(e) },
 		Marks:       d.store,
+		Guards:      d.store,
 		Now:         d.now,
 		DimmingMinW: cfg.GridControl.DimmingMinPowerW,
 	}, d.log.With("component", "consumer"))
