@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
@@ -113,11 +115,6 @@ func switchIs(st plant.SwitchingState) func(*plant.ConsumerReading) bool {
 // the heater (coil 0; at most 2 switchings an hour).
 func (rr *restartRig) start(t *testing.T) *run {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, store.Config{Path: rr.path, Plants: []store.PlantInfo{{ID: "p", Location: time.UTC}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hp, err := NewSGReady(rr.client("rb"), SGReadyConfig{CoilA: 2, CoilB: 3, Watchdog: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -126,13 +123,22 @@ func (rr *restartRig) start(t *testing.T) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := []Spec{
-		{ID: "hp", PlantID: "p", DriverName: "sgready", Driver: hp, SGReady: true, RatedW: 1600, Mode: plant.ModeAuto,
+	return rr.startSpecs(t,
+		Spec{ID: "hp", PlantID: "p", DriverName: "sgready", Driver: hp, SGReady: true, RatedW: 1600, Mode: plant.ModeAuto,
 			Priority: 1, MinOn: 10 * time.Minute, MinOff: time.Minute, OnW: 1600, OffW: 1400,
 			Interval: 50 * time.Millisecond, Timeout: time.Second},
-		{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000, Mode: plant.ModeAuto,
+		Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000, Mode: plant.ModeAuto,
 			Priority: 2, MaxSwitchesPerHour: 2, OnW: 3000, OffW: 2700,
-			Interval: 50 * time.Millisecond, Timeout: time.Second},
+			Interval: 50 * time.Millisecond, Timeout: time.Second})
+}
+
+// startSpecs starts a plantd run of the given consumers on the store.
+func (rr *restartRig) startSpecs(t *testing.T, specs ...Spec) *run {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := store.Open(ctx, store.Config{Path: rr.path, Plants: []store.PlantInfo{{ID: "p", Location: time.UTC}}}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	m, err := New(ctx, specs, Deps{Sink: rr.sink, Marks: st, Guards: countGuards{st, rr}, Now: rr.clk.Now}, nil)
 	if err != nil {
@@ -301,4 +307,61 @@ func TestRestartKeepsGuards(t *testing.T) {
 	rr.wait(t, "hp", "forced after the first decision", sgIs(SGForced))
 	rr.sameCoils(t, from, map[int]bool{2: true, 3: true}, "restart of a forced pump")
 	r3.stop()
+}
+
+// TestRestartKeepsMustRun: a heater that ran 40 min of its "by 12:00 for
+// 1 h" rule, switched off and restarted, still owes 20 min (its latest
+// start 11:40, not 11:00), and its energy today (estimated, 2000 Wh) is
+// still today's after the restart.
+func TestRestartKeepsMustRun(t *testing.T) {
+	p := simtest.Start(t, sim.Config{
+		Devices: []sim.DeviceConfig{{ID: "rb", Relay: true, Unit: 3}},
+		Loads:   []sim.LoadConfig{{ID: "heater", Kind: sim.LoadHeater, Board: "rb", Coil: 0, RatedW: 3000}},
+	})
+	pool := modbus.NewPool(nil)
+	t.Cleanup(func() { _ = pool.Close() })
+	clk := &clock{t: time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)}
+	rr := &restartRig{rig: &rig{clk: clk, p: p, rb: simtest.Device(t, p, "rb"), pool: pool},
+		path: filepath.Join(t.TempDir(), "plantd.db"), note: make(chan struct{}, 1)}
+	by, err := cron.ParseStandard("0 12 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *run {
+		heater, err := NewRelay(rr.client("rb"), RelayConfig{Coil: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rr.startSpecs(t, Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000,
+			Mode: plant.ModeAuto, OnW: 3000, OffW: 2700, MustRun: []MustRun{{By: by, For: time.Hour}},
+			Interval: 50 * time.Millisecond, Timeout: time.Second, Location: time.UTC})
+	}
+	ctx := t.Context()
+	r1 := start()
+	rr.wait(t, "heater", "off at start", switchIs(plant.SwitchedOff))
+	if st := r1.status(t, "heater"); st.NextMustRun == nil || !st.NextMustRun.Equal(clk.Now().Add(time.Hour)) {
+		t.Fatalf("next must-run %v, want 11:00", st.NextMustRun)
+	}
+	r1.absorb(ctx, clk.Now(), 6000)
+	rr.wait(t, "heater", "on on surplus", switchIs(plant.SwitchedOn))
+	clk.Add(40 * time.Minute)
+	rr.wait(t, "heater", "a poll 40 min on", switchIs(plant.SwitchedOn))
+	r1.absorb(ctx, clk.Now(), -6000)
+	rr.wait(t, "heater", "off on import", switchIs(plant.SwitchedOff))
+	r1.stop()
+
+	r2 := start()
+	rr.wait(t, "heater", "off after the restart", switchIs(plant.SwitchedOff))
+	st := r2.status(t, "heater")
+	if want := time.Date(2026, 6, 21, 11, 40, 0, 0, time.UTC); st.NextMustRun == nil || !st.NextMustRun.Equal(want) {
+		t.Errorf("next must-run after the restart %v, want %v (20 min left of 1 h)", st.NextMustRun, want)
+	}
+	if st.EnergyTodayWh == nil || *st.EnergyTodayWh != 2000 {
+		wh := "none"
+		if st.EnergyTodayWh != nil {
+			wh = fmt.Sprintf("%.0f Wh", *st.EnergyTodayWh)
+		}
+		t.Errorf("energy today after the restart %s, want 2000 Wh", wh)
+	}
+	r2.stop()
 }
