@@ -1,10 +1,15 @@
 package consumer
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
+
+	"plantd/plant"
 )
 
 // TestKeptEncoding packs a guard state and unpacks it; a short, long or
@@ -34,5 +39,67 @@ func TestKeptEncoding(t *testing.T) {
 		if err := new(kept).decode(bad); !errors.Is(err, errKept) {
 			t.Errorf("%s: %v, want errKept", name, err)
 		}
+	}
+}
+
+// memGuards is the store's consumer_guard in memory.
+type memGuards struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (g *memGuards) ConsumerGuard(_ context.Context, id string) ([]byte, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, ok := g.m[id]
+	return b, ok, nil
+}
+
+func (g *memGuards) SetConsumerGuard(_ context.Context, id string, state []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m[id] = state
+	return nil
+}
+
+// deadDriver never answers.
+type deadDriver struct{}
+
+func (deadDriver) Read(context.Context) (Reading, error) { return Reading{}, errors.New("no answer") }
+func (deadDriver) Set(context.Context, Output) error     { return errors.New("no answer") }
+func (deadDriver) Watchdog() time.Duration               { return 0 }
+func (deadDriver) Close() error                          { return nil }
+
+// TestKeptWhileOffline: a consumer that never answers during a run keeps
+// the guard state of the run before, untouched at stop.
+func TestKeptWhileOffline(t *testing.T) {
+	at := time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
+	k := kept{has: true, out: Output{On: true}, last: at.Add(-2 * time.Minute), switches: []time.Time{at.Add(-2 * time.Minute)}}
+	g := &memGuards{m: map[string][]byte{"heater": k.encode()}}
+	before := g.m["heater"]
+	failed := make(chan struct{}, 1)
+	sink := func(s plant.Sample) {
+		if s.Err != nil {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	m, err := New(ctx, []Spec{{ID: "heater", PlantID: "p", Driver: deadDriver{}, RatedW: 3000, MinOn: 10 * time.Minute,
+		MaxSwitchesPerHour: 4, Interval: 50 * time.Millisecond}}, Deps{Sink: sink, Guards: g, Now: func() time.Time { return at }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	<-failed
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := g.ConsumerGuard(t.Context(), "heater"); !bytes.Equal(got, before) {
+		t.Errorf("kept state changed by a run that never read the device: %x, was %x", got, before)
 	}
 }

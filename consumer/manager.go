@@ -852,13 +852,19 @@ func (m *Manager) keep(ctx context.Context) {
 
 // keepOf keeps a consumer's guard state, with its estimated counter, in
 // one row (after every switch, at a new day and at stop: a crash while
-// on loses the on-time and estimate since the switch on, never more).
+// on loses the on-time and estimate since the switch on, never more); a
+// consumer not read since its restore keeps what was kept.
 // Without Guards it keeps the estimated counter in the marks. It writes
 // to the store: never under m.mu, which the control cycle takes.
 func (m *Manager) keepOf(ctx context.Context, c *cons) {
 	m.mu.Lock()
 	c.keepDue = false
 	if m.deps.Guards != nil {
+		if c.kept != nil {
+			// Never read since the restore: what is kept stays.
+			m.mu.Unlock()
+			return
+		}
 		now := m.now()
 		k := kept{has: c.has, out: c.want, last: c.g.last, switches: c.g.history(now),
 			byRan: c.byRan, byEnd: c.byEnd, dayOK: c.dayOK, day: c.day, dayWh: c.dayWh, estWh: c.estWh}
