@@ -56,6 +56,17 @@ type Surplus struct {
 	// output (an upper bound: what the sun would give is not known);
 	// 0 without a limit or when the inverters are below it.
 	CurtailedW float64
+	// BatteryChargeW and BatteryDischargeW are the plant's batteries'
+	// power now (W, both ≥ 0, from the live state, as the energy
+	// balance's batteryCharging and batteryDischarging), BatteryOK false
+	// when the plant has no battery or none gave a value; BatterySoCPct
+	// is their state of charge (%), BatterySoCOK false when unknown. A
+	// battery in self-consumption mode holds the grid meter at 0, so the
+	// surplus is judged from them too, not from GridW alone.
+	BatteryChargeW, BatteryDischargeW float64
+	BatteryOK                         bool
+	BatterySoCPct                     float64
+	BatterySoCOK                      bool
 }
 
 // The reasons of a consumer's output (ConsumerStatus.Reason).
