@@ -1,0 +1,56 @@
+package gridcontrol_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFeedInLimitBattery: FeedInLimit 0 % on the demo plant with its
+// battery (10 kWh / 5 kW at 50 %, self-consumption) at a summer noon
+// (about 16 kW of PV to be had). Once the loop holds PV at the house's
+// load and the battery's charging (about 6 kW), the house's load rises by
+// 8 kW, more than the battery charges with: the battery discharges about
+// 3 kW with PV curtailed and the meter at 0 (the demo's freeze, where the
+// loop, reading the meter alone, kept PV where it was). The loop must
+// raise PV until the battery no longer discharges and charges at 4.5 kW
+// or more (its rating is 5 kW), while the export stays within 2 % of
+// nominal of the limit.
+func TestFeedInLimitBattery(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{})
+	const nominal = 18000.0
+	tol := 0.02 * nominal
+	start, _ := window(time.Second, 0)
+	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
+	time.Sleep(time.Until(start))
+	r.waitFor(30*time.Second, "the loop holding PV at the house and the battery's charging", func() bool {
+		b := r.sim.Balance()
+		return b.BatteryW < -4500 && -b.GridW < tol
+	})
+	before := r.sim.Balance()
+	r.sim.SetLoadOffset(8000)
+	var trace []string
+	worst, discharged := 0.0, 0.0
+	r.waitFor(30*time.Second, "PV carrying the house and the battery charging at 4.5 kW or more again", func() bool {
+		b := r.sim.Balance()
+		trace = append(trace, fmt.Sprintf("%.0f/%+.0f/%.0f", b.PVW, b.BatteryW, b.GridW))
+		worst, discharged = max(worst, -b.GridW), max(discharged, b.BatteryW)
+		time.Sleep(200 * time.Millisecond)
+		return b.BatteryW < -4500
+	})
+	after := r.sim.Balance()
+	t.Logf("before the step: pv %.0f W, battery %+.0f W (+ discharging), grid %.0f W; after: pv %.0f W, battery %+.0f W, grid %.0f W, %d samples 0.2 s apart; largest discharge %.0f W, largest export %.0f W",
+		before.PVW, before.BatteryW, before.GridW, after.PVW, after.BatteryW, after.GridW, len(trace), discharged, worst)
+	t.Logf("pv/battery/grid W every 0.2 s: %s", strings.Join(trace, " "))
+	if discharged < 1000 {
+		t.Errorf("the battery discharged at most %.0f W after the step: the test did not make it cover the house", discharged)
+	}
+	if after.PVW < after.LoadW+4500 {
+		t.Errorf("PV %.0f W, want the house's %.0f W and the battery's 4.5 kW or more", after.PVW, after.LoadW)
+	}
+	if worst > tol {
+		t.Errorf("export %.0f W under a 0 %% FeedInLimit, want at most %.0f W", worst, tol)
+	}
+}
