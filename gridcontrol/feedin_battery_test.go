@@ -1,10 +1,15 @@
 package gridcontrol_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"plantd/gridcontrol"
+	"plantd/plant"
 )
 
 // TestFeedInLimitBattery: FeedInLimit 0 % on the demo plant with its
@@ -52,5 +57,55 @@ func TestFeedInLimitBattery(t *testing.T) {
 	}
 	if worst > tol {
 		t.Errorf("export %.0f W under a 0 %% FeedInLimit, want at most %.0f W", worst, tol)
+	}
+}
+
+// surplusLog is an energy manager that keeps what each cycle tells it.
+type surplusLog struct {
+	mu   sync.Mutex
+	last plant.Surplus
+	n    int
+}
+
+func (l *surplusLog) Absorb(_ context.Context, _ string, s plant.Surplus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last, l.n = s, l.n+1
+}
+
+func (l *surplusLog) get() (plant.Surplus, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last, l.n
+}
+
+// TestSurplusBattery: what each cycle tells the energy manager on the
+// demo plant at a summer noon: the battery's charging (about 5 kW, its
+// rating, at 50 %) and SoC beside the meter's power; under a 30 %
+// opModMaxLimW no curtailed PV (a cap holds it back whatever the plant
+// consumes, so it is no surplus a consumer could try), where before the
+// rating above the output (12.6 kW) was offered.
+func TestSurplusBattery(t *testing.T) {
+	t.Parallel()
+	sl := &surplusLog{}
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Absorber: sl}})
+	r.waitFor(10*time.Second, "the battery charging in the energy manager's input", func() bool {
+		s, _ := sl.get()
+		return s.BatteryOK && s.BatterySoCOK && s.BatteryChargeW > 4000
+	})
+	s, _ := sl.get()
+	t.Logf("no limit: grid %.0f W, battery charging %.0f W, discharging %.0f W, SoC %.1f %%, curtailed %.0f W", s.GridW, s.BatteryChargeW, s.BatteryDischargeW, s.BatterySoCPct, s.CurtailedW)
+	if s.BatterySoCPct < 40 || s.BatterySoCPct > 60 || s.BatteryDischargeW != 0 || s.CurtailedW != 0 {
+		t.Errorf("no limit: %+v, want SoC about 50 %%, no discharge, nothing curtailed", s)
+	}
+	start, _ := window(0, 0)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", start, start.Add(10*time.Minute), 30)))
+	r.waitFor(10*time.Second, "PV at the 30 % cap", func() bool { return r.sim.Balance().PVW <= 5400+100 })
+	_, n0 := sl.get()
+	r.waitFor(10*time.Second, "five cycles at the cap", func() bool { _, n := sl.get(); return n >= n0+5 })
+	s, _ = sl.get()
+	t.Logf("30 %% cap: pv %.0f W, grid %.0f W, battery charging %.0f W, curtailed %.0f W", r.sim.Balance().PVW, s.GridW, s.BatteryChargeW, s.CurtailedW)
+	if s.CurtailedW != 0 {
+		t.Errorf("under a 30 %% opModMaxLimW the energy manager is offered %.0f W of curtailed PV, want 0", s.CurtailedW)
 	}
 }
