@@ -223,9 +223,10 @@ type feedState struct {
 	meterLost   bool
 	// probeW is what the last cycle raised PV by for a battery that could
 	// charge faster; fullUntil stops such raises after one showed as
-	// export.
+	// export, refused such raises in a row.
 	probeW    float64
 	fullUntil time.Time
+	refused   int
 }
 
 // New returns a controller. Schedules are loaded and devices touched only

@@ -59,12 +59,18 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 		// discharge is load PV could serve, and while it could charge
 		// faster PV is raised by the room it has (at most a tenth of the
 		// rating per cycle); a raise that shows as export instead (the
-		// battery did not take it) stops the raises for batteryFullHold.
+		// battery did not take it) stops the raises for batteryFullHold,
+		// doubled for each refusal in a row up to 16 times.
 		demand, probe := pvW+gridW, 0.0
 		if bat := c.battery(devs); bat.ok {
 			demand += bat.dischargeW
-			if -gridW > limitW+math.Max(100, 0.01*rated) && fs.probeW > 0 {
-				fs.fullUntil = now.Add(batteryFullHold)
+			if fs.probeW > 0 {
+				if -gridW > limitW+math.Max(100, 0.01*rated) {
+					fs.refused = min(fs.refused+1, 5)
+					fs.fullUntil = now.Add(batteryFullHold << (fs.refused - 1))
+				} else {
+					fs.refused = 0
+				}
 			}
 			if !now.Before(fs.fullUntil) {
 				probe = bat.room(0.1 * rated)
@@ -89,7 +95,8 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 }
 
 // batteryFullHold is how long the FeedInLimit loop stops raising PV for a
-// battery after a raise showed as export (the battery took no more).
+// battery after a raise showed as export (the battery took no more), the
+// first time; each refusal in a row doubles it, up to 8 minutes.
 const batteryFullHold = 30 * time.Second
 
 // batteryNow is what a plant's batteries do now, from the live state.

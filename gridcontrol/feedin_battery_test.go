@@ -109,3 +109,51 @@ func TestSurplusBattery(t *testing.T) {
 		t.Errorf("under a 30 %% opModMaxLimW the energy manager is offered %.0f W of curtailed PV, want 0", s.CurtailedW)
 	}
 }
+
+// TestFeedInLimitBatteryRefuses: a battery that cannot charge although
+// it reports room (its SocRsvMax set to 50 % at 50 %: it takes nothing)
+// under FeedInLimit 0 %. Each raise of the loop for it shows as export,
+// after which the loop stops raising for 30 s, then 60 s: from when PV
+// is first curtailed to the house (the first raise is within that) to
+// 40 s after the window's start, PV is raised once more (at about 30 s),
+// not every other cycle: at most one episode of export above 2 % of
+// nominal, sampled every 0.2 s, lasting at most 2 s (the ramp's and the
+// meter's delay).
+func TestFeedInLimitBatteryRefuses(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("watches the FeedInLimit loop for 40 s")
+	}
+	r := newRig(t, rigOpts{})
+	const nominal = 18000.0
+	tol := 0.02 * nominal
+	r.write("bat", 802, map[string]float64{"SocRsvMax": 50})
+	r.waitFor(10*time.Second, "the battery no longer charging", func() bool { return r.sim.Balance().BatteryW > -100 })
+	start, _ := window(time.Second, 0)
+	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
+	time.Sleep(time.Until(start))
+	r.waitFor(10*time.Second, "PV curtailed to the house", func() bool { return -r.sim.Balance().GridW < tol })
+	curtailed := time.Since(start)
+	var episodes []string
+	var from time.Time
+	for time.Since(start) < 40*time.Second {
+		b := r.sim.Balance()
+		switch {
+		case -b.GridW > tol && from.IsZero():
+			from = time.Now()
+			episodes = append(episodes, fmt.Sprintf("at %.1f s: pv %.0f W, export %.0f W", time.Since(start).Seconds(), b.PVW, -b.GridW))
+		case -b.GridW <= tol && !from.IsZero():
+			episodes[len(episodes)-1] += fmt.Sprintf(" for %.1f s", time.Since(from).Seconds())
+			if d := time.Since(from); d > 2*time.Second {
+				t.Errorf("an export above %.0f W lasted %v", tol, d)
+			}
+			from = time.Time{}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b := r.sim.Balance()
+	t.Logf("PV curtailed %.1f s after the start; export episodes above %.0f W until 40 s: %d: %s; at the end pv %.0f W, battery %+.0f W, grid %.0f W", curtailed.Seconds(), tol, len(episodes), strings.Join(episodes, "; "), b.PVW, b.BatteryW, b.GridW)
+	if len(episodes) > 1 || !from.IsZero() {
+		t.Errorf("%d export episodes (the last still going: %v), want at most 1: the loop keeps raising PV for a battery that takes nothing", len(episodes), !from.IsZero())
+	}
+}
