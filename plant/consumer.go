@@ -51,9 +51,11 @@ type Surplus struct {
 	// SunSpec meter sign); GridOK false when no grid meter answers.
 	GridW  float64
 	GridOK bool
-	// CurtailedW is PV power a limit holds back now: with a limit in
-	// force and the inverters at it, their rated power above their
-	// output (an upper bound: what the sun would give is not known);
+	// CurtailedW is PV power a limit holds back now that a consumer
+	// could get: with a limit in force and the inverters at it, their
+	// rated power above their output (an upper bound: what the sun would
+	// give is not known), but no more than an opModMaxLimW cap allows
+	// (PV a cap holds back stays held back whatever the plant draws);
 	// 0 without a limit or when the inverters are below it.
 	CurtailedW float64
 	// BatteryChargeW and BatteryDischargeW are the plant's batteries'
