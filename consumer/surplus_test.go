@@ -235,22 +235,33 @@ func TestExportOf(t *testing.T) {
 // (3000 − 1500) and goes off (below 2700); with the battery charging
 // 1 kW above its priority it sees 4 kW and stays; the heater off, a
 // 4 kW battery charge carries it (4000 ≥ 3000), a 2 kW one does not.
+// With bufferSoc 60 at 70 %, the running heater keeps drawing 1.5 kW from
+// the battery (it sees its own 3 kW), one that is off does not start on
+// the battery; at 60 % the running one goes off.
 func TestDecideOnBattery(t *testing.T) {
+	buf := Battery{PrioritySoC: 20, BufferSoC: 60}
+	dis := func(soc float64) plant.Surplus {
+		return plant.Surplus{GridOK: true, BatteryOK: true, BatteryDischargeW: 1500, BatterySoCPct: soc, BatterySoCOK: true}
+	}
 	tests := []struct {
 		name   string
 		s      slot
 		sur    plant.Surplus
+		bat    Battery
 		want   bool
 		reason string
 	}{
-		{"running, battery discharging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryDischargeW: 1500, BatterySoCPct: 74, BatterySoCOK: true}, false, plant.ReasonNoSurplus},
-		{"running, battery charging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 1000, BatterySoCPct: 74, BatterySoCOK: true}, true, plant.ReasonSurplus},
-		{"off, battery charging 4 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 4000, BatterySoCPct: 74, BatterySoCOK: true}, true, plant.ReasonSurplus},
-		{"off, battery charging 2 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 2000, BatterySoCPct: 74, BatterySoCOK: true}, false, plant.ReasonNoSurplus},
+		{"running, above bufferSoc", running(auto(3000)), dis(70), buf, true, plant.ReasonSurplus},
+		{"off, above bufferSoc", auto(3000), dis(70), buf, false, plant.ReasonNoSurplus},
+		{"running, at bufferSoc", running(auto(3000)), dis(60), buf, false, plant.ReasonNoSurplus},
+		{"running, battery discharging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryDischargeW: 1500, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, false, plant.ReasonNoSurplus},
+		{"running, battery charging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 1000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, true, plant.ReasonSurplus},
+		{"off, battery charging 4 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 4000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, true, plant.ReasonSurplus},
+		{"off, battery charging 2 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 2000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, false, plant.ReasonNoSurplus},
 	}
 	for _, tt := range tests {
 		slots := []slot{tt.s}
-		decide(slots, exportOf(tt.sur, Battery{}), 0, true, true)
+		decide(slots, exportOf(tt.sur, tt.bat), 0, true, true)
 		if slots[0].want != tt.want || slots[0].reason != tt.reason {
 			t.Errorf("%s: want=%v %s, expected %v %s", tt.name, slots[0].want, slots[0].reason, tt.want, tt.reason)
 		}
