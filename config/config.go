@@ -156,6 +156,9 @@ type Plant struct {
 	// Stakeholders are the people and companies with a role at the plant
 	// (GET .../stakeholders).
 	Stakeholders []Stakeholder `yaml:"stakeholders"`
+	// Battery is the home energy manager's battery priority; see
+	// Battery.
+	Battery Battery `yaml:"battery"`
 }
 
 // Stakeholder is a person or company with a role at a plant.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -96,6 +97,33 @@ func (c *Consumer) IsControllable() bool {
 		return *c.Controllable
 	}
 	return c.Driver == DriverSGReady
+}
+
+// Battery is a plant's battery priority for the home energy manager
+// (plants[].battery), with evcc's names and meaning. Below PrioritySoc
+// (%, 0..100) the battery charges first: its charging is not surplus for
+// the consumers. At or above it, the power the battery charges with is
+// surplus they may take. Its discharge is never surplus, except that
+// above BufferSoc (%, above PrioritySoc; 0 = never) consumers already
+// running may keep drawing from the battery down to BufferSoc (none
+// switches on from it). Defaults: both 0, evcc's: the battery gets what
+// the consumers leave, and never feeds them.
+type Battery struct {
+	PrioritySoc float64 `yaml:"prioritySoc"`
+	BufferSoc   float64 `yaml:"bufferSoc"`
+}
+
+// check reports what is wrong with b's values, field by field.
+func (b Battery) check(add func(field, format string, args ...any)) {
+	if math.IsNaN(b.PrioritySoc) || b.PrioritySoc < 0 || b.PrioritySoc > 100 {
+		add("prioritySoc", "%v is out of range (0..100)", b.PrioritySoc)
+	}
+	switch {
+	case math.IsNaN(b.BufferSoc) || b.BufferSoc < 0 || b.BufferSoc > 100:
+		add("bufferSoc", "%v is out of range (0..100, 0 = consumers never draw from the battery)", b.BufferSoc)
+	case b.BufferSoc > 0 && b.BufferSoc <= b.PrioritySoc:
+		add("bufferSoc", "%v is not above prioritySoc %v (0 = consumers never draw from the battery)", b.BufferSoc, b.PrioritySoc)
+	}
 }
 
 // MustRun is one must-run rule of a consumer: either At (a cron spec,

@@ -253,6 +253,7 @@ func (v *validator) plants() {
 		}
 		v.location(path+".location", p.Location)
 		v.installation(path+".installation", p.Installation)
+		p.Battery.check(func(field, format string, args ...any) { v.add(path+".battery."+field, format, args...) })
 		for j, sh := range p.Stakeholders {
 			sp := fmt.Sprintf("%s.stakeholders[%d]", path, j)
 			switch sh.Role {

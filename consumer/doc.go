@@ -27,18 +27,48 @@
 // # The decision
 //
 // Grid control calls [Manager.Absorb] once per control cycle of each plant
-// with the grid meter's power and the PV a limit holds back
-// (plant.Surplus). In priority order (lower first), an Auto consumer sees
-// the export as if every Auto consumer were off, less what the consumers
-// before it take; it switches on at its switch-on surplus and off below
-// that less its hysteresis (its own draw is in what it sees, so it does
-// not switch itself off). A battery charges first: its charging is not
-// surplus (the meter shows only what it leaves). PV that a FeedInLimit or
-// power limit holds back counts too, bounded by the inverters' rating
-// above their output, since what the sun would give is unknown: one
-// consumer at a time tries it (30 s apart), and one the PV cannot carry
-// sees the import and switches off after its minimum on time. Without a
-// grid meter answer, Auto consumers switch off (NoMeter). Must-run rules
+// with the plant's balance (plant.Surplus): the grid meter's power, the
+// batteries' charging, discharging and state of charge, and the PV a
+// FeedInLimit holds back. A battery in self-consumption mode holds the
+// meter at 0, so the meter alone hides both a surplus the battery takes
+// and a shortfall it covers; the export the decision starts from is
+// therefore (exportOf, with the plant's [Battery], config
+// plants[].battery, evcc's names):
+//
+//	export = −grid − discharge + charge (charge only at or above prioritySoc)
+//
+// The battery's discharge is never surplus: consumers never run on the
+// battery, except that above bufferSoc (0 = never) the discharge is not
+// subtracted, so consumers already running may keep drawing from it down
+// to bufferSoc (none switches on from it). Below prioritySoc the battery
+// charges first: its charging is not surplus. At or above it, the power it
+// charges with is surplus, since a consumer switched on takes it from the
+// battery, not from the grid. Without a SoC the charging does not count.
+// Defaults: prioritySoc 0 and bufferSoc 0 (evcc's): the battery gets what
+// the consumers leave and never feeds them.
+//
+// Worked example, a winter noon: PV 3.5 kW, house 1.0 kW, the 3 kW heater
+// on, the meter at 0 because the battery, at 74 %, covers the 3.5 − 1.0 −
+// 3.0 = −0.5 kW by discharging 0.5 kW. The heater sees 0 − 0.5 + 3.0
+// (its own draw) = 2.5 kW, below its 2.7 kW switch-off point: it goes off
+// (after its minimum on time) and the battery charges 3.0 − 0.5 = 2.5 kW.
+// The next cycle, with prioritySoc 50, the heater off sees 0 + 2.5 =
+// 2.5 kW, below its 3 kW switch-on point: it stays off, and the battery
+// keeps charging. With 1.2 kW more sun the battery charges 3.7 kW and
+// the heater sees 3.7 kW: it switches on, and the battery charges 0.7 kW.
+// With prioritySoc 80 it would see 0 until the battery passes 80 %.
+//
+// In priority order (lower first), an Auto consumer sees that export as if
+// every Auto consumer were off, less what the consumers before it take;
+// it switches on at its switch-on surplus and off below that less its
+// hysteresis (its own draw is in what it sees, so it does not switch
+// itself off). PV that a FeedInLimit holds back counts too, bounded by
+// the inverters' rating above their output (and by an opModMaxLimW cap:
+// PV a cap holds back is no surplus), since what the sun would give is
+// unknown: one consumer at a time tries it (30 s apart), and one the PV
+// cannot carry sees the import and switches off after its minimum on
+// time. Without a grid meter answer, Auto consumers switch off (NoMeter).
+// Must-run rules
 // (cron specs: "at" a time for a while, or "by" a time for a total) hold a
 // consumer on; modes On and Off (the installer, over the API or MQTT) hold
 // it against surplus and must-run rules. The guard applies to every

@@ -85,6 +85,9 @@ type Deps struct {
 	// DimmingMinW is what a plant's controllable consumers may draw
 	// while dimmed; 0 = the BNetzA minimum for their number (MinPower14a).
 	DimmingMinW float64
+	// Batteries is each plant's battery priority by plant id (config
+	// plants[].battery); a plant not in it has the zero Battery.
+	Batteries map[string]Battery
 	// Now is the plant's clock (the demo's simulated one): guards,
 	// must-run windows, energy. Nil = time.Now. Polls and watchdog
 	// renewals always run on the wall clock.
@@ -508,7 +511,7 @@ func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 		slots = append(slots, m.slotLocked(c, now))
 	}
 	probe := now.Sub(m.probed[plantID]) >= probePeriod
-	export := -s.GridW
+	export := exportOf(s, m.deps.Batteries[plantID])
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
 		m.probed[plantID] = now
 	}

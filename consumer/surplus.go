@@ -6,6 +6,38 @@ import "plantd/plant"
 // It is a pure function over a slice the manager keeps and refills each
 // cycle, so a decision allocates nothing.
 
+// Battery is a plant's battery priority, as evcc names it (config
+// plants[].battery): below PrioritySoC (%) the battery charges first and
+// its charging is not surplus; at or above it, the power it charges with
+// is surplus the consumers may take (the battery then charges less). Its
+// discharge is never surplus, except that above BufferSoC (%, 0 = never)
+// consumers already running may keep drawing from it down to BufferSoC
+// (none switches on from it). The zero value is evcc's default: no
+// priority, no buffer.
+type Battery struct {
+	PrioritySoC float64
+	BufferSoC   float64
+}
+
+// exportOf is the export (W) the decision starts from: what leaves the
+// plant at the grid meter, plus the battery's charging at or above its
+// priority SoC, minus its discharge (not above BufferSoC). Without a
+// battery value it is the meter's export; with charging but no SoC the
+// charging is not counted (the battery may be below its priority).
+func exportOf(s plant.Surplus, b Battery) float64 {
+	w := -s.GridW
+	if !s.BatteryOK {
+		return w
+	}
+	if s.BatteryChargeW > 0 && s.BatterySoCOK && s.BatterySoCPct >= b.PrioritySoC {
+		w += s.BatteryChargeW
+	}
+	if s.BatteryDischargeW > 0 && !(b.BufferSoC > 0 && s.BatterySoCOK && s.BatterySoCPct > b.BufferSoC) {
+		w -= s.BatteryDischargeW
+	}
+	return w
+}
+
 // slot is one consumer in a decision.
 type slot struct {
 	// Inputs.

@@ -190,3 +190,80 @@ func TestDim(t *testing.T) {
 		})
 	}
 }
+
+// TestExportOf: the export a decision starts from, from the plant's
+// balance (W; grid > 0 import, battery powers ≥ 0).
+func TestExportOf(t *testing.T) {
+	bat := func(gridW, chaW, disW, soc float64) plant.Surplus {
+		return plant.Surplus{GridW: gridW, GridOK: true, BatteryOK: true, BatteryChargeW: chaW, BatteryDischargeW: disW,
+			BatterySoCPct: soc, BatterySoCOK: true}
+	}
+	noSoC := bat(0, 2000, 0, 0)
+	noSoC.BatterySoCOK = false
+	prio50 := Battery{PrioritySoC: 50}
+	buf := Battery{PrioritySoC: 20, BufferSoC: 60}
+	tests := []struct {
+		name string
+		s    plant.Surplus
+		b    Battery
+		want float64
+	}{
+		{"no battery: the meter", plant.Surplus{GridW: -1500, GridOK: true}, Battery{}, 1500},
+		{"no battery, importing", plant.Surplus{GridW: 800, GridOK: true}, Battery{}, -800},
+		// The demo's blind spot: the meter at 0, the battery giving 2 kW.
+		{"discharge is never surplus", bat(0, 0, 2000, 74), Battery{}, -2000},
+		{"discharge beside export", bat(-300, 0, 1000, 74), Battery{}, -700},
+		{"charging at the default priority is surplus", bat(0, 3000, 0, 40), Battery{}, 3000},
+		{"charging above priority is surplus", bat(-500, 3000, 0, 60), prio50, 3500},
+		{"charging at priority is surplus", bat(0, 3000, 0, 50), prio50, 3000},
+		{"charging below priority is not", bat(-500, 3000, 0, 49.9), prio50, 500},
+		{"charging without a SoC is not", noSoC, Battery{}, 0},
+		// Above bufferSoc a running consumer may keep drawing from it.
+		{"discharge above buffer", bat(0, 0, 2000, 61), buf, 0},
+		{"discharge at buffer", bat(0, 0, 2000, 60), buf, -2000},
+		{"discharge, buffer off", bat(0, 0, 2000, 99), Battery{PrioritySoC: 20}, -2000},
+	}
+	for _, tt := range tests {
+		if got := exportOf(tt.s, tt.b); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: %.0f W, want %.0f", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestDecideOnBattery: decisions on what exportOf gives. A 3 kW heater
+// running with the meter at 0 while the battery gives 1.5 kW sees 1.5 kW
+// (3000 − 1500) and goes off (below 2700); with the battery charging
+// 1 kW above its priority it sees 4 kW and stays; the heater off, a
+// 4 kW battery charge carries it (4000 ≥ 3000), a 2 kW one does not.
+// With bufferSoc 60 at 70 %, the running heater keeps drawing 1.5 kW from
+// the battery (it sees its own 3 kW), one that is off does not start on
+// the battery; at 60 % the running one goes off.
+func TestDecideOnBattery(t *testing.T) {
+	buf := Battery{PrioritySoC: 20, BufferSoC: 60}
+	dis := func(soc float64) plant.Surplus {
+		return plant.Surplus{GridOK: true, BatteryOK: true, BatteryDischargeW: 1500, BatterySoCPct: soc, BatterySoCOK: true}
+	}
+	tests := []struct {
+		name   string
+		s      slot
+		sur    plant.Surplus
+		bat    Battery
+		want   bool
+		reason string
+	}{
+		{"running, above bufferSoc", running(auto(3000)), dis(70), buf, true, plant.ReasonSurplus},
+		{"off, above bufferSoc", auto(3000), dis(70), buf, false, plant.ReasonNoSurplus},
+		{"running, at bufferSoc", running(auto(3000)), dis(60), buf, false, plant.ReasonNoSurplus},
+		{"running, battery discharging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryDischargeW: 1500, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, false, plant.ReasonNoSurplus},
+		{"running, battery charging", running(auto(3000)), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 1000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, true, plant.ReasonSurplus},
+		{"off, battery charging 4 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 4000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, true, plant.ReasonSurplus},
+		{"off, battery charging 2 kW", auto(3000), plant.Surplus{GridOK: true, BatteryOK: true, BatteryChargeW: 2000, BatterySoCPct: 74, BatterySoCOK: true}, Battery{}, false, plant.ReasonNoSurplus},
+	}
+	for _, tt := range tests {
+		slots := []slot{tt.s}
+		decide(slots, exportOf(tt.sur, tt.bat), 0, true, true)
+		if slots[0].want != tt.want || slots[0].reason != tt.reason {
+			t.Errorf("%s: want=%v %s, expected %v %s", tt.name, slots[0].want, slots[0].reason, tt.want, tt.reason)
+		}
+	}
+}

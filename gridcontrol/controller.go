@@ -221,6 +221,12 @@ type feedState struct {
 	pct         float64 // limit in % of rated power the loop asks for
 	lastMeterOK time.Time
 	meterLost   bool
+	// probeW is what the last cycle raised PV by for a battery that could
+	// charge faster; fullUntil stops such raises after one showed as
+	// export, refused such raises in a row.
+	probeW    float64
+	fullUntil time.Time
+	refused   int
 }
 
 // New returns a controller. Schedules are loaded and devices touched only
@@ -488,7 +494,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		c.persistAll(ctx, moved)
 		plan := c.plan(ctx, pc, act, devs, limitDevs, rated, now)
 		if c.cfg.Absorber != nil {
-			c.cfg.Absorber.Absorb(ctx, p.ID, c.surplus(devs, limitDevs, rated, plan.limitPct, now))
+			c.cfg.Absorber.Absorb(ctx, p.ID, c.surplus(devs, limitDevs, rated, plan.limitPct, plan.capPct, now))
 		}
 		// Nothing to hold, renew or restore: an inverter whose defaults are
 		// stored and of which plantd holds no control is left alone (no
@@ -568,6 +574,9 @@ type plantPlan struct {
 	// FeedInLimit loop, the lowest winning.
 	limitPct *float64
 	limitBy  []window
+	// capPct is opModMaxLimW's limit alone (nil: none), which caps PV
+	// whatever the plant consumes.
+	capPct *float64
 }
 
 // plan resolves the active windows of a plant into per-control targets and
@@ -587,6 +596,7 @@ func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]wind
 			pct = pctOfRated(*w.cmd.Value, rated)
 		}
 		lower(pct, w)
+		pl.capPct = &pct
 	}
 	if w, ok := act[CmdFeedInLimit]; ok {
 		lower(c.feedIn(ctx, pc, w, devs, limitDevs, rated, now), w)

@@ -338,9 +338,36 @@
 // Modbus, computes the PV power that keeps the export at the limit
 // (pv + grid + limit, i.e. consumption plus the allowed export), and gives
 // every inverter the same share of its rated power; the ramp applies as
-// for any limit, tighter at once. A battery charging from the surplus is
-// consumption the meter sees, so it is served before anything is
-// curtailed. If the meter does not answer, the last limit holds for
+// for any limit, tighter at once. A battery in self-consumption mode holds
+// the meter at 0, so the meter alone would freeze the loop wherever PV
+// stands; the batteries' power and SoC from the live state (battery
+// devices and hybrid inverters) go in too:
+//
+//	PV target = pv + grid + discharge + room + limit
+//
+// The battery's discharge is load that PV could serve; room is how much
+// faster the batteries could charge (their rated power, 802 WChaRteMax or
+// 124 WChaMax as discovered, less their charging now; 0 at 99 % SoC or
+// more; unknown rating: the step), at most a tenth of the inverters'
+// rating per cycle (the step). PV so raised that shows at the meter as
+// export above the limit (plus 1 % of the rating, at least 100 W) instead
+// of in the battery stops the raises for 30 s (batteryFullHold), doubled
+// for each refusal in a row up to 8 min. Consumers get PV the limit holds
+// back through the energy manager (package consumer), which switches one
+// on at a time to try it; its draw then shows as import and the loop
+// raises PV for it. Worked example, FeedInLimit 0 % on the demo at a
+// summer noon (16 kW to be had, 18 kW rated): PV 6.0 kW carries the
+// house's 1.0 kW and the battery's 5.0 kW (its rating), the meter at 0.
+// The house's load rises by 8 kW: the battery now discharges 3.0 kW and
+// the meter still shows 0 (a loop on the meter alone keeps PV at 6.0 kW).
+// The next cycle's target is 6.0 + 0 + 3.0 + 1.8 (the step; the room is
+// 5.0) = 10.8 kW: the battery charges 1.8 kW, then 3.6 kW, then 5.0 kW at
+// PV 14.0 kW, the meter near 0 throughout (TestFeedInLimitBattery: 6.0 to
+// 14.0 kW within a second, the export at most 0.2 kW, the ramp
+// permitting). The energy manager is told the batteries' power and SoC
+// with the meter's power, and PV a FeedInLimit holds back only up to an
+// opModMaxLimW cap: PV the cap holds back is no surplus.
+// If the meter does not answer, the last limit holds for
 // gridControl.meterLossGrace, then the inverters step down to the export
 // limit itself (as if the plant consumed nothing): never open. Without a
 // grid meter the command is not eligible (NoGridMeter).

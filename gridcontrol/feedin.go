@@ -11,6 +11,7 @@ import (
 
 	"plantd/devices"
 	"plantd/plant"
+	"plantd/plant/kind"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -53,8 +54,30 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 		}
 	case rated > 0:
 		// export = pv - load; keep pv at load + limit, where
-		// load = pv + grid (grid > 0 import, SunSpec meter sign).
-		want := (pvW + gridW + limitW) / rated * 100
+		// load = pv + grid (grid > 0 import, SunSpec meter sign). A
+		// battery in self-consumption mode holds the meter at 0: its
+		// discharge is load PV could serve, and while it could charge
+		// faster PV is raised by the room it has (at most a tenth of the
+		// rating per cycle); a raise that shows as export instead (the
+		// battery did not take it) stops the raises for batteryFullHold,
+		// doubled for each refusal in a row up to 16 times.
+		demand, probe := pvW+gridW, 0.0
+		if bat := c.battery(devs); bat.ok {
+			demand += bat.dischargeW
+			if fs.probeW > 0 {
+				if -gridW > limitW+math.Max(100, 0.01*rated) {
+					fs.refused = min(fs.refused+1, 5)
+					fs.fullUntil = now.Add(batteryFullHold << (fs.refused - 1))
+				} else {
+					fs.refused = 0
+				}
+			}
+			if !now.Before(fs.fullUntil) {
+				probe = bat.room(0.1 * rated)
+			}
+		}
+		fs.probeW = probe
+		want := (demand + probe + limitW) / rated * 100
 		fs.pct = math.Min(100, math.Max(0, want))
 		if limitW > 0 && fs.pct < 0.1 {
 			fs.pct = 0.1 // 0 % only when the command asks for it
@@ -69,6 +92,71 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 	pc.feed = fs
 	c.mu.Unlock()
 	return fs.pct
+}
+
+// batteryFullHold is how long the FeedInLimit loop stops raising PV for a
+// battery after a raise showed as export (the battery took no more), the
+// first time; each refusal in a row doubles it, up to 8 minutes.
+const batteryFullHold = 30 * time.Second
+
+// batteryNow is what a plant's batteries do now, from the live state.
+type batteryNow struct {
+	ok                  bool // a battery gave its charging and discharging
+	chargeW, dischargeW float64
+	soc                 float64 // %, the plain mean
+	socOK               bool
+	ratedW              float64 // their rated power; 0 when one's is unknown
+}
+
+// room is how much more the batteries could charge now, at most step: 0
+// when full (SoC 99 % or more), step when their rating is unknown.
+func (b batteryNow) room(step float64) float64 {
+	switch {
+	case b.socOK && b.soc >= 99:
+		return 0
+	case b.ratedW <= 0:
+		return step
+	}
+	return math.Max(0, math.Min(step, b.ratedW-b.chargeW))
+}
+
+// battery reads the batteries of a plant (battery devices and hybrid
+// inverters with battery channels) from the live state.
+func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
+	var b batteryNow
+	var socSum float64
+	var n int
+	unrated := false
+	for i := range devs {
+		d := &devs[i]
+		if (d.Info.Kind != kind.Battery && d.Info.Kind != kind.Inverter) || !d.Info.Active() || !reachable(*d) {
+			continue
+		}
+		cha, _, okC := c.live.Value(d.Info.ID, plant.BatteryCharging)
+		dis, _, okD := c.live.Value(d.Info.ID, plant.BatteryDischarging)
+		if !okC || !okD {
+			continue
+		}
+		b.ok = true
+		b.chargeW += math.Max(0, cha)
+		b.dischargeW += math.Max(0, dis)
+		if soc, _, ok := c.live.Value(d.Info.ID, plant.BatteryStateOfCharge); ok {
+			socSum += soc
+			n++
+		}
+		if d.Info.Kind == kind.Battery && d.Discovered != nil && d.Discovered.RatedPowerW > 0 {
+			b.ratedW += d.Discovered.RatedPowerW
+		} else {
+			unrated = true
+		}
+	}
+	if n > 0 {
+		b.soc, b.socOK = socSum/float64(n), true
+	}
+	if unrated {
+		b.ratedW = 0
+	}
+	return b
 }
 
 // meterModels and inverterModels hold the total active power W.
@@ -147,13 +235,19 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 }
 
 // surplus is what the cycle tells the home energy manager: the grid
-// meter's power from the live state, and the PV a limit holds back. The
-// inverters count as held back when their output is within 10 % (and
-// 100 W) of the limit; what they would give beyond it is not known, so
-// their rated power above their output is the bound (the manager tries
-// one consumer at a time on it).
-func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated float64, limitPct *float64, now time.Time) plant.Surplus {
+// meter's power and the batteries' from the live state, and the PV a
+// FeedInLimit holds back. The inverters count as held back when their
+// output is within 10 % (and 100 W) of the limit; what they would give
+// beyond it is not known, so their rated power above their output is the
+// bound (the manager tries one consumer at a time on it), and no more
+// than an opModMaxLimW cap allows (capPct; nil: none): PV a cap holds
+// back stays held back whatever a consumer draws, so it is no surplus.
+func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated float64, limitPct, capPct *float64, now time.Time) plant.Surplus {
 	s := plant.Surplus{Time: now}
+	if b := c.battery(devs); b.ok {
+		s.BatteryOK, s.BatteryChargeW, s.BatteryDischargeW = true, b.chargeW, b.dischargeW
+		s.BatterySoCPct, s.BatterySoCOK = b.soc, b.socOK
+	}
 	for i := range devs {
 		d := &devs[i]
 		if !d.Info.GridMeter() || !d.Info.Active() || !reachable(*d) {
@@ -175,7 +269,11 @@ func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated 
 	}
 	limitW := *limitPct / 100 * rated
 	if pv >= 0.9*limitW-100 && limitW >= 100 {
-		s.CurtailedW = math.Max(0, rated-pv)
+		ceil := rated
+		if capPct != nil {
+			ceil = math.Min(ceil, *capPct/100*rated)
+		}
+		s.CurtailedW = math.Max(0, ceil-pv)
 	}
 	return s
 }

@@ -51,11 +51,24 @@ type Surplus struct {
 	// SunSpec meter sign); GridOK false when no grid meter answers.
 	GridW  float64
 	GridOK bool
-	// CurtailedW is PV power a limit holds back now: with a limit in
-	// force and the inverters at it, their rated power above their
-	// output (an upper bound: what the sun would give is not known);
+	// CurtailedW is PV power a limit holds back now that a consumer
+	// could get: with a limit in force and the inverters at it, their
+	// rated power above their output (an upper bound: what the sun would
+	// give is not known), but no more than an opModMaxLimW cap allows
+	// (PV a cap holds back stays held back whatever the plant draws);
 	// 0 without a limit or when the inverters are below it.
 	CurtailedW float64
+	// BatteryChargeW and BatteryDischargeW are the plant's batteries'
+	// power now (W, both ≥ 0, from the live state, as the energy
+	// balance's batteryCharging and batteryDischarging), BatteryOK false
+	// when the plant has no battery or none gave a value; BatterySoCPct
+	// is their state of charge (%), BatterySoCOK false when unknown. A
+	// battery in self-consumption mode holds the grid meter at 0, so the
+	// surplus is judged from them too, not from GridW alone.
+	BatteryChargeW, BatteryDischargeW float64
+	BatteryOK                         bool
+	BatterySoCPct                     float64
+	BatterySoCOK                      bool
 }
 
 // The reasons of a consumer's output (ConsumerStatus.Reason).

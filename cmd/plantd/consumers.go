@@ -42,6 +42,10 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 	if len(specs) == 0 {
 		return nil, nil
 	}
+	batteries := map[string]consumer.Battery{}
+	for _, p := range cfg.Plants {
+		batteries[p.ID] = consumer.Battery{PrioritySoC: p.Battery.PrioritySoc, BufferSoC: p.Battery.BufferSoc}
+	}
 	return consumer.New(ctx, specs, consumer.Deps{
 		Sink:        d.onSample,
 		Live:        d.live,
@@ -50,6 +54,7 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 		Guards:      d.store,
 		Now:         d.now,
 		DimmingMinW: cfg.GridControl.DimmingMinPowerW,
+		Batteries:   batteries,
 	}, d.log.With("component", "consumer"))
 }
 
