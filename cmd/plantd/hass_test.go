@@ -432,7 +432,9 @@ func TestHomeAssistantDemo(t *testing.T) {
 		t.Skip("runs plantd demo")
 	}
 	db := filepath.Join(t.TempDir(), "demo.db")
-	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--start", "08:00",
+	// A June morning whatever today is: on a December day the PV never
+	// exceeds the house and its consumers, so no feed-in energy grows.
+	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--start", "2026-06-21T08:00",
 		"--listen", "127.0.0.1:0", "--mqtt", "127.0.0.1:0", "--db", db))
 	var m []string
 	waitUntil(t, 20*time.Second, "the banner's Home Assistant line", func() bool {
