@@ -106,8 +106,9 @@ func (c *Consumer) IsControllable() bool {
 // surplus they may take. Its discharge is never surplus, except that
 // above BufferSoc (%, above PrioritySoc; 0 = never) consumers already
 // running may keep drawing from the battery down to BufferSoc (none
-// switches on from it). Defaults: both 0, evcc's: the battery gets what
-// the consumers leave, and never feeds them.
+// switches on from it). Defaults: PrioritySoc 100 (the battery charges
+// first at any SoC, as plantd's energy manager always did; evcc's 0 makes
+// the consumers go first) and BufferSoc 0: the battery never feeds them.
 type Battery struct {
 	PrioritySoc float64 `yaml:"prioritySoc"`
 	BufferSoc   float64 `yaml:"bufferSoc"`

@@ -29,6 +29,9 @@ const (
 	defaultPort              = 502
 	defaultUnit              = 1
 	defaultPollInterval      = 5 * time.Second
+	// defaultPrioritySoc: the battery charges first at any state of
+	// charge, as the energy manager did before the key existed.
+	defaultPrioritySoc       = 100
 	defaultTimeout           = 2 * time.Second
 	defaultTopicPrefix       = "plantd/v1"
 	defaultKeepAlive         = 30 * time.Second
@@ -120,6 +123,7 @@ func (c *Config) setDefaults() {
 
 func (p *Plant) setDefaults() {
 	p.Installation.CO2SavingsFactor = defaultCO2SavingsFactor
+	p.Battery.PrioritySoc = defaultPrioritySoc
 }
 
 func (d *Device) setDefaults() {

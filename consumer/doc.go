@@ -44,8 +44,9 @@
 // charges first: its charging is not surplus. At or above it, the power it
 // charges with is surplus, since a consumer switched on takes it from the
 // battery, not from the grid. Without a SoC the charging does not count.
-// Defaults: prioritySoc 0 and bufferSoc 0 (evcc's): the battery gets what
-// the consumers leave and never feeds them.
+// Defaults: prioritySoc 100 (the battery charges first at any SoC, as
+// before the key existed; evcc's default 0 gives the consumers first go)
+// and bufferSoc 0: the battery never feeds them.
 //
 // Worked example, a winter noon: PV 3.5 kW, house 1.0 kW, the 3 kW heater
 // on, the meter at 0 because the battery, at 74 %, covers the 3.5 − 1.0 −
