@@ -42,10 +42,10 @@ type Door string
 
 // The doors.
 const (
-	// DoorAPI is the HTTP API: a token or an OAuth client.
+	// DoorAPI is the HTTP API: a token or an OAuth client, and the
+	// cloud's MQTT down/ topics, whose requests run through the API with
+	// the uplink's credential "mqtt:<gatewayId>" (package mqtt).
 	DoorAPI Door = "api"
-	// DoorCloud is the cloud's MQTT down/ topics: the broker session.
-	DoorCloud Door = "mqtt"
 	// DoorHomeAssistant is Home Assistant's command topics on the LAN
 	// broker.
 	DoorHomeAssistant Door = "ha"
@@ -54,8 +54,6 @@ const (
 	// DoorInput is a grid operator's ripple-control receiver (package
 	// gridinput): its contacts.
 	DoorInput Door = "input"
-	// DoorPlantd is plantd itself (the demo's example window).
-	DoorPlantd Door = "plantd"
 )
 
 // Origin names who sends a command: the door it came through, the
