@@ -12,7 +12,10 @@
 // returns the device's changes ([Event]: online, stale, offline, and health
 // while online; the one place they are detected) for the daemon to log; the
 // HTTP API and MQTT read [Live.Device], [Live.Devices],
-// [Live.EnergyBalance] and [Live.EnergyMix]. [Channel] names a measured
+// [Live.EnergyBalance] and [Live.EnergyMix]; grid control reads
+// [Live.PolledRegs], the registers of the control models (123, 704) the
+// last poll read, to see a held control another writer changed, without a
+// Modbus request of its own. [Channel] names a measured
 // quantity the way the API does (activePower, gridFeedIn,
 // batteryStateOfCharge, ...).
 //
