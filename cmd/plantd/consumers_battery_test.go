@@ -3,14 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/plant/kind"
@@ -48,36 +44,8 @@ func mustLocation(t testing.TB, name string) *time.Location {
 // the consumers in mode On at the first start, the battery's prioritySoc
 // 20 % and a grid operator's token.
 func batteryConfig(t testing.TB, p *sim.Plant) string {
-	t.Helper()
-	var b strings.Builder
-	for _, id := range []string{"inv1", "inv2", "meter", "bat", "heatmeter"} {
-		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
-		fmt.Fprintf(&b, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms, timeout: 1s}\n", id, host, port)
-	}
-	ioHost, ioPort, _ := net.SplitHostPort(p.Device("io").Addr())
-	plugHost, plugPort, _ := net.SplitHostPort(p.Shelly("plug").Addr())
-	guards := "mode: On, minOnTime: 4s, minOffTime: 2s, watchdog: 5s, maxSwitchesPerHour: 0"
-	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 3000, meter: heatmeter, priority: 1, %s}}\n", ioHost, ioPort, guards)
-	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: sgready, coil: 2, ratedPower: 1600, priority: 2, %s}}\n", ioHost, ioPort, guards)
-	fmt.Fprintf(&b, "  - {id: plug, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: shelly, ratedPower: 1200, priority: 3, %s}}\n", plugHost, plugPort, guards)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plantd.yaml")
-	cfg := fmt.Sprintf(`http:
-  listen: 127.0.0.1:0
-database:
-  path: %s
-plants:
-  - {id: p1, name: Home, timezone: Europe/Berlin, battery: {prioritySoc: 20}}
-devices:
-%stokens:
-  - {name: inst, sha256: %s, role: installer}
-  - {name: std, sha256: %s, role: standard}
-  - {name: dso, sha256: %s, role: gridoperator}
-`, filepath.Join(dir, "plantd.db"), b.String(), config.TokenHash(tokInst), config.TokenHash(tokStd), config.TokenHash(tokGrid))
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"}, guards: ", mode: On, maxSwitchesPerHour: 0",
+		plant: ", battery: {prioritySoc: 20}", operator: true})
 }
 
 // batterySample is one look at the plant and plantd's consumers.

@@ -39,18 +39,37 @@ func consumerSim(t testing.TB) *sim.Plant {
 // polled every 500 ms, the consumers with guards of seconds (minOn 4 s,
 // minOff 2 s) and a 5 s watchdog.
 func consumerConfig(t testing.TB, p *sim.Plant) string {
+	return consumerConfigOf(t, p, consumerOpts{})
+}
+
+// consumerOpts varies consumerConfig: more polled devices, more of each
+// consumer's settings, more of the plant's, the grid operator's token.
+type consumerOpts struct {
+	devices  []string // polled besides inv1, inv2, meter and heatmeter
+	guards   string   // appended to each consumer's settings
+	plant    string   // appended to the plant's entry
+	operator bool     // the grid operator's token dso too
+}
+
+// consumerConfigOf is consumerConfig with o.
+func consumerConfigOf(t testing.TB, p *sim.Plant, o consumerOpts) string {
 	t.Helper()
 	var b strings.Builder
-	for _, id := range []string{"inv1", "inv2", "meter", "heatmeter"} {
+	for _, id := range append([]string{"inv1", "inv2", "meter", "heatmeter"}, o.devices...) {
 		host, port, _ := net.SplitHostPort(p.Device(id).Addr())
 		fmt.Fprintf(&b, "  - {id: %s, host: %s, port: %s, pollInterval: 500ms, timeout: 1s}\n", id, host, port)
 	}
 	ioHost, ioPort, _ := net.SplitHostPort(p.Device("io").Addr())
 	plugHost, plugPort, _ := net.SplitHostPort(p.Shelly("plug").Addr())
-	guards := "minOnTime: 4s, minOffTime: 2s, watchdog: 5s"
+	guards := "minOnTime: 4s, minOffTime: 2s, watchdog: 5s" + o.guards
 	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 3000, meter: heatmeter, priority: 1, %s}}\n", ioHost, ioPort, guards)
 	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: sgready, coil: 2, ratedPower: 1600, priority: 2, %s}}\n", ioHost, ioPort, guards)
 	fmt.Fprintf(&b, "  - {id: plug, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: shelly, ratedPower: 1200, priority: 3, %s}}\n", plugHost, plugPort, guards)
+	b.WriteString("tokens:\n")
+	fmt.Fprintf(&b, "  - {name: inst, sha256: %s, role: installer}\n  - {name: std, sha256: %s, role: standard}\n", config.TokenHash(tokInst), config.TokenHash(tokStd))
+	if o.operator {
+		fmt.Fprintf(&b, "  - {name: dso, sha256: %s, role: gridoperator}\n", config.TokenHash(tokGrid))
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plantd.yaml")
 	cfg := fmt.Sprintf(`http:
@@ -58,12 +77,9 @@ func consumerConfig(t testing.TB, p *sim.Plant) string {
 database:
   path: %s
 plants:
-  - {id: p1, name: Home, timezone: Europe/Berlin}
+  - {id: p1, name: Home, timezone: Europe/Berlin%s}
 devices:
-%stokens:
-  - {name: inst, sha256: %s, role: installer}
-  - {name: std, sha256: %s, role: standard}
-`, filepath.Join(dir, "plantd.db"), b.String(), config.TokenHash(tokInst), config.TokenHash(tokStd))
+%s`, filepath.Join(dir, "plantd.db"), o.plant, b.String())
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
