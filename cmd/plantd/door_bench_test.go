@@ -36,9 +36,7 @@ func benchDoor(b *testing.B, door string) {
 	if b.N > 22 {
 		b.Skip("at most 22 limits tighten one after the other")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(b, scfg)
+	p := simtest.Start(b, noonConfig())
 	path := gridConfigWith(b, p, "modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  role: installer\n  allow: [127.0.0.1]\n")
 	d := startDaemon(b, path)
 	d.waitAPI(15 * time.Second)

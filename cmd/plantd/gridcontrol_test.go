@@ -38,9 +38,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts plantd inside a limit window (~35 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	// The installer's permanent limit, set before plantd ever ran.
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
@@ -206,6 +204,14 @@ gridControl:
 	return cfgPath
 }
 
+// noonConfig is the simulated plant at a clear-sky June noon, when its
+// inverters make enough power for every limit to show.
+func noonConfig() sim.Config {
+	c := sim.DefaultConfig()
+	c.Start, c.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	return c
+}
+
 // gridConfigWith is gridConfig with more top-level YAML appended (a
 // modbusServer section, say).
 func gridConfigWith(t testing.TB, p *sim.Plant, extra string) string {
@@ -241,9 +247,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a schedule of every command through plantd (~15 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
 	type dev struct {
@@ -414,9 +418,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a schedule through a broker outage (~25 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	b := mqtttest.Start(t, mqtttest.Options{})
 	col := mqtttest.Collect(t, b)
 	cfgPath := gridConfig(t, p)

@@ -96,9 +96,7 @@ func TestHomeAssistantGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon against a broker")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	b := mqtttest.Start(t, mqtttest.Options{})
 	d := startDaemon(t, hassGateConfig(t, p, b.URL()))
 	d.waitAPI(20 * time.Second)
@@ -266,9 +264,7 @@ local:
 //
 //	go test -run '^$' -bench HomeAssistantCommandToWrite -benchtime 20x ./cmd/plantd
 func BenchmarkHomeAssistantCommandToWrite(b *testing.B) {
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(b, scfg)
+	p := simtest.Start(b, noonConfig())
 	br := mqtttest.Start(b, mqtttest.Options{})
 	d := startDaemon(b, hassGateConfig(b, p, br.URL()))
 	d.waitAPI(20 * time.Second)

@@ -35,8 +35,7 @@ func BenchmarkInputEdgeToWrite(b *testing.B) {
 }
 
 func benchInputEdge(b *testing.B, poll time.Duration) {
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	scfg := noonConfig()
 	scfg.Devices = append(scfg.Devices, sim.DeviceConfig{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1})
 	p := simtest.Start(b, scfg)
 	cfg := inputConfig(b, p, time.Minute)

@@ -28,8 +28,7 @@ func TestInputWindowOverMQTT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon with an input against a broker (~10 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	scfg := noonConfig()
 	scfg.Devices = append(scfg.Devices, sim.DeviceConfig{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1})
 	p := simtest.Start(t, scfg)
 	b := mqtttest.Start(t, mqtttest.Options{})

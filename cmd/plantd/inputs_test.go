@@ -69,8 +69,7 @@ func TestGridInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real binary through a dozen input edges (~40 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	scfg := noonConfig()
 	scfg.Devices = append(scfg.Devices, sim.DeviceConfig{ID: "rcr", Relay: true, InputsFollowCoils: true, Unit: 1})
 	p := simtest.Start(t, scfg)
 	pool := modbus.NewPool(nil)

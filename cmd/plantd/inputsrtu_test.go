@@ -21,8 +21,7 @@ func TestGridInputsRTU(t *testing.T) {
 		t.Skip("a real binary reading inputs over a serial line (~10 s)")
 	}
 	line, plantdEnd := socatPair(t, t.TempDir())
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
+	scfg := noonConfig()
 	scfg.Devices = append(scfg.Devices, sim.DeviceConfig{ID: "rcr", Relay: true, Unit: 3})
 	scfg.Serial = []sim.SerialConfig{{Path: line, Baud: 19200, Devices: []string{"rcr"}}}
 	p := simtest.Start(t, scfg)

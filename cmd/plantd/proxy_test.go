@@ -29,9 +29,7 @@ var (
 // held to its rate.
 func TestDeviceProxy(t *testing.T) {
 	t.Parallel() // its own simulator and binary
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	p.Device("inv1").SetFault(sim.Fault{Kind: sim.FaultOneClient})
 	path := gridConfig(t, p)
 	cfg, err := os.ReadFile(path)

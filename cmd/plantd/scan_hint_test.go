@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 )
 
@@ -22,9 +20,7 @@ import (
 func TestScanInstallerHints(t *testing.T) {
 	t.Parallel() // its own simulator and ports
 	// At noon: an inverter asleep at night reports ECPConn 0.
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	inv := simtest.Device(t, p, "inv1")
 	// A TCP port that accepts and never answers, as a web or SSH port
 	// does to a Modbus request.

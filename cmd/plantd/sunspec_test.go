@@ -654,9 +654,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives two masters against a grid operator's limit (~25 s)")
 	}
-	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC), true
-	p := simtest.Start(t, scfg)
+	p := simtest.Start(t, noonConfig())
 	path := gridConfigWith(t, p, "modbusServer:\n  listen: 127.0.0.1:0\n  writes: true\n  allow: [127.0.0.1, 127.0.0.2]\n")
 	d := startDaemon(t, path)
 	d.waitAPI(15 * time.Second)
