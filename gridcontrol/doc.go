@@ -352,7 +352,14 @@
 // rating per cycle (the step). PV so raised that shows at the meter as
 // export above the limit (plus 1 % of the rating, at least 100 W) instead
 // of in the battery stops the raises for 30 s (batteryFullHold), doubled
-// for each refusal in a row up to 8 min. Consumers get PV the limit holds
+// for each refusal in a row up to 8 min. The price of that probe is an
+// export above the limit for about a cycle at each refusal (one of 1.8
+// kW for 0.2 s in 40 s with a battery that stops charging:
+// TestFeedInLimitBatteryRefuses), and the battery's values are its last
+// poll's while the meter and PV are read in the cycle: a discharge that
+// ended since is still counted until the battery's next poll (poll a
+// battery as often as the meter where the grid operator's limit is
+// tight). Consumers get PV the limit holds
 // back through the energy manager (package consumer), which switches one
 // on at a time to try it; its draw then shows as import and the loop
 // raises PV for it. Worked example, FeedInLimit 0 % on the demo at a
