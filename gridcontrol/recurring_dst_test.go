@@ -147,19 +147,7 @@ func TestParseRecurringOverDST(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cmds, err := ParseSchedule([]byte(tc.body), utc(tc.now))
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				if got := cmds[0].Start.UTC().Format(time.RFC3339); got != tc.start {
-					t.Errorf("first start %s, want %s", got, tc.start)
-				}
-				if got := cmds[0].End.UTC().Format(time.RFC3339); got != tc.end {
-					t.Errorf("first end %s, want %s", got, tc.end)
-				}
-				return
-			}
-			wantFieldError(t, err, tc.field, tc.msg)
+			wantFirstWindow(t, cmds, err, tc.start, tc.end, tc.field, tc.msg)
 		})
 	}
 }

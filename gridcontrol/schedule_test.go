@@ -345,19 +345,7 @@ func TestParseRecurring(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cmds, err := ParseSchedule([]byte(tc.body), t0)
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				if got := cmds[0].Start.UTC().Format(time.RFC3339); got != tc.start {
-					t.Errorf("first start %s, want %s", got, tc.start)
-				}
-				if got := cmds[0].End.UTC().Format(time.RFC3339); got != tc.end {
-					t.Errorf("first end %s, want %s", got, tc.end)
-				}
-				return
-			}
-			wantFieldError(t, err, tc.field, tc.msg)
+			wantFirstWindow(t, cmds, err, tc.start, tc.end, tc.field, tc.msg)
 		})
 	}
 }
@@ -411,4 +399,24 @@ func wantFieldError(t *testing.T, err error, field, msg string) {
 		}
 	}
 	t.Errorf("errors %v, want %s: …%s…", ve.Fields, field, msg)
+}
+
+// wantFirstWindow checks a parsed recurring command: its first window
+// from start to end (RFC 3339, UTC), or, with field set, a refusal of
+// that field saying msg.
+func wantFirstWindow(t *testing.T, cmds []ScheduledCmd, err error, start, end, field, msg string) {
+	t.Helper()
+	if field != "" {
+		wantFieldError(t, err, field, msg)
+		return
+	}
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if got := cmds[0].Start.UTC().Format(time.RFC3339); got != start {
+		t.Errorf("first start %s, want %s", got, start)
+	}
+	if got := cmds[0].End.UTC().Format(time.RFC3339); got != end {
+		t.Errorf("first end %s, want %s", got, end)
+	}
 }
