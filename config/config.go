@@ -36,6 +36,10 @@ type Config struct {
 	// Local are the integrations on the local network (local.go).
 	Local Local `yaml:"local"`
 
+	// OCPP is the central system EV chargers connect to (consumers with
+	// driver ocpp); it runs only when one is configured.
+	OCPP OCPP `yaml:"ocpp"`
+
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.
 	file  string
@@ -517,4 +521,14 @@ func (d Date) MarshalYAML() (any, error) {
 		return nil, nil
 	}
 	return d.String(), nil
+}
+
+// OCPP is plantd's OCPP 1.6J central system: the WebSocket server the
+// chargers (devices of kind consumer with driver ocpp) connect to, at
+// ws://<gateway>:<port><path>/<chargePointId>.
+type OCPP struct {
+	// Listen is host:port (default ":8887", where evcc listens too).
+	Listen string `yaml:"listen"`
+	// Path is the URL path before the charge point id (default "/ocpp").
+	Path string `yaml:"path"`
 }

@@ -9,38 +9,20 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"plantd/consumer/drivers"
 	"plantd/plant"
 	"plantd/plant/kind"
-)
-
-// ConsumerDriver names the hardware of a consumer.
-type ConsumerDriver string
-
-// The consumer drivers.
-const (
-	// DriverRelay: one coil of a Modbus TCP relay / I/O module (host,
-	// port, unit of the device entry; Consumer.Coil).
-	DriverRelay ConsumerDriver = "relay"
-	// DriverSGReady: an SG-Ready heat pump on two coils of a relay
-	// module (Consumer.Coil is contact A, Consumer.CoilB contact B).
-	DriverSGReady ConsumerDriver = "sgready"
-	// DriverShelly: a Shelly Gen2/Gen3 plug or relay over its HTTP RPC
-	// (host; port is its HTTP port, 80 unless given; Consumer.SwitchID).
-	DriverShelly ConsumerDriver = "shelly"
 )
 
 // Consumer is a switchable load's settings (devices[].consumer, for kind
 // consumer). The surplus controller switches it on PV surplus in Auto
 // mode, in priority order, within its guards.
 type Consumer struct {
-	// Driver: relay, sgready or shelly; required.
-	Driver ConsumerDriver `yaml:"driver"`
-	// Coil is the relay output (0-based coil address, 0..65535; SG-Ready:
-	// contact A). CoilB is SG-Ready's contact B (default Coil+1).
-	Coil  int  `yaml:"coil"`
-	CoilB *int `yaml:"coilB"`
-	// SwitchID is a Shelly's switch component id (default 0).
-	SwitchID int `yaml:"switchId"`
+	// Settings are the driver's: its name (relay, sgready, shelly or
+	// ocpp) and its keys (coil, coilB, switchId, watchdog, a charger's
+	// chargePointId, password, phases and currents); package
+	// consumer/drivers defines, checks and defaults them.
+	drivers.Settings `yaml:",inline"`
 	// RatedPower is the load's power while on, W (1..1000000); required.
 	// It is the surplus a consumer needs, and its consumption estimate
 	// when nothing measures it.
@@ -70,14 +52,11 @@ type Consumer struct {
 	Hysteresis      *float64 `yaml:"hysteresis"`
 	// MustRun windows run the consumer whatever the surplus (Auto mode).
 	MustRun []MustRun `yaml:"mustRun"`
-	// Watchdog is the device's fail-safe time: its output falls to off
-	// (SG-Ready: normal) when plantd stops renewing it (5s..1h, default
-	// 60s).
-	Watchdog time.Duration `yaml:"watchdog"`
 	// Controllable marks a controllable consumer in the sense of §14a
 	// EnWG (steuerbare Verbrauchseinrichtung: a heat pump, a wallbox, an
 	// air conditioner): the grid operator's dimming signal limits it.
-	// Default true for an SG-Ready heat pump, false otherwise.
+	// Default true for an SG-Ready heat pump and a charger, false
+	// otherwise (the driver table's Controllable).
 	Controllable *bool `yaml:"controllable"`
 	// PartOf names the consumer this one belongs to as one §14a device:
 	// a heat pump's immersion heater (its auxiliary or emergency heater)
@@ -96,7 +75,8 @@ func (c *Consumer) IsControllable() bool {
 	if c.Controllable != nil {
 		return *c.Controllable
 	}
-	return c.Driver == DriverSGReady
+	k, _ := drivers.Lookup(c.Driver)
+	return k.Controllable
 }
 
 // Battery is a plant's battery priority for the home energy manager
@@ -141,9 +121,9 @@ type MustRun struct {
 // Consumer defaults.
 const (
 	defaultConsumerPriority = 10
+	defaultConsumerWatchdog = 60 * time.Second
 	defaultMinOnOff         = 5 * time.Minute
 	defaultMaxSwitches      = 6
-	defaultConsumerWatchdog = 60 * time.Second
 	defaultShellyPort       = 80
 )
 
@@ -162,14 +142,6 @@ func NewConsumer() *Consumer {
 	c := new(Consumer)
 	c.setDefaults()
 	return c
-}
-
-// ContactB returns SG-Ready's contact B coil.
-func (c *Consumer) ContactB() int {
-	if c.CoilB != nil {
-		return *c.CoilB
-	}
-	return c.Coil + 1
 }
 
 // OnThreshold and OffThreshold are the surplus (W) that switches the
@@ -202,6 +174,7 @@ func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spe
 func (v *validator) consumers() {
 	meters := map[string]string{} // meter id -> consumer path
 	coils := map[string]string{}  // host:port unit coil -> path
+	chargePoints := map[string]string{}
 	for i, d := range v.c.Devices {
 		path := fmt.Sprintf("devices[%d]", i)
 		c := d.Consumer
@@ -216,43 +189,31 @@ func (v *validator) consumers() {
 			continue
 		}
 		path += ".consumer"
-		switch c.Driver {
-		case DriverRelay, DriverSGReady, DriverShelly:
-		case "":
-			v.add(path+".driver", "required (relay, sgready or shelly)")
-		default:
-			v.add(path+".driver", "%q is not a consumer driver (relay, sgready or shelly)", c.Driver)
-		}
-		if c.Coil < 0 || c.Coil > 0xFFFF {
-			v.add(path+".coil", "%d is not a coil address (0..65535)", c.Coil)
-		}
-		if c.CoilB != nil {
-			switch {
-			case c.Driver != DriverSGReady:
-				v.add(path+".coilB", "only an sgready consumer has a second contact")
-			case *c.CoilB < 0 || *c.CoilB > 0xFFFF:
-				v.add(path+".coilB", "%d is not a coil address (0..65535)", *c.CoilB)
-			case *c.CoilB == c.Coil:
-				v.add(path+".coilB", "%d is contact A's coil too", *c.CoilB)
+		drivers.Check(&c.Settings, func(field, format string, args ...any) { v.add(path+"."+field, format, args...) })
+		if k, _ := drivers.Lookup(c.Driver); k.Connects == drivers.ConnectsInbound && d.Enabled {
+			id := c.ChargePointID
+			if id == "" {
+				id = d.ID
 			}
-		} else if c.Driver == DriverSGReady && c.Coil == 0xFFFF {
-			v.add(path+".coil", "contact B would be coil %d (give coilB)", c.Coil+1)
+			v.unique(chargePoints, id, path+".chargePointId", path, "charge point id")
 		}
-		if c.SwitchID < 0 || c.SwitchID > 255 {
-			v.add(path+".switchId", "%d is not a switch id (0..255)", c.SwitchID)
-		}
-		if c.RatedPower < 1 || c.RatedPower > 1e6 {
+		charger := c.Driver == drivers.NameOCPP
+		if (c.RatedPower < 1 || c.RatedPower > 1e6) && !(charger && c.RatedPower == 0) {
 			v.add(path+".ratedPower", "%v W is out of range (1..1000000 W); required", c.RatedPower)
 		}
-		if _, ok := plant.ParseConsumerMode(string(c.Mode)); !ok {
+		switch m, ok := plant.ParseConsumerMode(string(c.Mode)); {
+		case !ok && charger:
+			v.add(path+".mode", "%q is not a charger's mode (Off, Now, MinPV or PV)", c.Mode)
+		case !ok:
 			v.add(path+".mode", "%q is not a mode (Auto, On or Off)", c.Mode)
+		case m == plant.ModeMinPV && !charger:
+			v.add(path+".mode", "MinPV is a charger's mode (Auto, On or Off)")
 		}
 		if c.Priority < 0 || c.Priority > 1000 {
 			v.add(path+".priority", "%d is out of range (0..1000)", c.Priority)
 		}
 		v.duration(path+".minOnTime", c.MinOnTime, 0, 24*time.Hour)
 		v.duration(path+".minOffTime", c.MinOffTime, 0, 24*time.Hour)
-		v.duration(path+".watchdog", c.Watchdog, 5*time.Second, time.Hour)
 		if c.MaxSwitchesPerHour < 0 || c.MaxSwitchesPerHour > 3600 {
 			v.add(path+".maxSwitchesPerHour", "%d is out of range (0..3600; 0 = no bound)", c.MaxSwitchesPerHour)
 		}
@@ -284,12 +245,8 @@ func (v *validator) consumers() {
 		if c.PartOf != "" {
 			v.consumerPartOf(path+".partOf", d, c)
 		}
-		if d.Enabled && (c.Driver == DriverRelay || c.Driver == DriverSGReady) {
-			outs := []int{c.Coil}
-			if c.Driver == DriverSGReady {
-				outs = append(outs, c.ContactB())
-			}
-			for _, coil := range outs {
+		if d.Enabled {
+			for _, coil := range c.Coils() {
 				key := fmt.Sprintf("%s unit %d coil %d", net.JoinHostPort(canonicalHost(d.Host), strconv.Itoa(d.Port)), d.Unit, coil)
 				if prev, ok := coils[key]; ok {
 					v.add(path+".coil", "%s is already switched by %s", key, v.where(prev))

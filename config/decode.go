@@ -240,7 +240,7 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		d.lines[fp] = p.key.Line
-		d.value(fp, p.key.Line, p.value, v.Field(i))
+		d.value(fp, p.key.Line, p.value, v.FieldByIndex(i))
 	}
 }
 
@@ -385,21 +385,31 @@ func (d *decoder) mergeSources(path string, line int, n *yaml.Node) []*yaml.Node
 	return maps
 }
 
-// fields describes the yaml-tagged fields of a struct type.
+// fields describes the yaml-tagged fields of a struct type, those of an
+// embedded struct tagged ",inline" among them (the consumer's driver
+// settings).
 type fields struct {
-	index map[string]int // yaml name -> field index
-	names []string       // yaml names in field order
+	index map[string][]int // yaml name -> field index path
+	names []string         // yaml names in field order
 }
 
 func fieldsOf(t reflect.Type) fields {
-	f := fields{index: map[string]int{}}
+	f := fields{index: map[string][]int{}}
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if sf.Anonymous && opts == "inline" && sf.Type.Kind() == reflect.Struct {
+			inner := fieldsOf(sf.Type)
+			for _, n := range inner.names {
+				f.index[n] = append([]int{i}, inner.index[n]...)
+				f.names = append(f.names, n)
+			}
+			continue
+		}
 		if !sf.IsExported() || name == "" || name == "-" {
 			continue
 		}
-		f.index[name] = i
+		f.index[name] = []int{i}
 		f.names = append(f.names, name)
 	}
 	return f

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"plantd/consumer/drivers"
 )
 
 // All defaults live in this file.
@@ -17,6 +19,8 @@ import (
 
 const (
 	defaultListen            = "127.0.0.1:8080"
+	defaultOCPPListen        = ":8887"
+	defaultOCPPPath          = "/ocpp"
 	defaultRequestsPerSecond = 20
 	defaultBurst             = 40
 	defaultDatabasePath      = "/var/lib/plantd/plantd.db"
@@ -115,6 +119,8 @@ func (c *Config) setDefaults() {
 	c.GridControl.RampRatePercentPerSecond = defaultRampRate
 	c.GridControl.MeterLossGrace = defaultMeterLossGrace
 	c.Local.MQTT.setDefaults()
+	c.OCPP.Listen = defaultOCPPListen
+	c.OCPP.Path = defaultOCPPPath
 	c.ModbusServer.UnitID = defaultUnit
 	c.ModbusServer.Role = defaultModbusServerRole
 	c.ModbusServer.MaxConns = defaultModbusServerConns
@@ -161,8 +167,18 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 		if d.Name == "" {
 			d.Name = d.ID
 		}
-		if d.Consumer != nil && d.Consumer.Driver == DriverShelly && d.Port == defaultPort {
-			d.Port = defaultShellyPort // an HTTP device: 502 is Modbus's default
+		if c := d.Consumer; c != nil {
+			drivers.Defaults(&c.Settings)
+			k, _ := drivers.Lookup(c.Driver)
+			if k.Connects == drivers.ConnectsHTTP && d.Port == defaultPort {
+				d.Port = defaultShellyPort // an HTTP device: 502 is Modbus's default
+			}
+			if k.Connects == drivers.ConnectsInbound && c.ChargePointID == "" {
+				c.ChargePointID = d.ID
+			}
+			if c.Driver == drivers.NameOCPP && c.RatedPower == 0 {
+				c.RatedPower = c.MaxCurrent * float64(c.Phases) * drivers.NominalVoltage
+			}
 		}
 	}
 }

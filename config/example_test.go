@@ -90,8 +90,8 @@ func checkRealistic(t *testing.T, c *Config) {
 	for addr, u := range units {
 		gateway = gateway || len(u) >= 3 && addr == c.Devices[0].Address()
 	}
-	if !gateway || !kinds[kind.Meter] || !kinds[kind.Battery] || !kinds[kind.Sensor] || !kinds[kind.Consumer] || len(c.Devices) != 10 {
-		t.Errorf("devices by address %v, kinds %v: want 2 inverters and a meter behind one address, a battery, a sensor, three consumers, a consumer's meter and an RS485 meter", units, kinds)
+	if !gateway || !kinds[kind.Meter] || !kinds[kind.Battery] || !kinds[kind.Sensor] || !kinds[kind.Consumer] || len(c.Devices) != 11 {
+		t.Errorf("devices by address %v, kinds %v: want 2 inverters and a meter behind one address, a battery, a sensor, three consumers and a charger, a consumer's meter and an RS485 meter", units, kinds)
 	}
 	if len(c.MQTT.BrokerURLs()) == 0 || len(c.Tokens) == 0 || len(c.OAuthClients) == 0 || len(c.Migrated.Plants) == 0 || len(c.Migrated.Devices) == 0 {
 		t.Errorf("the example should show MQTT, tokens, OAuth clients and migrations")
@@ -152,7 +152,7 @@ func schemaKeys(prefix string, t reflect.Type, out map[string]bool) {
 		for _, name := range f.names {
 			key := join(prefix, name)
 			out[key] = true
-			schemaKeys(key, t.Field(f.index[name]).Type, out)
+			schemaKeys(key, t.FieldByIndex(f.index[name]).Type, out)
 		}
 	}
 }
@@ -178,7 +178,7 @@ func exampleKeys(prefix string, n *yaml.Node, t reflect.Type, out map[string]boo
 			doc := key.HeadComment != "" || key.LineComment != "" || (i == 0 && n.HeadComment != "")
 			out[path] = out[path] || doc
 			if idx, ok := f.index[key.Value]; ok {
-				exampleKeys(path, n.Content[i+1], t.Field(idx).Type, out)
+				exampleKeys(path, n.Content[i+1], t.FieldByIndex(idx).Type, out)
 			}
 		}
 	}

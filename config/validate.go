@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/consumer/drivers"
 	"plantd/devices/template"
 	"plantd/modbus"
 	"plantd/plant/kind"
@@ -39,6 +40,7 @@ func (c *Config) validate() []Problem {
 	v.plants()
 	v.devices()
 	v.consumers()
+	v.ocpp()
 	v.inputs()
 	v.tokens()
 	v.oauthClients()
@@ -206,6 +208,13 @@ func (v *validator) listen(field, addr, example string) {
 	}
 }
 
+func (v *validator) ocpp() {
+	v.listen("ocpp.listen", v.c.OCPP.Listen, ":8887")
+	if p := v.c.OCPP.Path; p == "" || p[0] != '/' || strings.ContainsAny(p, " ?#") || len(p) > 1 && strings.HasSuffix(p, "/") {
+		v.add("ocpp.path", "%q is not a URL path (as /ocpp: a leading /, no trailing /, no space, ? or #)", p)
+	}
+}
+
 func (v *validator) database() {
 	if v.c.Database.Path == "" {
 		v.add("database.path", "required")
@@ -339,9 +348,13 @@ func (v *validator) devices() {
 			v.add(path+".plant", "unknown plant %q", d.Plant)
 		}
 		var hostOK bool
-		if d.Serial != nil {
+		inbound := d.Consumer != nil && drivers.Inbound(d.Consumer.Driver)
+		switch {
+		case d.Serial != nil:
 			hostOK = v.serial(path, d)
-		} else {
+		case inbound && d.Host == "":
+			// The device connects to plantd: no address to reach it at.
+		default:
 			hostOK = v.host(path+".host", d.Host, "a host name or IP address, or give serial")
 		}
 		portOK := d.Serial != nil || d.Port >= 1 && d.Port <= 65535
@@ -376,7 +389,7 @@ func (v *validator) devices() {
 		v.duration(path+".pollInterval", d.PollInterval, 250*time.Millisecond, time.Hour)
 		v.duration(path+".timeout", d.Timeout, 100*time.Millisecond, 30*time.Second)
 		v.duration(path+".connectDelay", d.ConnectDelay, 0, 10*time.Second)
-		if !d.Enabled || !hostOK || !portOK {
+		if !d.Enabled || !hostOK || !portOK || inbound {
 			continue
 		}
 		endpoint := net.JoinHostPort(canonicalHost(d.Host), strconv.Itoa(d.Port))

@@ -69,6 +69,7 @@ func (deadDriver) Read(context.Context) (Reading, error) { return Reading{}, err
 func (deadDriver) Set(context.Context, Output) error     { return errors.New("no answer") }
 func (deadDriver) Watchdog() time.Duration               { return 0 }
 func (deadDriver) Close() error                          { return nil }
+func (deadDriver) Fallback() Output                      { return Output{} }
 
 // TestKeptWhileOffline: a consumer that never answers during a run keeps
 // the guard state of the run before, untouched at stop.

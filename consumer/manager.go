@@ -23,11 +23,15 @@ import (
 // the config.
 type Spec struct {
 	ID, PlantID, Name string
-	// DriverName is the config's driver word (relay, sgready, shelly).
+	// DriverName is the config's driver word (relay, sgready, shelly,
+	// ocpp).
 	DriverName string
 	Driver     Driver
-	// SGReady: the driver switches an SG-Ready pair (Output.SGReady).
-	SGReady bool
+	// Setpoint is the output the driver takes (default SetpointSwitch).
+	Setpoint Setpoint
+	// Charger is a charger's current bounds and delays (Setpoint
+	// SetpointCurrent).
+	Charger ChargerSpec
 	// Controllable: a §14a EnWG controllable consumer, limited while the
 	// grid operator dims the plant (Dim).
 	Controllable bool
@@ -53,6 +57,23 @@ type Spec struct {
 	// Location is the plant's time zone (today's energy, must-run rules).
 	Location *time.Location
 }
+
+// ChargerSpec is an EV charger's part of a Spec.
+type ChargerSpec struct {
+	// MinA and MaxA bound the current per phase (A); Phases is 1 or 3.
+	MinA, MaxA float64
+	Phases     int
+	// VoltageV is the phase voltage the decision turns watts into amps
+	// with (default 230).
+	VoltageV float64
+	// EnableDelay and DisableDelay: in PV mode the charger starts after
+	// the surplus carried MinA this long, and stops after it did not this
+	// long (MinPV stays at MinA).
+	EnableDelay, DisableDelay time.Duration
+}
+
+// wattsPerAmp is the power one ampere per phase draws.
+func (c ChargerSpec) wattsPerAmp() float64 { return c.VoltageV * float64(c.Phases) }
 
 // MustRun is a parsed must-run rule (config.MustRun): At runs the
 // consumer For from each of its times; By has it run For in total between
@@ -166,6 +187,10 @@ type cons struct {
 	// reading to compare the device with.
 	kept  *kept
 	stats plant.PollStats
+	// fallback is the driver's fail-safe output.
+	fallback Output
+	// delays are a charger's enable and disable timers.
+	delays delays
 }
 
 // New builds a manager for the given consumers. It loads the kept modes
@@ -200,7 +225,22 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 		if s.Location == nil {
 			s.Location = time.UTC
 		}
-		c := &cons{spec: s, kick: make(chan struct{}, 1), mode: s.Mode, reason: plant.ReasonStarting,
+		if s.Setpoint == 0 {
+			s.Setpoint = SetpointSwitch
+		}
+		if s.Setpoint == SetpointCurrent {
+			ch := &s.Charger
+			if ch.Phases != 1 && ch.Phases != 3 || ch.MinA <= 0 || ch.MaxA < ch.MinA {
+				return nil, fmt.Errorf("consumer %s: charger bounds %v..%v A on %d phases", s.ID, ch.MinA, ch.MaxA, ch.Phases)
+			}
+			if ch.VoltageV <= 0 {
+				ch.VoltageV = 230
+			}
+			if s.RatedW <= 0 {
+				s.RatedW = ch.MaxA * ch.wattsPerAmp()
+			}
+		}
+		c := &cons{spec: s, kick: make(chan struct{}, 1), mode: s.Mode, reason: plant.ReasonStarting, fallback: s.Driver.Fallback(),
 			g: newGuard(s.MinOn, s.MinOff, s.MaxSwitchesPerHour), estKey: "consumer.energyWh." + s.ID,
 			byRan: make([]time.Duration, len(s.MustRun)), byEnd: make([]time.Time, len(s.MustRun))}
 		if c.mode == "" {
@@ -235,7 +275,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 }
 
 // modes indexes the modes kept in marks.
-var modes = []plant.ConsumerMode{plant.ModeAuto, plant.ModeOn, plant.ModeOff}
+var modes = []plant.ConsumerMode{plant.ModeAuto, plant.ModeOn, plant.ModeOff, plant.ModeMinPV}
 
 func modeKey(id string) string { return "consumer.mode." + id }
 
@@ -343,7 +383,10 @@ func (m *Manager) poll(ctx context.Context, c *cons) {
 // energy from the consumer's meter, else from the device, else estimated
 // from the rated power while on.
 func (m *Manager) readingLocked(c *cons, r Reading, now time.Time) *plant.ConsumerReading {
-	out := &plant.ConsumerReading{Switch: plant.SwitchedOff, SGReady: r.Output.SGReady}
+	out := &plant.ConsumerReading{Switch: plant.SwitchedOff, SGReady: r.Output.SGReady, CurrentA: r.Output.CurrentA, Phases: r.Output.Phases}
+	if ch := r.Charger; ch != nil {
+		out.ChargerStatus, out.VehicleSoC, out.HasVehicleSoC = ch.Status, ch.SoC, ch.HasSoC
+	}
 	if r.Output.On {
 		out.Switch = plant.SwitchedOn
 	}
@@ -413,14 +456,14 @@ func (m *Manager) startLocked(c *cons, r Reading, now time.Time) {
 	if !c.has {
 		c.want, c.has = r.Output, true
 	}
-	if k != nil && k.has && onOf(k.out, c.spec.SGReady) != onOf(r.Output, c.spec.SGReady) {
+	if k != nil && k.has && onOf(k.out, c.spec.Setpoint) != onOf(r.Output, c.spec.Setpoint) {
 		c.g.switched(now)
 		c.keepDue = true
 		m.logf(c, now, plant.LevelInfo, "ConsumerFoundSwitched", "%s: found %s at start, plantd had left it %s; the guards count a switch now",
-			c.spec.ID, describe(r.Output, c.spec.SGReady), describe(k.out, c.spec.SGReady))
+			c.spec.ID, describe(r.Output, c.spec.Setpoint), describe(k.out, c.spec.Setpoint))
 	}
 	setByPlantd := k != nil && k.has && k.out.SGReady == r.Output.SGReady
-	if c.spec.SGReady && !setByPlantd && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
+	if c.spec.Setpoint == SetpointSGReady && !setByPlantd && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
 		m.logf(c, now, plant.LevelWarning, "SGReadyUnexpectedState",
 			"%s: SG-Ready state %d (%s) read at start, which plantd did not set; if the heat pump shows another state, contacts A and B (coils) may be swapped; plantd keeps it until its first decision",
 			c.spec.ID, r.Output.SGReady, sgWords[r.Output.SGReady])
@@ -440,7 +483,7 @@ func (m *Manager) write(ctx context.Context, c *cons) {
 	}
 	want, read := c.want, c.read.Output
 	renew := false
-	if wd := c.spec.Driver.Watchdog(); wd > 0 && !safe(want, c.spec.SGReady) {
+	if wd := c.spec.Driver.Watchdog(); wd > 0 && want != c.fallback {
 		renew = time.Since(c.lastSet) >= wd/3
 	}
 	m.mu.Unlock()
@@ -454,7 +497,7 @@ func (m *Manager) write(ctx context.Context, c *cons) {
 	defer m.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
-			m.logf(c, m.now(), plant.LevelError, "ConsumerSwitchFailed", "%s: switching to %s failed: %v", c.spec.ID, describe(want, c.spec.SGReady), err)
+			m.logf(c, m.now(), plant.LevelError, "ConsumerSwitchFailed", "%s: switching to %s failed: %v", c.spec.ID, describe(want, c.spec.Setpoint), err)
 		}
 		return
 	}
@@ -464,16 +507,14 @@ func (m *Manager) write(ctx context.Context, c *cons) {
 	}
 }
 
-// safe reports whether out is the state a watchdog falls to.
-func safe(out Output, sg bool) bool {
-	if sg {
-		return out.SGReady == SGNormal
-	}
-	return !out.On
-}
-
-func describe(out Output, sg bool) string {
-	if sg {
+func describe(out Output, sp Setpoint) string {
+	switch sp {
+	case SetpointCurrent:
+		if out.CurrentA <= 0 {
+			return "0 A (paused)"
+		}
+		return fmt.Sprintf("%.1f A on %d phases", out.CurrentA, out.Phases)
+	case SetpointSGReady:
 		if out.SGReady > 0 && out.SGReady < len(sgWords) {
 			return fmt.Sprintf("SG-Ready %d (%s)", out.SGReady, sgWords[out.SGReady])
 		}
@@ -533,13 +574,25 @@ func (m *Manager) decideLocked(slots []slot, exportW, curtailedW float64, gridOK
 // slotLocked fills a consumer's slot for a decision at now; a consumer
 // that is not Auto (manual, must-run, offline) gets its outcome here.
 func (m *Manager) slotLocked(c *cons, now time.Time) slot {
-	on := c.has && onOf(c.want, c.spec.SGReady)
+	sp := c.spec.Setpoint
+	on := c.has && onOf(c.want, sp)
 	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on,
-		ctl: c.spec.Controllable, sg: c.spec.SGReady}
+		ctl: c.spec.Controllable, sg: sp == SetpointSGReady, plugged: true}
 	if c.readOK && c.spec.Meter == "" && (c.read.HasPower) {
 		s.drawW = c.read.PowerW
 	} else if w, ok := m.meterW(c); ok && on {
 		s.drawW = w
+	}
+	if sp == SetpointCurrent {
+		ch := c.spec.Charger
+		s.amps, s.minA, s.maxA, s.wPerA = true, ch.MinA, ch.MaxA, ch.wattsPerAmp()
+		s.onW, s.offW = ch.MinA*s.wPerA, ch.MinA*s.wPerA
+		if on {
+			s.curA = c.want.CurrentA
+		}
+		s.delays, s.enableDelay, s.disableDelay, s.now = &c.delays, ch.EnableDelay, ch.DisableDelay, now
+		s.plugged = c.readOK && c.read.Charger != nil && c.read.Charger.Plugged
+		s.minPV = c.mode == plant.ModeMinPV
 	}
 	mayToggle, why := c.g.allows(on, now)
 	s.mayOn, s.mayOff, s.whyNot = mayToggle, mayToggle, why
@@ -549,15 +602,18 @@ func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 		if !c.started {
 			s.reason = plant.ReasonStarting
 		}
-	case c.mode != plant.ModeAuto:
+	case c.mode == plant.ModeOn || c.mode == plant.ModeOff:
 		s.want, s.reason = c.mode == plant.ModeOn, plant.ReasonManual
+		s.wantA = s.maxA
 	case m.mustRunLocked(c, now):
 		s.want, s.reason = true, plant.ReasonMustRun
+		s.wantA = s.maxA
 	default:
 		s.auto = true
 	}
 	if !s.auto && s.want != on && !mayToggle && c.readOK {
 		s.want, s.reason = on, why
+		s.wantA = s.curA
 	}
 	return s
 }
@@ -571,15 +627,19 @@ func (m *Manager) meterW(c *cons) (float64, bool) {
 	return math.Max(0, w), ok
 }
 
-func onOf(out Output, sg bool) bool {
-	if sg {
+func onOf(out Output, sp Setpoint) bool {
+	switch sp {
+	case SetpointSGReady:
 		return out.SGReady >= SGRecommend
+	case SetpointCurrent:
+		return out.CurrentA > 0
 	}
 	return out.On
 }
 
 // applyLocked takes a slot's outcome: a switch is recorded by the guard,
-// logged and written by the loop at once.
+// logged and written by the loop at once; a charger's new current is
+// written at once, and logged only when it starts or stops.
 func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 	c.reason = s.reason
 	if !c.readOK {
@@ -589,23 +649,28 @@ func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 	if c.has && want == c.want {
 		return
 	}
-	wasOn := c.has && onOf(c.want, c.spec.SGReady)
+	sp := c.spec.Setpoint
+	wasOn := c.has && onOf(c.want, sp)
 	c.want, c.has = want, true
-	if onOf(want, c.spec.SGReady) != wasOn {
-		c.g.switched(now)
-	}
-	c.keepDue = true // the loop keeps the guard state, outside the lock and the control cycle
-	m.logf(c, now, plant.LevelInfo, "ConsumerSwitched", "%s: %s (%s)", c.spec.ID, describe(want, c.spec.SGReady), s.reason)
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
+	if onOf(want, sp) == wasOn && sp == SetpointCurrent {
+		return // a charger's current follows the surplus: no switch, no log line
+	}
+	if onOf(want, sp) != wasOn {
+		c.g.switched(now)
+	}
+	c.keepDue = true // the loop keeps the guard state, outside the lock and the control cycle
+	m.logf(c, now, plant.LevelInfo, "ConsumerSwitched", "%s: %s (%s)", c.spec.ID, describe(want, sp), s.reason)
 }
 
 // outputLocked maps a decision onto the consumer's output. SG-Ready: Auto
 // on surplus recommends (3), On and must-run force (4), off is normal
 // operation (2): plantd never locks a heat pump (state 1 is the grid
-// operator's, through its own channel).
+// operator's, through its own channel). A charger: the decided current
+// on its phases, 0 A when off.
 func (m *Manager) outputLocked(c *cons, s *slot) Output {
 	switch s.reason {
 	case plant.ReasonMinOnTime, plant.ReasonMinOffTime, plant.ReasonMaxSwitches:
@@ -613,7 +678,15 @@ func (m *Manager) outputLocked(c *cons, s *slot) Output {
 			return c.want // a guard holds the output as it is
 		}
 	}
-	if !c.spec.SGReady {
+	switch c.spec.Setpoint {
+	case SetpointCurrent:
+		if !s.want {
+			return Output{Phases: c.spec.Charger.Phases}
+		}
+		a := math.Min(math.Max(s.wantA, c.spec.Charger.MinA), c.spec.Charger.MaxA)
+		return Output{On: true, CurrentA: a, Phases: c.spec.Charger.Phases}
+	case SetpointSGReady:
+	default:
 		return Output{On: s.want}
 	}
 	switch {

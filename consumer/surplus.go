@@ -1,6 +1,11 @@
 package consumer
 
-import "plantd/plant"
+import (
+	"math"
+	"time"
+
+	"plantd/plant"
+)
 
 // The surplus decision: which Auto consumers run on the plant's surplus.
 // It is a pure function over a slice the manager keeps and refills each
@@ -53,9 +58,27 @@ type slot struct {
 	// ctl: a §14a controllable consumer; sg: an SG-Ready heat pump, which
 	// draws in normal operation too (its own controller runs it).
 	ctl, sg bool
+	// A charger (amps): its current per phase now (curA, 0 when off) and
+	// bounds, the power an ampere draws on its phases, whether a car is
+	// plugged in (true for every other consumer), MinPV mode, and its
+	// enable and disable delays with their timers at now.
+	amps                      bool
+	curA, minA, maxA, wPerA   float64
+	plugged, minPV            bool
+	enableDelay, disableDelay time.Duration
+	delays                    *delays
+	now                       time.Time
 	// Outputs.
 	want   bool
+	wantA  float64 // a charger's current when want
 	reason string
+}
+
+// delays are a charger's PV-mode timers: since when the surplus carried
+// its minimum current (enough), and since when it did not (short); zero
+// while the other holds.
+type delays struct {
+	enough, short time.Time
 }
 
 // decide gives the surplus to the Auto consumers in slot order (priority
@@ -86,6 +109,18 @@ func decide(slots []slot, exportW, curtailedW float64, gridOK, probe bool) (prob
 		thr := s.onW
 		if s.on {
 			thr = s.offW
+		}
+		if s.amps {
+			probed = decideCharger(s, budget, exportW, gridOK, probe && !probed) || probed
+			if s.want {
+				need := s.wantA * s.wPerA
+				if s.on {
+					need = s.drawW + math.Max(0, s.wantA-s.curA)*s.wPerA // a full car draws less than its current
+				}
+				budget -= need
+				exportW -= need
+			}
+			continue
 		}
 		want, reason, usesProbe := budget >= thr, plant.ReasonSurplus, false
 		switch {
@@ -134,6 +169,8 @@ func dim(slots []slot, limitW float64) float64 {
 		switch {
 		case !s.ctl:
 			return 0, false
+		case s.want && s.amps:
+			return s.wantA * s.wPerA, true
 		case s.want:
 			return s.drawW, true
 		case s.sg:
@@ -148,14 +185,20 @@ func dim(slots []slot, limitW float64) float64 {
 	}
 	type was struct {
 		want   bool
+		wantA  float64
 		reason string
 	}
 	before := make([]was, len(slots))
 	for i := len(slots) - 1; i >= 0 && sum > limitW; i-- {
 		s := &slots[i]
 		if w, counted := draw(s); counted {
-			before[i] = was{s.want, s.reason}
+			before[i] = was{s.want, s.wantA, s.reason}
 			sum -= w
+			if room := math.Floor((limitW - sum) / s.wPerA); s.amps && s.want && room >= s.minA {
+				s.wantA, s.reason = room, plant.ReasonDimmed // a charger slows down before it stops
+				sum += room * s.wPerA
+				continue
+			}
 			s.want, s.reason = false, plant.ReasonDimmed
 		}
 	}
@@ -164,10 +207,10 @@ func dim(slots []slot, limitW float64) float64 {
 	// what fits again, so that the minimum is used and not 0 W.
 	for i := range slots {
 		s := &slots[i]
-		if s.reason != plant.ReasonDimmed || !s.ctl {
+		if s.reason != plant.ReasonDimmed || !s.ctl || s.want {
 			continue
 		}
-		s.want, s.reason = before[i].want, before[i].reason
+		s.want, s.wantA, s.reason = before[i].want, before[i].wantA, before[i].reason
 		if w, _ := draw(s); sum+w <= limitW {
 			sum += w
 			continue
@@ -175,4 +218,57 @@ func dim(slots []slot, limitW float64) float64 {
 		s.want, s.reason = false, plant.ReasonDimmed
 	}
 	return sum
+}
+
+// decideCharger decides one charger in PV or MinPV mode (evcc's): the
+// current the surplus it sees (budget, W) carries, in whole amperes
+// between its bounds. In PV mode it starts once that carried the minimum
+// for its enable delay and stops once it did not for its disable delay,
+// at the minimum meanwhile; in MinPV it never goes below the minimum.
+// Without a car plugged in, or without a grid meter in PV mode, it is
+// off; a start that only curtailed PV would carry uses the probe as any
+// consumer's (reported). It fills s.want, s.wantA and s.reason.
+func decideCharger(s *slot, budget, exportW float64, gridOK, probe bool) (probed bool) {
+	a := math.Min(math.Floor(budget/s.wPerA), s.maxA)
+	d := s.delays
+	enough := gridOK && a >= s.minA
+	switch {
+	case !enough:
+		d.enough = time.Time{}
+		if d.short.IsZero() {
+			d.short = s.now
+		}
+	default:
+		d.short = time.Time{}
+		if d.enough.IsZero() {
+			d.enough = s.now
+		}
+	}
+	s.want, s.wantA, s.reason = false, 0, plant.ReasonNoSurplus
+	switch {
+	case !s.plugged:
+		s.reason = plant.ReasonNoVehicle
+	case enough && s.on:
+		s.want, s.wantA, s.reason = true, a, plant.ReasonSurplus
+	case enough && s.minPV:
+		s.want, s.wantA, s.reason = true, a, plant.ReasonSurplus
+	case enough && s.now.Sub(d.enough) < s.enableDelay:
+		s.reason = plant.ReasonEnableDelay
+	case enough && exportW < s.minA*s.wPerA && !probe:
+		s.reason = plant.ReasonProbing // only curtailed PV would carry it: one at a time
+	case enough:
+		s.want, s.wantA, s.reason = true, a, plant.ReasonSurplus
+		probed = exportW < s.minA*s.wPerA
+	case s.minPV:
+		s.want, s.wantA, s.reason = true, s.minA, plant.ReasonMinPV
+	case !gridOK:
+		s.reason = plant.ReasonNoMeter
+	case s.on && s.now.Sub(d.short) < s.disableDelay:
+		s.want, s.wantA, s.reason = true, s.minA, plant.ReasonDisableDelay
+	}
+	switch {
+	case s.want && !s.on && !s.mayOn, !s.want && s.on && !s.mayOff:
+		s.want, s.wantA, s.reason = s.on, s.curA, s.whyNot
+	}
+	return probed && s.want
 }

@@ -22,6 +22,8 @@ type ConsumerStatus struct {
 	// SGReady is an SG-Ready heat pump's state 1..4 read back; 0 (omitted)
 	// for other consumers.
 	SGReady int `json:"sgReadyState,omitempty"`
+	// Charger is a charger's state; nil (omitted) for other consumers.
+	Charger *ChargerStatus `json:"charger,omitempty"`
 	// ConsumptionW is the power now (W); nil when unknown. Estimated
 	// says it comes from RatedPowerW while on, not from a meter.
 	ConsumptionW *float64 `json:"consumption,omitempty"`
@@ -40,6 +42,23 @@ type ConsumerStatus struct {
 	// MinOnTime and MinOffTime in seconds.
 	MinOnTimeS  float64 `json:"minOnTime"`
 	MinOffTimeS float64 `json:"minOffTime"`
+}
+
+// ChargerStatus is an EV charger's part of ConsumerStatus.
+type ChargerStatus struct {
+	// Status is the connector's OCPP 1.6 status (Available, Preparing,
+	// Charging, SuspendedEV, SuspendedEVSE, Finishing, Faulted,
+	// Unavailable); "" before the charger told it.
+	Status string `json:"status"`
+	// CurrentA is the charging current per phase plantd's last accepted
+	// profile allows, on Phases; MinCurrentA and MaxCurrentA its bounds.
+	CurrentA    float64 `json:"current"`
+	Phases      int     `json:"phases"`
+	MinCurrentA float64 `json:"minCurrent"`
+	MaxCurrentA float64 `json:"maxCurrent"`
+	// VehicleSoC is the car's state of charge (%) where the charger
+	// reports it.
+	VehicleSoC *float64 `json:"vehicleSoc,omitempty"`
 }
 
 // Surplus is what grid control's cycle knows of a plant's power flows,
@@ -73,22 +92,27 @@ type Surplus struct {
 
 // The reasons of a consumer's output (ConsumerStatus.Reason).
 const (
-	ReasonSurplus     = "Surplus"     // Auto: on, the surplus carries it
-	ReasonNoSurplus   = "NoSurplus"   // Auto: off, not enough surplus
-	ReasonProbing     = "Probing"     // Auto: off, waits its turn to try PV that a limit holds back
-	ReasonNoMeter     = "NoMeter"     // Auto: off, no grid meter answers
-	ReasonMustRun     = "MustRun"     // a must-run window holds it on
-	ReasonManual      = "Manual"      // mode On or Off
-	ReasonMinOnTime   = "MinOnTime"   // held on until its minimum on time passed
-	ReasonMinOffTime  = "MinOffTime"  // held off until its minimum off time passed
-	ReasonMaxSwitches = "MaxSwitches" // held: the switchings per hour are used up
-	ReasonOffline     = "Offline"     // its device does not answer
-	ReasonStarting    = "Starting"    // not read yet
-	ReasonDimmed      = "Dimmed"      // the grid operator dims the plant (§14a EnWG)
+	ReasonSurplus      = "Surplus"      // Auto: on, the surplus carries it
+	ReasonNoSurplus    = "NoSurplus"    // Auto: off, not enough surplus
+	ReasonProbing      = "Probing"      // Auto: off, waits its turn to try PV that a limit holds back
+	ReasonNoMeter      = "NoMeter"      // Auto: off, no grid meter answers
+	ReasonMustRun      = "MustRun"      // a must-run window holds it on
+	ReasonManual       = "Manual"       // mode On or Off
+	ReasonMinOnTime    = "MinOnTime"    // held on until its minimum on time passed
+	ReasonMinOffTime   = "MinOffTime"   // held off until its minimum off time passed
+	ReasonMaxSwitches  = "MaxSwitches"  // held: the switchings per hour are used up
+	ReasonOffline      = "Offline"      // its device does not answer
+	ReasonStarting     = "Starting"     // not read yet
+	ReasonDimmed       = "Dimmed"       // the grid operator dims the plant (§14a EnWG)
+	ReasonMinPV        = "MinPV"        // a charger in MinPV: the minimum current, the surplus does not carry more
+	ReasonEnableDelay  = "EnableDelay"  // a charger in PV: the surplus carries it, for less than its enable delay yet
+	ReasonDisableDelay = "DisableDelay" // a charger in PV: at its minimum, the surplus is gone for less than its disable delay yet
+	ReasonNoVehicle    = "NoVehicle"    // a charger in PV or MinPV: no car is plugged in
 )
 
 // ConsumerReasons lists every reason, for the API's documents.
 func ConsumerReasons() []string {
 	return []string{ReasonSurplus, ReasonNoSurplus, ReasonProbing, ReasonNoMeter, ReasonMustRun, ReasonManual,
-		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting, ReasonDimmed}
+		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting, ReasonDimmed,
+		ReasonMinPV, ReasonEnableDelay, ReasonDisableDelay, ReasonNoVehicle}
 }

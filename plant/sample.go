@@ -94,22 +94,33 @@ const (
 
 // ConsumerMode is who decides a consumer's output: the surplus controller
 // (Auto) or the installer (On, Off: held against surplus and must-run
-// windows; a safety guard still applies).
+// windows; a safety guard still applies). A charger has a fourth, MinPV;
+// its modes carry evcc's words too: Now is On (the maximum current), PV
+// is Auto (surplus only), MinPV charges at the minimum current always and
+// more with surplus.
 type ConsumerMode string
 
 // The consumer modes.
 const (
-	ModeAuto ConsumerMode = "Auto"
-	ModeOn   ConsumerMode = "On"
-	ModeOff  ConsumerMode = "Off"
+	ModeAuto  ConsumerMode = "Auto"
+	ModeOn    ConsumerMode = "On"
+	ModeOff   ConsumerMode = "Off"
+	ModeMinPV ConsumerMode = "MinPV"
 )
 
-// ParseConsumerMode accepts Auto, On or Off in any letter case.
+// ParseConsumerMode accepts Auto, On, Off or MinPV, and a charger's Now
+// (On) and PV (Auto), in any letter case.
 func ParseConsumerMode(s string) (ConsumerMode, bool) {
-	for _, m := range []ConsumerMode{ModeAuto, ModeOn, ModeOff} {
+	for _, m := range []ConsumerMode{ModeAuto, ModeOn, ModeOff, ModeMinPV} {
 		if strings.EqualFold(s, string(m)) {
 			return m, true
 		}
+	}
+	switch {
+	case strings.EqualFold(s, "Now"):
+		return ModeOn, true
+	case strings.EqualFold(s, "PV"):
+		return ModeAuto, true
 	}
 	return "", false
 }
@@ -133,6 +144,16 @@ type ConsumerReading struct {
 	// Estimated is set when PowerW and EnergyWh come from the rated power
 	// while on, not from a meter.
 	Estimated bool
+	// CurrentA is a charger's charging current per phase as plantd's
+	// last accepted profile allows, on Phases; 0 for other consumers.
+	CurrentA float64
+	Phases   int
+	// ChargerStatus is a charger's OCPP connector status ("" for other
+	// consumers); VehicleSoC the car's state of charge (%) where the
+	// charger reports it.
+	ChargerStatus string
+	VehicleSoC    float64
+	HasVehicleSoC bool
 }
 
 // PollStats counts one device's polls: the SunSpec poller's and the home

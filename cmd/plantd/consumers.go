@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"reflect"
-	"strconv"
 	"time"
 
 	"plantd/config"
 	"plantd/consumer"
+	"plantd/consumer/drivers"
+	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -62,8 +62,12 @@ func (d *daemon) newConsumers(ctx context.Context, cfg *config.Config) (*consume
 // driver.
 func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 	c := dc.Consumer
-	s := consumer.Spec{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, DriverName: string(c.Driver),
-		SGReady: c.Driver == config.DriverSGReady, Controllable: c.IsControllable(), PartOf: c.PartOf, RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
+	k, ok := drivers.Lookup(c.Driver)
+	if !ok {
+		return consumer.Spec{}, fmt.Errorf("unknown driver %q", c.Driver) // the config refuses it
+	}
+	s := consumer.Spec{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, DriverName: c.Driver, Setpoint: k.Setpoint,
+		Controllable: c.IsControllable(), PartOf: c.PartOf, RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
 		Priority: c.Priority, MinOn: c.MinOnTime, MinOff: c.MinOffTime, MaxSwitchesPerHour: c.MaxSwitchesPerHour,
 		OnW: c.OnThreshold(), OffW: c.OffThreshold(), Interval: dc.PollInterval, Timeout: dc.Timeout}
 	for _, r := range c.MustRun {
@@ -80,7 +84,11 @@ func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 		mr.For = r.For
 		s.MustRun = append(s.MustRun, mr)
 	}
-	drv, err := consumerDriver(dc, d)
+	if k.Setpoint == consumer.SetpointCurrent {
+		s.Charger = consumer.ChargerSpec{MinA: c.MinCurrent, MaxA: c.MaxCurrent, Phases: c.Phases,
+			EnableDelay: *c.EnableDelay, DisableDelay: *c.DisableDelay}
+	}
+	drv, err := drivers.New(drivers.Device{ID: dc.ID, Host: dc.Host, Port: dc.Port, Timeout: dc.Timeout}, c.Settings, driverEnv{d})
 	if err != nil {
 		return s, err
 	}
@@ -121,22 +129,23 @@ func consumersChanged(a, b *config.Config, log *slog.Logger) bool {
 	return changed
 }
 
-// consumerDriver makes a consumer's driver: a Shelly over HTTP, or a relay
-// module's coils through the Modbus pool (shared with the SunSpec devices
-// behind the same address).
-func consumerDriver(dc config.Device, d *daemon) (consumer.Driver, error) {
-	c := dc.Consumer
-	switch c.Driver {
-	case config.DriverShelly:
-		base := "http://" + net.JoinHostPort(dc.Host, strconv.Itoa(dc.Port))
-		return consumer.NewShelly(base, c.SwitchID, &http.Client{Timeout: dc.Timeout}, c.Watchdog)
-	case config.DriverRelay, config.DriverSGReady:
-		ep := d.pool.Endpoint(endpointOf(dc))
-		cl := ep.Unit(byte(dc.Unit), dc.Timeout)
-		if c.Driver == config.DriverRelay {
-			return consumer.NewRelay(cl, consumer.RelayConfig{Coil: uint16(c.Coil), Watchdog: c.Watchdog})
+// driverEnv is the daemon's side of the consumer drivers: the Modbus
+// pool, shared with the SunSpec devices behind the same address, and the
+// OCPP central system.
+type driverEnv struct{ d *daemon }
+
+func (e driverEnv) Modbus(deviceID string) (*modbus.Client, error) {
+	for _, dc := range e.d.cfg.Devices {
+		if dc.ID == deviceID {
+			return e.d.pool.Endpoint(endpointOf(dc)).Unit(byte(dc.Unit), dc.Timeout), nil
 		}
-		return consumer.NewSGReady(cl, consumer.SGReadyConfig{CoilA: uint16(c.Coil), CoilB: uint16(c.ContactB()), Watchdog: c.Watchdog})
 	}
-	return nil, fmt.Errorf("unknown driver %q", c.Driver) // the config refuses it
+	return nil, fmt.Errorf("no device %q", deviceID)
+}
+
+func (e driverEnv) ChargePoints() (drivers.ChargePoints, error) {
+	if e.d.chargePoints == nil {
+		return nil, errors.New("no OCPP central system runs (config ocpp)")
+	}
+	return e.d.chargePoints, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
+	"plantd/consumer/drivers"
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
@@ -39,20 +40,22 @@ import (
 // together. Data flows one way: poller → live state → store and MQTT
 // uplink, and the HTTP API reads the live state and the store.
 type daemon struct {
-	log    *slog.Logger
-	pool   *modbus.Pool
-	conns  *deviceConns
-	poller *poller.Poller
-	live   *plant.Live
-	store  *store.Store
-	grid   *gridcontrol.Controller
-	homes  *consumer.Manager // nil without consumers
-	inputs *gridInputs       // nil without inputs
-	api    *httpapi.Server
-	up     *mqtt.Uplink // nil without a broker
-	ha     *hass.Link   // nil without local.mqtt
-	ln     net.Listener
-	plants []plant.Plant
+	log  *slog.Logger
+	pool *modbus.Pool
+	// chargePoints is the OCPP central system (nil without chargers).
+	chargePoints drivers.ChargePoints
+	conns        *deviceConns
+	poller       *poller.Poller
+	live         *plant.Live
+	store        *store.Store
+	grid         *gridcontrol.Controller
+	homes        *consumer.Manager // nil without consumers
+	inputs       *gridInputs       // nil without inputs
+	api          *httpapi.Server
+	up           *mqtt.Uplink // nil without a broker
+	ha           *hass.Link   // nil without local.mqtt
+	ln           net.Listener
+	plants       []plant.Plant
 
 	// sunspec serves the plant as a SunSpec device on sunspecLn (nil
 	// without modbusServer; sunspec.go).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/consumer/drivers"
 	"plantd/devices/sim"
 	"plantd/mqtt"
 	"plantd/plant/kind"
@@ -452,14 +453,14 @@ func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
 		return d
 	}
 	heater := config.NewConsumer()
-	heater.Driver, heater.Coil, heater.RatedPower, heater.Meter, heater.Priority = config.DriverRelay, 0, 3000, "heatmeter", 1
+	heater.Driver, heater.Coil, heater.RatedPower, heater.Meter, heater.Priority = drivers.NameRelay, 0, 3000, "heatmeter", 1
 	heater.MinOnTime, heater.MinOffTime, heater.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
 	pump := config.NewConsumer()
-	pump.Driver, pump.Coil, pump.RatedPower, pump.Priority = config.DriverSGReady, 2, 1600, 2
+	pump.Driver, pump.Coil, pump.RatedPower, pump.Priority = drivers.NameSGReady, 2, 1600, 2
 	pump.MinOnTime, pump.MinOffTime, pump.MaxSwitchesPerHour, pump.Watchdog = 10*time.Minute, 5*time.Minute, 3, 30*time.Second
 	pump.MustRun = []config.MustRun{{At: "0 13 * * *", For: 30 * time.Minute}}
 	dish := config.NewConsumer()
-	dish.Driver, dish.RatedPower, dish.Priority = config.DriverShelly, 1200, 3
+	dish.Driver, dish.RatedPower, dish.Priority = drivers.NameShelly, 1200, 3
 	dish.MinOnTime, dish.MinOffTime, dish.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
 	dish.MustRun = []config.MustRun{{By: "0 18 * * *", For: 2 * time.Hour}}
 	return []config.Device{

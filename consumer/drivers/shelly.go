@@ -1,4 +1,4 @@
-package consumer
+package drivers
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"plantd/consumer"
 )
 
 // Shelly is the Driver of one switch of a Shelly Gen2/Gen3 device (a Plus
@@ -45,7 +47,7 @@ type Shelly struct {
 	seq      atomic.Uint64 // request frame ids
 }
 
-var _ Driver = (*Shelly)(nil)
+var _ consumer.Driver = (*Shelly)(nil)
 
 // Shelly driver limits.
 const (
@@ -120,19 +122,19 @@ type shellyStatus struct {
 }
 
 // Read reads the switch's status.
-func (s *Shelly) Read(ctx context.Context) (Reading, error) {
+func (s *Shelly) Read(ctx context.Context) (consumer.Reading, error) {
 	const method = "Switch.GetStatus"
 	var st shellyStatus
 	if err := s.call(ctx, method, map[string]any{"id": s.switchID}, &st); err != nil {
-		return Reading{}, err
+		return consumer.Reading{}, err
 	}
 	if st.Output == nil {
-		return Reading{}, s.bad(method, "status has no output")
+		return consumer.Reading{}, s.bad(method, "status has no output")
 	}
 	if st.ID != nil && *st.ID != s.switchID {
-		return Reading{}, s.bad(method, fmt.Sprintf("status of switch %d, asked for %d", *st.ID, s.switchID))
+		return consumer.Reading{}, s.bad(method, fmt.Sprintf("status of switch %d, asked for %d", *st.ID, s.switchID))
 	}
-	r := Reading{Output: Output{On: *st.Output}}
+	r := consumer.Reading{Output: consumer.Output{On: *st.Output}}
 	if st.APower != nil && shellyFinite(*st.APower) {
 		r.PowerW, r.HasPower = *st.APower, true
 	}
@@ -144,7 +146,7 @@ func (s *Shelly) Read(ctx context.Context) (Reading, error) {
 
 // Set switches the output; switching on with a watchdog arms toggle_after.
 // A Shelly switch has no SG-Ready states: out.SGReady must be 0.
-func (s *Shelly) Set(ctx context.Context, out Output) error {
+func (s *Shelly) Set(ctx context.Context, out consumer.Output) error {
 	const method = "Switch.Set"
 	if out.SGReady != 0 {
 		return fmt.Errorf("consumer: shelly %s: SG-Ready state %d: a switch is on or off", s.base, out.SGReady)
@@ -220,7 +222,7 @@ func (s *Shelly) call(ctx context.Context, method string, params, res any) error
 		return s.bad(method, fmt.Sprintf("answer is not a JSON frame (%v): %s", err, shellyQuote(data)))
 	}
 	if f.Error != nil {
-		return fmt.Errorf("consumer: shelly %s %s: %w: %w", s.base, method, f.Error, ErrBadAnswer)
+		return fmt.Errorf("consumer: shelly %s %s: %w: %w", s.base, method, f.Error, consumer.ErrBadAnswer)
 	}
 	if got := string(bytes.TrimSpace(f.ID)); got != strconv.FormatUint(id, 10) {
 		return s.bad(method, fmt.Sprintf("answer to request id %s, sent %d: %s", shellyQuote([]byte(got)), id, shellyQuote(data)))
@@ -237,7 +239,7 @@ func (s *Shelly) call(ctx context.Context, method string, params, res any) error
 // bad returns an error wrapping ErrBadAnswer that names the device, the
 // method and what was wrong.
 func (s *Shelly) bad(method, what string) error {
-	return fmt.Errorf("consumer: shelly %s %s: %s: %w", s.base, method, what, ErrBadAnswer)
+	return fmt.Errorf("consumer: shelly %s %s: %s: %w", s.base, method, what, consumer.ErrBadAnswer)
 }
 
 // shellyQuote returns b, cut to shellyQuoteMax bytes, as a Go string literal
@@ -250,3 +252,6 @@ func shellyQuote(b []byte) string {
 }
 
 func shellyFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// Fallback is off: toggle_after switches the plug off.
+func (s *Shelly) Fallback() consumer.Output { return consumer.Output{} }

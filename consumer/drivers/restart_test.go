@@ -1,4 +1,4 @@
-package consumer
+package drivers
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"plantd/consumer"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
@@ -56,7 +57,7 @@ func (rr *restartRig) written() (rows, bytes int) {
 
 // run is one plantd run: its manager and how to stop it.
 type run struct {
-	m    *Manager
+	m    *consumer.Manager
 	st   *store.Store
 	stop func()
 }
@@ -124,23 +125,23 @@ func (rr *restartRig) start(t *testing.T) *run {
 		t.Fatal(err)
 	}
 	return rr.startSpecs(t,
-		Spec{ID: "hp", PlantID: "p", DriverName: "sgready", Driver: hp, SGReady: true, RatedW: 1600, Mode: plant.ModeAuto,
+		consumer.Spec{ID: "hp", PlantID: "p", DriverName: "sgready", Driver: hp, Setpoint: consumer.SetpointSGReady, RatedW: 1600, Mode: plant.ModeAuto,
 			Priority: 1, MinOn: 10 * time.Minute, MinOff: time.Minute, OnW: 1600, OffW: 1400,
 			Interval: 50 * time.Millisecond, Timeout: time.Second},
-		Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000, Mode: plant.ModeAuto,
+		consumer.Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000, Mode: plant.ModeAuto,
 			Priority: 2, MaxSwitchesPerHour: 2, OnW: 3000, OffW: 2700,
 			Interval: 50 * time.Millisecond, Timeout: time.Second})
 }
 
 // startSpecs starts a plantd run of the given consumers on the store.
-func (rr *restartRig) startSpecs(t *testing.T, specs ...Spec) *run {
+func (rr *restartRig) startSpecs(t *testing.T, specs ...consumer.Spec) *run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, store.Config{Path: rr.path, Plants: []store.PlantInfo{{ID: "p", Location: time.UTC}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(ctx, specs, Deps{Sink: rr.sink, Marks: st, Guards: countGuards{st, rr}, Now: rr.clk.Now}, nil)
+	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: rr.sink, Marks: st, Guards: countGuards{st, rr}, Now: rr.clk.Now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestRestartKeepsGuards(t *testing.T) {
 	})
 	pool := modbus.NewPool(nil)
 	t.Cleanup(func() { _ = pool.Close() })
-	rg := &rig{clk: &clock{t: time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)}, p: p, rb: simtest.Device(t, p, "rb"), pool: pool}
+	rg := &rig{clk: simtest.NewClock(time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)), p: p, rb: simtest.Device(t, p, "rb"), pool: pool}
 	rr := &restartRig{rig: rg, path: filepath.Join(t.TempDir(), "plantd.db"), note: make(chan struct{}, 1)}
 	ctx := t.Context()
 	clk := rr.clk
@@ -240,16 +241,16 @@ func TestRestartKeepsGuards(t *testing.T) {
 	// First run: surplus switches both on; an import switches the
 	// heater off (its second switching) and the guard holds the pump.
 	r1 := rr.start(t)
-	rr.wait(t, "hp", "normal operation at start", sgIs(SGNormal))
+	rr.wait(t, "hp", "normal operation at start", sgIs(consumer.SGNormal))
 	rr.wait(t, "heater", "off at start", switchIs(plant.SwitchedOff))
 	onAt := clk.Now()
 	r1.absorb(ctx, onAt, 6000)
-	rr.wait(t, "hp", "recommended on surplus", sgIs(SGRecommend))
+	rr.wait(t, "hp", "recommended on surplus", sgIs(consumer.SGRecommend))
 	rr.wait(t, "heater", "on on surplus", switchIs(plant.SwitchedOn))
 	clk.Add(time.Minute)
 	r1.absorb(ctx, clk.Now(), -6000)
 	rr.wait(t, "heater", "off on import", switchIs(plant.SwitchedOff))
-	if st := r1.status(t, "hp"); st.Reason != plant.ReasonMinOnTime || st.SGReady != SGRecommend {
+	if st := r1.status(t, "hp"); st.Reason != plant.ReasonMinOnTime || st.SGReady != consumer.SGRecommend {
 		t.Fatalf("pump 1 min into its minimum on time: %s, SG-Ready %d", st.Reason, st.SGReady)
 	}
 	if st := r1.status(t, "heater"); st.SwitchesLastHour != 2 {
@@ -268,7 +269,7 @@ func TestRestartKeepsGuards(t *testing.T) {
 	coils := map[int]bool{0: false, 2: false, 3: true}
 	from := len(rr.p.Trace("rb"))
 	r2 := rr.start(t)
-	rr.wait(t, "hp", "recommended, as left", sgIs(SGRecommend))
+	rr.wait(t, "hp", "recommended, as left", sgIs(consumer.SGRecommend))
 	rr.wait(t, "heater", "off, as left", switchIs(plant.SwitchedOff))
 	rr.sameCoils(t, from, coils, "restart before the first decision")
 	// The first decision: surplus, but the heater is at its bound.
@@ -280,7 +281,7 @@ func TestRestartKeepsGuards(t *testing.T) {
 	for _, step := range []time.Duration{0, 4 * time.Minute, 3*time.Minute + 59*time.Second} {
 		clk.Add(step)
 		r2.absorb(ctx, clk.Now(), -6000)
-		rr.wait(t, "hp", "still recommended", sgIs(SGRecommend))
+		rr.wait(t, "hp", "still recommended", sgIs(consumer.SGRecommend))
 		if st := r2.status(t, "hp"); st.Reason != plant.ReasonMinOnTime {
 			t.Fatalf("pump %v after its switch on: %s, want %s", clk.Now().Sub(onAt), st.Reason, plant.ReasonMinOnTime)
 		}
@@ -288,7 +289,7 @@ func TestRestartKeepsGuards(t *testing.T) {
 	rr.sameCoils(t, from, coils, "within the minimum on time")
 	clk.Add(time.Second) // 10 min since the switch on
 	r2.absorb(ctx, clk.Now(), -6000)
-	rr.wait(t, "hp", "normal after 10 min", sgIs(SGNormal))
+	rr.wait(t, "hp", "normal after 10 min", sgIs(consumer.SGNormal))
 	if st := rr.board(t); st.Coils[2] || st.Coils[3] {
 		t.Errorf("coils 2, 3 = %v, %v after 10 min, want normal (off, off)", st.Coils[2], st.Coils[3])
 	}
@@ -298,13 +299,13 @@ func TestRestartKeepsGuards(t *testing.T) {
 	if _, err := r2.m.SetMode(ctx, "hp", plant.ModeOn, "test"); err != nil {
 		t.Fatal(err)
 	}
-	rr.wait(t, "hp", "forced by mode On", sgIs(SGForced))
+	rr.wait(t, "hp", "forced by mode On", sgIs(consumer.SGForced))
 	r2.stop()
 	from = len(rr.p.Trace("rb"))
 	r3 := rr.start(t)
-	rr.wait(t, "hp", "forced, as left", sgIs(SGForced))
+	rr.wait(t, "hp", "forced, as left", sgIs(consumer.SGForced))
 	r3.absorb(ctx, clk.Now(), -6000)
-	rr.wait(t, "hp", "forced after the first decision", sgIs(SGForced))
+	rr.wait(t, "hp", "forced after the first decision", sgIs(consumer.SGForced))
 	rr.sameCoils(t, from, map[int]bool{2: true, 3: true}, "restart of a forced pump")
 	r3.stop()
 }
@@ -320,7 +321,7 @@ func TestRestartKeepsMustRun(t *testing.T) {
 	})
 	pool := modbus.NewPool(nil)
 	t.Cleanup(func() { _ = pool.Close() })
-	clk := &clock{t: time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)}
+	clk := simtest.NewClock(time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC))
 	rr := &restartRig{rig: &rig{clk: clk, p: p, rb: simtest.Device(t, p, "rb"), pool: pool},
 		path: filepath.Join(t.TempDir(), "plantd.db"), note: make(chan struct{}, 1)}
 	by, err := cron.ParseStandard("0 12 * * *")
@@ -332,8 +333,8 @@ func TestRestartKeepsMustRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rr.startSpecs(t, Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000,
-			Mode: plant.ModeAuto, OnW: 3000, OffW: 2700, MustRun: []MustRun{{By: by, For: time.Hour}},
+		return rr.startSpecs(t, consumer.Spec{ID: "heater", PlantID: "p", DriverName: "relay", Driver: heater, RatedW: 3000,
+			Mode: plant.ModeAuto, OnW: 3000, OffW: 2700, MustRun: []consumer.MustRun{{By: by, For: time.Hour}},
 			Interval: 50 * time.Millisecond, Timeout: time.Second, Location: time.UTC})
 	}
 	ctx := t.Context()

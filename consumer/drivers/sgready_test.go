@@ -1,4 +1,4 @@
-package consumer
+package drivers
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"plantd/consumer"
 )
 
 // TestSGReadyStates sets the four states on the simulated heat pump
@@ -20,17 +22,17 @@ func TestSGReadyStates(t *testing.T) {
 	}
 	base := r.p.Balance().LoadW - r.load(t, "hp").PowerW
 	tests := []struct {
-		set   Output
+		set   consumer.Output
 		state int
 		coils [2]bool
 		w     float64
 	}{
-		{Output{SGReady: SGForced}, SGForced, [2]bool{true, true}, 2400},
-		{Output{SGReady: SGLocked}, SGLocked, [2]bool{true, false}, 0},
-		{Output{SGReady: SGRecommend}, SGRecommend, [2]bool{false, true}, 1600},
-		{Output{SGReady: SGNormal}, SGNormal, [2]bool{false, false}, 700},
-		{Output{On: true}, SGRecommend, [2]bool{false, true}, 1600},
-		{Output{On: false}, SGNormal, [2]bool{false, false}, 700},
+		{consumer.Output{SGReady: consumer.SGForced}, consumer.SGForced, [2]bool{true, true}, 2400},
+		{consumer.Output{SGReady: consumer.SGLocked}, consumer.SGLocked, [2]bool{true, false}, 0},
+		{consumer.Output{SGReady: consumer.SGRecommend}, consumer.SGRecommend, [2]bool{false, true}, 1600},
+		{consumer.Output{SGReady: consumer.SGNormal}, consumer.SGNormal, [2]bool{false, false}, 700},
+		{consumer.Output{On: true}, consumer.SGRecommend, [2]bool{false, true}, 1600},
+		{consumer.Output{On: false}, consumer.SGNormal, [2]bool{false, false}, 700},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%+v", tt.set), func(t *testing.T) {
@@ -42,7 +44,7 @@ func TestSGReadyStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (Output{SGReady: tt.state, On: tt.state >= SGRecommend}); got.Output != want || got.HasPower {
+			if want := (consumer.Output{SGReady: tt.state, On: tt.state >= consumer.SGRecommend}); got.Output != want || got.HasPower {
 				t.Errorf("Read = %+v, want %+v", got, want)
 			}
 			st := r.board(t)
@@ -64,7 +66,7 @@ func TestSGReadyStates(t *testing.T) {
 			}
 		})
 	}
-	if err := d.Set(ctx, Output{SGReady: 5}); !errors.Is(err, ErrSGState) {
+	if err := d.Set(ctx, consumer.Output{SGReady: 5}); !errors.Is(err, ErrSGState) {
 		t.Errorf("Set(5) = %v, want ErrSGState", err)
 	}
 	if d.Watchdog() != 10*time.Second {
@@ -84,14 +86,14 @@ func TestSGReadyApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := false, false // the contacts as the pump sees them
-	for _, from := range []int{SGNormal, SGLocked, SGRecommend, SGForced} {
-		for _, to := range []int{SGNormal, SGLocked, SGRecommend, SGForced} {
-			if err := d.Set(ctx, Output{SGReady: from}); err != nil {
+	for _, from := range []int{consumer.SGNormal, consumer.SGLocked, consumer.SGRecommend, consumer.SGForced} {
+		for _, to := range []int{consumer.SGNormal, consumer.SGLocked, consumer.SGRecommend, consumer.SGForced} {
+			if err := d.Set(ctx, consumer.Output{SGReady: from}); err != nil {
 				t.Fatal(err)
 			}
 			a, b = sgContacts[from][0], sgContacts[from][1]
 			writes := len(r.p.Trace("rb"))
-			if err := d.Set(ctx, Output{SGReady: to}); err != nil {
+			if err := d.Set(ctx, consumer.Output{SGReady: to}); err != nil {
 				t.Fatal(err)
 			}
 			tr := r.p.Trace("rb")[writes:]
@@ -109,7 +111,7 @@ func TestSGReadyApart(t *testing.T) {
 				case 5:
 					b = p.Value == 1
 				}
-				if s := sgState(a, b); s != from && s != to && (s == SGLocked || s == SGForced) {
+				if s := sgState(a, b); s != from && s != to && (s == consumer.SGLocked || s == consumer.SGForced) {
 					t.Errorf("%d -> %d passed through state %d", from, to, s)
 				}
 			}

@@ -1,13 +1,13 @@
-package consumer
+package drivers
 
 import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"plantd/consumer"
 	"plantd/devices"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
@@ -15,29 +15,11 @@ import (
 	"plantd/plant/kind"
 )
 
-// clock is the simulated plant's wall clock, moved by the test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // rig is a simulated plant with a relay board "rb" (unit 3): an immersion
 // heater on coil 0 with its sub-meter "hm", an SG-Ready heat pump on coils
 // 2 and 3; its wall clock stands still until the test moves it.
 type rig struct {
-	clk  *clock
+	clk  *simtest.Clock
 	p    *sim.Plant
 	rb   *sim.Device
 	pool *modbus.Pool
@@ -45,7 +27,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)}
+	clk := simtest.NewClock(time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC))
 	p := simtest.Start(t, sim.Config{
 		Now:   clk.Now,
 		Speed: 288, // the watchdog runs on the wall clock all the same
@@ -104,14 +86,14 @@ func TestRelaySwitch(t *testing.T) {
 		on bool
 		w  float64
 	}{{true, 3000}, {false, 0}, {true, 3000}} {
-		if err := d.Set(ctx, Output{On: tt.on}); err != nil {
+		if err := d.Set(ctx, consumer.Output{On: tt.on}); err != nil {
 			t.Fatalf("Set(%v): %v", tt.on, err)
 		}
 		got, err := d.Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Output != (Output{On: tt.on}) || got.HasPower || got.HasEnergy {
+		if got.Output != (consumer.Output{On: tt.on}) || got.HasPower || got.HasEnergy {
 			t.Errorf("Read after Set(%v) = %+v", tt.on, got)
 		}
 		if w := r.load(t, "heater").PowerW; w != tt.w {
@@ -126,7 +108,7 @@ func TestRelaySwitch(t *testing.T) {
 	if st.WatchdogTime != 2*time.Second || st.WatchdogMode != sim.WatchdogWriteTelegram || !st.WatchdogRunning {
 		t.Errorf("board %+v: want the watchdog armed with 2 s, write telegram", st)
 	}
-	if err := d.Set(ctx, Output{SGReady: SGForced}); err == nil {
+	if err := d.Set(ctx, consumer.Output{SGReady: consumer.SGForced}); err == nil {
 		t.Error("a plain relay took an SG-Ready state")
 	}
 }
@@ -141,7 +123,7 @@ func TestRelayWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Set(ctx, Output{On: true}); err != nil {
+	if err := d.Set(ctx, consumer.Output{On: true}); err != nil {
 		t.Fatal(err)
 	}
 	// Reads do not renew a write telegram watchdog; Sets do.
@@ -149,7 +131,7 @@ func TestRelayWatchdog(t *testing.T) {
 	if _, err := d.Read(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Set(ctx, Output{On: true}); err != nil {
+	if err := d.Set(ctx, consumer.Output{On: true}); err != nil {
 		t.Fatal(err)
 	}
 	renewed := r.clk.Now()
@@ -183,7 +165,7 @@ func TestRelayWatchdog(t *testing.T) {
 	if _, err := d.Read(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Set(ctx, Output{On: true}); err != nil {
+	if err := d.Set(ctx, consumer.Output{On: true}); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.board(t); st.WatchdogMode != sim.WatchdogWriteTelegram || !st.WatchdogRunning || !st.Coils[0] {
@@ -197,7 +179,7 @@ func TestRelayWithoutWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Set(t.Context(), Output{On: true}); err != nil {
+	if err := d.Set(t.Context(), consumer.Output{On: true}); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.Add(time.Minute)
@@ -228,9 +210,9 @@ func TestCoilOutOfRange(t *testing.T) {
 		want string
 	}{
 		{"relay read", func() error { _, err := relay.Read(ctx); return err }, "read coil 9: the module has no such coil"},
-		{"relay set", func() error { return relay.Set(ctx, Output{On: true}) }, "set coil 9: the module has no such coil"},
+		{"relay set", func() error { return relay.Set(ctx, consumer.Output{On: true}) }, "set coil 9: the module has no such coil"},
 		{"SG-Ready read", func() error { _, err := sg.Read(ctx); return err }, "read SG-Ready coils A 7, B 8: the module has no such coil"},
-		{"SG-Ready set", func() error { return sg.Set(ctx, Output{SGReady: SGForced}) }, "set SG-Ready coils A 7, B 8: the module has no such coil"},
+		{"SG-Ready set", func() error { return sg.Set(ctx, consumer.Output{SGReady: consumer.SGForced}) }, "set SG-Ready coils A 7, B 8: the module has no such coil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +294,7 @@ func TestSubMeter(t *testing.T) {
 		return w
 	}
 	for _, on := range []bool{true, false, true} {
-		if err := d.Set(ctx, Output{On: on}); err != nil {
+		if err := d.Set(ctx, consumer.Output{On: on}); err != nil {
 			t.Fatal(err)
 		}
 		want := 0.0

@@ -1,4 +1,4 @@
-package consumer_test
+package drivers_test
 
 import (
 	"context"
@@ -10,58 +10,34 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"plantd/consumer"
+	"plantd/consumer/drivers"
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/plant/kind"
 )
-
-// clock is a wall clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var noon = time.Date(2025, 6, 21, 11, 15, 0, 0, time.UTC)
 
 // simPlug starts a plant with a meter and a 1200 W plug on a manual clock.
-func simPlug(t *testing.T) (*sim.Plant, *sim.Shelly, *clock) {
+func simPlug(t *testing.T) (*sim.Plant, *sim.Shelly, *simtest.Clock) {
 	t.Helper()
-	clk := &clock{t: noon}
-	p, err := sim.New(sim.Config{
+	clk := simtest.NewClock(noon)
+	p := simtest.Start(t, sim.Config{
 		Now:      clk.Now,
 		ClearSky: true,
 		Devices:  []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
 		Shellies: []sim.ShellyConfig{{ID: "plug", RatedW: 1200}},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	})
 	return p, p.Shelly("plug"), clk
 }
 
-func newShelly(t *testing.T, url string, watchdog time.Duration) *consumer.Shelly {
+func newShelly(t *testing.T, url string, watchdog time.Duration) *drivers.Shelly {
 	t.Helper()
-	d, err := consumer.NewShelly(url, 0, nil, watchdog)
+	d, err := drivers.NewShelly(url, 0, nil, watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +257,7 @@ func TestShellyAnswers(t *testing.T) {
 	t.Run("rpc error is typed", func(t *testing.T) {
 		srv, _ := fakeShelly(t, 200, `{"id":1,"error":{"code":-103,"message":"Missing required 'id'"}}`)
 		_, err := newShelly(t, srv.URL, 0).Read(context.Background())
-		var re *consumer.ShellyRPCError
+		var re *drivers.ShellyRPCError
 		if !errors.As(err, &re) || re.Code != -103 {
 			t.Errorf("Read: %v, want a ShellyRPCError -103", err)
 		}
@@ -333,7 +309,7 @@ func TestNewShellyRefuses(t *testing.T) {
 		{"http://192.0.2.1", 0, -time.Second, "whole seconds"},
 	}
 	for _, tc := range cases {
-		_, err := consumer.NewShelly(tc.url, tc.id, nil, tc.watchdog)
+		_, err := drivers.NewShelly(tc.url, tc.id, nil, tc.watchdog)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewShelly(%q, %d, %v): %v, want %q", tc.url, tc.id, tc.watchdog, err, tc.want)
 		}

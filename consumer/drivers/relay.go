@@ -1,4 +1,4 @@
-package consumer
+package drivers
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"plantd/consumer"
 	"plantd/modbus"
 )
 
@@ -33,7 +34,7 @@ type Relay struct {
 	bits []bool // read buffer
 }
 
-var _ Driver = (*Relay)(nil)
+var _ consumer.Driver = (*Relay)(nil)
 
 // NewRelay returns the driver of cfg.Coil on the module behind c (a
 // client of the daemon's modbus.Pool, which owns the connection).
@@ -57,20 +58,20 @@ func profileOrDefault(p WatchdogProfile) WatchdogProfile {
 }
 
 // Read reads the coil back, then the watchdog's registers once armed.
-func (r *Relay) Read(ctx context.Context) (Reading, error) {
+func (r *Relay) Read(ctx context.Context) (consumer.Reading, error) {
 	bits, err := r.c.ReadCoils(ctx, r.coil, 1, r.bits)
 	if err != nil {
-		return Reading{}, coilError("read", r.name(), err)
+		return consumer.Reading{}, coilError("read", r.name(), err)
 	}
 	r.bits = bits
 	if err := r.wd.check(ctx); err != nil {
-		return Reading{}, err
+		return consumer.Reading{}, err
 	}
-	return Reading{Output: Output{On: bits[0]}}, nil
+	return consumer.Reading{Output: consumer.Output{On: bits[0]}}, nil
 }
 
 // Set arms the watchdog if needed, then switches the coil (out.On).
-func (r *Relay) Set(ctx context.Context, out Output) error {
+func (r *Relay) Set(ctx context.Context, out consumer.Output) error {
 	if out.SGReady != 0 {
 		return fmt.Errorf("set %s: SG-Ready state %d on a plain relay", r.name(), out.SGReady)
 	}
@@ -90,3 +91,6 @@ func (r *Relay) Watchdog() time.Duration { return r.wd.time }
 func (r *Relay) Close() error { return nil }
 
 func (r *Relay) name() string { return "coil " + strconv.Itoa(int(r.coil)) }
+
+// Fallback is off: the module's watchdog clears the coil.
+func (r *Relay) Fallback() consumer.Output { return consumer.Output{} }

@@ -1,4 +1,4 @@
-package consumer_test
+package drivers_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"plantd/consumer"
 	"plantd/devices/sim"
+	"plantd/devices/sim/simtest"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -88,7 +89,7 @@ func TestManagerSurplusAndModes(t *testing.T) {
 	p, plug, _ := simPlug(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plantClock := &clock{t: noon}
+	plantClock := simtest.NewClock(noon)
 	smp := newSamples()
 	keep := &marks{m: map[string]int64{}}
 	var logMu sync.Mutex
@@ -190,7 +191,7 @@ func TestManagerDimming(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	smp := newSamples()
-	clk := &clock{t: noon}
+	clk := simtest.NewClock(noon)
 	var specs []consumer.Spec
 	for i, id := range []string{"a", "b"} {
 		specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),

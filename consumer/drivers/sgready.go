@@ -1,4 +1,4 @@
-package consumer
+package drivers
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"plantd/consumer"
 	"plantd/modbus"
 )
 
@@ -33,30 +34,30 @@ type SGReady struct {
 	single bool // the coils are too far apart for one read
 }
 
-var _ Driver = (*SGReady)(nil)
+var _ consumer.Driver = (*SGReady)(nil)
 
 // ErrSGState is wrapped by SGReady.Set for a state outside 1..4.
 var ErrSGState = errors.New("consumer: SG-Ready state outside 1..4")
 
 // sgContacts are the contacts (A, B) of the states 1..4.
 var sgContacts = [5][2]bool{
-	SGLocked:    {true, false},
-	SGNormal:    {false, false},
-	SGRecommend: {false, true},
-	SGForced:    {true, true},
+	consumer.SGLocked:    {true, false},
+	consumer.SGNormal:    {false, false},
+	consumer.SGRecommend: {false, true},
+	consumer.SGForced:    {true, true},
 }
 
 // sgState is the state of the contacts (A, B).
 func sgState(a, b bool) int {
 	switch {
 	case a && !b:
-		return SGLocked
+		return consumer.SGLocked
 	case !a && !b:
-		return SGNormal
+		return consumer.SGNormal
 	case !a && b:
-		return SGRecommend
+		return consumer.SGRecommend
 	default:
-		return SGForced
+		return consumer.SGForced
 	}
 }
 
@@ -79,16 +80,16 @@ func NewSGReady(c *modbus.Client, cfg SGReadyConfig) (*SGReady, error) {
 
 // Read reads both contacts (one request unless they are far apart), then
 // the watchdog's registers once armed.
-func (s *SGReady) Read(ctx context.Context) (Reading, error) {
+func (s *SGReady) Read(ctx context.Context) (consumer.Reading, error) {
 	a, b, err := s.readContacts(ctx)
 	if err != nil {
-		return Reading{}, coilError("read", s.name(), err)
+		return consumer.Reading{}, coilError("read", s.name(), err)
 	}
 	if err := s.wd.check(ctx); err != nil {
-		return Reading{}, err
+		return consumer.Reading{}, err
 	}
 	st := sgState(a, b)
-	return Reading{Output: Output{SGReady: st, On: st >= SGRecommend}}, nil
+	return consumer.Reading{Output: consumer.Output{SGReady: st, On: st >= consumer.SGRecommend}}, nil
 }
 
 func (s *SGReady) readContacts(ctx context.Context) (a, b bool, err error) {
@@ -118,15 +119,15 @@ func (s *SGReady) readContacts(ctx context.Context) (a, b bool, err error) {
 // on is SGRecommend, off SGNormal. It arms the watchdog if needed. Two
 // separate writes go in the order that never passes through the lock or
 // forced operation on the way to another state.
-func (s *SGReady) Set(ctx context.Context, out Output) error {
+func (s *SGReady) Set(ctx context.Context, out consumer.Output) error {
 	st := out.SGReady
 	if st == 0 {
-		st = SGNormal
+		st = consumer.SGNormal
 		if out.On {
-			st = SGRecommend
+			st = consumer.SGRecommend
 		}
 	}
-	if st < SGLocked || st > SGForced {
+	if st < consumer.SGLocked || st > consumer.SGForced {
 		return fmt.Errorf("set %s: %w: %d", s.name(), ErrSGState, out.SGReady)
 	}
 	if err := s.wd.arm(ctx); err != nil {
@@ -172,3 +173,7 @@ func (s *SGReady) Watchdog() time.Duration { return s.wd.time }
 func (s *SGReady) Close() error { return nil }
 
 func (s *SGReady) name() string { return fmt.Sprintf("SG-Ready coils A %d, B %d", s.a, s.b) }
+
+// Fallback is normal operation (2): the module's watchdog clears both
+// contacts.
+func (s *SGReady) Fallback() consumer.Output { return consumer.Output{SGReady: consumer.SGNormal} }

@@ -1,4 +1,4 @@
-package consumer_test
+package drivers_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plantd/consumer"
+	"plantd/consumer/drivers"
 	"plantd/devices/sim"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -35,7 +36,7 @@ func BenchmarkAbsorb50(b *testing.B) {
 	smp := newSamples()
 	var specs []consumer.Spec
 	for i, sh := range p.Shellies() {
-		d, err := consumer.NewShelly(sh.URL(), 0, nil, 0)
+		d, err := drivers.NewShelly(sh.URL(), 0, nil, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
