@@ -628,3 +628,23 @@ func BenchmarkSetCurrent(b *testing.B) {
 		<-f.profiles
 	}
 }
+
+func TestFallbackRejected(t *testing.T) {
+	r := start(t, wallbox("wb1", ""))
+	f, err := dial(t, r, "wb1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setAnswer(smartcharging.ChargingProfileStatusRejected)
+	if _, err := f.BootNotification("model", "vendor"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Heartbeat(); err != nil { // any message after the boot
+		t.Fatal(err)
+	}
+	checkProfile(t, f.nextProfile(t), 0, 6, 3)
+	r.log.waitFor(t, "WARN", "did not take the fallback profile", "cannot guarantee", "charger=wb1")
+	if st, _ := r.c.Status("wb1"); st.HasCurrent || st.LastError != "fallback profile rejected" {
+		t.Fatalf("status %+v", st)
+	}
+}
