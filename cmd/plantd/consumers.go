@@ -144,7 +144,7 @@ func (e driverEnv) Modbus(deviceID string) (*modbus.Client, error) {
 }
 
 func (e driverEnv) ChargePoints() (drivers.ChargePoints, error) {
-	if e.d.chargePoints == nil {
+	if e.d.chargePoints == nil { // the config has no charger
 		return nil, errors.New("no OCPP central system runs (config ocpp)")
 	}
 	return e.d.chargePoints, nil

@@ -20,7 +20,6 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
-	"plantd/consumer/drivers"
 	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
@@ -43,7 +42,7 @@ type daemon struct {
 	log  *slog.Logger
 	pool *modbus.Pool
 	// chargePoints is the OCPP central system (nil without chargers).
-	chargePoints drivers.ChargePoints
+	chargePoints *chargePoints
 	conns        *deviceConns
 	poller       *poller.Poller
 	live         *plant.Live
@@ -181,6 +180,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 // operator's inputs (whose §14a contact dims the consumers).
 func (d *daemon) newControl(ctx context.Context, cfg *config.Config, gridClock gridcontrol.Clock, logger *slog.Logger) error {
 	var err error
+	if d.chargePoints, err = newCentral(cfg, logger); err != nil {
+		return err
+	}
 	if d.homes, err = d.newConsumers(ctx, cfg); err != nil {
 		return err
 	}
@@ -384,6 +386,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	component(d.poller.Run)
 	component(d.grid.Run)
+	if d.chargePoints != nil {
+		component(d.chargePoints.Run)
+	}
 	if d.homes != nil {
 		component(d.homes.Run)
 	}
