@@ -754,13 +754,17 @@ func (m *Manager) nextMustRunLocked(c *cons, now time.Time) (time.Time, bool) {
 func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.ConsumerMode, by string) (plant.ConsumerStatus, error) {
 	mode, ok := plant.ParseConsumerMode(string(mode))
 	if !ok {
-		return plant.ConsumerStatus{}, fmt.Errorf("consumer mode %q: want Auto, On or Off", mode)
+		return plant.ConsumerStatus{}, fmt.Errorf("consumer mode %q: want Auto, On or Off (a charger: Off, Now, MinPV or PV)", mode)
 	}
 	m.mu.Lock()
 	c := m.byID[deviceID]
 	if c == nil {
 		m.mu.Unlock()
 		return plant.ConsumerStatus{}, fmt.Errorf("consumer %q: %w", deviceID, plant.ErrUnknownDevice)
+	}
+	if mode == plant.ModeMinPV && c.spec.Setpoint != SetpointCurrent {
+		m.mu.Unlock()
+		return plant.ConsumerStatus{}, fmt.Errorf("%s is no charger (Auto, On or Off): %w", deviceID, plant.ErrModeNotForConsumer)
 	}
 	prev := c.mode
 	c.mode = mode
@@ -907,6 +911,20 @@ func (m *Manager) statusLocked(c *cons, now time.Time) plant.ConsumerStatus {
 		if r.HasPower {
 			st.ConsumptionW = &r.PowerW
 		}
+	}
+	if s.Setpoint == SetpointCurrent {
+		ch := &plant.ChargerStatus{Phases: s.Charger.Phases, MinCurrentA: s.Charger.MinA, MaxCurrentA: s.Charger.MaxA}
+		if c.readOK {
+			ch.CurrentA = c.read.Output.CurrentA
+			if cs := c.read.Charger; cs != nil {
+				ch.Status = cs.Status
+				if cs.HasSoC {
+					soc := cs.SoC
+					ch.VehicleSoC = &soc
+				}
+			}
+		}
+		st.Charger = ch
 	}
 	if c.energyOK && c.dayOK && c.day == now.In(s.Location).Format(time.DateOnly) {
 		wh := math.Max(0, c.energyWh-c.dayWh)

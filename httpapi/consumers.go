@@ -97,12 +97,12 @@ func (s *Server) setConsumerMode(c *gin.Context) {
 		return
 	}
 	if in.Mode == nil {
-		fail(c, http.StatusBadRequest, plant.CodeBadBody, "mode is required", FieldError{Field: "mode", Message: "required: Auto, On or Off"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "mode is required", FieldError{Field: "mode", Message: "required: Auto, On or Off (a charger: Off, Now, MinPV or PV)"})
 		return
 	}
 	mode, ok := plant.ParseConsumerMode(*in.Mode)
 	if !ok {
-		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("unknown mode %q", *in.Mode), FieldError{Field: "mode", Message: "want Auto, On or Off"})
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("unknown mode %q", *in.Mode), FieldError{Field: "mode", Message: "want Auto, On or Off (a charger: Off, Now, MinPV or PV)"})
 		return
 	}
 	by, _ := oauth2.Caller(c)
@@ -110,6 +110,9 @@ func (s *Server) setConsumerMode(c *gin.Context) {
 	switch {
 	case errors.Is(err, plant.ErrUnknownDevice):
 		fail(c, http.StatusNotFound, plant.CodeNotFound, err.Error(), FieldError{Field: "deviceId", Message: "unknown consumer"})
+		return
+	case errors.Is(err, plant.ErrModeNotForConsumer):
+		fail(c, http.StatusUnprocessableEntity, plant.CodeBadBody, err.Error(), FieldError{Field: "mode", Message: "MinPV is a charger's mode; this consumer takes Auto, On or Off"})
 		return
 	case err != nil && c.Request.Context().Err() != nil:
 		fail(c, http.StatusServiceUnavailable, plant.CodeUnavailable, "request cancelled")
@@ -153,9 +156,18 @@ func consumerSchemas() apidoc.Obj {
 	return apidoc.Obj{
 		"Consumer": apidoc.Describe(apidoc.Object(apidoc.Obj{
 			"deviceId": apidoc.Str(), "plantId": apidoc.Str(), "name": apidoc.Str(),
-			"driver": apidoc.Describe(apidoc.Enum("relay", "sgready", "shelly"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay"),
-			"mode": apidoc.Describe(apidoc.Enum("Auto", "On", "Off"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
-				"On and Off, the installer (held against surplus and must-run windows; the minimum on and off times still apply)"),
+			"driver": apidoc.Describe(apidoc.Enum("relay", "sgready", "shelly", "ocpp"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay, an EV charger over OCPP 1.6J"),
+			"mode": apidoc.Describe(apidoc.Enum("Auto", "On", "Off", "MinPV"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
+				"On and Off, the installer (held against surplus and must-run windows; the minimum on and off times still apply); "+
+				"a charger's MinPV charges at its minimum current always and more with surplus. A set accepts a charger's Now (= On) and PV (= Auto) too"),
+			"charger": apidoc.Describe(apidoc.Object(apidoc.Obj{
+				"status":     apidoc.Describe(apidoc.Str(), "the connector's OCPP 1.6 status (Available, Preparing, Charging, SuspendedEV, SuspendedEVSE, Finishing, Faulted, Unavailable); empty before the charger told it"),
+				"current":    apidoc.Describe(apidoc.Num(), "the charging current per phase plantd's last accepted profile allows, A (0: paused)"),
+				"phases":     apidoc.Describe(apidoc.Obj{"type": "integer", "enum": []int{1, 3}}, "phases it charges on"),
+				"minCurrent": apidoc.Describe(apidoc.Num(), "A per phase"),
+				"maxCurrent": apidoc.Describe(apidoc.Num(), "A per phase"),
+				"vehicleSoc": apidoc.Describe(apidoc.Num(), "the car's state of charge, %; absent when the charger does not report it"),
+			}, "status", "current", "phases", "minCurrent", "maxCurrent"), "an EV charger's state; absent for other consumers"),
 			"priority":       apidoc.Describe(apidoc.Obj{"type": "integer"}, "order in which surplus is given to the consumers"),
 			"ratedPower":     apidoc.Describe(apidoc.Num(), "the configured power while on, W"),
 			"switchingState": apidoc.Describe(apidoc.Enum("On", "Off"), "the output read back from the device; absent before the first successful poll"),
@@ -168,7 +180,8 @@ func consumerSchemas() apidoc.Obj {
 				"why the output is what it is: Surplus (on, PV surplus), NoSurplus (off, not enough surplus), Probing (off, waits its turn to try PV a limit holds back), "+
 					"NoMeter (off, no grid meter answers), MustRun (a must-run window), "+
 					"Manual (mode On or Off), MinOnTime / MinOffTime (held until the minimum time passed), MaxSwitches (the switchings per hour are used up), "+
-					"Offline (the device does not answer), Starting (no decision yet)"),
+					"Offline (the device does not answer), Starting (no decision yet), Dimmed (the grid operator dims the plant, §14a EnWG); "+
+					"a charger's MinPV (at its minimum current), EnableDelay / DisableDelay (PV mode waits its delay to start or stop), NoVehicle (no car plugged in)"),
 			"nextMustRun":        apidoc.Describe(apidoc.UTCTime(), "start of the next must-run window; absent when none"),
 			"switchesLastHour":   integer(0),
 			"maxSwitchesPerHour": apidoc.Describe(integer(0), "0: no bound"),

@@ -15,6 +15,9 @@ var (
 	// ErrUnknownDevice is returned for a device id the Live cache was not
 	// built with.
 	ErrUnknownDevice = errors.New("unknown device")
+	// ErrModeNotForConsumer: a mode the consumer does not have (MinPV
+	// for a switch).
+	ErrModeNotForConsumer = errors.New("mode not for this consumer")
 )
 
 // Plant is one PV plant as the API shows it. cmd/plantd maps the config
