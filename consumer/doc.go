@@ -1,27 +1,26 @@
-// Package consumer is plantd's home energy manager: the consumer devices
-// the spec names (switchable loads: a relay output of a Modbus I/O module,
-// an SG-Ready heat pump on a relay pair, a Shelly Gen2/Gen3 plug or relay
-// over its HTTP RPC), their polling and switching, the guards that
-// protect their machines (minimum on and off times, switchings per hour),
-// and the surplus controller that switches them on PV surplus, in the
-// control cycle of grid control's FeedInLimit, so that a consumer absorbs
-// surplus before PV is curtailed.
+// Package consumer is plantd's home energy manager: the decision over
+// the consumer devices the spec names (switchable loads: a relay output
+// of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly
+// plug; and EV chargers over OCPP 1.6J, in amperes), their polling and
+// writing loops, the guards that protect their machines (minimum on and
+// off times, switchings per hour), and the surplus controller that gives
+// them PV surplus, in the control cycle of grid control's FeedInLimit, so
+// that a consumer absorbs surplus before PV is curtailed.
 //
 // # Job
 //
-// Each consumer has a [Driver] (driver.go; relay.go, sgready.go,
-// shelly.go) and a loop (manager.go) that reads it on its interval (wall
-// clock) and hands a plant.Sample with a plant.ConsumerReading to the
-// daemon's sink, like the SunSpec poller does for the other devices, and
-// writes its output when the controller or a mode change asks, at once
-// (the decision wakes the loop). Drivers arm the device's own watchdog,
-// so that an output falls to its safe state (off; SG-Ready: normal) when
-// plantd dies: the Modbus relay drivers (Relay, SGReady) write a
-// WatchdogProfile's registers on their first Set, by default those of
-// Beckhoff's EK9000 bus coupler (watchdog.go), and again after a Read
-// found them changed; a Shelly gets toggle_after with every switch on.
-// The loop renews an output that is not safe every third of the watchdog
-// time. A clean stop leaves the outputs as they are: a restart within the
+// Each consumer has a [Driver] (driver.go's interface; the drivers and
+// their one table are in package consumer/drivers) that takes one kind
+// of [Setpoint]: a switch, an SG-Ready state or a charging current
+// ([Output]). A loop per consumer (manager.go) reads it on its interval
+// (wall clock) and hands a plant.Sample with a plant.ConsumerReading to
+// the daemon's sink, like the SunSpec poller does for the other devices,
+// and writes its output when the decision or a mode change asks, at once
+// (the decision wakes the loop). Drivers arm the device's own fail-safe,
+// so that an output falls to the driver's Fallback when plantd dies (off;
+// SG-Ready: normal; a charger: its fallback current); the loop renews an
+// output other than Fallback every third of the driver's Watchdog. A
+// clean stop leaves the outputs as they are: a restart within the
 // watchdog time does not switch a compressor off and on.
 //
 // # The decision
@@ -78,6 +77,32 @@
 // plantd never locks one (state 1 is the grid operator's). The decision
 // of 50 consumers takes about 3 µs and allocates nothing
 // (BenchmarkAbsorb50).
+//
+// # Chargers
+//
+// An EV charger's setpoint is a current per phase, in whole amperes
+// between its minimum (6 A: IEC 61851-1, a car does not charge below it)
+// and maximum, or 0 A (paused). It takes part in the same priority order,
+// seeing the same surplus (its own draw in it), and its modes carry
+// evcc's meaning (decideCharger):
+//
+//   - PV (Auto): the current the surplus carries, once it carried the
+//     minimum for EnableDelay (default 1 min); when it no longer does,
+//     the minimum for DisableDelay (default 3 min), then 0 A. Without a
+//     car plugged in (the connector's OCPP status) or a grid meter: 0 A.
+//   - MinPV: the minimum always, more with surplus.
+//   - Now (On): the maximum. Off: 0 A. Must-run rules: the maximum.
+//
+// A current that only changes is written at once and logged nowhere; a
+// start or stop is a switch for the guards and the plant log. Dimmed
+// (§14a), a charger is slowed down to what fits before it is stopped.
+//
+// Worked example, 3 phases, 6..16 A (690 W an ampere): 5 kW of surplus
+// at 12:00 starts nothing until 12:01, then 7 A (4830 W: 5000/690 = 7.2).
+// With 10.5 kW seen at 12:01:10 (its 4.83 kW included), 15 A. A cloud:
+// 3 kW seen, below the 4140 W of 6 A: 6 A, and if the cloud stays 3
+// minutes, 0 A (TestDecideCharger walks this). Behind a 3 kW heater of higher priority, 9 kW of surplus
+// give the heater 3 kW and the car 8 A.
 //
 // # §14a EnWG dimming
 //
@@ -149,11 +174,10 @@
 //
 // # Import boundary
 //
-// consumer imports plant (the domain's vocabulary), modbus (the relay
-// modules' coils), internal/backoff, github.com/robfig/cron/v3 (must-run
-// rules, parsed by config) and net/http (the Shelly RPC). It knows
-// nothing of storage (the marks and the guard state are small
-// interfaces), the HTTP API,
-// MQTT or grid control: grid control calls Absorb through its Absorber
-// interface, and cmd/plantd wires them.
+// consumer imports plant (the domain's vocabulary), internal/backoff and
+// github.com/robfig/cron/v3 (must-run rules, parsed by config). It knows
+// nothing of devices (its drivers are in consumer/drivers, behind
+// Driver), storage (the marks and the guard state are small
+// interfaces), the HTTP API, MQTT or grid control: grid control calls
+// Absorb through its Absorber interface, and cmd/plantd wires them.
 package consumer
