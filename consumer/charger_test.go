@@ -125,3 +125,24 @@ func TestDimCharger(t *testing.T) {
 		t.Fatalf("dimmed to 3 kW: still on at %v A, want off (6 A do not fit)", sl[0].wantA)
 	}
 }
+
+// BenchmarkDecide50And10 is one site decision over 50 switches and 10
+// chargers (the target: < 1 ms, no allocation), the surplus
+// wobbling so that the chargers' currents change every cycle.
+func BenchmarkDecide50And10(b *testing.B) {
+	ds := make([]delays, 10)
+	base := make([]slot, 0, 60)
+	for range 50 {
+		base = append(base, auto(1000))
+	}
+	for i := range ds {
+		ds[i].enough = t0.Add(-time.Hour)
+		base = append(base, charging(car(&ds[i], 0), 10))
+	}
+	slots := make([]slot, len(base))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		copy(slots, base)
+		decide(slots, 60000+float64(i%7)*700, 0, true, true)
+	}
+}
