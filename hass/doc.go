@@ -62,7 +62,10 @@
 // input label: dc_power_input_a, "DC power input A"), lifetime counters
 // in kWh as total_increasing.
 // Per consumer of the home energy manager: a select (Auto, On, Off) and a
-// switch (the output read back; ON and OFF set the mode On and Off).
+// switch (the output read back; ON and OFF set the mode On and Off). A
+// charger's select offers MinPV too, and it has a charging current
+// sensor (A) and one of the car's state of charge (%, unknown when the
+// charger does not report it).
 //
 // # Commands
 //

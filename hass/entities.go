@@ -221,9 +221,23 @@ func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []
 		case plant.SwitchedOff:
 			sw = "OFF"
 		}
+		modes := []string{string(plant.ModeAuto), string(plant.ModeOn), string(plant.ModeOff)}
+		if ch := cs.Charger; ch != nil {
+			// A charger: MinPV too, and its current and the car's SoC.
+			modes = append(modes, string(plant.ModeMinPV))
+			soc := ""
+			if ch.VehicleSoC != nil {
+				soc = fmtNum(*ch.VehicleSoC, 1)
+			}
+			out = append(out,
+				entity{component: compSensor, scope: scopeDevice, id: id, key: "charging_current", name: "Charging current", device: dev, deviceJSON: djson,
+					config: map[string]any{"device_class": "current", "unit_of_measurement": "A", "state_class": "measurement"}, state: fmtNum(ch.CurrentA, 1)},
+				entity{component: compSensor, scope: scopeDevice, id: id, key: "vehicle_soc", name: "Vehicle state of charge", device: dev, deviceJSON: djson,
+					config: map[string]any{"device_class": "battery", "unit_of_measurement": "%", "state_class": "measurement"}, state: soc})
+		}
 		out = append(out,
 			entity{component: compSelect, scope: scopeDevice, id: id, key: keyMode, name: "Mode", device: dev, deviceJSON: djson,
-				config: map[string]any{"options": []string{string(plant.ModeAuto), string(plant.ModeOn), string(plant.ModeOff)}},
+				config: map[string]any{"options": modes},
 				state:  string(cs.Mode), command: true},
 			entity{component: compSwitch, scope: scopeDevice, id: id, key: keySwitch, name: "Output", device: dev, deviceJSON: djson,
 				config: map[string]any{"device_class": "switch"}, state: sw, command: true})

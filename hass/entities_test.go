@@ -122,3 +122,40 @@ func TestInputSensors(t *testing.T) {
 		t.Error("a sensor for an input the device did not report")
 	}
 }
+
+// TestChargerEntities: a charger's mode select offers MinPV, and it has
+// sensors for its current and the car's state of charge; a switch has
+// neither.
+func TestChargerEntities(t *testing.T) {
+	t.Parallel()
+	soc := 63.5
+	dev := func(id string) plant.DeviceLive {
+		return plant.DeviceLive{Info: plant.DeviceInfo{ID: id, PlantID: "p1", Kind: kind.Consumer}, Health: plant.HealthOk}
+	}
+	s := &snapshot{plants: []plant.Plant{{ID: "p1"}}, devices: map[string][]plant.DeviceLive{"p1": {dev("wallbox"), dev("heater")}},
+		channels: map[string][]sensorKey{}, consumers: map[string]plant.ConsumerStatus{
+			"wallbox": {DeviceID: "wallbox", Mode: plant.ModeMinPV, SwitchingState: plant.SwitchedOn,
+				Charger: &plant.ChargerStatus{Status: "Charging", CurrentA: 7, Phases: 3, MinCurrentA: 6, MaxCurrentA: 16, VehicleSoC: &soc}},
+			"heater": {DeviceID: "heater", Mode: plant.ModeAuto},
+		}}
+	l := &Link{cfg: Config{GatewayID: "gw", Prefix: "plantd", DiscoveryPrefix: "homeassistant"}, names: channelNames{}}
+	got := map[string]entity{}
+	for _, e := range l.entities(s) {
+		got[e.id+"/"+e.key] = e
+	}
+	if e := got["wallbox/mode"]; e.state != "MinPV" || len(e.config["options"].([]string)) != 4 {
+		t.Errorf("wallbox mode: %q with options %v, want MinPV of 4 options", e.state, e.config["options"])
+	}
+	if e := got["heater/mode"]; len(e.config["options"].([]string)) != 3 {
+		t.Errorf("heater mode options %v, want Auto, On, Off", e.config["options"])
+	}
+	if e := got["wallbox/charging_current"]; e.state != "7" || e.config["unit_of_measurement"] != "A" {
+		t.Errorf("wallbox current: %q %v, want 7 A", e.state, e.config)
+	}
+	if e := got["wallbox/vehicle_soc"]; e.state != "63.5" {
+		t.Errorf("wallbox vehicle SoC: %q, want 63.5", e.state)
+	}
+	if _, ok := got["heater/charging_current"]; ok {
+		t.Error("a switch has a charging current sensor")
+	}
+}
