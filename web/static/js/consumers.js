@@ -1,9 +1,10 @@
 // Consumers: the home energy manager's switchable loads (relay outputs,
-// SG-Ready heat pumps, Shelly plugs) with their output, consumption and
-// why; an installer sets each one's mode (Auto, On, Off) here.
+// SG-Ready heat pumps, Shelly plugs) and EV chargers with their output,
+// consumption and why; an installer sets each one's mode (Auto, On, Off;
+// a charger's PV, Min+PV, Now, Off) here.
 import { get, put } from './api.js';
 import { h, clear, fmtW, fmtWh, fmtUtc, problemBox } from './util.js';
-import { reasonLabel, sgReadyLabel, MODES, DRIVERS } from './labels.js';
+import { reasonLabel, sgReadyLabel, MODES, CHARGER_MODES, DRIVERS } from './labels.js';
 
 const REFRESH_MS = 5000;
 const PATH = '/gateway/v1/consumers';
@@ -44,13 +45,22 @@ function stateCell(c) {
   const sg = c.sgReadyState
     ? h('span', { class: 'sg', 'data-sg': c.sgReadyState, title: 'SG-Ready operating state' }, ' SG-Ready ' + sgReadyLabel(c.sgReadyState))
     : null;
-  return [c.switchingState ? badge(c.switchingState) : h('span', { class: 'muted' }, 'not read yet'), sg];
+  const ch = c.charger
+    ? h('span', { class: 'charger', 'data-current': c.charger.current, 'data-status': c.charger.status, title: 'OCPP connector status, charging current' },
+      ` ${c.charger.status || 'not connected'}, ${c.charger.current} A × ${c.charger.phases}` +
+      (typeof c.charger.vehicleSoc === 'number' ? `, car ${c.charger.vehicleSoc.toFixed(0)} %` : ''))
+    : null;
+  return [c.switchingState ? badge(c.switchingState) : h('span', { class: 'muted' }, 'not read yet'), sg, ch];
 }
 
+// modeName is a mode as the page shows it: a charger's in evcc's words.
+const modeName = (c, m) => (c.charger ? CHARGER_MODES[m]?.split(':')[0] ?? m : m);
+
 function modeCell(c, canSet, onSet) {
-  if (!canSet) return h('span', { class: 'mode', title: MODES[c.mode] || '' }, c.mode);
-  const sel = h('select', { class: 'mode', 'aria-label': `Mode of ${c.name}`, 'data-consumer': c.deviceId, title: MODES[c.mode] || '' },
-    Object.entries(MODES).map(([m, words]) => h('option', { value: m, selected: m === c.mode, title: words }, m)));
+  const modes = c.charger ? CHARGER_MODES : MODES;
+  if (!canSet) return h('span', { class: 'mode', title: modes[c.mode] || '' }, modeName(c, c.mode));
+  const sel = h('select', { class: 'mode', 'aria-label': `Mode of ${c.name}`, 'data-consumer': c.deviceId, title: modes[c.mode] || '' },
+    Object.entries(modes).map(([m, words]) => h('option', { value: m, selected: m === c.mode, title: words }, modeName(c, m))));
   sel.addEventListener('change', () => onSet(c, sel));
   return sel;
 }
@@ -60,7 +70,8 @@ function row(c, tz, canSet, onSet) {
   const cell = (label, attrs, ...content) => h('td', { 'data-label': label, ...attrs }, h('span', null, ...content));
   const switches = c.maxSwitchesPerHour ? `${c.switchesLastHour} / ${c.maxSwitchesPerHour}` : `${c.switchesLastHour} (no bound)`;
   return h('tr', { 'data-consumer': c.deviceId, 'data-switching': c.switchingState || '', 'data-mode': c.mode, 'data-reason': c.reason,
-    'data-consumption': c.consumption ?? '', 'data-estimated': c.consumptionEstimated ? 'true' : 'false', 'data-sg': c.sgReadyState || '' },
+    'data-consumption': c.consumption ?? '', 'data-estimated': c.consumptionEstimated ? 'true' : 'false', 'data-sg': c.sgReadyState || '',
+    'data-current': c.charger ? c.charger.current : '' },
   cell('Consumer', null, h('strong', { class: 'name' }, c.name), h('br'), h('span', { class: 'muted driver' }, DRIVERS[c.driver] || c.driver)),
   cell('State', null, stateCell(c)),
   cell('Power now', { class: 'num consumption' }, c.consumption === undefined ? '–' : fmtW(c.consumption) + est(c)),

@@ -156,7 +156,11 @@ export const REASONS = {
   MaxSwitches: 'Held: switchings per hour used up',
   Offline: 'Device not answering',
   Starting: 'Starting: no decision yet',
-  Dimmed: 'Off: dimmed by the grid operator (§14a)',
+  Dimmed: 'Limited: dimmed by the grid operator (§14a)',
+  MinPV: 'Charging at its minimum: the surplus carries no more',
+  EnableDelay: 'Waiting: the surplus must hold for the start delay',
+  DisableDelay: 'At its minimum: stops when the surplus stays gone for the stop delay',
+  NoVehicle: 'No car plugged in',
 };
 export const reasonLabel = r => REASONS[r] ?? (r ? words(r) : '–');
 
@@ -169,7 +173,15 @@ export const MODES = {
   Off: 'Off: held off by hand',
 };
 
-export const DRIVERS = { relay: 'Relay output', sgready: 'SG-Ready heat pump', shelly: 'Shelly plug or relay' };
+// A charger's modes, in evcc's words (Now is On, PV is Auto).
+export const CHARGER_MODES = {
+  Auto: 'PV: charge on surplus only',
+  MinPV: 'Min+PV: the minimum current always, more with surplus',
+  On: 'Now: the maximum current',
+  Off: 'Off: no charging',
+};
+
+export const DRIVERS = { relay: 'Relay output', sgready: 'SG-Ready heat pump', shelly: 'Shelly plug or relay', ocpp: 'EV charger (OCPP)' };
 
 // Grid control: who sent a schedule (its createdBy, "name (role)") and a
 // recurring command's rule (a cron spec of five fields, robfig/cron's
