@@ -77,7 +77,11 @@ type openChunk struct {
 	ends      []int32 // the values of sample i end at ends[i] in vals
 	vals      []sidVal
 	persisted int
-	merge     bool
+	// rowN is the sample count of the minute's row as the last commit
+	// left it (a duplicate time replaces a sample: it counts once);
+	// nextRowN the count writeChunk wrote in the batch being committed.
+	rowN, nextRowN int
+	merge          bool
 	// eager: the device had no samples the writer knew of when the minute
 	// began (first start, a new device, one back after more than an
 	// hour): its first minute is written at every commit, so that its
@@ -143,16 +147,18 @@ func lastByKey[T any](s []T, key func(T) int64) []T {
 
 // writeChunk writes c's samples as its minute's row with st (INSERT OR
 // REPLACE), merging the stored row's samples when c.merge (c's win at
-// equal times). It returns the row's sample count.
-func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *openChunk) error {
+// equal times). It returns how many samples the row gained (its count,
+// also in c.nextRowN, less the count it had).
+func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *openChunk) (int, error) {
 	smp := c.samples(w.chunkBuf)
+	before := c.rowN
 	if c.merge {
 		var old []byte
 		err := tx.QueryRowContext(ctx, `SELECT v FROM raw_chunk WHERE id = ?`, chunkID(c.t0, c.dev)).Scan(&old)
 		switch {
 		case err == sql.ErrNoRows:
 		case err != nil:
-			return fmt.Errorf("read stored chunk: %w", err)
+			return 0, fmt.Errorf("read stored chunk: %w", err)
 		default:
 			var prev []chunkSample
 			if err := decodeChunk(old, c.t0, func(t int64, sv []sidVal) bool {
@@ -162,18 +168,20 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 				w.s.log.Warn("replacing undecodable raw chunk", "device", c.dev, "t0", time.UnixMilli(c.t0).UTC(), "err", err)
 				prev = nil
 			}
+			before = len(prev)
 			smp = sortSamples(append(prev, smp...))
 		}
 	}
 	w.chunkBuf = smp[:0]
+	c.nextRowN = len(smp)
 	if len(smp) == 0 {
-		return nil
+		return 0, nil
 	}
 	w.buf = appendChunk(w.buf[:0], c.t0, smp)
 	if _, err := st.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, w.buf); err != nil {
-		return fmt.Errorf("write raw chunk: %w", err)
+		return 0, fmt.Errorf("write raw chunk: %w", err)
 	}
-	return nil
+	return max(0, len(smp)-before), nil
 }
 
 // scanChunks runs q, which selects (t0, device, v) of raw_chunk rows in

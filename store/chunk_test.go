@@ -325,3 +325,38 @@ func starts(rows []plant.SetRow) []string {
 	}
 	return out
 }
+
+// TestWrittenCountsRows: Stats.Written counts the samples the rows
+// gained, so that a repeated time (which replaces the stored sample)
+// counts once, within one batch and across two; a kill -9 test compares
+// the count with the rows' sum.
+func TestWrittenCountsRows(t *testing.T) {
+	t.Parallel() // its own database file
+	s := openTest(t, Config{BatchInterval: 10 * time.Millisecond})
+	runStore(t, s)
+	syn := &synth{loc: time.UTC}
+	m0 := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	ms := syn.step(m0)
+	for _, m := range ms {
+		record(t, s, m)
+		record(t, s, m) // the same time again, in the same batch
+	}
+	waitStats(t, s, "the first batch", func(st Stats) bool { return st.Batches >= 1 && st.Queued == 0 })
+	for _, m := range ms {
+		record(t, s, m) // ... and in a later one
+	}
+	for _, m := range syn.step(m0.Add(time.Minute)) {
+		record(t, s, m) // the next minute begins: the first one's rows are written
+	}
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStats(t, s, "all batches", func(st Stats) bool { return st.Queued == 0 })
+	got := storedSamples(t, s)
+	if st.Written != uint64(len(got)) {
+		t.Fatalf("Stats.Written %d, rows hold %d samples", st.Written, len(got))
+	}
+	if want := 2 * len(ms); len(got) != want {
+		t.Fatalf("%d samples stored, want %d (one per device and time)", len(got), want)
+	}
+}

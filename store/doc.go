@@ -110,7 +110,7 @@
 // show at once; a sample of a minute already written (late, or a
 // repeated time, which replaces the stored one) is merged into that
 // minute's row at once. Stats.Written counts samples when they are
-// written. A 20-device plant polled every 1 s thus writes 20 chunks of
+// written, as the rows gained them (a repeated time counts once). A 20-device plant polled every 1 s thus writes 20 chunks of
 // about 400 bytes a minute, appended in 2–3 pages, instead of 200 rows
 // at every 10 s commit. scripts/wear measures it (20 devices polled
 // every 1 s, 16.5 values a poll, MQTT off, 10 minutes; write_bytes of the

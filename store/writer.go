@@ -383,7 +383,7 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 		return err
 	}
 	newWM, wmChanged := w.wm, false
-	if cw.meas > 0 && (!w.hasWM || cw.minAff < w.wm) {
+	if cw.minAff != math.MaxInt64 && (!w.hasWM || cw.minAff < w.wm) { // fresh samples, a duplicate time too
 		newWM, wmChanged = floorDiv(cw.minAff, bucketMs), true
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('watermark', ?)`, newWM); err != nil {
 			return fmt.Errorf("move rollup watermark: %w", err)
@@ -394,7 +394,7 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 	}
 	w.adds.commit()
 	for _, c := range b.toWrite {
-		c.persisted = len(c.ts)
+		c.persisted, c.rowN = len(c.ts), c.nextRowN
 	}
 	newest := make(map[int64]int64, len(w.open))
 	for dev, c := range w.open {
@@ -565,9 +565,11 @@ func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChu
 		if c.persisted == len(c.ts) {
 			continue
 		}
-		if err := w.writeChunk(ctx, tx, ins, c); err != nil {
+		gained, err := w.writeChunk(ctx, tx, ins, c)
+		if err != nil {
 			return cw, fmt.Errorf("write raw chunk of device %d: %w", c.dev, err)
 		}
+		cw.meas += uint64(gained)
 		fresh := make([]chunkSample, 0, len(c.ts)-c.persisted)
 		for i := c.persisted; i < len(c.ts); i++ {
 			fresh = append(fresh, c.sample(i))
@@ -590,7 +592,6 @@ func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChu
 			cw.minAff = min(cw.minAff, aff)
 			cw.pending[c.dev] = max(last, t)
 			cw.maxT = max(cw.maxT, t)
-			cw.meas++
 			cw.samples += uint64(len(f.sv))
 		}
 	}
