@@ -771,3 +771,251 @@ func TestChargePointConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileEffective walks the smart charging rules without I/O: which
+// profile sets the limit at each instant, and when the twin must look
+// again.
+func TestProfileEffective(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ip := func(n int) *int { return &n }
+	sched := func(unit types.ChargingRateUnitType, start *time.Time, dur *int, ps ...float64) *types.ChargingSchedule {
+		s := &types.ChargingSchedule{ChargingRateUnit: unit, Duration: dur}
+		if start != nil {
+			s.StartSchedule = types.NewDateTime(*start)
+		}
+		for i := 0; i < len(ps); i += 2 {
+			s.ChargingSchedulePeriod = append(s.ChargingSchedulePeriod, types.NewChargingSchedulePeriod(int(ps[i]), ps[i+1]))
+		}
+		return s
+	}
+	mk := func(id, level int, purpose types.ChargingProfilePurposeType, kind types.ChargingProfileKindType, s *types.ChargingSchedule) *types.ChargingProfile {
+		return types.NewChargingProfile(id, level, purpose, kind, s)
+	}
+	const (
+		A   = types.ChargingRateUnitAmperes
+		W   = types.ChargingRateUnitWatts
+		abs = types.ChargingProfileKindAbsolute
+		rel = types.ChargingProfileKindRelative
+		rec = types.ChargingProfileKindRecurring
+		td  = types.ChargingProfilePurposeTxDefaultProfile
+		txp = types.ChargingProfilePurposeTxProfile
+		cm  = types.ChargingProfilePurposeChargePointMaxProfile
+	)
+	type probe struct {
+		at     time.Time
+		limitA float64
+		source string
+		next   time.Time // zero: none
+	}
+	three := electrics{maxA: 16, voltageV: 230, phases: 3}
+	cases := []struct {
+		name     string
+		e        electrics
+		tx       txView
+		profiles []*types.ChargingProfile // set on connector 0, TxProfiles on 1
+		probes   []probe
+	}{
+		{
+			name: "absolute periods and duration",
+			profiles: []*types.ChargingProfile{
+				mk(1, 0, td, abs, sched(A, &t0, ip(120), 0, 10, 60, 8)),
+			},
+			probes: []probe{
+				{sec(-10), 16, sourceDefault, t0},
+				{t0, 10, "TxDefaultProfile#1 level 0", sec(60)},
+				{sec(59), 10, "TxDefaultProfile#1 level 0", sec(60)},
+				{sec(60), 8, "TxDefaultProfile#1 level 0", sec(120)},
+				{sec(120), 16, sourceDefault, time.Time{}},
+			},
+		},
+		{
+			name: "validity",
+			profiles: []*types.ChargingProfile{func() *types.ChargingProfile {
+				p := mk(1, 0, td, abs, sched(A, &t0, nil, 0, 7))
+				p.ValidFrom, p.ValidTo = types.NewDateTime(sec(30)), types.NewDateTime(sec(90))
+				return p
+			}()},
+			probes: []probe{
+				{sec(10), 16, sourceDefault, sec(30)},
+				{sec(30), 7, "TxDefaultProfile#1 level 0", sec(90)},
+				{sec(89), 7, "TxDefaultProfile#1 level 0", sec(90)},
+				{sec(90), 16, sourceDefault, time.Time{}},
+			},
+		},
+		{
+			name: "a higher level for a while",
+			profiles: []*types.ChargingProfile{
+				mk(1, 1, td, abs, sched(A, &t0, nil, 0, 6)),
+				mk(2, 2, td, abs, sched(A, &t0, ip(60), 0, 13)),
+			},
+			probes: []probe{
+				{sec(30), 13, "TxDefaultProfile#2 level 2", sec(60)},
+				{sec(60), 6, "TxDefaultProfile#1 level 1", time.Time{}},
+			},
+		},
+		{
+			name: "relative to the transaction",
+			tx:   txView{id: 7, start: sec(100)},
+			profiles: []*types.ChargingProfile{
+				mk(1, 0, td, rel, sched(A, nil, nil, 0, 6, 30, 12)),
+			},
+			probes: []probe{
+				{sec(110), 6, "TxDefaultProfile#1 level 0", sec(130)},
+				{sec(130), 12, "TxDefaultProfile#1 level 0", time.Time{}},
+			},
+		},
+		{
+			name: "relative without a transaction: its first period",
+			profiles: []*types.ChargingProfile{
+				mk(1, 0, td, rel, sched(A, nil, nil, 0, 6, 30, 12)),
+			},
+			probes: []probe{{sec(500), 6, "TxDefaultProfile#1 level 0", time.Time{}}},
+		},
+		{
+			name: "recurring daily",
+			profiles: []*types.ChargingProfile{func() *types.ChargingProfile {
+				p := mk(1, 0, td, rec, sched(A, &t0, ip(3600), 0, 8))
+				p.RecurrencyKind = types.RecurrencyKindDaily
+				return p
+			}()},
+			probes: []probe{
+				{sec(-1), 16, sourceDefault, t0},
+				{sec(1800), 8, "TxDefaultProfile#1 level 0", sec(3600)},
+				{sec(7200), 16, sourceDefault, sec(86400)},
+				{sec(86400 + 1800), 8, "TxDefaultProfile#1 level 0", sec(86400 + 3600)},
+			},
+		},
+		{
+			name: "TxProfile over TxDefaultProfile, ChargePointMaxProfile over both",
+			tx:   txView{id: 7, start: t0},
+			profiles: []*types.ChargingProfile{
+				mk(1, 3, td, abs, sched(A, &t0, nil, 0, 14)),
+				mk(2, 0, txp, abs, sched(A, &t0, nil, 0, 12, 60, 9)),
+				mk(3, 0, cm, abs, sched(A, &t0, ip(30), 0, 10)),
+			},
+			probes: []probe{
+				{sec(10), 10, "ChargePointMaxProfile#3 level 0", sec(30)},
+				{sec(30), 12, "TxProfile#2 level 0", sec(60)},
+				{sec(60), 9, "TxProfile#2 level 0", time.Time{}},
+			},
+		},
+		{
+			name: "watts on one phase",
+			e:    electrics{maxA: 32, voltageV: 230, phases: 1},
+			profiles: []*types.ChargingProfile{
+				mk(1, 0, td, abs, sched(W, &t0, nil, 0, 2300)),
+			},
+			probes: []probe{{sec(1), 10, "TxDefaultProfile#1 level 0", time.Time{}}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.e
+			if e.phases == 0 {
+				e = three
+			}
+			var s profileSet
+			for _, p := range tc.profiles {
+				conn := 0
+				if p.ChargingProfilePurpose == txp {
+					conn = 1
+				}
+				if err := s.set(conn, p, tc.tx, e, t0); err != nil {
+					t.Fatalf("set %d: %v", p.ChargingProfileId, err)
+				}
+			}
+			for _, pr := range tc.probes {
+				got := s.effective(pr.at, tc.tx, e)
+				if got.A != pr.limitA || got.Source != pr.source {
+					t.Errorf("at %v: %v A from %q; want %v A from %q", pr.at.Sub(t0), got.A, got.Source, pr.limitA, pr.source)
+				}
+				if nx := s.next(pr.at, tc.tx); !nx.Equal(pr.next) {
+					t.Errorf("at %v: next %v; want %v", pr.at.Sub(t0), nx.Sub(t0), pr.next.Sub(t0))
+				}
+			}
+		})
+	}
+}
+
+// TestProfileRejected lists what a SetChargingProfile is Rejected for.
+func TestProfileRejected(t *testing.T) {
+	t.Parallel()
+	e := electrics{maxA: 16, voltageV: 230, phases: 3}
+	ok := func(mod func(*types.ChargingProfile)) *types.ChargingProfile {
+		p := txDefault(1, 0, 10)
+		mod(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		conn int
+		p    *types.ChargingProfile
+		want string
+	}{
+		{"no schedule", 0, ok(func(p *types.ChargingProfile) { p.ChargingSchedule = nil }), "no charging schedule"},
+		{"unit", 0, ok(func(p *types.ChargingProfile) { p.ChargingSchedule.ChargingRateUnit = "kW" }), `unit "kW"`},
+		{"first period", 0, ok(func(p *types.ChargingProfile) { p.ChargingSchedule.ChargingSchedulePeriod[0].StartPeriod = 5 }), "starts at 5 s"},
+		{"periods out of order", 0, ok(func(p *types.ChargingProfile) {
+			p.ChargingSchedule.ChargingSchedulePeriod = append(p.ChargingSchedule.ChargingSchedulePeriod, types.NewChargingSchedulePeriod(0, 6))
+		}), "not after period 0"},
+		{"stack level", 0, ok(func(p *types.ChargingProfile) { p.StackLevel = 9 }), "stack level 9"},
+		{"recurring without kind", 0, ok(func(p *types.ChargingProfile) { p.ChargingProfileKind = types.ChargingProfileKindRecurring }), "recurrencyKind"},
+		{"relative max profile", 0, ok(func(p *types.ChargingProfile) {
+			p.ChargingProfilePurpose = types.ChargingProfilePurposeChargePointMaxProfile
+			p.ChargingProfileKind = types.ChargingProfileKindRelative
+		}), "cannot be Relative"},
+		{"transaction on a default", 0, ok(func(p *types.ChargingProfile) { p.TransactionId = 3 }), "only a TxProfile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s profileSet
+			err := s.set(tc.conn, tc.p, txView{}, e, time.Now())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v; want %q", err, tc.want)
+			}
+			if len(s.list) != 0 {
+				t.Errorf("%d profiles installed after a rejection", len(s.list))
+			}
+		})
+	}
+}
+
+// TestCompositeSchedule asks the twin for its composite schedule over
+// OCPP: the fallback, a higher level for a minute, in A and in W.
+func TestCompositeSchedule(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	charging(t, r.cp)
+	r.cs.setProfile(t, "cp1", 0, txDefault(1, 0, 6))
+	hi := txDefault(2, 1, 12)
+	hi.ChargingSchedule.Duration = func() *int { d := 60; return &d }()
+	r.cs.setProfile(t, "cp1", 0, hi)
+	for _, tc := range []struct {
+		unit types.ChargingRateUnitType
+		want string
+	}{
+		{types.ChargingRateUnitAmperes, "0:12 60:6"},
+		{types.ChargingRateUnitWatts, "0:8280 60:4140"},
+	} {
+		conf := await(t, func(cb func(*smartcharging.GetCompositeScheduleConfirmation, error)) error {
+			return r.cs.cs.GetCompositeSchedule("cp1", cb, 1, 300, func(req *smartcharging.GetCompositeScheduleRequest) { req.ChargingRateUnit = tc.unit })
+		})
+		if conf.Status != smartcharging.GetCompositeScheduleStatusAccepted || conf.ChargingSchedule == nil {
+			t.Fatalf("%s: %+v", tc.unit, conf)
+		}
+		var got []string
+		for _, p := range conf.ChargingSchedule.ChargingSchedulePeriod {
+			got = append(got, fmt.Sprintf("%d:%g", p.StartPeriod, p.Limit))
+		}
+		// The profile arrived up to a second before the schedule's whole
+		// second start: its end lies 59 or 60 s after it.
+		g := strings.Join(got, " ")
+		if alt := strings.Replace(tc.want, " 60:", " 59:", 1); g != tc.want && g != alt {
+			t.Errorf("%s: composite %q; want %q", tc.unit, g, tc.want)
+		}
+		if conf.ChargingSchedule.ChargingRateUnit != tc.unit {
+			t.Errorf("unit %s; want %s", conf.ChargingSchedule.ChargingRateUnit, tc.unit)
+		}
+	}
+}
