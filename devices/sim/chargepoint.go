@@ -809,6 +809,7 @@ func (cp *ChargePoint) sync(ctx context.Context, c *conn, sent *string) error {
 		cp.mu.Unlock()
 	}
 	cp.mu.Lock()
+	cp.updateLocked()
 	status := cp.status
 	start := cp.plugged && cp.tx.id == 0 && !cp.authFail
 	cp.mu.Unlock()
