@@ -152,6 +152,10 @@ type Config struct {
 	// Serial are serial lines (RS485 buses) on which some devices answer
 	// as Modbus RTU slaves instead of on a TCP endpoint (serial.go).
 	Serial []SerialConfig
+	// ChargePoints are OCPP 1.6J charge points with a car each
+	// (chargepoint.go), clients of a central system once their Run is
+	// called; the car's draw adds to the plant's consumption.
+	ChargePoints []ChargePointConfig
 }
 
 // Default plant location and zone.
@@ -340,6 +344,9 @@ func (c Config) withDefaults() (Config, error) {
 		return Config{}, err
 	}
 	c.Loads = loads
+	if err := c.chargePointsWithDefaults(); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

@@ -4,8 +4,8 @@
 // A Plant holds devices of the four SunSpec kinds (plantd/plant/kind), an
 // inverter either classic or DER (DeviceConfig.DER), each speaking the
 // SunSpec map of a real device at base 40000 (SunS marker, models back to
-// back from 40002, end marker 0xFFFF 0), and relay boards with the loads
-// they switch (below):
+// back from 40002, end marker 0xFFFF 0), relay boards with the loads
+// they switch, Shelly plugs and OCPP charge points with a car (below):
 //
 //	kind          models                                                  Md
 //	inverter      1 103 120 121 122 123 126 127 129 130 132 134 135 136  SIM-INV-10K
@@ -358,6 +358,95 @@
 //	ShellyFaultHang     no answer until the client gives up or Close
 //	ShellyFaultSlow     the normal answer after Delay (default 1 s)
 //
+// # OCPP charge point twin
+//
+// Config.ChargePoints adds OCPP 1.6J charge points (ChargePointConfig:
+// ID, URL, Password, MaxCurrentA 16, Phases 3, VoltageV 230, IDTag
+// "SIMCAR", MeterInterval 10 s, ReconnectMin 1 s .. ReconnectMax 30 s),
+// each a wallbox with one connector and a car behind it (CarConfig:
+// CapacityWh 60000, SoCPct 40 at the start, TargetSoCPct 100,
+// MaxCurrentA 16, plugged in unless Unplugged). It is a real OCPP client
+// (chargepoint.go, with ocpp-go's charge point API) of a central system
+// such as plantd's: Plant.ChargePoint(id).Run(ctx) connects to URL/ID
+// (ChargePoint.SetURL sets the URL later; Password is HTTP basic auth with
+// the ID as user), independently of the plant's Start and Close:
+//
+//	cfg.ChargePoints = []sim.ChargePointConfig{{ID: "wallbox", URL: "ws://127.0.0.1:8887/ocpp"}}
+//	p, _ := sim.New(cfg, logger)
+//	g.Go(func() error { return p.Run(ctx) })
+//	g.Go(func() error { return p.ChargePoint("wallbox").Run(ctx) })
+//
+// Run connects, retrying with a doubling wait from ReconnectMin to
+// ReconnectMax while the central system is away (and again when the
+// connection drops), and per connection sends BootNotification (vendor
+// "plantd-sim", model "twin", the ID as serial number) until Accepted,
+// StatusNotification of connector 0 (Available) and of connector 1 at
+// every change (Available, Preparing, Charging, SuspendedEV,
+// SuspendedEVSE), Heartbeat at the interval the boot's answer gives (5 min
+// if 0). A plugged car without a transaction sends Authorize and
+// StartTransaction with its IDTag (a refusal leaves it Preparing until it
+// is plugged again); during a transaction MeterValues (connector 1, the
+// transaction id) go at its start (Transaction.Begin) and every
+// MeterInterval (Sample.Periodic), with
+//
+//	Energy.Active.Import.Register  Wh       the charger's register since
+//	                                        the plant's start
+//	Power.Active.Import            W        the car's draw, all phases
+//	Current.Import                 A        per phase: one value for each
+//	                                        of L1, L2, L3 (L1 alone on one
+//	                                        phase)
+//	Current.Offered                A        the effective limit per phase
+//	SoC                            Percent  the car's (location EV)
+//
+// ChargePoint.Plug(false) ends the transaction (StopTransaction, reason
+// EVDisconnected, at once or on the next connection) and drops its
+// TxProfiles. The twin answers SetChargingProfile, ClearChargingProfile
+// (by id, else by connector, purpose and stack level; Unknown when none
+// matched) and GetCompositeSchedule (in A, or W when asked), and of the
+// Core profile GetConfiguration (read-only keys such as
+// ChargingScheduleAllowedChargingRateUnit "Current,Power"); it rejects
+// remote start and stop, reset, availability changes.
+//
+// Smart charging (chargepoint_profile.go, OCPP 1.6 §3.13): a
+// ChargePointMaxProfile goes on connector 0, a TxDefaultProfile on 0 or
+// 1, a TxProfile on 1 during a transaction (its transactionId absent or
+// the running one); a profile with the id or the stack level and purpose
+// of an installed one replaces it. Rejected are others, a first period
+// not at 0 s, periods out of order, a rate unit other than A or W, a
+// numberPhases other than Phases, stack levels above 8, more than 24
+// periods or 16 profiles. The limit at time t: the TxProfile of the
+// running transaction with the highest stack level that applies, else
+// the TxDefaultProfile with the highest level that applies (connector 1's
+// at a tie), else MaxCurrentA; then the lower of it and the
+// ChargePointMaxProfile that applies with the highest level; never above
+// MaxCurrentA. A profile applies when validFrom <= t < validTo and t lies
+// within its schedule: Absolute from startSchedule (the profile's
+// arrival if absent), Relative from the transaction's start (its first
+// period when none runs), Recurring from startSchedule's latest daily or
+// weekly repetition, each for duration if given; the period with the
+// latest startPeriod at or before t gives the limit, W converted to A by
+// VoltageV × Phases. IEC 61851: below 6 A the car does not charge
+// (SuspendedEVSE, 0 W); else it draws min(limit, car's MaxCurrentA,
+// MaxCurrentA) × VoltageV × Phases until its SoC reaches TargetSoCPct
+// (SuspendedEV, 0 W). Connected or not, the twin applies its profiles:
+// with the central system gone, an expiring profile falls back to the
+// next one by itself.
+//
+// Two clocks. Profile validity, schedules, timestamps and timers run on
+// the wall clock (time.Now), as a charger's RTC and the central system
+// do: the twin arms one timer for the next instant a profile starts,
+// ends or changes period, and re-evaluates then (no polling). The car is
+// a load of the plant like the heater: its draw adds to Balance's LoadW,
+// the grid meter, the batteries' dispatch, and its energy and SoC
+// integrate on the simulated clock, so at Speed 100 it charges 100 times
+// faster while a 15-minute profile still lasts 15 wall minutes; the
+// integration step ends exactly when the car becomes full.
+// ChargePoint.State gives Connected, Status, Plugged, TransactionID,
+// LimitA and LimitSource ("TxDefaultProfile#1 level 1", "default (no
+// profile)"), CurrentA, PowerW, EnergyWh, SoCPct; ChargePoint.Trace every
+// change of the effective limit with its wall time and source (the last
+// 10000); ChargePoint.Changed a channel closed at the next change.
+//
 // # Usage
 //
 //	p, err := sim.New(sim.DefaultConfig(), logger)
@@ -375,8 +464,9 @@
 // Package sim imports devices (model tables, encoding), devices/template
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
 // server side's ServePDU and exceptions, and the serial lines' standard
-// rates; never its client), net/http (the Shelly plugs' servers) and
-// syscall on Linux (a serial line's settings); it knows nothing of the
-// rest of the plant domain, storage or plantd's HTTP API, and nothing
-// imports it but cmd/plantd and tests.
+// rates; never its client), net/http (the Shelly plugs' servers),
+// github.com/lorenzodonini/ocpp-go (the charge point twin's OCPP client,
+// never plantd/charger) and syscall on Linux (a serial line's settings);
+// it knows nothing of the rest of the plant domain, storage or plantd's
+// HTTP API, and nothing imports it but cmd/plantd and tests.
 package sim

@@ -38,8 +38,10 @@ type Plant struct {
 	loads      []*load   // switchable consumers (load.go, appliance.go, shelly.go)
 	appliances []*appliance
 	shellies   []*Shelly // simulated Shelly plugs (shelly.go)
-	eps        []*endpoint
-	buses      []*serialBus // serial lines (serial.go)
+	// chargePoints are the OCPP charge point twins (chargepoint.go).
+	chargePoints []*ChargePoint
+	eps          []*endpoint
+	buses        []*serialBus // serial lines (serial.go)
 	// Scenario hooks (SetLoadOffset, SetCloudFactor).
 	loadOffsetW float64
 	cloud       float64
@@ -110,6 +112,9 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	for _, lc := range c.Loads {
 		meterMaxW += lc.maxW()
 	}
+	for _, cc := range c.ChargePoints {
+		meterMaxW += cc.maxW()
+	}
 	onBus := p.newSerialBuses()
 	for _, dc := range c.Devices {
 		name := dc.endpointName()
@@ -158,6 +163,7 @@ func New(cfg Config, logger *slog.Logger) (*Plant, error) {
 	}
 	p.addAppliancesLocked()
 	p.addShellies()
+	p.addChargePointsLocked()
 	p.flowsLocked(p.t)
 	return p, nil
 }
