@@ -357,7 +357,7 @@ func (v *validator) devices() {
 		default:
 			hostOK = v.host(path+".host", d.Host, "a host name or IP address, or give serial")
 		}
-		portOK := d.Serial != nil || d.Port >= 1 && d.Port <= 65535
+		portOK := d.Serial != nil || inbound || d.Port >= 1 && d.Port <= 65535
 		if !portOK {
 			v.add(path+".port", "%d is not a TCP port", d.Port)
 		}

@@ -49,6 +49,8 @@ type consumerOpts struct {
 	guards   string   // appended to each consumer's settings
 	plant    string   // appended to the plant's entry
 	operator bool     // the grid operator's token dso too
+	more     string   // more device entries (YAML list items, indented by 2)
+	top      string   // more top-level sections
 }
 
 // consumerConfigOf is consumerConfig with o.
@@ -65,6 +67,7 @@ func consumerConfigOf(t testing.TB, p *sim.Plant, o consumerOpts) string {
 	fmt.Fprintf(&b, "  - {id: heater, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: relay, coil: 0, ratedPower: 3000, meter: heatmeter, priority: 1, %s}}\n", ioHost, ioPort, guards)
 	fmt.Fprintf(&b, "  - {id: heatpump, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: sgready, coil: 2, ratedPower: 1600, priority: 2, %s}}\n", ioHost, ioPort, guards)
 	fmt.Fprintf(&b, "  - {id: plug, kind: consumer, host: %s, port: %s, pollInterval: 500ms, timeout: 1s, consumer: {driver: shelly, ratedPower: 1200, priority: 3, %s}}\n", plugHost, plugPort, guards)
+	b.WriteString(o.more)
 	b.WriteString("tokens:\n")
 	fmt.Fprintf(&b, "  - {name: inst, sha256: %s, role: installer}\n  - {name: std, sha256: %s, role: standard}\n", config.TokenHash(tokInst), config.TokenHash(tokStd))
 	if o.operator {
@@ -79,7 +82,7 @@ database:
 plants:
   - {id: p1, name: Home, timezone: Europe/Berlin%s}
 devices:
-%s`, filepath.Join(dir, "plantd.db"), o.plant, b.String())
+%s%s`, filepath.Join(dir, "plantd.db"), o.plant, b.String(), o.top)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"plantd/consumer/drivers"
 	"plantd/devices/sim"
 	"plantd/mqtt"
+	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
 )
@@ -138,7 +141,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
@@ -146,6 +149,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
 	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one; several URLs separated by commas: the nodes of one cluster (mqtt.brokers)")
 	sunspecAddr := fs.String("sunspec", "127.0.0.1:1502", `SunSpec Modbus TCP server address, writes enabled (a free port when taken; "off": none)`)
+	ocppAddr := fs.String("ocpp", "127.0.0.1:8887", `OCPP central system address the simulated wallbox connects to (a free port when taken; "off": no wallbox)`)
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -169,6 +173,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	simCfg := sim.DemoConfig()
 	simCfg.Speed = *speed
+	if *ocppAddr != "off" {
+		if *ocppAddr, err = freeAddr(*ocppAddr); err != nil {
+			fmt.Fprintf(stderr, "plantd demo: OCPP central system: %v (choose another address with --ocpp)\n", err)
+			return exitFailure
+		}
+		simCfg.ChargePoints = []sim.ChargePointConfig{demoWallbox("ws://" + *ocppAddr + config.Default().OCPP.Path)}
+	}
 	if *startAt != "" {
 		t, err := parseDemoStart(*startAt, time.Now())
 		if err != nil {
@@ -190,6 +201,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	*interval = demoInterval(*interval, *speed, stderr)
 	cfg := demoConfig(plantSim, simCfg, *interval)
 	cfg.HTTP.Listen, cfg.Database.Path = *listen, *dbPath
+	if *ocppAddr != "off" {
+		cfg.OCPP.Listen = *ocppAddr
+	}
+	// The wallbox twin connects to the daemon's central system and
+	// retries until it answers; it stops with the demo.
+	twinCtx, stopTwins := context.WithCancel(ctx)
+	var twins sync.WaitGroup
+	for _, cp := range plantSim.ChargePoints() {
+		twins.Go(func() { _ = cp.Run(twinCtx) })
+	}
+	defer func() { stopTwins(); twins.Wait() }()
 	token, err := demoToken()
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd demo: %v\n", err)
@@ -283,7 +305,12 @@ func (b demoBanner) print(stdout io.Writer) {
 	for _, sh := range b.sim.Shellies() {
 		fmt.Fprintf(stdout, "  %-9s %-33s %s\n", sh.ID(), "smart plug (Shelly Gen2 HTTP RPC)", sh.URL())
 	}
-	fmt.Fprintf(stdout, "consumers: %s (home energy manager: GET /gateway/v1/consumers)\n", strings.Join(demoConsumerNames, ", "))
+	names := demoConsumerNames
+	if len(b.sim.ChargePoints()) > 0 {
+		names = append(slices.Clip(names), "wallbox")
+		fmt.Fprintf(stdout, "  %-9s %-33s ws://%s%s/wallbox\n", "wallbox", "EV charger (OCPP 1.6J twin, a car at 40 %)", b.cfg.OCPP.Listen, b.cfg.OCPP.Path)
+	}
+	fmt.Fprintf(stdout, "consumers: %s (home energy manager: GET /gateway/v1/consumers)\n", strings.Join(names, ", "))
 	fmt.Fprintf(stdout, "simulated clock: %s (%s), %g× real time\n", b.sim.Now().In(b.sim.Location()).Format("2006-01-02 15:04:05 MST"),
 		b.sim.Location(), b.speed)
 	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", b.listen, b.db)
@@ -463,11 +490,47 @@ func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
 	dish.Driver, dish.RatedPower, dish.Priority = drivers.NameShelly, 1200, 3
 	dish.MinOnTime, dish.MinOffTime, dish.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
 	dish.MustRun = []config.MustRun{{By: "0 18 * * *", For: 2 * time.Hour}}
-	return []config.Device{
+	devs := []config.Device{
 		mk("heater", "Immersion heater", io.Addr(), heater),
 		mk("heatpump", "Heat pump", io.Addr(), pump),
 		mk("plug", "Dishwasher plug", plug.Addr(), dish),
 	}
+	if cp := p.ChargePoint("wallbox"); cp != nil {
+		// The car charges on PV surplus (PV mode) after the others; its
+		// delays are on the simulated clock, its profile's validity on
+		// the wall clock.
+		car := config.NewConsumer()
+		car.Driver, car.ChargePointID, car.Priority, car.Mode = drivers.NameOCPP, cp.ID(), 4, plant.ModeAuto
+		car.MinOnTime, car.MinOffTime = 2*time.Minute, time.Minute
+		drivers.Defaults(&car.Settings)
+		car.RatedPower = car.MaxCurrent * float64(car.Phases) * drivers.NominalVoltage
+		d := mk("wallbox", "Wallbox", "", car)
+		d.Host, d.Port = "", 0
+		devs = append(devs, d)
+	}
+	return devs
+}
+
+// demoWallbox is the demo's wallbox twin: 16 A on three phases, a 60 kWh
+// car at 40 %, meter values every 2 s (wall clock).
+func demoWallbox(url string) sim.ChargePointConfig {
+	return sim.ChargePointConfig{ID: "wallbox", URL: url, MeterInterval: 2 * time.Second}
+}
+
+// freeAddr is addr when it can be bound, else a free port on its host.
+func freeAddr(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		host, _, serr := net.SplitHostPort(addr)
+		if serr != nil {
+			return "", err
+		}
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			return "", err
+		}
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // demoToken makes the bearer token the demo prints at start.
