@@ -141,7 +141,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
@@ -149,6 +149,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mqttAddr := fs.String("mqtt", "127.0.0.1:1883", `embedded MQTT broker address (the next free port when taken; port 0 picks one; "off": none)`)
 	brokerURL := fs.String("broker", "", "publish to this MQTT broker (tcp://host:port) instead of an embedded one; several URLs separated by commas: the nodes of one cluster (mqtt.brokers)")
 	sunspecAddr := fs.String("sunspec", "127.0.0.1:1502", `SunSpec Modbus TCP server address, writes enabled (a free port when taken; "off": none)`)
+	batterySoC := fs.Float64("battery-soc", 0, "the battery's state of charge at the start, % (5..100; default 50; 100: full, it takes no charge)")
 	ocppAddr := fs.String("ocpp", "127.0.0.1:8887", `OCPP central system address the simulated wallbox connects to (a free port when taken; "off": no wallbox)`)
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -171,8 +172,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sunspecLn != nil {
 		defer sunspecLn.Close()
 	}
+	if *batterySoC != 0 && !(*batterySoC >= 5 && *batterySoC <= 100) {
+		fmt.Fprintf(stderr, "plantd demo: --battery-soc %v: want 5..100 (%%)\n", *batterySoC)
+		return exitUsage
+	}
 	simCfg := sim.DemoConfig()
 	simCfg.Speed = *speed
+	for i := range simCfg.Devices {
+		if simCfg.Devices[i].Kind == kind.Battery {
+			simCfg.Devices[i].SoCPct = *batterySoC
+		}
+	}
 	if *ocppAddr != "off" {
 		if *ocppAddr, err = freeAddr(*ocppAddr); err != nil {
 			fmt.Fprintf(stderr, "plantd demo: OCPP central system: %v (choose another address with --ocpp)\n", err)

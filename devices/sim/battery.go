@@ -47,7 +47,7 @@ const (
 func newBattery(d *Device) (*battery, error) {
 	c := d.cfg
 	b := &battery{
-		capWh: c.CapacityWh, maxW: c.RatedW, soc: 50, socMin: 5, socMax: 100, soh: 98,
+		capWh: c.CapacityWh, maxW: c.RatedW, soc: c.SoCPct, socMin: 5, socMax: 100, soh: 98,
 		cycles0: 120 + float64(idHash(c.ID)%200), connected: true,
 		wChaMax: c.RatedW, inWRte: 100, outWRte: 100, minRsv: 5, rsvMin: 5, rsvMax: 100,
 		ahRtg: math.Round(c.CapacityWh / batteryNominalV),

@@ -77,6 +77,9 @@ type DeviceConfig struct {
 	RatedW float64
 	// CapacityWh is a battery's energy rating (default 10000).
 	CapacityWh float64
+	// SoCPct is a battery's state of charge at start, % (0: 50; 5..100:
+	// a full battery takes no charge).
+	SoCPct float64
 	// IgnoreRevert makes an inverter accept and read back every reversion
 	// time (123 *_RvrtTms, 704 *RvrtTms, curve RvrtTms) but never revert:
 	// the 704 and 7xx RvrtRem points show the reversion time and do not
@@ -172,6 +175,7 @@ const (
 	defaultDERW        = 8000
 	defaultBatteryW    = 5000
 	defaultBatteryWh   = 10000
+	defaultBatterySoC  = 50
 	maxDeviceIDLen     = 28
 	defaultUnit        = 1
 	defaultSpeed       = 1
@@ -404,6 +408,12 @@ func (d *DeviceConfig) withDefaults(field string) error {
 		}
 		if d.CapacityWh < 100 || d.CapacityWh > maxBatteryCapacity {
 			return bad("%s.capacityWh %v outside 100..%d", field, d.CapacityWh, maxBatteryCapacity)
+		}
+		if d.SoCPct == 0 {
+			d.SoCPct = defaultBatterySoC
+		}
+		if !(d.SoCPct >= 5 && d.SoCPct <= 100) {
+			return bad("%s.socPct %v outside 5..100", field, d.SoCPct)
 		}
 	}
 	if (d.IgnoreRevert || d.NeedsEnableToggle || d.IgnoresLimit) && d.Kind != kind.Inverter {
