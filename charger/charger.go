@@ -72,6 +72,9 @@ type Point struct {
 type Config struct {
 	// Listen is the TCP address to listen on: ":8887", "127.0.0.1:0".
 	Listen string
+	// Listener, when set, is a listener the caller bound already (Listen
+	// then only names it): Run serves on it and closes it.
+	Listener net.Listener
 	// Path is the URL path the charge points connect under (default
 	// "/ocpp"): ws://host:port<Path>/<ID>.
 	Path string
@@ -158,6 +161,9 @@ type point struct {
 func New(cfg Config, points []Point, log *slog.Logger) (*Central, error) {
 	if log == nil {
 		return nil, errors.New("charger: nil logger")
+	}
+	if cfg.Listener != nil {
+		cfg.Listen = cfg.Listener.Addr().String()
 	}
 	if cfg.Listen == "" {
 		return nil, errors.New("charger: listen: empty address")
@@ -256,9 +262,12 @@ func (c *Central) Run(ctx context.Context) error {
 	c.ran = true
 	c.mu.Unlock()
 
-	ln, err := net.Listen("tcp", c.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("charger: listen: %w", err)
+	ln := c.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", c.cfg.Listen); err != nil {
+			return fmt.Errorf("charger: listen: %w", err)
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

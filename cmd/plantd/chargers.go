@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 
 	"plantd/charger"
 	"plantd/config"
@@ -12,8 +13,9 @@ import (
 )
 
 // newCentral builds the OCPP central system of the config's chargers (nil
-// when none is enabled).
-func newCentral(cfg *config.Config, log *slog.Logger) (*chargePoints, error) {
+// when none is enabled), on ln when the caller bound it (the demo), else
+// on ocpp.listen.
+func newCentral(cfg *config.Config, ln net.Listener, log *slog.Logger) (*chargePoints, error) {
 	var points []charger.Point
 	phases := map[string]int{}
 	for _, dc := range cfg.Devices {
@@ -28,7 +30,7 @@ func newCentral(cfg *config.Config, log *slog.Logger) (*chargePoints, error) {
 	if len(points) == 0 {
 		return nil, nil
 	}
-	central, err := charger.New(charger.Config{Listen: cfg.OCPP.Listen, Path: cfg.OCPP.Path}, points, log.With("component", "ocpp"))
+	central, err := charger.New(charger.Config{Listen: cfg.OCPP.Listen, Listener: ln, Path: cfg.OCPP.Path}, points, log.With("component", "ocpp"))
 	if err != nil {
 		return nil, fmt.Errorf("ocpp: %w", err)
 	}

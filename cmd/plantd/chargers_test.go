@@ -13,13 +13,15 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 )
 
 // chargerSim is consumerSim with the simulator's wallbox twin (16 A, 3
-// phases, a car at 40 %) and a stranger twin, both pointed at a central
-// system on ocppAddr; the twins run until the test ends.
-func chargerSim(t *testing.T, ocppAddr string) *sim.Plant {
+// phases, a car at 40 %) and a stranger twin; the twins run until the
+// test ends, trying a dead address until connectTwins points them at
+// plantd's central system.
+func chargerSim(t testing.TB) *sim.Plant {
 	t.Helper()
 	cfg := sim.DemoConfig()
 	var devs []sim.DeviceConfig
@@ -30,7 +32,7 @@ func chargerSim(t *testing.T, ocppAddr string) *sim.Plant {
 	}
 	cfg.Devices = devs
 	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
-	url := "ws://" + ocppAddr + "/ocpp"
+	url := "ws://" + proctest.DeadAddr(t) + "/ocpp"
 	twin := func(id, password string) sim.ChargePointConfig {
 		return sim.ChargePointConfig{ID: id, URL: url, Password: password, MeterInterval: 250 * time.Millisecond,
 			ReconnectMin: 100 * time.Millisecond, ReconnectMax: time.Second}
@@ -46,6 +48,30 @@ func chargerSim(t *testing.T, ocppAddr string) *sim.Plant {
 	return p
 }
 
+// ocppRE finds the central system's address in plantd's log.
+var ocppRE = regexp.MustCompile(`ocpp central system listening.* addr=(\S+)`)
+
+// connectTwins points the simulator's twins at the daemon's central
+// system (ocpp.listen 127.0.0.1:0: its log names the port).
+func connectTwins(t testing.TB, p *sim.Plant, d *plantdRun) {
+	t.Helper()
+	var addr string
+	d.WaitLines("the central system listening", 15*time.Second, func(lines []string) bool {
+		for _, l := range lines {
+			if m := ocppRE.FindStringSubmatch(l); m != nil {
+				addr = m[1]
+				return true
+			}
+		}
+		return false
+	})
+	for _, cp := range p.ChargePoints() {
+		if err := cp.SetURL("ws://" + addr + "/ocpp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // setCarExport moves the house's load so that the grid meter shows
 // exportW with the consumers off and the car not charging.
 func setCarExport(p *sim.Plant, exportW float64) {
@@ -56,7 +82,7 @@ func setCarExport(p *sim.Plant, exportW float64) {
 }
 
 // waitLimit waits until the wallbox twin's effective limit satisfies ok.
-func waitLimit(t *testing.T, cp *sim.ChargePoint, timeout time.Duration, what string, ok func(sim.ChargePointState) bool) sim.ChargePointState {
+func waitLimit(t testing.TB, cp *sim.ChargePoint, timeout time.Duration, what string, ok func(sim.ChargePointState) bool) sim.ChargePointState {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -78,6 +104,19 @@ func near(a float64) func(sim.ChargePointState) bool {
 	return func(st sim.ChargePointState) bool { return math.Abs(st.LimitA-a) <= 1 }
 }
 
+// chargerConfig writes plantd's config for chargerSim: the switches held
+// Off (the car alone takes the surplus), the wallbox in PV mode without
+// guards, no enable delay, a 3 s disable delay and a 15 s profile
+// validity, the central system on a free port.
+func chargerConfig(t testing.TB, p *sim.Plant) string {
+	return consumerConfigOf(t, p, consumerOpts{
+		guards: ", mode: Off",
+		more: "  - {id: wallbox, kind: consumer, pollInterval: 500ms, consumer: {driver: ocpp, password: s3cret, priority: 4, " +
+			"minOnTime: 0s, minOffTime: 0s, maxSwitchesPerHour: 0, enableDelay: 0s, disableDelay: 3s, watchdog: 15s}}\n",
+		top:  "ocpp:\n  listen: 127.0.0.1:0\n",
+	})
+}
+
 // TestChargerFollowsSurplus is the charger's acceptance with the real
 // binary and the simulator's OCPP twin: in PV mode the current follows
 // the surplus within ±1 A, never below 6 A while charging, and stops after
@@ -88,21 +127,13 @@ func near(a float64) func(sim.ChargePointState) bool {
 // wallbox charges on.
 func TestChargerFollowsSurplus(t *testing.T) {
 	t.Parallel() // its own simulator, binary and port
-	addr, err := freeAddr("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := chargerSim(t, addr)
+	p := chargerSim(t)
 	cp := p.ChargePoint("wallbox")
-	cfgPath := consumerConfigOf(t, p, consumerOpts{
-		guards: ", mode: Off", // the switches stay off: the car alone takes the surplus
-		more: "  - {id: wallbox, kind: consumer, pollInterval: 500ms, consumer: {driver: ocpp, password: s3cret, priority: 4, " +
-			"minOnTime: 0s, minOffTime: 0s, maxSwitchesPerHour: 0, enableDelay: 0s, disableDelay: 3s, watchdog: 15s}}\n",
-		top: fmt.Sprintf("ocpp:\n  listen: %s\n", addr),
-	})
+	cfgPath := chargerConfig(t, p)
 	setCarExport(p, 5000)
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(15 * time.Second)
+	connectTwins(t, p, d)
 	d.waitOnline(15*time.Second, "meter", "wallbox")
 
 	// PV: 5000 W carry 7 A (690 W an ampere); 9000 W 13 A.

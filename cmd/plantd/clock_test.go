@@ -51,7 +51,7 @@ devices:
 		Logger: logger,
 	})
 	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, nil, nil, clock.Now, logger)
+	d, err := newDaemon(ctx, cfg, listeners{}, clock.Now, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,12 @@ import (
 	"plantd/sunspecserver"
 )
 
+// listeners are the ports a caller bound before the daemon starts (the
+// demo: a free port each); nil ones the daemon binds from the config.
+type listeners struct {
+	HTTP, SunSpec, OCPP net.Listener
+}
+
 // daemon is a running plantd: the components a config asks for, wired
 // together. Data flows one way: poller → live state → store and MQTT
 // uplink, and the HTTP API reads the live state and the store.
@@ -95,11 +101,12 @@ type daemon struct {
 }
 
 // newDaemon builds the components of a validated config. It binds the
-// HTTP port first (ln, when the caller bound it already, else
+// HTTP port first (lns.HTTP, when the caller bound it already, else
 // cfg.HTTP.Listen) and then opens the database, so that a port in use or
 // a broken disk stops plantd at start with a clear message, and a port in
-// use leaves no database file behind. On error ln is closed.
-func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listener, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
+// use leaves no database file behind. On error lns.HTTP is closed.
+func newDaemon(ctx context.Context, cfg *config.Config, lns listeners, now func() time.Time, logger *slog.Logger) (d *daemon, err error) {
+	ln := lns.HTTP
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
 			return nil, fmt.Errorf("http api: %w", err)
@@ -163,13 +170,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 	if d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller")); err != nil {
 		return nil, err
 	}
-	if err = d.newControl(ctx, cfg, gridClock, logger); err != nil {
+	if err = d.newControl(ctx, cfg, lns.OCPP, gridClock, logger); err != nil {
 		return nil, err
 	}
 	if err = d.newAPI(cfg, logger); err != nil {
 		return nil, err
 	}
-	if err = d.newLocal(cfg, sunspecLn, logger); err != nil {
+	if err = d.newLocal(cfg, lns.SunSpec, logger); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -178,9 +185,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, ln, sunspecLn net.Listen
 // newControl builds what controls the plant: the home energy manager's
 // consumers, grid control (which gives them the surplus) and the grid
 // operator's inputs (whose §14a contact dims the consumers).
-func (d *daemon) newControl(ctx context.Context, cfg *config.Config, gridClock gridcontrol.Clock, logger *slog.Logger) error {
+func (d *daemon) newControl(ctx context.Context, cfg *config.Config, ocppLn net.Listener, gridClock gridcontrol.Clock, logger *slog.Logger) error {
 	var err error
-	if d.chargePoints, err = newCentral(cfg, logger); err != nil {
+	if d.chargePoints, err = newCentral(cfg, ocppLn, logger); err != nil {
 		return err
 	}
 	if d.homes, err = d.newConsumers(ctx, cfg); err != nil {

@@ -50,7 +50,7 @@ devices:
 	}
 	var logs proctest.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, nil, nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	d, err := newDaemon(ctx, cfg, listeners{}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
-	return serve(ctx, cfg, *path, nil, nil, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
+	return serve(ctx, cfg, *path, listeners{}, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
 // serve runs the daemon of a valid config (read from cfgPath, "" for the
@@ -60,14 +60,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // SunSpec server's listeners bound already; report, when set, logs the live
 // energy balance at that interval; reload, when set, reads the config
 // again on SIGHUP.
-func serve(ctx context.Context, cfg *config.Config, cfgPath string, ln, sunspecLn net.Listener, now func() time.Time, stderr io.Writer, report time.Duration,
+func serve(ctx context.Context, cfg *config.Config, cfgPath string, lns listeners, now func() time.Time, stderr io.Writer, report time.Duration,
 	reload func() (*config.Config, error)) int {
 	// SIGHUP is taken from here on: before, it would end the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	logger, level := newLogger(cfg.Log, stderr)
-	d, err := newDaemon(ctx, cfg, ln, sunspecLn, now, logger)
+	d, err := newDaemon(ctx, cfg, lns, now, logger)
 	if err != nil {
 		logger.Error("cannot start: " + err.Error())
 		return failureStatus(err)
@@ -183,11 +183,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			simCfg.Devices[i].SoCPct = *batterySoC
 		}
 	}
+	var ocppLn net.Listener // the central system's, bound here: the twin needs its port
 	if *ocppAddr != "off" {
-		if *ocppAddr, err = freeAddr(*ocppAddr); err != nil {
+		if ocppLn, err = listenOrFree(*ocppAddr); err != nil {
 			fmt.Fprintf(stderr, "plantd demo: OCPP central system: %v (choose another address with --ocpp)\n", err)
 			return exitFailure
 		}
+		defer ocppLn.Close()
+		*ocppAddr = ocppLn.Addr().String()
 		simCfg.ChargePoints = []sim.ChargePointConfig{demoWallbox("ws://" + *ocppAddr + config.Default().OCPP.Path)}
 	}
 	if *startAt != "" {
@@ -261,7 +264,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	demoBanner{sim: plantSim, cfg: cfg, interval: *interval, speed: simCfg.Speed, listen: *listen, db: *dbPath, token: token,
 		broker: broker, noBroker: noBroker, sunspec: sunspecLn}.print(stdout)
 	fmt.Fprintln(stdout, "The live energy balance is logged every 10 s. Ctrl-C stops it.")
-	return serve(ctx, cfg, "", ln, sunspecLn, plantSim.Now, stderr, 10*time.Second, nil)
+	return serve(ctx, cfg, "", listeners{HTTP: ln, SunSpec: sunspecLn, OCPP: ocppLn}, plantSim.Now, stderr, 10*time.Second, nil)
 }
 
 // demoUplink points the demo's uplink at brokerURL or, unless mqttAddr is
@@ -527,20 +530,17 @@ func demoWallbox(url string) sim.ChargePointConfig {
 	return sim.ChargePointConfig{ID: "wallbox", URL: url, MeterInterval: 2 * time.Second}
 }
 
-// freeAddr is addr when it can be bound, else a free port on its host.
-func freeAddr(addr string) (string, error) {
+// listenOrFree binds addr, or a free port on its host when addr is taken.
+func listenOrFree(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		host, _, serr := net.SplitHostPort(addr)
-		if serr != nil {
-			return "", err
-		}
-		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
-			return "", err
-		}
+	if err == nil {
+		return ln, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	host, _, serr := net.SplitHostPort(addr)
+	if serr != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, "0"))
 }
 
 // demoToken makes the bearer token the demo prints at start.
