@@ -113,7 +113,7 @@ func chargerConfig(t testing.TB, p *sim.Plant) string {
 		guards: ", mode: Off",
 		more: "  - {id: wallbox, kind: consumer, pollInterval: 500ms, consumer: {driver: ocpp, password: s3cret, priority: 4, " +
 			"minOnTime: 0s, minOffTime: 0s, maxSwitchesPerHour: 0, enableDelay: 0s, disableDelay: 3s, watchdog: 15s}}\n",
-		top:  "ocpp:\n  listen: 127.0.0.1:0\n",
+		top: "ocpp:\n  listen: 127.0.0.1:0\n",
 	})
 }
 
