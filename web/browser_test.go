@@ -151,7 +151,7 @@ func toFixed2(x float64) string {
 
 // TestBrowser drives Debian's chromium headless against the real plantd
 // demo: sign-in, the overview's numbers against the API for the same
-// instant, nine devices online with values, history charts (DST arithmetic
+// instant, ten devices online with values, history charts (DST arithmetic
 // included), logs as installer, a limit window created from the page and
 // listed, a back-channel consent of the demo's client approved on the page;
 // then a second gateway with a standard token, where logs and consents are
@@ -297,13 +297,13 @@ func TestBrowser(t *testing.T) {
 
 	both("overview", `document.querySelector('#live-values .kpi')`)
 
-	// Devices: all nine communicating, with values, the six SunSpec ones
-	// with their models (the three consumers have none).
+	// Devices: all ten communicating, with values, the six SunSpec ones
+	// with their models (the four consumers, the wallbox among them, have none).
 	nav("devices")
 	allOnline := `(() => { const arts = [...document.querySelectorAll('#devices article.device')];
-		return arts.length === 9 && arts.every(a => a.dataset.comm === 'Ok' && a.querySelector('tr[data-name]')) &&
+		return arts.length === 10 && arts.every(a => a.dataset.comm === 'Ok' && a.querySelector('tr[data-name]')) &&
 			['inv1', 'inv2', 'meter', 'bat', 'wx', 'heatmeter'].every(id => document.getElementById('dev-' + id)?.querySelector('.models')?.textContent.startsWith('1 ')) })()`
-	b.waitFor("nine devices online with values", allOnline, 20*time.Second)
+	b.waitFor("ten devices online with values", allOnline, 20*time.Second)
 	var inv struct{ Product, Unit string }
 	js(`(() => { const a = document.getElementById('dev-inv1'); return {Product: a.querySelector('dl').textContent, Unit: a.querySelector('tr[data-name=activePower]').dataset.unit} })()`, &inv)
 	if !strings.Contains(inv.Product, "SIM-inv1") || inv.Unit != "W" {

@@ -17,6 +17,7 @@ import (
 type consumer struct {
 	DeviceID, Name, Driver, Mode, SwitchingState, Reason string
 	SGReadyState                                         int `json:"sgReadyState"`
+	Charger                                              *struct{ Current float64 }
 }
 
 // consumerReasons are the page's words for the reason codes (labels.js
@@ -25,6 +26,10 @@ var consumerReasons = map[string]string{
 	"Surplus": "On: PV surplus", "NoSurplus": "Off: not enough PV surplus", "MustRun": "On: must-run window",
 	"Manual": "Set by hand (mode On or Off)", "MinOnTime": "Held on: minimum on time", "MinOffTime": "Held off: minimum off time",
 	"MaxSwitches": "Held: switchings per hour used up", "Offline": "Device not answering", "Starting": "Starting: no decision yet",
+	"Probing": "Off: waits its turn to try curtailed PV", "NoMeter": "Off: no grid meter answers",
+	"Dimmed": "Limited: dimmed by the grid operator (§14a)", "MinPV": "Charging at its minimum: the surplus carries no more",
+	"EnableDelay":  "Waiting: the surplus must hold for the start delay",
+	"DisableDelay": "At its minimum: stops when the surplus stays gone for the stop delay", "NoVehicle": "No car plugged in",
 }
 
 // sgReadyWords are the page's words for the SG-Ready states (labels.js).
@@ -127,6 +132,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 	// words, the consumption with est., the reason in words).
 	type pageRow struct {
 		ID, Name, Mode, Switching, Badge, SG, SGText, Reason, ReasonText, Consumption, ConsumptionText, Estimated string
+		Current, ChargerText                                                                                      string
 		Select                                                                                                    bool
 	}
 	var got []pageRow
@@ -134,6 +140,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 		Mode: r.dataset.mode, Switching: r.dataset.switching, Badge: r.querySelector('.badge')?.textContent || '', SG: r.dataset.sg,
 		SGText: r.querySelector('.sg')?.textContent || '', Reason: r.dataset.reason, ReasonText: r.querySelector('td.reason').textContent,
 		Consumption: r.dataset.consumption, ConsumptionText: r.querySelector('td.consumption').textContent, Estimated: r.dataset.estimated,
+		Current: r.dataset.current, ChargerText: r.querySelector('.charger')?.textContent || '',
 		Select: !!r.querySelector('select.mode') && r.querySelector('select.mode').value === r.dataset.mode }))`, &got)
 	byID := map[string]pageRow{}
 	for _, r := range got {
@@ -156,6 +163,9 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 			if !strings.Contains(r.SGText, sgReadyWords[n]) {
 				t.Errorf("row %s: SG-Ready %s shown as %q, want %q", c.DeviceID, r.SG, r.SGText, sgReadyWords[n])
 			}
+		}
+		if c.Charger != nil && (r.Current == "" || !strings.Contains(r.ChargerText, r.Current+" A × 3")) {
+			t.Errorf("row %s: a charger at %q A shown as %q, want its current × phases", c.DeviceID, r.Current, r.ChargerText)
 		}
 		if words, ok := consumerReasons[r.Reason]; !ok || r.ReasonText != words {
 			t.Errorf("row %s: reason %q shown as %q, want %q", c.DeviceID, r.Reason, r.ReasonText, words)
