@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"plantd/devices/sim"
@@ -20,7 +21,7 @@ import (
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]] [--ocpp URL [--ocpp-password P]]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
@@ -29,6 +30,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	report := fs.Duration("report", 0, "print the reads the devices answered, the polls they came in and the poll jitter every `EVERY` (e.g. 10s)")
 	serial := fs.String("serial", "", "serve the meter (unit 1) and one device of each template (units 2, 3, ...) as Modbus RTU on the serial device `PATH` (e.g. one end of a socat pty pair)")
 	baud := fs.Int("baud", sim.DefaultBaud, "with --serial: the line's rate `N` (answers are paced at it, 11 bits a byte)")
+	ocppURL := fs.String("ocpp", "", "connect a wallbox twin (OCPP 1.6J charge point \"wallbox\", 16 A on 3 phases, a car at 40 %) to the central system at `URL` (ws://HOST:8887/ocpp); its limits are logged")
+	ocppPassword := fs.String("ocpp-password", "", "with --ocpp: the wallbox's basic-auth password")
 	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
@@ -66,6 +69,16 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			on = append(on, name)
 		}
 		cfg.Serial = []sim.SerialConfig{{Path: *serial, Baud: *baud, Devices: on}}
+	}
+	switch {
+	case *ocppURL != "" && *nDevices > 0:
+		fmt.Fprintln(stderr, "plantd sim: --ocpp adds the wallbox to the demo plant; not with --devices")
+		return exitUsage
+	case *ocppURL == "" && *ocppPassword != "":
+		fmt.Fprintln(stderr, "plantd sim: --ocpp-password needs --ocpp")
+		return exitUsage
+	case *ocppURL != "":
+		cfg.ChargePoints = []sim.ChargePointConfig{{ID: "wallbox", URL: *ocppURL, Password: *ocppPassword}}
 	}
 	cfg.CountReads = *report > 0
 	cfg.Speed = *speed
@@ -107,6 +120,16 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer plant.Close()
 	printSimBanner(stdout, plant, *serial, *baud, *trace)
+	var twins sync.WaitGroup
+	for _, cp := range plant.ChargePoints() {
+		fmt.Fprintf(stdout, "%-10s %-19s %s/%s (OCPP 1.6J, connecting)\n", cp.ID(), "charger", *ocppURL, cp.ID())
+		twins.Go(func() {
+			if err := cp.Run(ctx); err != nil {
+				logger.Error("wallbox twin", "err", err)
+			}
+		})
+	}
+	defer twins.Wait()
 	if *report > 0 {
 		reportReads(ctx, plant, *report, stdout)
 	}
