@@ -14,7 +14,6 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
-	"plantd/plant/kind"
 )
 
 // chargerSim is consumerSim with the simulator's wallbox twin (16 A, 3
@@ -23,15 +22,7 @@ import (
 // plantd's central system.
 func chargerSim(t testing.TB) *sim.Plant {
 	t.Helper()
-	cfg := sim.DemoConfig()
-	var devs []sim.DeviceConfig
-	for _, d := range cfg.Devices {
-		if d.Kind != kind.Battery && d.Kind != kind.Sensor {
-			devs = append(devs, d)
-		}
-	}
-	cfg.Devices = devs
-	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
+	cfg := consumerSimConfig()
 	url := "ws://" + proctest.DeadAddr(t) + "/ocpp"
 	twin := func(id, password string) sim.ChargePointConfig {
 		return sim.ChargePointConfig{ID: id, URL: url, Password: password, MeterInterval: 250 * time.Millisecond,

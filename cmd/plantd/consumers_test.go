@@ -23,6 +23,11 @@ import (
 // and the 1200 W Shelly plug.
 func consumerSim(t testing.TB) *sim.Plant {
 	t.Helper()
+	return simtest.Start(t, consumerSimConfig())
+}
+
+// consumerSimConfig is consumerSim's config.
+func consumerSimConfig() sim.Config {
 	cfg := sim.DemoConfig()
 	var devs []sim.DeviceConfig
 	for _, d := range cfg.Devices {
@@ -32,7 +37,7 @@ func consumerSim(t testing.TB) *sim.Plant {
 	}
 	cfg.Devices = devs
 	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
-	return simtest.Start(t, cfg)
+	return cfg
 }
 
 // consumerConfig writes plantd's config for consumerSim: every device
