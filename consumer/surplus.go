@@ -194,10 +194,12 @@ func dim(slots []slot, limitW float64) float64 {
 		if w, counted := draw(s); counted {
 			before[i] = was{s.want, s.wantA, s.reason}
 			sum -= w
-			if room := math.Floor((limitW - sum) / s.wPerA); s.amps && s.want && room >= s.minA {
-				s.wantA, s.reason = room, plant.ReasonDimmed // a charger slows down before it stops
-				sum += room * s.wPerA
-				continue
+			if s.amps && s.want {
+				if room := math.Floor((limitW - sum) / s.wPerA); room >= s.minA {
+					s.wantA, s.reason = room, plant.ReasonDimmed // a charger slows down before it stops
+					sum += room * s.wPerA
+					continue
+				}
 			}
 			s.want, s.reason = false, plant.ReasonDimmed
 		}
