@@ -125,6 +125,8 @@ func (s *Server) routes() *gin.Engine {
 	cons.GET("", s.consumerList)
 	cons.GET("/:deviceId", s.consumerByID)
 	cons.PUT("/:deviceId/mode", s.auth.Need(config.RoleInstaller), s.setConsumerMode)
+	// The grid operator's inputs and the §14a dimming state (every role reads).
+	api.GET("/gateway/v1/inputs", s.inputList)
 
 	live := api.Group("/live")
 	live.GET("/v1/plants/:plantId/measurements/sets/EnergyBalance", s.resolvePlant, s.liveBalance)

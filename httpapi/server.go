@@ -186,6 +186,9 @@ type Deps struct {
 	// Consumers is optional: the home energy manager (a
 	// *consumer.Manager); nil lists no consumers and answers PUT mode 404.
 	Consumers Consumers
+	// Inputs is optional: the grid operator's inputs (cmd/plantd's); nil
+	// lists none at GET /gateway/v1/inputs.
+	Inputs Inputs
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry

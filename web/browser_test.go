@@ -394,7 +394,7 @@ func TestBrowser(t *testing.T) {
 
 	// Grid control: a limit window from the page, then in the list.
 	nav("grid")
-	b.waitFor("grid form and settings", `document.getElementById('gc-form') && document.querySelector('#settings details')`, 20*time.Second)
+	b.waitFor("grid form", `document.getElementById('gc-form')`, 20*time.Second)
 	var now live
 	apiGet(t, base, token, "/live/v1/plants/demo/measurements/sets/EnergyBalance", &now)
 	loc, err := time.LoadLocation("Europe/Berlin")
@@ -438,11 +438,14 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("schedule %s from the page not in the API's list with value 40 from %s (plant time): %+v", id, start, scheds)
 	}
 	both("grid", listed)
-	// Settings: headed in words, with the API's type name beside; on a
-	// phone no table is wider than its card (every type opened).
+	// Settings (their own view): headed in words, with the API's type name
+	// beside; on a phone no table is wider than its card (every type
+	// opened).
+	nav("settings")
+	b.waitFor("settings", `document.querySelectorAll('#settings section.settings div.config').length >= 8`, 20*time.Second)
 	var heads struct{ Words, API []string }
 	js(`(() => { const text = e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
-		return { Words: [...document.querySelectorAll('#settings summary, #settings h3')].map(text),
+		return { Words: [...document.querySelectorAll('#settings h2, #settings h3')].map(text),
 			API: [...document.querySelectorAll('#settings code')].map(c => c.textContent) } })()`, &heads)
 	apiName := regexp.MustCompile(`^[A-Za-z]+(Config|Setting|Settings|DeviceDefault)$|[a-z][A-Z]`)
 	for _, w := range heads.Words {
@@ -463,11 +466,10 @@ func TestBrowser(t *testing.T) {
 	js(`(() => { document.querySelectorAll('#settings details').forEach(d => d.open = true);
 		const w = document.documentElement.clientWidth, out = [];
 		if (document.documentElement.scrollWidth > w) out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
-		const card = document.getElementById('settings').closest('.card'), cb = card.getBoundingClientRect();
 		const tables = document.querySelectorAll('#settings table');
 		if (!tables.length) out.push('no settings tables');
 		for (const t of tables) {
-			const b = t.getBoundingClientRect(), box = t.parentElement;
+			const b = t.getBoundingClientRect(), box = t.parentElement, cb = t.closest('.card').getBoundingClientRect();
 			if (b.left < cb.left || b.right > cb.right) out.push('a table at ' + Math.round(b.left) + '..' + Math.round(b.right) + ' in its card at ' + Math.round(cb.left) + '..' + Math.round(cb.right));
 			if (box.scrollWidth > box.clientWidth) out.push('a table ' + box.scrollWidth + ' wide in a box of ' + box.clientWidth);
 		}

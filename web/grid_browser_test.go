@@ -336,7 +336,7 @@ func TestBrowserGridSchedules(t *testing.T) {
 		Badge string
 		Rows  []string
 	}
-	js(`(() => ({ Badge: document.querySelector('`+endedSel+` .badge').textContent, Rows: `+auditRowsJS(endedSel)+` }))()`, &endedPage)
+	js(`(() => ({ Badge: document.querySelector('`+endedSel+` .badge').dataset.status, Rows: `+auditRowsJS(endedSel)+` }))()`, &endedPage)
 	if want := auditRows(ended.Writes); endedPage.Badge != ended.Status || strings.Join(endedPage.Rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("ended window %s: page %s with\n%s\nAPI %s with\n%s", ended.Start, endedPage.Badge, strings.Join(endedPage.Rows, "\n"), ended.Status, strings.Join(want, "\n"))
 	}

@@ -229,6 +229,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
 	}
+	if d.inputs != nil {
+		apiDeps.Inputs = d.inputs
+	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
 		locs := map[string]*time.Location{}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -14,12 +17,21 @@ import (
 	"plantd/devices/sim"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
+	"plantd/httpapi"
 	"plantd/plant"
 )
 
 // gridInputs runs the loops of the config's inputs (the grid operator's
-// contacts on I/O modules); nil without inputs.
-type gridInputs struct{ loops []*gridinput.Input }
+// contacts on I/O modules); nil without inputs. views are what the loops
+// read and signal, for GET /gateway/v1/inputs (InputStates).
+type gridInputs struct {
+	loops []*gridinput.Input
+	views []*inputView
+	grid  *gridcontrol.Controller
+	// consumers reports whether a plant has consumers (§14a dimming acts
+	// on them); nil: none has.
+	consumers func(plantID string) bool
+}
 
 // newInputs makes the loop of every input, reading through the Modbus
 // pool (shared with the devices at the same address) and submitting to
@@ -28,15 +40,29 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 	if len(cfg.Inputs) == 0 {
 		return nil, nil
 	}
-	out := &gridInputs{}
+	out := &gridInputs{grid: d.grid}
+	if d.homes != nil {
+		out.consumers = func(plantID string) bool {
+			for _, c := range d.homes.Consumers() {
+				if c.PlantID == plantID {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	for _, ic := range cfg.Inputs {
 		spec := inputSpec(ic)
 		ep := d.pool.Endpoint(endpointOf(ic.Device()))
-		spec.Reader = gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout), Addr: uint16(ic.Address),
-			Count: inputCount(ic), Registers: ic.Source == config.InputSourceRegisters}
+		v := &inputView{cfg: ic, spec: spec, now: d.now, dimmer: dim, reader: gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout),
+			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == config.InputSourceRegisters}}
+		if v.spec.Failsafe == nil {
+			v.spec.Failsafe = gridinput.MostRestrictive(spec.Actions)
+		}
+		spec.Reader = v
 		in, err := gridinput.New(spec, gridinput.Deps{
 			Submitter: gridSubmitter{d.grid},
-			Dimmer:    dim,
+			Dimmer:    v,
 			Log:       func(e plant.LogEntry) { e.Time = d.now().UTC(); d.logEntry(e) },
 			Now:       d.now,
 		}, d.log.With("component", "gridinput"))
@@ -44,8 +70,152 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 			return nil, fmt.Errorf("input %s: %w", ic.ID, err)
 		}
 		out.loops = append(out.loops, in)
+		out.views = append(out.views, v)
 	}
 	return out, nil
+}
+
+// inputView stands between an input's loop and its reader and dimmer: it
+// keeps the last read (contacts, error, since when they read so) and the
+// dimming signal the loop passed on, on the daemon's clock.
+type inputView struct {
+	cfg    config.Input
+	spec   gridinput.Spec // Failsafe resolved
+	now    func() time.Time
+	reader gridinput.Reader
+	dimmer gridinput.Dimmer // nil: the signal is logged only
+
+	mu                sync.Mutex
+	bits              []bool
+	readAt, lostSince time.Time
+	err               string
+	pattern           string // the closed contacts as last read
+	since             time.Time
+	dimmed            bool
+	dimSince          time.Time
+}
+
+func (v *inputView) ReadInputs(ctx context.Context) ([]bool, error) {
+	bits, err := v.reader.ReadInputs(ctx)
+	if ctx.Err() != nil {
+		return bits, err
+	}
+	now := v.now()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		if v.lostSince.IsZero() {
+			v.lostSince = now
+		}
+		v.err = err.Error()
+		return bits, err
+	}
+	v.bits, v.readAt, v.lostSince, v.err = slices.Clone(bits), now, time.Time{}, ""
+	var closed []string
+	for _, c := range v.contacts() {
+		if c.Closed {
+			closed = append(closed, c.Name)
+		}
+	}
+	if p := strings.Join(closed, "+"); p != v.pattern || v.since.IsZero() {
+		v.pattern, v.since = p, now
+	}
+	return bits, nil
+}
+
+func (v *inputView) Dim(plantID string, on bool) {
+	v.mu.Lock()
+	if on != v.dimmed || v.dimSince.IsZero() {
+		v.dimmed, v.dimSince = on, v.now()
+	}
+	v.mu.Unlock()
+	if v.dimmer != nil {
+		v.dimmer.Dim(plantID, on)
+	}
+}
+
+// contacts are the input's contacts by input index, as last read (v.mu
+// held).
+func (v *inputView) contacts() []httpapi.InputContact {
+	out := make([]httpapi.InputContact, 0, len(v.spec.Contacts))
+	for name, i := range v.spec.Contacts {
+		closed := i >= 0 && i < len(v.bits) && v.bits[i] // a register's bits come expanded (gridinput.Bits)
+		out = append(out, httpapi.InputContact{Name: name, Input: i, Closed: closed, Dimming: slices.Contains(v.spec.Dimming, name)})
+	}
+	slices.SortFunc(out, func(a, b httpapi.InputContact) int {
+		return cmp.Or(cmp.Compare(a.Input, b.Input), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+func inputAction(a *gridinput.Action) *httpapi.InputAction {
+	if a == nil {
+		return nil
+	}
+	return &httpapi.InputAction{Contacts: a.Contacts, Command: a.Command, Value: a.Value, Unit: a.Unit}
+}
+
+// InputStates is every input as last read, with its window in grid
+// control (the API's Inputs).
+func (g *gridInputs) InputStates() []httpapi.InputState {
+	out := make([]httpapi.InputState, 0, len(g.views))
+	for _, v := range g.views {
+		v.mu.Lock()
+		st := httpapi.InputState{ID: v.cfg.ID, Name: v.cfg.Name, PlantID: v.cfg.Plant, Contacts: v.contacts(), ReadAt: v.readAt,
+			LostSince: v.lostSince, ReadErr: v.err, Since: v.since, Failsafe: inputAction(v.spec.Failsafe), Dimming: v.spec.Dimming,
+			Dimmed: v.dimmed, DimmedSince: v.dimSince}
+		v.mu.Unlock()
+		for _, c := range st.Contacts {
+			if c.Closed && !c.Dimming {
+				st.Closed = append(st.Closed, c.Name)
+			}
+		}
+		if !st.ReadAt.IsZero() {
+			d := gridinput.Resolve(v.spec.Actions, st.Closed)
+			st.Action, st.Invalid = inputAction(d.Action), d.Invalid
+		}
+		for i := range v.spec.Actions {
+			st.Actions = append(st.Actions, *inputAction(&v.spec.Actions[i]))
+		}
+		st.Window = g.window(v.cfg.Plant, "input:"+v.cfg.ID+"/")
+		st.Consumers = g.consumers != nil && g.consumers(v.cfg.Plant)
+		out = append(out, st)
+	}
+	return out
+}
+
+// window is the newest window not yet ended of the schedules created by
+// a name starting with prefix (an input's), an active one first.
+func (g *gridInputs) window(plantID, prefix string) *httpapi.InputWindow {
+	if g.grid == nil {
+		return nil
+	}
+	scheds, err := g.grid.Schedules(plantID)
+	if err != nil {
+		return nil
+	}
+	var best *httpapi.InputWindow
+	for _, sc := range scheds {
+		if !strings.HasPrefix(sc.CreatedBy, prefix) {
+			continue
+		}
+		for _, cm := range sc.Commands {
+			switch cm.Status {
+			case gridcontrol.StatusDone, gridcontrol.StatusSuperseded:
+				continue
+			}
+			if cm.Cancelled {
+				continue
+			}
+			w := &httpapi.InputWindow{ScheduleID: sc.ScheduleID, Command: cm.Command, Status: string(cm.Status), Value: cm.Value, Unit: cm.Unit,
+				Start: cm.Start, End: cm.End}
+			if best == nil || (w.Status == "active") != (best.Status == "active") && w.Status == "active" ||
+				(w.Status == "active") == (best.Status == "active") && w.Start.After(best.Start) {
+				best = w
+			}
+		}
+	}
+	return best
 }
 
 // inputSpec maps an input's config onto its loop's spec (without the

@@ -8,8 +8,10 @@ import * as history from './history.js';
 import * as logs from './logs.js';
 import * as grid from './grid.js';
 import * as consents from './consents.js';
+import * as operator from './operator.js';
+import * as settings from './settings.js';
 
-const views = { overview, devices, consumers, history, logs, grid, consents };
+const views = { overview, devices, consumers, history, logs, grid, operator, settings, consents };
 const $ = id => document.getElementById(id);
 const state = { plants: [], plant: null, stop: null, seq: 0 };
 

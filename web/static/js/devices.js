@@ -3,10 +3,15 @@
 import { get } from './api.js';
 import { firstRunNotice } from './firstrun.js';
 import { h, clear, fmtValue, fmtUtc, problemBox, relative } from './util.js';
+import { fieldLabel, setLabel, KINDS, modelLabel } from './labels.js';
 
 const REFRESH_MS = 5000;
 
-function badge(s) { return h('span', { class: 'badge s-' + s }, s); }
+// The states in words; the API's name stays the badge's class and title.
+const HEALTH = { Ok: 'OK', Warning: 'Warning', Error: 'Error', Off: 'Off', NotAvailable: 'Not known' };
+const COMM = { Ok: 'Answers', Partial: 'Answers in part', TimedOut: 'Timed out', Unreachable: 'Unreachable', NotAvailable: 'Not known' };
+const healthWords = s => HEALTH[s] ?? s;
+function badge(s, words = healthWords(s)) { return h('span', { class: 'badge s-' + s, title: s }, words); }
 
 // bySet orders values by set, sets in the order they first appear.
 function bySet(values) {
@@ -15,17 +20,19 @@ function bySet(values) {
   return [...m.values()].flat();
 }
 
-// valueRows lists the values grouped by the measurement set they feed.
+// valueRows lists the values grouped by the measurement set they feed,
+// each in words (labels.js) with the API's name as its title.
 function valueRows(values) {
   const rows = [];
   let set = null;
   for (const v of values) {
     if (v.setType !== set) {
       set = v.setType;
-      rows.push(h('tr', { class: 'group' }, h('th', { colspan: '2', scope: 'colgroup' }, set)));
+      rows.push(h('tr', { class: 'group', 'data-set': set }, h('th', { colspan: '2', scope: 'colgroup', title: set }, setLabel(set))));
     }
-    rows.push(h('tr', { 'data-name': v.name + (v.index ? '.' + v.index : ''), 'data-value': v.value, 'data-unit': v.unit },
-      h('td', null, v.name + (v.index ? ` (${v.index})` : '')), h('td', { class: 'num' }, fmtValue(v.value, v.unit))));
+    const name = v.name + (v.index ? '.' + v.index : '');
+    rows.push(h('tr', { 'data-name': name, 'data-value': v.value, 'data-unit': v.unit },
+      h('td', { title: name }, fieldLabel(name)), h('td', { class: 'num' }, fmtValue(v.value, v.unit))));
   }
   return rows;
 }
@@ -40,15 +47,15 @@ function card(d, tz, now, open) {
   return h('article', { class: 'card device', id: 'dev-' + dev.deviceId, 'data-device': dev.deviceId, 'data-health': d.healthStatus, 'data-comm': c.status },
     h('h2', null, dev.name, ' ', badge(d.healthStatus)),
     h('dl', { class: 'kv' },
-      h('dt', null, 'Kind'), h('dd', null, dev.type),
-      h('dt', null, 'Model'), h('dd', null, `${dev.vendor} ${dev.product}`),
+      h('dt', null, 'Kind'), h('dd', { title: dev.type }, KINDS[dev.type] ?? dev.type),
+      h('dt', null, 'Model'), h('dd', { class: 'model' }, modelLabel(dev.vendor, dev.product)),
       dev.serial ? [h('dt', null, 'Serial'), h('dd', null, dev.serial)] : null,
-      h('dt', null, 'Health'), h('dd', null, d.healthStatus + (d.healthReason ? ` (${d.healthReason})` : '')),
-      h('dt', null, 'Communication'), h('dd', null, badge(c.status || 'NotAvailable'), ` ${Math.round((c.successRate || 0) * 100)} % of polls answered`),
+      h('dt', null, 'Health'), h('dd', null, healthWords(d.healthStatus) + (d.healthReason ? ` (${d.healthReason})` : '')),
+      h('dt', null, 'Communication'), h('dd', null, badge(c.status || 'NotAvailable', COMM[c.status || 'NotAvailable']), ` ${Math.round((c.successRate || 0) * 100)} % of polls answered`),
       h('dt', null, 'Last contact'), h('dd', null, c.lastContactUtc ? `${fmtUtc(c.lastContactUtc, tz)} (${relative(Date.parse(c.lastContactUtc), now)})` : 'never'),
       c.lastError ? [h('dt', null, 'Last error'), h('dd', null, c.lastError)] : null,
       d.platform ? [h('dt', null, 'SunSpec'), h('dd', null, d.platform === 'der' ? 'IEEE 1547 (7xx)' : 'classic (1xx)')] : null,
-      h('dt', null, 'Models'), h('dd', { class: 'models' }, d.sunspecModels.length ? d.sunspecModels.join(' ') : '–')),
+      h('dt', null, 'SunSpec models'), h('dd', { class: 'models' }, d.sunspecModels.length ? d.sunspecModels.join(' ') : '–')),
     h('details', { class: 'values', open: open || undefined }, h('summary', null, `Latest values (${d.values.length})`), values));
 }
 

@@ -1,25 +1,32 @@
 // Grid control: schedules with their status, origin, recurrence and (on
-// request) their audit, a Cancel button for whoever may cancel, a form for
-// installers to create (or, newest wins, overwrite) a limit window, and
-// the current settings per type as the inverters report them.
+// request) their audit, a Cancel button for whoever may cancel, and a
+// form for installers to create (or, newest wins, overwrite) a limit
+// window. Commands and statuses in words (labels.js), the API's names as
+// titles and data attributes. The settings in effect are the Settings
+// view's (settings.js).
 import { get, post, del } from './api.js';
 import { h, clear, fmtUtc, problemBox, localInput, localToMs } from './util.js';
-import { settingsLabel, configLabel, originLabel, repeatLabel, durationLabel } from './labels.js';
+import { originLabel, repeatLabel, durationLabel, commandLabel, statusLabel } from './labels.js';
 import { mayInstall } from './consumers.js';
 
 const REFRESH_MS = 10000;
 const FINISHED = ['done', 'superseded'];
 // OPEN: the statuses of a window that has not ended (a cancelled one has).
 const OPEN = ['pending', 'active', 'overridden'];
-const FALLBACK_TYPES = ['activePowerGridSettings', 'reactivePowerGridSettings', 'frequencyFaultRideThroughSettings', 'voltageFaultRideThroughSettings'];
 
-function badge(s) { return h('span', { class: 'badge s-' + s }, s); }
+// badge: a status in words; the API's status its class, title and data.
+export function badge(s) { return h('span', { class: 'badge s-' + s, title: s, 'data-status': s }, statusLabel(s)); }
 
+// valueOf: a window's value in words ("60 % of rated power", "5000 W",
+// "power factor 0.95", a curve's points).
 function valueOf(c) {
-  if (c.value !== undefined) return `${c.value} ${c.unit || ''}`.trim();
+  if (c.value !== undefined) {
+    if (/^opModFixedP[Ff]/.test(c.command)) return `power factor ${c.value}`;
+    return c.unit === 'W' ? `${c.value} W` : `${c.value} % of rated power`;
+  }
   if (c.curve?.points) return c.curve.points.map(p => `(${p.x}, ${p.y})`).join(' ');
   if (c.curve?.params) return Object.entries(c.curve.params).map(([k, v]) => `${k}=${v}`).join(' ');
-  return '';
+  return c.command === 'OpModDisconnect' ? 'disconnected' : '';
 }
 
 // partialNote says which share of the plant a window governs when some
@@ -96,7 +103,7 @@ function scheduleRows(list, tz, all, cancel) {
       const status = shownStatus(c);
       rows.push(h('tr', { 'data-schedule': s.scheduleId, 'data-command': c.command, 'data-status': c.status, 'data-value': c.value ?? '',
         'data-cancelled': c.cancelled ? 'true' : null, 'data-created-by': s.createdBy || '' },
-        cell('Command', null, c.command), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
+        cell('Command', { title: c.command }, h('span', null, commandLabel(c.command), h('br'), h('span', { class: 'muted sched-id' }, 'schedule ', h('code', null, s.scheduleId)))), cell('Start', { class: 'time' }, fmtUtc(c.start, tz)), cell('End', { class: 'time' }, fmtUtc(c.end, tz)),
         cell('Value', null, valueOf(c)), cell('Status', null, h('span', null, badge(status), c.late ? ' late' : '')),
         cell('Notes', { class: 'muted' }, h('div', null, [c.overriddenBy ? `overridden by ${c.overriddenBy}, which governs now` : '', partialNote(c), c.reason, c.appliedAt ? 'applied ' + fmtUtc(c.appliedAt, tz) : ''].filter(Boolean).join('; '),
           recurrence(c, tz))),
@@ -109,23 +116,6 @@ function scheduleRows(list, tz, all, cancel) {
   return rows;
 }
 
-// settingsBlock: one settings type, its configurations headed in words
-// with the API's type name as a caption; on a phone each device's values
-// are a block of label and value (app.css, table.stack).
-function settingsBlock(r) {
-  return h('details', { class: 'settings', 'data-type': r.settingsType, open: r.settingsType === 'activePowerGridSettings' },
-    h('summary', null, settingsLabel(r.settingsType), ' ', h('code', { class: 'api-name' }, r.settingsType)),
-    r.configurations.map(cf => h('div', { class: 'config', 'data-type': cf.type },
-      h('h3', null, configLabel(cf.type), ' ', cf.active ? badge('active') : h('span', { class: 'badge s-Off' }, 'inactive'), cf.supported ? '' : ' (not supported)'),
-      h('p', { class: 'api-name' }, h('code', null, cf.type)),
-      h('table', { class: 'stack' },
-        h('thead', null, h('tr', null, ['Device', 'Model', 'Enabled', 'Value', 'Set by plantd'].map(t => h('th', { scope: 'col' }, t)))),
-        h('tbody', null, cf.values.map(v => h('tr', null, h('td', { 'data-label': 'Device' }, v.device), h('td', { class: 'num', 'data-label': 'Model' }, v.model),
-          h('td', { 'data-label': 'Enabled' }, v.enabled ? 'yes' : 'no'),
-          h('td', { 'data-label': 'Value' }, v.limitPct !== undefined ? v.limitPct + ' %' : v.powerFactor !== undefined ? 'PF ' + v.powerFactor : valueOf(v)),
-          h('td', { 'data-label': 'Set by plantd' }, v.controlledByPlantd ? 'yes' : 'no'))))))));
-}
-
 export async function render(ctx, root) {
   const { plantId, tz } = ctx;
   const base = `/gridcontrol/v1/plants/${encodeURIComponent(plantId)}`;
@@ -136,19 +126,17 @@ export async function render(ctx, root) {
   const roleNote = h('p', { class: 'muted', id: 'sched-role', hidden: true }, 'Cancelling a schedule needs the installer or grid-operator role; you are signed in with a lower one.');
   const now = await ctx.plantNow();
   const cmd = h('select', { id: 'gc-command', name: 'command' },
-    h('option', { value: 'opModMaxLimW' }, 'Active power limit (opModMaxLimW)'),
-    h('option', { value: 'FeedInLimit' }, 'Feed-in limit at the grid point (FeedInLimit)'));
+    ['opModMaxLimW', 'FeedInLimit'].map(c => h('option', { value: c, title: c }, commandLabel(c))));
   const value = h('input', { id: 'gc-value', name: 'value', type: 'number', min: '0', max: '100', step: '1', value: '60', required: true });
   const start = h('input', { id: 'gc-start', name: 'start', type: 'datetime-local', value: localInput(now + 60e3, tz), required: true });
   const end = h('input', { id: 'gc-end', name: 'end', type: 'datetime-local', value: localInput(now + 3600e3, tz), required: true });
   const result = h('div', { id: 'gc-result', 'aria-live': 'polite' });
   const form = h('form', { class: 'inline', id: 'gc-form', novalidate: true },
-    h('div', null, h('label', { for: 'gc-command' }, 'Command'), cmd),
+    h('div', { class: 'wide' }, h('label', { for: 'gc-command' }, 'Command'), cmd),
     h('div', null, h('label', { for: 'gc-value' }, 'Limit (% of rated power)'), value),
     h('div', null, h('label', { for: 'gc-start' }, `Start (plant time, ${tz})`), start),
     h('div', null, h('label', { for: 'gc-end' }, 'End (plant time)'), end),
     h('div', null, h('button', { type: 'submit', class: 'primary' }, 'Create limit window')));
-  const settings = h('div', { id: 'settings' }, h('p', { class: 'muted' }, 'Reading the inverters…'));
   root.append(h('h1', null, 'Grid control'),
     h('section', { class: 'card', 'aria-labelledby': 'sched-h' }, h('h2', { id: 'sched-h' }, 'Schedules'),
       h('p', null, h('label', null, showAll, ' also show finished and superseded windows, with what each window wrote')), roleNote, schedResult, schedStatus,
@@ -156,8 +144,8 @@ export async function render(ctx, root) {
         h('thead', null, h('tr', null, ['Command', 'Start', 'End', 'Value', 'Status', 'Notes', 'Sent by', 'Action'].map(t => h('th', { scope: 'col' }, t)))), tbody))),
     h('section', { class: 'card', 'aria-labelledby': 'new-h' }, h('h2', { id: 'new-h' }, 'New limit window (installer)'),
       h('p', { class: 'muted' }, 'Where windows of one command overlap, the newest of a role wins: this overwrites your older windows for its time. A grid operator\'s limit still holds where it is tighter (your window then shows overridden).'), form, result),
-    h('section', { class: 'card', 'aria-labelledby': 'set-h' }, h('h2', { id: 'set-h' }, 'Current settings'),
-      h('p', { class: 'muted' }, 'As the inverters report them now.'), settings));
+    h('p', { class: 'muted' }, 'The settings in effect on the inverters: see ', h('a', { href: '#/settings' }, 'Settings'),
+      '. The grid operator\'s signals (ripple-control receiver, control box): see ', h('a', { href: '#/operator' }, 'Grid operator'), '.'));
 
   let timer, stopped = false, last = [], canCancel = false, confirming = null;
   // cancelButton: Cancel, then Confirm (a second click), then DELETE; the
@@ -178,7 +166,7 @@ export async function render(ctx, root) {
       clear(schedResult);
       try {
         await del(`${base}/schedules/${encodeURIComponent(s.scheduleId)}`);
-        clear(schedResult, h('p', { role: 'status', id: 'sched-cancelled', 'data-schedule': s.scheduleId }, `Schedule ${s.scheduleId} cancelled: its windows end now.`));
+        clear(schedResult, h('p', { role: 'status', id: 'sched-cancelled', 'data-schedule': s.scheduleId }, `Schedule ${s.scheduleId} (${commandLabel(s.commands[0]?.command)}) cancelled: its windows end now.`));
       } catch (e) {
         const p = e.problem || {};
         clear(schedResult, h('div', { class: 'problem', role: 'alert', id: 'cancel-problem', 'data-schedule': s.scheduleId, 'data-status': e.status },
@@ -231,15 +219,5 @@ export async function render(ctx, root) {
   roleNote.hidden = may !== false;
   await loadSchedules();
 
-  (async () => {
-    let types = FALLBACK_TYPES;
-    try {
-      const doc = await fetch('/openapi.json', { credentials: 'omit' }).then(r => r.json());
-      const ps = doc.paths['/gridcontrol/v1/plants/{id}/settings/{settingsType}'].get.parameters;
-      types = ps.find(p => p.name === 'settingsType').schema.enum || types;
-    } catch { /* the list above */ }
-    const blocks = await Promise.all(types.map(t => get(`${base}/settings/${t}`).then(settingsBlock, e => h('div', null, h('h3', null, settingsLabel(t), ' ', h('code', { class: 'api-name' }, t)), problemBox(e)))));
-    if (!stopped) clear(settings, blocks);
-  })();
   return () => { stopped = true; clearTimeout(timer); };
 }

@@ -2,9 +2,10 @@
 // or of any set of a device, with date navigation in the plant's zone.
 import { get } from './api.js';
 import { h, clear, problemBox, fmtValue, fmtRate, localDate, localDateTime, localToMs, addDays, addMonths, weekday, wall } from './util.js';
-import { FIELDS, fieldLabel, fieldUnit, isEnergy, isRate, withUnit, UNITS } from './labels.js';
+import { FIELDS, fieldLabel, fieldUnit, isEnergy, isRate, withUnit, UNITS, setLabel } from './labels.js';
 
 const PERIODS = ['Day', 'Week', 'Month', 'Year'];
+const RESOLUTIONS = { OneMinute: 'one a minute', FiveMinutes: 'one per 5 minutes', FifteenMinutes: 'one per 15 minutes', OneHour: 'one an hour', OneDay: 'one a day', OneMonth: 'one a month', OneYear: 'one a year' };
 const BALANCE_SHOWN = ['pvGeneration', 'totalConsumption', 'gridFeedIn', 'gridConsumption', 'batteryCharging', 'batteryDischarging', 'batteryStateOfCharge'];
 const COLORS = ['#b27b00', '#0b63c5', '#6b4fbb', '#c2185b', '#17803d', '#00838f', '#5d4037', '#7b1fa2', '#455a64', '#ef6c00'];
 const DASHES = [[], [6, 3], [2, 3], [10, 3, 2, 3], [1, 1], [12, 4]];
@@ -135,12 +136,32 @@ function chart(el, r, period, date, tz, shown) {
   axisUnits.forEach((u, i) => axes.push({ scale: u || 'ratio', side: i === 0 ? 3 : 1, label: UNITS[u] ?? u, size: 60,
     grid: { show: i === 0 }, values: (_, ticks) => ticks.map(t => Math.abs(t) >= 1e4 ? (t / 1000) + 'k' : String(t)) }));
   const width = () => Math.max(280, el.clientWidth);
-  const height = () => (window.innerWidth < 520 ? 260 : 340);
+  // The plotting area keeps 300 px and more on a phone: the legend, up to
+  // 14 rows, folds away below it (open by default on wide screens only).
+  // By the chart's own width (a phone's is under 500 px), which the
+  // observer below sees change.
+  const height = () => (el.clientWidth < 500 ? 380 : 340);
+  const wide = () => el.clientWidth >= 640;
+  let wasWide = wide();
+  const legend = h('details', { class: 'legend', id: 'history-legend', open: wasWide || undefined }, h('summary'));
+  const summary = p => {
+    const n = p.series.filter((s, i) => i > 0 && s.show).length;
+    legend.firstChild.textContent = `Legend: ${n} of ${p.series.length - 1} values shown (tap one to show or hide it)`;
+  };
   const u = new window.uPlot({ width: width(), height: height(), series, axes, scales: { '%': { range: [0, 100] } },
-    tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz), cursor: { points: { size: 6 } }, legend: { live: true },
-    hooks: { setScale: [(p, key) => { if (key === 'x') Object.assign(el.dataset, { from: p.scales.x.min, to: p.scales.x.max }); }] } }, data, el);
+    tzDate: ts => window.uPlot.tzDate(new Date(ts * 1e3), tz), cursor: { points: { size: 6 } },
+    legend: { live: true, mount: (_, table) => legend.append(table) },
+    hooks: { setScale: [(p, key) => { if (key === 'x') Object.assign(el.dataset, { from: p.scales.x.min, to: p.scales.x.max }); }],
+      setSeries: [p => summary(p)] } }, data, el);
+  el.append(legend);
+  summary(u);
   el.uplot = u;
-  const ro = new ResizeObserver(() => u.setSize({ width: width(), height: height() }));
+  // Crossing to a phone's width folds the legend, back to a wide one
+  // unfolds it; in between it stays as the reader left it.
+  const ro = new ResizeObserver(() => {
+    u.setSize({ width: width(), height: height() });
+    if (wide() !== wasWide) legend.open = wasWide = wide();
+  });
   ro.observe(el);
   return () => { ro.disconnect(); u.destroy(); delete el.uplot; };
 }
@@ -199,7 +220,7 @@ export async function render(ctx, root) {
         return;
       }
       destroy = chart(plot, r, st.period, st.date, tz, kind === 'plant' ? BALANCE_SHOWN : null);
-      below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${r.resolution}); times in ${tz}. Click a legend entry to show or hide it.`), totals(r));
+      below.append(h('p', { class: 'muted' }, `${r.set.length} intervals (${RESOLUTIONS[r.resolution] ?? r.resolution}); times in ${tz}.`), totals(r));
     } catch (e) {
       if (my === seq) { clear(plot, problemBox(e)); clear(below); }
     }
@@ -221,7 +242,7 @@ export async function render(ctx, root) {
       .then(l => [d, l.sets], () => [d, []])));
     for (const [d, sets] of lists) {
       if (!sets.length) continue;
-      source.append(h('optgroup', { label: d.name }, sets.map(s => h('option', { value: `device:${d.deviceId}:${s}` }, `${d.name}: ${s}`))));
+      source.append(h('optgroup', { label: d.name }, sets.map(s => h('option', { value: `device:${d.deviceId}:${s}`, title: s }, `${d.name}: ${setLabel(s)}`))));
     }
   } catch { /* the plant's balance still works */ }
   if (![...source.options].some(o => o.value === st.source)) st.source = 'plant';

@@ -67,7 +67,73 @@ export const FIELDS = {
   ambientTemperature: ['Ambient temperature', '°C'],
   moduleTemperature: ['Module temperature', '°C'],
   windSpeed: ['Wind speed', 'm/s'],
+  // Lifetime counters of the live API (GET /live/v1/devices/{id}: a
+  // channel's name, the field plus "Total"); in sets they feed the field.
+  pvGenerationTotal: ['PV generation, lifetime', 'Wh'],
+  gridFeedInTotal: ['Grid feed-in, lifetime', 'Wh'],
+  gridConsumptionTotal: ['Grid purchase, lifetime', 'Wh'],
+  consumptionTotal: ['Consumption, lifetime', 'Wh'],
 };
+
+// SETS: the measurement sets (plant.SetType) in words.
+export const SETS = {
+  EnergyBalance: 'Energy balance',
+  EnergyMix: 'Energy mix: where the consumption comes from',
+  EnergyAndPowerPv: 'PV generation',
+  EnergyAndPowerInOut: 'Grid: feed-in and purchase',
+  EnergyAndPowerConsumption: 'Consumption',
+  EnergyAndPowerBattery: 'Battery',
+  PowerAc: 'AC side: power, voltage, current',
+  PowerDc: 'DC side: PV inputs',
+  EnergyDc: 'DC energy per PV input',
+  Sensor: 'Weather sensor',
+};
+export const setLabel = t => SETS[t] ?? words(t);
+
+// KINDS: a device's type as the API writes it, in words.
+export const KINDS = {
+  'Solar Inverters': 'PV inverter', 'Battery Inverter': 'Battery inverter', 'Energy Meter': 'Energy meter',
+  'Monitoring and control': 'Monitoring and control', 'Sensor technology': 'Weather sensor', Consumer: 'Consumer', Unknown: 'Unknown kind',
+};
+
+// modelLabel: vendor and product, "—" for what the device does not tell.
+export function modelLabel(vendor, product) {
+  const known = x => x && x.toLowerCase() !== 'unknown';
+  const parts = [vendor, product].filter(known);
+  return parts.length ? parts.join(' ') : '—';
+}
+
+// COMMANDS: the grid-control commands in words (gridcontrol/commands.go).
+export const COMMANDS = {
+  FeedInLimit: 'Feed-in limit at the grid point',
+  opModMaxLimW: 'Active power limit of the inverters',
+  OpModDisconnect: 'Disconnect from the grid',
+  opModFixedPfAbsorbW: 'Fixed power factor, absorbing',
+  opModFixedPFInjectW: 'Fixed power factor, injecting',
+  opModFreqWatt: 'Frequency-watt curve',
+  opModVoltVar: 'Volt-var curve',
+  opModVoltWatt: 'Volt-watt curve',
+  opModHfrtMustTrip: 'High-frequency ride-through (must trip)',
+  opModLfrtMustTrip: 'Low-frequency ride-through (must trip)',
+  opModHvrtMustTrip: 'High-voltage ride-through (must trip)',
+  opModLvrtMustTrip: 'Low-voltage ride-through (must trip)',
+};
+export const commandLabel = c => COMMANDS[c] ?? words(c || '–');
+
+// STATUSES: a schedule window's status in words.
+export const STATUSES = {
+  pending: 'upcoming', active: 'in force', overridden: 'overridden', done: 'ended', superseded: 'replaced',
+  failed: 'failed', cancelled: 'cancelled',
+};
+export const statusLabel = s => STATUSES[s] ?? s;
+
+// actionLabel: an input's action ("opModMaxLimW 30 %") in words.
+export function actionLabel(a) {
+  if (!a) return 'no limit';
+  if (a.unit === '%' && a.value >= 100) return 'no limit (100 %)';
+  const what = a.command === 'FeedInLimit' ? 'feed-in at most' : 'inverters at most';
+  return `${what} ${a.value} ${a.unit === '%' ? '% of rated power' : a.unit}`;
+}
 
 // UNITS names the quantity of a unit for an axis.
 export const UNITS = { W: 'Power (W)', Wh: 'Energy (Wh)', '%': 'Percent (%)', V: 'Voltage (V)', A: 'Current (A)',
@@ -130,6 +196,50 @@ export const CONFIGS = {
 };
 
 export const settingsLabel = t => SETTINGS[t] ?? words(t);
+
+// SETTINGS_ABOUT says what each settings type is about, for an owner.
+export const SETTINGS_ABOUT = {
+  activePowerGridSettings: 'How far the inverters may be held below their full power: limits and the curves that lower power when frequency or voltage run high.',
+  reactivePowerGridSettings: 'How the inverters help hold the grid voltage with reactive power: a fixed power factor or a volt-var curve.',
+  frequencyFaultRideThroughSettings: 'How long the inverters stay connected while the grid frequency is out of range, before they must disconnect.',
+  voltageFaultRideThroughSettings: 'How long the inverters stay connected while the grid voltage is out of range, before they must disconnect.',
+};
+
+// FUNCTIONS: which function a configuration is (the settings answer's
+// function, or told by the SunSpec model: two reactive-power configs
+// share a type name).
+export const FUNCTIONS = { 123: 'Fixed power factor', 704: 'Fixed power factor', 126: 'Volt-var curve', 705: 'Volt-var curve' };
+
+// CURVES: what a curve's points mean per configuration (x and y with
+// their units) and the DER frequency-droop parameters in words.
+export const CURVES = {
+  FreqWattCurve: ['Hz', '% power'],
+  VoltWattCurve: ['% voltage', '% power'],
+  VoltVarCurve: ['% voltage', '% reactive power'],
+  ReactivePowerGrid: ['% voltage', '% reactive power'],
+  LowFrequencyRideThroughCurve: ['s', 'Hz'],
+  HighFrequencyRideThroughCurve: ['s', 'Hz'],
+  LowVoltageRideThroughCurve: ['s', '% voltage'],
+  HighVoltageRideThroughCurve: ['s', '% voltage'],
+};
+export const CURVE_PARAMS = {
+  DbOf: ['dead band above nominal frequency', 'Hz'], DbUf: ['dead band below nominal frequency', 'Hz'],
+  KOf: ['droop above nominal', ''], KUf: ['droop below nominal', ''], PMin: ['minimum power', '%'], RspTms: ['response time', 's'],
+};
+
+// curveLabel: a curve's points or parameters in words for a configuration
+// type: "50.2 Hz → 100 % power, 51.5 Hz → 0 % power".
+export function curveLabel(type, curve) {
+  const m = /^(.*?)(Deactivated)?(Config|Setting|DeviceDefault)$/.exec(type || '');
+  const [xu, yu] = CURVES[m ? m[1] : type] ?? ['', ''];
+  const u = (v, unit) => `${v}${unit ? (unit.startsWith('%') ? ' ' : ' ') + unit : ''}`;
+  if (curve?.points) {
+    if (xu === 's') return curve.points.map(p => `${u(p.y, yu)} for ${u(p.x, 's')}`).join(', ');
+    return curve.points.map(p => `${u(p.x, xu)} → ${u(p.y, yu)}`).join(', ');
+  }
+  if (curve?.params) return Object.entries(curve.params).map(([k, v]) => { const [l, pu] = CURVE_PARAMS[k] ?? [words(k), '']; return `${l} ${u(v, pu)}`; }).join(', ');
+  return '';
+}
 
 // configLabel: the words for a configuration type, its state left to the
 // page's active/inactive badge: "FixedActivePowerLimitDeactivatedConfig"
