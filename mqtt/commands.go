@@ -125,7 +125,10 @@ func (u *Uplink) receive(in inbound) {
 			RequestID string `json:"requestId"`
 			Version   int64  `json:"version"`
 		}
-		if json.Unmarshal(in.payload, &head) == nil && head.Version >= 1 && u.offer(plantID, in, head.RequestID, head.Version) {
+		// A version beyond the bound goes through the queue to its
+		// refusal: in the slot it would make the good ones obsolete.
+		if json.Unmarshal(in.payload, &head) == nil && head.Version >= 1 && head.Version <= versionBound(time.Now()) &&
+			u.offer(plantID, in, head.RequestID, head.Version) {
 			return
 		}
 	}
