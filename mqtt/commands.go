@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/internal/jsondup"
 	"plantd/plant"
 	"plantd/store"
 )
@@ -241,9 +242,12 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 	}
 }
 
-// decodeStrict decodes one JSON object, refusing unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON object, refusing a key given twice (at
+// any depth), unknown fields and trailing data.
 func decodeStrict(b []byte, v any) error {
+	if err := jsondup.Check(b); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {

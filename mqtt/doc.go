@@ -82,7 +82,8 @@
 //
 // mqtt imports plant and plant/kind (the domain types it publishes, the
 // problem document of its acks), store (the outbox's message types),
-// config, internal/backoff (the reconnect wait), paho and the standard
+// config, internal/backoff (the reconnect wait), internal/jsondup (a
+// command message that gives a key twice is answered 400), paho and the standard
 // library; never httpapi, devices, poller, modbus or cmd. Nothing imports
 // mqtt but cmd/plantd.
 package mqtt

@@ -285,6 +285,7 @@ func TestScheduleVersionBounds(t *testing.T) {
 		{"2^53", "v-2^53", fmt.Sprint(int64(1) << 53), http.StatusBadRequest, "bad-version"},
 		{"2^42 (year 2109 in epoch ms)", "v-2^42", fmt.Sprint(int64(1) << 42), http.StatusConflict, "version-too-far-ahead"},
 		{"a counter's first", "v-5", "5", http.StatusCreated, ""},
+		{"version given twice", "v-dup", `5,"version":5000`, http.StatusBadRequest, "bad-body"},
 		{"epoch ms a day and a minute ahead", "v-day", fmt.Sprint(time.Now().UnixMilli() + day + 60_000), http.StatusConflict, "version-too-far-ahead"},
 		{"the next", "v-6", "6", http.StatusCreated, ""},
 		{"epoch milliseconds", "v-ms", fmt.Sprint(time.Now().UnixMilli()), http.StatusCreated, ""},
