@@ -15,7 +15,9 @@ import (
 
 // imageDevice is a template device on a real socket whose registers
 // answer from fill (the register's address; the function of the read).
-type imageDevice struct{ fill func(fn byte, addr uint16) uint16 }
+type imageDevice struct {
+	fill func(fn byte, addr uint16) uint16
+}
 
 func (d imageDevice) Registers(req *modbus.Request) ([]uint16, error) {
 	if req.IsWrite() {
@@ -136,4 +138,3 @@ func TestNotAvailableParse(t *testing.T) {
 		}
 	}
 }
-
