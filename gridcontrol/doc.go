@@ -413,7 +413,8 @@
 // polls (re-assertion); governing.go the limit in force (for the SunSpec
 // server's reads); clock.go the clock. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), modbus (exceptions),
-// internal/backoff (the write retry's wait), plant and plant/kind (the
+// internal/backoff (the write retry's wait), internal/jsondup (a key
+// given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,
 // schedule records), store (schedules, defaults, ownership, quirks, the
 // plant log), robfig/cron and the standard library; only cmd/plantd and

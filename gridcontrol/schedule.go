@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/internal/jsondup"
 )
 
 // Schedule is a plant's schedule of commands (DESIGN §6): what a client
@@ -316,8 +317,9 @@ type cmdIn struct {
 // past, no overlapping windows of one command, values in range. It checks
 // the body alone; Check adds what the plant's devices support.
 func ParseSchedule(body []byte, now time.Time) ([]ScheduledCmd, error) {
-	if err := checkDuplicateKeys(body); err != nil {
-		return nil, &ValidationError{Fields: []FieldError{{Field: "body", Message: err.Error()}}}
+	var de *jsondup.Error
+	if err := jsondup.Check(body); errors.As(err, &de) {
+		return nil, &ValidationError{Fields: []FieldError{{Field: de.Path, Message: "given more than once"}}}
 	}
 	var in scheduleIn
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -657,53 +659,6 @@ func (a curveAxes) check(p CurvePoint, volts bool) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
-}
-
-// checkDuplicateKeys rejects a JSON text in which an object names a key
-// twice (encoding/json would silently keep the last one).
-func checkDuplicateKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	type frame struct {
-		obj  bool
-		keys map[string]bool
-		key  bool // next token is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return nil // syntax errors are reported by the decoder
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if k, isKey := tok.(string); isKey && top != nil && top.obj && top.key {
-			if top.keys[k] {
-				return fmt.Errorf("duplicate key %q", k)
-			}
-			top.keys[k] = true
-			top.key = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 && stack[len(stack)-1].obj {
-			stack[len(stack)-1].key = true
-		}
-	}
 }
 
 // window is one command's window on a plant's timeline.

@@ -15,6 +15,9 @@ const (
 	// topicExcerptLen those of a topic or an id.
 	excerptLen      = 64
 	topicExcerptLen = 128
+	// maxLeftLogged bounds the objects whose left configs are logged
+	// apart (a reload removes a few devices; more share one line).
+	maxLeftLogged = 32
 )
 
 // excerpt is at most n bytes of b as a string for a log line: cut at a

@@ -114,7 +114,7 @@ func (l *Link) feedInLimit(ctx context.Context, m command, p string) {
 		l.refuse(m, reasonFailed, fmt.Sprintf("grid control: submit a FeedInLimit of %g %% to plant %s: %v", v, excerpt([]byte(m.id), excerptLen), err))
 		return
 	}
-	l.log.Info("home assistant: command accepted", append(l.commandAttrs(m), "schedule", sc.ScheduleID, "createdBy", sc.CreatedBy)...)
+	l.accept(m, "schedule", sc.ScheduleID, "createdBy", sc.CreatedBy)
 }
 
 // setMode holds a consumer in mode.
@@ -132,7 +132,7 @@ func (l *Link) setMode(ctx context.Context, m command, mode plant.ConsumerMode) 
 		l.refuse(m, reasonFailed, fmt.Sprintf("set mode of consumer %s to %s: %v", excerpt([]byte(m.id), excerptLen), mode, err))
 		return
 	}
-	l.log.Info("home assistant: command accepted", append(l.commandAttrs(m), "mode", cs.Mode)...)
+	l.accept(m, "mode", cs.Mode)
 }
 
 // knownPlant reports whether id is a configured plant.
@@ -158,15 +158,10 @@ func fieldsText(ve *gridcontrol.ValidationError) string {
 	return b.String()
 }
 
-// commandAttrs are a command's log attributes: its topic and an excerpt
-// of its payload, both bounded, and the payload's size.
-func (l *Link) commandAttrs(m command) []any {
-	return []any{"topic", excerpt([]byte(m.topic), topicExcerptLen), "payload", excerpt(m.payload, excerptLen), "size", len(m.payload)}
-}
-
-// refuse logs a refused command, at most once a minute per topic and
-// reason after the first (with the number suppressed since): the command
-// topics are whoever's the broker lets publish, and a flood of refusals
+// refuse logs a refused command, at most once a minute per kind of
+// command (commandKind) and reason after the first (with the number
+// suppressed since): the command topics are whoever's the broker lets
+// publish, with ids of the publisher's making, and a flood of refusals
 // must not become a flood of lines.
 func (l *Link) refuse(m command, reason, problem string) {
 	msg := "home assistant: command refused"
@@ -176,6 +171,27 @@ func (l *Link) refuse(m command, reason, problem string) {
 	case reasonBusy:
 		msg = "home assistant: command dropped, too many waiting"
 	}
-	l.refused.Log(slog.LevelWarn, excerpt([]byte(m.topic), topicExcerptLen), reason, msg,
-		"problem", problem, "payload", excerpt(m.payload, excerptLen), "size", len(m.payload))
+	l.refused.Log(slog.LevelWarn, l.commandKind(m), reason, msg,
+		"problem", problem, "topic", excerpt([]byte(m.topic), topicExcerptLen), "payload", excerpt(m.payload, excerptLen), "size", len(m.payload))
+}
+
+// accept logs an accepted command, at most once a minute per topic (a
+// configured plant or consumer's: a bounded set) with the number not
+// logged since; grid control and the consumers keep their own record of
+// every change.
+func (l *Link) accept(m command, args ...any) {
+	l.accepted.Log(slog.LevelInfo, excerpt([]byte(m.topic), topicExcerptLen), "accepted", "home assistant: command accepted",
+		append([]any{"payload", excerpt(m.payload, excerptLen), "size", len(m.payload)}, args...)...)
+}
+
+// commandKind is the kind of a command for its log lines' limit: its
+// topic with the id as "+" (P/G/device/+/mode/set) for a command the
+// link knows, P/G/+/+/+/set for any other.
+func (l *Link) commandKind(m command) string {
+	switch {
+	case m.scope == scopePlant && m.key == keyFeedInLimit,
+		m.scope == scopeDevice && (m.key == keyMode || m.key == keySwitch):
+		return l.base() + "/" + m.scope + "/+/" + m.key + "/set"
+	}
+	return l.base() + "/+/+/+/set"
 }

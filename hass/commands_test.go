@@ -179,7 +179,7 @@ func TestCommandRefusals(t *testing.T) {
 	// The one held back is logged with its count when the limiter
 	// flushes (Run's end), under the topic.
 	l.refused.FlushAll()
-	if logs.count(`topic=plantd/gw/device/heater/mode/set reason=rate-limited suppressed=1`) != 1 {
+	if logs.count(`command=plantd/gw/device/+/mode/set reason=rate-limited suppressed=1`) != 1 {
 		t.Errorf("after the flush: log %s, want one line of the topic with suppressed=1", logs.String())
 	}
 }
@@ -224,5 +224,27 @@ func TestExcerpt(t *testing.T) {
 		if got != tc.want || !utf8.ValidString(got) {
 			t.Errorf("excerpt(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestAcceptedFlood: 500 accepted commands in a row (a publisher the
+// broker lets in, at a rate the limit allows) give one line per topic,
+// the rest counted; each command still acts.
+func TestAcceptedFlood(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	l, _, cs := commandLink(t, Config{CommandRate: 1e6, CommandBurst: 1000}, logs)
+	for i := range 500 {
+		l.handle(t.Context(), cmd(scopeDevice, "heater", keySwitch, []string{"ON", "OFF"}[i%2]))
+	}
+	if len(cs.set) != 500 {
+		t.Fatalf("%d modes set, want 500", len(cs.set))
+	}
+	if n := logs.count("command accepted"); n != 1 {
+		t.Errorf("%d lines for 500 accepted commands, want 1: %s", n, logs.String())
+	}
+	l.accepted.FlushAll()
+	if logs.count(`topic=plantd/gw/device/heater/switch/set reason=accepted suppressed=499`) != 1 {
+		t.Errorf("after the flush: %s, want the count of the 499 not logged", logs.String())
 	}
 }

@@ -100,12 +100,17 @@
 // quotes at most 64 bytes of its payload (and 128 of its topic) with the
 // payload's size. Refusals (too large, retained, queue full, rate limit,
 // role, target, value, grid control's refusal with its fields as the
-// API's problem listed them) are logged per topic and reason at once the
-// first time, then at most once a minute with the number suppressed
-// since (plantd/internal/logthrottle, plantd's one limiter of such
-// lines: memory bounded by 256 keys, beyond which topics share a key per
-// reason as topic=other; the counts left are logged on the check tick
-// once their minute has passed and when Run returns), so a flood of bad
+// API's problem listed them) are logged per kind of command (the topic
+// with its id as "+", command=P/G/device/+/mode/set; P/G/+/+/+/set for
+// a topic that names no command) and reason, at once the first time,
+// then at most once a minute with the number suppressed since
+// (plantd/internal/logthrottle, plantd's one limiter of such lines): a
+// publisher makes up ids and topics at will, and MQTT names no
+// publisher. Accepted commands are logged per topic (a configured
+// plant's or consumer's) the same way, and the configs a previous run
+// left per object (at most 32 apart, then as object=other). The counts
+// left are logged on the check tick once their minute has passed and
+// when Run returns, so a flood of bad
 // publishes gives a few lines. A
 // command that arrives retained (a broker replays it at every
 // connection) is ignored. After a command the entity's state is
@@ -118,7 +123,7 @@
 // hass imports plant and plant/kind (the live state and the domain's
 // types), gridcontrol (the gate's types: Origin, Order, Schedule,
 // ValidationError), config (the role names), internal/logthrottle (the
-// refusals' log lines), paho, golang.org/x/time/rate and the standard
+// commands' and left configs' log lines), paho, golang.org/x/time/rate and the standard
 // library. It never imports httpapi, store, mqtt,
 // consumer, devices, modbus or cmd, and nothing net/http; nothing imports
 // it but cmd/plantd.

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -150,13 +149,12 @@ type Link struct {
 	// was left by a run that had that plant or device, and is cleared
 	// (paho's handler reads it).
 	owners atomic.Pointer[map[string]bool]
-	// clearedOwners are the owners whose left configs were logged.
-	clearedOwners sync.Map
 	// limiter bounds the commands handled (Config.CommandRate).
 	limiter *rate.Limiter
-	// refused rate-limits the log lines of refused commands per topic
-	// and reason.
-	refused *logthrottle.Limiter
+	// refused rate-limits the log lines of refused commands per kind of
+	// command and reason, accepted those of accepted commands per topic,
+	// left those about configs a previous run left per object.
+	refused, accepted, left *logthrottle.Limiter
 }
 
 // command is a message on a command topic: its topic, the topic's
@@ -209,7 +207,8 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
 		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{},
-		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: logthrottle.New(logger, "topic", 0, 0)}, nil
+		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: logthrottle.New(logger, "command", 0, 0), accepted: logthrottle.New(logger, "topic", 0, 0),
+		left: logthrottle.New(logger, "object", 0, maxLeftLogged)}, nil
 }
 
 // Topics.
@@ -264,8 +263,10 @@ func (l *Link) Run(ctx context.Context) error {
 	c := paho.NewClient(o)
 	c.Connect() // retried in the background until it succeeds
 	defer c.Disconnect(250)
-	// The counts of refusals not logged yet, once no more come.
+	// The counts of lines not logged yet, once no more come.
 	defer l.refused.FlushAll()
+	defer l.accepted.FlushAll()
+	defer l.left.FlushAll()
 	check := time.NewTicker(l.cfg.Check)
 	defer check.Stop()
 	full := time.NewTicker(l.cfg.Interval)
@@ -309,6 +310,8 @@ func (l *Link) Run(ctx context.Context) error {
 			}
 		case <-check.C:
 			l.refused.Flush()
+			l.accepted.Flush()
+			l.left.Flush()
 			if up && c.IsConnectionOpen() {
 				l.round(ctx, c, false, false)
 			}
@@ -400,11 +403,13 @@ func (l *Link) onConfig(c paho.Client, m paho.Message) {
 	if !ok || owners == nil || (*owners)[owner] {
 		return
 	}
-	if _, logged := l.clearedOwners.LoadOrStore(owner, true); !logged {
-		l.log.Info("home assistant: clearing the entities a previous run left of a plant or device no longer configured", "object", owner)
-	}
+	// Anyone the broker lets publish there can leave configs: the lines
+	// are limited per object (and maxLeftLogged objects apart).
+	l.left.Log(slog.LevelInfo, excerpt([]byte(owner), topicExcerptLen), "left-config",
+		"home assistant: clearing the entities a previous run left of a plant or device no longer configured")
 	if err := l.wait(c.Publish(m.Topic(), 1, true, "")); err != nil {
-		l.log.Warn("home assistant: clear a discovery config", "topic", m.Topic(), "err", err)
+		l.left.Log(slog.LevelWarn, excerpt([]byte(owner), topicExcerptLen), "clear-failed", "home assistant: clear a discovery config",
+			"topic", excerpt([]byte(m.Topic()), topicExcerptLen), "err", err)
 	}
 }
 

@@ -231,8 +231,11 @@ func TestLinkClearsLeftConfigs(t *testing.T) {
 			t.Errorf("%s cleared, want it kept", topic)
 		}
 	}
-	if n := logs.count("no longer configured"); n != 1 {
-		t.Errorf("%d log lines of the cleared device, want 1 (once per device)", n)
+	// One line per device at once; its other configs counted in one
+	// line at the stop (internal/logthrottle).
+	lines := logs.lines("no longer configured")
+	if len(lines) != 2 || strings.Contains(lines[0], "suppressed") || !strings.Contains(lines[1], "object=device_old reason=left-config suppressed=1") {
+		t.Errorf("log lines of the cleared device: %q, want one at once and one count at the stop", lines)
 	}
 }
 
@@ -308,4 +311,72 @@ func TestCommandFlood(t *testing.T) {
 		defer g.mu.Unlock()
 		return len(g.calls) > 0
 	})
+}
+
+// TestCommandFloodManyTopics, over a broker: 5,000 publishes, each to a
+// topic of its own (device/<i>/switch/set, an id per publish), give a
+// handful of lines: the refusals are counted per kind of command and
+// reason, not per topic (MQTT names no publisher, and ids are whatever a
+// publisher makes up).
+func TestCommandFloodManyTopics(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.Start(t, mqtttest.Options{})
+	logs := &syncBuffer{}
+	l := newTestLink(t, b.URL(), "", "", logs)
+	avail := watch(t, b.URL(), "plantd/gw/availability")
+	stop := start(t, l)
+	defer stop()
+	mqtttest.WaitFor(t, 20*time.Second, "online", func() bool {
+		a := avail()
+		return len(a) > 0 && a[len(a)-1] == "online"
+	})
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("stranger"))
+	if tok := pub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	defer pub.Disconnect(0)
+	const n = 5000
+	toks := make([]paho.Token, 0, n)
+	for i := range n {
+		toks = append(toks, pub.Publish(fmt.Sprintf("plantd/gw/device/d%d/switch/set", i), 1, false, "ON"))
+	}
+	for _, tok := range toks {
+		if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+	mqtttest.WaitFor(t, 60*time.Second, "5,000 commands refused", func() bool { return l.refused.Events() == n })
+	lines := logs.lines("home assistant: command")
+	if len(lines) > 5 {
+		t.Errorf("%d log lines for %d publishes to distinct topics, want at most 5: %q", len(lines), n, lines[:min(len(lines), 10)])
+	}
+	t.Logf("%d publishes to distinct topics: %d log lines: %q", n, len(lines), lines)
+}
+
+// TestLeftConfigFlood: 1,000 retained configs under the gateway's node,
+// each of an object of its own (anyone the broker lets publish there can
+// leave them), are cleared with at most maxLeftLogged lines, one for
+// the rest and its count at the stop.
+func TestLeftConfigFlood(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.Start(t, mqtttest.Options{})
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("left"))
+	if tok := pub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	const n = 1000
+	for i := range n {
+		if tok := pub.Publish(fmt.Sprintf("homeassistant/sensor/gw/device_x%d__p/config", i), 1, true, `{}`); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+	pub.Disconnect(0)
+	logs := &syncBuffer{}
+	l := newTestLink(t, b.URL(), "", "", logs)
+	stop := start(t, l)
+	mqtttest.WaitFor(t, 30*time.Second, "1,000 left configs seen", func() bool { return l.left.Events() == n })
+	stop()
+	if got := len(logs.lines("no longer configured")); got > maxLeftLogged+2 {
+		t.Errorf("%d lines for %d left configs, want at most %d", got, n, maxLeftLogged+2)
+	}
 }

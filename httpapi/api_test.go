@@ -81,6 +81,7 @@ func TestErrors(t *testing.T) {
 		{name: "wrong content type", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "text/plain", body: "{}", status: 415},
 		{name: "no content type", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokInstaller, body: "{}", status: 415},
 		{name: "unknown field", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "application/json", body: `{"plantId":"demo","commands":["opModMaxLimW"],"extra":true}`, status: 400, field: "extra"},
+		{name: "duplicate key", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "application/json", body: `{"plantId":"demo","plantId":"other","commands":["opModMaxLimW"]}`, status: 400, field: "plantId"},
 		{name: "malformed json", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "application/json", body: `{"plantId":`, status: 400},
 		{name: "wrong json type", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "application/json", body: `{"plantId":5}`, status: 400, field: "plantId"},
 		{name: "unknown command", method: "POST", path: "/gridcontrol/v1/plants/eligibilityCheck", token: tokStandard, ctype: "application/json", body: `{"plantId":"demo","commands":["Boom"]}`, status: 400, field: "commands[0]"},
@@ -110,7 +111,7 @@ func TestErrors(t *testing.T) {
 		{name: "power factor in %", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
 			body: `{"commands":[{"command":"opModFixedPFInjectW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":95,"unit":"%"}]}`, status: 400, field: "commands[0].unit"},
 		{name: "schedule duplicate key", method: "POST", path: "/gridcontrol/v1/plants/demo/schedules", token: tokGridOperator, ctype: "application/json",
-			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "body"},
+			body: `{"commands":[{"command":"opModMaxLimW","start":"2025-06-21T16:00:00Z","end":"2025-06-21T17:00:00Z","value":40,"value":100}]}`, status: 400, field: "commands[0].value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

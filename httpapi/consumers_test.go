@@ -274,6 +274,12 @@ func TestConsumerRoutes(t *testing.T) {
 					t.Errorf("fields %q, want until", got)
 				}
 			}},
+		{name: "duplicate key", method: "PUT", path: "/gateway/v1/consumers/hp/mode", token: tokInstaller, ctype: js, body: `{"mode":"On","mode":"Off"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"mode"}) || !strings.Contains(string(b), "duplicate key mode") {
+					t.Errorf("%s: fields %q, want mode named as given twice", b, got)
+				}
+			}},
 		{name: "malformed JSON", method: "PUT", path: "/gateway/v1/consumers/hp/mode", token: tokInstaller, ctype: js, body: `{"mode":`, want: 400},
 		{name: "trailing data", method: "PUT", path: "/gateway/v1/consumers/hp/mode", token: tokInstaller, ctype: js, body: `{"mode":"On"} {}`, want: 400},
 		{name: "not JSON", method: "PUT", path: "/gateway/v1/consumers/hp/mode", token: tokInstaller, ctype: "text/plain", body: `{"mode":"On"}`, want: 415},

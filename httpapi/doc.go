@@ -26,7 +26,9 @@
 // gridcontrol (the GridControl interface's types and errors, the command
 // table and the eligibility check of
 // /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, httpapi/apidoc,
-// metrics and web. It does not import devices, the poller or modbus: what discovery
-// learned of a device comes as plant.Nameplate. It never imports store,
+// metrics, web and internal/jsondup (a JSON body that gives a key twice
+// in one object, at any depth, is refused 400 naming it). It does not
+// import devices, the poller or modbus: what discovery learned of a
+// device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 package httpapi

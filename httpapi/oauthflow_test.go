@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/internal/proctest"
 )
 
 // The code-flow clients of the tests.
@@ -653,12 +655,12 @@ func (e *env) consents(t testing.TB) []oauth2.Consent {
 }
 
 // TestAuthorizeFlood: /oauth2/auth needs no credential, so its pending
-// requests are bounded per source address as well as per client. One
-// address that floods a client gets oauth2.MaxPendingPerSource requests, the rest
-// temporarily_unavailable; many addresses that fill the client's
-// oauth2.MaxPending push out their own oldest requests; a real user's request
-// from another address is still taken, approved and answered with a
-// code. Requests lapse after 5 minutes (the clock the grants run on).
+// requests are bounded per source address. One address that floods a
+// client gets oauth2.MaxPendingPerSource requests, the rest
+// temporarily_unavailable; other addresses are taken; a real user's
+// request from another address is still taken, approved and answered
+// with a code. Requests lapse after 5 minutes (the clock the grants run
+// on). TestAuthorizeFloodManyAddresses fills the anonymous pool.
 func TestAuthorizeFlood(t *testing.T) {
 	t.Parallel() // its own simulated plant, store and server
 	e := codeEnv(t, envOpts{})
@@ -702,8 +704,7 @@ func TestAuthorizeFlood(t *testing.T) {
 			t.Fatalf("request %d from the flooding address: %d %s", i+1, a.status, a.body)
 		}
 	}
-	// Many addresses fill the client: each request is taken, the client
-	// never holds more than oauth2.MaxPending.
+	// Other addresses: each request is taken.
 	for s := 2; s <= 13; s++ {
 		c := from(fmt.Sprintf("127.0.0.%d", s))
 		for i := range oauth2.MaxPendingPerSource {
@@ -712,8 +713,8 @@ func TestAuthorizeFlood(t *testing.T) {
 			}
 		}
 	}
-	if n := pendingOf(appID); n != oauth2.MaxPending {
-		t.Fatalf("%d pending requests of %s, want the bound %d", n, appID, oauth2.MaxPending)
+	if n, want := pendingOf(appID), 13*oauth2.MaxPendingPerSource; n != want {
+		t.Fatalf("%d pending requests of %s, want %d", n, appID, want)
 	}
 	// A real user: taken, approved by the owner, answered with a code.
 	user := from("127.0.0.200")
@@ -752,5 +753,115 @@ func TestAuthorizeFlood(t *testing.T) {
 	}
 	if rq := redirected(t, e.call(t, "GET", "/oauth2/auth/"+late, "", nil), appRedirect); rq.Get("error") != "access_denied" {
 		t.Errorf("lapsed request's page: %v, want access_denied", rq)
+	}
+}
+
+// TestAuthorizeFloodManyAddresses is the flood of issue 41: 1,000
+// anonymous authorization requests from 100 loopback addresses, round
+// robin, fill the anonymous pool (oauth2.MaxPendingAuthorize) while a
+// user's request waits. The flood pushes out its own requests: the
+// waiting user's request and a new user's after the flood are approved
+// and answered with a code; the client's back-channel request (its own
+// pool) is taken and approved; the log has at most one line per source
+// (logthrottle), not one per request.
+func TestAuthorizeFloodManyAddresses(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
+	var logs proctest.Buffer
+	e := codeEnv(t, envOpts{logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	from := func(ip string) *http.Client {
+		c := clientFrom(ip)
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		return c
+	}
+	ask := func(c *http.Client, path, state string) answer {
+		t.Helper()
+		if path == "" {
+			q := url.Values{"response_type": {"code"}, "client_id": {appID}, "redirect_uri": {appRedirect}, "state": {state}}
+			path = "/oauth2/auth?" + q.Encode()
+		}
+		req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	// codeOf has the owner approve a waiting request and the user's
+	// browser take its code to the client, which gets a token.
+	codeOf := func(user *http.Client, id, state string) {
+		t.Helper()
+		if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+			t.Fatalf("owner approves %s's request: %d %s", state, d.status, d.body)
+		}
+		rq := redirected(t, ask(user, "/oauth2/auth/"+id, ""), appRedirect)
+		if rq.Get("code") == "" || rq.Get("state") != state {
+			t.Fatalf("%s's page after approval: %v", state, rq)
+		}
+		wantToken(t, e.postForm(t, "/oauth2/token", codeForm(rq.Get("code")), appID, appSecret), "standard", false)
+	}
+
+	waiting := from("127.0.0.200")
+	w := ask(waiting, "", "waiting")
+	if w.status != 200 || w.header.Get("X-Consent-Id") == "" {
+		t.Fatalf("the waiting user's request: %d %s", w.status, w.body)
+	}
+	const sources, each = 100, 10
+	flood := make([]*http.Client, sources)
+	for i := range flood {
+		flood[i] = from(fmt.Sprintf("127.0.0.%d", i+1))
+	}
+	for round := range each {
+		for i, c := range flood {
+			if a := ask(c, "", "flood"); a.status != 200 {
+				t.Fatalf("flood request %d from 127.0.0.%d: %d %s", round+1, i+1, a.status, a.body)
+			}
+		}
+	}
+	// The pool is full (its last request pushed out the oldest of
+	// 127.0.0.1): a flooding address holding its bound is told to retry,
+	// a new user is taken.
+	if rq := redirected(t, ask(flood[sources-1], "", "more"), appRedirect); rq.Get("error") != "temporarily_unavailable" {
+		t.Fatalf("an 11th request of a flooding address: %v, want temporarily_unavailable", rq)
+	}
+	late := from("127.0.1.7")
+	l := ask(late, "", "late")
+	if l.status != 200 || l.header.Get("X-Consent-Id") == "" {
+		t.Fatalf("a new user's request after the flood: %d %s", l.status, l.body)
+	}
+	pending := 0
+	for _, c := range e.consents(t) {
+		if c.State == oauth2.StatePending {
+			pending++
+		}
+	}
+	if pending != oauth2.MaxPendingAuthorize {
+		t.Errorf("%d pending authorization requests, want the pool's bound %d", pending, oauth2.MaxPendingAuthorize)
+	}
+	codeOf(waiting, w.header.Get("X-Consent-Id"), "waiting")
+	codeOf(late, l.header.Get("X-Consent-Id"), "late")
+
+	// The client's back-channel request has its own pool.
+	acc, _ := wantToken(t, e.postForm(t, "/oauth2/token", url.Values{"grant_type": {"client_credentials"}}, appID, appSecret), "standard", false)
+	bc := e.call(t, "POST", "/oauth2/v2/bc-authorize", acc, map[string]string{"loginHint": "owner@example.com"})
+	if bc.status != 200 || bc.str("state") != oauth2.StatePending {
+		t.Fatalf("bc-authorize after the flood: %d %s", bc.status, bc.body)
+	}
+	id := ""
+	for _, c := range e.consents(t) {
+		if c.Kind == oauth2.KindBackChannel {
+			id = c.ID
+		}
+	}
+	if d := e.call(t, "POST", "/gateway/v1/consents/"+id+"/approve", tokInstaller, nil); d.status != 200 {
+		t.Fatalf("owner approves the back-channel request: %d %s", d.status, d.body)
+	}
+	if p := e.call(t, "GET", "/oauth2/v2/bc-authorize/owner@example.com", acc, nil); p.str("state") != oauth2.StateAccepted {
+		t.Fatalf("bc-authorize poll after approval: %d %s", p.status, p.body)
+	}
+	// One line per source: 100 flooding addresses and 2 users.
+	if n := strings.Count(logs.String(), "authorization request waits"); n > sources+2 {
+		t.Errorf("%d log lines of waiting authorization requests for %d sources", n, sources+2)
 	}
 }

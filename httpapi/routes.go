@@ -279,20 +279,20 @@ func readJSONBody(c *gin.Context) ([]byte, bool) {
 		fail(c, http.StatusBadRequest, plant.CodeBadBody, "reading the body: "+err.Error())
 		return nil, false
 	}
-	return body, true
+	return body, refuseDuplicateKeys(c, body)
 }
 
 // decodeJSON reads a JSON body strictly into v: 415 for another content
-// type, 413 when too large, 400 for bad JSON or an unknown field.
+// type, 413 when too large, 400 for bad JSON, a key given twice or an
+// unknown field.
 func decodeJSON(c *gin.Context, v any) bool {
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		fail(c, http.StatusUnsupportedMediaType, plant.CodeUnsupportedMedia, "content type must be application/json")
+	body, ok := readJSONBody(c)
+	if !ok {
 		return false
 	}
-	dec := json.NewDecoder(c.Request.Body)
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
+	err := dec.Decode(v)
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
 			err = errors.New("trailing data after the JSON value")

@@ -277,7 +277,8 @@
 //
 // The lines a server logs about its clients before they have shown to be
 // welcome (a client outside Allow, a connection closed to make room or
-// refused, a frame that is no Modbus TCP) go through plantd's one
+// refused, a frame that is no Modbus TCP) and a failed accept (too many
+// open files, as client="listener ADDR") go through plantd's one
 // limiter of such lines, a plantd/internal/logthrottle Limiter
 // ([NewRefusals]): the first of a client address and reason is logged,
 // then at most one line a minute with the count suppressed

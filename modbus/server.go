@@ -373,7 +373,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("modbus server %s: %w", ln.Addr(), err)
 			}
-			s.log.Warn("accept failed", "err", err)
+			// Too many open files: whoever opens connections can bring
+			// it about, so one line a minute with the count.
+			s.refusals.Log(slog.LevelWarn, "listener "+ln.Addr().String(), "accept", "accept failed", "err", err)
 			select {
 			case <-time.After(acceptBackoff):
 			case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/internal/jsondup"
 	"plantd/plant"
 	"plantd/store"
 )
@@ -125,7 +126,10 @@ func (u *Uplink) receive(in inbound) {
 			RequestID string `json:"requestId"`
 			Version   int64  `json:"version"`
 		}
-		if json.Unmarshal(in.payload, &head) == nil && head.Version >= 1 && u.offer(plantID, in, head.RequestID, head.Version) {
+		// A version beyond the bound goes through the queue to its
+		// refusal: in the slot it would make the good ones obsolete.
+		if json.Unmarshal(in.payload, &head) == nil && head.Version >= 1 && head.Version <= versionBound(time.Now()) &&
+			u.offer(plantID, in, head.RequestID, head.Version) {
 			return
 		}
 	}
@@ -238,9 +242,12 @@ func (u *Uplink) answer(ctx context.Context, in inbound) {
 	}
 }
 
-// decodeStrict decodes one JSON object, refusing unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON object, refusing a key given twice (at
+// any depth), unknown fields and trailing data.
 func decodeStrict(b []byte, v any) error {
+	if err := jsondup.Check(b); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {

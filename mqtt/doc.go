@@ -64,8 +64,11 @@
 // config gives the cloud), so the status and problem-JSON are those of
 // HTTP. Schedules (schedules.go) are coalesced per plant, the newest
 // version evaluated and the others answered 409; versions are bounded
-// (≤ 2^53−1, ≤ 2^42 ahead of the last answered) and a lower one is
-// answered 409; a version counts as answered (the outbox mark
+// (≤ 2^53−1, and at most a day ahead of the gateway's clock in epoch
+// milliseconds, 409 version-too-far-ahead) and a lower one is answered
+// 409; a last answered version beyond that bound (left by an older
+// plantd, or taken while the gateway's clock ran ahead) is void, so no
+// plant stays stuck and the owner has nothing to reset; a version counts as answered (the outbox mark
 // "schedule/<plant>", written with its ack) only when answered for good:
 // one that waits for the plant's first poll round, for the API's rate
 // limit, or whose refusal is only of devices not answering yet (422
@@ -79,7 +82,8 @@
 //
 // mqtt imports plant and plant/kind (the domain types it publishes, the
 // problem document of its acks), store (the outbox's message types),
-// config, internal/backoff (the reconnect wait), paho and the standard
+// config, internal/backoff (the reconnect wait), internal/jsondup (a
+// command message that gives a key twice is answered 400), paho and the standard
 // library; never httpapi, devices, poller, modbus or cmd. Nothing imports
 // mqtt but cmd/plantd.
 package mqtt

@@ -22,11 +22,15 @@ const (
 	// maxVersion is the highest version: 2^53−1, the largest integer a
 	// JSON number holds exactly everywhere.
 	maxVersion = 1<<53 - 1
-	// maxVersionJump bounds how far a version may be ahead of the last
-	// answered one (0 when none): 2^42, 139 years of milliseconds, so
-	// that counters and epoch milliseconds pass and a stray huge version
-	// cannot lock a plant's schedules.
-	maxVersionJump = 1 << 42
+	// maxVersionAhead bounds how far a version may be ahead of the
+	// gateway's clock read as epoch milliseconds: a day, so that counters
+	// and epoch milliseconds (from a cloud whose clock is off by less
+	// than a day) pass, and a stray huge version cannot lock a plant's
+	// schedules (a cloud counting in epoch milliseconds would be answered
+	// stale-version until its clock caught up). A last answered version
+	// beyond it (written by a plantd before this bound, or while the
+	// gateway's clock was ahead) is void: the plant is not stuck.
+	maxVersionAhead = 24 * time.Hour
 	// maxScheduleSlots bounds the plants whose schedule messages wait for
 	// the worker; a message for one more goes through the queue.
 	maxScheduleSlots = 1024
@@ -186,7 +190,9 @@ func (u *Uplink) answerNotes(ctx context.Context, plantID string, notes []schedN
 }
 
 // lastAnswered is the highest version of the plant's topic answered for
-// good (0: none).
+// good (0: none). One beyond versionBound is void (0): no version the
+// cloud may send now could follow it, so the plant's schedules would be
+// stuck; the next version answered for good replaces it.
 func (u *Uplink) lastAnswered(ctx context.Context, plantID string) int64 {
 	last, ok, err := u.deps.Outbox.Mark(ctx, "schedule/"+plantID)
 	if err != nil {
@@ -196,7 +202,18 @@ func (u *Uplink) lastAnswered(ctx context.Context, plantID string) int64 {
 	if !ok {
 		return 0
 	}
+	if bound := versionBound(time.Now()); last > bound {
+		u.log.Warn("the last answered schedule version is more than a day of epoch milliseconds ahead of the clock: ignored, the next version answered replaces it",
+			"plant", plantID, "version", last, "bound", bound)
+		return 0
+	}
 	return last
+}
+
+// versionBound is the highest schedule version taken at now: now in
+// epoch milliseconds plus maxVersionAhead.
+func versionBound(now time.Time) int64 {
+	return now.UnixMilli() + maxVersionAhead.Milliseconds()
 }
 
 // answerSchedule checks a schedule message against the version rules
@@ -243,9 +260,10 @@ func (u *Uplink) answerSchedule(ctx context.Context, plantID string, in inbound)
 	case req.Version < newest:
 		fail(http.StatusConflict, plant.CodeStaleVersion, fmt.Sprintf("version %d is lower than version %d, answered or kept", req.Version, newest))
 		return
-	case req.Version-last > maxVersionJump:
+	case req.Version > versionBound(time.Now()):
 		fail(http.StatusConflict, plant.CodeVersionTooFarAhead,
-			fmt.Sprintf("version %d is more than 2^42 ahead of the last answered version (%d)", req.Version, last))
+			fmt.Sprintf("version %d is more than a day ahead of the gateway's clock in epoch milliseconds (%d); versions are counters or epoch milliseconds",
+				req.Version, time.Now().UnixMilli()))
 		return
 	}
 	np := &pendingSchedule{plantID: plantID, rel: rel, req: req}

@@ -272,21 +272,55 @@ func runVersionSteps(t *testing.T, gw string, steps []versionStep) {
 	}
 }
 
-// TestScheduleVersionBounds: versions above 2^53−1 and versions more than
-// 2^42 ahead of the last answered one are refused, answered and not
-// stored: they do not lock the plant's schedules.
+// TestScheduleVersionBounds: versions above 2^53−1 and versions more
+// than a day of epoch milliseconds ahead of the gateway's clock are
+// refused, answered and not stored: they do not lock the plant's
+// schedules (2^42, year 2109 in epoch milliseconds, was taken, after
+// which a cloud counting in epoch milliseconds was stale for ever).
 func TestScheduleVersionBounds(t *testing.T) {
 	t.Parallel() // its own broker, store, simulator and uplink
+	day := (24 * time.Hour).Milliseconds()
 	runVersionSteps(t, "gw-bounds", []versionStep{
 		{"2^63−1", "v-max63", fmt.Sprint(int64(math.MaxInt64)), http.StatusBadRequest, "bad-version"},
 		{"2^53", "v-2^53", fmt.Sprint(int64(1) << 53), http.StatusBadRequest, "bad-version"},
-		{"2^42+1 ahead of none", "v-jump0", fmt.Sprint(int64(1)<<42 + 1), http.StatusConflict, "version-too-far-ahead"},
+		{"2^42 (year 2109 in epoch ms)", "v-2^42", fmt.Sprint(int64(1) << 42), http.StatusConflict, "version-too-far-ahead"},
 		{"a counter's first", "v-5", "5", http.StatusCreated, ""},
-		{"2^42+1 ahead", "v-jump", fmt.Sprint(5 + int64(1)<<42 + 1), http.StatusConflict, "version-too-far-ahead"},
+		{"version given twice", "v-dup", `5,"version":5000`, http.StatusBadRequest, "bad-body"},
+		{"epoch ms a day and a minute ahead", "v-day", fmt.Sprint(time.Now().UnixMilli() + day + 60_000), http.StatusConflict, "version-too-far-ahead"},
 		{"the next", "v-6", "6", http.StatusCreated, ""},
 		{"epoch milliseconds", "v-ms", fmt.Sprint(time.Now().UnixMilli()), http.StatusCreated, ""},
+		{"epoch ms of a cloud clock an hour ahead", "v-ms+1h", fmt.Sprint(time.Now().UnixMilli() + 3_600_000), http.StatusCreated, ""},
 		{"2^53−1 is far ahead of epoch ms", "v-max53", fmt.Sprint(int64(1)<<53 - 1), http.StatusConflict, "version-too-far-ahead"},
+		{"epoch milliseconds again", "v-ms2", fmt.Sprint(time.Now().UnixMilli() + 3_600_001), http.StatusCreated, ""},
 	})
+}
+
+// TestScheduleVersionStuckMark: a plant whose last answered version is
+// 2^42 (taken by a plantd before the bound) is not stuck: the mark,
+// beyond any version the cloud may send now, is void, so the cloud's
+// epoch-millisecond version is taken and becomes the last answered.
+func TestScheduleVersionStuckMark(t *testing.T) {
+	t.Parallel() // its own broker, store, simulator and uplink
+	g := newGridStack(t, stackOpts{})
+	g.day()
+	if err := g.st.SetMark(t.Context(), "schedule/p1", 1<<42); err != nil {
+		t.Fatal(err)
+	}
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	u, _ := g.uplink(b, "gw-stuck")
+	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	for i, v := range []int64{time.Now().UnixMilli(), time.Now().UnixMilli() + 1} {
+		id := fmt.Sprint("ms-", i)
+		col.Publish("plantd/v1/gw-stuck/down/schedule/p1", false, scheduleMsg(id, fmt.Sprint(v), float64(40+i)))
+		waitFor(t, 10*time.Second, "the ack of "+id, func() bool { return len(col.Acks(id)) > 0 })
+		if a := col.Acks(id)[0]; a.Status != http.StatusCreated {
+			t.Fatalf("epoch ms version %d after a stuck mark of 2^42: %d %s", v, a.Status, a.Body)
+		}
+	}
+	if last, _, _ := g.st.Mark(t.Context(), "schedule/p1"); last >= 1<<42 {
+		t.Errorf("the mark is %d after the cloud's versions, want theirs", last)
+	}
 }
 
 // TestScheduleStaleVersion: a version lower than one answered is

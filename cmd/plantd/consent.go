@@ -18,6 +18,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/internal/termtext"
 )
 
 // runConsent handles "plantd consent list|approve ID|reject ID": the
@@ -98,7 +99,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if json.Unmarshal(body, &p) != nil || p.Detail == "" {
 			p.Detail = strings.TrimSpace(string(body))
 		}
-		fmt.Fprintf(stderr, "plantd consent %s: %s: %s\n", verb, resp.Status, p.Detail)
+		fmt.Fprintf(stderr, "plantd consent %s: %s: %s\n", verb, resp.Status, termtext.Safe(p.Detail))
 		return exitFailure
 	}
 	if *asJSON {
@@ -114,7 +115,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "plantd consent: %v\n", err)
 			return exitFailure
 		}
-		fmt.Fprintf(stdout, "%s %s of client %s: %s\n", terminalSafe(c.Kind), terminalSafe(c.ID), terminalSafe(c.ClientID), terminalSafe(c.State))
+		fmt.Fprintf(stdout, "%s %s of client %s: %s\n", termtext.Safe(c.Kind), termtext.Safe(c.ID), termtext.Safe(c.ClientID), termtext.Safe(c.State))
 		return exitOK
 	}
 	var list struct{ Consents []oauth2.Consent }
@@ -127,9 +128,9 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // printConsents prints the consent requests as a table. Every string
-// from the API is quoted as scan quotes a device's (terminalSafe): a
-// loginHint is whatever a client posted, and an ESC, CR, LF or tab in it
-// must neither drive the terminal nor forge or shift table lines.
+// from the API is escaped (internal/termtext): a loginHint is whatever a
+// client posted, and an ESC, CR, LF or tab in it must neither drive the
+// terminal nor forge or shift table lines, nor a U+202E show it reversed.
 func printConsents(w io.Writer, cs []oauth2.Consent, now time.Time) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no consent requests")
@@ -142,8 +143,8 @@ func printConsents(w io.Writer, cs []oauth2.Consent, now time.Time) {
 		if what == "" {
 			what = c.RedirectURI
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\n", terminalSafe(c.ID), terminalSafe(c.State), terminalSafe(c.Kind),
-			terminalSafe(c.ClientID), terminalSafe(what), terminalSafe(c.Scope), now.Sub(c.RequestedAt).Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\n", termtext.Safe(c.ID), termtext.Safe(c.State), termtext.Safe(c.Kind),
+			termtext.Safe(c.ClientID), termtext.Safe(what), termtext.Safe(c.Scope), now.Sub(c.RequestedAt).Round(time.Second))
 	}
 	tw.Flush()
 }

@@ -17,8 +17,9 @@ import (
 
 // TestConsentListQuotesStrings: a client's loginHint is whatever it
 // posted; "plantd consent list" (the real binary against the real daemon)
-// quotes its control characters as scan does, so an ESC drives no
-// terminal and a CR, LF or tab forges or shifts no table line.
+// escapes its control and bidirectional formatting characters, so an ESC
+// drives no terminal, a CR, LF or tab forges or shifts no table line and
+// a U+202E shows nothing reversed.
 func TestConsentListQuotesStrings(t *testing.T) {
 	t.Parallel() // its own daemon, ports and files
 	const owner, secret = "token-of-the-consent-list-test", "secret-of-the-consent-list-test"
@@ -46,6 +47,8 @@ func TestConsentListQuotesStrings(t *testing.T) {
 		{"tab\there", `tab\there`},
 		{"c1\u009b31m", `c1\u009b31m`},
 		{"bell\a", `bell\a`},
+		{"admin\u202Etxt.exe", `admin\u202etxt.exe`},
+		{"\u2066isolate\u2069 \u200Fmark", `\u2066isolate\u2069 \u200fmark`},
 	}
 	for _, h := range hints {
 		body, _ := json.Marshal(map[string]string{"loginHint": h.raw})
@@ -62,7 +65,7 @@ func TestConsentListQuotesStrings(t *testing.T) {
 		t.Fatalf("consent list: exit %d %s", code, errOut)
 	}
 	for i, r := range out {
-		if r != '\n' && unicode.IsControl(r) {
+		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
 			t.Errorf("output holds %q at %d:\n%s", r, i, out)
 		}
 	}

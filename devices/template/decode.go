@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,8 @@ func (t *Template) words(p *Point, regs *Registers) []uint16 {
 }
 
 // Raw returns a numeric point's raw value (before scale), ok false when
-// its block was not read or an f32 is not a finite number.
+// its block was not read, it holds one of the template's NotAvailable
+// values for its type, or an f32 is not a finite number.
 func (t *Template) Raw(p *Point, regs *Registers) (float64, bool) {
 	w := t.words(p, regs)
 	if w == nil || !p.Numeric() {
@@ -69,15 +71,18 @@ func (t *Template) Raw(p *Point, regs *Registers) (float64, bool) {
 	}
 	switch p.Type {
 	case U16:
-		return float64(w[0]), true
+		return float64(w[0]), !slices.Contains(t.NotAvailable[U16], uint32(w[0]))
 	case S16:
-		return float64(int16(w[0])), true
+		return float64(int16(w[0])), !slices.Contains(t.NotAvailable[S16], uint32(w[0]))
 	}
 	hi, lo := w[0], w[1]
 	if p.LowFirst {
 		hi, lo = lo, hi
 	}
 	u := uint32(hi)<<16 | uint32(lo)
+	if slices.Contains(t.NotAvailable[p.Type], u) {
+		return 0, false
+	}
 	switch p.Type {
 	case U32:
 		return float64(u), true

@@ -16,6 +16,9 @@
 //	  version: "1.5"
 //	  url: https://...
 //	  note: anything the reader should know (a document not reached, ...)
+//	notAvailable:               # raw values the device answers for a value it does not have, per type
+//	  u16: [0xFFFF]             # u16 s16 u32 s32; 32-bit values as read (words in the point's order)
+//	  s32: [0x7FFFFFFF, 0x80000000]
 //	blocks:                     # the reads of one poll, in order (few and large)
 //	  - {function: 4, address: 0x0000, count: 80}
 //	  - {function: 3, address: 0xFC00, count: 2, once: true}   # read at identification only
@@ -39,6 +42,13 @@
 //	    positive: gridConsumption  # max(0, v) feeds this channel too
 //	    negative: gridFeedIn       # max(0, −v) feeds this one
 //	    nameplate: ratedPowerW  # or: manufacturer | model | serial | version | ratedPowerW
+//
+// A numeric point whose raw value is one of its type's notAvailable
+// values is absent (Raw, Value and the nameplate give nothing), as an f32
+// NaN or infinity is: a vendor's "not available" never becomes a number
+// (a SUN2000's all-ones energy register read as 42,949,672,950 Wh). Each
+// template says in a comment beside the key why its values are
+// sentinels.
 //
 // Values are decoded to the point's base unit (kW → W, kWh → Wh, MΩ → Ω),
 // with negate applied, so that they carry plant's signs (doc.go of package

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -28,6 +29,11 @@ type Template struct {
 	Blocks   []Block
 	Identify []Check
 	Points   []Point
+	// NotAvailable are the raw values (the register bits, 32-bit types
+	// with their words in order) that the vendor's map says a device
+	// answers for a value it does not have, per type: such a value is
+	// absent, never a number.
+	NotAvailable map[Type][]uint32
 }
 
 // Source is the vendor document a template is written from.
@@ -157,6 +163,8 @@ type fileYAML struct {
 	Blocks   []blockYAML `yaml:"blocks"`
 	Identify []checkYAML `yaml:"identify"`
 	Points   []pointYAML `yaml:"points"`
+	// NotAvailable: type (u16 s16 u32 s32) to raw values.
+	NotAvailable map[string][]uint64 `yaml:"notAvailable"`
 }
 
 type blockYAML struct {
@@ -229,6 +237,9 @@ func Parse(file string, data []byte) (*Template, error) {
 	default:
 		return nil, ps.fail(1, "kind %q: want meter, inverter or battery", f.Kind)
 	}
+	if err := ps.notAvailable(t, f.NotAvailable); err != nil {
+		return nil, err
+	}
 	if err := ps.blocks(t, f.Blocks); err != nil {
 		return nil, err
 	}
@@ -271,6 +282,36 @@ func (ps *parser) line(key string, i int) int {
 		}
 	}
 	return 0
+}
+
+// notAvailable checks the not-available values and adds them to t.
+func (ps *parser) notAvailable(t *Template, na map[string][]uint64) error {
+	ln := 0
+	if len(ps.root.Content) > 0 {
+		m := ps.root.Content[0]
+		for k := 0; k+1 < len(m.Content); k += 2 {
+			if m.Content[k].Value == "notAvailable" {
+				ln = m.Content[k].Line
+			}
+		}
+	}
+	for _, ty := range slices.Sorted(maps.Keys(na)) {
+		typ := Type(ty)
+		if typ != U16 && typ != S16 && typ != U32 && typ != S32 {
+			return ps.fail(ln, "notAvailable.%s: want u16, s16, u32 or s32 (an f32 NaN is absent already)", ty)
+		}
+		limit := uint64(1)<<(16*typ.Words()) - 1
+		for _, v := range na[ty] {
+			if v > limit {
+				return ps.fail(ln, "notAvailable.%s: %#x does not fit %d bits", ty, v, 16*typ.Words())
+			}
+			if t.NotAvailable == nil {
+				t.NotAvailable = map[Type][]uint32{}
+			}
+			t.NotAvailable[typ] = append(t.NotAvailable[typ], uint32(v))
+		}
+	}
+	return nil
 }
 
 // blocks checks the reads and adds them to t.

@@ -7,6 +7,16 @@
 // routes (/gateway/v1/consents), roles, the per-credential rate limit and
 // the failed-login guard per source address.
 //
+// Pending consent requests live in two pools, so that no one without a
+// credential can fill a client's: a client's back-channel requests (its
+// token opens them; MaxPending per client) and the anonymous
+// authorization requests (GET /oauth2/auth; MaxPendingPerSource per
+// source, an IPv4 address or an IPv6 /64, then temporarily_unavailable;
+// MaxPendingAuthorize in all, beyond which a new request pushes out the
+// oldest of the source holding most in the network, an IPv4 /24 or IPv6
+// /48, holding most: a flood pushes out its own). Lines that anonymous
+// requests cause are rate-limited per source (internal/logthrottle).
+//
 // Usage: the HTTP API builds a Server with New(Config, clock, logger,
 // Host), mounts its routes with Mount, puts Authenticate in front of every
 // route that needs a credential (Need for a role; Caller names who asked),
@@ -24,7 +34,7 @@
 // httpapi/apidoc's blocks. Grants live in memory: a restart forgets them.
 //
 // Import boundary: oauth2 imports config (credentials, roles),
-// httpapi/apidoc (the OpenAPI blocks), gin,
+// httpapi/apidoc (the OpenAPI blocks), internal/logthrottle, gin,
 // golang.org/x/time/rate and the standard library; only httpapi (which
 // mounts it) and cmd/plantd (the consent CLI's Consent type) import it.
 // It never imports httpapi: what it needs from it is Host.

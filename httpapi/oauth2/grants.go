@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"sync"
@@ -21,10 +22,20 @@ const (
 	ConsentTTL = 5 * time.Minute     // a consent request waiting for the owner
 	lapsedTTL  = time.Minute         // an undecided authorization request after it lapsed, for its page's access_denied
 	decidedTTL = 24 * time.Hour      // a decided authorization request, for the list
-	MaxPending = 100                 // pending consent requests per client
+	// MaxPending bounds the pending back-channel consent requests of
+	// one client. Only the client's own token opens them, so no one
+	// else can use up its budget.
+	MaxPending = 100
+	// MaxPendingAuthorize bounds the pending authorization requests
+	// (GET /oauth2/auth, which needs no credential) over all clients and
+	// sources: their own pool, apart from the back-channel ones. A new
+	// request beyond it pushes out the oldest request of the source
+	// holding most in the network (pendingNet) holding most, so a flood
+	// pushes out its own requests and never a user's.
+	MaxPendingAuthorize = 1000
 	// MaxPendingPerSource bounds the pending authorization requests from
 	// one source (sourceKey: an IPv4 address or an IPv6 /64), over all
-	// clients: /oauth2/auth needs no credential.
+	// clients: a source beyond it is told to retry.
 	MaxPendingPerSource = 10
 )
 
@@ -167,12 +178,13 @@ func (g *grants) sweepLocked(now time.Time) {
 }
 
 // request adds a pending consent request (decided at once when accepted
-// is true: a pre-approved client). An authorization request (c.source
-// set) is refused when its source has MaxPendingPerSource waiting; when
-// its client has MaxPending waiting, it takes the place of the oldest
-// request of the source holding most of them, so whoever floods the
-// client pushes out its own requests first and a new user's request is
-// always taken.
+// is true: a pre-approved client). The two kinds have their own pools:
+// a back-channel request (its client authenticated) is refused when its
+// client has MaxPending back-channel requests waiting; an authorization
+// request (c.source set, anonymous) is refused when its source has
+// MaxPendingPerSource waiting, and when MaxPendingAuthorize wait in all
+// it takes the place of a flooder's oldest (evictLocked), so a new
+// user's request is always taken and a waiting one stays.
 func (g *grants) request(c *consent, accepted bool) error {
 	id, err := randomID()
 	if err != nil {
@@ -182,23 +194,29 @@ func (g *grants) request(c *consent, accepted bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sweepLocked(now)
-	n, fromSource := 0, 0
+	ofClient, fromSource, anonymous := 0, 0, 0
 	for _, o := range g.consents {
 		if o.State != StatePending || !now.Before(o.ExpiresAt) {
 			continue
 		}
-		if o.ClientID == c.ClientID {
-			n++
-		}
-		if c.source != "" && o.source == c.source {
-			fromSource++
+		switch {
+		case o.Kind == KindBackChannel && o.ClientID == c.ClientID:
+			ofClient++
+		case o.Kind == KindAuthorize:
+			anonymous++
+			if o.source == c.source {
+				fromSource++
+			}
 		}
 	}
-	if !accepted && fromSource >= MaxPendingPerSource {
-		return errTooManyFrom
-	}
-	if !accepted && n >= MaxPending && (c.source == "" || !g.evictLocked(c.ClientID, now)) {
+	switch {
+	case accepted:
+	case c.Kind == KindBackChannel && ofClient >= MaxPending:
 		return errTooManyWaits
+	case c.Kind == KindAuthorize && fromSource >= MaxPendingPerSource:
+		return errTooManyFrom
+	case c.Kind == KindAuthorize && anonymous >= MaxPendingAuthorize:
+		g.evictLocked(now)
 	}
 	if c.Kind == KindBackChannel { // a new request replaces the client's older ones for the hint
 		for oid, o := range g.consents {
@@ -216,30 +234,67 @@ func (g *grants) request(c *consent, accepted bool) error {
 	return nil
 }
 
-// evictLocked drops the oldest pending authorization request of client
-// from the source that holds most of them; it reports whether there was
-// one. The caller holds g.mu.
-func (g *grants) evictLocked(client string, now time.Time) bool {
-	bySource := map[string][]*consent{}
+// evictLocked drops one pending authorization request: in the network
+// (pendingNet) holding most of them, the oldest of the source there
+// holding most. A flood holds more per network and per source than a
+// user, so it loses its own requests; a user loses one only to a flood
+// spread over more networks than it has requests in each. The caller
+// holds g.mu.
+func (g *grants) evictLocked(now time.Time) {
+	perNet, perSource := map[string]int{}, map[string]int{}
+	var pending []*consent
 	for _, o := range g.consents {
-		if o.ClientID == client && o.source != "" && o.State == StatePending && now.Before(o.ExpiresAt) {
-			bySource[o.source] = append(bySource[o.source], o)
+		if o.Kind == KindAuthorize && o.State == StatePending && now.Before(o.ExpiresAt) {
+			pending = append(pending, o)
+			perNet[pendingNet(o.source)]++
+			perSource[o.source]++
 		}
 	}
 	var victim *consent
-	most := 0
-	for _, cs := range bySource {
-		for _, o := range cs {
-			if len(cs) > most || len(cs) == most && o.seq < victim.seq {
-				victim, most = o, len(cs)
-			}
+	worse := func(o *consent) bool { // o goes before victim
+		if victim == nil {
+			return true
+		}
+		on, vn := perNet[pendingNet(o.source)], perNet[pendingNet(victim.source)]
+		if on != vn {
+			return on > vn
+		}
+		if os, vs := perSource[o.source], perSource[victim.source]; os != vs {
+			return os > vs
+		}
+		return o.seq < victim.seq
+	}
+	for _, o := range pending {
+		if worse(o) {
+			victim = o
 		}
 	}
-	if victim == nil {
-		return false
+	if victim != nil {
+		delete(g.consents, victim.ID)
 	}
-	delete(g.consents, victim.ID)
-	return true
+}
+
+// pendingNet is the network of a source (sourceKey) for evictLocked: an
+// IPv4 /24, an IPv6 /48 (a site's usual allocation), the source itself
+// when it is no address.
+func pendingNet(source string) string {
+	bits := 48
+	ip, err := netip.ParseAddr(source)
+	if err == nil {
+		bits = 24
+	} else if p, perr := netip.ParsePrefix(source); perr == nil {
+		ip = p.Addr()
+	} else {
+		return source
+	}
+	if ip.Is6() {
+		bits = 48
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return source
+	}
+	return p.String()
 }
 
 // list returns the consent requests, pending first, newest first.

@@ -2,6 +2,7 @@ package oauth2
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -136,5 +137,51 @@ func TestAuthenticateThroughHost(t *testing.T) {
 	e.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || rec.Body.String() != "owner installer" {
 		t.Fatalf("good token: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestPendingNet(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":         "192.0.2.0/24",
+		"2001:db8:1:2::/64": "2001:db8:1::/48",
+		"fe80::/64":         "fe80::/48",
+		"not an address":    "not an address",
+	} {
+		if got := pendingNet(in); got != want {
+			t.Errorf("pendingNet(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestAuthorizeFloodOneEach: a flood of one request from each of many
+// IPv6 /64s of one site (a /48) fills the anonymous pool; it pushes out
+// its own requests, not the waiting user's from another network, though
+// every source holds one request as the user's does.
+func TestAuthorizeFloodOneEach(t *testing.T) {
+	now := time.Date(2025, 6, 21, 12, 0, 0, 0, time.UTC)
+	g := newGrants(func() time.Time { return now })
+	ask := func(source string) *consent {
+		t.Helper()
+		c := &consent{Consent: Consent{Kind: KindAuthorize, ClientID: "app"}, source: source}
+		if err := g.request(c, false); err != nil {
+			t.Fatalf("request from %s: %v", source, err)
+		}
+		return c
+	}
+	user := ask("2001:db8:2:1::/64")
+	for i := range MaxPendingAuthorize + 500 {
+		ask(fmt.Sprintf("2001:db8:1:%x::/64", i))
+	}
+	pending := 0
+	for _, c := range g.list() {
+		if c.State == StatePending {
+			pending++
+		}
+	}
+	if pending != MaxPendingAuthorize {
+		t.Errorf("%d pending, want the bound %d", pending, MaxPendingAuthorize)
+	}
+	if _, ok := g.consents[user.ID]; !ok {
+		t.Error("the waiting user's request was pushed out by the flood")
 	}
 }

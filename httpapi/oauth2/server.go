@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
+	"plantd/internal/logthrottle"
 )
 
 // Config configures the authorization server; the HTTP API fills in its
@@ -56,6 +57,9 @@ type Server struct {
 	log  *slog.Logger
 	host Host
 	auth *authenticator
+	// anon rate-limits the lines of anonymous requests (an authorization
+	// request waiting), per source and reason.
+	anon *logthrottle.Limiter
 }
 
 // New checks the credentials of cfg and builds the server. now is the
@@ -72,7 +76,7 @@ func New(cfg Config, now func() time.Time, log *slog.Logger, host Host) (*Server
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: log, host: host, auth: a}, nil
+	return &Server{cfg: cfg, log: log, host: host, auth: a, anon: logthrottle.New(log, "source", 0, 0)}, nil
 }
 
 // SetCredentials replaces the bearer tokens and OAuth2 clients (a config
@@ -88,9 +92,13 @@ func (s *Server) SetCredentials(tokens []config.Token, clients []config.OAuthCli
 	return nil
 }
 
-// Run logs the failed logins' tails and forgets idle sources until ctx
-// ends.
-func (s *Server) Run(ctx context.Context) { s.auth.guard.run(ctx) }
+// Run logs the failed logins' tails and the counts of anonymous requests
+// not logged, and forgets idle sources, until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	stop := s.anon.Start()
+	defer stop()
+	s.auth.guard.run(ctx)
+}
 
 // Mount adds the routes: the OAuth2 endpoints that need no bearer token
 // to open, the back-channel consent and the owner's consent routes

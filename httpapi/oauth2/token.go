@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"log/slog"
 	"math"
 	"mime"
 	"net/http"
@@ -502,7 +503,9 @@ func (s *Server) authorize(c *gin.Context) {
 		return
 	}
 	if !cl.preApproved {
-		s.log.Info("oauth2 authorization request waits for the owner's approval (plantd consent)", "consent", p.ID, "client", cl.id, "scope", p.Scope)
+		// Anyone can ask: one line per source a minute, with counts.
+		s.anon.Log(slog.LevelInfo, p.source, "authorize", "oauth2 authorization request waits for the owner's approval (plantd consent)",
+			"consent", p.ID, "client", cl.id, "scope", p.Scope)
 	}
 	s.authorizeAnswer(c, p.ID)
 }
