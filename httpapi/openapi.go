@@ -245,12 +245,14 @@ func gridControlSchemas() apidoc.Obj {
 				"so where the inverter's default is a limit plantd writes windows without a reversion time and the window's limit stays if plantd stops)"),
 		"EligibleCommands": plantHead(apidoc.Obj{"eligibleCommands": apidoc.Arr(apidoc.Ref("Command"))}, "eligibleCommands"),
 		"Settings": plantHead(apidoc.Obj{"settingsType": apidoc.Enum(gridcontrol.SettingsTypes...), "configurations": apidoc.Arr(apidoc.Object(apidoc.Obj{
-			"type":      apidoc.Describe(apidoc.Str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
+			"type": apidoc.Describe(apidoc.Str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
+			"function": apidoc.Describe(apidoc.Str(), "plantd's: which function the configuration is, its active name whether on or off "+
+				"(two configurations share the Deactivated form ReactivePowerGridDeactivatedSetting: function FixedPowerFactorSetting or VoltVarCurveSetting)"),
 			"supported": apidoc.Bool(), "devices": apidoc.Arr(apidoc.Str()), "active": apidoc.Bool(),
 			"values": apidoc.Arr(apidoc.Object(apidoc.Obj{"device": apidoc.Str(), "model": apidoc.Obj{"type": "integer"}, "enabled": apidoc.Bool(),
 				"limitPct": apidoc.Num(), "powerFactor": apidoc.Num(), "curve": apidoc.Ref("Curve"), "controlledByPlantd": apidoc.Bool()},
 				"device", "model", "enabled", "controlledByPlantd"))},
-			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
+			"type", "function", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
 	}
 }
 
