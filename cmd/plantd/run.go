@@ -244,9 +244,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A client of the cloud API gets its token with client_credentials:
 	// client "demo" with the demo token as its secret; it may use the
 	// authorization_code flow too, redirected to demoRedirectURI (the
-	// owner approves with plantd consent).
-	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller,
-		RedirectURIs: []string{demoRedirectURI}}}
+	// owner approves with plantd consent). "demo2" is the same for a
+	// second program run alongside: the rate limit is per client, and
+	// two programs on one client take each other's requests (429).
+	for _, id := range []string{"demo", "demo2"} {
+		cfg.OAuthClients = append(cfg.OAuthClients, config.OAuthClient{ClientID: id, SecretSHA256: config.TokenHash(token),
+			Role: config.RoleInstaller, RedirectURIs: []string{demoRedirectURI}})
+	}
 	broker, noBroker, err := demoUplink(cfg, *brokerURL, *mqttAddr, *interval)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd demo: %v\n", err)
@@ -338,7 +342,7 @@ func (b demoBanner) print(stdout io.Writer) {
 		b.sim.Location(), b.speed)
 	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", b.listen, b.db)
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", b.token)
-	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
+	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo (a second program: demo2, its own rate limit), client_secret the demo token\n")
 	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, b.listen)
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", b.token, b.listen)
 	ws, we := demoWindow(b.speed)
