@@ -72,6 +72,15 @@
 // optional alternatives are written commented out as "#key: value", and the
 // test reads those too).
 //
+// # Editing
+//
+// [AddToken] and [AddOAuthClient] (plantd token add, plantd client add)
+// add one list entry to the file: they splice its lines into the text, so
+// every other line stays as written (comments, the commented keys with
+// their indentation and so in their sections, blank lines); only a flow
+// list over several lines is re-encoded from the YAML tree. The file must
+// validate before and after, and [WriteFileKeeping] replaces it.
+//
 // # Import boundary
 //
 // This package imports only the standard library, go.yaml.in/yaml/v3

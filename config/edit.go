@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"go.yaml.in/yaml/v3"
@@ -24,8 +25,14 @@ func yamlStr(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag
 
 // appendToList appends item to the top-level list key of the config file:
 // the file must validate before, an entry whose idKey is id is refused
-// (what names it in the error), the edited tree (comments kept) must
-// validate after, and WriteFileKeeping replaces the file.
+// (what names it in the error), the edited file must validate after, and
+// WriteFileKeeping replaces the file.
+//
+// The new entry is spliced into the file's text (spliceItem), so that every
+// other line stays as it was: comments, the commented keys ("#id: ...")
+// with their indentation and so in their sections, blank lines. Only a
+// list written in flow style over several lines is re-encoded from the
+// YAML tree as a whole (reencode), which keeps comments but moves some.
 func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 	data, err := ReadFile(path)
 	if err != nil {
@@ -48,6 +55,161 @@ func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 			keyNode, list = root.Content[i], root.Content[i+1]
 		}
 	}
+	if list != nil && list.Kind == yaml.SequenceNode {
+		for _, it := range list.Content {
+			for i := 0; i+1 < len(it.Content); i += 2 {
+				if it.Content[i].Value == idKey && it.Content[i+1].Value == id {
+					return fmt.Errorf("%s: %s %q exists already", path, what, id)
+				}
+			}
+		}
+	}
+	out, ok, err := spliceItem(data, keyNode, list, key, item)
+	if err == nil && !ok {
+		out, err = reencode(&doc, keyNode, list, key, item)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := Parse(path, out); err != nil {
+		return fmt.Errorf("the edited config does not validate, file left unchanged:\n%w", err)
+	}
+	return WriteFileKeeping(path, out)
+}
+
+// spliceItem returns data with item added as the last block entry of the
+// top-level list key, every other line unchanged: after the last line of
+// a block list's last entry (its own commented keys, more indented than
+// the list's dashes, stay with it); for a list with no value ("key:"), an
+// empty or one-line flow list ("key: []", "key: [{...}]") or no key at
+// all, the key's line is rewritten as "key:" followed by one block entry
+// per item (the comment of an empty list, "none yet", speaks of its
+// emptiness, which ends here). It reports false for the lists it leaves
+// to reencode (a flow list over several lines).
+func spliceItem(data []byte, keyNode, list *yaml.Node, key string, item *yaml.Node) ([]byte, bool, error) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n := len(lines); n > 0 && !strings.HasSuffix(lines[n-1], "\n") {
+		lines[n-1] += "\n"
+	}
+	join := func(parts ...[]string) []byte {
+		var b strings.Builder
+		for _, p := range parts {
+			for _, l := range p {
+				b.WriteString(l)
+			}
+		}
+		return []byte(b.String())
+	}
+	if keyNode == nil {
+		entry, err := blockEntries(2, item)
+		if err != nil {
+			return nil, false, err
+		}
+		return join(lines, []string{key + ":\n"}, entry), true, nil
+	}
+	if keyNode.Column != 1 || keyNode.Line < 1 || keyNode.Line > len(lines) {
+		return nil, false, nil
+	}
+	// A block list with entries: after its last entry's last line.
+	if list.Kind == yaml.SequenceNode && list.Style&yaml.FlowStyle == 0 && len(list.Content) > 0 {
+		dash := list.Column - 1 // the indentation of its "-"
+		last := list.Content[len(list.Content)-1].Line - 1
+		if dash < 0 || last < 0 || last >= len(lines) {
+			return nil, false, nil
+		}
+		end := last
+		for i := last + 1; i < len(lines); i++ {
+			l := strings.TrimRight(lines[i], " \t\r\n")
+			if l == "" {
+				continue
+			}
+			indent := len(l) - len(strings.TrimLeft(l, " "))
+			body := l[indent:]
+			switch {
+			case body == "---" || body == "...":
+			case indent > dash:
+				end = i
+				continue
+			case indent == dash && dash > 0 && (strings.HasPrefix(body, "#") || strings.HasPrefix(body, "-")):
+				end = i
+				continue
+			case indent == dash && strings.HasPrefix(body, "- ") || body == "-":
+				end = i
+				continue
+			}
+			break
+		}
+		entry, err := blockEntries(dash, item)
+		if err != nil {
+			return nil, false, err
+		}
+		return join(lines[:end+1], entry, lines[end+1:]), true, nil
+	}
+	// "key:", "key: ~", "key: []", "key: [{...}]" on the key's line
+	// alone: the lines up to the next content line are blank or comments.
+	empty := list.Kind == yaml.ScalarNode && list.Tag == "!!null"
+	flat := list.Kind == yaml.SequenceNode && list.Style&yaml.FlowStyle != 0
+	if !empty && !flat {
+		return nil, false, nil
+	}
+	k := keyNode.Line - 1
+	for i := k + 1; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if lines[i][0] == ' ' || lines[i][0] == '\t' || l[0] == ']' || l[0] == '-' {
+			return nil, false, nil // the list goes on here
+		}
+		break
+	}
+	var items []*yaml.Node
+	if flat {
+		items = list.Content
+	}
+	entries, err := blockEntries(2, append(items, item)...)
+	if err != nil {
+		return nil, false, err
+	}
+	return join(lines[:k], []string{key + ":\n"}, entries, lines[k+1:]), true, nil
+}
+
+// blockEntries renders items as block list entries ("- name: x" and the
+// further keys under it) whose dash is indent columns in.
+func blockEntries(indent int, items ...*yaml.Node) ([]string, error) {
+	var out []string
+	pad := strings.Repeat(" ", indent)
+	for _, it := range items {
+		it.Style &^= yaml.FlowStyle
+		var b bytes.Buffer
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(it); err != nil {
+			return nil, err
+		}
+		if err := enc.Close(); err != nil {
+			return nil, err
+		}
+		for i, l := range strings.SplitAfter(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if i == 0 {
+				out = append(out, pad+"- "+l)
+			} else {
+				out = append(out, pad+"  "+l)
+			}
+		}
+		out[len(out)-1] += "\n"
+	}
+	return out, nil
+}
+
+// reencode appends item to the list in the YAML tree and encodes the
+// whole document: comments stay but the encoder places some of them
+// anew, and blank lines go. For the lists spliceItem leaves alone.
+func reencode(doc *yaml.Node, keyNode, list *yaml.Node, key string, item *yaml.Node) ([]byte, error) {
+	root := doc.Content[0]
 	if list == nil {
 		list = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		root.Content = append(root.Content, yamlStr(key), list)
@@ -57,40 +219,27 @@ func appendToList(path, key, idKey, id, what string, item *yaml.Node) error {
 		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: list.Line, LineComment: list.LineComment}
 	}
 	if len(list.Content) == 0 {
-		// The comment of an empty list ("tokens: []   # none yet: ...",
-		// "tokens:   # none yet") speaks of its emptiness, which ends here.
 		list.LineComment = ""
 		if keyNode != nil {
 			keyNode.LineComment = ""
 		}
 	}
-	// One block entry per item ("- name: ..." lines), also where the list
-	// was written in flow style ("[]", "[{...}]").
+	// One block entry per item, also where the list was in flow style.
 	list.Style &^= yaml.FlowStyle
 	for _, it := range list.Content {
 		it.Style &^= yaml.FlowStyle
-	}
-	for _, it := range list.Content {
-		for i := 0; i+1 < len(it.Content); i += 2 {
-			if it.Content[i].Value == idKey && it.Content[i+1].Value == id {
-				return fmt.Errorf("%s: %s %q exists already", path, what, id)
-			}
-		}
 	}
 	list.Content = append(list.Content, item)
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return err
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
 	}
 	if err := enc.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := Parse(path, out.Bytes()); err != nil {
-		return fmt.Errorf("the edited config does not validate, file left unchanged:\n%w", err)
-	}
-	return WriteFileKeeping(path, out.Bytes())
+	return out.Bytes(), nil
 }
 
 // WriteFileKeeping replaces the file at path with data atomically and

@@ -26,6 +26,12 @@ var ErrUnknownSettingsType = errors.New("unknown settings type")
 // (spec §2.5) when none has.
 type Setting struct {
 	Type string `json:"type"`
+	// Function names the function the configuration is, on or off: its
+	// active name ("FixedPowerFactorSetting", "VoltVarCurveSetting"), so
+	// that two configurations of one Deactivated form
+	// (ReactivePowerGridDeactivatedSetting) are told apart. Ours, beside
+	// the cloud's shape.
+	Function string `json:"function"`
 	// Supported says whether any active inverter offers the function;
 	// Devices names them.
 	Supported bool     `json:"supported"`
@@ -107,7 +113,7 @@ func (c *Controller) Settings(ctx context.Context, plantID, settingsType string)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, def := range defs {
-		out[i] = Setting{Type: def.deactivated, Devices: []string{}, Values: []DeviceSetting{}}
+		out[i] = Setting{Type: def.deactivated, Function: def.active, Devices: []string{}, Values: []DeviceSetting{}}
 		for _, d := range devs {
 			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !slices.Contains(d.Discovered.Capabilities, def.cap) {
 				continue

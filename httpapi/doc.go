@@ -9,6 +9,10 @@
 // takes its routes and schemas from it (oauth2.Routes, oauth2.AddSchemas).
 // Both describe their routes and schemas with the building blocks of
 // package httpapi/apidoc (one Route type, the JSON Schema constructors).
+// The document tags each operation with its interface, whose tag carries
+// the spec's description version (§9; info.version lists all three), and
+// marks the spec's obsolete routes deprecated; those answer a Deprecation
+// header (RFC 9745) and a Link to their successor (routes.go, deprecated).
 //
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.

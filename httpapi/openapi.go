@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"strings"
+	"time"
 
 	"plantd/gridcontrol"
 	"plantd/httpapi/apidoc"
@@ -245,12 +246,14 @@ func gridControlSchemas() apidoc.Obj {
 				"so where the inverter's default is a limit plantd writes windows without a reversion time and the window's limit stays if plantd stops)"),
 		"EligibleCommands": plantHead(apidoc.Obj{"eligibleCommands": apidoc.Arr(apidoc.Ref("Command"))}, "eligibleCommands"),
 		"Settings": plantHead(apidoc.Obj{"settingsType": apidoc.Enum(gridcontrol.SettingsTypes...), "configurations": apidoc.Arr(apidoc.Object(apidoc.Obj{
-			"type":      apidoc.Describe(apidoc.Str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
+			"type": apidoc.Describe(apidoc.Str(), "the configuration's active name when an inverter has it enabled, its Deactivated form otherwise"),
+			"function": apidoc.Describe(apidoc.Str(), "plantd's: which function the configuration is, its active name whether on or off "+
+				"(two configurations share the Deactivated form ReactivePowerGridDeactivatedSetting: function FixedPowerFactorSetting or VoltVarCurveSetting)"),
 			"supported": apidoc.Bool(), "devices": apidoc.Arr(apidoc.Str()), "active": apidoc.Bool(),
 			"values": apidoc.Arr(apidoc.Object(apidoc.Obj{"device": apidoc.Str(), "model": apidoc.Obj{"type": "integer"}, "enabled": apidoc.Bool(),
 				"limitPct": apidoc.Num(), "powerFactor": apidoc.Num(), "curve": apidoc.Ref("Curve"), "controlledByPlantd": apidoc.Bool()},
 				"device", "model", "enabled", "controlledByPlantd"))},
-			"type", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
+			"type", "function", "supported", "devices", "active", "values"))}, "settingsType", "configurations"),
 	}
 }
 
@@ -287,6 +290,40 @@ var (
 	plantIDParam  = apidoc.Param("plantId", "path", "plant id", apidoc.Str(), true)
 	deviceIDParam = apidoc.Param("deviceId", "path", "device id", apidoc.Str(), true)
 )
+
+// interfaces are the spec's three interfaces with their description
+// versions (spec §9): each is a tag of the document, its operations
+// tagged with it, the version in the tag and in info.version.
+var interfaces = []struct{ name, prefix, version, date string }{
+	{"Monitoring", "/monitoring/", "1.16.0", "2023-05-23"},
+	{"Grid control", "/gridcontrol/", "1.9.0", "2023-03-29"},
+	{"Live", "/live/", "1.14.0", "2023-05-23"},
+}
+
+// gatewayTag tags the operations outside the three interfaces: the
+// authorization server, the owner's consents, health, metrics, this
+// document and the page.
+const gatewayTag = "Gateway"
+
+// The routes the spec calls obsolete (§4.2, §4.3), since the day of the
+// interface version that made them so (§9): eligibleCommands with Grid
+// control 1.8.0, the live device list v1 with Live 1.10.0.
+var (
+	obsoleteEligibleCommands = apidoc.Deprecation{Since: time.Date(2023, 3, 7, 0, 0, 0, 0, time.UTC),
+		Successor: "/gridcontrol/v1/plants/eligibilityCheck"}
+	obsoleteLiveDevicesV1 = apidoc.Deprecation{Since: time.Date(2022, 6, 28, 0, 0, 0, 0, time.UTC),
+		Successor: "/live/v2/plants/{plantId}/devices"}
+)
+
+// tagOf is the tag of the operation at path.
+func tagOf(path string) string {
+	for _, in := range interfaces {
+		if strings.HasPrefix(path, in.prefix) {
+			return in.name
+		}
+	}
+	return gatewayTag
+}
 
 // apiRoutes lists every operation; routes() registers the same set.
 func apiRoutes() []apidoc.Route {
@@ -354,15 +391,17 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "post", Path: "/gridcontrol/v1/plants/eligibilityCheck", Summary: "Eligibility check; a migrated plantId in the body is corrected internally",
 		Params:   []apidoc.Obj{apidoc.Param("requireAll", "query", "judge as POST schedules with requireAll=true: a partial command is not eligible (reason NotEveryInverter) (plantd's)", apidoc.Enum("true", "false"), false)},
 		Response: "EligibilityResult", Body: "EligibilityRequest", BodyType: "application/json", Errs: []string{"400", "413", "415"}})
-	add(apidoc.Route{Method: "post", Path: "/gridcontrol/v1/plants/eligibleCommands", Summary: "Eligible commands (obsolete)",
-		Response: "EligibleCommands", Body: "EligibleCommandsRequest", BodyType: "application/json", Errs: []string{"400", "413", "415"}})
+	add(apidoc.Route{Method: "post", Path: "/gridcontrol/v1/plants/eligibleCommands", Summary: "Eligible commands (obsolete since Grid control 1.8.0: eligibilityCheck)",
+		Response: "EligibleCommands", Body: "EligibleCommandsRequest", BodyType: "application/json", Errs: []string{"400", "413", "415"},
+		Deprecated: &obsoleteEligibleCommands})
 	add(apidoc.Route{Method: "get", Path: "/gridcontrol/v1/plants/{id}/settings/{settingsType}", Summary: "Current grid settings of one type",
 		Response: "Settings", Params: []apidoc.Obj{apidoc.Param("id", "path", "plant id", apidoc.Str(), true), apidoc.Param("settingsType", "path", "settings type", apidoc.Enum(gridcontrol.SettingsTypes...), true)},
 		IDs: true, Errs: []string{"400"}})
 
 	add(apidoc.Route{Method: "get", Path: "/live/v1/plants/{plantId}/measurements/sets/EnergyBalance", Summary: "Live energy balance", Response: "LiveEnergyBalance", Params: []apidoc.Obj{plantIDParam}, IDs: true})
 	add(apidoc.Route{Method: "get", Path: "/live/v1/devices/{deviceId}/measurement/sets/EnergyMix", Summary: "Live energy mix (of the device's plant)", Response: "LiveEnergyMix", Params: []apidoc.Obj{deviceIDParam}, IDs: true})
-	add(apidoc.Route{Method: "get", Path: "/live/v1/plants/{plantId}/devices", Summary: "Live device list v1 (obsolete)", Response: "LiveDevicesV1", Params: []apidoc.Obj{plantIDParam}, IDs: true})
+	add(apidoc.Route{Method: "get", Path: "/live/v1/plants/{plantId}/devices", Summary: "Live device list v1 (obsolete since Live 1.10.0: v2)", Response: "LiveDevicesV1", Params: []apidoc.Obj{plantIDParam}, IDs: true,
+		Deprecated: &obsoleteLiveDevicesV1})
 	add(apidoc.Route{Method: "get", Path: "/live/v2/plants/{plantId}/devices", Summary: "Live device list v2", Response: "LiveDevicesV2", Params: []apidoc.Obj{plantIDParam}, IDs: true})
 	add(apidoc.Route{Method: "get", Path: "/live/v1/devices/{deviceId}", Summary: "Live values of one device with units, health, communication and SunSpec models (plantd's)", Response: "LiveDevice", Params: []apidoc.Obj{deviceIDParam}, IDs: true})
 
@@ -434,7 +473,20 @@ func buildOpenAPI() ([]byte, error) {
 		if r.Response != "" && r.Method == "get" && etagged(r.Response) {
 			resp["304"] = apidoc.Obj{"description": "not modified (If-None-Match)"}
 		}
-		op := apidoc.Obj{"summary": r.Summary, "operationId": operationID(r), "responses": resp}
+		op := apidoc.Obj{"summary": r.Summary, "operationId": operationID(r), "responses": resp, "tags": []string{tagOf(r.Path)}}
+		if d := r.Deprecated; d != nil {
+			op["deprecated"] = true
+			headers := apidoc.Obj{"Deprecation": apidoc.Obj{"required": true, "schema": apidoc.Str(),
+				"description": "RFC 9745: @ and the Unix time since which the route is obsolete, " + d.Header() + " (" + d.Since.Format(time.DateOnly) + ")"}}
+			if d.Successor != "" {
+				headers["Link"] = apidoc.Obj{"required": true, "schema": apidoc.Str(), "description": "the successor: <" + d.Successor + `>; rel="successor-version"`}
+			}
+			if ok, _ := resp["200"].(apidoc.Obj); ok != nil {
+				ok = maps.Clone(ok)
+				ok["headers"] = headers
+				resp["200"] = ok
+			}
+		}
 		if len(r.Params) > 0 {
 			ps := make([]any, len(r.Params))
 			for i, p := range r.Params {
@@ -459,11 +511,22 @@ func buildOpenAPI() ([]byte, error) {
 		}
 		item[r.Method] = op
 	}
+	var tags []any
+	var versions []string
+	for _, in := range interfaces {
+		tags = append(tags, apidoc.Obj{"name": in.name, "x-version": in.version,
+			"description": in.name + " interface, description version " + in.version + " of " + in.date + " (spec §9)"})
+		versions = append(versions, in.name+" "+in.version)
+	}
+	tags = append(tags, apidoc.Obj{"name": gatewayTag, "description": "plantd's own: authorization, the owner's consents, health, metrics, this document, the page"})
 	doc := apidoc.Obj{
 		"openapi": "3.1.0",
-		"info": apidoc.Obj{"title": "plantd HTTP API", "version": "1.0.0",
+		"info": apidoc.Obj{"title": "plantd HTTP API", "version": strings.Join(versions, ", "),
 			"description": "Monitoring, grid control and live data of the plants served by this gateway (spec/plant-api.md §4, DESIGN §4). " +
-				"Measurement-set times are plant-local without offset; every other time is RFC 3339 UTC. Errors are RFC 9457 problem-JSON."},
+				"The version is each interface's description version (spec §9), also in its tag's x-version. " +
+				"Measurement-set times are plant-local without offset; every other time is RFC 3339 UTC. Errors are RFC 9457 problem-JSON. " +
+				"Obsolete routes are deprecated and answer a Deprecation header (RFC 9745) and a Link to their successor."},
+		"tags":    tags,
 		"servers": []any{apidoc.Obj{"url": "/"}},
 		"paths":   paths,
 		"components": apidoc.Obj{

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
+	"plantd/httpapi/apidoc"
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/web"
@@ -114,7 +115,7 @@ func (s *Server) routes() *gin.Engine {
 	gc.POST("/:plantId/schedules", s.auth.Need(config.RoleInstaller), s.resolvePlant, s.postSchedules)
 	gc.DELETE("/:plantId/schedules/:scheduleId", s.auth.Need(config.RoleInstaller), s.resolvePlant, s.deleteSchedule)
 	gc.POST("/eligibilityCheck", s.eligibilityCheck)
-	gc.POST("/eligibleCommands", s.eligibleCommands)
+	gc.POST("/eligibleCommands", deprecated(obsoleteEligibleCommands), s.eligibleCommands)
 	// The spec names this parameter {id}; Gin needs one name per tree
 	// position, so it is :plantId here (the OpenAPI document says id).
 	gc.GET("/:plantId/settings/:settingsType", s.resolvePlant, s.settings)
@@ -131,7 +132,7 @@ func (s *Server) routes() *gin.Engine {
 	live := api.Group("/live")
 	live.GET("/v1/plants/:plantId/measurements/sets/EnergyBalance", s.resolvePlant, s.liveBalance)
 	live.GET("/v1/devices/:deviceId/measurement/sets/EnergyMix", s.resolveDevice, s.liveMix)
-	live.GET("/v1/plants/:plantId/devices", s.resolvePlant, s.liveDevices(1))
+	live.GET("/v1/plants/:plantId/devices", deprecated(obsoleteLiveDevicesV1), s.resolvePlant, s.liveDevices(1))
 	live.GET("/v2/plants/:plantId/devices", s.resolvePlant, s.liveDevices(2))
 	live.GET("/v1/devices/:deviceId", s.resolveDevice, s.liveDevice)
 	return e
@@ -358,6 +359,24 @@ func (s *Server) writeJSON(c *gin.Context, status int, v any, etag bool) {
 		b = buf.Bytes()
 	}
 	c.Data(status, "application/json; charset=utf-8", b)
+}
+
+// deprecated marks the answers of an obsolete route (openapi.go): the
+// Deprecation header of RFC 9745 and a Link to the successor, its path
+// parameters filled from the request's.
+func deprecated(d apidoc.Deprecation) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		h := c.Writer.Header()
+		h.Set("Deprecation", d.Header())
+		if d.Successor != "" {
+			succ := d.Successor
+			for _, p := range c.Params {
+				succ = strings.ReplaceAll(succ, "{"+p.Key+"}", url.PathEscape(p.Value))
+			}
+			h.Set("Link", "<"+succ+`>; rel="successor-version"`)
+		}
+		c.Next()
+	}
 }
 
 // openAPI serves the OpenAPI document.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,58 @@ plants:
 		if _, err := config.Parse("bad.yaml", []byte(bad)); err == nil {
 			t.Errorf("accepted:\n%s", bad)
 		}
+	}
+}
+
+// TestSettingsNameTheFunction: with the demo's reactive functions off,
+// reactivePowerGridSettings answers ReactivePowerGridDeactivatedSetting
+// twice, and function tells the two apart (fixed power factor,
+// volt-var); in every settings type each configuration names a function
+// of its own.
+func TestSettingsNameTheFunction(t *testing.T) {
+	t.Parallel() // its own simulated plant, store and server
+	e := newEnv(t, envOpts{})
+	type answer struct {
+		Configurations []struct {
+			Type     string  `json:"type"`
+			Function *string `json:"function"`
+			Active   bool    `json:"active"`
+		} `json:"configurations"`
+	}
+	for _, tt := range []struct {
+		settingsType string
+		want         []string // type/function of each configuration, when fixed
+	}{
+		{"reactivePowerGridSettings", []string{"ReactivePowerGridDeactivatedSetting/FixedPowerFactorSetting",
+			"ReactivePowerGridDeactivatedSetting/VoltVarCurveSetting"}},
+		{"activePowerGridSettings", nil},
+		{"frequencyFaultRideThroughSettings", nil},
+		{"voltageFaultRideThroughSettings", nil},
+	} {
+		t.Run(tt.settingsType, func(t *testing.T) {
+			var a answer
+			e.getJSON("/gridcontrol/v1/plants/demo/settings/"+tt.settingsType, &a)
+			var got []string
+			seen := map[string]bool{}
+			for _, c := range a.Configurations {
+				if c.Function == nil || *c.Function == "" {
+					t.Fatalf("configuration %s without function", c.Type)
+				}
+				if seen[*c.Function] {
+					t.Errorf("function %s twice", *c.Function)
+				}
+				seen[*c.Function] = true
+				if c.Active && c.Type != *c.Function {
+					t.Errorf("active configuration %s is function %s", c.Type, *c.Function)
+				}
+				got = append(got, c.Type+"/"+*c.Function)
+			}
+			if len(a.Configurations) == 0 {
+				t.Fatal("no configurations")
+			}
+			if tt.want != nil && strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("configurations %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -208,8 +208,9 @@ func (d *daemon) status() string {
 // invalid file is refused with its problems in the log, and the running
 // config stays. Of a valid one, the HTTP tokens and OAuth2 clients, the
 // log level, the soft memory limit and the devices (added, removed or
-// changed; the others polled on undisturbed) take effect at once; every other change needs a restart
-// and is logged as such.
+// changed; the others polled on undisturbed) take effect at once; a
+// changed plant name or time zone refuses the whole reload (restartOnly);
+// every other change needs a restart and is logged as such.
 func (d *daemon) reloadConfig(ready bool) {
 	if d.reload == nil {
 		d.log.Warn("SIGHUP: nothing to reload, the demo has no config file")
@@ -240,6 +241,16 @@ func (d *daemon) reloadConfig(ready bool) {
 			d.log.Error("config reload refused, the running config stays: " + err.Error())
 		}
 		d.reloadNote = "last config reload refused"
+		return
+	}
+	// A plant's name and time zone are read once at the start by the
+	// store, grid control and the consumers: applied at a reload they
+	// would label stored days in two zones. The whole reload is refused,
+	// so that nothing half applies and the fix is named.
+	if keys := restartOnly(d.cfg, cfg); len(keys) > 0 {
+		d.log.Error("config reload refused, the running config stays: " + strings.Join(keys, ", ") +
+			" changed, which take effect only at a restart: systemctl restart plantd")
+		d.reloadNote = "last config reload refused: " + strings.Join(keys, ", ") + " need systemctl restart plantd"
 		return
 	}
 	if err := d.api.SetCredentials(cfg.Tokens, cfg.OAuthClients); err != nil {
@@ -275,6 +286,28 @@ func (d *daemon) reloadConfig(ready bool) {
 		d.log.Warn("config changes that need a restart were not applied (systemctl restart plantd): " + strings.Join(pending, ", "))
 		d.reloadNote = "config changes pending a restart: " + strings.Join(pending, ", ")
 	}
+}
+
+// restartOnly lists the keys of the running config's plants whose change
+// a reload refuses: each plant's name and time zone (a plant matched by
+// its id; "plants[1].timezone"). The other plant settings are among the
+// changes changedSections reports.
+func restartOnly(running, next *config.Config) []string {
+	var out []string
+	for i, n := range next.Plants {
+		for _, r := range running.Plants {
+			if r.ID != n.ID {
+				continue
+			}
+			if r.Name != n.Name {
+				out = append(out, fmt.Sprintf("plants[%d].name", i))
+			}
+			if r.Timezone != n.Timezone {
+				out = append(out, fmt.Sprintf("plants[%d].timezone", i))
+			}
+		}
+	}
+	return out
 }
 
 // changedSections lists the top-level config keys that differ between the

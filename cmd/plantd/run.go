@@ -141,7 +141,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT] [--sim-listen HOST[:PORT]]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
@@ -151,6 +151,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sunspecAddr := fs.String("sunspec", "127.0.0.1:1502", `SunSpec Modbus TCP server address, writes enabled (a free port when taken; "off": none)`)
 	batterySoC := fs.Float64("battery-soc", 0, "the battery's state of charge at the start, % (5..100; default 50; 100: full, it takes no charge)")
 	ocppAddr := fs.String("ocpp", "127.0.0.1:8887", `OCPP central system address the simulated wallbox connects to (a free port when taken; "off": no wallbox)`)
+	simListen := fs.String("sim-listen", sim.DefaultListen, "the simulated devices: HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn, then the Shelly plug (as plantd sim --listen)")
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -178,6 +179,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	simCfg := sim.DemoConfig()
 	simCfg.Speed = *speed
+	simHost, simPort, err := splitListen(*simListen)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd demo: --sim-listen %q: %v\n", *simListen, err)
+		return exitUsage
+	}
+	simCfg.Listen = simHost
+	if simPort > 0 {
+		assignPorts(&simCfg, simPort)
+	}
 	for i := range simCfg.Devices {
 		if simCfg.Devices[i].Kind == kind.Battery {
 			simCfg.Devices[i].SoCPct = *batterySoC
@@ -234,9 +244,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A client of the cloud API gets its token with client_credentials:
 	// client "demo" with the demo token as its secret; it may use the
 	// authorization_code flow too, redirected to demoRedirectURI (the
-	// owner approves with plantd consent).
-	cfg.OAuthClients = []config.OAuthClient{{ClientID: "demo", SecretSHA256: config.TokenHash(token), Role: config.RoleInstaller,
-		RedirectURIs: []string{demoRedirectURI}}}
+	// owner approves with plantd consent). "demo2" is the same for a
+	// second program run alongside: the rate limit is per client, and
+	// two programs on one client take each other's requests (429).
+	for _, id := range []string{"demo", "demo2"} {
+		cfg.OAuthClients = append(cfg.OAuthClients, config.OAuthClient{ClientID: id, SecretSHA256: config.TokenHash(token),
+			Role: config.RoleInstaller, RedirectURIs: []string{demoRedirectURI}})
+	}
 	broker, noBroker, err := demoUplink(cfg, *brokerURL, *mqttAddr, *interval)
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd demo: %v\n", err)
@@ -328,7 +342,7 @@ func (b demoBanner) print(stdout io.Writer) {
 		b.sim.Location(), b.speed)
 	fmt.Fprintf(stdout, "HTTP API on http://%s, database %s\n", b.listen, b.db)
 	fmt.Fprintf(stdout, "demo token (installer role): %s\n", b.token)
-	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo, client_secret the demo token\n")
+	fmt.Fprintf(stdout, "OAuth2 client_credentials: client_id demo (a second program: demo2, its own rate limit), client_secret the demo token\n")
 	fmt.Fprintf(stdout, "OAuth2 authorization_code: redirect_uri %s; approve with PLANTD_TOKEN=<demo token> plantd consent list|approve --url http://%s\n", demoRedirectURI, b.listen)
 	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://%s/live/v1/plants/demo/measurements/sets/EnergyBalance\n", b.token, b.listen)
 	ws, we := demoWindow(b.speed)

@@ -22,7 +22,7 @@ import (
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]] [--ocpp URL [--ocpp-password P]]", stderr)
-	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn")
+	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn, then the Shelly plug")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
 	nDevices := fs.Int("devices", 0, "serve a scale-test plant of `N` devices (a meter and N-1 string inverters) instead of the demo plant")
@@ -99,7 +99,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Listen = host
 	if port > 0 {
-		assignPorts(&cfg, port, *serial != "")
+		assignPorts(&cfg, port)
 	}
 	level := slog.LevelInfo
 	if *nDevices > 0 {
@@ -159,14 +159,20 @@ func applyQuirks(cfg *sim.Config, flags []quirkFlag) error {
 }
 
 // assignPorts gives the endpoints port, port+1, ... in the order they
-// first appear (devices behind one gateway share its port); with serial,
-// the meter is on the serial line and has none.
-func assignPorts(cfg *sim.Config, port int, serial bool) {
+// first appear (devices behind one gateway share its port), then the
+// Shelly plugs theirs; a device on a serial line (cfg.Serial) has none.
+func assignPorts(cfg *sim.Config, port int) {
+	onSerial := map[string]bool{}
+	for _, s := range cfg.Serial {
+		for _, id := range s.Devices {
+			onSerial[id] = true
+		}
+	}
 	ports := map[string]int{}
 	for i := range cfg.Devices {
 		d := &cfg.Devices[i]
-		if serial && d.ID == serialMeter {
-			continue // on the serial line
+		if onSerial[d.ID] {
+			continue
 		}
 		key := "dev:" + d.ID
 		if d.Endpoint != "" {
@@ -176,6 +182,10 @@ func assignPorts(cfg *sim.Config, port int, serial bool) {
 			ports[key] = port + len(ports)
 		}
 		d.Port = ports[key]
+	}
+	for i := range cfg.Shellies {
+		cfg.Shellies[i].Port = port + len(ports)
+		ports["shelly:"+cfg.Shellies[i].ID] = cfg.Shellies[i].Port
 	}
 }
 

@@ -64,7 +64,10 @@
 //     hold what the template's identification expects, nameplate points
 //     the template's vendor and model and the device's serial.
 //     Device.TemplateValues returns the image as the template decoder
-//     reads it.
+//     reads it. The Eastron meters' twins (sdm630, sdm120, sdm72) also
+//     answer every input register of the vendor's full map (eastron.go,
+//     EastronRegisters), as a real meter does for other readers such as
+//     mbmd.
 //
 // Plant.Balance returns the same numbers the registers show; Device.State
 // and Device.Writes expose a device's state and the writes it accepted.

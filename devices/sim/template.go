@@ -253,7 +253,19 @@ func (p *Plant) readTemplate(d *Device, fn byte, addr, quantity uint16) ([]uint1
 		off := int(addr - b.Address)
 		out := make([]uint16, quantity)
 		copy(out, td.blocks[i][off:])
+		if fn == 4 {
+			// The vendor's registers no point holds (eastron.go).
+			out, _ = td.readEastron(d, p, addr, quantity, out)
+		}
 		return out, nil
+	}
+	if fn == 4 {
+		// A register of the vendor's full map (eastron.go).
+		p.advanceLocked(p.simNow())
+		p.renderLocked(d)
+		if out, ok := td.readEastron(d, p, addr, quantity, nil); ok {
+			return out, nil
+		}
 	}
 	return nil, errIllegalAddress
 }

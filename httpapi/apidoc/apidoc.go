@@ -6,6 +6,11 @@
 // Imports: the standard library only.
 package apidoc
 
+import (
+	"strconv"
+	"time"
+)
+
 // ProblemJSON is the media type of the API's errors.
 const ProblemJSON = "application/problem+json"
 
@@ -59,7 +64,24 @@ type Route struct {
 	// (OAuthError), not problem-JSON; ClientAuth: it authenticates the
 	// client (401, and 429 for a source with too many failed logins).
 	OAuthErrors, ClientAuth bool
+	// Deprecated: the spec calls the route obsolete (deprecated: true in
+	// the document, and a Deprecation header on its answers).
+	Deprecated *Deprecation
 }
+
+// Deprecation says since when a route is obsolete and what replaces it.
+type Deprecation struct {
+	// Since is the day the interface's version that made the route
+	// obsolete was published (spec §9), midnight UTC.
+	Since time.Time
+	// Successor is the path of the route that replaces it, with the
+	// route's path parameters ({plantId}); "" when none.
+	Successor string
+}
+
+// Header is the value of the Deprecation header (RFC 9745): "@" and the
+// Unix time of Since.
+func (d Deprecation) Header() string { return "@" + strconv.FormatInt(d.Since.Unix(), 10) }
 
 // LocalTime is a plant-local time without offset.
 func LocalTime() Obj {
