@@ -17,7 +17,6 @@ import (
 	"github.com/lorenzodonini/ocpp-go/ocpp1.6/smartcharging"
 	"github.com/lorenzodonini/ocpp-go/ocpp1.6/types"
 	"github.com/lorenzodonini/ocpp-go/ocppj"
-	"github.com/lorenzodonini/ocpp-go/ws"
 )
 
 // ChargePointConfig is a simulated OCPP 1.6J charge point (a wallbox with
@@ -71,26 +70,25 @@ type CarConfig struct {
 
 // Charge point defaults.
 const (
-	defaultCPMaxA         = 16
-	defaultCPPhases       = 3
-	defaultCPVoltageV     = 230
-	defaultCPIDTag        = "SIMCAR"
-	defaultMeterInterval  = 10 * time.Second
-	defaultReconnectMin   = time.Second
-	defaultReconnectMax   = 30 * time.Second
-	defaultCarCapacityWh  = 60000
-	defaultCarSoCPct      = 40
-	defaultCarTargetPct   = 100
-	defaultCarMaxA        = 16
-	defaultHeartbeat      = 5 * time.Minute
-	maxCPCurrentA         = 63
-	cpVendor              = "plantd-sim"
-	cpModel               = "twin"
-	cpFirmware            = "plantd-sim 1"
-	maxTraceChanges       = 10000
-	ocppSerialLen         = 25 // chargePointSerialNumber's bound
-	fullEpsilonPct        = 1e-6
-	disableLibraryRetries = 100000 * time.Hour // ocpp-go's own reconnection, replaced by Run's
+	defaultCPMaxA        = 16
+	defaultCPPhases      = 3
+	defaultCPVoltageV    = 230
+	defaultCPIDTag       = "SIMCAR"
+	defaultMeterInterval = 10 * time.Second
+	defaultReconnectMin  = time.Second
+	defaultReconnectMax  = 30 * time.Second
+	defaultCarCapacityWh = 60000
+	defaultCarSoCPct     = 40
+	defaultCarTargetPct  = 100
+	defaultCarMaxA       = 16
+	defaultHeartbeat     = 5 * time.Minute
+	maxCPCurrentA        = 63
+	cpVendor             = "plantd-sim"
+	cpModel              = "twin"
+	cpFirmware           = "plantd-sim 1"
+	maxTraceChanges      = 10000
+	ocppSerialLen        = 25 // chargePointSerialNumber's bound
+	fullEpsilonPct       = 1e-6
 	// minFillWake is the least wall time before the twin looks again for
 	// a car about to be full (a plant on a clock that stands still would
 	// spin otherwise).
@@ -687,13 +685,9 @@ func (c *conn) lost() { c.downOnce.Do(func() { close(c.down) }) }
 
 // dial opens a connection to the central system at base/ID.
 func (cp *ChargePoint) dial(base string) (*conn, error) {
-	wsc := ws.NewClient()
-	tc := ws.NewClientTimeoutConfig()
-	// Run reconnects with its own backoff, bound to its context; the
-	// library's reconnection would outlive Stop before a first success.
-	tc.RetryBackOffWaitMinimum = disableLibraryRetries
-	tc.RetryBackOffRandomRange = 0
-	wsc.SetTimeoutConfig(tc)
+	// Its own client (chargepoint_ws.go), which never reconnects: Run
+	// reconnects with its own backoff, bound to its context.
+	wsc := newWSClient()
 	if cp.cfg.Password != "" {
 		wsc.SetBasicAuth(cp.cfg.ID, cp.cfg.Password)
 	}

@@ -369,7 +369,10 @@
 // each a wallbox with one connector and a car behind it (CarConfig:
 // CapacityWh 60000, SoCPct 40 at the start, TargetSoCPct 100,
 // MaxCurrentA 16, plugged in unless Unplugged). It is a real OCPP client
-// (chargepoint.go, with ocpp-go's charge point API) of a central system
+// (chargepoint.go, with ocpp-go's charge point API over a WebSocket
+// client of its own on gorilla/websocket, chargepoint_ws.go: ocpp-go
+// v0.19.0's closes its send queue while its dispatcher may send on it,
+// a race and a panic when the central system drops) of a central system
 // such as plantd's: Plant.ChargePoint(id).Run(ctx) connects to URL/ID
 // (ChargePoint.SetURL sets the URL later; Password is HTTP basic auth with
 // the ID as user), independently of the plant's Start and Close:
@@ -468,8 +471,8 @@
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
 // server side's ServePDU and exceptions, and the serial lines' standard
 // rates; never its client), net/http (the Shelly plugs' servers),
-// github.com/lorenzodonini/ocpp-go (the charge point twin's OCPP client,
-// never plantd/charger) and syscall on Linux (a serial line's settings);
+// github.com/lorenzodonini/ocpp-go and github.com/gorilla/websocket (the
+// charge point twin's OCPP client, never plantd/charger) and syscall on Linux (a serial line's settings);
 // it knows nothing of the rest of the plant domain, storage or plantd's
 // HTTP API, and nothing imports it but cmd/plantd and tests.
 package sim
