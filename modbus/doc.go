@@ -190,6 +190,17 @@
 // log package, when it cannot restore the settings of a port that went
 // away.
 //
+// A serial port is taken exclusively while it is open
+// (serial_lock_unix.go): flock(LOCK_EX) on a descriptor of the device node
+// (binding every plantd, root or not, under any name of the device, and
+// dropped by the kernel when plantd dies) and TIOCEXCL on the tty (the
+// kernel refuses other programs' opens, except root's). An open of a port
+// another process holds fails with a [*PortHeldError] ([ErrPortHeld])
+// naming the holder's pid and command on Linux (from /proc/locks): "open
+// serial port /dev/ttyUSB0: /dev/ttyUSB0 is held by plantd (pid 812)".
+// Nothing is written to the line then. Both are taken at the open and given
+// up at the close, so a request costs nothing more.
+//
 // The endpoint keeps no retry policy: it neither sleeps nor refuses a
 // request because earlier ones failed. A request after a failure connects
 // again at once, and one unit's failures never hold back another unit's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,20 +29,81 @@ import (
 // before a request after a failure (drain).
 const serialPoll = 20 * time.Millisecond
 
-// openSerial opens the serial port that f's RTU handler names.
+// ErrPortHeld means the serial port is held by another process (another
+// plantd, a plantd scan, a terminal program): plantd takes a port
+// exclusively, and so does every other plantd. Test for it with errors.Is;
+// the error is a [*PortHeldError] naming the holder when it can be told.
+var ErrPortHeld = errors.New("serial port held by another process")
+
+// PortHeldError says which process holds a serial port.
+type PortHeldError struct {
+	// Path is the port's path as configured.
+	Path string
+	// PID is the process that holds the port's lock, and Command its name
+	// (/proc/PID/comm); 0 and "" when it cannot be told (another OS, a
+	// process in another PID namespace, or a holder that set the port
+	// exclusive without a lock).
+	PID     int
+	Command string
+}
+
+func (e *PortHeldError) Error() string {
+	switch {
+	case e.PID != 0 && e.Command != "":
+		return fmt.Sprintf("%s is held by %s (pid %d)", e.Path, e.Command, e.PID)
+	case e.PID != 0:
+		return fmt.Sprintf("%s is held by pid %d", e.Path, e.PID)
+	}
+	return fmt.Sprintf("%s is held by another process", e.Path)
+}
+
+// Is makes errors.Is(err, ErrPortHeld) true.
+func (e *PortHeldError) Is(target error) bool { return target == ErrPortHeld }
+
+// heldError is the error for a port another process holds, naming the
+// holder when it can be found.
+func heldError(path string) error {
+	pid := lockHolder(path)
+	e := &PortHeldError{Path: path, PID: pid}
+	if pid != 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+			e.Command = strings.TrimSpace(string(b))
+		}
+	}
+	return e
+}
+
+// openSerial opens the serial port that f's RTU handler names, exclusively
+// (serial_lock_unix.go): first its lock, then the port, then the port is
+// made exclusive; a port another process holds fails with a
+// [*PortHeldError].
 func openSerial(f *framer) (link, error) {
 	cfg := f.rtu.Config // a copy: the port keeps nothing of it
-	port, err := serial.Open(&cfg)
+	lk, err := lockPort(cfg.Address)
 	if err != nil {
 		return nil, fmt.Errorf("open serial port %s: %w", cfg.Address, err)
 	}
-	return &serialLink{port: port, path: cfg.Address}, nil
+	port, err := serial.Open(&cfg)
+	if err != nil {
+		lk.release()
+		if errors.Is(err, syscall.EBUSY) {
+			err = heldError(cfg.Address)
+		}
+		return nil, fmt.Errorf("open serial port %s: %w", cfg.Address, err)
+	}
+	if err := lk.exclusive(); err != nil {
+		_ = port.Close()
+		lk.release()
+		return nil, fmt.Errorf("open serial port %s: exclusive: %w", cfg.Address, err)
+	}
+	return &serialLink{port: port, path: cfg.Address, lock: lk}, nil
 }
 
 // serialLink is an open serial port.
 type serialLink struct {
 	port serial.Port
 	path string
+	lock portLock
 	// dirty is set by a failed exchange whose answer may still come:
 	// the next exchange first drops what the line carries.
 	dirty bool
@@ -127,4 +189,9 @@ func (l *serialLink) keep(err error) bool {
 	return false
 }
 
-func (l *serialLink) close() error { return l.port.Close() }
+// close closes the port, then gives up its lock.
+func (l *serialLink) close() error {
+	err := l.port.Close()
+	l.lock.release()
+	return err
+}

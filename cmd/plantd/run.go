@@ -123,7 +123,8 @@ func newLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 }
 
 func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check-config", "FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0.", stderr)
+	fs := newFlagSet("check-config", "[--user NAME] FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0. Run as root, it also checks that the service user can reach\nthe config and every file it names (else each problem with its fix, exit 78).", stderr)
+	userName := fs.String("user", "", "the service user whose access root's check-config checks (default "+serviceUser+", the unit's User=; skipped when there is no such user)")
 	file, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
@@ -131,6 +132,12 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	if ok, err := checkServiceAccess(cfg, file, *userName, stderr); err != nil {
+		fmt.Fprintf(stderr, "plantd check-config: %v\n", err)
+		return exitUsage
+	} else if !ok {
 		return exitConfig
 	}
 	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", file, count(len(cfg.Plants), "plant"), count(len(cfg.Devices), "device"))

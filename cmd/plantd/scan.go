@@ -77,8 +77,8 @@ type scanError struct {
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("scan", "HOST[:PORT] [--unit N] [--base N] [--values] [--json] [--timeout D] [--connect-delay D]\n"+
-		"       plantd scan --serial PATH [--baud N|auto] [--parity N|E|O] [--stop-bits 1|2] [--unit U | --units 1-247] [--timeout D]\n"+
-		"       plantd scan --rtu-over-tcp HOST[:PORT] [--unit U | --units 1-247] [--timeout D]", stderr)
+		"       plantd scan --serial PATH [--baud N|auto] [--parity N|E|O] [--stop-bits 1|2] [--unit U | --units 1-247] [--base N] [--values] [--json] [--timeout D]\n"+
+		"       plantd scan --rtu-over-tcp HOST[:PORT] [--unit U | --units 1-247] [--base N] [--values] [--json] [--timeout D] [--connect-delay D]", stderr)
 	var bus scanBusFlags
 	fs.StringVar(&bus.serial, "serial", "", "sweep the RS485 bus on this serial device (Modbus RTU) instead of scanning one TCP address")
 	fs.StringVar(&bus.rtuOverTCP, "rtu-over-tcp", "", "sweep the RS485 bus behind this serial/Ethernet converter (RTU frames over TCP)")
@@ -95,6 +95,14 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
+	}
+	bases := devices.Bases
+	if *base >= 0 {
+		if *base > 65535-2 {
+			fmt.Fprintf(stderr, "plantd scan: --base %d is not a register address (0..65533)\n", *base)
+			return exitUsage
+		}
+		bases = []uint16{uint16(*base)}
 	}
 	if bus.serial != "" || bus.rtuOverTCP != "" {
 		if len(pos) != 0 {
@@ -115,7 +123,21 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "plantd scan: %v\n", err)
 			return exitUsage
 		}
-		if len(b.run(ctx)) == 0 {
+		b.bases, b.values, b.json, b.ep.ConnectDelay = bases, *values, *asJSON, *delay
+		if *asJSON {
+			b.progress = stderr
+		}
+		found, err := b.run(ctx)
+		if err != nil {
+			if !*asJSON {
+				fmt.Fprintf(stderr, "plantd scan: %s\n", heldMessage(err))
+				if hint := heldHint(err); hint != "" {
+					fmt.Fprintf(stderr, "hint: %s\n", hint)
+				}
+			}
+			return exitFailure
+		}
+		if len(found) == 0 {
 			return exitFailure
 		}
 		return exitOK
@@ -128,14 +150,6 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *unit > 255 || !config.ValidUnit(int(*unit)) {
 		fmt.Fprintf(stderr, "plantd scan: --unit %d is not a Modbus unit id (%s)\n", *unit, config.UnitRule)
 		return exitUsage
-	}
-	bases := devices.Bases
-	if *base >= 0 {
-		if *base > 65535-2 {
-			fmt.Fprintf(stderr, "plantd scan: --base %d is not a register address (0..65533)\n", *base)
-			return exitUsage
-		}
-		bases = []uint16{uint16(*base)}
 	}
 	addr, err := hostPort(target, "502")
 	if err != nil {

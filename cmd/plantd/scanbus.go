@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,13 +22,20 @@ import (
 // busScan is "plantd scan --serial PATH" or "--rtu-over-tcp HOST:PORT": a
 // sweep of unit ids on one RTU bus (and, with --baud auto, of the common
 // rates), naming each device that answers and printing the config entry
-// that polls it.
+// that polls it; with --values each found device's values, with --json
+// all of it as one JSON document (busScanResult).
 type busScan struct {
 	ep       modbus.EndpointConfig
 	units    []int
 	timeout  time.Duration
 	autoBaud bool
-	out      io.Writer
+	// bases are the SunSpec base addresses tried (--base: one).
+	bases  []uint16
+	values bool
+	json   bool
+	// out gets the report; progress the "scanning" lines (out, or
+	// stderr with --json, so that stdout is the JSON document alone).
+	out, progress io.Writer
 }
 
 // busFound is one device a bus scan found.
@@ -37,6 +45,43 @@ type busFound struct {
 	template string // the template that identified it ("": SunSpec or none)
 	what     string
 	entry    string
+	// sunspec is the discovered SunSpec device (nil: none), tpl and regs
+	// the template that matched and its registers as read.
+	sunspec *devices.Device
+	tpl     *template.Template
+	regs    template.Registers
+	// result is the SunSpec device as "plantd scan HOST" gives it (with
+	// --values its points), points a template device's values (--values).
+	result *scanResult
+	points []scanPoint
+}
+
+// busScanResult is the stable JSON shape of a bus scan with --json.
+type busScanResult struct {
+	Address string `json:"address"`
+	// Transport is rtu (a serial line) or rtu-over-tcp.
+	Transport string      `json:"transport"`
+	Devices   []busDevice `json:"devices"`
+	// Error says why the scan could not run (the port held by another
+	// process), Hint what to do.
+	Error string `json:"error,omitempty"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// busDevice is one device of a bus scan's --json.
+type busDevice struct {
+	Unit int `json:"unit"`
+	// Baud is the rate it answered at (serial lines only).
+	Baud        int    `json:"baud,omitempty"`
+	Template    string `json:"template,omitempty"`
+	Description string `json:"description"`
+	ConfigEntry string `json:"configEntry"`
+	// SunSpec is a SunSpec device as "plantd scan HOST --json" gives it
+	// (with --values its models' points).
+	SunSpec *scanResult `json:"sunspec,omitempty"`
+	// Points are a template device's values (--values), in the units of
+	// plantd's channels.
+	Points []scanPoint `json:"points,omitempty"`
 }
 
 // autoRates are the rates --baud auto tries, the most common first.
@@ -63,9 +108,10 @@ func parseUnits(s string) ([]int, error) {
 	return out, nil
 }
 
-// run sweeps the bus and prints what answers; it returns the devices
-// found.
-func (b *busScan) run(ctx context.Context) []busFound {
+// run sweeps the bus, prints what answers and returns the devices found.
+// It stops at once when the port is held by another process (plantd's
+// daemon): sweeping beside it would garble both's requests on the line.
+func (b *busScan) run(ctx context.Context) ([]busFound, error) {
 	rates := []int{b.ep.Serial.Baud}
 	if b.autoBaud {
 		rates = autoRates
@@ -74,21 +120,21 @@ func (b *busScan) run(ctx context.Context) []busFound {
 		ep := b.ep
 		ep.Serial.Baud = rate
 		if b.ep.Transport == modbus.TransportRTU {
-			fmt.Fprintf(b.out, "scanning %s at %d baud %d%s%d, units %s (%v per silent unit)\n", ep.Address, rate, 8,
+			fmt.Fprintf(b.progress, "scanning %s at %d baud %d%s%d, units %s (%v per silent unit)\n", ep.Address, rate, 8,
 				ep.Serial.Parity, ep.Serial.StopBits, unitRange(b.units), b.timeout)
 		} else {
-			fmt.Fprintf(b.out, "scanning %s (RTU over TCP), units %s (%v per silent unit)\n", ep.Address, unitRange(b.units), b.timeout)
+			fmt.Fprintf(b.progress, "scanning %s (RTU over TCP), units %s (%v per silent unit)\n", ep.Address, unitRange(b.units), b.timeout)
 		}
-		found := b.sweep(ctx, ep)
-		if len(found) > 0 || ctx.Err() != nil {
-			return found
+		found, err := b.sweep(ctx, ep)
+		if err != nil || len(found) > 0 || ctx.Err() != nil {
+			return found, b.report(found, err)
 		}
 	}
-	return nil
+	return nil, b.report(nil, nil)
 }
 
 // sweep asks every unit of the list on one endpoint.
-func (b *busScan) sweep(ctx context.Context, ep modbus.EndpointConfig) []busFound {
+func (b *busScan) sweep(ctx context.Context, ep modbus.EndpointConfig) ([]busFound, error) {
 	pool := modbus.NewPool(slog.New(slog.DiscardHandler))
 	defer pool.Close()
 	e := pool.Endpoint(ep)
@@ -98,33 +144,164 @@ func (b *busScan) sweep(ctx context.Context, ep modbus.EndpointConfig) []busFoun
 			break
 		}
 		cl := e.Unit(byte(u), b.timeout)
-		f, ok := identify(ctx, cl, u)
+		f, ok, err := identify(ctx, cl, u, b.bases)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			continue
 		}
 		f.baud = ep.Serial.Baud
 		f.entry = configEntry(ep, u, f)
-		fmt.Fprintf(b.out, "unit %d: %s\n  %s\n", u, f.what, f.entry)
+		if f.sunspec != nil {
+			r := newScanResult(ep.Address, byte(u), f.sunspec)
+			if b.values {
+				readValues(ctx, cl, f.sunspec, &r)
+			}
+			f.result = &r
+		}
+		if f.tpl != nil && b.values {
+			f.points = templatePoints(f.tpl, &f.regs)
+		}
 		found = append(found, f)
+		if !b.json {
+			b.printFound(f)
+		}
 	}
-	if len(found) == 0 {
+	if len(found) == 0 && !b.json {
 		fmt.Fprintln(b.out, "no device answered")
 	}
-	return found
+	return found, nil
 }
 
-// identify names the device at unit: a SunSpec device by its model 1,
-// else a template device by the template's identification registers
-// (the first template that matches, the most specific first). A unit that answers
-// Modbus as neither is named as such, so that the installer knows the
-// address is taken.
-func identify(ctx context.Context, cl *modbus.Client, unit int) (busFound, bool) {
-	dev, err := devices.DiscoverAt(ctx, cl, devices.Bases)
+// printFound prints a found device and its config entry, with --values its
+// values: a SunSpec device's as "plantd scan HOST --values" prints them,
+// a template device's points in the units of plantd's channels.
+func (b *busScan) printFound(f busFound) {
+	fmt.Fprintf(b.out, "unit %d: %s\n  %s\n", f.unit, f.what, f.entry)
+	if !b.values {
+		return
+	}
+	if f.result != nil {
+		printScan(indent{b.out}, *f.result)
+	}
+	for _, p := range f.points {
+		val := p.Text
+		if p.Value != nil {
+			val = strconv.FormatFloat(*p.Value, 'g', 10, 64)
+			if p.Units != "" {
+				val += " " + p.Units
+			}
+		}
+		fmt.Fprintf(b.out, "    %-28s %s\n", p.Name, terminalSafe(val))
+	}
+}
+
+// report prints, with --json, the scan's JSON document: the devices found
+// (their values with --values), or err. It returns err.
+func (b *busScan) report(found []busFound, err error) error {
+	if !b.json {
+		return err
+	}
+	res := busScanResult{Address: b.ep.Address, Transport: string(b.ep.Transport), Devices: []busDevice{}}
+	if err != nil {
+		res.Error, res.Hint = heldMessage(err), heldHint(err)
+	}
+	for _, f := range found {
+		d := busDevice{Unit: f.unit, Template: f.template, Description: f.what, ConfigEntry: f.entry, SunSpec: f.result, Points: f.points}
+		if b.ep.Transport == modbus.TransportRTU {
+			d.Baud = f.baud
+		}
+		res.Devices = append(res.Devices, d)
+	}
+	enc := json.NewEncoder(b.out)
+	enc.SetIndent("", "  ")
+	if werr := enc.Encode(res); werr != nil && err == nil {
+		return werr
+	}
+	return err
+}
+
+// templatePoints lists a template device's points with their values as
+// read at identification (every block), in the units of plantd's
+// channels (scale and unit factor applied).
+func templatePoints(t *template.Template, regs *template.Registers) []scanPoint {
+	var out []scanPoint
+	for i := range t.Points {
+		p := &t.Points[i]
+		sp := scanPoint{Name: p.Name, Units: cmp.Or(p.BaseUnit, p.Unit)}
+		if !p.Numeric() {
+			text, ok := t.Text(p, regs)
+			if !ok || text == "" {
+				continue
+			}
+			sp.Text, sp.Units = text, ""
+			out = append(out, sp)
+			continue
+		}
+		v, ok := t.Value(p, regs)
+		if !ok {
+			continue
+		}
+		sp.Value = &v
+		out = append(out, sp)
+	}
+	return out
+}
+
+// indent indents every line written through it by four spaces.
+type indent struct{ w io.Writer }
+
+func (in indent) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for l := range strings.Lines(string(p)) {
+		b.WriteString("    " + l)
+	}
+	if _, err := io.WriteString(in.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// heldMessage is the message of a port another process holds: "/dev/ttyUSB0
+// is held by plantd (pid 812)" (err's own for another error).
+func heldMessage(err error) string {
+	var held *modbus.PortHeldError
+	if errors.As(err, &held) {
+		return held.Error()
+	}
+	return err.Error()
+}
+
+// heldHint says what to do about a port another process holds ("" for
+// another error).
+func heldHint(err error) string {
+	var held *modbus.PortHeldError
+	if !errors.As(err, &held) {
+		return ""
+	}
+	if held.Command == "plantd" {
+		return "plantd's daemon polls this bus; a sweep beside it would garble both's requests on the line: stop it " +
+			"(sudo systemctl stop plantd), scan, then start it again (sudo systemctl start plantd); its devices' values are in its API meanwhile"
+	}
+	return "stop the program that has the port open, then scan again"
+}
+
+// identify names the device at unit: a SunSpec device by its model 1
+// (at bases), else a template device by the template's identification
+// registers (the first template that matches, the most specific first).
+// A unit that answers Modbus as neither is named as such, so that the
+// installer knows the address is taken. The error is that of a port
+// another process holds: the sweep ends.
+func identify(ctx context.Context, cl *modbus.Client, unit int, bases []uint16) (busFound, bool, error) {
+	dev, err := devices.DiscoverAt(ctx, cl, bases)
 	switch {
+	case errors.Is(err, modbus.ErrPortHeld):
+		return busFound{}, false, err
 	case err == nil:
-		return busFound{unit: unit, what: fmt.Sprintf("SunSpec %s (%s %s, serial %s)", dev.Kind, dev.Manufacturer, dev.Model, dev.Serial)}, true
+		return busFound{unit: unit, sunspec: dev, what: fmt.Sprintf("SunSpec %s (%s %s, serial %s)", dev.Kind, dev.Manufacturer, dev.Model, dev.Serial)}, true, nil
 	case !errors.Is(err, devices.ErrNoSunSpec) && !errors.As(err, new(*modbus.ExceptionError)):
-		return busFound{}, false // silent, or not Modbus
+		return busFound{}, false, nil // silent, or not Modbus
 	}
 	for _, t := range candidates() {
 		name := t.Name
@@ -137,9 +314,9 @@ func identify(ctx context.Context, cl *modbus.Client, unit int) (busFound, bool)
 		if pl.Serial != "" {
 			what += ", serial " + pl.Serial
 		}
-		return busFound{unit: unit, template: name, what: what + ")"}, true
+		return busFound{unit: unit, template: name, tpl: t, regs: regs, what: what + ")"}, true, nil
 	}
-	return busFound{unit: unit, what: "answers Modbus, no SunSpec map and no template matches (a device plantd has no template for)"}, true
+	return busFound{unit: unit, what: "answers Modbus, no SunSpec map and no template matches (a device plantd has no template for)"}, true, nil
 }
 
 // candidates are the templates a scan tries, the most specific
@@ -185,7 +362,7 @@ type scanBusFlags struct {
 // newBusScan checks the bus scan's flags; unit is --unit when given
 // (0: not given).
 func newBusScan(f scanBusFlags, unit uint, timeout time.Duration, out io.Writer) (*busScan, error) {
-	b := &busScan{timeout: timeout, out: out}
+	b := &busScan{timeout: timeout, out: out, progress: out, bases: devices.Bases}
 	switch {
 	case f.serial != "" && f.rtuOverTCP != "":
 		return nil, errors.New("give --serial or --rtu-over-tcp, not both")
