@@ -294,6 +294,9 @@ func (c *Central) Run(ctx context.Context) error {
 	// Connections first, while ocpp-go's dispatcher still runs (it takes
 	// their disconnections), then the dispatcher.
 	c.ws.shutdown()
+	// A ctx that ended at once may come before ocpp-go's Start started
+	// its dispatcher, whose Stop would then close a nil channel.
+	<-c.ws.started
 	c.cs.Stop()
 	<-served
 	c.mu.Lock()

@@ -587,6 +587,24 @@ func TestRunStopsCleanly(t *testing.T) {
 	}
 }
 
+// TestRunCancelledAtOnce: a Run whose context is already over returns
+// without panicking. ocpp-go's Stop closes its dispatcher's channels, nil
+// until its Start ran: Run once called it first (a "close of nil channel"
+// in a full suite run when the daemon stopped at once).
+func TestRunCancelledAtOnce(t *testing.T) {
+	for range 50 {
+		c, err := New(Config{Listen: "127.0.0.1:0"}, []Point{wallbox("wb1", "")}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := c.Run(ctx); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}
+
 func TestNewValidates(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	tests := []struct {

@@ -33,6 +33,11 @@ type wsServer struct {
 	upgrader websocket.Upgrader
 	http     *http.Server
 
+	// started is closed when ocpp-go's Start reaches the server, its
+	// dispatcher started: only then may its Stop be called (v0.19.0
+	// closes the dispatcher's channels, nil before its Start).
+	started chan struct{}
+
 	// Set by ocpp-go before Start, read by connections only after.
 	onMessage    func(ws.Channel, []byte) error
 	onConnect    func(ws.Channel)
@@ -86,6 +91,7 @@ func newWSServer(path string, malform func(id string, err error)) *wsServer {
 		path:     path,
 		malform:  malform,
 		conns:    map[string]*wsConn{},
+		started:  make(chan struct{}),
 		timeouts: ws.NewServerTimeoutConfig(),
 		errC:     make(chan error),
 	}
@@ -99,6 +105,7 @@ func newWSServer(path string, malform func(id string, err error)) *wsServer {
 // Start serves until shutdown; ocpp-go's port and path are ignored (the
 // listener and path were given to newWSServer).
 func (s *wsServer) Start(int, string) {
+	close(s.started)
 	_ = s.http.Serve(s.ln) // http.ErrServerClosed after shutdown
 }
 
