@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -62,6 +64,14 @@ func TestReloadRefusesPlantNameAndZone(t *testing.T) {
 	renamed := strings.Replace(simConfigOf(devs, dir, tokens("b", tokB)), "{id: p1, name: Test, timezone: Europe/Berlin}",
 		"{id: p1, name: Renamed, timezone: America/New_York}", 1)
 	d.writeConfig(renamed)
+	// The unit's ExecReload first: check-config --running refuses it (exit
+	// 1, naming the keys), so systemctl reload fails and never signals.
+	out, err := exec.Command(binPath, "check-config", "--running", d.path).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure || !strings.Contains(string(out), "plants[0].timezone") || !strings.Contains(string(out), "systemctl restart plantd") {
+		t.Errorf("check-config --running on a changed zone: %v\n%s\nwant exit %d naming plants[0].timezone and the restart", err, out, exitFailure)
+	}
+	// (A SIGHUP sent all the same is refused by the daemon itself.)
 	d.Signal(syscall.SIGHUP)
 	line := d.WaitLog(regexp.MustCompile(`config reload refused`), 10*time.Second)
 	for _, want := range []string{"plants[0].name", "plants[0].timezone", "systemctl restart plantd"} {
@@ -78,6 +88,9 @@ func TestReloadRefusesPlantNameAndZone(t *testing.T) {
 
 	// The running name and zone again: the token change applies.
 	d.writeConfig(simConfigOf(devs, dir, tokens("b", tokB)))
+	if out, err := exec.Command(binPath, "check-config", "--running", d.path).CombinedOutput(); err != nil {
+		t.Errorf("check-config --running on the running name and zone: %v\n%s", err, out)
+	}
 	d.Signal(syscall.SIGHUP)
 	d.WaitLog(regexp.MustCompile(`config reloaded"? tokens=1`), 10*time.Second)
 	if code, got := plants(tokB); code != 200 || got != "Test Europe/Berlin" {

@@ -73,6 +73,12 @@ func serve(ctx context.Context, cfg *config.Config, cfgPath string, lns listener
 		return failureStatus(err)
 	}
 	d.reportEvery, d.level, d.reload, d.configPath = report, level, reload, cfgPath
+	if reload != nil {
+		// For check-config --running, the unit's ExecReload.
+		if err := writeRunningPlants(cfg); err != nil {
+			logger.Warn("a reload cannot check the plants' names and time zones: " + err.Error())
+		}
+	}
 	startPprof(ctx, logger)
 	logger.Info("plantd running", "version", versionString(), "gateway", cfg.Gateway.ID,
 		"plants", len(cfg.Plants), "devices", len(cfg.Devices))
@@ -123,7 +129,8 @@ func newLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 }
 
 func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check-config", "[--user NAME] FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0. Run as root, it also checks that the service user can reach\nthe config and every file it names (else each problem with its fix, exit 78).", stderr)
+	fs := newFlagSet("check-config", "[--user NAME] [--running] FILE\n\nValidates FILE without starting: prints every problem as FILE:LINE: field: message and exits 78,\nor says it is valid and exits 0. Run as root, it also checks that the service user can reach\nthe config and every file it names (else each problem with its fix, exit 78).", stderr)
+	running := fs.Bool("running", false, "also refuse a changed plant name or time zone against the plantd running on this config's database (the unit's ExecReload: a reload does not apply them, exit 1)")
 	userName := fs.String("user", "", "the service user whose access root's check-config checks (default "+serviceUser+", the unit's User=; skipped when there is no such user)")
 	file, code, ok := parseOneArg(fs, args)
 	if !ok {
@@ -139,6 +146,14 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return exitUsage
 	} else if !ok {
 		return exitConfig
+	}
+	if *running {
+		if ok, err := checkRunning(cfg, file, stderr); err != nil {
+			fmt.Fprintf(stderr, "plantd check-config: %v\n", err)
+			return exitFailure
+		} else if !ok {
+			return exitFailure
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", file, count(len(cfg.Plants), "plant"), count(len(cfg.Devices), "device"))
 	return exitOK
