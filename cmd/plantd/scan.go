@@ -13,11 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/internal/termtext"
 	"plantd/modbus"
 	"plantd/plant/kind"
 )
@@ -320,7 +319,7 @@ func printScan(w io.Writer, r scanResult) {
 	fmt.Fprintf(w, "%s unit %d: SunSpec device, map at base %d\n", r.Address, r.Unit, r.Base)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "  %-13s %s\n", k, terminalSafe(v))
+			fmt.Fprintf(w, "  %-13s %s\n", k, termtext.Safe(v))
 		}
 	}
 	row("kind", fmt.Sprintf("%s (%s platform)", r.Kind, r.Platform))
@@ -360,28 +359,9 @@ func printScan(w io.Writer, r scanResult) {
 					val += " (" + strings.Join(p.Symbol, ", ") + ")"
 				}
 			}
-			fmt.Fprintf(w, "          %-28s %s\n", p.Name, terminalSafe(val))
+			fmt.Fprintf(w, "          %-28s %s\n", p.Name, termtext.Safe(val))
 		}
 	}
-}
-
-// terminalSafe quotes what a device's strings must not send to a
-// terminal: control characters (C0, DEL, C1: escape sequences, bells,
-// carriage returns) and invalid UTF-8, written as Go escapes (\x1b, \a).
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // hostPort adds the default port to a host without one.

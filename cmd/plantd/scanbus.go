@@ -16,6 +16,7 @@ import (
 
 	"plantd/devices"
 	"plantd/devices/template"
+	"plantd/internal/termtext"
 	"plantd/modbus"
 )
 
@@ -193,7 +194,7 @@ func (b *busScan) printFound(f busFound) {
 				val += " " + p.Units
 			}
 		}
-		fmt.Fprintf(b.out, "    %-28s %s\n", p.Name, terminalSafe(val))
+		fmt.Fprintf(b.out, "    %-28s %s\n", p.Name, termtext.Safe(val))
 	}
 }
 
