@@ -9,11 +9,11 @@ import { settingsLabel, configLabel, SETTINGS, SETTINGS_ABOUT, FUNCTIONS, curveL
 
 const TYPES = Object.keys(SETTINGS);
 
-// functionOf: which function a configuration is: the answer's function
-// when it names one, else told by its SunSpec models (two reactive-power
-// configurations can share a type name).
+// functionOf: which function a configuration is, in words: the answer's
+// function (its active form's name), else told by its SunSpec models (two
+// reactive-power configurations can share a type name).
 function functionOf(cf) {
-  if (cf.function) return cf.function;
+  if (cf.function) return configLabel(cf.function); // the answer's name of it, in words
   if (!cf.type.startsWith('ReactivePowerGrid')) return '';
   const fs = [...new Set((cf.values || []).map(v => FUNCTIONS[v.model]).filter(Boolean))];
   return fs.length === 1 ? fs[0] : '';
