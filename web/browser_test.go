@@ -107,6 +107,18 @@ func apiSend(t *testing.T, method, url, token, contentType, body string) (int, [
 	return resp.StatusCode, b
 }
 
+// demoDeviceAddr is the host:port plantd demo printed for device id.
+func demoDeviceAddr(t *testing.T, demo *proctest.Proc, id string) string {
+	t.Helper()
+	for _, d := range deviceRE.FindAllStringSubmatch(demo.Stdout.String(), -1) {
+		if d[1] == id {
+			return d[2] + ":" + d[3]
+		}
+	}
+	t.Fatalf("demo output without the device %s: %s", id, demo.Stdout.String())
+	return ""
+}
+
 // demoToken is the installer token plantd demo printed.
 func demoToken(t *testing.T, demo *proctest.Proc) string {
 	t.Helper()

@@ -31,15 +31,7 @@ func TestBrowserViews(t *testing.T) {
 	chrome, shots, dir, bin := browserSetup(t)
 	base, demo := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "11:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
-	token, rcr := demoToken(t, demo), ""
-	for _, d := range deviceRE.FindAllStringSubmatch(demo.Stdout.String(), -1) {
-		if d[1] == "rcr" {
-			rcr = d[2] + ":" + d[3]
-		}
-	}
-	if rcr == "" {
-		t.Fatalf("demo output without the I/O module rcr: %s", demo.Stdout.String())
-	}
+	token, rcr := demoToken(t, demo), demoDeviceAddr(t, demo, "rcr")
 	var mu sync.Mutex
 	var problems []string
 	b := startBrowser(t, chrome, func(ev any) {
