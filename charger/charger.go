@@ -122,6 +122,18 @@ type Status struct {
 	LastError string
 }
 
+// Plugged reports whether the connector's status means a car is connected
+// (OCPP 1.6 §4.9: Preparing through Finishing; Available, Reserved,
+// Unavailable, Faulted and an unknown status do not).
+func (s Status) Plugged() bool {
+	switch core.ChargePointStatus(s.State) {
+	case core.ChargePointStatusPreparing, core.ChargePointStatusCharging, core.ChargePointStatusSuspendedEV,
+		core.ChargePointStatusSuspendedEVSE, core.ChargePointStatusFinishing:
+		return true
+	}
+	return false
+}
+
 // Central is plantd's OCPP 1.6J central system: the configured charge
 // points connect to it, and SetCurrent limits them.
 type Central struct {

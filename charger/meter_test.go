@@ -86,3 +86,15 @@ func TestLimitProfileTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusPlugged: the connector statuses with a car (OCPP 1.6 §4.9).
+func TestStatusPlugged(t *testing.T) {
+	for state, want := range map[string]bool{
+		"": false, "Available": false, "Reserved": false, "Unavailable": false, "Faulted": false,
+		"Preparing": true, "Charging": true, "SuspendedEV": true, "SuspendedEVSE": true, "Finishing": true,
+	} {
+		if got := (Status{State: state}).Plugged(); got != want {
+			t.Errorf("%q: plugged %v, want %v", state, got, want)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func newCentral(cfg *config.Config, ln net.Listener, log *slog.Logger) (*chargeP
 			continue
 		}
 		points = append(points, charger.Point{ID: c.ChargePointID, Password: c.Password, Phases: c.Phases,
-			MaxCurrentA: c.MaxCurrent, FallbackCurrentA: *c.FallbackCurrent, Validity: c.Watchdog})
+			MaxCurrentA: c.MaxCurrent, FallbackCurrentA: c.Fallback(), Validity: c.Watchdog})
 		phases[c.ChargePointID] = c.Phases
 	}
 	if len(points) == 0 {
@@ -55,21 +55,10 @@ func (c *chargePoints) Reading(id string) (consumer.Reading, error) {
 		return consumer.Reading{}, fmt.Errorf("%w (it connects to plantd's OCPP central system)", charger.ErrNotConnected)
 	}
 	r := consumer.Reading{PowerW: st.PowerW, HasPower: st.HasPower, EnergyWh: st.EnergyWh, HasEnergy: st.HasEnergy,
-		Charger: &consumer.ChargerState{Status: st.State, SoC: st.SoC, HasSoC: st.HasSoC, Plugged: plugged(st.State)}}
+		Charger: &consumer.ChargerState{Status: st.State, SoC: st.SoC, HasSoC: st.HasSoC, Plugged: st.Plugged()}}
 	r.Output.Phases = c.phases[id]
 	if st.HasCurrent {
 		r.Output.CurrentA, r.Output.On = st.CurrentA, st.CurrentA > 0
 	}
 	return r, nil
-}
-
-// plugged reports whether a connector status means a car is connected
-// (OCPP 1.6 §4.9: Preparing to Finishing; Reserved, Available,
-// Unavailable and Faulted do not).
-func plugged(state string) bool {
-	switch state {
-	case "Preparing", "Charging", "SuspendedEV", "SuspendedEVSE", "Finishing":
-		return true
-	}
-	return false
 }

@@ -85,8 +85,9 @@ func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 		s.MustRun = append(s.MustRun, mr)
 	}
 	if k.Setpoint == consumer.SetpointCurrent {
+		enable, disable := c.Delays()
 		s.Charger = consumer.ChargerSpec{MinA: c.MinCurrent, MaxA: c.MaxCurrent, Phases: c.Phases,
-			EnableDelay: *c.EnableDelay, DisableDelay: *c.DisableDelay}
+			EnableDelay: enable, DisableDelay: disable}
 	}
 	drv, err := drivers.New(drivers.Device{ID: dc.ID, Host: dc.Host, Port: dc.Port, Timeout: dc.Timeout}, c.Settings, driverEnv{d})
 	if err != nil {

@@ -157,7 +157,7 @@ var kinds = []Kind{
 			if err != nil {
 				return nil, err
 			}
-			return NewCharger(cps, ChargerConfig{ID: s.ChargePointID, Phases: s.Phases, Fallback: *s.FallbackCurrent, Validity: s.Watchdog})
+			return NewCharger(cps, ChargerConfig{ID: s.ChargePointID, Phases: s.Phases, Fallback: s.Fallback(), Validity: s.Watchdog})
 		}},
 }
 
@@ -275,6 +275,28 @@ func defaultCharger(s *Settings) {
 		d := defaultDisableDelay
 		s.DisableDelay = &d
 	}
+}
+
+// Fallback is a charger's fallback current (A): FallbackCurrent, else
+// its minimum (what Defaults sets; a Settings built in code may lack it).
+func (s *Settings) Fallback() float64 {
+	if s.FallbackCurrent != nil {
+		return *s.FallbackCurrent
+	}
+	return orDefault(s.MinCurrent, defaultMinCurrent)
+}
+
+// Delays are a charger's PV-mode enable and disable delays, evcc's
+// defaults where unset.
+func (s *Settings) Delays() (enable, disable time.Duration) {
+	enable, disable = defaultEnableDelay, defaultDisableDelay
+	if s.EnableDelay != nil {
+		enable = *s.EnableDelay
+	}
+	if s.DisableDelay != nil {
+		disable = *s.DisableDelay
+	}
+	return enable, disable
 }
 
 // refuseCharger refuses the charger keys on a driver that is none.
