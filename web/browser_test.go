@@ -641,6 +641,31 @@ func scrollsSideways(t *testing.T, b *browser) []string {
 	return out
 }
 
+// consoleProblems collects the page's problems (pageProblem) from the
+// browser's event goroutine, for the test to report at its end.
+type consoleProblems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (c *consoleProblems) add(ev any) {
+	if p := pageProblem(ev); p != "" {
+		c.mu.Lock()
+		c.list = append(c.list, p)
+		c.mu.Unlock()
+	}
+}
+
+// report fails the test for each problem collected.
+func (c *consoleProblems) report(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.list {
+		t.Errorf("browser console: %s", p)
+	}
+}
+
 // pageProblem is what a browser event says went wrong in the page: a
 // console error or an uncaught exception; "" for any other event. A
 // 401/403/404 the page asked for and handles is logged by the browser as a

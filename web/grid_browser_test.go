@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -113,17 +112,10 @@ func TestBrowserGridSchedules(t *testing.T) {
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
 	token, rcr := demoToken(t, demo), demoDeviceAddr(t, demo, "rcr")
 
-	var mu sync.Mutex
-	var problems []string
-	b := startBrowser(t, chrome, func(ev any) {
-		// The 403 the page is answered for the grid operator's schedule
-		// is a failed load it handles: not a problem (pageProblem).
-		if p := pageProblem(ev); p != "" {
-			mu.Lock()
-			defer mu.Unlock()
-			problems = append(problems, p)
-		}
-	})
+	// The 403 the page is answered for the grid operator's schedule is a
+	// failed load it handles: not a problem (pageProblem).
+	var problems consoleProblems
+	b := startBrowser(t, chrome, problems.add)
 	js := func(s string, out any) {
 		t.Helper()
 		if err := b.eval(s, out); err != nil {
@@ -381,9 +373,5 @@ func TestBrowserGridSchedules(t *testing.T) {
 	b.waitFor("the input's window still listed", `document.querySelector('`+inRow+`[data-status=active]')`, 10*time.Second)
 	shot("grid-refused-desktop", 1280, 900, false)
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Errorf("browser console: %s", p)
-	}
+	problems.report(t)
 }

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,15 +31,8 @@ func TestBrowserViews(t *testing.T) {
 	base, demo := startPlantd(t, bin, "demo", "--speed", "300", "--interval", "250ms", "--start", "11:00", "--mqtt", "off",
 		"--listen", "127.0.0.1:0", "--db", filepath.Join(dir, "demo.db"))
 	token, rcr := demoToken(t, demo), demoDeviceAddr(t, demo, "rcr")
-	var mu sync.Mutex
-	var problems []string
-	b := startBrowser(t, chrome, func(ev any) {
-		if p := pageProblem(ev); p != "" {
-			mu.Lock()
-			defer mu.Unlock()
-			problems = append(problems, p)
-		}
-	})
+	var problems consoleProblems
+	b := startBrowser(t, chrome, problems.add)
 	js := func(s string, out any) {
 		t.Helper()
 		if err := b.eval(s, out); err != nil {
@@ -250,9 +242,5 @@ func TestBrowserViews(t *testing.T) {
 		both(v.view, v.wait)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Errorf("browser console: %s", p)
-	}
+	problems.report(t)
 }
