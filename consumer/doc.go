@@ -96,6 +96,12 @@
 // A current that only changes is written at once and logged nowhere; a
 // start or stop is a switch for the guards and the plant log. Dimmed
 // (§14a), a charger is slowed down to what fits before it is stopped.
+// After a restart plantd knows a charger's current only once the charger
+// accepted a profile of this run (the fallback it installs at
+// connection, or a current): a charger kept "on" may be read at 0 A
+// first and count as switched once (ConsumerFoundSwitched), and one seen
+// before its first StatusNotification is decided as without a car (0 A)
+// for a cycle.
 //
 // Worked example, 3 phases, 6..16 A (690 W an ampere): 5 kW of surplus
 // at 12:00 starts nothing until 12:01, then 7 A (4830 W: 5000/690 = 7.2).
