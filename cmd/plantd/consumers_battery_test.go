@@ -69,7 +69,7 @@ func (s batterySample) onSurplus() bool {
 // three consumers (5.8 kW) running in mode On and then all set to Auto,
 // as in the demo: the battery holds the meter at 0, so a decision on the
 // meter alone kept all three on "Surplus" while the battery fed them.
-// Over 30 simulated minutes (speed 20) the battery's SoC never falls
+// Over 12 simulated minutes (speed 20) the battery's SoC never falls
 // while consumers run on Surplus (all that run, none held on by its
 // minimum on time) beyond what one decision's delay costs: each stretch
 // in which they do ends
@@ -77,12 +77,16 @@ func (s batterySample) onSurplus() bool {
 // a control cycle and a read back are about 2.5 s of wall clock, 50 s of
 // simulated time, in which a shortfall of up to 2 kW drains the battery
 // before plantd sees it); and under a grid operator's 30 % opModMaxLimW
-// (5.4 kW) for 15 simulated minutes no consumer switches on while the
-// battery discharges.
+// (5.4 kW) for 6 simulated minutes no consumer switches on while the
+// battery discharges. The meter-only decision this guards against drained
+// the battery by about 0.15 % a minute here (50.24 → 45.60 % in 30
+// minutes), so 12 minutes show it at several times the 0.3 % bound; the
+// full 30 and 15 minutes of issue 40's acceptance cost two minutes of
+// the suite's critical path.
 func TestConsumersBatteryWinterNoon(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	if testing.Short() {
-		t.Skip("runs plantd with consumers and a battery for 30 simulated minutes (~2 min)")
+		t.Skip("runs plantd with consumers and a battery for 18 simulated minutes (~1 min)")
 	}
 	const speed = 20.0
 	p := batterySim(t, speed)
@@ -160,7 +164,7 @@ func TestConsumersBatteryWinterNoon(t *testing.T) {
 		t.Logf("%s: %d samples%s", what, len(ss), b.String())
 	}
 
-	ss := run(30 * time.Minute)
+	ss := run(12 * time.Minute)
 	report("winter noon, all Auto, prioritySoc 20", ss)
 	// Stretches with a consumer on Surplus.
 	var stretches, surplusSamples int
@@ -206,7 +210,7 @@ func TestConsumersBatteryWinterNoon(t *testing.T) {
 		t.Fatalf("POST opModMaxLimW 30 %%: %d %s", code, b)
 	}
 	waitUntil(t, 10*time.Second, "PV at or below 30 % of 18 kW", func() bool { return p.Balance().PVW <= 5400+100 })
-	ls := run(15 * time.Minute)
+	ls := run(6 * time.Minute)
 	report("opModMaxLimW 30 %", ls)
 	switchedOn := 0
 	for i := 1; i < len(ls); i++ {
