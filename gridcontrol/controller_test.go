@@ -464,40 +464,29 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case on a plant of its own
-			r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
+			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 			r.waitFor(10*time.Second, "both inverters at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
-			s1, mid := window(time.Second, 2*time.Second)
+			s1, mid := r.window(time.Second, 2*time.Second)
 			end := mid.Add(2 * time.Second)
 			if tc.overwrite {
 				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, end, tc.first)))
-				time.Sleep(time.Until(s1.Add(time.Second)))
+				r.stepTo(s1.Add(time.Second))
 				r.mustSubmit(body(limitCmd("opModMaxLimW", mid, end.Add(time.Second), tc.second)))
 				end = end.Add(time.Second)
 			} else {
 				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, mid, tc.first), limitCmd("opModMaxLimW", mid, end, tc.second)))
 			}
-			// Sample the limit in effect between the writes, too.
+			// The limit in effect after every cycle (the trace below has
+			// every write between).
 			peak := map[string]float64{}
-			stop := make(chan struct{})
-			sampled := make(chan struct{})
-			go func() {
-				defer close(sampled)
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(10 * time.Millisecond):
-					}
-					if now := time.Now(); now.After(s1.Add(500*time.Millisecond)) && now.Before(end) {
-						for _, id := range []string{"inv1", "inv2"} {
-							peak[id] = max(peak[id], r.limitOf(id))
-						}
+			for r.now().Before(end) {
+				r.step(r.clk, r.cfg.Cycle)
+				if now := r.now(); now.After(s1.Add(500*time.Millisecond)) && now.Before(end) {
+					for _, id := range []string{"inv1", "inv2"} {
+						peak[id] = max(peak[id], r.limitOf(id))
 					}
 				}
-			}()
-			time.Sleep(time.Until(end))
-			close(stop)
-			<-sampled
+			}
 			r.waitFor(10*time.Second, "the fallback ramp back at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 			hi := max(tc.first, tc.second)
 			for _, id := range []string{"inv1", "inv2"} {
