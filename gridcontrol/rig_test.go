@@ -446,6 +446,7 @@ func (r *rig) command(id string, i int) gridcontrol.ScheduledCmd {
 // message contains every part.
 func (r *rig) logHas(code string, parts ...string) bool {
 	r.t.Helper()
+	r.flush()
 	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
@@ -465,10 +466,20 @@ next:
 	return false
 }
 
+// flush commits what the controller queued for the store (the plant log
+// is written behind its back), so that a stepped rig reads it at once.
+func (r *rig) flush() {
+	r.t.Helper()
+	if err := r.st.Flush(context.Background()); err != nil {
+		r.t.Fatalf("flush the store: %v", err)
+	}
+}
+
 // logCount is the number of plant log entries with the code whose message
 // contains every part.
 func (r *rig) logCount(code string, parts ...string) int {
 	r.t.Helper()
+	r.flush()
 	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
