@@ -201,8 +201,8 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	// The controller runs on a clock the test steps: the window's start,
 	// middle and end come when the test moves the clock there, and the
 	// writes at each are waited for, however slowly they come.
-	clk := newStepClock(t, time.Now())
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon})
+	clk := r.clk
 	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
 	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {
 		def["inv1"][m] = r.read("inv1", m)
@@ -568,13 +568,13 @@ func TestDERRestoreBitForBit(t *testing.T) {
 			t.Parallel()
 			devs := sim.DefaultConfig().Devices
 			devs[1].AdoptClearsRequest = tc.clears
-			r := newRig(t, rigOpts{devices: devs, before: tc.before})
+			r := newRig(t, rigOpts{stepped: true, devices: devs, before: tc.before})
 			def := r.read("inv2", 705)
 			vv := tweak(points(t, def, 0), -5)
-			start, end := window(time.Second, 2*time.Second)
+			start, end := r.window(time.Second, 2*time.Second)
 			b, _ := json.Marshal(gridcontrol.Curve{Points: vv})
 			r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), b)))
-			r.waitFor(time.Until(end)+5*time.Second, "the curve restored", func() bool {
+			r.waitFor(end.Sub(r.now())+5*time.Second, "the curve restored", func() bool {
 				return r.logHas("GridControlRestored", "inv2", "model 705")
 			})
 			if !r.logHas("GridControlWrite", "inv2", "model 705") {
@@ -598,8 +598,8 @@ func TestDERRestoreBitForBit(t *testing.T) {
 // percentage on a device are refused, naming the point.
 func TestCurveInVolts(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
-	start, end := window(time.Second, 3*time.Second)
+	r := newRig(t, rigOpts{stepped: true, before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
+	start, end := r.window(time.Second, 3*time.Second)
 	post := func(pts string) (gridcontrol.Schedule, error) {
 		return r.submit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end), pts)))
 	}
@@ -623,7 +623,7 @@ func TestCurveInVolts(t *testing.T) {
 			exp = append(exp, gridcontrol.CurvePoint{X: p.X / w.vref * 100, Y: p.Y})
 		}
 		var got []gridcontrol.CurvePoint
-		r.waitFor(time.Until(end), id+" holding the curve in % of its reference voltage", func() bool {
+		r.waitFor(end.Sub(r.now()), id+" holding the curve in % of its reference voltage", func() bool {
 			inst := r.read(id, w.model)
 			got = points(t, inst, lastWritable(t, inst))
 			if len(got) != len(exp) {

@@ -111,7 +111,7 @@ func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 func TestFeedInLimitPct(t *testing.T) {
 	t.Parallel()
 	devs := sim.DefaultConfig().Devices
-	r := newRig(t, rigOpts{devices: []sim.DeviceConfig{devs[0], devs[1], devs[2]}}) // inv1, inv2, meter
+	r := newRig(t, rigOpts{stepped: true, devices: []sim.DeviceConfig{devs[0], devs[1], devs[2]}}) // inv1, inv2, meter
 	pct := func() float64 {
 		v, err := r.controller().FeedInLimitPct("demo")
 		if err != nil {
@@ -125,7 +125,7 @@ func TestFeedInLimitPct(t *testing.T) {
 	if _, err := r.controller().FeedInLimitPct("nowhere"); err == nil {
 		t.Error("an unknown plant: no error")
 	}
-	start, _ := window(0, 0)
+	start, _ := r.window(0, 0)
 	end := start.Add(10 * time.Minute)
 	inW := func(w float64) string {
 		return fmt.Sprintf(`{"command":"FeedInLimit","start":%q,"end":%q,"value":%g,"unit":"W"}`, ts(start), ts(end), w)

@@ -11,7 +11,7 @@ import (
 // TestGoverningLimit: the limit in force is the most restrictive of the
 // channels' windows, whoever sent it, and none once they end.
 func TestGoverningLimit(t *testing.T) {
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	r.start()
 	t.Cleanup(r.stop)
 	gc := r.controller()

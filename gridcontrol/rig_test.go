@@ -75,8 +75,11 @@ type rigOpts struct {
 	// before runs once every device is discovered, before plantd first
 	// touches them (an installer's settings).
 	before func(r *rig)
-	// stepped makes the rig the decision-test harness (see rig).
+	// stepped makes the rig the decision-test harness (see rig);
+	// clockAt is where its clock starts (zero: noon, the simulator's
+	// start).
 	stepped bool
+	clockAt time.Time
 }
 
 // summer noon in Munich: the inverters run near their rating.
@@ -100,7 +103,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	r := &rig{t: t, pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
 	t.Cleanup(func() { _ = r.pool.Close() })
 	if o.stepped {
-		r.clk = newStepClock(t, noon)
+		r.clk = newStepClock(t, cmp.Or(o.clockAt, noon))
 		scfg.Now = r.clk.Now
 		p, err := sim.New(scfg, slog.New(slog.DiscardHandler))
 		if err != nil {
