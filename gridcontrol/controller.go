@@ -174,7 +174,7 @@ type Stats struct {
 	Writes, WriteErrors, Restores uint64
 	// Edges counts the window starts and ends that caused a write.
 	Edges uint64
-	// EdgeToWrite are the latencies from a window's start or end (cron) to
+	// EdgeToWrite are the latencies from a window's start or end (an edge) to
 	// the first write it caused, last 1000.
 	EdgeToWrite []time.Duration
 	// Cycles are the durations of the last 1000 control cycles that wrote
