@@ -78,6 +78,17 @@ func (c *stepClock) After(d time.Duration) <-chan time.Time {
 	return c.cur.ch
 }
 
+// timer is when the loop's timer fires (false: the loop is not waiting
+// on one).
+func (c *stepClock) timer() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return time.Time{}, false
+	}
+	return c.cur.at, true
+}
+
 // Advance moves the clock by d and fires the loop's timer if the clock
 // passed it. The returned channel is closed once the loop has run a
 // cycle at the new time (see stepClock).
@@ -200,5 +211,43 @@ func TestWindowSteppedOnInjectedClock(t *testing.T) {
 	})
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
 		t.Errorf("status after the window: %s", c.Status)
+	}
+}
+
+// TestEdgeArmedWhileTheLoopWaits: the run loop waits on one timer of the
+// clock, here for a cycle of 10 s; a window submitted meanwhile that
+// starts in 2 s re-arms it (the loop is kicked and waits for the new
+// edge), so the clock reaching the start runs the cycle that writes the
+// limit, 8 s before the cycle's own tick. A loop that kept its old timer
+// would not run at 2 s (the step would hang); one that fired the edge late
+// would write later.
+func TestEdgeArmedWhileTheLoopWaits(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{Cycle: 10 * time.Second}})
+	r.step(r.clk, 10*time.Second) // the loop waits for its next tick, 10 s ahead
+	start := r.now().Add(2 * time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", start, start.Add(time.Hour), 30)))
+	// The loop, kicked, waits on a timer for the start (the bound only
+	// ends a test whose loop never does).
+	look := time.NewTicker(time.Millisecond)
+	defer look.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-look.C {
+		if at, ok := r.clk.timer(); ok && at.Equal(start) {
+			break
+		}
+		if time.Now().After(deadline) {
+			at, ok := r.clk.timer()
+			t.Fatalf("the loop's timer at %v (waiting %v), want the window's start %v", at, ok, start)
+		}
+	}
+	if l := r.limitOf("inv1"); l != 100 {
+		t.Fatalf("inv1 at %g %% before the window", l)
+	}
+	r.step(r.clk, 2*time.Second)
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 30 || l2 != 30 {
+		t.Fatalf("at the window's start: %g and %g %%, want 30 %% on both", l1, l2)
+	}
+	if st := r.controller().Stats(); st.Edges == 0 || len(st.EdgeToWrite) == 0 || st.EdgeToWrite[0] != 0 {
+		t.Errorf("edges %d, edge to write %v: want the start's write in its cycle, at the edge's time on the clock", st.Edges, st.EdgeToWrite)
 	}
 }
