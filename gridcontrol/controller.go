@@ -259,11 +259,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.restore(ctx); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	for _, pc := range c.plants {
-		c.arm(pc)
-	}
-	c.mu.Unlock()
+	c.armAll()
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); c.watchHeld(wctx) }()
@@ -405,6 +401,15 @@ func (c *Controller) feeding() bool {
 		}
 	}
 	return false
+}
+
+// armAll arms the edges of every plant's windows (the loaded ones).
+func (c *Controller) armAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pc := range c.plants {
+		c.arm(pc)
+	}
 }
 
 // arm replaces a plant's edges by one per future window boundary, and
