@@ -12,8 +12,6 @@ import (
 // channels' windows, whoever sent it, and none once they end.
 func TestGoverningLimit(t *testing.T) {
 	r := newRig(t, rigOpts{stepped: true})
-	r.start()
-	t.Cleanup(r.stop)
 	gc := r.controller()
 	<-gc.Loaded()
 	ctx := context.Background()

@@ -281,9 +281,17 @@ func (r *rig) pollOne(ctx context.Context, id string, s *plant.Sample) error {
 	return nil
 }
 
-// start runs a new controller on the rig's store, as plantd starting.
+// start runs a new controller on the rig's store, as plantd starting;
+// the last one must have been stopped (two would fight over the devices,
+// and the first would outlive the test).
 func (r *rig) start() {
 	r.t.Helper()
+	r.mu.Lock()
+	running := r.cancel != nil
+	r.mu.Unlock()
+	if running {
+		r.t.Fatal("rig: start with a controller running (stop it first)")
+	}
 	var logger *slog.Logger
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
