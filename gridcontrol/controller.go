@@ -287,6 +287,8 @@ func (c *Controller) load(ctx context.Context) error {
 				pc.scheds = append(pc.scheds, &sc)
 			}
 			c.mu.Unlock()
+			// A Submit that stored its schedule before this read and
+			// holds it only after: hold replaces this copy.
 		}
 	}
 	for _, pc := range c.plants {
@@ -297,6 +299,17 @@ func (c *Controller) load(ctx context.Context) error {
 	}
 	close(c.loaded)
 	return nil
+}
+
+// hold puts a submitted schedule among the plant's, in place of the copy
+// of it load may have read from the store meanwhile (Submit stores before
+// it holds): a schedule held twice would supersede itself. c.mu is held.
+func (pc *plantCtl) hold(sc *Schedule) {
+	if i := slices.IndexFunc(pc.scheds, func(h *Schedule) bool { return h.ScheduleID == sc.ScheduleID }); i >= 0 {
+		pc.scheds[i] = sc
+		return
+	}
+	pc.scheds = append(pc.scheds, sc)
 }
 
 // restore takes back what an earlier run left: the controls plantd owns
