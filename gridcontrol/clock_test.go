@@ -251,3 +251,43 @@ func TestEdgeArmedWhileTheLoopWaits(t *testing.T) {
 		t.Errorf("edges %d, edge to write %v: want the start's write in its cycle, at the edge's time on the clock", st.Edges, st.EdgeToWrite)
 	}
 }
+
+// TestClockLeapsOverEdges: the clock leaps an hour (a stepped clock, a
+// machine back from suspend) over two edges, the start of a 40 % window
+// and the start of the 20 % one that follows it: the loop fires both,
+// once, and the cycle at the new time writes the window open now, 20 %,
+// never the 40 % the clock passed. Leaping past the end, the limit ramps
+// back as at any end: no jump to the default.
+func TestClockLeapsOverEdges(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: 10, Cycle: time.Second}})
+	s1 := r.now().Add(time.Minute)
+	s2, end := s1.Add(30*time.Minute), s1.Add(90*time.Minute)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s1, s2, 40), limitCmd("opModMaxLimW", s2, end, 20)))
+	r.stepTo(s1.Add(-time.Second))
+	before := r.controller().Stats()
+	r.step(r.clk, time.Hour) // to 29 min past s2
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 20 || l2 != 20 {
+		t.Fatalf("after the leap: %g and %g %%, want the window open now, 20 %%", l1, l2)
+	}
+	for _, id := range []string{"inv1", "inv2"} {
+		for _, w := range r.limitWrites(id, s1.Add(-time.Second)) {
+			if w.LimitPct != 20 {
+				t.Errorf("%s: %g %% written after the leap, want only 20 %%", id, w.LimitPct)
+			}
+		}
+	}
+	after := r.controller().Stats()
+	if n := len(after.EdgeToWrite) - len(before.EdgeToWrite); n != 1 {
+		t.Errorf("%d edge latencies from one leap over two edges, want 1 (the edges fire once, the write follows the later)", n)
+	} else if d := after.EdgeToWrite[len(after.EdgeToWrite)-1]; d != r.now().Sub(s2) {
+		t.Errorf("edge to write %s, want %s: from the later edge passed", d, r.now().Sub(s2))
+	}
+	// Past the end by an hour: one cycle's step of the ramp (10 % of a
+	// second), not the default at once.
+	r.step(r.clk, time.Hour)
+	r.step(r.clk, time.Second)
+	if l := r.limitOf("inv1"); l <= 20 || l > 30 {
+		t.Errorf("a cycle after leaping past the end: %g %%, want one ramp step above 20 %%", l)
+	}
+}
