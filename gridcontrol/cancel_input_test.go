@@ -14,7 +14,7 @@ import (
 // superseded, not to "no limit"; the ended schedule is listed done and an
 // unknown one is an error.
 func TestCancelHandsBackToOlderWindow(t *testing.T) {
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	gc := r.controller()
 	ctx := context.Background()
 	limit := func(id string) float64 { return r.sim.Device(id).State().EffectiveLimitPct }

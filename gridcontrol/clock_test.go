@@ -78,6 +78,17 @@ func (c *stepClock) After(d time.Duration) <-chan time.Time {
 	return c.cur.ch
 }
 
+// timer is when the loop's timer fires (false: the loop is not waiting
+// on one).
+func (c *stepClock) timer() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return time.Time{}, false
+	}
+	return c.cur.at, true
+}
+
 // Advance moves the clock by d and fires the loop's timer if the clock
 // passed it. The returned channel is closed once the loop has run a
 // cycle at the new time (see stepClock).
@@ -128,20 +139,29 @@ func (c *stepClock) Advance(d time.Duration) <-chan struct{} {
 
 // step advances the clock by d and waits until the controller's run loop
 // has run its cycle at the new time (its writes included; the bound only
-// ends a test whose controller hangs).
+// ends a test whose controller hangs); with the controller stopped it
+// only moves the clock. A stepped rig then polls every device.
 func (r *rig) step(clk *stepClock, d time.Duration) {
 	r.t.Helper()
 	ran := clk.Advance(d)
-	select {
-	case <-ran:
-	case <-time.After(30 * time.Second):
-		r.t.Fatalf("after 30s: still not the cycle at the new time (did the step pass the loop's next timer?)")
+	r.mu.Lock()
+	running := r.cancel != nil
+	r.mu.Unlock()
+	if running {
+		select {
+		case <-ran:
+		case <-time.After(30 * time.Second):
+			r.t.Fatalf("after 30s: still not the cycle at the new time (did the step pass the loop's next timer?)")
+		}
+	}
+	if r.polled != nil {
+		r.poll()
 	}
 }
 
 // TestWindowSteppedOnInjectedClock: the controller on an injected clock
-// runs an hour's window in a few seconds: the window's start and end (cron
-// entries fired by the run loop on that clock), the renewals at half the
+// runs an hour's window in a few seconds: the window's start and end (edges
+// fired by the run loop on that clock, as on every clock), the renewals at half the
 // reversion timeout and every step of the ramp happen when the clock is
 // advanced, not before; statuses follow the clock.
 func TestWindowSteppedOnInjectedClock(t *testing.T) {
@@ -191,5 +211,83 @@ func TestWindowSteppedOnInjectedClock(t *testing.T) {
 	})
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
 		t.Errorf("status after the window: %s", c.Status)
+	}
+}
+
+// TestEdgeArmedWhileTheLoopWaits: the run loop waits on one timer of the
+// clock, here for a cycle of 10 s; a window submitted meanwhile that
+// starts in 2 s re-arms it (the loop is kicked and waits for the new
+// edge), so the clock reaching the start runs the cycle that writes the
+// limit, 8 s before the cycle's own tick. A loop that kept its old timer
+// would not run at 2 s (the step would hang); one that fired the edge late
+// would write later.
+func TestEdgeArmedWhileTheLoopWaits(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{Cycle: 10 * time.Second}})
+	r.step(r.clk, 10*time.Second) // the loop waits for its next tick, 10 s ahead
+	start := r.now().Add(2 * time.Second)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", start, start.Add(time.Hour), 30)))
+	// The loop, kicked, waits on a timer for the start (the bound only
+	// ends a test whose loop never does).
+	look := time.NewTicker(time.Millisecond)
+	defer look.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-look.C {
+		if at, ok := r.clk.timer(); ok && at.Equal(start) {
+			break
+		}
+		if time.Now().After(deadline) {
+			at, ok := r.clk.timer()
+			t.Fatalf("the loop's timer at %v (waiting %v), want the window's start %v", at, ok, start)
+		}
+	}
+	if l := r.limitOf("inv1"); l != 100 {
+		t.Fatalf("inv1 at %g %% before the window", l)
+	}
+	r.step(r.clk, 2*time.Second)
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 30 || l2 != 30 {
+		t.Fatalf("at the window's start: %g and %g %%, want 30 %% on both", l1, l2)
+	}
+	if st := r.controller().Stats(); st.Edges == 0 || len(st.EdgeToWrite) == 0 || st.EdgeToWrite[0] != 0 {
+		t.Errorf("edges %d, edge to write %v: want the start's write in its cycle, at the edge's time on the clock", st.Edges, st.EdgeToWrite)
+	}
+}
+
+// TestClockLeapsOverEdges: the clock leaps an hour (a stepped clock, a
+// machine back from suspend) over two edges, the start of a 40 % window
+// and the start of the 20 % one that follows it: the loop fires both,
+// once, and the cycle at the new time writes the window open now, 20 %,
+// never the 40 % the clock passed. Leaping past the end, the limit ramps
+// back as at any end: no jump to the default.
+func TestClockLeapsOverEdges(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: 10, Cycle: time.Second}})
+	s1 := r.now().Add(time.Minute)
+	s2, end := s1.Add(30*time.Minute), s1.Add(90*time.Minute)
+	r.mustSubmit(body(limitCmd("opModMaxLimW", s1, s2, 40), limitCmd("opModMaxLimW", s2, end, 20)))
+	r.stepTo(s1.Add(-time.Second))
+	before := r.controller().Stats()
+	r.step(r.clk, time.Hour) // to 29 min past s2
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 20 || l2 != 20 {
+		t.Fatalf("after the leap: %g and %g %%, want the window open now, 20 %%", l1, l2)
+	}
+	for _, id := range []string{"inv1", "inv2"} {
+		for _, w := range r.limitWrites(id, s1.Add(-time.Second)) {
+			if w.LimitPct != 20 {
+				t.Errorf("%s: %g %% written after the leap, want only 20 %%", id, w.LimitPct)
+			}
+		}
+	}
+	after := r.controller().Stats()
+	if n := len(after.EdgeToWrite) - len(before.EdgeToWrite); n != 1 {
+		t.Errorf("%d edge latencies from one leap over two edges, want 1 (the edges fire once, the write follows the later)", n)
+	} else if d := after.EdgeToWrite[len(after.EdgeToWrite)-1]; d != r.now().Sub(s2) {
+		t.Errorf("edge to write %s, want %s: from the later edge passed", d, r.now().Sub(s2))
+	}
+	// Past the end by an hour: one cycle's step of the ramp (10 % of a
+	// second), not the default at once.
+	r.step(r.clk, time.Hour)
+	r.step(r.clk, time.Second)
+	if l := r.limitOf("inv1"); l <= 20 || l > 30 {
+		t.Errorf("a cycle after leaping past the end: %g %%, want one ramp step above 20 %%", l)
 	}
 }

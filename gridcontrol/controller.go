@@ -13,8 +13,6 @@ import (
 
 	"plantd/config"
 
-	"github.com/robfig/cron/v3"
-
 	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -53,9 +51,8 @@ type Config struct {
 	// schedules still pending is refused.
 	MaxSchedules int
 	// Clock validates and runs schedules: the cycle, the ramp, renewals
-	// and window boundaries (default: the system's clock, on which
-	// robfig/cron fires the boundaries; on another clock the run loop
-	// fires the same cron entries by that clock).
+	// and window edges (default: the system's clock). The run loop fires
+	// the edges by it, on every clock alike (edges).
 	Clock Clock
 	// Absorber, when set, is the home energy manager: each cycle of each
 	// plant it gets the plant's surplus (grid power, curtailed PV) after
@@ -139,7 +136,7 @@ type Live interface {
 type Conns func(deviceID string) (devices.ReadWriter, bool)
 
 // Controller stores schedules and applies them to the plant's inverters:
-// cron entries at every window start and end, and a control cycle that
+// an edge armed at every window start and end, and a control cycle that
 // writes, ramps, renews reversion timeouts, retries and runs the
 // FeedInLimit loop. Create it with New, run it with Run.
 type Controller struct {
@@ -150,11 +147,12 @@ type Controller struct {
 	conns Conns
 	clock Clock
 	now   func() time.Time // clock.Now
-	cron  *cron.Cron
-	// edgesUntil is the time up to which the run loop fired the cron
-	// entries itself (a clock other than the system's); zero on the
-	// system's clock, where cron fires them.
-	edgesUntil time.Time
+	// edges are the window edges armed on the clock. Guarded by mu.
+	edges edges
+	// sleepUntil is when the run loop's timer fires while the loop waits
+	// (zero: it is not waiting, and looks at the edges before it does):
+	// an edge armed before it kicks the loop. Guarded by mu.
+	sleepUntil time.Time
 	kick       chan struct{}
 	// loaded is closed once Run has loaded the stored schedules (Loaded).
 	loaded chan struct{}
@@ -176,7 +174,7 @@ type Stats struct {
 	Writes, WriteErrors, Restores uint64
 	// Edges counts the window starts and ends that caused a write.
 	Edges uint64
-	// EdgeToWrite are the latencies from a window's start or end (cron) to
+	// EdgeToWrite are the latencies from a window's start or end (an edge) to
 	// the first write it caused, last 1000.
 	EdgeToWrite []time.Duration
 	// Cycles are the durations of the last 1000 control cycles that wrote
@@ -202,7 +200,6 @@ type Stats struct {
 type plantCtl struct {
 	id     string
 	scheds []*Schedule
-	cronID []cron.EntryID
 	// pendingEdge is the time of the last window boundary not yet followed
 	// by a write (for the latency figures).
 	pendingEdge time.Time
@@ -241,7 +238,6 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, clock: cfg.Clock, now: cfg.Clock.Now,
 		kick: make(chan struct{}, 1), loaded: make(chan struct{}), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
-	c.cron = cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC), cron.WithLogger(cron.DiscardLogger))
 	for _, p := range live.Plants() {
 		c.plants[p.ID] = &plantCtl{id: p.ID, applied: map[string]map[string]time.Time{}}
 	}
@@ -255,8 +251,26 @@ func (c *Controller) Loaded() <-chan struct{} { return c.loaded }
 
 // Run loads the stored schedules, applies the windows open now (a window
 // that closed while plantd was down is not replayed), and runs the control
-// cycle until ctx ends.
+// cycle until ctx ends: load, restore, arm, loop.
 func (c *Controller) Run(ctx context.Context) error {
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	if err := c.restore(ctx); err != nil {
+		return err
+	}
+	c.armAll()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); c.watchHeld(wctx) }()
+	defer func() { stopWatch(); <-watched }()
+	c.loop(ctx)
+	return nil
+}
+
+// load reads every plant's stored schedules (one submitted before Run is
+// held already), drops those past keeping, and closes loaded.
+func (c *Controller) load(ctx context.Context) error {
 	for id, pc := range c.plants {
 		list, err := c.st.Schedules(ctx, id)
 		if err != nil {
@@ -268,12 +282,13 @@ func (c *Controller) Run(ctx context.Context) error {
 				c.log.Error("stored schedule unreadable, ignored", "plant", id, "schedule", s.ID, "err", err)
 				continue
 			}
-			// A schedule submitted before Run is already held.
 			c.mu.Lock()
 			if !slices.ContainsFunc(pc.scheds, func(h *Schedule) bool { return h.ScheduleID == sc.ScheduleID }) {
 				pc.scheds = append(pc.scheds, &sc)
 			}
 			c.mu.Unlock()
+			// A Submit that stored its schedule before this read and
+			// holds it only after: hold replaces this copy.
 		}
 	}
 	for _, pc := range c.plants {
@@ -283,117 +298,112 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.forget(ctx, pc, drop)
 	}
 	close(c.loaded)
+	return nil
+}
+
+// hold puts a submitted schedule among the plant's, in place of the copy
+// of it load may have read from the store meanwhile (Submit stores before
+// it holds): a schedule held twice would supersede itself. c.mu is held.
+func (pc *plantCtl) hold(sc *Schedule) {
+	if i := slices.IndexFunc(pc.scheds, func(h *Schedule) bool { return h.ScheduleID == sc.ScheduleID }); i >= 0 {
+		pc.scheds[i] = sc
+		return
+	}
+	pc.scheds = append(pc.scheds, sc)
+}
+
+// restore takes back what an earlier run left: the controls plantd owns
+// (the limit continues from what the device holds: reconcileLimit reads
+// it first) and the devices' quirks.
+func (c *Controller) restore(ctx context.Context) error {
 	owned, err := c.st.OwnedControls(ctx)
 	if err != nil {
-		return fmt.Errorf("grid control: %w", err)
+		return fmt.Errorf("grid control: owned controls: %w", err)
 	}
 	quirks, err := c.st.DeviceQuirks(ctx)
 	if err != nil {
-		return fmt.Errorf("grid control: %w", err)
+		return fmt.Errorf("grid control: device quirks: %w", err)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for dev, ctls := range owned {
 		dc := c.dev(dev)
 		for _, n := range ctls {
-			// Owned but not known: the limit continues from what the
-			// device holds (reconcileLimit reads it first).
 			dc.state(control(n)).owned = true
 		}
 	}
 	for dev, qs := range quirks {
 		c.dev(dev).needsToggle = slices.Contains(qs, quirkNeedsToggle)
 	}
-	for _, pc := range c.plants {
-		c.arm(pc)
-	}
-	c.mu.Unlock()
-	_, onWall := c.clock.(wallClock)
-	if onWall {
-		c.cron.Start()
-		defer func() { <-c.cron.Stop().Done() }()
-	} else {
-		c.edgesUntil = c.now()
-	}
+	return nil
+}
 
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() { defer close(watched); c.watchHeld(wctx) }()
-	defer func() { stopWatch(); <-watched }()
-
+// loop runs the control cycle until ctx ends: it fires the edges the
+// clock passed, runs a cycle, and waits on one timer of the clock for the
+// next cycle, ramp step or edge, whichever is first, or for a kick (a
+// schedule submitted, cancelled or extended, a held control changed).
+func (c *Controller) loop(ctx context.Context) {
 	// The cycle keeps its cadence on the clock: the next tick is a cycle
 	// after the last one, however long the step took.
 	tick := c.now().Add(c.cfg.Cycle)
 	for {
-		began := time.Now()
 		c.mu.Lock()
-		writes := c.stats.Writes + c.stats.WriteErrors
-		c.due = time.Time{}
+		c.sleepUntil = time.Time{}
+		c.edges.fire(c.now())
 		c.mu.Unlock()
-		// While a window waits for a device (offline at its start, or
-		// plantd just started), look again every tenth of a cycle, so the
-		// write follows the device's first answer within its poll.
-		wait := c.cfg.Cycle
-		if c.step(ctx) {
-			wait = c.cfg.Cycle / 10
-		}
-		took := time.Since(began)
-		now := c.now()
-		if !now.Before(tick) {
-			tick = now.Add(c.cfg.Cycle)
-		}
-		wait = min(wait, tick.Sub(now))
-		c.mu.Lock()
-		if due := c.due; !due.IsZero() {
-			// A ramp's next step is due a cycle after its last one, which
-			// the cycle's phase need not match.
-			wait = min(wait, max(due.Sub(now), 0))
-		}
-		if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
-			c.stats.Cycles = append(c.stats.Cycles, took)
-			c.stats.LastCycle = began
-			if len(c.stats.Cycles) > 1000 {
-				c.stats.Cycles = c.stats.Cycles[1:]
-			}
-		}
-		c.mu.Unlock()
-		if !onWall {
-			if next := c.fireEdges(now); !next.IsZero() {
-				wait = min(wait, max(next.Sub(now), 0))
-			}
-		}
+		var wait time.Duration
+		wait, tick = c.cycle(ctx, tick)
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-c.clock.After(wait):
-			if !onWall {
-				c.fireEdges(c.now())
-			}
 		case <-c.kick:
 		}
 	}
 }
 
-// fireEdges runs, on a clock other than the system's, the cron entries
-// (window boundaries) the clock passed since the last look, and returns
-// the time of the next one (zero: none).
-func (c *Controller) fireEdges(now time.Time) (next time.Time) {
-	for _, e := range c.cron.Entries() {
-		at := e.Schedule.Next(c.edgesUntil)
-		if at.IsZero() {
-			continue
-		}
-		if !at.After(now) {
-			e.Job.Run()
-			continue
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
+// cycle runs one control cycle and returns how long the loop may wait
+// (until the next tick, a ramp step due or the nearest edge; a tenth of a
+// cycle while a window waits for a device) and the next tick. It records
+// the loop's wake-up time for arm.
+func (c *Controller) cycle(ctx context.Context, tick time.Time) (time.Duration, time.Time) {
+	began := time.Now()
+	c.mu.Lock()
+	writes := c.stats.Writes + c.stats.WriteErrors
+	c.due = time.Time{}
+	c.mu.Unlock()
+	// While a window waits for a device (offline at its start, or plantd
+	// just started), look again every tenth of a cycle, so the write
+	// follows the device's first answer within its poll.
+	wait := c.cfg.Cycle
+	if c.step(ctx) {
+		wait = c.cfg.Cycle / 10
+	}
+	took := time.Since(began)
+	now := c.now()
+	if !now.Before(tick) {
+		tick = now.Add(c.cfg.Cycle)
+	}
+	wait = min(wait, tick.Sub(now))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if due := c.due; !due.IsZero() {
+		// A ramp's next step is due a cycle after its last one, which the
+		// cycle's phase need not match.
+		wait = min(wait, max(due.Sub(now), 0))
+	}
+	if next, ok := c.edges.nearest(); ok {
+		wait = min(wait, max(next.Sub(now), 0))
+	}
+	c.sleepUntil = now.Add(wait)
+	if c.stats.Writes+c.stats.WriteErrors != writes || c.feeding() {
+		c.stats.Cycles = append(c.stats.Cycles, took)
+		c.stats.LastCycle = began
+		if len(c.stats.Cycles) > 1000 {
+			c.stats.Cycles = c.stats.Cycles[1:]
 		}
 	}
-	if now.After(c.edgesUntil) {
-		c.edgesUntil = now
-	}
-	return next
+	return wait, tick
 }
 
 // feeding reports whether a FeedInLimit loop runs. Called with c.mu held.
@@ -406,37 +416,29 @@ func (c *Controller) feeding() bool {
 	return false
 }
 
-// once is a cron schedule that fires at one time.
-type once time.Time
-
-func (o once) Next(t time.Time) time.Time {
-	if time.Time(o).After(t) {
-		return time.Time(o)
-	}
-	return time.Time{}
-}
-
-// arm replaces a plant's cron entries by one per future window boundary.
-// c.mu is held.
-func (c *Controller) arm(pc *plantCtl) {
-	for _, id := range pc.cronID {
-		c.cron.Remove(id)
-	}
-	pc.cronID = pc.cronID[:0]
-	for _, t := range boundaries(pc.scheds, c.now()) {
-		id := c.cron.Schedule(once(t), cron.FuncJob(func() { c.edge(pc.id, t) }))
-		pc.cronID = append(pc.cronID, id)
-	}
-}
-
-// edge runs at a window boundary: it wakes the control cycle at once.
-func (c *Controller) edge(plantID string, t time.Time) {
+// armAll arms the edges of every plant's windows (the loaded ones).
+func (c *Controller) armAll() {
 	c.mu.Lock()
-	if pc := c.plants[plantID]; pc != nil {
-		pc.pendingEdge = t
+	defer c.mu.Unlock()
+	for _, pc := range c.plants {
+		c.arm(pc)
 	}
-	c.mu.Unlock()
-	c.wake()
+}
+
+// arm replaces a plant's edges by one per future window boundary, and
+// kicks the run loop when one of them comes before the loop's timer (a
+// schedule submitted while it waits). c.mu is held.
+func (c *Controller) arm(pc *plantCtl) {
+	now := c.now()
+	ts := boundaries(pc.scheds, now)
+	add := make([]edge, 0, len(ts))
+	for _, t := range ts {
+		add = append(add, edge{plant: pc.id, sched: once(t), job: func(due time.Time) { pc.pendingEdge = due }})
+	}
+	c.edges.replace(pc.id, now, add)
+	if next, ok := c.edges.nearest(); ok && !c.sleepUntil.IsZero() && next.Before(c.sleepUntil) {
+		c.wake()
+	}
 }
 
 func (c *Controller) wake() {

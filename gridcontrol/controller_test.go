@@ -201,8 +201,8 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	// The controller runs on a clock the test steps: the window's start,
 	// middle and end come when the test moves the clock there, and the
 	// writes at each are waited for, however slowly they come.
-	clk := newStepClock(t, time.Now())
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon})
+	clk := r.clk
 	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
 	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {
 		def["inv1"][m] = r.read("inv1", m)
@@ -464,40 +464,29 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case on a plant of its own
-			r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
+			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 			r.waitFor(10*time.Second, "both inverters at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
-			s1, mid := window(time.Second, 2*time.Second)
+			s1, mid := r.window(time.Second, 2*time.Second)
 			end := mid.Add(2 * time.Second)
 			if tc.overwrite {
 				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, end, tc.first)))
-				time.Sleep(time.Until(s1.Add(time.Second)))
+				r.stepTo(s1.Add(time.Second))
 				r.mustSubmit(body(limitCmd("opModMaxLimW", mid, end.Add(time.Second), tc.second)))
 				end = end.Add(time.Second)
 			} else {
 				r.mustSubmit(body(limitCmd("opModMaxLimW", s1, mid, tc.first), limitCmd("opModMaxLimW", mid, end, tc.second)))
 			}
-			// Sample the limit in effect between the writes, too.
+			// The limit in effect after every cycle (the trace below has
+			// every write between).
 			peak := map[string]float64{}
-			stop := make(chan struct{})
-			sampled := make(chan struct{})
-			go func() {
-				defer close(sampled)
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(10 * time.Millisecond):
-					}
-					if now := time.Now(); now.After(s1.Add(500*time.Millisecond)) && now.Before(end) {
-						for _, id := range []string{"inv1", "inv2"} {
-							peak[id] = max(peak[id], r.limitOf(id))
-						}
+			for r.now().Before(end) {
+				r.step(r.clk, r.cfg.Cycle)
+				if now := r.now(); now.After(s1.Add(500*time.Millisecond)) && now.Before(end) {
+					for _, id := range []string{"inv1", "inv2"} {
+						peak[id] = max(peak[id], r.limitOf(id))
 					}
 				}
-			}()
-			time.Sleep(time.Until(end))
-			close(stop)
-			<-sampled
+			}
 			r.waitFor(10*time.Second, "the fallback ramp back at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 			hi := max(tc.first, tc.second)
 			for _, id := range []string{"inv1", "inv2"} {
@@ -579,13 +568,13 @@ func TestDERRestoreBitForBit(t *testing.T) {
 			t.Parallel()
 			devs := sim.DefaultConfig().Devices
 			devs[1].AdoptClearsRequest = tc.clears
-			r := newRig(t, rigOpts{devices: devs, before: tc.before})
+			r := newRig(t, rigOpts{stepped: true, devices: devs, before: tc.before})
 			def := r.read("inv2", 705)
 			vv := tweak(points(t, def, 0), -5)
-			start, end := window(time.Second, 2*time.Second)
+			start, end := r.window(time.Second, 2*time.Second)
 			b, _ := json.Marshal(gridcontrol.Curve{Points: vv})
 			r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), b)))
-			r.waitFor(time.Until(end)+5*time.Second, "the curve restored", func() bool {
+			r.waitFor(end.Sub(r.now())+5*time.Second, "the curve restored", func() bool {
 				return r.logHas("GridControlRestored", "inv2", "model 705")
 			})
 			if !r.logHas("GridControlWrite", "inv2", "model 705") {
@@ -609,8 +598,8 @@ func TestDERRestoreBitForBit(t *testing.T) {
 // percentage on a device are refused, naming the point.
 func TestCurveInVolts(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
-	start, end := window(time.Second, 3*time.Second)
+	r := newRig(t, rigOpts{stepped: true, before: func(r *rig) { r.write("inv1", 121, map[string]float64{"VRef": 240}) }})
+	start, end := r.window(time.Second, 3*time.Second)
 	post := func(pts string) (gridcontrol.Schedule, error) {
 		return r.submit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"unit":"V","curve":{"points":[%s]}}`, ts(start), ts(end), pts)))
 	}
@@ -634,7 +623,7 @@ func TestCurveInVolts(t *testing.T) {
 			exp = append(exp, gridcontrol.CurvePoint{X: p.X / w.vref * 100, Y: p.Y})
 		}
 		var got []gridcontrol.CurvePoint
-		r.waitFor(time.Until(end), id+" holding the curve in % of its reference voltage", func() bool {
+		r.waitFor(end.Sub(r.now()), id+" holding the curve in % of its reference voltage", func() bool {
 			inst := r.read(id, w.model)
 			got = points(t, inst, lastWritable(t, inst))
 			if len(got) != len(exp) {

@@ -108,8 +108,8 @@
 // volt-var x 50..150 % and y -100..100 %, so that volts sent as per cent
 // are refused with a hint to send unit "V").
 //
-// There is one timeline per command. Every start and end is a cron entry
-// (robfig/cron, seconds resolution) that wakes the control cycle. In each
+// There is one timeline per command. Every start and end is an edge armed
+// on the controller's clock (see Clock below) that wakes the control cycle. In each
 // slice the newest schedule of a role wins, and a window every instant of
 // which a newer schedule of the same role covers is reported superseded.
 // Across roles a grid operator's window is mandatory: for the limits
@@ -392,15 +392,26 @@
 //
 // Config.Clock is the one clock of the controller: schedule validation,
 // the control cycle's cadence, ramps, renewals, the follow check and the
-// window boundaries. On the system's clock (the default, plantd run)
-// robfig/cron fires a cron entry at every window boundary; on any other
-// clock (the demo's simulated plant clock, FuncClock, or a test's) the run
-// loop fires the same cron entries when that clock passes them, so a test
-// steps an hour's window through in a second of simulated time.
+// window edges. One mechanism finds the edges on every clock, the
+// system's (the default, plantd run), the demo's simulated plant clock
+// (FuncClock) and a test's stepped one alike: the controller keeps its
+// armed edges (a robfig/cron Schedule each, whose Next gives the times,
+// and the job that marks the edge for the latency figures), and the run
+// loop waits on one timer of the clock for the nearest edge, the next
+// cycle or a ramp step, whichever comes first, never longer than a cycle.
+// At every wake it fires each edge the clock passed, once and in time
+// order, before the cycle judges the windows at the clock's now: a clock
+// stepped by an hour (a DST change, a stepped test clock) or a machine
+// back from suspend fires every edge it passed, once, within a cycle of
+// waking. An edge armed while the loop waits (a schedule submitted)
+// before its timer kicks the loop, which arms again. robfig/cron's own
+// runner is not used: a test that steps an hour's window through in a
+// second of simulated time runs the code plantd runs.
 //
 // # Files and imports
 //
-// controller.go runs the loop (cycle, plan of a plant, boundaries);
+// controller.go runs the loop (load, restore, arm, the cycle, plan of a
+// plant);
 // schedule.go parses schedules and resolves the timeline (roles,
 // superseded); submit.go takes and lists schedules; recurring.go the
 // recurring windows, Cancel, Extend and the audit of writes; device.go holds an
@@ -411,12 +422,13 @@
 // read-out; held.go which models of a device it holds (for a device's
 // Modbus proxy); tamper.go the comparison of what it holds with the
 // polls (re-assertion); governing.go the limit in force (for the SunSpec
-// server's reads); clock.go the clock. gridcontrol imports config (defaults and
+// server's reads); clock.go the clock and the armed edges. gridcontrol imports config (defaults and
 // role names), devices (models, reads, writes), modbus (exceptions),
 // internal/backoff (the write retry's wait), internal/jsondup (a key
 // given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,
 // schedule records), store (schedules, defaults, ownership, quirks, the
-// plant log), robfig/cron and the standard library; only cmd/plantd and
+// plant log), robfig/cron (its spec parser and Schedule, not its runner)
+// and the standard library; only cmd/plantd and
 // httpapi import it.
 package gridcontrol

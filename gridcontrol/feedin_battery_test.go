@@ -24,12 +24,12 @@ import (
 // nominal of the limit.
 func TestFeedInLimitBattery(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	const nominal = 18000.0
 	tol := 0.02 * nominal
-	start, _ := window(time.Second, 0)
+	start, _ := r.window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
-	time.Sleep(time.Until(start))
+	r.stepTo(start)
 	r.waitFor(30*time.Second, "the loop holding PV at the house and the battery's charging", func() bool {
 		b := r.sim.Balance()
 		return b.BatteryW < -4500 && -b.GridW < tol
@@ -42,7 +42,6 @@ func TestFeedInLimitBattery(t *testing.T) {
 		b := r.sim.Balance()
 		trace = append(trace, fmt.Sprintf("%.0f/%+.0f/%.0f", b.PVW, b.BatteryW, b.GridW))
 		worst, discharged = max(worst, -b.GridW), max(discharged, b.BatteryW)
-		time.Sleep(200 * time.Millisecond)
 		return b.BatteryW < -4500
 	})
 	after := r.sim.Balance()
@@ -88,7 +87,7 @@ func (l *surplusLog) get() (plant.Surplus, int) {
 func TestSurplusBattery(t *testing.T) {
 	t.Parallel()
 	sl := &surplusLog{}
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Absorber: sl}})
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{Absorber: sl}})
 	r.waitFor(10*time.Second, "the battery charging in the energy manager's input", func() bool {
 		s, _ := sl.get()
 		return s.BatteryOK && s.BatterySoCOK && s.BatteryChargeW > 4000
@@ -98,7 +97,7 @@ func TestSurplusBattery(t *testing.T) {
 	if s.BatterySoCPct < 40 || s.BatterySoCPct > 60 || s.BatteryDischargeW != 0 || s.CurtailedW != 0 {
 		t.Errorf("no limit: %+v, want SoC about 50 %%, no discharge, nothing curtailed", s)
 	}
-	start, _ := window(0, 0)
+	start, _ := r.window(0, 0)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", start, start.Add(10*time.Minute), 30)))
 	r.waitFor(10*time.Second, "PV at the 30 % cap", func() bool { return r.sim.Balance().PVW <= 5400+100 })
 	_, n0 := sl.get()
@@ -121,35 +120,32 @@ func TestSurplusBattery(t *testing.T) {
 // meter's delay).
 func TestFeedInLimitBatteryRefuses(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("watches the FeedInLimit loop for 40 s")
-	}
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	const nominal = 18000.0
 	tol := 0.02 * nominal
 	r.write("bat", 802, map[string]float64{"SocRsvMax": 50})
 	r.waitFor(10*time.Second, "the battery no longer charging", func() bool { return r.sim.Balance().BatteryW > -100 })
-	start, _ := window(time.Second, 0)
+	start, _ := r.window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
-	time.Sleep(time.Until(start))
+	r.stepTo(start)
 	r.waitFor(10*time.Second, "PV curtailed to the house", func() bool { return -r.sim.Balance().GridW < tol })
-	curtailed := time.Since(start)
+	curtailed := r.now().Sub(start)
 	var episodes []string
 	var from time.Time
-	for time.Since(start) < 40*time.Second {
+	for r.now().Sub(start) < 40*time.Second {
 		b := r.sim.Balance()
 		switch {
 		case -b.GridW > tol && from.IsZero():
-			from = time.Now()
-			episodes = append(episodes, fmt.Sprintf("at %.1f s: pv %.0f W, export %.0f W", time.Since(start).Seconds(), b.PVW, -b.GridW))
+			from = r.now()
+			episodes = append(episodes, fmt.Sprintf("at %.1f s: pv %.0f W, export %.0f W", r.now().Sub(start).Seconds(), b.PVW, -b.GridW))
 		case -b.GridW <= tol && !from.IsZero():
-			episodes[len(episodes)-1] += fmt.Sprintf(" for %.1f s", time.Since(from).Seconds())
-			if d := time.Since(from); d > 2*time.Second {
+			episodes[len(episodes)-1] += fmt.Sprintf(" for %.1f s", r.now().Sub(from).Seconds())
+			if d := r.now().Sub(from); d > 2*time.Second {
 				t.Errorf("an export above %.0f W lasted %v", tol, d)
 			}
 			from = time.Time{}
 		}
-		time.Sleep(200 * time.Millisecond)
+		r.step(r.clk, r.cfg.Cycle)
 	}
 	b := r.sim.Balance()
 	t.Logf("PV curtailed %.1f s after the start; export episodes above %.0f W until 40 s: %d: %s; at the end pv %.0f W, battery %+.0f W, grid %.0f W", curtailed.Seconds(), tol, len(episodes), strings.Join(episodes, "; "), b.PVW, b.BatteryW, b.GridW)

@@ -21,9 +21,6 @@ import (
 // (the step down from a plant started with the 2 kW load on).
 func TestFeedInLimitSteps(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs the FeedInLimit loop through load and cloud steps (~15 s)")
-	}
 	for _, tc := range []struct {
 		name   string
 		before func(r *rig) // before the window starts
@@ -52,77 +49,45 @@ func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 	devs := sim.DefaultConfig().Devices
 	devs = []sim.DeviceConfig{devs[0], devs[1], devs[2]} // inv1, inv2, meter
 	const cycle = time.Second
-	r := newRig(t, rigOpts{devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 10}})
+	r := newRig(t, rigOpts{stepped: true, devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 10}})
 	const nominal, limitPct = 18000.0, 20.0
 	limitW := nominal * limitPct / 100
 	tol := 0.02 * nominal
 	export := func() float64 { return -r.sim.Balance().GridW }
 
 	var trace []string
-	// visible waits until the controller can see a change of the plant
-	// made now: the meter answered twice since (the first answer may have
-	// been asked for before the change), and returns that moment.
-	meter := devs[2].ID
-	visible := func() time.Time {
-		n0 := r.answered(meter)
-		r.waitFor(10*time.Second, "two meter answers after the change", func() bool { return r.answered(meter) >= n0+2 })
-		return time.Now()
-	}
-	// settle samples the export every 100 ms for n control cycles, counted
-	// from the first that began after the change was visible, and returns
-	// how many cycles it took to come within tol of the limit (and stay),
-	// and the largest excess over the limit after that first cycle. Cycles
-	// are counted as the controller ran them, not by the wall clock: on a
-	// loaded machine a cycle, or the meter's answer, may come late, which
-	// is the machine's, not the loop's, slowness.
-	settle := func(what string, n int, visibleAt time.Time) (int, float64) {
-		stats := r.controller().Stats
-		c0, t0 := len(stats().Cycles), time.Now()
+	// settle steps n control cycles from a change and returns how many
+	// it took to come within tol of the limit (and stay), and the largest
+	// excess over the limit after the first (the one that saw the
+	// change: the loop reads the meter in its cycle).
+	settle := func(what string, n int) (int, float64) {
 		in := -1
 		excess := 0.0
 		var line []string
-		for k := 0; k < n; {
-			if time.Since(t0) > time.Duration(10*n)*cycle {
-				t.Fatalf("%s: the controller ran %d cycles in %v", what, k, time.Since(t0))
-			}
-			time.Sleep(100 * time.Millisecond)
-			// The cycle count first: the export read after it shows
-			// what the counted cycles wrote.
-			st := stats()
-			if len(st.Cycles) == c0+1 && st.LastCycle.Before(visibleAt) {
-				c0++ // that cycle was under way before it could see the change
-			}
-			k = len(st.Cycles) - c0
+		for k := 1; k <= n; k++ {
+			r.step(r.clk, cycle)
 			e := export()
 			if math.Abs(e-limitW) <= tol {
 				if in < 0 {
-					in = k + 1
+					in = k
 				}
 			} else {
 				in = -1
 			}
-			if k >= 1 {
-				excess = max(excess, e-limitW)
-			}
-			if int(time.Since(t0)/(100*time.Millisecond))%5 == 0 {
-				line = append(line, fmt.Sprintf("%.0f", e))
-			}
+			excess = max(excess, e-limitW)
+			line = append(line, fmt.Sprintf("%.0f", e))
 		}
-		trace = append(trace, fmt.Sprintf("%-10s export W every 0.5 s: %s", what, strings.Join(line, " ")))
+		trace = append(trace, fmt.Sprintf("%-10s export W every cycle: %s", what, strings.Join(line, " ")))
 		return in, excess
 	}
 
 	before(r)
-	start, _ := window(time.Second, 0)
+	start, _ := r.window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), limitPct)))
-	time.Sleep(time.Until(start))
-	for i, step := range steps {
+	r.stepTo(start.Add(-cycle))
+	for _, step := range steps {
 		step.do(r)
-		at := start // the first step is the window's start: the controller sees it at once
-		if i > 0 {
-			at = visible()
-		}
-		in, excess := settle(step.what, 6, at)
+		in, excess := settle(step.what, 6)
 		switch {
 		case in < 0:
 			t.Errorf("%s: the export did not settle within 2 %% of nominal of %.0f W in 6 cycles", step.what, limitW)
@@ -146,7 +111,7 @@ func feedInSteps(t *testing.T, before func(r *rig), steps []feedInStep) {
 func TestFeedInLimitPct(t *testing.T) {
 	t.Parallel()
 	devs := sim.DefaultConfig().Devices
-	r := newRig(t, rigOpts{devices: []sim.DeviceConfig{devs[0], devs[1], devs[2]}}) // inv1, inv2, meter
+	r := newRig(t, rigOpts{stepped: true, devices: []sim.DeviceConfig{devs[0], devs[1], devs[2]}}) // inv1, inv2, meter
 	pct := func() float64 {
 		v, err := r.controller().FeedInLimitPct("demo")
 		if err != nil {
@@ -160,7 +125,7 @@ func TestFeedInLimitPct(t *testing.T) {
 	if _, err := r.controller().FeedInLimitPct("nowhere"); err == nil {
 		t.Error("an unknown plant: no error")
 	}
-	start, _ := window(0, 0)
+	start, _ := r.window(0, 0)
 	end := start.Add(10 * time.Minute)
 	inW := func(w float64) string {
 		return fmt.Sprintf(`{"command":"FeedInLimit","start":%q,"end":%q,"value":%g,"unit":"W"}`, ts(start), ts(end), w)

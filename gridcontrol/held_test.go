@@ -10,7 +10,7 @@ import (
 // models are held; nothing is before the window, and after it once the
 // limit is restored.
 func TestHeldModels(t *testing.T) {
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	gc := r.controller()
 	if m := gc.HeldModels("inv1"); m != nil {
 		t.Fatalf("held before any window: %v", m)

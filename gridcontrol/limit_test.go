@@ -47,10 +47,10 @@ func TestRestartContinuesFromTheHeldLimit(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOpts{cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
-			start, end := window(time.Second, 30*time.Second)
+			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
+			start, end := r.window(time.Second, 30*time.Second)
 			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, tc.window)))
-			r.waitFor(time.Until(start)+3*time.Second, "the window's limit on both", func() bool {
+			r.waitFor(start.Sub(r.now())+3*time.Second, "the window's limit on both", func() bool {
 				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window
 			})
 			r.stop()
@@ -58,13 +58,14 @@ func TestRestartContinuesFromTheHeldLimit(t *testing.T) {
 				r.write("inv1", 123, map[string]float64{"WMaxLimPct": tc.held, "WMaxLim_Ena": 1})
 				r.write("inv2", 704, map[string]float64{"WMaxLimPct": tc.held, "WMaxLimPctEna": 1})
 			}
-			restarted := time.Now()
+			r.step(r.clk, r.cfg.Cycle) // the writes above before the restart
+			restarted := r.now()
 			r.start()
 			r.waitFor(5*time.Second, "the window's limit back on both, written", func() bool {
 				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window &&
 					len(r.limitWrites("inv1", restarted)) > 0 && len(r.limitWrites("inv2", restarted)) > 0
 			})
-			t.Logf("%s: the window's %g %% in effect on both %s after the restart", tc.name, tc.window, time.Since(restarted).Round(10*time.Millisecond))
+			t.Logf("%s: the window's %g %% in effect on both %s after the restart", tc.name, tc.window, r.now().Sub(restarted).Round(10*time.Millisecond))
 			for _, id := range []string{"inv1", "inv2"} {
 				ws := r.limitWrites(id, restarted)
 				if len(ws) == 0 {
@@ -145,8 +146,8 @@ func TestRampNeverExceedsItsRate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, rigOpts{cfg: gridcontrol.Config{Cycle: tc.cycle, RampPctPerSecond: tc.ramp}})
-			start, mid := window(time.Second, 3*time.Second)
+			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{Cycle: tc.cycle, RampPctPerSecond: tc.ramp}})
+			start, mid := r.window(time.Second, 3*time.Second)
 			cmds := []string{limitCmd("opModMaxLimW", start, mid, tc.first)}
 			target := 100.0
 			if tc.second > 0 {
@@ -154,10 +155,10 @@ func TestRampNeverExceedsItsRate(t *testing.T) {
 				target = tc.second
 			}
 			r.mustSubmit(body(cmds...))
-			r.waitFor(time.Until(start)+2*time.Second, "the first window on both", func() bool {
+			r.waitFor(start.Sub(r.now())+2*time.Second, "the first window on both", func() bool {
 				return r.limitOf("inv1") == tc.first && r.limitOf("inv2") == tc.first
 			})
-			r.waitFor(time.Until(mid)+time.Duration((target-tc.first)/tc.ramp*float64(time.Second))+5*time.Second, "the ramp's end on both", func() bool {
+			r.waitFor(mid.Sub(r.now())+time.Duration((target-tc.first)/tc.ramp*float64(time.Second))+5*time.Second, "the ramp's end on both", func() bool {
 				return r.limitOf("inv1") == target && r.limitOf("inv2") == target
 			})
 			for _, id := range []string{"inv1", "inv2"} {
@@ -195,41 +196,39 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 	t.Parallel()
 	devs := sim.DefaultConfig().Devices
 	devs[0].NeedsEnableToggle, devs[1].NeedsEnableToggle = true, true
-	r := newRig(t, rigOpts{devices: devs})
+	r := newRig(t, rigOpts{stepped: true, devices: devs})
 	r.sim.SetCloudFactor(0.2)
-	s, mid := window(time.Second, 2*time.Second)
+	s, mid := r.window(time.Second, 2*time.Second)
 	end := mid.Add(20 * time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
-	r.waitFor(time.Until(mid)+2*time.Second, "40 % written on both", func() bool {
+	r.waitFor(mid.Sub(r.now())+2*time.Second, "40 % written on both", func() bool {
 		ws1, ws2 := r.limitWrites("inv1", mid), r.limitWrites("inv2", mid)
 		return len(ws1) > 0 && ws1[len(ws1)-1].LimitPct == 40 && len(ws2) > 0 && ws2[len(ws2)-1].LimitPct == 40
 	})
 	// Under clouds: the registers say 40 %, the devices still act on 60 %.
-	time.Sleep(time.Second)
+	r.stepTo(r.now().Add(time.Second))
 	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 60 || l2 != 60 {
 		t.Fatalf("the simulated devices act on %g and %g %%, want the old 60 %% (the test's premise)", l1, l2)
 	}
-	sun := time.Now()
+	sun := r.now()
 	r.sim.SetCloudFactor(1)
 	r.waitFor(6*time.Second, "40 % in effect on both once the output shows it", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
-	t.Logf("40 %% in effect on both %s after the sun came back", time.Since(sun).Round(10*time.Millisecond))
+	t.Logf("40 %% in effect on both %s after the sun came back", r.now().Sub(sun).Round(10*time.Millisecond))
 	r.waitFor(3*time.Second, "the warning in the plant log", func() bool {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
 
-	// Restarted, with a tighter window: toggled with its first write. The
-	// restarted controller runs on a clock the test steps: once it has
-	// run the cycle at the window's start, the clock stands still, so no
-	// later cycle can find the toggle anew (that takes cycles of output
-	// above the limit); the toggle's writes are waited for, not slept for.
+	// Restarted, with a tighter window: toggled with its first write, in
+	// the cycle at the window's start (no later cycle could find the
+	// toggle anew: that takes cycles of output above the limit).
 	r.stop()
-	restarted := time.Now()
-	clk := newStepClock(t, time.Now())
-	r.cfg.Clock = clk
+	r.step(r.clk, r.cfg.Cycle)
+	restarted := r.now()
 	r.start()
-	s2 := clk.Now().Truncate(time.Second).Add(2 * time.Second)
+	s2 := r.now().Truncate(time.Second).Add(2 * time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", s2, s2.Add(10*time.Second), 25)))
-	r.step(clk, s2.Sub(clk.Now()))
+	r.stepTo(s2.Add(-r.cfg.Cycle))
+	r.step(r.clk, r.cfg.Cycle)
 	ena := map[string]string{"inv1": "WMaxLim_Ena", "inv2": "WMaxLimPctEna"}
 	// toggled is the enable's values written after the first 25 %.
 	toggled := func(id string) []float64 {
@@ -244,15 +243,14 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 		}
 		return vs
 	}
-	r.waitFor(30*time.Second, "the enable toggled after the first 25 % on both, the clock standing still", func() bool {
-		return len(toggled("inv1")) >= 2 && len(toggled("inv2")) >= 2
-	})
 	for _, id := range []string{"inv1", "inv2"} {
-		if vs := toggled(id); vs[0] != 0 || vs[1] != 1 {
+		if vs := toggled(id); len(vs) < 2 || vs[0] != 0 || vs[1] != 1 {
 			t.Errorf("%s: enable written %v after the restart's first 25 %%, want 0 then 1", id, vs)
 		}
 	}
-	r.waitFor(30*time.Second, "25 % in effect on both", func() bool { return r.limitOf("inv1") == 25 && r.limitOf("inv2") == 25 })
+	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 25 || l2 != 25 {
+		t.Errorf("after the cycle at the start: %g and %g %% in effect, want 25 %% on both", l1, l2)
+	}
 	entries, _, err := r.st.Logs(t.Context(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -273,15 +271,12 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 // count) and its window marked failed, never done.
 func TestLimitNotFollowedFails(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("waits out a window's follow-up checks on the wall clock (~14 s)")
-	}
 	devs := sim.DefaultConfig().Devices
 	devs[0].IgnoresLimit = true // inv1
-	r := newRig(t, rigOpts{devices: devs})
-	start, end := window(time.Second, 12*time.Second)
+	r := newRig(t, rigOpts{stepped: true, devices: devs})
+	start, end := r.window(time.Second, 12*time.Second)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(time.Until(start)+2*time.Second, "40 % in effect on inv2", func() bool { return r.limitOf("inv2") == 40 })
+	r.waitFor(start.Sub(r.now())+2*time.Second, "40 % in effect on inv2", func() bool { return r.limitOf("inv2") == 40 })
 	r.waitFor(10*time.Second, "the window failed", func() bool { return r.command(sched.ScheduleID, 0).Status == gridcontrol.StatusFailed })
 	c := r.command(sched.ScheduleID, 0)
 	if !strings.Contains(c.Reason, "inv1") || !strings.Contains(c.Reason, "does not follow") {
@@ -294,7 +289,7 @@ func TestLimitNotFollowedFails(t *testing.T) {
 	if n := r.controller().Stats().NotFollowing; n != 1 {
 		t.Errorf("Stats().NotFollowing = %d, want 1", n)
 	}
-	time.Sleep(time.Until(end.Add(500 * time.Millisecond)))
+	r.stepTo(end.Add(500 * time.Millisecond))
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusFailed {
 		t.Errorf("status after the window: %s, want failed", c.Status)
 	}
@@ -308,24 +303,24 @@ func TestLimitNotFollowedFails(t *testing.T) {
 // operator's window ends (ramping up to 60 %).
 func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
-	start, opEnd := window(time.Second, 6*time.Second)
+	r := newRig(t, rigOpts{stepped: true})
+	start, opEnd := r.window(time.Second, 6*time.Second)
 	op, err := r.controller().SubmitJSON(t.Context(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", start, opEnd, 20))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(time.Until(start)+2*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
-	posted := time.Now()
+	r.waitFor(start.Sub(r.now())+2*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+	posted := r.now()
 	inst := r.mustSubmit(body(limitCmd("opModMaxLimW", start, opEnd.Add(6*time.Second), 60)))
-	for time.Until(opEnd) > 200*time.Millisecond {
+	for opEnd.Sub(r.now()) > 200*time.Millisecond {
 		for _, id := range []string{"inv1", "inv2"} {
 			s := simtest.Device(t, r.sim, id).State()
 			rated := map[string]float64{"inv1": 10000, "inv2": 8000}[id]
 			if s.EffectiveLimitPct > 20 || s.PowerW > 0.2*rated*1.01+1 {
-				t.Fatalf("%s at %g %% and %.0f W %s after the installer's 60 %%, over the operator's 20 %%", id, s.EffectiveLimitPct, s.PowerW, time.Since(posted).Round(time.Millisecond))
+				t.Fatalf("%s at %g %% and %.0f W %s after the installer's 60 %%, over the operator's 20 %%", id, s.EffectiveLimitPct, s.PowerW, r.now().Sub(posted).Round(time.Millisecond))
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		r.step(r.clk, r.cfg.Cycle)
 	}
 	for _, id := range []string{"inv1", "inv2"} {
 		for _, w := range r.limitWrites(id, start) {
@@ -334,7 +329,7 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 			}
 		}
 	}
-	r.waitFor(time.Until(opEnd)+time.Second, "the installer's window governing", func() bool { return r.command(inst.ScheduleID, 0).Status == gridcontrol.StatusActive })
+	r.waitFor(opEnd.Sub(r.now())+time.Second, "the installer's window governing", func() bool { return r.command(inst.ScheduleID, 0).Status == gridcontrol.StatusActive })
 	r.waitFor(8*time.Second, "60 % on both after the operator's window", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
 	if c := r.command(op.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
 		t.Errorf("operator's window after its end: %s", c.Status)
@@ -347,12 +342,12 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 // here), and nothing is written for it.
 func TestSameValueWindowApplied(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
-	start, end := window(time.Second, 30*time.Second)
+	r := newRig(t, rigOpts{stepped: true})
+	start, end := r.window(time.Second, 30*time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(time.Until(start)+3*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
-	posted := time.Now()
+	r.waitFor(start.Sub(r.now())+3*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	posted := r.now()
 	second := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
 	r.waitFor(3*time.Second, "the newer 40 % window applied", func() bool { return r.command(second.ScheduleID, 0).AppliedAt != nil })
-	t.Logf("applied %s after it was posted", time.Since(posted).Round(10*time.Millisecond))
+	t.Logf("applied %s after it was posted", r.now().Sub(posted).Round(10*time.Millisecond))
 }

@@ -7,12 +7,11 @@ import (
 	"plantd/internal/proctest"
 )
 
-// TestMain lets the rig tests, which mostly wait for window boundaries on
-// the wall clock (the package took 5.7 s of CPU in 36 s), run 12 at a time
-// under -race rather than one per core (unless -parallel is given). Not
-// all at once: all 17 under -race on a loaded 2-core machine delayed
-// their controllers past the cycle-bound checks. Without -race a rig takes a fraction of the CPU, and 16 run at
-// once.
+// TestMain runs 12 tests at a time under -race (16 without) rather than
+// one per core (unless -parallel is given): the real-plant rigs left (the
+// tamper ones) mostly wait for polls on the wall clock, and their
+// cycle-bound checks must not starve behind the stepped rigs, which wait
+// for nothing and only take CPU.
 func TestMain(m *testing.M) {
 	n := 16
 	if proctest.Race() {

@@ -20,7 +20,7 @@ import (
 // other inverter keeps feeding; asked all or nothing, it is refused.
 func TestPartialCommands(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
+	r := newRig(t, rigOpts{stepped: true})
 	type verdict struct {
 		acts bool
 		code string
@@ -49,7 +49,7 @@ func TestPartialCommands(t *testing.T) {
 		{name: "limit", cmd: "opModMaxLimW", extra: `,"value":50`},
 	}
 	for _, tc := range cases {
-		start, end := window(time.Hour, time.Minute) // far enough not to run
+		start, end := r.window(time.Hour, time.Minute) // far enough not to run
 		b := body(fmt.Sprintf(`{"command":%q,"start":%q,"end":%q%s}`, tc.cmd, ts(start), ts(end), tc.extra))
 		sc, err := r.controller().SubmitJSON(context.Background(), "demo", installer, []byte(b), gridcontrol.SkipEligibilityCheck(tc.skipCheck), gridcontrol.RequireAll(tc.requireAll))
 		var ve *gridcontrol.ValidationError
@@ -97,7 +97,7 @@ func TestPartialCommands(t *testing.T) {
 
 	// Applied: inv1 disconnects, inv2 keeps feeding, and the window
 	// still says it governs only part of the plant.
-	start, end := window(time.Second, time.Hour)
+	start, end := r.window(time.Second, time.Hour)
 	sc := r.mustSubmit(body(fmt.Sprintf(`{"command":"OpModDisconnect","start":%q,"end":%q}`, ts(start), ts(end))))
 	r.waitFor(15*time.Second, "the disconnect applied", func() bool { return r.command(sc.ScheduleID, 0).AppliedAt != nil })
 	if got := r.command(sc.ScheduleID, 0); !got.Partial || got.Status != gridcontrol.StatusActive || got.Coverage == nil || *got.Coverage != 0.556 {

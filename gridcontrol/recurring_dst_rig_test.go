@@ -36,8 +36,8 @@ func TestRecurringOverDST(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clk := newStepClock(t, tc.posted)
-			r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
+			r := newRig(t, rigOpts{stepped: true, clockAt: tc.posted, cfg: gridcontrol.Config{RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
+			clk := r.clk
 			sched := r.mustSubmit(body(recurringCmd(tc.spec, "4h", 40)))
 
 			// The day before the change: the window moved on to the

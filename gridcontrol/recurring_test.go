@@ -25,8 +25,8 @@ func recurringCmd(spec, duration string, pct float64) string {
 // window ends it and no further window starts.
 func TestRecurringDailyWindow(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon.UTC(), cfg: gridcontrol.Config{RampPctPerSecond: 100, Cycle: 200 * time.Millisecond}})
+	clk := r.clk
 	first := clk.Now().Add(10 * time.Minute)
 	spec := fmt.Sprintf("%d %d * * *", first.Minute(), first.Hour())
 	sched := r.mustSubmit(body(recurringCmd(spec, "1h", 40)))
@@ -145,8 +145,7 @@ func TestRecurringDailyWindow(t *testing.T) {
 // an unknown schedule is named.
 func TestCancelRoles(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon.UTC()})
 	s, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(recurringCmd("0 11 * * *", "4h", 60))))
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +167,8 @@ func TestCancelRoles(t *testing.T) {
 // occurrence; the missed ones are not replayed nor listed as finished.
 func TestRecurringAcrossDowntime(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, KeepFinished: 24 * time.Hour}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon.UTC(), cfg: gridcontrol.Config{KeepFinished: 24 * time.Hour}})
+	clk := r.clk
 	first := clk.Now().Add(10 * time.Minute)
 	sched := r.mustSubmit(body(recurringCmd(fmt.Sprintf("%d %d * * *", first.Minute(), first.Hour()), "1h", 40)))
 	r.stop()
@@ -197,8 +196,8 @@ func TestRecurringAcrossDowntime(t *testing.T) {
 // start is due when it came, so applying it at once is not late.
 func TestCancelledAndLateStatus(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk, LateAfter: 30 * time.Second}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon.UTC(), cfg: gridcontrol.Config{LateAfter: 30 * time.Second}})
+	clk := r.clk
 	now := clk.Now()
 
 	future := r.mustSubmit(body(limitCmd("opModMaxLimW", now.Add(time.Hour), now.Add(2*time.Hour), 50)))
@@ -223,8 +222,8 @@ func TestCancelledAndLateStatus(t *testing.T) {
 // over (or a recurring one) is not extended.
 func TestExtend(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now().UTC().Truncate(time.Minute))
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
+	r := newRig(t, rigOpts{stepped: true, clockAt: noon.UTC()})
+	clk := r.clk
 	now := clk.Now()
 	s, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", now, now.Add(time.Minute), 30))))
 	if err != nil {

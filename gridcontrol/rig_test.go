@@ -3,6 +3,7 @@ package gridcontrol_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,6 +30,16 @@ import (
 // plant on loopback Modbus TCP, the real poller feeding the live state, a
 // real SQLite store and a controller on the wall clock. The controller can
 // be stopped and started again on the same store, as plantd restarting.
+//
+// A stepped rig (rigOpts.stepped) is the decision-test harness: the same
+// simulated plant, store and controller, but in process and on a clock the
+// test steps (r.clk): the controller reaches the simulator's register
+// model without a socket (sim.Device.Registers), the rig feeds the live
+// state itself after every step (r.poll, what the poller would have read)
+// instead of a poller on the wall clock, and the simulator's physics run
+// on the same clock. Nothing in it waits for the wall clock: an hour's
+// window is stepped through in milliseconds, and waitFor steps the clock
+// a cycle at a time until its condition holds.
 type rig struct {
 	t       testing.TB
 	sim     *sim.Plant
@@ -37,6 +48,13 @@ type rig struct {
 	st      *store.Store
 	clients map[string]devices.ReadWriter
 	cfg     gridcontrol.Config
+
+	// A stepped rig's clock, device discovery and read plans, and the
+	// devices its polls find offline (SetOffline).
+	clk     *stepClock
+	polled  map[string]*devices.Device
+	plans   map[string]*devices.ReadPlan
+	offline sync.Map // device id -> struct{}
 
 	answers sync.Map // device id -> *atomic.Int64: its poll answers applied to live
 	// tamperOK is set by a test that writes held points behind plantd's
@@ -57,6 +75,11 @@ type rigOpts struct {
 	// before runs once every device is discovered, before plantd first
 	// touches them (an installer's settings).
 	before func(r *rig)
+	// stepped makes the rig the decision-test harness (see rig);
+	// clockAt is where its clock starts (zero: noon, the simulator's
+	// start).
+	stepped bool
+	clockAt time.Time
 }
 
 // summer noon in Munich: the inverters run near their rating.
@@ -77,31 +100,26 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.devices != nil {
 		scfg.Devices = o.devices
 	}
-	r := &rig{t: t, sim: simtest.Start(t, scfg), pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
+	r := &rig{t: t, pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
 	t.Cleanup(func() { _ = r.pool.Close() })
+	if o.stepped {
+		r.clk = newStepClock(t, cmp.Or(o.clockAt, noon))
+		scfg.Now = r.clk.Now
+		p, err := sim.New(scfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("simulated plant: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		r.sim = p
+	} else {
+		r.sim = simtest.Start(t, scfg)
+	}
 	plants := []plant.Plant{{ID: "demo", Name: "Demo", Location: noon.Location()}}
 	var infos []plant.DeviceInfo
-	var pcfgs []poller.DeviceConfig
-	poll := cmp.Or(o.poll, 250*time.Millisecond)
 	for _, d := range r.sim.Devices() {
 		infos = append(infos, plant.DeviceInfo{ID: d.ID(), PlantID: "demo", Name: d.ID(), Kind: d.Kind()})
-		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: poll, Timeout: time.Second})
-		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
-	r.live = plant.NewLive(plants, infos, time.Now)
-	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) {
-		r.live.Apply(s)
-		n, _ := r.answers.LoadOrStore(s.Device, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pdone := make(chan struct{})
-	go func() { defer close(pdone); _ = p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-pdone })
-
+	var err error
 	r.st, err = store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "plantd.db"),
 		Plants: []store.PlantInfo{{ID: "demo", Location: noon.Location()}}}, nil)
 	if err != nil {
@@ -121,6 +139,18 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	if r.cfg.Cycle == 0 {
 		r.cfg.Cycle = 200 * time.Millisecond
+	}
+	if o.stepped {
+		r.cfg.Clock = r.clk
+		r.live = plant.NewLive(plants, infos, r.clk.Now)
+		r.polled, r.plans = map[string]*devices.Device{}, map[string]*devices.ReadPlan{}
+		for _, d := range r.sim.Devices() {
+			r.clients[d.ID()] = inProcess{r: r, id: d.ID(), regs: d.Registers()}
+		}
+		r.poll()
+	} else {
+		r.live = plant.NewLive(plants, infos, time.Now)
+		r.startPoller(o)
 	}
 	r.waitFor(20*time.Second, "every device discovered", func() bool {
 		devs, _ := r.live.DeviceStatuses("demo")
@@ -144,9 +174,124 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	return r
 }
 
-// start runs a new controller on the rig's store, as plantd starting.
+// startPoller runs the real poller over loopback Modbus TCP into the live
+// state until the test ends.
+func (r *rig) startPoller(o rigOpts) {
+	var pcfgs []poller.DeviceConfig
+	poll := cmp.Or(o.poll, 250*time.Millisecond)
+	for _, d := range r.sim.Devices() {
+		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: poll, Timeout: time.Second})
+		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
+	}
+	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) {
+		r.live.Apply(s)
+		r.countAnswer(s.Device)
+	}, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pdone := make(chan struct{})
+	go func() { defer close(pdone); _ = p.Run(ctx) }()
+	r.t.Cleanup(func() { cancel(); <-pdone })
+}
+
+func (r *rig) countAnswer(device string) {
+	n, _ := r.answers.LoadOrStore(device, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}
+
+// errOffline is the error of a stepped rig's device set offline.
+var errOffline = errors.New("test: device offline")
+
+// inProcess is a stepped rig's connection to a device: the simulator's
+// register model, or errOffline while the test holds the device offline.
+type inProcess struct {
+	r    *rig
+	id   string
+	regs sim.Registers
+}
+
+func (c inProcess) ReadHoldingRegisters(ctx context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error) {
+	if c.r.isOffline(c.id) {
+		return nil, errOffline
+	}
+	return c.regs.ReadHoldingRegisters(ctx, addr, quantity, dst)
+}
+
+func (c inProcess) WriteRegisters(ctx context.Context, addr uint16, values []uint16) error {
+	if c.r.isOffline(c.id) {
+		return errOffline
+	}
+	return c.regs.WriteRegisters(ctx, addr, values)
+}
+
+// SetOffline makes a stepped rig's device answer nothing (its polls and
+// the controller's requests fail) or answer again.
+func (r *rig) setOffline(id string, off bool) {
+	if off {
+		r.offline.Store(id, struct{}{})
+	} else {
+		r.offline.Delete(id)
+	}
+}
+
+func (r *rig) isOffline(id string) bool {
+	_, off := r.offline.Load(id)
+	return off
+}
+
+// poll feeds a stepped rig's live state: every device read once at the
+// clock's time, as the poller would (discovery at the first answer, and
+// again after the device was offline).
+func (r *rig) poll() {
+	r.t.Helper()
+	ctx := context.Background()
+	for _, d := range r.sim.Devices() {
+		id := d.ID()
+		s := plant.Sample{Device: id, Time: r.clk.Now().UTC()}
+		err := r.pollOne(ctx, id, &s)
+		if err != nil {
+			s.Err, s.State, s.Models = err, plant.StateOffline, nil
+			r.polled[id], r.plans[id] = nil, nil
+		}
+		r.live.Apply(s)
+		r.countAnswer(id)
+	}
+}
+
+func (r *rig) pollOne(ctx context.Context, id string, s *plant.Sample) error {
+	conn := r.clients[id]
+	if r.polled[id] == nil {
+		info, err := devices.DiscoverAt(ctx, conn, devices.Bases)
+		if err != nil {
+			return fmt.Errorf("discover %s: %w", id, err)
+		}
+		plan, err := info.NewReadPlan(info.PollModels())
+		if err != nil {
+			r.t.Fatalf("read plan of %s: %v", id, err)
+		}
+		r.polled[id], r.plans[id] = info, plan
+	}
+	insts, err := r.plans[id].Read(ctx, conn)
+	if err != nil {
+		return err
+	}
+	s.Info, s.Models, s.State = r.polled[id], insts, plant.StateOnline
+	return nil
+}
+
+// start runs a new controller on the rig's store, as plantd starting;
+// the last one must have been stopped (two would fight over the devices,
+// and the first would outlive the test).
 func (r *rig) start() {
 	r.t.Helper()
+	r.mu.Lock()
+	running := r.cancel != nil
+	r.mu.Unlock()
+	if running {
+		r.t.Fatal("rig: start with a controller running (stop it first)")
+	}
 	var logger *slog.Logger
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -234,15 +379,54 @@ func (r *rig) read(id string, model uint16) *devices.Instance {
 	}
 }
 
+// waitFor waits until cond holds: on the wall clock, looking every 50 ms;
+// on a stepped rig, stepping the clock a cycle at a time (each step runs
+// the controller's cycle and a poll), timeout being the plant's time.
 func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
 	r.t.Helper()
+	if r.clk != nil && r.polled != nil {
+		deadline := r.clk.Now().Add(timeout)
+		for !cond() {
+			if r.clk.Now().After(deadline) {
+				r.t.Fatalf("after %s of the plant's time: still not %s", timeout, what)
+			}
+			r.step(r.clk, r.cfg.Cycle)
+		}
+		return
+	}
 	deadline := time.Now().Add(timeout)
+	look := time.NewTicker(50 * time.Millisecond)
+	defer look.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("after %s: still not %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-look.C
 	}
+}
+
+// stepTo steps a stepped rig's clock a cycle at a time until it reaches
+// t (it may pass t by less than a cycle).
+func (r *rig) stepTo(t time.Time) {
+	r.t.Helper()
+	for r.clk.Now().Before(t) {
+		r.step(r.clk, r.cfg.Cycle)
+	}
+}
+
+// now is the rig's time: its clock's on a stepped rig, else the wall's.
+func (r *rig) now() time.Time {
+	if r.clk != nil {
+		return r.clk.Now()
+	}
+	return time.Now()
+}
+
+// window is a command window on the rig's clock, starting at a whole
+// second after startIn.
+func (r *rig) window(startIn, length time.Duration) (time.Time, time.Time) {
+	start := r.now().Add(startIn).Truncate(time.Second).Add(time.Second)
+	return start, start.Add(length)
 }
 
 // answered returns how many poll answers of device the live state took.
@@ -273,6 +457,7 @@ func (r *rig) command(id string, i int) gridcontrol.ScheduledCmd {
 // message contains every part.
 func (r *rig) logHas(code string, parts ...string) bool {
 	r.t.Helper()
+	r.flush()
 	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
@@ -292,10 +477,20 @@ next:
 	return false
 }
 
+// flush commits what the controller queued for the store (the plant log
+// is written behind its back), so that a stepped rig reads it at once.
+func (r *rig) flush() {
+	r.t.Helper()
+	if err := r.st.Flush(context.Background()); err != nil {
+		r.t.Fatalf("flush the store: %v", err)
+	}
+}
+
 // logCount is the number of plant log entries with the code whose message
 // contains every part.
 func (r *rig) logCount(code string, parts ...string) int {
 	r.t.Helper()
+	r.flush()
 	entries, _, err := r.st.Logs(context.Background(), plant.LogQuery{PlantID: "demo", Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)

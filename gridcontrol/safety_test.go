@@ -31,21 +31,18 @@ func installer70(r *rig) {
 // closed, it does not replay it and restores the default.
 func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("kills and restarts the controller across a window on the wall clock (~14 s)")
-	}
 	const rvrt = 3 * time.Second
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RevertTimeout: rvrt}, before: installer70})
 	// Killed at 1.8 s, reverted about 3 s later, restarted and limited
 	// again within 2 s: usually 6 s into the window, leaving 4 s to die
 	// again inside it.
-	start, end := window(time.Second, 10*time.Second)
+	start, end := r.window(time.Second, 10*time.Second)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(time.Until(start)+2*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.waitFor(start.Sub(r.now())+2*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	// Past a renewal (at half the timeout), then plantd dies.
-	time.Sleep(time.Until(start.Add(rvrt/2 + 300*time.Millisecond)))
+	r.stepTo(start.Add(rvrt/2 + 300*time.Millisecond))
 	r.stop()
-	killed := time.Now()
+	killed := r.now()
 	var peak float64
 	lo1, hi1 := 100.0, 0.0
 	r.waitFor(rvrt+2*time.Second, "inv2 back at the installer's 70 %", func() bool {
@@ -54,7 +51,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 		lo1, hi1 = min(lo1, l1), max(hi1, l1)
 		return r.limitOf("inv2") == 70
 	})
-	t.Logf("inv2 reverted to 70 %% %s after plantd died (reversion timeout %s)", time.Since(killed).Round(10*time.Millisecond), rvrt)
+	t.Logf("inv2 reverted to 70 %% %s after plantd died (reversion timeout %s)", r.now().Sub(killed).Round(10*time.Millisecond), rvrt)
 	if peak > 70 {
 		t.Errorf("inv2 reached %g %% after plantd died", peak)
 	}
@@ -62,7 +59,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	// installer's limit plantd writes its windows without a reversion
 	// time, so the dead gateway leaves it at the window's 40 %, inside
 	// [window, installer's limit], and the plant log said so.
-	time.Sleep(rvrt)
+	r.stepTo(r.now().Add(rvrt))
 	l1 := r.limitOf("inv1")
 	lo1, hi1 = min(lo1, l1), max(hi1, l1)
 	if lo1 < 40 || hi1 > 70 {
@@ -74,26 +71,26 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	}
 
 	// plantd starts again inside the window: the limit is back at once.
-	restarted := time.Now()
+	restarted := r.now()
 	r.start()
 	r.waitFor(2*time.Second, "40 % back on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
-	t.Logf("40 %% back on both inverters %s after the restart", time.Since(restarted).Round(10*time.Millisecond))
+	t.Logf("40 %% back on both inverters %s after the restart", r.now().Sub(restarted).Round(10*time.Millisecond))
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusActive {
 		t.Errorf("status after the restart: %s", c.Status)
 	}
-	if time.Until(end) < 500*time.Millisecond {
+	if end.Sub(r.now()) < 500*time.Millisecond {
 		t.Fatalf("too slow: restarted %s after the start of a %s window", restarted.Sub(start).Round(10*time.Millisecond), end.Sub(start))
 	}
 
 	// Dies again; the window closes while it is down; on the next start
 	// it is not replayed and the default is restored.
 	r.stop()
-	time.Sleep(time.Until(end.Add(500 * time.Millisecond)))
+	r.stepTo(end.Add(500 * time.Millisecond))
 	r.start()
 	r.waitFor(5*time.Second, "both back at the installer's 70 %", func() bool {
 		return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 && r.logHas("GridControlRestored", "inv1", "limit")
 	})
-	time.Sleep(time.Second)
+	r.stepTo(r.now().Add(time.Second))
 	if l1, l2 := r.limitOf("inv1"), r.limitOf("inv2"); l1 != 70 || l2 != 70 {
 		t.Errorf("after a restart past the window: %g %%, %g %%; want the default 70 %%", l1, l2)
 	}
@@ -105,68 +102,35 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 // TestOfflineAcrossTheStart: an inverter offline when its window starts
 // gets the limit the moment it answers again, and the command says late.
 //
-// The controller runs on a clock the test steps: the start and the six
-// seconds inv1 stays offline after it come when the test moves the clock
-// there; then a cycle a step until inv1 has the limit (the window lasts
-// ten minutes on that clock, so it is still open however long the
-// poller, on the wall clock, takes to see inv1 again).
+// On the stepped rig: inv1's polls and the controller's requests fail
+// from before the start until six seconds after it.
 func TestOfflineAcrossTheStart(t *testing.T) {
 	t.Parallel()
-	clk := newStepClock(t, time.Now())
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{Clock: clk}})
-	inv1 := simtest.Device(t, r.sim, "inv1")
-	start := clk.Now().Truncate(time.Second).Add(2 * time.Second)
+	r := newRig(t, rigOpts{stepped: true})
+	start := r.now().Truncate(time.Second).Add(2 * time.Second)
 	end := start.Add(10 * time.Minute)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 30)))
-	inv1.SetFault(sim.Fault{Kind: sim.FaultOffline})
-	// Offline as the daemon knows it (the poller's verdict) at the start.
-	r.waitFor(30*time.Second, "inv1 offline in the live state", func() bool {
-		devs, _ := r.live.DeviceStatuses("demo")
-		for _, d := range devs {
-			if d.Info.ID == "inv1" {
-				return d.HealthReason == "offline"
-			}
-		}
-		return false
+	r.setOffline("inv1", true)
+	// Offline as the daemon knows it (the poll's verdict) at the start.
+	r.waitFor(time.Second, "inv1 offline in the live state", func() bool {
+		d, _ := r.live.Device("inv1")
+		return d.HealthReason == "offline"
 	})
-	r.step(clk, start.Sub(clk.Now()))
-	r.waitFor(30*time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
-	r.step(clk, 6*time.Second)
+	r.stepTo(start)
+	r.waitFor(time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
+	r.stepTo(r.now().Add(6 * time.Second))
 	if c := r.command(sched.ScheduleID, 0); c.AppliedAt != nil {
 		t.Errorf("applied at %s while inv1 was offline", c.AppliedAt)
 	}
-	inv1.SetFault(sim.Fault{})
-	// A cycle per poll of inv1 until it has the limit: the poller, on the
-	// wall clock, must see it answer again first, and cycles stepped
-	// faster than it polls would run through the window before that.
-	lastPoll := func() time.Time {
-		d, _ := r.live.Device("inv1")
-		return d.LastUpdate
+	if l := r.limitOf("inv1"); l == 30 {
+		t.Fatalf("inv1 at 30 %% while offline (the test's premise)")
 	}
-	cycles := 0
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		polled := lastPoll()
-		r.step(clk, 200*time.Millisecond)
-		cycles++
-		if r.limitOf("inv1") == 30 {
-			break
-		}
-		if !clk.Now().Before(end) {
-			t.Fatalf("inv1 at %g %%, not 30 %%, at the end of the window (%d cycles)", r.limitOf("inv1"), cycles)
-		}
-		r.waitFor(max(time.Until(deadline), 0), "inv1 limited to 30 % within 30 s of its return, a poll of it at a time", func() bool {
-			return !lastPoll().Equal(polled)
-		})
-	}
-	t.Logf("inv1 limited %d cycles after it answered again", cycles)
-	// The controller records the write after its read-back, a moment
-	// after the simulator shows the limit.
-	c := r.command(sched.ScheduleID, 0)
-	for deadline := time.Now().Add(2 * time.Second); c.AppliedAt == nil && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		c = r.command(sched.ScheduleID, 0)
-	}
-	if c.AppliedAt == nil || !c.Late || !strings.Contains(c.Reason, "inv1") {
+	// Back: the first poll that answers, then the cycle after it.
+	r.setOffline("inv1", false)
+	back := r.now()
+	r.waitFor(time.Second, "inv1 limited to 30 % within a second of its return", func() bool { return r.limitOf("inv1") == 30 })
+	t.Logf("inv1 limited %s after it answered again", r.now().Sub(back))
+	if c := r.command(sched.ScheduleID, 0); c.AppliedAt == nil || !c.Late || !strings.Contains(c.Reason, "inv1") {
 		t.Errorf("status after the late write: applied %v, late %v, reason %q", c.AppliedAt, c.Late, c.Reason)
 	}
 }
@@ -179,28 +143,28 @@ func TestOfflineAcrossTheStart(t *testing.T) {
 func TestMeterLossDuringFeedInLimit(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{MeterGrace: grace}})
-	start, end := window(time.Second, 30*time.Second)
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{MeterGrace: grace}})
+	start, end := r.window(time.Second, 30*time.Second)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, end, 20)))
 	// The loop settles with the household's load on top of 20 %.
-	r.waitFor(time.Until(start)+5*time.Second, "the feed-in at 20 % of 18 kW", func() bool {
+	r.waitFor(start.Sub(r.now())+5*time.Second, "the feed-in at 20 % of 18 kW", func() bool {
 		return -r.sim.Balance().GridW > 0.18*18000 && -r.sim.Balance().GridW < 0.22*18000
 	})
-	time.Sleep(time.Second)
+	r.stepTo(r.now().Add(time.Second))
 	held := r.limitOf("inv1")
 	// The load and the charging battery are served first: the limit is
 	// well above the 20 % exported.
 	if held <= 25 {
 		t.Fatalf("limit under FeedInLimit %g %%, want above 20 %% (load and battery on top)", held)
 	}
-	simtest.Device(t, r.sim, "meter").SetFault(sim.Fault{Kind: sim.FaultOffline})
-	lost := time.Now()
+	r.setOffline("meter", true)
+	lost := r.now()
 	var peak float64
 	r.waitFor(grace+3*time.Second, "both inverters at the export limit itself", func() bool {
 		peak = max(peak, r.limitOf("inv1"), r.limitOf("inv2"))
 		return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20
 	})
-	stepped := time.Since(lost)
+	stepped := r.now().Sub(lost)
 	// The grace runs from the meter's last answer, up to a cycle (200 ms)
 	// before the fault.
 	if stepped < grace-250*time.Millisecond {
@@ -211,7 +175,7 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 	}
 	t.Logf("held at %g %% for %s without the meter, then 20 %%", held, stepped.Round(10*time.Millisecond))
 	r.waitFor(5*time.Second, "the warning in the plant log", func() bool { return r.logHas("FeedInLimitMeterLost") })
-	time.Sleep(2 * time.Second)
+	r.stepTo(r.now().Add(2 * time.Second))
 	if l := max(r.limitOf("inv1"), r.limitOf("inv2")); l > 20 {
 		t.Errorf("limit %g %% while the meter is still lost", l)
 	}
@@ -225,14 +189,14 @@ func TestDeviceNeedingTheEnableToggle(t *testing.T) {
 	t.Parallel()
 	devs := sim.DefaultConfig().Devices
 	devs[0].NeedsEnableToggle, devs[1].NeedsEnableToggle = true, true
-	r := newRig(t, rigOpts{devices: devs})
-	s, mid := window(time.Second, 4*time.Second)
+	r := newRig(t, rigOpts{stepped: true, devices: devs})
+	s, mid := r.window(time.Second, 4*time.Second)
 	end := mid.Add(4 * time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
-	r.waitFor(time.Until(s)+2*time.Second, "60 % on both", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
-	time.Sleep(time.Until(mid))
+	r.waitFor(s.Sub(r.now())+2*time.Second, "60 % on both", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
+	r.stepTo(mid)
 	r.waitFor(3*time.Second, "40 % in effect on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
-	t.Logf("40 %% in effect %s after the boundary", time.Since(mid).Round(10*time.Millisecond))
+	t.Logf("40 %% in effect %s after the boundary", r.now().Sub(mid).Round(10*time.Millisecond))
 	r.waitFor(5*time.Second, "the warning in the plant log", func() bool {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
@@ -245,8 +209,8 @@ func TestDeviceNeedingTheEnableToggle(t *testing.T) {
 // commands of the schedule run.
 func TestRefusedCommandFails(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{})
-	start, end := window(time.Second, 6*time.Second)
+	r := newRig(t, rigOpts{stepped: true})
+	start, end := r.window(time.Second, 6*time.Second)
 	var pts []string
 	for i := range 10 {
 		pts = append(pts, fmt.Sprintf(`{"x":%d,"y":%d}`, 90+2*i, 30-6*i))
@@ -260,7 +224,7 @@ func TestRefusedCommandFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(time.Until(start)+3*time.Second, "the curve marked failed", func() bool { return r.command(s.ScheduleID, 0).Status == gridcontrol.StatusFailed })
+	r.waitFor(start.Sub(r.now())+3*time.Second, "the curve marked failed", func() bool { return r.command(s.ScheduleID, 0).Status == gridcontrol.StatusFailed })
 	if c := r.command(s.ScheduleID, 0); !strings.Contains(c.Reason, "at most 4 points") {
 		t.Errorf("reason %q", c.Reason)
 	}
@@ -282,14 +246,11 @@ func TestRefusedCommandFails(t *testing.T) {
 // never reverted by the inverters' own timers in between.
 func TestReversionRenewedInLongWindows(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("renews reversion timeouts across a window on the wall clock (~10 s)")
-	}
 	const rvrt = 2 * time.Second
-	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: rvrt}})
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RevertTimeout: rvrt}})
 	vv := tweak(points(t, r.read("inv1", 126), 0), -5)
 	cv, _ := json.Marshal(gridcontrol.Curve{Points: vv})
-	start, end := window(time.Second, 4*rvrt)
+	start, end := r.window(time.Second, 4*rvrt)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40),
 		fmt.Sprintf(`{"command":"opModFixedPFInjectW","start":%q,"end":%q,"value":0.95}`, ts(start), ts(end)),
 		fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), cv)))
@@ -312,17 +273,17 @@ func TestReversionRenewedInLongWindows(t *testing.T) {
 		}
 		return strings.Join(off, ", ")
 	}
-	r.waitFor(time.Until(start)+2*time.Second, "every control in effect", func() bool { return held() == "" })
+	r.waitFor(start.Sub(r.now())+2*time.Second, "every control in effect", func() bool { return held() == "" })
 	var lapses []string
-	for time.Until(end) > 300*time.Millisecond {
+	for end.Sub(r.now()) > 300*time.Millisecond {
 		h := held()
 		// A sample is one of the window only if its reads ended inside it
 		// (on a loaded machine the reads take long, and a sample that
 		// straddles the window's end sees the restore).
-		if h != "" && time.Until(end) > 0 {
-			lapses = append(lapses, fmt.Sprintf("start+%s: %s", time.Since(start).Round(10*time.Millisecond), h))
+		if h != "" && end.Sub(r.now()) > 0 {
+			lapses = append(lapses, fmt.Sprintf("start+%s: %s", r.now().Sub(start).Round(10*time.Millisecond), h))
 		}
-		time.Sleep(100 * time.Millisecond)
+		r.step(r.clk, r.cfg.Cycle)
 	}
 	if len(lapses) > 0 {
 		t.Errorf("controls lapsed inside a window %s long with a reversion timeout of %s (%d samples): %s … %s",
@@ -346,14 +307,14 @@ func TestReversionIgnoredWarned(t *testing.T) {
 			for i := range devs {
 				devs[i].IgnoreRevert = ignores && devs[i].ID == "inv2"
 			}
-			r := newRig(t, rigOpts{devices: devs, cfg: gridcontrol.Config{RevertTimeout: rvrt}})
-			start, end := window(time.Second, rvrt)
+			r := newRig(t, rigOpts{stepped: true, devices: devs, cfg: gridcontrol.Config{RevertTimeout: rvrt}})
+			start, end := r.window(time.Second, rvrt)
 			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
 			renewed := start.Add(rvrt/2 + 2*time.Second)
 			if ignores {
-				r.waitFor(time.Until(renewed), "ReversionIgnored for inv2", func() bool { return r.logHas("ReversionIgnored", "inv2") })
+				r.waitFor(renewed.Sub(r.now()), "ReversionIgnored for inv2", func() bool { return r.logHas("ReversionIgnored", "inv2") })
 			} else {
-				time.Sleep(time.Until(renewed))
+				r.stepTo(renewed)
 			}
 			if !ignores && r.logHas("ReversionIgnored") {
 				t.Error("ReversionIgnored logged for a device that counts its reversion timeout down")

@@ -120,7 +120,7 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 		return Schedule{}, err
 	}
 	c.mu.Lock()
-	pc.scheds = append(pc.scheds, &sc)
+	pc.hold(&sc)
 	c.arm(pc)
 	out := view(&sc, nil, activeAt(pc.scheds, now, pc.limitRatedW), now) // the newest: nothing supersedes it
 	c.mu.Unlock()

@@ -156,9 +156,11 @@ func testTamper(t *testing.T, o rigOpts, restart bool, episodes ...tamperEpisode
 		// The register trace: read every 20 ms until it is back.
 		var back time.Duration
 		var reads int
+		look := time.NewTicker(20 * time.Millisecond)
+		defer look.Stop()
 		for deadline := tampered.Add(10 * time.Second); ; reads++ {
 			if reads > 0 {
-				time.Sleep(20 * time.Millisecond)
+				<-look.C
 			}
 			if tp.point(ep.id, ep.model, ep.point) == ep.want && tp.point(ep.id, ep.model, "WMaxLimPct") == 20 {
 				back = time.Since(tampered)

@@ -121,9 +121,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, lns listeners, now func(
 	if err != nil {
 		return nil, err
 	}
-	// Grid control runs on the system's clock (robfig/cron fires the
-	// window boundaries), or on the clock given (the demo's simulated
-	// one, on which its schedules are written).
+	// Grid control runs on the system's clock, or on the clock given (the
+	// demo's simulated one, on which its schedules are written); its run
+	// loop fires the window edges by that clock either way.
 	var gridClock gridcontrol.Clock
 	if now == nil {
 		// Samples are stamped on a monotonic-anchored clock that logs

@@ -23,7 +23,8 @@ import (
 // TestGridControlKilledInsideWindow is the dead-gateway acceptance with
 // the real binary: an installer's permanent 70 % limit on both inverters
 // (classic 123 and DER 704), a 40 % window POSTed over HTTP, plantd killed
-// with SIGKILL inside it and started again 10 s later. An independent
+// with SIGKILL inside it after a renewal and started again once the DER
+// inverter reverted (inv1 then has no reversion timer). An independent
 // Modbus client reads both inverters' limit registers at 20 Hz all along:
 // they never leave [40 %, 70 %], before the kill, while plantd is dead
 // (the DER inverter reverts to the installer's 70 % that plantd programmed
@@ -130,14 +131,27 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 		}
 	}()
 
-	time.Sleep(time.Until(start.Add(3 * time.Second)))
+	// Past a renewal (at half the reversion timeout): a write to both
+	// inverters after the window's first.
+	lastWrite := func(id string) time.Time {
+		ws := p.Device(id).Writes()
+		if len(ws) == 0 {
+			return time.Time{}
+		}
+		return ws[len(ws)-1].Time
+	}
+	first1, first2 := lastWrite("inv1"), lastWrite("inv2")
+	waitUntil(t, 5*time.Second, "a renewal on both inverters", func() bool {
+		return lastWrite("inv1").After(first1.Add(time.Second)) && lastWrite("inv2").After(first2.Add(time.Second))
+	})
 	d.Kill() // SIGKILL: no chance to clean up
 	killed := time.Now()
 	waitUntil(t, 8*time.Second, "inv2 reverted to the installer's 70 %", func() bool { return limit("inv2") == 70 })
-	t.Logf("SIGKILL at start+3 s: inv2 at its stored fallback 70 %% %s later (reversion timeout 4 s, renewed from half of it on); inv1 (123) at %g %%", time.Since(killed).Round(10*time.Millisecond), limit("inv1"))
-	time.Sleep(time.Until(killed.Add(10 * time.Second)))
-	if l := limit("inv1"); l != 40 {
-		t.Errorf("inv1 (123, written without reversion time) at %g %% 10 s after plantd died, want the window's 40 %%", l)
+	t.Logf("SIGKILL after a renewal: inv2 at its stored fallback 70 %% %s later (reversion timeout 4 s, renewed from half of it on); inv1 (123) at %g %%", time.Since(killed).Round(10*time.Millisecond), limit("inv1"))
+	// inv2's reversion came: inv1, written without a reversion time,
+	// holds the window's 40 % and has no timer that could revert it.
+	if s := p.Device("inv1").State(); s.EffectiveLimitPct != 40 || !s.RevertAt.IsZero() {
+		t.Errorf("inv1 (123, written without reversion time) at %g %% with a reversion at %v after plantd died, want the window's 40 %% and none", s.EffectiveLimitPct, s.RevertAt)
 	}
 
 	d2 := startDaemon(t, cfgPath)
@@ -145,8 +159,13 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	d2.waitOnline(10*time.Second, "inv2")
 	onlineAt := time.Now()
 	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
-	t.Logf("restart 10 s after the kill: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
-	time.Sleep(2 * time.Second) // renewals and the follow check after the restart
+	t.Logf("restart after the reversion: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
+	// Renewals and the follow check after the restart: a write to both
+	// after the restart's first.
+	first1, first2 = lastWrite("inv1"), lastWrite("inv2")
+	waitUntil(t, 5*time.Second, "a renewal on both after the restart", func() bool {
+		return lastWrite("inv1").After(first1.Add(time.Second)) && lastWrite("inv2").After(first2.Add(time.Second))
+	})
 	close(stop)
 	if off := <-sampled; len(off) > 1 {
 		t.Errorf("the limit left [40, 70] in %d samples (%s): %s", len(off)-1, off[len(off)-1], strings.Join(off[:min(5, len(off)-1)], "; "))
@@ -228,11 +247,13 @@ func gridConfigWith(t testing.TB, p *sim.Plant, extra string) string {
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	look := time.NewTicker(50 * time.Millisecond)
+	defer look.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s: still not %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-look.C
 	}
 }
 
@@ -348,7 +369,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	if s := p.Device("inv1").State(); s.Connected || s.EffectiveLimitPct != 45 {
 		t.Errorf("inv1 in the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
 	}
-	time.Sleep(time.Until(end))
+	// Restored after the end (inside the window every control differs).
 	restored := func() []string {
 		var diff []string
 		for id, ms := range models {
@@ -392,12 +413,14 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	}
 	// The restore is waited for, not timed: the bound only ends a test
 	// that would never pass (how soon it comes is for a benchmark).
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := end.Add(60 * time.Second)
+	look := time.NewTicker(100 * time.Millisecond)
+	defer look.Stop()
 	for left := restored(); len(left) > 0; left = restored() {
 		if time.Now().After(deadline) {
 			t.Fatalf("60 s after the end, not back at the default: %v", left)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-look.C
 	}
 	t.Logf("every control back at its default %s after the end", time.Since(end).Round(10*time.Millisecond))
 	code, b := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")
@@ -459,13 +482,15 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	// Held to the end: sampled every 50 ms until just before it.
 	var hi float64
 	var rises []string
+	look := time.NewTicker(50 * time.Millisecond)
+	defer look.Stop()
 	for time.Until(end) > 200*time.Millisecond {
 		l1, l2 := limit("inv1"), limit("inv2")
 		if l1 != 40 || l2 != 40 {
 			rises = append(rises, fmt.Sprintf("start+%s: inv1 %g %%, inv2 %g %%", time.Since(start).Round(10*time.Millisecond), l1, l2))
 		}
 		hi = max(hi, l1, l2)
-		time.Sleep(50 * time.Millisecond)
+		<-look.C
 	}
 	if hi != 40 {
 		t.Errorf("limit rose to %g %% inside the window while the link was down: %v", hi, rises)

@@ -465,7 +465,10 @@
 //	p.Device("inv1").SetFault(sim.Fault{Kind: sim.FaultSlow, Delay: 2 * time.Second})
 //
 // Tests pass Config.Now a clock they move by hand, so the simulated plant
-// stands still between their reads.
+// stands still between their reads. A test that needs no socket leaves out
+// Start and reaches each device's register model in process through
+// Device.Registers (inprocess.go: holding registers read and written as
+// the server checks them; faults act on the sockets only).
 //
 // Package sim imports devices (model tables, encoding), devices/template
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
