@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // dev is a discovered device of the given kind and models, online unless
 // state says otherwise.
 func dev(id string, kind kind.Kind, state plant.CommState, models ...uint16) plant.DeviceLive {
-	_, platform, caps := devices.Classify(models)
-	d := &devices.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
+	_, platform, caps := sunspec.Classify(models)
+	d := &sunspec.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
 	for _, m := range models {
-		d.Models = append(d.Models, devices.ModelRef{ID: m})
+		d.Models = append(d.Models, sunspec.ModelRef{ID: m})
 	}
 	return plant.DeviceLive{Info: plant.DeviceInfo{ID: id, PlantID: "p", Kind: kind}, Discovered: d, Comm: plant.Communication{State: state}}
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // Config tunes the controller; zero fields take the defaults.
@@ -136,7 +136,7 @@ type Live interface {
 
 // Conns returns the Modbus client of a device (shared with the poller, so
 // requests to one endpoint stay serialised).
-type Conns func(deviceID string) (devices.ReadWriter, bool)
+type Conns func(deviceID string) (sunspec.ReadWriter, bool)
 
 // Controller stores schedules and applies them to the plant's inverters:
 // cron entries at every window start and end, and a control cycle that

@@ -245,7 +245,7 @@
 //     and records, before writing, that it owns them (store:
 //     control_owner), so a restart restores exactly those; it restores a
 //     control from the stored image of the points it owns, nothing else.
-//   - Read-back: every write reads the model back (devices.WriteModel); a
+//   - Read-back: every write reads the model back (sunspec.WriteModel); a
 //     refused or different value is an error. Refusals are retried with
 //     backoff (1, 2, 4 … 30 s); after 3 refusals the command is marked
 //     failed, with the device's answer, in its status and the plant log,

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -223,7 +223,7 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 	if !ok {
 		return 0, fmt.Errorf("device %s: no model with W", d.Info.ID)
 	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	if err != nil {
 		return 0, fmt.Errorf("device %s: %w", d.Info.ID, err)
 	}

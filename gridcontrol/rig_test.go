@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
@@ -23,6 +22,7 @@ import (
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // rig is a plant under grid control as the daemon runs it: the simulated
@@ -35,7 +35,7 @@ type rig struct {
 	pool    *modbus.Pool
 	live    *plant.Live
 	st      *store.Store
-	clients map[string]devices.ReadWriter
+	clients map[string]sunspec.ReadWriter
 	cfg     gridcontrol.Config
 
 	answers sync.Map // device id -> *atomic.Int64: its poll answers applied to live
@@ -77,7 +77,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.devices != nil {
 		scfg.Devices = o.devices
 	}
-	r := &rig{t: t, sim: simtest.Start(t, scfg), pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
+	r := &rig{t: t, sim: simtest.Start(t, scfg), pool: modbus.NewPool(nil), clients: map[string]sunspec.ReadWriter{}}
 	t.Cleanup(func() { _ = r.pool.Close() })
 	plants := []plant.Plant{{ID: "demo", Name: "Demo", Location: noon.Location()}}
 	var infos []plant.DeviceInfo
@@ -151,7 +151,7 @@ func (r *rig) start() {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (devices.ReadWriter, bool) {
+	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (sunspec.ReadWriter, bool) {
 		c, ok := r.clients[id]
 		return c, ok
 	}, logger)
@@ -211,7 +211,7 @@ func (r *rig) mustSubmit(body string) gridcontrol.Schedule {
 }
 
 // read reads a model of a device over Modbus, as a second client would.
-func (r *rig) read(id string, model uint16) *devices.Instance {
+func (r *rig) read(id string, model uint16) *sunspec.Instance {
 	r.t.Helper()
 	d, ok := r.live.Device(id)
 	if !ok || d.Discovered == nil {
@@ -223,7 +223,7 @@ func (r *rig) read(id string, model uint16) *devices.Instance {
 	}
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		inst, err := devices.ReadModel(ctx, r.clients[id], ref)
+		inst, err := sunspec.ReadModel(ctx, r.clients[id], ref)
 		cancel()
 		if err == nil {
 			return inst
@@ -340,7 +340,7 @@ func (r *rig) write(id string, model uint16, points map[string]float64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := devices.WriteModel(ctx, r.clients[id], ref, func(inst *devices.Instance) error {
+	if _, err := sunspec.WriteModel(ctx, r.clients[id], ref, func(inst *sunspec.Instance) error {
 		for n, v := range points {
 			if err := inst.Set(n, v); err != nil {
 				return err

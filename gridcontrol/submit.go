@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // Schedules in and out: Submit validates a schedule against the plant's
@@ -327,7 +327,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 			continue
 		}
 		c.mu.Lock()
-		var snap *devices.Instance
+		var snap *sunspec.Instance
 		if dc := c.devs[d.Info.ID]; dc != nil {
 			snap = dc.defaults[ref.ID]
 		}
@@ -343,7 +343,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 			if !ok {
 				continue
 			}
-			inst, err := devices.ReadModel(ctx, rw, ref)
+			inst, err := sunspec.ReadModel(ctx, rw, ref)
 			if err != nil {
 				continue // offline now: checked when written
 			}
@@ -366,7 +366,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 				continue // offline now: checked when written
 			}
 		}
-		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
+		try := &sunspec.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
 		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
 			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
 		}

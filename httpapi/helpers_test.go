@@ -26,6 +26,7 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // The secrets of the test credentials; the config holds their hashes.
@@ -50,7 +51,7 @@ type simDev struct {
 	id     string
 	dev    *sim.Device
 	client *modbus.Client
-	info   *devices.Device
+	info   *sunspec.Device
 	plan   *devices.ReadPlan
 }
 
@@ -159,7 +160,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			t.Fatalf("read plan %s: %v", d.ID(), err)
 		}
@@ -216,7 +217,7 @@ func (e *env) gridControl(plants []plant.Plant) *gridcontrol.Controller {
 		e.t.Fatalf("open store: %v", err)
 	}
 	e.t.Cleanup(func() { _ = st.Close() })
-	conns := func(id string) (devices.ReadWriter, bool) {
+	conns := func(id string) (sunspec.ReadWriter, bool) {
 		for _, d := range e.devs {
 			if d.id == id {
 				return d.client, true

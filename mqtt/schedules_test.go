@@ -22,6 +22,7 @@ import (
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // gridStack is the part of plantd a schedule from the cloud goes
@@ -39,7 +40,7 @@ type gridStack struct {
 	// limited counts the API's 429 answers.
 	limited atomic.Int64
 	client  *modbus.Client
-	info    *devices.Device
+	info    *sunspec.Device
 	plan    *devices.ReadPlan
 }
 
@@ -68,7 +69,7 @@ func newGridStack(t *testing.T, o stackOpts) *gridStack {
 	if g.info, err = devices.Discover(t.Context(), g.client); err != nil {
 		t.Fatalf("discover inv1: %v", err)
 	}
-	if g.plan, err = g.info.NewReadPlan(g.info.PollModels()); err != nil {
+	if g.plan, err = devices.NewReadPlan(g.info, g.info.PollModels()); err != nil {
 		t.Fatal(err)
 	}
 	g.st, err = store.Open(t.Context(), store.Config{Path: filepath.Join(t.TempDir(), "plantd.db"), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
@@ -78,7 +79,7 @@ func newGridStack(t *testing.T, o stackOpts) *gridStack {
 	t.Cleanup(func() { g.st.Close() })
 	g.live = plant.NewLive([]plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}},
 		[]plant.DeviceInfo{{ID: "inv1", PlantID: "p1", Name: "inv1"}}, nil)
-	conns := func(id string) (devices.ReadWriter, bool) { return g.client, id == "inv1" }
+	conns := func(id string) (sunspec.ReadWriter, bool) { return g.client, id == "inv1" }
 	if g.gc, err = gridcontrol.New(gridcontrol.Config{}, g.st, g.live, conns, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // unitOK says which SunSpec units may feed a channel unit (with the row's
@@ -28,9 +28,9 @@ var unitOK = map[Unit][]string{
 }
 
 // lookupPoint finds a row's point in the generated definitions.
-func lookupPoint(t *testing.T, mid uint16, group, point string) *devices.Point {
+func lookupPoint(t *testing.T, mid uint16, group, point string) *sunspec.Point {
 	t.Helper()
-	m := devices.ModelByID(mid)
+	m := sunspec.ModelByID(mid)
 	if m == nil {
 		t.Errorf("model %d: not in devices' model definitions", mid)
 		return nil
@@ -80,7 +80,7 @@ func TestChannelTable(t *testing.T) {
 				if (pr.Conv == powerFactor) != (pr.Channel == DisplacementPowerFactor) {
 					t.Errorf("model %d %s → %s: power-factor conversion on the wrong channel", mid, pr.Point, pr.Channel)
 				}
-				if pr.Channel.Counter() && !p.Type.Accumulator() && p.Type != devices.TypeUint64 && p.Type != devices.TypeFloat32 {
+				if pr.Channel.Counter() && !p.Type.Accumulator() && p.Type != sunspec.TypeUint64 && p.Type != sunspec.TypeFloat32 {
 					t.Errorf("model %d %s → counter %s: type %s is not a counter", mid, pr.Point, pr.Channel, p.Type)
 				}
 			}
@@ -172,9 +172,9 @@ func TestChannelTableCoverage(t *testing.T) {
 // a device that has every known model.
 func pollModelIDs(t *testing.T) []uint16 {
 	t.Helper()
-	d := &devices.Device{}
-	for _, m := range devices.Models() {
-		d.Models = append(d.Models, devices.ModelRef{ID: m.ID})
+	d := &sunspec.Device{}
+	for _, m := range sunspec.Models() {
+		d.Models = append(d.Models, sunspec.ModelRef{ID: m.ID})
 	}
 	var ids []uint16
 	for _, r := range d.PollModels() {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // Health is the v2 health status of the live device list: Ok, Warning,
@@ -329,7 +329,7 @@ func compileStatus() (*status, error) {
 	st := &status{}
 	for _, r := range stateTable {
 		for _, mid := range r.Models {
-			def := devices.ModelByID(mid)
+			def := sunspec.ModelByID(mid)
 			if def == nil {
 				return nil, fmt.Errorf("state table: unknown model %d", mid)
 			}
@@ -348,7 +348,7 @@ func compileStatus() (*status, error) {
 	}
 	for _, r := range eventTable {
 		for _, mid := range r.Models {
-			def := devices.ModelByID(mid)
+			def := sunspec.ModelByID(mid)
 			if def == nil {
 				return nil, fmt.Errorf("event table: unknown model %d", mid)
 			}
@@ -386,7 +386,7 @@ type deviceStatus struct {
 // evaluate reads the state and event points of a sample's models. The
 // worst state and the most severe event win; the reason names the first
 // point and symbol that decided.
-func (st *status) evaluate(models []*devices.Instance) deviceStatus {
+func (st *status) evaluate(models []*sunspec.Instance) deviceStatus {
 	var ds deviceStatus
 	present := newModelSet(models)
 	for i := range st.states {

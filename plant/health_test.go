@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"plantd/devices"
 	"plantd/modbus"
+	"plantd/sunspec"
 )
 
 // TestStatusTables checks the health tables against the model
@@ -19,7 +19,7 @@ func TestStatusTables(t *testing.T) {
 	if _, err := compileStatus(); err != nil {
 		t.Error(err)
 	}
-	symbol := func(p *devices.Point, v int64) string {
+	symbol := func(p *sunspec.Point, v int64) string {
 		for _, s := range p.Symbols {
 			if s.Value == v {
 				return s.Name
@@ -33,7 +33,7 @@ func TestStatusTables(t *testing.T) {
 			if p == nil {
 				continue
 			}
-			if p.Type != devices.TypeEnum16 && p.Type != devices.TypeEnum32 {
+			if p.Type != sunspec.TypeEnum16 && p.Type != sunspec.TypeEnum32 {
 				t.Errorf("model %d %s: type %s, want an enum", mid, r.Point, p.Type)
 			}
 			for _, s := range r.Syms {
@@ -50,7 +50,7 @@ func TestStatusTables(t *testing.T) {
 			if p == nil {
 				continue
 			}
-			if p.Type != devices.TypeBitfield16 && p.Type != devices.TypeBitfield32 {
+			if p.Type != sunspec.TypeBitfield16 && p.Type != sunspec.TypeBitfield32 {
 				t.Errorf("model %d %s: type %s, want a bitfield", mid, r.Point, p.Type)
 			}
 			for _, b := range r.Bits {
@@ -86,86 +86,86 @@ func TestHealthFromModels(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		models func(t testing.TB) []*devices.Instance
+		models func(t testing.TB) []*sunspec.Instance
 		want   Health
 		reason string
 	}{
-		{"103 MPPT", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 0))}
+		{"103 MPPT", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 0))}
 		}, HealthOk, ""},
-		{"103 throttled is Ok", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 5))} }, HealthOk, ""},
-		{"103 starting", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 3))} }, HealthOk, ""},
-		{"103 sleeping", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 2))} }, HealthOff, "St SLEEPING"},
-		{"103 off", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 1))} }, HealthOff, "St OFF"},
-		{"103 standby", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 8))} }, HealthOff, "St STANDBY"},
-		{"103 shutting down", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 6))} }, HealthOff, "St SHUTTING_DOWN"},
-		{"103 fault", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 7))} }, HealthError, "St FAULT"},
-		{"111 fault (gg symbols)", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 111, nil, raw("St", 7))} }, HealthError, "St FAULT"},
-		{"103 vendor state value: no opinion", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 103, nil, raw("St", 42))} }, HealthOk, ""},
-		{"103 ground fault while producing", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<0))}
+		{"103 throttled is Ok", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 5))} }, HealthOk, ""},
+		{"103 starting", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 3))} }, HealthOk, ""},
+		{"103 sleeping", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 2))} }, HealthOff, "St SLEEPING"},
+		{"103 off", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 1))} }, HealthOff, "St OFF"},
+		{"103 standby", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 8))} }, HealthOff, "St STANDBY"},
+		{"103 shutting down", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 6))} }, HealthOff, "St SHUTTING_DOWN"},
+		{"103 fault", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 7))} }, HealthError, "St FAULT"},
+		{"111 fault (gg symbols)", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 111, nil, raw("St", 7))} }, HealthError, "St FAULT"},
+		{"103 vendor state value: no opinion", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 103, nil, raw("St", 42))} }, HealthOk, ""},
+		{"103 ground fault while producing", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<0))}
 		}, HealthError, "Evt1 GROUND_FAULT"},
-		{"103 over-temperature", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<7))}
+		{"103 over-temperature", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<7))}
 		}, HealthWarning, "Evt1 OVER_TEMP"},
-		{"103 error bit wins over warning bit", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<7|1<<12))}
+		{"103 error bit wins over warning bit", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<7|1<<12))}
 		}, HealthError, "Evt1 BLOWN_STRING_FUSE"},
-		{"103 sleeping with a stale grid warning: Off", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 2), raw("Evt1", 1<<11))}
+		{"103 sleeping with a stale grid warning: Off", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 2), raw("Evt1", 1<<11))}
 		}, HealthOff, "St SLEEPING"},
-		{"103 sleeping with a ground fault: Error", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 2), raw("Evt1", 1<<0))}
+		{"103 sleeping with a ground fault: Error", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 2), raw("Evt1", 1<<0))}
 		}, HealthError, "Evt1 GROUND_FAULT"},
-		{"103 unknown event bit: ignored", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<30))}
+		{"103 unknown event bit: ignored", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4), raw("Evt1", 1<<30))}
 		}, HealthOk, ""},
-		{"701 running", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("St", 1), raw("InvSt", 3), raw("ConnSt", 1), raw("Alrm", 0))}
+		{"701 running", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("St", 1), raw("InvSt", 3), raw("ConnSt", 1), raw("Alrm", 0))}
 		}, HealthOk, ""},
-		{"701 sleeping", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("St", 0), raw("InvSt", 1), raw("ConnSt", 0))}
+		{"701 sleeping", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("St", 0), raw("InvSt", 1), raw("ConnSt", 0))}
 		}, HealthOff, "InvSt SLEEPING"},
-		{"701 off by St alone", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 701, nil, raw("St", 0))} }, HealthOff, "St OFF"},
-		{"701 disconnected while InvSt says running", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("St", 1), raw("InvSt", 3), raw("ConnSt", 0))}
+		{"701 off by St alone", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 701, nil, raw("St", 0))} }, HealthOff, "St OFF"},
+		{"701 disconnected while InvSt says running", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("St", 1), raw("InvSt", 3), raw("ConnSt", 0))}
 		}, HealthOff, "ConnSt DISCONNECTED"},
-		{"701 fault", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 701, nil, raw("InvSt", 6))} }, HealthError, "InvSt FAULT"},
-		{"701 throttled by plantd: Ok", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("InvSt", 4), raw("ThrotSrc", 1<<0))}
+		{"701 fault", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 701, nil, raw("InvSt", 6))} }, HealthError, "InvSt FAULT"},
+		{"701 throttled by plantd: Ok", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("InvSt", 4), raw("ThrotSrc", 1<<0))}
 		}, HealthOk, ""},
-		{"701 derated by itself: Warning", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("InvSt", 4), raw("ThrotSrc", 1<<14))}
+		{"701 derated by itself: Warning", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("InvSt", 4), raw("ThrotSrc", 1<<14))}
 		}, HealthWarning, "ThrotSrc DERATED"},
-		{"701 manufacturer alarm", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 701, nil, raw("InvSt", 3), raw("Alrm", 1<<16))}
+		{"701 manufacturer alarm", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 701, nil, raw("InvSt", 3), raw("Alrm", 1<<16))}
 		}, HealthWarning, "Alrm MANUFACTURER_ALRM"},
-		{"160 arc detection", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 103, nil, raw("St", 4)), mk(t, 160, nil, raw("Evt", 1<<15))}
+		{"160 arc detection", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 103, nil, raw("St", 4)), mk(t, 160, nil, raw("Evt", 1<<15))}
 		}, HealthError, "Evt ARC_DETECTION"},
-		{"meter missing sensor", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 203, nil, raw("Evt", 1<<7))} }, HealthError, "Evt Missing_Sensor"},
-		{"meter under-voltage", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 201, nil, raw("Evt", 1<<3))} }, HealthWarning, "Evt Under_Voltage"},
-		{"meter without events", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 203, nil, raw("Evt", 0))} }, HealthOk, ""},
-		{"802 connected", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 0))}
+		{"meter missing sensor", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 203, nil, raw("Evt", 1<<7))} }, HealthError, "Evt Missing_Sensor"},
+		{"meter under-voltage", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 201, nil, raw("Evt", 1<<3))} }, HealthWarning, "Evt Under_Voltage"},
+		{"meter without events", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 203, nil, raw("Evt", 0))} }, HealthOk, ""},
+		{"802 connected", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 0))}
 		}, HealthOk, ""},
-		{"802 standby is Ok", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 802, nil, raw("State", 4))} }, HealthOk, ""},
-		{"802 SoC protection", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 802, nil, raw("State", 5))} }, HealthWarning, "State SOC PROTECTION"},
-		{"802 disconnected", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 802, nil, raw("State", 1))} }, HealthOff, "State DISCONNECTED"},
-		{"802 fault", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 802, nil, raw("State", 99))} }, HealthError, "State FAULT"},
-		{"802 over-temperature alarm", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 1<<1))}
+		{"802 standby is Ok", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 802, nil, raw("State", 4))} }, HealthOk, ""},
+		{"802 SoC protection", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 802, nil, raw("State", 5))} }, HealthWarning, "State SOC PROTECTION"},
+		{"802 disconnected", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 802, nil, raw("State", 1))} }, HealthOff, "State DISCONNECTED"},
+		{"802 fault", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 802, nil, raw("State", 99))} }, HealthError, "State FAULT"},
+		{"802 over-temperature alarm", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 1<<1))}
 		}, HealthError, "Evt1 OVER_TEMP_ALARM"},
-		{"802 over-temperature warning", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 1<<2))}
+		{"802 over-temperature warning", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 802, nil, raw("State", 3), raw("Evt1", 1<<2))}
 		}, HealthWarning, "Evt1 OVER_TEMP_WARNING"},
-		{"713 warning", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 713, nil, raw("Sta", 1))} }, HealthWarning, "Sta WARNING"},
-		{"713 error", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 713, nil, raw("Sta", 2))} }, HealthError, "Sta ERROR"},
-		{"124 off", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 124, nil, raw("ChaSt", 1))} }, HealthOff, "ChaSt OFF"},
-		{"battery: worst state of 802 and 124 wins", func(t testing.TB) []*devices.Instance {
-			return []*devices.Instance{mk(t, 124, nil, raw("ChaSt", 4)), mk(t, 802, nil, raw("State", 99))}
+		{"713 warning", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 713, nil, raw("Sta", 1))} }, HealthWarning, "Sta WARNING"},
+		{"713 error", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 713, nil, raw("Sta", 2))} }, HealthError, "Sta ERROR"},
+		{"124 off", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 124, nil, raw("ChaSt", 1))} }, HealthOff, "ChaSt OFF"},
+		{"battery: worst state of 802 and 124 wins", func(t testing.TB) []*sunspec.Instance {
+			return []*sunspec.Instance{mk(t, 124, nil, raw("ChaSt", 4)), mk(t, 802, nil, raw("State", 99))}
 		}, HealthError, "State FAULT"},
-		{"sensor: no state points", func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 308, nil, val("GHI", 500))} }, HealthOk, ""},
+		{"sensor: no state points", func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 308, nil, val("GHI", 500))} }, HealthOk, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // pv is one point value for a hand-made instance: a scaled value (Set) or,
@@ -24,18 +24,18 @@ func sf(name string, exp int) pv    { return pv{name: name, v: float64(uint16(in
 // mk builds a model image with every point not implemented, every scale
 // factor of the top group 0, then the given points set in order (set scale
 // factors before the values they scale).
-func mk(t testing.TB, id uint16, counts map[string]int, pts ...pv) *devices.Instance {
+func mk(t testing.TB, id uint16, counts map[string]int, pts ...pv) *sunspec.Instance {
 	t.Helper()
-	m := devices.ModelByID(id)
+	m := sunspec.ModelByID(id)
 	if m == nil {
 		t.Fatalf("model %d unknown", id)
 	}
-	inst, err := devices.NewBlank(m, 40002, counts)
+	inst, err := sunspec.NewBlank(m, 40002, counts)
 	if err != nil {
 		t.Fatalf("blank %d: %v", id, err)
 	}
 	for _, p := range m.Group.Points {
-		if p.Type == devices.TypeSunssf {
+		if p.Type == sunspec.TypeSunssf {
 			if err := inst.SetRaw(p.Name, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func mk(t testing.TB, id uint16, counts map[string]int, pts ...pv) *devices.Inst
 }
 
 // setGroup sets points of occurrence j of a repeating group.
-func setGroup(t testing.TB, inst *devices.Instance, group string, j int, pts ...pv) {
+func setGroup(t testing.TB, inst *sunspec.Instance, group string, j int, pts ...pv) {
 	t.Helper()
 	occ := inst.Root.Groups(group)
 	if j >= len(occ) {
@@ -73,7 +73,7 @@ func setGroup(t testing.TB, inst *devices.Instance, group string, j int, pts ...
 }
 
 // sample makes a successful sample.
-func sample(dev string, tm time.Time, models ...*devices.Instance) Sample {
+func sample(dev string, tm time.Time, models ...*sunspec.Instance) Sample {
 	return Sample{Device: dev, Time: tm, Models: models, State: StateOnline}
 }
 

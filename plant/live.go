@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // historyLen is the number of recent polls successRate looks at.
@@ -93,7 +93,7 @@ type deviceState struct {
 	conf DeviceInfo
 
 	mu        sync.Mutex
-	disc      *devices.Device // discovery result, nil until known
+	disc      *sunspec.Device // discovery result, nil until known
 	plate     *Nameplate      // disc in the API's words
 	state     CommState
 	restarted bool      // the poller started the device anew (Restarted)
@@ -109,7 +109,7 @@ type deviceState struct {
 	// nameplate), the channels the last poll dropped, and the count of
 	// dropped values per channel.
 	bounds      *bounds
-	boundsOf    *devices.Device
+	boundsOf    *sunspec.Device
 	badChans    chanMask
 	implausible *[numChannels]uint64 // nil until a value was dropped
 	// consumer is the last reading of a consumer device (hasConsumer).
@@ -272,7 +272,7 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 // keepControlModels copies the registers of the control models among
 // models (the poller's buffers) into d's own, reused from poll to poll; a
 // control model the poll no longer read is forgotten. d is locked.
-func (d *deviceState) keepControlModels(models []*devices.Instance) {
+func (d *deviceState) keepControlModels(models []*sunspec.Instance) {
 	n := 0
 	for _, m := range models {
 		if m == nil || !slices.Contains(controlModels[:], m.Model.ID) {
@@ -393,7 +393,7 @@ type DeviceLive struct {
 	Info DeviceInfo
 	// Discovered is what SunSpec discovery learned (manufacturer, model,
 	// serial, models, ratings); nil until the device was discovered.
-	Discovered *devices.Device
+	Discovered *sunspec.Device
 	// Nameplate is Discovered in the words the API shows; nil until the
 	// device was discovered.
 	Nameplate *Nameplate

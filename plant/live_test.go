@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 var berlin = mustLoc("Europe/Berlin")
@@ -39,7 +39,7 @@ func testPlant() ([]Plant, []DeviceInfo) {
 func TestLiveApply(t *testing.T) {
 	plants, devs := testPlant()
 	l := NewLive(plants, devs, fixedClock(t0.Add(time.Minute)))
-	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-INV-10K", Serial: "SIM-inv1", RatedPowerW: 10000}
+	info := &sunspec.Device{Manufacturer: "plantd", Model: "SIM-INV-10K", Serial: "SIM-inv1", RatedPowerW: 10000}
 
 	// Before any sample: no values, NotAvailable, Unreachable.
 	d, ok := l.Device("inv1")
@@ -107,7 +107,7 @@ func TestLiveApply(t *testing.T) {
 	}
 
 	// Samples without State: inferred from Err.
-	l.Apply(Sample{Device: "meter", Time: t0, Models: []*devices.Instance{mk(t, 203, nil, val("W", 100))}})
+	l.Apply(Sample{Device: "meter", Time: t0, Models: []*sunspec.Instance{mk(t, 203, nil, val("W", 100))}})
 	if d, _ := l.Device("meter"); d.Comm.State != StateOnline {
 		t.Errorf("meter state %s, want online", d.Comm.State)
 	}
@@ -117,7 +117,7 @@ func TestLiveApply(t *testing.T) {
 	}
 
 	// A sample without time takes the clock's.
-	l.Apply(Sample{Device: "bat", Models: []*devices.Instance{mk(t, 802, nil, val("W", 100))}, State: StateOnline})
+	l.Apply(Sample{Device: "bat", Models: []*sunspec.Instance{mk(t, 802, nil, val("W", 100))}, State: StateOnline})
 	if d, _ := l.Device("bat"); !d.LastUpdate.Equal(t0.Add(time.Minute)) {
 		t.Errorf("bat update %v", d.LastUpdate)
 	}
@@ -238,8 +238,8 @@ func TestLiveEnergyBalance(t *testing.T) {
 	l := NewLive(plants, devs, fixedClock(now))
 	l.Apply(sample("inv1", t0, mk(t, 103, nil, val("W", 6000), raw("St", 4))))
 	l.Apply(sample("meter", t0, mk(t, 203, nil, val("W", -2500))))
-	l.Apply(Sample{Device: "bat", Time: t0, State: StateOnline, Info: &devices.Device{RatedEnergyWh: 10000},
-		Models: []*devices.Instance{mk(t, 802, nil, val("W", -2000), val("SoC", 45), raw("State", 3))}})
+	l.Apply(Sample{Device: "bat", Time: t0, State: StateOnline, Info: &sunspec.Device{RatedEnergyWh: 10000},
+		Models: []*sunspec.Instance{mk(t, 802, nil, val("W", -2000), val("SoC", 45), raw("State", 3))}})
 	// The deactivated inverter's samples never count.
 	l.Apply(sample("old", t0, mk(t, 103, nil, val("W", 9999))))
 
@@ -284,7 +284,7 @@ func TestLiveEnergyBalance(t *testing.T) {
 func TestLiveConcurrent(t *testing.T) {
 	plants, devs := testPlant()
 	l := NewLive(plants, devs, nil)
-	insts := map[string][]*devices.Instance{
+	insts := map[string][]*sunspec.Instance{
 		"inv1":  {mk(t, 103, nil, val("W", 3000))},
 		"meter": {mk(t, 203, nil, val("W", -1000))},
 		"bat":   {mk(t, 802, nil, val("W", -500), val("SoC", 50))},
@@ -450,7 +450,7 @@ func TestLiveSetDevices(t *testing.T) {
 func TestApplyEvents(t *testing.T) {
 	plants, devs := testPlant()
 	l := NewLive(plants, devs, fixedClock(t0))
-	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-INV-10K"}
+	info := &sunspec.Device{Manufacturer: "plantd", Model: "SIM-INV-10K"}
 	ok := func(st uint64) Sample {
 		s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000), raw("St", st)))
 		s.Info, s.State = info, StateOnline
@@ -503,8 +503,8 @@ func TestNameplate(t *testing.T) {
 	if d, _ := l.Device("inv1"); d.Nameplate != nil {
 		t.Fatalf("before discovery: %+v", d.Nameplate)
 	}
-	info := &devices.Device{Manufacturer: "plantd", Model: "SIM-DER", Serial: "S1", Version: "1.2", Platform: devices.PlatformDER,
-		Models: []devices.ModelRef{{ID: 1}, {ID: 701}, {ID: 704}}, Capabilities: []devices.Capability{devices.CapPowerFactor, devices.CapPowerLimit},
+	info := &sunspec.Device{Manufacturer: "plantd", Model: "SIM-DER", Serial: "S1", Version: "1.2", Platform: sunspec.PlatformDER,
+		Models: []sunspec.ModelRef{{ID: 1}, {ID: 701}, {ID: 704}}, Capabilities: []sunspec.Capability{sunspec.CapPowerFactor, sunspec.CapPowerLimit},
 		RatedPowerW: 8000}
 	s := sample("inv1", t0, mk(t, 103, nil, val("W", 4000)))
 	s.Info = info
@@ -520,7 +520,7 @@ func TestNameplate(t *testing.T) {
 		t.Error("the same discovery gave a new nameplate")
 	}
 	info2 := *info
-	info2.Platform, info2.Capabilities = devices.PlatformClassic, []devices.Capability{devices.CapMPPT}
+	info2.Platform, info2.Capabilities = sunspec.PlatformClassic, []sunspec.Capability{sunspec.CapMPPT}
 	s.Info = &info2
 	if es := l.Apply(s); len(es) != 0 {
 		t.Errorf("events %+v", es)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // This file holds the one hand-written SunSpec-to-API mapping: which point
@@ -274,7 +274,7 @@ func compileTable(table []ruleSet) (*mapping, error) {
 	id := uint16(0)
 	for _, rs := range table {
 		for _, mid := range rs.Models {
-			def := devices.ModelByID(mid)
+			def := sunspec.ModelByID(mid)
 			if def == nil {
 				return nil, fmt.Errorf("channel table: unknown model %d", mid)
 			}
@@ -351,7 +351,7 @@ func (v *values) has(c Channel) bool { return c.Valid() && v.setBy[c] != 0 }
 // searching it.
 type modelSet [16]uint64
 
-func newModelSet(models []*devices.Instance) modelSet {
+func newModelSet(models []*sunspec.Instance) modelSet {
 	var s modelSet
 	for _, m := range models {
 		if m != nil && m.Model != nil && m.Model.ID < 1024 {
@@ -364,7 +364,7 @@ func newModelSet(models []*devices.Instance) modelSet {
 func (s *modelSet) has(id uint16) bool { return id < 1024 && s[id>>6]&(1<<(id&63)) != 0 }
 
 // findModel returns the first instance of model id.
-func findModel(models []*devices.Instance, id uint16) *devices.Instance {
+func findModel(models []*sunspec.Instance, id uint16) *sunspec.Instance {
 	for _, m := range models {
 		if m != nil && m.Model != nil && m.Model.ID == id {
 			return m
@@ -374,7 +374,7 @@ func findModel(models []*devices.Instance, id uint16) *devices.Instance {
 }
 
 // extract fills v from the models of one sample of a device of kind k.
-func (m *mapping) extract(k kind.Kind, models []*devices.Instance, v *values) {
+func (m *mapping) extract(k kind.Kind, models []*sunspec.Instance, v *values) {
 	v.reset()
 	present := newModelSet(models)
 	for bi := range m.blocks {
@@ -386,7 +386,7 @@ func (m *mapping) extract(k kind.Kind, models []*devices.Instance, v *values) {
 		if inst == nil {
 			continue
 		}
-		var occ []devices.GroupInstance
+		var occ []sunspec.GroupInstance
 		if b.group >= 0 {
 			if b.group >= len(inst.Root.Sub) {
 				continue
@@ -414,7 +414,7 @@ func (m *mapping) extract(k kind.Kind, models []*devices.Instance, v *values) {
 // put stores a decoded value for rule r as input index of an indexed
 // channel (or as the plain channel's value) and reports whether it was
 // implemented.
-func (v *values) put(r *compiledRule, index int, val devices.Value) bool {
+func (v *values) put(r *compiledRule, index int, val sunspec.Value) bool {
 	if !val.OK || math.IsNaN(val.Float) || math.IsInf(val.Float, 0) {
 		return false
 	}

@@ -5,19 +5,19 @@ import (
 	"slices"
 	"testing"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // TestExtract decodes hand-made model images and checks each mapping,
 // sign and priority rule.
 func TestExtract(t *testing.T) {
 	m := testMapping(t)
-	inv103 := func(t testing.TB, pts ...pv) *devices.Instance { return mk(t, 103, nil, pts...) }
+	inv103 := func(t testing.TB, pts ...pv) *sunspec.Instance { return mk(t, 103, nil, pts...) }
 	tests := []struct {
 		name   string
 		kind   kind.Kind
-		models func(t testing.TB) []*devices.Instance
+		models func(t testing.TB) []*sunspec.Instance
 		want   map[Channel]float64
 		inputs []Reading // indexed channels, in any order
 		absent []Channel
@@ -25,8 +25,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "classic inverter producing",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{inv103(t,
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{inv103(t,
 					sf("A_SF", -2), sf("V_SF", -1), sf("Hz_SF", -2), sf("PF_SF", -1), sf("DCA_SF", -2), sf("DCV_SF", -1),
 					val("W", 6234), val("VA", 6300), val("VAr", -120), val("PF", 98.5), val("Hz", 50.02),
 					val("PhVphA", 230.1), val("PhVphB", 231.4), val("PhVphC", 229.9),
@@ -45,34 +45,34 @@ func TestExtract(t *testing.T) {
 		{
 			name: "classic inverter drawing power at night: generation 0, activePower keeps the sign",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{inv103(t, val("W", -12), raw("St", 2))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{inv103(t, val("W", -12), raw("St", 2))}
 			},
 			want: map[Channel]float64{ActivePower: -12, PVGeneration: 0},
 		},
 		{
 			name:   "not implemented W: no activePower, no pvGeneration, not 0",
 			kind:   kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance { return []*devices.Instance{inv103(t, raw("St", 2))} },
+			models: func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{inv103(t, raw("St", 2))} },
 			absent: []Channel{ActivePower, PVGeneration, PVGenerationTotal, DCPowerInput},
 		},
 		{
 			name: "scale factor not implemented: value absent",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				in := inv103(t, val("W", 5000))
 				if err := in.SetRaw("W_SF", 0x8000); err != nil {
 					t.Fatal(err)
 				}
-				return []*devices.Instance{in}
+				return []*sunspec.Instance{in}
 			},
 			absent: []Channel{ActivePower, PVGeneration},
 		},
 		{
 			name: "float inverter 113, 122 energy as fallback and isolation",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{
 					mk(t, 122, nil, sf("Ris_SF", 3), val("Ris", 1200000), val("ActWh", 987654)),
 					mk(t, 113, nil, val("W", 2500.5), val("PF", 0.97), val("Hz", 49.98)),
 				}
@@ -83,16 +83,16 @@ func TestExtract(t *testing.T) {
 		{
 			name: "1xx WH wins over 122 ActWh whatever the chain order",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 122, nil, val("ActWh", 111)), inv103(t, val("WH", 222))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 122, nil, val("ActWh", 111)), inv103(t, val("WH", 222))}
 			},
 			want: map[Channel]float64{PVGenerationTotal: 222},
 		},
 		{
 			name: "DER inverter 701: per-phase, energy, ratio power factor",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 701, nil,
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 701, nil,
 					sf("PF_SF", -3), sf("V_SF", -1), sf("A_SF", -2), sf("Hz_SF", -3),
 					val("W", 7400), val("WL1", 2470), val("WL2", 2465), val("WL3", 2465),
 					val("Var", 300), val("VarL1", 100), val("VA", 7410), val("VAL3", 2470),
@@ -109,18 +109,18 @@ func TestExtract(t *testing.T) {
 		{
 			name:   "DER inverter absorbing: generation 0",
 			kind:   kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance { return []*devices.Instance{mk(t, 701, nil, val("W", -300))} },
+			models: func(t testing.TB) []*sunspec.Instance { return []*sunspec.Instance{mk(t, 701, nil, val("W", -300))} },
 			want:   map[Channel]float64{ActivePower: -300, PVGeneration: 0},
 		},
 		{
 			name: "MPPT modules (160) win over the 103 DC total",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				inv := inv103(t, val("DCW", 9000), val("DCV", 600))
 				mppt := mk(t, 160, map[string]int{"module": 2}, raw("N", 2), sf("DCA_SF", -2), sf("DCV_SF", -1))
 				setGroup(t, mppt, "module", 0, val("DCW", 5000), val("DCV", 610.5), val("DCA", 8.19), val("DCWH", 1000))
 				setGroup(t, mppt, "module", 1, val("DCW", 4000), val("DCV", 590.2), val("DCA", 6.78), val("DCWH", 2000))
-				return []*devices.Instance{inv, mppt}
+				return []*sunspec.Instance{inv, mppt}
 			},
 			inputs: []Reading{
 				{DCPowerInput, 1, 5000}, {DCPowerInput, 2, 4000},
@@ -132,11 +132,11 @@ func TestExtract(t *testing.T) {
 		{
 			name: "DER DC ports (714), total only when no port gives it",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				dc := mk(t, 714, map[string]int{"NPrt": 2}, sf("DCV_SF", -1), val("DCW", 7700), val("DCA", 13), val("DCWhInj", 5e6))
 				setGroup(t, dc, "Prt", 0, val("DCW", 3900), val("DCV", 601.5))
 				setGroup(t, dc, "Prt", 1, val("DCW", 3800), val("DCV", 598.5))
-				return []*devices.Instance{dc}
+				return []*sunspec.Instance{dc}
 			},
 			inputs: []Reading{
 				{DCPowerInput, 1, 3900}, {DCPowerInput, 2, 3800},
@@ -147,8 +147,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "meter importing: gridConsumption, feed-in 0",
 			kind: kind.Meter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 203, nil, sf("V_SF", -1), sf("Hz_SF", -2), sf("PF_SF", -1),
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 203, nil, sf("V_SF", -1), sf("Hz_SF", -2), sf("PF_SF", -1),
 					val("W", 1200), val("WphA", 400), val("WphB", 500), val("WphC", 300), val("PhVphA", 231.2),
 					val("PhVphAB", 400.4), val("Hz", 50.01), val("PF", -95.5), val("VAR", -250),
 					val("TotWhImp", 4200001), val("TotWhExp", 7900001))}
@@ -161,24 +161,24 @@ func TestExtract(t *testing.T) {
 		{
 			name: "meter exporting: gridFeedIn, consumption 0",
 			kind: kind.Meter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 203, nil, val("W", -3000))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 203, nil, val("W", -3000))}
 			},
 			want: map[Channel]float64{ActivePower: -3000, GridConsumption: 0, GridFeedIn: 3000},
 		},
 		{
 			name: "meter 201 names line voltages PPVph",
 			kind: kind.Meter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 201, nil, sf("V_SF", -1), val("PPVphAB", 401.1), val("W", 0))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 201, nil, sf("V_SF", -1), val("PPVphAB", 401.1), val("W", 0))}
 			},
 			want: map[Channel]float64{VoltagePhaseA2B: 401.1, GridConsumption: 0, GridFeedIn: 0},
 		},
 		{
 			name: "float meter 213",
 			kind: kind.Meter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 213, nil, val("W", -812.5), val("PPVphBC", 398), val("PF", 0.9), val("TotWhExp", 123.5))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 213, nil, val("W", -812.5), val("PPVphBC", 398), val("PF", 0.9), val("TotWhExp", 123.5))}
 			},
 			want: map[Channel]float64{ActivePower: -812.5, GridFeedIn: 812.5, GridConsumption: 0, VoltagePhaseB2C: 398,
 				DisplacementPowerFactor: 0.9, GridFeedInTotal: 123.5},
@@ -186,8 +186,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "meter rows for grid need a meter device",
 			kind: kind.Inverter,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 203, nil, val("W", 1000))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 203, nil, val("W", 1000))}
 			},
 			want:   map[Channel]float64{ActivePower: 1000},
 			absent: []Channel{GridConsumption, GridFeedIn},
@@ -195,8 +195,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "battery discharging (802 W > 0), 802 SoC wins over 713 and 124",
 			kind: kind.Battery,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{
 					mk(t, 124, nil, val("ChaState", 11), val("InBatV", 49)),
 					mk(t, 713, nil, val("SoC", 22), val("SoH", 90)),
 					mk(t, 802, nil, sf("V_SF", -1), sf("A_SF", -2), val("W", 2000), val("SoC", 63), val("SoH", 97),
@@ -210,8 +210,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "battery charging (802 W < 0); SoC from 713 when 802 has none",
 			kind: kind.Battery,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{
 					mk(t, 802, nil, sf("A_SF", -2), val("W", -1500), val("A", -29.3)),
 					mk(t, 713, nil, val("SoC", 41)),
 					mk(t, 124, nil, val("ChaState", 40)),
@@ -223,8 +223,8 @@ func TestExtract(t *testing.T) {
 		{
 			name: "storage controls only (124): SoC and voltage",
 			kind: kind.Battery,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 124, nil, sf("ChaState_SF", -1), sf("InBatV_SF", -1), val("ChaState", 55.5), val("InBatV", 52.3))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 124, nil, sf("ChaState_SF", -1), sf("InBatV_SF", -1), val("ChaState", 55.5), val("InBatV", 52.3))}
 			},
 			want:   map[Channel]float64{BatteryStateOfCharge: 55.5},
 			inputs: []Reading{{BatteryVoltage, 1, 52.3}},
@@ -233,40 +233,40 @@ func TestExtract(t *testing.T) {
 		{
 			name: "weather station 308",
 			kind: kind.Sensor,
-			models: func(t testing.TB) []*devices.Instance {
-				return []*devices.Instance{mk(t, 308, nil, val("GHI", 845), val("TmpBOM", 41.3), val("TmpAmb", 22.7), val("WndSpd", 3))}
+			models: func(t testing.TB) []*sunspec.Instance {
+				return []*sunspec.Instance{mk(t, 308, nil, val("GHI", 845), val("TmpBOM", 41.3), val("TmpAmb", 22.7), val("WndSpd", 3))}
 			},
 			want: map[Channel]float64{ExternalInsolation: 845, ModuleTemperature: 41.3, AmbientTemperature: 22.7, WindSpeed: 3},
 		},
 		{
 			name: "302 plane-of-array irradiance wins over GHI of 302 and 308",
 			kind: kind.Sensor,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				irr := mk(t, 302, map[string]int{"repeating": 2})
 				setGroup(t, irr, "repeating", 0, val("GHI", 700), val("POAI", 910))
 				setGroup(t, irr, "repeating", 1, val("POAI", 1))
-				return []*devices.Instance{mk(t, 308, nil, val("GHI", 650)), irr}
+				return []*sunspec.Instance{mk(t, 308, nil, val("GHI", 650)), irr}
 			},
 			want: map[Channel]float64{ExternalInsolation: 910},
 		},
 		{
 			name: "302 without POAI: its GHI",
 			kind: kind.Sensor,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				irr := mk(t, 302, map[string]int{"repeating": 1})
 				setGroup(t, irr, "repeating", 0, val("GHI", 700))
-				return []*devices.Instance{irr}
+				return []*sunspec.Instance{irr}
 			},
 			want: map[Channel]float64{ExternalInsolation: 700},
 		},
 		{
 			name: "303 back-of-module temperature and 307 station",
 			kind: kind.Sensor,
-			models: func(t testing.TB) []*devices.Instance {
+			models: func(t testing.TB) []*sunspec.Instance {
 				bom := mk(t, 303, map[string]int{"temp": 2})
 				setGroup(t, bom, "temp", 0, val("TmpBOM", 38.5))
 				setGroup(t, bom, "temp", 1, val("TmpBOM", 39.5))
-				return []*devices.Instance{bom, mk(t, 307, nil, val("TmpAmb", 18.2), val("WndSpd", 5))}
+				return []*sunspec.Instance{bom, mk(t, 307, nil, val("TmpAmb", 18.2), val("WndSpd", 5))}
 			},
 			want: map[Channel]float64{ModuleTemperature: 38.5, AmbientTemperature: 18.2, WindSpeed: 5},
 		},
@@ -322,11 +322,11 @@ func sortReadings(rs []Reading) {
 func TestExtractReplaces(t *testing.T) {
 	m := testMapping(t)
 	var v values
-	m.extract(kind.Inverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))}, &v)
+	m.extract(kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))}, &v)
 	if !v.has(ActivePower) || !v.has(DCPowerInput) {
 		t.Fatal("first sample: values missing")
 	}
-	m.extract(kind.Inverter, []*devices.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))}, &v)
+	m.extract(kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))}, &v)
 	if v.has(ActivePower) || v.has(DCPowerInput) || len(v.inputs) != 0 {
 		t.Errorf("second sample kept old values: %v %v", v.setBy, v.inputs)
 	}

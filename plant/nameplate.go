@@ -1,10 +1,12 @@
 package plant
 
-import "plantd/devices"
+import (
+	"plantd/sunspec"
+)
 
 // Nameplate is what SunSpec discovery learned of a device, in the words
 // the API shows: the HTTP API and the uplink read it instead of the
-// SunSpec layer's devices.Device (grid control, which writes SunSpec
+// SunSpec layer's sunspec.Device (grid control, which writes SunSpec
 // models, reads [DeviceLive.Discovered]). Live builds it once per
 // discovery; it is shared between readers and never modified.
 type Nameplate struct {
@@ -25,17 +27,17 @@ type Nameplate struct {
 }
 
 // DER reports whether the device is of the DER platform (7xx models).
-func (n *Nameplate) DER() bool { return n.Platform == string(devices.PlatformDER) }
+func (n *Nameplate) DER() bool { return n.Platform == string(sunspec.PlatformDER) }
 
 // nameplateOf is the nameplate of a discovered device (nil: nil).
-func nameplateOf(d *devices.Device) *Nameplate {
+func nameplateOf(d *sunspec.Device) *Nameplate {
 	if d == nil {
 		return nil
 	}
 	n := &Nameplate{Manufacturer: d.Manufacturer, Model: d.Model, Serial: d.Serial, Version: d.Version,
 		Platform: string(d.Platform), Models: d.ModelIDs(), RatedPowerW: d.RatedPowerW, Template: d.Template}
 	for _, c := range d.Capabilities {
-		if c == devices.CapPowerLimit || c == devices.CapStorageControl {
+		if c == sunspec.CapPowerLimit || c == sunspec.CapStorageControl {
 			n.Controllable = true
 		}
 	}

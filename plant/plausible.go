@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/bits"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // This file is the plausibility check of channel values (doc.go,
@@ -63,7 +63,7 @@ func ratedOr(rating, margin, def float64) float64 {
 
 // boundsFor computes a device's bounds from its nameplate (nil: none
 // known).
-func boundsFor(info *devices.Device) *bounds {
+func boundsFor(info *sunspec.Device) *bounds {
 	var rw, rva, rvar, ra float64
 	if info != nil {
 		rw, rva, rvar, ra = info.RatedPowerW, info.RatedApparentVA, info.RatedReactiveVAr, info.RatedCurrentA
@@ -126,7 +126,7 @@ func boundsFor(info *devices.Device) *bounds {
 
 // Bound returns the plausible range of channel c for a device with the
 // given nameplate (nil: none), inclusive.
-func Bound(info *devices.Device, c Channel) (lo, hi float64) {
+func Bound(info *sunspec.Device, c Channel) (lo, hi float64) {
 	if !c.Valid() {
 		return 0, 0
 	}

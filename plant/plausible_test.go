@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/internal/proctest"
+	"plantd/sunspec"
 )
 
 // TestPlausibleSim overrides points of the simulated devices with wild
@@ -108,9 +108,9 @@ func counts(l *Live, dev string) map[Channel]uint64 {
 // of one without, and that a wild nameplate does not widen them beyond
 // the absolute limits.
 func TestBoundsFromNameplate(t *testing.T) {
-	rated := &devices.Device{RatedPowerW: 10000, RatedApparentVA: 10000, RatedReactiveVAr: 6000, RatedCurrentA: 15}
+	rated := &sunspec.Device{RatedPowerW: 10000, RatedApparentVA: 10000, RatedReactiveVAr: 6000, RatedCurrentA: 15}
 	tests := []struct {
-		info   *devices.Device
+		info   *sunspec.Device
 		c      Channel
 		lo, hi float64
 	}{
@@ -124,7 +124,7 @@ func TestBoundsFromNameplate(t *testing.T) {
 		{nil, DisplacementPowerFactor, -1, 1},
 		{nil, BatteryStateOfCharge, 0, 100},
 		{nil, VoltagePhaseA, 0, 1000},
-		{&devices.Device{RatedPowerW: 3.3e14}, ActivePower, -5e6, 5e6},
+		{&sunspec.Device{RatedPowerW: 3.3e14}, ActivePower, -5e6, 5e6},
 	}
 	for _, tt := range tests {
 		lo, hi := Bound(tt.info, tt.c)
@@ -137,7 +137,7 @@ func TestBoundsFromNameplate(t *testing.T) {
 // BenchmarkPlausibility measures the check of one poll's values of a
 // classic inverter (every scalar channel it maps plus two DC inputs).
 func BenchmarkPlausibility(b *testing.B) {
-	bd := boundsFor(&devices.Device{RatedPowerW: 10000})
+	bd := boundsFor(&sunspec.Device{RatedPowerW: 10000})
 	var v values
 	n := 0
 	for c := Channel(1); c < numChannels; c++ {

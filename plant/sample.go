@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // Sample is the outcome of one poll of one device: the SunSpec models read,
@@ -18,12 +18,12 @@ type Sample struct {
 	// Info is what discovery learned of the device (identity, kind, models,
 	// ratings); nil until the device was discovered once. It is shared
 	// between samples and never modified.
-	Info *devices.Device
+	Info *sunspec.Device
 	// Models are the device's poll models as read, in chain order; nil when
 	// Err is set. They are the device's read buffers, valid until the sink
 	// returns: the next poll reads into them again, so a sink that keeps
 	// values copies them (Live extracts its channels in place).
-	Models []*devices.Instance
+	Models []*sunspec.Instance
 	// Readings are the channel values of a template device (Info.Template
 	// set; plantd/devices/template), made by its [TemplateMap]: in the
 	// channels' units and signs, checked against the bounds like SunSpec
@@ -48,7 +48,7 @@ type Sample struct {
 }
 
 // Model returns the sample's instance of model id, or nil.
-func (s *Sample) Model(id uint16) *devices.Instance {
+func (s *Sample) Model(id uint16) *sunspec.Instance {
 	for _, m := range s.Models {
 		if m.Model.ID == id {
 			return m

@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"plantd/devices"
+
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // simDevice is one simulated device with its client and read plan.
 type simDevice struct {
 	dev    *sim.Device
 	client *modbus.Client
-	info   *devices.Device
+	info   *sunspec.Device
 	plan   *devices.ReadPlan
 }
 
@@ -45,7 +47,7 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 		if string(info.Kind) != string(kind) {
 			t.Errorf("%s: discovered as %s, configured as %s", d.ID(), info.Kind, kind)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			t.Fatalf("plan %s: %v", d.ID(), err)
 		}

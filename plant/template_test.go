@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/devices/template"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // TestTemplatesCompile compiles every embedded template against the
@@ -86,7 +86,7 @@ func TestApplyTemplate(t *testing.T) {
 	put("frequency", 50)
 	put("voltageL1", 1e6)        // implausible: dropped
 	put("exportEnergy", 1234500) // Wh: the meter counts 1234.5 kWh
-	info := &devices.Device{Manufacturer: tp.Vendor, Model: tp.Model, Kind: kind.Meter, Template: tp.Name}
+	info := &sunspec.Device{Manufacturer: tp.Vendor, Model: tp.Model, Kind: kind.Meter, Template: tp.Name}
 	l := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "m", PlantID: "p"}}, nil)
 	l.Apply(Sample{Device: "m", Time: time.Unix(1e9, 0), Info: info, Readings: m.Readings(regs, nil)})
 	d, _ := l.Device("m")
@@ -141,11 +141,11 @@ func TestSetsForTemplates(t *testing.T) {
 func TestBalanceHybridInverter(t *testing.T) {
 	l := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "hyb", PlantID: "p"}, {ID: "m", PlantID: "p"}}, nil)
 	now := time.Unix(1e9, 0)
-	l.Apply(Sample{Device: "hyb", Time: now, Info: &devices.Device{Kind: kind.Inverter, Template: "sun2000"}, Readings: []Reading{
+	l.Apply(Sample{Device: "hyb", Time: now, Info: &sunspec.Device{Kind: kind.Inverter, Template: "sun2000"}, Readings: []Reading{
 		{Channel: ActivePower, Value: 3000}, {Channel: PVGeneration, Value: 5000},
 		{Channel: BatteryCharging, Value: 2000}, {Channel: BatteryDischarging, Value: 0}, {Channel: BatteryStateOfCharge, Value: 40},
 	}})
-	l.Apply(Sample{Device: "m", Time: now, Info: &devices.Device{Kind: kind.Meter, Template: "sdm630"}, Readings: []Reading{
+	l.Apply(Sample{Device: "m", Time: now, Info: &sunspec.Device{Kind: kind.Meter, Template: "sdm630"}, Readings: []Reading{
 		{Channel: ActivePower, Value: -1000}, {Channel: GridConsumption, Value: 0}, {Channel: GridFeedIn, Value: 1000},
 	}})
 	b, err := l.EnergyBalance("p")

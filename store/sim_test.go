@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"plantd/devices"
+
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // simRig is the demo plant served over Modbus TCP on a hand-moved clock,
@@ -29,7 +31,7 @@ type simRig struct {
 type simDev struct {
 	dev    *sim.Device
 	client *modbus.Client
-	info   *devices.Device
+	info   *sunspec.Device
 	plan   *devices.ReadPlan
 	kind   kind.Kind
 }
@@ -63,7 +65,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +78,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 }
 
 // applyB applies one poll's models to the live cache.
-func (r *simRig) applyB(sd *simDev, models []*devices.Instance, at time.Time) {
+func (r *simRig) applyB(sd *simDev, models []*sunspec.Instance, at time.Time) {
 	r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
 }
 

@@ -7,7 +7,7 @@
 // # The map
 //
 // SunS at 40000, then the models back to back, each laid out from the
-// generated SunSpec tables (plantd/devices, devices.NewBlank) and filled
+// generated SunSpec tables (plantd/devices, sunspec.NewBlank) and filled
 // through its encoder, then the end model (0xFFFF, 0):
 //
 //	1    Mn plantd, Md "plantd aggregate", Opt the plant id, Vr plantd's

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"plantd/config"
+	"plantd/devices"
 	"plantd/metrics"
 	"plantd/modbus"
 	"plantd/modbusproxy"
@@ -92,7 +93,7 @@ func (d *daemon) heldRanges(id string) []modbus.Range {
 	var out []modbus.Range
 	for _, m := range dl.Discovered.Models {
 		if slices.Contains(held, m.ID) {
-			out = append(out, m.Range())
+			out = append(out, devices.Range(m))
 		}
 	}
 	return out
@@ -108,7 +109,7 @@ func (d *daemon) modelPlaces(id string) ([]modbusproxy.Model, bool) {
 	}
 	out := make([]modbusproxy.Model, 0, len(dl.Discovered.Models))
 	for _, m := range dl.Discovered.Models {
-		out = append(out, modbusproxy.Model{ID: m.ID, Range: m.Range()})
+		out = append(out, modbusproxy.Model{ID: m.ID, Range: devices.Range(m)})
 	}
 	return out, true
 }

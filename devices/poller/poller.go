@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"plantd/devices"
+
 	"plantd/devices/template"
 	"plantd/internal/backoff"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // Interval limits and defaults.
@@ -402,7 +404,7 @@ type device struct {
 	client *modbus.Client
 	log    *slog.Logger
 
-	info     *devices.Device
+	info     *sunspec.Device
 	plan     *devices.ReadPlan
 	tpl      *deviceTemplate // a template device's map and buffers; nil for SunSpec
 	lastOK   time.Time
@@ -600,13 +602,13 @@ func (d *device) read(ctx context.Context, s *plant.Sample) error {
 		if d.cfg.Kind != "" {
 			info.Kind = d.cfg.Kind
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			return err
 		}
 		for _, m := range plan.Capped() {
 			d.log.Warn("model longer than its definition: reading the defined length",
-				"model", m.ID, "addr", m.Addr, "claims", m.Len, "reading", devices.ModelByID(m.ID).MaxLen())
+				"model", m.ID, "addr", m.Addr, "claims", m.Len, "reading", sunspec.ModelByID(m.ID).MaxLen())
 		}
 		if n := plan.Requests(); n > d.cfg.MaxRequests {
 			return fmt.Errorf("%w: models %s need %d requests, budget %d", ErrRequestBudget, modelList(info), n, d.cfg.MaxRequests)
@@ -646,7 +648,7 @@ func (d *device) record(s plant.Sample, took time.Duration) {
 	}
 }
 
-func modelList(info *devices.Device) string {
+func modelList(info *sunspec.Device) string {
 	ids := make([]string, len(info.Models))
 	for i, m := range info.Models {
 		ids[i] = strconv.Itoa(int(m.ID))

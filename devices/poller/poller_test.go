@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 const interval = 250 * time.Millisecond
@@ -189,7 +189,7 @@ func TestFaultIsolation(t *testing.T) {
 			t.Fatalf("poll failed: %v", s.Err)
 		}
 		w, err := s.Model(103).Float("W")
-		if !errors.Is(err, devices.ErrNotImplemented) {
+		if !errors.Is(err, sunspec.ErrNotImplemented) {
 			t.Errorf("W = %v, %v: want not implemented (absent), not a number", w, err)
 		}
 	}

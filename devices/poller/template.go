@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"plantd/devices"
 	"plantd/devices/template"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // deviceTemplate is a template device's map and read buffers.
@@ -45,7 +45,7 @@ func (d *device) readTemplate(ctx context.Context, s *plant.Sample) error {
 			return fmt.Errorf("identify: %w", err)
 		}
 		pl := t.Plate(&d.tpl.regs)
-		info := &devices.Device{Manufacturer: pl.Manufacturer, Model: pl.Model, Serial: pl.Serial, Version: pl.Version,
+		info := &sunspec.Device{Manufacturer: pl.Manufacturer, Model: pl.Model, Serial: pl.Serial, Version: pl.Version,
 			Kind: t.Kind, RatedPowerW: pl.RatedPowerW, Template: t.Name}
 		if d.cfg.Kind != "" {
 			info.Kind = d.cfg.Kind

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // The grid controls of an inverter: what a write to 123, 704 or a curve
@@ -173,7 +173,7 @@ func (v *inverter) initControls(d *Device) {
 }
 
 // classicPF is 123 OutPFSet, or 1 when it is not a power factor.
-func classicPF(c *devices.Instance) float64 {
+func classicPF(c *sunspec.Instance) float64 {
 	pf := floatOr(c, "OutPFSet", 1)
 	if pf == 0 || math.Abs(pf) > 1 || math.IsNaN(pf) {
 		return 1
@@ -183,7 +183,7 @@ func classicPF(c *devices.Instance) float64 {
 
 // decodePF reads a 704 power factor control: its enable and the signed
 // power factor of its group (under-excited: negative).
-func decodePF(c *devices.Instance, ena, group string) (bool, float64) {
+func decodePF(c *sunspec.Instance, ena, group string) (bool, float64) {
 	on := rawOr(c, ena, 0) == 1
 	pf := 1.0
 	if g := c.Root.Groups(group); len(g) == 1 {
@@ -199,7 +199,7 @@ func decodePF(c *devices.Instance, ena, group string) (bool, float64) {
 
 // decodeWSet reads 704 WSet: enable, and the setpoint in % of WMax from
 // WSetPct (WSetMod W_MAX_PCT) or WSet (WATTS).
-func (v *inverter) decodeWSet(c *devices.Instance) {
+func (v *inverter) decodeWSet(c *sunspec.Instance) {
 	v.wsetEna = rawOr(c, "WSetEna", 0) == 1
 	pct := 100.0
 	if rawOr(c, "WSetMod", 0) == 1 {
@@ -377,7 +377,7 @@ func (v *inverter) afterWriteCurves(d *Device, touched []pointRef, now time.Time
 // result of the last adoption stays. The request stays as written, unless
 // clear (DeviceConfig.AdoptClearsRequest): then a device that acted on a
 // request sets it back to 0, as many real ones do.
-func adoptResult(c *devices.Instance, req, rslt, count string, clear bool) {
+func adoptResult(c *sunspec.Instance, req, rslt, count string, clear bool) {
 	if c == nil {
 		return
 	}
@@ -400,7 +400,7 @@ func adoptResult(c *devices.Instance, req, rslt, count string, clear bool) {
 
 // adopt copies stored curve (or control) k into the first one, the one in
 // effect, which keeps its ReadOnly point.
-func adopt(c *devices.Instance, k int) {
+func adopt(c *sunspec.Instance, k int) {
 	for _, g := range c.Model.Group.Groups {
 		gs := c.Root.Groups(g.Name)
 		if k >= len(gs) || len(gs) < 2 {
@@ -532,7 +532,7 @@ func (v *inverter) revertDER(d *Device, t time.Time) {
 
 // revertPFGroup copies a 704 power factor's reversion values into the
 // control: the enable and the PF/Ext group.
-func revertPFGroup(c *devices.Instance, ena, enaRvrt, group, rvrtGroup string) {
+func revertPFGroup(c *sunspec.Instance, ena, enaRvrt, group, rvrtGroup string) {
 	_ = c.SetRaw(ena, rawOr(c, enaRvrt, 0))
 	dst, src := c.Root.Groups(group), c.Root.Groups(rvrtGroup)
 	if len(dst) != 1 || len(src) != 1 {

@@ -7,11 +7,11 @@ import (
 
 	mb "github.com/simonvetter/modbus"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // pv is shorthand for a point value.
-func pv(name string, v float64) devices.PointValue { return devices.PointValue{Point: name, Value: v} }
+func pv(name string, v float64) sunspec.PointValue { return sunspec.PointValue{Point: name, Value: v} }
 
 // writeIn writes one point anywhere in a model, repeating groups included,
 // named as in TracePoint.Name ("PFWInj.PF", "curve[2].V1"), in the point's
@@ -19,9 +19,9 @@ func pv(name string, v float64) devices.PointValue { return devices.PointValue{P
 func writeIn(t *testing.T, c *mb.ModbusClient, d *Device, model uint16, name string, v float64) {
 	t.Helper()
 	m := readModel(t, c, d, model)
-	var gi *devices.GroupInstance
+	var gi *sunspec.GroupInstance
 	idx := -1
-	walkNamed(&m.Root, "", func(g *devices.GroupInstance, i int, n string) {
+	walkNamed(&m.Root, "", func(g *sunspec.GroupInstance, i int, n string) {
 		if n == name {
 			gi, idx = g, i
 		}
@@ -44,7 +44,7 @@ func readIn(t *testing.T, c *mb.ModbusClient, d *Device, model uint16, name stri
 	t.Helper()
 	m := readModel(t, c, d, model)
 	var out *float64
-	walkNamed(&m.Root, "", func(g *devices.GroupInstance, i int, n string) {
+	walkNamed(&m.Root, "", func(g *sunspec.GroupInstance, i int, n string) {
 		if n == name {
 			v := m.ValueAt(g, i)
 			if !v.OK {
@@ -115,20 +115,20 @@ func TestClassicRamp(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		writes []devices.PointValue
+		writes []sunspec.PointValue
 		steps  []step
 	}{
-		{"down over 10 s", []devices.PointValue{pv("WMaxLimPct", 30), pv("WMaxLimPct_RmpTms", 10), pv("WMaxLim_Ena", 1)},
+		{"down over 10 s", []sunspec.PointValue{pv("WMaxLimPct", 30), pv("WMaxLimPct_RmpTms", 10), pv("WMaxLim_Ena", 1)},
 			[]step{{0, 100}, {2500 * time.Millisecond, 82.5}, {2500 * time.Millisecond, 65}, {5 * time.Second, 30}, {time.Minute, 30}}},
-		{"up over 4 s", []devices.PointValue{pv("WMaxLimPct_RmpTms", 4), pv("WMaxLimPct", 70)},
+		{"up over 4 s", []sunspec.PointValue{pv("WMaxLimPct_RmpTms", 4), pv("WMaxLimPct", 70)},
 			[]step{{0, 30}, {time.Second, 40}, {2 * time.Second, 60}, {time.Second, 70}}},
-		{"disable ramps to 100", []devices.PointValue{pv("WMaxLimPct_RmpTms", 3), pv("WMaxLim_Ena", 0)},
+		{"disable ramps to 100", []sunspec.PointValue{pv("WMaxLimPct_RmpTms", 3), pv("WMaxLim_Ena", 0)},
 			[]step{{0, 70}, {1500 * time.Millisecond, 85}, {1500 * time.Millisecond, 100}}},
-		{"RmpTms 0 is at once", []devices.PointValue{pv("WMaxLimPct_RmpTms", 0), pv("WMaxLimPct", 20), pv("WMaxLim_Ena", 1)},
+		{"RmpTms 0 is at once", []sunspec.PointValue{pv("WMaxLimPct_RmpTms", 0), pv("WMaxLimPct", 20), pv("WMaxLim_Ena", 1)},
 			[]step{{0, 20}}},
-		{"a new target mid-ramp starts from where the ramp is", []devices.PointValue{pv("WMaxLimPct_RmpTms", 10), pv("WMaxLimPct", 60)},
+		{"a new target mid-ramp starts from where the ramp is", []sunspec.PointValue{pv("WMaxLimPct_RmpTms", 10), pv("WMaxLimPct", 60)},
 			[]step{{0, 20}, {5 * time.Second, 40}}},
-		{"", []devices.PointValue{pv("WMaxLimPct_RmpTms", 2), pv("WMaxLimPct", 20)},
+		{"", []sunspec.PointValue{pv("WMaxLimPct_RmpTms", 2), pv("WMaxLimPct", 20)},
 			[]step{{0, 40}, {time.Second, 30}, {time.Second, 20}}},
 	}
 	for _, tc := range cases {

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // Device is one simulated SunSpec device: its register image, its physics
@@ -50,7 +50,7 @@ type Device struct {
 
 // slot is one model of a device's map.
 type slot struct {
-	inst *devices.Instance
+	inst *sunspec.Instance
 	off  int // index of its ID register in Device.regs
 }
 

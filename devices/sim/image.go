@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strconv"
 
-	"plantd/devices"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // The register image of a device is one []uint16 holding the SunSpec map
-// from the SunS marker to the end marker. Its models are devices.Instance
+// from the SunS marker to the end marker. Its models are sunspec.Instance
 // values whose Regs alias that slice, so a value set through an instance is
 // what a client reads. Static points are set once when the image is built;
 // the physics writes the dynamic ones through handles resolved by name at
@@ -27,7 +27,7 @@ const (
 )
 
 // modelSpec is one model of a device kind: its id, the repeats of its
-// repeating groups (see devices.NewBlank) and the static values it holds,
+// repeating groups (see sunspec.NewBlank) and the static values it holds,
 // as tables of point name to value. The builder stores the scale factors
 // first, as the values are encoded with them, then the other tables, then
 // calls fill for what a table cannot say (curves, nested groups).
@@ -40,7 +40,7 @@ type modelSpec struct {
 	val    vals
 	zero   []string        // top-level points whose value is 0
 	groups map[string]vals // points of the first occurrence of top-level groups
-	fill   func(b *builder, inst *devices.Instance)
+	fill   func(b *builder, inst *sunspec.Instance)
 }
 
 // Point tables: the static values of a model or group by point name.
@@ -56,7 +56,7 @@ type (
 )
 
 // fillTables stores the tables of s into inst.
-func (b *builder) fillTables(s *modelSpec, inst *devices.Instance) {
+func (b *builder) fillTables(s *modelSpec, inst *sunspec.Instance) {
 	for _, n := range sortedKeys(s.sf) {
 		b.sf(inst, n, s.sf[n])
 	}
@@ -95,7 +95,7 @@ func (b *builder) fail(err error) {
 }
 
 // set stores a value of a top-level point (scale factors first).
-func (b *builder) set(inst *devices.Instance, name string, v float64) {
+func (b *builder) set(inst *sunspec.Instance, name string, v float64) {
 	if b.err == nil {
 		b.fail(inst.Set(name, v))
 	}
@@ -103,26 +103,26 @@ func (b *builder) set(inst *devices.Instance, name string, v float64) {
 
 // raw stores the register bits of a top-level point (enums, bitfields,
 // scale factors).
-func (b *builder) raw(inst *devices.Instance, name string, v uint64) {
+func (b *builder) raw(inst *sunspec.Instance, name string, v uint64) {
 	if b.err == nil {
 		b.fail(inst.SetRaw(name, v))
 	}
 }
 
 // sf stores a scale factor.
-func (b *builder) sf(inst *devices.Instance, name string, sf int) {
+func (b *builder) sf(inst *sunspec.Instance, name string, sf int) {
 	b.raw(inst, name, uint64(uint16(int16(sf))))
 }
 
 // str stores a string point.
-func (b *builder) str(inst *devices.Instance, name, s string) {
+func (b *builder) str(inst *sunspec.Instance, name, s string) {
 	if b.err == nil {
 		b.fail(inst.SetString(name, s))
 	}
 }
 
 // setIn stores a value of a point inside a group instance.
-func (b *builder) setIn(inst *devices.Instance, gi *devices.GroupInstance, name string, v float64) {
+func (b *builder) setIn(inst *sunspec.Instance, gi *sunspec.GroupInstance, name string, v float64) {
 	if b.err == nil {
 		b.fail(inst.SetIn(gi, name, v))
 	}
@@ -130,7 +130,7 @@ func (b *builder) setIn(inst *devices.Instance, gi *devices.GroupInstance, name 
 
 // setAll stores the values of a table into the points of a group
 // instance.
-func (b *builder) setAll(inst *devices.Instance, gi *devices.GroupInstance, t vals) {
+func (b *builder) setAll(inst *sunspec.Instance, gi *sunspec.GroupInstance, t vals) {
 	for _, n := range sortedKeys(t) {
 		b.setIn(inst, gi, n, t[n])
 	}
@@ -138,7 +138,7 @@ func (b *builder) setAll(inst *devices.Instance, gi *devices.GroupInstance, t va
 
 // groups returns the occurrences of a sub-group, failing when there are
 // fewer than want.
-func (b *builder) groups(gi *devices.GroupInstance, name string, want int) []devices.GroupInstance {
+func (b *builder) groups(gi *sunspec.GroupInstance, name string, want int) []sunspec.GroupInstance {
 	g := gi.Groups(name)
 	if len(g) < want {
 		b.fail(fmt.Errorf("group %s: %d occurrences, want %d", name, len(g), want))
@@ -149,7 +149,7 @@ func (b *builder) groups(gi *devices.GroupInstance, name string, want int) []dev
 
 // handle is a resolved top-level point of a device's image.
 type handle struct {
-	p   *devices.Point
+	p   *sunspec.Point
 	off int // index of its first register in Device.regs
 	sf  int
 }
@@ -166,11 +166,11 @@ func (b *builder) handle(id uint16, name string) handle {
 	}
 	p := s.inst.Model.Point(name)
 	if p == nil {
-		b.fail(fmt.Errorf("model %d: %w %q", id, devices.ErrUnknownPoint, name))
+		b.fail(fmt.Errorf("model %d: %w %q", id, sunspec.ErrUnknownPoint, name))
 		return handle{}
 	}
 	h := handle{p: p, off: s.off + int(p.Offset)}
-	if p.SF != devices.NoScale {
+	if p.SF != sunspec.NoScale {
 		sp := &s.inst.Model.Group.Points[p.SF]
 		raw := s.inst.Regs[sp.Offset]
 		if raw == 0x8000 {
@@ -248,7 +248,7 @@ func (d *Device) slot(id uint16) *slot {
 }
 
 // inst returns the instance of model id (which the device is known to have).
-func (d *Device) inst(id uint16) *devices.Instance {
+func (d *Device) inst(id uint16) *sunspec.Instance {
 	if s := d.slot(id); s != nil {
 		return s.inst
 	}
@@ -259,10 +259,10 @@ func (d *Device) inst(id uint16) *devices.Instance {
 func (d *Device) put(h handle, v float64) {
 	dst := d.regs[h.off:]
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		devices.EncodeNotImplemented(h.p, dst)
+		sunspec.EncodeNotImplemented(h.p, dst)
 		return
 	}
-	if devices.EncodeValue(h.p, h.sf, v, dst) == nil {
+	if sunspec.EncodeValue(h.p, h.sf, v, dst) == nil {
 		return
 	}
 	sf := h.sf
@@ -272,23 +272,23 @@ func (d *Device) put(h handle, v float64) {
 	scale := math.Pow(10, float64(sf))
 	lo, hi := rawRange(h.p.Type)
 	v = math.Max(lo*scale, math.Min(hi*scale, v))
-	if devices.EncodeValue(h.p, h.sf, v, dst) != nil {
-		devices.EncodeNotImplemented(h.p, dst)
+	if sunspec.EncodeValue(h.p, h.sf, v, dst) != nil {
+		sunspec.EncodeNotImplemented(h.p, dst)
 	}
 }
 
 // rawRange is the implemented range of an integer type's raw value.
-func rawRange(t devices.PointType) (lo, hi float64) {
+func rawRange(t sunspec.PointType) (lo, hi float64) {
 	switch t {
-	case devices.TypeInt16, devices.TypeSunssf:
+	case sunspec.TypeInt16, sunspec.TypeSunssf:
 		return -32767, 32767
-	case devices.TypeInt32:
+	case sunspec.TypeInt32:
 		return -(1<<31 - 1), 1<<31 - 1
-	case devices.TypeUint32, devices.TypeAcc32, devices.TypeEnum32, devices.TypeBitfield32:
+	case sunspec.TypeUint32, sunspec.TypeAcc32, sunspec.TypeEnum32, sunspec.TypeBitfield32:
 		return 0, 0xFFFFFFFE
-	case devices.TypeInt64:
+	case sunspec.TypeInt64:
 		return -(1 << 62), 1 << 62
-	case devices.TypeUint64, devices.TypeAcc64:
+	case sunspec.TypeUint64, sunspec.TypeAcc64:
 		return 0, 1 << 62
 	}
 	return 0, 0xFFFE
@@ -304,20 +304,20 @@ func (d *Device) putRaw(h handle, v uint64) {
 }
 
 // ni stores the point's not-implemented value.
-func (d *Device) ni(h handle) { devices.EncodeNotImplemented(h.p, d.regs[h.off:]) }
+func (d *Device) ni(h handle) { sunspec.EncodeNotImplemented(h.p, d.regs[h.off:]) }
 
 // build lays out the device's map at base from the model specs, then lets
 // the kind resolve its handles.
 func (d *Device) build(base uint16, specs []modelSpec, resolve func(b *builder)) error {
 	b := &builder{d: d}
-	insts := make([]*devices.Instance, 0, len(specs))
+	insts := make([]*sunspec.Instance, 0, len(specs))
 	total := 4 // SunS and the end marker
 	for _, s := range specs {
-		m := devices.ModelByID(s.id)
+		m := sunspec.ModelByID(s.id)
 		if m == nil {
 			return fmt.Errorf("model %d: no definition", s.id)
 		}
-		inst, err := devices.NewBlank(m, 0, s.counts)
+		inst, err := sunspec.NewBlank(m, 0, s.counts)
 		if err != nil {
 			return fmt.Errorf("model %d: %w", s.id, err)
 		}
@@ -344,7 +344,7 @@ func (d *Device) build(base uint16, specs []modelSpec, resolve func(b *builder))
 	for _, inst := range insts {
 		n := len(inst.Regs)
 		copy(regs[off:], inst.Regs)
-		fin, err := devices.NewInstance(inst.Model, base+uint16(off), regs[off:off+n:off+n])
+		fin, err := sunspec.NewInstance(inst.Model, base+uint16(off), regs[off:off+n:off+n])
 		if err != nil {
 			return fmt.Errorf("model %d: %w", inst.Model.ID, err)
 		}
@@ -355,7 +355,7 @@ func (d *Device) build(base uint16, specs []modelSpec, resolve func(b *builder))
 	d.base, d.regs = base, regs
 	d.writable = make([]bool, total)
 	for _, s := range d.models {
-		walkPoints(&s.inst.Root, func(gi *devices.GroupInstance, i int) {
+		walkPoints(&s.inst.Root, func(gi *sunspec.GroupInstance, i int) {
 			if p := &gi.Group.Points[i]; p.Writable {
 				start := s.off + gi.Offset + int(p.Offset)
 				for k := range int(p.Size) {
@@ -371,7 +371,7 @@ func (d *Device) build(base uint16, specs []modelSpec, resolve func(b *builder))
 }
 
 // walkPoints calls fn for every point (by index) of gi and its sub-groups.
-func walkPoints(gi *devices.GroupInstance, fn func(gi *devices.GroupInstance, i int)) {
+func walkPoints(gi *sunspec.GroupInstance, fn func(gi *sunspec.GroupInstance, i int)) {
 	for i := range gi.Group.Points {
 		fn(gi, i)
 	}
@@ -383,7 +383,7 @@ func walkPoints(gi *devices.GroupInstance, fn func(gi *devices.GroupInstance, i 
 }
 
 // fillCommon sets model 1: identity of the device.
-func (d *Device) fillCommon(b *builder, inst *devices.Instance) {
+func (d *Device) fillCommon(b *builder, inst *sunspec.Instance) {
 	b.str(inst, "Mn", "plantd")
 	b.str(inst, "Md", modelName(d.cfg))
 	b.str(inst, "Opt", "sim "+d.cfg.model())

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // inverter is the physics and control state of a PV inverter, classic or
@@ -186,12 +186,12 @@ type curve struct {
 
 // pointSetter stores the (x, y) points of a curve group as its model
 // names them.
-type pointSetter func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64)
+type pointSetter func(b *builder, in *sunspec.Instance, gi *sunspec.GroupInstance, pts [][2]float64)
 
 // fillCurves fills the top-level groups named group of a curve model, one
 // per curve: its values, ActPt, ReadOnly 0, CrvNam and points.
-func fillCurves(group string, curves []curve, setPoints pointSetter) func(*builder, *devices.Instance) {
-	return func(b *builder, in *devices.Instance) {
+func fillCurves(group string, curves []curve, setPoints pointSetter) func(*builder, *sunspec.Instance) {
+	return func(b *builder, in *sunspec.Instance) {
 		gis := b.groups(&in.Root, group, len(curves))
 		if gis == nil {
 			return
@@ -219,7 +219,7 @@ func legacyCurves(id uint16, sf sfs, x, y string, curves ...curve) modelSpec {
 		sf:     sf,
 		raw:    raws{"ModEna": 0},
 		val:    vals{"ActCrv": 1, "WinTms": 0, "RvrtTms": 0, "RmpTms": 0, "NCrv": float64(len(curves)), "NPt": 4},
-		fill: fillCurves("curve", curves, func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64) {
+		fill: fillCurves("curve", curves, func(b *builder, in *sunspec.Instance, gi *sunspec.GroupInstance, pts [][2]float64) {
 			for j, pt := range pts {
 				n := strconv.Itoa(j + 1)
 				b.setIn(in, gi, x+n, pt[0])
@@ -236,7 +236,7 @@ func rideThrough(id uint16, y string, ySF int, name string, pts [][2]float64) mo
 }
 
 // curveName sets a curve group's CrvNam string.
-func curveName(b *builder, in *devices.Instance, gi *devices.GroupInstance, name string) {
+func curveName(b *builder, in *sunspec.Instance, gi *sunspec.GroupInstance, name string) {
 	if b.err != nil {
 		return
 	}
@@ -245,7 +245,7 @@ func curveName(b *builder, in *devices.Instance, gi *devices.GroupInstance, name
 		return
 	}
 	p := &gi.Group.Points[i]
-	b.fail(devices.EncodeString(p, name, in.Regs[gi.Offset+int(p.Offset):]))
+	b.fail(sunspec.EncodeString(p, name, in.Regs[gi.Offset+int(p.Offset):]))
 }
 
 // resolveClassic resolves the handles a classic inverter renders.
@@ -368,14 +368,14 @@ func derCurves(id uint16, y string, curves ...curve) modelSpec {
 		sf:     sfs{"V_SF": 0, "DeptRef_SF": 0, "RspTms_SF": 0},
 		raw:    raws{"Ena": 0, "AdptCrvRslt": 1},
 		val:    vals{"AdptCrvReq": 0, "RvrtTms": 0, "RvrtRem": 0, "RvrtCrv": 0},
-		fill: fillCurves("Crv", curves, func(b *builder, in *devices.Instance, gi *devices.GroupInstance, pts [][2]float64) {
+		fill: fillCurves("Crv", curves, func(b *builder, in *sunspec.Instance, gi *sunspec.GroupInstance, pts [][2]float64) {
 			derPoints(b, in, gi, "V", y, pts)
 		}),
 	}
 }
 
 // derPoints sets the Pt groups of a DER curve to (x, y) points.
-func derPoints(b *builder, in *devices.Instance, gi *devices.GroupInstance, x, y string, pts [][2]float64) {
+func derPoints(b *builder, in *sunspec.Instance, gi *sunspec.GroupInstance, x, y string, pts [][2]float64) {
 	ps := b.groups(gi, "Pt", len(pts))
 	for j := range ps {
 		b.setIn(in, &ps[j], x, pts[j][0])
@@ -392,7 +392,7 @@ func tripModel(id uint16, y string, ySF int, curves [3][][2]float64) modelSpec {
 		sf:     sfs{y + "_SF": ySF, "Tms_SF": -2},
 		raw:    raws{"Ena": 1, "AdptCrvRslt": 1},
 		val:    vals{"AdptCrvReq": 0},
-		fill: func(b *builder, in *devices.Instance) {
+		fill: func(b *builder, in *sunspec.Instance) {
 			sets := b.groups(&in.Root, "Crv", 1)
 			if sets == nil {
 				return
@@ -429,7 +429,7 @@ func resolveDER(b *builder) *derHandles {
 
 // floatOr decodes a top-level point, or returns def when it is not
 // implemented.
-func floatOr(in *devices.Instance, name string, def float64) float64 {
+func floatOr(in *sunspec.Instance, name string, def float64) float64 {
 	if v, err := in.Float(name); err == nil {
 		return v
 	}
@@ -438,7 +438,7 @@ func floatOr(in *devices.Instance, name string, def float64) float64 {
 
 // rawOr returns the raw bits of a top-level point, or def when it is not
 // implemented.
-func rawOr(in *devices.Instance, name string, def uint64) uint64 {
+func rawOr(in *sunspec.Instance, name string, def uint64) uint64 {
 	if v, err := in.Value(name); err == nil && v.OK {
 		return v.Raw
 	}

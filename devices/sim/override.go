@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // An override pins the registers of one top-level point to fixed bits,
@@ -23,7 +23,7 @@ type override struct {
 // raw (the point's bits, as SetRaw stores them; for a scale factor the
 // int16 bits). It is a scenario hook for tests of implausible values.
 func (d *Device) Override(model uint16, point string, raw uint64) error {
-	return d.override(model, point, func(p *devices.Point, dst []uint16) {
+	return d.override(model, point, func(p *sunspec.Point, dst []uint16) {
 		for i := len(dst) - 1; i >= 0; i-- {
 			dst[i] = uint16(raw)
 			raw >>= 16
@@ -34,10 +34,10 @@ func (d *Device) Override(model uint16, point string, raw uint64) error {
 // OverrideNotImplemented pins a top-level point of model id to its
 // not-implemented value.
 func (d *Device) OverrideNotImplemented(model uint16, point string) error {
-	return d.override(model, point, func(p *devices.Point, dst []uint16) { devices.EncodeNotImplemented(p, dst) })
+	return d.override(model, point, func(p *sunspec.Point, dst []uint16) { sunspec.EncodeNotImplemented(p, dst) })
 }
 
-func (d *Device) override(model uint16, point string, fill func(*devices.Point, []uint16)) error {
+func (d *Device) override(model uint16, point string, fill func(*sunspec.Point, []uint16)) error {
 	p := d.plant
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -47,7 +47,7 @@ func (d *Device) override(model uint16, point string, fill func(*devices.Point, 
 	}
 	pt := s.inst.Model.Point(point)
 	if pt == nil {
-		return fmt.Errorf("sim: model %d: %w %q", model, devices.ErrUnknownPoint, point)
+		return fmt.Errorf("sim: model %d: %w %q", model, sunspec.ErrUnknownPoint, point)
 	}
 	off := s.off + int(pt.Offset)
 	o := override{off: off, regs: make([]uint16, pt.Size)}
@@ -121,7 +121,7 @@ func (d *Device) counterWh(e float64) float64 {
 // padded with NULs to the point's size), whatever bytes s holds: a device
 // with escape sequences in its manufacturer name.
 func (d *Device) OverrideString(model uint16, point, s string) error {
-	return d.override(model, point, func(p *devices.Point, dst []uint16) {
+	return d.override(model, point, func(p *sunspec.Point, dst []uint16) {
 		b := make([]byte, 2*len(dst))
 		copy(b, s)
 		for i := range dst {

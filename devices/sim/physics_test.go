@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 func TestSunElevation(t *testing.T) {
@@ -144,9 +144,9 @@ func TestClassicLimit(t *testing.T) {
 				t.Fatalf("W = %v before the limit; want a sunny noon", w)
 			}
 			writePoints(t, c, inv, 123,
-				devices.PointValue{Point: "WMaxLimPct", Value: 30},
-				devices.PointValue{Point: "WMaxLimPct_RvrtTms", Value: tc.rvrtTms},
-				devices.PointValue{Point: "WMaxLim_Ena", Value: 1})
+				sunspec.PointValue{Point: "WMaxLimPct", Value: 30},
+				sunspec.PointValue{Point: "WMaxLimPct_RvrtTms", Value: tc.rvrtTms},
+				sunspec.PointValue{Point: "WMaxLim_Ena", Value: 1})
 			check := func(limited bool) {
 				t.Helper()
 				m103 := readModel(t, c, inv, 103)
@@ -180,8 +180,8 @@ func TestClassicDisconnect(t *testing.T) {
 	inv := p.Device("inv1")
 	c := dial(t, inv)
 	writePoints(t, c, inv, 123,
-		devices.PointValue{Point: "Conn_RvrtTms", Value: 30},
-		devices.PointValue{Point: "Conn", Value: 0})
+		sunspec.PointValue{Point: "Conn_RvrtTms", Value: 30},
+		sunspec.PointValue{Point: "Conn", Value: 0})
 	m := readModel(t, c, inv, 103)
 	if w, st := num(t, m, "W"), num(t, m, "St"); w != 0 || st != 8 {
 		t.Errorf("disconnected: W %v St %v", w, st)
@@ -209,11 +209,11 @@ func TestDERLimit(t *testing.T) {
 		t.Fatalf("W = %v before the limit", w)
 	}
 	writePoints(t, c, inv, 704,
-		devices.PointValue{Point: "WMaxLimPct", Value: 30},
-		devices.PointValue{Point: "WMaxLimPctRvrt", Value: 100},
-		devices.PointValue{Point: "WMaxLimPctEnaRvrt", Value: 0},
-		devices.PointValue{Point: "WMaxLimPctRvrtTms", Value: 120},
-		devices.PointValue{Point: "WMaxLimPctEna", Value: 1})
+		sunspec.PointValue{Point: "WMaxLimPct", Value: 30},
+		sunspec.PointValue{Point: "WMaxLimPctRvrt", Value: 100},
+		sunspec.PointValue{Point: "WMaxLimPctEnaRvrt", Value: 0},
+		sunspec.PointValue{Point: "WMaxLimPctRvrtTms", Value: 120},
+		sunspec.PointValue{Point: "WMaxLimPctEna", Value: 1})
 	steps := []struct {
 		after   time.Duration
 		limited bool

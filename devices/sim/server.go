@@ -7,7 +7,7 @@ import (
 
 	"plantd/modbus"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // handler serves the registers and bits of an endpoint's devices to
@@ -114,12 +114,12 @@ func (p *Plant) read(d *Device, addr, quantity uint16) ([]uint16, error) {
 // pointRef is a point of a device's map touched by a write.
 type pointRef struct {
 	model uint16
-	inst  *devices.Instance
-	gi    *devices.GroupInstance
+	inst  *sunspec.Instance
+	gi    *sunspec.GroupInstance
 	index int // in gi.Group.Points
 }
 
-func (r pointRef) point() *devices.Point { return &r.gi.Group.Points[r.index] }
+func (r pointRef) point() *sunspec.Point { return &r.gi.Group.Points[r.index] }
 
 // String names the point "model.point", or "model.group.point" inside a
 // sub-group.
@@ -144,7 +144,7 @@ func touches(touched []pointRef, model uint16, names ...string) bool {
 // touched lists the points overlapping registers off..off+n-1 of d.regs.
 func (d *Device) touched(off, n int) []pointRef {
 	var out []pointRef
-	d.pointsIn(off, n, func(s *slot, gi *devices.GroupInstance, i int, _ string) {
+	d.pointsIn(off, n, func(s *slot, gi *sunspec.GroupInstance, i int, _ string) {
 		out = append(out, pointRef{model: s.inst.Model.ID, inst: s.inst, gi: gi, index: i})
 	})
 	return out
@@ -160,7 +160,7 @@ func (d *Device) validate(touched []pointRef, off int, old []uint16) error {
 			continue
 		}
 		v := r.inst.ValueAt(r.gi, r.index)
-		if p.Type == devices.TypeEnum16 && len(p.Symbols) > 0 {
+		if p.Type == sunspec.TypeEnum16 && len(p.Symbols) > 0 {
 			ok := false
 			for _, s := range p.Symbols {
 				if v.OK && int64(v.Raw) == s.Value {

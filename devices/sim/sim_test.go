@@ -13,7 +13,9 @@ import (
 	mb "github.com/simonvetter/modbus"
 
 	"plantd/devices"
+
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // manualClock is a wall clock the test moves by hand.
@@ -81,7 +83,7 @@ func dial(t *testing.T, d *Device) *mb.ModbusClient {
 	return c
 }
 
-// rw adapts a simonvetter client to devices.ReadWriter.
+// rw adapts a simonvetter client to sunspec.ReadWriter.
 type rw struct{ c *mb.ModbusClient }
 
 func (r rw) ReadHoldingRegisters(_ context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error) {
@@ -106,7 +108,7 @@ func modelInfo(t *testing.T, d *Device, id uint16) ModelInfo {
 }
 
 // readModel reads model id of d over Modbus and decodes it.
-func readModel(t *testing.T, c *mb.ModbusClient, d *Device, id uint16) *devices.Instance {
+func readModel(t *testing.T, c *mb.ModbusClient, d *Device, id uint16) *sunspec.Instance {
 	t.Helper()
 	m := modelInfo(t, d, id)
 	n := int(m.Len) + 2
@@ -119,7 +121,7 @@ func readModel(t *testing.T, c *mb.ModbusClient, d *Device, id uint16) *devices.
 		}
 		regs = append(regs, r...)
 	}
-	inst, err := devices.NewInstance(devices.ModelByID(id), m.Addr, regs)
+	inst, err := sunspec.NewInstance(sunspec.ModelByID(id), m.Addr, regs)
 	if err != nil {
 		t.Fatalf("%s: model %d: %v", d.ID(), id, err)
 	}
@@ -127,7 +129,7 @@ func readModel(t *testing.T, c *mb.ModbusClient, d *Device, id uint16) *devices.
 }
 
 // num decodes a point that must be implemented.
-func num(t *testing.T, inst *devices.Instance, name string) float64 {
+func num(t *testing.T, inst *sunspec.Instance, name string) float64 {
 	t.Helper()
 	v, err := inst.Float(name)
 	if err != nil {
@@ -137,7 +139,7 @@ func num(t *testing.T, inst *devices.Instance, name string) float64 {
 }
 
 // implemented reports whether a point holds a value.
-func implemented(t *testing.T, inst *devices.Instance, name string) bool {
+func implemented(t *testing.T, inst *sunspec.Instance, name string) bool {
 	t.Helper()
 	v, err := inst.Value(name)
 	if err != nil {
@@ -147,11 +149,11 @@ func implemented(t *testing.T, inst *devices.Instance, name string) bool {
 }
 
 // writePoints writes points of a model the way plantd does, with read-back.
-func writePoints(t *testing.T, c *mb.ModbusClient, d *Device, id uint16, values ...devices.PointValue) {
+func writePoints(t *testing.T, c *mb.ModbusClient, d *Device, id uint16, values ...sunspec.PointValue) {
 	t.Helper()
 	m := modelInfo(t, d, id)
-	ref := devices.ModelRef{ID: id, Addr: m.Addr, Len: m.Len}
-	if _, err := devices.WritePoints(t.Context(), rw{c}, ref, values); err != nil {
+	ref := sunspec.ModelRef{ID: id, Addr: m.Addr, Len: m.Len}
+	if _, err := sunspec.WritePoints(t.Context(), rw{c}, ref, values); err != nil {
 		t.Fatalf("%s: write model %d: %v", d.ID(), id, err)
 	}
 }
@@ -206,7 +208,7 @@ func TestDefaultMaps(t *testing.T) {
 					break
 				}
 				ids = append(ids, hdr[0])
-				if m := devices.ModelByID(hdr[0]); m == nil {
+				if m := sunspec.ModelByID(hdr[0]); m == nil {
 					t.Fatalf("unknown model %d at %d", hdr[0], addr)
 				}
 				addr += 2 + hdr[1]

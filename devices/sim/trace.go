@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // TraceEntry is one Modbus write a device received, as the register trace
@@ -207,9 +207,9 @@ func (p *Plant) addTraceLocked(d *Device, e TraceEntry) {
 // tracePoints decodes the points overlapping registers off..off+n-1.
 func (d *Device) tracePoints(off, n int) []TracePoint {
 	var out []TracePoint
-	d.pointsIn(off, n, func(s *slot, gi *devices.GroupInstance, i int, name string) {
+	d.pointsIn(off, n, func(s *slot, gi *sunspec.GroupInstance, i int, name string) {
 		tp := TracePoint{Model: s.inst.Model.ID, Name: name}
-		if p := &gi.Group.Points[i]; p.Type == devices.TypeString {
+		if p := &gi.Group.Points[i]; p.Type == sunspec.TypeString {
 			tp.Text = s.inst.StringIn(gi, p.Name)
 			tp.Implemented = tp.Text != ""
 		} else if v := s.inst.ValueAt(gi, i); v.OK {
@@ -223,13 +223,13 @@ func (d *Device) tracePoints(off, n int) []TracePoint {
 // pointsIn calls fn for every point overlapping registers off..off+n-1 of
 // d.regs, with its model's slot and its name inside the model (see
 // TracePoint.Name).
-func (d *Device) pointsIn(off, n int, fn func(s *slot, gi *devices.GroupInstance, i int, name string)) {
+func (d *Device) pointsIn(off, n int, fn func(s *slot, gi *sunspec.GroupInstance, i int, name string)) {
 	for si := range d.models {
 		s := &d.models[si]
 		if off+n <= s.off || off >= s.off+len(s.inst.Regs) {
 			continue
 		}
-		walkNamed(&s.inst.Root, "", func(gi *devices.GroupInstance, i int, name string) {
+		walkNamed(&s.inst.Root, "", func(gi *sunspec.GroupInstance, i int, name string) {
 			p := &gi.Group.Points[i]
 			if start := s.off + gi.Offset + int(p.Offset); start < off+n && off < start+int(p.Size) {
 				fn(s, gi, i, name)
@@ -240,7 +240,7 @@ func (d *Device) pointsIn(off, n int, fn func(s *slot, gi *devices.GroupInstance
 
 // walkNamed calls fn for every point of gi and its sub-groups with its
 // name inside the model (see TracePoint.Name).
-func walkNamed(gi *devices.GroupInstance, prefix string, fn func(gi *devices.GroupInstance, i int, name string)) {
+func walkNamed(gi *sunspec.GroupInstance, prefix string, fn func(gi *sunspec.GroupInstance, i int, name string)) {
 	for i := range gi.Group.Points {
 		fn(gi, i, prefix+gi.Group.Points[i].Name)
 	}
@@ -248,7 +248,7 @@ func walkNamed(gi *devices.GroupInstance, prefix string, fn func(gi *devices.Gro
 		g := &gi.Group.Groups[k]
 		for j := range subs {
 			name := g.Name
-			if g.Repeat != devices.RepeatOnce {
+			if g.Repeat != sunspec.RepeatOnce {
 				name += "[" + strconv.Itoa(j+1) + "]"
 			}
 			walkNamed(&subs[j], prefix+name+".", fn)

@@ -1,4 +1,4 @@
-package devices
+package sunspec
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// TestGeneratedTablesUpToDate regenerates models_gen.go from sunspec/*.json
+// TestGeneratedTablesUpToDate regenerates models_gen.go from models/*.json
 // and fails when the committed file differs.
 func TestGeneratedTablesUpToDate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("regenerating runs the generator; skipped with -short")
 	}
 	out := filepath.Join(t.TempDir(), "models_gen.go")
-	cmd := exec.Command("go", "run", "./internal/sunspecgen", "-in", "sunspec", "-out", out)
+	cmd := exec.Command("go", "run", "./internal/sunspecgen", "-in", "models", "-out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generator: %v\n%s", err, b)
 	}
@@ -28,6 +28,6 @@ func TestGeneratedTablesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fresh, committed) {
-		t.Fatal("models_gen.go is stale: run go generate ./devices")
+		t.Fatal("models_gen.go is stale: run go generate ./sunspec")
 	}
 }
