@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"plantd/internal/backoff"
-	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
 	"plantd/sunspec"
@@ -479,6 +478,6 @@ func (pc *plantCtl) noteApplied(id string, ws []window, now time.Time) {
 // IsRefusal reports whether a write error is the device refusing (a
 // Modbus exception or a read-back that differs) rather than a link fault.
 func IsRefusal(err error) bool {
-	var ex *modbus.ExceptionError
-	return errors.As(err, &ex) || errors.Is(err, sunspec.ErrReadBack) || errors.Is(err, errUnsupported)
+	_, exception := sunspec.IsException(err)
+	return exception || errors.Is(err, sunspec.ErrReadBack) || errors.Is(err, errUnsupported)
 }

@@ -412,7 +412,7 @@
 // Modbus proxy); tamper.go the comparison of what it holds with the
 // polls (re-assertion); governing.go the limit in force (for the SunSpec
 // server's reads); clock.go the clock. gridcontrol imports config (defaults and
-// role names), devices (models, reads, writes), modbus (exceptions),
+// role names), sunspec (models, writes with read-back, exception answers),
 // internal/backoff (the write retry's wait), internal/jsondup (a key
 // given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,
