@@ -8,8 +8,8 @@ import (
 
 	"plantd/devices"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

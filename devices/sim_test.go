@@ -11,10 +11,10 @@ import (
 
 	"plantd/devices"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

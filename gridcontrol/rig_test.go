@@ -16,11 +16,11 @@ import (
 
 	"plantd/config"
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
 	"plantd/sunspec"
 )

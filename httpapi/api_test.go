@@ -17,10 +17,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
-	"plantd/devices/sim"
 	"plantd/gridcontrol"
 	"plantd/internal/proctest"
 	"plantd/plant"
+	"plantd/sim"
 	"plantd/sunspec"
 
 	"plantd/httpapi/oauth2"

@@ -19,12 +19,12 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
 	"plantd/sunspec"
 )

@@ -14,13 +14,13 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
 	"plantd/sunspec"
 )

@@ -9,9 +9,9 @@ import (
 
 	"plantd/devices"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

@@ -14,10 +14,10 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

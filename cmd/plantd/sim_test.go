@@ -11,9 +11,9 @@ import (
 
 	"plantd/devices"
 
-	"plantd/devices/sim"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
 	"plantd/sunspec"
 )
 

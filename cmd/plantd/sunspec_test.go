@@ -21,10 +21,10 @@ import (
 
 	"plantd/devices"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 	"plantd/sunspecserver"
 )

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

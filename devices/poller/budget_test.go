@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestRequestBudget: a device whose poll needs more requests than its

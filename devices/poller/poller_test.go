@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
 

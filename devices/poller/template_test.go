@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/devices/template"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestTemplateDevices polls one simulated device of each of three

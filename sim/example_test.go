@@ -5,7 +5,7 @@ import (
 	"log"
 	"time"
 
-	"plantd/devices/sim"
+	"plantd/sim"
 )
 
 // ExampleNew starts the demo plant on free loopback ports and injects a

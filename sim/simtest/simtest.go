@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"plantd/devices/sim"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
 )
 
 // Start runs the simulated plant of cfg until the test ends.

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/plant/kind"
+	"plantd/sim"
 )
 
 // ExamplePlant_Shelly starts a plant with a Shelly plug and switches it on
