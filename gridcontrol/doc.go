@@ -419,4 +419,6 @@
 // schedule records), store (schedules, defaults, ownership, quirks, the
 // plant log), robfig/cron and the standard library; only cmd/plantd and
 // httpapi import it.
+//
+// Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store, plantd/sunspec
 package gridcontrol

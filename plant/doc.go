@@ -197,4 +197,6 @@
 // or online with fewer than 90 % of the last (up to 64) polls successful;
 // TimedOut when offline after a timeout; Unreachable when offline for any
 // other reason or never polled.
+//
+// Imports: plantd/devices/template, plantd/plant/kind, plantd/sunspec
 package plant

@@ -475,4 +475,6 @@
 // charge point twin's OCPP client, never plantd/charger) and syscall on Linux (a serial line's settings);
 // it knows nothing of the rest of the plant domain, storage or plantd's
 // HTTP API, and nothing imports it but cmd/plantd and tests.
+//
+// Imports: plantd/devices/template, plantd/modbus, plantd/plant/kind, plantd/sunspec
 package sim

@@ -351,4 +351,6 @@
 // sequence number; OutboxStreams gives depth, bytes and oldest message
 // per stream; TrimOutbox drops by count and age, leaving a gap in the
 // sequence numbers).
+//
+// Imports: plantd/plant, plantd/plant/kind
 package store

@@ -103,4 +103,6 @@
 // plantd/plant/kind, plantd/gridcontrol (schedules, the command names),
 // plantd/config (the role names) and plantd/internal/logthrottle (the
 // refusals' limiter). Only cmd/plantd imports it.
+//
+// Imports: plantd/config, plantd/gridcontrol, plantd/internal/logthrottle, plantd/modbus, plantd/plant, plantd/plant/kind, plantd/sunspec
 package sunspecserver

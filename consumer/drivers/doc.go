@@ -36,4 +36,6 @@
 // imports no OCPP library: a charger reaches its central system through
 // ChargePoints. config imports it for Settings and the table, so it must
 // not import config.
+//
+// Imports: plantd/consumer, plantd/modbus
 package drivers

@@ -35,4 +35,6 @@
 // configured kind) and plant, for the domain's types it emits
 // (plant.Sample, plant.CommState) and nothing else of the domain; it knows
 // nothing of storage, HTTP or MQTT.
+//
+// Imports: plantd/devices, plantd/devices/template, plantd/internal/backoff, plantd/modbus, plantd/plant, plantd/plant/kind, plantd/sunspec
 package poller

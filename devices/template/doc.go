@@ -67,4 +67,6 @@
 // interface, which a *modbus.Client satisfies), no plant. Package plant
 // imports it to map points to channels, the poller to read devices, the
 // simulator to serve their images, and config to check template names.
+//
+// Imports: plantd/plant/kind
 package template

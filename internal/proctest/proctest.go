@@ -6,6 +6,8 @@
 // runs a server's Serve on a loopback port for a test. Only tests and
 // test helpers (mqtt/mqtttest, sim/simtest) import it; it imports
 // no plantd package.
+//
+// Imports: none
 package proctest
 
 import (

@@ -1,5 +1,7 @@
 // Package simtest starts the simulated plant for a test, as httptest
 // starts a server: on free loopback ports, stopped by the test's cleanup.
+//
+// Imports: plantd/internal/proctest, plantd/modbus, plantd/sim
 package simtest
 
 import (

@@ -6,6 +6,8 @@
 // Usage (from go generate in package sunspec):
 //
 //	go run ./internal/sunspecgen -in models -out models_gen.go
+//
+// Imports: none
 package main
 
 import (
