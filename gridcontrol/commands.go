@@ -192,7 +192,7 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 	switch {
 	case !d.Info.Active():
 		return notInverter
-	case d.Discovered == nil && (d.Info.Kind == kind.Inverter || d.Info.Kind == ""):
+	case sunspecOf(d.Discovered) == nil && (d.Info.Kind == kind.Inverter || d.Info.Kind == ""):
 		// Not discovered yet: an inverter, or a device configured without
 		// a kind (known only from discovery) that may be one. Offline (an
 		// inverter asleep at night), it may carry the command when it
@@ -203,13 +203,13 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 		return undiscovered
 	case d.Info.Kind != kind.Inverter:
 		return notInverter
-	case (cmd.ClassicOnly && d.Discovered.Platform != sunspec.PlatformClassic) ||
-		(cmd.DEROnly && d.Discovered.Platform != sunspec.PlatformDER):
+	case (cmd.ClassicOnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformClassic) ||
+		(cmd.DEROnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformDER):
 		return platformMismatch
-	case !slices.Contains(d.Discovered.Capabilities, cmd.Cap):
+	case !slices.Contains(sunspecOf(d.Discovered).Capabilities, cmd.Cap):
 		return noModel
 	}
-	if _, ok := cmd.model(d.Discovered); !ok {
+	if _, ok := cmd.model(sunspecOf(d.Discovered)); !ok {
 		return noModel
 	}
 	if !reachable(d) {
@@ -229,7 +229,7 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	var unknown, dark, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
-		if d.Info.GridMeter() && d.Info.Active() && d.Discovered != nil && reachable(d) {
+		if d.Info.GridMeter() && d.Info.Active() && sunspecOf(d.Discovered) != nil && reachable(d) {
 			meter = true
 		}
 		v := classify(cmd, d)
@@ -302,8 +302,8 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 			continue
 		}
 		ic := InverterCoverage{DeviceID: d.Info.ID}
-		if d.Discovered != nil {
-			ic.RatedPowerW = d.Discovered.RatedPowerW
+		if sunspecOf(d.Discovered) != nil {
+			ic.RatedPowerW = sunspecOf(d.Discovered).RatedPowerW
 		}
 		switch v {
 		case undiscovered:
@@ -320,7 +320,7 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 			ic.Reason = &Reason{Code: ReasonNotSupported, Message: fmt.Sprintf("exposes none of the models %v that carry the command", cmd.Models)}
 		case capableOffline, capable:
 			ic.Acts = !noMeter
-			if _, der := d.Discovered.Ref(704); ic.Acts && cmd.Cap == sunspec.CapPowerLimit && !der {
+			if _, der := sunspecOf(d.Discovered).Ref(704); ic.Acts && cmd.Cap == sunspec.CapPowerLimit && !der {
 				ic.Note = &Reason{Code: ReasonNoRevertToDefault, Message: "model 123 reverts a limit to none, not to the inverter's default: where that default is a limit (an installer's, or the configured one), plantd writes windows without a reversion time, so a window's limit stays if plantd stops, until it runs again"}
 			}
 			if noMeter {

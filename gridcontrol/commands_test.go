@@ -82,7 +82,7 @@ func TestAssess(t *testing.T) {
 	on, off := plant.StateOnline, plant.StateOffline
 	classic := dev("inv1", kind.Inverter, on, 1, 103, 120, 121, 123, 126, 132)
 	der := dev("inv2", kind.Inverter, on, 1, 701, 702, 704, 705, 706)
-	der.Discovered.RatedPowerW = 5000
+	sunspecOf(der.Discovered).RatedPowerW = 5000
 	meter := dev("meter", kind.Meter, on, 1, 203)
 	deadDER := dev("inv3", kind.Inverter, off, 1, 701, 702, 704)
 	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: kind.Inverter}}

@@ -507,7 +507,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			// A pointer into devs: a loop variable the goroutine below
 			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
-			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()

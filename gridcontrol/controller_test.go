@@ -536,7 +536,7 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 func (r *rig) writeCurvePoint(id string, k, j int, v float64) {
 	r.t.Helper()
 	d, _ := r.live.Device(id)
-	ref, _ := d.Discovered.Ref(705)
+	ref, _ := d.Discovered.(*sunspec.Device).Ref(705)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := sunspec.WriteModel(ctx, r.clients[id], ref, func(inst *sunspec.Instance) error {
@@ -557,7 +557,7 @@ func TestDERRestoreBitForBit(t *testing.T) {
 	// adoptedEdited: the installer adopted curve 2, then edited it.
 	adoptedEdited := func(r *rig) {
 		d, _ := r.live.Device("inv2")
-		ref, _ := d.Discovered.Ref(705)
+		ref, _ := d.Discovered.(*sunspec.Device).Ref(705)
 		// A trigger: the device may clear the request once it acted.
 		if _, err := sunspec.WriteModelTrigger(context.Background(), r.clients["inv2"], ref, []string{"AdptCrvReq"},
 			func(inst *sunspec.Instance) error { return inst.Set("AdptCrvReq", 2) }); err != nil {

@@ -134,7 +134,7 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 	// What plantd holds, against the latest poll.
 	c.checkHeld(ctx, d, dc, rw, now)
 	// The limit.
-	if ref, ok := firstRef(d.Discovered, 704, 123); ok {
+	if ref, ok := firstRef(sunspecOf(d.Discovered), 704, 123); ok {
 		c.reconcileLimit(ctx, pc, dc, d, rw, ref, pl, now)
 	}
 	// The other controls, one per command.
@@ -143,11 +143,11 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 		if k == ctlLimit {
 			continue
 		}
-		ref, ok := cmd.model(d.Discovered)
+		ref, ok := cmd.model(sunspecOf(d.Discovered))
 		if !ok {
 			continue
 		}
-		if cmd.DEROnly && d.Discovered.Platform != sunspec.PlatformDER {
+		if cmd.DEROnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformDER {
 			continue
 		}
 		w, active := pl.act[cmd.Name]
@@ -207,7 +207,7 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 	defs := map[uint16]*sunspec.Instance{}
 	var read []uint16
 	for _, id := range controlModels() {
-		ref, ok := d.Discovered.Ref(id)
+		ref, ok := sunspecOf(d.Discovered).Ref(id)
 		if !ok {
 			continue
 		}
@@ -297,7 +297,7 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 		lay := curveLayouts[ref.ID]
 		// The curve as this device takes it (volts converted).
 		var cv *Curve
-		cv, err = deviceCurve(ctx, rw, d.Discovered, ref, w.cmd)
+		cv, err = deviceCurve(ctx, rw, sunspecOf(d.Discovered), ref, w.cmd)
 		if err == nil && lay.der && (wk != prevKey || !owned) {
 			_, err = sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error { return editCurve(inst, cv, rvrt, false) })
 		}

@@ -412,7 +412,11 @@
 // Modbus proxy); tamper.go the comparison of what it holds with the
 // polls (re-assertion); governing.go the limit in force (for the SunSpec
 // server's reads); clock.go the clock. gridcontrol imports config (defaults and
-// role names), sunspec (models, writes with read-back, exception answers),
+// role names), sunspec (models, writes with read-back, exception answers;
+// a device's discovered description comes as plant.DeviceLive.Discovered,
+// which plant carries opaque and discovered.go's sunspecOf asserts back to
+// a *sunspec.Device: plant does not import sunspec, grid control imports
+// neither devices nor modbus),
 // internal/backoff (the write retry's wait), internal/jsondup (a key
 // given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,

@@ -293,7 +293,7 @@ func (c *Controller) toggleEnable(ctx context.Context, rw sunspec.ReadWriter, re
 // plant log, the limit's windows failed, the device counted in /metrics
 // and named by the eligibility check until it follows again.
 func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, pl plantPlan, now time.Time) {
-	rated := d.Discovered.RatedPowerW
+	rated := sunspecOf(d.Discovered).RatedPowerW
 	w, sampled, ok := c.live.Value(d.Info.ID, plant.ActivePower)
 	c.mu.Lock()
 	st := dc.state(ctlLimit)

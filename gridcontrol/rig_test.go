@@ -217,7 +217,7 @@ func (r *rig) read(id string, model uint16) *sunspec.Instance {
 	if !ok || d.Discovered == nil {
 		r.t.Fatalf("device %s not discovered", id)
 	}
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		r.t.Fatalf("device %s has no model %d", id, model)
 	}
@@ -334,7 +334,7 @@ func (r *rig) limitOf(id string) float64 {
 func (r *rig) write(id string, model uint16, points map[string]float64) {
 	r.t.Helper()
 	d, _ := r.live.Device(id)
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		r.t.Fatalf("device %s has no model %d", id, model)
 	}

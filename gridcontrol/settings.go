@@ -115,10 +115,10 @@ func (c *Controller) Settings(ctx context.Context, plantID, settingsType string)
 	for i, def := range defs {
 		out[i] = Setting{Type: def.deactivated, Function: def.active, Devices: []string{}, Values: []DeviceSetting{}}
 		for _, d := range devs {
-			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !slices.Contains(d.Discovered.Capabilities, def.cap) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !slices.Contains(sunspecOf(d.Discovered).Capabilities, def.cap) {
 				continue
 			}
-			ref, ok := firstRef(d.Discovered, def.models...)
+			ref, ok := firstRef(sunspecOf(d.Discovered), def.models...)
 			if !ok {
 				continue
 			}

@@ -372,7 +372,7 @@ func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devC
 // readHeld reads a held model from the device for checkHeld (nil on
 // failure, which the next poll or read makes good), counting the read.
 func (c *Controller) readHeld(ctx context.Context, d plant.DeviceLive, rw sunspec.ReadWriter, model uint16) []uint16 {
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := sunspecOf(d.Discovered).Ref(model)
 	if !ok {
 		return nil
 	}

@@ -166,12 +166,12 @@ func BenchmarkCheckHeld(b *testing.B) {
 			live := plant.NewLive([]plant.Plant{{ID: "p"}}, []plant.DeviceInfo{info}, nil)
 			c := &Controller{live: live, log: slog.New(slog.DiscardHandler), devs: map[string]*devCtl{}}
 			dc := c.dev("inv1")
-			live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Models: []*sunspec.Instance{model(b, 103, map[string]float64{"W": 2000}), inst}})
+			live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Registers: regsOf(model(b, 103, map[string]float64{"W": 2000}), inst)})
 			for _, k := range tc.ctls {
 				c.noteHeld(dc, "inv1", k, inst, false)
 			}
 			for range 3 {
-				live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Models: []*sunspec.Instance{inst}})
+				live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Registers: regsOf(inst)})
 			}
 			d := plant.DeviceLive{Info: info}
 			now := time.Now()
@@ -201,10 +201,10 @@ func BenchmarkHeldDiffers100(b *testing.B) {
 	live := plant.NewLive([]plant.Plant{{ID: "p"}}, infos, nil)
 	c := &Controller{live: live, log: slog.New(slog.DiscardHandler), devs: map[string]*devCtl{}}
 	for _, in := range infos {
-		live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*sunspec.Instance{inst}})
+		live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Registers: regsOf(inst)})
 		c.noteHeld(c.dev(in.ID), in.ID, ctlLimit, inst, false)
 		for range 3 {
-			live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*sunspec.Instance{inst}})
+			live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Registers: regsOf(inst)})
 		}
 	}
 	var buf []uint16
@@ -214,4 +214,13 @@ func BenchmarkHeldDiffers100(b *testing.B) {
 			b.Fatal("a difference where there is none")
 		}
 	}
+}
+
+// regsOf are the registers of models as a poll hands them to Live.
+func regsOf(models ...*sunspec.Instance) []plant.ModelRegisters {
+	var out []plant.ModelRegisters
+	for _, m := range models {
+		out = append(out, plant.ModelRegisters{Model: m.Model.ID, Regs: m.Regs})
+	}
+	return out
 }

@@ -33,7 +33,7 @@ func newThirdParty(r *rig) *thirdParty {
 func (tp *thirdParty) ref(id string, model uint16) sunspec.ModelRef {
 	tp.r.t.Helper()
 	d, _ := tp.r.live.Device(id)
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		tp.r.t.Fatalf("device %s has no model %d", id, model)
 	}

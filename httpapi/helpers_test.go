@@ -19,6 +19,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/devices/channels"
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
@@ -240,9 +241,10 @@ func (e *env) pollAll() {
 	defer cancel()
 	for _, sd := range e.devs {
 		models, err := sd.plan.Read(ctx, sd.client)
-		s := plant.Sample{Device: sd.id, Time: at, Info: sd.info, Models: models, Err: err, State: plant.StateOnline}
+		s := channels.NewDevice(sd.info).Sample(sd.id, at, models)
 		if err != nil {
-			s.Models, s.State = nil, plant.StateOffline
+			s.Readings, s.Registers, s.Status = nil, nil, plant.DeviceStatus{}
+			s.Err, s.State = err, plant.StateOffline
 		}
 		e.live.Apply(s)
 		e.hist.sample(s)
@@ -343,7 +345,7 @@ func (h *fakeHistory) sample(s plant.Sample) {
 	}
 	if len(h.dev[d.Info.ID]) == 0 {
 		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
-			Message: fmt.Sprintf("%s %s discovered", s.Info.Manufacturer, s.Info.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
+			Message: fmt.Sprintf("%s %s discovered", s.Nameplate.Manufacturer, s.Nameplate.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 	}
 	h.dev[d.Info.ID] = append(h.dev[d.Info.ID], sn)
 }

@@ -14,6 +14,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/devices/channels"
 	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
@@ -129,7 +130,7 @@ func (g *gridStack) day() {
 	if err != nil {
 		g.t.Fatalf("poll inv1: %v", err)
 	}
-	g.live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Info: g.info, Models: models, State: plant.StateOnline})
+	g.live.Apply(channels.NewDevice(g.info).Sample("inv1", time.Now(), models))
 }
 
 // values are the values of the plant's stored schedules, oldest first.

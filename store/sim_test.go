@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/devices/channels"
 
 	"plantd/modbus"
 	"plantd/plant"
@@ -79,7 +80,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 
 // applyB applies one poll's models to the live cache.
 func (r *simRig) applyB(sd *simDev, models []*sunspec.Instance, at time.Time) {
-	r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
+	r.live.Apply(channels.NewDevice(sd.info).Sample(sd.dev.ID(), at, models))
 }
 
 // poll moves the clock to at, polls every device over Modbus, applies the
@@ -92,7 +93,7 @@ func (r *simRig) poll(ctx context.Context, t *testing.T, at time.Time, stores ..
 		if err != nil {
 			t.Fatalf("read %s: %v", sd.dev.ID(), err)
 		}
-		r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
+		r.live.Apply(channels.NewDevice(sd.info).Sample(sd.dev.ID(), at, models))
 		dl, _ := r.live.Device(sd.dev.ID())
 		for _, s := range stores {
 			record(t, s, Measurement{PlantID: "demo", DeviceID: sd.dev.ID(), Kind: sd.kind, Time: at, Readings: dl.Readings})

@@ -307,8 +307,8 @@ func totalsOf(devs []plant.DeviceLive, b plant.Balance) totals {
 				mVPh[p].add(d.Value(phases[1][p]))
 			}
 		case kind.Battery:
-			if d.Discovered != nil && d.Discovered.RatedPowerW > 0 {
-				batW.add(d.Discovered.RatedPowerW, true)
+			if dev, ok := d.Discovered.(*sunspec.Device); ok && dev.RatedPowerW > 0 {
+				batW.add(dev.RatedPowerW, true)
 			} else {
 				batW.add(0, false)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"plantd/devices"
 
+	"plantd/devices/channels"
 	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
@@ -41,7 +42,9 @@ func testLive(t testing.TB, vals map[string][]reading) *plant.Live {
 		if in.Kind == kind.Battery {
 			info.RatedPowerW = 5000
 		}
-		live.Apply(plant.Sample{Device: in.ID, Info: info, Readings: append([]reading{}, vals[in.ID]...), State: plant.StateOnline})
+		s := plant.Sample{Device: in.ID, Readings: append([]reading{}, vals[in.ID]...), State: plant.StateOnline}
+		channels.NewDevice(info).Identify(&s)
+		live.Apply(s)
 	}
 	return live
 }

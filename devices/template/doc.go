@@ -54,8 +54,8 @@
 // with negate applied, so that they carry plant's signs (doc.go of package
 // plant): a meter's power is positive for import, an inverter's for
 // generation, a battery's for discharging. The channel names and their
-// units are checked by package plant when it compiles a template
-// (plant.CompileTemplate); this package checks everything else at Parse:
+// units are checked by the device layer when it compiles a template
+// (devices/channels.CompileTemplate); this package checks everything else at Parse:
 // unknown keys, types, lengths, word orders, a point outside every block
 // or in two, overlapping points, identification naming an unknown point.
 // Errors name the file and the line.

@@ -1,6 +1,9 @@
-package plant
+package channels
 
 import (
+	"math"
+	. "plantd/plant"
+	"plantd/plant/kind"
 	"testing"
 	"time"
 
@@ -72,9 +75,17 @@ func setGroup(t testing.TB, inst *sunspec.Instance, group string, j int, pts ...
 	}
 }
 
-// sample makes a successful sample.
+// testKinds are the kinds of the test devices, by id: the poller maps a
+// device's models for its configured kind.
+var testKinds = map[string]kind.Kind{"inv1": kind.Inverter, "inv2": kind.Inverter, "old": kind.Inverter,
+	"meter": kind.Meter, "m": kind.Meter, "bat": kind.Battery}
+
+// sample makes a successful sample of an undiscovered device (no
+// nameplate) whose models read as given, as the poller would map them.
 func sample(dev string, tm time.Time, models ...*sunspec.Instance) Sample {
-	return Sample{Device: dev, Time: tm, Models: models, State: StateOnline}
+	s := NewDevice(&sunspec.Device{Kind: testKinds[dev]}).Sample(dev, tm, models)
+	s.Nameplate, s.Discovered = nil, nil
+	return s
 }
 
 var t0 = time.Date(2025, 6, 21, 10, 0, 0, 0, time.UTC)
@@ -89,4 +100,40 @@ func testMapping(t testing.TB) *mapping {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// stateless is s without its communication state, for Apply to infer.
+func stateless(s Sample) Sample {
+	s.State = StateUnknown
+	return s
+}
+
+// withInfo is s of a device discovery described as info.
+func withInfo(s Sample, info *sunspec.Device) Sample {
+	s.Nameplate, s.Discovered = NameplateOf(info), info
+	return s
+}
+
+// checkIdentity checks the balance identity (plant/doc.go).
+func checkIdentity(t *testing.T, b Balance) {
+	t.Helper()
+	v := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	in := v(b.PVGenerationW) + v(b.GridConsumptionW) + v(b.BatteryDischargingW)
+	out := v(b.TotalConsumptionW) + v(b.GridFeedInW) + v(b.BatteryChargingW)
+	if math.Abs(in-out) > 1 {
+		t.Errorf("identity: PV %v + grid %v + discharge %v = %v, consumption %v + feed-in %v + charge %v = %v",
+			v(b.PVGenerationW), v(b.GridConsumptionW), v(b.BatteryDischargingW), in,
+			v(b.TotalConsumptionW), v(b.GridFeedInW), v(b.BatteryChargingW), out)
+	}
+}
+func deref0(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -1,7 +1,8 @@
-package plant
+package channels
 
 import (
 	"math"
+	. "plantd/plant"
 	"testing"
 )
 

@@ -1,7 +1,8 @@
-package plant
+package channels
 
 import (
 	"errors"
+	. "plantd/plant"
 	"slices"
 	"testing"
 	"time"

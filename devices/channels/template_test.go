@@ -1,8 +1,9 @@
-package plant
+package channels
 
 import (
 	"errors"
 	"os"
+	. "plantd/plant"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestTemplatesCompile(t *testing.T) {
 
 func TestCompileTemplateErrors(t *testing.T) {
 	head := "name: x\nvendor: T\nkind: meter\nsource: {document: d}\nblocks:\n  - {function: 4, address: 0, count: 10}\npoints:\n"
-	fixture, err := os.ReadFile("../devices/template/testdata/unknownchannel.yaml")
+	fixture, err := os.ReadFile("../template/testdata/unknownchannel.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestApplyTemplate(t *testing.T) {
 	put("exportEnergy", 1234500) // Wh: the meter counts 1234.5 kWh
 	info := &sunspec.Device{Manufacturer: tp.Vendor, Model: tp.Model, Kind: kind.Meter, Template: tp.Name}
 	l := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "m", PlantID: "p"}}, nil)
-	l.Apply(Sample{Device: "m", Time: time.Unix(1e9, 0), Info: info, Readings: m.Readings(regs, nil)})
+	l.Apply(Sample{Device: "m", Time: time.Unix(1e9, 0), Nameplate: NameplateOf(info), Discovered: info, Readings: m.Readings(regs, nil)})
 	d, _ := l.Device("m")
 	for _, tt := range []struct {
 		c    Channel
@@ -130,7 +131,7 @@ func TestSetsForTemplates(t *testing.T) {
 		{"e3dc", kind.Battery, []SetType{SetEnergyAndPowerBattery, SetPowerAc}},
 	}
 	for _, tt := range tests {
-		if got := SetsFor(tt.k, &Nameplate{Template: tt.name}); !slices.Equal(got, tt.want) {
+		if got := SetsFor(tt.k, NameplateOf(&sunspec.Device{Template: tt.name})); !slices.Equal(got, tt.want) {
 			t.Errorf("SetsFor(%s) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -141,11 +142,11 @@ func TestSetsForTemplates(t *testing.T) {
 func TestBalanceHybridInverter(t *testing.T) {
 	l := NewLive([]Plant{{ID: "p"}}, []DeviceInfo{{ID: "hyb", PlantID: "p"}, {ID: "m", PlantID: "p"}}, nil)
 	now := time.Unix(1e9, 0)
-	l.Apply(Sample{Device: "hyb", Time: now, Info: &sunspec.Device{Kind: kind.Inverter, Template: "sun2000"}, Readings: []Reading{
+	l.Apply(Sample{Device: "hyb", Time: now, Nameplate: NameplateOf(&sunspec.Device{Kind: kind.Inverter, Template: "sun2000"}), Discovered: &sunspec.Device{Kind: kind.Inverter, Template: "sun2000"}, Readings: []Reading{
 		{Channel: ActivePower, Value: 3000}, {Channel: PVGeneration, Value: 5000},
 		{Channel: BatteryCharging, Value: 2000}, {Channel: BatteryDischarging, Value: 0}, {Channel: BatteryStateOfCharge, Value: 40},
 	}})
-	l.Apply(Sample{Device: "m", Time: now, Info: &sunspec.Device{Kind: kind.Meter, Template: "sdm630"}, Readings: []Reading{
+	l.Apply(Sample{Device: "m", Time: now, Nameplate: NameplateOf(&sunspec.Device{Kind: kind.Meter, Template: "sdm630"}), Discovered: &sunspec.Device{Kind: kind.Meter, Template: "sdm630"}, Readings: []Reading{
 		{Channel: ActivePower, Value: -1000}, {Channel: GridConsumption, Value: 0}, {Channel: GridFeedIn, Value: 1000},
 	}})
 	b, err := l.EnergyBalance("p")

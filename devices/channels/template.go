@@ -1,18 +1,20 @@
-package plant
+package channels
 
 import (
 	"fmt"
 	"math"
 
 	"plantd/devices/template"
+	"plantd/plant"
 )
 
 // This file maps the points of device templates (plantd/devices/template:
 // non-SunSpec devices described as data) to channels, as mapping.go maps
 // SunSpec points. The template states each point's channel by name and
-// gives its value in the channel's base unit and sign; plant checks the
+// gives its value in the channel's base unit and sign; this package checks the
 // names and units once (CompileTemplate) and turns a poll's registers
-// into Readings, which Apply checks and stores like SunSpec values.
+// into plant.Readings, which plant.Live.Apply checks and stores like SunSpec
+// values.
 
 // TemplateMap is a template compiled against the channel table: which
 // channels each point feeds. It is immutable and safe for concurrent use.
@@ -25,13 +27,9 @@ type TemplateMap struct {
 // index), its positive part and its negated negative part.
 type templateRule struct {
 	point                       int
-	channel, positive, negative Channel
+	channel, positive, negative plant.Channel
 	index                       int
 }
-
-// templateRuleID marks the channels a template's reading sets (no SunSpec
-// rule has this id).
-const templateRuleID = math.MaxUint16 - 1
 
 // CompileTemplate checks that every channel a template names exists,
 // that the point's unit is the channel's, that an indexed channel gets an
@@ -40,7 +38,7 @@ const templateRuleID = math.MaxUint16 - 1
 func CompileTemplate(t *template.Template) (*TemplateMap, error) {
 	m := &TemplateMap{t: t}
 	type key struct {
-		c     Channel
+		c     plant.Channel
 		index int
 	}
 	fed := map[key]string{}
@@ -52,13 +50,13 @@ func CompileTemplate(t *template.Template) (*TemplateMap, error) {
 		r := templateRule{point: i, index: p.Index}
 		for _, f := range []struct {
 			name  string
-			dst   *Channel
+			dst   *plant.Channel
 			plain bool
 		}{{p.Channel, &r.channel, false}, {p.Positive, &r.positive, true}, {p.Negative, &r.negative, true}} {
 			if f.name == "" {
 				continue
 			}
-			c, ok := ChannelByName(f.name)
+			c, ok := plant.ChannelByName(f.name)
 			if !ok {
 				return nil, fail("unknown channel %q", f.name)
 			}
@@ -94,10 +92,10 @@ func CompileTemplate(t *template.Template) (*TemplateMap, error) {
 func (m *TemplateMap) Template() *template.Template { return m.t }
 
 // Channels returns the channels the template feeds, in point order.
-func (m *TemplateMap) Channels() []Channel {
-	var out []Channel
+func (m *TemplateMap) Channels() []plant.Channel {
+	var out []plant.Channel
 	for _, r := range m.rules {
-		for _, c := range []Channel{r.channel, r.positive, r.negative} {
+		for _, c := range []plant.Channel{r.channel, r.positive, r.negative} {
 			if c != 0 {
 				out = append(out, c)
 			}
@@ -109,9 +107,9 @@ func (m *TemplateMap) Channels() []Channel {
 // Readings appends to dst[:0] the channel values of one poll's registers
 // and returns it, never nil: a point whose block was not read or whose
 // value is not a number gives nothing.
-func (m *TemplateMap) Readings(regs *template.Registers, dst []Reading) []Reading {
+func (m *TemplateMap) Readings(regs *template.Registers, dst []plant.Reading) []plant.Reading {
 	if dst == nil {
-		dst = make([]Reading, 0, 2*len(m.rules))
+		dst = make([]plant.Reading, 0, 2*len(m.rules))
 	}
 	dst = dst[:0]
 	for _, r := range m.rules {
@@ -124,13 +122,13 @@ func (m *TemplateMap) Readings(regs *template.Registers, dst []Reading) []Readin
 			if r.channel.Indexed() {
 				idx = r.index
 			}
-			dst = append(dst, Reading{Channel: r.channel, Index: idx, Value: v})
+			dst = append(dst, plant.Reading{Channel: r.channel, Index: idx, Value: v})
 		}
 		if r.positive != 0 {
-			dst = append(dst, Reading{Channel: r.positive, Value: math.Max(0, v)})
+			dst = append(dst, plant.Reading{Channel: r.positive, Value: math.Max(0, v)})
 		}
 		if r.negative != 0 {
-			dst = append(dst, Reading{Channel: r.negative, Value: math.Max(0, -v)})
+			dst = append(dst, plant.Reading{Channel: r.negative, Value: math.Max(0, -v)})
 		}
 	}
 	return dst
@@ -138,7 +136,7 @@ func (m *TemplateMap) Readings(regs *template.Registers, dst []Reading) []Readin
 
 // templateChannels returns the channels an embedded template feeds (nil:
 // no such template).
-func templateChannels(name string) []Channel {
+func templateChannels(name string) []plant.Channel {
 	t, ok := template.Lookup(name)
 	if !ok {
 		return nil
@@ -148,20 +146,4 @@ func templateChannels(name string) []Channel {
 		return nil // TestTemplatesCompile keeps it from happening
 	}
 	return m.Channels()
-}
-
-// putReadings sets the channels of a template device's readings.
-func (v *values) putReadings(rs []Reading) {
-	v.reset()
-	for _, r := range rs {
-		if !r.Channel.Valid() || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
-			continue
-		}
-		v.setBy[r.Channel] = templateRuleID
-		if r.Channel.Indexed() {
-			v.inputs = append(v.inputs, Reading{Channel: r.Channel, Index: max(1, r.Index), Value: r.Value})
-		} else {
-			v.scalar[r.Channel] = r.Value
-		}
-	}
 }

@@ -1,7 +1,8 @@
-package plant
+package channels
 
 import (
 	"math"
+	. "plantd/plant"
 	"slices"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestExtract(t *testing.T) {
 				DisplacementPowerFactor: 0.985, GridFrequency: 50.02, VoltagePhaseA: 230.1, VoltagePhaseB: 231.4,
 				VoltagePhaseC: 229.9, VoltagePhaseA2B: 399.8, CurrentPhaseA: 9.03, PVGenerationTotal: 12345678,
 			},
-			inputs: []Reading{{DCPowerInput, 1, 6400}, {DCVoltageInput, 1, 612.3}, {DCCurrentInput, 1, 10.45}},
+			inputs: []Reading{{Channel: DCPowerInput, Index: 1, Value: 6400}, {Channel: DCVoltageInput, Index: 1, Value: 612.3}, {Channel: DCCurrentInput, Index: 1, Value: 10.45}},
 			absent: []Channel{VoltagePhaseB2C, CurrentPhaseB, ActivePowerPhaseA, GridFeedIn, IsolationResistance},
 		},
 		{
@@ -123,10 +124,10 @@ func TestExtract(t *testing.T) {
 				return []*sunspec.Instance{inv, mppt}
 			},
 			inputs: []Reading{
-				{DCPowerInput, 1, 5000}, {DCPowerInput, 2, 4000},
-				{DCVoltageInput, 1, 610.5}, {DCVoltageInput, 2, 590.2},
-				{DCCurrentInput, 1, 8.19}, {DCCurrentInput, 2, 6.78},
-				{DCEnergyInput, 1, 1000}, {DCEnergyInput, 2, 2000},
+				{Channel: DCPowerInput, Index: 1, Value: 5000}, {Channel: DCPowerInput, Index: 2, Value: 4000},
+				{Channel: DCVoltageInput, Index: 1, Value: 610.5}, {Channel: DCVoltageInput, Index: 2, Value: 590.2},
+				{Channel: DCCurrentInput, Index: 1, Value: 8.19}, {Channel: DCCurrentInput, Index: 2, Value: 6.78},
+				{Channel: DCEnergyInput, Index: 1, Value: 1000}, {Channel: DCEnergyInput, Index: 2, Value: 2000},
 			},
 		},
 		{
@@ -139,9 +140,9 @@ func TestExtract(t *testing.T) {
 				return []*sunspec.Instance{dc}
 			},
 			inputs: []Reading{
-				{DCPowerInput, 1, 3900}, {DCPowerInput, 2, 3800},
-				{DCVoltageInput, 1, 601.5}, {DCVoltageInput, 2, 598.5},
-				{DCCurrentInput, 1, 13}, {DCEnergyInput, 1, 5e6},
+				{Channel: DCPowerInput, Index: 1, Value: 3900}, {Channel: DCPowerInput, Index: 2, Value: 3800},
+				{Channel: DCVoltageInput, Index: 1, Value: 601.5}, {Channel: DCVoltageInput, Index: 2, Value: 598.5},
+				{Channel: DCCurrentInput, Index: 1, Value: 13}, {Channel: DCEnergyInput, Index: 1, Value: 5e6},
 			},
 		},
 		{
@@ -205,7 +206,7 @@ func TestExtract(t *testing.T) {
 			},
 			want: map[Channel]float64{ActivePower: 2000, BatteryDischarging: 2000, BatteryCharging: 0,
 				BatteryStateOfCharge: 63, BatteryStateOfHealth: 97},
-			inputs: []Reading{{BatteryVoltage, 1, 51.2}, {BatteryCurrent, 1, 39.06}},
+			inputs: []Reading{{Channel: BatteryVoltage, Index: 1, Value: 51.2}, {Channel: BatteryCurrent, Index: 1, Value: 39.06}},
 		},
 		{
 			name: "battery charging (802 W < 0); SoC from 713 when 802 has none",
@@ -218,7 +219,7 @@ func TestExtract(t *testing.T) {
 				}
 			},
 			want:   map[Channel]float64{ActivePower: -1500, BatteryCharging: 1500, BatteryDischarging: 0, BatteryStateOfCharge: 41},
-			inputs: []Reading{{BatteryCurrent, 1, -29.3}},
+			inputs: []Reading{{Channel: BatteryCurrent, Index: 1, Value: -29.3}},
 		},
 		{
 			name: "storage controls only (124): SoC and voltage",
@@ -227,7 +228,7 @@ func TestExtract(t *testing.T) {
 				return []*sunspec.Instance{mk(t, 124, nil, sf("ChaState_SF", -1), sf("InBatV_SF", -1), val("ChaState", 55.5), val("InBatV", 52.3))}
 			},
 			want:   map[Channel]float64{BatteryStateOfCharge: 55.5},
-			inputs: []Reading{{BatteryVoltage, 1, 52.3}},
+			inputs: []Reading{{Channel: BatteryVoltage, Index: 1, Value: 52.3}},
 			absent: []Channel{BatteryCharging, BatteryDischarging, ActivePower},
 		},
 		{
@@ -273,8 +274,7 @@ func TestExtract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var v values
-			m.extract(tt.kind, tt.models(t), &v)
+			v := extractAll(m, tt.kind, tt.models(t))
 			for c, want := range tt.want {
 				got, ok := v.get(c)
 				if !ok {
@@ -321,14 +321,14 @@ func sortReadings(rs []Reading) {
 // value.
 func TestExtractReplaces(t *testing.T) {
 	m := testMapping(t)
-	var v values
-	m.extract(kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))}, &v)
+	var e extractor
+	v := extractWith(m, &e, kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), val("DCW", 5100))})
 	if !v.has(ActivePower) || !v.has(DCPowerInput) {
 		t.Fatal("first sample: values missing")
 	}
-	m.extract(kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))}, &v)
+	v = extractWith(m, &e, kind.Inverter, []*sunspec.Instance{mk(t, 103, nil, val("W", 5000), notImpl("W"), raw("St", 2))})
 	if v.has(ActivePower) || v.has(DCPowerInput) || len(v.inputs) != 0 {
-		t.Errorf("second sample kept old values: %v %v", v.setBy, v.inputs)
+		t.Errorf("second sample kept old values: %v %v", v.scalar, v.inputs)
 	}
 }
 
@@ -348,4 +348,42 @@ func TestPowerFactorConversion(t *testing.T) {
 			t.Errorf("power factor %v → %v, want %v", tt.in, got, tt.want)
 		}
 	}
+}
+
+// testStatus are the compiled status tables.
+var testStatus = must(compileStatus())
+
+// extracted is one extraction's readings, by channel.
+type extracted struct {
+	scalar map[Channel]float64
+	inputs []Reading // indexed channels, in row order
+}
+
+// extractAll maps models of a device of kind k with a fresh extractor.
+func extractAll(m *mapping, k kind.Kind, models []*sunspec.Instance) extracted {
+	var e extractor
+	return extractWith(m, &e, k, models)
+}
+
+// extractWith maps models with e, as a device's successive polls do.
+func extractWith(m *mapping, e *extractor, k kind.Kind, models []*sunspec.Instance) extracted {
+	v := extracted{scalar: map[Channel]float64{}}
+	for _, r := range m.extract(e, models, newRoute(m, testStatus, k, models), nil) {
+		if r.Channel.Indexed() {
+			v.inputs = append(v.inputs, r)
+		} else {
+			v.scalar[r.Channel] = r.Value
+		}
+	}
+	return v
+}
+
+func (v extracted) get(c Channel) (float64, bool) {
+	f, ok := v.scalar[c]
+	return f, ok
+}
+
+func (v extracted) has(c Channel) bool {
+	_, ok := v.scalar[c]
+	return ok || slices.ContainsFunc(v.inputs, func(r Reading) bool { return r.Channel == c })
 }

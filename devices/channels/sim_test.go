@@ -1,8 +1,9 @@
-package plant
+package channels
 
 import (
 	"context"
 	"math"
+	. "plantd/plant"
 	"testing"
 	"time"
 
@@ -60,9 +61,10 @@ func simPlant(t *testing.T, at time.Time) (*sim.Plant, []*simDevice, *Live) {
 // poll reads a device once and returns the Sample a poller would emit.
 func (sd *simDevice) poll(ctx context.Context, at time.Time) Sample {
 	models, err := sd.plan.Read(ctx, sd.client)
-	s := Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, Err: err, State: StateOnline}
+	s := NewDevice(sd.info).Sample(sd.dev.ID(), at, models)
 	if err != nil {
-		s.Models, s.State = nil, StateOffline
+		s.Readings, s.Registers, s.Status = nil, nil, DeviceStatus{}
+		s.Err, s.State = err, StateOffline
 	}
 	return s
 }

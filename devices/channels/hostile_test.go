@@ -1,4 +1,4 @@
-package plant_test
+package channels_test
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func TestHostileDevices(t *testing.T) {
 			for _, id := range []string{"inv1", "meter"} {
 				d, _ := live.Device(id)
 				for _, r := range d.Readings {
-					lo, hi := plant.Bound(d.Discovered, r.Channel)
+					lo, hi := plant.Bound(d.Nameplate, r.Channel)
 					if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < lo || r.Value > hi {
 						t.Errorf("%s %s = %g reached the live state (bounds %g..%g)", id, r.Channel, r.Value, lo, hi)
 					}
