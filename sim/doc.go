@@ -467,7 +467,7 @@
 // Tests pass Config.Now a clock they move by hand, so the simulated plant
 // stands still between their reads.
 //
-// Package sim imports devices (model tables, encoding), devices/template
+// Package sim imports sunspec (model tables, encoding), devices/template
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
 // server side's ServePDU and exceptions, and the serial lines' standard
 // rates; never its client), net/http (the Shelly plugs' servers),

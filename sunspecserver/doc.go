@@ -7,7 +7,7 @@
 // # The map
 //
 // SunS at 40000, then the models back to back, each laid out from the
-// generated SunSpec tables (plantd/devices, sunspec.NewBlank) and filled
+// generated SunSpec tables (plantd/sunspec, sunspec.NewBlank) and filled
 // through its encoder, then the end model (0xFFFF, 0):
 //
 //	1    Mn plantd, Md "plantd aggregate", Opt the plant id, Vr plantd's
@@ -98,7 +98,7 @@
 //
 // # Imports
 //
-// The package imports plantd/modbus (the server), plantd/devices (model
+// The package imports plantd/modbus (the server), plantd/sunspec (model
 // tables, encoder), plantd/plant (the live state's types),
 // plantd/plant/kind, plantd/gridcontrol (schedules, the command names),
 // plantd/config (the role names) and plantd/internal/logthrottle (the

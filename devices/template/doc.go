@@ -2,7 +2,7 @@
 // file per device family (embedded from this directory), giving how to
 // recognise the device, which register blocks to read, and for every
 // point its address, type, word order, scale, unit and the plant channel
-// it feeds. It is to these devices what package devices' generated model
+// it feeds. It is to these devices what package sunspec's generated model
 // tables are to SunSpec devices.
 //
 // # Schema
