@@ -102,7 +102,7 @@
 //   - Sensors: externalInsolation is 302 POAI (plane of array), else 302 GHI,
 //     else 308 GHI; module and ambient temperature from 308 (303, 307).
 //
-// Where several rows give one channel, the first row of the table wins,
+// Where several rows give one channel, the first row of the device layer's table wins,
 // whatever the order of the models in the device's chain.
 //
 // Template devices (plantd/devices/template: meters, inverters and
