@@ -120,4 +120,6 @@
 // This package imports only the standard library, ocpp-go and its
 // dependencies (gorilla/websocket), and plantd/internal/logthrottle. No
 // plantd package but the consumer driver and cmd/plantd imports it.
+//
+// Imports: plantd/internal/logthrottle
 package charger

@@ -94,4 +94,6 @@
 // plantd package: every component takes its part of the
 // Config (or values copied from it) from cmd/plantd, which alone wires them
 // together.
+//
+// Imports: plantd/consumer/drivers, plantd/devices/template, plantd/modbus, plantd/plant, plantd/plant/kind
 package config

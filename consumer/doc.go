@@ -186,4 +186,6 @@
 // Driver), storage (the marks and the guard state are small
 // interfaces), the HTTP API, MQTT or grid control: grid control calls
 // Absorb through its Absorber interface, and cmd/plantd wires them.
+//
+// Imports: plantd/internal/backoff, plantd/plant
 package consumer

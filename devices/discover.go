@@ -5,24 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"plantd/modbus"
-	"plantd/plant/kind"
+	"plantd/sunspec"
 )
-
-// Reader reads holding registers (function 3). A *modbus.Client is one.
-type Reader interface {
-	ReadHoldingRegisters(ctx context.Context, addr, quantity uint16, dst []uint16) ([]uint16, error)
-}
-
-// ReadWriter adds writes with function 16.
-type ReadWriter interface {
-	Reader
-	WriteRegisters(ctx context.Context, addr uint16, values []uint16) error
-}
 
 // ErrNoSunSpec is returned by Discover when the device answers but holds
 // no SunSpec map at any base address.
@@ -40,76 +28,9 @@ const endModel = 0xFFFF
 // maxModels bounds the chain walk against devices whose chain loops.
 const maxModels = 200
 
-// ModelRef is one model of a device's chain: its id, the address of its ID
-// register and its length L (registers after ID and L).
-type ModelRef struct {
-	ID   uint16 `json:"id"`
-	Addr uint16 `json:"addr"`
-	Len  uint16 `json:"len"`
-}
-
 // Range is the registers the model occupies, ID and L included.
-func (r ModelRef) Range() modbus.Range { return modbus.Range{Addr: r.Addr, Count: r.Len + 2} }
-
-// Known reports whether plantd has the model's definition.
-func (r ModelRef) Known() bool { return ModelByID(r.ID) != nil }
-
-// Device is what discovery learned of a SunSpec device.
-type Device struct {
-	Base         uint16       `json:"base"`
-	Models       []ModelRef   `json:"models"`
-	Manufacturer string       `json:"manufacturer"`
-	Model        string       `json:"model"`
-	Options      string       `json:"options,omitempty"`
-	Version      string       `json:"version,omitempty"`
-	Serial       string       `json:"serial,omitempty"`
-	Kind         kind.Kind    `json:"kind"`
-	Platform     Platform     `json:"platform"`
-	Capabilities []Capability `json:"capabilities"`
-	// RatedPowerW is the nameplate active power (120 WRtg, 702 WMaxRtg,
-	// 802 WChaRteMax or 124 WChaMax), 0 when the device reports none.
-	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
-	// RatedEnergyWh is a battery's usable capacity (802/713 WHRtg).
-	RatedEnergyWh float64 `json:"ratedEnergyWh,omitempty"`
-	// RatedApparentVA is the nameplate apparent power (120 VARtg, 702
-	// VAMaxRtg), 0 when the device reports none.
-	RatedApparentVA float64 `json:"ratedApparentVA,omitempty"`
-	// RatedReactiveVAr is the nameplate reactive power, the larger of
-	// injection and absorption (120 VArRtgQ1..Q4, 702 VarMaxInjRtg and
-	// VarMaxAbsRtg), 0 when the device reports none.
-	RatedReactiveVAr float64 `json:"ratedReactiveVAr,omitempty"`
-	// RatedCurrentA is the nameplate AC current (120 ARtg, 702 AMaxRtg),
-	// 0 when the device reports none.
-	RatedCurrentA float64 `json:"ratedCurrentA,omitempty"`
-	// Template is the device template (plantd/devices/template) the
-	// device was identified by instead of SunSpec discovery; "" for a
-	// SunSpec device. A template device has no Models, Base or Platform.
-	Template string `json:"template,omitempty"`
-}
-
-// ModelIDs lists the ids of the device's models in chain order.
-func (d *Device) ModelIDs() []uint16 {
-	ids := make([]uint16, len(d.Models))
-	for i, m := range d.Models {
-		ids[i] = m.ID
-	}
-	return ids
-}
-
-// Has reports whether the device exposes model id.
-func (d *Device) Has(id uint16) bool {
-	_, ok := d.Ref(id)
-	return ok
-}
-
-// Ref returns the first model of the chain with the given id.
-func (d *Device) Ref(id uint16) (ModelRef, bool) {
-	for _, m := range d.Models {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return ModelRef{}, false
+func Range(r sunspec.ModelRef) modbus.Range {
+	return modbus.Range{Addr: r.Addr, Count: r.Len + 2}
 }
 
 // isAbsent reports whether err is a Modbus exception that says the device
@@ -125,13 +46,13 @@ func isAbsent(err error) bool {
 // model and the nameplate models, and classifies the device. A device that
 // answers but has no map yields ErrNoSunSpec; an I/O failure is returned as
 // it is (the device is not reachable).
-func Discover(ctx context.Context, r Reader) (*Device, error) {
+func Discover(ctx context.Context, r sunspec.Reader) (*sunspec.Device, error) {
 	return DiscoverAt(ctx, r, Bases)
 }
 
 // DiscoverAt is Discover probing only the given bases, in order (an
 // installer who knows the device's base saves the probes).
-func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) {
+func DiscoverAt(ctx context.Context, r sunspec.Reader, bases []uint16) (*sunspec.Device, error) {
 	var buf []uint16
 	base, found := uint16(0), false
 	var tried []string
@@ -154,7 +75,7 @@ func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) 
 	if !found {
 		return nil, fmt.Errorf("%w: no SunS marker at %s (%s)", ErrNoSunSpec, listBases(bases), strings.Join(tried, "; "))
 	}
-	d := &Device{Base: base}
+	d := &sunspec.Device{Base: base}
 	addr := uint32(base) + 2
 	for {
 		if len(d.Models) >= maxModels {
@@ -177,18 +98,18 @@ func DiscoverAt(ctx context.Context, r Reader, bases []uint16) (*Device, error) 
 		if id == endModel || (id == 0 && l == 0) {
 			break
 		}
-		d.Models = append(d.Models, ModelRef{ID: id, Addr: uint16(addr), Len: l})
+		d.Models = append(d.Models, sunspec.ModelRef{ID: id, Addr: uint16(addr), Len: l})
 		addr += 2 + uint32(l)
 	}
 	if len(d.Models) == 0 || d.Models[0].ID != 1 {
 		return nil, fmt.Errorf("%w: chain at %d does not start with the common model 1 (models %v)", ErrNoSunSpec, base, d.ModelIDs())
 	}
-	if err := d.readIdentity(ctx, r); err != nil {
+	if err := readIdentity(ctx, r, d); err != nil {
 		return nil, err
 	}
-	d.Kind, d.Platform, d.Capabilities = Classify(d.ModelIDs())
+	d.Kind, d.Platform, d.Capabilities = sunspec.Classify(d.ModelIDs())
 	if d.Capabilities == nil {
-		d.Capabilities = []Capability{}
+		d.Capabilities = []sunspec.Capability{}
 	}
 	return d, nil
 }
@@ -209,37 +130,6 @@ func listBases(bases []uint16) string {
 	return s
 }
 
-// readModel reads one model's registers (in reads of at most 125) and lays
-// it out.
-func readModel(ctx context.Context, r Reader, ref ModelRef) (*Instance, error) {
-	m := ModelByID(ref.ID)
-	if m == nil {
-		return nil, fmt.Errorf("model %d at %d: unknown model", ref.ID, ref.Addr)
-	}
-	rg := ref.Range()
-	capped := false
-	if ml := m.MaxLen(); int(ref.Len) > ml {
-		rg.Count, capped = uint16(ml)+2, true // a hostile or broken header
-	}
-	regs := make([]uint16, 0, rg.Count)
-	for off := uint16(0); off < rg.Count; {
-		n := min(rg.Count-off, modbus.MaxReadRegisters)
-		got, err := r.ReadHoldingRegisters(ctx, rg.Addr+off, n, nil)
-		if err != nil {
-			return nil, fmt.Errorf("read model %d at %d: %w", ref.ID, ref.Addr, err)
-		}
-		if len(got) != int(n) {
-			return nil, fmt.Errorf("read model %d at %d: %d registers for %d", ref.ID, ref.Addr, len(got), n)
-		}
-		regs = append(regs, got...)
-		off += n
-	}
-	if capped {
-		regs[1] = rg.Count - 2
-	}
-	return NewInstance(m, ref.Addr, regs)
-}
-
 // ratingPoints name, per model, the points discovery reads ratings from.
 // A rating comes from the first model of the list that has it.
 var ratingPoints = []struct {
@@ -258,8 +148,8 @@ var ratingPoints = []struct {
 }
 
 // readIdentity reads the common model and the nameplate ratings.
-func (d *Device) readIdentity(ctx context.Context, r Reader) error {
-	common, err := readModel(ctx, r, d.Models[0])
+func readIdentity(ctx context.Context, r sunspec.Reader, d *sunspec.Device) error {
+	common, err := sunspec.ReadModel(ctx, r, d.Models[0])
 	if err != nil {
 		return err
 	}
@@ -278,7 +168,7 @@ func (d *Device) readIdentity(ctx context.Context, r Reader) error {
 			!want(rp.Current, d.RatedCurrentA) && (len(rp.Reactive) == 0 || d.RatedReactiveVAr != 0) {
 			continue
 		}
-		inst, err := readModel(ctx, r, ref)
+		inst, err := sunspec.ReadModel(ctx, r, ref)
 		if err != nil {
 			return err
 		}
@@ -303,20 +193,4 @@ func (d *Device) readIdentity(ctx context.Context, r Reader) error {
 		}
 	}
 	return nil
-}
-
-// pollModels are the dynamic models a measurement poll reads; the others
-// (identity, nameplate, settings, curves) are read once or on demand.
-var pollModels = []uint16{101, 102, 103, 111, 112, 113, 122, 123, 124, 160,
-	201, 202, 203, 204, 211, 212, 213, 214, 302, 303, 307, 308, 701, 704, 713, 714, 802}
-
-// PollModels returns the device's models that a measurement poll reads.
-func (d *Device) PollModels() []ModelRef {
-	var out []ModelRef
-	for _, m := range d.Models {
-		if slices.Contains(pollModels, m.ID) {
-			out = append(out, m)
-		}
-	}
-	return out
 }

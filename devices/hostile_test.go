@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // countingReader counts the requests a Reader serves.
 type countingReader struct {
-	r devices.Reader
+	r sunspec.Reader
 	n atomic.Int64
 }
 
@@ -44,7 +46,7 @@ func TestHostileModelLength(t *testing.T) {
 	if n := cr.n.Load(); n > 20 {
 		t.Errorf("discovery took %d requests", n)
 	}
-	plan, err := info.NewReadPlan(info.PollModels())
+	plan, err := devices.NewReadPlan(info, info.PollModels())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +73,14 @@ func TestHostileModelLength(t *testing.T) {
 // TestModelMaxLen: a fixed model's longest length is its definition's; a
 // model with repeating groups is bounded by MaxRepeats occurrences.
 func TestModelMaxLen(t *testing.T) {
-	if got := devices.ModelByID(103).MaxLen(); got != 50 {
+	if got := sunspec.ModelByID(103).MaxLen(); got != 50 {
 		t.Errorf("103: %d, want 50", got)
 	}
-	m160 := devices.ModelByID(160)
-	if got := m160.MaxLen(); got <= 50 || got > 50+devices.MaxRepeats*20 {
+	m160 := sunspec.ModelByID(160)
+	if got := m160.MaxLen(); got <= 50 || got > 50+sunspec.MaxRepeats*20 {
 		t.Errorf("160: %d", got)
 	}
-	for _, m := range devices.Models() {
+	for _, m := range sunspec.Models() {
 		if l := m.MaxLen(); l < int(m.Group.FixedLen)-2 || l > 65535 {
 			t.Errorf("model %d: MaxLen %d", m.ID, l)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"plantd/modbus"
+	"plantd/sunspec"
 )
 
 // ReadPlan reads a fixed set of a device's models with as few requests as
@@ -14,26 +15,26 @@ import (
 // at most 125 registers comes in one request, so its scale factors are read
 // with its values. A plan reuses its buffers: keep one per device.
 type ReadPlan struct {
-	models []ModelRef
+	models []sunspec.ModelRef
 	lens   []uint16 // per model, the length read: min(L, MaxLen)
-	capped []ModelRef
-	defs   []*Model
+	capped []sunspec.ModelRef
+	defs   []*sunspec.Model
 	reads  []modbus.Read
 	regs   [][]uint16 // per model, reused between reads
 	buf    []uint16
 	// insts are the instances of the last Read, per model: reused by the
 	// next one when the model's layout cannot have changed (no group
 	// repeated by a count point, same length), laid out anew otherwise.
-	insts  []*Instance
+	insts  []*sunspec.Instance
 	static []bool // per model: no group repeated by a count point
 }
 
 // NewReadPlan plans the reads of the given models of d.
-func (d *Device) NewReadPlan(models []ModelRef) (*ReadPlan, error) {
+func NewReadPlan(d *sunspec.Device, models []sunspec.ModelRef) (*ReadPlan, error) {
 	p := &ReadPlan{models: models}
 	need := make([]modbus.Range, len(models))
 	for i, m := range models {
-		def := ModelByID(m.ID)
+		def := sunspec.ModelByID(m.ID)
 		if def == nil {
 			return nil, fmt.Errorf("plan read of model %d at %d: unknown model", m.ID, m.Addr)
 		}
@@ -52,7 +53,7 @@ func (d *Device) NewReadPlan(models []ModelRef) (*ReadPlan, error) {
 	var forbidden []modbus.Range
 	for _, m := range d.Models {
 		if !m.Known() {
-			forbidden = append(forbidden, m.Range())
+			forbidden = append(forbidden, Range(m))
 		}
 	}
 	p.reads = modbus.Plan(need, modbus.PlanOptions{
@@ -65,7 +66,7 @@ func (d *Device) NewReadPlan(models []ModelRef) (*ReadPlan, error) {
 
 // Capped lists the models whose header claims a length L beyond what
 // plantd reads of them (Model.MaxLen): they are read only that far.
-func (p *ReadPlan) Capped() []ModelRef { return p.capped }
+func (p *ReadPlan) Capped() []sunspec.ModelRef { return p.capped }
 
 // Requests is the number of Modbus requests one Read costs.
 func (p *ReadPlan) Requests() int { return len(p.reads) }
@@ -84,7 +85,7 @@ func (p *ReadPlan) Registers() int {
 // owned by the plan and valid until the next Read, which reads into them
 // again: a poll allocates nothing once the plan has read once (models
 // whose layout follows a count point are laid out anew each time).
-func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
+func (p *ReadPlan) Read(ctx context.Context, r sunspec.Reader) ([]*sunspec.Instance, error) {
 	for _, rd := range p.reads {
 		got, err := r.ReadHoldingRegisters(ctx, rd.Addr, rd.Count, p.buf[:0])
 		if err != nil {
@@ -99,7 +100,7 @@ func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 		}
 	}
 	if p.insts == nil {
-		p.insts = make([]*Instance, len(p.models))
+		p.insts = make([]*sunspec.Instance, len(p.models))
 		p.static = make([]bool, len(p.models))
 		for i, def := range p.defs {
 			p.static[i] = !countedGroups(&def.Group)
@@ -114,7 +115,7 @@ func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 			continue // the registers were read into inst.Regs in place
 		}
 		p.insts[i] = nil
-		inst, err := NewInstance(p.defs[i], m.Addr, p.regs[i])
+		inst, err := sunspec.NewInstance(p.defs[i], m.Addr, p.regs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -125,9 +126,9 @@ func (p *ReadPlan) Read(ctx context.Context, r Reader) ([]*Instance, error) {
 
 // countedGroups reports whether g or a group inside it repeats by the
 // value of a count point.
-func countedGroups(g *Group) bool {
+func countedGroups(g *sunspec.Group) bool {
 	for i := range g.Groups {
-		if g.Groups[i].Repeat == RepeatByPoint || countedGroups(&g.Groups[i]) {
+		if g.Groups[i].Repeat == sunspec.RepeatByPoint || countedGroups(&g.Groups[i]) {
 			return true
 		}
 	}

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 func newClient(t *testing.T, pool *modbus.Pool, d *sim.Device, timeout time.Duration) *modbus.Client {
@@ -33,21 +35,21 @@ func TestDiscoverSimulatedPlant(t *testing.T) {
 	tests := []struct {
 		id       string
 		kind     kind.Kind
-		platform devices.Platform
+		platform sunspec.Platform
 		models   []uint16
 		ratedW   float64
-		caps     []devices.Capability
+		caps     []sunspec.Capability
 	}{
-		{"inv1", kind.Inverter, devices.PlatformClassic,
+		{"inv1", kind.Inverter, sunspec.PlatformClassic,
 			[]uint16{1, 103, 120, 121, 122, 123, 126, 127, 129, 130, 132, 134, 135, 136}, 10000,
-			[]devices.Capability{devices.CapPowerLimit, devices.CapConnect, devices.CapVoltVar, devices.CapFreqWatt, devices.CapLVRT}},
-		{"inv2", kind.Inverter, devices.PlatformDER,
+			[]sunspec.Capability{sunspec.CapPowerLimit, sunspec.CapConnect, sunspec.CapVoltVar, sunspec.CapFreqWatt, sunspec.CapLVRT}},
+		{"inv2", kind.Inverter, sunspec.PlatformDER,
 			[]uint16{1, 701, 702, 704, 705, 706, 707, 708, 709, 710, 711}, 8000,
-			[]devices.Capability{devices.CapPowerLimit, devices.CapVoltVar, devices.CapFreqWatt, devices.CapHFRT}},
-		{"meter", kind.Meter, devices.PlatformClassic, []uint16{1, 203}, 0, nil},
-		{"bat", kind.Battery, devices.PlatformDER, []uint16{1, 124, 713, 802}, 5000,
-			[]devices.Capability{devices.CapStorageControl}},
-		{"wx", kind.Sensor, devices.PlatformClassic, []uint16{1, 308}, 0, nil},
+			[]sunspec.Capability{sunspec.CapPowerLimit, sunspec.CapVoltVar, sunspec.CapFreqWatt, sunspec.CapHFRT}},
+		{"meter", kind.Meter, sunspec.PlatformClassic, []uint16{1, 203}, 0, nil},
+		{"bat", kind.Battery, sunspec.PlatformDER, []uint16{1, 124, 713, 802}, 5000,
+			[]sunspec.Capability{sunspec.CapStorageControl}},
+		{"wx", kind.Sensor, sunspec.PlatformClassic, []uint16{1, 308}, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
@@ -86,7 +88,7 @@ func TestReadPlanRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := d.NewReadPlan(d.PollModels())
+		plan, err := devices.NewReadPlan(d, d.PollModels())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +108,7 @@ func TestReadPlanRequests(t *testing.T) {
 	}
 }
 
-func ids(refs []devices.ModelRef) []uint16 {
+func ids(refs []sunspec.ModelRef) []uint16 {
 	var out []uint16
 	for _, r := range refs {
 		out = append(out, r.ID)
@@ -152,11 +154,11 @@ func TestWriteLimitFollowed(t *testing.T) {
 	tests := []struct {
 		id     string
 		model  uint16
-		values []devices.PointValue
-		output func(context.Context, *devices.Device, devices.Reader) (float64, error)
+		values []sunspec.PointValue
+		output func(context.Context, *sunspec.Device, sunspec.Reader) (float64, error)
 	}{
-		{"inv1", 123, []devices.PointValue{{Point: "WMaxLimPct", Value: 30}, {Point: "WMaxLimPct_RvrtTms", Value: 0}, {Point: "WMaxLim_Ena", Value: 1}}, acPower(103)},
-		{"inv2", 704, []devices.PointValue{{Point: "WMaxLimPct", Value: 25.5}, {Point: "WMaxLimPctEna", Value: 1}}, acPower(701)},
+		{"inv1", 123, []sunspec.PointValue{{Point: "WMaxLimPct", Value: 30}, {Point: "WMaxLimPct_RvrtTms", Value: 0}, {Point: "WMaxLim_Ena", Value: 1}}, acPower(103)},
+		{"inv2", 704, []sunspec.PointValue{{Point: "WMaxLimPct", Value: 25.5}, {Point: "WMaxLimPctEna", Value: 1}}, acPower(701)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
@@ -173,7 +175,7 @@ func TestWriteLimitFollowed(t *testing.T) {
 				t.Fatalf("output at noon %v W: the sun is too weak for the test", free)
 			}
 			ref, _ := d.Ref(tc.model)
-			after, err := devices.WritePoints(t.Context(), c, ref, tc.values)
+			after, err := sunspec.WritePoints(t.Context(), c, ref, tc.values)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,10 +196,10 @@ func TestWriteLimitFollowed(t *testing.T) {
 	}
 }
 
-func acPower(model uint16) func(context.Context, *devices.Device, devices.Reader) (float64, error) {
-	return func(ctx context.Context, d *devices.Device, r devices.Reader) (float64, error) {
+func acPower(model uint16) func(context.Context, *sunspec.Device, sunspec.Reader) (float64, error) {
+	return func(ctx context.Context, d *sunspec.Device, r sunspec.Reader) (float64, error) {
 		ref, _ := d.Ref(model)
-		plan, err := d.NewReadPlan([]devices.ModelRef{ref})
+		plan, err := devices.NewReadPlan(d, []sunspec.ModelRef{ref})
 		if err != nil {
 			return 0, err
 		}
@@ -219,11 +221,11 @@ func TestWriteRefusesReadOnlyAndOutOfRange(t *testing.T) {
 	}
 	ref, _ := d.Ref(123)
 	before := c.Endpoint().Stats().Requests
-	if _, err := devices.WritePoints(t.Context(), c, ref, []devices.PointValue{{Point: "WMaxLimPct", Value: -5}}); !errors.Is(err, devices.ErrOutOfRange) {
+	if _, err := sunspec.WritePoints(t.Context(), c, ref, []sunspec.PointValue{{Point: "WMaxLimPct", Value: -5}}); !errors.Is(err, sunspec.ErrOutOfRange) {
 		t.Errorf("negative limit: %v, want ErrOutOfRange", err)
 	}
 	ref103, _ := d.Ref(103)
-	if _, err := devices.WritePoints(t.Context(), c, ref103, []devices.PointValue{{Point: "W", Value: 5}}); !errors.Is(err, devices.ErrNotWritable) {
+	if _, err := sunspec.WritePoints(t.Context(), c, ref103, []sunspec.PointValue{{Point: "W", Value: 5}}); !errors.Is(err, sunspec.ErrNotWritable) {
 		t.Errorf("write to W: %v, want ErrNotWritable", err)
 	}
 	// The read-only point is refused before any I/O; the out-of-range value
@@ -247,7 +249,7 @@ func BenchmarkPollRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			plan, err := d.NewReadPlan(d.PollModels())
+			plan, err := devices.NewReadPlan(d, d.PollModels())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -277,18 +279,18 @@ func TestWriteModelTrigger(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref, _ := d.Ref(705)
-	req := func(inst *devices.Instance) error { return inst.Set("AdptCrvReq", 2) }
-	if _, err := devices.WriteModel(t.Context(), c, ref, req); err != nil {
+	req := func(inst *sunspec.Instance) error { return inst.Set("AdptCrvReq", 2) }
+	if _, err := sunspec.WriteModel(t.Context(), c, ref, req); err != nil {
 		t.Fatal(err)
 	}
 	n := len(inv.Writes())
-	if _, err := devices.WriteModel(t.Context(), c, ref, req); err != nil {
+	if _, err := sunspec.WriteModel(t.Context(), c, ref, req); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(inv.Writes()); got != n {
 		t.Errorf("WriteModel of an unchanged value wrote %d times", got-n)
 	}
-	if _, err := devices.WriteModelTrigger(t.Context(), c, ref, []string{"AdptCrvReq"}, req); err != nil {
+	if _, err := sunspec.WriteModelTrigger(t.Context(), c, ref, []string{"AdptCrvReq"}, req); err != nil {
 		t.Fatal(err)
 	}
 	w := inv.Writes()
@@ -309,17 +311,17 @@ func TestWriteModelRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref, _ := d.Ref(123)
-	set := func(inst *devices.Instance) error {
+	set := func(inst *sunspec.Instance) error {
 		if err := inst.Set("WMaxLimPct", 40); err != nil {
 			return err
 		}
 		return inst.Set("WMaxLimPct_RvrtTms", 30)
 	}
-	if _, err := devices.WriteModel(t.Context(), c, ref, set); err != nil {
+	if _, err := sunspec.WriteModel(t.Context(), c, ref, set); err != nil {
 		t.Fatal(err)
 	}
 	n := len(inv.Writes())
-	after, err := devices.WriteModelRenew(t.Context(), c, ref, []string{"WMaxLimPct", "WMaxLimPct_RvrtTms", "WMaxLimPctRvrtTms"}, nil, set)
+	after, err := sunspec.WriteModelRenew(t.Context(), c, ref, []string{"WMaxLimPct", "WMaxLimPct_RvrtTms", "WMaxLimPctRvrtTms"}, nil, set)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/gridcontrol"
 	"plantd/plant/kind"
+	"plantd/sim"
 )
 
 // report adds the median, 99th percentile and maximum of ds in ms.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // ValueKind says what a command's value is.
@@ -54,7 +54,7 @@ const (
 type Command struct {
 	Name string
 	// Cap is the device capability the command needs.
-	Cap devices.Capability
+	Cap sunspec.Capability
 	// ClassicOnly: offered only for classic systems (OpModDisconnect).
 	ClassicOnly bool
 	// DEROnly: only the IEEE 1547 models carry it (PF while absorbing
@@ -76,24 +76,24 @@ type Command struct {
 
 // Commands is the table of grid-control commands, in spec order.
 var Commands = []Command{
-	{Name: CmdFeedInLimit, Cap: devices.CapPowerLimit, NeedsMeter: true, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
-	{Name: CmdDisconnect, Cap: devices.CapConnect, ClassicOnly: true, Value: ValueNone, Models: []uint16{123}, Control: ctlConnect},
-	{Name: CmdMaxLimW, Cap: devices.CapPowerLimit, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
-	{Name: CmdPFAbsorb, Cap: devices.CapPowerFactor, DEROnly: true, Value: ValuePF, Models: []uint16{704}, Control: ctlPFAbs},
-	{Name: CmdPFInject, Cap: devices.CapPowerFactor, Value: ValuePF, Models: []uint16{123, 704}, Control: ctlPFInj},
-	{Name: CmdFreqWatt, Cap: devices.CapFreqWatt, Value: ValueCurve, Models: []uint16{134, 127, 711}, Control: CmdFreqWatt,
+	{Name: CmdFeedInLimit, Cap: sunspec.CapPowerLimit, NeedsMeter: true, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
+	{Name: CmdDisconnect, Cap: sunspec.CapConnect, ClassicOnly: true, Value: ValueNone, Models: []uint16{123}, Control: ctlConnect},
+	{Name: CmdMaxLimW, Cap: sunspec.CapPowerLimit, Value: ValuePower, Models: []uint16{123, 704}, Control: ctlLimit},
+	{Name: CmdPFAbsorb, Cap: sunspec.CapPowerFactor, DEROnly: true, Value: ValuePF, Models: []uint16{704}, Control: ctlPFAbs},
+	{Name: CmdPFInject, Cap: sunspec.CapPowerFactor, Value: ValuePF, Models: []uint16{123, 704}, Control: ctlPFInj},
+	{Name: CmdFreqWatt, Cap: sunspec.CapFreqWatt, Value: ValueCurve, Models: []uint16{134, 127, 711}, Control: CmdFreqWatt,
 		Axes: &curveAxes{x: curveAxis{name: "frequency", point: "x", unit: "Hz", min: 40, max: 70}, y: pctOfMax("active power")}},
-	{Name: CmdHfrtMustTrip, Cap: devices.CapHFRT, Value: ValueCurve, Models: []uint16{136, 710}, Control: CmdHfrtMustTrip,
+	{Name: CmdHfrtMustTrip, Cap: sunspec.CapHFRT, Value: ValueCurve, Models: []uint16{136, 710}, Control: CmdHfrtMustTrip,
 		Axes: &curveAxes{x: tripTime, y: tripHz}},
-	{Name: CmdHvrtMustTrip, Cap: devices.CapHVRT, Value: ValueCurve, Models: []uint16{130, 708}, Control: CmdHvrtMustTrip,
+	{Name: CmdHvrtMustTrip, Cap: sunspec.CapHVRT, Value: ValueCurve, Models: []uint16{130, 708}, Control: CmdHvrtMustTrip,
 		Axes: &curveAxes{x: tripTime, y: voltAxis("y", 100, 200)}},
-	{Name: CmdLfrtMustTrip, Cap: devices.CapLFRT, Value: ValueCurve, Models: []uint16{135, 709}, Control: CmdLfrtMustTrip,
+	{Name: CmdLfrtMustTrip, Cap: sunspec.CapLFRT, Value: ValueCurve, Models: []uint16{135, 709}, Control: CmdLfrtMustTrip,
 		Axes: &curveAxes{x: tripTime, y: tripHz}},
-	{Name: CmdLvrtMustTrip, Cap: devices.CapLVRT, Value: ValueCurve, Models: []uint16{129, 707}, Control: CmdLvrtMustTrip,
+	{Name: CmdLvrtMustTrip, Cap: sunspec.CapLVRT, Value: ValueCurve, Models: []uint16{129, 707}, Control: CmdLvrtMustTrip,
 		Axes: &curveAxes{x: tripTime, y: voltAxis("y", 0, 100)}},
-	{Name: CmdVoltVar, Cap: devices.CapVoltVar, Value: ValueCurve, Models: []uint16{126, 705}, Control: CmdVoltVar,
+	{Name: CmdVoltVar, Cap: sunspec.CapVoltVar, Value: ValueCurve, Models: []uint16{126, 705}, Control: CmdVoltVar,
 		Axes: &curveAxes{x: voltAxis("x", 50, 150), y: pctOfMax("reactive power")}},
-	{Name: CmdVoltWatt, Cap: devices.CapVoltWatt, Value: ValueCurve, Models: []uint16{132, 706}, Control: CmdVoltWatt,
+	{Name: CmdVoltWatt, Cap: sunspec.CapVoltWatt, Value: ValueCurve, Models: []uint16{132, 706}, Control: CmdVoltWatt,
 		Axes: &curveAxes{x: voltAxis("x", 50, 150), y: pctOfMax("active power")}},
 }
 
@@ -109,13 +109,13 @@ func CommandByName(n string) (Command, bool) {
 }
 
 // model returns the first model of the command the device has.
-func (c Command) model(d *devices.Device) (devices.ModelRef, bool) {
+func (c Command) model(d *sunspec.Device) (sunspec.ModelRef, bool) {
 	for _, id := range c.Models {
 		if ref, ok := d.Ref(id); ok {
 			return ref, true
 		}
 	}
-	return devices.ModelRef{}, false
+	return sunspec.ModelRef{}, false
 }
 
 // Reason is why a command is not supported.
@@ -192,7 +192,7 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 	switch {
 	case !d.Info.Active():
 		return notInverter
-	case d.Discovered == nil && (d.Info.Kind == kind.Inverter || d.Info.Kind == ""):
+	case sunspecOf(d.Discovered) == nil && (d.Info.Kind == kind.Inverter || d.Info.Kind == ""):
 		// Not discovered yet: an inverter, or a device configured without
 		// a kind (known only from discovery) that may be one. Offline (an
 		// inverter asleep at night), it may carry the command when it
@@ -203,13 +203,13 @@ func classify(cmd Command, d plant.DeviceLive) verdict {
 		return undiscovered
 	case d.Info.Kind != kind.Inverter:
 		return notInverter
-	case (cmd.ClassicOnly && d.Discovered.Platform != devices.PlatformClassic) ||
-		(cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER):
+	case (cmd.ClassicOnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformClassic) ||
+		(cmd.DEROnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformDER):
 		return platformMismatch
-	case !slices.Contains(d.Discovered.Capabilities, cmd.Cap):
+	case !slices.Contains(sunspecOf(d.Discovered).Capabilities, cmd.Cap):
 		return noModel
 	}
-	if _, ok := cmd.model(d.Discovered); !ok {
+	if _, ok := cmd.model(sunspecOf(d.Discovered)); !ok {
 		return noModel
 	}
 	if !reachable(d) {
@@ -229,7 +229,7 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 	var unknown, dark, offline, mismatch, inverters int
 	meter := false
 	for _, d := range devs {
-		if d.Info.GridMeter() && d.Info.Active() && d.Discovered != nil && reachable(d) {
+		if d.Info.GridMeter() && d.Info.Active() && sunspecOf(d.Discovered) != nil && reachable(d) {
 			meter = true
 		}
 		v := classify(cmd, d)
@@ -302,8 +302,8 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 			continue
 		}
 		ic := InverterCoverage{DeviceID: d.Info.ID}
-		if d.Discovered != nil {
-			ic.RatedPowerW = d.Discovered.RatedPowerW
+		if sunspecOf(d.Discovered) != nil {
+			ic.RatedPowerW = sunspecOf(d.Discovered).RatedPowerW
 		}
 		switch v {
 		case undiscovered:
@@ -320,7 +320,7 @@ func coverage(cmd Command, devs []plant.DeviceLive, noMeter bool) ([]InverterCov
 			ic.Reason = &Reason{Code: ReasonNotSupported, Message: fmt.Sprintf("exposes none of the models %v that carry the command", cmd.Models)}
 		case capableOffline, capable:
 			ic.Acts = !noMeter
-			if _, der := d.Discovered.Ref(704); ic.Acts && cmd.Cap == devices.CapPowerLimit && !der {
+			if _, der := sunspecOf(d.Discovered).Ref(704); ic.Acts && cmd.Cap == sunspec.CapPowerLimit && !der {
 				ic.Note = &Reason{Code: ReasonNoRevertToDefault, Message: "model 123 reverts a limit to none, not to the inverter's default: where that default is a limit (an installer's, or the configured one), plantd writes windows without a reversion time, so a window's limit stays if plantd stops, until it runs again"}
 			}
 			if noMeter {

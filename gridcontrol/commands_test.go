@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // dev is a discovered device of the given kind and models, online unless
 // state says otherwise.
 func dev(id string, kind kind.Kind, state plant.CommState, models ...uint16) plant.DeviceLive {
-	_, platform, caps := devices.Classify(models)
-	d := &devices.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
+	_, platform, caps := sunspec.Classify(models)
+	d := &sunspec.Device{Platform: platform, Capabilities: caps, RatedPowerW: 10000}
 	for _, m := range models {
-		d.Models = append(d.Models, devices.ModelRef{ID: m})
+		d.Models = append(d.Models, sunspec.ModelRef{ID: m})
 	}
 	return plant.DeviceLive{Info: plant.DeviceInfo{ID: id, PlantID: "p", Kind: kind}, Discovered: d, Comm: plant.Communication{State: state}}
 }
@@ -82,7 +82,7 @@ func TestAssess(t *testing.T) {
 	on, off := plant.StateOnline, plant.StateOffline
 	classic := dev("inv1", kind.Inverter, on, 1, 103, 120, 121, 123, 126, 132)
 	der := dev("inv2", kind.Inverter, on, 1, 701, 702, 704, 705, 706)
-	der.Discovered.RatedPowerW = 5000
+	sunspecOf(der.Discovered).RatedPowerW = 5000
 	meter := dev("meter", kind.Meter, on, 1, 203)
 	deadDER := dev("inv3", kind.Inverter, off, 1, 701, 702, 704)
 	undiscovered := plant.DeviceLive{Info: plant.DeviceInfo{ID: "inv4", PlantID: "p", Kind: kind.Inverter}}

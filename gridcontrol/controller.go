@@ -12,11 +12,10 @@ import (
 	"time"
 
 	"plantd/config"
-
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // Config tunes the controller; zero fields take the defaults.
@@ -133,7 +132,7 @@ type Live interface {
 
 // Conns returns the Modbus client of a device (shared with the poller, so
 // requests to one endpoint stay serialised).
-type Conns func(deviceID string) (devices.ReadWriter, bool)
+type Conns func(deviceID string) (sunspec.ReadWriter, bool)
 
 // Controller stores schedules and applies them to the plant's inverters:
 // an edge armed at every window start and end, and a control cycle that
@@ -509,7 +508,7 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			// A pointer into devs: a loop variable the goroutine below
 			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
-			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !reachable(*d) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()

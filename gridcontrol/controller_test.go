@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // curveSpec says where a model keeps its first curve's points.
@@ -35,7 +35,7 @@ var curveSpecs = map[uint16]curveSpec{
 }
 
 // points reads curve k (0-based) of a curve model.
-func points(t *testing.T, inst *devices.Instance, k int) []gridcontrol.CurvePoint {
+func points(t *testing.T, inst *sunspec.Instance, k int) []gridcontrol.CurvePoint {
 	t.Helper()
 	cs := curveSpecs[inst.Model.ID]
 	curves := inst.Root.Groups(cs.group)
@@ -72,7 +72,7 @@ func points(t *testing.T, inst *devices.Instance, k int) []gridcontrol.CurvePoin
 
 // lastWritable is the index of the curve plantd writes: the last one not
 // marked read-only.
-func lastWritable(t *testing.T, inst *devices.Instance) int {
+func lastWritable(t *testing.T, inst *sunspec.Instance) int {
 	t.Helper()
 	curves := inst.Root.Groups(curveSpecs[inst.Model.ID].group)
 	for k := len(curves) - 1; k >= 0; k-- {
@@ -99,10 +99,10 @@ func samePoints(a, b []gridcontrol.CurvePoint) bool {
 // writableRegs returns the registers of every writable point of gi and
 // its sub-groups (skipping the named top-level points), for comparing a
 // model with its default.
-func writableRegs(inst *devices.Instance, gi *devices.GroupInstance, skip ...string) map[string][]uint16 {
+func writableRegs(inst *sunspec.Instance, gi *sunspec.GroupInstance, skip ...string) map[string][]uint16 {
 	out := map[string][]uint16{}
-	var walk func(gi *devices.GroupInstance, prefix string)
-	walk = func(gi *devices.GroupInstance, prefix string) {
+	var walk func(gi *sunspec.GroupInstance, prefix string)
+	walk = func(gi *sunspec.GroupInstance, prefix string) {
 		for _, p := range gi.Group.Points {
 			if !p.Writable || (prefix == "" && slices.Contains(skip, p.Name)) {
 				continue
@@ -136,12 +136,12 @@ func diff(a, b map[string][]uint16) []string {
 type check struct {
 	device string
 	model  uint16
-	during func(t *testing.T, inst, def *devices.Instance) string // "" when right
+	during func(t *testing.T, inst, def *sunspec.Instance) string // "" when right
 	// physical, if set, checks the simulated inverter's state.
 	physical func(s sim.State) string
 }
 
-func point(inst *devices.Instance, name string, want float64) string {
+func point(inst *sunspec.Instance, name string, want float64) string {
 	v, err := inst.Float(name)
 	if err != nil {
 		return fmt.Sprintf("%s: %v", name, err)
@@ -164,8 +164,8 @@ func all(msgs ...string) string {
 
 // curveApplied checks a curve model holding the posted curve as its
 // active one: 12x/13x ActCrv and ModEna, 7xx the adopt request and Ena.
-func curveApplied(want []gridcontrol.CurvePoint) func(t *testing.T, inst, def *devices.Instance) string {
-	return func(t *testing.T, inst, def *devices.Instance) string {
+func curveApplied(want []gridcontrol.CurvePoint) func(t *testing.T, inst, def *sunspec.Instance) string {
+	return func(t *testing.T, inst, def *sunspec.Instance) string {
 		k := lastWritable(t, inst)
 		got := points(t, inst, k)
 		msg := ""
@@ -203,7 +203,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	// writes at each are waited for, however slowly they come.
 	r := newRig(t, rigOpts{stepped: true, clockAt: noon})
 	clk := r.clk
-	def := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
+	def := map[string]map[uint16]*sunspec.Instance{"inv1": {}, "inv2": {}}
 	for _, m := range []uint16{123, 126, 127, 129, 130, 132, 134, 135, 136} {
 		def["inv1"][m] = r.read("inv1", m)
 	}
@@ -245,7 +245,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 		curve("opModHfrtMustTrip", hfrt, nil),
 	))
 	checks := []check{
-		{device: "inv1", model: 123, during: func(t *testing.T, inst, _ *devices.Instance) string {
+		{device: "inv1", model: 123, during: func(t *testing.T, inst, _ *sunspec.Instance) string {
 			return all(point(inst, "WMaxLimPct", 40), point(inst, "WMaxLim_Ena", 1), point(inst, "WMaxLimPct_RvrtTms", 20),
 				point(inst, "Conn", 0), point(inst, "Conn_RvrtTms", 20), point(inst, "OutPFSet", 0.95), point(inst, "OutPFSet_Ena", 1))
 		}, physical: func(s sim.State) string {
@@ -254,7 +254,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 			}
 			return ""
 		}},
-		{device: "inv2", model: 704, during: func(t *testing.T, inst, def *devices.Instance) string {
+		{device: "inv2", model: 704, during: func(t *testing.T, inst, def *sunspec.Instance) string {
 			defPct, _ := def.Float("WMaxLimPct")
 			inj, abs := inst.Root.Groups("PFWInj")[0], inst.Root.Groups("PFWAbs")[0]
 			pfi, _ := inst.FloatIn(&inj, "PF")
@@ -286,7 +286,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 		{device: "inv2", model: 708, during: curveApplied(hvrt)},
 		{device: "inv2", model: 709, during: curveApplied(lfrt)},
 		{device: "inv2", model: 710, during: curveApplied(hfrt)},
-		{device: "inv2", model: 711, during: func(t *testing.T, inst, _ *devices.Instance) string {
+		{device: "inv2", model: 711, during: func(t *testing.T, inst, _ *sunspec.Instance) string {
 			c := inst.Root.Groups("Ctl")
 			k := len(c) - 1
 			got, _ := inst.FloatIn(&c[k], "KOf")
@@ -525,10 +525,10 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 func (r *rig) writeCurvePoint(id string, k, j int, v float64) {
 	r.t.Helper()
 	d, _ := r.live.Device(id)
-	ref, _ := d.Discovered.Ref(705)
+	ref, _ := d.Discovered.(*sunspec.Device).Ref(705)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := devices.WriteModel(ctx, r.clients[id], ref, func(inst *devices.Instance) error {
+	if _, err := sunspec.WriteModel(ctx, r.clients[id], ref, func(inst *sunspec.Instance) error {
 		crv := inst.Root.Groups("Crv")[k]
 		return inst.SetIn(&crv.Groups("Pt")[j], "V", v)
 	}); err != nil {
@@ -546,10 +546,10 @@ func TestDERRestoreBitForBit(t *testing.T) {
 	// adoptedEdited: the installer adopted curve 2, then edited it.
 	adoptedEdited := func(r *rig) {
 		d, _ := r.live.Device("inv2")
-		ref, _ := d.Discovered.Ref(705)
+		ref, _ := d.Discovered.(*sunspec.Device).Ref(705)
 		// A trigger: the device may clear the request once it acted.
-		if _, err := devices.WriteModelTrigger(context.Background(), r.clients["inv2"], ref, []string{"AdptCrvReq"},
-			func(inst *devices.Instance) error { return inst.Set("AdptCrvReq", 2) }); err != nil {
+		if _, err := sunspec.WriteModelTrigger(context.Background(), r.clients["inv2"], ref, []string{"AdptCrvReq"},
+			func(inst *sunspec.Instance) error { return inst.Set("AdptCrvReq", 2) }); err != nil {
 			r.t.Fatalf("adopt curve 2: %v", err)
 		}
 		r.writeCurvePoint("inv2", 1, 1, 96)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // control names a set of points of one device that plantd owns while a
@@ -81,10 +81,10 @@ var curveLayouts = map[uint16]curveLayout{
 }
 
 // has reports whether the top group of inst has the point.
-func has(inst *devices.Instance, name string) bool { return inst.Model.PointIndex(name) >= 0 }
+func has(inst *sunspec.Instance, name string) bool { return inst.Model.PointIndex(name) >= 0 }
 
 // setIf sets a top-group point when the model has it.
-func setIf(inst *devices.Instance, name string, v float64) error {
+func setIf(inst *sunspec.Instance, name string, v float64) error {
 	if !has(inst, name) {
 		return nil
 	}
@@ -92,7 +92,7 @@ func setIf(inst *devices.Instance, name string, v float64) error {
 }
 
 // setEach sets each value with setIf, in order, up to the first error.
-func setEach(inst *devices.Instance, vals []devices.PointValue) error {
+func setEach(inst *sunspec.Instance, vals []sunspec.PointValue) error {
 	for _, pv := range vals {
 		if err := setIf(inst, pv.Point, pv.Value); err != nil {
 			return err
@@ -109,7 +109,7 @@ var limitPoints = map[uint16][]string{
 
 // defaultLimitPct is the limit a device had before plantd touched it: its
 // WMaxLimPct when enabled, else 100.
-func defaultLimitPct(snap *devices.Instance) float64 {
+func defaultLimitPct(snap *sunspec.Instance) float64 {
 	ena := "WMaxLim_Ena"
 	if snap.Model.ID == 704 {
 		ena = "WMaxLimPctEna"
@@ -128,10 +128,10 @@ func defaultLimitPct(snap *devices.Instance) float64 {
 // none). On 704 the stored reversion values are programmed to the fallback
 // (the device's default, or the configured default where tighter), so that
 // a gateway that dies leaves the device there, not unlimited.
-func editLimit(inst, snap *devices.Instance, fallback, pct, rvrtS float64) error {
+func editLimit(inst, snap *sunspec.Instance, fallback, pct, rvrtS float64) error {
 	switch inst.Model.ID {
 	case 123:
-		return setEach(inst, []devices.PointValue{
+		return setEach(inst, []sunspec.PointValue{
 			{Point: "WMaxLimPct", Value: pct},
 			{Point: "WMaxLimPct_RvrtTms", Value: rvrtS},
 			{Point: "WMaxLimPct_RmpTms", Value: 0},
@@ -142,7 +142,7 @@ func editLimit(inst, snap *devices.Instance, fallback, pct, rvrtS float64) error
 		if e, err := snap.Float("WMaxLimPctEna"); (err != nil || e != 1) && fallback >= 100 {
 			defEna = 0
 		}
-		return setEach(inst, []devices.PointValue{
+		return setEach(inst, []sunspec.PointValue{
 			{Point: "WMaxLimPct", Value: pct},
 			{Point: "WMaxLimPctRvrtTms", Value: rvrtS},
 			{Point: "WMaxLimPctRvrt", Value: fallback},
@@ -155,7 +155,7 @@ func editLimit(inst, snap *devices.Instance, fallback, pct, rvrtS float64) error
 
 // editEnable writes only the enable of the limit (for devices that apply a
 // new value when the enable is toggled).
-func editEnable(inst *devices.Instance, on bool) error {
+func editEnable(inst *sunspec.Instance, on bool) error {
 	v := 0.0
 	if on {
 		v = 1
@@ -168,7 +168,7 @@ func editEnable(inst *devices.Instance, on bool) error {
 
 // editDisconnect opens the connection (123 Conn = 0) with its reversion
 // timeout.
-func editDisconnect(inst *devices.Instance, rvrtS float64) error {
+func editDisconnect(inst *sunspec.Instance, rvrtS float64) error {
 	if err := inst.Set("Conn", 0); err != nil {
 		return err
 	}
@@ -177,12 +177,12 @@ func editDisconnect(inst *devices.Instance, rvrtS float64) error {
 
 // editPF sets a fixed power factor: 123 OutPFSet (injection), or 704
 // PFWInj / PFWAbs with their reversion values programmed to the default.
-func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
+func editPF(inst, snap *sunspec.Instance, c control, pf, rvrtS float64) error {
 	if inst.Model.ID == 123 {
 		if c != ctlPFInj {
 			return fmt.Errorf("model 123 has no PF setpoint while absorbing: %w", errUnsupported)
 		}
-		return setEach(inst, []devices.PointValue{
+		return setEach(inst, []sunspec.PointValue{
 			{Point: "OutPFSet", Value: pf},
 			{Point: "OutPFSet_RvrtTms", Value: rvrtS},
 			{Point: "OutPFSet_RmpTms", Value: 0},
@@ -213,7 +213,7 @@ func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
 		}
 	}
 	defEna, _ := snap.Float(pre + "Ena")
-	return setEach(inst, []devices.PointValue{
+	return setEach(inst, []sunspec.PointValue{
 		{Point: pre + "RvrtTms", Value: rvrtS},
 		{Point: pre + "EnaRvrt", Value: defEna},
 		{Point: pre + "Ena", Value: 1},
@@ -222,7 +222,7 @@ func editPF(inst, snap *devices.Instance, c control, pf, rvrtS float64) error {
 
 // writableIndex returns the curve (or control) to write: the last one the
 // device does not mark read-only.
-func writableIndex(gs []devices.GroupInstance, inst *devices.Instance) (int, bool) {
+func writableIndex(gs []sunspec.GroupInstance, inst *sunspec.Instance) (int, bool) {
 	for k := len(gs) - 1; k >= 0; k-- {
 		ro, err := inst.FloatIn(&gs[k], "ReadOnly")
 		if err != nil || ro == 0 {
@@ -238,7 +238,7 @@ func writableIndex(gs []devices.GroupInstance, inst *devices.Instance) (int, boo
 // steps, so that a device never adopts a half-written curve: adopt=false
 // writes the curve data, adopt=true the adopt request (AdptCrvReq or
 // AdptCtlReq), Ena and RvrtTms.
-func editCurve(inst *devices.Instance, cv *Curve, rvrtS float64, adopt bool) error {
+func editCurve(inst *sunspec.Instance, cv *Curve, rvrtS float64, adopt bool) error {
 	lay, ok := curveLayouts[inst.Model.ID]
 	if !ok {
 		return fmt.Errorf("model %d: %w for curves", inst.Model.ID, errUnsupported)
@@ -290,12 +290,12 @@ func editCurve(inst *devices.Instance, cv *Curve, rvrtS float64, adopt bool) err
 }
 
 // adoptCurve requests a 7xx device to adopt curve (or control) k.
-func adoptCurve(inst *devices.Instance, lay curveLayout, k int) error {
+func adoptCurve(inst *sunspec.Instance, lay curveLayout, k int) error {
 	return inst.Set(adoptReq(lay), float64(k+1))
 }
 
 // writeCurveData stores points or parameters into curve gi.
-func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupInstance, cv *Curve) error {
+func writeCurveData(inst *sunspec.Instance, lay curveLayout, gi *sunspec.GroupInstance, cv *Curve) error {
 	if lay.params {
 		if len(cv.Params) == 0 {
 			return fmt.Errorf("model %d takes params, not points: %w", inst.Model.ID, errUnsupported)
@@ -354,7 +354,7 @@ func writeCurveData(inst *devices.Instance, lay curveLayout, gi *devices.GroupIn
 // refVoltage reads the voltage a device's curve points are a percentage
 // of: 12x/13x "% VRef" is 121 VRef, 7xx "VNomPct" 702 VNom (else its
 // rating VNomRtg).
-func refVoltage(ctx context.Context, rw devices.ReadWriter, d *devices.Device, der bool) (float64, error) {
+func refVoltage(ctx context.Context, rw sunspec.ReadWriter, d *sunspec.Device, der bool) (float64, error) {
 	id, names := uint16(121), []string{"VRef"}
 	if der {
 		id, names = 702, []string{"VNom", "VNomRtg"}
@@ -363,7 +363,7 @@ func refVoltage(ctx context.Context, rw devices.ReadWriter, d *devices.Device, d
 	if !ok {
 		return 0, fmt.Errorf("no model %d, so no reference voltage to convert volts with: %w", id, errUnsupported)
 	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	if err != nil {
 		return 0, err
 	}
@@ -387,7 +387,7 @@ func (e *pointError) Error() string { return fmt.Sprintf("point %d: %s", e.j+1, 
 // unit "V" its voltage axis converted to % of the device's reference
 // voltage and range-checked there (a *pointError wrapped with
 // errUnsupported when out of range); otherwise the command's curve.
-func deviceCurve(ctx context.Context, rw devices.ReadWriter, d *devices.Device, ref devices.ModelRef, sc *ScheduledCmd) (*Curve, error) {
+func deviceCurve(ctx context.Context, rw sunspec.ReadWriter, d *sunspec.Device, ref sunspec.ModelRef, sc *ScheduledCmd) (*Curve, error) {
 	cmd, _ := CommandByName(sc.Command)
 	ax := cmd.Axes
 	if sc.Unit != "V" || ax == nil || len(sc.Curve.Points) == 0 {
@@ -420,7 +420,7 @@ func deviceCurve(ctx context.Context, rw devices.ReadWriter, d *devices.Device, 
 
 // maxPoints is how many points a curve of the device holds: the model's
 // NPt where implemented, bounded by the registers of the layout.
-func maxPoints(inst *devices.Instance, lay curveLayout, curve *devices.GroupInstance) int {
+func maxPoints(inst *sunspec.Instance, lay curveLayout, curve *sunspec.GroupInstance) int {
 	limit := 0
 	if lay.der {
 		limit = len(curve.Groups(lay.pts))
@@ -440,7 +440,7 @@ func maxPoints(inst *devices.Instance, lay curveLayout, curve *devices.GroupInst
 // curve model every writable register (header and curves). Registers that
 // are not part of writable points are never touched. A 7xx curve model is
 // restored by restoreDER instead, in three writes.
-func restore(inst, snap *devices.Instance, c control) error {
+func restore(inst, snap *sunspec.Instance, c control) error {
 	if len(snap.Regs) != len(inst.Regs) {
 		return fmt.Errorf("model %d changed length since its default was read (%d, now %d registers)", inst.Model.ID, len(snap.Regs), len(inst.Regs))
 	}
@@ -504,7 +504,7 @@ func adoptReq(lay curveLayout) string {
 //
 // Each write is read back. A failure leaves the control owned, and the
 // next attempt starts over at step 1.
-func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance) (note string, err error) {
+func restoreDER(ctx context.Context, rw sunspec.ReadWriter, ref sunspec.ModelRef, snap *sunspec.Instance) (note string, err error) {
 	lay := curveLayouts[ref.ID]
 	req := adoptReq(lay)
 	sg := snap.Root.Groups(lay.group)
@@ -524,14 +524,14 @@ func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef
 			a = r - 1
 		}
 	}
-	same := func(inst *devices.Instance) error {
+	same := func(inst *sunspec.Instance) error {
 		if len(snap.Regs) != len(inst.Regs) {
 			return fmt.Errorf("model %d changed length since its default was read (%d, now %d registers)", ref.ID, len(snap.Regs), len(inst.Regs))
 		}
 		return nil
 	}
 	// 1. Curve 1's default into curve a.
-	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+	if _, err := sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error {
 		if err := same(inst); err != nil {
 			return err
 		}
@@ -541,7 +541,7 @@ func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef
 		return "", err
 	}
 	// 2. Adopt it, the header as it was.
-	if _, err := adopt(ctx, rw, ref, nil, func(inst *devices.Instance) error {
+	if _, err := adopt(ctx, rw, ref, nil, func(inst *sunspec.Instance) error {
 		if err := same(inst); err != nil {
 			return err
 		}
@@ -555,7 +555,7 @@ func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef
 		return "", err
 	}
 	// 3. Curve a's own default, and the request's.
-	_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error {
+	_, err = sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error {
 		if err := same(inst); err != nil {
 			return err
 		}
@@ -581,7 +581,7 @@ func restoreDER(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef
 
 // sameWritable reports whether the writable points of two groups of the
 // same layout (and their sub-groups) hold the same registers.
-func sameWritable(x *devices.Instance, gx *devices.GroupInstance, y *devices.Instance, gy *devices.GroupInstance) bool {
+func sameWritable(x *sunspec.Instance, gx *sunspec.GroupInstance, y *sunspec.Instance, gy *sunspec.GroupInstance) bool {
 	for _, p := range gx.Group.Points {
 		if !p.Writable {
 			continue
@@ -605,7 +605,7 @@ func sameWritable(x *devices.Instance, gx *devices.GroupInstance, y *devices.Ins
 }
 
 // copyGroup copies the named writable points of gi (all when names is nil).
-func copyGroup(inst, snap *devices.Instance, gi *devices.GroupInstance, names []string) {
+func copyGroup(inst, snap *sunspec.Instance, gi *sunspec.GroupInstance, names []string) {
 	for _, p := range gi.Group.Points {
 		if !p.Writable || (names != nil && !slices.Contains(names, p.Name)) {
 			continue
@@ -617,7 +617,7 @@ func copyGroup(inst, snap *devices.Instance, gi *devices.GroupInstance, names []
 
 // copyInto copies the writable points of the group from (of snap) into the
 // group to (of inst), which has the same layout; ReadOnly is kept.
-func copyInto(inst, snap *devices.Instance, to, from *devices.GroupInstance) {
+func copyInto(inst, snap *sunspec.Instance, to, from *sunspec.GroupInstance) {
 	for _, p := range to.Group.Points {
 		if !p.Writable {
 			continue
@@ -635,7 +635,7 @@ func copyInto(inst, snap *devices.Instance, to, from *devices.GroupInstance) {
 }
 
 // copyWritable copies every writable point of gi and its sub-groups.
-func copyWritable(inst, snap *devices.Instance, gi *devices.GroupInstance) {
+func copyWritable(inst, snap *sunspec.Instance, gi *sunspec.GroupInstance) {
 	copyGroup(inst, snap, gi, nil)
 	for _, occ := range gi.Sub {
 		for i := range occ {

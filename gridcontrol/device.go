@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"plantd/devices"
 	"plantd/internal/backoff"
-	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // One inverter's controls: its default images, the state of each control
@@ -22,7 +21,7 @@ import (
 // devCtl is the controller's state of one device.
 type devCtl struct {
 	id       string
-	defaults map[uint16]*devices.Instance
+	defaults map[uint16]*sunspec.Instance
 	// defaultsStored is set once the defaults are in the store: an
 	// untouched device's are dropped from memory (2.5 KB per inverter)
 	// and loaded from the store again when a command needs them.
@@ -135,7 +134,7 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 	// What plantd holds, against the latest poll.
 	c.checkHeld(ctx, d, dc, rw, now)
 	// The limit.
-	if ref, ok := firstRef(d.Discovered, 704, 123); ok {
+	if ref, ok := firstRef(sunspecOf(d.Discovered), 704, 123); ok {
 		c.reconcileLimit(ctx, pc, dc, d, rw, ref, pl, now)
 	}
 	// The other controls, one per command.
@@ -144,11 +143,11 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 		if k == ctlLimit {
 			continue
 		}
-		ref, ok := cmd.model(d.Discovered)
+		ref, ok := cmd.model(sunspecOf(d.Discovered))
 		if !ok {
 			continue
 		}
-		if cmd.DEROnly && d.Discovered.Platform != devices.PlatformDER {
+		if cmd.DEROnly && sunspecOf(d.Discovered).Platform != sunspec.PlatformDER {
 			continue
 		}
 		w, active := pl.act[cmd.Name]
@@ -156,13 +155,13 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 	}
 }
 
-func firstRef(d *devices.Device, ids ...uint16) (devices.ModelRef, bool) {
+func firstRef(d *sunspec.Device, ids ...uint16) (sunspec.ModelRef, bool) {
 	for _, id := range ids {
 		if ref, ok := d.Ref(id); ok {
 			return ref, true
 		}
 	}
-	return devices.ModelRef{}, false
+	return sunspec.ModelRef{}, false
 }
 
 // controlModels are the models whose defaults plantd keeps.
@@ -180,12 +179,12 @@ func controlModels() []uint16 {
 
 // storedDefault lays out the stored default image of ref's model; nil when
 // none is stored or it no longer fits the model where discovery found it.
-func storedDefault(stored map[uint16]store.ControlDefault, ref devices.ModelRef) *devices.Instance {
+func storedDefault(stored map[uint16]store.ControlDefault, ref sunspec.ModelRef) *sunspec.Instance {
 	sd, ok := stored[ref.ID]
 	if !ok || sd.Addr != ref.Addr || len(sd.Regs) != int(ref.Len)+2 {
 		return nil
 	}
-	inst, err := devices.NewInstance(devices.ModelByID(ref.ID), sd.Addr, sd.Regs)
+	inst, err := sunspec.NewInstance(sunspec.ModelByID(ref.ID), sd.Addr, sd.Regs)
 	if err != nil {
 		return nil
 	}
@@ -194,7 +193,7 @@ func storedDefault(stored map[uint16]store.ControlDefault, ref devices.ModelRef)
 
 // loadDefaults makes sure the device's default images are known: from the
 // store, or read now at first contact and stored.
-func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter) error {
+func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter) error {
 	c.mu.Lock()
 	loaded := dc.defaults != nil
 	c.mu.Unlock()
@@ -205,10 +204,10 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 	if err != nil {
 		return err
 	}
-	defs := map[uint16]*devices.Instance{}
+	defs := map[uint16]*sunspec.Instance{}
 	var read []uint16
 	for _, id := range controlModels() {
-		ref, ok := d.Discovered.Ref(id)
+		ref, ok := sunspecOf(d.Discovered).Ref(id)
 		if !ok {
 			continue
 		}
@@ -216,7 +215,7 @@ func (c *Controller) loadDefaults(ctx context.Context, dc *devCtl, d plant.Devic
 			defs[id] = inst
 			continue
 		}
-		inst, err := devices.ReadModel(ctx, rw, ref)
+		inst, err := sunspec.ReadModel(ctx, rw, ref)
 		if err != nil {
 			return fmt.Errorf("read default of model %d: %w", id, err)
 		}
@@ -252,7 +251,7 @@ func key(ws []window) string {
 // reconcileControl drives a control other than the limit: written when its
 // window starts, renewed at half the reversion timeout, restored when no
 // window holds it.
-func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, cmd Command, k control, w window, active bool, now time.Time) {
+func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, cmd Command, k control, w window, active bool, now time.Time) {
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	st := dc.peek(k)
@@ -279,17 +278,17 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 	rvrt := c.cfg.RevertTimeout.Seconds()
 	err := c.claim(ctx, dc, d, k)
 	au := &auditor{renew: renewPoints(k)}
-	var after *devices.Instance
+	var after *sunspec.Instance
 	var what string
 	switch {
 	case err != nil:
 		what = fmt.Sprintf("model %d (%s)", ref.ID, k)
 	case cmd.Value == ValueNone:
 		what = fmt.Sprintf("model %d Conn = disconnected", ref.ID)
-		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *devices.Instance) error { return editDisconnect(inst, rvrt) }))
+		after, err = sunspec.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *sunspec.Instance) error { return editDisconnect(inst, rvrt) }))
 	case cmd.Value == ValuePF:
 		what = fmt.Sprintf("model %d PF %g (%s)", ref.ID, *w.cmd.Value, k)
-		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *devices.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) }))
+		after, err = sunspec.WriteModelRenew(ctx, rw, ref, renewPoints(k), nil, au.edit(func(inst *sunspec.Instance) error { return editPF(inst, snap, k, *w.cmd.Value, rvrt) }))
 	case cmd.Value == ValueCurve:
 		what = fmt.Sprintf("model %d curve (%d points, %d params)", ref.ID, len(w.cmd.Curve.Points), len(w.cmd.Curve.Params))
 		if w.cmd.Unit == "V" {
@@ -298,12 +297,12 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 		lay := curveLayouts[ref.ID]
 		// The curve as this device takes it (volts converted).
 		var cv *Curve
-		cv, err = deviceCurve(ctx, rw, d.Discovered, ref, w.cmd)
+		cv, err = deviceCurve(ctx, rw, sunspecOf(d.Discovered), ref, w.cmd)
 		if err == nil && lay.der && (wk != prevKey || !owned) {
-			_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, false) })
+			_, err = sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error { return editCurve(inst, cv, rvrt, false) })
 		}
 		if err == nil {
-			after, err = adopt(ctx, rw, ref, renewPoints(k), au.edit(func(inst *devices.Instance) error { return editCurve(inst, cv, rvrt, true) }))
+			after, err = adopt(ctx, rw, ref, renewPoints(k), au.edit(func(inst *sunspec.Instance) error { return editCurve(inst, cv, rvrt, true) }))
 		}
 	}
 	var aw *AuditWrite
@@ -319,21 +318,21 @@ func (c *Controller) reconcileControl(ctx context.Context, pc *plantCtl, dc *dev
 // writing it is what makes the device adopt, and a device that answers
 // the adoption failed is a refusal. The renew points are written even when
 // unchanged (see renewPoints).
-func adopt(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef, renew []string, edit func(*devices.Instance) error) (*devices.Instance, error) {
-	after, err := devices.WriteModelRenew(ctx, rw, ref, renew, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
+func adopt(ctx context.Context, rw sunspec.ReadWriter, ref sunspec.ModelRef, renew []string, edit func(*sunspec.Instance) error) (*sunspec.Instance, error) {
+	after, err := sunspec.WriteModelRenew(ctx, rw, ref, renew, []string{"AdptCrvReq", "AdptCtlReq"}, edit)
 	if err != nil {
 		return nil, err
 	}
 	for _, rslt := range []string{"AdptCrvRslt", "AdptCtlRslt"} {
 		if v, err := after.Float(rslt); err == nil && v == 2 {
-			return nil, fmt.Errorf("model %d: %s FAILED: %w", ref.ID, rslt, devices.ErrReadBack)
+			return nil, fmt.Errorf("model %d: %s FAILED: %w", ref.ID, rslt, sunspec.ErrReadBack)
 		}
 	}
 	return after, nil
 }
 
 // restoreControl writes a control's default back and releases it.
-func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, k control, now time.Time) {
+func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, k control, now time.Time) {
 	// Restoring gives the hold up: the default's writes are not compared.
 	c.forgetHeld(dc, k)
 	c.mu.Lock()
@@ -344,7 +343,7 @@ func (c *Controller) restoreControl(ctx context.Context, pc *plantCtl, dc *devCt
 	if curveLayouts[ref.ID].der {
 		note, err = restoreDER(ctx, rw, ref, snap)
 	} else {
-		_, err = devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return restore(inst, snap, k) })
+		_, err = sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error { return restore(inst, snap, k) })
 	}
 	if err != nil {
 		c.outcome(ctx, pc, dc, d, k, "", nil, fmt.Sprintf("model %d default", ref.ID), true, err, now, nil, nil)
@@ -479,6 +478,6 @@ func (pc *plantCtl) noteApplied(id string, ws []window, now time.Time) {
 // IsRefusal reports whether a write error is the device refusing (a
 // Modbus exception or a read-back that differs) rather than a link fault.
 func IsRefusal(err error) bool {
-	var ex *modbus.ExceptionError
-	return errors.As(err, &ex) || errors.Is(err, devices.ErrReadBack) || errors.Is(err, errUnsupported)
+	_, exception := sunspec.IsException(err)
+	return exception || errors.Is(err, sunspec.ErrReadBack) || errors.Is(err, errUnsupported)
 }

@@ -245,7 +245,7 @@
 //     and records, before writing, that it owns them (store:
 //     control_owner), so a restart restores exactly those; it restores a
 //     control from the stored image of the points it owns, nothing else.
-//   - Read-back: every write reads the model back (devices.WriteModel); a
+//   - Read-back: every write reads the model back (sunspec.WriteModel); a
 //     refused or different value is an error. Refusals are retried with
 //     backoff (1, 2, 4 … 30 s); after 3 refusals the command is marked
 //     failed, with the device's answer, in its status and the plant log,
@@ -422,8 +422,12 @@
 // read-out; held.go which models of a device it holds (for a device's
 // Modbus proxy); tamper.go the comparison of what it holds with the
 // polls (re-assertion); governing.go the limit in force (for the SunSpec
-// server's reads); clock.go the clock and the armed edges. gridcontrol imports config (defaults and
-// role names), devices (models, reads, writes), modbus (exceptions),
+// server's reads); clock.go the clock and the armed edges. gridcontrol
+// imports config (defaults and role names), sunspec (models, writes with
+// read-back, exception answers; a device's discovered description comes
+// as plant.DeviceLive.Discovered, which plant carries opaque and
+// discovered.go's sunspecOf asserts back to a *sunspec.Device: plant does
+// not import sunspec, grid control imports neither devices nor modbus),
 // internal/backoff (the write retry's wait), internal/jsondup (a key
 // given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,
@@ -431,4 +435,6 @@
 // plant log), robfig/cron (its spec parser and Schedule, not its runner)
 // and the standard library; only cmd/plantd and
 // httpapi import it.
+//
+// Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store, plantd/sunspec
 package gridcontrol

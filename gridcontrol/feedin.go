@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // The FeedInLimit loop: the grid meter's power and the inverters' output,
@@ -144,8 +144,8 @@ func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
 			socSum += soc
 			n++
 		}
-		if d.Info.Kind == kind.Battery && d.Discovered != nil && d.Discovered.RatedPowerW > 0 {
-			b.ratedW += d.Discovered.RatedPowerW
+		if d.Info.Kind == kind.Battery && sunspecOf(d.Discovered) != nil && sunspecOf(d.Discovered).RatedPowerW > 0 {
+			b.ratedW += sunspecOf(d.Discovered).RatedPowerW
 		} else {
 			unrated = true
 		}
@@ -170,7 +170,7 @@ var (
 func (c *Controller) readMeter(ctx context.Context, devs []plant.DeviceLive) (float64, error) {
 	var errs []error
 	for _, d := range devs {
-		if !d.Info.GridMeter() || !d.Info.Active() || d.Discovered == nil {
+		if !d.Info.GridMeter() || !d.Info.Active() || sunspecOf(d.Discovered) == nil {
 			continue
 		}
 		w, err := c.readW(ctx, d, meterModels)
@@ -219,11 +219,11 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 	if !ok {
 		return 0, fmt.Errorf("device %s: no connection", d.Info.ID)
 	}
-	ref, ok := firstRef(d.Discovered, models...)
+	ref, ok := firstRef(sunspecOf(d.Discovered), models...)
 	if !ok {
 		return 0, fmt.Errorf("device %s: no model with W", d.Info.ID)
 	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	if err != nil {
 		return 0, fmt.Errorf("device %s: %w", d.Info.ID, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/gridcontrol"
+	"plantd/sim"
 )
 
 // TestFeedInLimitSteps: FeedInLimit at 20 % of the plant's 18 kW on the

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // The active-power limit of one inverter (123 or 704): where it starts
@@ -33,7 +33,7 @@ const (
 // installer's permanent limit stays), renewed at half the reversion
 // timeout, restored exactly once the ramp reached the default. After a
 // restart it starts from what the device holds, not from a guess.
-func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
+func (c *Controller) reconcileLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, pl plantPlan, now time.Time) {
 	c.mu.Lock()
 	snap := dc.defaults[ref.ID]
 	st := dc.peek(ctlLimit)
@@ -142,8 +142,8 @@ func (c *Controller) dueAt(t time.Time) {
 
 // readHeldLimit reads the limit in effect on the device by its registers:
 // WMaxLimPct when enabled, else 100.
-func (c *Controller) readHeldLimit(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) (float64, error) {
-	inst, err := devices.ReadModel(ctx, rw, ref)
+func (c *Controller) readHeldLimit(ctx context.Context, rw sunspec.ReadWriter, ref sunspec.ModelRef) (float64, error) {
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	if err != nil {
 		return 0, fmt.Errorf("model %d: %w", ref.ID, err)
 	}
@@ -157,7 +157,7 @@ func (c *Controller) readHeldLimit(ctx context.Context, rw devices.ReadWriter, r
 // default), a reversion would loosen the plant beyond it, so the limit is
 // written without a reversion time and stays as written if plantd dies,
 // until plantd runs again (the safe side); the plant log says so once.
-func (c *Controller) limitRevert(ref devices.ModelRef, def float64) float64 {
+func (c *Controller) limitRevert(ref sunspec.ModelRef, def float64) float64 {
 	if ref.ID == 123 && def < 100 {
 		return 0
 	}
@@ -166,7 +166,7 @@ func (c *Controller) limitRevert(ref devices.ModelRef, def float64) float64 {
 
 // fallbackPct is the limit a device falls back to when no window holds it:
 // its own default, or the configured default where that is tighter.
-func (c *Controller) fallbackPct(snap *devices.Instance) float64 {
+func (c *Controller) fallbackPct(snap *sunspec.Instance) float64 {
 	def := defaultLimitPct(snap)
 	if c.cfg.DefaultLimitPct != nil {
 		def = math.Min(def, math.Max(0, *c.cfg.DefaultLimitPct))
@@ -175,15 +175,15 @@ func (c *Controller) fallbackPct(snap *devices.Instance) float64 {
 }
 
 // writeLimit writes a limit and records the outcome.
-func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, snap *devices.Instance, pct float64, by []window, now time.Time) {
+func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, snap *sunspec.Instance, pct float64, by []window, now time.Time) {
 	fallback := c.fallbackPct(snap)
 	rvrt := c.limitRevert(ref, fallback)
 	var rem float64 = -1
 	err := c.claim(ctx, dc, d, ctlLimit)
 	au := &auditor{renew: renewPoints(ctlLimit)}
-	var after *devices.Instance
+	var after *sunspec.Instance
 	if err == nil {
-		after, err = devices.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, au.edit(func(inst *devices.Instance) error {
+		after, err = sunspec.WriteModelRenew(ctx, rw, ref, renewPoints(ctlLimit), nil, au.edit(func(inst *sunspec.Instance) error {
 			if v, err := inst.Float("WMaxLimPctRvrtRem"); err == nil {
 				rem = v
 			}
@@ -203,7 +203,7 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 	if err == nil && toggle && (changed || rewrite) {
 		// A device that takes a value only on the enable's edge takes
 		// the rewrite of a foreign value only so, too.
-		var on *devices.Instance
+		var on *sunspec.Instance
 		if on, err = c.toggleEnable(ctx, rw, ref); err == nil {
 			after, toggled = on, true
 		}
@@ -270,11 +270,11 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 // toggleEnable writes the limit's enable 0 then 1, for devices that take a
 // new value only on that edge. The limit is off for one Modbus round trip,
 // far shorter than any inverter's power response.
-func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, ref devices.ModelRef) (*devices.Instance, error) {
-	if _, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, false) }); err != nil {
+func (c *Controller) toggleEnable(ctx context.Context, rw sunspec.ReadWriter, ref sunspec.ModelRef) (*sunspec.Instance, error) {
+	if _, err := sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error { return editEnable(inst, false) }); err != nil {
 		return nil, fmt.Errorf("toggle the limit's enable off: %w", err)
 	}
-	on, err := devices.WriteModel(ctx, rw, ref, func(inst *devices.Instance) error { return editEnable(inst, true) })
+	on, err := sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error { return editEnable(inst, true) })
 	if err != nil {
 		return nil, fmt.Errorf("toggle the limit's enable on: %w", err)
 	}
@@ -292,8 +292,8 @@ func (c *Controller) toggleEnable(ctx context.Context, rw devices.ReadWriter, re
 // after that is a device that does not follow its limit: an error in the
 // plant log, the limit's windows failed, the device counted in /metrics
 // and named by the eligibility check until it follows again.
-func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw devices.ReadWriter, ref devices.ModelRef, pl plantPlan, now time.Time) {
-	rated := d.Discovered.RatedPowerW
+func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, d plant.DeviceLive, rw sunspec.ReadWriter, ref sunspec.ModelRef, pl plantPlan, now time.Time) {
+	rated := sunspecOf(d.Discovered).RatedPowerW
 	w, sampled, ok := c.live.Value(d.Info.ID, plant.ActivePower)
 	c.mu.Lock()
 	st := dc.state(ctlLimit)

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // limitWrites are the values of WMaxLimPct an inverter received from since

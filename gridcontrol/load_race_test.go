@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/gridcontrol"
 	"plantd/plant"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // storeBetween is the real store with its first schedule write and the
@@ -61,7 +61,7 @@ func TestSubmitDuringLoadHeldOnce(t *testing.T) {
 
 	sb := &storeBetween{Store: st, stored: make(chan struct{})}
 	live := plant.NewLive([]plant.Plant{{ID: "demo", Name: "Demo", Location: time.UTC}}, nil, time.Now)
-	gc, err := gridcontrol.New(gridcontrol.Config{}, sb, live, func(string) (devices.ReadWriter, bool) { return nil, false }, nil)
+	gc, err := gridcontrol.New(gridcontrol.Config{}, sb, live, func(string) (sunspec.ReadWriter, bool) { return nil, false }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

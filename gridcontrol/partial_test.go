@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
+	"plantd/sim/simtest"
 )
 
 // TestPartialCommands: on the demo plant (inv1 classic, 10 kW; inv2 DER,

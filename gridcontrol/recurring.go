@@ -11,8 +11,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"plantd/config"
-	"plantd/devices"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // Recurring windows: a command with a cron spec (repeat) is one window at
@@ -552,8 +552,8 @@ type auditor struct {
 
 // edit wraps a write's edit: the top-level points whose registers the
 // edit changed, and the renew points, with the values to be written.
-func (a *auditor) edit(edit func(*devices.Instance) error) func(*devices.Instance) error {
-	return func(inst *devices.Instance) error {
+func (a *auditor) edit(edit func(*sunspec.Instance) error) func(*sunspec.Instance) error {
+	return func(inst *sunspec.Instance) error {
 		before := slices.Clone(inst.Regs)
 		if err := edit(inst); err != nil {
 			return err
@@ -582,7 +582,7 @@ func (a *auditor) edit(edit func(*devices.Instance) error) func(*devices.Instanc
 
 // write is the audit record of the write, its points read back from after
 // (nil: the write read back nothing).
-func (a *auditor) write(deviceID string, model uint16, what string, after *devices.Instance, at time.Time) *AuditWrite {
+func (a *auditor) write(deviceID string, model uint16, what string, after *sunspec.Instance, at time.Time) *AuditWrite {
 	aw := &AuditWrite{DeviceID: deviceID, Model: model, What: what, ReadBackAt: at.UTC(), Points: slices.Clone(a.points)}
 	if after != nil {
 		for i := range aw.Points {

@@ -17,13 +17,15 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/devices/channels"
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // rig is a plant under grid control as the daemon runs it: the simulated
@@ -46,13 +48,13 @@ type rig struct {
 	pool    *modbus.Pool
 	live    *plant.Live
 	st      *store.Store
-	clients map[string]devices.ReadWriter
+	clients map[string]sunspec.ReadWriter
 	cfg     gridcontrol.Config
 
 	// A stepped rig's clock, device discovery and read plans, and the
 	// devices its polls find offline (SetOffline).
 	clk     *stepClock
-	polled  map[string]*devices.Device
+	polled  map[string]*channels.Device
 	plans   map[string]*devices.ReadPlan
 	offline sync.Map // device id -> struct{}
 
@@ -100,7 +102,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.devices != nil {
 		scfg.Devices = o.devices
 	}
-	r := &rig{t: t, pool: modbus.NewPool(nil), clients: map[string]devices.ReadWriter{}}
+	r := &rig{t: t, pool: modbus.NewPool(nil), clients: map[string]sunspec.ReadWriter{}}
 	t.Cleanup(func() { _ = r.pool.Close() })
 	if o.stepped {
 		r.clk = newStepClock(t, cmp.Or(o.clockAt, noon))
@@ -143,7 +145,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.stepped {
 		r.cfg.Clock = r.clk
 		r.live = plant.NewLive(plants, infos, r.clk.Now)
-		r.polled, r.plans = map[string]*devices.Device{}, map[string]*devices.ReadPlan{}
+		r.polled, r.plans = map[string]*channels.Device{}, map[string]*devices.ReadPlan{}
 		for _, d := range r.sim.Devices() {
 			r.clients[d.ID()] = inProcess{r: r, id: d.ID(), regs: d.Registers()}
 		}
@@ -249,10 +251,9 @@ func (r *rig) poll() {
 	ctx := context.Background()
 	for _, d := range r.sim.Devices() {
 		id := d.ID()
-		s := plant.Sample{Device: id, Time: r.clk.Now().UTC()}
-		err := r.pollOne(ctx, id, &s)
+		s, err := r.pollOne(ctx, id, r.clk.Now().UTC())
 		if err != nil {
-			s.Err, s.State, s.Models = err, plant.StateOffline, nil
+			s = plant.Sample{Device: id, Time: r.clk.Now().UTC(), Err: err, State: plant.StateOffline}
 			r.polled[id], r.plans[id] = nil, nil
 		}
 		r.live.Apply(s)
@@ -260,25 +261,25 @@ func (r *rig) poll() {
 	}
 }
 
-func (r *rig) pollOne(ctx context.Context, id string, s *plant.Sample) error {
+// pollOne reads device id once at t: the sample the poller would emit.
+func (r *rig) pollOne(ctx context.Context, id string, t time.Time) (plant.Sample, error) {
 	conn := r.clients[id]
 	if r.polled[id] == nil {
 		info, err := devices.DiscoverAt(ctx, conn, devices.Bases)
 		if err != nil {
-			return fmt.Errorf("discover %s: %w", id, err)
+			return plant.Sample{}, fmt.Errorf("discover %s: %w", id, err)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			r.t.Fatalf("read plan of %s: %v", id, err)
 		}
-		r.polled[id], r.plans[id] = info, plan
+		r.polled[id], r.plans[id] = channels.NewDevice(info), plan
 	}
 	insts, err := r.plans[id].Read(ctx, conn)
 	if err != nil {
-		return err
+		return plant.Sample{}, err
 	}
-	s.Info, s.Models, s.State = r.polled[id], insts, plant.StateOnline
-	return nil
+	return r.polled[id].Sample(id, t, insts), nil
 }
 
 // start runs a new controller on the rig's store, as plantd starting;
@@ -296,7 +297,7 @@ func (r *rig) start() {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (devices.ReadWriter, bool) {
+	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (sunspec.ReadWriter, bool) {
 		c, ok := r.clients[id]
 		return c, ok
 	}, logger)
@@ -356,19 +357,19 @@ func (r *rig) mustSubmit(body string) gridcontrol.Schedule {
 }
 
 // read reads a model of a device over Modbus, as a second client would.
-func (r *rig) read(id string, model uint16) *devices.Instance {
+func (r *rig) read(id string, model uint16) *sunspec.Instance {
 	r.t.Helper()
 	d, ok := r.live.Device(id)
 	if !ok || d.Discovered == nil {
 		r.t.Fatalf("device %s not discovered", id)
 	}
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		r.t.Fatalf("device %s has no model %d", id, model)
 	}
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		inst, err := devices.ReadModel(ctx, r.clients[id], ref)
+		inst, err := sunspec.ReadModel(ctx, r.clients[id], ref)
 		cancel()
 		if err == nil {
 			return inst
@@ -529,13 +530,13 @@ func (r *rig) limitOf(id string) float64 {
 func (r *rig) write(id string, model uint16, points map[string]float64) {
 	r.t.Helper()
 	d, _ := r.live.Device(id)
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		r.t.Fatalf("device %s has no model %d", id, model)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := devices.WriteModel(ctx, r.clients[id], ref, func(inst *devices.Instance) error {
+	if _, err := sunspec.WriteModel(ctx, r.clients[id], ref, func(inst *sunspec.Instance) error {
 		for n, v := range points {
 			if err := inst.Set(n, v); err != nil {
 				return err

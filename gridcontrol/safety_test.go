@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // installer70 sets a permanent 70 % limit on both inverters before plantd

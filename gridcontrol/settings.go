@@ -7,9 +7,9 @@ import (
 	"slices"
 	"sync"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // SettingsTypes are the settings types of spec §4.2.
@@ -63,7 +63,7 @@ type DeviceSetting struct {
 // two forms, the capability, and the models that carry it.
 type settingDef struct {
 	active, deactivated string
-	cap                 devices.Capability
+	cap                 sunspec.Capability
 	models              []uint16
 	ctl                 control
 	// dynamic: the FeedInLimit loop, a state of the controller rather
@@ -73,22 +73,22 @@ type settingDef struct {
 
 var settingDefs = map[string][]settingDef{
 	"activePowerGridSettings": {
-		{active: "DynamicActivePowerLimitConfig", deactivated: "DynamicActivePowerLimitDeactivatedConfig", cap: devices.CapPowerLimit, models: []uint16{704, 123}, ctl: ctlLimit, dynamic: true},
-		{active: "FixedActivePowerLimitConfig", deactivated: "FixedActivePowerLimitDeactivatedConfig", cap: devices.CapPowerLimit, models: []uint16{704, 123}, ctl: ctlLimit},
-		{active: "FreqWattCurveConfig", deactivated: "FreqWattCurveDeactivatedConfig", cap: devices.CapFreqWatt, models: []uint16{711, 134, 127}, ctl: "opModFreqWatt"},
-		{active: "VoltWattCurveConfig", deactivated: "VoltWattCurveDeactivatedConfig", cap: devices.CapVoltWatt, models: []uint16{706, 132}, ctl: "opModVoltWatt"},
+		{active: "DynamicActivePowerLimitConfig", deactivated: "DynamicActivePowerLimitDeactivatedConfig", cap: sunspec.CapPowerLimit, models: []uint16{704, 123}, ctl: ctlLimit, dynamic: true},
+		{active: "FixedActivePowerLimitConfig", deactivated: "FixedActivePowerLimitDeactivatedConfig", cap: sunspec.CapPowerLimit, models: []uint16{704, 123}, ctl: ctlLimit},
+		{active: "FreqWattCurveConfig", deactivated: "FreqWattCurveDeactivatedConfig", cap: sunspec.CapFreqWatt, models: []uint16{711, 134, 127}, ctl: "opModFreqWatt"},
+		{active: "VoltWattCurveConfig", deactivated: "VoltWattCurveDeactivatedConfig", cap: sunspec.CapVoltWatt, models: []uint16{706, 132}, ctl: "opModVoltWatt"},
 	},
 	"reactivePowerGridSettings": {
-		{active: "FixedPowerFactorSetting", deactivated: "ReactivePowerGridDeactivatedSetting", cap: devices.CapPowerFactor, models: []uint16{704, 123}, ctl: ctlPFInj},
-		{active: "VoltVarCurveSetting", deactivated: "ReactivePowerGridDeactivatedSetting", cap: devices.CapVoltVar, models: []uint16{705, 126}, ctl: "opModVoltVar"},
+		{active: "FixedPowerFactorSetting", deactivated: "ReactivePowerGridDeactivatedSetting", cap: sunspec.CapPowerFactor, models: []uint16{704, 123}, ctl: ctlPFInj},
+		{active: "VoltVarCurveSetting", deactivated: "ReactivePowerGridDeactivatedSetting", cap: sunspec.CapVoltVar, models: []uint16{705, 126}, ctl: "opModVoltVar"},
 	},
 	"frequencyFaultRideThroughSettings": {
-		{active: "LowFrequencyRideThroughCurveConfig", deactivated: "LowFrequencyRideThroughDeviceDefault", cap: devices.CapLFRT, models: []uint16{709, 135}, ctl: "opModLfrtMustTrip"},
-		{active: "HighFrequencyRideThroughCurveConfig", deactivated: "HighFrequencyRideThroughDeviceDefault", cap: devices.CapHFRT, models: []uint16{710, 136}, ctl: "opModHfrtMustTrip"},
+		{active: "LowFrequencyRideThroughCurveConfig", deactivated: "LowFrequencyRideThroughDeviceDefault", cap: sunspec.CapLFRT, models: []uint16{709, 135}, ctl: "opModLfrtMustTrip"},
+		{active: "HighFrequencyRideThroughCurveConfig", deactivated: "HighFrequencyRideThroughDeviceDefault", cap: sunspec.CapHFRT, models: []uint16{710, 136}, ctl: "opModHfrtMustTrip"},
 	},
 	"voltageFaultRideThroughSettings": {
-		{active: "LowVoltageRideThroughCurveConfig", deactivated: "LowVoltageRideThroughDeviceDefault", cap: devices.CapLVRT, models: []uint16{707, 129}, ctl: "opModLvrtMustTrip"},
-		{active: "HighVoltageRideThroughCurveConfig", deactivated: "HighVoltageRideThroughDeviceDefault", cap: devices.CapHVRT, models: []uint16{708, 130}, ctl: "opModHvrtMustTrip"},
+		{active: "LowVoltageRideThroughCurveConfig", deactivated: "LowVoltageRideThroughDeviceDefault", cap: sunspec.CapLVRT, models: []uint16{707, 129}, ctl: "opModLvrtMustTrip"},
+		{active: "HighVoltageRideThroughCurveConfig", deactivated: "HighVoltageRideThroughDeviceDefault", cap: sunspec.CapHVRT, models: []uint16{708, 130}, ctl: "opModHvrtMustTrip"},
 	},
 }
 
@@ -115,10 +115,10 @@ func (c *Controller) Settings(ctx context.Context, plantID, settingsType string)
 	for i, def := range defs {
 		out[i] = Setting{Type: def.deactivated, Function: def.active, Devices: []string{}, Values: []DeviceSetting{}}
 		for _, d := range devs {
-			if d.Info.Kind != kind.Inverter || !d.Info.Active() || d.Discovered == nil || !slices.Contains(d.Discovered.Capabilities, def.cap) {
+			if d.Info.Kind != kind.Inverter || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !slices.Contains(sunspecOf(d.Discovered).Capabilities, def.cap) {
 				continue
 			}
-			ref, ok := firstRef(d.Discovered, def.models...)
+			ref, ok := firstRef(sunspecOf(d.Discovered), def.models...)
 			if !ok {
 				continue
 			}
@@ -170,12 +170,12 @@ func cmpString(a, b string) int {
 }
 
 // readSetting reads one function of one inverter.
-func (c *Controller) readSetting(ctx context.Context, d plant.DeviceLive, ref devices.ModelRef, def settingDef) (DeviceSetting, error) {
+func (c *Controller) readSetting(ctx context.Context, d plant.DeviceLive, ref sunspec.ModelRef, def settingDef) (DeviceSetting, error) {
 	rw, ok := c.conns(d.Info.ID)
 	if !ok {
 		return DeviceSetting{}, fmt.Errorf("device %s: no connection", d.Info.ID)
 	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	if err != nil {
 		return DeviceSetting{}, err
 	}
@@ -228,12 +228,12 @@ func (c *Controller) readSetting(ctx context.Context, d plant.DeviceLive, ref de
 // readCurve returns the curve in effect on a curve model: 12x/13x the
 // curve ActCrv names, 7xx curve 1 (the adopted one), 127 and 711 their
 // parameters.
-func readCurve(inst *devices.Instance) *Curve {
+func readCurve(inst *sunspec.Instance) *Curve {
 	lay, ok := curveLayouts[inst.Model.ID]
 	if !ok {
 		return nil
 	}
-	params := func(gi *devices.GroupInstance) *Curve {
+	params := func(gi *sunspec.GroupInstance) *Curve {
 		cv := &Curve{Params: map[string]float64{}}
 		for _, p := range gi.Group.Points {
 			if p.Writable && p.Name != "ModEna" && p.Name != "HysEna" {

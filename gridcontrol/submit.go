@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // Schedules in and out: Submit validates a schedule against the plant's
@@ -319,15 +319,15 @@ func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plan
 // "curve" that it concerns (".points[j]" or "").
 func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledCmd, devs []plant.DeviceLive, ids []string) (string, string) {
 	for _, d := range devs {
-		if !slices.Contains(ids, d.Info.ID) || d.Discovered == nil {
+		if !slices.Contains(ids, d.Info.ID) || sunspecOf(d.Discovered) == nil {
 			continue
 		}
-		ref, ok := cmd.model(d.Discovered)
+		ref, ok := cmd.model(sunspecOf(d.Discovered))
 		if !ok {
 			continue
 		}
 		c.mu.Lock()
-		var snap *devices.Instance
+		var snap *sunspec.Instance
 		if dc := c.devs[d.Info.ID]; dc != nil {
 			snap = dc.defaults[ref.ID]
 		}
@@ -343,7 +343,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 			if !ok {
 				continue
 			}
-			inst, err := devices.ReadModel(ctx, rw, ref)
+			inst, err := sunspec.ReadModel(ctx, rw, ref)
 			if err != nil {
 				continue // offline now: checked when written
 			}
@@ -356,7 +356,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 				continue
 			}
 			var err error
-			if cv, err = deviceCurve(ctx, rw, d.Discovered, ref, sc); err != nil {
+			if cv, err = deviceCurve(ctx, rw, sunspecOf(d.Discovered), ref, sc); err != nil {
 				if pe := (*pointError)(nil); errors.As(err, &pe) {
 					return fmt.Sprintf(".points[%d]", pe.j), fmt.Sprintf("device %s (model %d): %s", d.Info.ID, ref.ID, pe.msg)
 				}
@@ -366,7 +366,7 @@ func (c *Controller) checkCurve(ctx context.Context, cmd Command, sc *ScheduledC
 				continue // offline now: checked when written
 			}
 		}
-		try := &devices.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
+		try := &sunspec.Instance{Model: snap.Model, Addr: snap.Addr, Regs: slices.Clone(snap.Regs), Root: snap.Root}
 		if err := editCurve(try, cv, c.cfg.RevertTimeout.Seconds(), false); err != nil {
 			return "", fmt.Sprintf("device %s (model %d): %v", d.Info.ID, ref.ID, err)
 		}
@@ -390,8 +390,8 @@ func limitDevices(devs []plant.DeviceLive) []string {
 func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
 	sum := 0.0
 	for _, d := range devs {
-		if d.Discovered != nil && slices.Contains(ids, d.Info.ID) {
-			sum += d.Discovered.RatedPowerW
+		if sunspecOf(d.Discovered) != nil && slices.Contains(ids, d.Info.ID) {
+			sum += sunspecOf(d.Discovered).RatedPowerW
 		}
 	}
 	return sum

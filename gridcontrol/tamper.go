@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // Held controls are re-asserted: every cycle the points plantd holds on a
@@ -75,7 +75,7 @@ type heldImage struct {
 
 // newHeldImage lays out the held points of control k in inst (nil: the
 // control has no held points in that model).
-func newHeldImage(k control, inst *devices.Instance) *heldImage {
+func newHeldImage(k control, inst *sunspec.Instance) *heldImage {
 	names := heldPoints[k][inst.Model.ID]
 	if len(names) == 0 {
 		return nil
@@ -111,7 +111,7 @@ func newHeldImage(k control, inst *devices.Instance) *heldImage {
 // device's successful polls after it. dropPrev forgets the write before:
 // after an enable toggle, whose off state a poll may have caught, no poll
 // up to the second after it is judged.
-func (h *heldImage) note(inst *devices.Instance, poll uint64, dropPrev bool) {
+func (h *heldImage) note(inst *sunspec.Instance, poll uint64, dropPrev bool) {
 	next := h.prev[:0]
 	if dropPrev || h.cur == nil {
 		h.prev = nil
@@ -158,15 +158,15 @@ func (s regSpan) holds(got, written []uint16) bool {
 // describe names every held point of regs that differs from cur, with the
 // value found and the value wanted in the point's units.
 func (h *heldImage) describe(regs []uint16) string {
-	m := devices.ModelByID(h.model)
+	m := sunspec.ModelByID(h.model)
 	want := slices.Clone(regs)
 	at := 0
 	for _, s := range h.spans {
 		copy(want[s.off:s.off+s.n], h.cur[at:at+s.n])
 		at += s.n
 	}
-	found, err1 := devices.NewInstance(m, 0, slices.Clone(regs))
-	wanted, err2 := devices.NewInstance(m, 0, want)
+	found, err1 := sunspec.NewInstance(m, 0, slices.Clone(regs))
+	wanted, err2 := sunspec.NewInstance(m, 0, want)
 	var parts []string
 	for i, s := range h.spans {
 		if s.holds(regs[s.off:s.off+s.n], want[s.off:s.off+s.n]) {
@@ -182,7 +182,7 @@ func (h *heldImage) describe(regs []uint16) string {
 }
 
 // pointValue formats a held point ("Group.Point" or a top-level one).
-func pointValue(inst *devices.Instance, name string) string {
+func pointValue(inst *sunspec.Instance, name string) string {
 	var v float64
 	var err error
 	if g, p, ok := strings.Cut(name, "."); ok {
@@ -203,7 +203,7 @@ func pointValue(inst *devices.Instance, name string) string {
 // noteHeld records a successful write of control k read back as inst
 // (see heldImage.note); a control without held points in inst's model is
 // not tracked.
-func (c *Controller) noteHeld(dc *devCtl, deviceID string, k control, inst *devices.Instance, dropPrev bool) {
+func (c *Controller) noteHeld(dc *devCtl, deviceID string, k control, inst *sunspec.Instance, dropPrev bool) {
 	if inst == nil {
 		return
 	}
@@ -291,7 +291,7 @@ const heldReadEvery = time.Second
 // for a write in this cycle (ctlState.rewrite); the first difference of
 // an episode goes to the plant log (ControlTampered) and the counters;
 // the episode ends at the first poll or read that matches again.
-func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devCtl, rw devices.ReadWriter, now time.Time) {
+func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devCtl, rw sunspec.ReadWriter, now time.Time) {
 	var ks [4]control
 	var hs [4]*heldImage
 	n := 0
@@ -371,12 +371,12 @@ func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devC
 
 // readHeld reads a held model from the device for checkHeld (nil on
 // failure, which the next poll or read makes good), counting the read.
-func (c *Controller) readHeld(ctx context.Context, d plant.DeviceLive, rw devices.ReadWriter, model uint16) []uint16 {
-	ref, ok := d.Discovered.Ref(model)
+func (c *Controller) readHeld(ctx context.Context, d plant.DeviceLive, rw sunspec.ReadWriter, model uint16) []uint16 {
+	ref, ok := sunspecOf(d.Discovered).Ref(model)
 	if !ok {
 		return nil
 	}
-	inst, err := devices.ReadModel(ctx, rw, ref)
+	inst, err := sunspec.ReadModel(ctx, rw, ref)
 	c.mu.Lock()
 	c.stats.HeldReads++
 	c.mu.Unlock()

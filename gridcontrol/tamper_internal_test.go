@@ -8,22 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // model builds an image of a model with the given points set (every other
 // point as NewBlank leaves it, scale factors 0).
-func model(t testing.TB, id uint16, pts map[string]float64) *devices.Instance {
+func model(t testing.TB, id uint16, pts map[string]float64) *sunspec.Instance {
 	t.Helper()
-	m := devices.ModelByID(id)
-	inst, err := devices.NewBlank(m, 40070, nil)
+	m := sunspec.ModelByID(id)
+	inst, err := sunspec.NewBlank(m, 40070, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range m.Group.Points {
-		if p.Type == devices.TypeSunssf {
+		if p.Type == sunspec.TypeSunssf {
 			if err := inst.SetRaw(p.Name, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -38,9 +38,9 @@ func model(t testing.TB, id uint16, pts map[string]float64) *devices.Instance {
 }
 
 // with returns a copy of inst's registers with the points changed.
-func with(t testing.TB, inst *devices.Instance, pts map[string]float64) []uint16 {
+func with(t testing.TB, inst *sunspec.Instance, pts map[string]float64) []uint16 {
 	t.Helper()
-	c, err := devices.NewInstance(inst.Model, inst.Addr, slices.Clone(inst.Regs))
+	c, err := sunspec.NewInstance(inst.Model, inst.Addr, slices.Clone(inst.Regs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestHeldImagePF704(t *testing.T) {
 		t.Fatalf("held image of the 704 PF: %+v", h)
 	}
 	h.note(inst, 1, false)
-	c, _ := devices.NewInstance(inst.Model, inst.Addr, slices.Clone(inst.Regs))
+	c, _ := sunspec.NewInstance(inst.Model, inst.Addr, slices.Clone(inst.Regs))
 	g := c.Root.Groups("PFWInj")
 	if err := c.SetIn(&g[0], "PF", 1); err != nil {
 		t.Fatal(err)
@@ -166,12 +166,12 @@ func BenchmarkCheckHeld(b *testing.B) {
 			live := plant.NewLive([]plant.Plant{{ID: "p"}}, []plant.DeviceInfo{info}, nil)
 			c := &Controller{live: live, log: slog.New(slog.DiscardHandler), devs: map[string]*devCtl{}}
 			dc := c.dev("inv1")
-			live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Models: []*devices.Instance{model(b, 103, map[string]float64{"W": 2000}), inst}})
+			live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Registers: regsOf(model(b, 103, map[string]float64{"W": 2000}), inst)})
 			for _, k := range tc.ctls {
 				c.noteHeld(dc, "inv1", k, inst, false)
 			}
 			for range 3 {
-				live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Models: []*devices.Instance{inst}})
+				live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Registers: regsOf(inst)})
 			}
 			d := plant.DeviceLive{Info: info}
 			now := time.Now()
@@ -201,10 +201,10 @@ func BenchmarkHeldDiffers100(b *testing.B) {
 	live := plant.NewLive([]plant.Plant{{ID: "p"}}, infos, nil)
 	c := &Controller{live: live, log: slog.New(slog.DiscardHandler), devs: map[string]*devCtl{}}
 	for _, in := range infos {
-		live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*devices.Instance{inst}})
+		live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Registers: regsOf(inst)})
 		c.noteHeld(c.dev(in.ID), in.ID, ctlLimit, inst, false)
 		for range 3 {
-			live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Models: []*devices.Instance{inst}})
+			live.Apply(plant.Sample{Device: in.ID, Time: time.Now(), Registers: regsOf(inst)})
 		}
 	}
 	var buf []uint16
@@ -214,4 +214,13 @@ func BenchmarkHeldDiffers100(b *testing.B) {
 			b.Fatal("a difference where there is none")
 		}
 	}
+}
+
+// regsOf are the registers of models as a poll hands them to Live.
+func regsOf(models ...*sunspec.Instance) []plant.ModelRegisters {
+	var out []plant.ModelRegisters
+	for _, m := range models {
+		out = append(out, plant.ModelRegisters{Model: m.Model.ID, Regs: m.Regs})
+	}
+	return out
 }

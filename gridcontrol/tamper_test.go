@@ -8,32 +8,32 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/gridcontrol"
 	"plantd/modbus"
+	"plantd/sunspec"
 )
 
 // thirdParty is another Modbus master on the plant LAN: its own
 // connection to each simulated inverter's TCP port, not plantd's.
 type thirdParty struct {
 	r       *rig
-	clients map[string]devices.ReadWriter
+	clients map[string]sunspec.ReadWriter
 }
 
 func newThirdParty(r *rig) *thirdParty {
 	pool := modbus.NewPool(nil)
 	r.t.Cleanup(func() { _ = pool.Close() })
-	tp := &thirdParty{r: r, clients: map[string]devices.ReadWriter{}}
+	tp := &thirdParty{r: r, clients: map[string]sunspec.ReadWriter{}}
 	for _, d := range r.sim.Devices() {
 		tp.clients[d.ID()] = pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
 	}
 	return tp
 }
 
-func (tp *thirdParty) ref(id string, model uint16) devices.ModelRef {
+func (tp *thirdParty) ref(id string, model uint16) sunspec.ModelRef {
 	tp.r.t.Helper()
 	d, _ := tp.r.live.Device(id)
-	ref, ok := d.Discovered.Ref(model)
+	ref, ok := d.Discovered.(*sunspec.Device).Ref(model)
 	if !ok {
 		tp.r.t.Fatalf("device %s has no model %d", id, model)
 	}
@@ -46,8 +46,8 @@ func (tp *thirdParty) write(id string, model uint16, point string, v float64) {
 	tp.r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err := devices.WritePoints(ctx, tp.clients[id], tp.ref(id, model), []devices.PointValue{{Point: point, Value: v}})
-	if err != nil && !errors.Is(err, devices.ErrReadBack) {
+	_, err := sunspec.WritePoints(ctx, tp.clients[id], tp.ref(id, model), []sunspec.PointValue{{Point: point, Value: v}})
+	if err != nil && !errors.Is(err, sunspec.ErrReadBack) {
 		tp.r.t.Fatalf("third party: write %s %s = %g: %v", id, point, v, err)
 	}
 }
@@ -57,7 +57,7 @@ func (tp *thirdParty) point(id string, model uint16, point string) float64 {
 	tp.r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	inst, err := devices.ReadModel(ctx, tp.clients[id], tp.ref(id, model))
+	inst, err := sunspec.ReadModel(ctx, tp.clients[id], tp.ref(id, model))
 	if err != nil {
 		tp.r.t.Fatalf("third party: read %s model %d: %v", id, model, err)
 	}

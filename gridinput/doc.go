@@ -114,4 +114,6 @@
 // the store or the consumers: it submits through its Submitter and
 // dims through its Dimmer interface, both implemented in cmd/plantd,
 // which wires it. Only cmd/plantd imports it.
+//
+// Imports: plantd/modbus, plantd/plant
 package gridinput

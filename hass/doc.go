@@ -127,4 +127,6 @@
 // library. It never imports httpapi, store, mqtt,
 // consumer, devices, modbus or cmd, and nothing net/http; nothing imports
 // it but cmd/plantd.
+//
+// Imports: plantd/config, plantd/gridcontrol, plantd/internal/logthrottle, plantd/plant, plantd/plant/kind
 package hass

@@ -17,11 +17,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
-	"plantd/devices"
-	"plantd/devices/sim"
 	"plantd/gridcontrol"
 	"plantd/internal/proctest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sunspec"
 
 	"plantd/httpapi/oauth2"
 )
@@ -443,7 +443,7 @@ func TestLiveAndPartial(t *testing.T) {
 		t.Errorf("partial %+v with every device up", pl.Partial)
 	}
 	for _, d := range e.devs {
-		if d.info.Platform == devices.PlatformDER { // inv2 and bat
+		if d.info.Platform == sunspec.PlatformDER { // inv2 and bat
 			d.dev.SetFault(sim.Fault{Kind: sim.FaultOffline})
 		}
 	}

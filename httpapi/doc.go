@@ -35,4 +35,6 @@
 // import devices, the poller or modbus: what discovery learned of a
 // device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
+//
+// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web
 package httpapi

@@ -19,13 +19,15 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/devices/channels"
 	"plantd/gridcontrol"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // The secrets of the test credentials; the config holds their hashes.
@@ -50,7 +52,7 @@ type simDev struct {
 	id     string
 	dev    *sim.Device
 	client *modbus.Client
-	info   *devices.Device
+	info   *sunspec.Device
 	plan   *devices.ReadPlan
 }
 
@@ -159,7 +161,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			t.Fatalf("read plan %s: %v", d.ID(), err)
 		}
@@ -216,7 +218,7 @@ func (e *env) gridControl(plants []plant.Plant) *gridcontrol.Controller {
 		e.t.Fatalf("open store: %v", err)
 	}
 	e.t.Cleanup(func() { _ = st.Close() })
-	conns := func(id string) (devices.ReadWriter, bool) {
+	conns := func(id string) (sunspec.ReadWriter, bool) {
 		for _, d := range e.devs {
 			if d.id == id {
 				return d.client, true
@@ -239,9 +241,10 @@ func (e *env) pollAll() {
 	defer cancel()
 	for _, sd := range e.devs {
 		models, err := sd.plan.Read(ctx, sd.client)
-		s := plant.Sample{Device: sd.id, Time: at, Info: sd.info, Models: models, Err: err, State: plant.StateOnline}
+		s := channels.NewDevice(sd.info).Sample(sd.id, at, models)
 		if err != nil {
-			s.Models, s.State = nil, plant.StateOffline
+			s.Readings, s.Registers, s.Status = nil, nil, plant.DeviceStatus{}
+			s.Err, s.State = err, plant.StateOffline
 		}
 		e.live.Apply(s)
 		e.hist.sample(s)
@@ -342,7 +345,7 @@ func (h *fakeHistory) sample(s plant.Sample) {
 	}
 	if len(h.dev[d.Info.ID]) == 0 {
 		h.logs = append(h.logs, plant.LogEntry{Time: s.Time, Level: "Info", Code: "DeviceDiscovered",
-			Message: fmt.Sprintf("%s %s discovered", s.Info.Manufacturer, s.Info.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
+			Message: fmt.Sprintf("%s %s discovered", s.Nameplate.Manufacturer, s.Nameplate.Model), PlantID: d.Info.PlantID, DeviceID: d.Info.ID})
 	}
 	h.dev[d.Info.ID] = append(h.dev[d.Info.ID], sn)
 }

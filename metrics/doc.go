@@ -12,4 +12,6 @@
 // # Import boundary
 //
 // The standard library only; any plantd package may import it.
+//
+// Imports: none
 package metrics

@@ -314,4 +314,6 @@
 // flow (modbus ← devices ←
 // plant ← poller). [ErrTimeout] has a method Timeout() that returns true, so that the domain
 // tells a timeout without importing this package.
+//
+// Imports: plantd/internal/logthrottle
 package modbus

@@ -132,6 +132,11 @@ func (e *ExceptionError) Error() string {
 	return fmt.Sprintf("exception %d (%s) on function %d", e.Code, exceptionName(e.Code), e.Function)
 }
 
+// ExceptionCode returns the exception code. Packages that must not import
+// the transport (plantd/sunspec and those above it) tell an exception
+// answer by this method (sunspec.IsException), not by the type.
+func (e *ExceptionError) ExceptionCode() byte { return e.Code }
+
 func exceptionName(code byte) string {
 	switch code {
 	case ExceptionIllegalFunction:

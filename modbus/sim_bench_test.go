@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // simInverter starts the simulated classic inverter alone.

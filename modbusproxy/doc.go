@@ -45,4 +45,6 @@
 // It imports plantd/modbus (the server and the client),
 // plantd/internal/logthrottle (the refusals' limiter) and
 // golang.org/x/time/rate; only cmd/plantd imports it.
+//
+// Imports: plantd/internal/logthrottle, plantd/modbus
 package modbusproxy

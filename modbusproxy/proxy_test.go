@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // rig is a simulated inverter, plantd's client of it, and a proxy in
@@ -28,7 +30,7 @@ type rig struct {
 	direct *modbus.Client // plantd's client of the device
 	proxy  *modbus.Client // a third party's client of the proxy
 	px     *Proxy
-	models *devices.Device // the device's models, as discovery found them
+	models *sunspec.Device // the device's models, as discovery found them
 	held   []modbus.Range
 	// unknown makes the device's models unknown to the proxy.
 	unknown bool
@@ -57,7 +59,7 @@ func newRig(t testing.TB, cfg Config, id string) *rig {
 	cfg.Models = func() ([]Model, bool) {
 		var out []Model
 		for _, m := range r.models.Models {
-			out = append(out, Model{ID: m.ID, Range: m.Range()})
+			out = append(out, Model{ID: m.ID, Range: devices.Range(m)})
 		}
 		return out, !r.unknown
 	}
@@ -85,7 +87,7 @@ func newRig(t testing.TB, cfg Config, id string) *rig {
 func (r *rig) point(t testing.TB, id uint16, name string) uint16 {
 	t.Helper()
 	ref, ok := r.models.Ref(id)
-	m := devices.ModelByID(id)
+	m := sunspec.ModelByID(id)
 	if !ok || m == nil || m.Group.PointIndex(name) < 0 {
 		t.Fatalf("%s has no %d.%s", r.dev.ID(), id, name)
 	}
@@ -241,7 +243,7 @@ func TestWrites(t *testing.T) {
 			addr := r.point(t, tc.model, tc.point)
 			if tc.held {
 				ref, _ := r.models.Ref(tc.model)
-				r.held = []modbus.Range{ref.Range()}
+				r.held = []modbus.Range{devices.Range(ref)}
 			}
 			r.unknown = tc.unknown
 			before, err := r.direct.ReadHoldingRegisters(ctx, addr, 1, nil)

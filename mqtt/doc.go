@@ -86,4 +86,6 @@
 // command message that gives a key twice is answered 400), paho and the standard
 // library; never httpapi, devices, poller, modbus or cmd. Nothing imports
 // mqtt but cmd/plantd.
+//
+// Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store
 package mqtt

@@ -14,14 +14,16 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/devices/channels"
 	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // gridStack is the part of plantd a schedule from the cloud goes
@@ -39,7 +41,7 @@ type gridStack struct {
 	// limited counts the API's 429 answers.
 	limited atomic.Int64
 	client  *modbus.Client
-	info    *devices.Device
+	info    *sunspec.Device
 	plan    *devices.ReadPlan
 }
 
@@ -68,7 +70,7 @@ func newGridStack(t *testing.T, o stackOpts) *gridStack {
 	if g.info, err = devices.Discover(t.Context(), g.client); err != nil {
 		t.Fatalf("discover inv1: %v", err)
 	}
-	if g.plan, err = g.info.NewReadPlan(g.info.PollModels()); err != nil {
+	if g.plan, err = devices.NewReadPlan(g.info, g.info.PollModels()); err != nil {
 		t.Fatal(err)
 	}
 	g.st, err = store.Open(t.Context(), store.Config{Path: filepath.Join(t.TempDir(), "plantd.db"), Plants: []store.PlantInfo{{ID: "p1"}}}, nil)
@@ -78,7 +80,7 @@ func newGridStack(t *testing.T, o stackOpts) *gridStack {
 	t.Cleanup(func() { g.st.Close() })
 	g.live = plant.NewLive([]plant.Plant{{ID: "p1", Name: "P1", Location: time.UTC}},
 		[]plant.DeviceInfo{{ID: "inv1", PlantID: "p1", Name: "inv1"}}, nil)
-	conns := func(id string) (devices.ReadWriter, bool) { return g.client, id == "inv1" }
+	conns := func(id string) (sunspec.ReadWriter, bool) { return g.client, id == "inv1" }
 	if g.gc, err = gridcontrol.New(gridcontrol.Config{}, g.st, g.live, conns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func (g *gridStack) day() {
 	if err != nil {
 		g.t.Fatalf("poll inv1: %v", err)
 	}
-	g.live.Apply(plant.Sample{Device: "inv1", Time: time.Now(), Info: g.info, Models: models, State: plant.StateOnline})
+	g.live.Apply(channels.NewDevice(g.info).Sample("inv1", time.Now(), models))
 }
 
 // values are the values of the plant's stored schedules, oldest first.

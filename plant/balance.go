@@ -149,7 +149,7 @@ func (d *deviceState) contrib() (c contrib, ok bool) {
 		state:   d.state,
 		lastErr: d.lastErr,
 		everOK:  !d.lastOK.IsZero(),
-		off:     d.status.op == opOff,
+		off:     d.status.Op == OpOff,
 	}
 	v := &d.vals
 	c.pv, c.hasPV = v.get(PVGeneration)
@@ -162,8 +162,8 @@ func (d *deviceState) contrib() (c contrib, ok bool) {
 	c.dis, okDis = v.get(BatteryDischarging)
 	c.hasBat = okCha && okDis
 	c.soc, c.hasSoC = v.get(BatteryStateOfCharge)
-	if d.disc != nil {
-		c.capacityWh = d.disc.RatedEnergyWh
+	if d.plate != nil {
+		c.capacityWh = d.plate.RatedEnergyWh
 	}
 	return c, true
 }

@@ -69,6 +69,10 @@ const (
 	numChannels // one past the last channel
 )
 
+// NumChannels is one past the last channel: an array indexed by Channel
+// (the device layer's per-device scratch) has this length.
+const NumChannels = numChannels
+
 // Unit is the unit of a channel's values.
 type Unit string
 

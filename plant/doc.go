@@ -6,8 +6,9 @@
 //
 // [Plant], [DeviceInfo] and [Nameplate] (what discovery learned of a
 // device) are the domain types the API speaks; cmd/plantd maps the config
-// onto the first two, Live builds the third. [Live] caches the last poll of
-// every device: the poller emits every poll as a [Sample] (with the
+// onto the first two, the device layer makes the third. [Live] caches the
+// last poll of every device: the poller emits every poll as a [Sample]
+// (its readings, status and nameplate in this package's words, with the
 // device's [CommState]) and the daemon hands it to [Live.Apply], which
 // returns the device's changes ([Event]: online, stale, offline, and health
 // while online; the one place they are detected) for the daemon to log; the
@@ -15,7 +16,8 @@
 // [Live.EnergyBalance] and [Live.EnergyMix]; grid control reads
 // [Live.PolledRegs], the registers of the control models (123, 704) the
 // last poll read, to see a held control another writer changed, without a
-// Modbus request of its own. [Channel] names a measured
+// Modbus request of its own, and [DeviceLive.Discovered], the device
+// layer's description of the device. [Channel] names a measured
 // quantity the way the API does (activePower, gridFeedIn,
 // batteryStateOfCharge, ...).
 //
@@ -35,19 +37,29 @@
 //
 // # Import boundary
 //
-// plant imports the standard library, plantd/plant/kind (the device kinds),
-// plantd/devices (decoded SunSpec models) and plantd/devices/template
-// (non-SunSpec devices described as data; it imports no modbus) only. It does not know the
-// transport: the poller (plantd/devices/poller) imports plant and emits its
-// [Sample] type, and a timeout is told by its class (an error in the chain
-// whose method Timeout() returns true, as net.Error's and plantd/modbus's
-// ErrTimeout do), not by a sentinel of plantd/modbus. It must not import
-// modbus, devices/poller, store, mqtt, httpapi, gridcontrol, config or
-// cmd, nor Gin, paho or SQLite: those sit beside or above it (modbus ←
-// devices ← plant ← poller, store, mqtt, httpapi, gridcontrol; plant/kind
-// is the leaf under all of them, config and devices included). Above this package nobody speaks SunSpec point
-// names: mapping.go holds the only SunSpec-to-API table, and the health
-// tables in health.go the only reading of state and event points.
+// plant imports the standard library and plantd/plant/kind (the device
+// kinds) only. It knows neither the transport nor the SunSpec model layer:
+// the device layer below it maps SunSpec points and template points to
+// channels (plantd/devices/channels: the only SunSpec-to-API table, the
+// only reading of state and event points into a [DeviceStatus], the
+// [Nameplate] of a discovered device), and the poller (plantd/devices/poller)
+// emits the [Sample] type of this package. A timeout is told by its class
+// (an error in the chain whose method Timeout() returns true, as
+// net.Error's and plantd/modbus's ErrTimeout do), not by a sentinel of
+// plantd/modbus. It must not import sunspec, modbus, devices or any
+// package below devices, store, mqtt, httpapi, gridcontrol, config or cmd,
+// nor Gin, paho or SQLite (modbus ← devices ← devices/channels and
+// devices/poller → plant ← store, mqtt, httpapi, gridcontrol; sunspec and
+// plant/kind are leaves).
+//
+// Grid control writes SunSpec models, so it needs the device layer's
+// description of a device (models, platform, capabilities): plant carries
+// it for grid control without looking into it, as a value of the small
+// interface [Discovery] the device layer fills ([Sample.Discovered], a
+// *sunspec.Device) and grid control type-asserts back. The choice keeps one
+// snapshot of a device (DeviceLive) for every reader, costs nothing per
+// poll (the same pointer every sample), and keeps plant free of sunspec;
+// the registers of the control models come as plain [ModelRegisters].
 //
 // # Channels, units and signs
 //
@@ -90,16 +102,17 @@
 //   - Sensors: externalInsolation is 302 POAI (plane of array), else 302 GHI,
 //     else 308 GHI; module and ambient temperature from 308 (303, 307).
 //
-// Where several rows give one channel, the first row of the table wins,
+// Where several rows give one channel, the first row of the device layer's table wins,
 // whatever the order of the models in the device's chain.
 //
 // Template devices (plantd/devices/template: meters, inverters and
 // batteries that speak their vendor's own map) name their channels in
-// their template; [CompileTemplate] checks the names and units, and the
-// poller hands their values to Apply as Sample.Readings, already in the
-// channels' units and with the signs above (a template states where the
-// vendor's sign differs). Apply checks them against the same bounds, with
-// the ratings the template's nameplate points give.
+// their template; devices/channels.CompileTemplate checks the names and
+// units, and the poller hands their values to Apply as Sample.Readings,
+// like a SunSpec device's, already in the channels' units and with the
+// signs above (a template states where the vendor's sign differs). Apply
+// checks them against the same bounds, with the ratings the template's
+// nameplate points give.
 //
 // # Plausibility
 //
@@ -197,4 +210,6 @@
 // or online with fewer than 90 % of the last (up to 64) polls successful;
 // TimedOut when offline after a timeout; Unreachable when offline for any
 // other reason or never polled.
+//
+// Imports: plantd/plant/kind
 package plant

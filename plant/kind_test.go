@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant/kind"
 )
 
@@ -14,7 +13,7 @@ func TestKindFromDiscovery(t *testing.T) {
 	if d, _ := l.Device("m"); d.Info.Kind != "" {
 		t.Fatalf("kind before discovery %q", d.Info.Kind)
 	}
-	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: kind.Meter}, State: StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Nameplate: &Nameplate{Kind: kind.Meter}, State: StateOnline})
 	if d, _ := l.Device("m"); d.Info.Kind != kind.Meter || d.Info.Type() != "Energy Meter" {
 		t.Fatalf("kind after discovery %q (%s), want meter", d.Info.Kind, d.Info.Type())
 	}
@@ -31,7 +30,7 @@ func TestBalanceNamesUndiscoveredDevice(t *testing.T) {
 	if b.Error == nil || len(b.Error.Devices) != 1 || b.Error.Devices[0].DeviceID != "m" {
 		t.Fatalf("balance error %+v, want device m named", b.Error)
 	}
-	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: kind.Sensor}, State: StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Nameplate: &Nameplate{Kind: kind.Sensor}, State: StateOnline})
 	if b, _ := l.EnergyBalance("p"); b.Error != nil {
 		t.Errorf("a sensor once discovered is no part of the balance; error %+v", b.Error)
 	}
@@ -40,13 +39,8 @@ func TestBalanceNamesUndiscoveredDevice(t *testing.T) {
 // DeviceStatuses gives what Devices gives, without the readings.
 func TestDeviceStatusesWithoutReadings(t *testing.T) {
 	l := NewLive([]Plant{{ID: "p", Name: "P"}}, []DeviceInfo{{ID: "m", PlantID: "p", Name: "M", Kind: kind.Meter}}, nil)
-	inst, err := devices.NewBlank(devices.ModelByID(203), 40070, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst.SetRaw("W_SF", 0)
-	inst.Set("W", 1500)
-	l.Apply(Sample{Device: "m", Time: time.Now(), Info: &devices.Device{Kind: kind.Meter}, Models: []*devices.Instance{inst}, State: StateOnline})
+	l.Apply(Sample{Device: "m", Time: time.Now(), Nameplate: &Nameplate{Kind: kind.Meter},
+		Readings: []Reading{{Channel: ActivePower, Value: 1500}}, State: StateOnline})
 	full, _ := l.Devices("p")
 	brief, err := l.DeviceStatuses("p")
 	if err != nil || len(brief) != 1 || len(full) != 1 {

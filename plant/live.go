@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"plantd/devices"
 	"plantd/plant/kind"
 )
 
@@ -21,9 +20,7 @@ const historyLen = 64
 // state of every configured device, fed by poller Samples. Apply is safe
 // for concurrent use with itself and with every read method.
 type Live struct {
-	now     func() time.Time
-	mapping *mapping
-	status  *status
+	now func() time.Time
 
 	// plants and plantIx are built by NewLive and only read after.
 	plants  []Plant
@@ -93,8 +90,8 @@ type deviceState struct {
 	conf DeviceInfo
 
 	mu        sync.Mutex
-	disc      *devices.Device // discovery result, nil until known
-	plate     *Nameplate      // disc in the API's words
+	disc      Discovery  // the device layer's description, nil until known
+	plate     *Nameplate // what discovery learned, in the API's words
 	state     CommState
 	restarted bool      // the poller started the device anew (Restarted)
 	lastPoll  time.Time // last sample of any outcome
@@ -104,12 +101,12 @@ type deviceState struct {
 	hist      uint64 // bit 0 = the last poll; 1 = success
 	polls     int    // polls in hist, at most historyLen
 	vals      values
-	status    deviceStatus
+	status    DeviceStatus
 	// Plausibility: the bounds of the device (computed from boundsOf, its
 	// nameplate), the channels the last poll dropped, and the count of
 	// dropped values per channel.
 	bounds      *bounds
-	boundsOf    *devices.Device
+	boundsOf    *Nameplate
 	badChans    chanMask
 	implausible *[numChannels]uint64 // nil until a value was dropped
 	// consumer is the last reading of a consumer device (hasConsumer).
@@ -140,20 +137,8 @@ func NewLive(plants []Plant, devs []DeviceInfo, now func() time.Time) *Live {
 	if now == nil {
 		now = time.Now
 	}
-	m, err := compileTable(channelTable)
-	if err != nil {
-		// The tables are constants checked by TestChannelTable; a failure
-		// here is a programming error, like a bad regexp.MustCompile.
-		panic(err)
-	}
-	st, err := compileStatus()
-	if err != nil {
-		panic(err)
-	}
 	l := &Live{
 		now:     now,
-		mapping: m,
-		status:  st,
 		plants:  slices.Clone(plants),
 		plantIx: make(map[string]int, len(plants)),
 	}
@@ -183,7 +168,7 @@ func (l *Live) SetDevices(devs []DeviceInfo) {
 // fresh) and the error is kept. A sample for a device the cache does not
 // know is dropped and counted (Dropped). A sample without State is taken as
 // online when it succeeded and offline when it failed. Apply keeps nothing
-// of the sample's model instances, which the poller reuses.
+// of the sample's readings and registers, which the poller reuses.
 //
 // Apply returns what changed (nil, the common case, when nothing did):
 // an [Event] when the device's communication state changed (online,
@@ -234,13 +219,10 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 	}
 	d.state = state
 	d.lastPoll = t
-	if s.Info != nil {
-		if s.Info != d.disc {
-			d.plate = nameplateOf(s.Info)
-		}
-		d.disc = s.Info
+	if s.Nameplate != nil {
+		d.plate, d.disc = s.Nameplate, s.Discovered
 		if d.info.Kind == "" {
-			if k, err := kind.Parse(string(s.Info.Kind)); err == nil {
+			if k, err := kind.Parse(string(s.Nameplate.Kind)); err == nil {
 				d.info.Kind = k
 			}
 		}
@@ -256,33 +238,31 @@ func (l *Live) update(d *deviceState, s Sample, t time.Time, state CommState) {
 		d.consumer = *s.Consumer
 		d.hasConsumer = true
 		d.vals.putConsumer(s.Consumer)
-	case s.Readings != nil:
-		d.vals.putReadings(s.Readings)
 	default:
-		l.mapping.extract(d.info.Kind, s.Models, &d.vals)
-		d.keepControlModels(s.Models)
+		d.vals.putReadings(s.Readings)
+		d.keepControlModels(s.Registers)
 	}
-	if d.bounds == nil || d.boundsOf != d.disc {
-		d.bounds, d.boundsOf = boundsFor(d.disc), d.disc
+	if d.bounds == nil || d.boundsOf != d.plate {
+		d.bounds, d.boundsOf = boundsFor(d.plate), d.plate
 	}
 	l.noteImplausible(d, d.vals.check(d.bounds))
-	d.status = l.status.evaluate(s.Models)
+	d.status = s.Status
 }
 
 // keepControlModels copies the registers of the control models among
 // models (the poller's buffers) into d's own, reused from poll to poll; a
 // control model the poll no longer read is forgotten. d is locked.
-func (d *deviceState) keepControlModels(models []*devices.Instance) {
+func (d *deviceState) keepControlModels(models []ModelRegisters) {
 	n := 0
 	for _, m := range models {
-		if m == nil || !slices.Contains(controlModels[:], m.Model.ID) {
+		if !slices.Contains(controlModels[:], m.Model) {
 			continue
 		}
 		if n == len(d.polled) {
 			d.polled = append(d.polled, polledModel{})
 		}
 		pm := &d.polled[n]
-		pm.id, pm.regs = m.Model.ID, append(pm.regs[:0], m.Regs...)
+		pm.id, pm.regs = m.Model, append(pm.regs[:0], m.Regs...)
 		n++
 	}
 	d.polled = d.polled[:n]
@@ -322,7 +302,7 @@ func (d *deviceState) events(s Sample, t time.Time, prev CommState, prevHealth H
 	}
 	e := Event{Time: t, PlantID: d.info.PlantID, DeviceID: d.info.ID, State: d.state, Prev: prev,
 		Health: h, HealthReason: reason, Err: s.Err}
-	if s.Info != nil {
+	if s.Nameplate != nil {
 		e.Nameplate = d.plate
 	}
 	return []Event{e}
@@ -391,11 +371,13 @@ type Communication struct {
 // DeviceLive is the live view of one device.
 type DeviceLive struct {
 	Info DeviceInfo
-	// Discovered is what SunSpec discovery learned (manufacturer, model,
-	// serial, models, ratings); nil until the device was discovered.
-	Discovered *devices.Device
-	// Nameplate is Discovered in the words the API shows; nil until the
-	// device was discovered.
+	// Discovered is the device layer's description of the device (for a
+	// SunSpec device its *sunspec.Device: models, platform, capabilities,
+	// ratings), for grid control, which writes the device's models; nil
+	// until the device was discovered. plant never looks into it.
+	Discovered Discovery
+	// Nameplate is what discovery learned in the words the API shows; nil
+	// until the device was discovered.
 	Nameplate *Nameplate
 	// LastUpdate is the time of the values (the last successful poll; the
 	// API's lastUpdateUtc); zero when there are none.

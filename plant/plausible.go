@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
-
-	"plantd/devices"
 )
 
 // This file is the plausibility check of channel values (doc.go,
@@ -63,10 +61,10 @@ func ratedOr(rating, margin, def float64) float64 {
 
 // boundsFor computes a device's bounds from its nameplate (nil: none
 // known).
-func boundsFor(info *devices.Device) *bounds {
+func boundsFor(n *Nameplate) *bounds {
 	var rw, rva, rvar, ra float64
-	if info != nil {
-		rw, rva, rvar, ra = info.RatedPowerW, info.RatedApparentVA, info.RatedReactiveVAr, info.RatedCurrentA
+	if n != nil {
+		rw, rva, rvar, ra = n.RatedPowerW, n.RatedApparentVA, n.RatedReactiveVAr, n.RatedCurrentA
 	}
 	if rva <= 0 {
 		rva = rw // S ≥ P: without its own rating, the active one
@@ -126,11 +124,11 @@ func boundsFor(info *devices.Device) *bounds {
 
 // Bound returns the plausible range of channel c for a device with the
 // given nameplate (nil: none), inclusive.
-func Bound(info *devices.Device, c Channel) (lo, hi float64) {
+func Bound(n *Nameplate, c Channel) (lo, hi float64) {
 	if !c.Valid() {
 		return 0, 0
 	}
-	b := boundsFor(info)[c]
+	b := boundsFor(n)[c]
 	return b.lo, b.hi
 }
 

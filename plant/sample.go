@@ -3,37 +3,48 @@ package plant
 import (
 	"strings"
 	"time"
-
-	"plantd/devices"
 )
 
-// Sample is the outcome of one poll of one device: the SunSpec models read,
-// or the reason the poll failed. A poller (plantd/devices/poller) emits one
-// Sample per device per poll and hands it to [Live.Apply].
+// Sample is the outcome of one poll of one device: its readings in the
+// domain's words, or the reason the poll failed. A poller
+// (plantd/devices/poller) emits one Sample per device per poll and hands
+// it to [Live.Apply]; the device layer (plantd/devices/channels) maps its
+// points to channels, a status and a nameplate before, so that plant
+// knows no SunSpec model.
 type Sample struct {
 	// Device is the configured device id.
 	Device string
 	// Time is when the poll's answer arrived (UTC).
 	Time time.Time
-	// Info is what discovery learned of the device (identity, kind, models,
-	// ratings); nil until the device was discovered once. It is shared
-	// between samples and never modified.
-	Info *devices.Device
-	// Models are the device's poll models as read, in chain order; nil when
-	// Err is set. They are the device's read buffers, valid until the sink
-	// returns: the next poll reads into them again, so a sink that keeps
-	// values copies them (Live extracts its channels in place).
-	Models []*devices.Instance
-	// Readings are the channel values of a template device (Info.Template
-	// set; plantd/devices/template), made by its [TemplateMap]: in the
-	// channels' units and signs, checked against the bounds like SunSpec
-	// values. Non-nil (perhaps empty) for every successful poll of a
-	// template device, nil otherwise. Like Models they are the poller's
-	// buffer, valid until the sink returns.
+	// Nameplate is what discovery learned of the device (identity, kind,
+	// ratings, the channels it feeds); nil until the device was discovered
+	// once. It is shared between samples and never modified: a new
+	// discovery gives a new one.
+	Nameplate *Nameplate
+	// Discovered is the device layer's own description of the device (for
+	// a SunSpec device its *sunspec.Device), which plant keeps for grid
+	// control ([DeviceLive.Discovered]) and never looks into; nil until
+	// discovered, set with Nameplate.
+	Discovered Discovery
+	// Readings are the channel values of the poll, in the channels' units
+	// and signs (plant/doc.go), each plain channel at most once: the
+	// device layer's mapping of its SunSpec models or its template's
+	// points. Non-nil (perhaps empty) for every successful poll of a
+	// polled device, nil otherwise. They are the poller's buffer, valid
+	// until the sink returns.
 	Readings []Reading
+	// Status is what the device's state and event points said in this
+	// poll (zero: nothing).
+	Status DeviceStatus
+	// Registers are the registers of the models the poll read (for a
+	// SunSpec device: id and registers, header included), the poller's
+	// buffers valid until the sink returns: Live copies those of the
+	// control models (123, 704) for [Live.PolledRegs].
+	Registers []ModelRegisters
 	// Consumer is the reading of a consumer device (kind consumer, polled
 	// by plantd/consumer instead of the SunSpec poller); nil for every
-	// other device and when Err is set. Info and Models are then nil.
+	// other device and when Err is set. Nameplate and Readings are then
+	// nil.
 	Consumer *ConsumerReading
 	// Err is why the poll failed (unreachable, timeout, garbage answer,
 	// exception); nil on success. A timeout is an error in whose chain
@@ -47,14 +58,18 @@ type Sample struct {
 	Duration time.Duration
 }
 
-// Model returns the sample's instance of model id, or nil.
-func (s *Sample) Model(id uint16) *devices.Instance {
-	for _, m := range s.Models {
-		if m.Model.ID == id {
-			return m
-		}
-	}
-	return nil
+// Discovery is the device layer's description of a discovered device, as
+// plant carries it for the packages that speak the device's protocol
+// (grid control type-asserts it to *sunspec.Device). plant only asks
+// whether the device has a model; it imports nothing of the SunSpec layer.
+type Discovery interface {
+	Has(model uint16) bool
+}
+
+// ModelRegisters are one model's registers as a poll read them.
+type ModelRegisters struct {
+	Model uint16
+	Regs  []uint16
 }
 
 // CommState is a device's communication state.

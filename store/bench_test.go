@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
 )
 
 // benchPlant is a 20-device plant whose readings have the channels the

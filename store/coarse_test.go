@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/plant"
+	"plantd/sim"
 )
 
 // TestCoarseAndFrozenCounters runs the demo plant from midnight to the next

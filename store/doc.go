@@ -34,7 +34,7 @@
 // kinds) and github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
 // config, httpapi, mqtt, gridcontrol or cmd, nor Gin or paho: it stores
 // and answers in domain terms, and knows no SunSpec point, no HTTP and no
-// MQTT. (Its tests use devices/sim, devices and modbus to read the
+// MQTT. (Its tests use sim, devices and modbus to read the
 // simulated plant the way the daemon does.)
 //
 // # Schema
@@ -351,4 +351,6 @@
 // sequence number; OutboxStreams gives depth, bytes and oldest message
 // per stream; TrimOutbox drops by count and age, leaving a gap in the
 // sequence numbers).
+//
+// Imports: plantd/plant, plantd/plant/kind
 package store

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestImplausibleValuesNeverStored is the report of issue 11: a classic

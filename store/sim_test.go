@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/devices/channels"
+
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // simRig is the demo plant served over Modbus TCP on a hand-moved clock,
@@ -29,7 +32,7 @@ type simRig struct {
 type simDev struct {
 	dev    *sim.Device
 	client *modbus.Client
-	info   *devices.Device
+	info   *sunspec.Device
 	plan   *devices.ReadPlan
 	kind   kind.Kind
 }
@@ -63,7 +66,7 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 		if err != nil {
 			t.Fatalf("discover %s: %v", d.ID(), err)
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,8 +79,8 @@ func startSimCfg(t testing.TB, start time.Time, edit func(*sim.Config)) *simRig 
 }
 
 // applyB applies one poll's models to the live cache.
-func (r *simRig) applyB(sd *simDev, models []*devices.Instance, at time.Time) {
-	r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
+func (r *simRig) applyB(sd *simDev, models []*sunspec.Instance, at time.Time) {
+	r.live.Apply(channels.NewDevice(sd.info).Sample(sd.dev.ID(), at, models))
 }
 
 // poll moves the clock to at, polls every device over Modbus, applies the
@@ -90,7 +93,7 @@ func (r *simRig) poll(ctx context.Context, t *testing.T, at time.Time, stores ..
 		if err != nil {
 			t.Fatalf("read %s: %v", sd.dev.ID(), err)
 		}
-		r.live.Apply(plant.Sample{Device: sd.dev.ID(), Time: at, Info: sd.info, Models: models, State: plant.StateOnline})
+		r.live.Apply(channels.NewDevice(sd.info).Sample(sd.dev.ID(), at, models))
 		dl, _ := r.live.Device(sd.dev.ID())
 		for _, s := range stores {
 			record(t, s, Measurement{PlantID: "demo", DeviceID: sd.dev.ID(), Kind: sd.kind, Time: at, Readings: dl.Readings})

@@ -9,9 +9,9 @@ import (
 	"net/netip"
 	"time"
 
-	"plantd/devices"
 	"plantd/gridcontrol"
 	"plantd/modbus"
+	"plantd/sunspec"
 )
 
 // The controls: the active power limit, shown by 123 (WMaxLimPct,
@@ -135,7 +135,7 @@ func (f inForce) publish(img *image, now time.Time) error {
 
 // decode reads the limit the registers of a control model hold after a
 // write: an error when a value is out of range (exception 3).
-func decode(inst *devices.Instance, c control) (control, error) {
+func decode(inst *sunspec.Instance, c control) (control, error) {
 	names := [3]string{"WMaxLimPct", "WMaxLimPct_RvrtTms", "WMaxLim_Ena"}
 	if inst.Model.ID == modelDERCtl {
 		names = [3]string{"WMaxLimPct", "WMaxLimPctRvrtTms", "WMaxLimPctEna"}
@@ -183,7 +183,7 @@ func (s *Server) write(req *modbus.Request) error {
 		}
 	}
 	s.refreshLocked()
-	var inst *devices.Instance
+	var inst *sunspec.Instance
 	for _, m := range img.models {
 		if off >= m.off && off < m.off+len(m.inst.Regs) {
 			inst = m.inst

@@ -7,7 +7,7 @@
 // # The map
 //
 // SunS at 40000, then the models back to back, each laid out from the
-// generated SunSpec tables (plantd/devices, devices.NewBlank) and filled
+// generated SunSpec tables (plantd/sunspec, sunspec.NewBlank) and filled
 // through its encoder, then the end model (0xFFFF, 0):
 //
 //	1    Mn plantd, Md "plantd aggregate", Opt the plant id, Vr plantd's
@@ -98,9 +98,11 @@
 //
 // # Imports
 //
-// The package imports plantd/modbus (the server), plantd/devices (model
+// The package imports plantd/modbus (the server), plantd/sunspec (model
 // tables, encoder), plantd/plant (the live state's types),
 // plantd/plant/kind, plantd/gridcontrol (schedules, the command names),
 // plantd/config (the role names) and plantd/internal/logthrottle (the
 // refusals' limiter). Only cmd/plantd imports it.
+//
+// Imports: plantd/config, plantd/gridcontrol, plantd/internal/logthrottle, plantd/modbus, plantd/plant, plantd/plant/kind, plantd/sunspec
 package sunspecserver

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices"
 	"plantd/gridcontrol"
+	"plantd/sunspec"
 )
 
 // The holder model: who holds the limit in force. SunSpec's models have
@@ -33,30 +33,30 @@ const modelHolder = 64900
 
 // holderModel is the holder model's definition, laid out as the
 // generated SunSpec tables are.
-var holderModel = devices.Model{ID: modelHolder, Name: "plantd_limit_holder", Label: "plantd: holder of the limit in force",
-	Group: devices.Group{Name: "plantd_limit_holder", FixedLen: 45, Points: []devices.Point{
-		{Name: "ID", Label: "Model ID", Type: devices.TypeUint16, Size: 1, Offset: 0, SF: devices.NoScale, Mandatory: true, Static: true, Fixed: modelHolder},
-		{Name: "L", Label: "Model Length", Type: devices.TypeUint16, Size: 1, Offset: 1, SF: devices.NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Role", Label: "Role of the holder", Type: devices.TypeEnum16, Size: 1, Offset: 2, SF: devices.NoScale, Fixed: -1,
-			Symbols: []devices.Symbol{{Name: "NONE", Value: 0}, {Name: "INSTALLER", Value: 1}, {Name: "GRIDOPERATOR", Value: 2}}},
-		{Name: "Own", Label: "The reading master holds it", Type: devices.TypeEnum16, Size: 1, Offset: 3, SF: devices.NoScale, Fixed: -1,
-			Symbols: []devices.Symbol{{Name: "NO", Value: 0}, {Name: "YES", Value: 1}}},
-		{Name: "Cmd", Label: "Governing command", Type: devices.TypeEnum16, Size: 1, Offset: 4, SF: devices.NoScale, Fixed: -1,
-			Symbols: []devices.Symbol{{Name: "NONE", Value: 0}, {Name: "OPMODMAXLIMW", Value: 1}, {Name: "FEEDINLIMIT", Value: 2}}},
-		{Name: "Sched", Label: "Governing schedule id", Type: devices.TypeString, Size: 8, Offset: 5, SF: devices.NoScale, Fixed: -1},
-		{Name: "By", Label: "Holder (createdBy)", Type: devices.TypeString, Size: 32, Offset: 13, SF: devices.NoScale, Fixed: -1},
+var holderModel = sunspec.Model{ID: modelHolder, Name: "plantd_limit_holder", Label: "plantd: holder of the limit in force",
+	Group: sunspec.Group{Name: "plantd_limit_holder", FixedLen: 45, Points: []sunspec.Point{
+		{Name: "ID", Label: "Model ID", Type: sunspec.TypeUint16, Size: 1, Offset: 0, SF: sunspec.NoScale, Mandatory: true, Static: true, Fixed: modelHolder},
+		{Name: "L", Label: "Model Length", Type: sunspec.TypeUint16, Size: 1, Offset: 1, SF: sunspec.NoScale, Mandatory: true, Static: true, Fixed: -1},
+		{Name: "Role", Label: "Role of the holder", Type: sunspec.TypeEnum16, Size: 1, Offset: 2, SF: sunspec.NoScale, Fixed: -1,
+			Symbols: []sunspec.Symbol{{Name: "NONE", Value: 0}, {Name: "INSTALLER", Value: 1}, {Name: "GRIDOPERATOR", Value: 2}}},
+		{Name: "Own", Label: "The reading master holds it", Type: sunspec.TypeEnum16, Size: 1, Offset: 3, SF: sunspec.NoScale, Fixed: -1,
+			Symbols: []sunspec.Symbol{{Name: "NO", Value: 0}, {Name: "YES", Value: 1}}},
+		{Name: "Cmd", Label: "Governing command", Type: sunspec.TypeEnum16, Size: 1, Offset: 4, SF: sunspec.NoScale, Fixed: -1,
+			Symbols: []sunspec.Symbol{{Name: "NONE", Value: 0}, {Name: "OPMODMAXLIMW", Value: 1}, {Name: "FEEDINLIMIT", Value: 2}}},
+		{Name: "Sched", Label: "Governing schedule id", Type: sunspec.TypeString, Size: 8, Offset: 5, SF: sunspec.NoScale, Fixed: -1},
+		{Name: "By", Label: "Holder (createdBy)", Type: sunspec.TypeString, Size: 32, Offset: 13, SF: sunspec.NoScale, Fixed: -1},
 	}}}
 
 // HolderModel returns the definition of the holder model (id 64900) for
 // clients that decode it (plantd's tests, a SCADA integration).
-func HolderModel() *devices.Model { return &holderModel }
+func HolderModel() *sunspec.Model { return &holderModel }
 
 // modelDef returns the definition of a model of the map.
-func modelDef(id uint16) *devices.Model {
+func modelDef(id uint16) *sunspec.Model {
 	if id == modelHolder {
 		return &holderModel
 	}
-	return devices.ModelByID(id)
+	return sunspec.ModelByID(id)
 }
 
 // storeHolder writes who holds the limit in force into the holder model;

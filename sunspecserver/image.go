@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 
-	"plantd/devices"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // The aggregate's register map: one []uint16 from the SunS marker at Base
-// to the end marker, its models devices.Instance values whose Regs alias
+// to the end marker, its models sunspec.Instance values whose Regs alias
 // it (as the simulator lays out its devices), built once by New from the
 // plant's configured devices; refresh rewrites the measured points from
 // the live state.
@@ -46,7 +46,7 @@ var writablePoints = map[uint16][]string{
 
 // slot is one model of the map.
 type slot struct {
-	inst *devices.Instance
+	inst *sunspec.Instance
 	off  int // index of its ID register in image.regs
 }
 
@@ -74,14 +74,14 @@ func layout(meter, battery bool) []uint16 {
 // not implemented, then stores the static points: model 1's identity and
 // the scale factors that never change.
 func buildImage(ids []uint16, id identity) (*image, error) {
-	var insts []*devices.Instance
+	var insts []*sunspec.Instance
 	total := 4 // SunS and the end marker
 	for _, mid := range ids {
 		m := modelDef(mid)
 		if m == nil {
 			return nil, fmt.Errorf("model %d: no definition", mid)
 		}
-		inst, err := devices.NewBlank(m, 0, nil)
+		inst, err := sunspec.NewBlank(m, 0, nil)
 		if err != nil {
 			return nil, fmt.Errorf("model %d: %w", mid, err)
 		}
@@ -94,7 +94,7 @@ func buildImage(ids []uint16, id identity) (*image, error) {
 	for _, inst := range insts {
 		n := len(inst.Regs)
 		copy(img.regs[off:], inst.Regs)
-		fin, err := devices.NewInstance(inst.Model, Base+uint16(off), img.regs[off:off+n:off+n])
+		fin, err := sunspec.NewInstance(inst.Model, Base+uint16(off), img.regs[off:off+n:off+n])
 		if err != nil {
 			return nil, fmt.Errorf("model %d: %w", inst.Model.ID, err)
 		}
@@ -122,7 +122,7 @@ type identity struct {
 }
 
 // model returns the instance of model id, nil when the map has none.
-func (img *image) model(id uint16) *devices.Instance {
+func (img *image) model(id uint16) *sunspec.Instance {
 	for _, s := range img.models {
 		if s.inst.Model.ID == id {
 			return s.inst
@@ -162,7 +162,7 @@ func clip(s string, n int) string {
 }
 
 // setSF stores a scale factor.
-func setSF(inst *devices.Instance, name string, sf int) error {
+func setSF(inst *sunspec.Instance, name string, sf int) error {
 	return inst.SetRaw(name, uint64(uint16(int16(sf))))
 }
 
@@ -178,7 +178,7 @@ func some(v float64) opt { return opt{v, true} }
 // with the smallest scale factor from minSF up at which all of them fit
 // their type (a plant of any size: 10 W steps past 32 kW); a missing
 // value is stored not implemented.
-func scaled(inst *devices.Instance, sfName string, minSF int, vals map[string]opt) error {
+func scaled(inst *sunspec.Instance, sfName string, minSF int, vals map[string]opt) error {
 	for sf := minSF; sf <= 10; sf++ {
 		if err := setSF(inst, sfName, sf); err != nil {
 			return err
@@ -191,7 +191,7 @@ func scaled(inst *devices.Instance, sfName string, minSF int, vals map[string]op
 			} else {
 				err = inst.SetNotImplemented(name)
 			}
-			if errors.Is(err, devices.ErrOutOfRange) {
+			if errors.Is(err, sunspec.ErrOutOfRange) {
 				fits = false
 				break
 			}
@@ -208,7 +208,7 @@ func scaled(inst *devices.Instance, sfName string, minSF int, vals map[string]op
 
 // plain stores a value of a point without a scale factor (an accumulator,
 // an enum), not implemented when missing.
-func plain(inst *devices.Instance, name string, v opt) error {
+func plain(inst *sunspec.Instance, name string, v opt) error {
 	if !v.ok {
 		return inst.SetNotImplemented(name)
 	}
@@ -307,8 +307,8 @@ func totalsOf(devs []plant.DeviceLive, b plant.Balance) totals {
 				mVPh[p].add(d.Value(phases[1][p]))
 			}
 		case kind.Battery:
-			if d.Discovered != nil && d.Discovered.RatedPowerW > 0 {
-				batW.add(d.Discovered.RatedPowerW, true)
+			if dev, ok := d.Discovered.(*sunspec.Device); ok && dev.RatedPowerW > 0 {
+				batW.add(dev.RatedPowerW, true)
 			} else {
 				batW.add(0, false)
 			}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"plantd/devices"
+	"plantd/sunspec"
 )
 
 // WriteRegisterMap writes the server's register map as a Markdown table,
@@ -40,7 +40,7 @@ func WriteRegisterMap(w io.Writer) error {
 			p := &inst.Model.Group.Points[i]
 			addr := int(inst.Addr) + int(p.Offset)
 			sf := ""
-			if p.SF != devices.NoScale {
+			if p.SF != sunspec.NoScale {
 				sf = inst.Model.Group.Points[p.SF].Name
 			}
 			use := "not implemented"
@@ -52,7 +52,7 @@ func WriteRegisterMap(w io.Writer) error {
 			case !v.OK:
 			case p.Name == "ID" || p.Name == "L" || strings.HasPrefix(p.Name, "Evt"):
 				use = "static"
-			case measured[inst.Model.ID] && p.Type == devices.TypeSunssf:
+			case measured[inst.Model.ID] && p.Type == sunspec.TypeSunssf:
 				use = "from the plant (the smallest that fits)"
 			case measured[inst.Model.ID]:
 				use = "from the plant"

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"plantd/devices"
+
+	"plantd/devices/channels"
 	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // loopback allows the test's masters.
@@ -35,11 +38,13 @@ func testLive(t testing.TB, vals map[string][]reading) *plant.Live {
 	}
 	live := plant.NewLive([]plant.Plant{{ID: "p", Name: "P", Location: time.UTC}}, infos, time.Now)
 	for _, in := range infos {
-		info := &devices.Device{Template: "test", Kind: in.Kind}
+		info := &sunspec.Device{Template: "test", Kind: in.Kind}
 		if in.Kind == kind.Battery {
 			info.RatedPowerW = 5000
 		}
-		live.Apply(plant.Sample{Device: in.ID, Info: info, Readings: append([]reading{}, vals[in.ID]...), State: plant.StateOnline})
+		s := plant.Sample{Device: in.ID, Readings: append([]reading{}, vals[in.ID]...), State: plant.StateOnline}
+		channels.NewDevice(info).Identify(&s)
+		live.Apply(s)
 	}
 	return live
 }
@@ -94,25 +99,25 @@ func serveAt(t testing.TB, cfg Config, live Live, grid Grid) (*Server, string) {
 }
 
 // models discovers the server's map and reads every model.
-func models(t testing.TB, c *modbus.Client) map[uint16]*devices.Instance {
+func models(t testing.TB, c *modbus.Client) map[uint16]*sunspec.Instance {
 	t.Helper()
 	dev, err := devices.Discover(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[uint16]*devices.Instance{}
+	out := map[uint16]*sunspec.Instance{}
 	for _, r := range dev.Models {
 		if r.ID == modelHolder {
 			regs, err := c.ReadHoldingRegisters(context.Background(), r.Addr, r.Len+2, nil)
 			if err != nil {
 				t.Fatalf("holder model: %v", err)
 			}
-			if out[r.ID], err = devices.NewInstance(HolderModel(), r.Addr, regs); err != nil {
+			if out[r.ID], err = sunspec.NewInstance(HolderModel(), r.Addr, regs); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		inst, err := devices.ReadModel(context.Background(), c, r)
+		inst, err := sunspec.ReadModel(context.Background(), c, r)
 		if err != nil {
 			t.Fatalf("model %d: %v", r.ID, err)
 		}

@@ -20,4 +20,6 @@
 //
 // Import boundary: the standard library only; httpapi imports web, never
 // the other way round.
+//
+// Imports: none
 package web

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // chargerSim is consumerSim with the simulator's wallbox twin (16 A, 3

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestDaemonClockJumps runs the daemon's components as plantd run wires

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // consumerSim is a plant without a battery (so that a surplus shows at the

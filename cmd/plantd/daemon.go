@@ -20,7 +20,6 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
-	"plantd/devices"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
@@ -32,6 +31,7 @@ import (
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/store"
+	"plantd/sunspec"
 	"plantd/sunspecserver"
 )
 
@@ -568,7 +568,7 @@ func maxPollInterval(cfg *config.Config) time.Duration {
 type deviceConns struct {
 	pool    *modbus.Pool
 	mu      sync.RWMutex
-	clients map[string]devices.ReadWriter
+	clients map[string]sunspec.ReadWriter
 	at      map[string]deviceAddress
 }
 
@@ -580,7 +580,7 @@ func newDeviceConns(cfg *config.Config, pool *modbus.Pool) *deviceConns {
 
 // set makes the clients of cfg's enabled devices the ones returned.
 func (c *deviceConns) set(cfg *config.Config) {
-	clients := map[string]devices.ReadWriter{}
+	clients := map[string]sunspec.ReadWriter{}
 	at := map[string]deviceAddress{}
 	for _, pc := range pollerConfigs(cfg) {
 		at[pc.ID] = deviceAddress{pc.Address, pc.Unit}
@@ -611,7 +611,7 @@ func (c *deviceConns) where(id string) (string, byte) {
 }
 
 // get is the gridcontrol.Conns of the daemon.
-func (c *deviceConns) get(id string) (devices.ReadWriter, bool) {
+func (c *deviceConns) get(id string) (sunspec.ReadWriter, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	rw, ok := c.clients[id]

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/internal/proctest"
+	"plantd/sim"
 )
 
 // readmeGridControl is the sh block of README.md's "Grid control"

@@ -13,11 +13,11 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // dimmingSim is the demo house with §14a loads of realistic size, so that

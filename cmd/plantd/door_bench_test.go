@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // BenchmarkDoorToWrite measures, with the real binary, a limit sent
@@ -95,7 +97,7 @@ func sendLimit(b *testing.B, d *plantdRun, door string) func(pct float64) {
 			b.Fatalf("discover the SunSpec server: %v", err)
 		}
 		ref, _ := dev.Ref(123)
-		m := devices.ModelByID(123)
+		m := sunspec.ModelByID(123)
 		pctAddr, enaAddr := ref.Addr+m.Point("WMaxLimPct").Offset, ref.Addr+m.Point("WMaxLim_Ena").Offset
 		write := func(addr uint16, v uint16) {
 			if err := c.WriteRegisters(b.Context(), addr, []uint16{v}); err != nil {

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"plantd/devices"
+
 	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
+	"plantd/sunspec"
 )
 
 // TestDemoEnergy is the whole-system energy check of the store: it runs
@@ -65,7 +67,7 @@ func TestDemoEnergy(t *testing.T) {
 				t.Fatal(err)
 			}
 			ref, _ := d.Ref(c.model)
-			plan, _ := d.NewReadPlan([]devices.ModelRef{ref})
+			plan, _ := devices.NewReadPlan(d, []sunspec.ModelRef{ref})
 			insts, err := plan.Read(t.Context(), cl)
 			if err != nil {
 				t.Fatal(err)

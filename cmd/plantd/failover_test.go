@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestMQTTBrokersFailover runs the real binary with mqtt.brokers (three

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestDaemonFaults runs the real binary ("plantd run -c") against a

@@ -14,10 +14,11 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // TestGridControlKilledInsideWindow is the dead-gateway acceptance with
@@ -44,8 +45,8 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
 	limitPoints := map[string][2]string{"inv1": {"WMaxLimPct", "WMaxLim_Ena"}, "inv2": {"WMaxLimPct", "WMaxLimPctEna"}}
-	refs := map[string]devices.ModelRef{}
-	clients := map[string]devices.ReadWriter{}
+	refs := map[string]sunspec.ModelRef{}
+	clients := map[string]sunspec.ReadWriter{}
 	for _, w := range []struct {
 		id    string
 		model uint16
@@ -57,7 +58,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 		}
 		ref, _ := d.Ref(w.model)
 		pts := limitPoints[w.id]
-		if _, err := devices.WritePoints(t.Context(), cl, ref, []devices.PointValue{{Point: pts[0], Value: 70}, {Point: pts[1], Value: 1}}); err != nil {
+		if _, err := sunspec.WritePoints(t.Context(), cl, ref, []sunspec.PointValue{{Point: pts[0], Value: 70}, {Point: pts[1], Value: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		refs[w.id], clients[w.id] = ref, cl
@@ -65,7 +66,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	limit := func(id string) float64 { return p.Device(id).State().EffectiveLimitPct }
 	// regLimit is the limit the registers say: WMaxLimPct when enabled.
 	regLimit := func(id string) (float64, error) {
-		inst, err := devices.ReadModel(t.Context(), clients[id], refs[id])
+		inst, err := sunspec.ReadModel(t.Context(), clients[id], refs[id])
 		if err != nil {
 			return 0, err
 		}
@@ -272,8 +273,8 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
 	type dev struct {
-		cl   devices.ReadWriter
-		info *devices.Device
+		cl   sunspec.ReadWriter
+		info *sunspec.Device
 	}
 	devs := map[string]dev{}
 	for _, id := range []string{"inv1", "inv2"} {
@@ -284,17 +285,17 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 		}
 		devs[id] = dev{cl, info}
 	}
-	read := func(id string, model uint16) *devices.Instance {
+	read := func(id string, model uint16) *sunspec.Instance {
 		t.Helper()
 		ref, _ := devs[id].info.Ref(model)
-		inst, err := devices.ReadModel(t.Context(), devs[id].cl, ref)
+		inst, err := sunspec.ReadModel(t.Context(), devs[id].cl, ref)
 		if err != nil {
 			t.Fatalf("read %s model %d: %v", id, model, err)
 		}
 		return inst
 	}
 	models := map[string][]uint16{"inv1": {123, 126, 129, 130, 132, 134, 135, 136}, "inv2": {704, 705, 706, 707, 708, 709, 710, 711}}
-	before := map[string]map[uint16]*devices.Instance{"inv1": {}, "inv2": {}}
+	before := map[string]map[uint16]*sunspec.Instance{"inv1": {}, "inv2": {}}
 	for id, ms := range models {
 		for _, m := range ms {
 			before[id][m] = read(id, m)

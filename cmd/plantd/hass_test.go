@@ -19,10 +19,10 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // haKeys are the configuration variables Home Assistant documents for the

@@ -13,9 +13,9 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // hassGateConfig is gridConfig's plant (inverters, meter and battery of

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestImplausibleMetrics runs the daemon's components against a simulated

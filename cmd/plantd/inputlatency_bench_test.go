@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // BenchmarkInputEdgeToWrite measures issue 29's input edge → first

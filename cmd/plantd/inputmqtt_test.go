@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestInputWindowOverMQTT: a window the grid operator's input creates is

@@ -14,11 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"plantd/config"
-	"plantd/devices/sim"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
 	"plantd/httpapi"
 	"plantd/plant"
+	"plantd/sim"
 )
 
 // gridInputs runs the loops of the config's inputs (the grid operator's

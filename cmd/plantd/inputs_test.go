@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // inputConfig is gridConfig with the I/O module "rcr" as a 4-relay

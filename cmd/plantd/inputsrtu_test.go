@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestGridInputsRTU: the ripple-control receiver's I/O module on an RS485

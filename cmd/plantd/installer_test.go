@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // The installer's path (issue 25, items 10-13): what an installer meets

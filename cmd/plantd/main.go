@@ -1,5 +1,9 @@
 // Command plantd is the PV plant gateway daemon. This file only dispatches
 // subcommands; each subcommand wires the packages that do the work.
+//
+// It wires every package, so it may import any of them.
+//
+// Imports: plantd/...
 package main
 
 import (

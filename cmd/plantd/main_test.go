@@ -19,10 +19,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/httpapi/apitest"
 	"plantd/internal/proctest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestMetricsModbusEndpoints reads the Modbus endpoints' counters from the

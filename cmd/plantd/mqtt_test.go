@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
 )
 

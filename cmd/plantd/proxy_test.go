@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 var (
@@ -101,8 +103,8 @@ func TestDeviceProxy(t *testing.T) {
 	}
 	ref, _ := dev.Ref(123)
 	common, _ := dev.Ref(1)
-	lim := ref.Addr + devices.ModelByID(123).Group.Points[devices.ModelByID(123).Group.PointIndex("WMaxLimPct")].Offset
-	da := common.Addr + devices.ModelByID(1).Group.Points[devices.ModelByID(1).Group.PointIndex("DA")].Offset
+	lim := ref.Addr + sunspec.ModelByID(123).Group.Points[sunspec.ModelByID(123).Group.PointIndex("WMaxLimPct")].Offset
+	da := common.Addr + sunspec.ModelByID(1).Group.Points[sunspec.ModelByID(1).Group.PointIndex("DA")].Offset
 	var ex *modbus.ExceptionError
 	if err := c.WriteRegisters(t.Context(), da, []uint16{1}); !errors.As(err, &ex) || ex.Code != modbus.ExceptionIllegalDataAddress {
 		t.Errorf("a write to 1 DA (a settings model) through the proxy: %v, want exception 2", err)

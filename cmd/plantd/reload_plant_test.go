@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestReloadRefusesPlantNameAndZone sends SIGHUP to the real binary after

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestReloadDevices sends SIGHUP to the real binary with one simulated

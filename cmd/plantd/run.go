@@ -18,10 +18,10 @@ import (
 
 	"plantd/config"
 	"plantd/consumer/drivers"
-	"plantd/devices/sim"
 	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
 	"plantd/store"
 )
 

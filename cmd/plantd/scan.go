@@ -19,6 +19,7 @@ import (
 	"plantd/internal/termtext"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // scanResult is the stable JSON shape of "plantd scan --json".
@@ -27,14 +28,14 @@ type scanResult struct {
 	Unit          byte                 `json:"unit"`
 	Base          uint16               `json:"base"`
 	Kind          kind.Kind            `json:"kind"`
-	Platform      devices.Platform     `json:"platform"`
+	Platform      sunspec.Platform     `json:"platform"`
 	Manufacturer  string               `json:"manufacturer"`
 	Model         string               `json:"model"`
 	Serial        string               `json:"serial"`
 	Version       string               `json:"version"`
 	RatedPowerW   float64              `json:"ratedPowerW"`
 	RatedEnergyWh float64              `json:"ratedEnergyWh,omitempty"`
-	Capabilities  []devices.Capability `json:"capabilities"`
+	Capabilities  []sunspec.Capability `json:"capabilities"`
 	// KindReason says why a device is of kind unknown.
 	KindReason string      `json:"kindReason,omitempty"`
 	Models     []scanModel `json:"models"`
@@ -229,7 +230,7 @@ func scanHint(err error, unit uint, timeout time.Duration) string {
 	return ""
 }
 
-func newScanResult(addr string, unit byte, d *devices.Device) scanResult {
+func newScanResult(addr string, unit byte, d *sunspec.Device) scanResult {
 	res := scanResult{
 		Address: addr, Unit: unit, Base: d.Base, Kind: d.Kind, Platform: d.Platform,
 		Manufacturer: d.Manufacturer, Model: d.Model, Serial: d.Serial, Version: d.Version,
@@ -238,7 +239,7 @@ func newScanResult(addr string, unit byte, d *devices.Device) scanResult {
 	}
 	for _, m := range d.Models {
 		name := "unknown"
-		if def := devices.ModelByID(m.ID); def != nil {
+		if def := sunspec.ModelByID(m.ID); def != nil {
 			name = def.Name
 		}
 		res.Models = append(res.Models, scanModel{ID: m.ID, Name: name, Addr: m.Addr, Len: m.Len})
@@ -251,13 +252,13 @@ func newScanResult(addr string, unit byte, d *devices.Device) scanResult {
 
 // readValues reads every model of the device and fills in its implemented
 // points.
-func readValues(ctx context.Context, r devices.Reader, d *devices.Device, res *scanResult) {
+func readValues(ctx context.Context, r sunspec.Reader, d *sunspec.Device, res *scanResult) {
 	for i, m := range d.Models {
-		if devices.ModelByID(m.ID) == nil {
+		if sunspec.ModelByID(m.ID) == nil {
 			res.Models[i].Error = "model definition unknown to plantd"
 			continue
 		}
-		inst, err := devices.ReadModel(ctx, r, m)
+		inst, err := sunspec.ReadModel(ctx, r, m)
 		if err != nil {
 			res.Models[i].Error = err.Error()
 			continue
@@ -268,15 +269,15 @@ func readValues(ctx context.Context, r devices.Reader, d *devices.Device, res *s
 
 // scanPoints lists the implemented points of gi and its sub-groups, named
 // like "curve[2].V1" inside repeating groups.
-func scanPoints(inst *devices.Instance, gi *devices.GroupInstance, prefix string) []scanPoint {
+func scanPoints(inst *sunspec.Instance, gi *sunspec.GroupInstance, prefix string) []scanPoint {
 	var out []scanPoint
 	for i := range gi.Group.Points {
 		p := &gi.Group.Points[i]
-		if p.Type == devices.TypePad || p.Type == devices.TypeSunssf || (prefix == "" && (p.Name == "ID" || p.Name == "L")) {
+		if p.Type == sunspec.TypePad || p.Type == sunspec.TypeSunssf || (prefix == "" && (p.Name == "ID" || p.Name == "L")) {
 			continue
 		}
 		sp := scanPoint{Name: prefix + p.Name, Units: p.Units}
-		if p.Type == devices.TypeString {
+		if p.Type == sunspec.TypeString {
 			if sp.Text = inst.StringIn(gi, p.Name); sp.Text == "" {
 				continue
 			}
@@ -291,11 +292,11 @@ func scanPoints(inst *devices.Instance, gi *devices.GroupInstance, prefix string
 		sp.Value = &f
 		for _, sym := range p.Symbols {
 			switch p.Type {
-			case devices.TypeEnum16, devices.TypeEnum32:
+			case sunspec.TypeEnum16, sunspec.TypeEnum32:
 				if int64(v.Raw) == sym.Value {
 					sp.Symbol = append(sp.Symbol, sym.Name)
 				}
-			case devices.TypeBitfield16, devices.TypeBitfield32:
+			case sunspec.TypeBitfield16, sunspec.TypeBitfield32:
 				if v.Raw&(1<<uint(sym.Value)) != 0 {
 					sp.Symbol = append(sp.Symbol, sym.Name)
 				}
@@ -306,7 +307,7 @@ func scanPoints(inst *devices.Instance, gi *devices.GroupInstance, prefix string
 	for k, occ := range gi.Sub {
 		for j := range occ {
 			name := gi.Group.Groups[k].Name
-			if len(occ) > 1 || gi.Group.Groups[k].Repeat != devices.RepeatOnce {
+			if len(occ) > 1 || gi.Group.Groups[k].Repeat != sunspec.RepeatOnce {
 				name = fmt.Sprintf("%s[%d]", name, j+1)
 			}
 			out = append(out, scanPoints(inst, &occ[j], prefix+name+".")...)

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestScanQuotesControlCharacters: a device whose model 1 strings carry

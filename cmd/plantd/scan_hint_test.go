@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"plantd/devices/sim/simtest"
+	"plantd/sim/simtest"
 )
 
 // TestScanInstallerHints scans with the real binary where an installer

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // TestScanValues: --values reads every model of the classic inverter and
@@ -94,9 +94,9 @@ func TestScanJSONFailure(t *testing.T) {
 // only) is reported with its capabilities and why its kind is unknown.
 func TestScanUnknownKind(t *testing.T) {
 	t.Parallel() // its own files, processes and ports
-	kind, platform, caps := devices.Classify([]uint16{1, 129})
-	res := newScanResult("10.0.0.9:502", 3, &devices.Device{Base: 40000, Kind: kind, Platform: platform, Capabilities: caps,
-		Models: []devices.ModelRef{{ID: 1, Addr: 40002, Len: 66}, {ID: 129, Addr: 40070, Len: 60}}})
+	kind, platform, caps := sunspec.Classify([]uint16{1, 129})
+	res := newScanResult("10.0.0.9:502", 3, &sunspec.Device{Base: 40000, Kind: kind, Platform: platform, Capabilities: caps,
+		Models: []sunspec.ModelRef{{ID: 1, Addr: 40002, Len: 66}, {ID: 129, Addr: 40070, Len: 60}}})
 	var b strings.Builder
 	printScan(&b, res)
 	for _, want := range []string{"kind          unknown", "capabilities  lvrt", "why unknown   no model that makes an inverter"} {

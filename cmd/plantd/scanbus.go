@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"plantd/devices"
+
 	"plantd/devices/template"
 	"plantd/internal/termtext"
 	"plantd/modbus"
+	"plantd/sunspec"
 )
 
 // busScan is "plantd scan --serial PATH" or "--rtu-over-tcp HOST:PORT": a
@@ -48,7 +50,7 @@ type busFound struct {
 	entry    string
 	// sunspec is the discovered SunSpec device (nil: none), tpl and regs
 	// the template that matched and its registers as read.
-	sunspec *devices.Device
+	sunspec *sunspec.Device
 	tpl     *template.Template
 	regs    template.Registers
 	// result is the SunSpec device as "plantd scan HOST" gives it (with

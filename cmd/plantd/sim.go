@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/devices/template"
 	"plantd/plant/kind"
+	"plantd/sim"
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/devices/template"
 	"plantd/internal/proctest"
+	"plantd/sim"
 )
 
 // TestAssignPorts: the TCP devices get PORT, PORT+1, ... in order

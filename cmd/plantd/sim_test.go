@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
+
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sunspec"
 )
 
 // TestSimModesAndTrace runs "plantd sim" with a trace file and both
@@ -28,7 +30,7 @@ func TestSimModesAndTrace(t *testing.T) {
 	}
 	pool := modbus.NewPool(nil)
 	defer pool.Close()
-	write := func(id string, model uint16, values ...devices.PointValue) *devices.Instance {
+	write := func(id string, model uint16, values ...sunspec.PointValue) *sunspec.Instance {
 		t.Helper()
 		cl := pool.Endpoint(modbus.EndpointConfig{Address: addrs[id]}).Unit(1, 2*time.Second)
 		d, err := devices.Discover(t.Context(), cl)
@@ -36,19 +38,19 @@ func TestSimModesAndTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref, _ := d.Ref(model)
-		inst, err := devices.WritePoints(t.Context(), cl, ref, values)
+		inst, err := sunspec.WritePoints(t.Context(), cl, ref, values)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 		return inst
 	}
-	pv := func(n string, v float64) devices.PointValue { return devices.PointValue{Point: n, Value: v} }
+	pv := func(n string, v float64) sunspec.PointValue { return sunspec.PointValue{Point: n, Value: v} }
 
 	// inv2 ignores reversion: RvrtRem reads 30 now and 1.5 s later.
 	first := write("inv2", 704, pv("WMaxLimPct", 40), pv("WMaxLimPctRvrtTms", 30), pv("WMaxLimPctEna", 1))
 	time.Sleep(1500 * time.Millisecond)
 	second := write("inv2", 704, pv("WMaxLimPctRvrt", 100))
-	for _, m := range []*devices.Instance{first, second} {
+	for _, m := range []*sunspec.Instance{first, second} {
 		if rem, _ := m.Float("WMaxLimPctRvrtRem"); rem != 30 {
 			t.Errorf("inv2 WMaxLimPctRvrtRem %v, want 30 standing still", rem)
 		}

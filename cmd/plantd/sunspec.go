@@ -8,9 +8,11 @@ import (
 	"slices"
 
 	"plantd/config"
+	"plantd/devices"
 	"plantd/metrics"
 	"plantd/modbus"
 	"plantd/modbusproxy"
+	"plantd/sunspec"
 	"plantd/sunspecserver"
 )
 
@@ -86,13 +88,14 @@ func (d *daemon) heldRanges(id string) []modbus.Range {
 		return nil
 	}
 	dl, ok := d.live.Device(id)
-	if !ok || dl.Discovered == nil {
+	dev, _ := dl.Discovered.(*sunspec.Device)
+	if !ok || dev == nil {
 		return nil
 	}
 	var out []modbus.Range
-	for _, m := range dl.Discovered.Models {
+	for _, m := range dev.Models {
 		if slices.Contains(held, m.ID) {
-			out = append(out, m.Range())
+			out = append(out, devices.Range(m))
 		}
 	}
 	return out
@@ -103,12 +106,13 @@ func (d *daemon) heldRanges(id string) []modbus.Range {
 // none, and they are known).
 func (d *daemon) modelPlaces(id string) ([]modbusproxy.Model, bool) {
 	dl, ok := d.live.Device(id)
-	if !ok || dl.Discovered == nil {
+	dev, _ := dl.Discovered.(*sunspec.Device)
+	if !ok || dev == nil {
 		return nil, false
 	}
-	out := make([]modbusproxy.Model, 0, len(dl.Discovered.Models))
-	for _, m := range dl.Discovered.Models {
-		out = append(out, modbusproxy.Model{ID: m.ID, Range: m.Range()})
+	out := make([]modbusproxy.Model, 0, len(dev.Models))
+	for _, m := range dev.Models {
+		out = append(out, modbusproxy.Model{ID: m.ID, Range: devices.Range(m)})
 	}
 	return out, true
 }

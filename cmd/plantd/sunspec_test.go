@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 	"plantd/sunspecserver"
 )
 
@@ -48,7 +50,7 @@ type sunspecDemo struct {
 	devs  map[string]*modbus.Client // inv1, inv2: the simulated inverters
 	srv   *modbus.Client            // the SunSpec server, unit 1
 	pool  *modbus.Pool
-	refs  map[uint16]devices.ModelRef // the server's models
+	refs  map[uint16]sunspec.ModelRef // the server's models
 }
 
 // startSunSpecDemo runs plantd demo at June noon, every device online.
@@ -59,7 +61,7 @@ func startSunSpecDemo(t *testing.T) *sunspecDemo {
 	p := proctest.Start(t, cmd)
 	out := p.WaitStdout(sunspecBannerRE, 30*time.Second)
 	d := &sunspecDemo{t: t, proc: p, run: &plantdRun{Proc: p, t: t}, devs: map[string]*modbus.Client{},
-		pool: modbus.NewPool(nil), refs: map[uint16]devices.ModelRef{}}
+		pool: modbus.NewPool(nil), refs: map[uint16]sunspec.ModelRef{}}
 	t.Cleanup(func() { _ = d.pool.Close() })
 	d.addr = sunspecBannerRE.FindStringSubmatch(out)[1]
 	for _, l := range strings.Split(out, "\n") {
@@ -88,9 +90,9 @@ func startSunSpecDemo(t *testing.T) *sunspecDemo {
 }
 
 // model reads one of the server's models.
-func (d *sunspecDemo) model(id uint16) *devices.Instance {
+func (d *sunspecDemo) model(id uint16) *sunspec.Instance {
 	d.t.Helper()
-	inst, err := devices.ReadModel(d.t.Context(), d.srv, d.refs[id])
+	inst, err := sunspec.ReadModel(d.t.Context(), d.srv, d.refs[id])
 	if err != nil {
 		d.t.Fatalf("read model %d: %v", id, err)
 	}
@@ -100,7 +102,7 @@ func (d *sunspecDemo) model(id uint16) *devices.Instance {
 // point is the register address of a top-level point of a server's model.
 func (d *sunspecDemo) point(model uint16, name string) uint16 {
 	d.t.Helper()
-	m := devices.ModelByID(model)
+	m := sunspec.ModelByID(model)
 	i := m.Group.PointIndex(name)
 	if i < 0 {
 		d.t.Fatalf("model %d has no point %s", model, name)
@@ -126,7 +128,7 @@ func (d *sunspecDemo) limitPct(id string) float64 {
 	if !ok {
 		d.t.Fatalf("%s has no model %d", id, model)
 	}
-	inst, err := devices.ReadModel(d.t.Context(), c, ref)
+	inst, err := sunspec.ReadModel(d.t.Context(), c, ref)
 	if err != nil {
 		d.t.Fatalf("read %s model %d: %v", id, model, err)
 	}
@@ -557,7 +559,7 @@ func TestSunSpecServerConfig(t *testing.T) {
 		t.Fatalf("discover the server: %v", err)
 	}
 	ref, _ := dev.Ref(1)
-	common, err := devices.ReadModel(t.Context(), c, ref)
+	common, err := sunspec.ReadModel(t.Context(), c, ref)
 	if err != nil || common.String("Opt") != "p1" {
 		t.Fatalf("model 1: Opt %q %v, want the plant p1", common.String("Opt"), err)
 	}
@@ -669,14 +671,14 @@ func TestSunSpecServerMasters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("discover the server: %v", err)
 	}
-	at := func(model uint16, def *devices.Model, point string) uint16 {
+	at := func(model uint16, def *sunspec.Model, point string) uint16 {
 		ref, ok := dev.Ref(model)
 		if !ok {
 			t.Fatalf("the server has no model %d", model)
 		}
 		return ref.Addr + def.Group.Points[def.Group.PointIndex(point)].Offset
 	}
-	lim, ena := at(123, devices.ModelByID(123), "WMaxLimPct"), at(123, devices.ModelByID(123), "WMaxLim_Ena")
+	lim, ena := at(123, sunspec.ModelByID(123), "WMaxLimPct"), at(123, sunspec.ModelByID(123), "WMaxLim_Ena")
 	holder := at(64900, sunspecserver.HolderModel(), "Role")
 	a, err := dialMaster("127.0.0.1", addr)
 	if err != nil {
@@ -710,7 +712,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 	// The simulated inverters' limits: the registers (123 on inv1, 704
 	// on inv2: WMaxLimPct while enabled, else 100) and the limit in
 	// effect.
-	refs, clients := map[string]devices.ModelRef{}, map[string]devices.ReadWriter{}
+	refs, clients := map[string]sunspec.ModelRef{}, map[string]sunspec.ReadWriter{}
 	for _, w := range []struct {
 		id    string
 		model uint16
@@ -724,7 +726,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 		clients[w.id] = cl
 	}
 	regLimit := func(id string) float64 {
-		inst, err := devices.ReadModel(t.Context(), clients[id], refs[id])
+		inst, err := sunspec.ReadModel(t.Context(), clients[id], refs[id])
 		if err != nil {
 			t.Fatalf("read %s: %v", id, err)
 		}

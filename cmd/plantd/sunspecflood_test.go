@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestSunSpecServerIdleFlood is issue 39's acceptance for the SunSpec

@@ -8,9 +8,9 @@ import (
 
 	"plantd/consumer"
 	"plantd/consumer/drivers"
-	"plantd/devices/sim"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
 )
 
 // BenchmarkAbsorb50 is the surplus decision of a control cycle for 50

@@ -24,7 +24,7 @@
 // (the Modbus pool, the central system). A new driver is one entry and
 // its file.
 //
-// The tests here run the drivers on the simulator (devices/sim) over
+// The tests here run the drivers on the simulator (sim) over
 // real sockets, and the manager with them end to end: surplus and modes
 // with the simulated Shelly (manager_test.go), restarts on a SQLite file
 // with the relay board (restart_test.go), BenchmarkAbsorb50.
@@ -36,4 +36,6 @@
 // imports no OCPP library: a charger reaches its central system through
 // ChargePoints. config imports it for Settings and the table, so it must
 // not import config.
+//
+// Imports: plantd/consumer, plantd/modbus
 package drivers

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // samples collects a manager's samples and lets a test wait for one.

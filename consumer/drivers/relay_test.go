@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/devices"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
+	"plantd/sunspec"
 )
 
 // rig is a simulated plant with a relay board "rb" (unit 3): an immersion
@@ -273,19 +273,19 @@ func TestSubMeter(t *testing.T) {
 			m203 = m
 		}
 	}
-	read := func() *devices.Instance {
+	read := func() *sunspec.Instance {
 		t.Helper()
 		regs, err := r.client("hm").ReadHoldingRegisters(ctx, m203.Addr, m203.Len+2, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		inst, err := devices.NewInstance(devices.ModelByID(203), m203.Addr, regs)
+		inst, err := sunspec.NewInstance(sunspec.ModelByID(203), m203.Addr, regs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return inst
 	}
-	watts := func(inst *devices.Instance) float64 {
+	watts := func(inst *sunspec.Instance) float64 {
 		t.Helper()
 		w, err := inst.Float("W")
 		if err != nil {

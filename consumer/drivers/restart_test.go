@@ -12,10 +12,10 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"plantd/consumer"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/modbus"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 	"plantd/store"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"plantd/consumer"
 	"plantd/consumer/drivers"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 var noon = time.Date(2025, 6, 21, 11, 15, 0, 0, time.UTC)

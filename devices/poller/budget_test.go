@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/plant"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestRequestBudget: a device whose poll needs more requests than its
@@ -36,7 +36,7 @@ func TestRequestBudget(t *testing.T) {
 	waitFor(t, 10*time.Second, "tight refused and default online", func() bool {
 		tight, ok1 := c.last("tight")
 		def, ok2 := c.last("default")
-		return ok1 && ok2 && tight.Err != nil && def.Err == nil && len(def.Models) > 0
+		return ok1 && ok2 && tight.Err != nil && def.Err == nil && len(def.Registers) > 0
 	})
 	tight, _ := c.last("tight")
 	if !errors.Is(tight.Err, poller.ErrRequestBudget) || !strings.Contains(tight.Err.Error(), "budget 1") {
@@ -56,7 +56,7 @@ func TestRequestBudget(t *testing.T) {
 	since := time.Now()
 	waitFor(t, 20*time.Second, "default online with the hostile 103", func() bool {
 		for _, s := range c.since("default", since) {
-			if s.Err == nil && s.Model(103) != nil {
+			if s.Err == nil && hasModel(s, 103) {
 				return true
 			}
 		}

@@ -1,8 +1,9 @@
 // Package poller keeps every configured device read on time, whatever the
 // others do: each device on its own interval and its own timer, which
 // starts a goroutine per poll that discovers the device (once per
-// appearance), reads its poll models with a read plan and hands one
-// plant.Sample to a sink. Between polls a device holds no goroutine (a parked one kept
+// appearance), reads its poll models with a read plan, has the device's
+// channels.Device (plantd/devices/channels) put them in the domain's words
+// (readings, status, nameplate) and hands one plant.Sample to a sink. Between polls a device holds no goroutine (a parked one kept
 // a 4-8 KB stack: 8.7 MB at 1,000 devices).
 //
 // A dead, slow or garbage-answering device is marked stale, then offline,
@@ -19,7 +20,7 @@
 // is not discovered: once per appearance the poller reads all the
 // template's blocks and checks its identification (a mismatch fails the
 // poll with template.ErrNotIdentified), then every poll reads its poll
-// blocks and emits plant.Sample.Readings through plant.TemplateMap.
+// blocks and emits plant.Sample.Readings through channels.TemplateMap.
 //
 // A poll never makes more than DeviceConfig.MaxRequests requests (default
 // 16): a device whose poll models need more fails its polls with
@@ -31,8 +32,12 @@
 // settings changed starts anew, and the others keep their
 // schedules.
 //
-// The poller imports modbus, devices, devices/template, internal/backoff, plant/kind (a
-// configured kind) and plant, for the domain's types it emits
-// (plant.Sample, plant.CommState) and nothing else of the domain; it knows
-// nothing of storage, HTTP or MQTT.
+// The poller imports modbus, sunspec (the models read), devices (discovery,
+// read plans), devices/channels (the models in the domain's words),
+// devices/template, internal/backoff, plant/kind (a configured kind) and
+// plant, for the domain's types it emits (plant.Sample, plant.CommState)
+// and nothing else of the domain; it knows nothing of storage, HTTP or
+// MQTT.
+//
+// Imports: plantd/devices, plantd/devices/channels, plantd/devices/template, plantd/internal/backoff, plantd/modbus, plantd/plant, plantd/plant/kind, plantd/sunspec
 package poller

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"plantd/devices"
+	"plantd/devices/channels"
+
 	"plantd/devices/template"
 	"plantd/internal/backoff"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sunspec"
 )
 
 // Interval limits and defaults.
@@ -162,7 +165,7 @@ func checkConfigs(cfgs []DeviceConfig) ([]DeviceConfig, error) {
 			if !ok {
 				return nil, fmt.Errorf("poller: device %s: unknown template %q (known: %s)", c.ID, c.Template, strings.Join(template.Names(), ", "))
 			}
-			if _, err := plant.CompileTemplate(t); err != nil {
+			if _, err := channels.CompileTemplate(t); err != nil {
 				return nil, fmt.Errorf("poller: device %s: %w", c.ID, err)
 			}
 		}
@@ -402,7 +405,8 @@ type device struct {
 	client *modbus.Client
 	log    *slog.Logger
 
-	info     *devices.Device
+	info     *sunspec.Device
+	chans    *channels.Device // info in the domain's words; nil when info is
 	plan     *devices.ReadPlan
 	tpl      *deviceTemplate // a template device's map and buffers; nil for SunSpec
 	lastOK   time.Time
@@ -561,7 +565,9 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 		err = d.read(ctx, &s)
 	}
 	s.Time = p.now().UTC()
-	s.Info = d.info
+	if d.chans != nil {
+		d.chans.Identify(&s)
+	}
 	if err == nil {
 		d.failures = 0
 		d.lastOK = s.Time
@@ -570,7 +576,7 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 		return s
 	}
 	s.Err = err
-	s.Models, s.Readings = nil, nil
+	s.Readings, s.Registers, s.Status = nil, nil, plant.DeviceStatus{}
 	d.failures++
 	if d.state == plant.StateOnline && s.Time.Sub(d.lastOK) < staleAfter*d.cfg.Interval {
 		d.state = plant.StateStale
@@ -578,7 +584,7 @@ func (d *device) poll(ctx context.Context, p *Poller) plant.Sample {
 		d.state = plant.StateOffline
 		// A device that comes back may have been replaced or reconfigured:
 		// discover it again.
-		d.info, d.plan = nil, nil
+		d.info, d.chans, d.plan = nil, nil, nil
 	}
 	s.State = d.state
 	return s
@@ -600,27 +606,27 @@ func (d *device) read(ctx context.Context, s *plant.Sample) error {
 		if d.cfg.Kind != "" {
 			info.Kind = d.cfg.Kind
 		}
-		plan, err := info.NewReadPlan(info.PollModels())
+		plan, err := devices.NewReadPlan(info, info.PollModels())
 		if err != nil {
 			return err
 		}
 		for _, m := range plan.Capped() {
 			d.log.Warn("model longer than its definition: reading the defined length",
-				"model", m.ID, "addr", m.Addr, "claims", m.Len, "reading", devices.ModelByID(m.ID).MaxLen())
+				"model", m.ID, "addr", m.Addr, "claims", m.Len, "reading", sunspec.ModelByID(m.ID).MaxLen())
 		}
 		if n := plan.Requests(); n > d.cfg.MaxRequests {
 			return fmt.Errorf("%w: models %s need %d requests, budget %d", ErrRequestBudget, modelList(info), n, d.cfg.MaxRequests)
 		}
-		d.info, d.plan = info, plan
+		d.info, d.chans, d.plan = info, channels.NewDevice(info), plan
 	}
 	insts, err := d.plan.Read(ctx, d.client)
 	if err != nil {
 		return err
 	}
-	// The plan's instances and their registers are the device's sample
-	// buffers, refilled by the next poll: the sink reads them during its
-	// call and copies what it keeps (plant.Sample.Models).
-	s.Models = insts
+	// The plan's instances and their registers, and the readings made of
+	// them, are the device's sample buffers, refilled by the next poll:
+	// the sink reads them during its call and copies what it keeps.
+	d.chans.Fill(s, insts)
 	return nil
 }
 
@@ -646,7 +652,7 @@ func (d *device) record(s plant.Sample, took time.Duration) {
 	}
 }
 
-func modelList(info *devices.Device) string {
+func modelList(info *sunspec.Device) string {
 	ids := make([]string, len(info.Models))
 	for i, m := range info.Models {
 		ids[i] = strconv.Itoa(int(m.ID))

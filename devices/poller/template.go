@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"plantd/devices"
+	"plantd/devices/channels"
 	"plantd/devices/template"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // deviceTemplate is a template device's map and read buffers.
 type deviceTemplate struct {
-	m        *plant.TemplateMap
+	m        *channels.TemplateMap
 	regs     template.Registers
 	readings []plant.Reading
 }
@@ -27,7 +28,7 @@ func (d *device) readTemplate(ctx context.Context, s *plant.Sample) error {
 		if !ok { // checked by checkConfigs
 			return fmt.Errorf("unknown template %q", d.cfg.Template)
 		}
-		m, err := plant.CompileTemplate(t)
+		m, err := channels.CompileTemplate(t)
 		if err != nil {
 			return err
 		}
@@ -45,12 +46,12 @@ func (d *device) readTemplate(ctx context.Context, s *plant.Sample) error {
 			return fmt.Errorf("identify: %w", err)
 		}
 		pl := t.Plate(&d.tpl.regs)
-		info := &devices.Device{Manufacturer: pl.Manufacturer, Model: pl.Model, Serial: pl.Serial, Version: pl.Version,
+		info := &sunspec.Device{Manufacturer: pl.Manufacturer, Model: pl.Model, Serial: pl.Serial, Version: pl.Version,
 			Kind: t.Kind, RatedPowerW: pl.RatedPowerW, Template: t.Name}
 		if d.cfg.Kind != "" {
 			info.Kind = d.cfg.Kind
 		}
-		d.info = info
+		d.info, d.chans = info, channels.NewDevice(info)
 		d.log.Info("template device identified", "template", t.Name, "manufacturer", info.Manufacturer,
 			"model", info.Model, "serial", info.Serial)
 	} else if err := t.Read(ctx, d.client, &d.tpl.regs, false); err != nil {
@@ -59,6 +60,7 @@ func (d *device) readTemplate(ctx context.Context, s *plant.Sample) error {
 	// The readings are the device's sample buffer, refilled by the next
 	// poll (plant.Sample.Readings).
 	d.tpl.readings = d.tpl.m.Readings(&d.tpl.regs, d.tpl.readings)
+	d.chans.Identify(s)
 	s.Readings = d.tpl.readings
 	return nil
 }

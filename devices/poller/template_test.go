@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"plantd/devices/poller"
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/devices/template"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestTemplateDevices polls one simulated device of each of three
@@ -104,8 +104,8 @@ func TestTemplateMismatch(t *testing.T) {
 		return ok && s.Err != nil
 	})
 	s, _ := c.last("x")
-	if !errors.Is(s.Err, template.ErrNotIdentified) || s.Readings != nil || s.Info != nil {
-		t.Errorf("sample err %v, readings %v, info %v; want ErrNotIdentified and nothing else", s.Err, s.Readings, s.Info)
+	if !errors.Is(s.Err, template.ErrNotIdentified) || s.Readings != nil || s.Nameplate != nil {
+		t.Errorf("sample err %v, readings %v, nameplate %v; want ErrNotIdentified and nothing else", s.Err, s.Readings, s.Nameplate)
 	}
 }
 

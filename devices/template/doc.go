@@ -2,7 +2,7 @@
 // file per device family (embedded from this directory), giving how to
 // recognise the device, which register blocks to read, and for every
 // point its address, type, word order, scale, unit and the plant channel
-// it feeds. It is to these devices what package devices' generated model
+// it feeds. It is to these devices what package sunspec's generated model
 // tables are to SunSpec devices.
 //
 // # Schema
@@ -54,8 +54,8 @@
 // with negate applied, so that they carry plant's signs (doc.go of package
 // plant): a meter's power is positive for import, an inverter's for
 // generation, a battery's for discharging. The channel names and their
-// units are checked by package plant when it compiles a template
-// (plant.CompileTemplate); this package checks everything else at Parse:
+// units are checked by the device layer when it compiles a template
+// (devices/channels.CompileTemplate); this package checks everything else at Parse:
 // unknown keys, types, lengths, word orders, a point outside every block
 // or in two, overlapping points, identification naming an unknown point.
 // Errors name the file and the line.
@@ -67,4 +67,6 @@
 // interface, which a *modbus.Client satisfies), no plant. Package plant
 // imports it to map points to channels, the poller to read devices, the
 // simulator to serve their images, and config to check template names.
+//
+// Imports: plantd/plant/kind
 package template

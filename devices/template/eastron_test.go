@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
 	"plantd/devices/template"
 	"plantd/modbus"
+	"plantd/sim"
 )
 
 // TestEastronTwinsAnswerTheVendorMap reads, as mbmd does (function 4, two

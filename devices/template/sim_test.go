@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"plantd/devices/sim"
-	"plantd/devices/sim/simtest"
 	"plantd/devices/template"
 	"plantd/internal/proctest"
 	"plantd/modbus"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // noon is a clear summer noon at the sim's site: PV, load and grid all

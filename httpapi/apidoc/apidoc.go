@@ -3,7 +3,9 @@
 // httpapi builds the document from them; the authorization server
 // (httpapi/oauth2) describes its routes and schemas with the same blocks.
 //
-// Imports: the standard library only.
+// It imports the standard library only.
+//
+// Imports: none
 package apidoc
 
 import (

@@ -1,6 +1,8 @@
 // Package apitest checks HTTP exchanges against plantd's OpenAPI document
 // with kin-openapi, for the tests of httpapi and of the real binary. It is
 // imported by tests only.
+//
+// Imports: none
 package apitest
 
 import (

@@ -38,4 +38,6 @@
 // golang.org/x/time/rate and the standard library; only httpapi (which
 // mounts it) and cmd/plantd (the consent CLI's Consent type) import it.
 // It never imports httpapi: what it needs from it is Host.
+//
+// Imports: plantd/config, plantd/httpapi/apidoc, plantd/internal/logthrottle
 package oauth2

@@ -7,6 +7,8 @@
 //
 // This package imports only the standard library. Any plantd package may
 // import it.
+//
+// Imports: none
 package backoff
 
 import "time"

@@ -15,4 +15,6 @@
 // This package imports only the standard library. Any plantd package may
 // import it: httpapi (its JSON body decoding), gridcontrol (a schedule
 // body) and mqtt (its command messages).
+//
+// Imports: none
 package jsondup

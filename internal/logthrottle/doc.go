@@ -21,4 +21,6 @@
 // This package imports only the standard library. Any plantd package may
 // import it: modbus (its Server's refusals, shared with a Handler through
 // ServerConfig.Refusals), modbusproxy, sunspecserver and hass.
+//
+// Imports: none
 package logthrottle

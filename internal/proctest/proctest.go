@@ -4,8 +4,10 @@
 // is the goroutine-safe sink for a process's output or a test's slog
 // handler; CPUTime is this process's CPU time, for benchmarks; ServeTCP
 // runs a server's Serve on a loopback port for a test. Only tests and
-// test helpers (mqtt/mqtttest, devices/sim/simtest) import it; it imports
+// test helpers (mqtt/mqtttest, sim/simtest) import it; it imports
 // no plantd package.
+//
+// Imports: none
 package proctest
 
 import (

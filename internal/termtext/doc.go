@@ -15,4 +15,6 @@
 //
 // This package imports only the standard library; cmd/plantd uses it for
 // every string from outside it prints.
+//
+// Imports: none
 package termtext

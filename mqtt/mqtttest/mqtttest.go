@@ -5,6 +5,8 @@
 // broker; under CI=true a missing mosquitto fails the test. The collector
 // decodes the wire format of docs/mqtt.md on its own (it imports no
 // plantd package).
+//
+// Imports: plantd/internal/proctest
 package mqtttest
 
 import (

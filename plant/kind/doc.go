@@ -18,4 +18,6 @@
 // leaf under every other package (config and devices included, which sit
 // below plant), part of package plant's vocabulary that the lower layers
 // need too. It holds words and their tables, no behaviour of devices.
+//
+// Imports: none
 package kind

@@ -3,7 +3,7 @@ package kind
 import "fmt"
 
 // Kind is what a device is. Discovery decides it from the SunSpec models
-// a device exposes (devices.Classify); the config may set it (it then
+// a device exposes (sunspec.Classify); the config may set it (it then
 // overrides discovery). It decides the device's role in the energy balance
 // and its API type word.
 type Kind string

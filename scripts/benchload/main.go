@@ -4,6 +4,8 @@
 // percentiles. Only non-2xx answers and transport errors count as errors.
 //
 //	go run ./scripts/benchload -url http://127.0.0.1:8080 -token T -c 64 -d 10s PATH...
+//
+// Imports: none
 package main
 
 import (

@@ -22,6 +22,8 @@
 // gives a connection string instead. -report only prints the report of
 // the database; -v logs each state message. The schema and example
 // queries are in docs/mqtt.md.
+//
+// Imports: none
 package main
 
 import (

@@ -10,6 +10,8 @@
 // With -session NAME it keeps a persistent session (clean session off)
 // under that client id, so that a broker with persistence queues messages
 // for it while it is away; MQTT_PASSWORD gives the password of -user.
+//
+// Imports: none
 package main
 
 import (
