@@ -16,6 +16,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 )
@@ -101,7 +102,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	}
 	_ = json.Unmarshal(b, &created)
 
-	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % on both inverters", time.Until(start)+3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 
 	// From here to the end of the test both registers and the limits in
 	// effect stay within [40, 70], sampled at 20 Hz.
@@ -133,7 +134,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	time.Sleep(time.Until(start.Add(3 * time.Second)))
 	d.Kill() // SIGKILL: no chance to clean up
 	killed := time.Now()
-	waitUntil(t, 8*time.Second, "inv2 reverted to the installer's 70 %", func() bool { return limit("inv2") == 70 })
+	proctest.WaitFor(t, "inv2 reverted to the installer's 70 %", 8*time.Second, func() bool { return limit("inv2") == 70 })
 	t.Logf("SIGKILL at start+3 s: inv2 at its stored fallback 70 %% %s later (reversion timeout 4 s, renewed from half of it on); inv1 (123) at %g %%", time.Since(killed).Round(10*time.Millisecond), limit("inv1"))
 	time.Sleep(time.Until(killed.Add(10 * time.Second)))
 	if l := limit("inv1"); l != 40 {
@@ -144,7 +145,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	d2.waitAPI(15 * time.Second)
 	d2.waitOnline(10*time.Second, "inv2")
 	onlineAt := time.Now()
-	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % back after the restart", 3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	t.Logf("restart 10 s after the kill: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
 	time.Sleep(2 * time.Second) // renewals and the follow check after the restart
 	close(stop)
@@ -158,7 +159,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), created.Schedule.ScheduleID) || !strings.Contains(string(b), `"status":"active"`) {
 		t.Errorf("GET schedules: %d %s", code, b)
 	}
-	waitUntil(t, 5*time.Second, "the plant log naming who sent what", func() bool {
+	proctest.WaitFor(t, "the plant log naming who sent what", 5*time.Second, func() bool {
 		_, b := d2.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
 		s := string(b)
 		return strings.Contains(s, "by inst (installer)") && strings.Contains(s, "by dso (gridoperator)") && strings.Contains(s, "WMaxLimPct 40") &&
@@ -223,17 +224,6 @@ func gridConfigWith(t testing.TB, p *sim.Plant, extra string) string {
 	}
 	writeConfig(t, path, string(raw)+extra)
 	return path
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestGridControlEveryCommandOverHTTP posts one schedule with every
@@ -343,7 +333,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	}
 	// Seen inside the window, however slowly plantd writes: the bound is
 	// the window's end, not a time after its start.
-	waitUntil(t, time.Until(end), "every function enabled on both inverters inside the window", func() bool { return len(enabled()) == 0 })
+	proctest.WaitFor(t, "every function enabled on both inverters inside the window", time.Until(end), func() bool { return len(enabled()) == 0 })
 	t.Logf("every function enabled %s after the start", time.Since(start).Round(10*time.Millisecond))
 	if s := p.Device("inv1").State(); s.Connected || s.EffectiveLimitPct != 45 {
 		t.Errorf("inv1 in the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
@@ -454,7 +444,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	lost := time.Now()
 	d.WaitLog(regexp.MustCompile(`mqtt connection lost`), 5*time.Second)
 
-	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters without the link", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % on both inverters without the link", time.Until(start)+3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	applied := time.Since(start)
 	// Held to the end: sampled every 50 ms until just before it.
 	var hi float64
@@ -471,7 +461,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 		t.Errorf("limit rose to %g %% inside the window while the link was down: %v", hi, rises)
 		t.Logf("plantd's log:\n%s", d.Tail(60))
 	}
-	waitUntil(t, 5*time.Second, "the fallback: both back at their default 100 %", func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
+	proctest.WaitFor(t, "the fallback: both back at their default 100 %", 5*time.Second, func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
 	t.Logf("link down %s before the start; 40 %% applied %s after the start, held (max %g %%) to the end, default 100 %% %s after the end; link down %s in all",
 		start.Sub(lost).Round(10*time.Millisecond), applied.Round(10*time.Millisecond), hi, time.Since(end).Round(10*time.Millisecond), time.Since(lost).Round(100*time.Millisecond))
 	code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")

@@ -10,6 +10,7 @@ import (
 
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 )
@@ -121,7 +122,7 @@ mqtt:
 		t.Fatal(err)
 	}
 	var inputID, inputBy string
-	waitUntil(t, 10*time.Second, "a schedule of input:rcr/K3", func() bool { inputID, inputBy = scheduleBy("input:rcr/K3"); return inputID != "" })
+	proctest.WaitFor(t, "a schedule of input:rcr/K3", 10*time.Second, func() bool { inputID, inputBy = scheduleBy("input:rcr/K3"); return inputID != "" })
 	if inputBy != "input:rcr/K3 (gridoperator)" {
 		t.Errorf("the input's schedule createdBy %q, want input:rcr/K3 (gridoperator)", inputBy)
 	}

@@ -13,6 +13,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -116,7 +117,7 @@ func TestDeviceProxy(t *testing.T) {
 	if code != 201 && code != 200 {
 		t.Fatalf("POST schedule: %d %s", code, body)
 	}
-	waitUntil(t, 10*time.Second, "inv1 limited to 40 %", func() bool {
+	proctest.WaitFor(t, "inv1 limited to 40 %", 10*time.Second, func() bool {
 		st := p.Device("inv1").State()
 		return st.LimitActive && st.LimitPct == 40
 	})
