@@ -109,9 +109,15 @@
 //
 // # Import boundary
 //
+// An input's section of the config file beyond the module's address,
+// [Settings] (contacts, pattern table of [Action] rows, failsafe), with
+// its defaults and its Validate, is here too (settings.go); config.Input
+// embeds it inline and calls Validate with the file's lines.
+//
 // gridinput imports plant (log entries), modbus (the reader of the I/O
-// module) and the standard library. It knows nothing of grid control,
-// the store or the consumers: it submits through its Submitter and
-// dims through its Dimmer interface, both implemented in cmd/plantd,
-// which wires it. Only cmd/plantd imports it.
+// module), internal/confcheck (its settings' rules) and the standard
+// library. It knows nothing of grid control, the store or the consumers:
+// it submits through its Submitter and dims through its Dimmer
+// interface, both implemented in cmd/plantd, which wires it. cmd/plantd
+// imports it, and config for Settings.
 package gridinput

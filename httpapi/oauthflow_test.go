@@ -16,6 +16,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/proctest"
 )
 
@@ -34,9 +35,9 @@ func codeEnv(t testing.TB, o envOpts) *env {
 	o.polls = 1
 	o.modify = func(c *Config) {
 		c.OAuthClients = append(c.OAuthClients,
-			config.OAuthClient{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard,
+			oauthconfig.Client{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard,
 				RedirectURIs: []string{appRedirect, "http://127.0.0.1:9/cb"}},
-			config.OAuthClient{ClientID: preID, SecretSHA256: config.TokenHash(preSecret), Role: config.RoleInstaller,
+			oauthconfig.Client{ClientID: preID, SecretSHA256: config.TokenHash(preSecret), Role: config.RoleInstaller,
 				RedirectURIs: []string{"https://trusted.example.com/cb"}, PreApproved: true})
 	}
 	return newEnv(t, o)
@@ -554,8 +555,8 @@ func TestConsentOnlyByOwner(t *testing.T) {
 	)
 	e := newEnv(t, envOpts{polls: 1, modify: func(c *Config) {
 		c.OAuthClients = append(c.OAuthClients,
-			config.OAuthClient{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard, RedirectURIs: []string{appRedirect}},
-			config.OAuthClient{ClientID: instID, SecretSHA256: config.TokenHash(instSecret), Role: config.RoleInstaller, RedirectURIs: []string{instRedirect}})
+			oauthconfig.Client{ClientID: appID, SecretSHA256: config.TokenHash(appSecret), Role: config.RoleStandard, RedirectURIs: []string{appRedirect}},
+			oauthconfig.Client{ClientID: instID, SecretSHA256: config.TokenHash(instSecret), Role: config.RoleInstaller, RedirectURIs: []string{instRedirect}})
 	}})
 	authorizeReq := func(client, redirect, scope string) string {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/gridinput"
 	"plantd/internal/proctest"
 	"plantd/modbus"
 )
@@ -264,8 +265,8 @@ func TestInputsChanged(t *testing.T) {
 		c := config.Default()
 		in := config.NewInput()
 		in.ID, in.Host, in.Contacts = "rcr", "10.0.0.3", map[string]int{"K1": 0}
-		in.Actions = []config.InputAction{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
-		in.Failsafe = &config.InputAction{Command: "opModMaxLimW", Value: value, Unit: "%"}
+		in.Actions = []gridinput.Action{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
+		in.Failsafe = &gridinput.Action{Command: "opModMaxLimW", Value: value, Unit: "%"}
 		c.Inputs = []config.Input{in}
 		return c
 	}

@@ -16,6 +16,7 @@ import (
 	"plantd/config"
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
+	"plantd/httpapi/oauth2/oauthconfig"
 )
 
 // simConfig is a config of the simulated plant's first n devices, polled
@@ -256,7 +257,7 @@ func TestChangedSections(t *testing.T) {
 		{"nothing", func(*config.Config) {}, ""},
 		{"reloadable", func(c *config.Config) {
 			c.Tokens = []config.Token{{Name: "x", SHA256: config.TokenHash("x"), Role: config.RoleStandard}}
-			c.OAuthClients = []config.OAuthClient{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
+			c.OAuthClients = []oauthconfig.Client{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
 			c.Log.Level = "debug"
 		}, ""},
 		{"log format", func(c *config.Config) { c.Log.Format = "json" }, "log.format"},
