@@ -20,6 +20,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/gridcontrol"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/store"
@@ -236,13 +237,7 @@ func (r *rig) read(id string, model uint16) *devices.Instance {
 
 func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitFor(r.t, what, timeout, cond)
 }
 
 // answered returns how many poll answers of device the live state took.

@@ -433,7 +433,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	col.Publish("plantd/v1/gw-link/down/schedule/p1", true, fmt.Sprintf(
 		`{"requestId":"req-link","version":1,"schedule":{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40}]}}`,
 		start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
-	mqtttest.WaitFor(t, 4*time.Second, "the ack of req-link", func() bool { return len(col.Acks("req-link")) > 0 })
+	proctest.WaitFor(t, "the ack of req-link", 4*time.Second, func() bool { return len(col.Acks("req-link")) > 0 })
 	if a := col.Acks("req-link")[0]; a.Status != 201 {
 		t.Fatalf("schedule over MQTT: %d %s", a.Status, a.Body)
 	}

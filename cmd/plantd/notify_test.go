@@ -17,6 +17,7 @@ import (
 	"plantd/devices/sim"
 	"plantd/devices/sim/simtest"
 	"plantd/httpapi/oauth2/oauthconfig"
+	"plantd/internal/proctest"
 )
 
 // simConfig is a config of the simulated plant's first n devices, polled
@@ -237,12 +238,7 @@ func TestReloadSIGHUP(t *testing.T) {
 		return string(m[1])
 	}
 	before := polls()
-	for deadline := time.Now().Add(10 * time.Second); polls() == before; {
-		if time.Now().After(deadline) {
-			t.Fatal("inv2 not polled any more after the reloads")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitFor(t, "inv2 polled after the reloads", 10*time.Second, func() bool { return polls() != before })
 	d.stop()
 }
 
