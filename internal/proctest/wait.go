@@ -7,12 +7,13 @@ import (
 
 // Polling intervals of WaitFor and WaitValue: the first check is at
 // once, the next after minPoll, each wait twice the one before up to
-// maxPoll, so a condition that holds soon is seen soon and one that
-// takes seconds (an HTTP request to a running binary) is not asked for
-// hundreds of times a second.
+// maxPoll, so a condition that holds soon is seen soon (six checks in
+// the first 63 ms) and one that takes seconds is asked at most 20 times
+// a second: a condition may ask plantd's HTTP API, whose default rate
+// limit per credential is 20 requests a second (a faster poll gets 429).
 const (
 	minPoll = time.Millisecond
-	maxPoll = 25 * time.Millisecond
+	maxPoll = 50 * time.Millisecond
 )
 
 // WaitFor polls cond until it holds, and fails tb (Fatal, from the test's
