@@ -11,9 +11,7 @@ import (
 // TestGoverningLimit: the limit in force is the most restrictive of the
 // channels' windows, whoever sent it, and none once they end.
 func TestGoverningLimit(t *testing.T) {
-	r := newRig(t, rigOpts{})
-	r.start()
-	t.Cleanup(r.stop)
+	r := newRig(t, rigOpts{}) // its controller runs (newRig starts it)
 	gc := r.controller()
 	<-gc.Loaded()
 	ctx := context.Background()
