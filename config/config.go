@@ -9,7 +9,15 @@ import (
 	"strconv"
 	"time"
 
+	"plantd/charger/chargerconfig"
+	"plantd/consumer/consumerconfig"
+	"plantd/gridcontrol/gridconfig"
+	"plantd/httpapi/oauth2/oauthconfig"
+	"plantd/internal/confcheck"
+	"plantd/modbusproxy"
+	"plantd/mqtt/mqttconfig"
 	"plantd/plant/kind"
+	"plantd/sunspecserver/serverconfig"
 )
 
 // Config is plantd's configuration, as read from /etc/plantd/plantd.yaml. The
@@ -24,21 +32,28 @@ type Config struct {
 	Plants   []Plant  `yaml:"plants"`
 	Devices  []Device `yaml:"devices"`
 	// Inputs are the grid operator's contacts on I/O modules (input.go).
-	Inputs       []Input       `yaml:"inputs"`
-	Tokens       []Token       `yaml:"tokens"`
-	OAuthClients []OAuthClient `yaml:"oauthClients"`
-	MQTT         MQTT          `yaml:"mqtt"`
-	GridControl  GridControl   `yaml:"gridControl"`
-	Migrated     Migrated      `yaml:"migrated"`
-	// ModbusServer is the SunSpec Modbus server (modbusserver.go).
-	ModbusServer ModbusServer `yaml:"modbusServer"`
+	Inputs []Input `yaml:"inputs"`
+	Tokens []Token `yaml:"tokens"`
+	// OAuthClients may get tokens from the OAuth2 endpoints
+	// (httpapi/oauth2/oauthconfig).
+	OAuthClients []oauthconfig.Client `yaml:"oauthClients"`
+	// MQTT is the cloud uplink (mqtt/mqttconfig).
+	MQTT mqttconfig.Config `yaml:"mqtt"`
+	// GridControl is the execution of grid-control schedules
+	// (gridcontrol/gridconfig).
+	GridControl gridconfig.Config `yaml:"gridControl"`
+	Migrated    Migrated          `yaml:"migrated"`
+	// ModbusServer is the SunSpec Modbus server
+	// (sunspecserver/serverconfig).
+	ModbusServer serverconfig.Config `yaml:"modbusServer"`
 
 	// Local are the integrations on the local network (local.go).
 	Local Local `yaml:"local"`
 
 	// OCPP is the central system EV chargers connect to (consumers with
-	// driver ocpp); it runs only when one is configured.
-	OCPP OCPP `yaml:"ocpp"`
+	// driver ocpp); it runs only when one is configured
+	// (charger/chargerconfig).
+	OCPP chargerconfig.Config `yaml:"ocpp"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.
@@ -160,9 +175,9 @@ type Plant struct {
 	// Stakeholders are the people and companies with a role at the plant
 	// (GET .../stakeholders).
 	Stakeholders []Stakeholder `yaml:"stakeholders"`
-	// Battery is the home energy manager's battery priority; see
-	// Battery.
-	Battery Battery `yaml:"battery"`
+	// Battery is the home energy manager's battery priority
+	// (consumer/consumerconfig.Battery).
+	Battery consumerconfig.Battery `yaml:"battery"`
 }
 
 // Stakeholder is a person or company with a role at a plant.
@@ -284,11 +299,12 @@ type Device struct {
 	// as the device's productId; 0 = not known (omitted).
 	ProductID int `yaml:"productId"`
 	// Consumer is the home energy manager's settings of a device of kind
-	// consumer (required for it, refused for other kinds); see Consumer.
-	Consumer *Consumer `yaml:"consumer,omitempty"`
+	// consumer (required for it, refused for other kinds);
+	// consumer/consumerconfig.
+	Consumer *consumerconfig.Config `yaml:"consumer,omitempty"`
 	// Proxy is the device's Modbus TCP proxy for third parties
-	// (modbusserver.go); nil: none.
-	Proxy *DeviceProxy `yaml:"proxy,omitempty"`
+	// (modbusproxy.Settings); nil: none.
+	Proxy *modbusproxy.Settings `yaml:"proxy,omitempty"`
 }
 
 // Serial is a serial line's settings (devices[].serial).
@@ -325,28 +341,18 @@ func (d Device) Address() string {
 	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
 }
 
-// Roles for [Token.Role] and [OAuthClient.Role], lowest first.
+// Roles for [Token.Role] and oauthconfig.Client.Role, lowest first
+// (internal/confcheck's, which every section that names a role checks
+// with).
 const (
-	RoleStandard     = "standard"
-	RoleInstaller    = "installer"
-	RoleGridOperator = "gridoperator"
+	RoleStandard     = confcheck.RoleStandard
+	RoleInstaller    = confcheck.RoleInstaller
+	RoleGridOperator = confcheck.RoleGridOperator
 )
 
 // RoleRank orders the roles: standard 1, installer 2, gridoperator 3, and
-// 0 for a string that is no role. The one ordering of roles, for the
-// HTTP API's checks, grid control's precedence and Home Assistant's
-// commands.
-func RoleRank(role string) int {
-	switch role {
-	case RoleStandard:
-		return 1
-	case RoleInstaller:
-		return 2
-	case RoleGridOperator:
-		return 3
-	}
-	return 0
-}
+// 0 for a string that is no role (confcheck.RoleRank).
+func RoleRank(role string) int { return confcheck.RoleRank(role) }
 
 // Token is a bearer token of the HTTP API. The config holds only the token's
 // SHA-256, never the token.
@@ -361,126 +367,11 @@ type Token struct {
 	Role string `yaml:"role"`
 }
 
-// OAuthClient may get tokens from plantd's OAuth2 client-credentials
-// endpoint.
-type OAuthClient struct {
-	// ClientID is required and unique: printable ASCII without space and
-	// the separators ( ) < > @ , ; : \ " / [ ] ? = { } % (CheckClientID).
-	ClientID string `yaml:"clientId"`
-	// SecretSHA256 is the hex SHA-256 of the client secret (64 hex digits,
-	// either case).
-	SecretSHA256 string `yaml:"secretSha256"`
-	// Role of the tokens issued to the client: standard, installer or
-	// gridoperator.
-	Role string `yaml:"role"`
-	// RedirectURIs the client may name in the authorization_code flow
-	// (GET /oauth2/auth): absolute URLs without a fragment, compared
-	// exactly. None = the client may not use that flow.
-	RedirectURIs []string `yaml:"redirectUris"`
-	// PreApproved clients need no approval by the gateway's owner: their
-	// authorization requests and back-channel consents
-	// (POST /oauth2/v2/bc-authorize) are accepted at once. Default false.
-	PreApproved bool `yaml:"preApproved"`
-}
-
-// BrokerURLs are the uplink's broker URLs: Brokers, or Broker alone; none
-// when MQTT is off.
-func (m MQTT) BrokerURLs() []string {
-	if m.Broker != "" {
-		return []string{m.Broker}
-	}
-	return m.Brokers
-}
-
 // TokenHash returns the hex SHA-256 of a bearer token or client secret, the
-// form [Token.SHA256] and [OAuthClient.SecretSHA256] hold.
+// form [Token.SHA256] and oauthconfig.Client.SecretSHA256 hold.
 func TokenHash(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
-}
-
-// MQTT configures publishing to a broker. MQTT is off when Broker and
-// Brokers are empty; the other fields are then not used.
-type MQTT struct {
-	// Broker URL: tcp://host:port or mqtt://host:port (plain), ssl://,
-	// tls:// or mqtts://host:port (TLS), ws:// or wss://host[:port]/path
-	// (WebSocket).
-	Broker string `yaml:"broker"`
-	// Brokers are the URLs of one clustered broker's nodes (or of load
-	// balancers in front of it), each as Broker: plantd connects to one and
-	// on a failure takes the next. Give broker or brokers, not both.
-	Brokers []string `yaml:"brokers,omitempty"`
-	// Username and Password authenticate at the broker (a password needs a
-	// username).
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	// CAFile is a PEM bundle to verify the broker's certificate (default:
-	// the system's roots). ClientCert and ClientKey (PEM, both or neither)
-	// authenticate plantd by certificate. TLS brokers only.
-	CAFile     string `yaml:"caFile"`
-	ClientCert string `yaml:"clientCert"`
-	ClientKey  string `yaml:"clientKey"`
-	// TopicPrefix precedes the gateway id in every topic. Default
-	// "plantd/v1". No wildcards, no empty levels.
-	TopicPrefix string `yaml:"topicPrefix"`
-	// KeepAlive is the MQTT keep-alive, 1s..65535s. Default 30s.
-	KeepAlive time.Duration `yaml:"keepAlive"`
-	// LiveInterval is how often the live energy balance and the devices'
-	// live values are published, 1s..1h. Default 10s.
-	LiveInterval time.Duration `yaml:"liveInterval"`
-	Outbox       Outbox        `yaml:"outbox"`
-	Backlog      Backlog       `yaml:"backlog"`
-	// RemoteControl accepts schedules and commands from the cloud
-	// (down/schedule/{plantId}, down/cmd). Default false.
-	RemoteControl bool `yaml:"remoteControl"`
-	// RemoteRole is the role the cloud's requests run with: standard,
-	// installer or gridoperator. Default installer.
-	RemoteRole string `yaml:"remoteRole"`
-}
-
-// Backlog caps the drain of queued rollups and log entries after an
-// outage, so that a metered link is not flooded; live values and acks are
-// not capped.
-type Backlog struct {
-	// MessagesPerSecond, > 0. Default 100.
-	MessagesPerSecond float64 `yaml:"messagesPerSecond"`
-	// BytesPerSecond of payload, >= 1024. Default 262144 (256 KiB).
-	BytesPerSecond float64 `yaml:"bytesPerSecond"`
-}
-
-// Outbox bounds the SQLite outbox of messages not yet acknowledged by the
-// broker, per stream.
-type Outbox struct {
-	// MaxRows per stream, >= 1. Default 500000.
-	MaxRows int `yaml:"maxRows"`
-	// MaxAge of a queued message, at least 1h. Default 720h (30 days).
-	MaxAge time.Duration `yaml:"maxAge"`
-}
-
-// GridControl configures the execution of grid-control schedules.
-type GridControl struct {
-	// ReversionTimeout written with every control, whole seconds,
-	// 2s..65535s. Default 60s.
-	ReversionTimeout time.Duration `yaml:"reversionTimeout"`
-	// RampRatePercentPerSecond limits how fast a limit is loosened, in % of
-	// nominal power per second, (0, 100]. Default 10.
-	RampRatePercentPerSecond float64 `yaml:"rampRatePercentPerSecond"`
-	// MeterLossGrace is how long inverters are held at their last limit
-	// after the meter is lost while a feed-in limit is active, 0..1h.
-	// Default 30s.
-	MeterLossGrace time.Duration `yaml:"meterLossGrace"`
-	// DimmingMinPowerW is what the controllable consumers of a plant may
-	// still draw while the grid operator dims them (§14a EnWG), W; 0 =
-	// the BNetzA minimum for their number (consumer/doc.go). Default 0.
-	DimmingMinPowerW float64      `yaml:"dimmingMinPowerW"`
-	Defaults         GridDefaults `yaml:"defaults"`
-}
-
-// GridDefaults are the values fallbacks restore.
-type GridDefaults struct {
-	// PowerLimitPercent, 0..100, when given; nil = the device's own value
-	// read at first contact.
-	PowerLimitPercent *float64 `yaml:"powerLimitPercent"`
 }
 
 // Migrated maps ids that changed (e.g. when a plant moved to the newer
@@ -521,14 +412,4 @@ func (d Date) MarshalYAML() (any, error) {
 		return nil, nil
 	}
 	return d.String(), nil
-}
-
-// OCPP is plantd's OCPP 1.6J central system: the WebSocket server the
-// chargers (devices of kind consumer with driver ocpp) connect to, at
-// ws://<gateway>:<port><path>/<chargePointId>.
-type OCPP struct {
-	// Listen is host:port (default ":8887", where evcc listens too).
-	Listen string `yaml:"listen"`
-	// Path is the URL path before the charge point id (default "/ocpp").
-	Path string `yaml:"path"`
 }

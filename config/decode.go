@@ -157,9 +157,7 @@ func (d *decoder) value(path string, line int, n *yaml.Node, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		e := reflect.New(v.Type().Elem())
-		if def, ok := e.Interface().(defaulter); ok {
-			def.setDefaults()
-		}
+		setDefaultsOf(e.Interface())
 		d.value(path, line, n, e.Elem())
 		if !d.bad[path] {
 			v.Set(e)
@@ -256,9 +254,7 @@ func (d *decoder) list(path string, line int, n *yaml.Node, v reflect.Value) {
 		ip := fmt.Sprintf("%s[%d]", path, i)
 		d.lines[ip] = item.Line
 		e := reflect.New(v.Type().Elem())
-		if def, ok := e.Interface().(defaulter); ok {
-			def.setDefaults()
-		}
+		setDefaultsOf(e.Interface())
 		d.value(ip, item.Line, item, e.Elem())
 		s = reflect.Append(s, e.Elem())
 	}

@@ -8,7 +8,9 @@ import (
 	"plantd/consumer/drivers"
 )
 
-// All defaults live in this file.
+// All defaults are set from this file: config's own here, each
+// component's section's by its SetDefaults, called from here (and by the
+// decoder for list elements and pointers).
 //
 // A default is set before decoding, on a fresh Config and on every fresh
 // list element, and the YAML overwrites what it gives. So a value written
@@ -19,8 +21,6 @@ import (
 
 const (
 	defaultListen            = "127.0.0.1:8080"
-	defaultOCPPListen        = ":8887"
-	defaultOCPPPath          = "/ocpp"
 	defaultRequestsPerSecond = 20
 	defaultBurst             = 40
 	defaultDatabasePath      = "/var/lib/plantd/plantd.db"
@@ -33,26 +33,7 @@ const (
 	defaultPort              = 502
 	defaultUnit              = 1
 	defaultPollInterval      = 5 * time.Second
-	// defaultPrioritySoc: the battery charges first at any state of
-	// charge, as the energy manager did before the key existed.
-	defaultPrioritySoc       = 100
 	defaultTimeout           = 2 * time.Second
-	defaultTopicPrefix       = "plantd/v1"
-	defaultKeepAlive         = 30 * time.Second
-	defaultOutboxMaxRows     = 500000
-	defaultOutboxMaxAge      = 720 * time.Hour
-	defaultLiveInterval      = 10 * time.Second
-	defaultBacklogMessages   = 100
-	defaultBacklogBytes      = 256 << 10
-	defaultRemoteRole        = RoleInstaller
-	defaultReversionTimeout  = 60 * time.Second
-	defaultRampRate          = 10 // % of nominal power per second
-	defaultMeterLossGrace    = 30 * time.Second
-	defaultModbusServerRole  = RoleInstaller
-	defaultModbusServerConns = 32
-	defaultConnsPerClient    = 4
-	defaultProxyRate         = 10
-	defaultProxyBurst        = 20
 	gatewayIDPrefix          = "plantd-"
 	// The default memory limit: a base and a share per device.
 	defaultMemoryBaseMB     = 64
@@ -93,9 +74,24 @@ func NewDevice() Device {
 	return d
 }
 
-// defaulter is implemented by the types that have defaults; the decoder
-// calls setDefaults on each new list element before decoding into it.
-type defaulter interface{ setDefaults() }
+// defaulter is implemented by config's types that have defaults, and
+// sectionDefaulter by the sections' types of the components' packages; the
+// decoder calls setDefaults (SetDefaults) on each new list element and
+// pointer before decoding into it.
+type (
+	defaulter        interface{ setDefaults() }
+	sectionDefaulter interface{ SetDefaults() }
+)
+
+// setDefaultsOf sets the defaults of *v, when it has any.
+func setDefaultsOf(v any) {
+	switch d := v.(type) {
+	case defaulter:
+		d.setDefaults()
+	case sectionDefaulter:
+		d.SetDefaults()
+	}
+}
 
 func (c *Config) setDefaults() {
 	c.HTTP.Listen = defaultListen
@@ -107,29 +103,16 @@ func (c *Config) setDefaults() {
 	c.Database.CommitInterval = defaultCommitInterval
 	c.Log.Level = defaultLogLevel
 	c.Log.Format = defaultLogFormat
-	c.MQTT.TopicPrefix = defaultTopicPrefix
-	c.MQTT.KeepAlive = defaultKeepAlive
-	c.MQTT.Outbox.MaxRows = defaultOutboxMaxRows
-	c.MQTT.Outbox.MaxAge = defaultOutboxMaxAge
-	c.MQTT.LiveInterval = defaultLiveInterval
-	c.MQTT.Backlog.MessagesPerSecond = defaultBacklogMessages
-	c.MQTT.Backlog.BytesPerSecond = defaultBacklogBytes
-	c.MQTT.RemoteRole = defaultRemoteRole
-	c.GridControl.ReversionTimeout = defaultReversionTimeout
-	c.GridControl.RampRatePercentPerSecond = defaultRampRate
-	c.GridControl.MeterLossGrace = defaultMeterLossGrace
-	c.Local.MQTT.setDefaults()
-	c.OCPP.Listen = defaultOCPPListen
-	c.OCPP.Path = defaultOCPPPath
-	c.ModbusServer.UnitID = defaultUnit
-	c.ModbusServer.Role = defaultModbusServerRole
-	c.ModbusServer.MaxConns = defaultModbusServerConns
-	c.ModbusServer.MaxConnsPerClient = defaultConnsPerClient
+	c.MQTT.SetDefaults()
+	c.GridControl.SetDefaults()
+	c.Local.MQTT.SetDefaults()
+	c.OCPP.SetDefaults()
+	c.ModbusServer.SetDefaults()
 }
 
 func (p *Plant) setDefaults() {
 	p.Installation.CO2SavingsFactor = defaultCO2SavingsFactor
-	p.Battery.PrioritySoc = defaultPrioritySoc
+	p.Battery.SetDefaults()
 }
 
 func (d *Device) setDefaults() {

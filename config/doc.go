@@ -31,7 +31,8 @@
 //
 // # Defaults
 //
-// All defaults are set in defaults.go, on a fresh Config before decoding and
+// All defaults are set from defaults.go (a component's section's by its
+// SetDefaults), on a fresh Config before decoding and
 // on every new list element (plant, device) before decoding into it, so a
 // value the file gives, even 0 or false, is kept and validated rather than
 // replaced. Then the defaults that depend on other values are derived: the
@@ -81,19 +82,43 @@
 // list over several lines is re-encoded from the YAML tree. The file must
 // validate before and after, and [WriteFileKeeping] replaces it.
 //
+// # Sections of the components
+//
+// A section that belongs to one component is that component's: its type,
+// its defaults (SetDefaults) and its Validate live with it, and Config
+// holds it by field: mqtt and local.mqtt (mqtt/mqttconfig), gridControl
+// (gridcontrol/gridconfig), an input's contacts and pattern table
+// (gridinput.Settings, inline in [Input]), modbusServer
+// (sunspecserver/serverconfig), a device's proxy (modbusproxy.Settings),
+// oauthClients (httpapi/oauth2/oauthconfig), ocpp (charger/chargerconfig),
+// a device's consumer settings and a plant's battery priority
+// (consumer/consumerconfig, which embeds consumer/drivers.Settings).
+// Validate calls each with an internal/confcheck.Checker at the
+// section's key, which turns their problems (a field path and a message)
+// into [Problem]s with the file and line, and hands them what they need
+// of other sections (which plants exist, the address another proxy
+// listens at). Config keeps the gateway-wide sections (gateway, http,
+// database, log, plants, devices, tokens, migrated) and every rule
+// between sections: ids unique, a device's plant or a consumer's meter
+// existing, devices sharing a connection or a serial line agreeing.
+//
 // # Import boundary
 //
-// This package imports only the standard library, go.yaml.in/yaml/v3
+// This package imports the standard library, go.yaml.in/yaml/v3
 // (the maintained continuation of gopkg.in/yaml.v3, which gin's and
-// kin-openapi's dependencies still pull in indirectly) and plantd/plant/kind
-// (the leaf that defines the device kinds, for [Device.Kind]), plantd/plant
-// (the domain's vocabulary), plantd/devices/template (the names of the
-// device templates, for [Device.Template]) and plantd/modbus (the serial
-// line's standard rates, modbus.StandardBauds, the transport's rule). It
-// must not import any other
-// plantd package: every component takes its part of the
-// Config (or values copied from it) from cmd/plantd, which alone wires them
-// together.
+// kin-openapi's dependencies still pull in indirectly),
+// plantd/plant/kind (the leaf that defines the device kinds, for
+// [Device.Kind]), plantd/devices/template (the names of the device templates, for
+// [Device.Template]), plantd/modbus (the serial line's standard rates,
+// modbus.StandardBauds, the transport's rule), plantd/consumer/drivers
+// (the consumer drivers' defaults), plantd/internal/confcheck and the
+// components' section packages above (mqtt/mqttconfig,
+// gridcontrol/gridconfig, gridinput, sunspecserver/serverconfig,
+// modbusproxy, httpapi/oauth2/oauthconfig, charger/chargerconfig,
+// consumer/consumerconfig). It must not import any other plantd package
+// (a component itself, as mqtt or gridcontrol, which import config):
+// every component takes its part of the Config (or values copied from
+// it) from cmd/plantd, which alone wires them together.
 //
-// Imports: plantd/consumer/drivers, plantd/devices/template, plantd/modbus, plantd/plant, plantd/plant/kind
+// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/gridcontrol/gridconfig, plantd/gridinput, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus, plantd/modbusproxy, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig
 package config

@@ -1,12 +1,16 @@
 package config
 
-import "go.yaml.in/yaml/v3"
+import (
+	"go.yaml.in/yaml/v3"
+
+	"plantd/httpapi/oauth2/oauthconfig"
+)
 
 // AddOAuthClient appends a client to the config file's oauthClients, as
 // AddToken adds a token: the YAML tree is edited (comments stay), the
 // result validated before WriteFileKeeping replaces the file, and a
 // client id already in use is refused.
-func AddOAuthClient(path string, c OAuthClient) error {
+func AddOAuthClient(path string, c oauthconfig.Client) error {
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 		yamlStr("clientId"), yamlStr(c.ClientID), yamlStr("secretSha256"), yamlStr(c.SecretSHA256), yamlStr("role"), yamlStr(c.Role),
 	}}

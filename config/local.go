@@ -1,122 +1,20 @@
 package config
 
-import "time"
+import "plantd/mqtt/mqttconfig"
 
 // Local configures integrations on the local network, apart from the cloud
-// uplink (mqtt): today Home Assistant over a LAN broker (local.mqtt).
+// uplink (mqtt): today Home Assistant over a LAN broker (local.mqtt,
+// mqtt/mqttconfig.Local).
 type Local struct {
-	MQTT LocalMQTT `yaml:"mqtt"`
+	MQTT mqttconfig.Local `yaml:"mqtt"`
 }
 
-// LocalMQTT is Home Assistant's MQTT discovery on a broker of the local
-// network (package hass; docs/home-assistant.md): its own connection,
-// without the uplink's outbox, under its own topic prefix. Off when Broker
-// is empty; the other fields are then not used.
-type LocalMQTT struct {
-	// Broker URL, as mqtt.broker: tcp://host:port or mqtt://host:port
-	// (plain), ssl://, tls:// or mqtts://host:port (TLS, verified against
-	// the system's roots), ws:// or wss://host[:port]/path; without
-	// credentials (Username, Password), as it is logged.
-	Broker string `yaml:"broker"`
-	// Username and Password authenticate at the broker (a password needs
-	// a username). Keep the config readable by root and plantd only, as
-	// for mqtt.password.
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	// ClientID is the MQTT client id at the broker; letters, digits, '.',
-	// '_' and '-', at most 64. Default (empty): the gateway id and "-ha"
-	// (EffectiveClientID; never the uplink's id, which is the gateway id:
-	// a broker drops one of two clients with one id).
-	ClientID string `yaml:"clientId"`
-	// Prefix precedes the gateway id in plantd's own topics (state,
-	// commands, availability). Default "plantd". No wildcards, no empty
-	// levels, not starting with $.
-	Prefix string `yaml:"prefix"`
-	// DiscoveryPrefix is Home Assistant's discovery prefix. Default
-	// "homeassistant" (Home Assistant's own default).
-	DiscoveryPrefix string `yaml:"discoveryPrefix"`
-	// Role is the role commands from Home Assistant act with (the
-	// FeedInLimit number, the consumers' switches and modes): standard
-	// (read only: every command is refused and logged), installer or
-	// gridoperator. Default installer, the role of the installer's own
-	// page: the household's limits are an installer's, and a grid
-	// operator's limit stays mandatory over them. gridoperator needs
-	// Username and Password: the broker's credentials and ACL are the
-	// only gate of the command topics, and an anonymous broker would let
-	// anyone on the network act as the grid operator (DESIGN §6.1).
-	Role string `yaml:"role"`
-	// Interval is the longest time between two publications of a state
-	// (states are also published when they change), 10s..1h. Default 5m.
-	Interval time.Duration `yaml:"interval"`
-	// LimitWindow is how long a feed-in limit set from Home Assistant
-	// holds (a grid-control window from the time of the command), 1m..
-	// 168h. Default 24h: an automation renews it; a Home Assistant that
-	// went away leaves no limit forever.
-	LimitWindow time.Duration `yaml:"limitWindow"`
-}
-
-// Defaults of local.mqtt.
-const (
-	defaultLocalPrefix      = "plantd"
-	defaultDiscoveryPrefix  = "homeassistant"
-	defaultLocalRole        = RoleInstaller
-	defaultLocalInterval    = 5 * time.Minute
-	defaultLocalLimitWindow = 24 * time.Hour
-	localClientIDSuffix     = "-ha"
-)
-
-func (l *LocalMQTT) setDefaults() {
-	l.Prefix, l.DiscoveryPrefix, l.Role = defaultLocalPrefix, defaultDiscoveryPrefix, defaultLocalRole
-	l.Interval, l.LimitWindow = defaultLocalInterval, defaultLocalLimitWindow
-}
-
-// EffectiveClientID is the client id the link uses: ClientID, or by
-// default the gateway id and "-ha" (cut to the length of an id).
-func (l LocalMQTT) EffectiveClientID(gatewayID string) string {
-	if l.ClientID != "" {
-		return l.ClientID
-	}
-	id := gatewayID
-	if len(id)+len(localClientIDSuffix) > maxIDLen {
-		id = id[:maxIDLen-len(localClientIDSuffix)]
-	}
-	return id + localClientIDSuffix
-}
-
-// local checks the local section.
+// local checks the local section: the link's own settings, and that its
+// client id is not the uplink's (the gateway id) while the uplink is on.
 func (v *validator) local() {
-	const p = "local.mqtt."
-	l := v.c.Local.MQTT
-	if l.Broker == "" {
-		for _, f := range []struct{ name, value string }{{"username", l.Username}, {"password", l.Password}} {
-			if f.value != "" {
-				v.add(p+f.name, "needs a broker (local.mqtt.broker)")
-			}
-		}
-		return
+	uplink := ""
+	if len(v.c.MQTT.BrokerURLs()) > 0 {
+		uplink = v.c.Gateway.ID
 	}
-	if u := v.brokerURL(p+"broker", l.Broker); u != nil && u.User != nil {
-		// The URL is logged: credentials go in username and password.
-		v.add(p+"broker", "%q holds credentials: give them as username and password", u.Redacted())
-	}
-	if l.Password != "" && l.Username == "" {
-		v.add(p+"password", "a password needs a username")
-	}
-	if l.ClientID != "" && (len(l.ClientID) > maxIDLen || !gatewayIDPattern.MatchString(l.ClientID)) {
-		v.add(p+"clientId", "%q is not a client id (letters, digits and . _ -, starting with a letter or digit, at most %d)", l.ClientID, maxIDLen)
-	} else if l.ClientID == v.c.Gateway.ID && len(v.c.MQTT.BrokerURLs()) > 0 {
-		v.add(p+"clientId", "%q is the uplink's client id (the gateway id): a broker keeps only one of two clients with one id", l.ClientID)
-	}
-	v.topicPrefix(p+"prefix", l.Prefix)
-	v.topicPrefix(p+"discoveryPrefix", l.DiscoveryPrefix)
-	if l.Prefix == l.DiscoveryPrefix {
-		v.add(p+"prefix", "%q is the discovery prefix too: give plantd's topics their own prefix", l.Prefix)
-	}
-	v.role(p+"role", l.Role)
-	if l.Role == RoleGridOperator && (l.Username == "" || l.Password == "") {
-		v.add(p+"role", "gridoperator needs the broker connection's credentials (local.mqtt.username and local.mqtt.password): "+
-			"the broker's credentials and ACL are the only gate of Home Assistant's command topics; use installer without them")
-	}
-	v.duration(p+"interval", l.Interval, 10*time.Second, time.Hour)
-	v.duration(p+"limitWindow", l.LimitWindow, time.Minute, 168*time.Hour)
+	v.c.Local.MQTT.Validate(v.ck.In("local.mqtt"), uplink)
 }

@@ -15,7 +15,10 @@ import (
 
 	"plantd/consumer/drivers"
 	"plantd/devices/template"
+	"plantd/httpapi/oauth2/oauthconfig"
+	"plantd/internal/confcheck"
 	"plantd/modbus"
+	"plantd/mqtt/mqttconfig"
 	"plantd/plant/kind"
 )
 
@@ -33,6 +36,7 @@ func (c *Config) Validate() error {
 
 func (c *Config) validate() []Problem {
 	v := &validator{c: c}
+	v.ck = confcheck.New(v, "")
 	v.gateway()
 	v.http()
 	v.database()
@@ -40,13 +44,13 @@ func (c *Config) validate() []Problem {
 	v.plants()
 	v.devices()
 	v.consumers()
-	v.ocpp()
+	c.OCPP.Validate(v.ck.In("ocpp"))
 	v.inputs()
 	v.tokens()
-	v.oauthClients()
-	v.mqtt()
+	oauthconfig.Validate(v.ck.In("oauthClients"), c.OAuthClients)
+	c.MQTT.Validate(v.ck.In("mqtt"))
 	v.local()
-	v.gridControl()
+	c.GridControl.Validate(v.ck.In("gridControl"))
 	v.migrated()
 	v.modbusServer()
 	v.proxies()
@@ -56,7 +60,16 @@ func (c *Config) validate() []Problem {
 type validator struct {
 	c        *Config
 	problems []Problem
+	// ck reports to the validator from the file's root: the sections'
+	// Validate get it, moved to their key (confcheck.Checker.In).
+	ck confcheck.Checker
 }
+
+// Problem records a problem a section's Validate found (confcheck.Sink).
+func (v *validator) Problem(field, msg string) { v.add(field, "%s", msg) }
+
+// Where describes the entry at path (confcheck.Sink).
+func (v *validator) Where(path string) string { return v.where(path) }
 
 // add records a problem with field, at the line of field or of the nearest
 // enclosing key or entry the file has, unless decoding already reported a
@@ -111,11 +124,10 @@ func parent(path string) string {
 const maxIDLen = 64
 
 var (
-	idPattern        = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]*$`)
-	gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	sha256Pattern    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-	currencyPattern  = regexp.MustCompile(`^[A-Z]{3}$`)
-	hostLabel        = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]*$`)
+	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+	// The gateway id is the uplink's MQTT client id.
+	gatewayIDPattern = mqttconfig.ClientIDPattern
 )
 
 // id checks a plant or device id, which appears in URLs and MQTT topics.
@@ -129,19 +141,6 @@ func (v *validator) id(field, id string) bool {
 		return true
 	}
 	return false
-}
-
-// unique checks that key was not used by an earlier entry; first maps keys
-// to the path of the entry that used them first.
-func (v *validator) unique(first map[string]string, key, field, entry, what string) {
-	if key == "" {
-		return
-	}
-	if prev, ok := first[key]; ok {
-		v.add(field, "duplicate %s %q (first in %s)", what, key, v.where(prev))
-		return
-	}
-	first[key] = entry
 }
 
 func (v *validator) gateway() {
@@ -167,7 +166,7 @@ const (
 
 func (v *validator) http() {
 	h := v.c.HTTP
-	v.listen("http.listen", h.Listen, "127.0.0.1:8080")
+	v.ck.Listen("http.listen", h.Listen, "127.0.0.1:8080")
 	switch {
 	case h.TLSCert != "" && h.TLSKey == "":
 		v.add("http.tlsCert", "tlsKey is missing (give both or neither)")
@@ -175,12 +174,12 @@ func (v *validator) http() {
 		v.add("http.tlsKey", "tlsCert is missing (give both or neither)")
 	}
 	if r := h.RateLimit.RequestsPerSecond; !(r > 0) {
-		v.add("http.rateLimit.requestsPerSecond", "%s is out of range (more than 0)", num(r))
+		v.add("http.rateLimit.requestsPerSecond", "%s is out of range (more than 0)", confcheck.Num(r))
 	}
 	if b := h.RateLimit.Burst; b < 1 {
 		v.add("http.rateLimit.burst", "%d is out of range (at least 1)", b)
 	}
-	v.duration("http.tokenTTL", h.TokenTTL, time.Minute, 24*time.Hour)
+	v.ck.Duration("http.tokenTTL", h.TokenTTL, time.Minute, 24*time.Hour)
 	for i, o := range h.CORSOrigins {
 		if o == "*" {
 			continue
@@ -196,31 +195,12 @@ func (v *validator) http() {
 	}
 }
 
-// listen checks a listen address: host:port, the host empty (every
-// interface), a name or an IP address, the port 0 (any) to 65535.
-func (v *validator) listen(field, addr, example string) {
-	if host, port, err := net.SplitHostPort(addr); err != nil {
-		v.add(field, "%q is not host:port (as in %s)", addr, example)
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		v.add(field, "%q has no valid port", addr)
-	} else if host != "" && !validHost(host) {
-		v.add(field, "%q has no valid host", addr)
-	}
-}
-
-func (v *validator) ocpp() {
-	v.listen("ocpp.listen", v.c.OCPP.Listen, ":8887")
-	if p := v.c.OCPP.Path; p == "" || p[0] != '/' || strings.ContainsAny(p, " ?#") || len(p) > 1 && strings.HasSuffix(p, "/") {
-		v.add("ocpp.path", "%q is not a URL path (as /ocpp: a leading /, no trailing /, no space, ? or #)", p)
-	}
-}
-
 func (v *validator) database() {
 	if v.c.Database.Path == "" {
 		v.add("database.path", "required")
 	}
-	v.duration("database.rawRetention", v.c.Database.RawRetention, time.Hour, 0)
-	v.duration("database.commitInterval", v.c.Database.CommitInterval, time.Second, 5*time.Minute)
+	v.ck.Duration("database.rawRetention", v.c.Database.RawRetention, time.Hour, 0)
+	v.ck.Duration("database.commitInterval", v.c.Database.CommitInterval, time.Second, 5*time.Minute)
 }
 
 func (v *validator) log() {
@@ -245,7 +225,7 @@ func (v *validator) plants() {
 	for i, p := range v.c.Plants {
 		path := fmt.Sprintf("plants[%d]", i)
 		if v.id(path+".id", p.ID) {
-			v.unique(ids, p.ID, path+".id", path, "plant id")
+			v.ck.Unique(ids, p.ID, path+".id", path, "plant id")
 		}
 		if p.Name == "" {
 			v.add(path+".name", "required")
@@ -262,7 +242,7 @@ func (v *validator) plants() {
 		}
 		v.location(path+".location", p.Location)
 		v.installation(path+".installation", p.Installation)
-		p.Battery.check(func(field, format string, args ...any) { v.add(path+".battery."+field, format, args...) })
+		p.Battery.Validate(v.ck.In(path + ".battery"))
 		for j, sh := range p.Stakeholders {
 			sp := fmt.Sprintf("%s.stakeholders[%d]", path, j)
 			switch sh.Role {
@@ -278,8 +258,8 @@ func (v *validator) plants() {
 }
 
 func (v *validator) location(path string, l Location) {
-	v.optRange(path+".latitude", l.Latitude, -90, 90)
-	v.optRange(path+".longitude", l.Longitude, -180, 180)
+	v.ck.OptRange(path+".latitude", l.Latitude, -90, 90)
+	v.ck.OptRange(path+".longitude", l.Longitude, -180, 180)
 	if l.CurrencyCode3 != "" && !currencyPattern.MatchString(l.CurrencyCode3) {
 		v.add(path+".currencyCode3", "%q is not an ISO 4217 currency code (three upper-case letters)", l.CurrencyCode3)
 	}
@@ -294,23 +274,23 @@ func (v *validator) installation(path string, in Installation) {
 			v.add(path+".startUp", "%04d-%02d-%02d is not a valid date", d.Year, d.Month, d.Day)
 		}
 	}
-	v.optRange(path+".azimuth", in.Azimuth, 0, 360)
-	v.optRange(path+".collectorSlope", in.CollectorSlope, 0, 90)
+	v.ck.OptRange(path+".azimuth", in.Azimuth, 0, 360)
+	v.ck.OptRange(path+".collectorSlope", in.CollectorSlope, 0, 90)
 	names := map[string]string{}
 	for i, a := range in.PVModuleAreas {
 		ap := fmt.Sprintf("%s.pvModuleAreas[%d]", path, i)
 		if a.Name == "" {
 			v.add(ap+".name", "required")
 		}
-		v.unique(names, a.Name, ap+".name", ap, "module area name")
+		v.ck.Unique(names, a.Name, ap+".name", ap, "module area name")
 		if a.Azimuth == nil {
 			v.add(ap+".azimuth", "required (0..360, 0 = north, 180 = south)")
 		}
-		v.optRange(ap+".azimuth", a.Azimuth, 0, 360)
+		v.ck.OptRange(ap+".azimuth", a.Azimuth, 0, 360)
 		if a.CollectorSlope == nil {
 			v.add(ap+".collectorSlope", "required (0..90, 0 = flat)")
 		}
-		v.optRange(ap+".collectorSlope", a.CollectorSlope, 0, 90)
+		v.ck.OptRange(ap+".collectorSlope", a.CollectorSlope, 0, 90)
 		v.nonNegative(ap+".peakPowerW", a.PeakPowerW)
 		if a.ModuleCount < 0 {
 			v.add(ap+".moduleCount", "%d is out of range (at least 0)", a.ModuleCount)
@@ -336,7 +316,7 @@ func (v *validator) devices() {
 	for i, d := range v.c.Devices {
 		path := fmt.Sprintf("devices[%d]", i)
 		if v.id(path+".id", d.ID) {
-			v.unique(ids, d.ID, path+".id", path, "device id")
+			v.ck.Unique(ids, d.ID, path+".id", path, "device id")
 		}
 		switch {
 		case d.Plant == "" && len(v.c.Plants) > 1:
@@ -386,9 +366,9 @@ func (v *validator) devices() {
 		if d.Base != nil && *d.Base != 0 && *d.Base != 40000 && *d.Base != 50000 {
 			v.add(path+".base", "%d is not a SunSpec base address (0, 40000 or 50000)", *d.Base)
 		}
-		v.duration(path+".pollInterval", d.PollInterval, 250*time.Millisecond, time.Hour)
-		v.duration(path+".timeout", d.Timeout, 100*time.Millisecond, 30*time.Second)
-		v.duration(path+".connectDelay", d.ConnectDelay, 0, 10*time.Second)
+		v.ck.Duration(path+".pollInterval", d.PollInterval, 250*time.Millisecond, time.Hour)
+		v.ck.Duration(path+".timeout", d.Timeout, 100*time.Millisecond, 30*time.Second)
+		v.ck.Duration(path+".connectDelay", d.ConnectDelay, 0, 10*time.Second)
 		if !d.Enabled || !hostOK || !portOK || inbound {
 			continue
 		}
@@ -421,7 +401,7 @@ func (v *validator) devices() {
 				framingOf(d), framingOf(p), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
 		} else if p.ConnectDelay != d.ConnectDelay {
 			v.add(path+".connectDelay", "%s differs from the %s of %s, which shares the connection to %s",
-				fmtDuration(d.ConnectDelay), fmtDuration(p.ConnectDelay), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
+				confcheck.FmtDuration(d.ConnectDelay), confcheck.FmtDuration(p.ConnectDelay), v.where(fmt.Sprintf("devices[%d]", prev)), endpoint)
 		}
 	}
 }
@@ -508,219 +488,15 @@ func (v *validator) tokens() {
 		if t.Name == "" {
 			v.add(path+".name", "required")
 		}
-		v.unique(names, t.Name, path+".name", path, "token name")
-		if v.sha256(path+".sha256", t.SHA256) {
+		v.ck.Unique(names, t.Name, path+".name", path, "token name")
+		if v.ck.SHA256(path+".sha256", t.SHA256) {
 			if prev, ok := hashes[strings.ToLower(t.SHA256)]; ok {
 				v.add(path+".sha256", "same token as %s", v.where(prev))
 			} else {
 				hashes[strings.ToLower(t.SHA256)] = path
 			}
 		}
-		v.role(path+".role", t.Role)
-	}
-}
-
-func (v *validator) oauthClients() {
-	ids := map[string]string{}
-	for i, o := range v.c.OAuthClients {
-		path := fmt.Sprintf("oauthClients[%d]", i)
-		if o.ClientID == "" {
-			v.add(path+".clientId", "required")
-		} else if err := CheckClientID(o.ClientID); err != nil {
-			v.add(path+".clientId", "%v", err)
-		}
-		v.unique(ids, o.ClientID, path+".clientId", path, "client id")
-		v.sha256(path+".secretSha256", o.SecretSHA256)
-		v.role(path+".role", o.Role)
-		for j, u := range o.RedirectURIs {
-			v.redirectURI(fmt.Sprintf("%s.redirectUris[%d]", path, j), u)
-		}
-	}
-}
-
-// clientIDSeparators are the characters a client id must not hold
-// besides controls and space: HTTP's separators (RFC 9110 §5.6.2; ':'
-// splits HTTP Basic's user and password, '"' ends a quoted string) and
-// '%' (it would read as URL-encoding in HTTP Basic).
-const clientIDSeparators = `()<>@,;:\"/[]?={}%`
-
-// CheckClientID checks an OAuth2 client id: printable ASCII (RFC 6749's
-// VSCHAR) without space, the separators ( ) < > @ , ; : \ " / [ ] ? = { }
-// and %, so that it goes unencoded into HTTP Basic, URLs, log lines and a
-// terminal. The error quotes the first character refused.
-func CheckClientID(id string) error {
-	if id == "" {
-		return errors.New("a client id is required")
-	}
-	for _, r := range id {
-		if r <= ' ' || r >= 0x7f || strings.ContainsRune(clientIDSeparators, r) {
-			return fmt.Errorf("client id %s: %s is not allowed (printable ASCII only, without space and ( ) < > @ , ; : \\ \" / [ ] ? = { } %%)",
-				strconv.QuoteToASCII(id), strconv.QuoteRuneToASCII(r))
-		}
-	}
-	return nil
-}
-
-// redirectURI checks an OAuth2 redirection endpoint (RFC 6749 §3.1.2):
-// absolute, http or https, without a fragment.
-func (v *validator) redirectURI(field, s string) {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		v.add(field, "%q is not a URL: %v", s, err)
-	case u.Scheme != "https" && u.Scheme != "http" || u.Host == "":
-		v.add(field, "%q: want an absolute http or https URL", s)
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		v.add(field, "%q: a redirect URI must not have a fragment", s)
-	}
-}
-
-func (v *validator) sha256(field, s string) bool {
-	switch {
-	case s == "":
-		v.add(field, "required (the hex SHA-256 of the secret, 64 digits)")
-	case !sha256Pattern.MatchString(s):
-		v.add(field, "%q is not a hex SHA-256 (64 hex digits)", s)
-	default:
-		return true
-	}
-	return false
-}
-
-func (v *validator) role(field, role string) {
-	switch role {
-	case RoleStandard, RoleInstaller, RoleGridOperator:
-	case "":
-		v.add(field, "required (standard, installer or gridoperator)")
-	default:
-		v.add(field, "%q is not a role (standard, installer or gridoperator)", role)
-	}
-}
-
-var (
-	brokerSchemes = []string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"}
-	tlsSchemes    = []string{"ssl", "tls", "mqtts", "wss"}
-)
-
-func (v *validator) mqtt() {
-	m := v.c.MQTT
-	if m.Broker != "" && len(m.Brokers) > 0 {
-		v.add("mqtt.brokers", "give broker or brokers, not both")
-	}
-	fields := []string{"mqtt.broker"}
-	if m.Broker == "" {
-		fields = fields[:0]
-		for i := range m.Brokers {
-			fields = append(fields, fmt.Sprintf("mqtt.brokers[%d]", i))
-		}
-	}
-	seen := map[string]bool{}
-	plain := ""
-	for i, b := range m.BrokerURLs() {
-		if seen[b] {
-			v.add(fields[i], "%q is listed twice", b)
-		}
-		seen[b] = true
-		if u := v.brokerURL(fields[i], b); u != nil && !slices.Contains(tlsSchemes, u.Scheme) && plain == "" {
-			plain = u.Scheme
-		}
-	}
-	if plain != "" {
-		v.tlsSettings(m, plain)
-	}
-	if m.Password != "" && m.Username == "" {
-		v.add("mqtt.password", "a password needs a username")
-	}
-	switch {
-	case m.ClientCert != "" && m.ClientKey == "":
-		v.add("mqtt.clientCert", "clientKey is missing (give both or neither)")
-	case m.ClientKey != "" && m.ClientCert == "":
-		v.add("mqtt.clientKey", "clientCert is missing (give both or neither)")
-	}
-	v.topicPrefix("mqtt.topicPrefix", m.TopicPrefix)
-	v.duration("mqtt.keepAlive", m.KeepAlive, time.Second, 65535*time.Second)
-	if m.Outbox.MaxRows < 1 {
-		v.add("mqtt.outbox.maxRows", "%d is out of range (at least 1)", m.Outbox.MaxRows)
-	}
-	v.duration("mqtt.outbox.maxAge", m.Outbox.MaxAge, time.Hour, 0)
-	v.duration("mqtt.liveInterval", m.LiveInterval, time.Second, time.Hour)
-	if r := m.Backlog.MessagesPerSecond; !(r > 0) {
-		v.add("mqtt.backlog.messagesPerSecond", "%g is out of range (more than 0)", r)
-	}
-	if r := m.Backlog.BytesPerSecond; !(r >= 1024) {
-		v.add("mqtt.backlog.bytesPerSecond", "%g is out of range (at least 1024)", r)
-	}
-	v.role("mqtt.remoteRole", m.RemoteRole)
-	if m.RemoteControl && len(m.BrokerURLs()) == 0 {
-		v.add("mqtt.remoteControl", "needs a broker (mqtt.broker or mqtt.brokers)")
-	}
-}
-
-// topicPrefix checks an MQTT topic prefix (mqtt.topicPrefix,
-// local.mqtt.prefix, local.mqtt.discoveryPrefix).
-func (v *validator) topicPrefix(field, p string) {
-	if p == "" || strings.ContainsAny(p, "+#\x00") || strings.HasPrefix(p, "$") ||
-		strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
-		v.add(field, "%q is not a topic prefix (levels separated by /, no wildcards, no empty level, not starting with $)", p)
-	}
-}
-
-// tlsSettings checks that the TLS settings are given for TLS brokers
-// only: scheme is the first non-TLS scheme among the uplink's brokers.
-func (v *validator) tlsSettings(m MQTT, scheme string) {
-	for _, f := range []struct{ name, value string }{{"caFile", m.CAFile}, {"clientCert", m.ClientCert}, {"clientKey", m.ClientKey}} {
-		if f.value != "" {
-			v.add("mqtt."+f.name, "needs a TLS broker (ssl://, tls://, mqtts:// or wss://), not %s://", scheme)
-		}
-	}
-}
-
-// brokerURL checks a broker URL (scheme, host, port, path) and returns it
-// parsed, or nil when it is not a broker URL at all.
-func (v *validator) brokerURL(field, broker string) *url.URL {
-	u, err := url.Parse(broker)
-	if err != nil || !strings.Contains(broker, "://") {
-		v.add(field, "%q is not a broker URL (as in tcp://host:1883 or ssl://host:8883)", broker)
-		return nil
-	}
-	if !slices.Contains(brokerSchemes, u.Scheme) {
-		v.add(field, "%q has an unsupported scheme (tcp, mqtt, ssl, tls, mqtts, ws or wss)", broker)
-		return nil
-	}
-	ws := u.Scheme == "ws" || u.Scheme == "wss"
-	port := 1883
-	if slices.Contains(tlsSchemes, u.Scheme) {
-		port = 8883
-	}
-	switch {
-	case u.Hostname() == "":
-		v.add(field, "%q has no host", broker)
-	case u.Port() == "" && !ws:
-		v.add(field, "%q has no port (as in %s://%s:%d)", broker, u.Scheme, u.Hostname(), port)
-	case u.Port() != "":
-		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-			v.add(field, "%q has no valid port", broker)
-		}
-	}
-	if !ws && u.Path != "" {
-		v.add(field, "%q has a path; only ws:// and wss:// URLs have one", broker)
-	}
-	return u
-}
-
-func (v *validator) gridControl() {
-	g := v.c.GridControl
-	if v.duration("gridControl.reversionTimeout", g.ReversionTimeout, 2*time.Second, 65535*time.Second) &&
-		g.ReversionTimeout%time.Second != 0 {
-		v.add("gridControl.reversionTimeout", "%s is not a whole number of seconds", fmtDuration(g.ReversionTimeout))
-	}
-	if r := g.RampRatePercentPerSecond; !(r > 0 && r <= 100) {
-		v.add("gridControl.rampRatePercentPerSecond", "%s is out of range (more than 0, at most 100)", num(r))
-	}
-	v.duration("gridControl.meterLossGrace", g.MeterLossGrace, 0, time.Hour)
-	v.optRange("gridControl.defaults.powerLimitPercent", g.Defaults.PowerLimitPercent, 0, 100)
-	if g := v.c.GridControl.DimmingMinPowerW; g < 0 || g > 1e6 {
-		v.add("gridControl.dimmingMinPowerW", "%v W is out of range (0..1000000; 0 = the BNetzA minimum)", g)
+		v.ck.Role(path+".role", t.Role)
 	}
 }
 
@@ -764,51 +540,10 @@ func (v *validator) migrations(path, what string, m map[string]string, live map[
 	}
 }
 
-// duration checks lo <= d <= hi (hi 0: no upper bound) and reports whether
-// it is.
-func (v *validator) duration(field string, d, lo, hi time.Duration) bool {
-	switch {
-	case hi == 0 && d < lo:
-		v.add(field, "%s is out of range (at least %s)", fmtDuration(d), fmtDuration(lo))
-	case hi != 0 && (d < lo || d > hi):
-		v.add(field, "%s is out of range (%s..%s)", fmtDuration(d), fmtDuration(lo), fmtDuration(hi))
-	default:
-		return true
-	}
-	return false
-}
-
-// optRange checks lo <= *f <= hi when f is given.
-func (v *validator) optRange(field string, f *float64, lo, hi float64) {
-	if f != nil && !(*f >= lo && *f <= hi) {
-		v.add(field, "%s is out of range (%s..%s)", num(*f), num(lo), num(hi))
-	}
-}
-
 func (v *validator) nonNegative(field string, f float64) {
 	if !(f >= 0) {
-		v.add(field, "%s is out of range (at least 0)", num(f))
+		v.add(field, "%s is out of range (at least 0)", confcheck.Num(f))
 	}
-}
-
-// num formats a number as briefly as it is exact.
-func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-// fmtDuration formats d as Go does, without zero minutes and seconds (1h,
-// not 1h0m0s), and hours with odd seconds in seconds (65535s, not
-// 18h12m15s).
-func fmtDuration(d time.Duration) string {
-	if d >= time.Hour && d%time.Minute != 0 && d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // host checks the host of a Modbus TCP device or module (field) and
@@ -819,32 +554,12 @@ func (v *validator) host(field, host, required string) bool {
 		v.add(field, "required (%s)", required)
 	case hasPort(host):
 		v.add(field, "%q includes a port (give it as port)", host)
-	case !validHost(host):
+	case !confcheck.ValidHost(host):
 		v.add(field, "%q is not a host name or IP address", host)
 	default:
 		return true
 	}
 	return false
-}
-
-// validHost reports whether h is an IP address or a host name.
-func validHost(h string) bool {
-	if _, err := netip.ParseAddr(h); err == nil {
-		return true
-	}
-	h = strings.TrimSuffix(h, ".")
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	labels := strings.Split(h, ".")
-	for _, label := range labels {
-		if !hostLabel.MatchString(label) {
-			return false
-		}
-	}
-	// A name whose last label is all digits is a mistyped IPv4 address
-	// (192.168.1.300), not a host name: no top-level domain is numeric.
-	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
 }
 
 // hasPort reports whether h looks like host:port rather than a host.

@@ -75,7 +75,7 @@ type ChargerSpec struct {
 // wattsPerAmp is the power one ampere per phase draws.
 func (c ChargerSpec) wattsPerAmp() float64 { return c.VoltageV * float64(c.Phases) }
 
-// MustRun is a parsed must-run rule (config.MustRun): At runs the
+// MustRun is a parsed must-run rule (consumerconfig.MustRun): At runs the
 // consumer For from each of its times; By has it run For in total between
 // two of its times.
 type MustRun struct {

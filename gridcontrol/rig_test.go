@@ -20,6 +20,7 @@ import (
 	"plantd/devices/channels"
 	"plantd/devices/poller"
 	"plantd/gridcontrol"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/sim"
@@ -395,15 +396,7 @@ func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
 		}
 		return
 	}
-	deadline := time.Now().Add(timeout)
-	look := time.NewTicker(50 * time.Millisecond)
-	defer look.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		<-look.C
-	}
+	proctest.WaitFor(r.t, what, timeout, cond)
 }
 
 // stepTo steps a stepped rig's clock a cycle at a time until it reaches

@@ -109,11 +109,17 @@
 //
 // # Import boundary
 //
-// gridinput imports plant (log entries), modbus (the reader of the I/O
-// module) and the standard library. It knows nothing of grid control,
-// the store or the consumers: it submits through its Submitter and
-// dims through its Dimmer interface, both implemented in cmd/plantd,
-// which wires it. Only cmd/plantd imports it.
+// An input's section of the config file beyond the module's address,
+// [Settings] (contacts, pattern table of [Action] rows, failsafe), with
+// its defaults and its Validate, is here too (settings.go); config.Input
+// embeds it inline and calls Validate with the file's lines.
 //
-// Imports: plantd/modbus, plantd/plant
+// gridinput imports plant (log entries), modbus (the reader of the I/O
+// module), internal/confcheck (its settings' rules) and the standard
+// library. It knows nothing of grid control, the store or the consumers:
+// it submits through its Submitter and dims through its Dimmer
+// interface, both implemented in cmd/plantd, which wires it. cmd/plantd
+// imports it, and config for Settings.
+//
+// Imports: plantd/internal/confcheck, plantd/modbus, plantd/plant
 package gridinput

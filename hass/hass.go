@@ -21,7 +21,7 @@ import (
 	"plantd/plant"
 )
 
-// Config configures a Link (cmd/plantd maps config.LocalMQTT onto it).
+// Config configures a Link (cmd/plantd maps mqttconfig.Local onto it).
 type Config struct {
 	// Broker is the broker's URL (tcp://host:port, ssl://, ws://, ...),
 	// without credentials (it is logged): Username and Password

@@ -137,7 +137,7 @@ func TestLinkBrokerComesLate(t *testing.T) {
 	b.Start()
 	avail := watch(t, b.URL(), "plantd/gw/availability")
 	configs := watch(t, b.URL(), "homeassistant/sensor/gw/plant_p1__pv_power/config")
-	mqtttest.WaitFor(t, 20*time.Second, "online and the PV power config", func() bool {
+	proctest.WaitFor(t, "online and the PV power config", 20*time.Second, func() bool {
 		a := avail()
 		return len(a) > 0 && a[len(a)-1] == "online" && len(configs()) > 0
 	})
@@ -149,11 +149,11 @@ func TestLinkBrokerComesLate(t *testing.T) {
 	n := len(configs())
 	b.Stop()
 	b.Start()
-	mqtttest.WaitFor(t, 30*time.Second, "a second connection", func() bool { return logs.count("home assistant broker connected") >= 2 })
-	mqtttest.WaitFor(t, 20*time.Second, "the config published again", func() bool { return len(configs()) > n })
+	proctest.WaitFor(t, "a second connection", 30*time.Second, func() bool { return logs.count("home assistant broker connected") >= 2 })
+	proctest.WaitFor(t, "the config published again", 20*time.Second, func() bool { return len(configs()) > n })
 
 	stop()
-	mqtttest.WaitFor(t, 10*time.Second, "offline after the stop", func() bool {
+	proctest.WaitFor(t, "offline after the stop", 10*time.Second, func() bool {
 		a := avail()
 		return len(a) > 0 && a[len(a)-1] == "offline"
 	})
@@ -218,7 +218,7 @@ func TestLinkClearsLeftConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, l)
-	mqtttest.WaitFor(t, 20*time.Second, "the configs of the device no longer configured cleared", func() bool {
+	proctest.WaitFor(t, "the configs of the device no longer configured cleared", 20*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return cleared[gone[0]] && cleared[gone[1]]
@@ -258,7 +258,7 @@ func TestCommandFlood(t *testing.T) {
 	avail := watch(t, b.URL(), "plantd/gw/availability")
 	stop := start(t, l)
 	defer stop()
-	mqtttest.WaitFor(t, 20*time.Second, "online", func() bool {
+	proctest.WaitFor(t, "online", 20*time.Second, func() bool {
 		a := avail()
 		return len(a) > 0 && a[len(a)-1] == "online"
 	})
@@ -273,7 +273,7 @@ func TestCommandFlood(t *testing.T) {
 	if tok := pub.Publish(topic, 1, false, big); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
 		t.Fatalf("publish 20 MB: %v", tok.Error())
 	}
-	mqtttest.WaitFor(t, 30*time.Second, "the 20 MB payload refused", func() bool { return l.refused.Events() == 1 })
+	proctest.WaitFor(t, "the 20 MB payload refused", 30*time.Second, func() bool { return l.refused.Events() == 1 })
 	lines := logs.lines("home assistant:")
 	if len(lines) != 1 || !strings.Contains(lines[0], "reason=too-large") || !strings.Contains(lines[0], fmt.Sprintf("size=%d", 20<<20)) ||
 		!strings.Contains(lines[0], "payload="+strings.Repeat("1", 64)+"…") || len(lines[0]) > 512 {
@@ -294,7 +294,7 @@ func TestCommandFlood(t *testing.T) {
 			t.Fatalf("publish: %v", tok.Error())
 		}
 	}
-	mqtttest.WaitFor(t, 60*time.Second, "5,000 bad commands refused", func() bool { return l.refused.Events() == 1+n })
+	proctest.WaitFor(t, "5,000 bad commands refused", 60*time.Second, func() bool { return l.refused.Events() == 1+n })
 	refusedLines := logs.lines("home assistant: command")
 	if len(refusedLines) > 5 {
 		t.Errorf("%d log lines for %d bad publishes, want at most 5: %q", len(refusedLines), n, refusedLines)
@@ -303,7 +303,7 @@ func TestCommandFlood(t *testing.T) {
 
 	// The link still takes a good command once the rate limit lets it
 	// (the flood used its burst).
-	mqtttest.WaitFor(t, 20*time.Second, "a good command taken after the flood", func() bool {
+	proctest.WaitFor(t, "a good command taken after the flood", 20*time.Second, func() bool {
 		if tok := pub.Publish(topic, 1, false, "40"); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 			return false
 		}
@@ -326,7 +326,7 @@ func TestCommandFloodManyTopics(t *testing.T) {
 	avail := watch(t, b.URL(), "plantd/gw/availability")
 	stop := start(t, l)
 	defer stop()
-	mqtttest.WaitFor(t, 20*time.Second, "online", func() bool {
+	proctest.WaitFor(t, "online", 20*time.Second, func() bool {
 		a := avail()
 		return len(a) > 0 && a[len(a)-1] == "online"
 	})
@@ -345,7 +345,7 @@ func TestCommandFloodManyTopics(t *testing.T) {
 			t.Fatalf("publish: %v", tok.Error())
 		}
 	}
-	mqtttest.WaitFor(t, 60*time.Second, "5,000 commands refused", func() bool { return l.refused.Events() == n })
+	proctest.WaitFor(t, "5,000 commands refused", 60*time.Second, func() bool { return l.refused.Events() == n })
 	lines := logs.lines("home assistant: command")
 	if len(lines) > 5 {
 		t.Errorf("%d log lines for %d publishes to distinct topics, want at most 5: %q", len(lines), n, lines[:min(len(lines), 10)])
@@ -374,7 +374,7 @@ func TestLeftConfigFlood(t *testing.T) {
 	logs := &syncBuffer{}
 	l := newTestLink(t, b.URL(), "", "", logs)
 	stop := start(t, l)
-	mqtttest.WaitFor(t, 30*time.Second, "1,000 left configs seen", func() bool { return l.left.Events() == n })
+	proctest.WaitFor(t, "1,000 left configs seen", 30*time.Second, func() bool { return l.left.Events() == n })
 	stop()
 	if got := len(logs.lines("no longer configured")); got > maxLeftLogged+2 {
 		t.Errorf("%d lines for %d left configs, want at most %d", got, n, maxLeftLogged+2)

@@ -8,6 +8,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/plant"
 )
 
@@ -20,7 +21,7 @@ type authServer interface {
 	Need(roleName string) gin.HandlerFunc
 	Mount(open gin.IRoutes, authed gin.IRouter)
 	AsRole(name, roleName string, next http.Handler) (http.Handler, error)
-	SetCredentials(tokens []config.Token, clients []config.OAuthClient) error
+	SetCredentials(tokens []config.Token, clients []oauthconfig.Client) error
 	Run(ctx context.Context)
 }
 

@@ -36,5 +36,5 @@
 // device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web
+// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig
 package httpapi

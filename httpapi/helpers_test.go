@@ -21,6 +21,7 @@ import (
 	"plantd/devices"
 	"plantd/devices/channels"
 	"plantd/gridcontrol"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -119,7 +120,7 @@ func testConfig(rate config.RateLimit) Config {
 			{Name: "inst", SHA256: strings.ToUpper(config.TokenHash(tokInstaller)), Role: config.RoleInstaller},
 			{Name: "grid", SHA256: config.TokenHash(tokGridOperator), Role: config.RoleGridOperator},
 		},
-		OAuthClients: []config.OAuthClient{{ClientID: oauthID, SecretSHA256: config.TokenHash(oauthSecret), Role: config.RoleStandard}},
+		OAuthClients: []oauthconfig.Client{{ClientID: oauthID, SecretSHA256: config.TokenHash(oauthSecret), Role: config.RoleStandard}},
 		Migrated: config.Migrated{
 			Plants:  map[string]string{"7190000": "demo"},
 			Devices: map[string]string{"old-inv1": "inv1"},

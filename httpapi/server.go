@@ -19,6 +19,7 @@ import (
 	"plantd/config"
 	"plantd/gridcontrol"
 	"plantd/httpapi/oauth2"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/metrics"
 	"plantd/plant"
 )
@@ -43,7 +44,7 @@ type Config struct {
 	// Tokens are the static bearer tokens (hashed).
 	Tokens []config.Token
 	// OAuthClients may get tokens from POST /oauth2/token.
-	OAuthClients []config.OAuthClient
+	OAuthClients []oauthconfig.Client
 	// TokenTTL of issued OAuth2 tokens (default 300 s).
 	TokenTTL time.Duration
 	// FailedLogins limits failed logins per source address (default 10,
@@ -126,7 +127,7 @@ func stakeholdersOf(plants []config.Plant) map[string][]Stakeholder {
 // running server (a config reload), checked as New checks them: on an
 // error the old ones stay. Access tokens issued to a client that is gone
 // or changed stop working; the others stay valid.
-func (s *Server) SetCredentials(tokens []config.Token, clients []config.OAuthClient) error {
+func (s *Server) SetCredentials(tokens []config.Token, clients []oauthconfig.Client) error {
 	return s.auth.SetCredentials(tokens, clients)
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	smodbus "github.com/simonvetter/modbus"
+
+	"plantd/internal/proctest"
 )
 
 // testWriter sends log lines to t.Log.
@@ -34,18 +36,6 @@ func newTestPool(tb testing.TB) *Pool {
 		}
 	})
 	return p
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func seqRegs(addr, n uint16, unit byte) []uint16 {
@@ -371,7 +361,7 @@ func TestContextEndsWhileWaitingForTurn(t *testing.T) {
 		_, err := ep.Unit(1, 10*time.Second).ReadHoldingRegisters(ctx, 0, 1, nil)
 		first <- err
 	}()
-	waitFor(t, "the first request to reach the server", 5*time.Second, func() bool { return len(srv.requests()) == 1 })
+	proctest.WaitFor(t, "the first request to reach the server", 5*time.Second, func() bool { return len(srv.requests()) == 1 })
 
 	tests := []struct {
 		name string
@@ -647,7 +637,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, fmt.Sprintf("goroutines back to %d", start), 5*time.Second, func() bool {
+	proctest.WaitFor(t, fmt.Sprintf("goroutines back to %d", start), 5*time.Second, func() bool {
 		return runtime.NumGoroutine() <= start
 	})
 }
@@ -779,7 +769,7 @@ func TestWaitersShareAFailedConnect(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "the requests waiting for their turn", 10*time.Second, func() bool { return ep.Stats().Waiting == waiters })
+	proctest.WaitFor(t, "the requests waiting for their turn", 10*time.Second, func() bool { return ep.Stats().Waiting == waiters })
 	if err := ep.connect(ctx, time.Second); err == nil {
 		t.Fatal("connect to a dead address succeeded")
 	}

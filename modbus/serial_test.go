@@ -132,7 +132,7 @@ func TestSerialRTUFaults(t *testing.T) {
 	if _, err := ep.Unit(3, 0).ReadHoldingRegisters(ctx, 0, 1, nil); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("late unit: err = %v, want ErrTimeout", err)
 	}
-	waitFor(t, "the late answer on the line", 5*time.Second, func() bool {
+	proctest.WaitFor(t, "the late answer on the line", 5*time.Second, func() bool {
 		log := bus.log()
 		return !log[len(log)-1].answered.IsZero()
 	})
@@ -191,7 +191,7 @@ func TestSerialRTUReopen(t *testing.T) {
 	if _, err := c.ReadHoldingRegisters(ctx, 0, 1, nil); err == nil {
 		t.Fatal("request on a hung-up line succeeded")
 	}
-	waitFor(t, "the port closed", 5*time.Second, func() bool { return !ep.Stats().Connected })
+	proctest.WaitFor(t, "the port closed", 5*time.Second, func() bool { return !ep.Stats().Connected })
 
 	_, err := c.ReadHoldingRegisters(ctx, 0, 1, nil)
 	var mbErr *Error

@@ -186,7 +186,7 @@ func TestServerBounds(t *testing.T) {
 		defer c.Close()
 		conns[i] = c
 	}
-	waitFor(t, "every connection accepted", 10*time.Second, func() bool { return srv.Stats().Accepted == clients })
+	proctest.WaitFor(t, "every connection accepted", 10*time.Second, func() bool { return srv.Stats().Accepted == clients })
 	if st := srv.Stats(); st.Evicted != clients-maxConns || st.Full != 0 || st.Open != maxConns {
 		t.Fatalf("stats %+v, want %d evicted, %d open", st, clients-maxConns, maxConns)
 	}
@@ -200,7 +200,7 @@ func TestServerBounds(t *testing.T) {
 			t.Fatalf("connection %d was not closed: %v", i, err)
 		}
 	}
-	waitFor(t, "no connection open", 5*time.Second, func() bool { return srv.Stats().Open == 0 })
+	proctest.WaitFor(t, "no connection open", 5*time.Second, func() bool { return srv.Stats().Open == 0 })
 	if st := srv.Stats(); st.Idle != maxConns {
 		t.Errorf("stats %+v: want %d idle closes", st, maxConns)
 	}

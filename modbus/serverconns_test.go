@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // Loopback addresses a test dials from: Linux routes all of 127/8 to lo.
@@ -100,7 +102,7 @@ func TestServerEvict(t *testing.T) {
 				}
 				conns = append(conns, dialFrom(t, st.dial, addr))
 				// Accepted in this order: each waits for the last.
-				waitFor(t, "the connection accepted", 5*time.Second, func() bool { return srv.Stats().Accepted == int64(len(conns)) })
+				proctest.WaitFor(t, "the connection accepted", 5*time.Second, func() bool { return srv.Stats().Accepted == int64(len(conns)) })
 			}
 			nc := dialFrom(t, tc.newcomer, addr)
 			if !closedByServer(conns[tc.evicted]) {
@@ -135,7 +137,7 @@ func TestServerIdleFlood(t *testing.T) {
 			for i := range idle {
 				idle[i] = dialFrom(t, loA, addr)
 			}
-			waitFor(t, "32 connections accepted", 10*time.Second, func() bool { return srv.Stats().Accepted == DefaultMaxConns })
+			proctest.WaitFor(t, "32 connections accepted", 10*time.Second, func() bool { return srv.Stats().Accepted == DefaultMaxConns })
 			c := dialFrom(t, loB, addr)
 			for i := range 10 {
 				if err := readOne(c, uint16(i)); err != nil {
@@ -237,7 +239,7 @@ func TestServerRefusalLogs(t *testing.T) {
 				}
 				_ = c.Close()
 			}
-			waitFor(t, "every event counted", 10*time.Second, func() bool {
+			proctest.WaitFor(t, "every event counted", 10*time.Second, func() bool {
 				st := srv.Stats()
 				return st.Refused+st.Malformed == int64(tc.n)
 			})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
@@ -33,7 +34,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				b.Fatal(err)
 			}
 			runUplink(b, u)
-			waitFor(b, 30*time.Second, "connected", u.connected.Load)
+			proctest.WaitFor(b, "connected", 30*time.Second, u.connected.Load)
 			const n = 10000
 			msgs := make([]store.OutboxAppend, n)
 			var el time.Duration
@@ -51,7 +52,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				before := u.Status()
 				start := time.Now()
 				u.notify("log/p1")
-				waitFor(b, 120*time.Second, "the backlog acknowledged", func() bool { return u.Status().Acked >= before.Acked+n })
+				proctest.WaitFor(b, "the backlog acknowledged", 120*time.Second, func() bool { return u.Status().Acked >= before.Acked+n })
 				el += time.Since(start)
 				after := u.Status()
 				rows += after.Acked - before.Acked
@@ -119,7 +120,7 @@ func BenchmarkLive100Devices(b *testing.B) {
 		b.Fatal(err)
 	}
 	stop := runUplink(b, u)
-	waitFor(b, 30*time.Second, "connected", u.connected.Load)
+	proctest.WaitFor(b, "connected", 30*time.Second, u.connected.Load)
 	for b.Loop() {
 		before, cpu0, start := u.Status(), cpuTime(b), time.Now()
 		time.Sleep(run)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
 
@@ -69,18 +70,18 @@ func TestCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
+	proctest.WaitFor(t, "online", 10*time.Second, func() bool { s, _ := col.LastState(); return s.State == "online" })
 	base := "plantd/v1/gw-cmd/down/"
 	col.Publish(base+"schedule/p1", true, `{"requestId":"s1","version":1,"schedule":{"commands":[]}}`)
 	// The online state comes before plantd subscribes: the retained
 	// schedule's ack says it has, and commands sent now are not lost.
-	waitFor(t, 10*time.Second, "the schedule's ack", func() bool { _, n := ack(col, "s1"); return n == 1 })
+	proctest.WaitFor(t, "the schedule's ack", 10*time.Second, func() bool { _, n := ack(col, "s1"); return n == 1 })
 	col.Publish(base+"cmd", false, `{"requestId":"c1","command":"eligibilityCheck","body":{"plantId":"p1"}}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c2","command":"reboot"}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c3",`)
 	col.Publish(base+"cmd", false, `{"requestId":"c4","command":"eligibilityCheck","body":"`+strings.Repeat("x", 2000)+`"}`)
 	col.Publish(base+"cmd", false, `{"requestId":"c5","command":"schedules","plantId":"p1","extra":1}`)
-	waitFor(t, 10*time.Second, "acks", func() bool {
+	proctest.WaitFor(t, "acks", 10*time.Second, func() bool {
 		_, n1 := ack(col, "c1")
 		_, n2 := ack(col, "c2")
 		_, n3 := ack(col, "")
@@ -119,9 +120,9 @@ func TestCommands(t *testing.T) {
 	// Reconnect: the retained schedule comes again and is not answered
 	// again; a new version is.
 	p.sever(false)
-	waitFor(t, 10*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
+	proctest.WaitFor(t, "reconnect", 10*time.Second, func() bool { return u.Status().Connects >= 2 })
 	col.Publish(base+"schedule/p1", true, `{"requestId":"s2","version":2,"schedule":{"commands":[]}}`)
-	waitFor(t, 10*time.Second, "ack of version 2", func() bool { _, n := ack(col, "s2"); return n == 1 })
+	proctest.WaitFor(t, "ack of version 2", 10*time.Second, func() bool { _, n := ack(col, "s2"); return n == 1 })
 	if _, n := ack(col, "s1"); n != 1 {
 		t.Errorf("version 1 answered %d times", n)
 	}
@@ -131,7 +132,7 @@ func TestCommands(t *testing.T) {
 	// A handler that blocks does not block the client: live values keep
 	// flowing, further commands are queued or dropped (counted).
 	col.Publish(base+"cmd", false, `{"requestId":"b1","command":"eligibilityCheck","body":"block"}`)
-	waitFor(t, 5*time.Second, "the blocking request", func() bool {
+	proctest.WaitFor(t, "the blocking request", 5*time.Second, func() bool {
 		api.mu.Lock()
 		defer api.mu.Unlock()
 		return strings.Contains(strings.Join(api.reqs, "\n"), "b1")
@@ -140,9 +141,9 @@ func TestCommands(t *testing.T) {
 		col.Client().Publish(base+"cmd", 1, false, `{"requestId":"x","command":"eligibilityCheck","body":{}}`)
 	}
 	live := col.Distinct("live/p1")
-	waitFor(t, 5*time.Second, "live values while a handler blocks", func() bool { return col.Distinct("live/p1") > live+10 })
+	proctest.WaitFor(t, "live values while a handler blocks", 5*time.Second, func() bool { return col.Distinct("live/p1") > live+10 })
 	close(api.release)
-	waitFor(t, 10*time.Second, "the blocked request's ack", func() bool { _, n := ack(col, "b1"); return n == 1 })
+	proctest.WaitFor(t, "the blocked request's ack", 10*time.Second, func() bool { _, n := ack(col, "b1"); return n == 1 })
 	t.Logf("commands answered %d, dropped while blocked %d", u.Status().Commands, u.Status().CommandsDropped)
 }
 
@@ -179,7 +180,7 @@ func TestCommandDropsLoggedPerBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	dropLines := func() []string {
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
@@ -203,15 +204,15 @@ func TestCommandDropsLoggedPerBurst(t *testing.T) {
 		}
 		last.Wait()
 		want := uint64(n - cap(u.cmds))
-		waitFor(t, 10*time.Second, "every message of the burst received", func() bool {
+		proctest.WaitFor(t, "every message of the burst received", 10*time.Second, func() bool {
 			return u.Status().CommandsDropped-before+uint64(len(u.cmds)) == uint64(n)
 		})
 		if got := u.Status().CommandsDropped - before; got != want {
 			t.Errorf("burst of %d: %d dropped, want %d", n, got, want)
 		}
 		api.gate <- struct{}{}
-		waitFor(t, 10*time.Second, "the queued commands answered", func() bool { return len(col.Acks(id)) == cap(u.cmds) })
-		waitFor(t, 10*time.Second, "the burst's drop warning", func() bool { return len(dropLines()) >= i+1 })
+		proctest.WaitFor(t, "the queued commands answered", 10*time.Second, func() bool { return len(col.Acks(id)) == cap(u.cmds) })
+		proctest.WaitFor(t, "the burst's drop warning", 10*time.Second, func() bool { return len(dropLines()) >= i+1 })
 		lines := dropLines()
 		if len(lines) != i+1 || !strings.Contains(lines[i], fmt.Sprintf(" dropped=%d ", want)) {
 			t.Errorf("burst of %d: drop warnings %q, want one more with dropped=%d", n, lines, want)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
 
@@ -69,7 +70,7 @@ func TestFailover(t *testing.T) {
 		}
 		return slices.Index(urls, st.Broker)
 	}
-	waitFor(t, 10*time.Second, "first messages", func() bool {
+	proctest.WaitFor(t, "first messages", 10*time.Second, func() bool {
 		seen, _ := union("log/p1")
 		return inUse() >= 0 && len(seen) > 50
 	})
@@ -88,18 +89,18 @@ func TestFailover(t *testing.T) {
 		brokers[i].Kill()
 		killed = append(killed, i)
 		var next int
-		waitFor(t, 10*time.Second, "the uplink on another broker", func() bool {
+		proctest.WaitFor(t, "the uplink on another broker", 10*time.Second, func() bool {
 			next = inUse()
 			return next >= 0 && next != i && u.Status().Connects > connects
 		})
 		t.Logf("round %d: broker %d killed after %d log seqs; the uplink on broker %d after %v", round, i, before, next,
 			time.Since(killedAt).Round(time.Millisecond))
 		n := len(cols[next].Seqs("log/p1"))
-		waitFor(t, 10*time.Second, "log messages through the new broker", func() bool { return len(cols[next].Seqs("log/p1")) > n+50 })
+		proctest.WaitFor(t, "log messages through the new broker", 10*time.Second, func() bool { return len(cols[next].Seqs("log/p1")) > n+50 })
 		brokers[i].Start() // back for the next round's choice
 	}
 	n := stopLogging()
-	waitFor(t, 30*time.Second, "an empty log stream in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	proctest.WaitFor(t, "an empty log stream in the outbox", 30*time.Second, func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 	// What the brokers acknowledged reaches their collectors (on loopback
 	// at once): a missing seq is reported after a few seconds.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

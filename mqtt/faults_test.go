@@ -192,7 +192,7 @@ func TestBadBrokers(t *testing.T) {
 		}
 		start := time.Now()
 		stop := runUplink(t, u)
-		waitFor(t, 30*time.Second, "six connection attempts", func() bool { return u.Status().Attempts >= six })
+		proctest.WaitFor(t, "six connection attempts", 30*time.Second, func() bool { return u.Status().Attempts >= six })
 		el := time.Since(start)
 		stop()
 		st := u.Status()
@@ -262,7 +262,7 @@ func TestBadBrokers(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		p.dropAfter.Store(0)
-		waitFor(t, 20*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 300 })
+		proctest.WaitFor(t, "every log entry", 20*time.Second, func() bool { return col.Distinct("log/p1") >= 300 })
 		stop()
 		el := time.Since(start)
 		s := u.Status()
@@ -331,16 +331,16 @@ func TestLastWill(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "online", func() bool { s, _ := col.LastState(); return s.State == "online" })
+	proctest.WaitFor(t, "online", 10*time.Second, func() bool { s, _ := col.LastState(); return s.State == "online" })
 	p.sever(true) // as if plantd were killed: no DISCONNECT
-	waitFor(t, 10*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+	proctest.WaitFor(t, "the last will", 10*time.Second, func() bool { s, _ := col.LastState(); return s.State == "offline" })
 	s, _ := col.LastState()
 	if s.BootID != u.BootID() || s.GatewayID != "gw-lwt" {
 		t.Errorf("last will %+v", s)
 	}
 	// A new subscriber gets the retained offline state.
 	col2 := mqtttest.Collect(t, b)
-	waitFor(t, 5*time.Second, "the retained state", func() bool { s, ok := col2.LastState(); return ok && s.State == "offline" })
+	proctest.WaitFor(t, "the retained state", 5*time.Second, func() bool { s, ok := col2.LastState(); return ok && s.State == "offline" })
 }
 
 // makeCA writes a self-signed CA and a server certificate for 127.0.0.1
@@ -425,21 +425,21 @@ func TestHungLink(t *testing.T) {
 		}
 	}
 	logs(1, 100)
-	waitFor(t, 30*time.Second, "the first 100", func() bool { return col.Distinct("log/p1") >= 100 })
-	waitFor(t, 30*time.Second, "their PUBACKs", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	proctest.WaitFor(t, "the first 100", 30*time.Second, func() bool { return col.Distinct("log/p1") >= 100 })
+	proctest.WaitFor(t, "their PUBACKs", 30*time.Second, func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 
 	p.freeze()
 	connects := u.Status().Connects
 	logs(101, 200)
 	// They reach the broker (and the collector), but plantd hears nothing.
-	waitFor(t, 30*time.Second, "the next 100 at the broker", func() bool { return col.Distinct("log/p1") >= 200 })
-	waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
+	proctest.WaitFor(t, "the next 100 at the broker", 30*time.Second, func() bool { return col.Distinct("log/p1") >= 200 })
+	proctest.WaitFor(t, "the connection given up", 30*time.Second, func() bool { return !u.connected.Load() })
 	if d := outboxDepth(t, st, "log/p1"); d != 100 {
 		t.Errorf("outbox holds %d log messages while no PUBACK came, want 100", d)
 	}
 	p.thaw()
-	waitFor(t, 60*time.Second, "a new connection", func() bool { return u.Status().Connects > connects })
-	waitFor(t, 30*time.Second, "the outbox emptied on the new connection", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	proctest.WaitFor(t, "a new connection", 60*time.Second, func() bool { return u.Status().Connects > connects })
+	proctest.WaitFor(t, "the outbox emptied on the new connection", 30*time.Second, func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 	distinct, dups, gaps := col.Check("log/p1", true)
 	t.Logf("after the hung link: %d seqs, %d duplicates (resent, never acknowledged), gaps %v", distinct, dups, gaps)
 	if distinct != 200 || len(gaps) > 0 || dups == 0 {

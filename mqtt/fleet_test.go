@@ -18,6 +18,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
@@ -106,7 +107,7 @@ func BenchmarkFleet(b *testing.B) {
 	// Stop every uplink (each publishes its offline state last); the
 	// subscriber's summary must show every stream complete.
 	f.stop()
-	waitFor(b, 5*time.Minute, "every offline state at the subscriber", func() bool { return sub.offlineCount() >= n })
+	proctest.WaitFor(b, "every offline state at the subscriber", 5*time.Minute, func() bool { return sub.offlineCount() >= n })
 	sub.check(b, n)
 }
 
@@ -256,7 +257,7 @@ func startFleet(b testing.TB, brokers []string, dir string, first, n int) *fleet
 	b.Cleanup(f.close)
 	f.run()
 	b.Cleanup(f.stop) // before close
-	waitFor(b, 10*time.Minute, "every gateway connected", f.connected(1))
+	proctest.WaitFor(b, "every gateway connected", 10*time.Minute, f.connected(1))
 	b.Logf("%d gateways opened and connected in %s", n, time.Since(start).Round(time.Millisecond))
 	return f
 }
@@ -355,7 +356,7 @@ func (f *fleet) total() (pub, bytes, acked uint64) {
 func (f *fleet) outage(b *testing.B, br *mqtttest.Broker) {
 	stopped := time.Now()
 	br.Stop()
-	waitFor(b, 2*time.Minute, "every gateway disconnected", func() bool {
+	proctest.WaitFor(b, "every gateway disconnected", 2*time.Minute, func() bool {
 		for _, u := range f.ups {
 			if u.connected.Load() {
 				return false
@@ -369,9 +370,9 @@ func (f *fleet) outage(b *testing.B, br *mqtttest.Broker) {
 	br.Start()
 	t1 := time.Now()
 	outage := t1.Sub(stopped)
-	waitFor(b, 10*time.Minute, "every gateway reconnected", f.connected(2))
+	proctest.WaitFor(b, "every gateway reconnected", 10*time.Minute, f.connected(2))
 	reconnected := time.Since(t1)
-	waitFor(b, 10*time.Minute, "every backlog acknowledged", func() bool {
+	proctest.WaitFor(b, "every backlog acknowledged", 10*time.Minute, func() bool {
 		for _, st := range f.stores {
 			ss, err := st.OutboxStreams(context.Background())
 			if err != nil {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"plantd/internal/proctest"
 )
 
 // BenchmarkFleetCluster runs PLANTD_FLEET gateway uplinks (default 100)
@@ -152,7 +154,7 @@ func BenchmarkFleetCluster(b *testing.B) {
 			}(child)
 		}
 		took := map[int]time.Duration{}
-		waitFor(b, 5*time.Minute, "every moved gateway reconnected", func() bool {
+		proctest.WaitFor(b, "every moved gateway reconnected", 5*time.Minute, func() bool {
 			for _, i := range moved {
 				if _, ok := took[i]; ok {
 					continue
@@ -337,7 +339,7 @@ func startIngest(b *testing.B, dir string, urls []string) *fleetIngest {
 		b.Fatal("the ingest did not start its database")
 	}
 	publishRetained(b, urls[0], "plantd/v1/fleet-probe/state", `{"gatewayId":"fleet-probe","bootId":"x","state":"probe"}`)
-	waitFor(b, 60*time.Second, "the probe in the ingest's database", func() bool {
+	proctest.WaitFor(b, "the probe in the ingest's database", 60*time.Second, func() bool {
 		return in.query(b, `SELECT count(*) FROM gateway_state WHERE gateway_id = 'fleet-probe'`) == "1"
 	})
 	return in

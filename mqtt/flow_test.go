@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 )
@@ -26,11 +27,11 @@ func TestInFlightWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "connected", u.connected.Load)
+	proctest.WaitFor(t, "connected", 10*time.Second, u.connected.Load)
 	// One message through and acknowledged first: the session is past its
 	// online state (whose PUBACK it waits for) when the proxy freezes.
 	u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: "0"})
-	waitFor(t, 10*time.Second, "the first message acknowledged", func() bool {
+	proctest.WaitFor(t, "the first message acknowledged", 10*time.Second, func() bool {
 		return col.Distinct("log/p1") == 1 && outboxDepth(t, st) == 0
 	})
 	p.freeze()
@@ -38,10 +39,10 @@ func TestInFlightWindow(t *testing.T) {
 	for i := 1; i < n; i++ {
 		u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 	}
-	waitFor(t, 10*time.Second, "the first window", func() bool { return col.Distinct("log/p1") >= 1+16 })
+	proctest.WaitFor(t, "the first window", 10*time.Second, func() bool { return col.Distinct("log/p1") >= 1+16 })
 	// Every message in the outbox, and a fill of the sender after that
 	// has completed: it published nothing beyond the window.
-	waitFor(t, 10*time.Second, "every message in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == n-1 })
+	proctest.WaitFor(t, "every message in the outbox", 10*time.Second, func() bool { return outboxDepth(t, st, "log/p1") == n-1 })
 	senderTurns(t, u, 2)
 	if p := u.Status().Published - 1; p != 16 {
 		t.Errorf("%d messages published without a PUBACK, want the window (16)", p)
@@ -50,7 +51,7 @@ func TestInFlightWindow(t *testing.T) {
 		t.Errorf("%d messages at the broker without a PUBACK, want the window (16)", d)
 	}
 	p.thaw()
-	waitFor(t, 30*time.Second, "every message", func() bool { return col.Distinct("log/p1") >= n })
+	proctest.WaitFor(t, "every message", 30*time.Second, func() bool { return col.Distinct("log/p1") >= n })
 	distinct, dups, gaps := col.Check("log/p1", true)
 	t.Logf("window 16: %d seqs, %d duplicates, gaps %v", distinct, dups, gaps)
 	if distinct != n || len(gaps) > 0 {
@@ -65,7 +66,7 @@ func senderTurns(t *testing.T, u *Uplink, k int) {
 	t.Helper()
 	for range k {
 		u.notify()
-		waitFor(t, 10*time.Second, "the sender to take a wake-up", func() bool { return len(u.wake) == 0 })
+		proctest.WaitFor(t, "the sender to take a wake-up", 10*time.Second, func() bool { return len(u.wake) == 0 })
 	}
 }
 
@@ -94,11 +95,11 @@ func TestBacklogRateCapLiveFirst(t *testing.T) {
 	start := time.Now()
 	runUplink(t, u)
 	// After the first second's worth.
-	waitFor(t, 10*time.Second, "the first live values and backlog", func() bool {
+	proctest.WaitFor(t, "the first live values and backlog", 10*time.Second, func() bool {
 		return col.Distinct("live/p1") > 0 && col.Distinct("log/p1") > capRate+10
 	})
 	log0, live0 := col.Distinct("log/p1"), col.Distinct("live/p1")
-	waitFor(t, 30*time.Second, "150 more backlog messages", func() bool { return col.Distinct("log/p1") >= log0+150 })
+	proctest.WaitFor(t, "150 more backlog messages", 30*time.Second, func() bool { return col.Distinct("log/p1") >= log0+150 })
 	el := time.Since(start)
 	logs, lives := col.Distinct("log/p1"), col.Distinct("live/p1")-live0
 	t.Logf("%d backlog messages in %s under a cap of %d/s (at most %.0f allowed), %d live messages beside the last 150",

@@ -19,7 +19,6 @@ import (
 
 // Test helpers of package mqtttest, by shorter names.
 var (
-	waitFor  = mqtttest.WaitFor
 	freePort = mqtttest.FreePort
 )
 

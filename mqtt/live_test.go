@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/store"
 )
@@ -104,7 +105,7 @@ func TestLiveInMemory(t *testing.T) {
 				for _, s := range streams {
 					first[s] = len(col.Seqs(s))
 				}
-				waitFor(t, 10*time.Second, "the first live values", func() bool {
+				proctest.WaitFor(t, "the first live values", 10*time.Second, func() bool {
 					return len(col.Seqs("live/p1")) >= first["live/p1"]+3 && len(col.Seqs("live/devices/inv1")) >= first["live/devices/inv1"]+3
 				})
 				rows0, next0 := outboxLive(t, path)
@@ -117,7 +118,7 @@ func TestLiveInMemory(t *testing.T) {
 					at[s] = len(col.Seqs(s))
 				}
 				// Dozens of ticks, the outbox watched at each arrival.
-				waitFor(t, 30*time.Second, "40 more live values per stream", func() bool {
+				proctest.WaitFor(t, "40 more live values per stream", 30*time.Second, func() bool {
 					if rows, _ := outboxLive(t, path); rows != 0 {
 						t.Fatalf("run %d: %d live rows in the outbox", run, rows)
 					}

@@ -17,6 +17,7 @@ import (
 	"plantd/devices/channels"
 	"plantd/gridcontrol"
 	"plantd/httpapi"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
@@ -193,9 +194,9 @@ func TestScheduleNightStart(t *testing.T) {
 	col.Publish(topic, true, scheduleMsg("night-1", "1", 40))
 
 	u, stop := g.uplink(b, "gw-night")
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	g.night() // the first poll round ends: nothing answers
-	waitFor(t, 10*time.Second, "the first ack", func() bool { return len(col.Acks("night-1")) >= 1 })
+	proctest.WaitFor(t, "the first ack", 10*time.Second, func() bool { return len(col.Acks("night-1")) >= 1 })
 	check := func(a mqtttest.Ack, status int, retrying bool, code string) {
 		t.Helper()
 		p := problemOf(a)
@@ -212,7 +213,7 @@ func TestScheduleNightStart(t *testing.T) {
 	// A restart, still at night: the retained schedule is evaluated again.
 	stop()
 	u, stop = g.uplink(b, "gw-night")
-	waitFor(t, 10*time.Second, "the ack after the restart", func() bool { return len(col.Acks("night-1")) >= 2 })
+	proctest.WaitFor(t, "the ack after the restart", 10*time.Second, func() bool { return len(col.Acks("night-1")) >= 2 })
 	check(col.Acks("night-1")[1], http.StatusUnprocessableEntity, true, gridcontrol.ReasonDevicesOffline)
 	if v := g.values("p1"); len(v) != 0 {
 		t.Fatalf("stored while refused: %v", v)
@@ -220,7 +221,7 @@ func TestScheduleNightStart(t *testing.T) {
 
 	// Morning: the inverter answers; the schedule runs.
 	g.day()
-	waitFor(t, 10*time.Second, "the ack when the inverter answers", func() bool { return len(col.Acks("night-1")) >= 3 })
+	proctest.WaitFor(t, "the ack when the inverter answers", 10*time.Second, func() bool { return len(col.Acks("night-1")) >= 3 })
 	check(col.Acks("night-1")[2], http.StatusCreated, false, "")
 	if v := g.values("p1"); len(v) != 1 || v[0] != 40 {
 		t.Errorf("stored schedules %v, want the retained one (40)", v)
@@ -230,7 +231,7 @@ func TestScheduleNightStart(t *testing.T) {
 	stop()
 	g.uplink(b, "gw-night")
 	col.Publish(topic, true, scheduleMsg("night-2", "2", 45))
-	waitFor(t, 10*time.Second, "the ack of version 2", func() bool { return len(col.Acks("night-2")) == 1 })
+	proctest.WaitFor(t, "the ack of version 2", 10*time.Second, func() bool { return len(col.Acks("night-2")) == 1 })
 	if n := len(col.Acks("night-1")); n != 3 {
 		t.Errorf("version 1 answered %d times, want 3 (422 retrying, again after the restart, 201)", n)
 	}
@@ -256,11 +257,11 @@ func runVersionSteps(t *testing.T, gw string, steps []versionStep) {
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	u, _ := g.uplink(b, gw)
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	var want []float64
 	for i, s := range steps {
 		col.Publish("plantd/v1/"+gw+"/down/schedule/p1", false, scheduleMsg(s.requestID, s.version, float64(10+i)))
-		waitFor(t, 10*time.Second, "the ack of "+s.name, func() bool { return len(col.Acks(s.requestID)) > 0 })
+		proctest.WaitFor(t, "the ack of "+s.name, 10*time.Second, func() bool { return len(col.Acks(s.requestID)) > 0 })
 		a := col.Acks(s.requestID)[0]
 		if p := problemOf(a); a.Status != s.status || p.Code != s.code {
 			t.Errorf("%s (version %s): %d %s, want %d %s\n%s", s.name, s.version, a.Status, p.Code, s.status, s.code, a.Body)
@@ -311,11 +312,11 @@ func TestScheduleVersionStuckMark(t *testing.T) {
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	u, _ := g.uplink(b, "gw-stuck")
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	for i, v := range []int64{time.Now().UnixMilli(), time.Now().UnixMilli() + 1} {
 		id := fmt.Sprint("ms-", i)
 		col.Publish("plantd/v1/gw-stuck/down/schedule/p1", false, scheduleMsg(id, fmt.Sprint(v), float64(40+i)))
-		waitFor(t, 10*time.Second, "the ack of "+id, func() bool { return len(col.Acks(id)) > 0 })
+		proctest.WaitFor(t, "the ack of "+id, 10*time.Second, func() bool { return len(col.Acks(id)) > 0 })
 		if a := col.Acks(id)[0]; a.Status != http.StatusCreated {
 			t.Fatalf("epoch ms version %d after a stuck mark of 2^42: %d %s", v, a.Status, a.Body)
 		}
@@ -350,7 +351,7 @@ func TestScheduleFlood(t *testing.T) {
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	u, _ := g.uplink(b, "gw-flood")
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	const n = 1000
 	value := func(v int) float64 { return float64(10 + v%90) }
 	start := time.Now()
@@ -361,14 +362,14 @@ func TestScheduleFlood(t *testing.T) {
 	last.Wait()
 	t.Logf("%d versions published in %s", n, time.Since(start).Round(time.Millisecond))
 	newest := fmt.Sprint("f-", n)
-	waitFor(t, 30*time.Second, "the newest version's ack", func() bool { return len(col.Acks(newest)) > 0 })
+	proctest.WaitFor(t, "the newest version's ack", 30*time.Second, func() bool { return len(col.Acks(newest)) > 0 })
 	if a := col.Acks(newest)[0]; a.Status != http.StatusCreated {
 		t.Fatalf("version %d: %d %s", n, a.Status, a.Body)
 	}
 	if v := g.values("p1"); len(v) == 0 || v[len(v)-1] != value(n) {
 		t.Errorf("stored schedules %v: the newest is not version %d's (%g)", v, n, value(n))
 	}
-	waitFor(t, 30*time.Second, "every version answered", func() bool { return len(col.Acks("")) == 0 && countAcks(col, "f-") >= n })
+	proctest.WaitFor(t, "every version answered", 30*time.Second, func() bool { return len(col.Acks("")) == 0 && countAcks(col, "f-") >= n })
 	statuses := map[int]int{}
 	for v := 1; v <= n; v++ {
 		as := col.Acks(fmt.Sprint("f-", v))
@@ -408,7 +409,7 @@ func TestScheduleMigratedPlant(t *testing.T) {
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	u, _ := g.uplink(b, "gw-migrated")
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	for _, tc := range []struct {
 		topicPlant, requestID, migratedTo string
 		value                             float64
@@ -417,7 +418,7 @@ func TestScheduleMigratedPlant(t *testing.T) {
 		{"p1", "m-new", "", 35},
 	} {
 		col.Publish("plantd/v1/gw-migrated/down/schedule/"+tc.topicPlant, true, scheduleMsg(tc.requestID, "1", tc.value))
-		waitFor(t, 10*time.Second, "the ack of "+tc.requestID, func() bool { return len(col.Acks(tc.requestID)) > 0 })
+		proctest.WaitFor(t, "the ack of "+tc.requestID, 10*time.Second, func() bool { return len(col.Acks(tc.requestID)) > 0 })
 		a := col.Acks(tc.requestID)[0]
 		if a.Status != http.StatusCreated || a.MigratedTo != tc.migratedTo || a.Topic != "down/schedule/"+tc.topicPlant {
 			t.Errorf("%s: %d migratedTo %q topic %s, want 201 %q\n%s", tc.requestID, a.Status, a.MigratedTo, a.Topic, tc.migratedTo, a.Body)
@@ -442,7 +443,7 @@ func TestRejectedAckKeepsRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUplink(t, u)
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	base := "plantd/v1/gw-rid/down/"
 	for _, tc := range []struct {
 		name, topic, payload, requestID string
@@ -457,7 +458,7 @@ func TestRejectedAckKeepsRequestID(t *testing.T) {
 		{"not JSON", "cmd", `{"requestId":"r7",`, "", 400},
 	} {
 		col.Publish(base+tc.topic, false, tc.payload)
-		waitFor(t, 10*time.Second, "the ack of: "+tc.name, func() bool {
+		proctest.WaitFor(t, "the ack of: "+tc.name, 10*time.Second, func() bool {
 			for _, a := range col.AllAcks() {
 				if a.Topic == "down/"+tc.topic && a.Status == tc.status && a.RequestID == tc.requestID {
 					return true
@@ -480,7 +481,7 @@ func TestScheduleUnknownPlant(t *testing.T) {
 	b := newBroker(t, nil)
 	col := mqtttest.Collect(t, b)
 	u, _ := g.uplink(b, "gw-unknown")
-	waitFor(t, 10*time.Second, "subscribed", u.subscribed.Load)
+	proctest.WaitFor(t, "subscribed", 10*time.Second, u.subscribed.Load)
 	for _, tc := range []struct {
 		name, plantID, requestID string
 		status                   int
@@ -493,7 +494,7 @@ func TestScheduleUnknownPlant(t *testing.T) {
 		{"the known plant", "p1", "u-5", http.StatusCreated, true},
 	} {
 		col.Publish("plantd/v1/gw-unknown/down/schedule/"+tc.plantID, false, scheduleMsg(tc.requestID, "1", 20))
-		waitFor(t, 10*time.Second, "the ack of "+tc.name, func() bool { return len(col.Acks(tc.requestID)) > 0 })
+		proctest.WaitFor(t, "the ack of "+tc.name, 10*time.Second, func() bool { return len(col.Acks(tc.requestID)) > 0 })
 		if a := col.Acks(tc.requestID)[0]; a.Status != tc.status || a.Version != 1 {
 			t.Errorf("%s: %d version %d, want %d\n%s", tc.name, a.Status, a.Version, tc.status, a.Body)
 		}

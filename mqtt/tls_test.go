@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 )
@@ -52,12 +53,12 @@ func TestTLSClientCertAndPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		stop := runUplink(t, u)
-		waitFor(t, 10*time.Second, "connected over TLS", u.connected.Load)
+		proctest.WaitFor(t, "connected over TLS", 10*time.Second, u.connected.Load)
 		for i := range 100 {
 			u.Log(plant.LogEntry{PlantID: "p1", Code: "Test", Message: fmt.Sprint(i)})
 		}
-		waitFor(t, 10*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= 100 })
-		waitFor(t, 10*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
+		proctest.WaitFor(t, "every log entry", 10*time.Second, func() bool { return col.Distinct("log/p1") >= 100 })
+		proctest.WaitFor(t, "an empty outbox", 10*time.Second, func() bool { return outboxDepth(t, st) == 0 })
 		stop()
 		distinct, dups, gaps := col.Check("log/p1", true)
 		t.Logf("over TLS with a client certificate: %d seqs, %d duplicates, gaps %v", distinct, dups, gaps)
@@ -77,7 +78,7 @@ func TestTLSClientCertAndPassword(t *testing.T) {
 		// at least 50, 100 and 200 ms between them.
 		start := time.Now()
 		stop := runUplink(t, u)
-		waitFor(t, 30*time.Second, "four connection attempts", func() bool { return u.Status().Attempts >= 4 })
+		proctest.WaitFor(t, "four connection attempts", 30*time.Second, func() bool { return u.Status().Attempts >= 4 })
 		el := time.Since(start)
 		stop()
 		st := u.Status()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/plant"
 	"plantd/store"
@@ -67,17 +68,17 @@ func TestOutage(t *testing.T) {
 	}
 	stop := runUplink(t, u)
 	stopLogging := logSteadily(t, u)
-	waitFor(t, 10*time.Second, "first messages", func() bool { return col.Distinct("log/p1") > 50 && col.Distinct("live/p1") > 5 })
+	proctest.WaitFor(t, "first messages", 10*time.Second, func() bool { return col.Distinct("log/p1") > 50 && col.Distinct("live/p1") > 5 })
 	b.Stop()
 	liveBefore := col.Distinct("live/p1")
 	time.Sleep(outage(t))
 	b.Start()
-	waitFor(t, 30*time.Second, "reconnect", func() bool { return u.Status().Connects >= 2 })
-	waitFor(t, 10*time.Second, "live after the outage", func() bool { return col.Distinct("live/p1") > liveBefore+5 })
+	proctest.WaitFor(t, "reconnect", 30*time.Second, func() bool { return u.Status().Connects >= 2 })
+	proctest.WaitFor(t, "live after the outage", 10*time.Second, func() bool { return col.Distinct("live/p1") > liveBefore+5 })
 	n := stopLogging()
-	waitFor(t, 30*time.Second, "every log entry", func() bool { return col.Distinct("log/p1") >= n })
+	proctest.WaitFor(t, "every log entry", 30*time.Second, func() bool { return col.Distinct("log/p1") >= n })
 	// Live values keep coming every 50 ms, so only the log stream empties.
-	waitFor(t, 30*time.Second, "an empty log stream in the outbox", func() bool { return outboxDepth(t, st, "log/p1") == 0 })
+	proctest.WaitFor(t, "an empty log stream in the outbox", 30*time.Second, func() bool { return outboxDepth(t, st, "log/p1") == 0 })
 	stop()
 	dropped := map[string]uint64{}
 	for _, s := range u.Status().Streams {
@@ -102,7 +103,7 @@ func TestOutage(t *testing.T) {
 	// none queued while offline.
 	// The offline state was acknowledged by the broker before stop
 	// returned; it reaches the collector a moment later.
-	waitFor(t, 30*time.Second, "the offline state after a clean stop", func() bool { s, ok := col.LastState(); return ok && s.State == "offline" })
+	proctest.WaitFor(t, "the offline state after a clean stop", 30*time.Second, func() bool { s, ok := col.LastState(); return ok && s.State == "offline" })
 	t.Logf("status: %+v", u.Status())
 }
 
@@ -130,9 +131,9 @@ func TestBacklogAfterKill(t *testing.T) {
 	}
 	start := time.Now()
 	runUplink(t, u)
-	waitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n })
+	proctest.WaitFor(t, "the backlog", 60*time.Second, func() bool { return col.Distinct("log/p1") >= n })
 	el := time.Since(start)
-	waitFor(t, 30*time.Second, "an empty outbox", func() bool { return outboxDepth(t, st) == 0 })
+	proctest.WaitFor(t, "an empty outbox", 30*time.Second, func() bool { return outboxDepth(t, st) == 0 })
 	distinct, dups, gaps := col.Check("log/p1", true)
 	if distinct != n || len(gaps) > 0 {
 		t.Errorf("%d of %d delivered, gaps %v", distinct, n, gaps[:min(10, len(gaps))])
@@ -190,7 +191,7 @@ func TestOutboxCaps(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, 30*time.Second, "the caps applied", func() bool {
+	proctest.WaitFor(t, "the caps applied", 30*time.Second, func() bool {
 		g := got()
 		for _, w := range want {
 			if g[w.stream].Depth != w.depth {
@@ -268,7 +269,7 @@ func TestLiveNeverReplayed(t *testing.T) {
 				t.Fatal(err)
 			}
 			stop := runUplink(t, u)
-			waitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 3 && col.Distinct("live/devices/inv1") >= 3 })
+			proctest.WaitFor(t, "live values", 10*time.Second, func() bool { return col.Distinct("live/p1") >= 3 && col.Distinct("live/devices/inv1") >= 3 })
 			// The link hangs: live messages go out, no PUBACK comes back
 			// for those published after the freeze.
 			// The PUBACKs of the messages published after the freeze
@@ -280,7 +281,7 @@ func TestLiveNeverReplayed(t *testing.T) {
 				frozen[s] = u.live.streams[s].seq
 			}
 			u.live.mu.Unlock()
-			waitFor(t, 10*time.Second, "two live messages per stream published after the freeze", func() bool {
+			proctest.WaitFor(t, "two live messages per stream published after the freeze", 10*time.Second, func() bool {
 				for _, s := range liveStreams {
 					if seqs := col.Seqs(s); len(seqs) == 0 || slices.Max(seqs) < frozen[s]+2 {
 						return false
@@ -291,7 +292,7 @@ func TestLiveNeverReplayed(t *testing.T) {
 			if tc.restart {
 				stop()
 			} else {
-				waitFor(t, 30*time.Second, "the connection given up", func() bool { return !u.connected.Load() })
+				proctest.WaitFor(t, "the connection given up", 30*time.Second, func() bool { return !u.connected.Load() })
 			}
 			// What the connection that ended had in flight is given up:
 			// counted (1 waiting message at most per stream is not, it
@@ -314,12 +315,12 @@ func TestLiveNeverReplayed(t *testing.T) {
 				}
 				runUplink(t, u)
 			}
-			waitFor(t, 30*time.Second, "a new connection", func() bool { return u.Status().Connected && u.Status().Published > 0 })
+			proctest.WaitFor(t, "a new connection", 30*time.Second, func() bool { return u.Status().Connected && u.Status().Published > 0 })
 			before := map[string]int{}
 			for _, s := range liveStreams {
 				before[s] = col.Distinct(s)
 			}
-			waitFor(t, 10*time.Second, "live values on the new connection", func() bool {
+			proctest.WaitFor(t, "live values on the new connection", 10*time.Second, func() bool {
 				return col.Distinct("live/p1") >= before["live/p1"]+3 && col.Distinct("live/devices/inv1") >= before["live/devices/inv1"]+3
 			})
 			for _, s := range liveStreams {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 )
 
@@ -90,13 +91,7 @@ func TestStartPorts(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Device("wx").Addr() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	proctest.WaitFor(t, "Run to start", 5*time.Second, func() bool { return p.Device("wx").Addr() != "" })
 	if got := p.Device("wx").Addr(); got != addr {
 		t.Errorf("address %s, want %s", got, addr)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 )
 
@@ -135,13 +137,10 @@ func (m *master) unanswered(counter func(BusStats) uint64, f []byte) {
 	m.t.Helper()
 	before := counter(m.stats())
 	m.write(f)
-	deadline := time.Now().Add(10 * time.Second)
-	for counter(m.stats()) == before {
-		if time.Now().After(deadline) {
-			m.t.Fatalf("the slave never counted the frame % x: %+v", f, m.stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	proctest.WaitValue(m.t, fmt.Sprintf("the slave to count the frame % x (last: its stats)", f), 10*time.Second, func() (BusStats, bool) {
+		st := m.stats()
+		return st, counter(st) != before
+	})
 	m.gap()
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/plant/kind"
 )
@@ -18,19 +19,10 @@ import (
 // minute, a bound for a stuck writer, not a timing).
 func waitStats(t *testing.T, s *Store, what string, ok func(Stats) bool) Stats {
 	t.Helper()
-	deadline := time.After(time.Minute)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if st := s.Stats(); ok(st) {
-			return st
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("%s: not within a minute: %+v", what, s.Stats())
-		case <-tick.C:
-		}
-	}
+	return proctest.WaitValue(t, what, time.Minute, func() (Stats, bool) {
+		st := s.Stats()
+		return st, ok(st)
+	})
 }
 
 // TestChunkMinuteWritten: a device's first minute is written at every

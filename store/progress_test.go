@@ -3,6 +3,8 @@ package store
 import (
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // TestProgress: zero before Run, then advancing at least once a second
@@ -13,18 +15,10 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("Progress before Run: %v", p)
 	}
 	runStore(t, s)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Progress().IsZero() {
-		if time.Now().After(deadline) {
-			t.Fatal("no progress 10 s after Run")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(t, "progress after Run", 10*time.Second, func() bool { return !s.Progress().IsZero() })
 	first := s.Progress()
-	for !s.Progress().After(first.Add(500 * time.Millisecond)) {
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("an idle writer stopped going round: progress stuck at %v", first)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitValue(t, "an idle writer going round (last: its progress)", 10*time.Second, func() (time.Time, bool) {
+		p := s.Progress()
+		return p, p.After(first.Add(500 * time.Millisecond))
+	})
 }

@@ -13,24 +13,14 @@ import (
 	"plantd/plant"
 )
 
-// waitHealth waits (on the store's own state, polled every 10 ms, at most
-// 10 s) until ok(Health()) holds.
+// waitHealth waits (on the store's own state, at most 10 s) until
+// ok(Health()) holds, and returns that health.
 func waitHealth(t *testing.T, s *Store, what string, ok func(error) bool) error {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	return proctest.WaitValue(t, what, 10*time.Second, func() (error, bool) {
 		err := s.Health()
-		if ok(err) {
-			return err
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("%s: not within 10 s, health %v", what, err)
-		case <-tick.C:
-		}
-	}
+		return err, ok(err)
+	})
 }
 
 // TestReadOnlyThenGone (issue 25, item 6): the storage is read-only at

@@ -357,13 +357,10 @@ func TestGridOperatorRoleWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.ServeTCP(t, s.Serve)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(buf.String(), "level=WARN") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning at start:\n%s", buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitValue(t, "a warning at start (last: the log)", 5*time.Second, func() (string, bool) {
+		l := buf.String()
+		return l, strings.Contains(l, "level=WARN")
+	})
 	if l := buf.String(); !strings.Contains(l, "grid operator's role") || !strings.Contains(l, "192.0.2.7/32") {
 		t.Errorf("the warning names neither the role nor the masters:\n%s", l)
 	}

@@ -747,20 +747,11 @@ func (b *browser) eval(js string, out any) error {
 // waitFor polls a JavaScript condition until it is true or the deadline.
 func (b *browser) waitFor(what, js string, d time.Duration) {
 	b.t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
+	proctest.WaitValue(b.t, what+" (last: the evaluation's error)", d, func() (error, bool) {
 		var ok bool
-		if lastErr = b.eval("!!("+js+")", &ok); lastErr == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("waiting for %s: not true after %v (%v)", what, d, lastErr)
-		}
-		<-tick.C
-	}
+		err := b.eval("!!("+js+")", &ok)
+		return err, err == nil && ok
+	})
 }
 
 // responseBody is the body of a response the page received.

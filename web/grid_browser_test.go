@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/modbus"
 )
 
@@ -79,13 +80,7 @@ func gridSchedules(t *testing.T, base, token, query string) map[string]gridSched
 // eventually polls cond (an API answer) until it holds or d passed.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after %v", what, d)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	proctest.WaitFor(t, what, d, cond)
 }
 
 // TestBrowserGridSchedules drives chromium against the real plantd demo's

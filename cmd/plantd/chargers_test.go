@@ -152,7 +152,7 @@ func TestChargerFollowsSurplus(t *testing.T) {
 	}
 	waitLimit(t, cp, 10*time.Second, "6 A in MinPV", func(st sim.ChargePointState) bool { return st.LimitA == 6 && st.PowerW > 0 })
 	// The API shows what the twin does (its next meter values and status).
-	waitUntil(t, 10*time.Second, "the wallbox at 6 A for reason MinPV in the API", func() bool {
+	proctest.WaitFor(t, "the wallbox at 6 A for reason MinPV in the API", 10*time.Second, func() bool {
 		code, b := d.request("GET", "/gateway/v1/consumers?plantId=p1", tokStd, "")
 		var list struct {
 			Consumers []struct {

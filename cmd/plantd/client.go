@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
 )
 
 // stringList is a repeatable string flag.
@@ -44,7 +45,7 @@ func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if err := config.CheckClientID(*id); err != nil {
+	if err := oauthconfig.CheckClientID(*id); err != nil {
 		fmt.Fprintf(stderr, "plantd client add: --id: %v\n", err)
 		return exitUsage
 	}
@@ -52,7 +53,7 @@ func runClient(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cl := config.OAuthClient{ClientID: *id, SecretSHA256: config.TokenHash(secret), Role: *role, RedirectURIs: redirects, PreApproved: *pre}
+	cl := oauthconfig.Client{ClientID: *id, SecretSHA256: config.TokenHash(secret), Role: *role, RedirectURIs: redirects, PreApproved: *pre}
 	if *printOnly {
 		var b strings.Builder
 		fmt.Fprintf(&b, "client_secret (shown once, keep it secret): %s\n\nadd to the config under oauthClients:\n  - clientId: %s\n    secretSha256: %s\n    role: %s\n",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
 )
 
 // TestClientAdd: "plantd client add" generates a 256-bit secret, prints
@@ -34,7 +35,7 @@ func TestClientAdd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config after client add: %v", err)
 	}
-	var got *config.OAuthClient
+	var got *oauthconfig.Client
 	for i := range cfg.OAuthClients {
 		if cfg.OAuthClients[i].ClientID == "portal" {
 			got = &cfg.OAuthClients[i]

@@ -63,16 +63,18 @@ devices:
 			t.Errorf("run: %v", err)
 		}
 	}()
-	// waitFor polls cond until it holds, for up to 30 s.
+	// waitFor polls cond until it holds, for up to 30 s; the log is
+	// shown when it does not.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 30 s; log:\n%s", what, logs.String())
+		held := false
+		defer func() {
+			if !held {
+				t.Logf("log:\n%s", logs.String())
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		}()
+		proctest.WaitFor(t, what, 30*time.Second, cond)
+		held = true
 	}
 	written := func(n uint64) func() bool {
 		return func() bool { _ = d.store.Flush(ctx); return d.store.Stats().Written >= n }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // TestConsumersRestartKeepsGuards restarts the real binary with the heat
@@ -62,10 +64,10 @@ func TestConsumersRestartKeepsGuards(t *testing.T) {
 		}
 	}
 	setExport(p, 2500)
-	waitUntil(t, 10*time.Second, "the heat pump recommended on surplus", func() bool { return pump() == 3 })
+	proctest.WaitFor(t, "the heat pump recommended on surplus", 10*time.Second, func() bool { return pump() == 3 })
 	onAt := time.Now()
 	setExport(p, -2000) // the surplus gone: only the minimum on time holds it
-	waitUntil(t, 5*time.Second, "the heat pump held by its minimum on time", func() bool {
+	proctest.WaitFor(t, "the heat pump held by its minimum on time", 5*time.Second, func() bool {
 		return status(d, "heatpump")["reason"] == "MinOnTime"
 	})
 	d.stop()
@@ -74,14 +76,14 @@ func TestConsumersRestartKeepsGuards(t *testing.T) {
 	restartAt := time.Now()
 	d2 := startDaemon(t, path)
 	d2.waitAPI(15 * time.Second)
-	waitUntil(t, 10*time.Second, "the heat pump held by its minimum on time after the restart", func() bool {
+	proctest.WaitFor(t, "the heat pump held by its minimum on time after the restart", 10*time.Second, func() bool {
 		return status(d2, "heatpump")["reason"] == "MinOnTime"
 	})
 	decidedAt := time.Since(onAt)
 	if pump() != 3 {
 		t.Fatalf("heat pump in SG-Ready %d after the restart's first decision, want 3", pump())
 	}
-	waitUntil(t, minOn+10*time.Second, "the heat pump back to normal", func() bool { return pump() == 2 })
+	proctest.WaitFor(t, "the heat pump back to normal", minOn+10*time.Second, func() bool { return pump() == 2 })
 	normalAt := time.Since(onAt)
 	t.Logf("switched on, restarted %v later, held by the kept guard at %v, normal at %v (minimum on time %v)",
 		restartAt.Sub(onAt).Round(10*time.Millisecond), decidedAt.Round(10*time.Millisecond), normalAt.Round(10*time.Millisecond), minOn)

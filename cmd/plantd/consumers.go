@@ -10,6 +10,7 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
+	"plantd/consumer/consumerconfig"
 	"plantd/consumer/drivers"
 	"plantd/modbus"
 	"plantd/plant"
@@ -74,9 +75,9 @@ func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 		var mr consumer.MustRun
 		var err error
 		if r.At != "" {
-			mr.At, err = config.ParseCron(r.At)
+			mr.At, err = consumerconfig.ParseCron(r.At)
 		} else {
-			mr.By, err = config.ParseCron(r.By)
+			mr.By, err = consumerconfig.ParseCron(r.By)
 		}
 		if err != nil {
 			return s, fmt.Errorf("must-run rule: %w", err) // the config checked it

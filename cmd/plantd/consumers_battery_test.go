@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -93,7 +94,7 @@ func TestConsumersBatteryWinterNoon(t *testing.T) {
 	d := startDaemon(t, batteryConfig(t, p))
 	d.waitAPI(15 * time.Second)
 	d.waitOnline(15*time.Second, "meter", "bat", "heater", "heatpump", "plug")
-	waitUntil(t, 10*time.Second, "the three consumers on by hand", func() bool { h, pump, plug := consumersOn(p); return h && pump && plug })
+	proctest.WaitFor(t, "the three consumers on by hand", 10*time.Second, func() bool { h, pump, plug := consumersOn(p); return h && pump && plug })
 	for _, id := range []string{"heater", "heatpump", "plug"} {
 		if code, b := d.request("PUT", "/gateway/v1/consumers/"+id+"/mode", tokInst, `{"mode":"Auto"}`); code != 200 {
 			t.Fatalf("PUT %s mode Auto: %d %s", id, code, b)
@@ -209,7 +210,7 @@ func TestConsumersBatteryWinterNoon(t *testing.T) {
 	if code, b := d.request("POST", "/gridcontrol/v1/plants/p1/schedules", tokGrid, sched); code != 201 {
 		t.Fatalf("POST opModMaxLimW 30 %%: %d %s", code, b)
 	}
-	waitUntil(t, 10*time.Second, "PV at or below 30 % of 18 kW", func() bool { return p.Balance().PVW <= 5400+100 })
+	proctest.WaitFor(t, "PV at or below 30 % of 18 kW", 10*time.Second, func() bool { return p.Balance().PVW <= 5400+100 })
 	ls := run(6 * time.Minute)
 	report("opModMaxLimW 30 %", ls)
 	switchedOn := 0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant/kind"
 	"plantd/sim"
@@ -154,7 +155,7 @@ func TestConsumersOnSurplus(t *testing.T) {
 		}
 		return m
 	}
-	waitUntil(t, 10*time.Second, "every consumer read back, off for want of surplus", func() bool {
+	proctest.WaitFor(t, "every consumer read back, off for want of surplus", 10*time.Second, func() bool {
 		st := status()
 		for _, id := range []string{"heater", "heatpump", "plug"} {
 			if st[id]["reason"] != "NoSurplus" || st[id]["switchingState"] != "Off" {
@@ -169,9 +170,9 @@ func TestConsumersOnSurplus(t *testing.T) {
 	surplusAt := time.Now()
 	setExport(p, 3800)
 	gridBefore := p.Balance().GridW
-	waitUntil(t, 10*time.Second, "the heater on", func() bool { h, _, _ := consumersOn(p); return h })
+	proctest.WaitFor(t, "the heater on", 10*time.Second, func() bool { h, _, _ := consumersOn(p); return h })
 	heaterOn := time.Since(surplusAt)
-	waitUntil(t, 5*time.Second, "the heater reported on", func() bool { return status()["heater"]["switchingState"] == "On" })
+	proctest.WaitFor(t, "the heater reported on", 5*time.Second, func() bool { return status()["heater"]["switchingState"] == "On" })
 	st := status()
 	if _, pump, plug := consumersOn(p); pump || plug || st["heatpump"]["reason"] != "NoSurplus" || st["plug"]["reason"] != "NoSurplus" {
 		t.Errorf("3.8 kW surplus: heat pump %v (%v), plug %v (%v); want both off for want of surplus", pump, st["heatpump"]["reason"], plug, st["plug"]["reason"])
@@ -183,7 +184,7 @@ func TestConsumersOnSurplus(t *testing.T) {
 	if heaterOn > 3500*time.Millisecond {
 		t.Errorf("heater on %v after the surplus, want within 3 control cycles and a meter poll (3.5 s)", heaterOn)
 	}
-	waitUntil(t, 5*time.Second, "the heater's 3000 W from its meter", func() bool {
+	proctest.WaitFor(t, "the heater's 3000 W from its meter", 5*time.Second, func() bool {
 		st := status()["heater"]
 		w, _ := st["consumption"].(float64)
 		return w > 2900 && st["consumptionEstimated"] == false
@@ -192,9 +193,9 @@ func TestConsumersOnSurplus(t *testing.T) {
 	// 7.5 kW with every consumer off (4.5 kW beside the running heater):
 	// the heat pump (1600) and the plug (1200) follow, in priority order.
 	setExport(p, 7500)
-	waitUntil(t, 10*time.Second, "heat pump and plug on", func() bool { _, pump, plug := consumersOn(p); return pump && plug })
+	proctest.WaitFor(t, "heat pump and plug on", 10*time.Second, func() bool { _, pump, plug := consumersOn(p); return pump && plug })
 	var logs string
-	waitUntil(t, 5*time.Second, "both switchings in the plant log", func() bool {
+	proctest.WaitFor(t, "both switchings in the plant log", 5*time.Second, func() bool {
 		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=50", tokInst, "")
 		logs = string(b)
 		return strings.Contains(logs, "heatpump: SG-Ready 3") && strings.Contains(logs, "plug: on")
@@ -215,7 +216,7 @@ func TestConsumersOnSurplus(t *testing.T) {
 	if code, b := d.request("PUT", "/gateway/v1/consumers/plug/mode", tokInst, `{"mode":"Off"}`); code != 200 {
 		t.Fatalf("PUT mode Off: %d %s", code, b)
 	}
-	waitUntil(t, 8*time.Second, "the plug off by hand", func() bool { _, _, plug := consumersOn(p); return !plug })
+	proctest.WaitFor(t, "the plug off by hand", 8*time.Second, func() bool { _, _, plug := consumersOn(p); return !plug })
 	if st := status()["plug"]; st["mode"] != "Off" || st["reason"] != "Manual" {
 		t.Errorf("plug after Off: %v", st)
 	}
@@ -223,7 +224,7 @@ func TestConsumersOnSurplus(t *testing.T) {
 	// Surplus gone: the heater and the heat pump switch off, not before
 	// their 4 s minimum on time (they have run longer by now).
 	setExport(p, -2000)
-	waitUntil(t, 10*time.Second, "heater and heat pump off", func() bool { h, pump, _ := consumersOn(p); return !h && !pump })
+	proctest.WaitFor(t, "heater and heat pump off", 10*time.Second, func() bool { h, pump, _ := consumersOn(p); return !h && !pump })
 	if _, _, plug := consumersOn(p); plug {
 		t.Error("the plug came back on against its manual Off")
 	}
@@ -232,12 +233,12 @@ func TestConsumersOnSurplus(t *testing.T) {
 	// the relay board's watchdog (5 s) drops the coils.
 	time.Sleep(2 * time.Second) // their min off time
 	setExport(p, 8000)
-	waitUntil(t, 10*time.Second, "heater and heat pump on again", func() bool { h, pump, _ := consumersOn(p); return h && pump })
+	proctest.WaitFor(t, "heater and heat pump on again", 10*time.Second, func() bool { h, pump, _ := consumersOn(p); return h && pump })
 	rs0, _ := p.Device("io").Relay()
 	trips := rs0.Trips
 	d.Kill()
 	killed := time.Now()
-	waitUntil(t, 10*time.Second, "the coils off by the watchdog", func() bool { h, pump, _ := consumersOn(p); return !h && !pump })
+	proctest.WaitFor(t, "the coils off by the watchdog", 10*time.Second, func() bool { h, pump, _ := consumersOn(p); return !h && !pump })
 	rs, _ := p.Device("io").Relay()
 	if rs.Trips != trips+1 {
 		t.Errorf("watchdog trips %d, want %d", rs.Trips, trips+1)
@@ -308,7 +309,7 @@ devices:
 		"heatpump":    "SG-Ready state 4 (forced) read at start",
 	}
 	var logs string
-	waitUntil(t, 10*time.Second, "a log entry for each bad consumer", func() bool {
+	proctest.WaitFor(t, "a log entry for each bad consumer", 10*time.Second, func() bool {
 		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
 		logs = string(b)
 		for _, s := range want {
@@ -333,7 +334,7 @@ devices:
 			t.Errorf("no log entry of %s saying %q: %s", dev, s, logs)
 		}
 	}
-	waitUntil(t, 5*time.Second, "the heat pump set to normal", func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
+	proctest.WaitFor(t, "the heat pump set to normal", 5*time.Second, func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
 	// The other devices are unaffected: the inverter and meter answer
 	// with values.
 	code, body := d.request("GET", "/live/v2/plants/p1/devices", tokInst, "")

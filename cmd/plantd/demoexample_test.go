@@ -158,7 +158,7 @@ func TestDemoGridControlExample(t *testing.T) {
 				return "", false
 			}
 			// Waited for: applied and done both stay once reached.
-			waitUntil(t, 90*time.Second, "README's window "+tc.wantExample+" on the simulated clock", func() bool {
+			proctest.WaitFor(t, "README's window "+tc.wantExample+" on the simulated clock", 90*time.Second, func() bool {
 				st, applied := status(example)
 				if tc.wantExample == "applied" {
 					return applied
@@ -170,7 +170,7 @@ func TestDemoGridControlExample(t *testing.T) {
 			bannerID := scheduleID(t, "the banner's command", run("the banner's command", banner)[0])
 			// The window runs to 2 min after the demo's start: waited
 			// for to 90 s after the POST, however slowly it applies.
-			waitUntil(t, 90*time.Second, "the banner's window applied", func() bool {
+			proctest.WaitFor(t, "the banner's window applied", 90*time.Second, func() bool {
 				st, applied := status(bannerID)
 				return applied && st == "active"
 			})

@@ -13,6 +13,7 @@ import (
 
 	"plantd/config"
 	"plantd/consumer"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -135,7 +136,7 @@ func TestDimming14a(t *testing.T) {
 			t.Fatalf("PUT %s mode On: %d %s", id, code, b)
 		}
 	}
-	waitUntil(t, 10*time.Second, "heater 6 kW and heat pump 3 kW on their meters", func() bool {
+	proctest.WaitFor(t, "heater 6 kW and heat pump 3 kW on their meters", 10*time.Second, func() bool {
 		return p.Device("heatmeter").State().PowerW == 6000 && p.Device("hpmeter").State().PowerW == 3000
 	})
 	if w := controllableW(); w <= pmin {
@@ -151,7 +152,7 @@ func TestDimming14a(t *testing.T) {
 		t.Fatal(err)
 	}
 	signal := time.Now()
-	waitUntil(t, 10*time.Second, fmt.Sprintf("the controllable draw at most Pmin %v W", pmin), func() bool { return controllableW() <= pmin })
+	proctest.WaitFor(t, fmt.Sprintf("the controllable draw at most Pmin %v W", pmin), 10*time.Second, func() bool { return controllableW() <= pmin })
 	took := time.Since(signal)
 	w := controllableW()
 	if w <= 0 {
@@ -188,7 +189,7 @@ func TestDimming14a(t *testing.T) {
 	if lag := locked.Sub(taken); lag > 2*time.Second {
 		t.Errorf("heat pump locked %v after the daemon read the dimming contact, want within 2 control cycles (2 s)", lag)
 	}
-	waitUntil(t, 5*time.Second, "ConsumersDimmed and the heat pump's switch in the plant log", func() bool {
+	proctest.WaitFor(t, "ConsumersDimmed and the heat pump's switch in the plant log", 5*time.Second, func() bool {
 		var dimmed, switched bool
 		for _, e := range plantLog(t, d) {
 			dimmed = dimmed || e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "at most 7560 W")
@@ -196,7 +197,7 @@ func TestDimming14a(t *testing.T) {
 		}
 		return dimmed && switched
 	})
-	waitUntil(t, 5*time.Second, "the API's reasons: heat pump Dimmed, heater on by hand", func() bool {
+	proctest.WaitFor(t, "the API's reasons: heat pump Dimmed, heater on by hand", 5*time.Second, func() bool {
 		st := consumers()
 		return st["heatpump"].Reason == plant.ReasonDimmed && st["heater"].Reason == plant.ReasonManual && st["heater"].SwitchingState == plant.SwitchedOn
 	})
@@ -205,11 +206,11 @@ func TestDimming14a(t *testing.T) {
 	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "both running again", func() bool {
+	proctest.WaitFor(t, "both running again", 10*time.Second, func() bool {
 		hp, _ := p.Load("heatpump")
 		return hp.SGReady == 4 && controllableW() == 9000
 	})
-	waitUntil(t, 5*time.Second, "the end of the dimming logged", func() bool {
+	proctest.WaitFor(t, "the end of the dimming logged", 5*time.Second, func() bool {
 		for _, e := range plantLog(t, d) {
 			if e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "dimming ended") {
 				return true
@@ -227,21 +228,21 @@ func TestDimming14a(t *testing.T) {
 	if code, b := d.request("PUT", "/gateway/v1/consumers/heatpump/mode", tokInst, `{"mode":"Auto"}`); code != 200 {
 		t.Fatalf("PUT heatpump mode Auto: %d %s", code, b)
 	}
-	waitUntil(t, 10*time.Second, "the heat pump in normal operation, 6 + 2 kW drawn", func() bool {
+	proctest.WaitFor(t, "the heat pump in normal operation, 6 + 2 kW drawn", 10*time.Second, func() bool {
 		hp, _ := p.Load("heatpump")
 		return hp.SGReady == 2 && controllableW() == 8000
 	})
 	if err := box.WriteCoils(t.Context(), 0, []bool{true}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the pump in normal operation locked, the draw at most Pmin", func() bool {
+	proctest.WaitFor(t, "the pump in normal operation locked, the draw at most Pmin", 10*time.Second, func() bool {
 		hp, _ := p.Load("heatpump")
 		return hp.SGReady == 1 && controllableW() <= pmin && controllableW() > 0
 	})
 	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the pump back in normal operation", func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
+	proctest.WaitFor(t, "the pump back in normal operation", 10*time.Second, func() bool { hp, _ := p.Load("heatpump"); return hp.SGReady == 2 })
 }
 
 // TestDimming14aOneDevice is the acceptance's case of one §14a device:
@@ -271,7 +272,7 @@ func TestDimming14aOneDevice(t *testing.T) {
 			t.Fatalf("PUT %s mode On: %d %s", id, code, b)
 		}
 	}
-	waitUntil(t, 10*time.Second, "heater 6 kW and heat pump 3 kW on their meters", func() bool {
+	proctest.WaitFor(t, "heater 6 kW and heat pump 3 kW on their meters", 10*time.Second, func() bool {
 		return heaterW() == 6000 && pumpW() == 3000
 	})
 
@@ -281,7 +282,7 @@ func TestDimming14aOneDevice(t *testing.T) {
 	if err := box.WriteCoils(t.Context(), 0, []bool{true}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the heater off, the heat pump on: 3 kW of Pmin 4.2 kW", func() bool {
+	proctest.WaitFor(t, "the heater off, the heat pump on: 3 kW of Pmin 4.2 kW", 10*time.Second, func() bool {
 		return heaterW() == 0 && pumpW() == 3000
 	})
 	trace := p.Trace("box")
@@ -306,7 +307,7 @@ func TestDimming14aOneDevice(t *testing.T) {
 	if lag := off.Sub(taken); lag > 2*time.Second {
 		t.Errorf("heater off %v after the daemon read the dimming contact, want within 2 control cycles (2 s)", lag)
 	}
-	waitUntil(t, 5*time.Second, "ConsumersDimmed at most 4200 W for one §14a device", func() bool {
+	proctest.WaitFor(t, "ConsumersDimmed at most 4200 W for one §14a device", 5*time.Second, func() bool {
 		for _, e := range plantLog(t, d) {
 			if e.Code == "ConsumersDimmed" && strings.Contains(e.Message, "(one §14a device) draw at most 4200 W") {
 				return true
@@ -318,7 +319,7 @@ func TestDimming14aOneDevice(t *testing.T) {
 	if err := box.WriteCoils(t.Context(), 0, []bool{false}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "both running again", func() bool { return heaterW() == 6000 && pumpW() == 3000 })
+	proctest.WaitFor(t, "both running again", 10*time.Second, func() bool { return heaterW() == 6000 && pumpW() == 3000 })
 }
 
 // plantLog returns plant p1's last 200 log entries, newest first.

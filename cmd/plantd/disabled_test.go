@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -100,9 +101,9 @@ func TestDisabledDeviceKept(t *testing.T) {
 	pollRounds := func(n float64) {
 		t.Helper()
 		m0, _ := polls("meter")
-		waitUntil(t, 20*time.Second, "meter polls", func() bool { m, _ := polls("meter"); return m >= m0+n })
+		proctest.WaitFor(t, "meter polls", 20*time.Second, func() bool { m, _ := polls("meter"); return m >= m0+n })
 	}
-	waitUntil(t, 30*time.Second, "the battery's stored values", func() bool { return recent() != "" })
+	proctest.WaitFor(t, "the battery's stored values", 30*time.Second, func() bool { return recent() != "" })
 	var conf struct {
 		PlantWithBattery bool `json:"plantWithBattery"`
 	}
@@ -201,7 +202,7 @@ func TestDisabledDeviceKept(t *testing.T) {
 	d.writeConfig(disabledConfig(p, dir, extra))
 	d.Signal(syscall.SIGHUP)
 	d.WaitLog(regexp.MustCompile(`devices reloaded`), 10*time.Second)
-	waitUntil(t, 20*time.Second, "the battery polled again", func() bool { n, ok := polls("bat"); return ok && n > 0 })
+	proctest.WaitFor(t, "the battery polled again", 20*time.Second, func() bool { n, ok := polls("bat"); return ok && n > 0 })
 	var det struct {
 		Details device `json:"details"`
 	}

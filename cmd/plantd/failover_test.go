@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -77,15 +78,15 @@ devices:
 	d := startDaemon(t, cfgPath)
 	d.waitAPI(10 * time.Second)
 	var i int
-	waitUntil(t, 10*time.Second, "connected, in /healthz and /metrics", func() bool { i = inUse(d); return i >= 0 })
-	waitUntil(t, 10*time.Second, "live values", func() bool { return len(cols[i].Seqs("live/p1")) >= 2 })
+	proctest.WaitFor(t, "connected, in /healthz and /metrics", 10*time.Second, func() bool { i = inUse(d); return i >= 0 })
+	proctest.WaitFor(t, "live values", 10*time.Second, func() bool { return len(cols[i].Seqs("live/p1")) >= 2 })
 	killed := time.Now()
 	brokers[i].Kill()
 	var next int
-	waitUntil(t, 15*time.Second, "the uplink on another broker", func() bool { next = inUse(d); return next >= 0 && next != i })
+	proctest.WaitFor(t, "the uplink on another broker", 15*time.Second, func() bool { next = inUse(d); return next >= 0 && next != i })
 	t.Logf("broker %d killed; plantd on broker %d after %v", i, next, time.Since(killed).Round(time.Millisecond))
 	n := len(cols[next].Seqs("live/p1"))
-	waitUntil(t, 10*time.Second, "live values on the new broker", func() bool { return len(cols[next].Seqs("live/p1")) >= n+2 })
+	proctest.WaitFor(t, "live values on the new broker", 10*time.Second, func() bool { return len(cols[next].Seqs("live/p1")) >= n+2 })
 	brokers[i].Start()
 
 	// plantd killed: what it logged before is delivered, and the new run's
@@ -103,8 +104,8 @@ devices:
 	d.Kill()
 	d = startDaemon(t, cfgPath)
 	d.waitAPI(10 * time.Second)
-	waitUntil(t, 15*time.Second, "connected after the restart", func() bool { return inUse(d) >= 0 })
-	waitUntil(t, 15*time.Second, "the new run's log entries", func() bool { return len(logged()) > before })
+	proctest.WaitFor(t, "connected after the restart", 15*time.Second, func() bool { return inUse(d) >= 0 })
+	proctest.WaitFor(t, "the new run's log entries", 15*time.Second, func() bool { return len(logged()) > before })
 	seen := logged()
 	var hi uint64
 	for s := range seen {

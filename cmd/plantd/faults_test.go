@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -99,23 +100,17 @@ devices:
 	// (2 s at their interval), and none of theirs fails.
 	downAt, _ := polls()
 	var after, failed map[string]float64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		after, failed = polls()
-		n := 0
-		for _, id := range others {
-			if after[id]-downAt[id] >= 8 {
-				n++
+	proctest.WaitValue(t, fmt.Sprintf("with fault %s on inv1, the others polled 8 times each since %v (last: their polls)", f, downAt), 30*time.Second,
+		func() (map[string]float64, bool) {
+			after, failed = polls()
+			n := 0
+			for _, id := range others {
+				if after[id]-downAt[id] >= 8 {
+					n++
+				}
 			}
-		}
-		if n == len(others) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fault %s on inv1: the others not polled 8 times each within 30 s: %v, then %v", f, downAt, after)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+			return after, n == len(others)
+		})
 	window := time.Since(start)
 	inv.SetFault(sim.Fault{Kind: sim.FaultNone})
 	cleared := time.Now()

@@ -78,12 +78,10 @@ func TestLoginFlood(t *testing.T) {
 		return k == len(now) && k >= 5
 	}
 	// Wait for every device to be polled.
-	for deadline := time.Now().Add(15 * time.Second); !each(polls(), nil, 2); {
-		if time.Now().After(deadline) {
-			t.Fatalf("devices not polled within 15 s: %v", polls())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	proctest.WaitValue(t, "every device polled (last: the polls)", 15*time.Second, func() (map[string]float64, bool) {
+		p := polls()
+		return p, each(p, nil, 2)
+	})
 
 	// The flood: 8 connections from 127.0.0.1 with wrong secrets.
 	from := func(ip string) *http.Client {

@@ -14,6 +14,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 	"plantd/sim"
@@ -103,7 +104,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	}
 	_ = json.Unmarshal(b, &created)
 
-	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % on both inverters", time.Until(start)+3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 
 	// From here to the end of the test both registers and the limits in
 	// effect stay within [40, 70], sampled at 20 Hz.
@@ -142,12 +143,12 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 		return ws[len(ws)-1].Time
 	}
 	first1, first2 := lastWrite("inv1"), lastWrite("inv2")
-	waitUntil(t, 5*time.Second, "a renewal on both inverters", func() bool {
+	proctest.WaitFor(t, "a renewal on both inverters", 5*time.Second, func() bool {
 		return lastWrite("inv1").After(first1.Add(time.Second)) && lastWrite("inv2").After(first2.Add(time.Second))
 	})
 	d.Kill() // SIGKILL: no chance to clean up
 	killed := time.Now()
-	waitUntil(t, 8*time.Second, "inv2 reverted to the installer's 70 %", func() bool { return limit("inv2") == 70 })
+	proctest.WaitFor(t, "inv2 reverted to the installer's 70 %", 8*time.Second, func() bool { return limit("inv2") == 70 })
 	t.Logf("SIGKILL after a renewal: inv2 at its stored fallback 70 %% %s later (reversion timeout 4 s, renewed from half of it on); inv1 (123) at %g %%", time.Since(killed).Round(10*time.Millisecond), limit("inv1"))
 	// inv2's reversion came: inv1, written without a reversion time,
 	// holds the window's 40 % and has no timer that could revert it.
@@ -159,12 +160,12 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	d2.waitAPI(15 * time.Second)
 	d2.waitOnline(10*time.Second, "inv2")
 	onlineAt := time.Now()
-	waitUntil(t, 3*time.Second, "40 % back after the restart", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % back after the restart", 3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	t.Logf("restart after the reversion: 40 %% back %s after inv2 came online (poll interval 500 ms)", time.Since(onlineAt).Round(10*time.Millisecond))
 	// Renewals and the follow check after the restart: a write to both
 	// after the restart's first.
 	first1, first2 = lastWrite("inv1"), lastWrite("inv2")
-	waitUntil(t, 5*time.Second, "a renewal on both after the restart", func() bool {
+	proctest.WaitFor(t, "a renewal on both after the restart", 5*time.Second, func() bool {
 		return lastWrite("inv1").After(first1.Add(time.Second)) && lastWrite("inv2").After(first2.Add(time.Second))
 	})
 	close(stop)
@@ -178,7 +179,7 @@ func TestGridControlKilledInsideWindow(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), created.Schedule.ScheduleID) || !strings.Contains(string(b), `"status":"active"`) {
 		t.Errorf("GET schedules: %d %s", code, b)
 	}
-	waitUntil(t, 5*time.Second, "the plant log naming who sent what", func() bool {
+	proctest.WaitFor(t, "the plant log naming who sent what", 5*time.Second, func() bool {
 		_, b := d2.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
 		s := string(b)
 		return strings.Contains(s, "by inst (installer)") && strings.Contains(s, "by dso (gridoperator)") && strings.Contains(s, "WMaxLimPct 40") &&
@@ -243,19 +244,6 @@ func gridConfigWith(t testing.TB, p *sim.Plant, extra string) string {
 	}
 	writeConfig(t, path, string(raw)+extra)
 	return path
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	look := time.NewTicker(50 * time.Millisecond)
-	defer look.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		<-look.C
-	}
 }
 
 // TestGridControlEveryCommandOverHTTP posts one schedule with every
@@ -365,7 +353,7 @@ func TestGridControlEveryCommandOverHTTP(t *testing.T) {
 	}
 	// Seen inside the window, however slowly plantd writes: the bound is
 	// the window's end, not a time after its start.
-	waitUntil(t, time.Until(end), "every function enabled on both inverters inside the window", func() bool { return len(enabled()) == 0 })
+	proctest.WaitFor(t, "every function enabled on both inverters inside the window", time.Until(end), func() bool { return len(enabled()) == 0 })
 	t.Logf("every function enabled %s after the start", time.Since(start).Round(10*time.Millisecond))
 	if s := p.Device("inv1").State(); s.Connected || s.EffectiveLimitPct != 45 {
 		t.Errorf("inv1 in the window: connected %v, limit %g %%", s.Connected, s.EffectiveLimitPct)
@@ -467,7 +455,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	col.Publish("plantd/v1/gw-link/down/schedule/p1", true, fmt.Sprintf(
 		`{"requestId":"req-link","version":1,"schedule":{"commands":[{"command":"opModMaxLimW","start":%q,"end":%q,"value":40}]}}`,
 		start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
-	mqtttest.WaitFor(t, 4*time.Second, "the ack of req-link", func() bool { return len(col.Acks("req-link")) > 0 })
+	proctest.WaitFor(t, "the ack of req-link", 4*time.Second, func() bool { return len(col.Acks("req-link")) > 0 })
 	if a := col.Acks("req-link")[0]; a.Status != 201 {
 		t.Fatalf("schedule over MQTT: %d %s", a.Status, a.Body)
 	}
@@ -478,7 +466,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 	lost := time.Now()
 	d.WaitLog(regexp.MustCompile(`mqtt connection lost`), 5*time.Second)
 
-	waitUntil(t, time.Until(start)+3*time.Second, "40 % on both inverters without the link", func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
+	proctest.WaitFor(t, "40 % on both inverters without the link", time.Until(start)+3*time.Second, func() bool { return limit("inv1") == 40 && limit("inv2") == 40 })
 	applied := time.Since(start)
 	// Held to the end: sampled every 50 ms until just before it.
 	var hi float64
@@ -497,7 +485,7 @@ func TestGridControlOperatorLinkLoss(t *testing.T) {
 		t.Errorf("limit rose to %g %% inside the window while the link was down: %v", hi, rises)
 		t.Logf("plantd's log:\n%s", d.Tail(60))
 	}
-	waitUntil(t, 5*time.Second, "the fallback: both back at their default 100 %", func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
+	proctest.WaitFor(t, "the fallback: both back at their default 100 %", 5*time.Second, func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
 	t.Logf("link down %s before the start; 40 %% applied %s after the start, held (max %g %%) to the end, default 100 %% %s after the end; link down %s in all",
 		start.Sub(lost).Round(10*time.Millisecond), applied.Round(10*time.Millisecond), hi, time.Since(end).Round(10*time.Millisecond), time.Since(lost).Round(100*time.Millisecond))
 	code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")

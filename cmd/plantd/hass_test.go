@@ -280,7 +280,7 @@ func TestHomeAssistant(t *testing.T) {
 	// retained.
 	before := live.configs()
 	late := subscribeHA(t, b.URL(), "ha-late", "homeassistant/#", base+"availability")
-	waitUntil(t, 10*time.Second, "the retained configs at a new subscriber", func() bool {
+	proctest.WaitFor(t, "the retained configs at a new subscriber", 10*time.Second, func() bool {
 		got := late.configs()
 		for topic := range before {
 			if !got[topic].retained {
@@ -327,7 +327,7 @@ func TestHomeAssistant(t *testing.T) {
 	if m, _ := live.get(base + "availability"); m.payload != "online" {
 		t.Errorf("availability %+v, want online", m)
 	}
-	waitUntil(t, 10*time.Second, "a live PV power state", func() bool {
+	proctest.WaitFor(t, "a live PV power state", 10*time.Second, func() bool {
 		m, ok := live.get(base + "plant/p1/pv_power")
 		return ok && m.payload != "" && m.payload != "0"
 	})
@@ -336,7 +336,7 @@ func TestHomeAssistant(t *testing.T) {
 	// ha:<clientId> with the installer role, and the number's state.
 	setAt := time.Now()
 	live.publish(t, base+"plant/p1/feed_in_limit/set", "40")
-	waitUntil(t, 20*time.Second, "the FeedInLimit window in GET schedules", func() bool {
+	proctest.WaitFor(t, "the FeedInLimit window in GET schedules", 20*time.Second, func() bool {
 		code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
 		if code != 200 {
 			return false
@@ -363,7 +363,7 @@ func TestHomeAssistant(t *testing.T) {
 		return false
 	})
 	windowAfter := time.Since(setAt)
-	waitUntil(t, 20*time.Second, "the feed-in limit state 40", func() bool {
+	proctest.WaitFor(t, "the feed-in limit state 40", 20*time.Second, func() bool {
 		m, _ := live.get(base + "plant/p1/feed_in_limit")
 		return m.payload == "40"
 	})
@@ -377,7 +377,7 @@ func TestHomeAssistant(t *testing.T) {
 		`{"commands":[{"command":"FeedInLimit","start":"+0s","end":"+1h","value":3600,"unit":"W"}]}`); code != 201 {
 		t.Fatalf("POST a FeedInLimit in W: %d %s", code, b)
 	}
-	waitUntil(t, 20*time.Second, "the feed-in limit state 20 (3600 W of 18 kW)", func() bool {
+	proctest.WaitFor(t, "the feed-in limit state 20 (3600 W of 18 kW)", 20*time.Second, func() bool {
 		m, _ := live.get(base + "plant/p1/feed_in_limit")
 		return m.payload == "20"
 	})
@@ -386,7 +386,7 @@ func TestHomeAssistant(t *testing.T) {
 	modeAt := time.Now()
 	live.publish(t, base+"device/heater/mode/set", "Off")
 	live.publish(t, base+"device/plug/switch/set", "ON")
-	waitUntil(t, 20*time.Second, "heater Off and plug On in /gateway/v1/consumers", func() bool {
+	proctest.WaitFor(t, "heater Off and plug On in /gateway/v1/consumers", 20*time.Second, func() bool {
 		code, body := d.request("GET", "/gateway/v1/consumers", tokStd, "")
 		if code != 200 {
 			return false
@@ -406,7 +406,7 @@ func TestHomeAssistant(t *testing.T) {
 		}
 		return modes["heater"] == "Off" && modes["plug"] == "On"
 	})
-	waitUntil(t, 10*time.Second, "the heater's mode state Off", func() bool {
+	proctest.WaitFor(t, "the heater's mode state Off", 10*time.Second, func() bool {
 		m, _ := live.get(base + "device/heater/mode")
 		return m.payload == "Off"
 	})
@@ -419,7 +419,7 @@ func TestHomeAssistant(t *testing.T) {
 	// kill -9: the broker publishes the last will.
 	killAt := time.Now()
 	d.Kill()
-	waitUntil(t, 30*time.Second, "availability offline after kill -9", func() bool {
+	proctest.WaitFor(t, "availability offline after kill -9", 30*time.Second, func() bool {
 		m, _ := live.get(base + "availability")
 		return m.payload == "offline"
 	})
@@ -444,7 +444,7 @@ func TestHomeAssistantDemo(t *testing.T) {
 	d := proctest.Start(t, exec.Command(binPath, "demo", "--interval", "250ms", "--speed", "600", "--start", "2026-06-21T08:00",
 		"--listen", "127.0.0.1:0", "--mqtt", "127.0.0.1:0", "--db", db))
 	var m []string
-	waitUntil(t, 20*time.Second, "the banner's Home Assistant line", func() bool {
+	proctest.WaitFor(t, "the banner's Home Assistant line", 20*time.Second, func() bool {
 		m = haBannerRE.FindStringSubmatch(d.Stdout.String())
 		return m != nil
 	})
@@ -529,11 +529,11 @@ local:
 	d.WaitLines("the retained command ignored", 20*time.Second, func(lines []string) bool {
 		return slices.ContainsFunc(lines, ignored.MatchString)
 	})
-	waitUntil(t, 20*time.Second, "the feed-in limit state", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > 0 })
+	proctest.WaitFor(t, "the feed-in limit state", 20*time.Second, func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > 0 })
 	before := len(sub.values(base + "plant/p1/feed_in_limit"))
 	sub.publish(t, base+"plant/p1/feed_in_limit/set", "30")
 	d.WaitLog(regexp.MustCompile(`home assistant: command refused.* reason=role problem="role installer required, Home Assistant's is standard`), 20*time.Second)
-	waitUntil(t, 10*time.Second, "the number's state again", func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > before })
+	proctest.WaitFor(t, "the number's state again", 10*time.Second, func() bool { return len(sub.values(base+"plant/p1/feed_in_limit")) > before })
 	if vs := sub.values(base + "plant/p1/feed_in_limit"); vs[len(vs)-1] != "100" {
 		t.Errorf("feed-in limit state %v after a refused set, want 100", vs)
 	}
@@ -543,7 +543,7 @@ local:
 	}
 	// A clean stop says offline itself.
 	d.stop()
-	waitUntil(t, 10*time.Second, "availability offline after SIGTERM", func() bool {
+	proctest.WaitFor(t, "availability offline after SIGTERM", 10*time.Second, func() bool {
 		m, _ := sub.get(base + "availability")
 		return m.payload == "offline"
 	})

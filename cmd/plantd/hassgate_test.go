@@ -13,6 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -111,7 +112,7 @@ func TestHomeAssistantGate(t *testing.T) {
 		`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+1h","value":10}]}`); code != 201 {
 		t.Fatalf("the grid operator's POST: %d %s", code, body)
 	}
-	waitUntil(t, 20*time.Second, "both inverters at the grid operator's 10 %", func() bool {
+	proctest.WaitFor(t, "both inverters at the grid operator's 10 %", 20*time.Second, func() bool {
 		return p.Device("inv1").State().LimitPct <= 10 && p.Device("inv2").State().LimitPct <= 10
 	})
 	limited := time.Now()
@@ -156,7 +157,7 @@ func TestHomeAssistantGate(t *testing.T) {
 	// Refusals of the rate limit are not all logged: publish again every
 	// 250 ms until one is taken.
 	var last time.Time
-	waitUntil(t, 30*time.Second, "a FeedInLimit of 100 accepted after the flood", func() bool {
+	proctest.WaitFor(t, "a FeedInLimit of 100 accepted after the flood", 30*time.Second, func() bool {
 		if accepted() {
 			return true
 		}
@@ -210,14 +211,14 @@ func TestHomeAssistantGate(t *testing.T) {
 	}
 	// The plant log commits within a second.
 	want := fmt.Sprintf("schedule %s from ha:gw-hg-ha (installer) accepted: FeedInLimit ×1", haID)
-	waitUntil(t, 10*time.Second, "the plant log's ScheduleAccepted naming ha:gw-hg-ha (installer)", func() bool {
+	proctest.WaitFor(t, "the plant log's ScheduleAccepted naming ha:gw-hg-ha (installer)", 10*time.Second, func() bool {
 		_, logs := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=50", tokInst, "")
 		return strings.Contains(string(logs), want)
 	})
 
 	// The registers: two renewals of the limit on each inverter since the
 	// window was accepted (control cycles that saw it), none above 10 %.
-	waitUntil(t, 30*time.Second, "two limit writes per inverter after the Home Assistant window", func() bool {
+	proctest.WaitFor(t, "two limit writes per inverter after the Home Assistant window", 30*time.Second, func() bool {
 		return len(limitWrites(p, acceptedAt)) >= 4
 	})
 	for _, v := range limitWrites(p, limited) {

@@ -63,24 +63,20 @@ devices:
 		}
 	}()
 	re := regexp.MustCompile(`plantd_device_implausible_values_total\{channel="activePower",device="inv1"\} (\d+)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	proctest.WaitValue(t, "a count of 3 implausible activePower values in /metrics (last: /metrics)", 30*time.Second, func() (string, bool) {
 		resp, err := http.Get("http://" + d.ln.Addr().String() + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if m := re.FindSubmatch(body); m != nil {
-			if n, _ := strconv.Atoi(string(m[1])); n >= 3 {
-				break
-			}
+		m := re.FindSubmatch(body)
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(string(m[1]))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no count of 3 implausible activePower values in /metrics within 30 s:\n%s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return string(body), n >= 3
+	})
 	resp, err := http.Get("http://" + d.ln.Addr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)

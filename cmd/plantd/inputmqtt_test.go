@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/mqtt/mqtttest"
 	"plantd/sim"
@@ -84,7 +85,7 @@ mqtt:
 	waitLog := func(what, code string, parts ...string) logItem {
 		t.Helper()
 		find := findLog(code, parts...)
-		mqtttest.WaitFor(t, 15*time.Second, what, func() bool { _, ok := find(); return ok })
+		proctest.WaitFor(t, what, 15*time.Second, func() bool { _, ok := find(); return ok })
 		it, _ := find()
 		return it
 	}
@@ -121,7 +122,7 @@ mqtt:
 		t.Fatal(err)
 	}
 	var inputID, inputBy string
-	waitUntil(t, 10*time.Second, "a schedule of input:rcr/K3", func() bool { inputID, inputBy = scheduleBy("input:rcr/K3"); return inputID != "" })
+	proctest.WaitFor(t, "a schedule of input:rcr/K3", 10*time.Second, func() bool { inputID, inputBy = scheduleBy("input:rcr/K3"); return inputID != "" })
 	if inputBy != "input:rcr/K3 (gridoperator)" {
 		t.Errorf("the input's schedule createdBy %q, want input:rcr/K3 (gridoperator)", inputBy)
 	}
@@ -135,7 +136,7 @@ mqtt:
 
 	// The cloud's schedule list over down/cmd: the window and its creator.
 	col.Publish("plantd/v1/gw-input/down/cmd", false, `{"requestId":"req-list","command":"schedules","plantId":"p1"}`)
-	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-list", func() bool { return len(col.Acks("req-list")) > 0 })
+	proctest.WaitFor(t, "the ack of req-list", 30*time.Second, func() bool { return len(col.Acks("req-list")) > 0 })
 	a := col.Acks("req-list")[0]
 	var listed struct {
 		Schedules []struct {

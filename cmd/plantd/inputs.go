@@ -55,7 +55,7 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 		spec := inputSpec(ic)
 		ep := d.pool.Endpoint(endpointOf(ic.Device()))
 		v := &inputView{cfg: ic, spec: spec, now: d.now, dimmer: dim, reader: gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout),
-			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == config.InputSourceRegisters}}
+			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == gridinput.SourceRegisters}}
 		if v.spec.Failsafe == nil {
 			v.spec.Failsafe = gridinput.MostRestrictive(spec.Actions)
 		}
@@ -221,7 +221,7 @@ func (g *gridInputs) window(plantID, prefix string) *httpapi.InputWindow {
 // inputSpec maps an input's config onto its loop's spec (without the
 // reader).
 func inputSpec(ic config.Input) gridinput.Spec {
-	act := func(a config.InputAction) gridinput.Action {
+	act := func(a gridinput.Action) gridinput.Action {
 		return gridinput.Action{Contacts: a.Contacts, Command: a.Command, Value: a.Value, Unit: a.Unit}
 	}
 	s := gridinput.Spec{ID: ic.ID, PlantID: ic.Plant, Contacts: ic.Contacts, Dimming: ic.Dimming,
@@ -244,7 +244,7 @@ func inputCount(ic config.Input) uint16 {
 	for _, i := range ic.Contacts {
 		hi = max(hi, i)
 	}
-	if ic.Source == config.InputSourceRegisters {
+	if ic.Source == gridinput.SourceRegisters {
 		return uint16(hi/16 + 1)
 	}
 	return uint16(hi + 1)
@@ -340,7 +340,7 @@ func demoInputs(p *sim.Plant) []config.Input {
 	in.Host, in.Port, in.Unit = host, port, int(rcr.Unit())
 	in.Contacts = map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3}
 	for i, v := range []float64{100, 60, 30, 0} {
-		in.Actions = append(in.Actions, config.InputAction{Contacts: []string{fmt.Sprintf("K%d", i+1)},
+		in.Actions = append(in.Actions, gridinput.Action{Contacts: []string{fmt.Sprintf("K%d", i+1)},
 			Command: "opModMaxLimW", Value: v, Unit: "%"})
 	}
 	return []config.Input{in}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/gridinput"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -100,7 +102,7 @@ func TestGridInputs(t *testing.T) {
 	d := startDaemon(t, inputConfig(t, p, grace))
 	d.waitAPI(15 * time.Second)
 	d.waitOnline(10*time.Second, "inv1", "inv2")
-	waitUntil(t, 5*time.Second, "no limit before the signal", released)
+	proctest.WaitFor(t, "no limit before the signal", 5*time.Second, released)
 
 	// Edge → first inverter at the limit, and both within 2 cycles (1 s
 	// each) after the module was read.
@@ -137,7 +139,7 @@ func TestGridInputs(t *testing.T) {
 			}
 		}
 		contacts()
-		waitUntil(t, 10*time.Second, "released after K3 opened", released)
+		proctest.WaitFor(t, "released after K3 opened", 10*time.Second, released)
 	}
 	slices.Sort(lat)
 	t.Logf("input edge → first inverter limited, 1 s input poll, %d edges: median %v, max %v", len(lat), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
@@ -147,9 +149,9 @@ func TestGridInputs(t *testing.T) {
 
 	t.Run("a DELETE while K3 holds: 409, the limit stands", func(t *testing.T) {
 		contacts(false, false, true)
-		waitUntil(t, 4*time.Second, "30 % on both", both(atMost(30)))
+		proctest.WaitFor(t, "30 % on both", 4*time.Second, both(atMost(30)))
 		var id string
-		waitUntil(t, 5*time.Second, "the input's open window listed", func() bool {
+		proctest.WaitFor(t, "the input's open window listed", 5*time.Second, func() bool {
 			_, b := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokGrid, "")
 			var got struct {
 				Schedules []struct {
@@ -181,18 +183,18 @@ func TestGridInputs(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		contacts()
-		waitUntil(t, 10*time.Second, "released after K3 opened", released)
+		proctest.WaitFor(t, "released after K3 opened", 10*time.Second, released)
 	})
 	t.Run("invalid K1+K4: logged, the most restrictive", func(t *testing.T) {
 		contacts(true, false, false, true)
-		waitUntil(t, 4*time.Second, "0 % on both (K4's, not K1's 100 %)", both(atMost(0)))
-		waitUntil(t, 5*time.Second, "InputInvalidPattern in the plant log", logHas(d, "InputInvalidPattern"))
+		proctest.WaitFor(t, "0 % on both (K4's, not K1's 100 %)", 4*time.Second, both(atMost(0)))
+		proctest.WaitFor(t, "InputInvalidPattern in the plant log", 5*time.Second, logHas(d, "InputInvalidPattern"))
 		contacts()
-		waitUntil(t, 10*time.Second, "released", released)
+		proctest.WaitFor(t, "released", 10*time.Second, released)
 	})
 	t.Run("module lost: held for the grace, then the failsafe", func(t *testing.T) {
 		contacts(false, true) // K2: 60 %
-		waitUntil(t, 4*time.Second, "60 %", both(atMost(60)))
+		proctest.WaitFor(t, "60 %", 4*time.Second, both(atMost(60)))
 		p.Device("rcr").SetFault(sim.Fault{Kind: sim.FaultOffline})
 		lost := time.Now()
 		for !both(atMost(0))() {
@@ -210,9 +212,9 @@ func TestGridInputs(t *testing.T) {
 			t.Errorf("failsafe after %v, before the grace %v", held, grace)
 		}
 		p.Device("rcr").SetFault(sim.Fault{})
-		waitUntil(t, 10*time.Second, "back at K2's 60 %", both(func(v float64) bool { return v == 60 }))
+		proctest.WaitFor(t, "back at K2's 60 %", 10*time.Second, both(func(v float64) bool { return v == 60 }))
 		for _, code := range []string{"InputLost", "InputFailsafe", "InputRecovered"} {
-			waitUntil(t, 5*time.Second, code+" in the plant log", logHas(d, code))
+			proctest.WaitFor(t, code+" in the plant log", 5*time.Second, logHas(d, code))
 		}
 	})
 	t.Run("restart: a signal that went while plantd was down is lifted", func(t *testing.T) {
@@ -221,7 +223,7 @@ func TestGridInputs(t *testing.T) {
 		d2 := startDaemon(t, d.path)
 		d2.waitAPI(15 * time.Second)
 		d2.waitOnline(10*time.Second, "inv1", "inv2")
-		waitUntil(t, 10*time.Second, "no input window open after the restart", func() bool {
+		proctest.WaitFor(t, "no input window open after the restart", 10*time.Second, func() bool {
 			_, b := d2.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
 			var got struct {
 				Schedules []struct {
@@ -243,7 +245,7 @@ func TestGridInputs(t *testing.T) {
 			}
 			return true
 		})
-		waitUntil(t, 10*time.Second, "no limit after the restart", released)
+		proctest.WaitFor(t, "no limit after the restart", 10*time.Second, released)
 		d2.Stop(os.Interrupt, 10*time.Second)
 	})
 }
@@ -263,8 +265,8 @@ func TestInputsChanged(t *testing.T) {
 		c := config.Default()
 		in := config.NewInput()
 		in.ID, in.Host, in.Contacts = "rcr", "10.0.0.3", map[string]int{"K1": 0}
-		in.Actions = []config.InputAction{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
-		in.Failsafe = &config.InputAction{Command: "opModMaxLimW", Value: value, Unit: "%"}
+		in.Actions = []gridinput.Action{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
+		in.Failsafe = &gridinput.Action{Command: "opModMaxLimW", Value: value, Unit: "%"}
 		c.Inputs = []config.Input{in}
 		return c
 	}

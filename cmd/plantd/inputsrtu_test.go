@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -33,7 +34,7 @@ func TestGridInputsRTU(t *testing.T) {
 	if err := p.Device("rcr").SetInput(2, true); err != nil { // K3 closes
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "both inverters at 30 % or less", func() bool { return limit("inv1") <= 30 && limit("inv2") <= 30 })
+	proctest.WaitFor(t, "both inverters at 30 % or less", 15*time.Second, func() bool { return limit("inv1") <= 30 && limit("inv2") <= 30 })
 	code, body := d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
 	if code != 200 || !strings.Contains(string(body), `input:rcr/K3`) {
 		t.Fatalf("schedules: %d %s", code, body)
@@ -41,5 +42,5 @@ func TestGridInputsRTU(t *testing.T) {
 	if err := p.Device("rcr").SetInput(2, false); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "both inverters released", func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
+	proctest.WaitFor(t, "both inverters released", 15*time.Second, func() bool { return limit("inv1") == 100 && limit("inv2") == 100 })
 }

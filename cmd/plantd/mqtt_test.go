@@ -86,14 +86,14 @@ mqtt:
 	p1 := startDaemon(t, cfgPath)
 	p1.WaitLog(regexp.MustCompile(`mqtt broker unreachable`), 10*time.Second)
 	p1.waitOnline(10*time.Second, "inv1", "inv2", "meter", "bat")
-	mqtttest.WaitFor(t, 10*time.Second, "the online log entries in the outbox", func() bool { return outboxRows(t, db, "log/p1") >= n+4 })
+	proctest.WaitFor(t, "the online log entries in the outbox", 10*time.Second, func() bool { return outboxRows(t, db, "log/p1") >= n+4 })
 	p1.Kill()
 	b.Start()
-	mqtttest.WaitFor(t, 10*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+	proctest.WaitFor(t, "the collector back", 10*time.Second, func() bool { return col.Client().IsConnectionOpen() })
 
 	start := time.Now()
 	p2 := startDaemon(t, cfgPath)
-	mqtttest.WaitFor(t, 60*time.Second, "the backlog", func() bool { return col.Distinct("log/p1") >= n+4 })
+	proctest.WaitFor(t, "the backlog", 60*time.Second, func() bool { return col.Distinct("log/p1") >= n+4 })
 	el := time.Since(start)
 	distinct, dups, gaps := col.Check("log/p1", true)
 	t.Logf("after SIGKILL with %d unsent: %d log messages delivered in %s (process start included), %d duplicates, gaps %v",
@@ -101,7 +101,7 @@ mqtt:
 	if len(gaps) > 0 {
 		t.Errorf("log/p1: missing %v", gaps[:min(len(gaps), 20)])
 	}
-	mqtttest.WaitFor(t, 10*time.Second, "live values", func() bool { return col.Distinct("live/p1") >= 2 && col.Distinct("live/devices/inv1") >= 2 })
+	proctest.WaitFor(t, "live values", 10*time.Second, func() bool { return col.Distinct("live/p1") >= 2 && col.Distinct("live/devices/inv1") >= 2 })
 	s, _ := col.LastState()
 	if s.State != "online" || s.GatewayID != "gw-test" || s.Version == "" || s.StartedAt == "" {
 		t.Errorf("state %+v", s)
@@ -124,7 +124,7 @@ mqtt:
 	} {
 		status, httpBody := apiDo(t, api, token, "POST", "/gridcontrol/v1/plants/p1/schedules", tc.id, tc.body)
 		col.Publish("plantd/v1/gw-test/down/schedule/p1", true, fmt.Sprintf(`{"requestId":%q,"version":%d,"schedule":%s}`, tc.id, i+1, tc.body))
-		mqtttest.WaitFor(t, 30*time.Second, "the ack of "+tc.id, func() bool { return len(col.Acks(tc.id)) > 0 })
+		proctest.WaitFor(t, "the ack of "+tc.id, 30*time.Second, func() bool { return len(col.Acks(tc.id)) > 0 })
 		a := col.Acks(tc.id)[0]
 		if status != tc.status || a.Status != status || a.Version != int64(i+1) {
 			t.Errorf("%s: HTTP %d, MQTT %d (version %d), want %d", tc.id, status, a.Status, a.Version, tc.status)
@@ -151,14 +151,14 @@ mqtt:
 	if got := scheduleIDs(t, api, token); len(got) != 2 || !slices.Contains(got, mqttIDs[0]) {
 		t.Errorf("GET schedules: %v, want the HTTP one and %s (MQTT)", got, mqttIDs[0])
 	}
-	mqtttest.WaitFor(t, 30*time.Second, "ScheduleAccepted on up/log/p1", func() bool {
+	proctest.WaitFor(t, "ScheduleAccepted on up/log/p1", 30*time.Second, func() bool {
 		return slices.ContainsFunc(col.ItemsOf("log/p1"), func(it json.RawMessage) bool {
 			return bytes.Contains(it, []byte(`"ScheduleAccepted"`)) && bytes.Contains(it, []byte(mqttIDs[0]))
 		})
 	})
 	// The schedule list over down/cmd: byte for byte the GET's.
 	col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-list","command":"schedules","plantId":"p1"}`)
-	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-list", func() bool { return len(col.Acks("req-list")) > 0 })
+	proctest.WaitFor(t, "the ack of req-list", 30*time.Second, func() bool { return len(col.Acks("req-list")) > 0 })
 	status, list := apiDo(t, api, token, "GET", "/gridcontrol/v1/plants/p1/schedules", "req-list", "")
 	if a := col.Acks("req-list")[0]; a.Status != status || !bytes.Equal(bytes.TrimSpace(a.Body), bytes.TrimSpace(list)) {
 		t.Errorf("schedules: MQTT %d %s\nHTTP %d %s", a.Status, a.Body, status, list)
@@ -166,20 +166,20 @@ mqtt:
 
 	// Killed while connected: the broker publishes the last will.
 	p2.Kill()
-	mqtttest.WaitFor(t, 30*time.Second, "the last will", func() bool { s, _ := col.LastState(); return s.State == "offline" })
+	proctest.WaitFor(t, "the last will", 30*time.Second, func() bool { s, _ := col.LastState(); return s.State == "offline" })
 
 	// Restarted: the retained schedule message (version 3) comes again and
 	// is not answered again; a new version is; the stored schedules are
 	// back.
 	p3 := startDaemon(t, cfgPath)
 	api = p3.waitAPI(10 * time.Second)
-	mqtttest.WaitFor(t, 60*time.Second, "a command answered after the restart", func() bool {
+	proctest.WaitFor(t, "a command answered after the restart", 60*time.Second, func() bool {
 		col.Publish("plantd/v1/gw-test/down/cmd", false, `{"requestId":"req-ping","command":"schedules","plantId":"p1"}`)
 		time.Sleep(500 * time.Millisecond)
 		return len(col.Acks("req-ping")) > 0
 	})
 	col.Publish("plantd/v1/gw-test/down/schedule/p1", true, `{"requestId":"req-v4","version":4,"schedule":{"commands":[{"command":"opModMaxLimW",`+window+`,"value":60}]}}`)
-	mqtttest.WaitFor(t, 30*time.Second, "the ack of req-v4", func() bool { return len(col.Acks("req-v4")) > 0 })
+	proctest.WaitFor(t, "the ack of req-v4", 30*time.Second, func() bool { return len(col.Acks("req-v4")) > 0 })
 	if a := col.Acks("req-v4")[0]; a.Status != http.StatusCreated {
 		t.Errorf("req-v4: %d %s", a.Status, a.Body)
 	}
@@ -244,7 +244,7 @@ devices:
 		start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339)))
 
 	startDaemon(t, cfgPath)
-	mqtttest.WaitFor(t, 60*time.Second, "the first ack", func() bool { return len(col.Acks("night")) > 0 })
+	proctest.WaitFor(t, "the first ack", 60*time.Second, func() bool { return len(col.Acks("night")) > 0 })
 	first := col.Acks("night")[0]
 	var pb struct {
 		Retryable bool
@@ -265,11 +265,11 @@ devices:
 	for _, d := range inverters {
 		d.SetFault(sim.Fault{})
 	}
-	mqtttest.WaitFor(t, 60*time.Second, "the second ack", func() bool { return len(col.Acks("night")) > 1 })
+	proctest.WaitFor(t, "the second ack", 60*time.Second, func() bool { return len(col.Acks("night")) > 1 })
 	if a := col.Acks("night")[1]; a.Status != http.StatusCreated || a.Retrying || a.Version != 1 {
 		t.Fatalf("second ack: %d retrying %v %s, want 201", a.Status, a.Retrying, a.Body)
 	}
-	mqtttest.WaitFor(t, 30*time.Second, "the limit written to an inverter", func() bool {
+	proctest.WaitFor(t, "the limit written to an inverter", 30*time.Second, func() bool {
 		for _, d := range inverters {
 			for _, w := range d.Writes() {
 				if slices.ContainsFunc(w.Points, func(pt string) bool { return strings.HasSuffix(pt, "WMaxLimPct") }) {
@@ -361,13 +361,13 @@ func TestDemoOutageDay(t *testing.T) {
 		"--db", filepath.Join(t.TempDir(), "demo.db"), "--broker", b.URL())
 	cmd.Stdout = io.Discard
 	d := proctest.Start(t, cmd)
-	mqtttest.WaitFor(t, 60*time.Second, "the first rollups", func() bool { return col.Distinct("rollup/demo") >= 2 })
+	proctest.WaitFor(t, "the first rollups", 60*time.Second, func() bool { return col.Distinct("rollup/demo") >= 2 })
 	b.Stop()
 	time.Sleep(20 * time.Second)
 	b.Start()
-	mqtttest.WaitFor(t, 30*time.Second, "the collector back", func() bool { return col.Client().IsConnectionOpen() })
+	proctest.WaitFor(t, "the collector back", 30*time.Second, func() bool { return col.Client().IsConnectionOpen() })
 	before := col.Distinct("rollup/demo")
-	mqtttest.WaitFor(t, 90*time.Second, "the day's rollups", func() bool {
+	proctest.WaitFor(t, "the day's rollups", 90*time.Second, func() bool {
 		return col.Historical("rollup/demo") > 0 && col.Distinct("rollup/demo") > before+5 && col.Items("rollup/demo") >= 250
 	})
 	// Live messages left unacknowledged by the outage are dropped, not

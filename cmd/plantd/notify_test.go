@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -236,12 +238,7 @@ func TestReloadSIGHUP(t *testing.T) {
 		return string(m[1])
 	}
 	before := polls()
-	for deadline := time.Now().Add(10 * time.Second); polls() == before; {
-		if time.Now().After(deadline) {
-			t.Fatal("inv2 not polled any more after the reloads")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitFor(t, "inv2 polled after the reloads", 10*time.Second, func() bool { return polls() != before })
 	d.stop()
 }
 
@@ -256,7 +253,7 @@ func TestChangedSections(t *testing.T) {
 		{"nothing", func(*config.Config) {}, ""},
 		{"reloadable", func(c *config.Config) {
 			c.Tokens = []config.Token{{Name: "x", SHA256: config.TokenHash("x"), Role: config.RoleStandard}}
-			c.OAuthClients = []config.OAuthClient{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
+			c.OAuthClients = []oauthconfig.Client{{ClientID: "c", SecretSHA256: config.TokenHash("s"), Role: config.RoleStandard}}
 			c.Log.Level = "debug"
 		}, ""},
 		{"log format", func(c *config.Config) { c.Log.Format = "json" }, "log.format"},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"plantd/devices"
-
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -118,7 +118,7 @@ func TestDeviceProxy(t *testing.T) {
 	if code != 201 && code != 200 {
 		t.Fatalf("POST schedule: %d %s", code, body)
 	}
-	waitUntil(t, 10*time.Second, "inv1 limited to 40 %", func() bool {
+	proctest.WaitFor(t, "inv1 limited to 40 %", 10*time.Second, func() bool {
 		st := p.Device("inv1").State()
 		return st.LimitActive && st.LimitPct == 40
 	})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -119,11 +120,7 @@ func TestReloadDevices(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(10 * time.Second); scrapesAfter(time.Time{}) < 10; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no poll counter of the kept device in /metrics")
-		}
-	}
+	proctest.WaitFor(t, "10 scrapes of the kept device's poll counter in /metrics", 10*time.Second, func() bool { return scrapesAfter(time.Time{}) >= 10 })
 
 	d.writeConfig(simConfigOf([]*sim.Device{kept, added}, dir, extra))
 	reloaded := time.Now()
@@ -135,17 +132,13 @@ func TestReloadDevices(t *testing.T) {
 	}
 
 	// The new device comes online, the removed one is gone.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		body := get("/metrics")
-		online, _ := metric(body, "plantd_device_online", added.ID())
-		_, stillThere := metric(body, "plantd_device_polls_total", removed.ID())
-		if online == 1 && !stillThere {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the reload: %s online %v, %s in /metrics %v", added.ID(), online, removed.ID(), stillThere)
-		}
-	}
+	proctest.WaitValue(t, fmt.Sprintf("%s online and %s gone from /metrics (last: online, still there)", added.ID(), removed.ID()), 20*time.Second,
+		func() ([2]any, bool) {
+			body := get("/metrics")
+			online, _ := metric(body, "plantd_device_online", added.ID())
+			_, stillThere := metric(body, "plantd_device_polls_total", removed.ID())
+			return [2]any{online, stillThere}, online == 1 && !stillThere
+		})
 	if ids := deviceIDs(); !slices.Equal(ids, []string{kept.ID(), added.ID()}) {
 		t.Errorf("devices after the reload: %v, want %s and %s", ids, kept.ID(), added.ID())
 	}
@@ -162,11 +155,7 @@ func TestReloadDevices(t *testing.T) {
 	// Two more seconds of scrapes, then the kept device's counter: never
 	// lower than before (a restarted poll goroutine starts from 0), and
 	// rising without a gap of more than a few poll intervals.
-	for deadline := time.Now().Add(20 * time.Second); scrapesAfter(reloaded.Add(2*time.Second)) < 5; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no scrapes after the reload")
-		}
-	}
+	proctest.WaitFor(t, "5 scrapes after the reload", 20*time.Second, func() bool { return scrapesAfter(reloaded.Add(2*time.Second)) >= 5 })
 	close(stop)
 	<-scraped
 	lastRise := scrapes[0].at

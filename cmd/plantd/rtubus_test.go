@@ -14,6 +14,7 @@ import (
 
 	"plantd/config"
 	"plantd/devices/template"
+	"plantd/internal/proctest"
 	"plantd/plant/kind"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -145,7 +146,7 @@ devices:
 			// while the dead one fails beside them.
 			m0 := metrics()
 			began := time.Now()
-			waitUntil(t, 60*time.Second, "3 more polls of every live unit", func() bool {
+			proctest.WaitFor(t, "3 more polls of every live unit", 60*time.Second, func() bool {
 				m := metrics()
 				for _, id := range ids {
 					if count(m, "plantd_device_polls_total", id)-count(m0, "plantd_device_polls_total", id) < 3 {

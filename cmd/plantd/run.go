@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/consumer/consumerconfig"
 	"plantd/consumer/drivers"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -270,7 +272,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// second program run alongside: the rate limit is per client, and
 	// two programs on one client take each other's requests (429).
 	for _, id := range []string{"demo", "demo2"} {
-		cfg.OAuthClients = append(cfg.OAuthClients, config.OAuthClient{ClientID: id, SecretSHA256: config.TokenHash(token),
+		cfg.OAuthClients = append(cfg.OAuthClients, oauthconfig.Client{ClientID: id, SecretSHA256: config.TokenHash(token),
 			Role: config.RoleInstaller, RedirectURIs: []string{demoRedirectURI}})
 	}
 	broker, noBroker, err := demoUplink(cfg, *brokerURL, *mqttAddr, *interval)
@@ -520,7 +522,7 @@ func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
 	if io == nil || plug == nil {
 		return nil
 	}
-	mk := func(id, name, addr string, c *config.Consumer) config.Device {
+	mk := func(id, name, addr string, c *consumerconfig.Config) config.Device {
 		host, port, _ := splitListen(addr)
 		d := config.NewDevice()
 		d.ID, d.Plant, d.Name, d.Kind = id, "demo", name, kind.Consumer
@@ -528,17 +530,17 @@ func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
 		d.Consumer = c
 		return d
 	}
-	heater := config.NewConsumer()
+	heater := consumerconfig.New()
 	heater.Driver, heater.Coil, heater.RatedPower, heater.Meter, heater.Priority = drivers.NameRelay, 0, 3000, "heatmeter", 1
 	heater.MinOnTime, heater.MinOffTime, heater.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
-	pump := config.NewConsumer()
+	pump := consumerconfig.New()
 	pump.Driver, pump.Coil, pump.RatedPower, pump.Priority = drivers.NameSGReady, 2, 1600, 2
 	pump.MinOnTime, pump.MinOffTime, pump.MaxSwitchesPerHour, pump.Watchdog = 10*time.Minute, 5*time.Minute, 3, 30*time.Second
-	pump.MustRun = []config.MustRun{{At: "0 13 * * *", For: 30 * time.Minute}}
-	dish := config.NewConsumer()
+	pump.MustRun = []consumerconfig.MustRun{{At: "0 13 * * *", For: 30 * time.Minute}}
+	dish := consumerconfig.New()
 	dish.Driver, dish.RatedPower, dish.Priority = drivers.NameShelly, 1200, 3
 	dish.MinOnTime, dish.MinOffTime, dish.Watchdog = 2*time.Minute, time.Minute, 30*time.Second
-	dish.MustRun = []config.MustRun{{By: "0 18 * * *", For: 2 * time.Hour}}
+	dish.MustRun = []consumerconfig.MustRun{{By: "0 18 * * *", For: 2 * time.Hour}}
 	devs := []config.Device{
 		mk("heater", "Immersion heater", io.Addr(), heater),
 		mk("heatpump", "Heat pump", io.Addr(), pump),
@@ -548,7 +550,7 @@ func demoConsumers(p *sim.Plant, interval time.Duration) []config.Device {
 		// The car charges on PV surplus (PV mode) after the others; its
 		// delays are on the simulated clock, its profile's validity on
 		// the wall clock.
-		car := config.NewConsumer()
+		car := consumerconfig.New()
 		car.Driver, car.ChargePointID, car.Priority, car.Mode = drivers.NameOCPP, cp.ID(), 4, plant.ModeAuto
 		car.MinOnTime, car.MinOffTime = 2*time.Minute, time.Minute
 		drivers.Defaults(&car.Settings)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/internal/proctest"
 )
 
 // TestScanBusFlags: --json, --values and --base work on a bus scan, on a
@@ -184,7 +185,7 @@ tokens:
 		}
 	}
 	// Every device gets 3 more polls after the scans, none failing.
-	waitUntil(t, 60*time.Second, "3 more polls of each device", func() bool {
+	proctest.WaitFor(t, "3 more polls of each device", 60*time.Second, func() bool {
 		m := metrics()
 		return metric(m, "plantd_device_polls_total", "meter")-metric(m0, "plantd_device_polls_total", "meter") >= 3 &&
 			metric(m, "plantd_device_polls_total", "sdm120")-metric(m0, "plantd_device_polls_total", "sdm120") >= 3

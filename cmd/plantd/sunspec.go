@@ -121,8 +121,8 @@ func (d *daemon) modelPlaces(id string) ([]modbusproxy.Model, bool) {
 // which take effect at the next start only (a proxy keeps its port and
 // its device's client).
 func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
-	proxies := func(c *config.Config) map[string]config.DeviceProxy {
-		out := map[string]config.DeviceProxy{}
+	proxies := func(c *config.Config) map[string]modbusproxy.Settings {
+		out := map[string]modbusproxy.Settings{}
 		for _, d := range c.Devices {
 			if d.Proxy != nil && d.Enabled {
 				out[d.ID] = *d.Proxy

@@ -309,7 +309,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 15*time.Second, "both inverters at 30 % or less", func() bool {
+	proctest.WaitFor(t, "both inverters at 30 % or less", 15*time.Second, func() bool {
 		return d.limitPct("inv1") <= 30 && d.limitPct("inv2") <= 30
 	})
 	t.Logf("both inverters at ≤ 30 %% %v after mbpoll started the enabling write (grid control's cycle is 1 s)", time.Since(wrote).Round(time.Millisecond))
@@ -337,7 +337,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 
 	// Not renewed any more: the limit lifts RvrtTms after the last
 	// write, not before.
-	waitUntil(t, 30*time.Second, "the limit lifted", func() bool {
+	proctest.WaitFor(t, "the limit lifted", 30*time.Second, func() bool {
 		return d.limitPct("inv1") > 30 && d.limitPct("inv2") > 30
 	})
 	lifted := time.Since(wrote)
@@ -345,7 +345,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 	if lifted < 5*time.Second {
 		t.Errorf("the limit lifted %v after the write, before RvrtTms 5 s", lifted)
 	}
-	waitUntil(t, 5*time.Second, "WMaxLim_Ena back at 0", func() bool {
+	proctest.WaitFor(t, "WMaxLim_Ena back at 0", 5*time.Second, func() bool {
 		v, err := d.model(123).Value("WMaxLim_Ena")
 		return err == nil && v.Raw == 0
 	})
@@ -360,13 +360,13 @@ func TestSunSpecServerDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 15*time.Second, "both inverters at 30 % again", func() bool {
+	proctest.WaitFor(t, "both inverters at 30 % again", 15*time.Second, func() bool {
 		return d.limitPct("inv1") <= 30 && d.limitPct("inv2") <= 30
 	})
 	if _, err := d.mbpoll(bin, d.point(123, "WMaxLim_Ena"), 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "the limit lifted by WMaxLim_Ena 0", func() bool {
+	proctest.WaitFor(t, "the limit lifted by WMaxLim_Ena 0", 30*time.Second, func() bool {
 		return d.limitPct("inv1") > 30 && d.limitPct("inv2") > 30
 	})
 
@@ -457,7 +457,7 @@ func TestSunSpecServerDemo(t *testing.T) {
 		_ = c.Close()
 	}
 	d.srv = d.pool.Endpoint(modbus.EndpointConfig{Address: d.addr}).Unit(1, 2*time.Second)
-	waitUntil(t, 10*time.Second, "the server answering after the idle connections closed", func() bool {
+	proctest.WaitFor(t, "the server answering after the idle connections closed", 10*time.Second, func() bool {
 		_, err := d.srv.ReadHoldingRegisters(ctx, 40000, 2, nil)
 		return err == nil
 	})
@@ -767,8 +767,8 @@ func TestSunSpecServerMasters(t *testing.T) {
 		} `json:"schedule"`
 	}
 	_ = json.Unmarshal(body, &op)
-	waitUntil(t, 15*time.Second, "both inverters at 20 %", func() bool { return effect("inv1") <= 20 && effect("inv2") <= 20 })
-	waitUntil(t, 3*time.Second, "the server reading the grid operator's 20 %", func() bool {
+	proctest.WaitFor(t, "both inverters at 20 %", 15*time.Second, func() bool { return effect("inv1") <= 20 && effect("inv2") <= 20 })
+	proctest.WaitFor(t, "the server reading the grid operator's 20 %", 3*time.Second, func() bool {
 		pct, on, role, _, by := shows(a)
 		return pct == 20 && on == 1 && role == 2 && by == "dso (gridoperator)"
 	})
@@ -807,7 +807,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 	if err := a.write(lim, 50); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "both inverters at 50 %", func() bool { return effect("inv1") == 50 && effect("inv2") == 50 })
+	proctest.WaitFor(t, "both inverters at 50 %", 15*time.Second, func() bool { return effect("inv1") == 50 && effect("inv2") == 50 })
 	if err := b.write(ena, 0); err != nil {
 		t.Fatalf("B's Ena=0: %v", err)
 	}
@@ -847,7 +847,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 	if !slices.Contains(mine, "modbus:127.0.0.1 (installer) 50 active") || len(mine) != 2 {
 		t.Errorf("the masters' schedules after B's Ena=0: %q, want A's 100 %% (superseded) and 50 %% active", mine)
 	}
-	waitUntil(t, 5*time.Second, "the plant log naming master A", func() bool {
+	proctest.WaitFor(t, "the plant log naming master A", 5*time.Second, func() bool {
 		_, b := d.request("GET", "/monitoring/v1/plants/p1/logs?limit=100", tokInst, "")
 		return strings.Contains(string(b), "modbus:127.0.0.1 (installer)")
 	})

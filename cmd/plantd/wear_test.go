@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/proctest"
 	"plantd/sim"
 	"plantd/sim/simtest"
 )
@@ -62,7 +63,7 @@ devices:
 	// (its first minute at every commit): more measurements written can
 	// take the rest of this minute, the next one and a commit interval.
 	var last map[string]float64
-	waitUntil(t, 150*time.Second, "more measurements written and more bytes written", func() bool {
+	proctest.WaitFor(t, "more measurements written and more bytes written", 150*time.Second, func() bool {
 		last = scrape()
 		return last["plantd_store_measurements_written_total"] > first["plantd_store_measurements_written_total"] &&
 			last["plantd_store_bytes_written_total"] > first["plantd_store_bytes_written_total"]
@@ -144,9 +145,9 @@ func TestKill9CommitInterval(t *testing.T) {
 	// first commit after it is complete), then kill right after the
 	// second: the next commit interval has begun, its polls are queued.
 	var first float64
-	waitUntil(t, 90*time.Second, "a first minute written", func() bool { first = written(); return first > 0 })
+	proctest.WaitFor(t, "a first minute written", 90*time.Second, func() bool { first = written(); return first > 0 })
 	var committed float64
-	waitUntil(t, 90*time.Second, "a second minute written", func() bool { committed = written(); return committed > first })
+	proctest.WaitFor(t, "a second minute written", 90*time.Second, func() bool { committed = written(); return committed > first })
 	time.Sleep(commitInterval / 2) // not an assertion: kill in the middle of the interval
 	committed = written()
 	killed := time.Now()
@@ -182,7 +183,7 @@ func TestKill9CommitInterval(t *testing.T) {
 	d2 := startDaemon(t, cfgPath)
 	d2.waitAPI(15 * time.Second)
 	// Grid control loads the stored schedules once the devices answer.
-	waitUntil(t, 30*time.Second, "the schedule served after the restart", func() bool {
+	proctest.WaitFor(t, "the schedule served after the restart", 30*time.Second, func() bool {
 		code, b := d2.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokStd, "")
 		return code == 200 && strings.Contains(string(b), created.Schedule.ScheduleID)
 	})

@@ -8,6 +8,7 @@ import (
 
 	"plantd/consumer"
 	"plantd/consumer/drivers"
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/sim"
@@ -64,20 +65,15 @@ func BenchmarkAbsorb50(b *testing.B) {
 	for range 20 {
 		smp.waitB(b) // each kicked loop polls once, then writes
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	proctest.WaitValue(b, "the 20 plugs on (last: how many)", 30*time.Second, func() (int, bool) {
 		on := 0
 		for _, sh := range p.Shellies() {
 			if sh.State().On {
 				on++
 			}
 		}
-		if on == 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d plugs on, want 20", on)
-		}
-	}
+		return on, on == 20
+	})
 	// Stop the loops (and their HTTP clients), so that only the decision
 	// runs, and allocates, below.
 	stopRun()

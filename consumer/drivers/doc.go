@@ -19,10 +19,10 @@
 //
 // The table (Kind: name, setpoint, §14a default, how plantd reaches the
 // device, the checks and defaults of its Settings, its constructor) is
-// the one list of drivers: config.Consumer embeds Settings, config's
-// validation calls Check and Defaults, cmd/plantd calls New with an Env
-// (the Modbus pool, the central system). A new driver is one entry and
-// its file.
+// the one list of drivers: consumer/consumerconfig.Config embeds
+// Settings, its Validate calls Check and config calls Defaults,
+// cmd/plantd calls New with an Env (the Modbus pool, the central
+// system). A new driver is one entry and its file.
 //
 // The tests here run the drivers on the simulator (sim) over
 // real sockets, and the manager with them end to end: surplus and modes

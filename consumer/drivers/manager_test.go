@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plantd/consumer"
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/plant/kind"
 	"plantd/sim"
@@ -205,14 +206,16 @@ func TestManagerDimming(t *testing.T) {
 	go m.Run(ctx)
 	on := func(id string) bool { return p.Shelly(id).State().On }
 	absorb := func() { m.Absorb(ctx, "p", plant.Surplus{Time: clk.Now(), GridW: 500, GridOK: true}) }
+	// waitFor waits for cond, running a control cycle between polls.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not %s within 10 s", what)
+		proctest.WaitFor(t, what, 10*time.Second, func() bool {
+			if cond() {
+				return true
 			}
 			absorb()
-		}
+			return false
+		})
 	}
 	waitFor("both on by hand, their draw read", func() bool {
 		st := m.Consumers()
@@ -221,11 +224,7 @@ func TestManagerDimming(t *testing.T) {
 	absorb() // a control cycle that saw both draw
 	m.Dim("p", true)
 	// At once, with the last cycle's surplus: no further cycle needed.
-	for deadline := time.Now().Add(10 * time.Second); on("b"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("b still on 10 s after the dimming began, without a control cycle")
-		}
-	}
+	proctest.WaitFor(t, "b off by the dimming, without a control cycle", 10*time.Second, func() bool { return !on("b") })
 	waitFor("b off by the dimming", func() bool { return on("a") && !on("b") })
 	if st := m.Consumers(); st[1].Reason != plant.ReasonDimmed || st[0].Reason != plant.ReasonManual {
 		t.Errorf("reasons %s, %s; want Manual, Dimmed", st[0].Reason, st[1].Reason)

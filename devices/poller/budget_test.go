@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"plantd/devices/poller"
+	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/sim"
 	"plantd/sim/simtest"
@@ -33,7 +34,7 @@ func TestRequestBudget(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 10*time.Second, "tight refused and default online", func() bool {
+	proctest.WaitFor(t, "tight refused and default online", 10*time.Second, func() bool {
 		tight, ok1 := c.last("tight")
 		def, ok2 := c.last("default")
 		return ok1 && ok2 && tight.Err != nil && def.Err == nil && len(def.Registers) > 0
@@ -48,13 +49,13 @@ func TestRequestBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv.SetFault(sim.Fault{Kind: sim.FaultOffline})
-	waitFor(t, 10*time.Second, "default offline", func() bool {
+	proctest.WaitFor(t, "default offline", 10*time.Second, func() bool {
 		s, ok := c.last("default")
 		return ok && s.State == plant.StateOffline
 	})
 	inv.SetFault(sim.Fault{})
 	since := time.Now()
-	waitFor(t, 20*time.Second, "default online with the hostile 103", func() bool {
+	proctest.WaitFor(t, "default online with the hostile 103", 20*time.Second, func() bool {
 		for _, s := range c.since("default", since) {
 			if s.Err == nil && hasModel(s, 103) {
 				return true

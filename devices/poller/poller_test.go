@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plantd/devices/poller"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -67,18 +68,6 @@ func (c *collector) last(id string) (plant.Sample, bool) {
 	return s[len(s)-1], true
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func deviceConfigs(p *sim.Plant, timeout time.Duration) []poller.DeviceConfig {
 	var out []poller.DeviceConfig
 	for _, d := range p.Devices() {
@@ -109,7 +98,7 @@ func TestAllDevicesOnline(t *testing.T) {
 	var c collector
 	runPoller(t, deviceConfigs(p, time.Second), c.sink)
 	for _, d := range p.Devices() {
-		waitFor(t, 10*time.Second, d.ID()+" online", func() bool {
+		proctest.WaitFor(t, d.ID()+" online", 10*time.Second, func() bool {
 			s, ok := c.last(d.ID())
 			return ok && s.State == plant.StateOnline && len(s.Registers) > 0
 		})
@@ -139,7 +128,7 @@ func TestSharedEndpointOneClient(t *testing.T) {
 	// would be refused by the one-client gateway. The rates are logged,
 	// not asserted (a loaded machine slows them, not the rule).
 	start := time.Now()
-	waitFor(t, 30*time.Second, "8 good polls of both devices", func() bool {
+	proctest.WaitFor(t, "8 good polls of both devices", 30*time.Second, func() bool {
 		for _, d := range p.Devices() {
 			if countOK(c.since(d.ID(), start)) < 8 {
 				return false
@@ -245,7 +234,7 @@ func TestFaultIsolation(t *testing.T) {
 			p := simtest.Start(t, cfg)
 			var c collector
 			runPoller(t, deviceConfigs(p, 500*time.Millisecond), c.sink)
-			waitFor(t, 10*time.Second, "all online", func() bool {
+			proctest.WaitFor(t, "all online", 10*time.Second, func() bool {
 				for _, d := range p.Devices() {
 					if s, ok := c.last(d.ID()); !ok || s.State != plant.StateOnline {
 						return false
@@ -262,7 +251,7 @@ func TestFaultIsolation(t *testing.T) {
 			// (2 s per poll) would not; rates are logged.
 			const polls = 12
 			isolated := func(d *sim.Device) bool { return d.Addr() != inv.Addr() || tc.sharedOK }
-			waitFor(t, 4*polls*interval, fmt.Sprintf("%d good polls of every device isolated from inv1", polls), func() bool {
+			proctest.WaitFor(t, fmt.Sprintf("%d good polls of every device isolated from inv1", polls), 4*polls*interval, func() bool {
 				for _, d := range p.Devices()[1:] {
 					if isolated(d) && countOK(c.since(d.ID(), start)) < polls {
 						return false
@@ -286,7 +275,7 @@ func TestFaultIsolation(t *testing.T) {
 
 			inv.SetFault(sim.Fault{Kind: sim.FaultNone})
 			cleared := time.Now()
-			waitFor(t, 40*time.Second, "inv1 back online", func() bool {
+			proctest.WaitFor(t, "inv1 back online", 40*time.Second, func() bool {
 				s, ok := c.last("inv1")
 				return ok && s.State == plant.StateOnline && s.Time.After(cleared) && hasModel(s, 103)
 			})
@@ -307,7 +296,7 @@ func TestOneClientTakenOver(t *testing.T) {
 	inv.SetFault(sim.Fault{Kind: sim.FaultOneClient})
 	var c collector
 	runPoller(t, deviceConfigs(p, time.Second), c.sink)
-	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
+	proctest.WaitFor(t, "inv1 online", 10*time.Second, func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
 	start := time.Now()
 	window := 3 * time.Second
 	for time.Since(start) < window {
@@ -324,7 +313,7 @@ func TestOneClientTakenOver(t *testing.T) {
 	if rate < 0.5/interval.Seconds() {
 		t.Errorf("inv1 polled at %.2f/s while its connection was taken over", rate)
 	}
-	waitFor(t, 10*time.Second, "inv1 online", func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
+	proctest.WaitFor(t, "inv1 online", 10*time.Second, func() bool { s, ok := c.last("inv1"); return ok && s.State == plant.StateOnline })
 }
 
 // TestNoGoroutineLeak connects and disconnects a device 1,000 times: a
@@ -504,11 +493,11 @@ func TestUpdate(t *testing.T) {
 	if got := strings.Join(ch.Added, ",") + "|" + strings.Join(ch.Removed, ",") + "|" + strings.Join(ch.Changed, ","); got != added+"|"+removed+"|"+changed {
 		t.Errorf("changes %q, want %q", got, added+"|"+removed+"|"+changed)
 	}
-	waitFor(t, 10*time.Second, added+" online", func() bool {
+	proctest.WaitFor(t, added+" online", 10*time.Second, func() bool {
 		s, ok := c.last(added)
 		return ok && s.State == plant.StateOnline
 	})
-	waitFor(t, 10*time.Second, changed+" polled again", func() bool { return countOK(c.since(changed, updated)) > 0 })
+	proctest.WaitFor(t, changed+" polled again", 10*time.Second, func() bool { return countOK(c.since(changed, updated)) > 0 })
 	if n := len(c.since(removed, updated)); n > 0 {
 		t.Errorf("%d samples of %s after it was removed", n, removed)
 	}
@@ -521,7 +510,7 @@ func TestUpdate(t *testing.T) {
 	}
 	// The kept device was polled on its schedule throughout: no gap in
 	// its samples around the update longer than a few intervals.
-	waitFor(t, 10*time.Second, kept+" polled after the update", func() bool { return len(c.since(kept, updated)) >= 4 })
+	proctest.WaitFor(t, kept+" polled after the update", 10*time.Second, func() bool { return len(c.since(kept, updated)) >= 4 })
 	ss := c.since(kept, time.Time{})
 	for i := 1; i < len(ss); i++ {
 		if gap := ss[i].Time.Sub(ss[i-1].Time); gap > 4*interval {

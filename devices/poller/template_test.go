@@ -9,6 +9,7 @@ import (
 
 	"plantd/devices/poller"
 	"plantd/devices/template"
+	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/plant/kind"
@@ -64,7 +65,7 @@ func TestTemplateDevices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var dl plant.DeviceLive
-		waitFor(t, 10*time.Second, tt.device+" online with readings", func() bool {
+		proctest.WaitFor(t, tt.device+" online with readings", 10*time.Second, func() bool {
 			dl, _ = live.Device(tt.device)
 			return dl.Comm.State == plant.StateOnline && len(dl.Readings) > 0
 		})
@@ -99,7 +100,7 @@ func TestTemplateMismatch(t *testing.T) {
 	addr := simtest.PlainModbus(t) // zeros on every holding register
 	var c collector
 	runPoller(t, []poller.DeviceConfig{{ID: "x", Address: addr, Unit: 1, Interval: interval, Timeout: time.Second, Template: "e3dc"}}, c.sink)
-	waitFor(t, 10*time.Second, "a failed poll", func() bool {
+	proctest.WaitFor(t, "a failed poll", 10*time.Second, func() bool {
 		s, ok := c.last("x")
 		return ok && s.Err != nil
 	})

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
 )
 
 // role is a credential's role; higher is more.
@@ -171,7 +172,7 @@ func newAuthenticator(cfg Config, now func() time.Time, log *slog.Logger) (*auth
 	return a, nil
 }
 
-func newCredentials(tokens []config.Token, clients []config.OAuthClient) (*credentials, error) {
+func newCredentials(tokens []config.Token, clients []oauthconfig.Client) (*credentials, error) {
 	c := &credentials{}
 	for i, t := range tokens {
 		h, r, err := hashAndRole(fmt.Sprintf("tokens[%d]", i), "sha256", t.SHA256, t.Role)

@@ -33,11 +33,13 @@
 // for the API's OpenAPI document (Routes, AddSchemas), built with
 // httpapi/apidoc's blocks. Grants live in memory: a restart forgets them.
 //
-// Import boundary: oauth2 imports config (credentials, roles),
+// Import boundary: oauth2 imports config (bearer tokens, rate limit,
+// roles), httpapi/oauth2/oauthconfig (the clients' config section, a
+// leaf that config imports),
 // httpapi/apidoc (the OpenAPI blocks), internal/logthrottle, gin,
 // golang.org/x/time/rate and the standard library; only httpapi (which
 // mounts it) and cmd/plantd (the consent CLI's Consent type) import it.
 // It never imports httpapi: what it needs from it is Host.
 //
-// Imports: plantd/config, plantd/httpapi/apidoc, plantd/internal/logthrottle
+// Imports: plantd/config, plantd/httpapi/apidoc, plantd/internal/logthrottle, plantd/httpapi/oauth2/oauthconfig
 package oauth2

@@ -14,9 +14,10 @@ import (
 )
 
 // The HTTP behaviour of the server (every route, status, JSON shape and
-// log line) is tested through the API that mounts it, in package
-// httpapi (oauth_test.go, oauthflow_test.go, loginguard_test.go); these
-// tests check the package's own rules and its seam.
+// log line) is tested on a server mounted as the API mounts it
+// (env_test.go; flow_test.go, token_test.go, loginguard_test.go, in
+// package oauth2_test); these tests check the package's own rules and
+// its seam. How package httpapi mounts it is tested there.
 
 func TestSourceKey(t *testing.T) {
 	for in, want := range map[string]string{

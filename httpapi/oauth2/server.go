@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/logthrottle"
 )
 
@@ -19,7 +20,7 @@ type Config struct {
 	// Tokens are the static bearer tokens (hashed).
 	Tokens []config.Token
 	// OAuthClients may get tokens from POST /oauth2/token.
-	OAuthClients []config.OAuthClient
+	OAuthClients []oauthconfig.Client
 	// TokenTTL of issued access tokens.
 	TokenTTL time.Duration
 	// RateLimit per credential.
@@ -83,7 +84,7 @@ func New(cfg Config, now func() time.Time, log *slog.Logger, host Host) (*Server
 // reload), checked as New checks them: on an error the old ones stay.
 // Access tokens issued to a client that is gone or changed stop working;
 // the others stay valid.
-func (s *Server) SetCredentials(tokens []config.Token, clients []config.OAuthClient) error {
+func (s *Server) SetCredentials(tokens []config.Token, clients []oauthconfig.Client) error {
 	c, err := newCredentials(tokens, clients)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"plantd/config"
+	"plantd/httpapi/oauth2/oauthconfig"
 )
 
 // The OAuth2 endpoints, as the cloud's auth server serves them (DESIGN
@@ -161,7 +161,7 @@ func oauthForm(c *gin.Context) (url.Values, bool) {
 	return f, true
 }
 
-// badClientID answers a client_id no client can have (config.CheckClientID:
+// badClientID answers a client_id no client can have (oauthconfig.CheckClientID:
 // control characters, space, separators); the id is not echoed.
 const badClientID = "client_id holds a character no client id has (printable ASCII only, without space and ( ) < > @ , ; : \\ \" / [ ] ? = { } %)"
 
@@ -183,7 +183,7 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 		// count).
 		du, err1 := url.QueryUnescape(u)
 		dp, err2 := url.QueryUnescape(p)
-		if err1 == nil && err2 == nil && (du != u || dp != p) && config.CheckClientID(du) == nil {
+		if err1 == nil && err2 == nil && (du != u || dp != p) && oauthconfig.CheckClientID(du) == nil {
 			if _, ok := s.auth.client(u, p); !ok {
 				id, secret = du, dp
 			}
@@ -196,7 +196,7 @@ func (s *Server) clientAuth(c *gin.Context, f url.Values, src string) (oauthClie
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "client_id is required")
 		return oauthClient{}, false
 	}
-	if config.CheckClientID(id) != nil {
+	if oauthconfig.CheckClientID(id) != nil {
 		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
 		return oauthClient{}, false
 	}
@@ -448,7 +448,7 @@ func (s *Server) authorize(c *gin.Context) {
 			return
 		}
 	}
-	if q.Has("client_id") && config.CheckClientID(q.Get("client_id")) != nil {
+	if q.Has("client_id") && oauthconfig.CheckClientID(q.Get("client_id")) != nil {
 		oauthError(c, http.StatusBadRequest, "invalid_request", badClientID)
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"plantd/internal/proctest"
 )
 
 // sink is a slog.Handler keeping each record's message and attributes.
@@ -232,13 +234,9 @@ func TestLimiterStart(t *testing.T) {
 	stop := l.Start()
 	l.Log(slog.LevelInfo, "a", "x", "refused")
 	l.Log(slog.LevelInfo, "a", "x", "refused")
-	deadline := time.Now().Add(10 * time.Second)
-	for s.accounted() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no flush within 10 s: %q", s.summary("client"))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	proctest.WaitValue(t, "a flush (last: the summary)", 10*time.Second, func() ([]string, bool) {
+		return s.summary("client"), s.accounted() == 2
+	})
 	l.Log(slog.LevelInfo, "b", "x", "refused")
 	l.Log(slog.LevelInfo, "b", "x", "refused")
 	stop()

@@ -3,7 +3,9 @@
 // kept for the test to wait on, and stopped by the test's cleanup. Buffer
 // is the goroutine-safe sink for a process's output or a test's slog
 // handler; CPUTime is this process's CPU time, for benchmarks; ServeTCP
-// runs a server's Serve on a loopback port for a test. Only tests and
+// runs a server's Serve on a loopback port for a test; WaitFor (and
+// WaitValue) is the one polling wait of plantd's tests, with one argument
+// order: tb, what, timeout, condition. Only tests and
 // test helpers (mqtt/mqtttest, sim/simtest) import it; it imports
 // no plantd package.
 //

@@ -584,15 +584,3 @@ func (c *Collector) AllAcks() []Ack {
 	}
 	return out
 }
-
-// WaitFor polls cond until it holds, failing the test after d.
-func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

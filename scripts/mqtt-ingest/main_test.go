@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
 )
 
@@ -48,7 +49,7 @@ func TestIngest(t *testing.T) {
 		}
 		return n
 	}
-	mqtttest.WaitFor(t, 10*time.Second, "the ingest subscribed", func() bool {
+	proctest.WaitFor(t, "the ingest subscribed", 10*time.Second, func() bool {
 		publish("plantd/v1/gw1/state", `{"gatewayId":"gw1","bootId":"b1","state":"online"}`)
 		return query(`SELECT count(*) FROM gateway_state WHERE state = 'online'`) == 1
 	})
@@ -66,7 +67,7 @@ func TestIngest(t *testing.T) {
 		// gateway's does; the ingest's handler need not keep the order
 		// of messages that are in flight together.
 		publish(p.topic, p.payload)
-		mqtttest.WaitFor(t, 10*time.Second, "the message in the database", func() bool {
+		proctest.WaitFor(t, "the message in the database", 10*time.Second, func() bool {
 			return query(`SELECT coalesce(sum(messages), 0) FROM uplink_stream`) == int64(i+1)
 		})
 	}

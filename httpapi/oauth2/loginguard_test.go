@@ -1,10 +1,8 @@
-package httpapi
+package oauth2_test
 
 import (
-	"context"
-	"io"
 	"log/slog"
-	"net"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,27 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"plantd/httpapi/oauth2"
 	"plantd/internal/proctest"
 )
-
-// clientFrom is an HTTP client whose connections come from the loopback
-// address ip (Linux answers on all of 127.0.0.0/8).
-func clientFrom(ip string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, network, addr)
-	}}}
-}
 
 // TestFailedLoginLimit: after Burst failed logins from one address its
 // requests get 429 with Retry-After (even with the right secret, which is
 // then not checked), one log line says so for the burst, and another
 // address logs in as before; an allowance comes back after Every.
 func TestFailedLoginLimit(t *testing.T) {
-	t.Parallel() // its own simulated plant, store and server
+	t.Parallel() // its own server
 	var logs proctest.Buffer
-	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
-		c.FailedLogins = FailedLogins{Burst: 5, Every: 10 * time.Second}
+	e := newEnv(t, envOpts{logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *oauth2.Config) {
+		c.FailedLogins = oauth2.FailedLogins{Burst: 5, Every: 10 * time.Second}
 	}})
 	post := func(cl *http.Client, secret string) (int, string) {
 		t.Helper()
@@ -64,7 +54,7 @@ func TestFailedLoginLimit(t *testing.T) {
 		t.Errorf("right secret from the blocked address: %d, want 429", st)
 	}
 	// Bearer tokens from that address are refused too, without a lookup.
-	req, _ := http.NewRequest("GET", e.ts.URL+"/monitoring/v1/plants", nil)
+	req, _ := http.NewRequest("GET", e.ts.URL+readPath, nil)
 	req.Header.Set("Authorization", "Bearer "+tokStandard)
 	if resp, err := a.Do(req); err != nil || resp.StatusCode != 429 {
 		t.Fatalf("bearer from the blocked address: %v %v", resp.StatusCode, err)
@@ -105,34 +95,27 @@ func TestFailedLoginLimit(t *testing.T) {
 		t.Errorf("log lines of 127.0.0.1 after a minute:\n%s", strings.Join(got, "\n"))
 	}
 	// An unknown bearer token from the other address.
-	req, _ = http.NewRequest("GET", e.ts.URL+"/monitoring/v1/plants", nil)
+	req, _ = http.NewRequest("GET", e.ts.URL+readPath, nil)
 	req.Header.Set("Authorization", "Bearer no-such-token")
 	if resp, err := b.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("unknown bearer token: %v %v", resp.StatusCode, err)
 	} else {
 		resp.Body.Close()
 	}
-	// /metrics counts them by reason: 7 wrong secrets (5 + 1 from each
-	// address later), 52 refused unchecked, 1 unknown bearer token.
-	resp, err := http.Get(e.ts.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`plantd_auth_failures_total{reason="invalid_client"} 7`,
-		`plantd_auth_failures_total{reason="rate_limited"} 52`, `plantd_auth_failures_total{reason="invalid_token"} 1`} {
-		if !strings.Contains(string(body), want+"\n") {
-			t.Errorf("/metrics lacks %s:\n%s", want, body)
-		}
+	// The Host counts them by reason (the API's /metrics): 7 wrong
+	// secrets (5 + 1 from each address later), 52 refused unchecked, 1
+	// unknown bearer token.
+	want := map[string]int{"invalid_client": 7, "rate_limited": 52, "invalid_token": 1}
+	if got := e.host.failuresByReason(); !maps.Equal(got, want) {
+		t.Errorf("failed logins by reason %v, want %v", got, want)
 	}
 }
 
 // BenchmarkTokenGrant measures client_credentials grants per second
 // through the handler (no rate limit in the way).
 func BenchmarkTokenGrant(b *testing.B) {
-	e := newEnv(b, envOpts{polls: 1})
-	h := e.srv.Handler()
+	e := newEnv(b, envOpts{})
+	h := e.handler
 	body := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {oauthSecret}}.Encode()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -155,7 +138,7 @@ func BenchmarkTokenGrant(b *testing.B) {
 // second, one refresh chain per goroutine.
 func BenchmarkRefreshGrant(b *testing.B) {
 	e := codeEnvB(b)
-	h := e.srv.Handler()
+	h := e.handler
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -184,8 +167,8 @@ func BenchmarkRefreshGrant(b *testing.B) {
 // BenchmarkFailedLoginRefused measures the answer to a source that used
 // up its failed logins (what a flood of wrong secrets costs).
 func BenchmarkFailedLoginRefused(b *testing.B) {
-	e := newEnv(b, envOpts{polls: 1})
-	h := e.srv.Handler()
+	e := newEnv(b, envOpts{})
+	h := e.handler
 	body := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {"wrong"}}.Encode()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -213,12 +196,12 @@ func BenchmarkFailedLoginRefused(b *testing.B) {
 // one /64 without changing the host's network; the server is the real
 // handler.)
 func TestFailedLoginIPv6Prefix(t *testing.T) {
-	t.Parallel() // its own simulated plant, store and server
+	t.Parallel() // its own server
 	var logs proctest.Buffer
-	e := newEnv(t, envOpts{polls: 1, logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *Config) {
-		c.FailedLogins = FailedLogins{Burst: 3, Every: time.Minute}
+	e := newEnv(t, envOpts{logger: slog.New(slog.NewTextHandler(&logs, nil)), modify: func(c *oauth2.Config) {
+		c.FailedLogins = oauth2.FailedLogins{Burst: 3, Every: time.Minute}
 	}})
-	h := e.srv.Handler()
+	h := e.handler
 	post := func(remote, secret string) int {
 		t.Helper()
 		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {oauthID}, "client_secret": {secret}}

@@ -1,4 +1,4 @@
-package config
+package confcheck
 
 import (
 	"net/netip"
@@ -6,15 +6,15 @@ import (
 )
 
 func TestAllowPrefixes(t *testing.T) {
-	m := ModbusServer{Allow: []string{"192.168.1.7", "10.1.2.3/16", "::1", "::ffff:192.0.2.9", "2001:db8::/32"}}
-	got := m.AllowPrefixes()
+	allow := []string{"192.168.1.7", "10.1.2.3/16", "::1", "::ffff:192.0.2.9", "2001:db8::/32"}
+	got := AllowPrefixes(allow)
 	want := []string{"192.168.1.7/32", "10.1.0.0/16", "::1/128", "192.0.2.9/32", "2001:db8::/32"}
 	if len(got) != len(want) {
 		t.Fatalf("%v, want %v", got, want)
 	}
 	for i, p := range got {
 		if p.String() != want[i] {
-			t.Errorf("%s: %v, want %s", m.Allow[i], p, want[i])
+			t.Errorf("%s: %v, want %s", allow[i], p, want[i])
 		}
 	}
 	for _, tc := range []struct {
