@@ -312,7 +312,7 @@ type Serial struct {
 	// Port is the line's device path (/dev/ttyUSB0, /dev/ttyAMA0,
 	// /dev/serial/by-id/...); required.
 	Port string `yaml:"port"`
-	// Baud is the line's rate, one of modbus.StandardBauds (1200 ..
+	// Baud is the line's rate, one of serialline.StandardBauds (1200 ..
 	// 230400). Default 9600.
 	Baud int `yaml:"baud"`
 	// Parity is N, E or O. Default N (most RS485 meters ship with 8N1;

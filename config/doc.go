@@ -109,8 +109,8 @@
 // kin-openapi's dependencies still pull in indirectly),
 // plantd/plant/kind (the leaf that defines the device kinds, for
 // [Device.Kind]), plantd/devices/template (the names of the device templates, for
-// [Device.Template]), plantd/modbus (the serial line's standard rates,
-// modbus.StandardBauds, the transport's rule), plantd/consumer/drivers
+// [Device.Template]), plantd/modbus/serialline (the serial line's standard rates,
+// serialline.StandardBauds, a leaf below the transport), plantd/consumer/drivers
 // (the consumer drivers' defaults), plantd/internal/confcheck and the
 // components' section packages above (mqtt/mqttconfig,
 // gridcontrol/gridconfig, gridinput, sunspecserver/serverconfig,
@@ -120,5 +120,5 @@
 // every component takes its part of the Config (or values copied from
 // it) from cmd/plantd, which alone wires them together.
 //
-// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/gridcontrol/gridconfig, plantd/gridinput, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus, plantd/modbusproxy, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig
+// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/gridcontrol/gridconfig, plantd/gridinput, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus/serialline, plantd/modbusproxy, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig
 package config

@@ -17,7 +17,7 @@ import (
 	"plantd/devices/template"
 	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/confcheck"
-	"plantd/modbus"
+	"plantd/modbus/serialline"
 	"plantd/mqtt/mqttconfig"
 	"plantd/plant/kind"
 )
@@ -423,8 +423,8 @@ func (v *validator) serial(path string, d Device) bool {
 		v.add(sp+".port", "%q is not a serial device path (/dev/ttyUSB0, /dev/serial/by-id/...)", s.Port)
 		ok = false
 	}
-	if !slices.Contains(modbus.StandardBauds, s.Baud) {
-		v.add(sp+".baud", "%d is not a standard rate (%s)", s.Baud, joinInts(modbus.StandardBauds))
+	if !slices.Contains(serialline.StandardBauds, s.Baud) {
+		v.add(sp+".baud", "%d is not a standard rate (%s)", s.Baud, joinInts(serialline.StandardBauds))
 	}
 	if s.Parity != "N" && s.Parity != "E" && s.Parity != "O" {
 		v.add(sp+".parity", "%q is not a parity (N, E or O)", s.Parity)

@@ -308,12 +308,13 @@
 // # Import boundary
 //
 // This package imports only the standard library, github.com/goburrow/modbus,
-// github.com/goburrow/serial and plantd/internal/logthrottle (the
-// refusals' log lines; it imports only the standard library). It must
-// not import any other plantd package: it is the bottom of plantd's data
-// flow (modbus ← devices ←
-// plant ← poller). [ErrTimeout] has a method Timeout() that returns true, so that the domain
+// github.com/goburrow/serial, plantd/internal/logthrottle (the
+// refusals' log lines; it imports only the standard library) and
+// plantd/modbus/serialline (the standard baud rates, a leaf that imports
+// nothing). It must not import any other plantd package: it is the
+// bottom of plantd's data flow (modbus ← devices ← plant ← poller).
+// [ErrTimeout] has a method Timeout() that returns true, so that the domain
 // tells a timeout without importing this package.
 //
-// Imports: plantd/internal/logthrottle
+// Imports: plantd/internal/logthrottle, plantd/modbus/serialline
 package modbus

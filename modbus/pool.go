@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"plantd/modbus/serialline"
 )
 
 // Defaults of [EndpointConfig].
@@ -55,10 +57,6 @@ const (
 	DefaultStopBits = 1
 )
 
-// StandardBauds are the baud rates a [SerialConfig] accepts: the rates
-// RS485 Modbus devices offer.
-var StandardBauds = []int{1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400}
-
 // withDefaults returns s with zero values replaced by the defaults.
 func (s SerialConfig) withDefaults() SerialConfig {
 	if s.Baud == 0 {
@@ -83,8 +81,8 @@ func (s SerialConfig) withDefaults() SerialConfig {
 func (s SerialConfig) Validate() error {
 	s = s.withDefaults()
 	switch {
-	case !slices.Contains(StandardBauds, s.Baud):
-		return fmt.Errorf("baud %d is not a standard rate (%s)", s.Baud, joinInts(StandardBauds))
+	case !slices.Contains(serialline.StandardBauds, s.Baud):
+		return fmt.Errorf("baud %d is not a standard rate (%s)", s.Baud, joinInts(serialline.StandardBauds))
 	case s.DataBits != 7 && s.DataBits != 8:
 		return fmt.Errorf("dataBits %d: want 7 or 8", s.DataBits)
 	case s.Parity != "N" && s.Parity != "E" && s.Parity != "O":

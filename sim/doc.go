@@ -472,12 +472,12 @@
 //
 // Package sim imports sunspec (model tables, encoding), devices/template
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
-// server side's ServePDU and exceptions, and the serial lines' standard
-// rates; never its client), net/http (the Shelly plugs' servers),
+// server side's ServePDU and exceptions; never its client),
+// modbus/serialline (the serial lines' standard rates), net/http (the Shelly plugs' servers),
 // github.com/lorenzodonini/ocpp-go and github.com/gorilla/websocket (the
 // charge point twin's OCPP client, never plantd/charger) and syscall on Linux (a serial line's settings);
 // it knows nothing of the rest of the plant domain, storage or plantd's
 // HTTP API, and nothing imports it but cmd/plantd and tests.
 //
-// Imports: plantd/devices/template, plantd/modbus, plantd/plant/kind, plantd/sunspec
+// Imports: plantd/devices/template, plantd/modbus, plantd/modbus/serialline, plantd/plant/kind, plantd/sunspec
 package sim

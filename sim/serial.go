@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"plantd/modbus"
+	"plantd/modbus/serialline"
 )
 
 // SerialConfig is a serial line (an RS485 bus) the simulator serves as a
@@ -36,10 +36,6 @@ type SerialConfig struct {
 // DefaultBaud is a serial line's default rate.
 const DefaultBaud = 9600
 
-// standardBauds are the rates a line may be configured with: the
-// transport's.
-var standardBauds = modbus.StandardBauds
-
 // serialWithDefaults checks the serial lines against the devices (their
 // defaults filled) and fills the lines' defaults.
 func (c *Config) serialWithDefaults() error {
@@ -48,8 +44,8 @@ func (c *Config) serialWithDefaults() error {
 	}
 	for i, d := range c.Devices {
 		field := fmt.Sprintf("devices[%d]", i)
-		if d.Baud != 0 && !slices.Contains(standardBauds, d.Baud) {
-			return bad("%s.baud: %d is not a standard rate (%v)", field, d.Baud, standardBauds)
+		if d.Baud != 0 && !slices.Contains(serialline.StandardBauds, d.Baud) {
+			return bad("%s.baud: %d is not a standard rate (%v)", field, d.Baud, serialline.StandardBauds)
 		}
 		if d.Baud != 0 && !d.RTUOverTCP {
 			return bad("%s.baud: only an RTU over TCP endpoint has a serial line", field)
@@ -76,8 +72,8 @@ func (c *Config) serialWithDefaults() error {
 		if s.Baud == 0 {
 			s.Baud = DefaultBaud
 		}
-		if !slices.Contains(standardBauds, s.Baud) {
-			return bad("%s.baud: %d is not a standard rate (%v)", field, s.Baud, standardBauds)
+		if !slices.Contains(serialline.StandardBauds, s.Baud) {
+			return bad("%s.baud: %d is not a standard rate (%v)", field, s.Baud, serialline.StandardBauds)
 		}
 		switch s.Parity {
 		case "":

@@ -19,6 +19,7 @@ import (
 	"plantd/devices/template"
 	"plantd/internal/termtext"
 	"plantd/modbus"
+	"plantd/modbus/serialline"
 	"plantd/sunspec"
 )
 
@@ -381,8 +382,8 @@ func newBusScan(f scanBusFlags, unit uint, timeout time.Duration, out io.Writer)
 		switch rate, err := strconv.Atoi(f.baud); {
 		case f.baud == "auto":
 			b.autoBaud = true
-		case err != nil || !slices.Contains(modbus.StandardBauds, rate):
-			return nil, fmt.Errorf("--baud %s: want auto or a standard rate (%v)", f.baud, modbus.StandardBauds)
+		case err != nil || !slices.Contains(serialline.StandardBauds, rate):
+			return nil, fmt.Errorf("--baud %s: want auto or a standard rate (%v)", f.baud, serialline.StandardBauds)
 		default:
 			b.ep.Serial.Baud = rate
 		}
