@@ -136,7 +136,11 @@ func consumersChanged(a, b *config.Config, log *slog.Logger) bool {
 // OCPP central system.
 type driverEnv struct{ d *daemon }
 
-func (e driverEnv) Modbus(deviceID string) (*modbus.Client, error) {
+// The pool's clients are the drivers' Modbus clients: drivers declares
+// the methods it calls so that it does not import the transport.
+var _ drivers.ModbusClient = (*modbus.Client)(nil)
+
+func (e driverEnv) Modbus(deviceID string) (drivers.ModbusClient, error) {
 	for _, dc := range e.d.cfg.Devices {
 		if dc.ID == deviceID {
 			return e.d.pool.Endpoint(endpointOf(dc)).Unit(byte(dc.Unit), dc.Timeout), nil

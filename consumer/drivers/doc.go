@@ -31,11 +31,17 @@
 //
 // # Import boundary
 //
-// drivers imports consumer (the Driver interface and the setpoint),
-// modbus (the relay modules' coils) and net/http (the Shelly RPC). It
-// imports no OCPP library: a charger reaches its central system through
-// ChargePoints. config imports it for Settings and the table, so it must
-// not import config.
+// drivers imports consumer (the Driver interface and the setpoint) and
+// net/http (the Shelly RPC). It imports no Modbus transport: the relay
+// modules' coils and watchdog registers are reached through ModbusClient
+// (modbus.go), the methods the drivers call, which the daemon's pool's
+// *modbus.Client has (cmd/plantd asserts it), and the exception
+// "illegal data address" is told by its ExceptionCode method, as
+// sunspec.IsException does. It imports no OCPP library either: a
+// charger reaches its central system through ChargePoints. config
+// imports it for Settings and the table, so it must not import config,
+// and whatever it imports config (and mqtt, httpapi, gridcontrol above
+// it) depends on.
 //
-// Imports: plantd/consumer, plantd/modbus
+// Imports: plantd/consumer
 package drivers

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/modbus"
 )
 
 // RelayConfig is one relay output of a Modbus TCP I/O module.
@@ -28,7 +27,7 @@ type RelayConfig struct {
 // reads the coil with function 1, Set switches it with function 5. The
 // module measures neither power nor energy.
 type Relay struct {
-	c    *modbus.Client
+	c    ModbusClient
 	coil uint16
 	wd   *watchdog
 	bits []bool // read buffer
@@ -38,7 +37,7 @@ var _ consumer.Driver = (*Relay)(nil)
 
 // NewRelay returns the driver of cfg.Coil on the module behind c (a
 // client of the daemon's modbus.Pool, which owns the connection).
-func NewRelay(c *modbus.Client, cfg RelayConfig) (*Relay, error) {
+func NewRelay(c ModbusClient, cfg RelayConfig) (*Relay, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: relay: no modbus client", ErrConfig)
 	}

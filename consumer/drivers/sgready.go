@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/modbus"
 )
 
 // SGReadyConfig is an SG-Ready heat pump on two relay outputs of a
@@ -27,7 +26,7 @@ type SGReadyConfig struct {
 // coils (function 15 when adjacent, else function 5 twice), Read decodes
 // them into the state. The module measures neither power nor energy.
 type SGReady struct {
-	c      *modbus.Client
+	c      ModbusClient
 	a, b   uint16
 	wd     *watchdog
 	bits   []bool
@@ -63,7 +62,7 @@ func sgState(a, b bool) int {
 
 // NewSGReady returns the driver of the contact pair on the module behind
 // c (a client of the daemon's modbus.Pool).
-func NewSGReady(c *modbus.Client, cfg SGReadyConfig) (*SGReady, error) {
+func NewSGReady(c ModbusClient, cfg SGReadyConfig) (*SGReady, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: SG-Ready: no modbus client", ErrConfig)
 	}

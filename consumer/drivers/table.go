@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/modbus"
 )
 
 // Settings are a consumer's driver settings (config devices[].consumer,
@@ -71,7 +70,7 @@ type Device struct {
 type Env interface {
 	// Modbus is a client of the device's Modbus unit, through the
 	// daemon's pool (shared with the devices behind the same address).
-	Modbus(deviceID string) (*modbus.Client, error)
+	Modbus(deviceID string) (ModbusClient, error)
 	// ChargePoints is the OCPP central system; an error when none runs.
 	ChargePoints() (ChargePoints, error)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"plantd/modbus"
 )
 
 // WatchdogProfile says where a Modbus relay module keeps its
@@ -55,7 +53,7 @@ var ErrConfig = errors.New("consumer: invalid driver config")
 // the module's, shared by every output on it: drivers of outputs on one
 // module must agree on its time.
 type watchdog struct {
-	c       *modbus.Client
+	c       ModbusClient
 	profile WatchdogProfile
 	time    time.Duration // 0: leave the module's watchdog alone
 	units   uint16        // time in the profile's unit
@@ -66,7 +64,7 @@ type watchdog struct {
 }
 
 // newWatchdog checks the time against the profile.
-func newWatchdog(c *modbus.Client, p WatchdogProfile, d time.Duration) (*watchdog, error) {
+func newWatchdog(c ModbusClient, p WatchdogProfile, d time.Duration) (*watchdog, error) {
 	w := &watchdog{c: c, profile: p, time: d}
 	if d == 0 {
 		return w, nil
@@ -142,8 +140,7 @@ func (w *watchdog) check(ctx context.Context) error {
 // coilError names the coil of a failed request: exception 2 means the
 // module has no such coil.
 func coilError(op string, coils string, err error) error {
-	var ex *modbus.ExceptionError
-	if errors.As(err, &ex) && ex.Code == modbus.ExceptionIllegalDataAddress {
+	if isIllegalDataAddress(err) {
 		return fmt.Errorf("%s %s: the module has no such coil: %w", op, coils, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, coils, err)
