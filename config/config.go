@@ -14,7 +14,7 @@ import (
 	"plantd/gridcontrol/gridconfig"
 	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/confcheck"
-	"plantd/modbusproxy"
+	"plantd/modbusproxy/proxyconfig"
 	"plantd/mqtt/mqttconfig"
 	"plantd/plant/kind"
 	"plantd/sunspecserver/serverconfig"
@@ -303,8 +303,8 @@ type Device struct {
 	// consumer/consumerconfig.
 	Consumer *consumerconfig.Config `yaml:"consumer,omitempty"`
 	// Proxy is the device's Modbus TCP proxy for third parties
-	// (modbusproxy.Settings); nil: none.
-	Proxy *modbusproxy.Settings `yaml:"proxy,omitempty"`
+	// (proxyconfig.Settings); nil: none.
+	Proxy *proxyconfig.Settings `yaml:"proxy,omitempty"`
 }
 
 // Serial is a serial line's settings (devices[].serial).

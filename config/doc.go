@@ -88,8 +88,8 @@
 // its defaults (SetDefaults) and its Validate live with it, and Config
 // holds it by field: mqtt and local.mqtt (mqtt/mqttconfig), gridControl
 // (gridcontrol/gridconfig), an input's contacts and pattern table
-// (gridinput.Settings, inline in [Input]), modbusServer
-// (sunspecserver/serverconfig), a device's proxy (modbusproxy.Settings),
+// (inputconfig.Settings, inline in [Input]), modbusServer
+// (sunspecserver/serverconfig), a device's proxy (proxyconfig.Settings),
 // oauthClients (httpapi/oauth2/oauthconfig), ocpp (charger/chargerconfig),
 // a device's consumer settings and a plant's battery priority
 // (consumer/consumerconfig, which embeds consumer/drivers.Settings).
@@ -108,17 +108,23 @@
 // (the maintained continuation of gopkg.in/yaml.v3, which gin's and
 // kin-openapi's dependencies still pull in indirectly),
 // plantd/plant/kind (the leaf that defines the device kinds, for
-// [Device.Kind]), plantd/devices/template (the names of the device templates, for
-// [Device.Template]), plantd/modbus/serialline (the serial line's standard rates,
-// serialline.StandardBauds, a leaf below the transport), plantd/consumer/drivers
-// (the consumer drivers' defaults), plantd/internal/confcheck and the
-// components' section packages above (mqtt/mqttconfig,
-// gridcontrol/gridconfig, gridinput, sunspecserver/serverconfig,
-// modbusproxy, httpapi/oauth2/oauthconfig, charger/chargerconfig,
+// [Device.Kind]), plantd/devices/template (the names of the device
+// templates, for [Device.Template]), plantd/modbus/serialline (the serial
+// line's standard rates, serialline.StandardBauds, a leaf below the
+// transport), plantd/consumer/drivers (the consumer drivers' defaults; it
+// reaches Modbus through an interface of its own),
+// plantd/internal/confcheck and the components' section packages above
+// (mqtt/mqttconfig, gridcontrol/gridconfig, gridinput/inputconfig,
+// sunspecserver/serverconfig, modbusproxy/proxyconfig,
+// httpapi/oauth2/oauthconfig, charger/chargerconfig,
 // consumer/consumerconfig). It must not import any other plantd package
 // (a component itself, as mqtt or gridcontrol, which import config):
 // every component takes its part of the Config (or values copied from
-// it) from cmd/plantd, which alone wires them together.
+// it) from cmd/plantd, which alone wires them together. None of these
+// imports the Modbus transport (plantd/modbus) or goburrow, directly or
+// not, so that neither do the packages that import config (mqtt,
+// httpapi, gridcontrol, hass, sunspecserver); internal/layout's test
+// holds it.
 //
-// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/gridcontrol/gridconfig, plantd/gridinput, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus/serialline, plantd/modbusproxy, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig
+// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/gridcontrol/gridconfig, plantd/gridinput/inputconfig, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus/serialline, plantd/modbusproxy/proxyconfig, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig
 package config

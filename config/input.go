@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"time"
 
-	"plantd/gridinput"
+	"plantd/gridinput/inputconfig"
 )
 
 // Input is an input device (inputs[]): a Modbus I/O module whose
 // digital inputs carry the grid operator's own channels, the relay
 // contacts of a ripple-control receiver (§9 EEG) or of a control box
 // (§14a EnWG). Each pattern of closed contacts becomes a grid-control
-// window of the grid operator's role (package gridinput, whose Settings
-// hold the contacts, the pattern table and the failsafe, and check
-// them).
+// window of the grid operator's role (package gridinput; its config
+// section, inputconfig.Settings, holds the contacts, the pattern table
+// and the failsafe, and checks them).
 type Input struct {
 	// ID names the input in the plant log and in the windows it creates
 	// ("input:<id>/K3"); required, unique among inputs and devices.
@@ -39,8 +39,8 @@ type Input struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Settings are the rest: source, address, pollInterval, contacts,
 	// actions, lossGrace, debounce, failsafe and dimming
-	// (gridinput.Settings).
-	gridinput.Settings `yaml:",inline"`
+	// (inputconfig.Settings).
+	inputconfig.Settings `yaml:",inline"`
 }
 
 const defaultInputTimeout = time.Second
@@ -68,7 +68,7 @@ func (in Input) Device() Device {
 
 // inputs checks the inputs section: the id, the plant and the module's
 // address here (rules shared with the devices), the rest by
-// gridinput.Settings.
+// inputconfig.Settings.
 func (v *validator) inputs() {
 	plants, devs := v.c.ids()
 	ids := map[string]string{}

@@ -3,13 +3,13 @@ package config
 import (
 	"fmt"
 
-	"plantd/modbusproxy"
+	"plantd/modbusproxy/proxyconfig"
 	"plantd/plant/kind"
 )
 
 // The SunSpec Modbus server's section (modbusServer) is
 // sunspecserver/serverconfig's and a device's proxy (devices[].proxy)
-// modbusproxy.Settings; each checks itself. Here are the rules that
+// proxyconfig.Settings; each checks itself. Here are the rules that
 // look at other sections, which config finds and passes to their Validate:
 // the server's plant exists, no two proxies
 // listen at one address, and a proxy's device has a Modbus connection
@@ -29,7 +29,7 @@ func (v *validator) proxies() {
 			continue
 		}
 		d.Proxy.Validate(v.ck.In(fmt.Sprintf("devices[%d].proxy", i)),
-			modbusproxy.Others{ListenedBy: seen[d.Proxy.Listen], Consumer: d.Kind == kind.Consumer})
+			proxyconfig.Others{ListenedBy: seen[d.Proxy.Listen], Consumer: d.Kind == kind.Consumer})
 		if d.Proxy.Listen != "" {
 			seen[d.Proxy.Listen] = d.ID
 		}

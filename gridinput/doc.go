@@ -110,16 +110,18 @@
 // # Import boundary
 //
 // An input's section of the config file beyond the module's address,
-// [Settings] (contacts, pattern table of [Action] rows, failsafe), with
-// its defaults and its Validate, is here too (settings.go); config.Input
-// embeds it inline and calls Validate with the file's lines.
+// inputconfig.Settings (contacts, pattern table of inputconfig.Action
+// rows, failsafe), with its defaults and its Validate, is in the leaf
+// gridinput/inputconfig, which imports no transport; config.Input embeds
+// it inline and calls Validate with the file's lines. The pattern table
+// Resolve reads is of the same Action rows.
 //
 // gridinput imports plant (log entries), modbus (the reader of the I/O
-// module), internal/confcheck (its settings' rules) and the standard
-// library. It knows nothing of grid control, the store or the consumers:
-// it submits through its Submitter and dims through its Dimmer
-// interface, both implemented in cmd/plantd, which wires it. cmd/plantd
-// imports it, and config for Settings.
+// module), gridinput/inputconfig (the Action rows, the defaults) and the
+// standard library. It knows nothing of grid control, the store or the
+// consumers: it submits through its Submitter and dims through its
+// Dimmer interface, both implemented in cmd/plantd, which wires it.
+// Only cmd/plantd imports it; config imports inputconfig.
 //
-// Imports: plantd/internal/confcheck, plantd/modbus, plantd/plant
+// Imports: plantd/gridinput/inputconfig, plantd/modbus, plantd/plant
 package gridinput

@@ -10,15 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"plantd/gridinput/inputconfig"
 	"plantd/plant"
 )
 
-// Defaults of an input.
-const (
-	DefaultPollInterval = time.Second
-	DefaultLossGrace    = 60 * time.Second
-	DefaultWindow       = 24 * time.Hour
-)
+// DefaultWindow is the default length of an input's windows (the poll
+// interval's and the loss grace's defaults are inputconfig's).
+const DefaultWindow = 24 * time.Hour
 
 // RoleGridOperator is the role of the schedules an input submits.
 const RoleGridOperator = "gridoperator"
@@ -35,7 +33,7 @@ type Origin struct{ Name, Role, Input string }
 // window not yet ended whose creator's name starts with prefix (an
 // earlier run's windows of this input).
 type Submitter interface {
-	Submit(ctx context.Context, plantID string, a Action, length time.Duration, by Origin) (id string, end time.Time, err error)
+	Submit(ctx context.Context, plantID string, a inputconfig.Action, length time.Duration, by Origin) (id string, end time.Time, err error)
 	End(ctx context.Context, plantID, scheduleID string, by Origin) error
 	Open(ctx context.Context, plantID, prefix string) ([]string, error)
 }
@@ -59,13 +57,13 @@ type Spec struct {
 	Contacts map[string]int
 	// Actions is the pattern table; Failsafe applies after LossGrace
 	// without an answer (nil: the most restrictive action).
-	Actions  []Action
-	Failsafe *Action
+	Actions  []inputconfig.Action
+	Failsafe *inputconfig.Action
 	// Dimming are the contacts that carry the §14a dimming signal.
 	Dimming []string
 	// PollInterval, LossGrace and Window (the length of a submitted
-	// window) default to DefaultPollInterval, DefaultLossGrace and
-	// DefaultWindow.
+	// window) default to inputconfig.DefaultPollInterval,
+	// inputconfig.DefaultLossGrace and DefaultWindow.
 	PollInterval, LossGrace, Window time.Duration
 	// Debounce is how long a pattern (dimming contacts included) must be
 	// read unchanged before it acts; 0: at its first read.
@@ -89,7 +87,7 @@ type Input struct {
 
 	// held is what the loop holds in grid control: the action (nil: no
 	// limit), its schedule and window end.
-	held    *Action
+	held    *inputconfig.Action
 	heldID  string
 	heldEnd time.Time
 	heldBy  Origin
@@ -127,10 +125,10 @@ func New(spec Spec, deps Deps, log *slog.Logger) (*Input, error) {
 		}
 	}
 	if spec.PollInterval <= 0 {
-		spec.PollInterval = DefaultPollInterval
+		spec.PollInterval = inputconfig.DefaultPollInterval
 	}
 	if spec.LossGrace <= 0 {
-		spec.LossGrace = DefaultLossGrace
+		spec.LossGrace = inputconfig.DefaultLossGrace
 	}
 	if spec.Window <= 0 {
 		spec.Window = DefaultWindow
@@ -284,7 +282,7 @@ func (in *Input) dimTo(on bool) {
 // it differs from what is held or the held one is past half its length,
 // then the old one ended; or the held one ended for no limit. Failures
 // are logged and retried at the next poll.
-func (in *Input) hold(ctx context.Context, a *Action, name string) {
+func (in *Input) hold(ctx context.Context, a *inputconfig.Action, name string) {
 	by := Origin{Name: name, Role: RoleGridOperator, Input: in.spec.ID}
 	if a == nil {
 		if in.heldID == "" {
@@ -345,7 +343,7 @@ func (in *Input) entry(level, code, msg string) {
 }
 
 // describe says an action: "opModMaxLimW 30 %".
-func describe(a *Action) string {
+func describe(a *inputconfig.Action) string {
 	if a == nil {
 		return "no limit"
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/gridinput/inputconfig"
 	"plantd/modbus"
 	"plantd/plant"
 	"plantd/sim"
@@ -31,7 +32,7 @@ type fakeGrid struct {
 	open  []string // an earlier run's windows
 }
 
-func (f *fakeGrid) Submit(_ context.Context, plantID string, a Action, length time.Duration, by Origin) (string, time.Time, error) {
+func (f *fakeGrid) Submit(_ context.Context, plantID string, a inputconfig.Action, length time.Duration, by Origin) (string, time.Time, error) {
 	if by.Role != RoleGridOperator || plantID != "p1" || by.Input == "" || !strings.HasPrefix(by.Name, "input:"+by.Input+"/") {
 		return "", time.Time{}, fmt.Errorf("bad submit %+v %v", a, by)
 	}

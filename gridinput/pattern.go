@@ -3,36 +3,12 @@ package gridinput
 import (
 	"slices"
 	"strings"
+
+	"plantd/gridinput/inputconfig"
 )
-
-// The commands an input action may carry (grid control's names).
-const (
-	CommandFeedInLimit  = "FeedInLimit"
-	CommandOpModMaxLimW = "opModMaxLimW"
-)
-
-// Action is one row of an input's pattern table: the contacts that, closed
-// together and alone, mean it, and the limit it sets.
-// It is also the row of the config file's pattern table
-// (inputs[].actions[], and inputs[].failsafe; Settings).
-type Action struct {
-	// Contacts are the contact names (K1..Kn) of the pattern, closed
-	// together and alone (none in a failsafe).
-	Contacts []string `yaml:"contacts"`
-	// Command is CommandFeedInLimit or CommandOpModMaxLimW.
-	Command string `yaml:"command"`
-	// Value is the limit in Unit: "%" of rated power (0..100, the default
-	// unit) or "W" (0..100000000).
-	Value float64 `yaml:"value"`
-	Unit  string  `yaml:"unit"`
-}
-
-// releases reports whether the action sets no limit (100 % of rated
-// power): the input's window ends instead.
-func (a *Action) releases() bool { return a.Unit == "%" && a.Value >= 100 }
 
 // same reports whether two actions set the same limit (nil: none).
-func same(a, b *Action) bool {
+func same(a, b *inputconfig.Action) bool {
 	switch {
 	case a == nil || b == nil:
 		return a == b
@@ -43,7 +19,7 @@ func same(a, b *Action) bool {
 // Decision is what a set of closed contacts means.
 type Decision struct {
 	// Action is the limit to hold; nil: no limit.
-	Action *Action
+	Action *inputconfig.Action
 	// Closed are the closed pattern contacts (not the dimming ones),
 	// sorted; Invalid is set when the table does not list them together.
 	Closed  []string
@@ -67,7 +43,7 @@ func (d Decision) Source() string {
 // action of 100 % is no limit. Every action of a table has one command and
 // unit (the config checks it), so the lowest value is the most
 // restrictive.
-func Resolve(actions []Action, closed []string) Decision {
+func Resolve(actions []inputconfig.Action, closed []string) Decision {
 	closed = slices.Clone(closed)
 	slices.Sort(closed)
 	closed = slices.Compact(closed)
@@ -80,14 +56,14 @@ func Resolve(actions []Action, closed []string) Decision {
 		set := slices.Clone(a.Contacts)
 		slices.Sort(set)
 		if slices.Equal(slices.Compact(set), closed) {
-			if !a.releases() {
+			if !a.Releases() {
 				d.Action = a
 			}
 			return d
 		}
 	}
 	d.Invalid = true
-	var best *Action
+	var best *inputconfig.Action
 	for i := range actions {
 		a := &actions[i]
 		if !slices.ContainsFunc(a.Contacts, func(c string) bool { return slices.Contains(closed, c) }) {
@@ -100,7 +76,7 @@ func Resolve(actions []Action, closed []string) Decision {
 	if best == nil {
 		best = MostRestrictive(actions)
 	}
-	if best != nil && !best.releases() {
+	if best != nil && !best.Releases() {
 		d.Action = best
 	}
 	return d
@@ -108,8 +84,8 @@ func Resolve(actions []Action, closed []string) Decision {
 
 // MostRestrictive returns the action with the lowest value (nil for an
 // empty table): the default failsafe.
-func MostRestrictive(actions []Action) *Action {
-	var best *Action
+func MostRestrictive(actions []inputconfig.Action) *inputconfig.Action {
+	var best *inputconfig.Action
 	for i := range actions {
 		if best == nil || actions[i].Value < best.Value {
 			best = &actions[i]

@@ -3,22 +3,24 @@ package gridinput
 import (
 	"slices"
 	"testing"
+
+	"plantd/gridinput/inputconfig"
 )
 
 // receiver is a 4-relay ripple-control receiver's table: K1..K4 = 100,
 // 60, 30, 0 % of rated power.
-func receiver() []Action {
-	mk := func(k string, v float64) Action {
-		return Action{Contacts: []string{k}, Command: CommandOpModMaxLimW, Value: v, Unit: "%"}
+func receiver() []inputconfig.Action {
+	mk := func(k string, v float64) inputconfig.Action {
+		return inputconfig.Action{Contacts: []string{k}, Command: inputconfig.CommandOpModMaxLimW, Value: v, Unit: "%"}
 	}
-	return []Action{mk("K1", 100), mk("K2", 60), mk("K3", 30), mk("K4", 0)}
+	return []inputconfig.Action{mk("K1", 100), mk("K2", 60), mk("K3", 30), mk("K4", 0)}
 }
 
 func TestResolve(t *testing.T) {
-	withPair := append(receiver(), Action{Contacts: []string{"K3", "K2"}, Command: CommandOpModMaxLimW, Value: 45, Unit: "%"})
+	withPair := append(receiver(), inputconfig.Action{Contacts: []string{"K3", "K2"}, Command: inputconfig.CommandOpModMaxLimW, Value: 45, Unit: "%"})
 	tests := []struct {
 		name    string
-		actions []Action
+		actions []inputconfig.Action
 		closed  []string
 		want    float64 // -1: no limit
 		invalid bool

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"plantd/gridinput/inputconfig"
 )
 
 // bitsReader answers the bits it holds, or err.
@@ -33,7 +35,7 @@ type clockGrid struct {
 
 func (g *clockGrid) setErr(err error) { g.mu.Lock(); g.err = err; g.mu.Unlock() }
 
-func (g *clockGrid) Submit(ctx context.Context, plantID string, a Action, length time.Duration, by Origin) (string, time.Time, error) {
+func (g *clockGrid) Submit(ctx context.Context, plantID string, a inputconfig.Action, length time.Duration, by Origin) (string, time.Time, error) {
 	g.mu.Lock()
 	err := g.err
 	g.mu.Unlock()

@@ -42,15 +42,15 @@
 //     the first of a client address and reason, then at most one line a
 //     minute with the count suppressed.
 //
-// Its section of the config file, [Settings] (devices[].proxy), with its
-// defaults and its Validate, is here too (settings.go); package config
-// embeds it in a device and calls Validate with the file's lines.
+// Its section of the config file, proxyconfig.Settings
+// (devices[].proxy), with its defaults and its Validate, is in the leaf
+// modbusproxy/proxyconfig, which imports no transport; package config
+// holds it in a device and calls Validate with the file's lines, and
+// cmd/plantd makes a Config of it.
 //
 // It imports plantd/modbus (the server and the client),
-// plantd/internal/logthrottle (the refusals' limiter),
-// plantd/internal/confcheck (its settings' rules) and
-// golang.org/x/time/rate; cmd/plantd imports it, and config for
-// Settings.
+// plantd/internal/logthrottle (the refusals' limiter) and
+// golang.org/x/time/rate; only cmd/plantd imports it.
 //
-// Imports: plantd/internal/confcheck, plantd/internal/logthrottle, plantd/modbus
+// Imports: plantd/internal/logthrottle, plantd/modbus
 package modbusproxy

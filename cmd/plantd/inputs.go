@@ -16,6 +16,7 @@ import (
 	"plantd/config"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
+	"plantd/gridinput/inputconfig"
 	"plantd/httpapi"
 	"plantd/plant"
 	"plantd/sim"
@@ -55,7 +56,7 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 		spec := inputSpec(ic)
 		ep := d.pool.Endpoint(endpointOf(ic.Device()))
 		v := &inputView{cfg: ic, spec: spec, now: d.now, dimmer: dim, reader: gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout),
-			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == gridinput.SourceRegisters}}
+			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == inputconfig.SourceRegisters}}
 		if v.spec.Failsafe == nil {
 			v.spec.Failsafe = gridinput.MostRestrictive(spec.Actions)
 		}
@@ -148,7 +149,7 @@ func (v *inputView) contacts() []httpapi.InputContact {
 	return out
 }
 
-func inputAction(a *gridinput.Action) *httpapi.InputAction {
+func inputAction(a *inputconfig.Action) *httpapi.InputAction {
 	if a == nil {
 		return nil
 	}
@@ -221,8 +222,8 @@ func (g *gridInputs) window(plantID, prefix string) *httpapi.InputWindow {
 // inputSpec maps an input's config onto its loop's spec (without the
 // reader).
 func inputSpec(ic config.Input) gridinput.Spec {
-	act := func(a gridinput.Action) gridinput.Action {
-		return gridinput.Action{Contacts: a.Contacts, Command: a.Command, Value: a.Value, Unit: a.Unit}
+	act := func(a inputconfig.Action) inputconfig.Action {
+		return inputconfig.Action{Contacts: a.Contacts, Command: a.Command, Value: a.Value, Unit: a.Unit}
 	}
 	s := gridinput.Spec{ID: ic.ID, PlantID: ic.Plant, Contacts: ic.Contacts, Dimming: ic.Dimming,
 		PollInterval: ic.PollInterval, LossGrace: ic.LossGrace, Debounce: ic.Debounce}
@@ -244,7 +245,7 @@ func inputCount(ic config.Input) uint16 {
 	for _, i := range ic.Contacts {
 		hi = max(hi, i)
 	}
-	if ic.Source == gridinput.SourceRegisters {
+	if ic.Source == inputconfig.SourceRegisters {
 		return uint16(hi/16 + 1)
 	}
 	return uint16(hi + 1)
@@ -264,7 +265,7 @@ func (g *gridInputs) Run(ctx context.Context) error {
 // an inverter is offline, and reaches it when it is back).
 type gridSubmitter struct{ c *gridcontrol.Controller }
 
-func (s gridSubmitter) Submit(ctx context.Context, plantID string, a gridinput.Action, length time.Duration, by gridinput.Origin) (string, time.Time, error) {
+func (s gridSubmitter) Submit(ctx context.Context, plantID string, a inputconfig.Action, length time.Duration, by gridinput.Origin) (string, time.Time, error) {
 	v := a.Value
 	sc, err := s.c.Submit(ctx, plantID, inputOrigin(by), []gridcontrol.Order{{Command: a.Command, For: length, Value: &v, Unit: a.Unit}},
 		gridcontrol.SkipEligibilityCheck(true))
@@ -340,7 +341,7 @@ func demoInputs(p *sim.Plant) []config.Input {
 	in.Host, in.Port, in.Unit = host, port, int(rcr.Unit())
 	in.Contacts = map[string]int{"K1": 0, "K2": 1, "K3": 2, "K4": 3}
 	for i, v := range []float64{100, 60, 30, 0} {
-		in.Actions = append(in.Actions, gridinput.Action{Contacts: []string{fmt.Sprintf("K%d", i+1)},
+		in.Actions = append(in.Actions, inputconfig.Action{Contacts: []string{fmt.Sprintf("K%d", i+1)},
 			Command: "opModMaxLimW", Value: v, Unit: "%"})
 	}
 	return []config.Input{in}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"plantd/config"
-	"plantd/gridinput"
+	"plantd/gridinput/inputconfig"
 	"plantd/internal/proctest"
 	"plantd/modbus"
 	"plantd/sim"
@@ -265,8 +265,8 @@ func TestInputsChanged(t *testing.T) {
 		c := config.Default()
 		in := config.NewInput()
 		in.ID, in.Host, in.Contacts = "rcr", "10.0.0.3", map[string]int{"K1": 0}
-		in.Actions = []gridinput.Action{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
-		in.Failsafe = &gridinput.Action{Command: "opModMaxLimW", Value: value, Unit: "%"}
+		in.Actions = []inputconfig.Action{{Contacts: []string{"K1"}, Command: "opModMaxLimW", Value: 30, Unit: "%"}}
+		in.Failsafe = &inputconfig.Action{Command: "opModMaxLimW", Value: value, Unit: "%"}
 		c.Inputs = []config.Input{in}
 		return c
 	}

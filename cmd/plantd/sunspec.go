@@ -12,6 +12,7 @@ import (
 	"plantd/metrics"
 	"plantd/modbus"
 	"plantd/modbusproxy"
+	"plantd/modbusproxy/proxyconfig"
 	"plantd/sunspec"
 	"plantd/sunspecserver"
 )
@@ -121,8 +122,8 @@ func (d *daemon) modelPlaces(id string) ([]modbusproxy.Model, bool) {
 // which take effect at the next start only (a proxy keeps its port and
 // its device's client).
 func proxiesChanged(a, b *config.Config, log *slog.Logger) bool {
-	proxies := func(c *config.Config) map[string]modbusproxy.Settings {
-		out := map[string]modbusproxy.Settings{}
+	proxies := func(c *config.Config) map[string]proxyconfig.Settings {
+		out := map[string]proxyconfig.Settings{}
 		for _, d := range c.Devices {
 			if d.Proxy != nil && d.Enabled {
 				out[d.ID] = *d.Proxy

@@ -1,4 +1,4 @@
-package gridinput
+package inputconfig
 
 import (
 	"fmt"
@@ -53,6 +53,13 @@ type Settings struct {
 	// to dim the plant's controllable consumers. They are in no action.
 	Dimming []string `yaml:"dimming"`
 }
+
+// Defaults of an input's settings; gridinput.New applies the same to a
+// Spec that leaves them zero.
+const (
+	DefaultPollInterval = time.Second
+	DefaultLossGrace    = 60 * time.Second
+)
 
 // Where the contacts are read (Settings.Source).
 const (

@@ -1,4 +1,4 @@
-package modbusproxy
+package proxyconfig
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package gridinput
+package inputconfig
 
 import (
 	"slices"
