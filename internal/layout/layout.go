@@ -81,12 +81,8 @@ func Check(pkgs []Package) []Violation {
 
 // CheckDeps returns, for each package of roots, every dependency (direct
 // or not) that one of forbidden matches (an import path, or a prefix
-// ending in "/"), with the chain of imports that leads to it. A
-// dependency whose every route passes through a package of open (arrows
-// known and still to be cut) is not a violation: it is returned apart, in
-// pending, so that the caller can say so. Any other route, a new one
-// included, is a violation.
-func CheckDeps(pkgs []Package, roots, forbidden, open []string) (violations, pending []Violation) {
+// ending in "/"), with a shortest chain of imports that leads to it.
+func CheckDeps(pkgs []Package, roots, forbidden []string) (violations []Violation) {
 	byPath := make(map[string]*Package, len(pkgs))
 	for i := range pkgs {
 		byPath[pkgs[i].Path] = &pkgs[i]
@@ -106,27 +102,21 @@ func CheckDeps(pkgs []Package, roots, forbidden, open []string) (violations, pen
 			if !bad(d) {
 				continue
 			}
-			if c, ok := chain(byPath, r, d, open); ok {
-				violations = append(violations, Violation{Package: r, Import: d, Reason: "forbidden dependency, through " + c})
-				continue
+			reason := "forbidden dependency, through a package outside the module"
+			if c, ok := chain(byPath, r, d); ok {
+				reason = "forbidden dependency, through " + c
 			}
-			c, ok := chain(byPath, r, d, nil)
-			if !ok {
-				// Reached through a package outside the module, whose
-				// imports go list ./... does not give: a violation all
-				// the same.
-				violations = append(violations, Violation{Package: r, Import: d, Reason: "forbidden dependency, through a package outside the module"})
-				continue
-			}
-			pending = append(pending, Violation{Package: r, Import: d, Reason: "forbidden dependency, only through an open arrow: " + c})
+			// Without a chain it is reached through a package outside the
+			// module, whose imports go list ./... does not give: a
+			// violation all the same.
+			violations = append(violations, Violation{Package: r, Import: d, Reason: reason})
 		}
 	}
-	return violations, pending
+	return violations
 }
 
-// chain finds a shortest import chain from one package to another that
-// passes through none of avoid.
-func chain(byPath map[string]*Package, from, to string, avoid []string) (string, bool) {
+// chain finds a shortest import chain from one package to another.
+func chain(byPath map[string]*Package, from, to string) (string, bool) {
 	prev := map[string]string{from: ""}
 	queue := []string{from}
 	for len(queue) > 0 {
@@ -145,7 +135,7 @@ func chain(byPath map[string]*Package, from, to string, avoid []string) (string,
 			continue // outside the module: its imports are not listed
 		}
 		for _, imp := range p.Imports {
-			if _, seen := prev[imp]; !seen && !slices.Contains(avoid, imp) {
+			if _, seen := prev[imp]; !seen {
 				prev[imp] = cur
 				queue = append(queue, imp)
 			}

@@ -11,12 +11,6 @@ import (
 var (
 	aboveTransport = []string{"plantd/plant", "plantd/store", "plantd/mqtt", "plantd/httpapi", "plantd/gridcontrol", "plantd/consumer"}
 	transport      = []string{"plantd/modbus", "github.com/goburrow/"}
-	// openArrows are the packages through which the arrows above still
-	// reach the transport, to be cut by other work of issue 42: config
-	// imports modbus (the standard baud rates) and consumer/drivers (the
-	// consumers' settings), until each component validates its own
-	// config. A route through any other package fails the test.
-	openArrows = []string{"plantd/config"}
 )
 
 // TestRepoBoundaries checks the real module: every package has an allow
@@ -32,12 +26,8 @@ func TestRepoBoundaries(t *testing.T) {
 	for _, v := range Check(pkgs) {
 		t.Error(v)
 	}
-	violations, pending := CheckDeps(pkgs, aboveTransport, transport, openArrows)
-	for _, v := range violations {
+	for _, v := range CheckDeps(pkgs, aboveTransport, transport) {
 		t.Error(v)
-	}
-	for _, v := range pending {
-		t.Log("open:", v)
 	}
 }
 
@@ -97,8 +87,7 @@ func TestCheck(t *testing.T) {
 }
 
 // TestCheckDeps finds a forbidden dependency through another package and
-// names the chain; a route only through an open arrow is pending, one
-// beside it a violation.
+// names a shortest chain; a dependency cut on every route is none.
 func TestCheckDeps(t *testing.T) {
 	pkgs := func() []Package {
 		return []Package{
@@ -111,26 +100,36 @@ func TestCheckDeps(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name          string
-		pkgs          []Package
-		open          []string
-		want, pending []string
+		name string
+		pkgs []Package
+		want []string
 	}{
-		{"two routes, none open", pkgs(), nil, []string{
+		{"two routes: the shortest is named", pkgs(), []string{
 			"plantd/store → plantd/modbus: forbidden dependency, through plantd/store → plantd/config → plantd/modbus",
 			"plantd/store → github.com/goburrow/modbus: forbidden dependency, through plantd/store → plantd/config → plantd/modbus → github.com/goburrow/modbus",
-		}, nil},
-		{"one route open, the other not", pkgs(), []string{"plantd/config"}, []string{
+		}},
+		{"one route cut, the other not", func() []Package {
+			p := pkgs()
+			p[4].Imports, p[4].Deps = nil, nil // config imports nothing
+			return p
+		}(), []string{
 			"plantd/store → plantd/modbus: forbidden dependency, through plantd/store → plantd/plant → plantd/devices → plantd/modbus",
 			"plantd/store → github.com/goburrow/modbus: forbidden dependency, through plantd/store → plantd/plant → plantd/devices → plantd/modbus → github.com/goburrow/modbus",
-		}, nil},
-		{"only the open route", func() []Package {
+		}},
+		{"every route cut", func() []Package {
 			p := pkgs()
-			p[1].Imports, p[1].Deps = nil, nil // plant imports nothing
+			p[0].Deps = []string{"plantd/plant", "plantd/config"}
+			p[1].Imports, p[1].Deps = nil, nil
+			p[4].Imports, p[4].Deps = nil, nil
 			return p
-		}(), []string{"plantd/config"}, nil, []string{
-			"plantd/store → plantd/modbus: forbidden dependency, only through an open arrow: plantd/store → plantd/config → plantd/modbus",
-			"plantd/store → github.com/goburrow/modbus: forbidden dependency, only through an open arrow: plantd/store → plantd/config → plantd/modbus → github.com/goburrow/modbus",
+		}(), nil},
+		{"through a package outside the module", func() []Package {
+			p := pkgs()
+			p[0].Imports = []string{"example.com/wrapper"}
+			p[0].Deps = []string{"example.com/wrapper", "github.com/goburrow/modbus"}
+			return p
+		}(), []string{
+			"plantd/store → github.com/goburrow/modbus: forbidden dependency, through a package outside the module",
 		}},
 	}
 	str := func(vs []Violation) []string {
@@ -142,12 +141,9 @@ func TestCheckDeps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, pending := CheckDeps(tt.pkgs, []string{"plantd/store"}, transport, tt.open)
+			got := CheckDeps(tt.pkgs, []string{"plantd/store"}, transport)
 			if !slices.Equal(str(got), tt.want) {
 				t.Errorf("violations\n%q\nwant\n%q", str(got), tt.want)
-			}
-			if !slices.Equal(str(pending), tt.pending) {
-				t.Errorf("pending\n%q\nwant\n%q", str(pending), tt.pending)
 			}
 		})
 	}
