@@ -182,13 +182,16 @@ const MaxCommands = 1500
 // minYear and maxYear bound the dates a schedule may name.
 const minYear, maxYear = 2000, 2100
 
-// scheduleIn is the body of POST .../schedules.
+// scheduleIn is the body of POST .../schedules: plant.Schedule's
+// commands member as a client writes it (the same member names), read by
+// ParseSchedule into ScheduledCmds. It is the decoder's view of that
+// text, not a second schedule: nothing is encoded from it.
 type scheduleIn struct {
 	Commands []cmdIn `json:"commands"`
 }
 
-// cmdIn is one command as posted: times as strings, so that an error can
-// say what was wrong with them.
+// cmdIn is one command as posted: times as text, so that a time relative
+// to now ("+10s") is read and a malformed one named in the refusal.
 type cmdIn struct {
 	Command string   `json:"command"`
 	Start   string   `json:"start"`
