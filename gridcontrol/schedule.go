@@ -35,8 +35,17 @@ type (
 	AuditWrite = plant.AuditWrite
 	// AuditPoint is a point of a write: written and read back.
 	AuditPoint = plant.AuditPoint
-	// Curve is the value of a curve command (see the package doc and
-	// Command.Axes for its units and ranges).
+	// Curve is the value of a curve command, in the units of the SunSpec
+	// model that carries it: Points for the curve models (x = V in % of
+	// the reference voltage or Hz, y = var % or W % for volt-var,
+	// volt-watt and freq-watt; x = trip time s, y = V in % of the
+	// reference voltage or Hz for the ride-through models; the voltage
+	// axis in volts with the command's unit "V"; ranges in the command
+	// table: Command.Axes), Params for the parameter models (127
+	// freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
+	// RspTms, PMin), by point name. A command may carry both, so that one
+	// opModFreqWatt reaches a classic inverter with curve model 134 and a
+	// newer one with 711; each device takes the part its model has.
 	Curve = plant.Curve
 	// CurvePoint is one point of a curve.
 	CurvePoint = plant.CurvePoint

@@ -212,7 +212,7 @@ func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
 	snap := sc.Clone()
 	c.mu.Unlock()
 	if err := c.st.PutSchedule(ctx, snap); err != nil {
-		return fmt.Errorf("grid control: store schedule %s: %w", sc.ScheduleID, err)
+		return fmt.Errorf("grid control: store schedule %s: %w", snap.ScheduleID, err)
 	}
 	return nil
 }
