@@ -118,12 +118,6 @@ func (c Command) model(d *sunspec.Device) (sunspec.ModelRef, bool) {
 	return sunspec.ModelRef{}, false
 }
 
-// Reason is why a command is not supported.
-type Reason struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // Eligibility is the result of the eligibility check for one command.
 type Eligibility struct {
 	Command  string   `json:"command"`
@@ -141,19 +135,6 @@ type Eligibility struct {
 	// Inverters are the plant's active inverters, each with whether it
 	// acts on the command (Assess only).
 	Inverters []InverterCoverage `json:"inverters,omitempty"`
-}
-
-// InverterCoverage is one active inverter's answer to a command: whether
-// it acts on it and, when it does not (or acts only once it is back
-// online), why.
-type InverterCoverage struct {
-	DeviceID    string  `json:"deviceId"`
-	Acts        bool    `json:"acts"`
-	Reason      *Reason `json:"reason,omitempty"`
-	RatedPowerW float64 `json:"ratedPowerW,omitempty"`
-	// Note says what an acting inverter cannot do for the command:
-	// NoReversionToDefault for a limit on model 123.
-	Note *Reason `json:"note,omitempty"`
 }
 
 // The reason codes of the eligibility check.

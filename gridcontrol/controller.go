@@ -2,7 +2,6 @@ package gridcontrol
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,8 +102,8 @@ func (c Config) withDefaults() Config {
 
 // Store is what the controller keeps in the database (a *store.Store).
 type Store interface {
-	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
-	PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error
+	Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error)
+	PutSchedule(ctx context.Context, sc plant.Schedule) error
 	Log(e plant.LogEntry) bool
 	DeleteSchedule(ctx context.Context, id string) error
 	ControlDefaults(ctx context.Context, deviceID string) (map[uint16]store.ControlDefault, error)
@@ -275,12 +274,8 @@ func (c *Controller) load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("grid control: load schedules of %s: %w", id, err)
 		}
-		for _, s := range list {
-			var sc Schedule
-			if err := json.Unmarshal(s.Body, &sc); err != nil {
-				c.log.Error("stored schedule unreadable, ignored", "plant", id, "schedule", s.ID, "err", err)
-				continue
-			}
+		for _, sc := range list {
+			// A schedule submitted before Run is already held.
 			c.mu.Lock()
 			if !slices.ContainsFunc(pc.scheds, func(h *Schedule) bool { return h.ScheduleID == sc.ScheduleID }) {
 				pc.scheds = append(pc.scheds, &sc)

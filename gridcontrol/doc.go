@@ -408,6 +408,50 @@
 // runner is not used: a test that steps an hour's window through in a
 // second of simulated time runs the code plantd runs.
 //
+// # One schedule's walk
+//
+// A schedule posted to POST /gridcontrol/v1/plants/{plantId}/schedules
+// passes these places, once each, in this order, as one plant.Schedule
+// (package plant's type, aliased here as Schedule) from the
+// handler to the store, never re-encoded by hand:
+//
+//  1. httpapi: the router (routes.go) runs requestID, metrics, recoverer,
+//     accessLog and bodyLimit, then auth.Authenticate and
+//     auth.Need(installer) (package httpapi/oauth2: a token's or OAuth
+//     client's role) and resolvePlant (a migrated id answers 308).
+//  2. httpapi.Server.postSchedules (httpapi/gridcontrol.go): the query
+//     flags, readJSONBody, oauth2.Caller for the Origin.
+//  3. gridcontrol.Controller.SubmitJSON (submit.go) and ParseSchedule
+//     (schedule.go): jsondup.Check, the strict decode, validate and
+//     checkCommands give the []ScheduledCmd.
+//  4. Controller.submit (submit.go): assessAll and check (commands.go's
+//     Assess; a curve tried on the devices' default images), markCoverage,
+//     the Schedule made (id, createdAt, createdBy, role, channel), prunable
+//     and forget.
+//  5. Controller.persist: plant.Schedule.Clone under the lock, then
+//     store.Store.PutSchedule (store/logs.go) encodes it (json.Marshal)
+//     into the schedule table.
+//  6. Controller.arm (controller.go): an edge (clock.go) at each of its
+//     window starts and ends, the loop kicked when one comes before its
+//     timer; view makes the 201 answer, which postSchedules writes
+//     through httpapi's envelope; wake starts a cycle.
+//  7. Controller.loop and cycle (controller.go), at the edge's time or the
+//     next cycle: step finds with activeAt (schedule.go) the window that
+//     governs each command; plan; reconcile (device.go) per inverter.
+//  8. For a limit reconcileLimit and writeLimit (limit.go), editLimit
+//     (controls.go) on the model's image (the other commands:
+//     reconcileControl, editPF, editCurve, ...).
+//  9. sunspec.WriteModelRenew (sunspec/write.go): the changed registers of
+//     the image, written through the device's sunspec.ReadWriter, then
+//     read back.
+//  10. modbus.Client.WriteRegisters (modbus/client.go), the ReadWriter
+//     cmd/plantd hands grid control (Conns): function 16 on the wire, the
+//     register write. settle then marks the window applied and persist
+//     stores it again (step 5).
+//
+// At a restart the store gives the Schedules back (store.Store.Schedules)
+// and Run's load step holds them again as they were stored.
+//
 // # Files and imports
 //
 // controller.go runs the loop (load, restore, arm, the cycle, plan of a
@@ -431,9 +475,9 @@
 // internal/backoff (the write retry's wait), internal/jsondup (a key
 // given twice in a schedule), plant and plant/kind (the
 // live state and its types, a device's communication state, log entries,
-// schedule records), store (schedules, defaults, ownership, quirks, the
-// plant log), robfig/cron (its spec parser and Schedule, not its runner)
-// and the standard library; only cmd/plantd and
+// the schedule type plant.Schedule), store (schedules, defaults,
+// ownership, quirks, the plant log), robfig/cron (its spec parser and
+// Schedule, not its runner) and the standard library; only cmd/plantd and
 // httpapi import it.
 //
 // Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store, plantd/sunspec

@@ -44,7 +44,7 @@ func (c *Controller) GoverningLimit(plantID string) (lim LimitInForce, ok bool, 
 			return
 		}
 		lim = LimitInForce{Pct: pct, Command: w.cmd.Command, ScheduleID: w.sched.ScheduleID, CreatedBy: w.sched.CreatedBy,
-			Role: w.sched.role(), Channel: w.sched.ownChannel(), End: w.cmd.End}
+			Role: roleOf(w.sched), Channel: ownChannel(w.sched), End: w.cmd.End}
 		ok = true
 	}
 	if w, found := act[CmdMaxLimW]; found && w.cmd.Value != nil {

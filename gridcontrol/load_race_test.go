@@ -24,7 +24,7 @@ type storeBetween struct {
 	loaded func() <-chan struct{}
 }
 
-func (s *storeBetween) PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error {
+func (s *storeBetween) PutSchedule(ctx context.Context, sc plant.Schedule) error {
 	if err := s.Store.PutSchedule(ctx, sc); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *storeBetween) PutSchedule(ctx context.Context, sc plant.ScheduleRecord)
 	return nil
 }
 
-func (s *storeBetween) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
+func (s *storeBetween) Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error) {
 	<-s.stored
 	return s.Store.Schedules(ctx, plantID)
 }

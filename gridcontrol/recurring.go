@@ -477,10 +477,10 @@ func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb str
 		if sc.ScheduleID != scheduleID {
 			continue
 		}
-		if config.RoleRank(by.Role) < config.RoleRank(sc.role()) {
-			return nil, nil, fmt.Errorf("grid control: schedule %s is a %s's, %s may not %s it: %w", scheduleID, sc.role(), by, verb, ErrNotPermitted)
+		if config.RoleRank(by.Role) < config.RoleRank(roleOf(sc)) {
+			return nil, nil, fmt.Errorf("grid control: schedule %s is a %s's, %s may not %s it: %w", scheduleID, roleOf(sc), by, verb, ErrNotPermitted)
 		}
-		if ch := sc.ownChannel(); ch != by.Channel {
+		if ch := ownChannel(sc); ch != by.Channel {
 			switch {
 			case strings.HasPrefix(ch, string(DoorInput)+":"):
 				return nil, nil, &InputHeldError{ScheduleID: scheduleID, Holder: sc.CreatedBy}

@@ -14,28 +14,60 @@ import (
 
 	"plantd/config"
 	"plantd/internal/jsondup"
+	"plantd/plant"
 )
 
-// Schedule is a plant's schedule of commands (DESIGN §6): what a client
-// POSTs (commands only) and what GET lists (with id, status and time of
-// creation).
-type Schedule struct {
-	ScheduleID string         `json:"scheduleId"`
-	PlantID    string         `json:"plantId"`
-	Commands   []ScheduledCmd `json:"commands"`
-	CreatedAt  time.Time      `json:"createdAt"`
-	// CreatedBy names the origin that sent the schedule (Origin.String:
-	// the door, the identity at it and the role).
-	CreatedBy string `json:"createdBy,omitempty"`
-	// Role is the role of that origin (gridoperator, installer): windows
-	// of one command from different roles do not overwrite each other
-	// (see activeAt).
-	Role string `json:"role,omitempty"`
-	// Channel is the origin's own precedence channel within its role
-	// (Origin.Channel: "input:<id>", "modbus:<address>"), empty for the
-	// role's shared one.
-	Channel string `json:"channel,omitempty"`
-}
+// The schedule's shape is the domain's (package plant: one type from the
+// API to the store); grid control's names for it are aliases, the same
+// types, so its code and its callers read as before. What a schedule
+// means (windows, precedence, channels, status) is here, as functions
+// over them.
+type (
+	// Schedule is a plant's schedule of commands (DESIGN §6): what a
+	// client POSTs (commands only) and what GET lists (with id, status
+	// and time of creation).
+	Schedule = plant.Schedule
+	// ScheduledCmd is one command of a schedule: a window and its value.
+	ScheduledCmd = plant.ScheduledCmd
+	// Occurrence is one window of a recurring command.
+	Occurrence = plant.Occurrence
+	// AuditWrite is one write of a window to a device, read back.
+	AuditWrite = plant.AuditWrite
+	// AuditPoint is a point of a write: written and read back.
+	AuditPoint = plant.AuditPoint
+	// Curve is the value of a curve command, in the units of the SunSpec
+	// model that carries it: Points for the curve models (x = V in % of
+	// the reference voltage or Hz, y = var % or W % for volt-var,
+	// volt-watt and freq-watt; x = trip time s, y = V in % of the
+	// reference voltage or Hz for the ride-through models; the voltage
+	// axis in volts with the command's unit "V"; ranges in the command
+	// table: Command.Axes), Params for the parameter models (127
+	// freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
+	// RspTms, PMin), by point name. A command may carry both, so that one
+	// opModFreqWatt reaches a classic inverter with curve model 134 and a
+	// newer one with 711; each device takes the part its model has.
+	Curve = plant.Curve
+	// CurvePoint is one point of a curve.
+	CurvePoint = plant.CurvePoint
+	// Status is the state of a scheduled command.
+	Status = plant.WindowStatus
+	// InverterCoverage is one active inverter's answer to a command.
+	InverterCoverage = plant.InverterCoverage
+	// Reason is why a command is not supported.
+	Reason = plant.EligibilityReason
+)
+
+// The states of a scheduled command.
+const (
+	StatusPending    = plant.WindowPending
+	StatusActive     = plant.WindowActive
+	StatusDone       = plant.WindowDone
+	StatusSuperseded = plant.WindowSuperseded
+	// StatusOverridden: the window is open, but another role's window of
+	// the same command governs (a grid operator's tighter limit, say).
+	StatusOverridden = plant.WindowOverridden
+	StatusFailed     = plant.WindowFailed
+)
 
 // Door is a way into control (DESIGN §6.1): the doors' rules are in the
 // package doc's table.
@@ -82,9 +114,9 @@ func (o Origin) String() string {
 	return fmt.Sprintf("%s:%s (%s)", o.Door, o.Name, o.Role)
 }
 
-// role is the schedule's role; schedules stored before the field existed
+// roleOf is the schedule's role; schedules stored before the field existed
 // carry it only in CreatedBy, as "name (role)".
-func (s *Schedule) role() string {
+func roleOf(s *Schedule) string {
 	if s.Role != "" {
 		return s.Role
 	}
@@ -97,7 +129,7 @@ func (s *Schedule) role() string {
 // ownChannel is the schedule's own channel within its role ("" for the
 // role's shared one); schedules stored before Channel existed name an
 // input's only in CreatedBy ("input:<id>/...").
-func (s *Schedule) ownChannel() string {
+func ownChannel(s *Schedule) string {
 	if s.Channel != "" {
 		return s.Channel
 	}
@@ -111,151 +143,19 @@ func (s *Schedule) ownChannel() string {
 	return ""
 }
 
-// channel is the schedule's precedence channel: its role, and for a
+// channelOf is the schedule's precedence channel: its role, and for a
 // schedule of an origin with a channel of its own (an input, a Modbus
 // master) that channel too. Within a channel the newest schedule wins and
 // supersedes the older ones' windows; across channels the most restrictive
 // limit governs (activeAt). So a ripple-control receiver's limit, a
 // Modbus master's and a limit the grid operator sends over the API combine
 // by the most restrictive, and a newer one of any never loosens another.
-func (s *Schedule) channel() string {
-	if ch := s.ownChannel(); ch != "" {
-		return s.role() + "/" + ch
+func channelOf(s *Schedule) string {
+	if ch := ownChannel(s); ch != "" {
+		return roleOf(s) + "/" + ch
 	}
-	return s.role()
+	return roleOf(s)
 }
-
-// ScheduledCmd is one command of a schedule: a window and its value.
-type ScheduledCmd struct {
-	Command string    `json:"command"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	// Value is the limit (FeedInLimit, opModMaxLimW, in Unit) or the power
-	// factor (opModFixedPF*); absent for OpModDisconnect and curves.
-	Value *float64 `json:"value,omitempty"`
-	// Unit is "%" (of rated power, the default) or "W" for the limits;
-	// for a curve with a voltage axis (volt-var, volt-watt, LVRT, HVRT)
-	// "%" (of the device's reference voltage, the default) or "V": that
-	// axis in volts, converted with each device's reference voltage
-	// (12x/13x: 121 VRef, 7xx: 702 VNom) when written.
-	Unit  string `json:"unit,omitempty"`
-	Curve *Curve `json:"curve,omitempty"`
-
-	// Status is pending, active, done, superseded, overridden or failed
-	// (answers only).
-	Status Status `json:"status,omitempty"`
-	// OverriddenBy names the schedule whose window governs the command
-	// now instead of this one (status overridden; answers only).
-	OverriddenBy string `json:"overriddenBy,omitempty"`
-	// Reason says why a command failed or was late (answers only).
-	Reason string `json:"reason,omitempty"`
-	// AppliedAt is when the command was first written to every device
-	// that carries it (answers only).
-	AppliedAt *time.Time `json:"appliedAt,omitempty"`
-	// Late is set when it was applied more than a few seconds after its
-	// start, e.g. because a device was offline.
-	Late bool `json:"late,omitempty"`
-	// Partial is set when some of the plant's active inverters do not act
-	// on the command (answers only): Coverage is the share (0..1) of their
-	// rated power that does, Inverters says per inverter whether it acts
-	// and why not. Judged when the schedule is accepted and again when the
-	// window is applied. Status keeps its meaning (pending, active, ...):
-	// a partial window is still pending, active or done.
-	Partial   bool               `json:"partial,omitempty"`
-	Coverage  *float64           `json:"coverage,omitempty"`
-	Inverters []InverterCoverage `json:"inverters,omitempty"`
-
-	// Repeat, when set, makes the command recurring: a cron spec (five
-	// fields, robfig/cron's standard parser, UTC unless it starts with
-	// CRON_TZ=<zone>) naming the starts of windows of Duration each, for
-	// as long as the schedule stands, none starting at or after Until.
-	// Start and End are then the current window (open now, or the next):
-	// the controller moves them on to the next occurrence when it ends
-	// (see recurring.go).
-	Repeat   string     `json:"repeat,omitempty"`
-	Duration string     `json:"duration,omitempty"`
-	Until    *time.Time `json:"until,omitempty"`
-	// Next are the windows of a recurring command after the current one
-	// (answers only, at most three).
-	Next []Occurrence `json:"next,omitempty"`
-	// Finished are the ended windows of a recurring command, oldest first,
-	// within the time finished schedules are kept (answers with
-	// include=finished only).
-	Finished []Occurrence `json:"finished,omitempty"`
-	// Writes is the audit of the window: what was written to which device
-	// and read back (answers with include=finished only).
-	Writes []AuditWrite `json:"writes,omitempty"`
-	// Cancelled is set when the schedule was cancelled before the window
-	// ended (its end is then the time of cancellation, or its start).
-	Cancelled bool `json:"cancelled,omitempty"`
-}
-
-// Occurrence is one window of a recurring command.
-type Occurrence struct {
-	Start     time.Time    `json:"start"`
-	End       time.Time    `json:"end"`
-	Status    Status       `json:"status,omitempty"`
-	Reason    string       `json:"reason,omitempty"`
-	AppliedAt *time.Time   `json:"appliedAt,omitempty"`
-	Late      bool         `json:"late,omitempty"`
-	Writes    []AuditWrite `json:"writes,omitempty"`
-}
-
-// AuditWrite is one write of a window to a device, read back: the
-// top-level points of the model the write set (or renewed) with the value
-// written and the value read back right after.
-type AuditWrite struct {
-	DeviceID   string       `json:"deviceId"`
-	Model      uint16       `json:"model"`
-	What       string       `json:"what"`
-	ReadBackAt time.Time    `json:"readBackAt"`
-	Points     []AuditPoint `json:"points,omitempty"`
-}
-
-// AuditPoint is a point of a write: what was written and what was read
-// back (equal, or the write would have failed, except for trigger points
-// a device clears once it acted, such as a 7xx adopt request).
-type AuditPoint struct {
-	Point    string   `json:"point"`
-	Value    float64  `json:"value"`
-	ReadBack *float64 `json:"readBack,omitempty"`
-}
-
-// Curve is the value of a curve command, in the units of the SunSpec model
-// that carries it: Points for the curve models (x = V in % of the
-// reference voltage or Hz, y = var % or W % for volt-var, volt-watt and
-// freq-watt; x = trip time s, y = V in % of the reference voltage or Hz
-// for the ride-through models; the voltage axis in volts with the
-// command's unit "V"; ranges in the command table: Command.Axes), Params for the parameter models (127
-// freq-watt: WGra, HzStr, HzStop...; 711 droop: DbOf, DbUf, KOf, KUf,
-// RspTms, PMin), by point name. A command may carry both, so that one
-// opModFreqWatt reaches a classic inverter with curve model 134 and a newer
-// one with 711; each device takes the part its model has.
-type Curve struct {
-	Points []CurvePoint       `json:"points,omitempty"`
-	Params map[string]float64 `json:"params,omitempty"`
-}
-
-// CurvePoint is one point of a curve.
-type CurvePoint struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-}
-
-// Status is the state of a scheduled command.
-type Status string
-
-// The states of a scheduled command.
-const (
-	StatusPending    Status = "pending"
-	StatusActive     Status = "active"
-	StatusDone       Status = "done"
-	StatusSuperseded Status = "superseded"
-	// StatusOverridden: the window is open, but another role's window of
-	// the same command governs (a grid operator's tighter limit, say).
-	StatusOverridden Status = "overridden"
-	StatusFailed     Status = "failed"
-)
 
 // FieldError names a field of a request and what is wrong with it.
 type FieldError struct {
@@ -291,13 +191,16 @@ const MaxCommands = 1500
 // minYear and maxYear bound the dates a schedule may name.
 const minYear, maxYear = 2000, 2100
 
-// scheduleIn is the body of POST .../schedules.
+// scheduleIn is the body of POST .../schedules: plant.Schedule's
+// commands member as a client writes it (the same member names), read by
+// ParseSchedule into ScheduledCmds. It is the decoder's view of that
+// text, not a second schedule: nothing is encoded from it.
 type scheduleIn struct {
 	Commands []cmdIn `json:"commands"`
 }
 
-// cmdIn is one command as posted: times as strings, so that an error can
-// say what was wrong with them.
+// cmdIn is one command as posted: times as text, so that a time relative
+// to now ("+10s") is read and a malformed one named in the refusal.
 type cmdIn struct {
 	Command string   `json:"command"`
 	Start   string   `json:"start"`
@@ -694,7 +597,7 @@ func activeAt(scheds []*Schedule, t time.Time, ratedW float64) map[string]window
 			if t.Before(c.Start) || !t.Before(c.End) {
 				continue
 			}
-			k := roleCmd{c.Command, s.channel()}
+			k := roleCmd{c.Command, channelOf(s)}
 			if cur, ok := newest[k]; !ok || newer(s, cur.sched) {
 				newest[k] = window{sched: s, idx: i, cmd: c}
 			}
@@ -719,7 +622,7 @@ func governs(a, b window, ratedW float64) bool {
 		if wa != wb {
 			return wa < wb
 		}
-	} else if ra, rb := config.RoleRank(a.sched.role()), config.RoleRank(b.sched.role()); ra != rb {
+	} else if ra, rb := config.RoleRank(roleOf(a.sched)), config.RoleRank(roleOf(b.sched)); ra != rb {
 		return ra > rb
 	}
 	return newer(a.sched, b.sched)
@@ -756,7 +659,7 @@ func supersededSet(scheds []*Schedule) map[*ScheduledCmd]bool {
 	covered := map[roleCmd]*intervals{}
 	out := map[*ScheduledCmd]bool{}
 	for _, s := range order {
-		role := s.channel()
+		role := channelOf(s)
 		// A schedule's own windows of one command never overlap: check
 		// them all before adding them.
 		for i := range s.Commands {

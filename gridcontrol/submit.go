@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -206,15 +205,16 @@ func (c *Controller) forget(ctx context.Context, pc *plantCtl, drop []*Schedule)
 	c.log.Debug("finished schedules dropped", "plant", pc.id, "count", len(drop))
 }
 
-// persist stores a schedule with its statuses. Called without c.mu.
+// persist stores a schedule with its statuses: a copy taken under c.mu,
+// so the store encodes it while the cycle goes on. Called without c.mu.
 func (c *Controller) persist(ctx context.Context, sc *Schedule) error {
 	c.mu.Lock()
-	body, err := json.Marshal(sc)
+	snap := sc.Clone()
 	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("grid control: encode schedule: %w", err)
+	if err := c.st.PutSchedule(ctx, snap); err != nil {
+		return fmt.Errorf("grid control: store schedule %s: %w", snap.ScheduleID, err)
 	}
-	return c.st.PutSchedule(ctx, plant.ScheduleRecord{ID: sc.ScheduleID, PlantID: sc.PlantID, CreatedAt: sc.CreatedAt, Body: body})
+	return nil
 }
 
 // assessAll is the eligibility of every command a schedule names, with

@@ -46,9 +46,7 @@ func (s *Server) consumerList(c *gin.Context) {
 			}
 		}
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Consumers []plant.ConsumerStatus `json:"consumers"`
-	}{out}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("consumers", out)), false)
 }
 
 // consumerByID is GET /gateway/v1/consumers/{deviceId} (standard): one

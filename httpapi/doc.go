@@ -14,6 +14,14 @@
 // marks the spec's obsolete routes deprecated; those answer a Deprecation
 // header (RFC 9745) and a Link to their successor (routes.go, deprecated).
 //
+// Every answer is encoded with encoding/json from typed values, never
+// assembled as text: a handler states its answer's members in one line
+// with envelope(field("plant", plantObj(p)), field("schedules", list))
+// (envelope.go), which encodes as the struct of those members would.
+// Schedules are plant.Schedule, the one shape grid control and the store
+// use (GET lists them as grid control holds them, or, without grid
+// control, as the store kept them).
+//
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.
 //

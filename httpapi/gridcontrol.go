@@ -18,14 +18,6 @@ import (
 	"plantd/plant/kind"
 )
 
-// scheduleJSON is a schedule of GET .../schedules (DESIGN §6).
-type scheduleJSON struct {
-	ScheduleID string          `json:"scheduleId"`
-	PlantID    string          `json:"plantId"`
-	Commands   json.RawMessage `json:"commands"`
-	CreatedAt  string          `json:"createdAt"`
-}
-
 // schedules is GET /gridcontrol/v1/plants/{plantId}/schedules: the
 // plant's schedules with the status of every command (the fallbacks that
 // restore defaults are the controller's, never listed); a recurring
@@ -52,10 +44,7 @@ func (s *Server) schedules(c *gin.Context) {
 		if list == nil {
 			list = []gridcontrol.Schedule{}
 		}
-		s.writeJSON(c, http.StatusOK, struct {
-			Plant     plantJSON              `json:"plant"`
-			Schedules []gridcontrol.Schedule `json:"schedules"`
-		}{plantObj(p), list}, false)
+		s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("schedules", list)), false)
 		return
 	}
 	list, err := s.deps.History.Schedules(c.Request.Context(), p.ID)
@@ -63,18 +52,10 @@ func (s *Server) schedules(c *gin.Context) {
 		s.historyError(c, err)
 		return
 	}
-	out := make([]scheduleJSON, 0, len(list))
-	for _, sc := range list {
-		cmds := json.RawMessage(sc.Body)
-		if !json.Valid(cmds) {
-			cmds = json.RawMessage("[]")
-		}
-		out = append(out, scheduleJSON{ScheduleID: sc.ID, PlantID: sc.PlantID, Commands: cmds, CreatedAt: utc(sc.CreatedAt)})
+	if list == nil {
+		list = []plant.Schedule{}
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant     plantJSON      `json:"plant"`
-		Schedules []scheduleJSON `json:"schedules"`
-	}{plantObj(p), out}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("schedules", list)), false)
 }
 
 // postSchedules is POST /gridcontrol/v1/plants/{plantId}/schedules
@@ -130,10 +111,7 @@ func (s *Server) postSchedules(c *gin.Context) {
 		return
 	}
 	c.Header("Location", c.Request.URL.Path+"#"+sc.ScheduleID)
-	s.writeJSON(c, http.StatusCreated, struct {
-		Plant    plantJSON            `json:"plant"`
-		Schedule gridcontrol.Schedule `json:"schedule"`
-	}{plantObj(p), sc}, false)
+	s.writeJSON(c, http.StatusCreated, envelope(field("plant", plantObj(p)), field("schedule", sc)), false)
 }
 
 // deleteSchedule is DELETE /gridcontrol/v1/plants/{plantId}/schedules/{scheduleId}
@@ -300,11 +278,7 @@ func (s *Server) eligibilityCheck(c *gin.Context) {
 		cmd, _ := gridcontrol.CommandByName(n)
 		res = append(res, gridcontrol.Assess(cmd, devs).AllOrNothing(requireAll))
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant     plantJSON                 `json:"plant"`
-		CheckedAt string                    `json:"checkedAt"`
-		Results   []gridcontrol.Eligibility `json:"results"`
-	}{plantObj(p), utc(s.now()), res}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("checkedAt", utc(s.now())), field("results", res)), false)
 }
 
 // identifiedPlant finds the plant a grid-control body names and its
@@ -343,10 +317,7 @@ func (s *Server) eligibleCommands(c *gin.Context) {
 			out = append(out, cmd.Name)
 		}
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant            plantJSON `json:"plant"`
-		EligibleCommands []string  `json:"eligibleCommands"`
-	}{plantObj(p), out}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("eligibleCommands", out)), false)
 }
 
 // settingsJSON is the answer of GET .../settings/{settingsType}.

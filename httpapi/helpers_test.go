@@ -571,8 +571,8 @@ func (h *fakeHistory) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEn
 	return match[off:end], next, nil
 }
 
-func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
-	return []plant.ScheduleRecord{}, nil // no schedule is stored: grid control is not wired yet
+func (h *fakeHistory) Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error) {
+	return []plant.Schedule{}, nil // no schedule is stored: grid control is not wired yet
 }
 
 func (h *fakeHistory) Health() error {

@@ -29,9 +29,9 @@ type History interface {
 	// Logs returns log entries newest first and the cursor of the next
 	// page ("" on the last page).
 	Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEntry, string, error)
-	// Schedules lists a plant's grid-control schedules without internal
-	// fallback schedules.
-	Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error)
+	// Schedules lists a plant's stored grid-control schedules (as stored:
+	// their statuses as last written) without internal fallback schedules.
+	Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error)
 	// Health reports whether the storage works.
 	Health() error
 }

@@ -139,27 +139,24 @@ func (s *Server) inputList(c *gin.Context) {
 			return
 		}
 	}
-	out := struct {
-		Inputs  []inputJSON   `json:"inputs"`
-		Dimming []dimmingJSON `json:"dimming"`
-	}{Inputs: []inputJSON{}, Dimming: []dimmingJSON{}}
+	inputs, dimming := []inputJSON{}, []dimmingJSON{}
 	if s.deps.Inputs != nil {
 		dims := map[string]int{}
 		for _, in := range s.deps.Inputs.InputStates() {
 			if filter && in.PlantID != pid {
 				continue
 			}
-			out.Inputs = append(out.Inputs, inputOut(in))
+			inputs = append(inputs, inputOut(in))
 			if len(in.Dimming) == 0 {
 				continue
 			}
 			i, ok := dims[in.PlantID]
 			if !ok {
-				i = len(out.Dimming)
+				i = len(dimming)
 				dims[in.PlantID] = i
-				out.Dimming = append(out.Dimming, dimmingJSON{PlantID: in.PlantID, Inputs: []string{}})
+				dimming = append(dimming, dimmingJSON{PlantID: in.PlantID, Inputs: []string{}})
 			}
-			d := &out.Dimming[i]
+			d := &dimming[i]
 			d.Inputs = append(d.Inputs, in.ID)
 			d.Consumers = d.Consumers || in.Consumers
 			if in.Dimmed {
@@ -170,7 +167,7 @@ func (s *Server) inputList(c *gin.Context) {
 			}
 		}
 	}
-	s.writeJSON(c, http.StatusOK, out, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("inputs", inputs), field("dimming", dimming)), false)
 }
 
 // inputOut is an input as the API writes it.

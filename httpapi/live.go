@@ -120,8 +120,5 @@ func (s *Server) liveDeviceList(p plant.Plant, version int) (any, error) {
 		liveConsumer(&j, d)
 		out = append(out, j)
 	}
-	return struct {
-		Plant   plantJSON        `json:"plant"`
-		Devices []liveDeviceJSON `json:"devices"`
-	}{plantObj(p), out}, nil
+	return envelope(field("plant", plantObj(p)), field("devices", out)), nil
 }

@@ -235,10 +235,7 @@ func (s *Server) installation(c *gin.Context) {
 	if !ok {
 		return
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant        plantJSON        `json:"plant"`
-		Installation installationJSON `json:"installation"`
-	}{plantObj(p), s.installationOf(p, devs)}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("installation", s.installationOf(p, devs))), true)
 }
 
 type connectedServiceJSON struct {
@@ -270,12 +267,7 @@ func (s *Server) configuration(c *gin.Context) {
 	if !since.IsZero() {
 		cs.Since = utc(since)
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant             plantJSON            `json:"plant"`
-		PlantWithBattery  bool                 `json:"plantWithBattery"`
-		PlantWithLiveData bool                 `json:"plantWithLiveData"`
-		ConnectedService  connectedServiceJSON `json:"connectedService"`
-	}{plantObj(p), battery, true, cs}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("plantWithBattery", battery), field("plantWithLiveData", true), field("connectedService", cs)), false)
 }
 
 type deviceJSON struct {
@@ -341,10 +333,7 @@ func (s *Server) devices(c *gin.Context) {
 	for _, d := range devs {
 		out = append(out, s.deviceOf(p, d))
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant   plantJSON    `json:"plant"`
-		Devices []deviceJSON `json:"devices"`
-	}{plantObj(p), out}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("devices", out)), true)
 }
 
 // plantLoc is a plant's zone (UTC when it has none).
@@ -380,19 +369,14 @@ func (s *Server) devicesLean(c *gin.Context) {
 			out = append(out, s.deviceOf(p, d))
 		}
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Devices []deviceJSON `json:"devices"`
-	}{out}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("devices", out)), true)
 }
 
 // deviceDetails is GET /monitoring/v1/devices/{deviceId}: the device's
 // plant and the device object of the device list (modelled).
 func (s *Server) deviceDetails(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant   plantJSON  `json:"plant"`
-		Details deviceJSON `json:"details"`
-	}{plantObj(p), s.deviceOf(p, d)}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("details", s.deviceOf(p, d))), true)
 }
 
 // stakeholders is GET .../plants/{plantId}/stakeholders.
@@ -402,10 +386,7 @@ func (s *Server) stakeholders(c *gin.Context) {
 	if sh == nil {
 		sh = []Stakeholder{}
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant        plantJSON     `json:"plant"`
-		Stakeholders []Stakeholder `json:"stakeholders"`
-	}{plantObj(p), sh}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("stakeholders", sh)), true)
 }
 
 type commJSON struct {
@@ -433,10 +414,7 @@ func (s *Server) communication(c *gin.Context) {
 		}
 		out = append(out, j)
 	}
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant   plantJSON  `json:"plant"`
-		Devices []commJSON `json:"devices"`
-	}{plantObj(p), out}, false)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("devices", out)), false)
 }
 
 type logJSON struct {
@@ -491,7 +469,10 @@ func queryAny(c *gin.Context, names ...string) string {
 	return ""
 }
 
-func (s *Server) logs(c *gin.Context, q plant.LogQuery, head any) {
+// logs answers a page of log entries: {"device" (of a device's log),
+// "logs", "next" (when there is a next page), "plant"}, the members in
+// the order the answer always had (alphabetical).
+func (s *Server) logs(c *gin.Context, q plant.LogQuery, p plantJSON, dev *deviceRefJSON) {
 	if !parseLogQuery(c, &q) {
 		return
 	}
@@ -504,27 +485,26 @@ func (s *Server) logs(c *gin.Context, q plant.LogQuery, head any) {
 	for _, e := range entries {
 		out = append(out, logJSON{Time: utc(e.Time), Level: e.Level, Code: e.Code, Message: e.Message, DeviceID: e.DeviceID})
 	}
-	body := map[string]any{"logs": out}
-	switch h := head.(type) {
-	case plantJSON:
-		body["plant"] = h
-	case [2]any:
-		body["plant"], body["device"] = h[0], h[1]
+	ms := make([]member, 0, maxMembers)
+	if dev != nil {
+		ms = append(ms, field("device", *dev))
 	}
+	ms = append(ms, field("logs", out))
 	if next != "" {
-		body["next"] = next
+		ms = append(ms, field("next", next))
 	}
-	s.writeJSON(c, http.StatusOK, body, false)
+	s.writeJSON(c, http.StatusOK, envelope(append(ms, field("plant", p))...), false)
 }
 
 // plantLogs is GET .../plants/{plantId}/logs (installer).
 func (s *Server) plantLogs(c *gin.Context) {
 	p := ctxPlantOf(c)
-	s.logs(c, plant.LogQuery{PlantID: p.ID}, plantObj(p))
+	s.logs(c, plant.LogQuery{PlantID: p.ID}, plantObj(p), nil)
 }
 
 // deviceLogs is GET .../devices/{deviceId}/logs (installer).
 func (s *Server) deviceLogs(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	s.logs(c, plant.LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, [2]any{plantObj(p), deviceObj(p, d)})
+	dev := deviceObj(p, d)
+	s.logs(c, plant.LogQuery{PlantID: p.ID, DeviceID: d.Info.ID}, plantObj(p), &dev)
 }

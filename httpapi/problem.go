@@ -28,10 +28,9 @@ func problem(c *gin.Context, status int, code, detail string, errs ...FieldError
 
 // writeProblem writes p and aborts the request.
 func writeProblem(c *gin.Context, p plant.Problem) {
-	b, err := json.Marshal(p)
-	if err != nil { // cannot happen for these types
-		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
-	}
+	// A problem holds strings, integers and booleans only: encoding it
+	// cannot fail (invalid UTF-8 is replaced, not refused).
+	b, _ := json.Marshal(p)
 	c.Header("Content-Length", strconv.Itoa(len(b)))
 	c.Header("Cache-Control", "no-store")
 	c.Data(p.Status, contentTypeProblem, b)

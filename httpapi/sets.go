@@ -324,11 +324,7 @@ func (s *Server) deviceSetList(c *gin.Context) {
 		sets = []plant.SetType{}
 	}
 	dev := deviceObj(p, d)
-	s.writeJSON(c, http.StatusOK, struct {
-		Plant  plantJSON       `json:"plant"`
-		Device deviceRefJSON   `json:"device"`
-		Sets   []plant.SetType `json:"sets"`
-	}{plantObj(p), dev, sets}, true)
+	s.writeJSON(c, http.StatusOK, envelope(field("plant", plantObj(p)), field("device", dev), field("sets", sets)), true)
 }
 
 // deviceSet serves one device set type (404 when the device lacks it).

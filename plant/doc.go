@@ -28,8 +28,11 @@
 // devices and the simulator below plant use it too), the log entry
 // ([LogEntry], its levels and [LogQuery]) that grid control and cmd/plantd
 // make, the store keeps, the HTTP API lists and the uplink publishes, the
-// stored grid-control schedule ([ScheduleRecord]), the question for a
-// measurement set ([SetQuery], [Period]) and the problem document
+// grid-control schedule ([Schedule], its commands [ScheduledCmd], their
+// [WindowStatus]: one type and one JSON encoding that grid control makes
+// and runs, the store keeps and the HTTP API answers; here because both
+// store and gridcontrol speak it and gridcontrol imports store), the
+// question for a measurement set ([SetQuery], [Period]) and the problem document
 // of refused requests and commands ([Problem], with its codes such as
 // [CodeNotFound]). store, httpapi and mqtt
 // take and return these types, so cmd/plantd wires them without copying

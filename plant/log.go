@@ -39,13 +39,3 @@ type LogQuery struct {
 	Cursor   string
 	Limit    int
 }
-
-// ScheduleRecord is one grid-control schedule as stored and listed: its
-// identity and time of creation and its body, the grid-control package's
-// JSON (which parses it into its own Schedule).
-type ScheduleRecord struct {
-	ID, PlantID string
-	CreatedAt   time.Time
-	// Body is the schedule as JSON.
-	Body []byte
-}

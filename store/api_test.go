@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -390,25 +391,30 @@ func TestSchedulesAndOutbox(t *testing.T) {
 	s := openTest(t, Config{})
 	ctx := t.Context()
 	t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	sched := func(id string, created time.Time, by string) plant.Schedule {
+		return plant.Schedule{ScheduleID: id, PlantID: "p1", CreatedAt: created, CreatedBy: by,
+			Commands: []plant.ScheduledCmd{{Command: "opModMaxLimW", Start: created, End: created.Add(time.Hour)}}}
+	}
 	for i, id := range []string{"b", "a", "c"} {
-		if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: id, PlantID: "p1", CreatedAt: t0.Add(time.Duration(i) * time.Hour), Body: []byte(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
+		if err := s.PutSchedule(ctx, sched(id, t0.Add(time.Duration(i)*time.Hour), fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "a", PlantID: "p1", CreatedAt: t0.Add(5 * time.Hour), Body: []byte(`{"n":9}`)}); err != nil {
+	if err := s.PutSchedule(ctx, sched("a", t0.Add(5*time.Hour), "9")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteSchedule(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Schedules(ctx, "p1")
-	if err != nil || len(got) != 2 || got[0].ID != "b" || got[1].ID != "a" || string(got[1].Body) != `{"n":9}` || !got[1].CreatedAt.Equal(t0.Add(5*time.Hour)) {
+	if err != nil || len(got) != 2 || got[0].ScheduleID != "b" || got[1].ScheduleID != "a" || got[1].CreatedBy != "9" || !got[1].CreatedAt.Equal(t0.Add(5*time.Hour)) ||
+		!reflect.DeepEqual(got[1], sched("a", t0.Add(5*time.Hour), "9")) {
 		t.Errorf("schedules %+v, %v", got, err)
 	}
-	if err := s.PutSchedule(ctx, plant.ScheduleRecord{ID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
+	if err := s.PutSchedule(ctx, plant.Schedule{ScheduleID: "x", PlantID: "nope"}); !errors.Is(err, ErrUnknownPlant) {
 		t.Errorf("unknown plant: %v", err)
 	}
-	if err := s.PutSchedule(ctx, plant.ScheduleRecord{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
+	if err := s.PutSchedule(ctx, plant.Schedule{PlantID: "p1"}); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("no id: %v", err)
 	}
 

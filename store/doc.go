@@ -30,7 +30,7 @@
 //
 // store imports the standard library, plantd/plant (the domain types:
 // Reading, Channel, SetType, SetQuery, Period, LogEntry, LogQuery,
-// ScheduleRecord and its sentinel errors), plantd/plant/kind (device
+// Schedule and its sentinel errors), plantd/plant/kind (device
 // kinds) and github.com/mattn/go-sqlite3. It must not import devices, poller, modbus,
 // config, httpapi, mqtt, gridcontrol or cmd, nor Gin or paho: it stores
 // and answers in domain terms, and knows no SunSpec point, no HTTP and no
@@ -342,8 +342,10 @@
 //
 // Logs are kept up to LogLimit entries (default 100000), queried newest
 // first by plant (its devices' entries included) or device and time
-// range, with an opaque cursor. Schedules are stored as the grid-control
-// package's JSON (Schedules, PutSchedule, DeleteSchedule). The outbox
+// range, with an opaque cursor. Schedules (plant.Schedule) are stored as
+// their JSON, the encoding every plantd wrote into the body column, so
+// rows of earlier versions load (Schedules, PutSchedule, DeleteSchedule;
+// a body that does not decode is logged and left out). The outbox
 // keeps MQTT messages per stream with a sequence number that is never
 // reused (Enqueue, Peek, Ack; EnqueueBatch appends many in one
 // transaction together with a mark, a named integer by which a publisher

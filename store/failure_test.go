@@ -267,7 +267,7 @@ func checkDegraded(t *testing.T, s *Store, day time.Time) {
 	if s.Log(plant.LogEntry{PlantID: "p1", Message: "x"}) {
 		t.Error("Log accepted on read-only storage")
 	}
-	if err := s.PutSchedule(t.Context(), plant.ScheduleRecord{ID: "s", PlantID: "p1", Body: []byte("{}")}); !errors.Is(err, ErrReadOnly) {
+	if err := s.PutSchedule(t.Context(), plant.Schedule{ScheduleID: "s", PlantID: "p1"}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("PutSchedule: %v, want ErrReadOnly", err)
 	}
 	if st := s.Stats(); st.Dropped != 2 || !strings.Contains(st.LastError, "read-only") {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -130,8 +131,11 @@ func parseCursor(c string) (int64, int64, error) {
 	return t, id, nil
 }
 
-// Schedules returns a plant's schedules, oldest first.
-func (s *Store) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
+// Schedules returns a plant's schedules, oldest first. Each is kept as
+// its JSON (plant.Schedule's one encoding: the body column, as stored by
+// every plantd since schedules were first kept); a row whose body does not
+// decode is logged and left out, never fatal for the others.
+func (s *Store) Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error) {
 	db := s.rdb.Load()
 	if db == nil {
 		return nil, ErrClosed
@@ -143,37 +147,61 @@ func (s *Store) Schedules(ctx context.Context, plantID string) ([]plant.Schedule
 	if err != nil {
 		return nil, fmt.Errorf("store: schedules: %w", classify(err))
 	}
-	out, err := scanAll(rows, func(rows *sql.Rows) (plant.ScheduleRecord, error) {
-		sc := plant.ScheduleRecord{PlantID: plantID}
-		var created int64
-		err := rows.Scan(&sc.ID, &created, &sc.Body)
-		sc.CreatedAt = time.UnixMilli(created).UTC()
-		return sc, err
+	type row struct {
+		id      string
+		created int64
+		body    []byte
+	}
+	list, err := scanAll(rows, func(rows *sql.Rows) (row, error) {
+		var r row
+		err := rows.Scan(&r.id, &r.created, &r.body)
+		return r, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: schedules: %w", classify(err))
 	}
+	out := make([]plant.Schedule, 0, len(list))
+	for _, r := range list {
+		var sc plant.Schedule
+		if err := json.Unmarshal(r.body, &sc); err != nil {
+			s.log.Error("stored schedule unreadable, left out", "plant", plantID, "schedule", r.id, "err", err)
+			continue
+		}
+		// The row's columns name it as it was put; the body says the same.
+		if sc.ScheduleID == "" {
+			sc.ScheduleID = r.id
+		}
+		if sc.PlantID == "" {
+			sc.PlantID = plantID
+		}
+		if sc.CreatedAt.IsZero() {
+			sc.CreatedAt = time.UnixMilli(r.created).UTC()
+		}
+		out = append(out, sc)
+	}
 	return out, nil
 }
 
-// PutSchedule creates or replaces a schedule (by ID). CreatedAt zero means
-// now.
-func (s *Store) PutSchedule(ctx context.Context, sc plant.ScheduleRecord) error {
-	if sc.ID == "" {
+// PutSchedule creates or replaces a schedule (by ScheduleID), stored as
+// its JSON. CreatedAt zero means now. The caller must not change sc while
+// PutSchedule runs (grid control hands over a Clone).
+func (s *Store) PutSchedule(ctx context.Context, sc plant.Schedule) error {
+	if sc.ScheduleID == "" {
 		return fmt.Errorf("%w: schedule id is empty", ErrBadQuery)
 	}
 	if _, ok := s.plants[sc.PlantID]; !ok {
-		return fmt.Errorf("schedule %s of plant %q: %w", sc.ID, sc.PlantID, ErrUnknownPlant)
+		return fmt.Errorf("schedule %s of plant %q: %w", sc.ScheduleID, sc.PlantID, ErrUnknownPlant)
 	}
 	if sc.CreatedAt.IsZero() {
-		sc.CreatedAt = s.cfg.Now()
+		sc.CreatedAt = s.cfg.Now().UTC()
 	}
-	if sc.Body == nil {
-		sc.Body = []byte{}
+	body, err := json.Marshal(&sc)
+	if err != nil {
+		return fmt.Errorf("store: put schedule %s: encode: %w", sc.ScheduleID, err)
 	}
-	return s.exec(ctx, "put schedule "+sc.ID,
+	return s.exec(ctx, "put schedule "+sc.ScheduleID,
 		`INSERT OR REPLACE INTO schedule (id, plant, created, body) VALUES (?, ?, ?, ?)`,
-		sc.ID, sc.PlantID, sc.CreatedAt.UnixMilli(), sc.Body)
+		sc.ScheduleID, sc.PlantID, sc.CreatedAt.UnixMilli(), body)
 }
 
 // DeleteSchedule deletes a schedule; deleting one that does not exist is

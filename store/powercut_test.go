@@ -1,17 +1,16 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,27 +153,17 @@ func (im pcImage) cuts(rng *rand.Rand) []pcCut {
 	return out
 }
 
-// pcSchedule is the body of schedule k: large enough to span pages, and
+// pcSchedule is schedule k: large enough for its row to span pages, and
 // recognisable whole.
-func pcSchedule(k int) []byte {
-	type cmd struct {
-		Command string  `json:"command"`
-		Start   string  `json:"start"`
-		End     string  `json:"end"`
-		Value   float64 `json:"value"`
-	}
-	var b struct {
-		K        int   `json:"k"`
-		Commands []cmd `json:"commands"`
-	}
-	b.K = k
+func pcSchedule(k int) plant.Schedule {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	sc := plant.Schedule{ScheduleID: fmt.Sprintf("s%06d", k), PlantID: "p1", CreatedAt: t0.Add(time.Duration(k) * time.Second), CreatedBy: "powercut (installer)"}
 	for i := range 60 {
-		s := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(k*60+i) * time.Minute)
-		b.Commands = append(b.Commands, cmd{Command: "opModMaxLimW", Start: s.Format(time.RFC3339),
-			End: s.Add(time.Minute).Format(time.RFC3339), Value: float64((k*60 + i) % 101)})
+		s := t0.Add(time.Duration(k*60+i) * time.Minute)
+		v := float64((k*60 + i) % 101)
+		sc.Commands = append(sc.Commands, plant.ScheduledCmd{Command: "opModMaxLimW", Start: s, End: s.Add(time.Minute), Value: &v})
 	}
-	out, _ := json.Marshal(b)
-	return out
+	return sc
 }
 
 // pcWriter drives a store the way the daemon does, in grants: each grant
@@ -256,8 +245,7 @@ func TestPowerCut(t *testing.T) {
 					}
 				}
 				if k%6 == 0 {
-					sc := plant.ScheduleRecord{ID: fmt.Sprintf("s%06d", k), PlantID: "p1", CreatedAt: now(), Body: pcSchedule(k)}
-					if err := s.PutSchedule(ctx, sc); err != nil {
+					if err := s.PutSchedule(ctx, pcSchedule(k)); err != nil {
 						fail(err)
 						return
 					}
@@ -460,12 +448,12 @@ func checkPowerCut(t *testing.T, what string, dbImage, walImage []byte) (rollups
 		t.Fatalf("%s: schedules: %v", what, err)
 	}
 	for _, sc := range scs {
-		k, err := strconv.Atoi(strings.TrimPrefix(sc.ID, "s"))
-		if err != nil || !bytes.Equal(sc.Body, pcSchedule(k)) {
-			t.Fatalf("%s: schedule %s is not the one written (%d bytes)", what, sc.ID, len(sc.Body))
+		k, err := strconv.Atoi(strings.TrimPrefix(sc.ScheduleID, "s"))
+		if err != nil || !reflect.DeepEqual(sc, pcSchedule(k)) {
+			t.Fatalf("%s: schedule %s is not the one written (%d commands)", what, sc.ScheduleID, len(sc.Commands))
 		}
 		if int64(k) > mark {
-			t.Fatalf("%s: schedule %s present, but the outbox mark written before it is %d", what, sc.ID, mark)
+			t.Fatalf("%s: schedule %s present, but the outbox mark written before it is %d", what, sc.ScheduleID, mark)
 		}
 	}
 	return rollups, outbox, len(scs)

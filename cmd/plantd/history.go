@@ -64,7 +64,7 @@ func (h storeHistory) Logs(ctx context.Context, q plant.LogQuery) ([]plant.LogEn
 	return es, next, apiError(err)
 }
 
-func (h storeHistory) Schedules(ctx context.Context, plantID string) ([]plant.ScheduleRecord, error) {
+func (h storeHistory) Schedules(ctx context.Context, plantID string) ([]plant.Schedule, error) {
 	ss, err := h.st.Schedules(ctx, plantID)
 	return ss, apiError(err)
 }
