@@ -56,8 +56,8 @@ func (h recHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// waitFor waits for a line containing every part.
-func (l *logRec) waitFor(t testing.TB, parts ...string) string {
+// waitLine waits for a line containing every part.
+func (l *logRec) waitLine(t testing.TB, parts ...string) string {
 	t.Helper()
 	deadline := time.After(wait)
 	for {
@@ -292,7 +292,7 @@ func TestBootInstallsFallback(t *testing.T) {
 			t.Fatalf("no ChangeConfiguration %s", key)
 		}
 	}
-	r.log.waitFor(t, "fallback profile installed", "charger=wb1")
+	r.log.waitLine(t, "fallback profile installed", "charger=wb1")
 	st, err := r.c.Status("wb1")
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +405,7 @@ func TestSetCurrent(t *testing.T) {
 	if !errors.Is(err, ErrRejected) {
 		t.Fatalf("rejected: %v", err)
 	}
-	r.log.waitFor(t, "WARN", "rejected the current limit", "charger=wb1")
+	r.log.waitLine(t, "WARN", "rejected the current limit", "charger=wb1")
 	if st, _ := r.c.Status("wb1"); st.LastError != "profile rejected" || st.CurrentA != 0 {
 		t.Fatalf("status after rejection %+v", st)
 	}
@@ -442,7 +442,7 @@ func TestSetCurrentErrors(t *testing.T) {
 	}
 
 	f.stop()
-	r.log.waitFor(t, "charge point disconnected", "charger=wb2")
+	r.log.waitLine(t, "charge point disconnected", "charger=wb2")
 	if err := r.c.SetCurrent(t.Context(), "wb2", 16, 3); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("after disconnect: %v", err)
 	}
@@ -468,7 +468,7 @@ func TestRefusedConnections(t *testing.T) {
 			if _, err := dial(t, r, tt.id, tt.password); err == nil {
 				t.Fatal("connected")
 			}
-			line := r.log.waitFor(t, "WARN", "ocpp connection refused", tt.reason, "charger="+tt.id)
+			line := r.log.waitLine(t, "WARN", "ocpp connection refused", tt.reason, "charger="+tt.id)
 			if !strings.Contains(line, "remote=127.0.0.1:") {
 				t.Fatalf("no remote address: %s", line)
 			}
@@ -515,7 +515,7 @@ func TestMalformedFrames(t *testing.T) {
 			t.Fatalf("%s: answer %s, %v", fr.name, data, err)
 		}
 	}
-	r.log.waitFor(t, "WARN", "ocpp message from charge point not handled", "charger=wb1")
+	r.log.waitLine(t, "WARN", "ocpp message from charge point not handled", "charger=wb1")
 	if err := r.c.SetCurrent(t.Context(), "wb2", 16, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -661,7 +661,7 @@ func TestFallbackRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkProfile(t, f.nextProfile(t), 0, 6, 3)
-	r.log.waitFor(t, "WARN", "did not take the fallback profile", "cannot guarantee", "charger=wb1")
+	r.log.waitLine(t, "WARN", "did not take the fallback profile", "cannot guarantee", "charger=wb1")
 	if st, _ := r.c.Status("wb1"); st.HasCurrent || st.LastError != "fallback profile rejected" {
 		t.Fatalf("status %+v", st)
 	}

@@ -48,7 +48,7 @@ func BenchmarkEdgeToWrite(b *testing.B) {
 	b.ResetTimer()
 	// Until every window's start wrote (the last window's end, whose ramp
 	// is not measured, comes later).
-	r.waitFor(time.Until(start)+time.Duration(b.N+5)*time.Second, "a write for every window's start", func() bool {
+	r.await("a write for every window's start", time.Until(start)+time.Duration(b.N+5)*time.Second, func() bool {
 		return len(r.controller().Stats().EdgeToWrite) >= b.N
 	})
 	b.StopTimer()
@@ -70,7 +70,7 @@ func BenchmarkFeedInCycle50(b *testing.B) {
 	r := newRig(b, rigOpts{devices: devs, cfg: gridcontrol.Config{Cycle: cycle, RampPctPerSecond: 100}})
 	start, _ := window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(time.Hour), 10)))
-	r.waitFor(time.Until(start)+5*time.Second, "the FeedInLimit loop running", func() bool { return len(r.controller().Stats().Cycles) > 0 })
+	r.await("the FeedInLimit loop running", time.Until(start)+5*time.Second, func() bool { return len(r.controller().Stats().Cycles) > 0 })
 	stop := make(chan struct{})
 	go func() {
 		for i := 0; ; i++ {
@@ -84,7 +84,7 @@ func BenchmarkFeedInCycle50(b *testing.B) {
 	}()
 	before := len(r.controller().Stats().Cycles)
 	b.ResetTimer()
-	r.waitFor(time.Duration(b.N+10)*cycle+10*time.Second, "b.N cycles", func() bool { return len(r.controller().Stats().Cycles) >= before+b.N })
+	r.await("b.N cycles", time.Duration(b.N+10)*cycle+10*time.Second, func() bool { return len(r.controller().Stats().Cycles) >= before+b.N })
 	b.StopTimer()
 	close(stop)
 	cycles := r.controller().Stats().Cycles

@@ -25,13 +25,13 @@ func TestCancelHandsBackToOlderWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(10*time.Second, "the cloud's 50 %", both(50))
+	r.await("the cloud's 50 %", 10*time.Second, both(50))
 	input := gridcontrol.Origin{Door: gridcontrol.DoorInput, Name: "rcr/K3", Role: gridOperator.Role, Channel: "input:rcr"}
 	in, err := gc.SubmitJSON(ctx, "demo", input, []byte(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+24h","value":30,"unit":"%"}]}`), gridcontrol.SkipEligibilityCheck(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(10*time.Second, "the input's 30 %", both(30))
+	r.await("the input's 30 %", 10*time.Second, both(30))
 	if in.CreatedBy != "input:rcr/K3 (gridoperator)" {
 		t.Errorf("createdBy %q, want the input door, its contacts and role", in.CreatedBy)
 	}
@@ -50,9 +50,9 @@ func TestCancelHandsBackToOlderWindow(t *testing.T) {
 	if err := gc.Cancel(ctx, "demo", in.ScheduleID, input); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(10*time.Second, "the cloud's 50 % again", both(50))
+	r.await("the cloud's 50 % again", 10*time.Second, both(50))
 	status := map[string]gridcontrol.Status{}
-	r.waitFor(10*time.Second, "the input's window done, the cloud's active", func() bool {
+	r.await("the input's window done, the cloud's active", 10*time.Second, func() bool {
 		scheds, err := gc.Schedules("demo")
 		if err != nil {
 			t.Fatal(err)

@@ -181,7 +181,7 @@ func TestWindowSteppedOnInjectedClock(t *testing.T) {
 		t.Fatalf("inv1 at %g %% before the window", l)
 	}
 	r.step(clk, time.Second)
-	r.waitFor(3*time.Second, "40 % on both at the start on the injected clock", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % on both at the start on the injected clock", 3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusActive {
 		t.Errorf("status inside the window: %s", c.Status)
 	}
@@ -204,9 +204,9 @@ func TestWindowSteppedOnInjectedClock(t *testing.T) {
 	r.step(clk, end.Sub(clk.Now()))
 	for _, want := range []float64{60, 80, 100} {
 		r.step(clk, 200*time.Millisecond)
-		r.waitFor(3*time.Second, "the next ramp step", func() bool { return r.limitOf("inv1") == want && r.limitOf("inv2") == want })
+		r.await("the next ramp step", 3*time.Second, func() bool { return r.limitOf("inv1") == want && r.limitOf("inv2") == want })
 	}
-	r.waitFor(3*time.Second, "the limit restored on both", func() bool {
+	r.await("the limit restored on both", 3*time.Second, func() bool {
 		return r.logHas("GridControlRestored", "inv1", "limit") && r.logHas("GridControlRestored", "inv2", "limit")
 	})
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusDone {

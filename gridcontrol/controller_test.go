@@ -306,7 +306,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 	// waited for. How soon after the start is a target, measured by
 	// BenchmarkEdgeToWrite, not asserted here.
 	r.step(clk, start.Sub(clk.Now()))
-	r.waitFor(30*time.Second, "every command written at the start", func() bool {
+	r.await("every command written at the start", 30*time.Second, func() bool {
 		for _, c := range checks {
 			if c.during(t, r.read(c.device, c.model), def[c.device][c.model]) != "" {
 				return false
@@ -414,7 +414,7 @@ func TestEveryCommandBothGenerations(t *testing.T) {
 		}
 	}
 	defer dumpLog(t, r)
-	r.waitFor(5*time.Second, "the writes and restores in the plant log", func() bool {
+	r.await("the writes and restores in the plant log", 5*time.Second, func() bool {
 		return r.logHas("ScheduleAccepted", "test (installer)") &&
 			r.logHas("GridControlWrite", "inv1", "opModMaxLimW of schedule "+sched.ScheduleID+" by test (installer)") &&
 			r.logHas("GridControlWrite", "inv2", "model 705") && r.logHas("GridControlRestored", "inv2", "model 711")
@@ -465,7 +465,7 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case on a plant of its own
 			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
-			r.waitFor(10*time.Second, "both inverters at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+			r.await("both inverters at 100 %", 10*time.Second, func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 			s1, mid := r.window(time.Second, 2*time.Second)
 			end := mid.Add(2 * time.Second)
 			if tc.overwrite {
@@ -487,7 +487,7 @@ func TestNoPeakBetweenWindows(t *testing.T) {
 					}
 				}
 			}
-			r.waitFor(10*time.Second, "the fallback ramp back at 100 %", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+			r.await("the fallback ramp back at 100 %", 10*time.Second, func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 			hi := max(tc.first, tc.second)
 			for _, id := range []string{"inv1", "inv2"} {
 				if peak[id] > hi {
@@ -574,7 +574,7 @@ func TestDERRestoreBitForBit(t *testing.T) {
 			start, end := r.window(time.Second, 2*time.Second)
 			b, _ := json.Marshal(gridcontrol.Curve{Points: vv})
 			r.mustSubmit(body(fmt.Sprintf(`{"command":"opModVoltVar","start":%q,"end":%q,"curve":%s}`, ts(start), ts(end), b)))
-			r.waitFor(end.Sub(r.now())+5*time.Second, "the curve restored", func() bool {
+			r.await("the curve restored", end.Sub(r.now())+5*time.Second, func() bool {
 				return r.logHas("GridControlRestored", "inv2", "model 705")
 			})
 			if !r.logHas("GridControlWrite", "inv2", "model 705") {
@@ -623,7 +623,7 @@ func TestCurveInVolts(t *testing.T) {
 			exp = append(exp, gridcontrol.CurvePoint{X: p.X / w.vref * 100, Y: p.Y})
 		}
 		var got []gridcontrol.CurvePoint
-		r.waitFor(end.Sub(r.now()), id+" holding the curve in % of its reference voltage", func() bool {
+		r.await(id+" holding the curve in % of its reference voltage", end.Sub(r.now()), func() bool {
 			inst := r.read(id, w.model)
 			got = points(t, inst, lastWritable(t, inst))
 			if len(got) != len(exp) {

@@ -30,7 +30,7 @@ func TestFeedInLimitBattery(t *testing.T) {
 	start, _ := r.window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
 	r.stepTo(start)
-	r.waitFor(30*time.Second, "the loop holding PV at the house and the battery's charging", func() bool {
+	r.await("the loop holding PV at the house and the battery's charging", 30*time.Second, func() bool {
 		b := r.sim.Balance()
 		return b.BatteryW < -4500 && -b.GridW < tol
 	})
@@ -38,7 +38,7 @@ func TestFeedInLimitBattery(t *testing.T) {
 	r.sim.SetLoadOffset(8000)
 	var trace []string
 	worst, discharged := 0.0, 0.0
-	r.waitFor(30*time.Second, "PV carrying the house and the battery charging at 4.5 kW or more again", func() bool {
+	r.await("PV carrying the house and the battery charging at 4.5 kW or more again", 30*time.Second, func() bool {
 		b := r.sim.Balance()
 		trace = append(trace, fmt.Sprintf("%.0f/%+.0f/%.0f", b.PVW, b.BatteryW, b.GridW))
 		worst, discharged = max(worst, -b.GridW), max(discharged, b.BatteryW)
@@ -88,7 +88,7 @@ func TestSurplusBattery(t *testing.T) {
 	t.Parallel()
 	sl := &surplusLog{}
 	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{Absorber: sl}})
-	r.waitFor(10*time.Second, "the battery charging in the energy manager's input", func() bool {
+	r.await("the battery charging in the energy manager's input", 10*time.Second, func() bool {
 		s, _ := sl.get()
 		return s.BatteryOK && s.BatterySoCOK && s.BatteryChargeW > 4000
 	})
@@ -99,9 +99,9 @@ func TestSurplusBattery(t *testing.T) {
 	}
 	start, _ := r.window(0, 0)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", start, start.Add(10*time.Minute), 30)))
-	r.waitFor(10*time.Second, "PV at the 30 % cap", func() bool { return r.sim.Balance().PVW <= 5400+100 })
+	r.await("PV at the 30 % cap", 10*time.Second, func() bool { return r.sim.Balance().PVW <= 5400+100 })
 	_, n0 := sl.get()
-	r.waitFor(10*time.Second, "five cycles at the cap", func() bool { _, n := sl.get(); return n >= n0+5 })
+	r.await("five cycles at the cap", 10*time.Second, func() bool { _, n := sl.get(); return n >= n0+5 })
 	s, _ = sl.get()
 	t.Logf("30 %% cap: pv %.0f W, grid %.0f W, battery charging %.0f W, curtailed %.0f W", r.sim.Balance().PVW, s.GridW, s.BatteryChargeW, s.CurtailedW)
 	if s.CurtailedW != 0 {
@@ -124,11 +124,11 @@ func TestFeedInLimitBatteryRefuses(t *testing.T) {
 	const nominal = 18000.0
 	tol := 0.02 * nominal
 	r.write("bat", 802, map[string]float64{"SocRsvMax": 50})
-	r.waitFor(10*time.Second, "the battery no longer charging", func() bool { return r.sim.Balance().BatteryW > -100 })
+	r.await("the battery no longer charging", 10*time.Second, func() bool { return r.sim.Balance().BatteryW > -100 })
 	start, _ := r.window(time.Second, 0)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, start.Add(10*time.Minute), 0)))
 	r.stepTo(start)
-	r.waitFor(10*time.Second, "PV curtailed to the house", func() bool { return -r.sim.Balance().GridW < tol })
+	r.await("PV curtailed to the house", 10*time.Second, func() bool { return -r.sim.Balance().GridW < tol })
 	curtailed := r.now().Sub(start)
 	var episodes []string
 	var from time.Time

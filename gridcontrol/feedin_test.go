@@ -140,6 +140,6 @@ func TestFeedInLimitPct(t *testing.T) {
 		{"another command", limitCmd("opModMaxLimW", start, end, 30), 100},
 	} {
 		r.mustSubmit(body(tc.cmd))
-		r.waitFor(10*time.Second, fmt.Sprintf("after %s, the limit in force %g %%", tc.what, tc.want), func() bool { return math.Abs(pct()-tc.want) < 1e-9 })
+		r.await(fmt.Sprintf("after %s, the limit in force %g %%", tc.what, tc.want), 10*time.Second, func() bool { return math.Abs(pct()-tc.want) < 1e-9 })
 	}
 }

@@ -16,7 +16,7 @@ func TestHeldModels(t *testing.T) {
 		t.Fatalf("held before any window: %v", m)
 	}
 	r.mustSubmit(`{"commands":[{"command":"opModMaxLimW","start":"+0s","end":"+3s","value":50,"unit":"%"}]}`)
-	r.waitFor(10*time.Second, "inv1 limited", func() bool { return r.limitOf("inv1") == 50 })
+	r.await("inv1 limited", 10*time.Second, func() bool { return r.limitOf("inv1") == 50 })
 	for _, id := range []string{"inv1", "inv2"} {
 		if m := gc.HeldModels(id); !slices.Equal(m, []uint16{123, 704}) {
 			t.Errorf("%s holds %v during the window, want [123 704]", id, m)
@@ -25,5 +25,5 @@ func TestHeldModels(t *testing.T) {
 	if m := gc.HeldModels("meter"); m != nil {
 		t.Errorf("the meter holds %v", m)
 	}
-	r.waitFor(30*time.Second, "the limit released", func() bool { return gc.HeldModels("inv1") == nil && gc.HeldModels("inv2") == nil })
+	r.await("the limit released", 30*time.Second, func() bool { return gc.HeldModels("inv1") == nil && gc.HeldModels("inv2") == nil })
 }

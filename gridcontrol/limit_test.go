@@ -50,7 +50,7 @@ func TestRestartContinuesFromTheHeldLimit(t *testing.T) {
 			r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{RampPctPerSecond: ramp}})
 			start, end := r.window(time.Second, 30*time.Second)
 			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, tc.window)))
-			r.waitFor(start.Sub(r.now())+3*time.Second, "the window's limit on both", func() bool {
+			r.await("the window's limit on both", start.Sub(r.now())+3*time.Second, func() bool {
 				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window
 			})
 			r.stop()
@@ -61,7 +61,7 @@ func TestRestartContinuesFromTheHeldLimit(t *testing.T) {
 			r.step(r.clk, r.cfg.Cycle) // the writes above before the restart
 			restarted := r.now()
 			r.start()
-			r.waitFor(5*time.Second, "the window's limit back on both, written", func() bool {
+			r.await("the window's limit back on both, written", 5*time.Second, func() bool {
 				return r.limitOf("inv1") == tc.window && r.limitOf("inv2") == tc.window &&
 					len(r.limitWrites("inv1", restarted)) > 0 && len(r.limitWrites("inv2", restarted)) > 0
 			})
@@ -155,10 +155,10 @@ func TestRampNeverExceedsItsRate(t *testing.T) {
 				target = tc.second
 			}
 			r.mustSubmit(body(cmds...))
-			r.waitFor(start.Sub(r.now())+2*time.Second, "the first window on both", func() bool {
+			r.await("the first window on both", start.Sub(r.now())+2*time.Second, func() bool {
 				return r.limitOf("inv1") == tc.first && r.limitOf("inv2") == tc.first
 			})
-			r.waitFor(mid.Sub(r.now())+time.Duration((target-tc.first)/tc.ramp*float64(time.Second))+5*time.Second, "the ramp's end on both", func() bool {
+			r.await("the ramp's end on both", mid.Sub(r.now())+time.Duration((target-tc.first)/tc.ramp*float64(time.Second))+5*time.Second, func() bool {
 				return r.limitOf("inv1") == target && r.limitOf("inv2") == target
 			})
 			for _, id := range []string{"inv1", "inv2"} {
@@ -201,7 +201,7 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 	s, mid := r.window(time.Second, 2*time.Second)
 	end := mid.Add(20 * time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
-	r.waitFor(mid.Sub(r.now())+2*time.Second, "40 % written on both", func() bool {
+	r.await("40 % written on both", mid.Sub(r.now())+2*time.Second, func() bool {
 		ws1, ws2 := r.limitWrites("inv1", mid), r.limitWrites("inv2", mid)
 		return len(ws1) > 0 && ws1[len(ws1)-1].LimitPct == 40 && len(ws2) > 0 && ws2[len(ws2)-1].LimitPct == 40
 	})
@@ -212,9 +212,9 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 	}
 	sun := r.now()
 	r.sim.SetCloudFactor(1)
-	r.waitFor(6*time.Second, "40 % in effect on both once the output shows it", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % in effect on both once the output shows it", 6*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	t.Logf("40 %% in effect on both %s after the sun came back", r.now().Sub(sun).Round(10*time.Millisecond))
-	r.waitFor(3*time.Second, "the warning in the plant log", func() bool {
+	r.await("the warning in the plant log", 3*time.Second, func() bool {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
 
@@ -276,13 +276,13 @@ func TestLimitNotFollowedFails(t *testing.T) {
 	r := newRig(t, rigOpts{stepped: true, devices: devs})
 	start, end := r.window(time.Second, 12*time.Second)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(start.Sub(r.now())+2*time.Second, "40 % in effect on inv2", func() bool { return r.limitOf("inv2") == 40 })
-	r.waitFor(10*time.Second, "the window failed", func() bool { return r.command(sched.ScheduleID, 0).Status == gridcontrol.StatusFailed })
+	r.await("40 % in effect on inv2", start.Sub(r.now())+2*time.Second, func() bool { return r.limitOf("inv2") == 40 })
+	r.await("the window failed", 10*time.Second, func() bool { return r.command(sched.ScheduleID, 0).Status == gridcontrol.StatusFailed })
 	c := r.command(sched.ScheduleID, 0)
 	if !strings.Contains(c.Reason, "inv1") || !strings.Contains(c.Reason, "does not follow") {
 		t.Errorf("reason %q", c.Reason)
 	}
-	r.waitFor(3*time.Second, "LimitNotFollowed in the plant log", func() bool { return r.logHas("LimitNotFollowed", "inv1") })
+	r.await("LimitNotFollowed in the plant log", 3*time.Second, func() bool { return r.logHas("LimitNotFollowed", "inv1") })
 	if r.logHas("LimitNotFollowed", "inv2") {
 		t.Error("LimitNotFollowed for inv2, which follows")
 	}
@@ -309,7 +309,7 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(start.Sub(r.now())+2*time.Second, "20 % on both", func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+	r.await("20 % on both", start.Sub(r.now())+2*time.Second, func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
 	posted := r.now()
 	inst := r.mustSubmit(body(limitCmd("opModMaxLimW", start, opEnd.Add(6*time.Second), 60)))
 	for opEnd.Sub(r.now()) > 200*time.Millisecond {
@@ -329,8 +329,8 @@ func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 			}
 		}
 	}
-	r.waitFor(opEnd.Sub(r.now())+time.Second, "the installer's window governing", func() bool { return r.command(inst.ScheduleID, 0).Status == gridcontrol.StatusActive })
-	r.waitFor(8*time.Second, "60 % on both after the operator's window", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
+	r.await("the installer's window governing", opEnd.Sub(r.now())+time.Second, func() bool { return r.command(inst.ScheduleID, 0).Status == gridcontrol.StatusActive })
+	r.await("60 % on both after the operator's window", 8*time.Second, func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
 	if c := r.command(op.ScheduleID, 0); c.Status != gridcontrol.StatusDone {
 		t.Errorf("operator's window after its end: %s", c.Status)
 	}
@@ -345,9 +345,9 @@ func TestSameValueWindowApplied(t *testing.T) {
 	r := newRig(t, rigOpts{stepped: true})
 	start, end := r.window(time.Second, 30*time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(start.Sub(r.now())+3*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % on both", start.Sub(r.now())+3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	posted := r.now()
 	second := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(3*time.Second, "the newer 40 % window applied", func() bool { return r.command(second.ScheduleID, 0).AppliedAt != nil })
+	r.await("the newer 40 % window applied", 3*time.Second, func() bool { return r.command(second.ScheduleID, 0).AppliedAt != nil })
 	t.Logf("applied %s after it was posted", r.now().Sub(posted).Round(10*time.Millisecond))
 }

@@ -91,7 +91,7 @@ func TestPartialCommands(t *testing.T) {
 			}
 		}
 		// The store writes log entries in batches: wait for it.
-		r.waitFor(5*time.Second, fmt.Sprintf("%s: a CommandPartial log entry of schedule %s saying %q", tc.name, sc.ScheduleID, tc.logShare),
+		r.await(fmt.Sprintf("%s: a CommandPartial log entry of schedule %s saying %q", tc.name, sc.ScheduleID, tc.logShare), 5*time.Second,
 			func() bool { return r.logHas("CommandPartial", sc.ScheduleID, tc.logShare) })
 	}
 
@@ -99,7 +99,7 @@ func TestPartialCommands(t *testing.T) {
 	// still says it governs only part of the plant.
 	start, end := r.window(time.Second, time.Hour)
 	sc := r.mustSubmit(body(fmt.Sprintf(`{"command":"OpModDisconnect","start":%q,"end":%q}`, ts(start), ts(end))))
-	r.waitFor(15*time.Second, "the disconnect applied", func() bool { return r.command(sc.ScheduleID, 0).AppliedAt != nil })
+	r.await("the disconnect applied", 15*time.Second, func() bool { return r.command(sc.ScheduleID, 0).AppliedAt != nil })
 	if got := r.command(sc.ScheduleID, 0); !got.Partial || got.Status != gridcontrol.StatusActive || got.Coverage == nil || *got.Coverage != 0.556 {
 		t.Errorf("applied disconnect: partial %v status %s coverage %v, want partial active 0.556", got.Partial, got.Status, got.Coverage)
 	}

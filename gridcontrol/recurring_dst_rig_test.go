@@ -51,7 +51,7 @@ func TestRecurringOverDST(t *testing.T) {
 				t.Fatalf("inv1 at %g %% before the window", l)
 			}
 			r.step(clk, time.Second)
-			r.waitFor(3*time.Second, "40 % on both at the window's start", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+			r.await("40 % on both at the window's start", 3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 
 			// The repeated (or skipped) wall time passes inside the
 			// window: the same window, no new one.
@@ -66,8 +66,8 @@ func TestRecurringOverDST(t *testing.T) {
 			for range 5 {
 				r.step(clk, 200*time.Millisecond)
 			}
-			r.waitFor(3*time.Second, "100 % after the window", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
-			r.waitFor(3*time.Second, "the window logged as ended", func() bool {
+			r.await("100 % after the window", 3*time.Second, func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+			r.await("the window logged as ended", 3*time.Second, func() bool {
 				return r.logHas("RecurringWindowEnded", sched.ScheduleID, ts(tc.start), "done", "applied at", "next "+ts(tc.next))
 			})
 			list, err := r.controller().Schedules("demo", gridcontrol.IncludeFinished(true))

@@ -49,7 +49,7 @@ func TestRecurringDailyWindow(t *testing.T) {
 			t.Fatalf("day %d: inv1 at %g %% before the window", day+1, l)
 		}
 		r.step(clk, time.Second)
-		r.waitFor(3*time.Second, fmt.Sprintf("40 %% on both on day %d", day+1), func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+		r.await(fmt.Sprintf("40 %% on both on day %d", day+1), 3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 		if c := r.command(sched.ScheduleID, 0); !c.Start.Equal(start) || c.Status != gridcontrol.StatusActive {
 			t.Fatalf("day %d: listed window %s (%s), want %s active", day+1, c.Start, c.Status, start)
 		}
@@ -57,8 +57,8 @@ func TestRecurringDailyWindow(t *testing.T) {
 		for range 5 {
 			r.step(clk, 200*time.Millisecond)
 		}
-		r.waitFor(3*time.Second, fmt.Sprintf("100 %% after day %d's window", day+1), func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
-		r.waitFor(3*time.Second, fmt.Sprintf("day %d's window logged as ended", day+1), func() bool {
+		r.await(fmt.Sprintf("100 %% after day %d's window", day+1), 3*time.Second, func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+		r.await(fmt.Sprintf("day %d's window logged as ended", day+1), 3*time.Second, func() bool {
 			return r.logHas("RecurringWindowEnded", sched.ScheduleID, start.UTC().Format(time.RFC3339), "done", "applied at")
 		})
 		if c := r.command(sched.ScheduleID, 0); !c.Start.Equal(start.Add(24*time.Hour)) || c.Status != gridcontrol.StatusPending {
@@ -108,7 +108,7 @@ func TestRecurringDailyWindow(t *testing.T) {
 	// A restart on the same store keeps the audit.
 	r.stop()
 	r.start()
-	r.waitFor(5*time.Second, "the schedule loaded again", func() bool {
+	r.await("the schedule loaded again", 5*time.Second, func() bool {
 		list, _ := r.controller().Schedules("demo")
 		return len(list) == 1
 	})
@@ -117,14 +117,14 @@ func TestRecurringDailyWindow(t *testing.T) {
 	// The fourth window, cancelled inside: it ends now, no fifth starts.
 	start := first.Add(3 * 24 * time.Hour)
 	r.step(clk, start.Sub(clk.Now()))
-	r.waitFor(3*time.Second, "40 % on both in the fourth window", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % on both in the fourth window", 3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	if err := r.controller().Cancel(context.Background(), "demo", sched.ScheduleID, gridOperator); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
 		r.step(clk, 200*time.Millisecond)
 	}
-	r.waitFor(3*time.Second, "100 % after the cancel", func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
+	r.await("100 % after the cancel", 3*time.Second, func() bool { return r.limitOf("inv1") == 100 && r.limitOf("inv2") == 100 })
 	c = r.command(sched.ScheduleID, 0)
 	if !c.Cancelled || c.Status != gridcontrol.StatusDone || len(c.Next) != 0 {
 		t.Fatalf("after the cancel: %+v", c)
@@ -138,7 +138,7 @@ func TestRecurringDailyWindow(t *testing.T) {
 	if w := r.controller().Stats().Writes; w != before {
 		t.Fatalf("the fifth day: %d writes after the cancel", w-before)
 	}
-	r.waitFor(3*time.Second, "the cancel logged", func() bool { return r.logHas("ScheduleCancelled", sched.ScheduleID) })
+	r.await("the cancel logged", 3*time.Second, func() bool { return r.logHas("ScheduleCancelled", sched.ScheduleID) })
 }
 
 // TestCancelRoles: an installer cannot cancel a grid operator's schedule;
@@ -175,7 +175,7 @@ func TestRecurringAcrossDowntime(t *testing.T) {
 	clk.Advance(3 * 24 * time.Hour) // no loop runs: nothing to wait for
 	r.start()
 	want := first.Add(3 * 24 * time.Hour)
-	r.waitFor(5*time.Second, "the schedule loaded and moved on", func() bool {
+	r.await("the schedule loaded and moved on", 5*time.Second, func() bool {
 		list, _ := r.controller().Schedules("demo")
 		return len(list) == 1 && list[0].Commands[0].Start.Equal(want)
 	})
@@ -210,7 +210,7 @@ func TestCancelledAndLateStatus(t *testing.T) {
 
 	// Started ten minutes ago, ten times LateAfter: due when it came.
 	begun := r.mustSubmit(body(limitCmd("opModMaxLimW", now.Add(-10*time.Minute), now.Add(time.Hour), 60)))
-	r.waitFor(15*time.Second, "the begun window applied", func() bool { return r.command(begun.ScheduleID, 0).AppliedAt != nil })
+	r.await("the begun window applied", 15*time.Second, func() bool { return r.command(begun.ScheduleID, 0).AppliedAt != nil })
 	if c := r.command(begun.ScheduleID, 0); c.Late || c.Status != gridcontrol.StatusActive {
 		t.Fatalf("a window sent after its start and applied at once: status %s, late %v (%s)", c.Status, c.Late, c.Reason)
 	}
@@ -249,7 +249,7 @@ func TestExtend(t *testing.T) {
 	}
 	r.stop()
 	r.start()
-	r.waitFor(5*time.Second, "the extended window loaded", func() bool {
+	r.await("the extended window loaded", 5*time.Second, func() bool {
 		list, _ := r.controller().Schedules("demo")
 		return len(list) == 1 && list[0].Commands[0].End.Equal(later)
 	})

@@ -155,7 +155,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		r.live = plant.NewLive(plants, infos, time.Now)
 		r.startPoller(o)
 	}
-	r.waitFor(20*time.Second, "every device discovered", func() bool {
+	r.await("every device discovered", 20*time.Second, func() bool {
 		devs, _ := r.live.DeviceStatuses("demo")
 		for _, d := range devs {
 			if d.Discovered == nil {
@@ -381,10 +381,11 @@ func (r *rig) read(id string, model uint16) *sunspec.Instance {
 	}
 }
 
-// waitFor waits until cond holds: on the wall clock, looking every 50 ms;
-// on a stepped rig, stepping the clock a cycle at a time (each step runs
-// the controller's cycle and a poll), timeout being the plant's time.
-func (r *rig) waitFor(timeout time.Duration, what string, cond func() bool) {
+// await waits until cond holds, in proctest.WaitFor's argument order: on
+// the wall clock with proctest.WaitFor; on a stepped rig by stepping the
+// clock a cycle at a time (each step runs the controller's cycle and a
+// poll), timeout being the plant's time.
+func (r *rig) await(what string, timeout time.Duration, cond func() bool) {
 	r.t.Helper()
 	if r.clk != nil && r.polled != nil {
 		deadline := r.clk.Now().Add(timeout)

@@ -19,7 +19,7 @@ import (
 func installer70(r *rig) {
 	r.write("inv1", 123, map[string]float64{"WMaxLimPct": 70, "WMaxLim_Ena": 1})
 	r.write("inv2", 704, map[string]float64{"WMaxLimPct": 70, "WMaxLimPctEna": 1})
-	r.waitFor(5*time.Second, "the installer's 70 %", func() bool { return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 })
+	r.await("the installer's 70 %", 5*time.Second, func() bool { return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 })
 }
 
 // TestDeadGatewayRevertsToTheDefault: plantd dies inside a 40 % window.
@@ -38,14 +38,14 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	// again inside it.
 	start, end := r.window(time.Second, 10*time.Second)
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
-	r.waitFor(start.Sub(r.now())+2*time.Second, "40 % on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % on both", start.Sub(r.now())+2*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	// Past a renewal (at half the timeout), then plantd dies.
 	r.stepTo(start.Add(rvrt/2 + 300*time.Millisecond))
 	r.stop()
 	killed := r.now()
 	var peak float64
 	lo1, hi1 := 100.0, 0.0
-	r.waitFor(rvrt+2*time.Second, "inv2 back at the installer's 70 %", func() bool {
+	r.await("inv2 back at the installer's 70 %", rvrt+2*time.Second, func() bool {
 		peak = max(peak, r.limitOf("inv2"))
 		l1 := r.limitOf("inv1")
 		lo1, hi1 = min(lo1, l1), max(hi1, l1)
@@ -65,7 +65,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	if lo1 < 40 || hi1 > 70 {
 		t.Errorf("inv1 (model 123) between %g and %g %% after plantd died, want within [40, 70]", lo1, hi1)
 	}
-	r.waitFor(2*time.Second, "LimitWithoutReversion for inv1 only", func() bool { return r.logHas("LimitWithoutReversion", "inv1") })
+	r.await("LimitWithoutReversion for inv1 only", 2*time.Second, func() bool { return r.logHas("LimitWithoutReversion", "inv1") })
 	if r.logHas("LimitWithoutReversion", "inv2") {
 		t.Error("LimitWithoutReversion for inv2, whose 704 reverts to the programmed default")
 	}
@@ -73,7 +73,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	// plantd starts again inside the window: the limit is back at once.
 	restarted := r.now()
 	r.start()
-	r.waitFor(2*time.Second, "40 % back on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % back on both", 2*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	t.Logf("40 %% back on both inverters %s after the restart", r.now().Sub(restarted).Round(10*time.Millisecond))
 	if c := r.command(sched.ScheduleID, 0); c.Status != gridcontrol.StatusActive {
 		t.Errorf("status after the restart: %s", c.Status)
@@ -87,7 +87,7 @@ func TestDeadGatewayRevertsToTheDefault(t *testing.T) {
 	r.stop()
 	r.stepTo(end.Add(500 * time.Millisecond))
 	r.start()
-	r.waitFor(5*time.Second, "both back at the installer's 70 %", func() bool {
+	r.await("both back at the installer's 70 %", 5*time.Second, func() bool {
 		return r.limitOf("inv1") == 70 && r.limitOf("inv2") == 70 && r.logHas("GridControlRestored", "inv1", "limit")
 	})
 	r.stepTo(r.now().Add(time.Second))
@@ -112,12 +112,12 @@ func TestOfflineAcrossTheStart(t *testing.T) {
 	sched := r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 30)))
 	r.setOffline("inv1", true)
 	// Offline as the daemon knows it (the poll's verdict) at the start.
-	r.waitFor(time.Second, "inv1 offline in the live state", func() bool {
+	r.await("inv1 offline in the live state", time.Second, func() bool {
 		d, _ := r.live.Device("inv1")
 		return d.HealthReason == "offline"
 	})
 	r.stepTo(start)
-	r.waitFor(time.Second, "inv2 at 30 %", func() bool { return r.limitOf("inv2") == 30 })
+	r.await("inv2 at 30 %", time.Second, func() bool { return r.limitOf("inv2") == 30 })
 	r.stepTo(r.now().Add(6 * time.Second))
 	if c := r.command(sched.ScheduleID, 0); c.AppliedAt != nil {
 		t.Errorf("applied at %s while inv1 was offline", c.AppliedAt)
@@ -128,7 +128,7 @@ func TestOfflineAcrossTheStart(t *testing.T) {
 	// Back: the first poll that answers, then the cycle after it.
 	r.setOffline("inv1", false)
 	back := r.now()
-	r.waitFor(time.Second, "inv1 limited to 30 % within a second of its return", func() bool { return r.limitOf("inv1") == 30 })
+	r.await("inv1 limited to 30 % within a second of its return", time.Second, func() bool { return r.limitOf("inv1") == 30 })
 	t.Logf("inv1 limited %s after it answered again", r.now().Sub(back))
 	if c := r.command(sched.ScheduleID, 0); c.AppliedAt == nil || !c.Late || !strings.Contains(c.Reason, "inv1") {
 		t.Errorf("status after the late write: applied %v, late %v, reason %q", c.AppliedAt, c.Late, c.Reason)
@@ -147,7 +147,7 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 	start, end := r.window(time.Second, 30*time.Second)
 	r.mustSubmit(body(limitCmd("FeedInLimit", start, end, 20)))
 	// The loop settles with the household's load on top of 20 %.
-	r.waitFor(start.Sub(r.now())+5*time.Second, "the feed-in at 20 % of 18 kW", func() bool {
+	r.await("the feed-in at 20 % of 18 kW", start.Sub(r.now())+5*time.Second, func() bool {
 		return -r.sim.Balance().GridW > 0.18*18000 && -r.sim.Balance().GridW < 0.22*18000
 	})
 	r.stepTo(r.now().Add(time.Second))
@@ -160,7 +160,7 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 	r.setOffline("meter", true)
 	lost := r.now()
 	var peak float64
-	r.waitFor(grace+3*time.Second, "both inverters at the export limit itself", func() bool {
+	r.await("both inverters at the export limit itself", grace+3*time.Second, func() bool {
 		peak = max(peak, r.limitOf("inv1"), r.limitOf("inv2"))
 		return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20
 	})
@@ -174,7 +174,7 @@ func TestMeterLossDuringFeedInLimit(t *testing.T) {
 		t.Errorf("limit rose to %g %% without a meter (held %g %%)", peak, held)
 	}
 	t.Logf("held at %g %% for %s without the meter, then 20 %%", held, stepped.Round(10*time.Millisecond))
-	r.waitFor(5*time.Second, "the warning in the plant log", func() bool { return r.logHas("FeedInLimitMeterLost") })
+	r.await("the warning in the plant log", 5*time.Second, func() bool { return r.logHas("FeedInLimitMeterLost") })
 	r.stepTo(r.now().Add(2 * time.Second))
 	if l := max(r.limitOf("inv1"), r.limitOf("inv2")); l > 20 {
 		t.Errorf("limit %g %% while the meter is still lost", l)
@@ -193,11 +193,11 @@ func TestDeviceNeedingTheEnableToggle(t *testing.T) {
 	s, mid := r.window(time.Second, 4*time.Second)
 	end := mid.Add(4 * time.Second)
 	r.mustSubmit(body(limitCmd("opModMaxLimW", s, mid, 60), limitCmd("opModMaxLimW", mid, end, 40)))
-	r.waitFor(s.Sub(r.now())+2*time.Second, "60 % on both", func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
+	r.await("60 % on both", s.Sub(r.now())+2*time.Second, func() bool { return r.limitOf("inv1") == 60 && r.limitOf("inv2") == 60 })
 	r.stepTo(mid)
-	r.waitFor(3*time.Second, "40 % in effect on both", func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
+	r.await("40 % in effect on both", 3*time.Second, func() bool { return r.limitOf("inv1") == 40 && r.limitOf("inv2") == 40 })
 	t.Logf("40 %% in effect %s after the boundary", r.now().Sub(mid).Round(10*time.Millisecond))
-	r.waitFor(5*time.Second, "the warning in the plant log", func() bool {
+	r.await("the warning in the plant log", 5*time.Second, func() bool {
 		return r.logHas("LimitNeedsEnableToggle", "inv1") && r.logHas("LimitNeedsEnableToggle", "inv2")
 	})
 }
@@ -224,19 +224,19 @@ func TestRefusedCommandFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(start.Sub(r.now())+3*time.Second, "the curve marked failed", func() bool { return r.command(s.ScheduleID, 0).Status == gridcontrol.StatusFailed })
+	r.await("the curve marked failed", start.Sub(r.now())+3*time.Second, func() bool { return r.command(s.ScheduleID, 0).Status == gridcontrol.StatusFailed })
 	if c := r.command(s.ScheduleID, 0); !strings.Contains(c.Reason, "at most 4 points") {
 		t.Errorf("reason %q", c.Reason)
 	}
 	// The limit runs: the cycle that found the curve refused may mark it
 	// failed before it writes inv1's limit (a full suite's load showed
 	// 100 % when read at once).
-	r.waitFor(3*time.Second, "the schedule's limit of 50 % on inv1", func() bool { return r.limitOf("inv1") == 50 })
+	r.await("the schedule's limit of 50 % on inv1", 3*time.Second, func() bool { return r.limitOf("inv1") == 50 })
 	v := r.read("inv1", 126)
 	if got, _ := v.Float("ModEna"); got != 0 {
 		t.Errorf("126 ModEna %g after a refused curve", got)
 	}
-	r.waitFor(5*time.Second, "the failure in the plant log", func() bool { return r.logHas("GridControlWriteFailed", "at most 4 points") })
+	r.await("the failure in the plant log", 5*time.Second, func() bool { return r.logHas("GridControlWriteFailed", "at most 4 points") })
 }
 
 // TestReversionRenewedInLongWindows: windows several reversion timeouts
@@ -273,7 +273,7 @@ func TestReversionRenewedInLongWindows(t *testing.T) {
 		}
 		return strings.Join(off, ", ")
 	}
-	r.waitFor(start.Sub(r.now())+2*time.Second, "every control in effect", func() bool { return held() == "" })
+	r.await("every control in effect", start.Sub(r.now())+2*time.Second, func() bool { return held() == "" })
 	var lapses []string
 	for end.Sub(r.now()) > 300*time.Millisecond {
 		h := held()
@@ -312,7 +312,7 @@ func TestReversionIgnoredWarned(t *testing.T) {
 			r.mustSubmit(body(limitCmd("opModMaxLimW", start, end, 40)))
 			renewed := start.Add(rvrt/2 + 2*time.Second)
 			if ignores {
-				r.waitFor(renewed.Sub(r.now()), "ReversionIgnored for inv2", func() bool { return r.logHas("ReversionIgnored", "inv2") })
+				r.await("ReversionIgnored for inv2", renewed.Sub(r.now()), func() bool { return r.logHas("ReversionIgnored", "inv2") })
 			} else {
 				r.stepTo(renewed)
 			}

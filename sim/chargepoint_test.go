@@ -101,8 +101,8 @@ func (c *centralSim) record(r any) {
 	c.notifyLocked()
 }
 
-// waitFor waits until cond holds over the central system's state.
-func (c *centralSim) waitFor(t *testing.T, what string, cond func(reqs []any, online map[string]bool) bool) {
+// waitState waits until cond holds over the central system's state.
+func (c *centralSim) waitState(t *testing.T, what string, cond func(reqs []any, online map[string]bool) bool) {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -128,7 +128,7 @@ func waitReq[T any](t *testing.T, c *centralSim, from int, ok func(T) bool) (T, 
 	var got T
 	next := from
 	var zero T
-	c.waitFor(t, fmt.Sprintf("%T", zero), func(reqs []any, _ map[string]bool) bool {
+	c.waitState(t, fmt.Sprintf("%T", zero), func(reqs []any, _ map[string]bool) bool {
 		for i := from; i < len(reqs); i++ {
 			if r, is := reqs[i].(T); is && (ok == nil || ok(r)) {
 				got, next = r, i+1
@@ -681,7 +681,7 @@ func TestChargePointReconnect(t *testing.T) {
 	}
 
 	cs2 := startCentral(t, r.cs.port)
-	cs2.waitFor(t, "reconnection", func(_ []any, online map[string]bool) bool { return online["cp1"] })
+	cs2.waitState(t, "reconnection", func(_ []any, online map[string]bool) bool { return online["cp1"] })
 	waitReq[*core.BootNotificationRequest](t, cs2, 0, nil)
 	sn, _ := waitReq(t, cs2, 0, func(s *core.StatusNotificationRequest) bool { return s.ConnectorId == 1 })
 	if sn.Status != core.ChargePointStatusCharging {

@@ -210,10 +210,10 @@ func TestBrowser(t *testing.T) {
 	}
 	both := func(name string, wait string) {
 		b.viewport(1280, 900, false)
-		b.waitFor(name+" at desktop width", wait, 10*time.Second)
+		b.waitJS(name+" at desktop width", wait, 10*time.Second)
 		shot(name + "-desktop")
 		b.viewport(390, 844, true)
-		b.waitFor(name+" at phone width", wait, 10*time.Second)
+		b.waitJS(name+" at phone width", wait, 10*time.Second)
 		shot(name + "-phone")
 		b.viewport(1280, 900, false)
 	}
@@ -231,7 +231,7 @@ func TestBrowser(t *testing.T) {
 	// Sign in.
 	b.viewport(1280, 900, false)
 	b.navigate(base + "/")
-	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	shot("signin-desktop")
 	// First paint from the gateway on loopback with a cold cache (a fresh
 	// profile). The target is under 1 s, reported here; the test fails
@@ -244,9 +244,9 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("first contentful paint after %.0f ms, want a paint, under 1000 on a quiet machine", fcp)
 	}
 	js(`document.getElementById('token').value = 'wrong'; document.getElementById('signin-form').requestSubmit()`, nil)
-	b.waitFor("refusal of a wrong token", `!document.getElementById('signin-error').hidden && document.getElementById('signin-error').textContent.includes('Not accepted')`, 10*time.Second)
+	b.waitJS("refusal of a wrong token", `!document.getElementById('signin-error').hidden && document.getElementById('signin-error').textContent.includes('Not accepted')`, 10*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit()`, nil)
-	b.waitFor("overview", `document.querySelector('#live-values [data-field=totalConsumption]') && document.querySelector('#today-values')`, 15*time.Second)
+	b.waitJS("overview", `document.querySelector('#live-values [data-field=totalConsumption]') && document.querySelector('#today-values')`, 15*time.Second)
 	var stored string
 	js(`JSON.stringify(Object.keys(sessionStorage)) + localStorage.length + document.cookie`, &stored)
 	if stored != `["plantd.auth"]0` {
@@ -315,7 +315,7 @@ func TestBrowser(t *testing.T) {
 	allOnline := `(() => { const arts = [...document.querySelectorAll('#devices article.device')];
 		return arts.length === 10 && arts.every(a => a.dataset.comm === 'Ok' && a.querySelector('tr[data-name]')) &&
 			['inv1', 'inv2', 'meter', 'bat', 'wx', 'heatmeter'].every(id => document.getElementById('dev-' + id)?.querySelector('.models')?.textContent.startsWith('1 ')) })()`
-	b.waitFor("ten devices online with values", allOnline, 20*time.Second)
+	b.waitJS("ten devices online with values", allOnline, 20*time.Second)
 	var inv struct{ Product, Unit string }
 	js(`(() => { const a = document.getElementById('dev-inv1'); return {Product: a.querySelector('dl').textContent, Unit: a.querySelector('tr[data-name=activePower]').dataset.unit} })()`, &inv)
 	if !strings.Contains(inv.Product, "SIM-inv1") || inv.Unit != "W" {
@@ -326,7 +326,7 @@ func TestBrowser(t *testing.T) {
 	// History: the day's balance as a chart with data, then the week and a
 	// device set; DST days through the page's own arithmetic.
 	nav("history")
-	b.waitFor("history view", `document.getElementById('history-today')`, 10*time.Second)
+	b.waitJS("history view", `document.getElementById('history-today')`, 10*time.Second)
 	chartWithData := `document.querySelector('#history-chart canvas') && +document.getElementById('history-chart').dataset.rows > 0`
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -345,10 +345,10 @@ func TestBrowser(t *testing.T) {
 	checkChart(t, b, "Day", "W")
 	js(`document.querySelector('button[data-period=Week]').click()`, nil)
 	weekChart := chartWithData + ` && document.getElementById('history-chart').dataset.resolution === 'OneHour'`
-	b.waitFor("week chart", weekChart, 10*time.Second)
+	b.waitJS("week chart", weekChart, 10*time.Second)
 	both("history-week", weekChart)
 	js(`(() => { const s = document.getElementById('history-source'); s.value = 'device:inv2:PowerAc'; s.dispatchEvent(new Event('change')) })()`, nil)
-	b.waitFor("inv2 PowerAc chart", chartWithData+` && /voltage/i.test(document.querySelector('.u-legend').textContent)`, 10*time.Second)
+	b.waitJS("inv2 PowerAc chart", chartWithData+` && /voltage/i.test(document.querySelector('.u-legend').textContent)`, 10*time.Second)
 	var devLegend string
 	js(`document.querySelector('.u-legend').textContent`, &devLegend)
 	if !strings.Contains(devLegend, "Voltage L1 (V)") || rawName.MatchString(devLegend) {
@@ -368,7 +368,7 @@ func TestBrowser(t *testing.T) {
 		minDays, maxDays   float64
 	}{{"Month", "OneDay", 28, 31}, {"Year", "OneMonth", 364, 365}} {
 		js(`document.querySelector('button[data-period=`+p.period+`]').click()`, nil)
-		b.waitFor(p.period+" chart", chartWithData+` && document.getElementById('history-chart').dataset.resolution === '`+p.resolution+`'`, 10*time.Second)
+		b.waitJS(p.period+" chart", chartWithData+` && document.getElementById('history-chart').dataset.resolution === '`+p.resolution+`'`, 10*time.Second)
 		var days float64
 		js(`(document.getElementById('history-chart').dataset.to - document.getElementById('history-chart').dataset.from) / 86400`, &days)
 		if days < p.minDays-0.1 || days > p.maxDays+0.1 {
@@ -386,7 +386,7 @@ func TestBrowser(t *testing.T) {
 
 	// Logs as installer.
 	nav("logs")
-	b.waitFor("log entries", `document.querySelectorAll('#log-table tbody tr').length > 0`, 10*time.Second)
+	b.waitJS("log entries", `document.querySelectorAll('#log-table tbody tr').length > 0`, 10*time.Second)
 	both("logs", `document.querySelectorAll('#log-table tbody tr').length > 0`)
 	// On a phone every entry's message is in sight: no column off-screen.
 	b.viewport(390, 844, true)
@@ -406,7 +406,7 @@ func TestBrowser(t *testing.T) {
 
 	// Grid control: a limit window from the page, then in the list.
 	nav("grid")
-	b.waitFor("grid form", `document.getElementById('gc-form')`, 20*time.Second)
+	b.waitJS("grid form", `document.getElementById('gc-form')`, 20*time.Second)
 	var now live
 	apiGet(t, base, token, "/live/v1/plants/demo/measurements/sets/EnergyBalance", &now)
 	loc, err := time.LoadLocation("Europe/Berlin")
@@ -420,7 +420,7 @@ func TestBrowser(t *testing.T) {
 	start, end := plantNow.Add(2*time.Hour).Format("2006-01-02T15:04"), plantNow.Add(26*time.Hour).Format("2006-01-02T15:04")
 	js(fmt.Sprintf(`(() => { document.getElementById('gc-value').value = '40'; document.getElementById('gc-start').value = %q;
 		document.getElementById('gc-end').value = %q; document.getElementById('gc-form').requestSubmit() })()`, start, end), nil)
-	b.waitFor("schedule stored", `document.getElementById('gc-created') || document.querySelector('#gc-result .problem')`, 10*time.Second)
+	b.waitJS("schedule stored", `document.getElementById('gc-created') || document.querySelector('#gc-result .problem')`, 10*time.Second)
 	var id, resultText string
 	js(`document.getElementById('gc-created')?.dataset.schedule || ''`, &id)
 	js(`document.getElementById('gc-result').textContent`, &resultText)
@@ -428,7 +428,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("creating a limit window from the page: %s", resultText)
 	}
 	listed := fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-value="40"]')`, id)
-	b.waitFor("the new window in the schedule list", listed, 10*time.Second)
+	b.waitJS("the new window in the schedule list", listed, 10*time.Second)
 	var scheds struct {
 		Schedules []struct {
 			ScheduleID string
@@ -454,7 +454,7 @@ func TestBrowser(t *testing.T) {
 	// beside; on a phone no table is wider than its card (every type
 	// opened).
 	nav("settings")
-	b.waitFor("settings", `document.querySelectorAll('#settings section.settings div.config').length >= 8`, 20*time.Second)
+	b.waitJS("settings", `document.querySelectorAll('#settings section.settings div.config').length >= 8`, 20*time.Second)
 	var heads struct{ Words, API []string }
 	js(`(() => { const text = e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
 		return { Words: [...document.querySelectorAll('#settings h2, #settings h3')].map(text),
@@ -500,7 +500,7 @@ func TestBrowser(t *testing.T) {
 	partialRow := fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q]')?.textContent.includes('partial: governs') && document.querySelector('#sched-body tr[data-schedule=%q]').textContent.includes('inv2 (NotOfferedOnNewerPlatform)')`, disc.Schedule.ScheduleID, disc.Schedule.ScheduleID)
 	nav("logs")
 	nav("grid")
-	b.waitFor("the partial disconnect in the schedule list", partialRow, 15*time.Second)
+	b.waitJS("the partial disconnect in the schedule list", partialRow, 15*time.Second)
 
 	// Consents: the demo's OAuth2 client asks for the owner's consent over
 	// the back channel; the installer approves it on the page.
@@ -516,10 +516,10 @@ func TestBrowser(t *testing.T) {
 	}
 	nav("consents")
 	pending := `document.querySelector('#consent-table tr[data-state=Pending] button.approve')`
-	b.waitFor("the pending consent", pending, 10*time.Second)
+	b.waitJS("the pending consent", pending, 10*time.Second)
 	both("consents", pending)
 	js(pending+`.click()`, nil)
-	b.waitFor("the consent approved", `document.querySelector('#consent-decided[data-state=Accepted]') && document.querySelector('#consent-table tr[data-state=Accepted]')`, 10*time.Second)
+	b.waitJS("the consent approved", `document.querySelector('#consent-decided[data-state=Accepted]') && document.querySelector('#consent-table tr[data-state=Accepted]')`, 10*time.Second)
 	apiDo(t, "GET", base+"/oauth2/v2/bc-authorize/owner@example.com", tok.AccessToken, "", "", &bc)
 	if bc.State != "Accepted" {
 		t.Errorf("back-channel consent after approving on the page: %q, want Accepted", bc.State)
@@ -528,12 +528,12 @@ func TestBrowser(t *testing.T) {
 
 	// Sign out, then in again as the demo's OAuth2 client.
 	js(`document.getElementById('sign-out').click()`, nil)
-	b.waitFor("signed out", `!document.getElementById('signin').hidden && !sessionStorage.getItem('plantd.auth')`, 5*time.Second)
+	b.waitJS("signed out", `!document.getElementById('signin').hidden && !sessionStorage.getItem('plantd.auth')`, 5*time.Second)
 	js(`(() => { document.querySelector('input[name=kind][value=client]').click(); document.getElementById('client-id').value = 'demo';
 		document.getElementById('client-secret').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit() })()`, nil)
-	b.waitFor("signed in as the OAuth2 client", `document.getElementById('signin').hidden && JSON.parse(sessionStorage.getItem('plantd.auth')).kind === 'client'`, 10*time.Second)
+	b.waitJS("signed in as the OAuth2 client", `document.getElementById('signin').hidden && JSON.parse(sessionStorage.getItem('plantd.auth')).kind === 'client'`, 10*time.Second)
 	nav("devices")
-	b.waitFor("devices as the OAuth2 client", allOnline, 20*time.Second)
+	b.waitJS("devices as the OAuth2 client", allOnline, 20*time.Second)
 
 	// A second gateway on the same simulated devices, with a standard token:
 	// the page signs in, shows data and is refused the logs and the
@@ -555,28 +555,28 @@ func TestBrowser(t *testing.T) {
 	}
 	stdBase, _ := startPlantd(t, bin, "run", "-c", cfgPath)
 	b.navigate(stdBase + "/#/logs")
-	b.waitFor("sign-in on the second gateway", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in on the second gateway", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(std)+`; document.getElementById('signin-form').requestSubmit()`, nil)
-	b.waitFor("logs refused for the standard role", `document.getElementById('log-refused')`, 15*time.Second)
+	b.waitJS("logs refused for the standard role", `document.getElementById('log-refused')`, 15*time.Second)
 	both("logs-standard", `document.getElementById('log-refused')`)
 	nav("consents")
-	b.waitFor("consents refused for the standard role", `document.getElementById('consent-refused')`, 15*time.Second)
+	b.waitJS("consents refused for the standard role", `document.getElementById('consent-refused')`, 15*time.Second)
 	var stdSched struct{ Schedule struct{ ScheduleID string } }
 	apiDo(t, "POST", stdBase+"/gridcontrol/v1/plants/demo/schedules", inst, "application/json",
 		`{"commands":[{"command":"opModMaxLimW","start":"+1h","end":"+2h","value":50}]}`, &stdSched)
 	nav("grid")
-	b.waitFor("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
+	b.waitJS("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
 		`document.querySelector('#sched-body tr[data-schedule=%q]') && !document.querySelector('#sched-body button.cancel') && !document.getElementById('sched-role').hidden`,
 		stdSched.Schedule.ScheduleID), 15*time.Second)
 	nav("overview")
-	b.waitFor("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	b.waitJS("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	demo.Signal(os.Interrupt)
 	select {
 	case <-demo.Exited():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the demo did not stop on SIGINT")
 	}
-	b.waitFor("the live balance's error naming the stopped devices", `document.getElementById('live-error')?.textContent.includes('bat: ')`, 15*time.Second)
+	b.waitJS("the live balance's error naming the stopped devices", `document.getElementById('live-error')?.textContent.includes('bat: ')`, 15*time.Second)
 	var errText, batFlow string
 	js(`document.getElementById('live-error').innerText`, &errText)
 	js(`document.querySelector('.node.n-bat').innerText`, &batFlow)
@@ -744,8 +744,8 @@ func (b *browser) eval(js string, out any) error {
 	return json.Unmarshal(raw, out)
 }
 
-// waitFor polls a JavaScript condition until it is true or the deadline.
-func (b *browser) waitFor(what, js string, d time.Duration) {
+// waitJS polls a JavaScript condition until it is true or the deadline.
+func (b *browser) waitJS(what, js string, d time.Duration) {
 	b.t.Helper()
 	proctest.WaitValue(b.t, what+" (last: the evaluation's error)", d, func() (error, bool) {
 		var ok bool

@@ -72,11 +72,11 @@ func TestBrowserConsumers(t *testing.T) {
 	})
 	b.viewport(1280, 900, false)
 	b.navigate(base + "/")
-	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	if err := b.eval(`document.getElementById('token').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit()`, nil); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	b.waitJS("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	checkConsumersView(t, b, base, token, "demo", shots)
 
 	mu.Lock()
@@ -114,7 +114,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 			mobile        bool
 		}{{"desktop", 1280, 900, false}, {"phone", 390, 844, true}} {
 			b.viewport(w.width, w.height, w.mobile)
-			b.waitFor(name+" at "+w.suffix+" width", wait, 10*time.Second)
+			b.waitJS(name+" at "+w.suffix+" width", wait, 10*time.Second)
 			shot(name + "-" + w.suffix)
 		}
 		b.viewport(1280, 900, false)
@@ -122,10 +122,10 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 	var list struct{ Consumers []consumer }
 	apiGet(t, base, token, "/gateway/v1/consumers?plantId="+plantID, &list)
 
-	b.waitFor("the Consumers nav entry", `!document.querySelector('#nav a[data-view=consumers]').hidden`, 10*time.Second)
+	b.waitJS("the Consumers nav entry", `!document.querySelector('#nav a[data-view=consumers]').hidden`, 10*time.Second)
 	js(`location.hash = '#/consumers'`, nil)
 	rows := fmt.Sprintf(`document.querySelectorAll('#consumer-body tr[data-consumer]').length === %d`, len(list.Consumers))
-	b.waitFor("a row per consumer", rows, 15*time.Second)
+	b.waitJS("a row per consumer", rows, 15*time.Second)
 
 	// Each row against the API: name, driver and mode as listed; the
 	// changing state shown consistently (the state's badge, SG-Ready's
@@ -200,7 +200,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 	}
 	for _, mode := range []string{to, from} {
 		js(fmt.Sprintf(`(() => { const s = document.querySelector('#consumer-body select.mode[data-consumer=%q]'); s.value = %q; s.dispatchEvent(new Event('change')) })()`, c.DeviceID, mode), nil)
-		b.waitFor("mode "+mode+" of "+c.DeviceID, fmt.Sprintf(`document.querySelector('#consumer-set[data-consumer=%q][data-mode=%q]') && document.querySelector('#consumer-body tr[data-consumer=%q][data-mode=%q]')`,
+		b.waitJS("mode "+mode+" of "+c.DeviceID, fmt.Sprintf(`document.querySelector('#consumer-set[data-consumer=%q][data-mode=%q]') && document.querySelector('#consumer-body tr[data-consumer=%q][data-mode=%q]')`,
 			c.DeviceID, mode, c.DeviceID, mode), 10*time.Second)
 		var api consumer
 		apiGet(t, base, token, "/gateway/v1/consumers/"+c.DeviceID, &api)
@@ -216,7 +216,7 @@ func checkConsumersView(t *testing.T, b *browser, base, token, plantID string, s
 	// balance's total consumption.
 	js(`location.hash = '#/overview'`, nil)
 	line := `document.getElementById('home-consumers')?.textContent.startsWith('of which consumers: ')`
-	b.waitFor("the consumers' line in Home", line, 15*time.Second)
+	b.waitJS("the consumers' line in Home", line, 15*time.Second)
 	var home struct{ Value, Text, Total, Line, LineValue string }
 	js(`(() => { const n = document.querySelector('.node.n-home'), l = document.getElementById('home-consumers');
 		return { Value: n.dataset.value, Text: n.querySelector('.value').textContent,

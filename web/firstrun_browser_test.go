@@ -38,19 +38,19 @@ func TestBrowserFirstRun(t *testing.T) {
 	}
 	b.viewport(1280, 900, false)
 	b.navigate(base + "/")
-	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = ` + strconv.Quote(token) + `; document.getElementById('signin-form').requestSubmit()`)
 	notice := `document.querySelector('#first-run')?.textContent.includes('plantd scan HOST') && document.querySelector('#first-run').textContent.includes('/etc/plantd/plantd.yaml') && document.querySelector('#first-run').textContent.includes('systemctl reload plantd')`
 	for _, view := range []string{"overview", "devices"} {
 		js(`location.hash = '#/` + view + `'`)
-		b.waitFor("first-run notice on "+view, `document.getElementById('view').dataset.view === '`+view+`' && `+notice, 15*time.Second)
+		b.waitJS("first-run notice on "+view, `document.getElementById('view').dataset.view === '`+view+`' && `+notice, 15*time.Second)
 		for _, w := range []struct {
 			name          string
 			width, height int64
 			mobile        bool
 		}{{"desktop", 1280, 900, false}, {"phone", 390, 844, true}} {
 			b.viewport(w.width, w.height, w.mobile)
-			b.waitFor("first-run notice at "+w.name+" width", notice, 10*time.Second)
+			b.waitJS("first-run notice at "+w.name+" width", notice, 10*time.Second)
 			p := filepath.Join(shots, "firstrun-"+view+"-"+w.name+".png")
 			b.screenshot(p)
 			t.Logf("screenshot %s", p)

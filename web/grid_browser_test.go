@@ -129,9 +129,9 @@ func TestBrowserGridSchedules(t *testing.T) {
 
 	b.viewport(1280, 900, false)
 	b.navigate(base + "/")
-	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit()`, nil)
-	b.waitFor("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	b.waitJS("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 
 	// The words of labels.js for creators and rules, in the page itself.
 	words := []struct{ fn, in, want string }{
@@ -182,7 +182,7 @@ func TestBrowserGridSchedules(t *testing.T) {
 
 	js(`location.hash = '#/grid'`, nil)
 	row := fmt.Sprintf(`#sched-body tr[data-schedule=%q]`, id)
-	b.waitFor("the recurring window with three next windows", `document.querySelectorAll('`+row+` ul.next li').length === 3`, 15*time.Second)
+	b.waitJS("the recurring window with three next windows", `document.querySelectorAll('`+row+` ul.next li').length === 3`, 15*time.Second)
 	var rec struct {
 		Rule, Origin, Status string
 		Next                 []string
@@ -218,20 +218,20 @@ func TestBrowserGridSchedules(t *testing.T) {
 	})
 	btn := fmt.Sprintf(`document.querySelector('button.cancel[data-schedule=%q]')`, id)
 	js(btn+`.click()`, nil)
-	b.waitFor("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')?.textContent === 'Confirm cancel'`, id), 5*time.Second)
+	b.waitJS("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')?.textContent === 'Confirm cancel'`, id), 5*time.Second)
 	if s := gridSchedules(t, base, token, "")[id]; s.Commands[0].Cancelled {
 		t.Fatal("cancelled on the first click, before the confirmation")
 	}
 	js(btn+`.click()`, nil)
-	b.waitFor("the cancellation confirmed", fmt.Sprintf(`document.querySelector('#sched-cancelled[data-schedule=%q]')`, id), 10*time.Second)
-	b.waitFor("the cancelled window gone from the open windows", `!document.querySelector('`+row+`')`, 10*time.Second)
+	b.waitJS("the cancellation confirmed", fmt.Sprintf(`document.querySelector('#sched-cancelled[data-schedule=%q]')`, id), 10*time.Second)
+	b.waitJS("the cancelled window gone from the open windows", `!document.querySelector('`+row+`')`, 10*time.Second)
 	if c := gridSchedules(t, base, token, "")[id].Commands[0]; !c.Cancelled || c.Status != "done" || len(c.Next) != 0 {
 		t.Errorf("after Cancel on the page the API lists %+v, want cancelled, done, no next windows", c)
 	}
 
 	// Its audit with "also show finished": cancelled, the writes as the API's.
 	js(`document.getElementById('sched-all').click()`, nil)
-	b.waitFor("the cancelled window with its writes", `document.querySelector('`+row+`[data-cancelled=true]') && document.querySelector(`+
+	b.waitJS("the cancelled window with its writes", `document.querySelector('`+row+`[data-cancelled=true]') && document.querySelector(`+
 		strconv.Quote(fmt.Sprintf(`#sched-body tr.audit[data-schedule=%q] table.audit tr[data-device]`, id))+`)`, 15*time.Second)
 	var pageAudit struct {
 		Badge string
@@ -273,18 +273,18 @@ func TestBrowserGridSchedules(t *testing.T) {
 	pid := pending.Schedule.ScheduleID
 	reload()
 	pBtn := fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-status=pending] button.cancel')`, pid)
-	b.waitFor("the pending window with its Cancel button", pBtn, 15*time.Second)
+	b.waitJS("the pending window with its Cancel button", pBtn, 15*time.Second)
 	js(pBtn+`.click()`, nil)
-	b.waitFor("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')`, pid), 5*time.Second)
+	b.waitJS("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')`, pid), 5*time.Second)
 	js(fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]').click()`, pid), nil)
-	b.waitFor("the pending window cancelled", fmt.Sprintf(`document.querySelector('#sched-cancelled[data-schedule=%q]') && !document.querySelector('#sched-body tr[data-schedule=%q]')`, pid, pid), 10*time.Second)
+	b.waitJS("the pending window cancelled", fmt.Sprintf(`document.querySelector('#sched-cancelled[data-schedule=%q]') && !document.querySelector('#sched-body tr[data-schedule=%q]')`, pid, pid), 10*time.Second)
 	if c := gridSchedules(t, base, token, "")[pid].Commands[0]; !c.Cancelled {
 		t.Errorf("the pending window after Cancel on the page: %+v, want cancelled", c)
 	} else {
 		t.Logf("a window cancelled before its start: the API lists status %q, cancelled", c.Status)
 	}
 	js(`document.getElementById('sched-all').click()`, nil)
-	b.waitFor("the pending window among the finished as cancelled", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-cancelled=true] .badge')?.textContent === 'cancelled' && !document.querySelector('#sched-body tr[data-schedule=%q] button.cancel')`, pid, pid), 10*time.Second)
+	b.waitJS("the pending window among the finished as cancelled", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q][data-cancelled=true] .badge')?.textContent === 'cancelled' && !document.querySelector('#sched-body tr[data-schedule=%q] button.cancel')`, pid, pid), 10*time.Second)
 
 	// A recurring window that ends by itself (5 of every 10 simulated
 	// minutes): with "also show finished" its ended windows, each with
@@ -307,10 +307,10 @@ func TestBrowserGridSchedules(t *testing.T) {
 		return false
 	})
 	reload()
-	b.waitFor("the 10-minute schedule listed", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q]')`, rid), 15*time.Second)
+	b.waitJS("the 10-minute schedule listed", fmt.Sprintf(`document.querySelector('#sched-body tr[data-schedule=%q]')`, rid), 15*time.Second)
 	js(`document.getElementById('sched-all').click()`, nil)
 	endedSel := fmt.Sprintf(`#sched-body tr.audit[data-schedule=%q] .audit-window.finished[data-start=%q]`, rid, ended.Start)
-	b.waitFor("the ended window's audit", `document.querySelector('`+endedSel+` table.audit tr[data-device]')`, 15*time.Second)
+	b.waitJS("the ended window's audit", `document.querySelector('`+endedSel+` table.audit tr[data-device]')`, 15*time.Second)
 	var endedPage struct {
 		Badge string
 		Rows  []string
@@ -339,7 +339,7 @@ func TestBrowserGridSchedules(t *testing.T) {
 	})
 	reload()
 	inRow := fmt.Sprintf(`#sched-body tr[data-schedule=%q]`, inputID)
-	b.waitFor("the input's window", `document.querySelector('`+inRow+` button.cancel')`, 15*time.Second)
+	b.waitJS("the input's window", `document.querySelector('`+inRow+` button.cancel')`, 15*time.Second)
 	var origin string
 	js(`document.querySelector('`+inRow+` td.origin .by').textContent`, &origin)
 	if origin != "grid operator's input rcr, contact K3" {
@@ -347,9 +347,9 @@ func TestBrowserGridSchedules(t *testing.T) {
 	}
 	inBtn := fmt.Sprintf(`document.querySelector('button.cancel[data-schedule=%q]')`, inputID)
 	js(inBtn+`.click()`, nil)
-	b.waitFor("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')`, inputID), 5*time.Second)
+	b.waitJS("the Confirm step", fmt.Sprintf(`document.querySelector('button.cancel.confirm[data-schedule=%q]')`, inputID), 5*time.Second)
 	js(inBtn+`.click()`, nil)
-	b.waitFor("the refusal", fmt.Sprintf(`document.querySelector('#cancel-problem[data-schedule=%q]')`, inputID), 10*time.Second)
+	b.waitJS("the refusal", fmt.Sprintf(`document.querySelector('#cancel-problem[data-schedule=%q]')`, inputID), 10*time.Second)
 	var refusal struct{ Status, Text string }
 	js(`(() => { const p = document.getElementById('cancel-problem'); return { Status: p.dataset.status, Text: p.textContent } })()`, &refusal)
 	// The API's own answer to the same request.
@@ -365,7 +365,7 @@ func TestBrowserGridSchedules(t *testing.T) {
 	if s := gridSchedules(t, base, token, "")[inputID]; s.Commands[0].Status != "active" || s.Commands[0].Cancelled {
 		t.Errorf("the input's window after the refused cancel: %+v, want active", s.Commands[0])
 	}
-	b.waitFor("the input's window still listed", `document.querySelector('`+inRow+`[data-status=active]')`, 10*time.Second)
+	b.waitJS("the input's window still listed", `document.querySelector('`+inRow+`[data-status=active]')`, 10*time.Second)
 	shot("grid-refused-desktop", 1280, 900, false)
 
 	problems.report(t)

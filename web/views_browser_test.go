@@ -49,10 +49,10 @@ func TestBrowserViews(t *testing.T) {
 	both := func(name, wait string) {
 		t.Helper()
 		b.viewport(1280, 900, false)
-		b.waitFor(name+" at desktop width", wait, 15*time.Second)
+		b.waitJS(name+" at desktop width", wait, 15*time.Second)
 		shot(name + "-desktop")
 		b.viewport(390, 844, true)
-		b.waitFor(name+" at phone width", wait, 15*time.Second)
+		b.waitJS(name+" at phone width", wait, 15*time.Second)
 		shot(name + "-phone")
 		for _, p := range scrollsSideways(t, b) {
 			t.Errorf("%s at 390 px: %s", name, p)
@@ -63,9 +63,9 @@ func TestBrowserViews(t *testing.T) {
 
 	b.viewport(1280, 900, false)
 	b.navigate(base + "/")
-	b.waitFor("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
+	b.waitJS("sign-in form", `!document.getElementById('signin').hidden`, 15*time.Second)
 	js(`document.getElementById('token').value = `+strconv.Quote(token)+`; document.getElementById('signin-form').requestSubmit()`, nil)
-	b.waitFor("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	b.waitJS("overview", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	both("overview", `document.querySelector('#live-values .kpi')`)
 
 	// Devices: values, sets and kinds in words, the API's names only as
@@ -73,7 +73,7 @@ func TestBrowserViews(t *testing.T) {
 	nav("devices")
 	allOnline := `(() => { const arts = [...document.querySelectorAll('#devices article.device')];
 		return arts.length === 10 && arts.every(a => a.dataset.comm === 'Ok' && a.querySelector('tr[data-name]')) })()`
-	b.waitFor("ten devices online with values", allOnline, 20*time.Second)
+	b.waitJS("ten devices online with values", allOnline, 20*time.Second)
 	var dev struct {
 		Values, Sets, Kinds, Models []string
 		Heater                      string
@@ -103,7 +103,7 @@ func TestBrowserViews(t *testing.T) {
 	// Grid operator: rcr read, all open; then K3 closed from outside: the
 	// page shows it closed, 30 % asked for and in force, as the API.
 	nav("operator")
-	b.waitFor("the input rcr read", `document.querySelector('#input-rcr[data-status=Ok]') && document.getElementById('dimming')`, 15*time.Second)
+	b.waitJS("the input rcr read", `document.querySelector('#input-rcr[data-status=Ok]') && document.getElementById('dimming')`, 15*time.Second)
 	var open struct{ Closed, Dimming, Text string }
 	js(`(() => ({ Closed: document.getElementById('input-rcr').dataset.closed, Dimming: document.getElementById('dimming').dataset.dimmed,
 		Text: document.getElementById('input-rcr').innerText }))()`, &open)
@@ -117,7 +117,7 @@ func TestBrowserViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	k3 := `document.querySelector('#input-rcr[data-closed=K3][data-active=true] li.contact.closed[data-contact=K3]')`
-	b.waitFor("K3 closed and its limit in force", k3, 20*time.Second)
+	b.waitJS("K3 closed and its limit in force", k3, 20*time.Second)
 	var page struct{ Now, Held, Current string }
 	js(`(() => { const c = document.getElementById('input-rcr'); return { Now: c.querySelector('p.now').innerText, Held: c.querySelector('p.held').innerText,
 		Current: c.querySelector('tr.current')?.dataset.contacts ?? '' } })()`, &page)
@@ -147,7 +147,7 @@ func TestBrowserViews(t *testing.T) {
 	// reactive-power configurations told apart.
 	nav("settings")
 	fourTypes := `document.querySelectorAll('#settings section.settings[data-type] div.config').length >= 8`
-	b.waitFor("the four settings types", fourTypes, 20*time.Second)
+	b.waitJS("the four settings types", fourTypes, 20*time.Second)
 	var set struct{ Heads, Values, Reactive []string }
 	js(`(() => { const text = e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
 		return { Heads: [...document.querySelectorAll('#settings h2, #settings h3')].map(text),
@@ -174,7 +174,7 @@ func TestBrowserViews(t *testing.T) {
 	// in words; the command selector as wide as its words, at both widths.
 	nav("grid")
 	inputRow := `[...document.querySelectorAll('#sched-body tr[data-created-by^="input:rcr/K3"]')]`
-	b.waitFor("the input's window in the schedule list", inputRow+`.length > 0`, 15*time.Second)
+	b.waitJS("the input's window in the schedule list", inputRow+`.length > 0`, 15*time.Second)
 	var cmdWords string
 	js(inputRow+`[0].querySelector('td[data-label=Command]').firstChild.firstChild.textContent`, &cmdWords)
 	if cmdWords != "Active power limit of the inverters" {
@@ -214,7 +214,7 @@ func TestBrowserViews(t *testing.T) {
 	}
 	both("history", chart)
 	b.viewport(390, 844, true)
-	b.waitFor("the chart at phone width", chart+` && document.getElementById('history-chart').uplot.width <= 390`, 10*time.Second)
+	b.waitJS("the chart at phone width", chart+` && document.getElementById('history-chart').uplot.width <= 390`, 10*time.Second)
 	var ph struct {
 		Plot   float64
 		Open   bool
@@ -228,7 +228,7 @@ func TestBrowserViews(t *testing.T) {
 		t.Errorf("history at 390 px: plotting area %.0f px (want ≥ 300), legend open %v and %.0f px high (want folded)", ph.Plot, ph.Open, ph.Legend)
 	}
 	js(`document.querySelector('#history-legend > summary').click()`, nil)
-	b.waitFor("the legend unfolded", `document.getElementById('history-legend').open && document.querySelector('#history-legend .u-series').getBoundingClientRect().height > 0`, 5*time.Second)
+	b.waitJS("the legend unfolded", `document.getElementById('history-legend').open && document.querySelector('#history-legend .u-series').getBoundingClientRect().height > 0`, 5*time.Second)
 	shot("history-legend-phone")
 	t.Logf("history at 390 px: plotting area %.0f px, legend of %d rows folded to %.0f px", ph.Plot, ph.Rows, ph.Legend)
 	b.viewport(1280, 900, false)
