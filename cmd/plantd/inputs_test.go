@@ -106,10 +106,12 @@ func TestGridInputs(t *testing.T) {
 
 	// Edge → first inverter at the limit, and both within 2 cycles (1 s
 	// each) after the module was read.
-	// Four edges: each must land within the poll and two cycles; the
+	// Two edges: each must land within the poll and two cycles; the
 	// latency's distribution is BenchmarkInputEdgeToWrite's (30 edges).
+	// Four here took 16 s of the test's 37 s under -race (each a random
+	// phase, the limit and the release), and the bound is per edge.
 	var lat []time.Duration
-	for i := range 4 {
+	for i := range 2 {
 		// The edge at a random phase of the input's 1 s poll, as a
 		// receiver's relay switches: the release just seen came right
 		// after a poll, and an edge at once would always wait a whole
@@ -142,7 +144,7 @@ func TestGridInputs(t *testing.T) {
 		proctest.WaitFor(t, "released after K3 opened", 10*time.Second, released)
 	}
 	slices.Sort(lat)
-	t.Logf("input edge → first inverter limited, 1 s input poll, %d edges: median %v, max %v", len(lat), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	t.Logf("input edge → first inverter limited, 1 s input poll, %d edges: min %v, max %v", len(lat), lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	if lat[len(lat)-1] > 2*time.Second {
 		t.Errorf("max edge → write %v, want < 2 s", lat[len(lat)-1])
 	}
