@@ -70,7 +70,7 @@ func (s batterySample) onSurplus() bool {
 // three consumers (5.8 kW) running in mode On and then all set to Auto,
 // as in the demo: the battery holds the meter at 0, so a decision on the
 // meter alone kept all three on "Surplus" while the battery fed them.
-// Over 12 simulated minutes (speed 20) the battery's SoC never falls
+// Over 6 simulated minutes (speed 20) the battery's SoC never falls
 // while consumers run on Surplus (all that run, none held on by its
 // minimum on time) beyond what one decision's delay costs: each stretch
 // in which they do ends
@@ -81,13 +81,21 @@ func (s batterySample) onSurplus() bool {
 // (5.4 kW) for 6 simulated minutes no consumer switches on while the
 // battery discharges. The meter-only decision this guards against drained
 // the battery by about 0.15 % a minute here (50.24 → 45.60 % in 30
-// minutes), so 12 minutes show it at several times the 0.3 % bound; the
-// full 30 and 15 minutes of issue 40's acceptance cost two minutes of
-// the suite's critical path.
+// minutes), so 6 minutes show it at three times the 0.3 % bound, and its
+// stretch on Surplus with the battery discharging passes the one minute
+// bound a minute after the switch to Auto; plantd settles within two simulated
+// minutes (all three on → the heater alone by 12:01:46, the rest of the
+// 12 minutes this ran before held that). The limit's 6 minutes stay:
+// the surplus decision's switch-ons under it come with the clouds (two
+// in 6 minutes in one run, none in 4 in another), and a switch-on is
+// what its check looks at. The speed stays 20: the 0.3 % bound is one
+// decision's delay in wall clock times it. The full 30 and 15 minutes of
+// issue 40's acceptance cost two minutes of the suite's critical path,
+// 12 and 6 a minute (55 s under -race), 6 and 6 about 40 s.
 func TestConsumersBatteryWinterNoon(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	if testing.Short() {
-		t.Skip("runs plantd with consumers and a battery for 18 simulated minutes (~1 min)")
+		t.Skip("runs plantd with consumers and a battery for 12 simulated minutes (~40 s)")
 	}
 	const speed = 20.0
 	p := batterySim(t, speed)
@@ -165,7 +173,7 @@ func TestConsumersBatteryWinterNoon(t *testing.T) {
 		t.Logf("%s: %d samples%s", what, len(ss), b.String())
 	}
 
-	ss := run(12 * time.Minute)
+	ss := run(6 * time.Minute)
 	report("winter noon, all Auto, prioritySoc 20", ss)
 	// Stretches with a consumer on Surplus.
 	var stretches, surplusSamples int
