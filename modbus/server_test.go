@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	smodbus "github.com/simonvetter/modbus"
+
+	"plantd/internal/proctest"
 )
 
 // regServer is a test Modbus TCP server built on github.com/simonvetter/modbus.
@@ -68,16 +71,12 @@ func startRegServer(tb testing.TB) *regServer {
 	return nil
 }
 
-// freeAddr returns a 127.0.0.1 address whose port was free just now.
+// freeAddr returns a 127.0.0.1 address whose port was free just now
+// (proctest.FreePort: below the ephemeral range, so no other test's ":0"
+// listener takes it).
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(proctest.FreePort(tb)))
 }
 
 func (s *regServer) setException(reg uint16, err error) {

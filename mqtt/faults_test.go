@@ -391,7 +391,7 @@ func newTLSBroker(t testing.TB, dir, cert, key string) string {
 		}()
 		return ln.Addr().String()
 	}
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	conf := fmt.Sprintf("listener %d 127.0.0.1\nuser root\nallow_anonymous true\ncertfile %s\nkeyfile %s\nlog_dest stderr\nlog_type error\n", port, cert, key)
 	cf := filepath.Join(dir, "tls.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {

@@ -17,11 +17,6 @@ import (
 	"plantd/store"
 )
 
-// Test helpers of package mqtttest, by shorter names.
-var (
-	freePort = mqtttest.FreePort
-)
-
 func newBroker(t testing.TB, users map[string]string) *mqtttest.Broker {
 	return mqtttest.Start(t, mqtttest.Options{Users: users})
 }

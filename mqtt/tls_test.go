@@ -37,7 +37,7 @@ func TestTLSClientCertAndPassword(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ca, srvCert, srvKey, cliCert, cliKey := writePKI(t, dir)
-	tlsPort := freePort(t)
+	tlsPort := proctest.FreePort(t)
 	b := mqtttest.Start(t, mqtttest.Options{Users: map[string]string{"gw-tls": "tls-secret-pw"},
 		Extra: fmt.Sprintf("listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\nrequire_certificate true\n", tlsPort, ca, srvCert, srvKey)})
 	col := mqtttest.Collect(t, b) // on the plain listener, with the password

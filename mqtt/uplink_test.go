@@ -168,7 +168,7 @@ func TestOutboxCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newCountingHandler()
-	cfg := Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t)), GatewayID: "gw-caps", MaxRows: 120, MaxAge: time.Hour,
+	cfg := Config{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", proctest.FreePort(t)), GatewayID: "gw-caps", MaxRows: 120, MaxAge: time.Hour,
 		BackoffMin: time.Second, BackoffMax: time.Second}
 	u, err := New(cfg, Deps{Outbox: st}, slog.New(h))
 	if err != nil {

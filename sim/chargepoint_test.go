@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +13,8 @@ import (
 	"github.com/lorenzodonini/ocpp-go/ocpp1.6/core"
 	"github.com/lorenzodonini/ocpp-go/ocpp1.6/smartcharging"
 	"github.com/lorenzodonini/ocpp-go/ocpp1.6/types"
+
+	"plantd/internal/proctest"
 )
 
 // The charge point twin against ocpp-go's own central system, a stand-in
@@ -41,42 +40,6 @@ type centralSim struct {
 }
 
 // freePort returns a loopback TCP port nobody listens on.
-// freePort is a port for a test's central system, which ocpp-go's
-// server binds itself (on every interface) only after it was chosen. A
-// port the kernel handed out for ":0" and that was closed again can be
-// handed to the next listener of any parallel test (the simulator's
-// devices listen on :0), and the central system's bind then failed while
-// the twin connected to that other listener ("no client cp1 exists").
-// So the ports come from below the kernel's ephemeral range
-// (ip_local_port_range, 32768 and up by default), never given out for
-// ":0", distinct within the run (nextPort), and each is checked free on
-// every interface before it is used.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		port := int(nextPort.Add(1))
-		if port >= 32768 {
-			t.Fatal("no free port below the ephemeral range")
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
-		if err != nil {
-			continue // taken by another program
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatal("no free port for the central system in 200 tries")
-	return 0
-}
-
-// nextPort is the last port freePort tried: a random start per run, so
-// two runs side by side rarely meet.
-var nextPort = func() *atomic.Int32 {
-	var n atomic.Int32
-	n.Store(20000 + rand.Int32N(10000))
-	return &n
-}()
-
 // startCentral serves a central system on port (0: a free one) until the
 // test ends or stop. ocpp-go's ws.Server.Start blocks and takes a port
 // number, and its Addr is written without synchronisation, so the port is
@@ -84,7 +47,7 @@ var nextPort = func() *atomic.Int32 {
 func startCentral(t *testing.T, port int) *centralSim {
 	t.Helper()
 	if port == 0 {
-		port = freePort(t)
+		port = proctest.FreePort(t)
 	}
 	c := &centralSim{cs: ocpp16.NewCentralSystem(nil, nil), port: port, served: make(chan struct{}),
 		changed: make(chan struct{}), online: map[string]bool{}, nextTx: 100}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,33 +82,6 @@ func TestAssignPorts(t *testing.T) {
 	}
 }
 
-// freePortBlock returns a port P with P..P+n-1 free on loopback, below
-// the kernel's ephemeral range (so other tests' port 0 does not take them).
-func freePortBlock(t *testing.T, n int) int {
-	t.Helper()
-	for range 50 {
-		p := 20000 + rand.IntN(10000)
-		var lns []net.Listener
-		ok := true
-		for i := range n {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, ln)
-		}
-		for _, ln := range lns {
-			ln.Close()
-		}
-		if ok {
-			return p
-		}
-	}
-	t.Fatal("no free block of ports")
-	return 0
-}
-
 // TestSimListenPinsEveryTwin runs "plantd sim --listen 127.0.0.1:P" (also
 // with --serial on a pty) and "plantd demo --sim-listen 127.0.0.1:P": every
 // Modbus device is at P, P+1, ... and the Shelly plug at the next port;
@@ -137,7 +107,7 @@ func TestSimListenPinsEveryTwin(t *testing.T) {
 		}, regexp.MustCompile(`^The live energy balance`), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			port := freePortBlock(t, len(tcp)+1)
+			port := proctest.FreePorts(t, len(tcp)+1)
 			p := proctest.Start(t, exec.Command(binPath, tt.args(fmt.Sprintf("127.0.0.1:%d", port))...))
 			out := p.WaitStdout(tt.ready, 20*time.Second)
 			next := port

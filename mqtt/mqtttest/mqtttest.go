@@ -71,20 +71,10 @@ func MosquittoPath(t testing.TB) string {
 	return ""
 }
 
-// FreePort returns a loopback port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // Start starts a broker for the test; it stops at the test's end.
 func Start(t testing.TB, o Options) *Broker {
 	t.Helper()
-	b := &Broker{t: t, port: FreePort(t), dir: t.TempDir(), users: o.Users, extra: o.Extra}
+	b := &Broker{t: t, port: proctest.FreePort(t), dir: t.TempDir(), users: o.Users, extra: o.Extra}
 	b.moch = MosquittoPath(t) == ""
 	if b.moch {
 		if o.Users != nil {
@@ -92,13 +82,13 @@ func Start(t testing.TB, o Options) *Broker {
 		}
 		t.Log("mosquitto not found: using the embedded broker")
 	}
-	// Another test may take the free port before mosquitto binds it
-	// (FreePort closes its listener): then mosquitto exits and the
+	// Another program may take the free port before mosquitto binds it
+	// (proctest.FreePort closes its probe): then mosquitto exits and the
 	// broker starts again on another port.
 	err := b.start()
 	for try := 1; err != nil && !b.moch && try < 3; try++ {
 		t.Logf("mosquitto on %s: %v; trying another port", b.Addr(), err)
-		b.port = FreePort(t)
+		b.port = proctest.FreePort(t)
 		err = b.start()
 	}
 	if err != nil {
