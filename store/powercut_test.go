@@ -278,7 +278,12 @@ func TestPowerCut(t *testing.T) {
 		if im.backfilled > 0 {
 			backfilledSeen++
 		}
-		for _, c := range im.cuts(rng) {
+		for i, c := range im.cuts(rng) {
+			// -short checks the whole WAL and one other cut per image, in
+			// turn over the kinds, so every kind is still cut.
+			if testing.Short() && i > 0 && i != 1+images%4 {
+				continue
+			}
 			r, o, sc := checkPowerCut(t, fmt.Sprintf("image %d (%d frames, %d checkpointed), %s", images, im.validFrames, im.minFrames, c.name),
 				im.db, im.wal[:c.n])
 			checks++
