@@ -102,7 +102,7 @@ func collectEndpoints(w *metrics.Writer, eps []modbus.EndpointStats) {
 		}
 		w.Counter("plantd_modbus_busy_seconds_total", "Time the endpoint's link was busy with a request (its turn taken to its answer); its rate is the bus utilisation.",
 			e.Busy.Seconds(), "endpoint", e.Address, "transport", transport)
-		w.Gauge("plantd_modbus_utilisation", "Share of the time since the endpoint was created that its link was busy (0..1).",
+		w.Gauge("plantd_modbus_utilisation", "Share of the time since the endpoint was created that its link was busy (0..1): busy time, from a request's turn to its answer or timeout, frame gaps and the device's think time included; not the share of the line's bytes carrying frames, which on a saturated RTU line is a few points lower.",
 			e.Utilisation(), "endpoint", e.Address, "transport", transport)
 		w.Counter("plantd_modbus_crc_errors_total", "RTU answers with a wrong CRC (also counted as malformed).", float64(e.CRCErrors), "endpoint", e.Address, "transport", transport)
 		w.Counter("plantd_modbus_bytes_written_total", "Bytes plantd wrote to the endpoint's link.", float64(e.BytesWritten), "endpoint", e.Address, "transport", transport)
