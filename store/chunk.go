@@ -177,7 +177,7 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 	if len(smp) == 0 {
 		return 0, nil
 	}
-	w.buf = appendChunk(w.buf[:0], c.t0, smp)
+	w.buf = w.enc.appendChunk(w.buf[:0], c.t0, smp)
 	if _, err := st.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, w.buf); err != nil {
 		return 0, fmt.Errorf("write raw chunk: %w", err)
 	}

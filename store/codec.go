@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 )
 
 // This file holds the two byte formats of the value blobs (see doc.go,
@@ -343,36 +344,68 @@ type seriesState struct {
 // appendChunk appends the chunk of samples (ascending and unique by t, all
 // in [t0, t0+minuteMs)) to b.
 func appendChunk(b []byte, t0 int64, samples []chunkSample) []byte {
+	var e chunkEncoder
+	return e.appendChunk(b, t0, samples)
+}
+
+// chunkEncoder holds the state of appendChunk between its calls, so that
+// the writer encodes its chunks without allocating: each series' previous
+// value in the chunk, kept by series id (sids ascending, st alike), and
+// where the series of the current set are in it (pos). A map from id to
+// state cost two lookups per value, a third of the encoding's time.
+type chunkEncoder struct {
+	set, sids []int64
+	st        []seriesState
+	pos       []int
+}
+
+// locate finds (adding as needed) the state of every series of the set.
+func (e *chunkEncoder) locate() {
+	for _, sid := range e.set {
+		if i, ok := slices.BinarySearch(e.sids, sid); !ok {
+			e.sids = slices.Insert(e.sids, i, sid)
+			e.st = slices.Insert(e.st, i, seriesState{})
+		}
+	}
+	e.pos = e.pos[:0]
+	for _, sid := range e.set {
+		i, _ := slices.BinarySearch(e.sids, sid)
+		e.pos = append(e.pos, i)
+	}
+}
+
+// appendChunk is appendChunk with e's buffers.
+func (e *chunkEncoder) appendChunk(b []byte, t0 int64, samples []chunkSample) []byte {
+	e.set, e.sids, e.st, e.pos = e.set[:0], e.sids[:0], e.st[:0], e.pos[:0]
 	b = binary.AppendUvarint(b, uint64(len(samples)))
 	prevT, prevD := t0, int64(0)
-	var set []int64
-	state := map[int64]seriesState{}
 	for i, smp := range samples {
 		d := smp.t - prevT
 		b = binary.AppendUvarint(b, zigzag(d-prevD))
 		prevT, prevD = smp.t, d
-		same := i > 0 && len(set) == len(smp.sv)
-		for j := 0; same && j < len(set); j++ {
-			same = set[j] == smp.sv[j].sid
+		same := i > 0 && len(e.set) == len(smp.sv)
+		for j := 0; same && j < len(e.set); j++ {
+			same = e.set[j] == smp.sv[j].sid
 		}
 		if same {
 			b = append(b, 0)
 		} else {
-			set = set[:0]
+			e.set = e.set[:0]
 			b = binary.AppendUvarint(b, uint64(len(smp.sv))+1)
 			prev := int64(0)
 			for _, x := range smp.sv {
 				b = binary.AppendUvarint(b, uint64(x.sid-prev))
 				prev = x.sid
-				set = append(set, x.sid)
+				e.set = append(e.set, x.sid)
 			}
+			e.locate()
 		}
 		bm := len(b)
 		for range (len(smp.sv) + 7) / 8 {
 			b = append(b, 0)
 		}
 		for i, x := range smp.sv {
-			st := state[x.sid]
+			st := e.st[e.pos[i]]
 			if st.ok && math.Float64bits(st.v) == math.Float64bits(x.v) {
 				continue
 			}
@@ -397,7 +430,7 @@ func appendChunk(b []byte, t0 int64, samples []chunkSample) []byte {
 			default:
 				b = binary.AppendUvarint(b, zigzag(m)<<5|uint64(f)<<1|1)
 			}
-			state[x.sid] = seriesState{v: x.v, m: m, form: f, ok: true}
+			e.st[e.pos[i]] = seriesState{v: x.v, m: m, form: f, ok: true}
 		}
 	}
 	return b

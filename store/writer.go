@@ -46,6 +46,7 @@ type writer struct {
 	// for idleRollup, and at Flush and Run's end.
 	open     map[int64]*openChunk
 	chunkBuf []chunkSample
+	enc      chunkEncoder
 
 	lastT   map[int64]int64 // device id → time of its last committed sample
 	maxSeen int64           // newest sample time committed
@@ -60,10 +61,14 @@ type writer struct {
 	// stuck, so each is logged once.
 	stuck map[string]bool
 
-	batch []item
-	nMeas int
-	buf   []byte
-	sv    []sidVal
+	batch    []item
+	nMeas    int
+	buf      []byte
+	sv       []sidVal
+	mergeBuf []aggEntry // mergeInto's entries
+	// layouts remembers, per device row id, the series of its last
+	// measurement's readings by position (encode).
+	layouts map[int64]*layout
 	// Cadences run on the wall clock (time.Now), not Config.Now, which
 	// may be a fast simulated clock.
 	lastData      time.Time // when the last measurement was committed
@@ -77,8 +82,27 @@ type sidVal struct {
 	v   float64
 }
 
+// layout is the channels of a device's last measurement, by position
+// among its valid readings, with their series: a device's polls repeat
+// them, so encode finds a reading's series by comparing its channel with
+// the one at its position instead of looking it up in the catalog (under
+// its lock, by a hashed key) every time. Series added in a transaction
+// that rolls back leave the catalog: rollbackAdds forgets every layout.
+type layout struct {
+	dev  *device // the catalog's value the series were found under
+	keys []chKey
+	sids []int64
+}
+
 func newWriter(s *Store) *writer {
-	return &writer{s: s, adds: txAdds{c: s.cat}, lastT: map[int64]int64{}, open: map[int64]*openChunk{}, carryAt: -1}
+	return &writer{s: s, adds: txAdds{c: s.cat}, lastT: map[int64]int64{}, open: map[int64]*openChunk{}, carryAt: -1, layouts: map[int64]*layout{}}
+}
+
+// rollbackAdds takes a failed transaction's additions out of the catalog
+// and forgets the layouts, which may name them.
+func (w *writer) rollbackAdds() {
+	w.adds.rollback()
+	clear(w.layouts)
 }
 
 // db returns the writing connection.
@@ -366,7 +390,7 @@ func (w *writer) writeBatch(ctx context.Context, flush func(*openChunk) bool) (e
 	defer func() {
 		if err != nil {
 			tx.Rollback()
-			w.adds.rollback()
+			w.rollbackAdds()
 			w.restore(b.marks)
 		}
 	}()
@@ -531,9 +555,17 @@ func (w *writer) chunkFor(b *batchWork, dev, t0 int64) *openChunk {
 		// The stored row of this minute, if any, is merged: the
 		// device has samples up to its last one, or none known.
 		last, known := w.lastT[dev]
-		c = &openChunk{dev: dev, t0: t0, merge: !known || last >= t0, eager: !known}
-		w.open[dev] = c
-		return c
+		nc := &openChunk{dev: dev, t0: t0, merge: !known || last >= t0, eager: !known}
+		if c != nil {
+			// The minute before is the best guess of this one's size:
+			// its arrays are made once rather than grown by doubling
+			// (they were 16 % of what ingest allocated).
+			nc.ts = make([]int64, 0, len(c.ts))
+			nc.ends = make([]int32, 0, len(c.ends))
+			nc.vals = make([]sidVal, 0, len(c.vals))
+		}
+		w.open[dev] = nc
+		return nc
 	}
 	for _, x := range b.toWrite {
 		if x.dev == dev && x.t0 == t0 {
@@ -603,16 +635,36 @@ func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChu
 // duplicate the last wins. The slice is valid until the next call.
 func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.Reading) ([]sidVal, error) {
 	sv := w.sv[:0]
+	lay := w.layouts[dev.id]
+	if lay == nil || lay.dev != dev {
+		lay = &layout{dev: dev}
+		w.layouts[dev.id] = lay
+	}
+	j := 0
 	for _, r := range rs {
 		if !r.Channel.Valid() || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Index < 0 || r.Index > math.MaxInt32 {
 			continue
 		}
-		s, err := w.adds.ensureChan(ctx, tx, dev, chKey{r.Channel, int32(r.Index)})
+		k := chKey{r.Channel, int32(r.Index)}
+		if j < len(lay.keys) && lay.keys[j] == k {
+			sv = append(sv, sidVal{lay.sids[j], r.Value})
+			j++
+			continue
+		}
+		s, err := w.adds.ensureChan(ctx, tx, dev, k)
 		if err != nil {
+			lay.keys, lay.sids = lay.keys[:0], lay.sids[:0]
 			return nil, err
 		}
 		sv = append(sv, sidVal{s.id, r.Value})
+		if j < len(lay.keys) {
+			lay.keys[j], lay.sids[j] = k, s.id
+		} else {
+			lay.keys, lay.sids = append(lay.keys, k), append(lay.sids, s.id)
+		}
+		j++
 	}
+	lay.keys, lay.sids = lay.keys[:j], lay.sids[:j]
 	w.sv = sv
 	return lastByKey(sv, func(x sidVal) int64 { return x.sid }), nil
 }
