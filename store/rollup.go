@@ -206,6 +206,14 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRange, from, to int64, carry map[int64]*rawSample) (map[int64]*rawSample, error) {
 	bufs := sampleBufPool.Get().(*sampleBufs)
 	defer sampleBufPool.Put(bufs)
+	// kept is the first pass's window [from, to) of the only batch when
+	// the second pass reads again from further back: that pass reads
+	// only [its from, kept's from) and adds kept's samples (a window's
+	// samples were read twice in 3 of 4 rollups of BenchmarkIngest).
+	// With several batches each is read again, so that no more than a
+	// batch is held at once.
+	var kept *chunkData
+	keptFrom := from
 	for pass := 0; pass < 2; pass++ {
 		edges, err := readEdges(ctx, tx, w.s, from, to, carry == nil)
 		if err != nil {
@@ -218,7 +226,15 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 		newCarry := map[int64]*rawSample{}
 		back := from
 		for _, batch := range batches {
-			data, err := readWindow(ctx, tx, w.s, from, to, batch, nil, carry, edges, bufs)
+			var data *chunkData
+			if kept != nil {
+				data, err = readWindow(ctx, tx, w.s, from, keptFrom, batch, nil, nil, edges, bufs)
+				if err == nil {
+					joinWindows(data, kept)
+				}
+			} else {
+				data, err = readWindow(ctx, tx, w.s, from, to, batch, nil, carry, edges, bufs)
+			}
 			if err != nil {
 				cw.close()
 				return nil, err
@@ -229,7 +245,11 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 				return nil, err
 			}
 			if back = min(back, b); back < from && pass == 0 {
-				bufs.put(data)
+				if len(batches) == 1 {
+					kept = data
+				} else {
+					bufs.put(data)
+				}
 				continue // only the earliest run's start matters now
 			}
 			if err := w.writeDevices(ctx, tx, cw, data, from, to); err != nil {
@@ -238,6 +258,9 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 			}
 			maps.Copy(newCarry, data.carry)
 			bufs.put(data)
+			if kept != nil {
+				bufs.put(kept)
+			}
 		}
 		if back < from && pass == 0 {
 			cw.close()
@@ -421,6 +444,34 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 		}
 	}
 	return cd, nil
+}
+
+// joinWindows makes a, read over [from, mid) with the edges of
+// [from, to), what reading [from, to) would have given, from b, read over
+// [mid, to) with the same next edges: a device's samples are a's then
+// b's, its previous sample a's, and the carry the last sample of either
+// (else the previous one). b keeps only the buffers a did not take: both
+// go back to the pool once a's samples are written.
+func joinWindows(a, b *chunkData) {
+	for id, db := range b.devs {
+		inB := len(db.samples) > 0
+		if da := a.devs[id]; da != nil {
+			da.samples = append(da.samples, db.samples...)
+			da.next = db.next
+		} else {
+			// Nothing in [from, mid) and no sample before from within
+			// counterGapMs: reading [from, to) finds no previous sample.
+			db.prev = nil
+			a.devs[id] = db
+			delete(b.devs, id)
+		}
+		if inB {
+			a.carry[id] = b.carry[id]
+		}
+	}
+	for _, ds := range a.devs {
+		ds.lead = nil // runsBefore finds the runs open at the new prev
+	}
 }
 
 // querier reads: the database, or the transaction a rollup writes in
