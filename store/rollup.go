@@ -85,6 +85,9 @@ func setWatermark(ctx context.Context, tx execer, t int64) error {
 // the local days those touch, and the watermark. A crash anywhere leaves
 // the watermark where it was, so the chunk is simply done again.
 func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
+	if err := w.prepare(ctx); err != nil {
+		return err
+	}
 	db := w.db()
 	from := w.wm
 	var next int64
@@ -557,10 +560,7 @@ type chunkWrite struct {
 }
 
 func (w *writer) beginChunkWrite(ctx context.Context, tx *sql.Tx) (*chunkWrite, error) {
-	up5, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r5m (src, t, v) VALUES (?, ?, ?)`)
-	if err != nil {
-		return nil, fmt.Errorf("prepare rollup: %w", err)
-	}
+	up5 := tx.StmtContext(ctx, w.up5)
 	return &chunkWrite{up5: up5, touched: map[int64]*srcTouch{}, plants: map[string]map[int64][]devInterval{}}, nil
 }
 
@@ -672,28 +672,20 @@ func (w *writer) putRow(ctx context.Context, st *sql.Stmt, src *device, t, n int
 // their 5-minute rows, then the daily rows of the touched local days from
 // their hourly rows.
 func (w *writer) rollUpTouched(ctx context.Context, tx *sql.Tx, touched map[int64]*srcTouch) error {
-	up1h, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r1h (src, t, v) VALUES (?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare rollup: %w", err)
-	}
-	defer up1h.Close()
-	up1d, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO r1d (src, t, v) VALUES (?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare rollup: %w", err)
-	}
-	defer up1d.Close()
+	up1h, up1d := tx.StmtContext(ctx, w.up1h), tx.StmtContext(ctx, w.up1d)
+	sel5m, sel1h := tx.StmtContext(ctx, w.sel5m), tx.StmtContext(ctx, w.sel1h)
 	for _, st := range touched {
 		loc := w.s.zone(st.src.plant)
 		days := map[int64]int64{}
 		for h := range st.hours {
-			if err := w.mergeInto(ctx, tx, up1h, "r5m", st.src, h, h+hourMs); err != nil {
+			if err := w.mergeInto(ctx, sel5m, up1h, "r5m", st.src, h, h+hourMs); err != nil {
 				return err
 			}
 			ds, de := dayBounds(h, loc)
 			days[ds] = de
 		}
 		for ds, de := range days {
-			if err := w.mergeInto(ctx, tx, up1d, "r1h", st.src, ds, de); err != nil {
+			if err := w.mergeInto(ctx, sel1h, up1d, "r1h", st.src, ds, de); err != nil {
 				return err
 			}
 		}
@@ -701,10 +693,10 @@ func (w *writer) rollUpTouched(ctx context.Context, tx *sql.Tx, touched map[int6
 	return nil
 }
 
-// mergeInto merges a source's rows of table in [lo, hi) into one row at
-// lo written with st.
-func (w *writer) mergeInto(ctx context.Context, tx *sql.Tx, st *sql.Stmt, table string, src *device, lo, hi int64) error {
-	rows, err := tx.QueryContext(ctx, `SELECT v FROM `+table+` WHERE src = ? AND t >= ? AND t < ?`, src.id, lo, hi)
+// mergeInto merges a source's rows of table in [lo, hi), read with sel,
+// into one row at lo written with st.
+func (w *writer) mergeInto(ctx context.Context, sel, st *sql.Stmt, table string, src *device, lo, hi int64) error {
+	rows, err := sel.QueryContext(ctx, src.id, lo, hi)
 	if err != nil {
 		return fmt.Errorf("read %s of %s: %w", table, src.name, err)
 	}

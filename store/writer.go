@@ -40,6 +40,11 @@ type writer struct {
 	adds txAdds
 
 	insChunk, insLog *sql.Stmt
+	// The rollup's statements: its 5-minute, hourly and daily rows, and
+	// the reading of the 5-minute and hourly rows it merges (prepared
+	// once, not per chunk and per source).
+	up5, up1h, up1d *sql.Stmt
+	sel5m, sel1h    *sql.Stmt
 
 	// open holds each device's chunk minute being collected (chunk.go):
 	// written when the device's next minute begins, when it was quiet
@@ -162,24 +167,45 @@ func (w *writer) load(ctx context.Context) error {
 }
 
 func (w *writer) closeStmts() {
-	for _, st := range []*sql.Stmt{w.insChunk, w.insLog} {
+	for _, st := range []*sql.Stmt{w.insChunk, w.insLog, w.up5, w.up1h, w.up1d, w.sel5m, w.sel1h} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
+// prepare prepares the writer's statements, all or none.
 func (w *writer) prepare(ctx context.Context) error {
 	if w.insChunk != nil {
 		return nil
 	}
 	db := w.db()
-	var err error
-	if w.insChunk, err = db.PrepareContext(ctx, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
-		return fmt.Errorf("prepare: %w", err)
+	if db == nil {
+		return fmt.Errorf("prepare: %w", ErrReadOnly)
 	}
-	if w.insLog, err = db.PrepareContext(ctx, `INSERT INTO log (t, level, code, message, plant, device) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
-		return fmt.Errorf("prepare: %w", err)
+	stmts := []struct {
+		st **sql.Stmt
+		q  string
+	}{
+		{&w.insLog, `INSERT INTO log (t, level, code, message, plant, device) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&w.up5, `INSERT OR REPLACE INTO r5m (src, t, v) VALUES (?, ?, ?)`},
+		{&w.up1h, `INSERT OR REPLACE INTO r1h (src, t, v) VALUES (?, ?, ?)`},
+		{&w.up1d, `INSERT OR REPLACE INTO r1d (src, t, v) VALUES (?, ?, ?)`},
+		{&w.sel5m, `SELECT v FROM r5m WHERE src = ? AND t >= ? AND t < ?`},
+		{&w.sel1h, `SELECT v FROM r1h WHERE src = ? AND t >= ? AND t < ?`},
+		// Last: it says that all are prepared.
+		{&w.insChunk, `INSERT OR REPLACE INTO raw_chunk (id, t0, device, n, tn, v) VALUES (?, ?, ?, ?, ?, ?)`},
+	}
+	for i, x := range stmts {
+		st, err := db.PrepareContext(ctx, x.q)
+		if err != nil {
+			for _, y := range stmts[:i] {
+				(*y.st).Close()
+				*y.st = nil
+			}
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*x.st = st
 	}
 	return nil
 }
