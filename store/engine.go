@@ -164,6 +164,8 @@ func (bk *bucketer) bucket(start int64) *devBucket {
 // open at prev (nil, or a counter not in it: the run starts at prev).
 func aggregate(prev *rawSample, samples []rawSample, next *rawSample, from, to, width int64, lead map[chKey]runLead, onCounter func(counterEvent)) map[int64]*devBucket {
 	bk := &bucketer{from: from, to: to, width: width, out: map[int64]*devBucket{}, onCounter: onCounter, lead: lead}
+	bk.pw = make([]seriesVal, 0, len(samples)+2)
+	bk.cv = make([]seriesVal, 0, len(samples)+2)
 	// A device's polls list the same channels in the same order: the
 	// aggregates of the previous sample's values, by position, serve the
 	// next sample of the same interval without a map lookup per value

@@ -217,8 +217,16 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 	// batch is held at once.
 	var kept *chunkData
 	keptFrom := from
+	var edges *windowEdges
 	for pass := 0; pass < 2; pass++ {
-		edges, err := readEdges(ctx, tx, w.s, from, to, carry == nil)
+		var err error
+		if edges == nil {
+			edges, err = readEdges(ctx, tx, w.s, from, to, carry == nil)
+		} else {
+			// The window ends where it did: only the samples before its
+			// new start are new.
+			edges, err = prevEdges(ctx, tx, w.s, from, edges.next)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -513,6 +521,22 @@ func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPr
 		return nil, err
 	}
 	return e, nil
+}
+
+// prevEdges gives the edges of a window starting at from whose next
+// samples are known: readEdges without reading those again.
+func prevEdges(ctx context.Context, db querier, s *Store, from int64, next map[int64]*rawSample) (*windowEdges, error) {
+	want := map[int64]bool{}
+	for _, d := range s.cat.devices() {
+		if d.kind != kindPlant {
+			want[d.id] = true
+		}
+	}
+	prev, err := edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want)
+	if err != nil {
+		return nil, err
+	}
+	return &windowEdges{prev: prev, next: next}, nil
 }
 
 // edgeSamples reads the chunks of [lo, hi) with q (t0, device, v, in the
@@ -834,25 +858,36 @@ func (w *writer) retention(ctx context.Context, now time.Time) (bool, error) {
 // chunk twice: BenchmarkIngest 25 -> 40 µs per measurement.
 func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from int64, continued bool) (int64, error) {
 	back := from
+	// The counters of a device whose value at prev changes later in the
+	// window: their run is closed by the chunk.
+	type open struct {
+		k, pk chKey
+		v     float64
+		done  bool
+		// start is the run's first sample found so far; withP says
+		// whether a pair of it had power (then the run's intervals
+		// from its first pair with power on are rolled up again,
+		// else from its start: its step is spread by time).
+		start int64
+		withP bool
+		// closed: the step is at the chunk's first sample, which the
+		// previous chunk rolled up as its next (see continued).
+		closed bool
+	}
+	// devRuns is a device whose runs are looked for before its prev:
+	// cur is the sample after the one looked at, left the runs whose
+	// start is not found yet.
+	type devRuns struct {
+		ds   *devSamples
+		runs []*open
+		cur  *rawSample
+		left int
+	}
+	found := map[int64]*devRuns{}
+	hi := int64(math.MinInt64)
 	for id, ds := range cd.devs {
 		if ds.prev == nil {
 			continue
-		}
-		// The counters of the device whose value at prev changes later in
-		// the window: their run is closed by the chunk.
-		type open struct {
-			k, pk chKey
-			v     float64
-			done  bool
-			// start is the run's first sample found so far; withP says
-			// whether a pair of it had power (then the run's intervals
-			// from its first pair with power on are rolled up again,
-			// else from its start: its step is spread by time).
-			start int64
-			withP bool
-			// closed: the step is at the chunk's first sample, which the
-			// previous chunk rolled up as its next (see continued).
-			closed bool
 		}
 		var runs []*open
 		for _, cv := range ds.prev.vals {
@@ -884,51 +919,73 @@ func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from i
 		if len(runs) == 0 {
 			continue
 		}
-		cur := ds.prev
-		left := len(runs)
 		ds.lead = map[chKey]runLead{}
 		for _, r := range runs {
 			ds.lead[r.k] = runLead{}
 		}
-		lo := from - maxRunMs
-		idLo, idHi := chunkSpan(lo, ds.prev.t)
-		err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? AND device = ? ORDER BY id DESC`,
-			[]any{idLo, idHi, id}, lo, ds.prev.t, true, nil, func(_, t int64, sv []sidVal) bool {
-				o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
-				if cur.t-o.t > counterGapMs {
-					return false
+		found[id] = &devRuns{ds: ds, runs: runs, cur: ds.prev, left: len(runs)}
+		hi = max(hi, ds.prev.t)
+	}
+	if len(found) == 0 {
+		return back, nil
+	}
+	// One scan back over the chunks of every such device (newest first,
+	// each device's samples in descending time), not a query per device;
+	// a device drops out once its runs' starts are found.
+	lo := from - maxRunMs
+	idLo, idHi := chunkSpan(lo, hi)
+	pending := len(found)
+	keep := func(dev int64) bool {
+		d := found[dev]
+		return d != nil && d.left > 0
+	}
+	err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`,
+		[]any{idLo, idHi}, lo, hi, true, keep, func(dev, t int64, sv []sidVal) bool {
+			d := found[dev]
+			if d == nil || d.left == 0 || t >= d.ds.prev.t {
+				return true
+			}
+			o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
+			if d.cur.t-o.t > counterGapMs {
+				d.left = 0
+				pending--
+				return pending > 0
+			}
+			for _, r := range d.runs {
+				if r.done {
+					continue
 				}
-				for _, r := range runs {
-					if r.done {
-						continue
-					}
-					ld := ds.lead[r.k]
-					if ov, ok := o.get(r.k); !ok || ov != r.v {
-						// The counter's previous move: the run starts here.
-						r.done = true
-						left--
-						continue
-					}
-					if e, ok := pairPower(o, cur, r.pk); ok {
-						ld.powerWh += e
-						if e > 0 {
-							if !r.closed {
-								back = min(back, o.t)
-							}
-							r.withP = true
+				ld := d.ds.lead[r.k]
+				if ov, ok := o.get(r.k); !ok || ov != r.v {
+					// The counter's previous move: the run starts here.
+					r.done = true
+					d.left--
+					continue
+				}
+				if e, ok := pairPower(o, d.cur, r.pk); ok {
+					ld.powerWh += e
+					if e > 0 {
+						if !r.closed {
+							back = min(back, o.t)
 						}
+						r.withP = true
 					}
-					r.start = o.t
-					ld.spanMs += cur.t - o.t
-					ds.lead[r.k] = ld
 				}
-				cur = o
-				return left > 0
-			})
-		if err != nil {
-			return 0, fmt.Errorf("read counter runs: %w", err)
-		}
-		for _, r := range runs {
+				r.start = o.t
+				ld.spanMs += d.cur.t - o.t
+				d.ds.lead[r.k] = ld
+			}
+			d.cur = o
+			if d.left == 0 {
+				pending--
+			}
+			return pending > 0
+		})
+	if err != nil {
+		return 0, fmt.Errorf("read counter runs: %w", err)
+	}
+	for _, d := range found {
+		for _, r := range d.runs {
 			if !r.withP && !r.closed {
 				back = min(back, r.start)
 			}

@@ -667,14 +667,20 @@ func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.
 		w.layouts[dev.id] = lay
 	}
 	j := 0
+	sorted := true // ascending by series, no duplicate: nothing to sort
 	for _, r := range rs {
-		if !r.Channel.Valid() || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Index < 0 || r.Index > math.MaxInt32 {
+		if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Index < 0 || r.Index > math.MaxInt32 {
 			continue
 		}
 		k := chKey{r.Channel, int32(r.Index)}
-		if j < len(lay.keys) && lay.keys[j] == k {
-			sv = append(sv, sidVal{lay.sids[j], r.Value})
+		if j < len(lay.keys) && lay.keys[j] == k { // a valid channel: layouts hold no others
+			sid := lay.sids[j]
+			sorted = sorted && (len(sv) == 0 || sv[len(sv)-1].sid < sid)
+			sv = append(sv, sidVal{sid, r.Value})
 			j++
+			continue
+		}
+		if !r.Channel.Valid() {
 			continue
 		}
 		s, err := w.adds.ensureChan(ctx, tx, dev, k)
@@ -682,6 +688,7 @@ func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.
 			lay.keys, lay.sids = lay.keys[:0], lay.sids[:0]
 			return nil, err
 		}
+		sorted = sorted && (len(sv) == 0 || sv[len(sv)-1].sid < s.id)
 		sv = append(sv, sidVal{s.id, r.Value})
 		if j < len(lay.keys) {
 			lay.keys[j], lay.sids[j] = k, s.id
@@ -692,5 +699,8 @@ func (w *writer) encode(ctx context.Context, tx execer, dev *device, rs []plant.
 	}
 	lay.keys, lay.sids = lay.keys[:j], lay.sids[:j]
 	w.sv = sv
+	if sorted {
+		return sv, nil
+	}
 	return lastByKey(sv, func(x sidVal) int64 { return x.sid }), nil
 }
