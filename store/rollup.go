@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -207,8 +206,11 @@ func (w *writer) deviceBatches(ctx context.Context, db *sql.DB, from, to int64) 
 // from the start of the earliest (rows already written in tx are written
 // again, replaced).
 func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRange, from, to int64, carry map[int64]*rawSample) (map[int64]*rawSample, error) {
-	bufs := sampleBufPool.Get().(*sampleBufs)
-	defer sampleBufPool.Put(bufs)
+	bufs := w.rollBufs
+	if bufs == nil {
+		bufs = &sampleBufs{}
+	}
+	defer func() { w.rollBufs = bufs.keep() }()
 	// kept is the first pass's window [from, to) of the only batch when
 	// the second pass reads again from further back: that pass reads
 	// only [its from, kept's from) and adds kept's samples (a window's
@@ -367,13 +369,28 @@ func (ds *devSamples) chVals(c *catalog, sv []sidVal) {
 // *sampleBufs allocates afresh.
 type sampleBufs struct{ free []*devSamples }
 
-// sampleBufPool keeps the sample buffers from one rollup chunk to the
-// next (and across its two passes): a plant's chunks then decode into the
-// arrays of the one before instead of growing new ones (BenchmarkIngest
-// allocated 530 MB in readWindow's arrays, 40 % of all it allocated). The
-// pool gives them up at the second garbage collection without a rollup,
-// so a plant rolled up every 5 minutes keeps nothing between rollups.
-var sampleBufPool = sync.Pool{New: func() any { return new(sampleBufs) }}
+// keepBufsBytes bounds the sample buffers the writer keeps from one
+// rollup chunk to the next: a plant's chunks then decode into the arrays
+// of the one before instead of growing new ones (BenchmarkIngest
+// allocated 530 MB in readWindow's arrays, 40 % of all it allocated). A
+// 20-device plant polled every second needs about 1 MB; a larger one
+// gives its buffers back after each chunk, as before.
+const keepBufsBytes = 2 << 20
+
+// keep returns b when its arrays take at most keepBufsBytes (a sample
+// 32 bytes, a value 16, an end 4, a key 24), else nil. What the buffers
+// pointed to besides their arrays is let go.
+func (b *sampleBufs) keep() *sampleBufs {
+	n := 0
+	for _, ds := range b.free {
+		n += cap(ds.samples)*32 + cap(ds.arena)*16 + cap(ds.ends)*4 + cap(ds.keys)*24
+		ds.dev, ds.prev, ds.next, ds.lead = nil, nil, nil, nil
+	}
+	if n > keepBufsBytes {
+		return nil
+	}
+	return b
+}
 
 // get returns empty buffers for d's samples.
 func (b *sampleBufs) get(d *device) *devSamples {

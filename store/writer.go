@@ -70,7 +70,8 @@ type writer struct {
 	nMeas    int
 	buf      []byte
 	sv       []sidVal
-	mergeBuf []aggEntry // mergeInto's entries
+	mergeBuf []aggEntry  // mergeInto's entries
+	rollBufs *sampleBufs // the rollup's sample buffers (keepBufsBytes)
 	// layouts remembers, per device row id, the series of its last
 	// measurement's readings by position (encode).
 	layouts map[int64]*layout
