@@ -20,7 +20,7 @@ const (
 
 // tools are the programs the disk needs (util-linux, e2fsprogs,
 // coreutils).
-var tools = []string{"losetup", "mount", "umount", "mkfs.ext4", "e2fsck", "fsfreeze", "cp"}
+var tools = []string{"losetup", "mount", "umount", "mkfs.ext4", "e2fsck", "fsfreeze", "cp", "sync"}
 
 // Available says why a Disk cannot be made here (nil: it can): not
 // root, a tool missing or no loop devices (a kernel without ext4 shows

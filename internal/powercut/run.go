@@ -22,6 +22,15 @@ import (
 // disk.
 const DBName = "plantd.db"
 
+// CacheWindow is how long a commit can stay in the page cache before
+// the disk holds it, with the kernel's and ext4's defaults: a dirty page
+// is written back once it is 30 s old (vm.dirty_expire_centisecs) by the
+// flusher, which runs every 5 s (vm.dirty_writeback_centisecs), and the
+// size of a file that grew is committed with ext4's journal, every 5 s
+// (commit=5). README's power-cut window is this plus a device's last
+// minute and the commit interval.
+const CacheWindow = 40 * time.Second
+
 // Options is one run: plantd on a fresh Disk, cut Cuts times.
 type Options struct {
 	// Plantd is the binary to run ("plantd run -c").
@@ -39,6 +48,11 @@ type Options struct {
 	// the last cut to the next one.
 	Cuts int
 	Gap  func() time.Duration
+	// Sync, when set and true for cut n, syncs the disk's file system
+	// (syncfs) after plantd's state is read and before the cut: the
+	// image must then hold all of that state (a check of the harness
+	// and of what plantd's files say once written back).
+	Sync func(n int) bool
 	// Sample is how often plantd's live database is read (the commits'
 	// timeline the cuts are compared with); default 500 ms.
 	Sample time.Duration
@@ -73,6 +87,9 @@ type Cut struct {
 	// after the cut does not: must be empty (the image is a past
 	// state of plantd's database, nothing else).
 	Ahead []string
+	// Synced: the file system was synced just before the cut
+	// (Options.Sync).
+	Synced bool
 	// Reopen is the error of plantd started on the image (nil: it
 	// opened the database and answered with the storage Ok).
 	Reopen error
@@ -242,6 +259,12 @@ func Run(ctx context.Context, o Options) (cuts []Cut, err error) {
 		if err != nil {
 			return cuts, fmt.Errorf("powercut: read plantd's live database: %w", err)
 		}
+		synced := o.Sync != nil && o.Sync(n)
+		if synced {
+			if _, err := run(ctx, "sync", "-f", disk.Dir()); err != nil {
+				return cuts, fmt.Errorf("powercut: %w", err)
+			}
+		}
 		t := time.Now()
 		if err := disk.Cut(ctx, img); err != nil {
 			return cuts, err
@@ -254,6 +277,7 @@ func Run(ctx context.Context, o Options) (cuts []Cut, err error) {
 		if err != nil {
 			return cuts, err
 		}
+		c.Synced = synced
 		cuts = append(cuts, c)
 		if o.OnCut != nil {
 			o.OnCut(c)

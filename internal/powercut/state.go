@@ -22,6 +22,10 @@ type State struct {
 	// Integrity is PRAGMA integrity_check's answer ("ok"), for an
 	// image only.
 	Integrity string
+	// DBBytes and WALBytes are the sizes of the database file and its
+	// WAL in an image before SQLite opened it (a database file of one
+	// page: no checkpoint had reached the disk, all is in the WAL).
+	DBBytes, WALBytes int64
 	// Tables is how many of plantd's tables the schema holds (0: an
 	// empty file, the schema not yet on the disk).
 	Tables int
@@ -75,6 +79,13 @@ func ReadImage(ctx context.Context, path string) (State, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return State{Missing: true}, nil
 	}
+	var dbBytes, walBytes int64
+	if fi, err := os.Stat(path); err == nil {
+		dbBytes = fi.Size()
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		walBytes = fi.Size()
+	}
 	db, err := Open(path, false)
 	if err != nil {
 		return State{}, err
@@ -98,6 +109,7 @@ func ReadImage(ctx context.Context, path string) (State, error) {
 	}
 	st, err := Read(ctx, db)
 	st.Integrity = strings.Join(problems, "; ")
+	st.DBBytes, st.WALBytes = dbBytes, walBytes
 	return st, err
 }
 

@@ -94,11 +94,11 @@ func run() error {
 		return err
 	}
 	defer plantdLog.Close()
-	window := time.Minute + *commit + 30*time.Second
+	window := time.Minute + *commit + powercut.CacheWindow
 	fmt.Printf("# %d devices polled every %s, commitInterval %s, MQTT broker down (%s); %d cuts %s-%s apart; load %s\n",
 		*devices, *poll, *commit, broker, *cuts, *gapMin, *gapMax, loadavg())
-	fmt.Printf("# documented window: raw samples %s (the last minute, the commit interval, 30 s of page cache), other commits 30 s\n", window)
-	fmt.Printf("%4s %8s %-5s %-9s %10s %8s %-22s %s\n", "cut", "at", "fsck", "integrity", "newest_age", "lost", "lost_what", "outbox image / live")
+	fmt.Printf("# README's window: raw samples %s (the last minute, the commit interval, %s of page cache), other commits %s\n", window, powercut.CacheWindow, powercut.CacheWindow)
+	fmt.Printf("%4s %8s %-5s %-9s %13s %10s %8s %-22s %s\n", "cut", "at", "fsck", "integrity", "db+wal_KiB", "newest_age", "lost", "lost_what", "outbox image / live")
 	o := powercut.Options{
 		Plantd: *plantd,
 		Work:   *work,
@@ -129,7 +129,8 @@ func run() error {
 			if what == "" {
 				what = "-"
 			}
-			fmt.Printf("%4d %8s %-5s %-9s %10s %8s %-22s %s / %s", c.N, c.At.Round(100*time.Millisecond), fsck, integ, age,
+			fmt.Printf("%4d %8s %-5s %-9s %13s %10s %8s %-22s %s / %s", c.N, c.At.Round(100*time.Millisecond), fsck, integ,
+				fmt.Sprintf("%d+%d", c.Image.DBBytes>>10, c.Image.WALBytes>>10), age,
 				c.Lost.Round(100*time.Millisecond), what, c.Image.OutboxSummary(), c.Live.OutboxSummary())
 			if c.Reopen != nil {
 				fmt.Printf("  REOPEN: %v", c.Reopen)
@@ -153,7 +154,7 @@ func run() error {
 
 // summary prints the counts and the largest losses.
 func summary(res []powercut.Cut, window time.Duration) {
-	var ok, intact, clean, opened, withData int
+	var ok, intact, clean, opened, withData, ageOver, lostOver int
 	var ages, losts []time.Duration
 	for _, c := range res {
 		if c.OK() {
@@ -171,16 +172,22 @@ func summary(res []powercut.Cut, window time.Duration) {
 		if c.NewestAge >= 0 {
 			withData++
 			ages = append(ages, c.NewestAge)
+			if c.NewestAge > window {
+				ageOver++
+			}
+		}
+		if c.Lost > powercut.CacheWindow {
+			lostOver++
 		}
 		losts = append(losts, c.Lost)
 	}
 	fmt.Printf("summary: %d cuts; e2fsck clean %d; database intact %d (integrity_check ok, or not yet on the disk); reopened by plantd with storage Ok %d; all checks %d\n",
 		len(res), clean, intact, opened, ok)
 	if len(ages) > 0 {
-		fmt.Printf("  newest raw sample's age at the cut (%d images holding samples): %s (documented at most %s)\n", withData, mmm(ages), window)
+		fmt.Printf("  newest raw sample's age at the cut (%d images holding samples): %s (README: at most %s; %d beyond)\n", withData, mmm(ages), window, ageOver)
 	}
 	if len(losts) > 0 {
-		fmt.Printf("  commits lost (bound from the live timeline): %s (documented about 30 s)\n", mmm(losts))
+		fmt.Printf("  commits lost (bound from the live timeline): %s (README: at most %s; %d beyond)\n", mmm(losts), powercut.CacheWindow, lostOver)
 	}
 }
 
