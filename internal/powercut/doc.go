@@ -45,4 +45,6 @@
 // util-linux (losetup, mount, umount, fsfreeze), e2fsprogs (mkfs.ext4,
 // e2fsck), coreutils (cp) and the plantd binary it is given. Everything
 // it does needs root.
+//
+// Imports: none
 package powercut

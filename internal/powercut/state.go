@@ -233,7 +233,7 @@ func (st State) Behind(other State) []string {
 		d = append(d, "log")
 	}
 	for name, o := range other.Outbox {
-		if o.MaxSeq > st.Outbox[name].MaxSeq {
+		if o.MaxSeq > st.Outbox[name].MaxSeq || o.Next > st.Outbox[name].Next {
 			d = append(d, "outbox "+name)
 		}
 	}
@@ -241,9 +241,9 @@ func (st State) Behind(other State) []string {
 	return d
 }
 
-// OutboxSummary is the outbox in a line: per stream messages and
-// sequence numbers ("log 12 (1-12)"), "-" when empty, a stream whose
-// numbers are not contiguous marked GAP.
+// OutboxSummary is the outbox in a line: per stream the messages, their
+// sequence numbers and the next one ("log 12 (1-12) next 13"), "-" when
+// empty, a stream whose numbers are not contiguous marked GAP.
 func (st State) OutboxSummary() string {
 	if len(st.Outbox) == 0 {
 		return "-"
@@ -256,9 +256,13 @@ func (st State) OutboxSummary() string {
 	var parts []string
 	for _, n := range names {
 		s := st.Outbox[n]
-		p := fmt.Sprintf("%s %d (%d-%d)", n, s.Count, s.MinSeq, s.MaxSeq)
+		p := fmt.Sprintf("%s %d", n, s.Count)
+		if s.Count > 0 {
+			p += fmt.Sprintf(" (%d-%d)", s.MinSeq, s.MaxSeq)
+		}
+		p += fmt.Sprintf(" next %d", s.Next)
 		if !s.Contiguous() {
-			p += fmt.Sprintf(" GAP next %d", s.Next)
+			p += " GAP"
 		}
 		parts = append(parts, p)
 	}

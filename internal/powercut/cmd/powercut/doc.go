@@ -4,4 +4,6 @@
 // Run with plantd polling every device, and prints each cut and a summary.
 //
 // It imports the standard library and plantd/internal/powercut.
+//
+// Imports: plantd/internal/powercut
 package main

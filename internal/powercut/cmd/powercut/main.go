@@ -33,6 +33,7 @@ func run() error {
 	commit := flag.Duration("commit", 10*time.Second, "database.commitInterval")
 	gapMin := flag.Duration("gap-min", 5*time.Second, "shortest time between cuts")
 	gapMax := flag.Duration("gap-max", 40*time.Second, "longest time between cuts")
+	brokerFlag := flag.String("broker", "", "a running MQTT broker's HOST:PORT for the uplink (default: one that is down, so the outbox queues)")
 	work := flag.String("work", "", "working directory (default: a new temporary one, removed at the end)")
 	flag.Parse()
 	if *plantd == "" {
@@ -82,11 +83,15 @@ func run() error {
 	if len(devs) == 0 {
 		return fmt.Errorf("the simulator named no devices (log in %s)", simLog.Name())
 	}
-	broker, closeBroker, err := deadAddr()
-	if err != nil {
-		return err
+	broker := *brokerFlag
+	if broker == "" {
+		dead, closeBroker, err := deadAddr()
+		if err != nil {
+			return err
+		}
+		defer closeBroker()
+		broker = dead + " (down)"
 	}
-	defer closeBroker()
 
 	const plants = "plants:\n  - {id: pc, name: Power cut, timezone: Europe/Berlin}\n"
 	plantdLog, err := os.Create(filepath.Join(*work, "plantd.log"))
@@ -95,7 +100,7 @@ func run() error {
 	}
 	defer plantdLog.Close()
 	window := time.Minute + *commit + powercut.CacheWindow
-	fmt.Printf("# %d devices polled every %s, commitInterval %s, MQTT broker down (%s); %d cuts %s-%s apart; load %s\n",
+	fmt.Printf("# %d devices polled every %s, commitInterval %s, MQTT broker %s; %d cuts %s-%s apart; load %s\n",
 		*devices, *poll, *commit, broker, *cuts, *gapMin, *gapMax, loadavg())
 	fmt.Printf("# README's window: raw samples %s (the last minute, the commit interval, %s of page cache), other commits %s\n", window, powercut.CacheWindow, powercut.CacheWindow)
 	fmt.Printf("%4s %8s %-5s %-9s %13s %10s %8s %-22s %s\n", "cut", "at", "fsck", "integrity", "db+wal_KiB", "newest_age", "lost", "lost_what", "outbox image / live")
@@ -104,7 +109,7 @@ func run() error {
 		Work:   *work,
 		Config: func(db string) string {
 			return fmt.Sprintf("http: {listen: 127.0.0.1:0}\ngateway: {id: powercut}\ndatabase: {path: %s, commitInterval: %s}\nmqtt: {broker: tcp://%s}\n%sdevices:\n%s",
-				db, *commit, broker, plants, strings.Join(devs, ""))
+				db, *commit, strings.TrimSuffix(broker, " (down)"), plants, strings.Join(devs, ""))
 		},
 		ReopenConfig: func(db string) string {
 			return fmt.Sprintf("http: {listen: 127.0.0.1:0}\ngateway: {id: powercut}\ndatabase: {path: %s}\n%s", db, plants)
