@@ -171,6 +171,10 @@ func (d *Disk) Close() error {
 	return errors.Join(errs...)
 }
 
+// ErrUnmountable: a cut's image does not mount (a finding about the
+// image, not a failure of the harness).
+var ErrUnmountable = errors.New("powercut: the image does not mount")
+
 // Image is a cut's copy of the disk, attached and mounted read-write (as
 // the gateway's next boot would) at Dir.
 type Image struct {
@@ -195,7 +199,7 @@ func Mount(ctx context.Context, img, dir string) (_ *Image, err error) {
 		return nil, err
 	}
 	if err := mount(ctx, im.loop, dir); err != nil {
-		return nil, fmt.Errorf("powercut: the image does not mount: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnmountable, err)
 	}
 	if err := unmount(ctx, dir); err != nil {
 		return nil, err
@@ -206,7 +210,7 @@ func Mount(ctx context.Context, img, dir string) (_ *Image, err error) {
 		im.Fsck = fmt.Sprintf("%v: %s", ferr, bytes.TrimSpace(out))
 	}
 	if err := mount(ctx, im.loop, dir); err != nil {
-		return nil, fmt.Errorf("powercut: the image does not mount after e2fsck: %w", err)
+		return nil, fmt.Errorf("%w after e2fsck: %w", ErrUnmountable, err)
 	}
 	return im, nil
 }

@@ -292,7 +292,14 @@ func check(ctx context.Context, o Options, img string, n int, start, t time.Time
 	c := Cut{N: n, At: t.Sub(start), T: t, Live: live, NewestAge: -1}
 	im, err := Mount(ctx, img, filepath.Join(o.Work, "image"))
 	if err != nil {
-		return c, err
+		if !errors.Is(err, ErrUnmountable) {
+			return c, err
+		}
+		// An image that does not mount is a finding, like one e2fsck
+		// faults.
+		c.Fsck = err.Error()
+		c.Image.Integrity = "not read: the file system does not mount"
+		return c, nil
 	}
 	defer im.Close()
 	c.Fsck = im.Fsck
