@@ -79,11 +79,17 @@ func New() *Handler {
 	}
 	// The version is a hash of every file's path and content, in the
 	// order of their paths.
-	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.name, b.name) })
-	sum := sha256.New()
+	byName := map[string]entry{}
+	names := make([]string, 0, len(all))
 	for _, e := range all {
-		sum.Write([]byte(e.name))
-		sum.Write(e.un)
+		byName[e.name] = e
+		names = append(names, e.name)
+	}
+	slices.Sort(names)
+	sum := sha256.New()
+	for _, name := range names {
+		sum.Write([]byte(name))
+		sum.Write(byName[name].un)
 	}
 	h := &Handler{Version: hex.EncodeToString(sum.Sum(nil))[:12], files: map[string]file{}}
 	for _, e := range all {
