@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 )
 
@@ -66,6 +66,7 @@ func errorsOf(problems []Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
+	// sort.SliceStable: no sort instantiated for Problem (binary size).
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
 	return &Errors{Problems: problems}
 }

@@ -2,6 +2,7 @@ package gridcontrol
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -79,7 +80,8 @@ func (e *edges) replace(plant string, now time.Time, add []edge) {
 }
 
 func (e *edges) sort() {
-	slices.SortStableFunc(e.list, func(a, b edge) int { return a.next.Compare(b.next) })
+	l := e.list // sort.SliceStable: no sort instantiated for edge (binary size)
+	sort.SliceStable(l, func(i, j int) bool { return l[i].next.Before(l[j].next) })
 }
 
 // nearest is the time of the next edge (false: none armed).

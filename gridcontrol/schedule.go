@@ -725,6 +725,6 @@ func boundaries(scheds []*Schedule, now time.Time) []time.Time {
 			}
 		}
 	}
-	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) }) // no sort instantiated for time.Time (binary size)
 	return slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 
 	"plantd/plant"
@@ -149,7 +150,9 @@ func (c *Controller) Settings(ctx context.Context, plantID, settingsType string)
 	wg.Wait()
 	for i := range out {
 		out[i].Supported = len(out[i].Devices) > 0
-		slices.SortFunc(out[i].Values, func(a, b DeviceSetting) int { return cmpString(a.Device, b.Device) })
+		// sort.Slice: no sort instantiated for this struct (binary size).
+		vs := out[i].Values
+		sort.Slice(vs, func(a, b int) bool { return cmpString(vs[a].Device, vs[b].Device) < 0 })
 		for _, v := range out[i].Values {
 			if v.Enabled {
 				out[i].Active, out[i].Type = true, defs[i].active

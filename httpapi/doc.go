@@ -9,6 +9,9 @@
 // takes its routes and schemas from it (oauth2.Routes, oauth2.AddSchemas).
 // Both describe their routes and schemas with the building blocks of
 // package httpapi/apidoc (one Route type, the JSON Schema constructors).
+// The document is rendered by go generate into openapi.json.gz, which the
+// binary embeds and serves (TestOpenAPIGenerated keeps the file true to
+// the code), so the builder code is only in the tests' binary.
 // The document tags each operation with its interface, whose tag carries
 // the spec's description version (§9; info.version lists all three), and
 // marks the spec's obsolete routes deprecated; those answer a Deprecation

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,7 +310,8 @@ func sortedPairs(labels []string) []string {
 	for i := 0; i+1 < len(labels); i += 2 {
 		ps = append(ps, pair{labels[i], labels[i+1]})
 	}
-	slices.SortStableFunc(ps, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+	// sort.SliceStable: no sort instantiated for pair (binary size).
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
 	out := make([]string, 0, 2*len(ps))
 	for _, p := range ps {
 		out = append(out, p.name, p.value)

@@ -3,6 +3,7 @@ package modbus
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
 
 // Range is a block of Count registers from Addr.
@@ -89,8 +90,11 @@ func Plan(need []Range, opt PlanOptions) []Read {
 	if len(items) == 0 {
 		return nil
 	}
-	slices.SortFunc(items, func(a, b planItem) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end), cmp.Compare(a.part, b.part))
+	// sort.Slice: no sort instantiated for this struct (binary size); a
+	// plan is made at discovery, not per poll.
+	sort.Slice(items, func(i, j int) bool {
+		a, b := &items[i], &items[j]
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end), cmp.Compare(a.part, b.part)) < 0
 	})
 
 	// The parts of each read are a contiguous run of items, so all reads

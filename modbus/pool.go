@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,8 +274,11 @@ func (p *Pool) Stats() []EndpointStats {
 		out = append(out, e.Stats())
 	}
 	p.mu.Unlock()
-	slices.SortFunc(out, func(a, b EndpointStats) int {
-		return cmp.Or(strings.Compare(a.Address, b.Address), strings.Compare(string(a.Transport), string(b.Transport)))
+	// sort.Slice, not slices.SortFunc: no sort instantiated for this
+	// struct in the binary (issue 43), and the list is short.
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		return cmp.Or(strings.Compare(a.Address, b.Address), strings.Compare(string(a.Transport), string(b.Transport))) < 0
 	})
 	return out
 }

@@ -3,8 +3,7 @@ package mqtt
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
+	"sort"
 	"time"
 
 	"plantd/plant"
@@ -309,5 +308,6 @@ func (u *Uplink) refreshStreams(ctx context.Context) {
 }
 
 func sortStreams(s []StreamStatus) {
-	slices.SortFunc(s, func(a, b StreamStatus) int { return strings.Compare(a.Stream, b.Stream) })
+	// sort.Slice: no sort instantiated for this struct (binary size).
+	sort.Slice(s, func(i, j int) bool { return s[i].Stream < s[j].Stream })
 }

@@ -58,4 +58,5 @@ fi
 	echo "# uplot@$VERSION from the npm registry, $INTEGRITY; written by scripts/vendor-uplot.sh"
 	(cd "$DEST" && sha256sum "${FILES[@]##*/}")
 } > "$DEST/SHA256SUMS"
+go generate ./web # the embedded gzipped copies (web/gz)
 echo "vendored uplot@$VERSION into $DEST"

@@ -208,6 +208,7 @@ func (m *Model) Point(name string) *Point {
 // ModelByID returns the definition of a SunSpec model, or nil when plantd
 // does not know it.
 func ModelByID(id uint16) *Model {
+	modelTable := models()
 	lo, hi := 0, len(modelTable)
 	for lo < hi {
 		mid := (lo + hi) / 2
@@ -224,4 +225,4 @@ func ModelByID(id uint16) *Model {
 }
 
 // Models returns all known model definitions ordered by id.
-func Models() []*Model { return append([]*Model(nil), modelTable...) }
+func Models() []*Model { return append([]*Model(nil), models()...) }

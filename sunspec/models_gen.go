@@ -2,2321 +2,1996 @@
 
 package sunspec
 
-var modelTable = []*Model{
-	{ID: 1, Name: "common", Label: "Common", Group: Group{Name: "common", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 1},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Mn", Label: "Manufacturer", Type: TypeString, Size: 16, Offset: 2, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Md", Label: "Model", Type: TypeString, Size: 16, Offset: 18, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Opt", Label: "Options", Type: TypeString, Size: 8, Offset: 34, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Vr", Label: "Version", Type: TypeString, Size: 8, Offset: 42, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "SN", Label: "Serial Number", Type: TypeString, Size: 16, Offset: 50, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DA", Label: "Device Address", Type: TypeUint16, Size: 1, Offset: 66, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 67, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 68,
-	}},
-	{ID: 101, Name: "inverter_single_phase", Label: "Inverter (Single Phase)", Group: Group{Name: "inverter_single_phase", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 101},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeUint16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeUint16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeUint16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeUint16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeUint16, Size: 1, Offset: 7, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeUint16, Size: 1, Offset: 8, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeUint16, Size: 1, Offset: 9, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeUint16, Size: 1, Offset: 10, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeUint16, Size: 1, Offset: 11, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeUint16, Size: 1, Offset: 12, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 14, Units: "W", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeUint16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 18, Units: "VA", SF: 19, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 19, SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeInt16, Size: 1, Offset: 20, Units: "var", SF: 21, SFUp: 0, Fixed: -1},
-		{Name: "VAr_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 21, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 22, Units: "Pct", SF: 23, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeAcc32, Size: 2, Offset: 24, Units: "Wh", SF: 25, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WH_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 26, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeUint16, Size: 1, Offset: 27, Units: "A", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "DCA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 28, SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeUint16, Size: 1, Offset: 29, Units: "V", SF: 29, SFUp: 0, Fixed: -1},
-		{Name: "DCV_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 30, SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeInt16, Size: 1, Offset: 31, Units: "W", SF: 31, SFUp: 0, Fixed: -1},
-		{Name: "DCW_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeInt16, Size: 1, Offset: 33, Units: "C", SF: 36, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeInt16, Size: 1, Offset: 34, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeInt16, Size: 1, Offset: 35, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeInt16, Size: 1, Offset: 36, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "Tmp_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 38, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 39, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 40, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 42, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 44, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 46, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 48, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 52,
-	}},
-	{ID: 102, Name: "inverter_split_phase", Label: "Inverter (Split-Phase)", Group: Group{Name: "inverter_split_phase", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 102},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeUint16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeUint16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeUint16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeUint16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeUint16, Size: 1, Offset: 7, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeUint16, Size: 1, Offset: 8, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeUint16, Size: 1, Offset: 9, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeUint16, Size: 1, Offset: 10, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeUint16, Size: 1, Offset: 11, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeUint16, Size: 1, Offset: 12, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 14, Units: "W", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeUint16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 18, Units: "VA", SF: 19, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 19, SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeInt16, Size: 1, Offset: 20, Units: "var", SF: 21, SFUp: 0, Fixed: -1},
-		{Name: "VAr_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 21, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 22, Units: "Pct", SF: 23, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeAcc32, Size: 2, Offset: 24, Units: "Wh", SF: 25, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WH_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 26, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeUint16, Size: 1, Offset: 27, Units: "A", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "DCA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 28, SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeUint16, Size: 1, Offset: 29, Units: "V", SF: 29, SFUp: 0, Fixed: -1},
-		{Name: "DCV_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 30, SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeInt16, Size: 1, Offset: 31, Units: "W", SF: 31, SFUp: 0, Fixed: -1},
-		{Name: "DCW_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeInt16, Size: 1, Offset: 33, Units: "C", SF: 36, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeInt16, Size: 1, Offset: 34, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeInt16, Size: 1, Offset: 35, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeInt16, Size: 1, Offset: 36, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "Tmp_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 38, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 39, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 40, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 42, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 44, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 46, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 48, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 52,
-	}},
-	{ID: 103, Name: "inverter_three_phase", Label: "Inverter (Three Phase)", Group: Group{Name: "inverter_three_phase", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 103},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeUint16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeUint16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeUint16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeUint16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeUint16, Size: 1, Offset: 7, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeUint16, Size: 1, Offset: 8, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeUint16, Size: 1, Offset: 9, Units: "V", SF: 13, SFUp: 0, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeUint16, Size: 1, Offset: 10, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeUint16, Size: 1, Offset: 11, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeUint16, Size: 1, Offset: 12, Units: "V", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 14, Units: "W", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeUint16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 18, Units: "VA", SF: 19, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 19, SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeInt16, Size: 1, Offset: 20, Units: "var", SF: 21, SFUp: 0, Fixed: -1},
-		{Name: "VAr_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 21, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 22, Units: "Pct", SF: 23, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeAcc32, Size: 2, Offset: 24, Units: "Wh", SF: 25, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WH_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 26, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeUint16, Size: 1, Offset: 27, Units: "A", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "DCA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 28, SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeUint16, Size: 1, Offset: 29, Units: "V", SF: 29, SFUp: 0, Fixed: -1},
-		{Name: "DCV_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 30, SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeInt16, Size: 1, Offset: 31, Units: "W", SF: 31, SFUp: 0, Fixed: -1},
-		{Name: "DCW_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeInt16, Size: 1, Offset: 33, Units: "C", SF: 36, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeInt16, Size: 1, Offset: 34, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeInt16, Size: 1, Offset: 35, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeInt16, Size: 1, Offset: 36, Units: "C", SF: 36, SFUp: 0, Fixed: -1},
-		{Name: "Tmp_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 38, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 39, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 40, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 42, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 44, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 46, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 48, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 52,
-	}},
-	{ID: 111, Name: "inverter_single_phase_float", Label: "Inverter (Single Phase) FLOAT", Group: Group{Name: "inverter_single_phase_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 111},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 22, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 24, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 26, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeFloat32, Size: 2, Offset: 28, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 30, Units: "Pct", SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeFloat32, Size: 2, Offset: 32, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeFloat32, Size: 2, Offset: 34, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeFloat32, Size: 2, Offset: 36, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeFloat32, Size: 2, Offset: 38, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeFloat32, Size: 2, Offset: 40, Units: "C", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeFloat32, Size: 2, Offset: 42, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeFloat32, Size: 2, Offset: 44, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeFloat32, Size: 2, Offset: 46, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 48, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ggOFF", 1}, {"ggSLEEPING", 2}, {"ggSTARTING", 3}, {"ggMPPT", 4}, {"ggTHROTTLED", 5}, {"ggSHUTTING_DOWN", 6}, {"ggFAULT", 7}, {"ggSTANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 52, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 54, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 56, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 58, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 60, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 62,
-	}},
-	{ID: 112, Name: "inverter_split_phase_float", Label: "Inverter (Split Phase) FLOAT", Group: Group{Name: "inverter_split_phase_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 112},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 22, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 24, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 26, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeFloat32, Size: 2, Offset: 28, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 30, Units: "Pct", SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeFloat32, Size: 2, Offset: 32, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeFloat32, Size: 2, Offset: 34, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeFloat32, Size: 2, Offset: 36, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeFloat32, Size: 2, Offset: 38, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeFloat32, Size: 2, Offset: 40, Units: "C", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeFloat32, Size: 2, Offset: 42, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeFloat32, Size: 2, Offset: 44, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeFloat32, Size: 2, Offset: 46, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 48, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 52, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 54, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 56, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 58, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 60, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 62,
-	}},
-	{ID: 113, Name: "inverter_three_phase_float", Label: "Inverter (Three Phase) FLOAT", Group: Group{Name: "inverter_three_phase_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 113},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 22, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 24, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 26, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAr", Label: "VAr", Type: TypeFloat32, Size: 2, Offset: 28, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 30, Units: "Pct", SF: NoScale, Fixed: -1},
-		{Name: "WH", Label: "WattHours", Type: TypeFloat32, Size: 2, Offset: 32, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Amps", Type: TypeFloat32, Size: 2, Offset: 34, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "DCV", Label: "DC Voltage", Type: TypeFloat32, Size: 2, Offset: 36, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "DCW", Label: "DC Watts", Type: TypeFloat32, Size: 2, Offset: 38, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeFloat32, Size: 2, Offset: 40, Units: "C", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeFloat32, Size: 2, Offset: 42, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeFloat32, Size: 2, Offset: 44, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeFloat32, Size: 2, Offset: 46, Units: "C", SF: NoScale, Fixed: -1},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 48, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}}},
-		{Name: "StVnd", Label: "Vendor Operating State", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Event1", Type: TypeBitfield32, Size: 2, Offset: 50, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}}},
-		{Name: "Evt2", Label: "Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 52, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 54, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 56, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd3", Label: "Vendor Event Bitfield 3", Type: TypeBitfield32, Size: 2, Offset: 58, SF: NoScale, Fixed: -1},
-		{Name: "EvtVnd4", Label: "Vendor Event Bitfield 4", Type: TypeBitfield32, Size: 2, Offset: 60, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 62,
-	}},
-	{ID: 120, Name: "nameplate", Label: "Nameplate", Group: Group{Name: "nameplate", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 120},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DERTyp", Label: "DERTyp", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"PV", 4}, {"PV_STOR", 82}}},
-		{Name: "WRtg", Label: "WRtg", Type: TypeUint16, Size: 1, Offset: 3, Units: "W", SF: 4, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WRtg_SF", Label: "WRtg_SF", Type: TypeSunssf, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VARtg", Label: "VARtg", Type: TypeUint16, Size: 1, Offset: 5, Units: "VA", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VARtg_SF", Label: "VARtg_SF", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VArRtgQ1", Label: "VArRtgQ1", Type: TypeInt16, Size: 1, Offset: 7, Units: "var", SF: 11, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VArRtgQ2", Label: "VArRtgQ2", Type: TypeInt16, Size: 1, Offset: 8, Units: "var", SF: 11, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VArRtgQ3", Label: "VArRtgQ3", Type: TypeInt16, Size: 1, Offset: 9, Units: "var", SF: 11, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VArRtgQ4", Label: "VArRtgQ4", Type: TypeInt16, Size: 1, Offset: 10, Units: "var", SF: 11, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VArRtg_SF", Label: "VArRtg_SF", Type: TypeSunssf, Size: 1, Offset: 11, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "ARtg", Label: "ARtg", Type: TypeUint16, Size: 1, Offset: 12, Units: "A", SF: 13, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "ARtg_SF", Label: "ARtg_SF", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PFRtgQ1", Label: "PFRtgQ1", Type: TypeInt16, Size: 1, Offset: 14, Units: "cos()", SF: 18, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PFRtgQ2", Label: "PFRtgQ2", Type: TypeInt16, Size: 1, Offset: 15, Units: "cos()", SF: 18, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PFRtgQ3", Label: "PFRtgQ3", Type: TypeInt16, Size: 1, Offset: 16, Units: "cos()", SF: 18, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PFRtgQ4", Label: "PFRtgQ4", Type: TypeInt16, Size: 1, Offset: 17, Units: "cos()", SF: 18, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PFRtg_SF", Label: "PFRtg_SF", Type: TypeSunssf, Size: 1, Offset: 18, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WHRtg", Label: "WHRtg", Type: TypeUint16, Size: 1, Offset: 19, Units: "Wh", SF: 20, SFUp: 0, Fixed: -1},
-		{Name: "WHRtg_SF", Label: "WHRtg_SF", Type: TypeSunssf, Size: 1, Offset: 20, SF: NoScale, Fixed: -1},
-		{Name: "AhrRtg", Label: "AhrRtg", Type: TypeUint16, Size: 1, Offset: 21, Units: "AH", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "AhrRtg_SF", Label: "AhrRtg_SF", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Fixed: -1},
-		{Name: "MaxChaRte", Label: "MaxChaRte", Type: TypeUint16, Size: 1, Offset: 23, Units: "W", SF: 24, SFUp: 0, Fixed: -1},
-		{Name: "MaxChaRte_SF", Label: "MaxChaRte_SF", Type: TypeSunssf, Size: 1, Offset: 24, SF: NoScale, Fixed: -1},
-		{Name: "MaxDisChaRte", Label: "MaxDisChaRte", Type: TypeUint16, Size: 1, Offset: 25, Units: "W", SF: 26, SFUp: 0, Fixed: -1},
-		{Name: "MaxDisChaRte_SF", Label: "MaxDisChaRte_SF", Type: TypeSunssf, Size: 1, Offset: 26, SF: NoScale, Fixed: -1},
-		{Name: "Pad", Label: "Pad", Type: TypePad, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 28,
-	}},
-	{ID: 121, Name: "settings", Label: "Basic Settings", Group: Group{Name: "settings", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 121},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "WMax", Label: "WMax", Type: TypeUint16, Size: 1, Offset: 2, Units: "W", SF: 22, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "VRef", Label: "VRef", Type: TypeUint16, Size: 1, Offset: 3, Units: "V", SF: 23, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "VRefOfs", Label: "VRefOfs", Type: TypeInt16, Size: 1, Offset: 4, Units: "V", SF: 24, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "VMax", Label: "VMax", Type: TypeUint16, Size: 1, Offset: 5, Units: "V", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VMin", Label: "VMin", Type: TypeUint16, Size: 1, Offset: 6, Units: "V", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VAMax", Label: "VAMax", Type: TypeUint16, Size: 1, Offset: 7, Units: "VA", SF: 26, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArMaxQ1", Label: "VArMaxQ1", Type: TypeInt16, Size: 1, Offset: 8, Units: "var", SF: 27, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArMaxQ2", Label: "VArMaxQ2", Type: TypeInt16, Size: 1, Offset: 9, Units: "var", SF: 27, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArMaxQ3", Label: "VArMaxQ3", Type: TypeInt16, Size: 1, Offset: 10, Units: "var", SF: 27, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArMaxQ4", Label: "VArMaxQ4", Type: TypeInt16, Size: 1, Offset: 11, Units: "var", SF: 27, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WGra", Label: "WGra", Type: TypeUint16, Size: 1, Offset: 12, Units: "% WMax/sec", SF: 28, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFMinQ1", Label: "PFMinQ1", Type: TypeInt16, Size: 1, Offset: 13, Units: "cos()", SF: 29, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFMinQ2", Label: "PFMinQ2", Type: TypeInt16, Size: 1, Offset: 14, Units: "cos()", SF: 29, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFMinQ3", Label: "PFMinQ3", Type: TypeInt16, Size: 1, Offset: 15, Units: "cos()", SF: 29, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFMinQ4", Label: "PFMinQ4", Type: TypeInt16, Size: 1, Offset: 16, Units: "cos()", SF: 29, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArAct", Label: "VArAct", Type: TypeEnum16, Size: 1, Offset: 17, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"SWITCH", 1}, {"MAINTAIN", 2}}},
-		{Name: "ClcTotVA", Label: "ClcTotVA", Type: TypeEnum16, Size: 1, Offset: 18, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"VECTOR", 1}, {"ARITHMETIC", 2}}},
-		{Name: "MaxRmpRte", Label: "MaxRmpRte", Type: TypeUint16, Size: 1, Offset: 19, Units: "% WGra", SF: 30, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ECPNomHz", Label: "ECPNomHz", Type: TypeUint16, Size: 1, Offset: 20, Units: "Hz", SF: 31, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ConnPh", Label: "ConnPh", Type: TypeEnum16, Size: 1, Offset: 21, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"A", 1}, {"B", 2}, {"C", 3}}},
-		{Name: "WMax_SF", Label: "WMax_SF", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VRef_SF", Label: "VRef_SF", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VRefOfs_SF", Label: "VRefOfs_SF", Type: TypeSunssf, Size: 1, Offset: 24, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VMinMax_SF", Label: "VMinMax_SF", Type: TypeSunssf, Size: 1, Offset: 25, SF: NoScale, Fixed: -1},
-		{Name: "VAMax_SF", Label: "VAMax_SF", Type: TypeSunssf, Size: 1, Offset: 26, SF: NoScale, Fixed: -1},
-		{Name: "VArMax_SF", Label: "VArMax_SF", Type: TypeSunssf, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-		{Name: "WGra_SF", Label: "WGra_SF", Type: TypeSunssf, Size: 1, Offset: 28, SF: NoScale, Fixed: -1},
-		{Name: "PFMin_SF", Label: "PFMin_SF", Type: TypeSunssf, Size: 1, Offset: 29, SF: NoScale, Fixed: -1},
-		{Name: "MaxRmpRte_SF", Label: "MaxRmpRte_SF", Type: TypeSunssf, Size: 1, Offset: 30, SF: NoScale, Fixed: -1},
-		{Name: "ECPNomHz_SF", Label: "ECPNomHz_SF", Type: TypeSunssf, Size: 1, Offset: 31, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 32,
-	}},
-	{ID: 122, Name: "status", Label: "Measurements_Status", Group: Group{Name: "status", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 122},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "PVConn", Label: "PVConn", Type: TypeBitfield16, Size: 1, Offset: 2, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}, {"AVAILABLE", 1}, {"OPERATING", 2}, {"TEST", 3}}},
-		{Name: "StorConn", Label: "StorConn", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}, {"AVAILABLE", 1}, {"OPERATING", 2}, {"TEST", 3}}},
-		{Name: "ECPConn", Label: "ECPConn", Type: TypeBitfield16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECTED", 0}}},
-		{Name: "ActWh", Label: "ActWh", Type: TypeAcc64, Size: 4, Offset: 5, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "ActVAh", Label: "ActVAh", Type: TypeAcc64, Size: 4, Offset: 9, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "ActVArhQ1", Label: "ActVArhQ1", Type: TypeAcc64, Size: 4, Offset: 13, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "ActVArhQ2", Label: "ActVArhQ2", Type: TypeAcc64, Size: 4, Offset: 17, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "ActVArhQ3", Label: "ActVArhQ3", Type: TypeAcc64, Size: 4, Offset: 21, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "ActVArhQ4", Label: "ActVArhQ4", Type: TypeAcc64, Size: 4, Offset: 25, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "VArAval", Label: "VArAval", Type: TypeInt16, Size: 1, Offset: 29, Units: "var", SF: 12, SFUp: 0, Fixed: -1},
-		{Name: "VArAval_SF", Label: "VArAval_SF", Type: TypeSunssf, Size: 1, Offset: 30, SF: NoScale, Fixed: -1},
-		{Name: "WAval", Label: "WAval", Type: TypeUint16, Size: 1, Offset: 31, Units: "var", SF: 14, SFUp: 0, Fixed: -1},
-		{Name: "WAval_SF", Label: "WAval_SF", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "StSetLimMsk", Label: "StSetLimMsk", Type: TypeBitfield32, Size: 2, Offset: 33, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"WMax", 0}, {"VAMax", 1}, {"VArAval", 2}, {"VArMaxQ1", 3}, {"VArMaxQ2", 4}, {"VArMaxQ3", 5}, {"VArMaxQ4", 6}, {"PFMinQ1", 7}, {"PFMinQ2", 8}, {"PFMinQ3", 9}, {"PFMinQ4", 10}}},
-		{Name: "StActCtl", Label: "StActCtl", Type: TypeBitfield32, Size: 2, Offset: 35, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"FixedW", 0}, {"FixedVAR", 1}, {"FixedPF", 2}, {"Volt-VAr", 3}, {"Freq-Watt-Param", 4}, {"Freq-Watt-Curve", 5}, {"Dyn-Reactive-Current", 6}, {"LVRT", 7}, {"HVRT", 8}, {"Watt-PF", 9}, {"Volt-Watt", 10}, {"Scheduled", 12}, {"LFRT", 13}, {"HFRT", 14}}},
-		{Name: "TmSrc", Label: "TmSrc", Type: TypeString, Size: 4, Offset: 37, SF: NoScale, Fixed: -1},
-		{Name: "Tms", Label: "Tms", Type: TypeUint32, Size: 2, Offset: 41, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "RtSt", Label: "RtSt", Type: TypeBitfield16, Size: 1, Offset: 43, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"LVRT_ACTIVE", 0}, {"HVRT_ACTIVE", 1}, {"LFRT_ACTIVE", 2}, {"HFRT_ACTIVE", 3}}},
-		{Name: "Ris", Label: "Ris", Type: TypeUint16, Size: 1, Offset: 44, Units: "ohms", SF: 21, SFUp: 0, Fixed: -1},
-		{Name: "Ris_SF", Label: "Ris_SF", Type: TypeSunssf, Size: 1, Offset: 45, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 46,
-	}},
-	{ID: 123, Name: "controls", Label: "Immediate Controls", Group: Group{Name: "controls", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 123},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Conn_WinTms", Label: "Conn_WinTms", Type: TypeUint16, Size: 1, Offset: 2, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "Conn_RvrtTms", Label: "Conn_RvrtTms", Type: TypeUint16, Size: 1, Offset: 3, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "Conn", Label: "Conn", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISCONNECT", 0}, {"CONNECT", 1}}},
-		{Name: "WMaxLimPct", Label: "WMaxLimPct", Type: TypeUint16, Size: 1, Offset: 5, Units: "% WMax", SF: 23, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "WMaxLimPct_WinTms", Label: "WMaxLimPct_WinTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WMaxLimPct_RvrtTms", Label: "WMaxLimPct_RvrtTms", Type: TypeUint16, Size: 1, Offset: 7, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WMaxLimPct_RmpTms", Label: "WMaxLimPct_RmpTms", Type: TypeUint16, Size: 1, Offset: 8, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WMaxLim_Ena", Label: "WMaxLim_Ena", Type: TypeEnum16, Size: 1, Offset: 9, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "OutPFSet", Label: "OutPFSet", Type: TypeInt16, Size: 1, Offset: 10, Units: "cos()", SF: 24, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "OutPFSet_WinTms", Label: "OutPFSet_WinTms", Type: TypeUint16, Size: 1, Offset: 11, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "OutPFSet_RvrtTms", Label: "OutPFSet_RvrtTms", Type: TypeUint16, Size: 1, Offset: 12, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "OutPFSet_RmpTms", Label: "OutPFSet_RmpTms", Type: TypeUint16, Size: 1, Offset: 13, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "OutPFSet_Ena", Label: "OutPFSet_Ena", Type: TypeEnum16, Size: 1, Offset: 14, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "VArWMaxPct", Label: "VArWMaxPct", Type: TypeInt16, Size: 1, Offset: 15, Units: "% WMax", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArMaxPct", Label: "VArMaxPct", Type: TypeInt16, Size: 1, Offset: 16, Units: "% VArMax", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArAvalPct", Label: "VArAvalPct", Type: TypeInt16, Size: 1, Offset: 17, Units: "% VArAval", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VArPct_WinTms", Label: "VArPct_WinTms", Type: TypeUint16, Size: 1, Offset: 18, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "VArPct_RvrtTms", Label: "VArPct_RvrtTms", Type: TypeUint16, Size: 1, Offset: 19, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "VArPct_RmpTms", Label: "VArPct_RmpTms", Type: TypeUint16, Size: 1, Offset: 20, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "VArPct_Mod", Label: "VArPct_Mod", Type: TypeEnum16, Size: 1, Offset: 21, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"NONE", 0}, {"WMax", 1}, {"VArMax", 2}, {"VArAval", 3}}},
-		{Name: "VArPct_Ena", Label: "VArPct_Ena", Type: TypeEnum16, Size: 1, Offset: 22, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "WMaxLimPct_SF", Label: "WMaxLimPct_SF", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "OutPFSet_SF", Label: "OutPFSet_SF", Type: TypeSunssf, Size: 1, Offset: 24, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VArPct_SF", Label: "VArPct_SF", Type: TypeSunssf, Size: 1, Offset: 25, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 26,
-	}},
-	{ID: 124, Name: "storage_basic", Label: "Storage", Group: Group{Name: "storage_basic", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 124},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "WChaMax", Label: "WChaMax", Type: TypeUint16, Size: 1, Offset: 2, Units: "W", SF: 18, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "WChaGra", Label: "WChaGra", Type: TypeUint16, Size: 1, Offset: 3, Units: "% WChaMax/sec", SF: 19, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "WDisChaGra", Label: "WDisChaGra", Type: TypeUint16, Size: 1, Offset: 4, Units: "% WChaMax/sec", SF: 19, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "StorCtl_Mod", Label: "StorCtl_Mod", Type: TypeBitfield16, Size: 1, Offset: 5, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CHARGE", 0}, {"DiSCHARGE", 1}}},
-		{Name: "VAChaMax", Label: "VAChaMax", Type: TypeUint16, Size: 1, Offset: 6, Units: "VA", SF: 20, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "MinRsvPct", Label: "MinRsvPct", Type: TypeUint16, Size: 1, Offset: 7, Units: "% WChaMax", SF: 21, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ChaState", Label: "ChaState", Type: TypeUint16, Size: 1, Offset: 8, Units: "% AhrRtg", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "StorAval", Label: "StorAval", Type: TypeUint16, Size: 1, Offset: 9, Units: "AH", SF: 23, SFUp: 0, Fixed: -1},
-		{Name: "InBatV", Label: "InBatV", Type: TypeUint16, Size: 1, Offset: 10, Units: "V", SF: 24, SFUp: 0, Fixed: -1},
-		{Name: "ChaSt", Label: "ChaSt", Type: TypeEnum16, Size: 1, Offset: 11, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"EMPTY", 2}, {"DISCHARGING", 3}, {"CHARGING", 4}, {"FULL", 5}, {"HOLDING", 6}, {"TESTING", 7}}},
-		{Name: "OutWRte", Label: "OutWRte", Type: TypeInt16, Size: 1, Offset: 12, Units: "% WDisChaMax", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "InWRte", Label: "InWRte", Type: TypeInt16, Size: 1, Offset: 13, Units: " % WChaMax", SF: 25, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "InOutWRte_WinTms", Label: "InOutWRte_WinTms", Type: TypeUint16, Size: 1, Offset: 14, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "InOutWRte_RvrtTms", Label: "InOutWRte_RvrtTms", Type: TypeUint16, Size: 1, Offset: 15, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "InOutWRte_RmpTms", Label: "InOutWRte_RmpTms", Type: TypeUint16, Size: 1, Offset: 16, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "ChaGriSet", Label: "", Type: TypeEnum16, Size: 1, Offset: 17, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"PV", 0}, {"GRID", 1}}},
-		{Name: "WChaMax_SF", Label: "WChaMax_SF", Type: TypeSunssf, Size: 1, Offset: 18, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WChaDisChaGra_SF", Label: "WChaDisChaGra_SF", Type: TypeSunssf, Size: 1, Offset: 19, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VAChaMax_SF", Label: "VAChaMax_SF", Type: TypeSunssf, Size: 1, Offset: 20, SF: NoScale, Fixed: -1},
-		{Name: "MinRsvPct_SF", Label: "MinRsvPct_SF", Type: TypeSunssf, Size: 1, Offset: 21, SF: NoScale, Fixed: -1},
-		{Name: "ChaState_SF", Label: "ChaState_SF", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Fixed: -1},
-		{Name: "StorAval_SF", Label: "StorAval_SF", Type: TypeSunssf, Size: 1, Offset: 23, SF: NoScale, Fixed: -1},
-		{Name: "InBatV_SF", Label: "InBatV_SF", Type: TypeSunssf, Size: 1, Offset: 24, SF: NoScale, Fixed: -1},
-		{Name: "InOutWRte_SF", Label: "InOutWRte_SF", Type: TypeSunssf, Size: 1, Offset: 25, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 26,
-	}},
-	{ID: 126, Name: "volt_var", Label: "Static Volt-VAR", Group: Group{Name: "volt_var", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 126},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "V_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DeptRef_SF", Label: "DeptRef_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "RmpIncDec_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DeptRef", Label: "DeptRef", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"WMax", 1}, {"VArMax", 2}, {"VArAval", 3}}},
-				{Name: "V1", Label: "V1", Type: TypeUint16, Size: 1, Offset: 2, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "VAr1", Label: "VAr1", Type: TypeInt16, Size: 1, Offset: 3, SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "V2", Label: "V2", Type: TypeUint16, Size: 1, Offset: 4, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr2", Label: "VAr2", Type: TypeInt16, Size: 1, Offset: 5, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V3", Label: "V3", Type: TypeUint16, Size: 1, Offset: 6, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr3", Label: "VAr3", Type: TypeInt16, Size: 1, Offset: 7, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V4", Label: "V4", Type: TypeUint16, Size: 1, Offset: 8, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr4", Label: "VAr4", Type: TypeInt16, Size: 1, Offset: 9, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V5", Label: "V5", Type: TypeUint16, Size: 1, Offset: 10, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr5", Label: "VAr5", Type: TypeInt16, Size: 1, Offset: 11, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V6", Label: "V6", Type: TypeUint16, Size: 1, Offset: 12, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr6", Label: "VAr6", Type: TypeInt16, Size: 1, Offset: 13, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V7", Label: "V7", Type: TypeUint16, Size: 1, Offset: 14, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr7", Label: "VAr7", Type: TypeInt16, Size: 1, Offset: 15, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V8", Label: "V8", Type: TypeUint16, Size: 1, Offset: 16, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr8", Label: "VAr8", Type: TypeInt16, Size: 1, Offset: 17, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V9", Label: "V9", Type: TypeUint16, Size: 1, Offset: 18, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr9", Label: "VAr9", Type: TypeInt16, Size: 1, Offset: 19, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V10", Label: "V10", Type: TypeUint16, Size: 1, Offset: 20, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr10", Label: "VAr10", Type: TypeInt16, Size: 1, Offset: 21, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V11", Label: "V11", Type: TypeUint16, Size: 1, Offset: 22, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr11", Label: "VAr11", Type: TypeInt16, Size: 1, Offset: 23, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V12", Label: "V12", Type: TypeUint16, Size: 1, Offset: 24, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr12", Label: "VAr12", Type: TypeInt16, Size: 1, Offset: 25, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V13", Label: "V13", Type: TypeUint16, Size: 1, Offset: 26, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr13", Label: "VAr13", Type: TypeInt16, Size: 1, Offset: 27, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V14", Label: "V14", Type: TypeUint16, Size: 1, Offset: 28, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr14", Label: "VAr14", Type: TypeInt16, Size: 1, Offset: 29, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V15", Label: "V15", Type: TypeUint16, Size: 1, Offset: 30, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr15", Label: "VAr15", Type: TypeInt16, Size: 1, Offset: 31, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V16", Label: "V16", Type: TypeUint16, Size: 1, Offset: 32, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr16", Label: "VAr16", Type: TypeInt16, Size: 1, Offset: 33, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V17", Label: "V17", Type: TypeUint16, Size: 1, Offset: 34, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr17", Label: "VAr17", Type: TypeInt16, Size: 1, Offset: 35, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V18", Label: "V18", Type: TypeUint16, Size: 1, Offset: 36, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr18", Label: "VAr18", Type: TypeInt16, Size: 1, Offset: 37, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V19", Label: "V19", Type: TypeUint16, Size: 1, Offset: 38, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr19", Label: "VAr19", Type: TypeInt16, Size: 1, Offset: 39, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V20", Label: "V20", Type: TypeUint16, Size: 1, Offset: 40, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VAr20", Label: "VAr20", Type: TypeInt16, Size: 1, Offset: 41, SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 42, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 50, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpDecTmm", Label: "RmpDecTmm", Type: TypeUint16, Size: 1, Offset: 51, Units: "% ref_value/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "RmpIncTmm", Label: "RmpIncTmm", Type: TypeUint16, Size: 1, Offset: 52, Units: "% ref_value/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 53, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 54,
-			},
-		},
-	}},
-	{ID: 127, Name: "freq_watt_param", Label: "Freq-Watt Param", Group: Group{Name: "freq_watt_param", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 127},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "WGra", Label: "WGra", Type: TypeUint16, Size: 1, Offset: 2, Units: "% PM/Hz", SF: 8, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "HzStr", Label: "HzStr", Type: TypeInt16, Size: 1, Offset: 3, Units: "Hz", SF: 9, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "HzStop", Label: "HzStop", Type: TypeInt16, Size: 1, Offset: 4, Units: "Hz", SF: 9, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "HysEna", Label: "HysEna", Type: TypeBitfield16, Size: 1, Offset: 5, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 6, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "HzStopWGra", Label: "HzStopWGra", Type: TypeUint16, Size: 1, Offset: 7, Units: "% WMax/min", SF: 10, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WGra_SF", Label: "WGra_SF", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Fixed: -1},
-		{Name: "HzStrStop_SF", Label: "HzStrStop_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Fixed: -1},
-		{Name: "RmpIncDec_SF", Label: "RmpIncDec_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-	}},
-	{ID: 128, Name: "reactive_current", Label: "Dynamic Reactive Current", Group: Group{Name: "reactive_current", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 128},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ArGraMod", Label: "ArGraMod", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"EDGE", 0}, {"CENTER", 1}}},
-		{Name: "ArGraSag", Label: "ArGraSag", Type: TypeUint16, Size: 1, Offset: 3, Units: "%ARtg/%dV", SF: 13, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ArGraSwell", Label: "ArGraSwell", Type: TypeUint16, Size: 1, Offset: 4, Units: "%ARtg/%dV", SF: 13, SFUp: 0, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 5, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "FilTms", Label: "FilTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "DbVMin", Label: "DbVMin", Type: TypeUint16, Size: 1, Offset: 7, Units: "% VRef", SF: 14, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "DbVMax", Label: "DbVMax", Type: TypeUint16, Size: 1, Offset: 8, Units: "% VRef", SF: 14, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "BlkZnV", Label: "BlkZnV", Type: TypeUint16, Size: 1, Offset: 9, Units: "% VRef", SF: 14, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "HysBlkZnV", Label: "HysBlkZnV", Type: TypeUint16, Size: 1, Offset: 10, Units: "% VRef", SF: 14, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "BlkZnTmms", Label: "BlkZnTmms", Type: TypeUint16, Size: 1, Offset: 11, Units: "mSecs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "HoldTmms", Label: "HoldTmms", Type: TypeUint16, Size: 1, Offset: 12, Units: "mSecs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "ArGra_SF", Label: "ArGra_SF", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VRefPct_SF", Label: "VRefPct_SF", Type: TypeSunssf, Size: 1, Offset: 14, SF: NoScale, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 15, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 16,
-	}},
-	{ID: 129, Name: "lvrt", Label: "LVRTD", Group: Group{Name: "lvrt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 129},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Tms_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "V_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms1", Label: "Tms1", Type: TypeUint16, Size: 1, Offset: 1, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "V1", Label: "V1", Type: TypeUint16, Size: 1, Offset: 2, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms2", Label: "Tms2", Type: TypeUint16, Size: 1, Offset: 3, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V2", Label: "V2", Type: TypeUint16, Size: 1, Offset: 4, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms3", Label: "Tms3", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V3", Label: "V3", Type: TypeUint16, Size: 1, Offset: 6, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms4", Label: "Tms4", Type: TypeUint16, Size: 1, Offset: 7, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V4", Label: "V4", Type: TypeUint16, Size: 1, Offset: 8, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms5", Label: "Tms5", Type: TypeUint16, Size: 1, Offset: 9, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V5", Label: "V5", Type: TypeUint16, Size: 1, Offset: 10, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms6", Label: "Tms6", Type: TypeUint16, Size: 1, Offset: 11, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V6", Label: "V6", Type: TypeUint16, Size: 1, Offset: 12, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms7", Label: "Tms7", Type: TypeUint16, Size: 1, Offset: 13, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V7", Label: "V7", Type: TypeUint16, Size: 1, Offset: 14, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms8", Label: "Tms8", Type: TypeUint16, Size: 1, Offset: 15, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V8", Label: "V8", Type: TypeUint16, Size: 1, Offset: 16, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms9", Label: "Tms9", Type: TypeUint16, Size: 1, Offset: 17, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V9", Label: "V9", Type: TypeUint16, Size: 1, Offset: 18, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms10", Label: "Tms10", Type: TypeUint16, Size: 1, Offset: 19, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V10", Label: "V10", Type: TypeUint16, Size: 1, Offset: 20, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms11", Label: "Tms11", Type: TypeUint16, Size: 1, Offset: 21, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V11", Label: "V11", Type: TypeUint16, Size: 1, Offset: 22, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms12", Label: "Tms12", Type: TypeUint16, Size: 1, Offset: 23, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V12", Label: "V12", Type: TypeUint16, Size: 1, Offset: 24, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms13", Label: "Tms13", Type: TypeUint16, Size: 1, Offset: 25, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V13", Label: "V13", Type: TypeUint16, Size: 1, Offset: 26, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms14", Label: "Tms14", Type: TypeUint16, Size: 1, Offset: 27, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V14", Label: "V14", Type: TypeUint16, Size: 1, Offset: 28, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms15", Label: "Tms15", Type: TypeUint16, Size: 1, Offset: 29, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V15", Label: "V15", Type: TypeUint16, Size: 1, Offset: 30, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms16", Label: "Tms16", Type: TypeUint16, Size: 1, Offset: 31, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V16", Label: "V16", Type: TypeUint16, Size: 1, Offset: 32, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms17", Label: "Tms17", Type: TypeUint16, Size: 1, Offset: 33, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V17", Label: "V17", Type: TypeUint16, Size: 1, Offset: 34, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms18", Label: "Tms18", Type: TypeUint16, Size: 1, Offset: 35, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V18", Label: "V18", Type: TypeUint16, Size: 1, Offset: 36, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms19", Label: "Tms19", Type: TypeUint16, Size: 1, Offset: 37, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V19", Label: "V19", Type: TypeUint16, Size: 1, Offset: 38, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms20", Label: "Tms20", Type: TypeUint16, Size: 1, Offset: 39, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V20", Label: "V20", Type: TypeUint16, Size: 1, Offset: 40, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 41, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 50,
-			},
-		},
-	}},
-	{ID: 130, Name: "hvrt", Label: "HVRTD", Group: Group{Name: "hvrt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 130},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Tms_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "V_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms1", Label: "Tms1", Type: TypeUint16, Size: 1, Offset: 1, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "V1", Label: "V1", Type: TypeUint16, Size: 1, Offset: 2, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms2", Label: "Tms2", Type: TypeUint16, Size: 1, Offset: 3, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V2", Label: "V2", Type: TypeUint16, Size: 1, Offset: 4, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms3", Label: "Tms3", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V3", Label: "V3", Type: TypeUint16, Size: 1, Offset: 6, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms4", Label: "Tms4", Type: TypeUint16, Size: 1, Offset: 7, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V4", Label: "V4", Type: TypeUint16, Size: 1, Offset: 8, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms5", Label: "Tms5", Type: TypeUint16, Size: 1, Offset: 9, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V5", Label: "V5", Type: TypeUint16, Size: 1, Offset: 10, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms6", Label: "Tms6", Type: TypeUint16, Size: 1, Offset: 11, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V6", Label: "V6", Type: TypeUint16, Size: 1, Offset: 12, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms7", Label: "Tms7", Type: TypeUint16, Size: 1, Offset: 13, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V7", Label: "V7", Type: TypeUint16, Size: 1, Offset: 14, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms8", Label: "Tms8", Type: TypeUint16, Size: 1, Offset: 15, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V8", Label: "V8", Type: TypeUint16, Size: 1, Offset: 16, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms9", Label: "Tms9", Type: TypeUint16, Size: 1, Offset: 17, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V9", Label: "V9", Type: TypeUint16, Size: 1, Offset: 18, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms10", Label: "Tms10", Type: TypeUint16, Size: 1, Offset: 19, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V10", Label: "V10", Type: TypeUint16, Size: 1, Offset: 20, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms11", Label: "Tms11", Type: TypeUint16, Size: 1, Offset: 21, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V11", Label: "V11", Type: TypeUint16, Size: 1, Offset: 22, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms12", Label: "Tms12", Type: TypeUint16, Size: 1, Offset: 23, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V12", Label: "V12", Type: TypeUint16, Size: 1, Offset: 24, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms13", Label: "Tms13", Type: TypeUint16, Size: 1, Offset: 25, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V13", Label: "V13", Type: TypeUint16, Size: 1, Offset: 26, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms14", Label: "Tms14", Type: TypeUint16, Size: 1, Offset: 27, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V14", Label: "V14", Type: TypeUint16, Size: 1, Offset: 28, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms15", Label: "Tms15", Type: TypeUint16, Size: 1, Offset: 29, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V15", Label: "V15", Type: TypeUint16, Size: 1, Offset: 30, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms16", Label: "Tms16", Type: TypeUint16, Size: 1, Offset: 31, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V16", Label: "V16", Type: TypeUint16, Size: 1, Offset: 32, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms17", Label: "Tms17", Type: TypeUint16, Size: 1, Offset: 33, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V17", Label: "V17", Type: TypeUint16, Size: 1, Offset: 34, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms18", Label: "Tms18", Type: TypeUint16, Size: 1, Offset: 35, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V18", Label: "V18", Type: TypeUint16, Size: 1, Offset: 36, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms19", Label: "Tms19", Type: TypeUint16, Size: 1, Offset: 37, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V19", Label: "V19", Type: TypeUint16, Size: 1, Offset: 38, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms20", Label: "Tms20", Type: TypeUint16, Size: 1, Offset: 39, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V20", Label: "V20", Type: TypeUint16, Size: 1, Offset: 40, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 41, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 50,
-			},
-		},
-	}},
-	{ID: 132, Name: "volt_watt", Label: "Volt-Watt", Group: Group{Name: "volt_watt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 132},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "V_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DeptRef_SF", Label: "DeptRef_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "RmpIncDec_SF", Label: "RmpIncDec_SF", Type: TypeSunssf, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DeptRef", Label: "DeptRef", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"%WMax", 1}, {"%WAval", 2}}},
-				{Name: "V1", Label: "V1", Type: TypeUint16, Size: 1, Offset: 2, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "W1", Label: "W1", Type: TypeInt16, Size: 1, Offset: 3, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "V2", Label: "V2", Type: TypeUint16, Size: 1, Offset: 4, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W2", Label: "W2", Type: TypeInt16, Size: 1, Offset: 5, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V3", Label: "V3", Type: TypeUint16, Size: 1, Offset: 6, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W3", Label: "W3", Type: TypeInt16, Size: 1, Offset: 7, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V4", Label: "V4", Type: TypeUint16, Size: 1, Offset: 8, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W4", Label: "W4", Type: TypeInt16, Size: 1, Offset: 9, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V5", Label: "V5", Type: TypeUint16, Size: 1, Offset: 10, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W5", Label: "W5", Type: TypeInt16, Size: 1, Offset: 11, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V6", Label: "V6", Type: TypeUint16, Size: 1, Offset: 12, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W6", Label: "W6", Type: TypeInt16, Size: 1, Offset: 13, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V7", Label: "V7", Type: TypeUint16, Size: 1, Offset: 14, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W7", Label: "W7", Type: TypeInt16, Size: 1, Offset: 15, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V8", Label: "V8", Type: TypeUint16, Size: 1, Offset: 16, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W8", Label: "W8", Type: TypeInt16, Size: 1, Offset: 17, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V9", Label: "V9", Type: TypeUint16, Size: 1, Offset: 18, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W9", Label: "W9", Type: TypeInt16, Size: 1, Offset: 19, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V10", Label: "V10", Type: TypeUint16, Size: 1, Offset: 20, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W10", Label: "W10", Type: TypeInt16, Size: 1, Offset: 21, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V11", Label: "V11", Type: TypeUint16, Size: 1, Offset: 22, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W11", Label: "W11", Type: TypeInt16, Size: 1, Offset: 23, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V12", Label: "V12", Type: TypeUint16, Size: 1, Offset: 24, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W12", Label: "W12", Type: TypeInt16, Size: 1, Offset: 25, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V13", Label: "V13", Type: TypeUint16, Size: 1, Offset: 26, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W13", Label: "W13", Type: TypeInt16, Size: 1, Offset: 27, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V14", Label: "V14", Type: TypeUint16, Size: 1, Offset: 28, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W14", Label: "W14", Type: TypeInt16, Size: 1, Offset: 29, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V15", Label: "V15", Type: TypeUint16, Size: 1, Offset: 30, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W15", Label: "W15", Type: TypeInt16, Size: 1, Offset: 31, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V16", Label: "V16", Type: TypeUint16, Size: 1, Offset: 32, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W16", Label: "W16", Type: TypeInt16, Size: 1, Offset: 33, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V17", Label: "V17", Type: TypeUint16, Size: 1, Offset: 34, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W17", Label: "W17", Type: TypeInt16, Size: 1, Offset: 35, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V18", Label: "V18", Type: TypeUint16, Size: 1, Offset: 36, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W18", Label: "W18", Type: TypeInt16, Size: 1, Offset: 37, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V19", Label: "V19", Type: TypeUint16, Size: 1, Offset: 38, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W19", Label: "W19", Type: TypeInt16, Size: 1, Offset: 39, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "V20", Label: "V20", Type: TypeUint16, Size: 1, Offset: 40, Units: "% VRef", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W20", Label: "W20", Type: TypeInt16, Size: 1, Offset: 41, Units: "% VRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 42, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpPt1Tms", Label: "RmpPt1Tms", Type: TypeUint16, Size: 1, Offset: 50, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpDecTmm", Label: "RmpDecTmm", Type: TypeUint16, Size: 1, Offset: 51, Units: "% WMax/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "RmpIncTmm", Label: "RmpIncTmm", Type: TypeUint16, Size: 1, Offset: 52, Units: "% WMax/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 53, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 54,
-			},
-		},
-	}},
-	{ID: 134, Name: "freq_watt", Label: "Freq-Watt Crv", Group: Group{Name: "freq_watt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 134},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Hz_SF", Type: TypeSunssf, Size: 1, Offset: 9, Units: "SF", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W_SF", Label: "W_SF", Type: TypeSunssf, Size: 1, Offset: 10, Units: "SF", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "RmpIncDec_SF", Label: "RmpIncDec_SF", Type: TypeSunssf, Size: 1, Offset: 11, Units: "SF", SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Hz1", Label: "Hz1", Type: TypeUint16, Size: 1, Offset: 1, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "W1", Label: "W1", Type: TypeInt16, Size: 1, Offset: 2, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Hz2", Label: "Hz2", Type: TypeUint16, Size: 1, Offset: 3, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W2", Label: "W2", Type: TypeInt16, Size: 1, Offset: 4, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz3", Label: "Hz3", Type: TypeUint16, Size: 1, Offset: 5, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W3", Label: "W3", Type: TypeInt16, Size: 1, Offset: 6, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz4", Label: "Hz4", Type: TypeUint16, Size: 1, Offset: 7, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W4", Label: "W4", Type: TypeInt16, Size: 1, Offset: 8, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz5", Label: "Hz5", Type: TypeUint16, Size: 1, Offset: 9, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W5", Label: "W5", Type: TypeInt16, Size: 1, Offset: 10, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz6", Label: "Hz6", Type: TypeUint16, Size: 1, Offset: 11, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W6", Label: "W6", Type: TypeInt16, Size: 1, Offset: 12, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz7", Label: "Hz7", Type: TypeUint16, Size: 1, Offset: 13, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W7", Label: "W7", Type: TypeInt16, Size: 1, Offset: 14, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz8", Label: "Hz8", Type: TypeUint16, Size: 1, Offset: 15, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W8", Label: "W8", Type: TypeInt16, Size: 1, Offset: 16, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz9", Label: "Hz9", Type: TypeUint16, Size: 1, Offset: 17, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W9", Label: "W9", Type: TypeInt16, Size: 1, Offset: 18, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz10", Label: "Hz10", Type: TypeUint16, Size: 1, Offset: 19, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W10", Label: "W10", Type: TypeInt16, Size: 1, Offset: 20, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz11", Label: "Hz11", Type: TypeUint16, Size: 1, Offset: 21, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W11", Label: "W11", Type: TypeInt16, Size: 1, Offset: 22, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz12", Label: "Hz12", Type: TypeUint16, Size: 1, Offset: 23, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W12", Label: "W12", Type: TypeInt16, Size: 1, Offset: 24, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz13", Label: "Hz13", Type: TypeUint16, Size: 1, Offset: 25, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W13", Label: "W13", Type: TypeInt16, Size: 1, Offset: 26, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz14", Label: "Hz14", Type: TypeUint16, Size: 1, Offset: 27, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W14", Label: "W14", Type: TypeInt16, Size: 1, Offset: 28, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz15", Label: "Hz15", Type: TypeUint16, Size: 1, Offset: 29, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W15", Label: "W15", Type: TypeInt16, Size: 1, Offset: 30, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz16", Label: "Hz16", Type: TypeUint16, Size: 1, Offset: 31, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W16", Label: "W16", Type: TypeInt16, Size: 1, Offset: 32, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz17", Label: "Hz17", Type: TypeUint16, Size: 1, Offset: 33, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W17", Label: "W17", Type: TypeInt16, Size: 1, Offset: 34, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz18", Label: "Hz18", Type: TypeUint16, Size: 1, Offset: 35, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W18", Label: "W18", Type: TypeInt16, Size: 1, Offset: 36, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz19", Label: "Hz19", Type: TypeUint16, Size: 1, Offset: 37, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W19", Label: "W19", Type: TypeInt16, Size: 1, Offset: 38, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz20", Label: "Hz20", Type: TypeUint16, Size: 1, Offset: 39, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "W20", Label: "W20", Type: TypeInt16, Size: 1, Offset: 40, Units: "% WRef", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 41, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpPT1Tms", Label: "RmpPT1Tms", Type: TypeUint16, Size: 1, Offset: 49, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RmpDecTmm", Label: "RmpDecTmm", Type: TypeUint16, Size: 1, Offset: 50, Units: "% WMax/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "RmpIncTmm", Label: "RmpIncTmm", Type: TypeUint16, Size: 1, Offset: 51, Units: "% WMax/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "RmpRsUp", Label: "RmpRsUp", Type: TypeUint16, Size: 1, Offset: 52, Units: "% WMax/min", SF: 11, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "SnptW", Label: "SnptW", Type: TypeBitfield16, Size: 1, Offset: 53, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "WRef", Label: "WRef", Type: TypeUint16, Size: 1, Offset: 54, Units: "W", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "WRefStrHz", Label: "WRefStrHz", Type: TypeUint16, Size: 1, Offset: 55, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "WRefStopHz", Label: "WRefStopHz", Type: TypeUint16, Size: 1, Offset: 56, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 57, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 58,
-			},
-		},
-	}},
-	{ID: 135, Name: "lfrt", Label: "LFRT", Group: Group{Name: "lfrt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 135},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Tms_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Hz_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms1", Label: "Tms1", Type: TypeUint16, Size: 1, Offset: 1, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Hz1", Label: "Hz1", Type: TypeUint16, Size: 1, Offset: 2, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms2", Label: "Tms2", Type: TypeUint16, Size: 1, Offset: 3, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz2", Label: "Hz2", Type: TypeUint16, Size: 1, Offset: 4, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms3", Label: "Tms3", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz3", Label: "Hz3", Type: TypeUint16, Size: 1, Offset: 6, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms4", Label: "Tms4", Type: TypeUint16, Size: 1, Offset: 7, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz4", Label: "Hz4", Type: TypeUint16, Size: 1, Offset: 8, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms5", Label: "Tms5", Type: TypeUint16, Size: 1, Offset: 9, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz5", Label: "Hz5", Type: TypeUint16, Size: 1, Offset: 10, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms6", Label: "Tms6", Type: TypeUint16, Size: 1, Offset: 11, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz6", Label: "Hz6", Type: TypeUint16, Size: 1, Offset: 12, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms7", Label: "Tms7", Type: TypeUint16, Size: 1, Offset: 13, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz7", Label: "Hz7", Type: TypeUint16, Size: 1, Offset: 14, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms8", Label: "Tms8", Type: TypeUint16, Size: 1, Offset: 15, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz8", Label: "Hz8", Type: TypeUint16, Size: 1, Offset: 16, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms9", Label: "Tms9", Type: TypeUint16, Size: 1, Offset: 17, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz9", Label: "Hz9", Type: TypeUint16, Size: 1, Offset: 18, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms10", Label: "Tms10", Type: TypeUint16, Size: 1, Offset: 19, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz10", Label: "Hz10", Type: TypeUint16, Size: 1, Offset: 20, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms11", Label: "Tms11", Type: TypeUint16, Size: 1, Offset: 21, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz11", Label: "Hz11", Type: TypeUint16, Size: 1, Offset: 22, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms12", Label: "Tms12", Type: TypeUint16, Size: 1, Offset: 23, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz12", Label: "Hz12", Type: TypeUint16, Size: 1, Offset: 24, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms13", Label: "Tms13", Type: TypeUint16, Size: 1, Offset: 25, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz13", Label: "Hz13", Type: TypeUint16, Size: 1, Offset: 26, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms14", Label: "Tms14", Type: TypeUint16, Size: 1, Offset: 27, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz14", Label: "Hz14", Type: TypeUint16, Size: 1, Offset: 28, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms15", Label: "Tms15", Type: TypeUint16, Size: 1, Offset: 29, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz15", Label: "Hz15", Type: TypeUint16, Size: 1, Offset: 30, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms16", Label: "Tms16", Type: TypeUint16, Size: 1, Offset: 31, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz16", Label: "Hz16", Type: TypeUint16, Size: 1, Offset: 32, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms17", Label: "Tms17", Type: TypeUint16, Size: 1, Offset: 33, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz17", Label: "Hz17", Type: TypeUint16, Size: 1, Offset: 34, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms18", Label: "Tms18", Type: TypeUint16, Size: 1, Offset: 35, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz18", Label: "Hz18", Type: TypeUint16, Size: 1, Offset: 36, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms19", Label: "Tms19", Type: TypeUint16, Size: 1, Offset: 37, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz19", Label: "Hz19", Type: TypeUint16, Size: 1, Offset: 38, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms20", Label: "Tms20", Type: TypeUint16, Size: 1, Offset: 39, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz20", Label: "Hz20", Type: TypeUint16, Size: 1, Offset: 40, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 41, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 50,
-			},
-		},
-	}},
-	{ID: 136, Name: "hfrt", Label: "HFRT", Group: Group{Name: "hfrt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 136},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "ActCrv", Label: "ActCrv", Type: TypeUint16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "ModEna", Label: "ModEna", Type: TypeBitfield16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"ENABLED", 0}}},
-		{Name: "WinTms", Label: "WinTms", Type: TypeUint16, Size: 1, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "RvrtTms", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RmpTms", Label: "RmpTms", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "NCrv", Label: "NCrv", Type: TypeUint16, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "NPt", Label: "NPt", Type: TypeUint16, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Tms_SF", Type: TypeSunssf, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Hz_SF", Type: TypeSunssf, Size: 1, Offset: 10, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Pad", Label: "", Type: TypePad, Size: 1, Offset: 11, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 12,
-		Groups: []Group{
-			Group{Name: "curve", Repeat: RepeatFill, Points: []Point{
-				{Name: "ActPt", Label: "ActPt", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms1", Label: "Tms1", Type: TypeUint16, Size: 1, Offset: 1, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Hz1", Label: "Hz1", Type: TypeUint16, Size: 1, Offset: 2, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "Tms2", Label: "Tms2", Type: TypeUint16, Size: 1, Offset: 3, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz2", Label: "Hz2", Type: TypeUint16, Size: 1, Offset: 4, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms3", Label: "Tms3", Type: TypeUint16, Size: 1, Offset: 5, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz3", Label: "Hz3", Type: TypeUint16, Size: 1, Offset: 6, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms4", Label: "Tms4", Type: TypeUint16, Size: 1, Offset: 7, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz4", Label: "Hz4", Type: TypeUint16, Size: 1, Offset: 8, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms5", Label: "Tms5", Type: TypeUint16, Size: 1, Offset: 9, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz5", Label: "Hz5", Type: TypeUint16, Size: 1, Offset: 10, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms6", Label: "Tms6", Type: TypeUint16, Size: 1, Offset: 11, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz6", Label: "Hz6", Type: TypeUint16, Size: 1, Offset: 12, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms7", Label: "Tms7", Type: TypeUint16, Size: 1, Offset: 13, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz7", Label: "Hz7", Type: TypeUint16, Size: 1, Offset: 14, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms8", Label: "Tms8", Type: TypeUint16, Size: 1, Offset: 15, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz8", Label: "Hz8", Type: TypeUint16, Size: 1, Offset: 16, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms9", Label: "Tms9", Type: TypeUint16, Size: 1, Offset: 17, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz9", Label: "Hz9", Type: TypeUint16, Size: 1, Offset: 18, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms10", Label: "Tms10", Type: TypeUint16, Size: 1, Offset: 19, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz10", Label: "Hz10", Type: TypeUint16, Size: 1, Offset: 20, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms11", Label: "Tms11", Type: TypeUint16, Size: 1, Offset: 21, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz11", Label: "Hz11", Type: TypeUint16, Size: 1, Offset: 22, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms12", Label: "Tms12", Type: TypeUint16, Size: 1, Offset: 23, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz12", Label: "Hz12", Type: TypeUint16, Size: 1, Offset: 24, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms13", Label: "Tms13", Type: TypeUint16, Size: 1, Offset: 25, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz13", Label: "Hz13", Type: TypeUint16, Size: 1, Offset: 26, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms14", Label: "Tms14", Type: TypeUint16, Size: 1, Offset: 27, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz14", Label: "Hz14", Type: TypeUint16, Size: 1, Offset: 28, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms15", Label: "Tms15", Type: TypeUint16, Size: 1, Offset: 29, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz15", Label: "Hz15", Type: TypeUint16, Size: 1, Offset: 30, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms16", Label: "Tms16", Type: TypeUint16, Size: 1, Offset: 31, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz16", Label: "Hz16", Type: TypeUint16, Size: 1, Offset: 32, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms17", Label: "Tms17", Type: TypeUint16, Size: 1, Offset: 33, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz17", Label: "Hz17", Type: TypeUint16, Size: 1, Offset: 34, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms18", Label: "Tms18", Type: TypeUint16, Size: 1, Offset: 35, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz18", Label: "Hz18", Type: TypeUint16, Size: 1, Offset: 36, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms19", Label: "Tms19", Type: TypeUint16, Size: 1, Offset: 37, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz19", Label: "Hz19", Type: TypeUint16, Size: 1, Offset: 38, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Tms20", Label: "Tms20", Type: TypeUint16, Size: 1, Offset: 39, Units: "Secs", SF: 9, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Hz20", Label: "Hz20", Type: TypeUint16, Size: 1, Offset: 40, Units: "Hz", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "CrvNam", Label: "CrvNam", Type: TypeString, Size: 8, Offset: 41, SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "ReadOnly", Type: TypeEnum16, Size: 1, Offset: 49, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"READWRITE", 0}, {"READONLY", 1}}},
-			},
-				FixedLen: 50,
-			},
-		},
-	}},
-	{ID: 160, Name: "mppt", Label: "Multiple MPPT Inverter Extension Model", Group: Group{Name: "mppt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 160},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DCA_SF", Label: "Current Scale Factor", Type: TypeSunssf, Size: 1, Offset: 2, SF: NoScale, Fixed: -1},
-		{Name: "DCV_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 3, SF: NoScale, Fixed: -1},
-		{Name: "DCW_SF", Label: "Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 4, SF: NoScale, Fixed: -1},
-		{Name: "DCWH_SF", Label: "Energy Scale Factor", Type: TypeSunssf, Size: 1, Offset: 5, SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Global Events", Type: TypeBitfield32, Size: 2, Offset: 6, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"INPUT_OVER_VOLTAGE", 1}, {"RESERVED_2", 2}, {"DC_DISCONNECT", 3}, {"RESERVED_4", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"RESERVED_8", 8}, {"RESERVED_9", 9}, {"RESERVED_10", 10}, {"RESERVED_11", 11}, {"BLOWN_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"ARC_DETECTION", 15}, {"RESERVED_16", 16}, {"RESERVED_17", 17}, {"RESERVED_18", 18}, {"RESERVED_19", 19}, {"TEST_FAILED", 20}, {"INPUT_UNDER_VOLTAGE", 21}, {"INPUT_OVER_CURRENT", 22}}},
-		{Name: "N", Label: "Number of Modules", Type: TypeCount, Size: 1, Offset: 8, SF: NoScale, Fixed: -1},
-		{Name: "TmsPer", Label: "Timestamp Period", Type: TypeUint16, Size: 1, Offset: 9, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 10,
-		Groups: []Group{
-			Group{Name: "module", Repeat: RepeatFill, Points: []Point{
-				{Name: "ID", Label: "Input ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Fixed: -1},
-				{Name: "IDStr", Label: "Input ID String", Type: TypeString, Size: 8, Offset: 1, SF: NoScale, Fixed: -1},
-				{Name: "DCA", Label: "DC Current", Type: TypeUint16, Size: 1, Offset: 9, Units: "A", SF: 2, SFUp: 1, Fixed: -1},
-				{Name: "DCV", Label: "DC Voltage", Type: TypeUint16, Size: 1, Offset: 10, Units: "V", SF: 3, SFUp: 1, Fixed: -1},
-				{Name: "DCW", Label: "DC Power", Type: TypeUint16, Size: 1, Offset: 11, Units: "W", SF: 4, SFUp: 1, Fixed: -1},
-				{Name: "DCWH", Label: "Lifetime Energy", Type: TypeAcc32, Size: 2, Offset: 12, Units: "Wh", SF: 5, SFUp: 1, Fixed: -1},
-				{Name: "Tms", Label: "Timestamp", Type: TypeUint32, Size: 2, Offset: 14, Units: "Secs", SF: NoScale, Fixed: -1},
-				{Name: "Tmp", Label: "Temperature", Type: TypeInt16, Size: 1, Offset: 16, Units: "C", SF: NoScale, Fixed: -1},
-				{Name: "DCSt", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 17, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"SLEEPING", 2}, {"STARTING", 3}, {"MPPT", 4}, {"THROTTLED", 5}, {"SHUTTING_DOWN", 6}, {"FAULT", 7}, {"STANDBY", 8}, {"TEST", 9}, {"RESERVED_10", 10}}},
-				{Name: "DCEvt", Label: "Module Events", Type: TypeBitfield32, Size: 2, Offset: 18, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"INPUT_OVER_VOLTAGE", 1}, {"RESERVED_2", 2}, {"DC_DISCONNECT", 3}, {"RESERVED_4", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"RESERVED_8", 8}, {"RESERVED_9", 9}, {"RESERVED_10", 10}, {"RESERVED_11", 11}, {"BLOWN_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"ARC_DETECTION", 15}, {"RESERVED_16", 16}, {"RESERVED_17", 17}, {"RESERVED_18", 18}, {"RESERVED_19", 19}, {"TEST_FAILED", 20}, {"INPUT_UNDER_VOLTAGE", 21}, {"INPUT_OVER_CURRENT", 22}}},
-			},
-				FixedLen: 20,
-			},
-		},
-	}},
-	{ID: 201, Name: "ac_meter_an_or_ab", Label: "Meter (Single Phase) single phase (AN or AB) meter", Group: Group{Name: "ac_meter_an_or_ab", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 201},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeInt16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeInt16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeInt16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeInt16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeInt16, Size: 1, Offset: 7, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeInt16, Size: 1, Offset: 8, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeInt16, Size: 1, Offset: 9, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeInt16, Size: 1, Offset: 10, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeInt16, Size: 1, Offset: 11, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeInt16, Size: 1, Offset: 12, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeInt16, Size: 1, Offset: 13, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeInt16, Size: 1, Offset: 14, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeInt16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 18, Units: "W", SF: 22, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeInt16, Size: 1, Offset: 19, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeInt16, Size: 1, Offset: 20, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeInt16, Size: 1, Offset: 21, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 23, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeInt16, Size: 1, Offset: 24, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeInt16, Size: 1, Offset: 25, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeInt16, Size: 1, Offset: 26, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeInt16, Size: 1, Offset: 28, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeInt16, Size: 1, Offset: 29, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeInt16, Size: 1, Offset: 30, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeInt16, Size: 1, Offset: 31, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VAR_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 33, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeInt16, Size: 1, Offset: 34, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeInt16, Size: 1, Offset: 35, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeInt16, Size: 1, Offset: 36, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeAcc32, Size: 2, Offset: 38, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 40, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 42, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 44, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeAcc32, Size: 2, Offset: 46, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 48, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 50, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 52, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeAcc32, Size: 2, Offset: 55, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 57, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 59, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 61, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeAcc32, Size: 2, Offset: 63, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 65, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 67, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 69, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 71, SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeAcc32, Size: 2, Offset: 72, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeAcc32, Size: 2, Offset: 74, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeAcc32, Size: 2, Offset: 76, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeAcc32, Size: 2, Offset: 78, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeAcc32, Size: 2, Offset: 80, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeAcc32, Size: 2, Offset: 82, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeAcc32, Size: 2, Offset: 84, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeAcc32, Size: 2, Offset: 86, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeAcc32, Size: 2, Offset: 88, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeAcc32, Size: 2, Offset: 90, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeAcc32, Size: 2, Offset: 92, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeAcc32, Size: 2, Offset: 94, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeAcc32, Size: 2, Offset: 96, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeAcc32, Size: 2, Offset: 98, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeAcc32, Size: 2, Offset: 100, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeAcc32, Size: 2, Offset: 102, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 104, SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 105, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"Power_Failure", 2}, {"Under_Voltage", 3}, {"Low_PF", 4}, {"Over_Current", 5}, {"Over_Voltage", 6}, {"Missing_Sensor", 7}, {"OEM01", 16}, {"OEM02", 17}, {"OEM03", 18}, {"OEM04", 19}, {"OEM05", 20}, {"OEM06", 21}, {"OEM07", 22}, {"OEM08", 23}, {"OEM09", 24}, {"OEM10", 25}, {"OEM11", 26}, {"OEM12", 27}, {"OEM13", 28}, {"OEM14", 29}, {"OEM15", 30}}},
-	},
-		FixedLen: 107,
-	}},
-	{ID: 202, Name: "ac_meter_abn", Label: "split single phase (ABN) meter", Group: Group{Name: "ac_meter_abn", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 202},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeInt16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeInt16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeInt16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeInt16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeInt16, Size: 1, Offset: 7, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeInt16, Size: 1, Offset: 8, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeInt16, Size: 1, Offset: 9, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeInt16, Size: 1, Offset: 10, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeInt16, Size: 1, Offset: 11, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphAB", Label: "Phase Voltage AB", Type: TypeInt16, Size: 1, Offset: 12, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphBC", Label: "Phase Voltage BC", Type: TypeInt16, Size: 1, Offset: 13, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphCA", Label: "Phase Voltage CA", Type: TypeInt16, Size: 1, Offset: 14, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeInt16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 18, Units: "W", SF: 22, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeInt16, Size: 1, Offset: 19, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeInt16, Size: 1, Offset: 20, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeInt16, Size: 1, Offset: 21, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 23, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeInt16, Size: 1, Offset: 24, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeInt16, Size: 1, Offset: 25, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeInt16, Size: 1, Offset: 26, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeInt16, Size: 1, Offset: 28, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeInt16, Size: 1, Offset: 29, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeInt16, Size: 1, Offset: 30, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeInt16, Size: 1, Offset: 31, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VAR_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 33, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeInt16, Size: 1, Offset: 34, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeInt16, Size: 1, Offset: 35, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeInt16, Size: 1, Offset: 36, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeAcc32, Size: 2, Offset: 38, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 40, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 42, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 44, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeAcc32, Size: 2, Offset: 46, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 48, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 50, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 52, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeAcc32, Size: 2, Offset: 55, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 57, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 59, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 61, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeAcc32, Size: 2, Offset: 63, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 65, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 67, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 69, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 71, SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeAcc32, Size: 2, Offset: 72, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeAcc32, Size: 2, Offset: 74, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeAcc32, Size: 2, Offset: 76, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeAcc32, Size: 2, Offset: 78, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeAcc32, Size: 2, Offset: 80, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeAcc32, Size: 2, Offset: 82, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeAcc32, Size: 2, Offset: 84, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeAcc32, Size: 2, Offset: 86, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeAcc32, Size: 2, Offset: 88, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeAcc32, Size: 2, Offset: 90, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeAcc32, Size: 2, Offset: 92, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeAcc32, Size: 2, Offset: 94, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeAcc32, Size: 2, Offset: 96, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeAcc32, Size: 2, Offset: 98, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeAcc32, Size: 2, Offset: 100, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeAcc32, Size: 2, Offset: 102, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 104, SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 105, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 107,
-	}},
-	{ID: 203, Name: "ac_meter_abcn", Label: "wye-connect three phase (abcn) meter", Group: Group{Name: "ac_meter_abcn", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 203},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeInt16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeInt16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeInt16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeInt16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeInt16, Size: 1, Offset: 7, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeInt16, Size: 1, Offset: 8, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeInt16, Size: 1, Offset: 9, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeInt16, Size: 1, Offset: 10, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeInt16, Size: 1, Offset: 11, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphAB", Label: "Phase Voltage AB", Type: TypeInt16, Size: 1, Offset: 12, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphBC", Label: "Phase Voltage BC", Type: TypeInt16, Size: 1, Offset: 13, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphCA", Label: "Phase Voltage CA", Type: TypeInt16, Size: 1, Offset: 14, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeInt16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 18, Units: "W", SF: 22, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeInt16, Size: 1, Offset: 19, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeInt16, Size: 1, Offset: 20, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeInt16, Size: 1, Offset: 21, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 23, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeInt16, Size: 1, Offset: 24, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeInt16, Size: 1, Offset: 25, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeInt16, Size: 1, Offset: 26, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeInt16, Size: 1, Offset: 28, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeInt16, Size: 1, Offset: 29, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeInt16, Size: 1, Offset: 30, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeInt16, Size: 1, Offset: 31, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VAR_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 33, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeInt16, Size: 1, Offset: 34, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeInt16, Size: 1, Offset: 35, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeInt16, Size: 1, Offset: 36, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeAcc32, Size: 2, Offset: 38, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 40, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 42, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 44, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeAcc32, Size: 2, Offset: 46, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 48, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 50, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 52, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeAcc32, Size: 2, Offset: 55, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 57, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 59, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 61, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeAcc32, Size: 2, Offset: 63, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 65, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 67, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 69, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 71, SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeAcc32, Size: 2, Offset: 72, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeAcc32, Size: 2, Offset: 74, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeAcc32, Size: 2, Offset: 76, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeAcc32, Size: 2, Offset: 78, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeAcc32, Size: 2, Offset: 80, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeAcc32, Size: 2, Offset: 82, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeAcc32, Size: 2, Offset: 84, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeAcc32, Size: 2, Offset: 86, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeAcc32, Size: 2, Offset: 88, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeAcc32, Size: 2, Offset: 90, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeAcc32, Size: 2, Offset: 92, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeAcc32, Size: 2, Offset: 94, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeAcc32, Size: 2, Offset: 96, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeAcc32, Size: 2, Offset: 98, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeAcc32, Size: 2, Offset: 100, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeAcc32, Size: 2, Offset: 102, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 104, SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 105, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 107,
-	}},
-	{ID: 204, Name: "ac_meter_abc", Label: "delta-connect three phase (abc) meter", Group: Group{Name: "ac_meter_abc", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 204},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeInt16, Size: 1, Offset: 2, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeInt16, Size: 1, Offset: 3, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeInt16, Size: 1, Offset: 4, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeInt16, Size: 1, Offset: 5, Units: "A", SF: 6, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeInt16, Size: 1, Offset: 7, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeInt16, Size: 1, Offset: 8, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeInt16, Size: 1, Offset: 9, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeInt16, Size: 1, Offset: 10, Units: "V", SF: 15, SFUp: 0, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeInt16, Size: 1, Offset: 11, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphAB", Label: "Phase Voltage AB", Type: TypeInt16, Size: 1, Offset: 12, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphBC", Label: "Phase Voltage BC", Type: TypeInt16, Size: 1, Offset: 13, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "PhVphCA", Label: "Phase Voltage CA", Type: TypeInt16, Size: 1, Offset: 14, Units: "V", SF: 15, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeInt16, Size: 1, Offset: 16, Units: "Hz", SF: 17, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeInt16, Size: 1, Offset: 18, Units: "W", SF: 22, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeInt16, Size: 1, Offset: 19, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeInt16, Size: 1, Offset: 20, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeInt16, Size: 1, Offset: 21, Units: "W", SF: 22, SFUp: 0, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeInt16, Size: 1, Offset: 23, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeInt16, Size: 1, Offset: 24, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeInt16, Size: 1, Offset: 25, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeInt16, Size: 1, Offset: 26, Units: "VA", SF: 27, SFUp: 0, Fixed: -1},
-		{Name: "VA_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 27, SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeInt16, Size: 1, Offset: 28, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeInt16, Size: 1, Offset: 29, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeInt16, Size: 1, Offset: 30, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeInt16, Size: 1, Offset: 31, Units: "var", SF: 32, SFUp: 0, Fixed: -1},
-		{Name: "VAR_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 32, SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeInt16, Size: 1, Offset: 33, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeInt16, Size: 1, Offset: 34, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeInt16, Size: 1, Offset: 35, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeInt16, Size: 1, Offset: 36, Units: "Pct", SF: 37, SFUp: 0, Fixed: -1},
-		{Name: "PF_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 37, SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeAcc32, Size: 2, Offset: 38, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 40, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 42, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 44, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeAcc32, Size: 2, Offset: 46, Units: "Wh", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 48, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 50, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 52, Units: "Wh", SF: 46, SFUp: 0, Fixed: -1},
-		{Name: "TotWh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeAcc32, Size: 2, Offset: 55, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeAcc32, Size: 2, Offset: 57, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeAcc32, Size: 2, Offset: 59, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeAcc32, Size: 2, Offset: 61, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeAcc32, Size: 2, Offset: 63, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeAcc32, Size: 2, Offset: 65, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeAcc32, Size: 2, Offset: 67, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeAcc32, Size: 2, Offset: 69, Units: "VAh", SF: 55, SFUp: 0, Fixed: -1},
-		{Name: "TotVAh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 71, SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeAcc32, Size: 2, Offset: 72, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeAcc32, Size: 2, Offset: 74, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeAcc32, Size: 2, Offset: 76, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ1PhC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeAcc32, Size: 2, Offset: 78, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeAcc32, Size: 2, Offset: 80, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeAcc32, Size: 2, Offset: 82, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeAcc32, Size: 2, Offset: 84, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhImpQ2PhC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeAcc32, Size: 2, Offset: 86, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeAcc32, Size: 2, Offset: 88, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeAcc32, Size: 2, Offset: 90, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeAcc32, Size: 2, Offset: 92, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ3PhC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeAcc32, Size: 2, Offset: 94, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeAcc32, Size: 2, Offset: 96, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeAcc32, Size: 2, Offset: 98, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeAcc32, Size: 2, Offset: 100, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArhExpQ4PhC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeAcc32, Size: 2, Offset: 102, Units: "varh", SF: 72, SFUp: 0, Fixed: -1},
-		{Name: "TotVArh_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 104, SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 105, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 107,
-	}},
-	{ID: 211, Name: "ac_meter_an_or_ab_float", Label: "single phase (AN or AB) meter", Group: Group{Name: "ac_meter_an_or_ab_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 211},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 22, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 24, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 26, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 28, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeFloat32, Size: 2, Offset: 30, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeFloat32, Size: 2, Offset: 32, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeFloat32, Size: 2, Offset: 34, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 36, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeFloat32, Size: 2, Offset: 38, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeFloat32, Size: 2, Offset: 40, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeFloat32, Size: 2, Offset: 42, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeFloat32, Size: 2, Offset: 44, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeFloat32, Size: 2, Offset: 46, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeFloat32, Size: 2, Offset: 48, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeFloat32, Size: 2, Offset: 50, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 52, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeFloat32, Size: 2, Offset: 54, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeFloat32, Size: 2, Offset: 56, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeFloat32, Size: 2, Offset: 58, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeFloat32, Size: 2, Offset: 60, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 62, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 64, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 66, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeFloat32, Size: 2, Offset: 68, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 70, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 72, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 74, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeFloat32, Size: 2, Offset: 76, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 78, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 80, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 82, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeFloat32, Size: 2, Offset: 84, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 86, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 88, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 90, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeFloat32, Size: 2, Offset: 92, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeFloat32, Size: 2, Offset: 94, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeFloat32, Size: 2, Offset: 96, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeFloat32, Size: 2, Offset: 98, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeFloat32, Size: 2, Offset: 100, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeFloat32, Size: 2, Offset: 102, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeFloat32, Size: 2, Offset: 104, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeFloat32, Size: 2, Offset: 106, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeFloat32, Size: 2, Offset: 108, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeFloat32, Size: 2, Offset: 110, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeFloat32, Size: 2, Offset: 112, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeFloat32, Size: 2, Offset: 114, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeFloat32, Size: 2, Offset: 116, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeFloat32, Size: 2, Offset: 118, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeFloat32, Size: 2, Offset: 120, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeFloat32, Size: 2, Offset: 122, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 124, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 126,
-	}},
-	{ID: 212, Name: "ac_meter_abn_float", Label: "split single phase (ABN) meter", Group: Group{Name: "ac_meter_abn_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 212},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 22, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 24, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 26, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 28, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeFloat32, Size: 2, Offset: 30, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeFloat32, Size: 2, Offset: 32, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeFloat32, Size: 2, Offset: 34, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 36, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeFloat32, Size: 2, Offset: 38, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeFloat32, Size: 2, Offset: 40, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeFloat32, Size: 2, Offset: 42, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeFloat32, Size: 2, Offset: 44, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeFloat32, Size: 2, Offset: 46, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeFloat32, Size: 2, Offset: 48, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeFloat32, Size: 2, Offset: 50, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 52, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeFloat32, Size: 2, Offset: 54, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeFloat32, Size: 2, Offset: 56, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeFloat32, Size: 2, Offset: 58, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeFloat32, Size: 2, Offset: 60, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 62, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 64, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 66, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeFloat32, Size: 2, Offset: 68, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 70, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 72, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 74, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeFloat32, Size: 2, Offset: 76, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 78, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 80, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 82, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeFloat32, Size: 2, Offset: 84, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 86, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 88, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 90, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeFloat32, Size: 2, Offset: 92, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeFloat32, Size: 2, Offset: 94, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeFloat32, Size: 2, Offset: 96, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeFloat32, Size: 2, Offset: 98, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeFloat32, Size: 2, Offset: 100, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeFloat32, Size: 2, Offset: 102, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeFloat32, Size: 2, Offset: 104, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeFloat32, Size: 2, Offset: 106, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeFloat32, Size: 2, Offset: 108, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeFloat32, Size: 2, Offset: 110, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeFloat32, Size: 2, Offset: 112, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeFloat32, Size: 2, Offset: 114, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeFloat32, Size: 2, Offset: 116, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeFloat32, Size: 2, Offset: 118, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeFloat32, Size: 2, Offset: 120, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeFloat32, Size: 2, Offset: 122, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 124, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 126,
-	}},
-	{ID: 213, Name: "ac_meter_abcn_float", Label: "wye-connect three phase (abcn) meter", Group: Group{Name: "ac_meter_abcn_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 213},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 22, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 24, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 26, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 28, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeFloat32, Size: 2, Offset: 30, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeFloat32, Size: 2, Offset: 32, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeFloat32, Size: 2, Offset: 34, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 36, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeFloat32, Size: 2, Offset: 38, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeFloat32, Size: 2, Offset: 40, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeFloat32, Size: 2, Offset: 42, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeFloat32, Size: 2, Offset: 44, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeFloat32, Size: 2, Offset: 46, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeFloat32, Size: 2, Offset: 48, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeFloat32, Size: 2, Offset: 50, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 52, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeFloat32, Size: 2, Offset: 54, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeFloat32, Size: 2, Offset: 56, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeFloat32, Size: 2, Offset: 58, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeFloat32, Size: 2, Offset: 60, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 62, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 64, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 66, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeFloat32, Size: 2, Offset: 68, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 70, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 72, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 74, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeFloat32, Size: 2, Offset: 76, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 78, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 80, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 82, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeFloat32, Size: 2, Offset: 84, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 86, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 88, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 90, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeFloat32, Size: 2, Offset: 92, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeFloat32, Size: 2, Offset: 94, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeFloat32, Size: 2, Offset: 96, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeFloat32, Size: 2, Offset: 98, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeFloat32, Size: 2, Offset: 100, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeFloat32, Size: 2, Offset: 102, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeFloat32, Size: 2, Offset: 104, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeFloat32, Size: 2, Offset: 106, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeFloat32, Size: 2, Offset: 108, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeFloat32, Size: 2, Offset: 110, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeFloat32, Size: 2, Offset: 112, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeFloat32, Size: 2, Offset: 114, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeFloat32, Size: 2, Offset: 116, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeFloat32, Size: 2, Offset: 118, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeFloat32, Size: 2, Offset: 120, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeFloat32, Size: 2, Offset: 122, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 124, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 126,
-	}},
-	{ID: 214, Name: "ac_meter_abc_float", Label: "delta-connect three phase (abc) meter", Group: Group{Name: "ac_meter_abc_float", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 214},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "A", Label: "Amps", Type: TypeFloat32, Size: 2, Offset: 2, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphA", Label: "Amps PhaseA", Type: TypeFloat32, Size: 2, Offset: 4, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphB", Label: "Amps PhaseB", Type: TypeFloat32, Size: 2, Offset: 6, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AphC", Label: "Amps PhaseC", Type: TypeFloat32, Size: 2, Offset: 8, Units: "A", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PhV", Label: "Voltage LN", Type: TypeFloat32, Size: 2, Offset: 10, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphA", Label: "Phase Voltage AN", Type: TypeFloat32, Size: 2, Offset: 12, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphB", Label: "Phase Voltage BN", Type: TypeFloat32, Size: 2, Offset: 14, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PhVphC", Label: "Phase Voltage CN", Type: TypeFloat32, Size: 2, Offset: 16, Units: "V", SF: NoScale, Fixed: -1},
-		{Name: "PPV", Label: "Voltage LL", Type: TypeFloat32, Size: 2, Offset: 18, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphAB", Label: "Phase Voltage AB", Type: TypeFloat32, Size: 2, Offset: 20, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphBC", Label: "Phase Voltage BC", Type: TypeFloat32, Size: 2, Offset: 22, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "PPVphCA", Label: "Phase Voltage CA", Type: TypeFloat32, Size: 2, Offset: 24, Units: "V", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "Hz", Label: "Hz", Type: TypeFloat32, Size: 2, Offset: 26, Units: "Hz", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W", Label: "Watts", Type: TypeFloat32, Size: 2, Offset: 28, Units: "W", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WphA", Label: "Watts phase A", Type: TypeFloat32, Size: 2, Offset: 30, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphB", Label: "Watts phase B", Type: TypeFloat32, Size: 2, Offset: 32, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "WphC", Label: "Watts phase C", Type: TypeFloat32, Size: 2, Offset: 34, Units: "W", SF: NoScale, Fixed: -1},
-		{Name: "VA", Label: "VA", Type: TypeFloat32, Size: 2, Offset: 36, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphA", Label: "VA phase A", Type: TypeFloat32, Size: 2, Offset: 38, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphB", Label: "VA phase B", Type: TypeFloat32, Size: 2, Offset: 40, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAphC", Label: "VA phase C", Type: TypeFloat32, Size: 2, Offset: 42, Units: "VA", SF: NoScale, Fixed: -1},
-		{Name: "VAR", Label: "VAR", Type: TypeFloat32, Size: 2, Offset: 44, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphA", Label: "VAR phase A", Type: TypeFloat32, Size: 2, Offset: 46, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphB", Label: "VAR phase B", Type: TypeFloat32, Size: 2, Offset: 48, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "VARphC", Label: "VAR phase C", Type: TypeFloat32, Size: 2, Offset: 50, Units: "var", SF: NoScale, Fixed: -1},
-		{Name: "PF", Label: "PF", Type: TypeFloat32, Size: 2, Offset: 52, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphA", Label: "PF phase A", Type: TypeFloat32, Size: 2, Offset: 54, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphB", Label: "PF phase B", Type: TypeFloat32, Size: 2, Offset: 56, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "PFphC", Label: "PF phase C", Type: TypeFloat32, Size: 2, Offset: 58, Units: "PF", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExp", Label: "Total Watt-hours Exported", Type: TypeFloat32, Size: 2, Offset: 60, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhExpPhA", Label: "Total Watt-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 62, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhB", Label: "Total Watt-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 64, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhExpPhC", Label: "Total Watt-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 66, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImp", Label: "Total Watt-hours Imported", Type: TypeFloat32, Size: 2, Offset: 68, Units: "Wh", SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "TotWhImpPhA", Label: "Total Watt-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 70, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhB", Label: "Total Watt-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 72, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotWhImpPhC", Label: "Total Watt-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 74, Units: "Wh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExp", Label: "Total VA-hours Exported", Type: TypeFloat32, Size: 2, Offset: 76, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhA", Label: "Total VA-hours Exported phase A", Type: TypeFloat32, Size: 2, Offset: 78, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhB", Label: "Total VA-hours Exported phase B", Type: TypeFloat32, Size: 2, Offset: 80, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhExpPhC", Label: "Total VA-hours Exported phase C", Type: TypeFloat32, Size: 2, Offset: 82, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImp", Label: "Total VA-hours Imported", Type: TypeFloat32, Size: 2, Offset: 84, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhA", Label: "Total VA-hours Imported phase A", Type: TypeFloat32, Size: 2, Offset: 86, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhB", Label: "Total VA-hours Imported phase B", Type: TypeFloat32, Size: 2, Offset: 88, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVAhImpPhC", Label: "Total VA-hours Imported phase C", Type: TypeFloat32, Size: 2, Offset: 90, Units: "VAh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1", Label: "Total VAR-hours Imported Q1", Type: TypeFloat32, Size: 2, Offset: 92, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phA", Label: "Total VAr-hours Imported Q1 phase A", Type: TypeFloat32, Size: 2, Offset: 94, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phB", Label: "Total VAr-hours Imported Q1 phase B", Type: TypeFloat32, Size: 2, Offset: 96, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ1phC", Label: "Total VAr-hours Imported Q1 phase C", Type: TypeFloat32, Size: 2, Offset: 98, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2", Label: "Total VAr-hours Imported Q2", Type: TypeFloat32, Size: 2, Offset: 100, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phA", Label: "Total VAr-hours Imported Q2 phase A", Type: TypeFloat32, Size: 2, Offset: 102, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phB", Label: "Total VAr-hours Imported Q2 phase B", Type: TypeFloat32, Size: 2, Offset: 104, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhImpQ2phC", Label: "Total VAr-hours Imported Q2 phase C", Type: TypeFloat32, Size: 2, Offset: 106, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3", Label: "Total VAr-hours Exported Q3", Type: TypeFloat32, Size: 2, Offset: 108, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phA", Label: "Total VAr-hours Exported Q3 phase A", Type: TypeFloat32, Size: 2, Offset: 110, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phB", Label: "Total VAr-hours Exported Q3 phase B", Type: TypeFloat32, Size: 2, Offset: 112, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ3phC", Label: "Total VAr-hours Exported Q3 phase C", Type: TypeFloat32, Size: 2, Offset: 114, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4", Label: "Total VAr-hours Exported Q4", Type: TypeFloat32, Size: 2, Offset: 116, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phA", Label: "Total VAr-hours Exported Q4 Imported phase A", Type: TypeFloat32, Size: 2, Offset: 118, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phB", Label: "Total VAr-hours Exported Q4 Imported phase B", Type: TypeFloat32, Size: 2, Offset: 120, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "TotVArhExpQ4phC", Label: "Total VAr-hours Exported Q4 Imported phase C", Type: TypeFloat32, Size: 2, Offset: 122, Units: "varh", SF: NoScale, Fixed: -1},
-		{Name: "Evt", Label: "Events", Type: TypeBitfield32, Size: 2, Offset: 124, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"M_EVENT_Power_Failure", 2}, {"M_EVENT_Under_Voltage", 3}, {"M_EVENT_Low_PF", 4}, {"M_EVENT_Over_Current", 5}, {"M_EVENT_Over_Voltage", 6}, {"M_EVENT_Missing_Sensor", 7}, {"M_EVENT_Reserved1", 8}, {"M_EVENT_Reserved2", 9}, {"M_EVENT_Reserved3", 10}, {"M_EVENT_Reserved4", 11}, {"M_EVENT_Reserved5", 12}, {"M_EVENT_Reserved6", 13}, {"M_EVENT_Reserved7", 14}, {"M_EVENT_Reserved8", 15}, {"M_EVENT_OEM01", 16}, {"M_EVENT_OEM02", 17}, {"M_EVENT_OEM03", 18}, {"M_EVENT_OEM04", 19}, {"M_EVENT_OEM05", 20}, {"M_EVENT_OEM06", 21}, {"M_EVENT_OEM07", 22}, {"M_EVENT_OEM08", 23}, {"M_EVENT_OEM09", 24}, {"M_EVENT_OEM10", 25}, {"M_EVENT_OEM11", 26}, {"M_EVENT_OEM12", 27}, {"M_EVENT_OEM13", 28}, {"M_EVENT_OEM14", 29}, {"M_EVENT_OEM15", 30}}},
-	},
-		FixedLen: 126,
-	}},
-	{ID: 302, Name: "irradiance", Label: "Irradiance Model", Group: Group{Name: "irradiance", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 302},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 2,
-		Groups: []Group{
-			Group{Name: "repeating", Repeat: RepeatFill, Points: []Point{
-				{Name: "GHI", Label: "GHI", Type: TypeUint16, Size: 1, Offset: 0, Units: "W/m2", SF: NoScale, Fixed: -1},
-				{Name: "POAI", Label: "POAI", Type: TypeUint16, Size: 1, Offset: 1, Units: "W/m2", SF: NoScale, Fixed: -1},
-				{Name: "DFI", Label: "DFI", Type: TypeUint16, Size: 1, Offset: 2, Units: "W/m2", SF: NoScale, Fixed: -1},
-				{Name: "DNI", Label: "DNI", Type: TypeUint16, Size: 1, Offset: 3, Units: "W/m2", SF: NoScale, Fixed: -1},
-				{Name: "OTI", Label: "OTI", Type: TypeUint16, Size: 1, Offset: 4, Units: "W/m2", SF: NoScale, Fixed: -1},
-			},
-				FixedLen: 5,
-			},
-		},
-	}},
-	{ID: 303, Name: "bom_temp", Label: "Back of Module Temperature Model", Group: Group{Name: "bom_temp", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 303},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 2,
-		Groups: []Group{
-			Group{Name: "temp", Repeat: RepeatFill, Points: []Point{
-				{Name: "TmpBOM", Label: "Temp", Type: TypeInt16, Size: 1, Offset: 0, Units: "C", SF: NoScale, SFConst: -1, HasSFConst: true, Mandatory: true, Fixed: -1},
-			},
-				FixedLen: 1,
-			},
-		},
-	}},
-	{ID: 307, Name: "base_met", Label: "Base Met", Group: Group{Name: "base_met", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 307},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "TmpAmb", Label: "Ambient Temperature", Type: TypeInt16, Size: 1, Offset: 2, Units: "C", SF: NoScale, SFConst: -1, HasSFConst: true, Fixed: -1},
-		{Name: "RH", Label: "Relative Humidity", Type: TypeInt16, Size: 1, Offset: 3, Units: "Pct", SF: NoScale, Fixed: -1},
-		{Name: "Pres", Label: "Barometric Pressure", Type: TypeInt16, Size: 1, Offset: 4, Units: "HPa", SF: NoScale, Fixed: -1},
-		{Name: "WndSpd", Label: "Wind Speed", Type: TypeInt16, Size: 1, Offset: 5, Units: "mps", SF: NoScale, Fixed: -1},
-		{Name: "WndDir", Label: "Wind Direction", Type: TypeInt16, Size: 1, Offset: 6, Units: "deg", SF: NoScale, Fixed: -1},
-		{Name: "Rain", Label: "Rainfall", Type: TypeInt16, Size: 1, Offset: 7, Units: "mm", SF: NoScale, Fixed: -1},
-		{Name: "Snw", Label: "Snow Depth", Type: TypeInt16, Size: 1, Offset: 8, Units: "mm", SF: NoScale, Fixed: -1},
-		{Name: "PPT", Label: "Precipitation Type", Type: TypeInt16, Size: 1, Offset: 9, SF: NoScale, Fixed: -1},
-		{Name: "ElecFld", Label: "Electric Field", Type: TypeInt16, Size: 1, Offset: 10, Units: "Vm", SF: NoScale, Fixed: -1},
-		{Name: "SurWet", Label: "Surface Wetness", Type: TypeInt16, Size: 1, Offset: 11, Units: "kO", SF: NoScale, Fixed: -1},
-		{Name: "SoilWet", Label: "Soil Wetness", Type: TypeInt16, Size: 1, Offset: 12, Units: "Pct", SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 13,
-	}},
-	{ID: 308, Name: "mini_met", Label: "Mini Met Model", Group: Group{Name: "mini_met", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 308},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "GHI", Label: "GHI", Type: TypeUint16, Size: 1, Offset: 2, Units: "W/m2", SF: NoScale, Fixed: -1},
-		{Name: "TmpBOM", Label: "Temp", Type: TypeInt16, Size: 1, Offset: 3, Units: "C", SF: NoScale, SFConst: -1, HasSFConst: true, Fixed: -1},
-		{Name: "TmpAmb", Label: "Ambient Temperature", Type: TypeInt16, Size: 1, Offset: 4, Units: "C", SF: NoScale, SFConst: -1, HasSFConst: true, Fixed: -1},
-		{Name: "WndSpd", Label: "Wind Speed", Type: TypeUint16, Size: 1, Offset: 5, Units: "m/s", SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 6,
-	}},
-	{ID: 701, Name: "DERMeasureAC", Label: "DER AC Measurement", Group: Group{Name: "DERMeasureAC", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 701},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: 153},
-		{Name: "ACType", Label: "AC Wiring Type", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"SINGLE_PHASE", 0}, {"SPLIT_PHASE", 1}, {"THREE_PHASE", 2}}},
-		{Name: "St", Label: "Operating State", Type: TypeEnum16, Size: 1, Offset: 3, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 0}, {"ON", 1}}},
-		{Name: "InvSt", Label: "Inverter State", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 0}, {"SLEEPING", 1}, {"STARTING", 2}, {"RUNNING", 3}, {"THROTTLED", 4}, {"SHUTTING_DOWN", 5}, {"FAULT", 6}, {"STANDBY", 7}}},
-		{Name: "ConnSt", Label: "Grid Connection State", Type: TypeEnum16, Size: 1, Offset: 5, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"DISCONNECTED", 0}, {"CONNECTED", 1}}},
-		{Name: "Alrm", Label: "Alarm Bitfield", Type: TypeBitfield32, Size: 2, Offset: 6, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"DC_OVER_VOLT", 1}, {"AC_DISCONNECT", 2}, {"DC_DISCONNECT", 3}, {"GRID_DISCONNECT", 4}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"OVER_FREQUENCY", 8}, {"UNDER_FREQUENCY", 9}, {"AC_OVER_VOLT", 10}, {"AC_UNDER_VOLT", 11}, {"BLOWN_STRING_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"HW_TEST_FAILURE", 15}, {"MANUFACTURER_ALRM", 16}}},
-		{Name: "DERMode", Label: "DER Operational Characteristics", Type: TypeBitfield32, Size: 2, Offset: 8, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"GRID_FOLLOWING", 0}, {"GRID_FORMING", 1}, {"PV_CLIPPED", 2}}},
-		{Name: "W", Label: "Active Power", Type: TypeInt16, Size: 1, Offset: 10, Units: "W", SF: 64, SFUp: 0, Fixed: -1},
-		{Name: "VA", Label: "Apparent Power", Type: TypeInt16, Size: 1, Offset: 11, Units: "VA", SF: 66, SFUp: 0, Fixed: -1},
-		{Name: "Var", Label: "Reactive Power", Type: TypeInt16, Size: 1, Offset: 12, Units: "Var", SF: 67, SFUp: 0, Fixed: -1},
-		{Name: "PF", Label: "Power Factor", Type: TypeInt16, Size: 1, Offset: 13, SF: 65, SFUp: 0, Fixed: -1},
-		{Name: "A", Label: "Total AC Current", Type: TypeInt16, Size: 1, Offset: 14, Units: "A", SF: 61, SFUp: 0, Fixed: -1},
-		{Name: "LLV", Label: "Voltage LL", Type: TypeUint16, Size: 1, Offset: 15, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "LNV", Label: "Voltage LN", Type: TypeUint16, Size: 1, Offset: 16, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "Hz", Label: "Frequency", Type: TypeUint32, Size: 2, Offset: 17, Units: "Hz", SF: 63, SFUp: 0, Fixed: -1},
-		{Name: "TotWhInj", Label: "Total Energy Injected", Type: TypeUint64, Size: 4, Offset: 19, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotWhAbs", Label: "Total Energy Absorbed", Type: TypeUint64, Size: 4, Offset: 23, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhInj", Label: "Total Reactive Energy Inj", Type: TypeUint64, Size: 4, Offset: 27, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhAbs", Label: "Total Reactive Energy Abs", Type: TypeUint64, Size: 4, Offset: 31, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "TmpAmb", Label: "Ambient Temperature", Type: TypeInt16, Size: 1, Offset: 35, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "TmpCab", Label: "Cabinet Temperature", Type: TypeInt16, Size: 1, Offset: 36, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "TmpSnk", Label: "Heat Sink Temperature", Type: TypeInt16, Size: 1, Offset: 37, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "TmpTrns", Label: "Transformer Temperature", Type: TypeInt16, Size: 1, Offset: 38, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "TmpSw", Label: "IGBT/MOSFET Temperature", Type: TypeInt16, Size: 1, Offset: 39, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "TmpOt", Label: "Other Temperature", Type: TypeInt16, Size: 1, Offset: 40, Units: "C", SF: 70, SFUp: 0, Fixed: -1},
-		{Name: "WL1", Label: "Watts L1", Type: TypeInt16, Size: 1, Offset: 41, Units: "W", SF: 64, SFUp: 0, Fixed: -1},
-		{Name: "VAL1", Label: "VA L1", Type: TypeInt16, Size: 1, Offset: 42, Units: "VA", SF: 66, SFUp: 0, Fixed: -1},
-		{Name: "VarL1", Label: "Var L1", Type: TypeInt16, Size: 1, Offset: 43, Units: "Var", SF: 67, SFUp: 0, Fixed: -1},
-		{Name: "PFL1", Label: "PF L1", Type: TypeInt16, Size: 1, Offset: 44, SF: 65, SFUp: 0, Fixed: -1},
-		{Name: "AL1", Label: "Amps L1", Type: TypeInt16, Size: 1, Offset: 45, Units: "A", SF: 61, SFUp: 0, Fixed: -1},
-		{Name: "VL1L2", Label: "Phase Voltage L1-L2", Type: TypeUint16, Size: 1, Offset: 46, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "VL1", Label: "Phase Voltage L1-N", Type: TypeUint16, Size: 1, Offset: 47, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "TotWhInjL1", Label: "Total Watt-Hours Inj L1", Type: TypeUint64, Size: 4, Offset: 48, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotWhAbsL1", Label: "Total Watt-Hours Abs L1", Type: TypeUint64, Size: 4, Offset: 52, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhInjL1", Label: "Total Var-Hours Inj L1", Type: TypeUint64, Size: 4, Offset: 56, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhAbsL1", Label: "Total Var-Hours Abs L1", Type: TypeUint64, Size: 4, Offset: 60, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "WL2", Label: "Watts L2", Type: TypeInt16, Size: 1, Offset: 64, Units: "W", SF: 64, SFUp: 0, Fixed: -1},
-		{Name: "VAL2", Label: "VA L2", Type: TypeInt16, Size: 1, Offset: 65, Units: "VA", SF: 66, SFUp: 0, Fixed: -1},
-		{Name: "VarL2", Label: "Var L2", Type: TypeInt16, Size: 1, Offset: 66, Units: "Var", SF: 67, SFUp: 0, Fixed: -1},
-		{Name: "PFL2", Label: "PF L2", Type: TypeInt16, Size: 1, Offset: 67, SF: 65, SFUp: 0, Fixed: -1},
-		{Name: "AL2", Label: "Amps L2", Type: TypeInt16, Size: 1, Offset: 68, Units: "A", SF: 61, SFUp: 0, Fixed: -1},
-		{Name: "VL2L3", Label: "Phase Voltage L2-L3", Type: TypeUint16, Size: 1, Offset: 69, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "VL2", Label: "Phase Voltage L2-N", Type: TypeUint16, Size: 1, Offset: 70, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "TotWhInjL2", Label: "Total Watt-Hours Inj L2", Type: TypeUint64, Size: 4, Offset: 71, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotWhAbsL2", Label: "Total Watt-Hours Abs L2", Type: TypeUint64, Size: 4, Offset: 75, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhInjL2", Label: "Total Var-Hours Inj L2", Type: TypeUint64, Size: 4, Offset: 79, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhAbsL2", Label: "Total Var-Hours Abs L2", Type: TypeUint64, Size: 4, Offset: 83, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "WL3", Label: "Watts L3", Type: TypeInt16, Size: 1, Offset: 87, Units: "W", SF: 64, SFUp: 0, Fixed: -1},
-		{Name: "VAL3", Label: "VA L3", Type: TypeInt16, Size: 1, Offset: 88, Units: "VA", SF: 66, SFUp: 0, Fixed: -1},
-		{Name: "VarL3", Label: "Var L3", Type: TypeInt16, Size: 1, Offset: 89, Units: "Var", SF: 67, SFUp: 0, Fixed: -1},
-		{Name: "PFL3", Label: "PF L3", Type: TypeInt16, Size: 1, Offset: 90, SF: 65, SFUp: 0, Fixed: -1},
-		{Name: "AL3", Label: "Amps L3", Type: TypeInt16, Size: 1, Offset: 91, Units: "A", SF: 61, SFUp: 0, Fixed: -1},
-		{Name: "VL3L1", Label: "Phase Voltage L3-L1", Type: TypeUint16, Size: 1, Offset: 92, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "VL3", Label: "Phase Voltage L3-N", Type: TypeUint16, Size: 1, Offset: 93, Units: "V", SF: 62, SFUp: 0, Fixed: -1},
-		{Name: "TotWhInjL3", Label: "Total Watt-Hours Inj L3", Type: TypeUint64, Size: 4, Offset: 94, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotWhAbsL3", Label: "Total Watt-Hours Abs L3", Type: TypeUint64, Size: 4, Offset: 98, Units: "Wh", SF: 68, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhInjL3", Label: "Total Var-Hours Inj L3", Type: TypeUint64, Size: 4, Offset: 102, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "TotVarhAbsL3", Label: "Total Var-Hours Abs L3", Type: TypeUint64, Size: 4, Offset: 106, Units: "Varh", SF: 69, SFUp: 0, Fixed: -1},
-		{Name: "ThrotPct", Label: "Throttling In Pct", Type: TypeUint16, Size: 1, Offset: 110, Units: "Pct", SF: NoScale, Fixed: -1},
-		{Name: "ThrotSrc", Label: "Throttle Source Information", Type: TypeBitfield32, Size: 2, Offset: 111, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"MAX_W", 0}, {"FIXED_W", 1}, {"FIXED_VAR", 2}, {"FIXED_PF", 3}, {"VOLT_VAR", 4}, {"FREQ_WATT", 5}, {"DYN_REACT_CURR", 6}, {"LVRT", 7}, {"HVRT", 8}, {"WATT_VAR", 9}, {"VOLT_WATT", 10}, {"SCHEDULED", 11}, {"LFRT", 12}, {"HFRT", 13}, {"DERATED", 14}}},
-		{Name: "A_SF", Label: "Current Scale Factor", Type: TypeSunssf, Size: 1, Offset: 113, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 114, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Frequency Scale Factor", Type: TypeSunssf, Size: 1, Offset: 115, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "W_SF", Label: "Active Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 116, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "PF_SF", Label: "Power Factor Scale Factor", Type: TypeSunssf, Size: 1, Offset: 117, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "VA_SF", Label: "Apparent Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 118, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Var_SF", Label: "Reactive Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 119, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "TotWh_SF", Label: "Active Energy Scale Factor", Type: TypeSunssf, Size: 1, Offset: 120, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "TotVarh_SF", Label: "Reactive Energy Scale Factor", Type: TypeSunssf, Size: 1, Offset: 121, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Tmp_SF", Label: "Temperature Scale Factor", Type: TypeSunssf, Size: 1, Offset: 122, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "MnAlrmInfo", Label: "Manufacturer Alarm Info", Type: TypeString, Size: 32, Offset: 123, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 155,
-	}},
-	{ID: 702, Name: "DERCapacity", Label: "DER Capacity", Group: Group{Name: "DERCapacity", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 702},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: 50},
-		{Name: "WMaxRtg", Label: "Active Power Max Rating", Type: TypeUint16, Size: 1, Offset: 2, Units: "W", SF: 44, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WOvrExtRtg", Label: "Active Power (Over-Excited) Rating", Type: TypeUint16, Size: 1, Offset: 3, Units: "W", SF: 44, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WOvrExtRtgPF", Label: "Specified Over-Excited PF", Type: TypeUint16, Size: 1, Offset: 4, SF: 45, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WUndExtRtg", Label: "Active Power (Under-Excited) Rating", Type: TypeUint16, Size: 1, Offset: 5, Units: "W", SF: 44, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WUndExtRtgPF", Label: "Specified Under-Excited PF", Type: TypeUint16, Size: 1, Offset: 6, SF: 45, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VAMaxRtg", Label: "Apparent Power Max Rating", Type: TypeUint16, Size: 1, Offset: 7, Units: "VA", SF: 46, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VarMaxInjRtg", Label: "Reactive Power Injected Rating", Type: TypeUint16, Size: 1, Offset: 8, Units: "Var", SF: 47, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VarMaxAbsRtg", Label: "Reactive Power Absorbed Rating", Type: TypeUint16, Size: 1, Offset: 9, Units: "Var", SF: 47, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WChaRteMaxRtg", Label: "Charge Rate Max Rating", Type: TypeUint16, Size: 1, Offset: 10, Units: "W", SF: 44, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "WDisChaRteMaxRtg", Label: "Discharge Rate Max Rating", Type: TypeUint16, Size: 1, Offset: 11, Units: "W", SF: 44, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VAChaRteMaxRtg", Label: "Charge Rate Max VA Rating", Type: TypeUint16, Size: 1, Offset: 12, Units: "VA", SF: 46, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VADisChaRteMaxRtg", Label: "Discharge Rate Max VA Rating", Type: TypeUint16, Size: 1, Offset: 13, Units: "VA", SF: 46, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VNomRtg", Label: "AC Voltage Nominal Rating", Type: TypeUint16, Size: 1, Offset: 14, Units: "V", SF: 48, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VMaxRtg", Label: "AC Voltage Max Rating", Type: TypeUint16, Size: 1, Offset: 15, Units: "V", SF: 48, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "VMinRtg", Label: "AC Voltage Min Rating", Type: TypeUint16, Size: 1, Offset: 16, Units: "V", SF: 48, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "AMaxRtg", Label: "AC Current Max Rating", Type: TypeUint16, Size: 1, Offset: 17, Units: "A", SF: 49, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "PFOvrExtRtg", Label: "PF Over-Excited Rating (Unused)", Type: TypeUint16, Size: 1, Offset: 18, SF: 45, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "PFUndExtRtg", Label: "PF Under-Excited Rating (Unused)", Type: TypeUint16, Size: 1, Offset: 19, SF: 45, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "ReactSusceptRtg", Label: "Reactive Susceptance", Type: TypeUint16, Size: 1, Offset: 20, Units: "S", SF: 50, SFUp: 0, Static: true, Fixed: -1},
-		{Name: "NorOpCatRtg", Label: "Normal Operating Category", Type: TypeEnum16, Size: 1, Offset: 21, SF: NoScale, Static: true, Fixed: -1, Symbols: []Symbol{{"CAT_A", 0}, {"CAT_B", 1}}},
-		{Name: "AbnOpCatRtg", Label: "Abnormal Operating Category", Type: TypeEnum16, Size: 1, Offset: 22, SF: NoScale, Static: true, Fixed: -1, Symbols: []Symbol{{"CAT_1", 0}, {"CAT_2", 1}, {"CAT_3", 2}}},
-		{Name: "CtrlModes", Label: "Supported Control Modes", Type: TypeBitfield32, Size: 2, Offset: 23, SF: NoScale, Static: true, Fixed: -1, Symbols: []Symbol{{"MAX_W", 0}, {"FIXED_W", 1}, {"FIXED_VAR", 2}, {"FIXED_PF", 3}, {"VOLT_VAR", 4}, {"FREQ_WATT", 5}, {"DYN_REACT_CURR", 6}, {"LV_TRIP", 7}, {"HV_TRIP", 8}, {"WATT_VAR", 9}, {"VOLT_WATT", 10}, {"SCHEDULED", 11}, {"LF_TRIP", 12}, {"HF_TRIP", 13}}},
-		{Name: "IntIslandCatRtg", Label: "Intentional Island Categories", Type: TypeBitfield16, Size: 1, Offset: 25, SF: NoScale, Static: true, Fixed: -1, Symbols: []Symbol{{"UNCATEGORIZED", 0}, {"INT_ISL_CAPABLE", 1}, {"BLACK_START_CAPABLE", 2}, {"ISOCH_CAPABLE", 3}}},
-		{Name: "WMax", Label: "Active Power Max Setting", Type: TypeUint16, Size: 1, Offset: 26, Units: "W", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WMaxOvrExt", Label: "Active Power (Over-Excited) Setting", Type: TypeUint16, Size: 1, Offset: 27, Units: "W", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WOvrExtPF", Label: "Specified Over-Excited PF", Type: TypeUint16, Size: 1, Offset: 28, SF: 45, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WMaxUndExt", Label: "Active Power (Under-Excited) Setting", Type: TypeUint16, Size: 1, Offset: 29, Units: "W", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WUndExtPF", Label: "Specified Under-Excited PF", Type: TypeUint16, Size: 1, Offset: 30, SF: 45, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VAMax", Label: "Apparent Power Max Setting", Type: TypeUint16, Size: 1, Offset: 31, Units: "VA", SF: 46, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarMaxInj", Label: "Reactive Power Injected Setting", Type: TypeUint16, Size: 1, Offset: 32, Units: "Var", SF: 47, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarMaxAbs", Label: "Reactive Power Absorbed Setting", Type: TypeUint16, Size: 1, Offset: 33, Units: "Var", SF: 47, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WChaRteMax", Label: "Charge Rate Max Setting", Type: TypeUint16, Size: 1, Offset: 34, Units: "W", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WDisChaRteMax", Label: "Discharge Rate Max Setting", Type: TypeUint16, Size: 1, Offset: 35, Units: "W", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VAChaRteMax", Label: "Charge Rate Max VA Setting", Type: TypeUint16, Size: 1, Offset: 36, Units: "VA", SF: 46, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VADisChaRteMax", Label: "Discharge Rate Max VA Setting", Type: TypeUint16, Size: 1, Offset: 37, Units: "VA", SF: 46, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VNom", Label: "Nominal AC Voltage Setting", Type: TypeUint16, Size: 1, Offset: 38, Units: "V", SF: 48, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VMax", Label: "AC Voltage Max Setting", Type: TypeUint16, Size: 1, Offset: 39, Units: "V", SF: 48, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VMin", Label: "AC Voltage Min Setting", Type: TypeUint16, Size: 1, Offset: 40, Units: "V", SF: 48, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "AMax", Label: "AC Current Max Setting", Type: TypeUint16, Size: 1, Offset: 41, Units: "A", SF: 49, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFOvrExt", Label: "PF Over-Excited Setting (Unused)", Type: TypeUint16, Size: 1, Offset: 42, SF: 45, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "PFUndExt", Label: "PF Under-Excited Setting (Unused)", Type: TypeUint16, Size: 1, Offset: 43, SF: 45, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "IntIslandCat", Label: "Intentional Island Categories", Type: TypeBitfield16, Size: 1, Offset: 44, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"UNCATEGORIZED", 0}, {"INT_ISL_CAPABLE", 1}, {"BLACK_START_CAPABLE", 2}, {"ISOCH_CAPABLE", 3}}},
-		{Name: "W_SF", Label: "Active Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 45, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "PF_SF", Label: "Power Factor Scale Factor", Type: TypeSunssf, Size: 1, Offset: 46, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "VA_SF", Label: "Apparent Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 47, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Var_SF", Label: "Reactive Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 48, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 49, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "A_SF", Label: "Current Scale Factor", Type: TypeSunssf, Size: 1, Offset: 50, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "S_SF", Label: "Susceptance Scale Factor", Type: TypeSunssf, Size: 1, Offset: 51, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 52,
-	}},
-	{ID: 703, Name: "DEREnterService", Label: "Enter Service", Group: Group{Name: "DEREnterService", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 703},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: 17},
-		{Name: "ES", Label: "Permit Enter Service", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "ESVHi", Label: "Enter Service Voltage High", Type: TypeUint16, Size: 1, Offset: 3, Units: "Pct", SF: 11, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ESVLo", Label: "Enter Service Voltage Low", Type: TypeUint16, Size: 1, Offset: 4, Units: "Pct", SF: 11, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ESHzHi", Label: "Enter Service Frequency High", Type: TypeUint32, Size: 2, Offset: 5, Units: "Hz", SF: 12, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ESHzLo", Label: "Enter Service Frequency Low", Type: TypeUint32, Size: 2, Offset: 7, Units: "Hz", SF: 12, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "ESDlyTms", Label: "Enter Service Delay Time", Type: TypeUint32, Size: 2, Offset: 9, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "ESRndTms", Label: "Enter Service Random Delay", Type: TypeUint32, Size: 2, Offset: 11, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "ESRmpTms", Label: "Enter Service Ramp Time", Type: TypeUint32, Size: 2, Offset: 13, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "ESDlyRemTms", Label: "Enter Service Delay Remaining", Type: TypeUint32, Size: 2, Offset: 15, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Frequency Scale Factor", Type: TypeSunssf, Size: 1, Offset: 18, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 19,
-	}},
-	{ID: 704, Name: "DERCtlAC", Label: "DER AC Controls", Group: Group{Name: "DERCtlAC", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 704},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: 65},
-		{Name: "PFWInjEna", Label: "Power Factor Enable (W Inj) Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "PFWInjEnaRvrt", Label: "Power Factor Reversion Enable (W Inj)", Type: TypeEnum16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "PFWInjRvrtTms", Label: "PF Reversion Time (W Inj)", Type: TypeUint32, Size: 2, Offset: 4, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "PFWInjRvrtRem", Label: "PF Reversion Time Rem (W Inj)", Type: TypeUint32, Size: 2, Offset: 6, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "PFWAbsEna", Label: "Power Factor Enable (W Abs) Enable", Type: TypeEnum16, Size: 1, Offset: 8, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "PFWAbsEnaRvrt", Label: "Power Factor Reversion Enable (W Abs)", Type: TypeEnum16, Size: 1, Offset: 9, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "PFWAbsRvrtTms", Label: "PF Reversion Time (W Abs)", Type: TypeUint32, Size: 2, Offset: 10, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "PFWAbsRvrtRem", Label: "PF Reversion Time Rem (W Abs)", Type: TypeUint32, Size: 2, Offset: 12, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "WMaxLimPctEna", Label: "Limit Max Power Pct Enable", Type: TypeEnum16, Size: 1, Offset: 14, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "WMaxLimPct", Label: "Limit Max Power Pct Setpoint", Type: TypeUint16, Size: 1, Offset: 15, Units: "Pct", SF: 40, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WMaxLimPctRvrt", Label: "Reversion Limit Max Power Pct", Type: TypeUint16, Size: 1, Offset: 16, Units: "Pct", SF: 40, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WMaxLimPctEnaRvrt", Label: "Reversion Limit Max Power Pct Enable", Type: TypeEnum16, Size: 1, Offset: 17, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "WMaxLimPctRvrtTms", Label: "Limit Max Power Pct Reversion Time", Type: TypeUint32, Size: 2, Offset: 18, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WMaxLimPctRvrtRem", Label: "Limit Max Power Pct Rev Time Rem", Type: TypeUint32, Size: 2, Offset: 20, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "WSetEna", Label: "Set Active Power Enable", Type: TypeEnum16, Size: 1, Offset: 22, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "WSetMod", Label: "Set Active Power Mode", Type: TypeEnum16, Size: 1, Offset: 23, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"W_MAX_PCT", 0}, {"WATTS", 1}}},
-		{Name: "WSet", Label: "Active Power Setpoint (W)", Type: TypeInt32, Size: 2, Offset: 24, Units: "W", SF: 41, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WSetRvrt", Label: "Reversion Active Power (W)", Type: TypeInt32, Size: 2, Offset: 26, Units: "W", SF: 41, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WSetPct", Label: "Active Power Setpoint (Pct)", Type: TypeInt16, Size: 1, Offset: 28, Units: "Pct", SF: 42, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WSetPctRvrt", Label: "Reversion Active Power (Pct)", Type: TypeInt16, Size: 1, Offset: 29, Units: "Pct", SF: 42, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "WSetEnaRvrt", Label: "Reversion Active Power Enable", Type: TypeEnum16, Size: 1, Offset: 30, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "WSetRvrtTms", Label: "Active Power Reversion Time", Type: TypeUint32, Size: 2, Offset: 31, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WSetRvrtRem", Label: "Active Power Rev Time Rem", Type: TypeUint32, Size: 2, Offset: 33, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "VarSetEna", Label: "Set Reactive Power Enable", Type: TypeEnum16, Size: 1, Offset: 35, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "VarSetMod", Label: "Set Reactive Power Mode", Type: TypeEnum16, Size: 1, Offset: 36, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"W_MAX_PCT", 0}, {"VAR_MAX_PCT", 1}, {"VAR_AVAIL_PCT", 2}, {"VA_MAX_PCT", 3}, {"VARS", 4}}},
-		{Name: "VarSetPri", Label: "Reactive Power Priority", Type: TypeEnum16, Size: 1, Offset: 37, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"ACTIVE", 0}, {"REACTIVE", 1}, {"VENDOR", 2}}},
-		{Name: "VarSet", Label: "Reactive Power Setpoint (Vars)", Type: TypeInt32, Size: 2, Offset: 38, Units: "Var", SF: 43, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarSetRvrt", Label: "Reversion Reactive Power (Vars)", Type: TypeInt32, Size: 2, Offset: 40, Units: "Var", SF: 43, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarSetPct", Label: "Reactive Power Setpoint (Pct)", Type: TypeInt16, Size: 1, Offset: 42, Units: "Pct", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarSetPctRvrt", Label: "Reversion Reactive Power (Pct)", Type: TypeInt16, Size: 1, Offset: 43, Units: "Pct", SF: 44, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "VarSetEnaRvrt", Label: "Reversion Reactive Power Enable", Type: TypeEnum16, Size: 1, Offset: 44, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "VarSetRvrtTms", Label: "Reactive Power Reversion Time", Type: TypeUint32, Size: 2, Offset: 45, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "VarSetRvrtRem", Label: "Reactive Power Rev Time Rem", Type: TypeUint32, Size: 2, Offset: 47, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "WRmp", Label: "Normal Ramp Rate", Type: TypeUint16, Size: 1, Offset: 49, Units: "%Max/Sec", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "WRmpRef", Label: "Normal Ramp Rate Reference", Type: TypeEnum16, Size: 1, Offset: 50, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"A_MAX", 0}, {"W_MAX", 1}}},
-		{Name: "VarRmp", Label: "Reactive Power Ramp Rate", Type: TypeUint16, Size: 1, Offset: 51, Units: "%Max/Sec", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "AntiIslEna", Label: "Anti-Islanding Enable", Type: TypeEnum16, Size: 1, Offset: 52, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "PF_SF", Label: "Power Factor Scale Factor", Type: TypeSunssf, Size: 1, Offset: 53, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "WMaxLimPct_SF", Label: "Limit Max Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "WSet_SF", Label: "Active Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 55, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "WSetPct_SF", Label: "Active Power Pct Scale Factor", Type: TypeSunssf, Size: 1, Offset: 56, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "VarSet_SF", Label: "Reactive Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 57, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "VarSetPct_SF", Label: "Reactive Power Pct Scale Factor", Type: TypeSunssf, Size: 1, Offset: 58, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 59,
-		Groups: []Group{
-			Group{Name: "PFWInj", Repeat: RepeatOnce, Points: []Point{
-				{Name: "PF", Label: "Power Factor (W Inj) ", Type: TypeUint16, Size: 1, Offset: 0, SF: 39, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Ext", Label: "Power Factor Excitation (W Inj)", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"OVER_EXCITED", 0}, {"UNDER_EXCITED", 1}}},
-			},
-				FixedLen: 2,
-			},
-			Group{Name: "PFWInjRvrt", Repeat: RepeatOnce, Points: []Point{
-				{Name: "PF", Label: "Reversion Power Factor (W Inj) ", Type: TypeUint16, Size: 1, Offset: 0, SF: 39, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Ext", Label: "Reversion PF Excitation (W Inj)", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"OVER_EXCITED", 0}, {"UNDER_EXCITED", 1}}},
-			},
-				FixedLen: 2,
-			},
-			Group{Name: "PFWAbs", Repeat: RepeatOnce, Points: []Point{
-				{Name: "PF", Label: "Power Factor (W Abs) ", Type: TypeUint16, Size: 1, Offset: 0, SF: 39, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Ext", Label: "Power Factor Excitation (W Abs)", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"OVER_EXCITED", 0}, {"UNDER_EXCITED", 1}}},
-			},
-				FixedLen: 2,
-			},
-			Group{Name: "PFWAbsRvrt", Repeat: RepeatOnce, Points: []Point{
-				{Name: "PF", Label: "Reversion Power Factor (W Abs) ", Type: TypeUint16, Size: 1, Offset: 0, SF: 39, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "Ext", Label: "Reversion PF Excitation (W Abs)", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"OVER_EXCITED", 0}, {"UNDER_EXCITED", 1}}},
-			},
-				FixedLen: 2,
-			},
-		},
-	}},
-	{ID: 705, Name: "DERVoltVar", Label: "DER Volt-Var", Group: Group{Name: "DERVoltVar", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 705},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Volt-Var Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrv", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "Reversion Timeout", Type: TypeUint32, Size: 2, Offset: 7, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtRem", Label: "Reversion Time Remaining", Type: TypeUint32, Size: 2, Offset: 9, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "RvrtCrv", Label: "Reversion Curve", Type: TypeUint16, Size: 1, Offset: 11, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 12, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DeptRef_SF", Label: "Var Scale Factor", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RspTms_SF", Label: "Open-Loop Scale Factor", Type: TypeSunssf, Size: 1, Offset: 14, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 15,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrv", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ActPt", Label: "Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DeptRef", Label: "Dependent Reference", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"W_MAX_PCT", 0}, {"VAR_MAX_PCT", 1}, {"VAR_AVAL_PCT", 2}, {"VA_MAX_PCT", 3}}},
-				{Name: "Pri", Label: "Power Priority", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"ACTIVE", 0}, {"REACTIVE", 1}, {"VENDOR", 2}}},
-				{Name: "VRef", Label: "Vref Adjustment", Type: TypeUint16, Size: 1, Offset: 3, Units: "VNomPct", SF: 10, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "VRefAuto", Label: "Current Autonomous Vref", Type: TypeUint16, Size: 1, Offset: 4, Units: "VNomPct", SF: 10, SFUp: 1, Fixed: -1},
-				{Name: "VRefAutoEna", Label: "Autonomous Vref Enable", Type: TypeEnum16, Size: 1, Offset: 5, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-				{Name: "VRefAutoTms", Label: "Auto Vref Time Constant", Type: TypeUint16, Size: 1, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "RspTms", Label: "Open Loop Response Time", Type: TypeUint32, Size: 2, Offset: 7, Units: "Secs", SF: 12, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 10,
-				Groups: []Group{
-					Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 1, Points: []Point{
-						{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 10, SFUp: 2, Writable: true, Fixed: -1},
-						{Name: "Var", Label: "Reactive Power Point", Type: TypeInt16, Size: 1, Offset: 1, Units: "DeptRef", SF: 11, SFUp: 2, Writable: true, Fixed: -1},
-					},
-						FixedLen: 2,
-					},
-				},
-			},
-		},
-	}},
-	{ID: 706, Name: "DERVoltWatt", Label: "DER Volt-Watt", Group: Group{Name: "DERVoltWatt", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 706},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Volt-Watt Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrv", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "Reversion Timeout", Type: TypeUint32, Size: 2, Offset: 7, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtRem", Label: "Reversion Time Remaining", Type: TypeUint32, Size: 2, Offset: 9, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "RvrtCrv", Label: "Reversion Curve", Type: TypeUint16, Size: 1, Offset: 11, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 12, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DeptRef_SF", Label: "Watt Scale Factor", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RspTms_SF", Label: "Open-Loop Scale Factor", Type: TypeSunssf, Size: 1, Offset: 14, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 15,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrv", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ActPt", Label: "Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DeptRef", Label: "Dependent Reference", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"W_MAX_PCT", 0}, {"W_AVAL_PCT", 1}}},
-				{Name: "RspTms", Label: "Open Loop Response Time", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 12, SFUp: 1, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 5,
-				Groups: []Group{
-					Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 1, Points: []Point{
-						{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 10, SFUp: 2, Writable: true, Fixed: -1},
-						{Name: "W", Label: "Dependent Reference", Type: TypeInt16, Size: 1, Offset: 1, Units: "DeptRef", SF: 11, SFUp: 2, Writable: true, Fixed: -1},
-					},
-						FixedLen: 2,
-					},
-				},
-			},
-		},
-	}},
-	{ID: 707, Name: "DERTripLV", Label: "DER Trip LV", Group: Group{Name: "DERTripLV", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 707},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Trip LV Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrvSet", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Time Point Scale Factor", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 9,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrvSet", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 1,
-				Groups: []Group{
-					Group{Name: "MustTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-					Group{Name: "MayTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-					Group{Name: "MomCess", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-				},
-			},
-		},
-	}},
-	{ID: 708, Name: "DERTripHV", Label: "DER Trip HV", Group: Group{Name: "DERTripHV", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 708},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Trip HV Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrvSet", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "V_SF", Label: "Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Time Point Scale Factor", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 9,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrvSet", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 1,
-				Groups: []Group{
-					Group{Name: "MustTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-					Group{Name: "MayTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-					Group{Name: "MomCess", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "V", Label: "Voltage Point", Type: TypeUint16, Size: 1, Offset: 0, Units: "VNomPct", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 1, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 3,
-							},
-						},
-					},
-				},
-			},
-		},
-	}},
-	{ID: 709, Name: "DERTripLF", Label: "DER Trip LF", Group: Group{Name: "DERTripLF", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 709},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Trip LF Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrvSet", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Frequency Scale Factor", Type: TypeSunssf, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Time Point Scale Factor", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 9,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrvSet", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 1,
-				Groups: []Group{
-					Group{Name: "MustTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-					Group{Name: "MayTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-					Group{Name: "MomCess", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-				},
-			},
-		},
-	}},
-	{ID: 710, Name: "DERTripHF", Label: "DER Trip HF", Group: Group{Name: "DERTripHF", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 710},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Trip HF Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Adopt Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Adopt Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrvSet", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Hz_SF", Label: "Frequency Scale Factor", Type: TypeSunssf, Size: 1, Offset: 7, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Tms_SF", Label: "Time Point Scale Factor", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 9,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrvSet", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 1,
-				Groups: []Group{
-					Group{Name: "MustTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-					Group{Name: "MayTrip", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-					Group{Name: "MomCess", Repeat: RepeatOnce, Points: []Point{
-						{Name: "ActPt", Label: "Number Of Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Fixed: -1},
-					},
-						FixedLen: 1,
-						Groups: []Group{
-							Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 2, Points: []Point{
-								{Name: "Hz", Label: "Frequency Point", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 7, SFUp: 3, Writable: true, Fixed: -1},
-								{Name: "Tms", Label: "Time Point", Type: TypeUint32, Size: 2, Offset: 2, Units: "Secs", SF: 8, SFUp: 3, Writable: true, Fixed: -1},
-							},
-								FixedLen: 4,
-							},
-						},
-					},
-				},
-			},
-		},
-	}},
-	{ID: 711, Name: "DERFreqDroop", Label: "DER Frequency Droop", Group: Group{Name: "DERFreqDroop", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 711},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Frequency Droop Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCtlReq", Label: "Set Active Control Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCtlRslt", Label: "Set Active Control Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NCtl", Label: "Stored Control Count", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "Reversion Timeout", Type: TypeUint32, Size: 2, Offset: 6, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtRem", Label: "Reversion Time Left", Type: TypeUint32, Size: 2, Offset: 8, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "RvrtCtl", Label: "Reversion Control", Type: TypeUint16, Size: 1, Offset: 10, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "Db_SF", Label: "Deadband Scale Factor", Type: TypeSunssf, Size: 1, Offset: 11, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "K_SF", Label: "Frequency Change Scale Factor", Type: TypeSunssf, Size: 1, Offset: 12, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RspTms_SF", Label: "Open-Loop Scale Factor", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 14,
-		Groups: []Group{
-			Group{Name: "Ctl", Repeat: RepeatByPoint, CountPoint: "NCtl", CountIndex: 5, CountUp: 0, Points: []Point{
-				{Name: "DbOf", Label: "Over-Frequency Deadband", Type: TypeUint32, Size: 2, Offset: 0, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DbUf", Label: "Under-Frequency Deadband", Type: TypeUint32, Size: 2, Offset: 2, Units: "Hz", SF: 9, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "KOf", Label: "Over-Frequency Change Ratio", Type: TypeUint16, Size: 1, Offset: 4, SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "KUf", Label: "Under-Frequency Change Ratio", Type: TypeUint16, Size: 1, Offset: 5, SF: 10, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "RspTms", Label: "Open-Loop Response Time", Type: TypeUint32, Size: 2, Offset: 6, Units: "Secs", SF: 11, SFUp: 1, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "PMin", Label: "Minimum Active Power", Type: TypeInt16, Size: 1, Offset: 8, Units: "Pct", SF: NoScale, Writable: true, Fixed: -1},
-				{Name: "ReadOnly", Label: "Control Access", Type: TypeEnum16, Size: 1, Offset: 9, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 10,
-			},
-		},
-	}},
-	{ID: 712, Name: "DERWattVar", Label: "DER Watt-Var", Group: Group{Name: "DERWattVar", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 712},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "Ena", Label: "DER Watt-Var Module Enable", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISABLED", 0}, {"ENABLED", 1}}},
-		{Name: "AdptCrvReq", Label: "Set Active Curve Request", Type: TypeUint16, Size: 1, Offset: 3, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "AdptCrvRslt", Label: "Set Active Curve Result", Type: TypeEnum16, Size: 1, Offset: 4, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"IN_PROGRESS", 0}, {"COMPLETED", 1}, {"FAILED", 2}}},
-		{Name: "NPt", Label: "Number Of Points", Type: TypeUint16, Size: 1, Offset: 5, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "NCrv", Label: "Stored Curve Count", Type: TypeUint16, Size: 1, Offset: 6, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "RvrtTms", Label: "Reversion Timeout", Type: TypeUint32, Size: 2, Offset: 7, Units: "Secs", SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "RvrtRem", Label: "Reversion Time Left", Type: TypeUint32, Size: 2, Offset: 9, Units: "Secs", SF: NoScale, Fixed: -1},
-		{Name: "RvrtCrv", Label: "Reversion Curve", Type: TypeUint16, Size: 1, Offset: 11, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "W_SF", Label: "Active Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 12, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "DeptRef_SF", Label: "Var Scale Factor", Type: TypeSunssf, Size: 1, Offset: 13, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-	},
-		FixedLen: 14,
-		Groups: []Group{
-			Group{Name: "Crv", Repeat: RepeatByPoint, CountPoint: "NCrv", CountIndex: 6, CountUp: 0, Points: []Point{
-				{Name: "ActPt", Label: "Active Points", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-				{Name: "DeptRef", Label: "Dependent Reference", Type: TypeEnum16, Size: 1, Offset: 1, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"W_MAX_PCT", 0}, {"VAR_MAX_PCT", 1}, {"VAR_AVAL_PCT", 2}, {"VA_MAX_PCT", 3}}},
-				{Name: "Pri", Label: "Power Priority", Type: TypeEnum16, Size: 1, Offset: 2, SF: NoScale, Writable: true, Fixed: -1, Symbols: []Symbol{{"ACTIVE", 0}, {"REACTIVE", 1}}},
-				{Name: "ReadOnly", Label: "Curve Access", Type: TypeEnum16, Size: 1, Offset: 3, SF: NoScale, Mandatory: true, Static: true, Fixed: -1, Symbols: []Symbol{{"RW", 0}, {"R", 1}}},
-			},
-				FixedLen: 4,
-				Groups: []Group{
-					Group{Name: "Pt", Repeat: RepeatByPoint, CountPoint: "NPt", CountIndex: 5, CountUp: 1, Points: []Point{
-						{Name: "W", Label: "Active Power Point", Type: TypeInt16, Size: 1, Offset: 0, Units: "WMaxPct", SF: 10, SFUp: 2, Writable: true, Fixed: -1},
-						{Name: "Var", Label: "Reactive Power Point", Type: TypeInt16, Size: 1, Offset: 1, Units: "VarPct", SF: 11, SFUp: 2, Writable: true, Fixed: -1},
-					},
-						FixedLen: 2,
-					},
-				},
-			},
-		},
-	}},
-	{ID: 713, Name: "DERStorageCapacity", Label: "DER Storage Capacity", Group: Group{Name: "DERStorageCapacity", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 713},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: 7},
-		{Name: "WHRtg", Label: "Energy Rating", Type: TypeUint16, Size: 1, Offset: 2, Units: "WH", SF: 7, SFUp: 0, Fixed: -1},
-		{Name: "WHAvail", Label: "Energy Available", Type: TypeUint16, Size: 1, Offset: 3, Units: "WH", SF: 7, SFUp: 0, Fixed: -1},
-		{Name: "SoC", Label: "State of Charge", Type: TypeUint16, Size: 1, Offset: 4, Units: "Pct", SF: 8, SFUp: 0, Fixed: -1},
-		{Name: "SoH", Label: "State of Health", Type: TypeUint16, Size: 1, Offset: 5, Units: "Pct", SF: 8, SFUp: 0, Fixed: -1},
-		{Name: "Sta", Label: "Status", Type: TypeEnum16, Size: 1, Offset: 6, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OK", 0}, {"WARNING", 1}, {"ERROR", 2}}},
-		{Name: "WH_SF", Label: "Energy Scale Factor", Type: TypeSunssf, Size: 1, Offset: 7, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Pct_SF", Label: "Percent Scale Factor", Type: TypeSunssf, Size: 1, Offset: 8, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 9,
-	}},
-	{ID: 714, Name: "DERMeasureDC", Label: "DER DC Measurement", Group: Group{Name: "DERMeasureDC", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 714},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "PrtAlrms", Label: "Port Alarms", Type: TypeBitfield32, Size: 2, Offset: 2, SF: NoScale, Fixed: -1},
-		{Name: "NPrt", Label: "Number Of Ports", Type: TypeUint16, Size: 1, Offset: 4, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "DCA", Label: "DC Current", Type: TypeInt16, Size: 1, Offset: 5, Units: "A", SF: 8, SFUp: 0, Fixed: -1},
-		{Name: "DCW", Label: "DC Power", Type: TypeInt16, Size: 1, Offset: 6, Units: "W", SF: 10, SFUp: 0, Fixed: -1},
-		{Name: "DCWhInj", Label: "DC Energy Injected", Type: TypeUint64, Size: 4, Offset: 7, Units: "Wh", SF: 11, SFUp: 0, Fixed: -1},
-		{Name: "DCWhAbs", Label: "DC Energy Absorbed", Type: TypeUint64, Size: 4, Offset: 11, Units: "Wh", SF: 11, SFUp: 0, Fixed: -1},
-		{Name: "DCA_SF", Label: "DC Current Scale Factor", Type: TypeSunssf, Size: 1, Offset: 15, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "DCV_SF", Label: "DC Voltage Scale Factor", Type: TypeSunssf, Size: 1, Offset: 16, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "DCW_SF", Label: "DC Power Scale Factor", Type: TypeSunssf, Size: 1, Offset: 17, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "DCWH_SF", Label: "DC Energy Scale Factor", Type: TypeSunssf, Size: 1, Offset: 18, SF: NoScale, Static: true, Fixed: -1},
-		{Name: "Tmp_SF", Label: "Temperature Scale Factor", Type: TypeSunssf, Size: 1, Offset: 19, SF: NoScale, Static: true, Fixed: -1},
-	},
-		FixedLen: 20,
-		Groups: []Group{
-			Group{Name: "Prt", Repeat: RepeatByPoint, CountPoint: "NPrt", CountIndex: 3, CountUp: 0, Points: []Point{
-				{Name: "PrtTyp", Label: "Port Type", Type: TypeEnum16, Size: 1, Offset: 0, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"PV", 0}, {"ESS", 1}, {"EV", 2}, {"INJ", 3}, {"ABS", 4}, {"BIDIR", 5}, {"DC_DC", 6}}},
-				{Name: "ID", Label: "Port ID", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Fixed: -1},
-				{Name: "IDStr", Label: "Port ID String", Type: TypeString, Size: 8, Offset: 2, SF: NoScale, Fixed: -1},
-				{Name: "DCA", Label: "DC Current", Type: TypeInt16, Size: 1, Offset: 10, Units: "A", SF: 8, SFUp: 1, Fixed: -1},
-				{Name: "DCV", Label: "DC Voltage", Type: TypeUint16, Size: 1, Offset: 11, Units: "V", SF: 9, SFUp: 1, Fixed: -1},
-				{Name: "DCW", Label: "DC Power", Type: TypeInt16, Size: 1, Offset: 12, Units: "W", SF: 10, SFUp: 1, Fixed: -1},
-				{Name: "DCWhInj", Label: "DC Energy Injected", Type: TypeUint64, Size: 4, Offset: 13, Units: "Wh", SF: 11, SFUp: 1, Fixed: -1},
-				{Name: "DCWhAbs", Label: "DC Energy Absorbed", Type: TypeUint64, Size: 4, Offset: 17, Units: "Wh", SF: 11, SFUp: 1, Fixed: -1},
-				{Name: "Tmp", Label: "DC Port Temperature", Type: TypeInt16, Size: 1, Offset: 21, Units: "C", SF: 12, SFUp: 1, Fixed: -1},
-				{Name: "DCSta", Label: "DC Port Status", Type: TypeEnum16, Size: 1, Offset: 22, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 0}, {"ON", 1}, {"WARNING", 2}, {"ERROR", 3}}},
-				{Name: "DCAlrm", Label: "DC Port Alarm", Type: TypeBitfield32, Size: 2, Offset: 23, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"GROUND_FAULT", 0}, {"INPUT_OVER_VOLTAGE", 1}, {"DC_DISCONNECT", 3}, {"CABINET_OPEN", 5}, {"MANUAL_SHUTDOWN", 6}, {"OVER_TEMP", 7}, {"BLOWN_FUSE", 12}, {"UNDER_TEMP", 13}, {"MEMORY_LOSS", 14}, {"ARC_DETECTION", 15}, {"RESERVED", 19}, {"TEST_FAILED", 20}, {"INPUT_UNDER_VOLTAGE", 21}, {"INPUT_OVER_CURRENT", 22}}},
-			},
-				FixedLen: 25,
-			},
-		},
-	}},
-	{ID: 802, Name: "battery", Label: "Battery Base Model", Group: Group{Name: "battery", Points: []Point{
-		{Name: "ID", Label: "Model ID", Type: TypeUint16, Size: 1, Offset: 0, SF: NoScale, Mandatory: true, Static: true, Fixed: 802},
-		{Name: "L", Label: "Model Length", Type: TypeUint16, Size: 1, Offset: 1, SF: NoScale, Mandatory: true, Static: true, Fixed: -1},
-		{Name: "AHRtg", Label: "Nameplate Charge Capacity", Type: TypeUint16, Size: 1, Offset: 2, Units: "Ah", SF: 46, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WHRtg", Label: "Nameplate Energy Capacity", Type: TypeUint16, Size: 1, Offset: 3, Units: "Wh", SF: 47, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WChaRteMax", Label: "Nameplate Max Charge Rate", Type: TypeUint16, Size: 1, Offset: 4, Units: "W", SF: 48, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "WDisChaRteMax", Label: "Nameplate Max Discharge Rate", Type: TypeUint16, Size: 1, Offset: 5, Units: "W", SF: 48, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "DisChaRte", Label: "Self Discharge Rate", Type: TypeUint16, Size: 1, Offset: 6, Units: "%WHRtg", SF: 49, SFUp: 0, Fixed: -1},
-		{Name: "SoCMax", Label: "Nameplate Max SoC", Type: TypeUint16, Size: 1, Offset: 7, Units: "%WHRtg", SF: 50, SFUp: 0, Fixed: -1},
-		{Name: "SoCMin", Label: "Nameplate Min SoC", Type: TypeUint16, Size: 1, Offset: 8, Units: "%WHRtg", SF: 50, SFUp: 0, Fixed: -1},
-		{Name: "SocRsvMax", Label: "Max Reserve Percent", Type: TypeUint16, Size: 1, Offset: 9, Units: "%WHRtg", SF: 50, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "SoCRsvMin", Label: "Min Reserve Percent", Type: TypeUint16, Size: 1, Offset: 10, Units: "%WHRtg", SF: 50, SFUp: 0, Writable: true, Fixed: -1},
-		{Name: "SoC", Label: "State of Charge", Type: TypeUint16, Size: 1, Offset: 11, Units: "%WHRtg", SF: 50, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "DoD", Label: "Depth of Discharge", Type: TypeUint16, Size: 1, Offset: 12, Units: "%", SF: 51, SFUp: 0, Fixed: -1},
-		{Name: "SoH", Label: "State of Health", Type: TypeUint16, Size: 1, Offset: 13, Units: "%", SF: 52, SFUp: 0, Fixed: -1},
-		{Name: "NCyc", Label: "Cycle Count", Type: TypeUint32, Size: 2, Offset: 14, SF: NoScale, Fixed: -1},
-		{Name: "ChaSt", Label: "Charge Status", Type: TypeEnum16, Size: 1, Offset: 16, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"OFF", 1}, {"EMPTY", 2}, {"DISCHARGING", 3}, {"CHARGING", 4}, {"FULL", 5}, {"HOLDING", 6}, {"TESTING", 7}}},
-		{Name: "LocRemCtl", Label: "Control Mode", Type: TypeEnum16, Size: 1, Offset: 17, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"REMOTE", 0}, {"LOCAL", 1}}},
-		{Name: "Hb", Label: "Battery Heartbeat", Type: TypeUint16, Size: 1, Offset: 18, SF: NoScale, Fixed: -1},
-		{Name: "CtrlHb", Label: "Controller Heartbeat", Type: TypeUint16, Size: 1, Offset: 19, SF: NoScale, Writable: true, Fixed: -1},
-		{Name: "AlmRst", Label: "Alarm Reset", Type: TypeUint16, Size: 1, Offset: 20, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1},
-		{Name: "Typ", Label: "Battery Type", Type: TypeEnum16, Size: 1, Offset: 21, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"NOT APPLICABLE_UNKNOWN", 0}, {"LEAD_ACID", 1}, {"NICKEL_METAL_HYDRATE", 2}, {"NICKEL_CADMIUM", 3}, {"LITHIUM_ION", 4}, {"CARBON_ZINC", 5}, {"ZINC_CHLORIDE", 6}, {"ALKALINE", 7}, {"RECHARGEABLE_ALKALINE", 8}, {"SODIUM_SULFUR", 9}, {"FLOW", 10}, {"OTHER", 99}}},
-		{Name: "State", Label: "State of the Battery Bank", Type: TypeEnum16, Size: 1, Offset: 22, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"DISCONNECTED", 1}, {"INITIALIZING", 2}, {"CONNECTED", 3}, {"STANDBY", 4}, {"SOC PROTECTION", 5}, {"SUSPENDING", 6}, {"FAULT", 99}}},
-		{Name: "StateVnd", Label: "Vendor Battery Bank State", Type: TypeEnum16, Size: 1, Offset: 23, SF: NoScale, Fixed: -1},
-		{Name: "WarrDt", Label: "Warranty Date", Type: TypeUint32, Size: 2, Offset: 24, SF: NoScale, Fixed: -1},
-		{Name: "Evt1", Label: "Battery Event 1 Bitfield", Type: TypeBitfield32, Size: 2, Offset: 26, SF: NoScale, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"COMMUNICATION_ERROR", 0}, {"OVER_TEMP_ALARM", 1}, {"OVER_TEMP_WARNING", 2}, {"UNDER_TEMP_ALARM", 3}, {"UNDER_TEMP_WARNING", 4}, {"OVER_CHARGE_CURRENT_ALARM", 5}, {"OVER_CHARGE_CURRENT_WARNING", 6}, {"OVER_DISCHARGE_CURRENT_ALARM", 7}, {"OVER_DISCHARGE_CURRENT_WARNING", 8}, {"OVER_VOLT_ALARM", 9}, {"OVER_VOLT_WARNING", 10}, {"UNDER_VOLT_ALARM", 11}, {"UNDER_VOLT_WARNING", 12}, {"UNDER_SOC_MIN_ALARM", 13}, {"UNDER_SOC_MIN_WARNING", 14}, {"OVER_SOC_MAX_ALARM", 15}, {"OVER_SOC_MAX_WARNING", 16}, {"VOLTAGE_IMBALANCE_WARNING", 17}, {"TEMPERATURE_IMBALANCE_ALARM", 18}, {"TEMPERATURE_IMBALANCE_WARNING", 19}, {"CONTACTOR_ERROR", 20}, {"FAN_ERROR", 21}, {"GROUND_FAULT", 22}, {"OPEN_DOOR_ERROR", 23}, {"CURRENT_IMBALANCE_WARNING", 24}, {"OTHER_ALARM", 25}, {"OTHER_WARNING", 26}, {"RESERVED_1", 27}, {"CONFIGURATION_ALARM", 28}, {"CONFIGURATION_WARNING", 29}}},
-		{Name: "Evt2", Label: "Battery Event 2 Bitfield", Type: TypeBitfield32, Size: 2, Offset: 28, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd1", Label: "Vendor Event Bitfield 1", Type: TypeBitfield32, Size: 2, Offset: 30, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "EvtVnd2", Label: "Vendor Event Bitfield 2", Type: TypeBitfield32, Size: 2, Offset: 32, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "V", Label: "External Battery Voltage", Type: TypeUint16, Size: 1, Offset: 34, Units: "V", SF: 53, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "VMax", Label: "Max Battery Voltage", Type: TypeUint16, Size: 1, Offset: 35, Units: "V", SF: 53, SFUp: 0, Fixed: -1},
-		{Name: "VMin", Label: "Min Battery Voltage", Type: TypeUint16, Size: 1, Offset: 36, Units: "V", SF: 53, SFUp: 0, Fixed: -1},
-		{Name: "CellVMax", Label: "Max Cell Voltage", Type: TypeUint16, Size: 1, Offset: 37, Units: "V", SF: 54, SFUp: 0, Fixed: -1},
-		{Name: "CellVMaxStr", Label: "Max Cell Voltage String", Type: TypeUint16, Size: 1, Offset: 38, SF: NoScale, Fixed: -1},
-		{Name: "CellVMaxMod", Label: "Max Cell Voltage Module", Type: TypeUint16, Size: 1, Offset: 39, SF: NoScale, Fixed: -1},
-		{Name: "CellVMin", Label: "Min Cell Voltage", Type: TypeUint16, Size: 1, Offset: 40, Units: "V", SF: 54, SFUp: 0, Fixed: -1},
-		{Name: "CellVMinStr", Label: "Min Cell Voltage String", Type: TypeUint16, Size: 1, Offset: 41, SF: NoScale, Fixed: -1},
-		{Name: "CellVMinMod", Label: "Min Cell Voltage Module", Type: TypeUint16, Size: 1, Offset: 42, SF: NoScale, Fixed: -1},
-		{Name: "CellVAvg", Label: "Average Cell Voltage", Type: TypeUint16, Size: 1, Offset: 43, Units: "V", SF: 54, SFUp: 0, Fixed: -1},
-		{Name: "A", Label: "Total DC Current", Type: TypeInt16, Size: 1, Offset: 44, Units: "A", SF: 55, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "AChaMax", Label: "Max Charge Current", Type: TypeUint16, Size: 1, Offset: 45, Units: "A", SF: 56, SFUp: 0, Fixed: -1},
-		{Name: "ADisChaMax", Label: "Max Discharge Current", Type: TypeUint16, Size: 1, Offset: 46, Units: "A", SF: 56, SFUp: 0, Fixed: -1},
-		{Name: "W", Label: "Total Power", Type: TypeInt16, Size: 1, Offset: 47, Units: "W", SF: 57, SFUp: 0, Mandatory: true, Fixed: -1},
-		{Name: "ReqInvState", Label: "Inverter State Request", Type: TypeEnum16, Size: 1, Offset: 48, SF: NoScale, Fixed: -1, Symbols: []Symbol{{"NO REQUEST", 0}, {"START", 1}, {"STOP", 2}}},
-		{Name: "ReqW", Label: "Battery Power Request", Type: TypeInt16, Size: 1, Offset: 49, Units: "W", SF: 57, SFUp: 0, Fixed: -1},
-		{Name: "SetOp", Label: "Set Operation", Type: TypeEnum16, Size: 1, Offset: 50, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"CONNECT", 1}, {"DISCONNECT", 2}}},
-		{Name: "SetInvState", Label: "Set Inverter State", Type: TypeEnum16, Size: 1, Offset: 51, SF: NoScale, Writable: true, Mandatory: true, Fixed: -1, Symbols: []Symbol{{"INVERTER_STOPPED", 1}, {"INVERTER_STANDBY", 2}, {"INVERTER_STARTED", 3}}},
-		{Name: "AHRtg_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 52, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WHRtg_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 53, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "WChaDisChaMax_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 54, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DisChaRte_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 55, SF: NoScale, Fixed: -1},
-		{Name: "SoC_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 56, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "DoD_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 57, SF: NoScale, Fixed: -1},
-		{Name: "SoH_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 58, SF: NoScale, Fixed: -1},
-		{Name: "V_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 59, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "CellV_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 60, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "A_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 61, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "AMax_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 62, SF: NoScale, Mandatory: true, Fixed: -1},
-		{Name: "W_SF", Label: "", Type: TypeSunssf, Size: 1, Offset: 63, SF: NoScale, Fixed: -1},
-	},
-		FixedLen: 64,
-	}},
-}
+// modelData holds every model definition as records of tab-separated
+// fields, one a line, which tables.go decodes at the first lookup.
+const modelData = "" +
+	"M\t1\tcommon\tCommon\n" +
+	"G\tcommon\t0\t\t0\t0\t68\t9\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t1\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tMn\tManufacturer\tstring\t16\t2\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tMd\tModel\tstring\t16\t18\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tOpt\tOptions\tstring\t8\t34\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVr\tVersion\tstring\t8\t42\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tSN\tSerial Number\tstring\t16\t50\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDA\tDevice Address\tuint16\t1\t66\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t67\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"M\t101\tinverter_single_phase\tInverter (Single Phase)\n" +
+	"G\tinverter_single_phase\t0\t\t0\t0\t52\t45\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t101\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tuint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tuint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tuint16\t1\t4\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tuint16\t1\t5\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tuint16\t1\t7\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tuint16\t1\t8\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tuint16\t1\t9\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tuint16\t1\t10\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tuint16\t1\t11\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tuint16\t1\t12\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t13\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t14\tW\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tuint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t18\tVA\t19\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t19\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tint16\t1\t20\tvar\t21\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr_SF\t\tsunssf\t1\t21\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t22\tPct\t23\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t23\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tacc32\t2\t24\tWh\t25\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWH_SF\t\tsunssf\t1\t26\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tuint16\t1\t27\tA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA_SF\t\tsunssf\t1\t28\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tuint16\t1\t29\tV\t29\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV_SF\t\tsunssf\t1\t30\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tint16\t1\t31\tW\t31\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tint16\t1\t33\tC\t36\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tint16\t1\t34\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tint16\t1\t35\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tint16\t1\t36\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmp_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t38\t\t-1\t0\t0\t0\tM\t-1\t8\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t39\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t40\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t42\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t44\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t46\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t48\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t50\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t102\tinverter_split_phase\tInverter (Split-Phase)\n" +
+	"G\tinverter_split_phase\t0\t\t0\t0\t52\t45\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t102\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tuint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tuint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tuint16\t1\t4\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tuint16\t1\t5\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tuint16\t1\t7\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tuint16\t1\t8\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tuint16\t1\t9\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tuint16\t1\t10\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tuint16\t1\t11\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tuint16\t1\t12\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t13\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t14\tW\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tuint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t18\tVA\t19\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t19\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tint16\t1\t20\tvar\t21\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr_SF\t\tsunssf\t1\t21\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t22\tPct\t23\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t23\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tacc32\t2\t24\tWh\t25\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWH_SF\t\tsunssf\t1\t26\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tuint16\t1\t27\tA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA_SF\t\tsunssf\t1\t28\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tuint16\t1\t29\tV\t29\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV_SF\t\tsunssf\t1\t30\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tint16\t1\t31\tW\t31\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tint16\t1\t33\tC\t36\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tint16\t1\t34\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tint16\t1\t35\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tint16\t1\t36\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmp_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t38\t\t-1\t0\t0\t0\tM\t-1\t8\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t39\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t40\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t42\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t44\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t46\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t48\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t50\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t103\tinverter_three_phase\tInverter (Three Phase)\n" +
+	"G\tinverter_three_phase\t0\t\t0\t0\t52\t45\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t103\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tuint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tuint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tuint16\t1\t4\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tuint16\t1\t5\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tuint16\t1\t7\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tuint16\t1\t8\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tuint16\t1\t9\tV\t13\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tuint16\t1\t10\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tuint16\t1\t11\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tuint16\t1\t12\tV\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t13\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t14\tW\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tuint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t18\tVA\t19\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t19\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tint16\t1\t20\tvar\t21\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr_SF\t\tsunssf\t1\t21\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t22\tPct\t23\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t23\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tacc32\t2\t24\tWh\t25\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWH_SF\t\tsunssf\t1\t26\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tuint16\t1\t27\tA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA_SF\t\tsunssf\t1\t28\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tuint16\t1\t29\tV\t29\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV_SF\t\tsunssf\t1\t30\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tint16\t1\t31\tW\t31\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tint16\t1\t33\tC\t36\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tint16\t1\t34\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tint16\t1\t35\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tint16\t1\t36\tC\t36\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmp_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t38\t\t-1\t0\t0\t0\tM\t-1\t8\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t39\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t40\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t42\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t44\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t46\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t48\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t50\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t111\tinverter_single_phase_float\tInverter (Single Phase) FLOAT\n" +
+	"G\tinverter_single_phase_float\t0\t\t0\t0\t62\t33\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t111\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t10\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t12\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t14\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t18\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t20\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t22\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t24\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t26\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tfloat32\t2\t28\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t30\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tfloat32\t2\t32\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tfloat32\t2\t34\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tfloat32\t2\t36\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tfloat32\t2\t38\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tfloat32\t2\t40\tC\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tfloat32\t2\t42\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tfloat32\t2\t44\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tfloat32\t2\t46\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t48\t\t-1\t0\t0\t0\tM\t-1\t8\tggOFF\t1\tggSLEEPING\t2\tggSTARTING\t3\tggMPPT\t4\tggTHROTTLED\t5\tggSHUTTING_DOWN\t6\tggFAULT\t7\tggSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t49\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t50\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t52\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t54\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t56\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t58\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t60\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t112\tinverter_split_phase_float\tInverter (Split Phase) FLOAT\n" +
+	"G\tinverter_split_phase_float\t0\t\t0\t0\t62\t33\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t112\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t10\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t12\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t14\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t18\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t20\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t22\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t24\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t26\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tfloat32\t2\t28\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t30\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tfloat32\t2\t32\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tfloat32\t2\t34\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tfloat32\t2\t36\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tfloat32\t2\t38\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tfloat32\t2\t40\tC\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tfloat32\t2\t42\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tfloat32\t2\t44\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tfloat32\t2\t46\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t48\t\t-1\t0\t0\t0\tM\t-1\t8\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t49\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t50\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t52\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t54\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t56\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t58\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t60\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t113\tinverter_three_phase_float\tInverter (Three Phase) FLOAT\n" +
+	"G\tinverter_three_phase_float\t0\t\t0\t0\t62\t33\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t113\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t10\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t12\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t14\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t18\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t20\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t22\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t24\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t26\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAr\tVAr\tfloat32\t2\t28\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t30\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWH\tWattHours\tfloat32\t2\t32\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDCA\tDC Amps\tfloat32\t2\t34\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tfloat32\t2\t36\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Watts\tfloat32\t2\t38\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tfloat32\t2\t40\tC\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tfloat32\t2\t42\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tfloat32\t2\t44\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tfloat32\t2\t46\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSt\tOperating State\tenum16\t1\t48\t\t-1\t0\t0\t0\tM\t-1\t8\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\n" +
+	"P\tStVnd\tVendor Operating State\tenum16\t1\t49\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tEvent1\tbitfield32\t2\t50\t\t-1\t0\t0\t0\tM\t-1\t16\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\n" +
+	"P\tEvt2\tEvent Bitfield 2\tbitfield32\t2\t52\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t54\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t56\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd3\tVendor Event Bitfield 3\tbitfield32\t2\t58\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvtVnd4\tVendor Event Bitfield 4\tbitfield32\t2\t60\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t120\tnameplate\tNameplate\n" +
+	"G\tnameplate\t0\t\t0\t0\t28\t28\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t120\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDERTyp\tDERTyp\tenum16\t1\t2\t\t-1\t0\t0\t0\tM\t-1\t2\tPV\t4\tPV_STOR\t82\n" +
+	"P\tWRtg\tWRtg\tuint16\t1\t3\tW\t4\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWRtg_SF\tWRtg_SF\tsunssf\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVARtg\tVARtg\tuint16\t1\t5\tVA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVARtg_SF\tVARtg_SF\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArRtgQ1\tVArRtgQ1\tint16\t1\t7\tvar\t11\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArRtgQ2\tVArRtgQ2\tint16\t1\t8\tvar\t11\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArRtgQ3\tVArRtgQ3\tint16\t1\t9\tvar\t11\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArRtgQ4\tVArRtgQ4\tint16\t1\t10\tvar\t11\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArRtg_SF\tVArRtg_SF\tsunssf\t1\t11\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tARtg\tARtg\tuint16\t1\t12\tA\t13\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tARtg_SF\tARtg_SF\tsunssf\t1\t13\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPFRtgQ1\tPFRtgQ1\tint16\t1\t14\tcos()\t18\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPFRtgQ2\tPFRtgQ2\tint16\t1\t15\tcos()\t18\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPFRtgQ3\tPFRtgQ3\tint16\t1\t16\tcos()\t18\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPFRtgQ4\tPFRtgQ4\tint16\t1\t17\tcos()\t18\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPFRtg_SF\tPFRtg_SF\tsunssf\t1\t18\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWHRtg\tWHRtg\tuint16\t1\t19\tWh\t20\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWHRtg_SF\tWHRtg_SF\tsunssf\t1\t20\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAhrRtg\tAhrRtg\tuint16\t1\t21\tAH\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAhrRtg_SF\tAhrRtg_SF\tsunssf\t1\t22\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMaxChaRte\tMaxChaRte\tuint16\t1\t23\tW\t24\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMaxChaRte_SF\tMaxChaRte_SF\tsunssf\t1\t24\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMaxDisChaRte\tMaxDisChaRte\tuint16\t1\t25\tW\t26\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMaxDisChaRte_SF\tMaxDisChaRte_SF\tsunssf\t1\t26\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPad\tPad\tpad\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t121\tsettings\tBasic Settings\n" +
+	"G\tsettings\t0\t\t0\t0\t32\t32\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t121\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tWMax\tWMax\tuint16\t1\t2\tW\t22\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tVRef\tVRef\tuint16\t1\t3\tV\t23\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tVRefOfs\tVRefOfs\tint16\t1\t4\tV\t24\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tVMax\tVMax\tuint16\t1\t5\tV\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVMin\tVMin\tuint16\t1\t6\tV\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVAMax\tVAMax\tuint16\t1\t7\tVA\t26\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArMaxQ1\tVArMaxQ1\tint16\t1\t8\tvar\t27\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArMaxQ2\tVArMaxQ2\tint16\t1\t9\tvar\t27\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArMaxQ3\tVArMaxQ3\tint16\t1\t10\tvar\t27\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArMaxQ4\tVArMaxQ4\tint16\t1\t11\tvar\t27\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWGra\tWGra\tuint16\t1\t12\t% WMax/sec\t28\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFMinQ1\tPFMinQ1\tint16\t1\t13\tcos()\t29\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFMinQ2\tPFMinQ2\tint16\t1\t14\tcos()\t29\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFMinQ3\tPFMinQ3\tint16\t1\t15\tcos()\t29\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFMinQ4\tPFMinQ4\tint16\t1\t16\tcos()\t29\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArAct\tVArAct\tenum16\t1\t17\t\t-1\t0\t0\t0\tW\t-1\t2\tSWITCH\t1\tMAINTAIN\t2\n" +
+	"P\tClcTotVA\tClcTotVA\tenum16\t1\t18\t\t-1\t0\t0\t0\tW\t-1\t2\tVECTOR\t1\tARITHMETIC\t2\n" +
+	"P\tMaxRmpRte\tMaxRmpRte\tuint16\t1\t19\t% WGra\t30\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tECPNomHz\tECPNomHz\tuint16\t1\t20\tHz\t31\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tConnPh\tConnPh\tenum16\t1\t21\t\t-1\t0\t0\t0\tW\t-1\t3\tA\t1\tB\t2\tC\t3\n" +
+	"P\tWMax_SF\tWMax_SF\tsunssf\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVRef_SF\tVRef_SF\tsunssf\t1\t23\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVRefOfs_SF\tVRefOfs_SF\tsunssf\t1\t24\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVMinMax_SF\tVMinMax_SF\tsunssf\t1\t25\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAMax_SF\tVAMax_SF\tsunssf\t1\t26\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVArMax_SF\tVArMax_SF\tsunssf\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWGra_SF\tWGra_SF\tsunssf\t1\t28\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFMin_SF\tPFMin_SF\tsunssf\t1\t29\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMaxRmpRte_SF\tMaxRmpRte_SF\tsunssf\t1\t30\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tECPNomHz_SF\tECPNomHz_SF\tsunssf\t1\t31\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t122\tstatus\tMeasurements_Status\n" +
+	"G\tstatus\t0\t\t0\t0\t46\t22\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t122\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tPVConn\tPVConn\tbitfield16\t1\t2\t\t-1\t0\t0\t0\tM\t-1\t4\tCONNECTED\t0\tAVAILABLE\t1\tOPERATING\t2\tTEST\t3\n" +
+	"P\tStorConn\tStorConn\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tM\t-1\t4\tCONNECTED\t0\tAVAILABLE\t1\tOPERATING\t2\tTEST\t3\n" +
+	"P\tECPConn\tECPConn\tbitfield16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t1\tCONNECTED\t0\n" +
+	"P\tActWh\tActWh\tacc64\t4\t5\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tActVAh\tActVAh\tacc64\t4\t9\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tActVArhQ1\tActVArhQ1\tacc64\t4\t13\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tActVArhQ2\tActVArhQ2\tacc64\t4\t17\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tActVArhQ3\tActVArhQ3\tacc64\t4\t21\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tActVArhQ4\tActVArhQ4\tacc64\t4\t25\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVArAval\tVArAval\tint16\t1\t29\tvar\t12\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVArAval_SF\tVArAval_SF\tsunssf\t1\t30\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWAval\tWAval\tuint16\t1\t31\tvar\t14\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWAval_SF\tWAval_SF\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tStSetLimMsk\tStSetLimMsk\tbitfield32\t2\t33\t\t-1\t0\t0\t0\t-\t-1\t11\tWMax\t0\tVAMax\t1\tVArAval\t2\tVArMaxQ1\t3\tVArMaxQ2\t4\tVArMaxQ3\t5\tVArMaxQ4\t6\tPFMinQ1\t7\tPFMinQ2\t8\tPFMinQ3\t9\tPFMinQ4\t10\n" +
+	"P\tStActCtl\tStActCtl\tbitfield32\t2\t35\t\t-1\t0\t0\t0\t-\t-1\t14\tFixedW\t0\tFixedVAR\t1\tFixedPF\t2\tVolt-VAr\t3\tFreq-Watt-Param\t4\tFreq-Watt-Curve\t5\tDyn-Reactive-Current\t6\tLVRT\t7\tHVRT\t8\tWatt-PF\t9\tVolt-Watt\t10\tScheduled\t12\tLFRT\t13\tHFRT\t14\n" +
+	"P\tTmSrc\tTmSrc\tstring\t4\t37\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTms\tTms\tuint32\t2\t41\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRtSt\tRtSt\tbitfield16\t1\t43\t\t-1\t0\t0\t0\t-\t-1\t4\tLVRT_ACTIVE\t0\tHVRT_ACTIVE\t1\tLFRT_ACTIVE\t2\tHFRT_ACTIVE\t3\n" +
+	"P\tRis\tRis\tuint16\t1\t44\tohms\t21\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRis_SF\tRis_SF\tsunssf\t1\t45\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t123\tcontrols\tImmediate Controls\n" +
+	"G\tcontrols\t0\t\t0\t0\t26\t26\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t123\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tConn_WinTms\tConn_WinTms\tuint16\t1\t2\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tConn_RvrtTms\tConn_RvrtTms\tuint16\t1\t3\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tConn\tConn\tenum16\t1\t4\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISCONNECT\t0\tCONNECT\t1\n" +
+	"P\tWMaxLimPct\tWMaxLimPct\tuint16\t1\t5\t% WMax\t23\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tWMaxLimPct_WinTms\tWMaxLimPct_WinTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLimPct_RvrtTms\tWMaxLimPct_RvrtTms\tuint16\t1\t7\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLimPct_RmpTms\tWMaxLimPct_RmpTms\tuint16\t1\t8\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLim_Ena\tWMaxLim_Ena\tenum16\t1\t9\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tOutPFSet\tOutPFSet\tint16\t1\t10\tcos()\t24\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tOutPFSet_WinTms\tOutPFSet_WinTms\tuint16\t1\t11\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tOutPFSet_RvrtTms\tOutPFSet_RvrtTms\tuint16\t1\t12\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tOutPFSet_RmpTms\tOutPFSet_RmpTms\tuint16\t1\t13\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tOutPFSet_Ena\tOutPFSet_Ena\tenum16\t1\t14\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tVArWMaxPct\tVArWMaxPct\tint16\t1\t15\t% WMax\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArMaxPct\tVArMaxPct\tint16\t1\t16\t% VArMax\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArAvalPct\tVArAvalPct\tint16\t1\t17\t% VArAval\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArPct_WinTms\tVArPct_WinTms\tuint16\t1\t18\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArPct_RvrtTms\tVArPct_RvrtTms\tuint16\t1\t19\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArPct_RmpTms\tVArPct_RmpTms\tuint16\t1\t20\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVArPct_Mod\tVArPct_Mod\tenum16\t1\t21\t\t-1\t0\t0\t0\tW\t-1\t4\tNONE\t0\tWMax\t1\tVArMax\t2\tVArAval\t3\n" +
+	"P\tVArPct_Ena\tVArPct_Ena\tenum16\t1\t22\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tWMaxLimPct_SF\tWMaxLimPct_SF\tsunssf\t1\t23\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tOutPFSet_SF\tOutPFSet_SF\tsunssf\t1\t24\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVArPct_SF\tVArPct_SF\tsunssf\t1\t25\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t124\tstorage_basic\tStorage\n" +
+	"G\tstorage_basic\t0\t\t0\t0\t26\t26\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t124\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tWChaMax\tWChaMax\tuint16\t1\t2\tW\t18\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tWChaGra\tWChaGra\tuint16\t1\t3\t% WChaMax/sec\t19\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tWDisChaGra\tWDisChaGra\tuint16\t1\t4\t% WChaMax/sec\t19\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tStorCtl_Mod\tStorCtl_Mod\tbitfield16\t1\t5\t\t-1\t0\t0\t0\tWM\t-1\t2\tCHARGE\t0\tDiSCHARGE\t1\n" +
+	"P\tVAChaMax\tVAChaMax\tuint16\t1\t6\tVA\t20\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tMinRsvPct\tMinRsvPct\tuint16\t1\t7\t% WChaMax\t21\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tChaState\tChaState\tuint16\t1\t8\t% AhrRtg\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tStorAval\tStorAval\tuint16\t1\t9\tAH\t23\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tInBatV\tInBatV\tuint16\t1\t10\tV\t24\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tChaSt\tChaSt\tenum16\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t7\tOFF\t1\tEMPTY\t2\tDISCHARGING\t3\tCHARGING\t4\tFULL\t5\tHOLDING\t6\tTESTING\t7\n" +
+	"P\tOutWRte\tOutWRte\tint16\t1\t12\t% WDisChaMax\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tInWRte\tInWRte\tint16\t1\t13\t % WChaMax\t25\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tInOutWRte_WinTms\tInOutWRte_WinTms\tuint16\t1\t14\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tInOutWRte_RvrtTms\tInOutWRte_RvrtTms\tuint16\t1\t15\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tInOutWRte_RmpTms\tInOutWRte_RmpTms\tuint16\t1\t16\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tChaGriSet\t\tenum16\t1\t17\t\t-1\t0\t0\t0\tW\t-1\t2\tPV\t0\tGRID\t1\n" +
+	"P\tWChaMax_SF\tWChaMax_SF\tsunssf\t1\t18\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWChaDisChaGra_SF\tWChaDisChaGra_SF\tsunssf\t1\t19\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVAChaMax_SF\tVAChaMax_SF\tsunssf\t1\t20\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tMinRsvPct_SF\tMinRsvPct_SF\tsunssf\t1\t21\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tChaState_SF\tChaState_SF\tsunssf\t1\t22\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tStorAval_SF\tStorAval_SF\tsunssf\t1\t23\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tInBatV_SF\tInBatV_SF\tsunssf\t1\t24\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tInOutWRte_SF\tInOutWRte_SF\tsunssf\t1\t25\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t126\tvolt_var\tStatic Volt-VAR\n" +
+	"G\tvolt_var\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t126\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\tV_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDeptRef_SF\tDeptRef_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tRmpIncDec_SF\t\tsunssf\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t54\t47\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tDeptRef\tDeptRef\tenum16\t1\t1\t\t-1\t0\t0\t0\tWM\t-1\t3\tWMax\t1\tVArMax\t2\tVArAval\t3\n" +
+	"P\tV1\tV1\tuint16\t1\t2\t% VRef\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tVAr1\tVAr1\tint16\t1\t3\t\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tV2\tV2\tuint16\t1\t4\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr2\tVAr2\tint16\t1\t5\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV3\tV3\tuint16\t1\t6\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr3\tVAr3\tint16\t1\t7\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV4\tV4\tuint16\t1\t8\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr4\tVAr4\tint16\t1\t9\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV5\tV5\tuint16\t1\t10\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr5\tVAr5\tint16\t1\t11\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV6\tV6\tuint16\t1\t12\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr6\tVAr6\tint16\t1\t13\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV7\tV7\tuint16\t1\t14\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr7\tVAr7\tint16\t1\t15\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV8\tV8\tuint16\t1\t16\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr8\tVAr8\tint16\t1\t17\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV9\tV9\tuint16\t1\t18\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr9\tVAr9\tint16\t1\t19\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV10\tV10\tuint16\t1\t20\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr10\tVAr10\tint16\t1\t21\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV11\tV11\tuint16\t1\t22\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr11\tVAr11\tint16\t1\t23\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV12\tV12\tuint16\t1\t24\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr12\tVAr12\tint16\t1\t25\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV13\tV13\tuint16\t1\t26\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr13\tVAr13\tint16\t1\t27\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV14\tV14\tuint16\t1\t28\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr14\tVAr14\tint16\t1\t29\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV15\tV15\tuint16\t1\t30\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr15\tVAr15\tint16\t1\t31\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV16\tV16\tuint16\t1\t32\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr16\tVAr16\tint16\t1\t33\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV17\tV17\tuint16\t1\t34\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr17\tVAr17\tint16\t1\t35\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV18\tV18\tuint16\t1\t36\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr18\tVAr18\tint16\t1\t37\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV19\tV19\tuint16\t1\t38\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr19\tVAr19\tint16\t1\t39\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV20\tV20\tuint16\t1\t40\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVAr20\tVAr20\tint16\t1\t41\t\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t42\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t50\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpDecTmm\tRmpDecTmm\tuint16\t1\t51\t% ref_value/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpIncTmm\tRmpIncTmm\tuint16\t1\t52\t% ref_value/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t53\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t127\tfreq_watt_param\tFreq-Watt Param\n" +
+	"G\tfreq_watt_param\t0\t\t0\t0\t12\t12\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t127\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tWGra\tWGra\tuint16\t1\t2\t% PM/Hz\t8\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tHzStr\tHzStr\tint16\t1\t3\tHz\t9\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tHzStop\tHzStop\tint16\t1\t4\tHz\t9\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tHysEna\tHysEna\tbitfield16\t1\t5\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t6\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tHzStopWGra\tHzStopWGra\tuint16\t1\t7\t% WMax/min\t10\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWGra_SF\tWGra_SF\tsunssf\t1\t8\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tHzStrStop_SF\tHzStrStop_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRmpIncDec_SF\tRmpIncDec_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t128\treactive_current\tDynamic Reactive Current\n" +
+	"G\treactive_current\t0\t\t0\t0\t16\t16\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t128\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tArGraMod\tArGraMod\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tEDGE\t0\tCENTER\t1\n" +
+	"P\tArGraSag\tArGraSag\tuint16\t1\t3\t%ARtg/%dV\t13\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tArGraSwell\tArGraSwell\tuint16\t1\t4\t%ARtg/%dV\t13\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t5\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tFilTms\tFilTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tDbVMin\tDbVMin\tuint16\t1\t7\t% VRef\t14\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tDbVMax\tDbVMax\tuint16\t1\t8\t% VRef\t14\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tBlkZnV\tBlkZnV\tuint16\t1\t9\t% VRef\t14\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tHysBlkZnV\tHysBlkZnV\tuint16\t1\t10\t% VRef\t14\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tBlkZnTmms\tBlkZnTmms\tuint16\t1\t11\tmSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tHoldTmms\tHoldTmms\tuint16\t1\t12\tmSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tArGra_SF\tArGra_SF\tsunssf\t1\t13\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVRefPct_SF\tVRefPct_SF\tsunssf\t1\t14\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t15\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t129\tlvrt\tLVRTD\n" +
+	"G\tlvrt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t129\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTms_SF\tTms_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\tV_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t50\t43\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms1\tTms1\tuint16\t1\t1\tSecs\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tV1\tV1\tuint16\t1\t2\t% VRef\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms2\tTms2\tuint16\t1\t3\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV2\tV2\tuint16\t1\t4\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms3\tTms3\tuint16\t1\t5\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV3\tV3\tuint16\t1\t6\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms4\tTms4\tuint16\t1\t7\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV4\tV4\tuint16\t1\t8\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms5\tTms5\tuint16\t1\t9\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV5\tV5\tuint16\t1\t10\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms6\tTms6\tuint16\t1\t11\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV6\tV6\tuint16\t1\t12\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms7\tTms7\tuint16\t1\t13\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV7\tV7\tuint16\t1\t14\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms8\tTms8\tuint16\t1\t15\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV8\tV8\tuint16\t1\t16\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms9\tTms9\tuint16\t1\t17\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV9\tV9\tuint16\t1\t18\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms10\tTms10\tuint16\t1\t19\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV10\tV10\tuint16\t1\t20\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms11\tTms11\tuint16\t1\t21\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV11\tV11\tuint16\t1\t22\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms12\tTms12\tuint16\t1\t23\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV12\tV12\tuint16\t1\t24\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms13\tTms13\tuint16\t1\t25\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV13\tV13\tuint16\t1\t26\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms14\tTms14\tuint16\t1\t27\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV14\tV14\tuint16\t1\t28\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms15\tTms15\tuint16\t1\t29\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV15\tV15\tuint16\t1\t30\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms16\tTms16\tuint16\t1\t31\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV16\tV16\tuint16\t1\t32\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms17\tTms17\tuint16\t1\t33\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV17\tV17\tuint16\t1\t34\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms18\tTms18\tuint16\t1\t35\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV18\tV18\tuint16\t1\t36\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms19\tTms19\tuint16\t1\t37\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV19\tV19\tuint16\t1\t38\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms20\tTms20\tuint16\t1\t39\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV20\tV20\tuint16\t1\t40\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t41\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t49\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t130\thvrt\tHVRTD\n" +
+	"G\thvrt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t130\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTms_SF\tTms_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\tV_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t50\t43\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms1\tTms1\tuint16\t1\t1\tSecs\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tV1\tV1\tuint16\t1\t2\t% VRef\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms2\tTms2\tuint16\t1\t3\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV2\tV2\tuint16\t1\t4\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms3\tTms3\tuint16\t1\t5\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV3\tV3\tuint16\t1\t6\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms4\tTms4\tuint16\t1\t7\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV4\tV4\tuint16\t1\t8\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms5\tTms5\tuint16\t1\t9\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV5\tV5\tuint16\t1\t10\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms6\tTms6\tuint16\t1\t11\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV6\tV6\tuint16\t1\t12\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms7\tTms7\tuint16\t1\t13\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV7\tV7\tuint16\t1\t14\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms8\tTms8\tuint16\t1\t15\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV8\tV8\tuint16\t1\t16\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms9\tTms9\tuint16\t1\t17\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV9\tV9\tuint16\t1\t18\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms10\tTms10\tuint16\t1\t19\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV10\tV10\tuint16\t1\t20\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms11\tTms11\tuint16\t1\t21\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV11\tV11\tuint16\t1\t22\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms12\tTms12\tuint16\t1\t23\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV12\tV12\tuint16\t1\t24\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms13\tTms13\tuint16\t1\t25\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV13\tV13\tuint16\t1\t26\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms14\tTms14\tuint16\t1\t27\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV14\tV14\tuint16\t1\t28\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms15\tTms15\tuint16\t1\t29\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV15\tV15\tuint16\t1\t30\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms16\tTms16\tuint16\t1\t31\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV16\tV16\tuint16\t1\t32\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms17\tTms17\tuint16\t1\t33\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV17\tV17\tuint16\t1\t34\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms18\tTms18\tuint16\t1\t35\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV18\tV18\tuint16\t1\t36\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms19\tTms19\tuint16\t1\t37\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV19\tV19\tuint16\t1\t38\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms20\tTms20\tuint16\t1\t39\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV20\tV20\tuint16\t1\t40\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t41\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t49\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t132\tvolt_watt\tVolt-Watt\n" +
+	"G\tvolt_watt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t132\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\tV_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDeptRef_SF\tDeptRef_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tRmpIncDec_SF\tRmpIncDec_SF\tsunssf\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t54\t47\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tDeptRef\tDeptRef\tenum16\t1\t1\t\t-1\t0\t0\t0\tWM\t-1\t2\t%WMax\t1\t%WAval\t2\n" +
+	"P\tV1\tV1\tuint16\t1\t2\t% VRef\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tW1\tW1\tint16\t1\t3\t% VRef\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tV2\tV2\tuint16\t1\t4\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW2\tW2\tint16\t1\t5\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV3\tV3\tuint16\t1\t6\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW3\tW3\tint16\t1\t7\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV4\tV4\tuint16\t1\t8\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW4\tW4\tint16\t1\t9\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV5\tV5\tuint16\t1\t10\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW5\tW5\tint16\t1\t11\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV6\tV6\tuint16\t1\t12\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW6\tW6\tint16\t1\t13\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV7\tV7\tuint16\t1\t14\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW7\tW7\tint16\t1\t15\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV8\tV8\tuint16\t1\t16\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW8\tW8\tint16\t1\t17\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV9\tV9\tuint16\t1\t18\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW9\tW9\tint16\t1\t19\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV10\tV10\tuint16\t1\t20\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW10\tW10\tint16\t1\t21\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV11\tV11\tuint16\t1\t22\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW11\tW11\tint16\t1\t23\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV12\tV12\tuint16\t1\t24\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW12\tW12\tint16\t1\t25\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV13\tV13\tuint16\t1\t26\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW13\tW13\tint16\t1\t27\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV14\tV14\tuint16\t1\t28\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW14\tW14\tint16\t1\t29\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV15\tV15\tuint16\t1\t30\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW15\tW15\tint16\t1\t31\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV16\tV16\tuint16\t1\t32\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW16\tW16\tint16\t1\t33\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV17\tV17\tuint16\t1\t34\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW17\tW17\tint16\t1\t35\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV18\tV18\tuint16\t1\t36\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW18\tW18\tint16\t1\t37\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV19\tV19\tuint16\t1\t38\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW19\tW19\tint16\t1\t39\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tV20\tV20\tuint16\t1\t40\t% VRef\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW20\tW20\tint16\t1\t41\t% VRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t42\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpPt1Tms\tRmpPt1Tms\tuint16\t1\t50\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpDecTmm\tRmpDecTmm\tuint16\t1\t51\t% WMax/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpIncTmm\tRmpIncTmm\tuint16\t1\t52\t% WMax/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t53\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t134\tfreq_watt\tFreq-Watt Crv\n" +
+	"G\tfreq_watt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t134\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\tHz_SF\tsunssf\t1\t9\tSF\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW_SF\tW_SF\tsunssf\t1\t10\tSF\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tRmpIncDec_SF\tRmpIncDec_SF\tsunssf\t1\t11\tSF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t58\t51\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tHz1\tHz1\tuint16\t1\t1\tHz\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tW1\tW1\tint16\t1\t2\t% WRef\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tHz2\tHz2\tuint16\t1\t3\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW2\tW2\tint16\t1\t4\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz3\tHz3\tuint16\t1\t5\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW3\tW3\tint16\t1\t6\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz4\tHz4\tuint16\t1\t7\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW4\tW4\tint16\t1\t8\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz5\tHz5\tuint16\t1\t9\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW5\tW5\tint16\t1\t10\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz6\tHz6\tuint16\t1\t11\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW6\tW6\tint16\t1\t12\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz7\tHz7\tuint16\t1\t13\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW7\tW7\tint16\t1\t14\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz8\tHz8\tuint16\t1\t15\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW8\tW8\tint16\t1\t16\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz9\tHz9\tuint16\t1\t17\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW9\tW9\tint16\t1\t18\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz10\tHz10\tuint16\t1\t19\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW10\tW10\tint16\t1\t20\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz11\tHz11\tuint16\t1\t21\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW11\tW11\tint16\t1\t22\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz12\tHz12\tuint16\t1\t23\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW12\tW12\tint16\t1\t24\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz13\tHz13\tuint16\t1\t25\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW13\tW13\tint16\t1\t26\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz14\tHz14\tuint16\t1\t27\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW14\tW14\tint16\t1\t28\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz15\tHz15\tuint16\t1\t29\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW15\tW15\tint16\t1\t30\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz16\tHz16\tuint16\t1\t31\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW16\tW16\tint16\t1\t32\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz17\tHz17\tuint16\t1\t33\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW17\tW17\tint16\t1\t34\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz18\tHz18\tuint16\t1\t35\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW18\tW18\tint16\t1\t36\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz19\tHz19\tuint16\t1\t37\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW19\tW19\tint16\t1\t38\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz20\tHz20\tuint16\t1\t39\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tW20\tW20\tint16\t1\t40\t% WRef\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t41\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpPT1Tms\tRmpPT1Tms\tuint16\t1\t49\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpDecTmm\tRmpDecTmm\tuint16\t1\t50\t% WMax/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpIncTmm\tRmpIncTmm\tuint16\t1\t51\t% WMax/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpRsUp\tRmpRsUp\tuint16\t1\t52\t% WMax/min\t11\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tSnptW\tSnptW\tbitfield16\t1\t53\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tWRef\tWRef\tuint16\t1\t54\tW\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tWRefStrHz\tWRefStrHz\tuint16\t1\t55\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tWRefStopHz\tWRefStopHz\tuint16\t1\t56\tHz\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t57\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t135\tlfrt\tLFRT\n" +
+	"G\tlfrt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t135\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTms_SF\tTms_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\tHz_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t50\t43\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms1\tTms1\tuint16\t1\t1\tSecs\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tHz1\tHz1\tuint16\t1\t2\tHz\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms2\tTms2\tuint16\t1\t3\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz2\tHz2\tuint16\t1\t4\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms3\tTms3\tuint16\t1\t5\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz3\tHz3\tuint16\t1\t6\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms4\tTms4\tuint16\t1\t7\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz4\tHz4\tuint16\t1\t8\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms5\tTms5\tuint16\t1\t9\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz5\tHz5\tuint16\t1\t10\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms6\tTms6\tuint16\t1\t11\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz6\tHz6\tuint16\t1\t12\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms7\tTms7\tuint16\t1\t13\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz7\tHz7\tuint16\t1\t14\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms8\tTms8\tuint16\t1\t15\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz8\tHz8\tuint16\t1\t16\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms9\tTms9\tuint16\t1\t17\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz9\tHz9\tuint16\t1\t18\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms10\tTms10\tuint16\t1\t19\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz10\tHz10\tuint16\t1\t20\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms11\tTms11\tuint16\t1\t21\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz11\tHz11\tuint16\t1\t22\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms12\tTms12\tuint16\t1\t23\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz12\tHz12\tuint16\t1\t24\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms13\tTms13\tuint16\t1\t25\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz13\tHz13\tuint16\t1\t26\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms14\tTms14\tuint16\t1\t27\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz14\tHz14\tuint16\t1\t28\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms15\tTms15\tuint16\t1\t29\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz15\tHz15\tuint16\t1\t30\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms16\tTms16\tuint16\t1\t31\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz16\tHz16\tuint16\t1\t32\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms17\tTms17\tuint16\t1\t33\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz17\tHz17\tuint16\t1\t34\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms18\tTms18\tuint16\t1\t35\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz18\tHz18\tuint16\t1\t36\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms19\tTms19\tuint16\t1\t37\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz19\tHz19\tuint16\t1\t38\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms20\tTms20\tuint16\t1\t39\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz20\tHz20\tuint16\t1\t40\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t41\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t49\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t136\thfrt\tHFRT\n" +
+	"G\thfrt\t0\t\t0\t0\t12\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t136\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tActCrv\tActCrv\tuint16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tModEna\tModEna\tbitfield16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t1\tENABLED\t0\n" +
+	"P\tWinTms\tWinTms\tuint16\t1\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtTms\tRvrtTms\tuint16\t1\t5\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRmpTms\tRmpTms\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tNCrv\tNCrv\tuint16\t1\t7\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tNPt\tNPt\tuint16\t1\t8\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTms_SF\tTms_SF\tsunssf\t1\t9\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\tHz_SF\tsunssf\t1\t10\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPad\t\tpad\t1\t11\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tcurve\t1\t\t0\t0\t50\t43\t0\n" +
+	"P\tActPt\tActPt\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms1\tTms1\tuint16\t1\t1\tSecs\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tHz1\tHz1\tuint16\t1\t2\tHz\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tTms2\tTms2\tuint16\t1\t3\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz2\tHz2\tuint16\t1\t4\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms3\tTms3\tuint16\t1\t5\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz3\tHz3\tuint16\t1\t6\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms4\tTms4\tuint16\t1\t7\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz4\tHz4\tuint16\t1\t8\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms5\tTms5\tuint16\t1\t9\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz5\tHz5\tuint16\t1\t10\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms6\tTms6\tuint16\t1\t11\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz6\tHz6\tuint16\t1\t12\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms7\tTms7\tuint16\t1\t13\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz7\tHz7\tuint16\t1\t14\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms8\tTms8\tuint16\t1\t15\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz8\tHz8\tuint16\t1\t16\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms9\tTms9\tuint16\t1\t17\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz9\tHz9\tuint16\t1\t18\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms10\tTms10\tuint16\t1\t19\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz10\tHz10\tuint16\t1\t20\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms11\tTms11\tuint16\t1\t21\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz11\tHz11\tuint16\t1\t22\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms12\tTms12\tuint16\t1\t23\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz12\tHz12\tuint16\t1\t24\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms13\tTms13\tuint16\t1\t25\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz13\tHz13\tuint16\t1\t26\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms14\tTms14\tuint16\t1\t27\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz14\tHz14\tuint16\t1\t28\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms15\tTms15\tuint16\t1\t29\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz15\tHz15\tuint16\t1\t30\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms16\tTms16\tuint16\t1\t31\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz16\tHz16\tuint16\t1\t32\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms17\tTms17\tuint16\t1\t33\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz17\tHz17\tuint16\t1\t34\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms18\tTms18\tuint16\t1\t35\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz18\tHz18\tuint16\t1\t36\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms19\tTms19\tuint16\t1\t37\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz19\tHz19\tuint16\t1\t38\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tTms20\tTms20\tuint16\t1\t39\tSecs\t9\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tHz20\tHz20\tuint16\t1\t40\tHz\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tCrvNam\tCrvNam\tstring\t8\t41\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tReadOnly\tenum16\t1\t49\t\t-1\t0\t0\t0\tM\t-1\t2\tREADWRITE\t0\tREADONLY\t1\n" +
+	"M\t160\tmppt\tMultiple MPPT Inverter Extension Model\n" +
+	"G\tmppt\t0\t\t0\t0\t10\t9\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t160\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDCA_SF\tCurrent Scale Factor\tsunssf\t1\t2\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV_SF\tVoltage Scale Factor\tsunssf\t1\t3\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW_SF\tPower Scale Factor\tsunssf\t1\t4\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWH_SF\tEnergy Scale Factor\tsunssf\t1\t5\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tGlobal Events\tbitfield32\t2\t6\t\t-1\t0\t0\t0\t-\t-1\t23\tGROUND_FAULT\t0\tINPUT_OVER_VOLTAGE\t1\tRESERVED_2\t2\tDC_DISCONNECT\t3\tRESERVED_4\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tRESERVED_8\t8\tRESERVED_9\t9\tRESERVED_10\t10\tRESERVED_11\t11\tBLOWN_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tARC_DETECTION\t15\tRESERVED_16\t16\tRESERVED_17\t17\tRESERVED_18\t18\tRESERVED_19\t19\tTEST_FAILED\t20\tINPUT_UNDER_VOLTAGE\t21\tINPUT_OVER_CURRENT\t22\n" +
+	"P\tN\tNumber of Modules\tcount\t1\t8\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmsPer\tTimestamp Period\tuint16\t1\t9\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"G\tmodule\t1\t\t0\t0\t20\t10\t0\n" +
+	"P\tID\tInput ID\tuint16\t1\t0\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tIDStr\tInput ID String\tstring\t8\t1\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA\tDC Current\tuint16\t1\t9\tA\t2\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tuint16\t1\t10\tV\t3\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Power\tuint16\t1\t11\tW\t4\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWH\tLifetime Energy\tacc32\t2\t12\tWh\t5\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tTms\tTimestamp\tuint32\t2\t14\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmp\tTemperature\tint16\t1\t16\tC\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCSt\tOperating State\tenum16\t1\t17\t\t-1\t0\t0\t0\t-\t-1\t10\tOFF\t1\tSLEEPING\t2\tSTARTING\t3\tMPPT\t4\tTHROTTLED\t5\tSHUTTING_DOWN\t6\tFAULT\t7\tSTANDBY\t8\tTEST\t9\tRESERVED_10\t10\n" +
+	"P\tDCEvt\tModule Events\tbitfield32\t2\t18\t\t-1\t0\t0\t0\t-\t-1\t23\tGROUND_FAULT\t0\tINPUT_OVER_VOLTAGE\t1\tRESERVED_2\t2\tDC_DISCONNECT\t3\tRESERVED_4\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tRESERVED_8\t8\tRESERVED_9\t9\tRESERVED_10\t10\tRESERVED_11\t11\tBLOWN_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tARC_DETECTION\t15\tRESERVED_16\t16\tRESERVED_17\t17\tRESERVED_18\t18\tRESERVED_19\t19\tTEST_FAILED\t20\tINPUT_UNDER_VOLTAGE\t21\tINPUT_OVER_CURRENT\t22\n" +
+	"M\t201\tac_meter_an_or_ab\tMeter (Single Phase) single phase (AN or AB) meter\n" +
+	"G\tac_meter_an_or_ab\t0\t\t0\t0\t107\t74\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t201\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tint16\t1\t4\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tint16\t1\t5\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tint16\t1\t7\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tint16\t1\t8\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tint16\t1\t9\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tint16\t1\t10\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tint16\t1\t11\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tint16\t1\t12\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tint16\t1\t13\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tint16\t1\t14\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t18\tW\t22\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tint16\t1\t19\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tint16\t1\t20\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tint16\t1\t21\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t23\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tint16\t1\t24\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tint16\t1\t25\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tint16\t1\t26\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tint16\t1\t28\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tint16\t1\t29\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tint16\t1\t30\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tint16\t1\t31\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t33\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tint16\t1\t34\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tint16\t1\t35\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tint16\t1\t36\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tacc32\t2\t38\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tacc32\t2\t40\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tacc32\t2\t42\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tacc32\t2\t44\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tacc32\t2\t46\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tacc32\t2\t48\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tacc32\t2\t50\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tacc32\t2\t52\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWh_SF\t\tsunssf\t1\t54\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tacc32\t2\t55\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tacc32\t2\t57\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tacc32\t2\t59\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tacc32\t2\t61\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tacc32\t2\t63\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tacc32\t2\t65\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tacc32\t2\t67\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tacc32\t2\t69\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAh_SF\t\tsunssf\t1\t71\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tacc32\t2\t72\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhA\tTotal VAr-hours Imported Q1 phase A\tacc32\t2\t74\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhB\tTotal VAr-hours Imported Q1 phase B\tacc32\t2\t76\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhC\tTotal VAr-hours Imported Q1 phase C\tacc32\t2\t78\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tacc32\t2\t80\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhA\tTotal VAr-hours Imported Q2 phase A\tacc32\t2\t82\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhB\tTotal VAr-hours Imported Q2 phase B\tacc32\t2\t84\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhC\tTotal VAr-hours Imported Q2 phase C\tacc32\t2\t86\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tacc32\t2\t88\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhA\tTotal VAr-hours Exported Q3 phase A\tacc32\t2\t90\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhB\tTotal VAr-hours Exported Q3 phase B\tacc32\t2\t92\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhC\tTotal VAr-hours Exported Q3 phase C\tacc32\t2\t94\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tacc32\t2\t96\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhA\tTotal VAr-hours Exported Q4 Imported phase A\tacc32\t2\t98\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhB\tTotal VAr-hours Exported Q4 Imported phase B\tacc32\t2\t100\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhC\tTotal VAr-hours Exported Q4 Imported phase C\tacc32\t2\t102\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArh_SF\t\tsunssf\t1\t104\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t105\t\t-1\t0\t0\t0\tM\t-1\t21\tPower_Failure\t2\tUnder_Voltage\t3\tLow_PF\t4\tOver_Current\t5\tOver_Voltage\t6\tMissing_Sensor\t7\tOEM01\t16\tOEM02\t17\tOEM03\t18\tOEM04\t19\tOEM05\t20\tOEM06\t21\tOEM07\t22\tOEM08\t23\tOEM09\t24\tOEM10\t25\tOEM11\t26\tOEM12\t27\tOEM13\t28\tOEM14\t29\tOEM15\t30\n" +
+	"M\t202\tac_meter_abn\tsplit single phase (ABN) meter\n" +
+	"G\tac_meter_abn\t0\t\t0\t0\t107\t74\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t202\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tint16\t1\t3\tA\t6\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tint16\t1\t4\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tint16\t1\t5\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tint16\t1\t7\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tint16\t1\t8\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tint16\t1\t9\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tint16\t1\t10\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tint16\t1\t11\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphAB\tPhase Voltage AB\tint16\t1\t12\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphBC\tPhase Voltage BC\tint16\t1\t13\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphCA\tPhase Voltage CA\tint16\t1\t14\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t18\tW\t22\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tint16\t1\t19\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tint16\t1\t20\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tint16\t1\t21\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t23\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tint16\t1\t24\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tint16\t1\t25\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tint16\t1\t26\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tint16\t1\t28\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tint16\t1\t29\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tint16\t1\t30\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tint16\t1\t31\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t33\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tint16\t1\t34\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tint16\t1\t35\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tint16\t1\t36\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tacc32\t2\t38\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tacc32\t2\t40\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tacc32\t2\t42\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tacc32\t2\t44\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tacc32\t2\t46\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tacc32\t2\t48\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tacc32\t2\t50\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tacc32\t2\t52\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWh_SF\t\tsunssf\t1\t54\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tacc32\t2\t55\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tacc32\t2\t57\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tacc32\t2\t59\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tacc32\t2\t61\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tacc32\t2\t63\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tacc32\t2\t65\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tacc32\t2\t67\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tacc32\t2\t69\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAh_SF\t\tsunssf\t1\t71\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tacc32\t2\t72\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhA\tTotal VAr-hours Imported Q1 phase A\tacc32\t2\t74\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhB\tTotal VAr-hours Imported Q1 phase B\tacc32\t2\t76\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhC\tTotal VAr-hours Imported Q1 phase C\tacc32\t2\t78\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tacc32\t2\t80\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhA\tTotal VAr-hours Imported Q2 phase A\tacc32\t2\t82\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhB\tTotal VAr-hours Imported Q2 phase B\tacc32\t2\t84\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhC\tTotal VAr-hours Imported Q2 phase C\tacc32\t2\t86\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tacc32\t2\t88\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhA\tTotal VAr-hours Exported Q3 phase A\tacc32\t2\t90\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhB\tTotal VAr-hours Exported Q3 phase B\tacc32\t2\t92\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhC\tTotal VAr-hours Exported Q3 phase C\tacc32\t2\t94\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tacc32\t2\t96\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhA\tTotal VAr-hours Exported Q4 Imported phase A\tacc32\t2\t98\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhB\tTotal VAr-hours Exported Q4 Imported phase B\tacc32\t2\t100\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhC\tTotal VAr-hours Exported Q4 Imported phase C\tacc32\t2\t102\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArh_SF\t\tsunssf\t1\t104\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t105\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t203\tac_meter_abcn\twye-connect three phase (abcn) meter\n" +
+	"G\tac_meter_abcn\t0\t\t0\t0\t107\t74\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t203\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tint16\t1\t4\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tint16\t1\t5\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tint16\t1\t7\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tint16\t1\t8\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tint16\t1\t9\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tint16\t1\t10\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tint16\t1\t11\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphAB\tPhase Voltage AB\tint16\t1\t12\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphBC\tPhase Voltage BC\tint16\t1\t13\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphCA\tPhase Voltage CA\tint16\t1\t14\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t18\tW\t22\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tint16\t1\t19\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tint16\t1\t20\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tint16\t1\t21\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t23\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tint16\t1\t24\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tint16\t1\t25\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tint16\t1\t26\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tint16\t1\t28\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tint16\t1\t29\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tint16\t1\t30\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tint16\t1\t31\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t33\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tint16\t1\t34\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tint16\t1\t35\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tint16\t1\t36\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tacc32\t2\t38\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tacc32\t2\t40\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tacc32\t2\t42\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tacc32\t2\t44\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tacc32\t2\t46\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tacc32\t2\t48\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tacc32\t2\t50\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tacc32\t2\t52\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWh_SF\t\tsunssf\t1\t54\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tacc32\t2\t55\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tacc32\t2\t57\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tacc32\t2\t59\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tacc32\t2\t61\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tacc32\t2\t63\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tacc32\t2\t65\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tacc32\t2\t67\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tacc32\t2\t69\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAh_SF\t\tsunssf\t1\t71\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tacc32\t2\t72\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhA\tTotal VAr-hours Imported Q1 phase A\tacc32\t2\t74\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhB\tTotal VAr-hours Imported Q1 phase B\tacc32\t2\t76\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhC\tTotal VAr-hours Imported Q1 phase C\tacc32\t2\t78\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tacc32\t2\t80\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhA\tTotal VAr-hours Imported Q2 phase A\tacc32\t2\t82\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhB\tTotal VAr-hours Imported Q2 phase B\tacc32\t2\t84\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhC\tTotal VAr-hours Imported Q2 phase C\tacc32\t2\t86\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tacc32\t2\t88\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhA\tTotal VAr-hours Exported Q3 phase A\tacc32\t2\t90\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhB\tTotal VAr-hours Exported Q3 phase B\tacc32\t2\t92\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhC\tTotal VAr-hours Exported Q3 phase C\tacc32\t2\t94\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tacc32\t2\t96\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhA\tTotal VAr-hours Exported Q4 Imported phase A\tacc32\t2\t98\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhB\tTotal VAr-hours Exported Q4 Imported phase B\tacc32\t2\t100\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhC\tTotal VAr-hours Exported Q4 Imported phase C\tacc32\t2\t102\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArh_SF\t\tsunssf\t1\t104\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t105\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t204\tac_meter_abc\tdelta-connect three phase (abc) meter\n" +
+	"G\tac_meter_abc\t0\t\t0\t0\t107\t74\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t204\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tint16\t1\t2\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tint16\t1\t3\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tint16\t1\t4\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tint16\t1\t5\tA\t6\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t6\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tint16\t1\t7\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tint16\t1\t8\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tint16\t1\t9\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tint16\t1\t10\tV\t15\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tint16\t1\t11\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphAB\tPhase Voltage AB\tint16\t1\t12\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphBC\tPhase Voltage BC\tint16\t1\t13\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphCA\tPhase Voltage CA\tint16\t1\t14\tV\t15\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t15\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tint16\t1\t16\tHz\t17\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz_SF\t\tsunssf\t1\t17\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tWatts\tint16\t1\t18\tW\t22\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tint16\t1\t19\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tint16\t1\t20\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tint16\t1\t21\tW\t22\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVA\tVA\tint16\t1\t23\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tint16\t1\t24\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tint16\t1\t25\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tint16\t1\t26\tVA\t27\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA_SF\t\tsunssf\t1\t27\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tint16\t1\t28\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tint16\t1\t29\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tint16\t1\t30\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tint16\t1\t31\tvar\t32\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR_SF\t\tsunssf\t1\t32\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tint16\t1\t33\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tint16\t1\t34\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tint16\t1\t35\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tint16\t1\t36\tPct\t37\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF_SF\t\tsunssf\t1\t37\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tacc32\t2\t38\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tacc32\t2\t40\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tacc32\t2\t42\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tacc32\t2\t44\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tacc32\t2\t46\tWh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tacc32\t2\t48\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tacc32\t2\t50\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tacc32\t2\t52\tWh\t46\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWh_SF\t\tsunssf\t1\t54\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tacc32\t2\t55\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tacc32\t2\t57\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tacc32\t2\t59\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tacc32\t2\t61\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tacc32\t2\t63\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tacc32\t2\t65\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tacc32\t2\t67\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tacc32\t2\t69\tVAh\t55\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAh_SF\t\tsunssf\t1\t71\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tacc32\t2\t72\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhA\tTotal VAr-hours Imported Q1 phase A\tacc32\t2\t74\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhB\tTotal VAr-hours Imported Q1 phase B\tacc32\t2\t76\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1PhC\tTotal VAr-hours Imported Q1 phase C\tacc32\t2\t78\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tacc32\t2\t80\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhA\tTotal VAr-hours Imported Q2 phase A\tacc32\t2\t82\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhB\tTotal VAr-hours Imported Q2 phase B\tacc32\t2\t84\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2PhC\tTotal VAr-hours Imported Q2 phase C\tacc32\t2\t86\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tacc32\t2\t88\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhA\tTotal VAr-hours Exported Q3 phase A\tacc32\t2\t90\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhB\tTotal VAr-hours Exported Q3 phase B\tacc32\t2\t92\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3PhC\tTotal VAr-hours Exported Q3 phase C\tacc32\t2\t94\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tacc32\t2\t96\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhA\tTotal VAr-hours Exported Q4 Imported phase A\tacc32\t2\t98\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhB\tTotal VAr-hours Exported Q4 Imported phase B\tacc32\t2\t100\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4PhC\tTotal VAr-hours Exported Q4 Imported phase C\tacc32\t2\t102\tvarh\t72\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArh_SF\t\tsunssf\t1\t104\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t105\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t211\tac_meter_an_or_ab_float\tsingle phase (AN or AB) meter\n" +
+	"G\tac_meter_an_or_ab_float\t0\t\t0\t0\t126\t64\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t211\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tfloat32\t2\t10\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t12\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t14\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tfloat32\t2\t18\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t20\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t22\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t24\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t26\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t28\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tfloat32\t2\t30\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tfloat32\t2\t32\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tfloat32\t2\t34\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t36\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tfloat32\t2\t38\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tfloat32\t2\t40\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tfloat32\t2\t42\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tfloat32\t2\t44\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tfloat32\t2\t46\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tfloat32\t2\t48\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tfloat32\t2\t50\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t52\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tfloat32\t2\t54\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tfloat32\t2\t56\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tfloat32\t2\t58\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tfloat32\t2\t60\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tfloat32\t2\t62\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tfloat32\t2\t64\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tfloat32\t2\t66\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tfloat32\t2\t68\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tfloat32\t2\t70\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tfloat32\t2\t72\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tfloat32\t2\t74\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tfloat32\t2\t76\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tfloat32\t2\t78\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tfloat32\t2\t80\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tfloat32\t2\t82\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tfloat32\t2\t84\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tfloat32\t2\t86\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tfloat32\t2\t88\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tfloat32\t2\t90\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tfloat32\t2\t92\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phA\tTotal VAr-hours Imported Q1 phase A\tfloat32\t2\t94\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phB\tTotal VAr-hours Imported Q1 phase B\tfloat32\t2\t96\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phC\tTotal VAr-hours Imported Q1 phase C\tfloat32\t2\t98\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tfloat32\t2\t100\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phA\tTotal VAr-hours Imported Q2 phase A\tfloat32\t2\t102\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phB\tTotal VAr-hours Imported Q2 phase B\tfloat32\t2\t104\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phC\tTotal VAr-hours Imported Q2 phase C\tfloat32\t2\t106\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tfloat32\t2\t108\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phA\tTotal VAr-hours Exported Q3 phase A\tfloat32\t2\t110\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phB\tTotal VAr-hours Exported Q3 phase B\tfloat32\t2\t112\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phC\tTotal VAr-hours Exported Q3 phase C\tfloat32\t2\t114\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tfloat32\t2\t116\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phA\tTotal VAr-hours Exported Q4 Imported phase A\tfloat32\t2\t118\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phB\tTotal VAr-hours Exported Q4 Imported phase B\tfloat32\t2\t120\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phC\tTotal VAr-hours Exported Q4 Imported phase C\tfloat32\t2\t122\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t124\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t212\tac_meter_abn_float\tsplit single phase (ABN) meter\n" +
+	"G\tac_meter_abn_float\t0\t\t0\t0\t126\t64\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t212\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tfloat32\t2\t10\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t12\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t14\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tfloat32\t2\t18\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t20\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t22\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t24\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t26\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t28\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tfloat32\t2\t30\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tfloat32\t2\t32\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tfloat32\t2\t34\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t36\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tfloat32\t2\t38\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tfloat32\t2\t40\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tfloat32\t2\t42\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tfloat32\t2\t44\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tfloat32\t2\t46\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tfloat32\t2\t48\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tfloat32\t2\t50\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t52\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tfloat32\t2\t54\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tfloat32\t2\t56\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tfloat32\t2\t58\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tfloat32\t2\t60\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tfloat32\t2\t62\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tfloat32\t2\t64\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tfloat32\t2\t66\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tfloat32\t2\t68\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tfloat32\t2\t70\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tfloat32\t2\t72\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tfloat32\t2\t74\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tfloat32\t2\t76\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tfloat32\t2\t78\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tfloat32\t2\t80\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tfloat32\t2\t82\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tfloat32\t2\t84\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tfloat32\t2\t86\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tfloat32\t2\t88\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tfloat32\t2\t90\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tfloat32\t2\t92\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phA\tTotal VAr-hours Imported Q1 phase A\tfloat32\t2\t94\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phB\tTotal VAr-hours Imported Q1 phase B\tfloat32\t2\t96\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phC\tTotal VAr-hours Imported Q1 phase C\tfloat32\t2\t98\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tfloat32\t2\t100\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phA\tTotal VAr-hours Imported Q2 phase A\tfloat32\t2\t102\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phB\tTotal VAr-hours Imported Q2 phase B\tfloat32\t2\t104\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phC\tTotal VAr-hours Imported Q2 phase C\tfloat32\t2\t106\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tfloat32\t2\t108\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phA\tTotal VAr-hours Exported Q3 phase A\tfloat32\t2\t110\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phB\tTotal VAr-hours Exported Q3 phase B\tfloat32\t2\t112\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phC\tTotal VAr-hours Exported Q3 phase C\tfloat32\t2\t114\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tfloat32\t2\t116\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phA\tTotal VAr-hours Exported Q4 Imported phase A\tfloat32\t2\t118\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phB\tTotal VAr-hours Exported Q4 Imported phase B\tfloat32\t2\t120\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phC\tTotal VAr-hours Exported Q4 Imported phase C\tfloat32\t2\t122\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t124\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t213\tac_meter_abcn_float\twye-connect three phase (abcn) meter\n" +
+	"G\tac_meter_abcn_float\t0\t\t0\t0\t126\t64\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t213\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tfloat32\t2\t10\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t12\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t14\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tfloat32\t2\t18\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t20\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t22\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t24\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t26\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t28\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tfloat32\t2\t30\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tfloat32\t2\t32\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tfloat32\t2\t34\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t36\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tfloat32\t2\t38\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tfloat32\t2\t40\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tfloat32\t2\t42\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tfloat32\t2\t44\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tfloat32\t2\t46\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tfloat32\t2\t48\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tfloat32\t2\t50\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t52\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tfloat32\t2\t54\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tfloat32\t2\t56\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tfloat32\t2\t58\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tfloat32\t2\t60\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tfloat32\t2\t62\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tfloat32\t2\t64\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tfloat32\t2\t66\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tfloat32\t2\t68\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tfloat32\t2\t70\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tfloat32\t2\t72\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tfloat32\t2\t74\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tfloat32\t2\t76\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tfloat32\t2\t78\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tfloat32\t2\t80\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tfloat32\t2\t82\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tfloat32\t2\t84\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tfloat32\t2\t86\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tfloat32\t2\t88\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tfloat32\t2\t90\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tfloat32\t2\t92\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phA\tTotal VAr-hours Imported Q1 phase A\tfloat32\t2\t94\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phB\tTotal VAr-hours Imported Q1 phase B\tfloat32\t2\t96\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phC\tTotal VAr-hours Imported Q1 phase C\tfloat32\t2\t98\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tfloat32\t2\t100\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phA\tTotal VAr-hours Imported Q2 phase A\tfloat32\t2\t102\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phB\tTotal VAr-hours Imported Q2 phase B\tfloat32\t2\t104\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phC\tTotal VAr-hours Imported Q2 phase C\tfloat32\t2\t106\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tfloat32\t2\t108\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phA\tTotal VAr-hours Exported Q3 phase A\tfloat32\t2\t110\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phB\tTotal VAr-hours Exported Q3 phase B\tfloat32\t2\t112\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phC\tTotal VAr-hours Exported Q3 phase C\tfloat32\t2\t114\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tfloat32\t2\t116\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phA\tTotal VAr-hours Exported Q4 Imported phase A\tfloat32\t2\t118\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phB\tTotal VAr-hours Exported Q4 Imported phase B\tfloat32\t2\t120\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phC\tTotal VAr-hours Exported Q4 Imported phase C\tfloat32\t2\t122\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t124\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t214\tac_meter_abc_float\tdelta-connect three phase (abc) meter\n" +
+	"G\tac_meter_abc_float\t0\t\t0\t0\t126\t64\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t214\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tA\tAmps\tfloat32\t2\t2\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphA\tAmps PhaseA\tfloat32\t2\t4\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphB\tAmps PhaseB\tfloat32\t2\t6\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAphC\tAmps PhaseC\tfloat32\t2\t8\tA\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPhV\tVoltage LN\tfloat32\t2\t10\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphA\tPhase Voltage AN\tfloat32\t2\t12\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphB\tPhase Voltage BN\tfloat32\t2\t14\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPhVphC\tPhase Voltage CN\tfloat32\t2\t16\tV\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPV\tVoltage LL\tfloat32\t2\t18\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphAB\tPhase Voltage AB\tfloat32\t2\t20\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphBC\tPhase Voltage BC\tfloat32\t2\t22\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tPPVphCA\tPhase Voltage CA\tfloat32\t2\t24\tV\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tHz\tHz\tfloat32\t2\t26\tHz\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW\tWatts\tfloat32\t2\t28\tW\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWphA\tWatts phase A\tfloat32\t2\t30\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphB\tWatts phase B\tfloat32\t2\t32\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWphC\tWatts phase C\tfloat32\t2\t34\tW\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA\tVA\tfloat32\t2\t36\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphA\tVA phase A\tfloat32\t2\t38\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphB\tVA phase B\tfloat32\t2\t40\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAphC\tVA phase C\tfloat32\t2\t42\tVA\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAR\tVAR\tfloat32\t2\t44\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphA\tVAR phase A\tfloat32\t2\t46\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphB\tVAR phase B\tfloat32\t2\t48\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVARphC\tVAR phase C\tfloat32\t2\t50\tvar\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPF\tfloat32\t2\t52\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphA\tPF phase A\tfloat32\t2\t54\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphB\tPF phase B\tfloat32\t2\t56\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFphC\tPF phase C\tfloat32\t2\t58\tPF\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExp\tTotal Watt-hours Exported\tfloat32\t2\t60\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhExpPhA\tTotal Watt-hours Exported phase A\tfloat32\t2\t62\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhB\tTotal Watt-hours Exported phase B\tfloat32\t2\t64\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhExpPhC\tTotal Watt-hours Exported phase C\tfloat32\t2\t66\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImp\tTotal Watt-hours Imported\tfloat32\t2\t68\tWh\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tTotWhImpPhA\tTotal Watt-hours Imported phase A\tfloat32\t2\t70\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhB\tTotal Watt-hours Imported phase B\tfloat32\t2\t72\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhImpPhC\tTotal Watt-hours Imported phase C\tfloat32\t2\t74\tWh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExp\tTotal VA-hours Exported\tfloat32\t2\t76\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhA\tTotal VA-hours Exported phase A\tfloat32\t2\t78\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhB\tTotal VA-hours Exported phase B\tfloat32\t2\t80\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhExpPhC\tTotal VA-hours Exported phase C\tfloat32\t2\t82\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImp\tTotal VA-hours Imported\tfloat32\t2\t84\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhA\tTotal VA-hours Imported phase A\tfloat32\t2\t86\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhB\tTotal VA-hours Imported phase B\tfloat32\t2\t88\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVAhImpPhC\tTotal VA-hours Imported phase C\tfloat32\t2\t90\tVAh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1\tTotal VAR-hours Imported Q1\tfloat32\t2\t92\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phA\tTotal VAr-hours Imported Q1 phase A\tfloat32\t2\t94\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phB\tTotal VAr-hours Imported Q1 phase B\tfloat32\t2\t96\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ1phC\tTotal VAr-hours Imported Q1 phase C\tfloat32\t2\t98\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2\tTotal VAr-hours Imported Q2\tfloat32\t2\t100\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phA\tTotal VAr-hours Imported Q2 phase A\tfloat32\t2\t102\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phB\tTotal VAr-hours Imported Q2 phase B\tfloat32\t2\t104\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhImpQ2phC\tTotal VAr-hours Imported Q2 phase C\tfloat32\t2\t106\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3\tTotal VAr-hours Exported Q3\tfloat32\t2\t108\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phA\tTotal VAr-hours Exported Q3 phase A\tfloat32\t2\t110\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phB\tTotal VAr-hours Exported Q3 phase B\tfloat32\t2\t112\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ3phC\tTotal VAr-hours Exported Q3 phase C\tfloat32\t2\t114\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4\tTotal VAr-hours Exported Q4\tfloat32\t2\t116\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phA\tTotal VAr-hours Exported Q4 Imported phase A\tfloat32\t2\t118\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phB\tTotal VAr-hours Exported Q4 Imported phase B\tfloat32\t2\t120\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVArhExpQ4phC\tTotal VAr-hours Exported Q4 Imported phase C\tfloat32\t2\t122\tvarh\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt\tEvents\tbitfield32\t2\t124\t\t-1\t0\t0\t0\tM\t-1\t29\tM_EVENT_Power_Failure\t2\tM_EVENT_Under_Voltage\t3\tM_EVENT_Low_PF\t4\tM_EVENT_Over_Current\t5\tM_EVENT_Over_Voltage\t6\tM_EVENT_Missing_Sensor\t7\tM_EVENT_Reserved1\t8\tM_EVENT_Reserved2\t9\tM_EVENT_Reserved3\t10\tM_EVENT_Reserved4\t11\tM_EVENT_Reserved5\t12\tM_EVENT_Reserved6\t13\tM_EVENT_Reserved7\t14\tM_EVENT_Reserved8\t15\tM_EVENT_OEM01\t16\tM_EVENT_OEM02\t17\tM_EVENT_OEM03\t18\tM_EVENT_OEM04\t19\tM_EVENT_OEM05\t20\tM_EVENT_OEM06\t21\tM_EVENT_OEM07\t22\tM_EVENT_OEM08\t23\tM_EVENT_OEM09\t24\tM_EVENT_OEM10\t25\tM_EVENT_OEM11\t26\tM_EVENT_OEM12\t27\tM_EVENT_OEM13\t28\tM_EVENT_OEM14\t29\tM_EVENT_OEM15\t30\n" +
+	"M\t302\tirradiance\tIrradiance Model\n" +
+	"G\tirradiance\t0\t\t0\t0\t2\t2\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t302\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\trepeating\t1\t\t0\t0\t5\t5\t0\n" +
+	"P\tGHI\tGHI\tuint16\t1\t0\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPOAI\tPOAI\tuint16\t1\t1\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDFI\tDFI\tuint16\t1\t2\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDNI\tDNI\tuint16\t1\t3\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tOTI\tOTI\tuint16\t1\t4\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t303\tbom_temp\tBack of Module Temperature Model\n" +
+	"G\tbom_temp\t0\t\t0\t0\t2\t2\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t303\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\ttemp\t1\t\t0\t0\t1\t1\t0\n" +
+	"P\tTmpBOM\tTemp\tint16\t1\t0\tC\t-1\t0\t-1\t1\tM\t-1\t0\n" +
+	"M\t307\tbase_met\tBase Met\n" +
+	"G\tbase_met\t0\t\t0\t0\t13\t13\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t307\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tTmpAmb\tAmbient Temperature\tint16\t1\t2\tC\t-1\t0\t-1\t1\t-\t-1\t0\n" +
+	"P\tRH\tRelative Humidity\tint16\t1\t3\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPres\tBarometric Pressure\tint16\t1\t4\tHPa\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWndSpd\tWind Speed\tint16\t1\t5\tmps\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWndDir\tWind Direction\tint16\t1\t6\tdeg\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRain\tRainfall\tint16\t1\t7\tmm\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSnw\tSnow Depth\tint16\t1\t8\tmm\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPPT\tPrecipitation Type\tint16\t1\t9\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tElecFld\tElectric Field\tint16\t1\t10\tVm\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSurWet\tSurface Wetness\tint16\t1\t11\tkO\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoilWet\tSoil Wetness\tint16\t1\t12\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t308\tmini_met\tMini Met Model\n" +
+	"G\tmini_met\t0\t\t0\t0\t6\t6\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t308\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tGHI\tGHI\tuint16\t1\t2\tW/m2\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpBOM\tTemp\tint16\t1\t3\tC\t-1\t0\t-1\t1\t-\t-1\t0\n" +
+	"P\tTmpAmb\tAmbient Temperature\tint16\t1\t4\tC\t-1\t0\t-1\t1\t-\t-1\t0\n" +
+	"P\tWndSpd\tWind Speed\tuint16\t1\t5\tm/s\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t701\tDERMeasureAC\tDER AC Measurement\n" +
+	"G\tDERMeasureAC\t0\t\t0\t0\t155\t72\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t701\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t153\t0\n" +
+	"P\tACType\tAC Wiring Type\tenum16\t1\t2\t\t-1\t0\t0\t0\tM\t-1\t3\tSINGLE_PHASE\t0\tSPLIT_PHASE\t1\tTHREE_PHASE\t2\n" +
+	"P\tSt\tOperating State\tenum16\t1\t3\t\t-1\t0\t0\t0\t-\t-1\t2\tOFF\t0\tON\t1\n" +
+	"P\tInvSt\tInverter State\tenum16\t1\t4\t\t-1\t0\t0\t0\t-\t-1\t8\tOFF\t0\tSLEEPING\t1\tSTARTING\t2\tRUNNING\t3\tTHROTTLED\t4\tSHUTTING_DOWN\t5\tFAULT\t6\tSTANDBY\t7\n" +
+	"P\tConnSt\tGrid Connection State\tenum16\t1\t5\t\t-1\t0\t0\t0\t-\t-1\t2\tDISCONNECTED\t0\tCONNECTED\t1\n" +
+	"P\tAlrm\tAlarm Bitfield\tbitfield32\t2\t6\t\t-1\t0\t0\t0\t-\t-1\t17\tGROUND_FAULT\t0\tDC_OVER_VOLT\t1\tAC_DISCONNECT\t2\tDC_DISCONNECT\t3\tGRID_DISCONNECT\t4\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tOVER_FREQUENCY\t8\tUNDER_FREQUENCY\t9\tAC_OVER_VOLT\t10\tAC_UNDER_VOLT\t11\tBLOWN_STRING_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tHW_TEST_FAILURE\t15\tMANUFACTURER_ALRM\t16\n" +
+	"P\tDERMode\tDER Operational Characteristics\tbitfield32\t2\t8\t\t-1\t0\t0\t0\t-\t-1\t3\tGRID_FOLLOWING\t0\tGRID_FORMING\t1\tPV_CLIPPED\t2\n" +
+	"P\tW\tActive Power\tint16\t1\t10\tW\t64\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVA\tApparent Power\tint16\t1\t11\tVA\t66\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVar\tReactive Power\tint16\t1\t12\tVar\t67\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPF\tPower Factor\tint16\t1\t13\t\t65\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tA\tTotal AC Current\tint16\t1\t14\tA\t61\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tLLV\tVoltage LL\tuint16\t1\t15\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tLNV\tVoltage LN\tuint16\t1\t16\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tHz\tFrequency\tuint32\t2\t17\tHz\t63\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhInj\tTotal Energy Injected\tuint64\t4\t19\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhAbs\tTotal Energy Absorbed\tuint64\t4\t23\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhInj\tTotal Reactive Energy Inj\tuint64\t4\t27\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhAbs\tTotal Reactive Energy Abs\tuint64\t4\t31\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpAmb\tAmbient Temperature\tint16\t1\t35\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpCab\tCabinet Temperature\tint16\t1\t36\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpSnk\tHeat Sink Temperature\tint16\t1\t37\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpTrns\tTransformer Temperature\tint16\t1\t38\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpSw\tIGBT/MOSFET Temperature\tint16\t1\t39\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTmpOt\tOther Temperature\tint16\t1\t40\tC\t70\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWL1\tWatts L1\tint16\t1\t41\tW\t64\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAL1\tVA L1\tint16\t1\t42\tVA\t66\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVarL1\tVar L1\tint16\t1\t43\tVar\t67\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFL1\tPF L1\tint16\t1\t44\t\t65\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAL1\tAmps L1\tint16\t1\t45\tA\t61\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL1L2\tPhase Voltage L1-L2\tuint16\t1\t46\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL1\tPhase Voltage L1-N\tuint16\t1\t47\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhInjL1\tTotal Watt-Hours Inj L1\tuint64\t4\t48\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhAbsL1\tTotal Watt-Hours Abs L1\tuint64\t4\t52\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhInjL1\tTotal Var-Hours Inj L1\tuint64\t4\t56\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhAbsL1\tTotal Var-Hours Abs L1\tuint64\t4\t60\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWL2\tWatts L2\tint16\t1\t64\tW\t64\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAL2\tVA L2\tint16\t1\t65\tVA\t66\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVarL2\tVar L2\tint16\t1\t66\tVar\t67\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFL2\tPF L2\tint16\t1\t67\t\t65\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAL2\tAmps L2\tint16\t1\t68\tA\t61\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL2L3\tPhase Voltage L2-L3\tuint16\t1\t69\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL2\tPhase Voltage L2-N\tuint16\t1\t70\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhInjL2\tTotal Watt-Hours Inj L2\tuint64\t4\t71\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhAbsL2\tTotal Watt-Hours Abs L2\tuint64\t4\t75\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhInjL2\tTotal Var-Hours Inj L2\tuint64\t4\t79\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhAbsL2\tTotal Var-Hours Abs L2\tuint64\t4\t83\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWL3\tWatts L3\tint16\t1\t87\tW\t64\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVAL3\tVA L3\tint16\t1\t88\tVA\t66\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVarL3\tVar L3\tint16\t1\t89\tVar\t67\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFL3\tPF L3\tint16\t1\t90\t\t65\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tAL3\tAmps L3\tint16\t1\t91\tA\t61\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL3L1\tPhase Voltage L3-L1\tuint16\t1\t92\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVL3\tPhase Voltage L3-N\tuint16\t1\t93\tV\t62\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhInjL3\tTotal Watt-Hours Inj L3\tuint64\t4\t94\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotWhAbsL3\tTotal Watt-Hours Abs L3\tuint64\t4\t98\tWh\t68\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhInjL3\tTotal Var-Hours Inj L3\tuint64\t4\t102\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tTotVarhAbsL3\tTotal Var-Hours Abs L3\tuint64\t4\t106\tVarh\t69\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tThrotPct\tThrottling In Pct\tuint16\t1\t110\tPct\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tThrotSrc\tThrottle Source Information\tbitfield32\t2\t111\t\t-1\t0\t0\t0\t-\t-1\t15\tMAX_W\t0\tFIXED_W\t1\tFIXED_VAR\t2\tFIXED_PF\t3\tVOLT_VAR\t4\tFREQ_WATT\t5\tDYN_REACT_CURR\t6\tLVRT\t7\tHVRT\t8\tWATT_VAR\t9\tVOLT_WATT\t10\tSCHEDULED\t11\tLFRT\t12\tHFRT\t13\tDERATED\t14\n" +
+	"P\tA_SF\tCurrent Scale Factor\tsunssf\t1\t113\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t114\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tHz_SF\tFrequency Scale Factor\tsunssf\t1\t115\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tW_SF\tActive Power Scale Factor\tsunssf\t1\t116\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tPF_SF\tPower Factor Scale Factor\tsunssf\t1\t117\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVA_SF\tApparent Power Scale Factor\tsunssf\t1\t118\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVar_SF\tReactive Power Scale Factor\tsunssf\t1\t119\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tTotWh_SF\tActive Energy Scale Factor\tsunssf\t1\t120\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tTotVarh_SF\tReactive Energy Scale Factor\tsunssf\t1\t121\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tTmp_SF\tTemperature Scale Factor\tsunssf\t1\t122\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tMnAlrmInfo\tManufacturer Alarm Info\tstring\t32\t123\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"M\t702\tDERCapacity\tDER Capacity\n" +
+	"G\tDERCapacity\t0\t\t0\t0\t52\t51\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t702\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t50\t0\n" +
+	"P\tWMaxRtg\tActive Power Max Rating\tuint16\t1\t2\tW\t44\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWOvrExtRtg\tActive Power (Over-Excited) Rating\tuint16\t1\t3\tW\t44\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWOvrExtRtgPF\tSpecified Over-Excited PF\tuint16\t1\t4\t\t45\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWUndExtRtg\tActive Power (Under-Excited) Rating\tuint16\t1\t5\tW\t44\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWUndExtRtgPF\tSpecified Under-Excited PF\tuint16\t1\t6\t\t45\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVAMaxRtg\tApparent Power Max Rating\tuint16\t1\t7\tVA\t46\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVarMaxInjRtg\tReactive Power Injected Rating\tuint16\t1\t8\tVar\t47\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVarMaxAbsRtg\tReactive Power Absorbed Rating\tuint16\t1\t9\tVar\t47\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWChaRteMaxRtg\tCharge Rate Max Rating\tuint16\t1\t10\tW\t44\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWDisChaRteMaxRtg\tDischarge Rate Max Rating\tuint16\t1\t11\tW\t44\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVAChaRteMaxRtg\tCharge Rate Max VA Rating\tuint16\t1\t12\tVA\t46\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVADisChaRteMaxRtg\tDischarge Rate Max VA Rating\tuint16\t1\t13\tVA\t46\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVNomRtg\tAC Voltage Nominal Rating\tuint16\t1\t14\tV\t48\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVMaxRtg\tAC Voltage Max Rating\tuint16\t1\t15\tV\t48\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVMinRtg\tAC Voltage Min Rating\tuint16\t1\t16\tV\t48\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tAMaxRtg\tAC Current Max Rating\tuint16\t1\t17\tA\t49\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tPFOvrExtRtg\tPF Over-Excited Rating (Unused)\tuint16\t1\t18\t\t45\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tPFUndExtRtg\tPF Under-Excited Rating (Unused)\tuint16\t1\t19\t\t45\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tReactSusceptRtg\tReactive Susceptance\tuint16\t1\t20\tS\t50\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tNorOpCatRtg\tNormal Operating Category\tenum16\t1\t21\t\t-1\t0\t0\t0\tS\t-1\t2\tCAT_A\t0\tCAT_B\t1\n" +
+	"P\tAbnOpCatRtg\tAbnormal Operating Category\tenum16\t1\t22\t\t-1\t0\t0\t0\tS\t-1\t3\tCAT_1\t0\tCAT_2\t1\tCAT_3\t2\n" +
+	"P\tCtrlModes\tSupported Control Modes\tbitfield32\t2\t23\t\t-1\t0\t0\t0\tS\t-1\t14\tMAX_W\t0\tFIXED_W\t1\tFIXED_VAR\t2\tFIXED_PF\t3\tVOLT_VAR\t4\tFREQ_WATT\t5\tDYN_REACT_CURR\t6\tLV_TRIP\t7\tHV_TRIP\t8\tWATT_VAR\t9\tVOLT_WATT\t10\tSCHEDULED\t11\tLF_TRIP\t12\tHF_TRIP\t13\n" +
+	"P\tIntIslandCatRtg\tIntentional Island Categories\tbitfield16\t1\t25\t\t-1\t0\t0\t0\tS\t-1\t4\tUNCATEGORIZED\t0\tINT_ISL_CAPABLE\t1\tBLACK_START_CAPABLE\t2\tISOCH_CAPABLE\t3\n" +
+	"P\tWMax\tActive Power Max Setting\tuint16\t1\t26\tW\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxOvrExt\tActive Power (Over-Excited) Setting\tuint16\t1\t27\tW\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWOvrExtPF\tSpecified Over-Excited PF\tuint16\t1\t28\t\t45\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxUndExt\tActive Power (Under-Excited) Setting\tuint16\t1\t29\tW\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWUndExtPF\tSpecified Under-Excited PF\tuint16\t1\t30\t\t45\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVAMax\tApparent Power Max Setting\tuint16\t1\t31\tVA\t46\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarMaxInj\tReactive Power Injected Setting\tuint16\t1\t32\tVar\t47\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarMaxAbs\tReactive Power Absorbed Setting\tuint16\t1\t33\tVar\t47\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWChaRteMax\tCharge Rate Max Setting\tuint16\t1\t34\tW\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWDisChaRteMax\tDischarge Rate Max Setting\tuint16\t1\t35\tW\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVAChaRteMax\tCharge Rate Max VA Setting\tuint16\t1\t36\tVA\t46\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVADisChaRteMax\tDischarge Rate Max VA Setting\tuint16\t1\t37\tVA\t46\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVNom\tNominal AC Voltage Setting\tuint16\t1\t38\tV\t48\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVMax\tAC Voltage Max Setting\tuint16\t1\t39\tV\t48\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVMin\tAC Voltage Min Setting\tuint16\t1\t40\tV\t48\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tAMax\tAC Current Max Setting\tuint16\t1\t41\tA\t49\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFOvrExt\tPF Over-Excited Setting (Unused)\tuint16\t1\t42\t\t45\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFUndExt\tPF Under-Excited Setting (Unused)\tuint16\t1\t43\t\t45\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tIntIslandCat\tIntentional Island Categories\tbitfield16\t1\t44\t\t-1\t0\t0\t0\tW\t-1\t4\tUNCATEGORIZED\t0\tINT_ISL_CAPABLE\t1\tBLACK_START_CAPABLE\t2\tISOCH_CAPABLE\t3\n" +
+	"P\tW_SF\tActive Power Scale Factor\tsunssf\t1\t45\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tPF_SF\tPower Factor Scale Factor\tsunssf\t1\t46\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVA_SF\tApparent Power Scale Factor\tsunssf\t1\t47\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVar_SF\tReactive Power Scale Factor\tsunssf\t1\t48\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t49\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tA_SF\tCurrent Scale Factor\tsunssf\t1\t50\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tS_SF\tSusceptance Scale Factor\tsunssf\t1\t51\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"M\t703\tDEREnterService\tEnter Service\n" +
+	"G\tDEREnterService\t0\t\t0\t0\t19\t13\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t703\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t17\t0\n" +
+	"P\tES\tPermit Enter Service\tenum16\t1\t2\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tESVHi\tEnter Service Voltage High\tuint16\t1\t3\tPct\t11\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESVLo\tEnter Service Voltage Low\tuint16\t1\t4\tPct\t11\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESHzHi\tEnter Service Frequency High\tuint32\t2\t5\tHz\t12\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESHzLo\tEnter Service Frequency Low\tuint32\t2\t7\tHz\t12\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESDlyTms\tEnter Service Delay Time\tuint32\t2\t9\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESRndTms\tEnter Service Random Delay\tuint32\t2\t11\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESRmpTms\tEnter Service Ramp Time\tuint32\t2\t13\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tESDlyRemTms\tEnter Service Delay Remaining\tuint32\t2\t15\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t17\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tHz_SF\tFrequency Scale Factor\tsunssf\t1\t18\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"M\t704\tDERCtlAC\tDER AC Controls\n" +
+	"G\tDERCtlAC\t0\t\t0\t0\t59\t45\t4\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t704\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t65\t0\n" +
+	"P\tPFWInjEna\tPower Factor Enable (W Inj) Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tPFWInjEnaRvrt\tPower Factor Reversion Enable (W Inj)\tenum16\t1\t3\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tPFWInjRvrtTms\tPF Reversion Time (W Inj)\tuint32\t2\t4\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFWInjRvrtRem\tPF Reversion Time Rem (W Inj)\tuint32\t2\t6\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tPFWAbsEna\tPower Factor Enable (W Abs) Enable\tenum16\t1\t8\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tPFWAbsEnaRvrt\tPower Factor Reversion Enable (W Abs)\tenum16\t1\t9\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tPFWAbsRvrtTms\tPF Reversion Time (W Abs)\tuint32\t2\t10\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tPFWAbsRvrtRem\tPF Reversion Time Rem (W Abs)\tuint32\t2\t12\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWMaxLimPctEna\tLimit Max Power Pct Enable\tenum16\t1\t14\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tWMaxLimPct\tLimit Max Power Pct Setpoint\tuint16\t1\t15\tPct\t40\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLimPctRvrt\tReversion Limit Max Power Pct\tuint16\t1\t16\tPct\t40\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLimPctEnaRvrt\tReversion Limit Max Power Pct Enable\tenum16\t1\t17\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tWMaxLimPctRvrtTms\tLimit Max Power Pct Reversion Time\tuint32\t2\t18\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWMaxLimPctRvrtRem\tLimit Max Power Pct Rev Time Rem\tuint32\t2\t20\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWSetEna\tSet Active Power Enable\tenum16\t1\t22\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tWSetMod\tSet Active Power Mode\tenum16\t1\t23\t\t-1\t0\t0\t0\tW\t-1\t2\tW_MAX_PCT\t0\tWATTS\t1\n" +
+	"P\tWSet\tActive Power Setpoint (W)\tint32\t2\t24\tW\t41\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWSetRvrt\tReversion Active Power (W)\tint32\t2\t26\tW\t41\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWSetPct\tActive Power Setpoint (Pct)\tint16\t1\t28\tPct\t42\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWSetPctRvrt\tReversion Active Power (Pct)\tint16\t1\t29\tPct\t42\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWSetEnaRvrt\tReversion Active Power Enable\tenum16\t1\t30\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tWSetRvrtTms\tActive Power Reversion Time\tuint32\t2\t31\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWSetRvrtRem\tActive Power Rev Time Rem\tuint32\t2\t33\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVarSetEna\tSet Reactive Power Enable\tenum16\t1\t35\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tVarSetMod\tSet Reactive Power Mode\tenum16\t1\t36\t\t-1\t0\t0\t0\tW\t-1\t5\tW_MAX_PCT\t0\tVAR_MAX_PCT\t1\tVAR_AVAIL_PCT\t2\tVA_MAX_PCT\t3\tVARS\t4\n" +
+	"P\tVarSetPri\tReactive Power Priority\tenum16\t1\t37\t\t-1\t0\t0\t0\tW\t-1\t3\tACTIVE\t0\tREACTIVE\t1\tVENDOR\t2\n" +
+	"P\tVarSet\tReactive Power Setpoint (Vars)\tint32\t2\t38\tVar\t43\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarSetRvrt\tReversion Reactive Power (Vars)\tint32\t2\t40\tVar\t43\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarSetPct\tReactive Power Setpoint (Pct)\tint16\t1\t42\tPct\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarSetPctRvrt\tReversion Reactive Power (Pct)\tint16\t1\t43\tPct\t44\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarSetEnaRvrt\tReversion Reactive Power Enable\tenum16\t1\t44\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tVarSetRvrtTms\tReactive Power Reversion Time\tuint32\t2\t45\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tVarSetRvrtRem\tReactive Power Rev Time Rem\tuint32\t2\t47\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWRmp\tNormal Ramp Rate\tuint16\t1\t49\t%Max/Sec\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tWRmpRef\tNormal Ramp Rate Reference\tenum16\t1\t50\t\t-1\t0\t0\t0\tW\t-1\t2\tA_MAX\t0\tW_MAX\t1\n" +
+	"P\tVarRmp\tReactive Power Ramp Rate\tuint16\t1\t51\t%Max/Sec\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tAntiIslEna\tAnti-Islanding Enable\tenum16\t1\t52\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tPF_SF\tPower Factor Scale Factor\tsunssf\t1\t53\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWMaxLimPct_SF\tLimit Max Power Scale Factor\tsunssf\t1\t54\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWSet_SF\tActive Power Scale Factor\tsunssf\t1\t55\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tWSetPct_SF\tActive Power Pct Scale Factor\tsunssf\t1\t56\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVarSet_SF\tReactive Power Scale Factor\tsunssf\t1\t57\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tVarSetPct_SF\tReactive Power Pct Scale Factor\tsunssf\t1\t58\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"G\tPFWInj\t0\t\t0\t0\t2\t2\t0\n" +
+	"P\tPF\tPower Factor (W Inj) \tuint16\t1\t0\t\t39\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tExt\tPower Factor Excitation (W Inj)\tenum16\t1\t1\t\t-1\t0\t0\t0\tW\t-1\t2\tOVER_EXCITED\t0\tUNDER_EXCITED\t1\n" +
+	"G\tPFWInjRvrt\t0\t\t0\t0\t2\t2\t0\n" +
+	"P\tPF\tReversion Power Factor (W Inj) \tuint16\t1\t0\t\t39\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tExt\tReversion PF Excitation (W Inj)\tenum16\t1\t1\t\t-1\t0\t0\t0\tW\t-1\t2\tOVER_EXCITED\t0\tUNDER_EXCITED\t1\n" +
+	"G\tPFWAbs\t0\t\t0\t0\t2\t2\t0\n" +
+	"P\tPF\tPower Factor (W Abs) \tuint16\t1\t0\t\t39\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tExt\tPower Factor Excitation (W Abs)\tenum16\t1\t1\t\t-1\t0\t0\t0\tW\t-1\t2\tOVER_EXCITED\t0\tUNDER_EXCITED\t1\n" +
+	"G\tPFWAbsRvrt\t0\t\t0\t0\t2\t2\t0\n" +
+	"P\tPF\tReversion Power Factor (W Abs) \tuint16\t1\t0\t\t39\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tExt\tReversion PF Excitation (W Abs)\tenum16\t1\t1\t\t-1\t0\t0\t0\tW\t-1\t2\tOVER_EXCITED\t0\tUNDER_EXCITED\t1\n" +
+	"M\t705\tDERVoltVar\tDER Volt-Var\n" +
+	"G\tDERVoltVar\t0\t\t0\t0\t15\t13\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t705\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Volt-Var Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrv\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRvrtTms\tReversion Timeout\tuint32\t2\t7\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtRem\tReversion Time Remaining\tuint32\t2\t9\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRvrtCrv\tReversion Curve\tuint16\t1\t11\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t12\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDeptRef_SF\tVar Scale Factor\tsunssf\t1\t13\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRspTms_SF\tOpen-Loop Scale Factor\tsunssf\t1\t14\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrv\t6\t0\t10\t9\t1\n" +
+	"P\tActPt\tActive Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tDeptRef\tDependent Reference\tenum16\t1\t1\t\t-1\t0\t0\t0\tWM\t-1\t4\tW_MAX_PCT\t0\tVAR_MAX_PCT\t1\tVAR_AVAL_PCT\t2\tVA_MAX_PCT\t3\n" +
+	"P\tPri\tPower Priority\tenum16\t1\t2\t\t-1\t0\t0\t0\tW\t-1\t3\tACTIVE\t0\tREACTIVE\t1\tVENDOR\t2\n" +
+	"P\tVRef\tVref Adjustment\tuint16\t1\t3\tVNomPct\t10\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tVRefAuto\tCurrent Autonomous Vref\tuint16\t1\t4\tVNomPct\t10\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tVRefAutoEna\tAutonomous Vref Enable\tenum16\t1\t5\t\t-1\t0\t0\t0\tW\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tVRefAutoTms\tAuto Vref Time Constant\tuint16\t1\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRspTms\tOpen Loop Response Time\tuint32\t2\t7\tSecs\t12\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t9\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tPt\t2\tNPt\t5\t1\t2\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t10\t2\t0\t0\tW\t-1\t0\n" +
+	"P\tVar\tReactive Power Point\tint16\t1\t1\tDeptRef\t11\t2\t0\t0\tW\t-1\t0\n" +
+	"M\t706\tDERVoltWatt\tDER Volt-Watt\n" +
+	"G\tDERVoltWatt\t0\t\t0\t0\t15\t13\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t706\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Volt-Watt Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrv\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRvrtTms\tReversion Timeout\tuint32\t2\t7\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtRem\tReversion Time Remaining\tuint32\t2\t9\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRvrtCrv\tReversion Curve\tuint16\t1\t11\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t12\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDeptRef_SF\tWatt Scale Factor\tsunssf\t1\t13\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRspTms_SF\tOpen-Loop Scale Factor\tsunssf\t1\t14\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrv\t6\t0\t5\t4\t1\n" +
+	"P\tActPt\tActive Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tDeptRef\tDependent Reference\tenum16\t1\t1\t\t-1\t0\t0\t0\tWM\t-1\t2\tW_MAX_PCT\t0\tW_AVAL_PCT\t1\n" +
+	"P\tRspTms\tOpen Loop Response Time\tuint32\t2\t2\tSecs\t12\t1\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t4\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tPt\t2\tNPt\t5\t1\t2\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t10\t2\t0\t0\tW\t-1\t0\n" +
+	"P\tW\tDependent Reference\tint16\t1\t1\tDeptRef\t11\t2\t0\t0\tW\t-1\t0\n" +
+	"M\t707\tDERTripLV\tDER Trip LV\n" +
+	"G\tDERTripLV\t0\t\t0\t0\t9\t9\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t707\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Trip LV Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrvSet\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t7\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tTms_SF\tTime Point Scale Factor\tsunssf\t1\t8\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrvSet\t6\t0\t1\t1\t3\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t0\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tMustTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMayTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMomCess\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"M\t708\tDERTripHV\tDER Trip HV\n" +
+	"G\tDERTripHV\t0\t\t0\t0\t9\t9\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t708\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Trip HV Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrvSet\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tV_SF\tVoltage Scale Factor\tsunssf\t1\t7\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tTms_SF\tTime Point Scale Factor\tsunssf\t1\t8\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrvSet\t6\t0\t1\t1\t3\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t0\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tMustTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMayTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMomCess\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t3\t2\t0\n" +
+	"P\tV\tVoltage Point\tuint16\t1\t0\tVNomPct\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t1\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"M\t709\tDERTripLF\tDER Trip LF\n" +
+	"G\tDERTripLF\t0\t\t0\t0\t9\t9\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t709\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Trip LF Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrvSet\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tHz_SF\tFrequency Scale Factor\tsunssf\t1\t7\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tTms_SF\tTime Point Scale Factor\tsunssf\t1\t8\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrvSet\t6\t0\t1\t1\t3\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t0\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tMustTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMayTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMomCess\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"M\t710\tDERTripHF\tDER Trip HF\n" +
+	"G\tDERTripHF\t0\t\t0\t0\t9\t9\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t710\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Trip HF Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tAdopt Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tAdopt Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrvSet\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tHz_SF\tFrequency Scale Factor\tsunssf\t1\t7\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tTms_SF\tTime Point Scale Factor\tsunssf\t1\t8\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrvSet\t6\t0\t1\t1\t3\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t0\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tMustTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMayTrip\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"G\tMomCess\t0\t\t0\t0\t1\t1\t1\n" +
+	"P\tActPt\tNumber Of Active Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"G\tPt\t2\tNPt\t5\t2\t4\t2\t0\n" +
+	"P\tHz\tFrequency Point\tuint32\t2\t0\tHz\t7\t3\t0\t0\tW\t-1\t0\n" +
+	"P\tTms\tTime Point\tuint32\t2\t2\tSecs\t8\t3\t0\t0\tW\t-1\t0\n" +
+	"M\t711\tDERFreqDroop\tDER Frequency Droop\n" +
+	"G\tDERFreqDroop\t0\t\t0\t0\t14\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t711\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Frequency Droop Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCtlReq\tSet Active Control Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCtlRslt\tSet Active Control Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNCtl\tStored Control Count\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRvrtTms\tReversion Timeout\tuint32\t2\t6\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtRem\tReversion Time Left\tuint32\t2\t8\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRvrtCtl\tReversion Control\tuint16\t1\t10\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tDb_SF\tDeadband Scale Factor\tsunssf\t1\t11\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tK_SF\tFrequency Change Scale Factor\tsunssf\t1\t12\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRspTms_SF\tOpen-Loop Scale Factor\tsunssf\t1\t13\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCtl\t2\tNCtl\t5\t0\t10\t7\t0\n" +
+	"P\tDbOf\tOver-Frequency Deadband\tuint32\t2\t0\tHz\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tDbUf\tUnder-Frequency Deadband\tuint32\t2\t2\tHz\t9\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tKOf\tOver-Frequency Change Ratio\tuint16\t1\t4\t\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tKUf\tUnder-Frequency Change Ratio\tuint16\t1\t5\t\t10\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tRspTms\tOpen-Loop Response Time\tuint32\t2\t6\tSecs\t11\t1\t0\t0\tWM\t-1\t0\n" +
+	"P\tPMin\tMinimum Active Power\tint16\t1\t8\tPct\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tReadOnly\tControl Access\tenum16\t1\t9\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"M\t712\tDERWattVar\tDER Watt-Var\n" +
+	"G\tDERWattVar\t0\t\t0\t0\t14\t12\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t712\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tEna\tDER Watt-Var Module Enable\tenum16\t1\t2\t\t-1\t0\t0\t0\tWM\t-1\t2\tDISABLED\t0\tENABLED\t1\n" +
+	"P\tAdptCrvReq\tSet Active Curve Request\tuint16\t1\t3\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tAdptCrvRslt\tSet Active Curve Result\tenum16\t1\t4\t\t-1\t0\t0\t0\tM\t-1\t3\tIN_PROGRESS\t0\tCOMPLETED\t1\tFAILED\t2\n" +
+	"P\tNPt\tNumber Of Points\tuint16\t1\t5\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tNCrv\tStored Curve Count\tuint16\t1\t6\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tRvrtTms\tReversion Timeout\tuint32\t2\t7\tSecs\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tRvrtRem\tReversion Time Left\tuint32\t2\t9\tSecs\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tRvrtCrv\tReversion Curve\tuint16\t1\t11\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tW_SF\tActive Power Scale Factor\tsunssf\t1\t12\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tDeptRef_SF\tVar Scale Factor\tsunssf\t1\t13\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"G\tCrv\t2\tNCrv\t6\t0\t4\t4\t1\n" +
+	"P\tActPt\tActive Points\tuint16\t1\t0\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tDeptRef\tDependent Reference\tenum16\t1\t1\t\t-1\t0\t0\t0\tWM\t-1\t4\tW_MAX_PCT\t0\tVAR_MAX_PCT\t1\tVAR_AVAL_PCT\t2\tVA_MAX_PCT\t3\n" +
+	"P\tPri\tPower Priority\tenum16\t1\t2\t\t-1\t0\t0\t0\tW\t-1\t2\tACTIVE\t0\tREACTIVE\t1\n" +
+	"P\tReadOnly\tCurve Access\tenum16\t1\t3\t\t-1\t0\t0\t0\tMS\t-1\t2\tRW\t0\tR\t1\n" +
+	"G\tPt\t2\tNPt\t5\t1\t2\t2\t0\n" +
+	"P\tW\tActive Power Point\tint16\t1\t0\tWMaxPct\t10\t2\t0\t0\tW\t-1\t0\n" +
+	"P\tVar\tReactive Power Point\tint16\t1\t1\tVarPct\t11\t2\t0\t0\tW\t-1\t0\n" +
+	"M\t713\tDERStorageCapacity\tDER Storage Capacity\n" +
+	"G\tDERStorageCapacity\t0\t\t0\t0\t9\t9\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t713\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t7\t0\n" +
+	"P\tWHRtg\tEnergy Rating\tuint16\t1\t2\tWH\t7\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWHAvail\tEnergy Available\tuint16\t1\t3\tWH\t7\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoC\tState of Charge\tuint16\t1\t4\tPct\t8\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoH\tState of Health\tuint16\t1\t5\tPct\t8\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSta\tStatus\tenum16\t1\t6\t\t-1\t0\t0\t0\t-\t-1\t3\tOK\t0\tWARNING\t1\tERROR\t2\n" +
+	"P\tWH_SF\tEnergy Scale Factor\tsunssf\t1\t7\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tPct_SF\tPercent Scale Factor\tsunssf\t1\t8\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"M\t714\tDERMeasureDC\tDER DC Measurement\n" +
+	"G\tDERMeasureDC\t0\t\t0\t0\t20\t13\t1\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t714\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tPrtAlrms\tPort Alarms\tbitfield32\t2\t2\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tNPrt\tNumber Of Ports\tuint16\t1\t4\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tDCA\tDC Current\tint16\t1\t5\tA\t8\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Power\tint16\t1\t6\tW\t10\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWhInj\tDC Energy Injected\tuint64\t4\t7\tWh\t11\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWhAbs\tDC Energy Absorbed\tuint64\t4\t11\tWh\t11\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA_SF\tDC Current Scale Factor\tsunssf\t1\t15\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tDCV_SF\tDC Voltage Scale Factor\tsunssf\t1\t16\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tDCW_SF\tDC Power Scale Factor\tsunssf\t1\t17\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tDCWH_SF\tDC Energy Scale Factor\tsunssf\t1\t18\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"P\tTmp_SF\tTemperature Scale Factor\tsunssf\t1\t19\t\t-1\t0\t0\t0\tS\t-1\t0\n" +
+	"G\tPrt\t2\tNPrt\t3\t0\t25\t11\t0\n" +
+	"P\tPrtTyp\tPort Type\tenum16\t1\t0\t\t-1\t0\t0\t0\t-\t-1\t7\tPV\t0\tESS\t1\tEV\t2\tINJ\t3\tABS\t4\tBIDIR\t5\tDC_DC\t6\n" +
+	"P\tID\tPort ID\tuint16\t1\t1\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tIDStr\tPort ID String\tstring\t8\t2\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tDCA\tDC Current\tint16\t1\t10\tA\t8\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCV\tDC Voltage\tuint16\t1\t11\tV\t9\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCW\tDC Power\tint16\t1\t12\tW\t10\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWhInj\tDC Energy Injected\tuint64\t4\t13\tWh\t11\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCWhAbs\tDC Energy Absorbed\tuint64\t4\t17\tWh\t11\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tTmp\tDC Port Temperature\tint16\t1\t21\tC\t12\t1\t0\t0\t-\t-1\t0\n" +
+	"P\tDCSta\tDC Port Status\tenum16\t1\t22\t\t-1\t0\t0\t0\t-\t-1\t4\tOFF\t0\tON\t1\tWARNING\t2\tERROR\t3\n" +
+	"P\tDCAlrm\tDC Port Alarm\tbitfield32\t2\t23\t\t-1\t0\t0\t0\t-\t-1\t14\tGROUND_FAULT\t0\tINPUT_OVER_VOLTAGE\t1\tDC_DISCONNECT\t3\tCABINET_OPEN\t5\tMANUAL_SHUTDOWN\t6\tOVER_TEMP\t7\tBLOWN_FUSE\t12\tUNDER_TEMP\t13\tMEMORY_LOSS\t14\tARC_DETECTION\t15\tRESERVED\t19\tTEST_FAILED\t20\tINPUT_UNDER_VOLTAGE\t21\tINPUT_OVER_CURRENT\t22\n" +
+	"M\t802\tbattery\tBattery Base Model\n" +
+	"G\tbattery\t0\t\t0\t0\t64\t58\t0\n" +
+	"P\tID\tModel ID\tuint16\t1\t0\t\t-1\t0\t0\t0\tMS\t802\t0\n" +
+	"P\tL\tModel Length\tuint16\t1\t1\t\t-1\t0\t0\t0\tMS\t-1\t0\n" +
+	"P\tAHRtg\tNameplate Charge Capacity\tuint16\t1\t2\tAh\t46\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWHRtg\tNameplate Energy Capacity\tuint16\t1\t3\tWh\t47\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWChaRteMax\tNameplate Max Charge Rate\tuint16\t1\t4\tW\t48\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWDisChaRteMax\tNameplate Max Discharge Rate\tuint16\t1\t5\tW\t48\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDisChaRte\tSelf Discharge Rate\tuint16\t1\t6\t%WHRtg\t49\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoCMax\tNameplate Max SoC\tuint16\t1\t7\t%WHRtg\t50\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoCMin\tNameplate Min SoC\tuint16\t1\t8\t%WHRtg\t50\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSocRsvMax\tMax Reserve Percent\tuint16\t1\t9\t%WHRtg\t50\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tSoCRsvMin\tMin Reserve Percent\tuint16\t1\t10\t%WHRtg\t50\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tSoC\tState of Charge\tuint16\t1\t11\t%WHRtg\t50\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDoD\tDepth of Discharge\tuint16\t1\t12\t%\t51\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoH\tState of Health\tuint16\t1\t13\t%\t52\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tNCyc\tCycle Count\tuint32\t2\t14\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tChaSt\tCharge Status\tenum16\t1\t16\t\t-1\t0\t0\t0\t-\t-1\t7\tOFF\t1\tEMPTY\t2\tDISCHARGING\t3\tCHARGING\t4\tFULL\t5\tHOLDING\t6\tTESTING\t7\n" +
+	"P\tLocRemCtl\tControl Mode\tenum16\t1\t17\t\t-1\t0\t0\t0\tM\t-1\t2\tREMOTE\t0\tLOCAL\t1\n" +
+	"P\tHb\tBattery Heartbeat\tuint16\t1\t18\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCtrlHb\tController Heartbeat\tuint16\t1\t19\t\t-1\t0\t0\t0\tW\t-1\t0\n" +
+	"P\tAlmRst\tAlarm Reset\tuint16\t1\t20\t\t-1\t0\t0\t0\tWM\t-1\t0\n" +
+	"P\tTyp\tBattery Type\tenum16\t1\t21\t\t-1\t0\t0\t0\tM\t-1\t12\tNOT APPLICABLE_UNKNOWN\t0\tLEAD_ACID\t1\tNICKEL_METAL_HYDRATE\t2\tNICKEL_CADMIUM\t3\tLITHIUM_ION\t4\tCARBON_ZINC\t5\tZINC_CHLORIDE\t6\tALKALINE\t7\tRECHARGEABLE_ALKALINE\t8\tSODIUM_SULFUR\t9\tFLOW\t10\tOTHER\t99\n" +
+	"P\tState\tState of the Battery Bank\tenum16\t1\t22\t\t-1\t0\t0\t0\tM\t-1\t7\tDISCONNECTED\t1\tINITIALIZING\t2\tCONNECTED\t3\tSTANDBY\t4\tSOC PROTECTION\t5\tSUSPENDING\t6\tFAULT\t99\n" +
+	"P\tStateVnd\tVendor Battery Bank State\tenum16\t1\t23\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tWarrDt\tWarranty Date\tuint32\t2\t24\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tEvt1\tBattery Event 1 Bitfield\tbitfield32\t2\t26\t\t-1\t0\t0\t0\tM\t-1\t30\tCOMMUNICATION_ERROR\t0\tOVER_TEMP_ALARM\t1\tOVER_TEMP_WARNING\t2\tUNDER_TEMP_ALARM\t3\tUNDER_TEMP_WARNING\t4\tOVER_CHARGE_CURRENT_ALARM\t5\tOVER_CHARGE_CURRENT_WARNING\t6\tOVER_DISCHARGE_CURRENT_ALARM\t7\tOVER_DISCHARGE_CURRENT_WARNING\t8\tOVER_VOLT_ALARM\t9\tOVER_VOLT_WARNING\t10\tUNDER_VOLT_ALARM\t11\tUNDER_VOLT_WARNING\t12\tUNDER_SOC_MIN_ALARM\t13\tUNDER_SOC_MIN_WARNING\t14\tOVER_SOC_MAX_ALARM\t15\tOVER_SOC_MAX_WARNING\t16\tVOLTAGE_IMBALANCE_WARNING\t17\tTEMPERATURE_IMBALANCE_ALARM\t18\tTEMPERATURE_IMBALANCE_WARNING\t19\tCONTACTOR_ERROR\t20\tFAN_ERROR\t21\tGROUND_FAULT\t22\tOPEN_DOOR_ERROR\t23\tCURRENT_IMBALANCE_WARNING\t24\tOTHER_ALARM\t25\tOTHER_WARNING\t26\tRESERVED_1\t27\tCONFIGURATION_ALARM\t28\tCONFIGURATION_WARNING\t29\n" +
+	"P\tEvt2\tBattery Event 2 Bitfield\tbitfield32\t2\t28\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd1\tVendor Event Bitfield 1\tbitfield32\t2\t30\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tEvtVnd2\tVendor Event Bitfield 2\tbitfield32\t2\t32\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tV\tExternal Battery Voltage\tuint16\t1\t34\tV\t53\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tVMax\tMax Battery Voltage\tuint16\t1\t35\tV\t53\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tVMin\tMin Battery Voltage\tuint16\t1\t36\tV\t53\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMax\tMax Cell Voltage\tuint16\t1\t37\tV\t54\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMaxStr\tMax Cell Voltage String\tuint16\t1\t38\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMaxMod\tMax Cell Voltage Module\tuint16\t1\t39\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMin\tMin Cell Voltage\tuint16\t1\t40\tV\t54\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMinStr\tMin Cell Voltage String\tuint16\t1\t41\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVMinMod\tMin Cell Voltage Module\tuint16\t1\t42\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tCellVAvg\tAverage Cell Voltage\tuint16\t1\t43\tV\t54\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tA\tTotal DC Current\tint16\t1\t44\tA\t55\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAChaMax\tMax Charge Current\tuint16\t1\t45\tA\t56\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tADisChaMax\tMax Discharge Current\tuint16\t1\t46\tA\t56\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tW\tTotal Power\tint16\t1\t47\tW\t57\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tReqInvState\tInverter State Request\tenum16\t1\t48\t\t-1\t0\t0\t0\t-\t-1\t3\tNO REQUEST\t0\tSTART\t1\tSTOP\t2\n" +
+	"P\tReqW\tBattery Power Request\tint16\t1\t49\tW\t57\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSetOp\tSet Operation\tenum16\t1\t50\t\t-1\t0\t0\t0\tWM\t-1\t2\tCONNECT\t1\tDISCONNECT\t2\n" +
+	"P\tSetInvState\tSet Inverter State\tenum16\t1\t51\t\t-1\t0\t0\t0\tWM\t-1\t3\tINVERTER_STOPPED\t1\tINVERTER_STANDBY\t2\tINVERTER_STARTED\t3\n" +
+	"P\tAHRtg_SF\t\tsunssf\t1\t52\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWHRtg_SF\t\tsunssf\t1\t53\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tWChaDisChaMax_SF\t\tsunssf\t1\t54\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDisChaRte_SF\t\tsunssf\t1\t55\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoC_SF\t\tsunssf\t1\t56\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tDoD_SF\t\tsunssf\t1\t57\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tSoH_SF\t\tsunssf\t1\t58\t\t-1\t0\t0\t0\t-\t-1\t0\n" +
+	"P\tV_SF\t\tsunssf\t1\t59\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tCellV_SF\t\tsunssf\t1\t60\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tA_SF\t\tsunssf\t1\t61\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tAMax_SF\t\tsunssf\t1\t62\t\t-1\t0\t0\t0\tM\t-1\t0\n" +
+	"P\tW_SF\t\tsunssf\t1\t63\t\t-1\t0\t0\t0\t-\t-1\t0\n"

@@ -18,6 +18,7 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
+	"plantd/internal/httpc"
 	"plantd/internal/termtext"
 )
 
@@ -69,7 +70,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "plantd consent: no token: set PLANTD_TOKEN or give --token-file (a token of the installer role: plantd token add)")
 		return exitUsage
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &httpc.Client{Timeout: 10 * time.Second}
 	if *base == "" {
 		*base, client = daemonURL(*path, client)
 	}
@@ -153,7 +154,7 @@ func printConsents(w io.Writer, cs []oauth2.Consent, now time.Time) {
 // (a wildcard address becomes loopback); with TLS the config's certificate
 // is trusted as well. Without a readable config it is the default
 // listener's.
-func daemonURL(path string, client *http.Client) (string, *http.Client) {
+func daemonURL(path string, client *httpc.Client) (string, *httpc.Client) {
 	listen, scheme := config.Default().HTTP.Listen, "http"
 	c, err := config.Load(path)
 	if err != nil {
@@ -170,7 +171,7 @@ func daemonURL(path string, client *http.Client) (string, *http.Client) {
 					pool = x509.NewCertPool()
 				}
 				pool.AppendCertsFromPEM(pem)
-				client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+				client.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -143,8 +144,10 @@ func (v *inputView) contacts() []httpapi.InputContact {
 		closed := i >= 0 && i < len(v.bits) && v.bits[i] // a register's bits come expanded (gridinput.Bits)
 		out = append(out, httpapi.InputContact{Name: name, Input: i, Closed: closed, Dimming: slices.Contains(v.spec.Dimming, name)})
 	}
-	slices.SortFunc(out, func(a, b httpapi.InputContact) int {
-		return cmp.Or(cmp.Compare(a.Input, b.Input), cmp.Compare(a.Name, b.Name))
+	// sort.Slice: no sort instantiated for this struct (binary size).
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		return cmp.Or(cmp.Compare(a.Input, b.Input), cmp.Compare(a.Name, b.Name)) < 0
 	})
 	return out
 }
