@@ -18,7 +18,6 @@ import (
 
 	"plantd/config"
 	"plantd/httpapi/oauth2"
-	"plantd/internal/httpc"
 	"plantd/internal/termtext"
 )
 
@@ -70,7 +69,7 @@ func runConsent(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "plantd consent: no token: set PLANTD_TOKEN or give --token-file (a token of the installer role: plantd token add)")
 		return exitUsage
 	}
-	client := &httpc.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second}
 	if *base == "" {
 		*base, client = daemonURL(*path, client)
 	}
@@ -154,7 +153,7 @@ func printConsents(w io.Writer, cs []oauth2.Consent, now time.Time) {
 // (a wildcard address becomes loopback); with TLS the config's certificate
 // is trusted as well. Without a readable config it is the default
 // listener's.
-func daemonURL(path string, client *httpc.Client) (string, *httpc.Client) {
+func daemonURL(path string, client *http.Client) (string, *http.Client) {
 	listen, scheme := config.Default().HTTP.Listen, "http"
 	c, err := config.Load(path)
 	if err != nil {
@@ -171,7 +170,7 @@ func daemonURL(path string, client *httpc.Client) (string, *httpc.Client) {
 					pool = x509.NewCertPool()
 				}
 				pool.AppendCertsFromPEM(pem)
-				client.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+				client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 			}
 		}
 	}

@@ -31,9 +31,8 @@
 //
 // # Import boundary
 //
-// drivers imports consumer (the Driver interface and the setpoint),
-// net/http's types and internal/httpc, the client that sends the Shelly
-// RPC (one request per connection, without net/http's Transport). It imports no Modbus transport: the relay
+// drivers imports consumer (the Driver interface and the setpoint) and
+// net/http (the Shelly RPC). It imports no Modbus transport: the relay
 // modules' coils and watchdog registers are reached through ModbusClient
 // (modbus.go), the methods the drivers call, which the daemon's pool's
 // *modbus.Client has (cmd/plantd asserts it), and the exception
@@ -44,5 +43,5 @@
 // and whatever it imports config (and mqtt, httpapi, gridcontrol above
 // it) depends on.
 //
-// Imports: plantd/consumer, plantd/internal/httpc
+// Imports: plantd/consumer
 package drivers

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"plantd/consumer"
-	"plantd/internal/httpc"
 )
 
 // Shelly is the Driver of one switch of a Shelly Gen2/Gen3 device (a Plus
@@ -42,19 +41,13 @@ type Shelly struct {
 	base     string // the base URL as configured, for messages
 	rpc      string // base + "/rpc"
 	switchID int
-	client   Doer
+	client   *http.Client
+	own      bool // client made here: Close drops its idle connections
 	watchdog time.Duration
 	seq      atomic.Uint64 // request frame ids
 }
 
 var _ consumer.Driver = (*Shelly)(nil)
-
-// Doer sends an HTTP request: a *http.Client, or the one-request-per-
-// connection client of plantd/internal/httpc the driver uses by default
-// (net/http's Transport weighs 371 KB in the binary).
-type Doer interface {
-	Do(*http.Request) (*http.Response, error)
-}
 
 // Shelly driver limits.
 const (
@@ -73,10 +66,10 @@ const (
 
 // NewShelly returns the driver of switch switchID (0 for a one-channel
 // device) of the Shelly at baseURL ("http://192.0.2.10"). client nil uses
-// an httpc.Client with a 10 s timeout (a connection per request); every
-// request also carries the ctx of the call. watchdog is the device's fail-safe time: whole seconds,
+// a client of its own with a 10 s timeout; every request also carries the
+// ctx of the call. watchdog is the device's fail-safe time: whole seconds,
 // sent as toggle_after with every Set that switches on; 0 disables it.
-func NewShelly(baseURL string, switchID int, client Doer, watchdog time.Duration) (*Shelly, error) {
+func NewShelly(baseURL string, switchID int, client *http.Client, watchdog time.Duration) (*Shelly, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: shelly url %q: %w", baseURL, err)
@@ -100,7 +93,8 @@ func NewShelly(baseURL string, switchID int, client Doer, watchdog time.Duration
 	base := strings.TrimSuffix(baseURL, "/")
 	s := &Shelly{base: base, rpc: base + "/rpc", switchID: switchID, client: client, watchdog: watchdog}
 	if s.client == nil {
-		s.client = &httpc.Client{Timeout: shellyClientTimeout}
+		s.client = &http.Client{Timeout: shellyClientTimeout}
+		s.own = true
 	}
 	return s, nil
 }
@@ -108,8 +102,13 @@ func NewShelly(baseURL string, switchID int, client Doer, watchdog time.Duration
 // Watchdog returns the toggle_after time Set arms when switching on.
 func (s *Shelly) Watchdog() time.Duration { return s.watchdog }
 
-// Close does nothing: no connection outlives its request.
-func (s *Shelly) Close() error { return nil }
+// Close drops the idle connections of the driver's own client.
+func (s *Shelly) Close() error {
+	if s.own {
+		s.client.CloseIdleConnections()
+	}
+	return nil
+}
 
 // shellyStatus is the part of Switch.GetStatus's result the driver reads;
 // pointers tell a missing field from a zero.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"plantd/consumer"
-	"plantd/internal/httpc"
 )
 
 // Settings are a consumer's driver settings (config devices[].consumer,
@@ -146,7 +146,7 @@ var kinds = []Kind{
 		check: checkShelly,
 		make: func(d Device, s Settings, _ Env) (consumer.Driver, error) {
 			base := "http://" + net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
-			return NewShelly(base, s.SwitchID, &httpc.Client{Timeout: d.Timeout}, s.Watchdog)
+			return NewShelly(base, s.SwitchID, &http.Client{Timeout: d.Timeout}, s.Watchdog)
 		}},
 	{Name: NameOCPP, Setpoint: consumer.SetpointCurrent, Controllable: true, Connects: ConnectsInbound,
 		Doc:   "an EV charger over OCPP 1.6J, connecting to plantd's central system (chargePointId, password, phases, currents)",
