@@ -317,8 +317,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the API's http.Handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+// Handler returns the API's http.Handler: the server itself (ServeHTTP,
+// livefast.go), which hands every request but the live answers of its
+// fast path to the Gin engine.
+func (s *Server) Handler() http.Handler { return s }
 
 // Run listens on Config.Listen and serves until ctx ends, then shuts down
 // gracefully. It returns nil after a clean shutdown.
@@ -333,7 +335,7 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves on ln until ctx ends (see Run); it closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.engine,
+		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
@@ -376,12 +378,18 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// requestIDOf is the request id of a request whose X-Request-Id is id:
+// id when it is sane (1-64 printable ASCII characters), else a new one.
+func requestIDOf(id string) string {
+	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return newRequestID()
+	}
+	return id
+}
+
 // requestID takes a sane X-Request-Id or makes one, and echoes it.
 func requestID(c *gin.Context) {
-	id := c.GetHeader("X-Request-Id")
-	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		id = newRequestID()
-	}
+	id := requestIDOf(c.GetHeader("X-Request-Id"))
 	c.Set(ctxRequestID, id)
 	c.Header("X-Request-Id", id)
 	c.Next()
