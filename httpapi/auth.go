@@ -18,6 +18,10 @@ import (
 // /gateway/v1/consents) and the credentials a reload replaces.
 type authServer interface {
 	Authenticate(c *gin.Context)
+	// Admitted is Authenticate's check for a request served without Gin
+	// (livefast.go): true takes a request from the rate limit, false
+	// records nothing.
+	Admitted(r *http.Request) bool
 	Need(roleName string) gin.HandlerFunc
 	Mount(open gin.IRoutes, authed gin.IRouter)
 	AsRole(name, roleName string, next http.Handler) (http.Handler, error)

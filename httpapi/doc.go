@@ -28,6 +28,13 @@
 // Usage: build a Server with New(Config, Deps, logger), then Run(ctx) until
 // the context ends (graceful shutdown), or mount Handler() yourself.
 //
+// The live answers are encoded once per change of the live state (or
+// second) and kept with their ETag (answercache.go); the live balance and
+// the v2 device list are served by a fast path in front of the Gin engine
+// (livefast.go) with the same answers, headers, metrics and checks
+// (oauth2's Admitted), which leaves every other request, and any it would
+// not answer 200 or 304, to the engine.
+//
 // Live values come from plant.Live (through the Live interface defined
 // here); history, logs and schedules come from a History, an interface
 // defined here with its own types, which cmd/plantd adapts the store to;

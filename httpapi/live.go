@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,24 +33,27 @@ type liveMixItem struct {
 // liveBalance is GET /live/v1/plants/{plantId}/measurements/sets/EnergyBalance.
 func (s *Server) liveBalance(c *gin.Context) {
 	p := ctxPlantOf(c)
-	s.writeLive(c, "balance "+p.ID, func() (any, error) {
-		b, err := s.deps.Live.EnergyBalance(p.ID)
-		if err != nil {
-			return nil, err
-		}
-		return liveEnvelope[liveBalanceItem]{
-			Plant: plantObj(p), SetType: string(plant.SetEnergyBalance), Resolution: "Live",
-			Set:   []liveBalanceItem{{Time: b.Time.In(locOf(p)).Format(localTime), Balance: b}},
-			Error: b.Error,
-		}, nil
-	})
+	s.writeLive(c, liveKey{answerBalance, p.ID}, func() (any, error) { return s.balanceAnswer(p) })
+}
+
+// balanceAnswer builds the live energy balance of p.
+func (s *Server) balanceAnswer(p plant.Plant) (any, error) {
+	b, err := s.deps.Live.EnergyBalance(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return liveEnvelope[liveBalanceItem]{
+		Plant: plantObj(p), SetType: string(plant.SetEnergyBalance), Resolution: "Live",
+		Set:   []liveBalanceItem{{Time: b.Time.In(locOf(p)).Format(localTime), Balance: b}},
+		Error: b.Error,
+	}, nil
 }
 
 // liveMix is GET /live/v1/devices/{deviceId}/measurement/sets/EnergyMix:
 // the live energy mix of the device's plant.
 func (s *Server) liveMix(c *gin.Context) {
 	p, d := ctxPlantOf(c), ctxDeviceOf(c)
-	s.writeLive(c, "mix "+d.Info.ID, func() (any, error) {
+	s.writeLive(c, liveKey{answerMix, d.Info.ID}, func() (any, error) {
 		m, err := s.deps.Live.EnergyMix(p.ID)
 		if err != nil {
 			return nil, err
@@ -85,10 +87,13 @@ type liveDeviceJSON struct {
 
 // liveDevices is GET /live/v{1,2}/plants/{plantId}/devices.
 func (s *Server) liveDevices(version int) gin.HandlerFunc {
-	key := fmt.Sprintf("devices v%d ", version)
+	kind := answerDevicesV2
+	if version == 1 {
+		kind = answerDevicesV1
+	}
 	return func(c *gin.Context) {
 		p := ctxPlantOf(c)
-		s.writeLive(c, key+p.ID, func() (any, error) { return s.liveDeviceList(p, version) })
+		s.writeLive(c, liveKey{kind, p.ID}, func() (any, error) { return s.liveDeviceList(p, version) })
 	}
 }
 

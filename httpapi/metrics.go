@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -49,7 +50,24 @@ func (m *apiMetrics) middleware(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	status := strconv.Itoa(c.Writer.Status())
-	m.requests.Inc(method, route, status)
-	m.latency.Observe(time.Since(start).Seconds(), method, route, status)
+	m.count(method, route, c.Writer.Status(), start)
+}
+
+// count counts and times one request that came at start.
+func (m *apiMetrics) count(method, route string, status int, start time.Time) {
+	code := statusLabel(status)
+	m.requests.Inc(method, route, code)
+	m.latency.Observe(time.Since(start).Seconds(), method, route, code)
+}
+
+// statusLabel is the metrics label of a status: the common ones without
+// a string made per request.
+func statusLabel(status int) string {
+	switch status {
+	case http.StatusOK:
+		return "200"
+	case http.StatusNotModified:
+		return "304"
+	}
+	return strconv.Itoa(status)
 }

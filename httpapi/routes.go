@@ -130,10 +130,12 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/gateway/v1/inputs", s.inputList)
 
 	live := api.Group("/live")
-	live.GET("/v1/plants/:plantId/measurements/sets/EnergyBalance", s.resolvePlant, s.liveBalance)
+	// The balance and the v2 device list are served by the fast path
+	// (livefast.go) too: the same answers through the same checks.
+	live.GET(strings.TrimPrefix(routeLiveBalance, "/live"), s.resolvePlant, s.liveBalance)
 	live.GET("/v1/devices/:deviceId/measurement/sets/EnergyMix", s.resolveDevice, s.liveMix)
 	live.GET("/v1/plants/:plantId/devices", deprecated(obsoleteLiveDevicesV1), s.resolvePlant, s.liveDevices(1))
-	live.GET("/v2/plants/:plantId/devices", s.resolvePlant, s.liveDevices(2))
+	live.GET(strings.TrimPrefix(routeLiveDevicesV2, "/live"), s.resolvePlant, s.liveDevices(2))
 	live.GET("/v1/devices/:deviceId", s.resolveDevice, s.liveDevice)
 	return e
 }

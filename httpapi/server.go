@@ -2,12 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -317,8 +318,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the API's http.Handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+// Handler returns the API's http.Handler: the server itself (ServeHTTP,
+// livefast.go), which hands every request but the live answers of its
+// fast path to the Gin engine.
+func (s *Server) Handler() http.Handler { return s }
 
 // Run listens on Config.Listen and serves until ctx ends, then shuts down
 // gracefully. It returns nil after a clean shutdown.
@@ -333,7 +336,7 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves on ln until ctx ends (see Run); it closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.engine,
+		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
@@ -369,19 +372,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// newRequestID returns 16 random hex digits.
+// newRequestID returns 16 random hex digits. A request id names a request
+// in the log, it guards nothing: math/rand's generator (ChaCha8, seeded by
+// the runtime) makes it without the system call crypto/rand costs.
 func newRequestID() string {
 	var b [8]byte
-	_, _ = rand.Read(b[:])
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
 	return hex.EncodeToString(b[:])
+}
+
+// requestIDOf is the request id of a request whose X-Request-Id is id:
+// id when it is sane (1-64 printable ASCII characters), else a new one.
+func requestIDOf(id string) string {
+	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return newRequestID()
+	}
+	return id
 }
 
 // requestID takes a sane X-Request-Id or makes one, and echoes it.
 func requestID(c *gin.Context) {
-	id := c.GetHeader("X-Request-Id")
-	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		id = newRequestID()
-	}
+	id := requestIDOf(c.GetHeader("X-Request-Id"))
 	c.Set(ctxRequestID, id)
 	c.Header("X-Request-Id", id)
 	c.Next()

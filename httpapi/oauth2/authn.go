@@ -425,6 +425,33 @@ func (s *Server) Authenticate(c *gin.Context) {
 	s.admit(c, p)
 }
 
+// Admitted reports whether r may be served without Authenticate: it
+// carries a valid bearer token (never a principal set by AsRole), its
+// source has failed logins left, and the token's holder has a request
+// left in its rate limit, which it then takes. When it answers false it
+// has recorded nothing (no failed login, no metric, no rate taken): the
+// caller serves r through Authenticate, which answers the refusal. It is
+// for the API's fast path of its live answers, which any role may read.
+func (s *Server) Admitted(r *http.Request) bool {
+	if r.Context().Value(localPrincipal{}) != nil {
+		return false
+	}
+	scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	if !found || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return false
+	}
+	if s.auth.guard.tracking(sourceAddr(r)) {
+		return false
+	}
+	p, ok := s.auth.lookup(tok)
+	if !ok {
+		return false
+	}
+	ok, _ = s.auth.allow(p.Name)
+	return ok
+}
+
 // admit rate-limits an authenticated principal and passes the request on.
 func (s *Server) admit(c *gin.Context, p principal) {
 	if ok, wait := s.auth.allow(p.Name); !ok {

@@ -19,7 +19,8 @@
 //
 // Usage: the HTTP API builds a Server with New(Config, clock, logger,
 // Host), mounts its routes with Mount, puts Authenticate in front of every
-// route that needs a credential (Need for a role; Caller names who asked),
+// route that needs a credential (Need for a role; Caller names who asked;
+// Admitted is its check for a request the API serves without Gin),
 // runs Run for the login guard's log, and calls SetCredentials on a
 // reload. Host is the API's side of the seam: its problem documents, its
 // 500 answer, its JSON body rules and its failed-login counter. Errors of

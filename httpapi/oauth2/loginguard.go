@@ -132,6 +132,23 @@ func (g *loginGuard) blocked(addr string) (bool, time.Duration) {
 	return true, wait
 }
 
+// tracking reports whether the guard holds state of addr's source (it
+// failed a login lately), without counting or logging anything. A source
+// the guard does not track is not blocked; one it tracks may be (blocked
+// says). With no source tracked at all, the usual case, it costs a lock.
+func (g *loginGuard) tracking(addr string) bool {
+	g.mu.Lock()
+	n := len(g.sources)
+	g.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	addr = sourceKey(addr)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sources[addr] != nil
+}
+
 // failed records a failed login from addr's source.
 func (g *loginGuard) failed(addr string) {
 	addr = sourceKey(addr)

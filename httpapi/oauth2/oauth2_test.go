@@ -186,3 +186,80 @@ func TestAuthorizeFloodOneEach(t *testing.T) {
 		t.Error("the waiting user's request was pushed out by the flood")
 	}
 }
+
+// TestAdmitted: the fast path's check admits a known static or issued
+// token while its rate limit lasts, refuses the rest, and records nothing
+// when it refuses (no failed login, no failure counted).
+func TestAdmitted(t *testing.T) {
+	h := &host{}
+	now := time.Date(2025, 6, 21, 10, 0, 0, 0, time.UTC)
+	// sha256("secret-token")
+	tok := config.Token{Name: "owner", SHA256: "930bbdc51b6aed5c2a5678fd6e28dee7a05e8a4b643cfc0b4427c3efb86c0d94", Role: config.RoleStandard}
+	s, err := New(Config{Tokens: []config.Token{tok}, TokenTTL: time.Minute, RateLimit: config.RateLimit{RequestsPerSecond: 1e-3, Burst: 2},
+		FailedLogins: FailedLogins{Burst: 1, Every: time.Hour}}, func() time.Time { return now }, nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := s.auth.issueGrant(principal{Name: oauthPrincipal("app"), Role: roleStandard, Via: viaClient}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := s.AsRole("uplink", config.RoleStandard, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if s.Admitted(r) {
+			t.Error("a request as a role (no token) admitted")
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest("GET", "/x", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name, auth string
+		want       bool
+	}{
+		{"no header", "", false},
+		{"basic", "Basic b3duZXI6cHc=", false},
+		{"empty bearer", "Bearer  ", false},
+		{"unknown token", "Bearer wrong", false},
+		{"static token", "Bearer secret-token", true},
+		{"scheme in any case", "bearer  secret-token ", true},
+		{"issued token", "Bearer " + issued, true},
+		{"static token, rate limit used up", "Bearer secret-token", false},
+	} {
+		if got := s.Admitted(req(tc.auth)); got != tc.want {
+			t.Errorf("%s: Admitted %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if len(h.failures) > 0 || h.status != 0 {
+		t.Errorf("refusals recorded: failures %v, problem %d", h.failures, h.status)
+	}
+	now = now.Add(time.Minute)
+	if s.Admitted(req("Bearer " + issued)) {
+		t.Error("an expired issued token admitted")
+	}
+	// One failed login through Authenticate blocks the source: its valid
+	// tokens are then left to Authenticate too (429 there). The client's
+	// rate limit has a request left.
+	again, err := s.auth.issueGrant(principal{Name: oauthPrincipal("app"), Role: roleStandard, Via: viaClient}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := gin.New()
+	e.GET("/x", s.Authenticate, func(c *gin.Context) { c.Status(http.StatusOK) })
+	e.ServeHTTP(httptest.NewRecorder(), req("Bearer wrong"))
+	if s.Admitted(req("Bearer " + again)) {
+		t.Error("a blocked source's token admitted")
+	}
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, req("Bearer "+again))
+	if rec.Code != http.StatusTooManyRequests {
+		t.Errorf("the blocked source through Authenticate: %d, want 429", rec.Code)
+	}
+}
