@@ -51,7 +51,7 @@ func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, f
 		}
 		for id, ds := range cd.devs {
 			out := map[int64]devInterval{}
-			for b, db := range aggregate(ds.prev, ds.samples, ds.next, from, to, recentWidth, nil, nil) {
+			for b, db := range aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil) {
 				out[b] = intervalOf(ds.dev.kind, db)
 			}
 			per[id] = out
@@ -68,13 +68,13 @@ func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, f
 
 // recentDev is what recentRoles reads of a device: its samples in the
 // window with the values of its role's channels (in one array: the values
-// of sample i end at ends[i]), and the samples on either side.
+// of sample i end at ends[i]), and the sample before.
 type recentDev struct {
-	dev        *device
-	samples    []rawSample
-	arena      []chVal
-	ends       []int32
-	prev, next *rawSample
+	dev     *device
+	samples []rawSample
+	arena   []chVal
+	ends    []int32
+	prev    *rawSample
 }
 
 // recentRoles computes into per the intervals of the devices of roles
@@ -123,33 +123,22 @@ func (s *Store) recentRoles(ctx context.Context, db querier, roles []*device, fr
 	if err != nil {
 		return nil, fmt.Errorf("read samples: %w", err)
 	}
-	// The samples around the window, as readEdges finds them: each
-	// device's newest before from and oldest from to on, within
-	// counterGapMs.
-	for _, edge := range []struct {
-		q      string
-		lo, hi int64
-		desc   bool
-		set    func(rd *recentDev, smp *rawSample)
-	}{
-		{`SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from - counterGapMs, from, true,
-			func(rd *recentDev, smp *rawSample) { rd.prev = smp }},
-		{`SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, to, to + counterGapMs, false,
-			func(rd *recentDev, smp *rawSample) { rd.next = smp }},
-	} {
-		seen := map[int64]bool{}
-		keep := func(dev int64) bool { return byID[dev] != nil && !seen[dev] }
-		idLo, idHi := chunkSpan(edge.lo, edge.hi)
-		err := s.scanChunkVals(ctx, db, edge.q, []any{idLo, idHi}, edge.lo, edge.hi, edge.desc, keep, r, func(dev, t int64, vals []chVal) bool {
-			if keep(dev) {
+	// The sample before the window, as readEdges finds it: each device's
+	// newest before from, within counterGapMs. (Recent ends at the newest
+	// sample: it takes none after the window.)
+	seen := map[int64]bool{}
+	keepPrev := func(dev int64) bool { return byID[dev] != nil && !seen[dev] }
+	idLo, idHi := chunkSpan(from-counterGapMs, from)
+	err = s.scanChunkVals(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, []any{idLo, idHi},
+		from-counterGapMs, from, true, keepPrev, r, func(dev, t int64, vals []chVal) bool {
+			if keepPrev(dev) {
 				seen[dev] = true
-				edge.set(byID[dev], &rawSample{t: t, vals: slices.Clone(vals)})
+				byID[dev].prev = &rawSample{t: t, vals: slices.Clone(vals)}
 			}
 			return len(seen) < len(byID)
 		})
-		if err != nil {
-			return nil, fmt.Errorf("read edge samples: %w", err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("read edge samples: %w", err)
 	}
 	var rest []*device
 	var seq []*rawSample
@@ -168,10 +157,7 @@ func (s *Store) recentRoles(ctx context.Context, db querier, roles []*device, fr
 		for i := range rd.samples {
 			seq = append(seq, &rd.samples[i])
 		}
-		if rd.next != nil && (len(rd.samples) > 0 || rd.prev != nil) {
-			seq = append(seq, rd.next)
-		}
-		if len(rd.samples) == 0 && len(seq) < 2 {
+		if len(rd.samples) == 0 {
 			continue // no interval: aggregate gives none
 		}
 		if spansGap(seq, from, to, recentWidth) {
