@@ -259,8 +259,9 @@
 // from all its channels, as the rollups do: the engine gives such a
 // minute an interval when any channel has energy in it.
 // TestRecentMinutesReference checks that both give the same intervals bit
-// for bit. BenchmarkQuery/RecentPlant (20 devices polled every 5 s) took
-// about 0.16 of the time of reading every channel.
+// for bit. BenchmarkQuery/RecentPlant (20 devices polled every 5 s) takes
+// 7 ms of CPU a query on a 2-core x86 server, against 46 ms when every
+// channel was read (0.14-0.17 over 4 alternating pairs).
 //
 // Recent, Day and Week give powers as interval means in W; Month, Year and
 // Total energies in Wh; ReturnEnergyValues gives Wh per interval for the
