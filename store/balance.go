@@ -72,21 +72,37 @@ type devInterval struct {
 	socOK bool
 }
 
+// The energy fields of each role in a plant's balance, in the order of
+// devInterval.e.
+var (
+	inverterFields = []plant.Channel{plant.PVGeneration}
+	meterFields    = []plant.Channel{plant.GridConsumption, plant.GridFeedIn}
+	batteryFields  = []plant.Channel{plant.BatteryCharging, plant.BatteryDischarging}
+)
+
+// balanceRole returns what a plant's balance takes from a device of kind
+// k: the energies of fields (none: the kind has no role in it) and, when
+// soc, the mean state of charge (plant.BatteryStateOfCharge).
+func balanceRole(k kind.Kind) (fields []plant.Channel, soc bool) {
+	switch k {
+	case kind.Inverter:
+		return inverterFields, false
+	case kind.Meter:
+		return meterFields, false
+	case kind.Battery:
+		return batteryFields, true
+	}
+	return nil, false
+}
+
 // intervalOf keeps of a device's aggregates b what computeBalance reads.
 func intervalOf(k kind.Kind, b *devBucket) devInterval {
 	di := devInterval{kind: k}
-	energies := func(c ...plant.Channel) {
-		for i, ch := range c {
-			di.e[i], di.eOK[i] = b.energy(ch)
-		}
+	fields, soc := balanceRole(k)
+	for i, ch := range fields {
+		di.e[i], di.eOK[i] = b.energy(ch)
 	}
-	switch k {
-	case kind.Inverter:
-		energies(plant.PVGeneration)
-	case kind.Meter:
-		energies(plant.GridConsumption, plant.GridFeedIn)
-	case kind.Battery:
-		energies(plant.BatteryCharging, plant.BatteryDischarging)
+	if soc {
 		if a := b.aggs[chKey{plant.BatteryStateOfCharge, 0}]; a != nil && a.n > 0 {
 			di.soc, di.socOK = a.mean(), true
 		}

@@ -250,6 +250,19 @@
 // minute earlier): while polling, a minute shows within BatchInterval
 // after it ends.
 //
+// A plant's Recent (EnergyBalance, EnergyMix) reads of each inverter,
+// meter and battery only the channels the balance takes from its kind
+// (the energy fields' powers and counters, the state of charge), decoded
+// by a reader that converts no other value, and runs the bucket engine
+// for those fields only; devices of other kinds are not read. A device
+// with two consecutive polls spanning a minute without a poll is computed
+// from all its channels, as the rollups do: the engine gives such a
+// minute an interval when any channel has energy in it.
+// TestRecentMinutesReference checks that both give the same intervals bit
+// for bit. BenchmarkQuery/RecentPlant (20 devices polled every 5 s) takes
+// 7 ms of CPU a query on a 2-core x86 server, against 46 ms when every
+// channel was read (0.14-0.17 over 4 alternating pairs).
+//
 // Recent, Day and Week give powers as interval means in W; Month, Year and
 // Total energies in Wh; ReturnEnergyValues gives Wh per interval for the
 // EnergyAndPower* sets. The W of an energy field (pvGeneration,

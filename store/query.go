@@ -513,22 +513,33 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 	}
 	to := floorDiv(latest, recentWidth) + recentWidth
 	from := to - recentSpan
-	cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
-	if err != nil {
-		return res, fmt.Errorf("store: recent: %w", classify(err))
-	}
-	// Per minute: every device's aggregates.
-	minutes := map[int64][]devInterval{}
-	perDev := map[int64]map[int64]*devBucket{}
-	for id, ds := range cd.devs {
-		out := aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil)
-		perDev[id] = out
-		for b, db := range out {
-			minutes[b] = append(minutes[b], intervalOf(ds.dev.kind, db))
+	plantSet := sc.set == plant.SetEnergyBalance || sc.set == plant.SetEnergyMix
+	// Per minute: the plant's devices' intervals, or the device's
+	// aggregates.
+	var minutes map[int64][]devInterval
+	var buckets map[int64]*devBucket
+	if plantSet {
+		devs := make([]*device, 0, len(want))
+		for _, d := range want {
+			devs = append(devs, d)
+		}
+		if minutes, err = s.recentMinutes(ctx, db, devs, from, to, false); err != nil {
+			return res, fmt.Errorf("store: recent: %w", classify(err))
+		}
+	} else {
+		cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
+		if err != nil {
+			return res, fmt.Errorf("store: recent: %w", classify(err))
+		}
+		if ds := cd.devs[sc.dev.id]; ds != nil {
+			buckets = aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil)
 		}
 	}
-	starts := make([]int64, 0, len(minutes))
+	starts := make([]int64, 0, max(len(minutes), len(buckets)))
 	for b := range minutes {
+		starts = append(starts, b)
+	}
+	for b := range buckets {
 		starts = append(starts, b)
 	}
 	slices.Sort(starts)
@@ -536,7 +547,6 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 	hours := float64(recentWidth) / 3.6e6
 	totalBal := balRow{}
 	totalDev := map[chKey]*agg{}
-	plantSet := sc.set == plant.SetEnergyBalance || sc.set == plant.SetEnergyMix
 	for _, b := range starts {
 		r := plant.SetRow{Start: time.UnixMilli(b).UTC(), Values: map[string]float64{}}
 		if plantSet {
@@ -553,10 +563,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 				mixValues(r.Values, &bal, hours, wh)
 			}
 		} else {
-			db := perDev[sc.dev.id][b]
-			if db == nil {
-				continue
-			}
+			db := buckets[b]
 			for k, a := range db.aggs {
 				x := totalDev[k]
 				if x == nil {
