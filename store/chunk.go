@@ -99,6 +99,15 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 		err := tx.QueryRowContext(ctx, `SELECT v FROM raw_chunk WHERE id = ?`, chunkID(c.t0, c.dev)).Scan(&old)
 		switch {
 		case err == sql.ErrNoRows:
+			// Nothing stored of the minute: from now on the row holds
+			// c's samples only (or, if this batch fails, stays absent),
+			// so later writes need not read it back. Without this a
+			// device's first minute (eager, written at every commit,
+			// each second at 1,000 devices) was read back, decoded and
+			// merged each time: 17 MB/s of garbage in the first minute
+			// after a start with 1,000 devices. Writer.load sets merge
+			// again for a new file.
+			c.merge = false
 		case err != nil:
 			return 0, fmt.Errorf("read stored chunk: %w", err)
 		default:
