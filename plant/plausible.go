@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // This file is the plausibility check of channel values (doc.go,
@@ -59,13 +60,47 @@ func ratedOr(rating, margin, def float64) float64 {
 	return min(rating*margin+ratingSlack, def)
 }
 
-// boundsFor computes a device's bounds from its nameplate (nil: none
-// known).
+// ratings are the nameplate values a device's bounds depend on.
+type ratings struct{ w, va, vr, a float64 }
+
+// boundsCache holds the bounds made so far by ratings (ratings → *bounds,
+// never changed once made): devices of one type share them instead of
+// keeping 736 bytes each (0.7 MB at 1,000 devices). A plant has a few
+// device types; the cache is bounded by maxCachedBounds in case ratings
+// keep changing (a device reporting a drifting rating).
+var (
+	boundsMu    sync.Mutex
+	boundsCache = map[ratings]*bounds{}
+)
+
+const maxCachedBounds = 256
+
+// boundsFor returns a device's bounds from its nameplate (nil: none
+// known), shared with every device of the same ratings: read only.
 func boundsFor(n *Nameplate) *bounds {
-	var rw, rva, rvar, ra float64
+	var r ratings
 	if n != nil {
-		rw, rva, rvar, ra = n.RatedPowerW, n.RatedApparentVA, n.RatedReactiveVAr, n.RatedCurrentA
+		r = ratings{n.RatedPowerW, n.RatedApparentVA, n.RatedReactiveVAr, n.RatedCurrentA}
 	}
+	if r != r { // a NaN rating: never equal as a key
+		return makeBounds(r)
+	}
+	boundsMu.Lock()
+	defer boundsMu.Unlock()
+	if b := boundsCache[r]; b != nil {
+		return b
+	}
+	b := makeBounds(r)
+	if len(boundsCache) >= maxCachedBounds {
+		clear(boundsCache)
+	}
+	boundsCache[r] = b
+	return b
+}
+
+// makeBounds computes the bounds of a device with ratings r (0: none).
+func makeBounds(r ratings) *bounds {
+	rw, rva, rvar, ra := r.w, r.va, r.vr, r.a
 	if rva <= 0 {
 		rva = rw // S ≥ P: without its own rating, the active one
 	}

@@ -58,3 +58,29 @@ func BenchmarkPlausibility(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/value")
 }
+
+// TestBoundsShared checks that devices of the same ratings share one
+// bounds array and that others get their own.
+func TestBoundsShared(t *testing.T) {
+	a := &Nameplate{RatedPowerW: 10000, RatedCurrentA: 16}
+	tests := []struct {
+		name  string
+		other *Nameplate
+		same  bool
+	}{
+		{"same ratings, other device", &Nameplate{RatedPowerW: 10000, RatedCurrentA: 16, Serial: "x"}, true},
+		{"other power", &Nameplate{RatedPowerW: 8000, RatedCurrentA: 16}, false},
+		{"no nameplate", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ba, bo := boundsFor(a), boundsFor(tt.other)
+			if (ba == bo) != tt.same {
+				t.Errorf("shared = %v, want %v", ba == bo, tt.same)
+			}
+			if lo, hi := Bound(tt.other, ActivePower); bo[ActivePower] != (bound{lo, hi}) {
+				t.Errorf("bounds %v, Bound %v..%v", bo[ActivePower], lo, hi)
+			}
+		})
+	}
+}

@@ -49,9 +49,10 @@ type writer struct {
 	// open holds each device's chunk minute being collected (chunk.go):
 	// written when the device's next minute begins, when it was quiet
 	// for idleRollup, and at Flush and Run's end.
-	open     map[int64]*openChunk
-	chunkBuf []chunkSample
-	enc      chunkEncoder
+	open      map[int64]*openChunk
+	chunkBuf  []chunkSample
+	chunkVals []sidVal // the values of chunkBuf's samples
+	enc       chunkEncoder
 
 	lastT   map[int64]int64 // device id → time of its last committed sample
 	maxSeen int64           // newest sample time committed
@@ -589,7 +590,8 @@ func (w *writer) chunkFor(b *batchWork, dev, t0 int64) *openChunk {
 			// (they were 16 % of what ingest allocated).
 			nc.ts = make([]int64, 0, len(c.ts))
 			nc.ends = make([]int32, 0, len(c.ends))
-			nc.vals = make([]sidVal, 0, len(c.vals))
+			nc.enc = make([]byte, 0, len(c.enc))
+			nc.offs = make([]int32, 0, len(c.offs))
 		}
 		w.open[dev] = nc
 		return nc
@@ -629,11 +631,15 @@ func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChu
 			return cw, fmt.Errorf("write raw chunk of device %d: %w", c.dev, err)
 		}
 		cw.meas += uint64(gained)
-		fresh := make([]chunkSample, 0, len(c.ts)-c.persisted)
-		for i := c.persisted; i < len(c.ts); i++ {
-			fresh = append(fresh, c.sample(i))
+		type timeCount struct {
+			t int64
+			n int
 		}
-		slices.SortStableFunc(fresh, func(a, b chunkSample) int { return cmp.Compare(a.t, b.t) })
+		fresh := make([]timeCount, 0, len(c.ts)-c.persisted)
+		for i := c.persisted; i < len(c.ts); i++ {
+			fresh = append(fresh, timeCount{c.ts[i], c.count(i)})
+		}
+		slices.SortStableFunc(fresh, func(a, b timeCount) int { return cmp.Compare(a.t, b.t) })
 		for _, f := range fresh {
 			t := f.t
 			last, ok := cw.pending[c.dev]
@@ -651,7 +657,7 @@ func (w *writer) writeChunks(ctx context.Context, tx *sql.Tx, toWrite []*openChu
 			cw.minAff = min(cw.minAff, aff)
 			cw.pending[c.dev] = max(last, t)
 			cw.maxT = max(cw.maxT, t)
-			cw.samples += uint64(len(f.sv))
+			cw.samples += uint64(f.n)
 		}
 	}
 	return cw, nil
