@@ -40,12 +40,26 @@ type State struct {
 	Schedules int64
 	Logs      int64
 	Outbox    map[string]Stream
+	// LiveMark is the live streams' seq reservation (the outbox mark
+	// live.seq; 0: none): plantd's next run numbers its live streams
+	// above it.
+	LiveMark int64
 }
 
 // Stream is one outbox stream: its messages' count and sequence numbers
 // and the next number the outbox will hand out (outbox_seq).
 type Stream struct {
 	Count, MinSeq, MaxSeq, Next int64
+	// Floor is the stream's durable seq floor (meta outbox.floor.<stream>;
+	// 0: none): no seq above it was published.
+	Floor int64
+}
+
+// NextAfterReboot is the seq plantd numbers the stream's next message
+// with when it starts on this database after a power cut (a new kernel
+// boot): the next one of outbox_seq (1 without), or above the floor.
+func (s Stream) NextAfterReboot() int64 {
+	return max(s.Next, s.Floor+1, 1)
 }
 
 // Contiguous says whether the stream's messages are an unbroken run of
@@ -187,6 +201,30 @@ func Read(ctx context.Context, db *sql.DB) (State, error) {
 			return st, fmt.Errorf("powercut: read the outbox: %w", err)
 		}
 	}
+	if has["meta"] {
+		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM meta WHERE key > 'outbox.floor.' AND key < 'outbox.floor/' OR key = 'outbox.mark.live.seq'`)
+		if err != nil {
+			return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+		}
+		for rows.Next() {
+			var key string
+			var v int64
+			if err := rows.Scan(&key, &v); err != nil {
+				rows.Close()
+				return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+			}
+			if name, ok := strings.CutPrefix(key, "outbox.floor."); ok {
+				s := st.Outbox[name]
+				s.Floor = v
+				st.Outbox[name] = s
+			} else {
+				st.LiveMark = v
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+		}
+	}
 	if has["outbox_seq"] {
 		rows, err := tx.QueryContext(ctx, `SELECT stream, next FROM outbox_seq`)
 		if err != nil {
@@ -261,6 +299,9 @@ func (st State) OutboxSummary() string {
 			p += fmt.Sprintf(" (%d-%d)", s.MinSeq, s.MaxSeq)
 		}
 		p += fmt.Sprintf(" next %d", s.Next)
+		if s.Floor > 0 {
+			p += fmt.Sprintf(" floor %d", s.Floor)
+		}
 		if !s.Contiguous() {
 			p += " GAP"
 		}
