@@ -280,15 +280,20 @@ func (st State) Behind(other State) []string {
 }
 
 // OutboxSummary is the outbox in a line: per stream the messages, their
-// sequence numbers and the next one ("log 12 (1-12) next 13"), "-" when
-// empty, a stream whose numbers are not contiguous marked GAP.
+// sequence numbers, the next one and the floor ("log 12 (1-12) next 13
+// floor 65548"), "-" when empty, a stream whose numbers are not
+// contiguous marked GAP; live streams without messages (their counters
+// only) are left out, the live mark is shown when set.
 func (st State) OutboxSummary() string {
-	if len(st.Outbox) == 0 {
-		return "-"
-	}
 	names := make([]string, 0, len(st.Outbox))
-	for n := range st.Outbox {
+	for n, s := range st.Outbox {
+		if s.Count == 0 && strings.HasPrefix(n, "live/") {
+			continue
+		}
 		names = append(names, n)
+	}
+	if len(names) == 0 && st.LiveMark == 0 {
+		return "-"
 	}
 	sort.Strings(names)
 	var parts []string
@@ -306,6 +311,9 @@ func (st State) OutboxSummary() string {
 			p += " GAP"
 		}
 		parts = append(parts, p)
+	}
+	if st.LiveMark > 0 {
+		parts = append(parts, fmt.Sprintf("live mark %d", st.LiveMark))
 	}
 	return strings.Join(parts, ", ")
 }

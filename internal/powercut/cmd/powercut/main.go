@@ -165,15 +165,25 @@ func run() error {
 	return nil
 }
 
-// published is the highest seq published per stream in a line.
+// published is the highest seq delivered per stream in a line, the live
+// streams in one entry (how many, the highest of their seqs).
 func published(p map[string]uint64) string {
 	if len(p) == 0 {
 		return "-"
 	}
-	names := slices.Sorted(maps.Keys(p))
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s<=%d", n, p[n])
+	var parts []string
+	var live int
+	var liveHi uint64
+	for _, n := range slices.Sorted(maps.Keys(p)) {
+		if strings.HasPrefix(n, "live/") {
+			live++
+			liveHi = max(liveHi, p[n])
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s<=%d", n, p[n]))
+	}
+	if live > 0 {
+		parts = append(parts, fmt.Sprintf("live(%d streams)<=%d", live, liveHi))
 	}
 	return strings.Join(parts, ",")
 }
