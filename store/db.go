@@ -401,6 +401,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			// the outbox above its durable floors (seqfloor.go).
 			if err := resumeSeqs(ctx, tx); err != nil {
 				tx.Rollback()
+				if errors.Is(classify(err), ErrCorrupt) {
+					// A damaged meta or outbox_seq: Open's quick
+					// check finds it and stops writing, and
+					// ReserveSeqs refuses then, so nothing is
+					// published; plantd serves what it can read.
+					return nil
+				}
 				return err
 			}
 			return tx.Commit()

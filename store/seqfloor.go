@@ -96,7 +96,9 @@ func (s *Store) ReserveSeqs(ctx context.Context, stream string, upTo uint64) (ui
 		return 0, fmt.Errorf("%w: outbox stream is empty", ErrBadQuery)
 	}
 	db := s.wdb.Load()
-	if db == nil || s.closed.Load() {
+	if db == nil || s.closed.Load() || !s.writable.Load() {
+		// Not writable (read-only, or corrupt: then the floors may not
+		// have been applied at open): nothing may be reserved.
 		if err := s.Health(); err != nil {
 			return 0, fmt.Errorf("store: reserve seqs: %w", err)
 		}
@@ -163,7 +165,9 @@ func (s *Store) SyncMark(ctx context.Context, key string, value int64) error {
 		return fmt.Errorf("%w: outbox mark key is empty", ErrBadQuery)
 	}
 	db := s.wdb.Load()
-	if db == nil || s.closed.Load() {
+	if db == nil || s.closed.Load() || !s.writable.Load() {
+		// Not writable (read-only, or corrupt: then the floors may not
+		// have been applied at open): nothing may be reserved.
 		if err := s.Health(); err != nil {
 			return fmt.Errorf("store: sync mark: %w", err)
 		}

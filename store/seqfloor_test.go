@@ -74,6 +74,17 @@ func TestSeqFloorSynced(t *testing.T) {
 		t.Errorf("live.seq = %d, %v, %v", v, ok, err)
 	}
 
+	// A store that stopped writing (corrupt, read-only) reserves nothing:
+	// its floors may not have been applied at open.
+	s.writable.Store(false)
+	if _, err := s.ReserveSeqs(ctx, "log/p1", 200000); err == nil {
+		t.Error("ReserveSeqs on a store that stopped writing: no error")
+	}
+	if err := s.SyncMark(ctx, "live.seq", 200000); err == nil {
+		t.Error("SyncMark on a store that stopped writing: no error")
+	}
+	s.writable.Store(true)
+
 	// Inside a transaction SQLite keeps the level it had.
 	conn, err := s.wdb.Load().Conn(ctx)
 	if err != nil {
