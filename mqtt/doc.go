@@ -28,10 +28,14 @@
 // connection is discarded unnumbered; that is the only gap of a live
 // stream. A live message is numbered when published, so live seqs are
 // contiguous while connected; the outbox mark "live.seq" reserves them
-// in blocks of 65,536 (one write per start and per block), so a restart
-// numbers above every seq of the run before. A kill -9 or a power cut
-// loses the live values in memory (current values, sent again by the
-// next tick of the next run) and nothing of the outbox. Live and ack
+// in blocks of 65,536 (one synced write per start and per block), so a
+// restart numbers above every seq of the run before. A seq of an outbox
+// stream is published only under the stream's durable floor (floors.go:
+// reserved a block of 65,536 ahead in a commit synced to the disk), so a
+// power cut, which loses the outbox's last commits, shows as a gap in
+// the stream's seqs, never as a seq handed out again. A kill -9 loses
+// the live values in memory (current values, sent again by the next
+// tick of the next run) and nothing of the outbox. Live and ack
 // streams go first; rollup and log streams drain beside them, oldest
 // first, under a message and byte rate cap, several outbox rows batched
 // per MQTT message. Per-stream caps by count and age drop the oldest

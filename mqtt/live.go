@@ -20,9 +20,10 @@ import (
 // contiguous while connected. They must never be reused across restarts
 // (a backend dedupes on gatewayId, stream, seq), so the uplink reserves
 // them in blocks: the outbox mark liveSeqMark holds the highest seq
-// reserved, written before any seq above the previous one is published.
-// A new run starts its live streams above the mark: one write per start
-// and one per liveBlock messages of the busiest live stream.
+// reserved, written (synced to the disk, Outbox.SyncMark) before any seq
+// above the previous one is published. A new run starts its live streams
+// above the mark: one synced write per start and one per liveBlock
+// messages of the busiest live stream.
 const (
 	liveSeqMark = "live.seq"
 	liveBlock   = 1 << 16
@@ -127,9 +128,12 @@ func (u *Uplink) reserveLive(ctx context.Context, n uint64) error {
 		return nil
 	}
 	next := limit + liveBlock*((need-limit+liveBlock-1)/liveBlock)
-	if _, err := u.deps.Outbox.EnqueueBatch(ctx, nil, &store.OutboxMark{Key: liveSeqMark, Value: int64(next)}); err != nil {
+	// Synced to the disk before any seq above the old limit is taken: a
+	// power cut must not take the reservation back (floors.go).
+	if err := u.deps.Outbox.SyncMark(ctx, liveSeqMark, int64(next)); err != nil {
 		return fmt.Errorf("reserve live seqs up to %d: %w", next, err)
 	}
+	u.reservations.Add(1)
 	q.mu.Lock()
 	q.limit = next
 	q.mu.Unlock()
@@ -203,7 +207,9 @@ func (q *liveQueue) take(stream string, since time.Time) (store.OutboxMessage, b
 	if s == nil || !s.has {
 		return store.OutboxMessage{}, false
 	}
-	if s.created.Before(since) {
+	if s.created.Before(since) || s.seq >= q.limit {
+		// Made before the connection, or (never, as putLive reserves
+		// first) a seq the mark does not cover: not numbered.
 		s.has, s.payload = false, nil
 		return store.OutboxMessage{}, false
 	}

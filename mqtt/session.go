@@ -385,7 +385,7 @@ func (s *session) fillStream(ctx context.Context, name string, quick []store.Out
 		if m, ok := s.u.live.take(name, s.start); ok {
 			s.publish(name, []store.OutboxMessage{m})
 		}
-		return 0, nil
+		return 0, nil // live seqs are covered by the live mark (live.go)
 	}
 	if class.backlog() {
 		return s.fillBacklog(ctx, name, st, free)
@@ -396,6 +396,11 @@ func (s *session) fillStream(ctx context.Context, name string, quick []store.Out
 	}
 	if len(rows) < free {
 		delete(s.active, name) // drained until notified again
+	}
+	if len(rows) > 0 {
+		if err := s.u.coverSeqs(ctx, name, rows[len(rows)-1].Seq); err != nil {
+			return 0, err
+		}
 	}
 	for i := range rows {
 		s.publish(name, rows[i:i+1])
@@ -421,6 +426,12 @@ func (s *session) fillBacklog(ctx context.Context, name string, st *sendState, f
 			return 0, fmt.Errorf("read outbox: %w", err)
 		}
 		st.ahead, st.more = rows, len(rows) == limit
+	}
+	if len(st.ahead) > 0 {
+		// Every row read ahead, at once: one reservation covers a read.
+		if err := s.u.coverSeqs(ctx, name, st.ahead[len(st.ahead)-1].Seq); err != nil {
+			return 0, err
+		}
 	}
 	wait := s.publishBatches(name, st.ahead)
 	n := 0

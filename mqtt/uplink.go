@@ -31,6 +31,13 @@ type Outbox interface {
 	OutboxStreams(ctx context.Context) ([]store.OutboxStream, error)
 	TrimOutbox(ctx context.Context, stream string, maxRows int, olderThan time.Time) (int64, error)
 	Mark(ctx context.Context, key string) (int64, bool, error)
+	// SyncMark writes a mark synced to the disk (the live seqs'
+	// reservation); ReserveSeqs raises a stream's durable floor, the
+	// highest seq that may be published, synced likewise; ReleaseSeqs
+	// lowers the floors to what was numbered, at a clean stop (floors.go).
+	SyncMark(ctx context.Context, key string, value int64) error
+	ReserveSeqs(ctx context.Context, stream string, upTo uint64) (uint64, error)
+	ReleaseSeqs(ctx context.Context) error
 }
 
 // LiveSource is the live state (*plant.Live).
@@ -248,6 +255,13 @@ type Uplink struct {
 	lastDevice map[string]time.Time
 	// live holds the live streams (in memory, live.go).
 	live *liveQueue
+	// floors are the outbox streams' durable floors as this run reserved
+	// them (0: not yet), seqBlock how far ahead (floors.go). Sessions'
+	// goroutine only (one session at a time).
+	floors   map[string]uint64
+	seqBlock uint64
+	// reservations counts the floors' and the live mark's synced writes.
+	reservations atomic.Uint64
 
 	stMu       sync.Mutex
 	stateSince time.Time
@@ -318,6 +332,8 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		wake:       make(chan struct{}, 1),
 		lastDevice: map[string]time.Time{},
 		live:       newLiveQueue(),
+		floors:     map[string]uint64{},
+		seqBlock:   seqBlock,
 		streams:    map[string]*streamStats{},
 	}, nil
 }
@@ -378,6 +394,7 @@ func (u *Uplink) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); u.handleCommands(ctx) }()
 	go func() { defer wg.Done(); u.connectLoop(ctx) }()
 	wg.Wait()
+	u.releaseSeqs(ctx)
 	return nil
 }
 

@@ -235,6 +235,51 @@ func openWriter(ctx context.Context, path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// syncedTx runs fn in a transaction of the writer connection whose
+// commit is on the disk when syncedTx returns: that commit is made with
+// PRAGMA synchronous=FULL, with which SQLite in WAL mode fsyncs the WAL at
+// the commit, and the connection goes back to NORMAL after. SQLite
+// refuses to change the level inside a transaction, so it is set on the
+// connection around it (db.Conn holds the pool's one connection
+// meanwhile); fn's transaction reads the level back and refuses to
+// commit unless it is FULL. A connection that cannot be set back is
+// discarded (the pool opens a new one at NORMAL).
+func syncedTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var level int
+	if err := tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil {
+		return err
+	}
+	if level < 2 {
+		return fmt.Errorf("synchronous is %d inside the transaction, not FULL (2): its commit would not be synced", level)
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	syncedCommits.Add(1)
+	return nil
+}
+
 // lockWait is how long Open waits for a lock another process holds on the
 // database before giving up: a start must fail fast, not after the busy
 // timeout of the running store.
@@ -352,7 +397,20 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("%w: schema version %d, this plantd knows up to %d", ErrSchemaTooNew, v, SchemaVersion)
 		}
 		if v == SchemaVersion {
-			return tx.Rollback()
+			// Up to date: a start that may have lost commits numbers
+			// the outbox above its durable floors (seqfloor.go).
+			if err := resumeSeqs(ctx, tx); err != nil {
+				tx.Rollback()
+				if errors.Is(classify(err), ErrCorrupt) {
+					// A damaged meta or outbox_seq: Open's quick
+					// check finds it and stops writing, and
+					// ReserveSeqs refuses then, so nothing is
+					// published; plantd serves what it can read.
+					return nil
+				}
+				return err
+			}
+			return tx.Commit()
 		}
 		next := v + 1
 		if _, err := tx.ExecContext(ctx, migrations[next]); err != nil {

@@ -160,7 +160,8 @@
 // lost. A power cut never corrupts the database (WAL, checksummed
 // frames), but with synchronous=NORMAL it may lose, besides that, the
 // last commits the kernel had not yet written back (typically up to
-// 30 s); checkpoints sync.
+// 30 s); checkpoints sync, and so do the outbox's seq reservations
+// (ReserveSeqs, SyncMark: synchronous=FULL for that commit).
 //
 // # Energy
 //
@@ -365,7 +366,13 @@
 // remembers how far it enqueued a source; PeekAfter reads on from a
 // sequence number; OutboxStreams gives depth, bytes and oldest message
 // per stream; TrimOutbox drops by count and age, leaving a gap in the
-// sequence numbers).
+// sequence numbers). Never reused across a power cut either, which loses
+// the outbox's last commits: a publisher reserves seqs per stream in a
+// durable floor (ReserveSeqs, a commit synced to the disk, one per block
+// of seqs) before it publishes them, and a start that may have lost
+// commits (another kernel boot than the floors') numbers every stream
+// above its floor (seqfloor.go); ReleaseSeqs lowers the floors at a clean
+// stop, SyncMark is SetMark synced.
 //
 // Imports: plantd/plant, plantd/plant/kind
 package store

@@ -31,7 +31,10 @@ func markKey(k string) string { return "outbox.mark." + k }
 
 // EnqueueBatch appends messages in one transaction and returns their
 // sequence numbers (per stream 1, 2, ..., never reused), in the order
-// given. mark, when not nil, is written in the same transaction.
+// given. mark, when not nil, is written in the same transaction. It
+// numbers from outbox_seq.next, which a start that may have lost commits
+// raised above the stream's durable floor (seqfloor.go), so a seq a
+// publisher reserved before a power cut is not handed out again.
 func (s *Store) EnqueueBatch(ctx context.Context, msgs []OutboxAppend, mark *OutboxMark) ([]uint64, error) {
 	for _, m := range msgs {
 		if m.Stream == "" {

@@ -30,8 +30,13 @@
 // bound on how long before the cut the oldest commit the image lacks was
 // made, and what the image holds that plantd did not, which must be
 // nothing) and, with Options.ReopenConfig, opened by plantd itself
-// (/healthz storage Ok). Mounts and loop devices are undone on every
-// path, a freeze is always thawed.
+// (/healthz storage Ok). With Options.Broker a [Watcher] subscribes to
+// the broker plantd publishes to and records per stream the highest seq
+// delivered; each image is checked not to let plantd's next start after
+// a reboot hand out a seq delivered before the cut again ([State.Reused]:
+// the image's outbox_seq, the stream's durable floor, the live mark).
+// Mounts and loop devices are undone on every path, a freeze is always
+// thawed.
 //
 // Used by cmd/plantd's TestPowerCut (a few cuts in the first seconds of
 // a run) and by scripts/powercut (any number, over minutes, through
@@ -39,9 +44,10 @@
 //
 // # Import boundary
 //
-// powercut imports the standard library and github.com/mattn/go-sqlite3
+// powercut imports the standard library, github.com/mattn/go-sqlite3
 // (it reads the database with SQL, not through package store, so that
-// it sees the file as any SQLite would) and runs the programs of
+// it sees the file as any SQLite would; its tests use store to write
+// one) and github.com/eclipse/paho.mqtt.golang (the Watcher), and runs the programs of
 // util-linux (losetup, mount, umount, fsfreeze), e2fsprogs (mkfs.ext4,
 // e2fsck), coreutils (cp) and the plantd binary it is given. Everything
 // it does needs root.

@@ -60,6 +60,10 @@ type Options struct {
 	Stderr io.Writer
 	// OnCut is called with each cut's result as it is known.
 	OnCut func(Cut)
+	// Broker, when set (HOST:PORT), is the broker plantd publishes to: a
+	// Watcher records the seqs published, and each image is checked not
+	// to let the next start number a published seq again (Cut.Reused).
+	Broker string
 }
 
 // Cut is one cut's result.
@@ -90,6 +94,12 @@ type Cut struct {
 	// Synced: the file system was synced just before the cut
 	// (Options.Sync).
 	Synced bool
+	// Published is, with Options.Broker, per stream the highest seq the
+	// broker had delivered to the Watcher before the cut; Reused the
+	// streams where the image lets plantd's next start (after a reboot)
+	// hand out such a seq again (State.Reused): must be empty.
+	Published map[string]uint64
+	Reused    []string
 	// Reopen is the error of plantd started on the image (nil: it
 	// opened the database and answered with the storage Ok).
 	Reopen error
@@ -97,9 +107,10 @@ type Cut struct {
 
 // OK says whether the image passed the checks that hold at any cut:
 // file system clean, database intact (or not yet on the disk), outbox
-// streams contiguous, nothing the live state lacks, plantd opens it.
+// streams contiguous, nothing the live state lacks, plantd opens it, no
+// published seq numbered again.
 func (c Cut) OK() bool {
-	if c.Fsck != "" || len(c.Ahead) > 0 || c.Reopen != nil {
+	if c.Fsck != "" || len(c.Ahead) > 0 || c.Reopen != nil || len(c.Reused) > 0 {
 		return false
 	}
 	if c.Image.Missing {
@@ -178,6 +189,13 @@ func (tl *timeline) lost(img State, start, t time.Time) (time.Duration, []string
 func Run(ctx context.Context, o Options) (cuts []Cut, err error) {
 	if o.Sample == 0 {
 		o.Sample = 500 * time.Millisecond
+	}
+	var watch *Watcher
+	if o.Broker != "" {
+		if watch, err = Watch(ctx, o.Broker); err != nil {
+			return nil, err
+		}
+		defer watch.Close()
 	}
 	disk, err := NewDisk(ctx, o.Work)
 	if err != nil {
@@ -278,6 +296,14 @@ func Run(ctx context.Context, o Options) (cuts []Cut, err error) {
 			return cuts, err
 		}
 		c.Synced = synced
+		if watch != nil {
+			c.Published = watch.Before(t)
+			if !c.Image.Missing {
+				c.Reused = c.Image.Reused(c.Published)
+			} else if len(c.Published) > 0 {
+				c.Reused = []string{"no database on the disk, seqs published"}
+			}
+		}
 		cuts = append(cuts, c)
 		if o.OnCut != nil {
 			o.OnCut(c)

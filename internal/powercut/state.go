@@ -40,12 +40,26 @@ type State struct {
 	Schedules int64
 	Logs      int64
 	Outbox    map[string]Stream
+	// LiveMark is the live streams' seq reservation (the outbox mark
+	// live.seq; 0: none): plantd's next run numbers its live streams
+	// above it.
+	LiveMark int64
 }
 
 // Stream is one outbox stream: its messages' count and sequence numbers
 // and the next number the outbox will hand out (outbox_seq).
 type Stream struct {
 	Count, MinSeq, MaxSeq, Next int64
+	// Floor is the stream's durable seq floor (meta outbox.floor.<stream>;
+	// 0: none): no seq above it was published.
+	Floor int64
+}
+
+// NextAfterReboot is the seq plantd numbers the stream's next message
+// with when it starts on this database after a power cut (a new kernel
+// boot): the next one of outbox_seq (1 without), or above the floor.
+func (s Stream) NextAfterReboot() int64 {
+	return max(s.Next, s.Floor+1, 1)
 }
 
 // Contiguous says whether the stream's messages are an unbroken run of
@@ -187,6 +201,30 @@ func Read(ctx context.Context, db *sql.DB) (State, error) {
 			return st, fmt.Errorf("powercut: read the outbox: %w", err)
 		}
 	}
+	if has["meta"] {
+		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM meta WHERE key > 'outbox.floor.' AND key < 'outbox.floor/' OR key = 'outbox.mark.live.seq'`)
+		if err != nil {
+			return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+		}
+		for rows.Next() {
+			var key string
+			var v int64
+			if err := rows.Scan(&key, &v); err != nil {
+				rows.Close()
+				return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+			}
+			if name, ok := strings.CutPrefix(key, "outbox.floor."); ok {
+				s := st.Outbox[name]
+				s.Floor = v
+				st.Outbox[name] = s
+			} else {
+				st.LiveMark = v
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return st, fmt.Errorf("powercut: read the outbox floors: %w", err)
+		}
+	}
 	if has["outbox_seq"] {
 		rows, err := tx.QueryContext(ctx, `SELECT stream, next FROM outbox_seq`)
 		if err != nil {
@@ -242,15 +280,20 @@ func (st State) Behind(other State) []string {
 }
 
 // OutboxSummary is the outbox in a line: per stream the messages, their
-// sequence numbers and the next one ("log 12 (1-12) next 13"), "-" when
-// empty, a stream whose numbers are not contiguous marked GAP.
+// sequence numbers, the next one and the floor ("log 12 (1-12) next 13
+// floor 65548"), "-" when empty, a stream whose numbers are not
+// contiguous marked GAP; live streams without messages (their counters
+// only) are left out, the live mark is shown when set.
 func (st State) OutboxSummary() string {
-	if len(st.Outbox) == 0 {
-		return "-"
-	}
 	names := make([]string, 0, len(st.Outbox))
-	for n := range st.Outbox {
+	for n, s := range st.Outbox {
+		if s.Count == 0 && strings.HasPrefix(n, "live/") {
+			continue
+		}
 		names = append(names, n)
+	}
+	if len(names) == 0 && st.LiveMark == 0 {
+		return "-"
 	}
 	sort.Strings(names)
 	var parts []string
@@ -261,10 +304,16 @@ func (st State) OutboxSummary() string {
 			p += fmt.Sprintf(" (%d-%d)", s.MinSeq, s.MaxSeq)
 		}
 		p += fmt.Sprintf(" next %d", s.Next)
+		if s.Floor > 0 {
+			p += fmt.Sprintf(" floor %d", s.Floor)
+		}
 		if !s.Contiguous() {
 			p += " GAP"
 		}
 		parts = append(parts, p)
+	}
+	if st.LiveMark > 0 {
+		parts = append(parts, fmt.Sprintf("live mark %d", st.LiveMark))
 	}
 	return strings.Join(parts, ", ")
 }

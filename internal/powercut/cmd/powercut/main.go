@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -114,6 +115,7 @@ func run() error {
 		ReopenConfig: func(db string) string {
 			return fmt.Sprintf("http: {listen: 127.0.0.1:0}\ngateway: {id: powercut}\ndatabase: {path: %s}\n%s", db, plants)
 		},
+		Broker: *brokerFlag,
 		Cuts:   *cuts,
 		Gap:    func() time.Duration { return *gapMin + rand.N(*gapMax-*gapMin+1) },
 		Stderr: plantdLog,
@@ -140,6 +142,12 @@ func run() error {
 			if c.Reopen != nil {
 				fmt.Printf("  REOPEN: %v", c.Reopen)
 			}
+			if c.Published != nil {
+				fmt.Printf("  published %s", published(c.Published))
+			}
+			if len(c.Reused) > 0 {
+				fmt.Printf("  SEQ REUSED: %v", c.Reused)
+			}
 			if len(c.Ahead) > 0 {
 				fmt.Printf("  AHEAD of plantd: %v", c.Ahead)
 			}
@@ -157,9 +165,32 @@ func run() error {
 	return nil
 }
 
+// published is the highest seq delivered per stream in a line, the live
+// streams in one entry (how many, the highest of their seqs).
+func published(p map[string]uint64) string {
+	if len(p) == 0 {
+		return "-"
+	}
+	var parts []string
+	var live int
+	var liveHi uint64
+	for _, n := range slices.Sorted(maps.Keys(p)) {
+		if strings.HasPrefix(n, "live/") {
+			live++
+			liveHi = max(liveHi, p[n])
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s<=%d", n, p[n]))
+	}
+	if live > 0 {
+		parts = append(parts, fmt.Sprintf("live(%d streams)<=%d", live, liveHi))
+	}
+	return strings.Join(parts, ",")
+}
+
 // summary prints the counts and the largest losses.
 func summary(res []powercut.Cut, window time.Duration) {
-	var ok, intact, clean, opened, withData, ageOver, lostOver int
+	var ok, intact, clean, opened, withData, ageOver, lostOver, reused, watched int
 	var ages, losts []time.Duration
 	for _, c := range res {
 		if c.OK() {
@@ -173,6 +204,12 @@ func summary(res []powercut.Cut, window time.Duration) {
 		}
 		if c.Reopen == nil {
 			opened++
+		}
+		if c.Published != nil {
+			watched++
+			if len(c.Reused) > 0 {
+				reused++
+			}
 		}
 		if c.NewestAge >= 0 {
 			withData++
@@ -188,6 +225,9 @@ func summary(res []powercut.Cut, window time.Duration) {
 	}
 	fmt.Printf("summary: %d cuts; e2fsck clean %d; database intact %d (integrity_check ok, or not yet on the disk); reopened by plantd with storage Ok %d; all checks %d\n",
 		len(res), clean, intact, opened, ok)
+	if watched > 0 {
+		fmt.Printf("  seqs: %d of %d images let the next start (after a reboot) number a seq the broker had delivered before the cut again\n", reused, watched)
+	}
 	if len(ages) > 0 {
 		fmt.Printf("  newest raw sample's age at the cut (%d images holding samples): %s (README: at most %s; %d beyond)\n", withData, mmm(ages), window, ageOver)
 	}
