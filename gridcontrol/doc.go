@@ -477,8 +477,9 @@
 // live state and its types, a device's communication state, log entries,
 // the schedule type plant.Schedule), store (schedules, defaults,
 // ownership, quirks, the plant log), robfig/cron (its spec parser and
-// Schedule, not its runner) and the standard library; only cmd/plantd and
-// httpapi import it.
+// Schedule, not its runner) and the standard library; only cmd/plantd,
+// httpapi and eebus (a control box's door, through the same gate) import
+// it.
 //
 // Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store, plantd/sunspec
 package gridcontrol
