@@ -21,6 +21,7 @@ import (
 	"plantd/config"
 	"plantd/consumer"
 	"plantd/devices/poller"
+	"plantd/eebus"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
 	"plantd/hass"
@@ -56,6 +57,7 @@ type daemon struct {
 	grid         *gridcontrol.Controller
 	homes        *consumer.Manager // nil without consumers
 	inputs       *gridInputs       // nil without inputs
+	eebus        *eebus.Service    // nil unless eebus.enabled
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -211,7 +213,10 @@ func (d *daemon) newControl(ctx context.Context, cfg *config.Config, ocppLn net.
 	if err != nil {
 		return err
 	}
-	d.inputs, err = d.newInputs(cfg, dimmer)
+	if d.inputs, err = d.newInputs(cfg, dimmer); err != nil {
+		return err
+	}
+	d.eebus, err = d.newEEBus(cfg, logger)
 	return err
 }
 
@@ -404,6 +409,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.inputs != nil {
 		component(d.inputs.Run)
+	}
+	if d.eebus != nil {
+		component(d.eebus.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"plantd/config"
+	"plantd/eebus"
+	"plantd/plant"
+)
+
+// runEEBus is "plantd eebus ski": plantd's EEBus SKI, for the installer
+// to register with the grid operator's control box. The certificate is
+// made (and kept) now if the daemon has not made it yet.
+func runEEBus(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("eebus", "ski [-c FILE]", stderr)
+	path := fs.String("c", defaultConfigPath, "config file")
+	what, code, ok := parseOneArg(fs, args)
+	if !ok {
+		return code
+	}
+	if what != "ski" {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd: the config has problems:\n%v\n", err)
+		return exitConfig
+	}
+	dir := eebusStateDir(cfg)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		fmt.Fprintf(stderr, "plantd eebus: %v\n", err)
+		return exitFailure
+	}
+	c, err := eebus.LoadOrCreateCert(dir, cfg.EEBus.Serial)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd eebus: %v\n", err)
+		return exitFailure
+	}
+	ski, err := eebus.SKI(c)
+	if err != nil {
+		fmt.Fprintf(stderr, "plantd eebus: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintln(stdout, ski)
+	return exitOK
+}
+
+// eebusStateDir is where the EEBus certificate and failsafe values are
+// kept: the database's directory (the unit's StateDirectory).
+func eebusStateDir(cfg *config.Config) string { return filepath.Dir(cfg.Database.Path) }
+
+// newEEBus makes the EEBus service when the config enables it: grid
+// control is its gate, the energy manager (when there are consumers)
+// takes the consumption limit.
+func (d *daemon) newEEBus(cfg *config.Config, logger *slog.Logger) (*eebus.Service, error) {
+	e := cfg.EEBus
+	if !e.Enabled {
+		return nil, nil
+	}
+	dir := eebusStateDir(cfg)
+	c, err := eebus.LoadOrCreateCert(dir, e.Serial)
+	if err != nil {
+		return nil, err
+	}
+	spec := eebus.Spec{PlantID: e.Plant, Cert: c, StateDir: dir, Port: e.Port, Brand: e.Brand, Model: e.Model, Serial: e.Serial,
+		Trusted: e.TrustedSKIs(), Interfaces: e.Interfaces, HeartbeatTimeout: e.HeartbeatTimeout,
+		Failsafe:          eebus.Failsafe{ConsumptionW: e.Failsafe.ConsumptionW, ProductionW: e.Failsafe.ProductionW, Duration: e.Failsafe.Duration},
+		ProductionCommand: e.ProductionCommand}
+	for _, dc := range cfg.Devices {
+		if dc.Plant == e.Plant && dc.Consumer != nil && dc.Consumer.IsControllable() {
+			spec.ConsumptionNominalW += dc.Consumer.RatedPower
+		}
+	}
+	deps := eebus.Deps{Gate: d.grid, Log: func(le plant.LogEntry) { d.logEntry(le) }}
+	if d.homes != nil {
+		deps.Consumers = d.homes
+	}
+	return eebus.New(spec, deps, logger.With("component", "eebus"))
+}
