@@ -382,4 +382,36 @@ func TestControlBox(t *testing.T) {
 	if _, open := window(gc, failsafeBy); !svc.Status().Failsafe || !open || !rec.is(true, 5000) || log.has("EEBusRecovered", "heartbeat is back") {
 		t.Error("the failsafe ended before its duration when the heartbeat came back")
 	}
+
+	// A restart in failsafe: the new run starts in the failsafe state with
+	// the values the box wrote (kept in the state directory), holds its
+	// own failsafe window and ends the one the earlier run left open, and
+	// leaves the state when the box speaks.
+	before, _ := window(gc, failsafeBy)
+	cancel()
+	<-done
+	rec2 := &recorder{}
+	var log2 plantLog
+	svc2, err := eebus.New(eebus.Spec{PlantID: "demo", Cert: cert, StateDir: dir, Port: plantdPort,
+		Brand: "plantd", Model: "plantd", Serial: "gw1", Trusted: []string{b.ski},
+		Peers: map[string]string{b.ski: fmt.Sprintf("127.0.0.1:%d", b.port)}, HeartbeatTimeout: time.Second,
+		Failsafe: eebus.Failsafe{ConsumptionW: 4200, ProductionW: &prodFailsafe, Duration: 2 * time.Hour}},
+		eebus.Deps{Gate: gc, Consumers: rec2, Log: log2.add}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan struct{})
+	go func() { defer close(done2); _ = svc2.Run(ctx2) }()
+	t.Cleanup(func() { cancel2(); <-done2 })
+	proctest.WaitFor(t, "the restart in failsafe with the kept 5000 W", wait, func() bool {
+		return rec2.is(true, 5000) && log2.has("EEBusFailsafe", "consumption 5000 W")
+	})
+	proctest.WaitFor(t, "the box speaks: the restart's failsafe ends, its window and the earlier run's ended", wait, func() bool {
+		_, open := window(gc, failsafeBy)
+		return log2.has("EEBusRecovered", "speaks") && !open && rec2.is(false, 0)
+	})
+	if before.ScheduleID == "" {
+		t.Error("the earlier run left no failsafe window to end")
+	}
 }
