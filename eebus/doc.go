@@ -53,7 +53,8 @@
 // own, are those, kept in eebus-state.json in the state directory
 // (written atomically) and published again at the next start. Without the
 // box's heartbeat for eebus.heartbeatTimeout (counted from the last one
-// received, connection or not) the failsafe limits apply
+// received, or from the connection of a box that has sent none since;
+// a connection that drops does not reset it) the failsafe limits apply
 // (EEBusHeartbeatLost, EEBusFailsafe) and hold at least the failsafe
 // duration, also when the heartbeat returns sooner; then, with the
 // heartbeat back, the box's limits govern again (EEBusRecovered). plantd

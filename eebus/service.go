@@ -123,8 +123,11 @@ type Service struct {
 	fs         Failsafe
 	box        string // the trusted box last connected (or the first trusted)
 	connected  bool
-	lastBeat   time.Time
+	lastBeat   time.Time // the box's last heartbeat
 	beatSeen   bool
+	// beatAt arms the heartbeat watchdog: the last heartbeat, or the
+	// connection of a box that has not sent one since.
+	beatAt time.Time
 	failsafe   bool
 	lost       bool // failsafe for a lost heartbeat (not the start's)
 	since      time.Time
@@ -380,6 +383,9 @@ func (s *Service) handle(ctx context.Context, e event, now time.Time) {
 	switch e.kind {
 	case evConnected:
 		s.box, s.connected = e.ski, true
+		if s.beatAt.Before(now) {
+			s.beatAt = now // a box that connects and never beats goes to failsafe too
+		}
 		s.entry(plant.LevelInfo, "EEBusConnected", fmt.Sprintf("EEBus: control box %s connected", e.ski))
 		s.log.Info("eebus: control box connected", "ski", e.ski)
 	case evDisconnected:
@@ -392,7 +398,8 @@ func (s *Service) handle(ctx context.Context, e event, now time.Time) {
 		}
 	case evHeartbeat:
 		s.box = e.ski
-		s.lastBeat, s.beatSeen = now, true
+		s.lastBeat, s.beatSeen, s.beatAt = now, true, now
+		s.log.Debug("eebus: heartbeat", "ski", e.ski)
 		if s.failsafe && !s.lost {
 			s.recover("the control box speaks")
 		}
@@ -536,8 +543,8 @@ func (s *Service) decide(ctx context.Context, now time.Time) time.Time {
 			next = t
 		}
 	}
-	if !s.failsafe && s.beatSeen {
-		if deadline := s.lastBeat.Add(s.spec.HeartbeatTimeout); !now.Before(deadline) {
+	if !s.failsafe && !s.beatAt.IsZero() {
+		if deadline := s.beatAt.Add(s.spec.HeartbeatTimeout); !now.Before(deadline) {
 			s.failsafe, s.lost, s.since = true, true, now
 			s.entry(plant.LevelWarning, "EEBusHeartbeatLost", fmt.Sprintf("EEBus: no heartbeat from control box %s for %s", s.box, s.spec.HeartbeatTimeout))
 			s.entry(plant.LevelError, "EEBusFailsafe", fmt.Sprintf("EEBus: failsafe for at least %s: %s", s.fs.Duration, s.describeFailsafe()))
