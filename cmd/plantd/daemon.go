@@ -237,6 +237,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.inputs != nil {
 		apiDeps.Inputs = d.inputs
 	}
+	if d.eebus != nil {
+		apiDeps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
+	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
 		locs := map[string]*time.Location{}

@@ -10,6 +10,7 @@ import (
 
 	"plantd/config"
 	"plantd/eebus"
+	"plantd/httpapi"
 	"plantd/plant"
 )
 
@@ -82,4 +83,21 @@ func (d *daemon) newEEBus(cfg *config.Config, logger *slog.Logger) (*eebus.Servi
 		deps.Consumers = d.homes
 	}
 	return eebus.New(spec, deps, logger.With("component", "eebus"))
+}
+
+// eebusAPI is the EEBus service as the API's EEBus.
+type eebusAPI struct {
+	s     *eebus.Service
+	plant string
+}
+
+func (a eebusAPI) EEBusState() httpapi.EEBusState {
+	st := a.s.Status()
+	out := httpapi.EEBusState{PlantID: a.plant, SKI: st.SKI, ControlBox: st.ControlBox, Connected: st.Connected, Failsafe: st.Failsafe,
+		ConsumptionLimitW: st.ConsumptionLimitW, ProductionLimitW: st.ProductionLimitW, ProductionWindow: st.ProductionWindow}
+	if !st.LastHeartbeat.IsZero() {
+		t := st.LastHeartbeat
+		out.LastHeartbeat = &t
+	}
+	return out
 }

@@ -118,6 +118,18 @@ func TestEEBusControlBox(t *testing.T) {
 		t.Errorf("heat pump at SG-Ready %d under the limit, want 1 (locked)", hp.SGReady)
 	}
 	proctest.WaitFor(t, "ConsumersLimited in the plant log", 5*time.Second, logged("ConsumersLimited", fmt.Sprintf("draw at most %.0f W", pmin)))
+	code, raw := d.request("GET", "/gateway/v1/inputs", tokStd, "")
+	var st struct {
+		EEBus *struct {
+			SKI, ControlBox     string
+			Connected, Failsafe bool
+			ConsumptionLimitW   *float64
+		}
+	}
+	if err := json.Unmarshal(raw, &st); code != 200 || err != nil || st.EEBus == nil || st.EEBus.SKI != ski || st.EEBus.ControlBox != box.SKI() ||
+		!st.EEBus.Connected || st.EEBus.Failsafe || st.EEBus.ConsumptionLimitW == nil || *st.EEBus.ConsumptionLimitW != 4200 {
+		t.Errorf("GET inputs: %d %s, want the box connected with 4200 W in force", code, raw)
+	}
 	limit(false, ucapi.LoadLimit{IsActive: false})
 	proctest.WaitFor(t, "both running again", 10*time.Second, func() bool { return controllableW() == 9000 })
 
