@@ -301,7 +301,7 @@ func TestControlBox(t *testing.T) {
 	b.do("ready")
 
 	// LPP: 5 kW for an hour becomes the grid operator's FeedInLimit window.
-	if n := b.do("lpp 5000 1h"); n != "0" {
+	if n := b.do("lpp 5000 1h"); n != "0" && n != "-" { // "-": the answer was lost (package controlbox)
 		t.Fatalf("LPP 5 kW refused: error %s", n)
 	}
 	sc := proctest.WaitValue(t, "the LPP limit as a window through the gate", wait, func() (gridcontrol.Schedule, bool) {
@@ -320,7 +320,7 @@ func TestControlBox(t *testing.T) {
 	}
 
 	// LPC: 6 kW reaches the energy manager.
-	if n := b.do("lpc 6000"); n != "0" {
+	if n := b.do("lpc 6000"); n != "0" && n != "-" {
 		t.Fatalf("LPC 6 kW refused: error %s", n)
 	}
 	proctest.WaitFor(t, "the LPC limit at the energy manager", wait, func() bool { return rec.is(true, 6000) })

@@ -119,15 +119,15 @@ type Service struct {
 	status Status
 
 	// The loop's own state.
-	stored     stored
-	fs         Failsafe
-	box        string // the trusted box last connected (or the first trusted)
-	connected  bool
-	lastBeat   time.Time // the box's last heartbeat
-	beatSeen   bool
+	stored    stored
+	fs        Failsafe
+	box       string // the trusted box last connected (or the first trusted)
+	connected bool
+	lastBeat  time.Time // the box's last heartbeat
+	beatSeen  bool
 	// beatAt arms the heartbeat watchdog: the last heartbeat, or the
 	// connection of a box that has not sent one since.
-	beatAt time.Time
+	beatAt     time.Time
 	failsafe   bool
 	lost       bool // failsafe for a lost heartbeat (not the start's)
 	since      time.Time
@@ -563,11 +563,14 @@ func (s *Service) decide(ctx context.Context, now time.Time) time.Time {
 			soon(end)
 		}
 	}
-	for _, l := range []*limit{&s.cons, &s.prod} {
-		if l.active && !l.until.IsZero() {
+	for _, k := range []struct {
+		name string
+		l    *limit
+	}{{"consumption", &s.cons}, {"production", &s.prod}} {
+		if l := k.l; l.active && !l.until.IsZero() {
 			if !now.Before(l.until) {
 				*l = limit{}
-				s.entry(plant.LevelInfo, "EEBusLimitEnded", "EEBus: a limit's duration is over")
+				s.entry(plant.LevelInfo, "EEBusLimitEnded", fmt.Sprintf("EEBus: the %s limit's duration is over", k.name))
 			} else {
 				soon(l.until)
 			}

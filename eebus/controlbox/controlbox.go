@@ -3,6 +3,7 @@ package controlbox
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,8 @@ type Spec struct {
 	PeerAddr  string // host:port of the trusted SKI; empty: mDNS
 	Heartbeat time.Duration
 	Serial    string
+	// Cert is the box's certificate; none: a new one (a new SKI).
+	Cert *tls.Certificate
 }
 
 // Box is a control box.
@@ -53,9 +56,14 @@ func New(spec Spec) (*Box, error) {
 	if spec.Heartbeat <= 0 {
 		spec.Heartbeat = 4 * time.Second
 	}
-	c, err := cert.CreateCertificate("controlbox", "plantd", "DE", spec.Serial)
-	if err != nil {
-		return nil, fmt.Errorf("control box: certificate: %w", err)
+	var c tls.Certificate
+	if spec.Cert != nil {
+		c = *spec.Cert
+	} else {
+		var err error
+		if c, err = cert.CreateCertificate("controlbox", "plantd", "DE", spec.Serial); err != nil {
+			return nil, fmt.Errorf("control box: certificate: %w", err)
+		}
 	}
 	ns := eebus.NodeSpec{Cert: c, Port: spec.Port, Brand: "plantd", Model: "ControlBox", Serial: spec.Serial,
 		DeviceType: model.DeviceTypeTypeElectricitySupplySystem, EntityType: model.EntityTypeTypeGridGuard,
@@ -64,6 +72,7 @@ func New(spec Spec) (*Box, error) {
 		ns.Peers = map[string]string{spec.Trust: spec.PeerAddr}
 	}
 	b := &Box{seen: make(chan struct{})}
+	var err error
 	if b.node, err = eebus.NewNode(ns, eebus.NodeEvents{}); err != nil {
 		return nil, err
 	}
