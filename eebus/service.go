@@ -100,6 +100,9 @@ type Status struct {
 	ProductionWindow string `json:"productionWindow,omitempty"`
 	// LastHeartbeat is when the box's last heartbeat arrived.
 	LastHeartbeat time.Time `json:"lastHeartbeat,omitzero"`
+	// Limits, Refused and Failsafes count the limits taken and refused
+	// and the times the heartbeat's loss put plantd in failsafe.
+	Limits, Refused, Failsafes uint64 `json:"-"`
 }
 
 // Service is plantd as the controllable system of LPC and LPP.
@@ -138,6 +141,8 @@ type Service struct {
 	held       heldWindow
 	stale      []string
 	untrusted  map[string]bool
+	// counters for Status
+	nLimits, nRefused, nFailsafes uint64
 }
 
 type limit struct {
@@ -441,6 +446,7 @@ func (s *Service) approve(isLPP bool) {
 			reason = fmt.Sprintf("negative duration %s", l.Duration)
 		}
 		if reason != "" {
+			s.nRefused++
 			s.entry(plant.LevelWarning, "EEBusLimitRefused", fmt.Sprintf("EEBus: %s limit refused: %s", name, reason))
 			s.log.Warn("eebus: limit refused", "kind", name, "reason", reason)
 		}
@@ -472,6 +478,7 @@ func (s *Service) readLimit(isLPP bool, now time.Time) {
 		n.until = now.Add(l.Duration)
 	}
 	*cur = n
+	s.nLimits++
 	msg := fmt.Sprintf("EEBus: the control box ends the %s limit", name)
 	if n.active {
 		msg = fmt.Sprintf("EEBus: %s limit %g W from control box %s", name, n.w, s.box)
@@ -546,6 +553,7 @@ func (s *Service) decide(ctx context.Context, now time.Time) time.Time {
 	if !s.failsafe && !s.beatAt.IsZero() {
 		if deadline := s.beatAt.Add(s.spec.HeartbeatTimeout); !now.Before(deadline) {
 			s.failsafe, s.lost, s.since = true, true, now
+			s.nFailsafes++
 			s.entry(plant.LevelWarning, "EEBusHeartbeatLost", fmt.Sprintf("EEBus: no heartbeat from control box %s for %s", s.box, s.spec.HeartbeatTimeout))
 			s.entry(plant.LevelError, "EEBusFailsafe", fmt.Sprintf("EEBus: failsafe for at least %s: %s", s.fs.Duration, s.describeFailsafe()))
 			s.log.Error("eebus: heartbeat lost: failsafe", "box", s.box, "failsafe", s.describeFailsafe())
@@ -678,7 +686,7 @@ func (s *Service) endStale(ctx context.Context) {
 
 func (s *Service) publish(consOn bool, consW float64) {
 	st := Status{SKI: s.node.SKI(), ControlBox: s.box, Connected: s.connected, Failsafe: s.failsafe, ProductionWindow: s.held.id,
-		LastHeartbeat: s.lastBeat}
+		LastHeartbeat: s.lastBeat, Limits: s.nLimits, Refused: s.nRefused, Failsafes: s.nFailsafes}
 	if consOn {
 		v := consW
 		st.ConsumptionLimitW = &v

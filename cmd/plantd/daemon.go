@@ -230,6 +230,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
 	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made by newLocal
+	if d.eebus != nil {
+		reg.MustRegister(eebusCollector{d.eebus})
+	}
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes

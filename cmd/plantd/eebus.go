@@ -11,6 +11,7 @@ import (
 	"plantd/config"
 	"plantd/eebus"
 	"plantd/httpapi"
+	"plantd/metrics"
 	"plantd/plant"
 )
 
@@ -100,4 +101,32 @@ func (a eebusAPI) EEBusState() httpapi.EEBusState {
 		out.LastHeartbeat = &t
 	}
 	return out
+}
+
+// eebusCollector is the EEBus door in /metrics.
+type eebusCollector struct{ s *eebus.Service }
+
+func (c eebusCollector) Collect(w *metrics.Writer) {
+	st := c.s.Status()
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	w.Gauge("plantd_eebus_connected", "1 while the trusted control box is connected over EEBus.", b(st.Connected))
+	w.Gauge("plantd_eebus_failsafe", "1 while the EEBus failsafe limits apply (at start until the box speaks, or after its heartbeat was lost).", b(st.Failsafe))
+	for _, l := range []struct {
+		kind string
+		w    *float64
+	}{{"consumption", st.ConsumptionLimitW}, {"production", st.ProductionLimitW}} {
+		v := -1.0
+		if l.w != nil {
+			v = *l.w
+		}
+		w.Gauge("plantd_eebus_limit_watts", "The control box's limit in force in W, by kind (consumption: LPC on the controllable consumers; production: LPP), -1 for none.", v, "kind", l.kind)
+	}
+	w.Counter("plantd_eebus_limits_total", "Limits taken from the control box (LPC and LPP writes and ends).", float64(st.Limits))
+	w.Counter("plantd_eebus_limits_refused_total", "Limits refused (negative, above the nominal maximum, a negative duration).", float64(st.Refused))
+	w.Counter("plantd_eebus_failsafe_total", "Times the control box's heartbeat was lost and the failsafe applied.", float64(st.Failsafes))
 }

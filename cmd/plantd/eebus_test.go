@@ -130,6 +130,12 @@ func TestEEBusControlBox(t *testing.T) {
 		!st.EEBus.Connected || st.EEBus.Failsafe || st.EEBus.ConsumptionLimitW == nil || *st.EEBus.ConsumptionLimitW != 4200 {
 		t.Errorf("GET inputs: %d %s, want the box connected with 4200 W in force", code, raw)
 	}
+	code, raw = d.request("GET", "/metrics", tokStd, "")
+	for _, want := range []string{"plantd_eebus_connected 1", "plantd_eebus_failsafe 0", `plantd_eebus_limit_watts{kind="consumption"} 4200`} {
+		if code != 200 || !strings.Contains(string(raw), want) {
+			t.Errorf("/metrics: %d, no %q", code, want)
+		}
+	}
 	limit(false, ucapi.LoadLimit{IsActive: false})
 	proctest.WaitFor(t, "both running again", 10*time.Second, func() bool { return controllableW() == 9000 })
 
