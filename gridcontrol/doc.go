@@ -80,6 +80,8 @@
 //	                                                                                                     unless configured
 //	inputs (relays)   "input:<id>/<contacts>"  gridoperator           windows that live while the        be ended by anyone else: a
 //	                                                                  contacts demand them               DELETE answers 409 (ErrHeldByInput)
+//	EEBus control box "eebus:<ski>", a        gridoperator           LPP windows of its own channel     act when untrusted; be ended by
+//	                  trusted SKI                                     while the limit stands             anyone else (ErrHeldByInput)
 //	energy manager    itself                   -                      consumers' setpoints               touch an inverter limit
 //
 // Channels: an input's windows and each Modbus master's are channels of
