@@ -130,3 +130,20 @@ func (c eebusCollector) Collect(w *metrics.Writer) {
 	w.Counter("plantd_eebus_limits_refused_total", "Limits refused (negative, above the nominal maximum, a negative duration).", float64(st.Refused))
 	w.Counter("plantd_eebus_failsafe_total", "Times the control box's heartbeat was lost and the failsafe applied.", float64(st.Failsafes))
 }
+
+// eebusLimit is the EEBus service as Home Assistant's §14a sensor.
+type eebusLimit struct {
+	s     *eebus.Service
+	plant string
+}
+
+func (l eebusLimit) ConsumptionLimit14aW(plantID string) (float64, bool, bool) {
+	if plantID != l.plant {
+		return 0, false, false
+	}
+	st := l.s.Status()
+	if st.ConsumptionLimitW == nil {
+		return 0, false, true
+	}
+	return *st.ConsumptionLimitW, true, true
+}
