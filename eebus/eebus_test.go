@@ -223,7 +223,7 @@ func window(gc *gridcontrol.Controller, by string) (gridcontrol.Schedule, bool) 
 			continue
 		}
 		for _, cm := range sc.Commands {
-			if cm.Status == gridcontrol.StatusActive || cm.Status == gridcontrol.StatusPending {
+			if cm.Status == gridcontrol.StatusActive || cm.Status == gridcontrol.StatusPending || cm.Status == gridcontrol.StatusOverridden {
 				return sc, true
 			}
 		}
@@ -314,6 +314,28 @@ func TestControlBox(t *testing.T) {
 	if d := cm.End.Sub(cm.Start); d < 59*time.Minute || d > time.Hour {
 		t.Errorf("window of %s, want the limit's hour", d)
 	}
+	// A stricter grid-operator window of another door (a ripple-control
+	// receiver's 2 kW) governs; the box's 5 kW does not loosen it, and
+	// governs again when that ends.
+	rcr := gridcontrol.Origin{Door: gridcontrol.DoorInput, Name: "rcr/K3", Role: "gridoperator", Channel: "input:rcr"}
+	two := 2000.0
+	in, err := gc.Submit(context.Background(), "demo", rcr, []gridcontrol.Order{{Command: "FeedInLimit", For: time.Hour, Value: &two, Unit: "W"}},
+		gridcontrol.SkipEligibilityCheck(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFor(t, "the box's 5 kW overridden by the receiver's 2 kW", wait, func() bool {
+		w, _ := window(gc, by)
+		return len(w.Commands) == 1 && w.Commands[0].Status == gridcontrol.StatusOverridden && w.Commands[0].OverriddenBy == in.ScheduleID
+	})
+	if err := gc.Cancel(context.Background(), "demo", in.ScheduleID, rcr); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFor(t, "the box's 5 kW governing again", wait, func() bool {
+		w, _ := window(gc, by)
+		return len(w.Commands) == 1 && w.Commands[0].Status == gridcontrol.StatusActive
+	})
+
 	// Nobody else ends it: it is held like an input's.
 	if err := gc.Cancel(context.Background(), "demo", sc.ScheduleID, gridcontrol.Origin{Name: "api", Role: "gridoperator"}); err == nil {
 		t.Error("an API token ended the control box's window")
