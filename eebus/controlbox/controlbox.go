@@ -41,11 +41,14 @@ type Box struct {
 	lpc  *eglpc.LPC
 	lpp  *eglpp.LPP
 
-	mu       sync.Mutex
-	lpcPeer  spineapi.EntityRemoteInterface
-	lppPeer  spineapi.EntityRemoteInterface
-	seen     chan struct{}
-	seenOnce sync.Once
+	mu      sync.Mutex
+	lpcPeer spineapi.EntityRemoteInterface
+	lppPeer spineapi.EntityRemoteInterface
+	// lpcData, lppData: plantd's limit data arrived (a write needs its
+	// descriptions).
+	lpcData, lppData bool
+	seen             chan struct{}
+	seenOnce         sync.Once
 }
 
 // New makes a box with a fresh certificate; Start runs it.
@@ -77,13 +80,19 @@ func New(spec Spec) (*Box, error) {
 		return nil, err
 	}
 	b.lpc = eglpc.NewLPC(b.node.Entity(), func(_ string, _ spineapi.DeviceRemoteInterface, e spineapi.EntityRemoteInterface, ev eebusapi.EventType) {
-		if ev == eglpc.UseCaseSupportUpdate {
-			b.found(&b.lpcPeer, e)
+		switch ev {
+		case eglpc.UseCaseSupportUpdate:
+			b.found(&b.lpcPeer, e, nil)
+		case eglpc.DataUpdateLimit:
+			b.found(nil, e, &b.lpcData)
 		}
 	})
 	b.lpp = eglpp.NewLPP(b.node.Entity(), func(_ string, _ spineapi.DeviceRemoteInterface, e spineapi.EntityRemoteInterface, ev eebusapi.EventType) {
-		if ev == eglpp.UseCaseSupportUpdate {
-			b.found(&b.lppPeer, e)
+		switch ev {
+		case eglpp.UseCaseSupportUpdate:
+			b.found(&b.lppPeer, e, nil)
+		case eglpp.DataUpdateLimit:
+			b.found(nil, e, &b.lppData)
 		}
 	})
 	for _, uc := range []eebusapi.UseCaseInterface{b.lpc, b.lpp} {
@@ -93,10 +102,15 @@ func New(spec Spec) (*Box, error) {
 	return b, nil
 }
 
-func (b *Box) found(p *spineapi.EntityRemoteInterface, e spineapi.EntityRemoteInterface) {
+func (b *Box) found(p *spineapi.EntityRemoteInterface, e spineapi.EntityRemoteInterface, data *bool) {
 	b.mu.Lock()
-	*p = e
-	both := b.lpcPeer != nil && b.lppPeer != nil
+	if p != nil {
+		*p = e
+	}
+	if data != nil {
+		*data = true
+	}
+	both := b.lpcPeer != nil && b.lppPeer != nil && b.lpcData && b.lppData
 	b.mu.Unlock()
 	if both {
 		b.seenOnce.Do(func() { close(b.seen) })
@@ -112,7 +126,8 @@ func (b *Box) Start() { b.node.Start() }
 // Stop stops it.
 func (b *Box) Stop() { b.node.Stop() }
 
-// Ready waits until plantd's LPC and LPP are seen.
+// Ready waits until plantd's LPC and LPP are seen with their limit data
+// (a write before that finds no limit to write: ErrDataNotAvailable).
 func (b *Box) Ready(ctx context.Context) error {
 	select {
 	case <-b.seen:

@@ -103,7 +103,9 @@ export async function render(ctx, root) {
       const r = await get('/gateway/v1/inputs', { plantId });
       const now = await ctx.plantNow();
       if (stopped || !ctx.active()) return;
-      const cards = [dimmingCard(r.dimming.find(d => d.plantId === plantId), tz, now), ...r.inputs.map(i => inputCard(i, tz, now))];
+      const dim = r.dimming.find(d => d.plantId === plantId);
+      // Without a dimming contact, the EEBus card is the control box's.
+      const cards = [...(dim || !r.eebus ? [dimmingCard(dim, tz, now)] : []), ...r.inputs.map(i => inputCard(i, tz, now))];
       if (r.eebus) cards.unshift(eebusCard(r.eebus, tz, now));
       if (!r.inputs.length && !r.eebus) {
         cards.push(h('section', { class: 'card', id: 'inputs-none' }, h('h2', null, 'No inputs'),
