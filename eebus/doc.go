@@ -63,6 +63,31 @@
 // remembered and governs when the failsafe ends. Windows an earlier run
 // left open are ended once this run holds its own decision.
 //
+// # Shown
+//
+// Service.Status is what cmd/plantd shows: GET /gateway/v1/inputs'
+// eebus member and the Grid operator page, /metrics (plantd_eebus_*),
+// Home Assistant's §14a consumption limit sensor. Every event above is a
+// plant log entry (EEBus...), which the MQTT uplink carries in up/log;
+// the production windows are schedules like any other (createdBy
+// eebus:<ski>, role gridoperator).
+//
+// # Known limits of the stack (eebus-go v0.7.0, spine-go v0.7.0, ship-go v0.6.0)
+//
+//   - LPC and LPP share one LoadControl server feature, whose write is
+//     done once both use cases approved it; spine-go counts those
+//     approvals per SKI in a map that a second write in flight resets, so
+//     a box that writes LPC and LPP at the same instant may see one of them
+//     time out ("write not approved in time"). Boxes write one at a time.
+//   - eebus-go registers a write's result callback after sending the
+//     write: a box can miss plantd's quick answer (package controlbox
+//     answers "ok -" then). plantd's side is unaffected.
+//   - The use cases subscribe to spine-go's one global event bus: two
+//     EEBus devices in one process see each other's events and the stack
+//     races on them (the tests run the box in a process of its own).
+//   - The failsafe duration minimum is 2 h to 24 h (the use cases' range):
+//     a shorter one in the config is published as 2 h.
+//
 // # Import boundary
 //
 // eebus imports gridcontrol (the gate's types: Origin, Order, Schedule),
