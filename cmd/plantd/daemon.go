@@ -250,6 +250,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 			locs[p.ID] = p.Location
 		}
 		deps := mqtt.Deps{Outbox: d.store, Live: d.live, Rollups: storeRollups{st: d.store, locs: locs}}
+		if d.eebus != nil {
+			deps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
+		}
 		if cfg.MQTT.RemoteControl {
 			deps.Commands = commands
 		}

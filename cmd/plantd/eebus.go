@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"plantd/config"
 	"plantd/eebus"
@@ -146,4 +147,20 @@ func (l eebusLimit) ConsumptionLimit14aW(plantID string) (float64, bool, bool) {
 		return 0, false, true
 	}
 	return *st.ConsumptionLimitW, true, true
+}
+
+// EEBusItem is the EEBus state as the MQTT uplink's live item for its
+// plant: the API's eebus member with the time it was taken.
+func (a eebusAPI) EEBusItem(plantID string) (any, bool) {
+	if plantID != a.plant {
+		return nil, false
+	}
+	st := a.EEBusState()
+	if st.LastHeartbeat != nil {
+		st.LastHeartbeatUtc = st.LastHeartbeat.UTC().Format(time.RFC3339Nano)
+	}
+	return struct {
+		Time string `json:"time"`
+		httpapi.EEBusState
+	}{time.Now().UTC().Format(time.RFC3339Nano), st}, true
 }
