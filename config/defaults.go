@@ -137,9 +137,6 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.EEBus.Plant == "" && len(c.Plants) == 1 {
 		c.EEBus.Plant = c.Plants[0].ID
 	}
-	if c.EEBus.Serial == "" {
-		c.EEBus.Serial = c.Gateway.ID
-	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]
 		if in.Plant == "" && len(c.Plants) == 1 {

@@ -40,7 +40,7 @@ func runEEBus(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "plantd eebus: %v\n", err)
 		return exitFailure
 	}
-	c, err := eebus.LoadOrCreateCert(dir, cfg.EEBus.Serial)
+	c, err := eebus.LoadOrCreateCert(dir, cfg.EEBus.SerialOr(cfg.Gateway.ID))
 	if err != nil {
 		fmt.Fprintf(stderr, "plantd eebus: %v\n", err)
 		return exitFailure
@@ -67,11 +67,12 @@ func (d *daemon) newEEBus(cfg *config.Config, logger *slog.Logger) (*eebus.Servi
 		return nil, nil
 	}
 	dir := eebusStateDir(cfg)
-	c, err := eebus.LoadOrCreateCert(dir, e.Serial)
+	serial := e.SerialOr(cfg.Gateway.ID)
+	c, err := eebus.LoadOrCreateCert(dir, serial)
 	if err != nil {
 		return nil, err
 	}
-	spec := eebus.Spec{PlantID: e.Plant, Cert: c, StateDir: dir, Port: e.Port, Brand: e.Brand, Model: e.Model, Serial: e.Serial,
+	spec := eebus.Spec{PlantID: e.Plant, Cert: c, StateDir: dir, Port: e.Port, Brand: e.Brand, Model: e.Model, Serial: serial,
 		Trusted: e.TrustedSKIs(), Interfaces: e.Interfaces, HeartbeatTimeout: e.HeartbeatTimeout,
 		Failsafe:          eebus.Failsafe{ConsumptionW: e.Failsafe.ConsumptionW, ProductionW: e.Failsafe.ProductionW, Duration: e.Failsafe.Duration},
 		ProductionCommand: e.ProductionCommand}

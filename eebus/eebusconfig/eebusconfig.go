@@ -23,7 +23,8 @@ type Config struct {
 	Port int `yaml:"port"`
 	// Brand, Model and Serial are what the control box is shown of plantd
 	// (mDNS and the SPINE device address). Defaults "plantd", "plantd"
-	// and the gateway id.
+	// and (empty) the gateway id, taken where it is used, so that a new
+	// gateway id is no change of this section.
 	Brand  string `yaml:"brand"`
 	Model  string `yaml:"model"`
 	Serial string `yaml:"serial"`
@@ -77,12 +78,20 @@ const (
 )
 
 // SetDefaults sets every default of eebus but Serial (the gateway id,
-// which config derives).
+// taken where it is used: SerialOr).
 func (e *Config) SetDefaults() {
 	e.Port, e.Brand, e.Model = DefaultPort, defaultBrand, defaultModel
 	e.HeartbeatTimeout = DefaultHeartbeatTimeout
 	e.Failsafe.ConsumptionW, e.Failsafe.Duration = DefaultFailsafeW, DefaultFailsafeDuration
 	e.ProductionCommand = "FeedInLimit"
+}
+
+// SerialOr is Serial, or gatewayID when it is empty.
+func (e Config) SerialOr(gatewayID string) string {
+	if e.Serial != "" {
+		return e.Serial
+	}
+	return gatewayID
 }
 
 // NormalizeSKI returns a SKI as lower-case hex without spaces, dashes or
@@ -125,7 +134,7 @@ func (e Config) Validate(c confcheck.Checker, plantKnown func(id string) bool) {
 	if e.Port < 1 || e.Port > 65535 {
 		c.Add("port", "%d is not a TCP port (1..65535)", e.Port)
 	}
-	for _, f := range []struct{ name, v string }{{"brand", e.Brand}, {"model", e.Model}, {"serial", e.Serial}} {
+	for _, f := range []struct{ name, v string }{{"brand", e.Brand}, {"model", e.Model}} {
 		if strings.TrimSpace(f.v) == "" {
 			c.Add(f.name, "required when enabled")
 		}

@@ -28,8 +28,8 @@ func TestValidate(t *testing.T) {
 			`eebus.trusted[2]: duplicate SKI "0123456789abcdef0123456789abcdef01234567" (first in eebus.trusted[0])`}},
 		{"plant", func(e *Config) { e.Plant = "p2" }, []string{`eebus.plant: unknown plant "p2"`}},
 		{"no plant", func(e *Config) { e.Plant = "" }, []string{"eebus.plant: required when more than one plant is configured"}},
-		{"port, names", func(e *Config) { e.Port, e.Serial, e.Brand = 70000, "", " " }, []string{
-			"eebus.port: 70000 is not a TCP port (1..65535)", "eebus.brand: required when enabled", "eebus.serial: required when enabled"}},
+		{"port, names; no serial: the gateway id", func(e *Config) { e.Port, e.Serial, e.Brand = 70000, "", " " }, []string{
+			"eebus.port: 70000 is not a TCP port (1..65535)", "eebus.brand: required when enabled"}},
 		{"timeouts and failsafe", func(e *Config) {
 			e.HeartbeatTimeout, e.Failsafe.Duration, e.Failsafe.ConsumptionW, e.Failsafe.ProductionW = 0, time.Hour, -5, &neg
 		}, []string{
