@@ -11,6 +11,7 @@ import (
 
 	"plantd/charger/chargerconfig"
 	"plantd/consumer/consumerconfig"
+	"plantd/eebus/eebusconfig"
 	"plantd/gridcontrol/gridconfig"
 	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/confcheck"
@@ -54,6 +55,10 @@ type Config struct {
 	// driver ocpp); it runs only when one is configured
 	// (charger/chargerconfig).
 	OCPP chargerconfig.Config `yaml:"ocpp"`
+
+	// EEBus is plantd as the controllable system of the grid operator's
+	// control box, §14a LPC and LPP (eebus/eebusconfig); off by default.
+	EEBus eebusconfig.Config `yaml:"eebus"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.

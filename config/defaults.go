@@ -108,6 +108,7 @@ func (c *Config) setDefaults() {
 	c.Local.MQTT.SetDefaults()
 	c.OCPP.SetDefaults()
 	c.ModbusServer.SetDefaults()
+	c.EEBus.SetDefaults()
 }
 
 func (p *Plant) setDefaults() {
@@ -132,6 +133,9 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	}
 	if c.ModbusServer.Plant == "" && len(c.Plants) == 1 {
 		c.ModbusServer.Plant = c.Plants[0].ID
+	}
+	if c.EEBus.Plant == "" && len(c.Plants) == 1 {
+		c.EEBus.Plant = c.Plants[0].ID
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]

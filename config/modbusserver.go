@@ -20,6 +20,13 @@ func (v *validator) modbusServer() {
 	v.c.ModbusServer.Validate(v.ck.In("modbusServer"), func(id string) bool { return plants[id] })
 }
 
+// eebus checks the EEBus section (eebus/eebusconfig) with the plants it
+// may name.
+func (v *validator) eebus() {
+	plants, _ := v.c.ids()
+	v.c.EEBus.Validate(v.ck.In("eebus"), func(id string) bool { return plants[id] })
+}
+
 // proxies checks the devices' proxies, with what each needs to know of
 // the others (an address taken) and of its device (a consumer).
 func (v *validator) proxies() {

@@ -53,6 +53,7 @@ func (c *Config) validate() []Problem {
 	c.GridControl.Validate(v.ck.In("gridControl"))
 	v.migrated()
 	v.modbusServer()
+	v.eebus()
 	v.proxies()
 	return v.problems
 }

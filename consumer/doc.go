@@ -134,6 +134,11 @@
 // otherwise (a heat pump above 11 kW keeps 40 % of its rating, which is
 // not modelled: configure the minimum then).
 //
+// A control box over EEBus (package eebus, use case LPC) sends a limit in
+// W instead of a contact: [Manager.LimitConsumption] applies it the same
+// way, the cap being the limit but never below that minimum; with the
+// contact's dimming on as well, the minimum governs.
+//
 // # Energy
 //
 // A consumer's power and lifetime energy come from the meter the config

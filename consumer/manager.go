@@ -136,6 +136,9 @@ type Manager struct {
 	slots   []slot             // the decision's buffer, reused
 	probed  map[string]time.Time
 	dimmed  map[string]bool // plants the grid operator dims (§14a)
+	// limited is each plant's consumption limit in W from the grid
+	// operator's control box over EEBus (LimitConsumption).
+	limited map[string]float64
 	// last is each plant's surplus of the last control cycle: a change of
 	// the dimming decides again with it at once.
 	last map[string]plant.Surplus
@@ -202,7 +205,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, last: map[string]plant.Surplus{}}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -556,8 +559,8 @@ func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
 		m.probed[plantID] = now
 	}
-	if m.dimmed[plantID] {
-		m.dimLocked(list, slots)
+	if w, ok := m.capLocked(plantID, list); ok {
+		dim(slots, w)
 	}
 	for i, c := range list {
 		m.applyLocked(c, &slots[i], now)
@@ -841,18 +844,59 @@ func (m *Manager) Dim(plantID string, on bool) {
 	}
 }
 
+// LimitConsumption starts (on) or ends a grid operator's consumption
+// limit of limitW for a plant's controllable consumers (§14a EnWG over
+// EEBus, use case LPC; package eebus): applied as Dim applies the
+// contact's dimming, at once and in every cycle after, but at limitW,
+// never below the plant's §14a minimum (DimmingMinW, or MinPower14a of
+// their number). With the contact's dimming on too, the stricter (the
+// minimum) governs.
+func (m *Manager) LimitConsumption(plantID string, on bool, limitW float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, had := m.limited[plantID]
+	if had == on && (!on || old == limitW) {
+		return
+	}
+	n := devices14a(m.byPlant[plantID])
+	msg := fmt.Sprintf("§14a consumption limit ended: the controllable consumers of plant %s are free again", plantID)
+	if on {
+		m.limited[plantID] = limitW
+		msg = fmt.Sprintf("§14a consumption limit %.0f W: the controllable consumers of plant %s draw at most %.0f W together",
+			limitW, plantID, max(limitW, m.minPowerLocked(n)))
+	} else {
+		delete(m.limited, plantID)
+	}
+	m.log.Warn(msg, "plant", plantID)
+	if m.deps.Log != nil {
+		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersLimited", Message: msg})
+	}
+	if s, ok := m.last[plantID]; ok {
+		s.Time = m.now()
+		m.absorbLocked(plantID, s)
+	}
+}
+
+// capLocked is what a plant's controllable consumers may draw together
+// now: the §14a minimum while dimmed, the control box's limit (not below
+// that minimum) while limited; ok false when neither.
+func (m *Manager) capLocked(plantID string, list []*cons) (float64, bool) {
+	minW := m.minPowerLocked(devices14a(list))
+	if m.dimmed[plantID] {
+		return minW, true
+	}
+	if w, ok := m.limited[plantID]; ok {
+		return max(w, minW), true
+	}
+	return 0, false
+}
+
 // minPowerLocked is the power n controllable consumers keep while dimmed.
 func (m *Manager) minPowerLocked(n int) float64 {
 	if m.deps.DimmingMinW > 0 {
 		return m.deps.DimmingMinW
 	}
 	return MinPower14a(n)
-}
-
-// dimLocked limits a dimmed plant's controllable consumers (slots of list,
-// in priority order) to the plant's minimum (dim).
-func (m *Manager) dimLocked(list []*cons, slots []slot) {
-	dim(slots, m.minPowerLocked(devices14a(list)))
 }
 
 // devices14a is the number of §14a devices among cs: the controllable

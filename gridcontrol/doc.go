@@ -80,6 +80,8 @@
 //	                                                                                                     unless configured
 //	inputs (relays)   "input:<id>/<contacts>"  gridoperator           windows that live while the        be ended by anyone else: a
 //	                                                                  contacts demand them               DELETE answers 409 (ErrHeldByInput)
+//	EEBus control box "eebus:<ski>", a        gridoperator           LPP windows of its own channel     act when untrusted; be ended by
+//	                  trusted SKI                                     while the limit stands             anyone else (ErrHeldByInput)
 //	energy manager    itself                   -                      consumers' setpoints               touch an inverter limit
 //
 // Channels: an input's windows and each Modbus master's are channels of
@@ -477,8 +479,9 @@
 // live state and its types, a device's communication state, log entries,
 // the schedule type plant.Schedule), store (schedules, defaults,
 // ownership, quirks, the plant log), robfig/cron (its spec parser and
-// Schedule, not its runner) and the standard library; only cmd/plantd and
-// httpapi import it.
+// Schedule, not its runner) and the standard library; only cmd/plantd,
+// httpapi and eebus (a control box's door, through the same gate) import
+// it.
 //
 // Imports: plantd/config, plantd/internal/backoff, plantd/internal/jsondup, plantd/plant, plantd/plant/kind, plantd/store, plantd/sunspec
 package gridcontrol

@@ -482,7 +482,7 @@ func (c *Controller) scheduleFor(plantID, scheduleID string, by Origin, verb str
 		}
 		if ch := ownChannel(sc); ch != by.Channel {
 			switch {
-			case strings.HasPrefix(ch, string(DoorInput)+":"):
+			case strings.HasPrefix(ch, string(DoorInput)+":"), strings.HasPrefix(ch, string(DoorEEBus)+":"):
 				return nil, nil, &InputHeldError{ScheduleID: scheduleID, Holder: sc.CreatedBy}
 			case by.Channel != "":
 				// A master ends and renews only its own windows, an
@@ -510,7 +510,8 @@ var ErrHeldByInput = errors.New("held by an input")
 // InputHeldError refuses to end or extend an input's window from any
 // other origin: the window lives while the input's contacts demand it
 // (package gridinput), so a DELETE cannot lift a limit a closed contact
-// still signals.
+// still signals. A control box's window over EEBus (package eebus) is
+// held the same way, while the box's limit stands.
 type InputHeldError struct {
 	ScheduleID string
 	// Holder is the schedule's CreatedBy: "input:<id>/<contacts> (role)".
@@ -518,6 +519,9 @@ type InputHeldError struct {
 }
 
 func (e *InputHeldError) Error() string {
+	if strings.HasPrefix(e.Holder, string(DoorEEBus)+":") {
+		return fmt.Sprintf("grid control: schedule %s is held by %s: it ends when the control box ends its limit", e.ScheduleID, e.Holder)
+	}
 	return fmt.Sprintf("grid control: schedule %s is held by %s: it ends when the input's contacts release it", e.ScheduleID, e.Holder)
 }
 

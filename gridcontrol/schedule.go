@@ -87,6 +87,10 @@ const (
 	// DoorInput is a grid operator's ripple-control receiver (package
 	// gridinput): its contacts.
 	DoorInput Door = "input"
+	// DoorEEBus is the grid operator's control box over EEBus (package
+	// eebus): its trusted SKI; its windows are a channel of their own,
+	// "eebus:<ski>", held like an input's.
+	DoorEEBus Door = "eebus"
 )
 
 // Origin names who sends a command: the door it came through, the

@@ -56,6 +56,8 @@
 // complete, and never fall, as Home Assistant's Energy dashboard needs); with a battery its charge, discharge and state
 // of charge; and the FeedInLimit number (0..100 %, the limit in force in
 // % of the limit-carrying inverters' rating, a limit in W converted, 100
+// without one); with a control box over EEBus (Deps.Limit14a) the §14a
+// consumption limit in force on the controllable consumers (W, unknown
 // without one). Per active device: its health (an enum sensor and a
 // problem binary_sensor) and a sensor for every channel it has reported,
 // one per input of a per-input channel (key and name end in the API's

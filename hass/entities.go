@@ -83,6 +83,7 @@ type snapshot struct {
 	balances  map[string]plant.Balance      // by plant id
 	energies  map[string]map[string]float64 // by plant id: the balance's lifetime Wh by field
 	limits    map[string]string             // by plant id: the FeedInLimit number's state
+	limit14a  map[string]string             // by plant id with a control box: the §14a limit's state
 	consumers map[string]plant.ConsumerStatus
 	// channels are the readings each device has reported in this process:
 	// its sensors (a device gone offline keeps its entities).
@@ -164,6 +165,12 @@ func (l *Link) entities(s *snapshot) []entity {
 			out = append(out, entity{component: compNumber, scope: scopePlant, id: p.ID, key: keyFeedInLimit, name: "Feed-in limit", device: pdev, deviceJSON: pjson,
 				config: map[string]any{"min": 0, "max": 100, "step": 1, "unit_of_measurement": "%", "mode": "box", "icon": "mdi:transmission-tower-export"},
 				state:  s.limits[p.ID], command: true})
+		}
+		if st, ok := s.limit14a[p.ID]; ok {
+			cfg := powerSensor()
+			cfg["icon"] = "mdi:transmission-tower-import"
+			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: "consumption_limit_14a", name: "§14a consumption limit",
+				device: pdev, deviceJSON: pjson, config: cfg, state: st})
 		}
 		for _, d := range devs {
 			if d.Info.Active() {

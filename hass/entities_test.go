@@ -159,3 +159,26 @@ func TestChargerEntities(t *testing.T) {
 		t.Error("a switch has a charging current sensor")
 	}
 }
+
+// TestLimit14aSensor: a plant with a control box over EEBus has a §14a
+// consumption limit sensor in W, "None" (unknown) without a limit; a
+// plant without a box has none.
+func TestLimit14aSensor(t *testing.T) {
+	t.Parallel()
+	s := &snapshot{plants: []plant.Plant{{ID: "p1"}, {ID: "p2"}}, devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
+		channels: map[string][]sensorKey{}, limit14a: map[string]string{"p1": "4200"}}
+	l := &Link{cfg: Config{GatewayID: "gw", Prefix: "plantd", DiscoveryPrefix: "homeassistant"}, names: channelNames{}}
+	got := map[string]entity{}
+	for _, e := range l.entities(s) {
+		if e.key == "consumption_limit_14a" {
+			got[e.id] = e
+		}
+	}
+	e, ok := got["p1"]
+	if !ok || e.state != "4200" || e.component != compSensor || e.config["unit_of_measurement"] != "W" || e.name != "§14a consumption limit" {
+		t.Errorf("p1's sensor: %+v", e)
+	}
+	if _, ok := got["p2"]; ok {
+		t.Error("a §14a sensor for a plant without a control box")
+	}
+}

@@ -75,6 +75,15 @@ type Limits interface {
 	FeedInLimitPct(plantID string) (float64, error)
 }
 
+// Limit14a is the §14a consumption limit the grid operator's control box
+// sets over EEBus (cmd/plantd's adapter of package eebus):
+// ConsumptionLimit14aW answers the limit in force on a plant's
+// controllable consumers (on false: none) and ok false for a plant
+// without a control box over EEBus.
+type Limit14a interface {
+	ConsumptionLimit14aW(plantID string) (w float64, on, ok bool)
+}
+
 // Grid is grid control's one gate (*gridcontrol.Controller): the
 // FeedInLimit number's windows.
 type Grid interface {
@@ -98,6 +107,8 @@ type Deps struct {
 	Limits    Limits
 	Grid      Grid
 	Consumers Consumers
+	// Limit14a is optional: the control box's §14a limit as a sensor.
+	Limit14a Limit14a
 }
 
 // Defaults of Config.
@@ -517,7 +528,7 @@ func (l *Link) configOf(e *entity) map[string]any {
 // read takes the round's snapshot of the plant.
 func (l *Link) read(ctx context.Context) *snapshot {
 	s := &snapshot{plants: l.deps.Live.Plants(), devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
-		limits: map[string]string{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
+		limits: map[string]string{}, limit14a: map[string]string{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
 	var upTo time.Time
 	if l.deps.Energy != nil {
 		upTo = l.deps.Energy.RolledUpTo()
@@ -547,6 +558,14 @@ func (l *Link) read(ctx context.Context) *snapshot {
 				failed = true
 			} else {
 				fresh[p.ID] = e
+			}
+		}
+		if l.deps.Limit14a != nil {
+			if w, on, ok := l.deps.Limit14a.ConsumptionLimit14aW(p.ID); ok {
+				s.limit14a[p.ID] = "None" // no limit: Home Assistant's unknown
+				if on {
+					s.limit14a[p.ID] = fmtNum(w, 0)
+				}
 			}
 		}
 		if l.deps.Limits != nil {

@@ -19,6 +19,29 @@ type Inputs interface {
 	InputStates() []InputState
 }
 
+// EEBus is the grid operator's control box over EEBus (cmd/plantd's
+// adapter of package eebus): its state now. Nil: not configured, GET
+// /gateway/v1/inputs has no eebus member.
+type EEBus interface {
+	EEBusState() EEBusState
+}
+
+// EEBusState is the EEBus door's state: plantd's SKI, the control box
+// (its SKI, connected), the failsafe state and the limits in force (nil:
+// none), with the production limit's window in grid control.
+type EEBusState struct {
+	PlantID           string     `json:"plantId"`
+	SKI               string     `json:"ski"`
+	ControlBox        string     `json:"controlBox"`
+	Connected         bool       `json:"connected"`
+	Failsafe          bool       `json:"failsafe"`
+	ConsumptionLimitW *float64   `json:"consumptionLimitW"`
+	ProductionLimitW  *float64   `json:"productionLimitW"`
+	ProductionWindow  string     `json:"productionWindow,omitempty"`
+	LastHeartbeat     *time.Time `json:"-"`
+	LastHeartbeatUtc  string     `json:"lastHeartbeatUtc,omitempty"`
+}
+
 // InputState is one input as its loop last read it.
 type InputState struct {
 	ID, Name, PlantID string
@@ -167,7 +190,16 @@ func (s *Server) inputList(c *gin.Context) {
 			}
 		}
 	}
-	s.writeJSON(c, http.StatusOK, envelope(field("inputs", inputs), field("dimming", dimming)), false)
+	fields := []member{field("inputs", inputs), field("dimming", dimming)}
+	if s.deps.EEBus != nil {
+		if st := s.deps.EEBus.EEBusState(); !filter || st.PlantID == pid {
+			if st.LastHeartbeat != nil && !st.LastHeartbeat.IsZero() {
+				st.LastHeartbeatUtc = utc(*st.LastHeartbeat)
+			}
+			fields = append(fields, field("eebus", st))
+		}
+	}
+	s.writeJSON(c, http.StatusOK, envelope(fields...), false)
 }
 
 // inputOut is an input as the API writes it.
@@ -241,8 +273,22 @@ func inputsResponse() apidoc.Obj {
 		"inputs":    apidoc.Describe(apidoc.Arr(apidoc.Str()), "the inputs with a dimming contact"),
 		"consumers": apidoc.Describe(apidoc.Bool(), "the plant has consumers the dimming acts on (without, the signal is logged only)")},
 		"plantId", "dimmed", "inputs", "consumers")
+	limitW := func(d string) apidoc.Obj {
+		return apidoc.Describe(apidoc.Obj{"oneOf": []any{apidoc.Num(), apidoc.Obj{"type": "null"}}}, d)
+	}
+	eebus := apidoc.Object(apidoc.Obj{"plantId": apidoc.Str(),
+		"ski":               apidoc.Describe(apidoc.Str(), "plantd's SKI (plantd eebus ski)"),
+		"controlBox":        apidoc.Describe(apidoc.Str(), "the trusted control box's SKI (the last connected, else the first configured)"),
+		"connected":         apidoc.Describe(apidoc.Bool(), "the control box is connected over SHIP"),
+		"failsafe":          apidoc.Describe(apidoc.Bool(), "the failsafe limits apply (at start until the box speaks, or its heartbeat was lost)"),
+		"consumptionLimitW": limitW("the consumption limit on the controllable consumers in force (LPC or failsafe); null: none"),
+		"productionLimitW":  limitW("the production limit in force (LPP or failsafe); null: none"),
+		"productionWindow":  apidoc.Describe(apidoc.Str(), "the grid-control schedule holding the production limit"),
+		"lastHeartbeatUtc":  apidoc.Describe(apidoc.UTCTime(), "the control box's last heartbeat"),
+	}, "plantId", "ski", "controlBox", "connected", "failsafe", "consumptionLimitW", "productionLimitW")
 	return apidoc.Obj{"description": "OK", "content": apidoc.Obj{"application/json": apidoc.Obj{"schema": apidoc.Object(apidoc.Obj{
 		"inputs":  apidoc.Arr(input),
 		"dimming": apidoc.Describe(apidoc.Arr(dimming), "the §14a state of every plant with a dimming contact"),
+		"eebus":   apidoc.Describe(eebus, "the grid operator's control box over EEBus (§14a LPC and LPP); absent unless eebus.enabled"),
 	}, "inputs", "dimming")}}}
 }

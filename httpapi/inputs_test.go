@@ -4,9 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
+
+// fakeEEBus answers EEBusState with a fixed state.
+type fakeEEBus EEBusState
+
+func (f fakeEEBus) EEBusState() EEBusState { return EEBusState(f) }
 
 // fakeInputs answers InputStates with a fixed list.
 type fakeInputs []InputState
@@ -123,6 +129,25 @@ func TestInputsRoute(t *testing.T) {
 		if c.field != "" && (len(p.Errors) != 1 || p.Errors[0].Field != c.field) {
 			t.Errorf("GET %s: %s, want the problem to name %s", c.path, body, c.field)
 		}
+	}
+	// The control box over EEBus: absent until configured, then its state
+	// (in failsafe: 4.2 kW on the consumers, no production limit).
+	if raw := get("/gateway/v1/inputs", tokStandard, 200); strings.Contains(string(raw), `"eebus"`) {
+		t.Errorf("eebus member without EEBus: %s", raw)
+	}
+	w := 4200.0
+	e.srv.deps.EEBus = fakeEEBus{PlantID: "demo", SKI: "ab", ControlBox: "cd", Connected: true, Failsafe: true, ConsumptionLimitW: &w, LastHeartbeat: &at}
+	var eb struct {
+		EEBus *struct {
+			PlantID, SKI, ControlBox, LastHeartbeatUtc string
+			Connected, Failsafe                        bool
+			ConsumptionLimitW, ProductionLimitW        *float64
+		}
+	}
+	if err := json.Unmarshal(get("/gateway/v1/inputs?plantId=demo", tokStandard, 200), &eb); err != nil || eb.EEBus == nil ||
+		!eb.EEBus.Failsafe || eb.EEBus.ConsumptionLimitW == nil || *eb.EEBus.ConsumptionLimitW != 4200 || eb.EEBus.ProductionLimitW != nil ||
+		eb.EEBus.LastHeartbeatUtc != "2025-06-21T10:00:00Z" || eb.EEBus.SKI != "ab" {
+		t.Errorf("eebus: %+v, %v", eb.EEBus, err)
 	}
 	if resp := e.do("POST", "/gateway/v1/inputs", tokInstaller, "application/json", "{}"); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /gateway/v1/inputs: %d, want 405", resp.StatusCode)

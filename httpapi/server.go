@@ -191,6 +191,9 @@ type Deps struct {
 	// Inputs is optional: the grid operator's inputs (cmd/plantd's); nil
 	// lists none at GET /gateway/v1/inputs.
 	Inputs Inputs
+	// EEBus is optional: the control box over EEBus (cmd/plantd's); nil
+	// adds no eebus member to GET /gateway/v1/inputs.
+	EEBus EEBus
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry

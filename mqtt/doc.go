@@ -8,7 +8,8 @@
 // [New] builds an [Uplink] from a [Config] and its [Deps]; [Uplink.Run]
 // runs it until its context ends. The daemon hands it log entries with
 // [Uplink.Log] (never blocks); live values it reads itself from the live
-// state ([LiveSource]) at Config.LiveInterval, rollups from a
+// state ([LiveSource]) at Config.LiveInterval, with a plant's control box
+// over EEBus ([EEBusSource]) on live/eebus/<plantId>, rollups from a
 // [RollupSource] as they complete. /healthz and /metrics read
 // [Uplink.Status].
 //

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -181,4 +182,40 @@ func droppedOf(u *Uplink, stream string) uint64 {
 		return 0
 	}
 	return u.Status().Streams[i].Dropped
+}
+
+// fakeEEBus is a plant p1's control box over EEBus in failsafe.
+type fakeEEBus struct{}
+
+func (fakeEEBus) EEBusItem(plantID string) (any, bool) {
+	if plantID != "p1" {
+		return nil, false
+	}
+	return map[string]any{"plantId": "p1", "connected": false, "failsafe": true, "consumptionLimitW": 4200}, true
+}
+
+// TestLiveEEBus: with a control box over EEBus, its state goes up with
+// the live values on live/eebus/<plantId>, an item per tick.
+func TestLiveEEBus(t *testing.T) {
+	t.Parallel() // its own broker, store and uplink
+	b := newBroker(t, nil)
+	col := mqtttest.Collect(t, b)
+	st := openStore(t, filepath.Join(t.TempDir(), "plantd.db"))
+	u, err := New(fastConfig(b, "gw-eebus"), Deps{Outbox: st, Live: fakeLive{}, EEBus: fakeEEBus{}}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUplink(t, u)
+	items := proctest.WaitValue(t, "the control box's state on live/eebus/p1", 10*time.Second, func() ([]json.RawMessage, bool) {
+		its := col.ItemsOf("live/eebus/p1")
+		return its, len(its) >= 2
+	})
+	var it struct {
+		PlantID           string
+		Failsafe          bool
+		ConsumptionLimitW float64
+	}
+	if err := json.Unmarshal(items[0], &it); err != nil || it.PlantID != "p1" || !it.Failsafe || it.ConsumptionLimitW != 4200 {
+		t.Errorf("item %s: %+v %v", items[0], it, err)
+	}
 }

@@ -144,6 +144,13 @@ func (u *Uplink) publishLive(ctx context.Context) {
 			payload, _ := json.Marshal([]balanceItem{{Time: b.Time.UTC().Format(time.RFC3339Nano), Balance: b}})
 			msgs = append(msgs, liveMessage{stream: liveStream(p.ID), payload: payload, created: now})
 		}
+		if u.deps.EEBus != nil {
+			if item, ok := u.deps.EEBus.EEBusItem(p.ID); ok {
+				if payload, err := json.Marshal([]any{item}); err == nil {
+					msgs = append(msgs, liveMessage{stream: eebusStream(p.ID), payload: payload, created: now})
+				}
+			}
+		}
 		devs, err := u.deps.Live.Devices(p.ID)
 		if err != nil {
 			continue

@@ -17,8 +17,12 @@ const (
 
 func liveStream(plantID string) string    { return streamLivePrefix + plantID }
 func deviceStream(deviceID string) string { return streamDevPrefix + deviceID }
-func rollupStream(plantID string) string  { return streamRollup + plantID }
-func logStream(plantID string) string     { return streamLog + plantID }
+
+// eebusStream is a plant's control box over EEBus: its state with the
+// live values.
+func eebusStream(plantID string) string  { return streamLivePrefix + "eebus/" + plantID }
+func rollupStream(plantID string) string { return streamRollup + plantID }
+func logStream(plantID string) string    { return streamLog + plantID }
 
 // streamClass orders streams: acks first, then live, then the backlog
 // streams (rollups before logs).

@@ -47,6 +47,13 @@ type LiveSource interface {
 	Devices(plantID string) ([]plant.DeviceLive, error)
 }
 
+// EEBusSource is the EEBus door's state of a plant (cmd/plantd's adapter
+// of package eebus): an item encoded as JSON with the API's field names;
+// ok false for a plant without a control box.
+type EEBusSource interface {
+	EEBusItem(plantID string) (item any, ok bool)
+}
+
 // RollupSource gives completed 5-minute rollups (the store, through
 // cmd/plantd's adapter).
 type RollupSource interface {
@@ -122,6 +129,9 @@ type Deps struct {
 	Live LiveSource
 	// Rollups is optional (no rollup topics without it).
 	Rollups RollupSource
+	// EEBus is optional: the grid operator's control box over EEBus, whose
+	// state goes up with the live values (up/live/eebus/{plantId}).
+	EEBus EEBusSource
 	// Commands answers remote requests (required with RemoteControl): the
 	// HTTP API's handler, running requests with the cloud's role.
 	Commands http.Handler

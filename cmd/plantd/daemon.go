@@ -21,6 +21,7 @@ import (
 	"plantd/config"
 	"plantd/consumer"
 	"plantd/devices/poller"
+	"plantd/eebus"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
 	"plantd/hass"
@@ -56,6 +57,7 @@ type daemon struct {
 	grid         *gridcontrol.Controller
 	homes        *consumer.Manager // nil without consumers
 	inputs       *gridInputs       // nil without inputs
+	eebus        *eebus.Service    // nil unless eebus.enabled
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -211,7 +213,10 @@ func (d *daemon) newControl(ctx context.Context, cfg *config.Config, ocppLn net.
 	if err != nil {
 		return err
 	}
-	d.inputs, err = d.newInputs(cfg, dimmer)
+	if d.inputs, err = d.newInputs(cfg, dimmer); err != nil {
+		return err
+	}
+	d.eebus, err = d.newEEBus(cfg, logger)
 	return err
 }
 
@@ -225,12 +230,18 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	reg.MustRegister(collector)
 	reg.MustRegister(newGridCollector(d.grid), d.pollDuration)
 	reg.MustRegister(serversCollector{d}) // the SunSpec server and the proxies, made by newLocal
+	if d.eebus != nil {
+		reg.MustRegister(eebusCollector{d.eebus})
+	}
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
 	}
 	if d.inputs != nil {
 		apiDeps.Inputs = d.inputs
+	}
+	if d.eebus != nil {
+		apiDeps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
 	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
@@ -239,6 +250,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 			locs[p.ID] = p.Location
 		}
 		deps := mqtt.Deps{Outbox: d.store, Live: d.live, Rollups: storeRollups{st: d.store, locs: locs}}
+		if d.eebus != nil {
+			deps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
+		}
 		if cfg.MQTT.RemoteControl {
 			deps.Commands = commands
 		}
@@ -404,6 +418,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.inputs != nil {
 		component(d.inputs.Run)
+	}
+	if d.eebus != nil {
+		component(d.eebus.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {

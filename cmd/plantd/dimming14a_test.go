@@ -28,7 +28,7 @@ import (
 // the 7.56 kW two controllable consumers keep. The control box is an I/O
 // module of its own, "box", whose input 0 is the dimming contact; writing
 // its coil 0 over Modbus sets it. No battery, sensor or plug.
-func dimmingSim(t *testing.T) *sim.Plant {
+func dimmingSim(t testing.TB) *sim.Plant {
 	t.Helper()
 	cfg := sim.DemoConfig()
 	var devs []sim.DeviceConfig
@@ -53,13 +53,13 @@ func dimmingSim(t *testing.T) *sim.Plant {
 // consumers with their sub-meters (heater first in priority), guards of
 // seconds, and the control box read every second with its contact D
 // as the §14a dimming signal (an input that only dims has no actions).
-func dimmingConfig(t *testing.T, p *sim.Plant) string {
+func dimmingConfig(t testing.TB, p *sim.Plant) string {
 	return dimmingConfigHeater(t, p, "controllable: true")
 }
 
 // dimmingConfigHeater is dimmingConfig with the heater's §14a setting
 // (controllable: true, a device of its own; or partOf: heatpump).
-func dimmingConfigHeater(t *testing.T, p *sim.Plant, heater14a string) string {
+func dimmingConfigHeater(t testing.TB, p *sim.Plant, heater14a string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, id := range []string{"inv1", "inv2", "meter", "heatmeter", "hpmeter"} {

@@ -23,6 +23,9 @@ func (d *daemon) newHass(cfg *config.Config, logger *slog.Logger) (*hass.Link, e
 	if d.homes != nil {
 		deps.Consumers = d.homes
 	}
+	if d.eebus != nil {
+		deps.Limit14a = eebusLimit{s: d.eebus, plant: cfg.EEBus.Plant}
+	}
 	return hass.New(hass.Config{
 		Broker: l.Broker, Username: l.Username, Password: l.Password, ClientID: l.EffectiveClientID(cfg.Gateway.ID),
 		GatewayID: cfg.Gateway.ID, Version: versionString(), Prefix: l.Prefix, DiscoveryPrefix: l.DiscoveryPrefix,

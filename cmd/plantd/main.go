@@ -53,6 +53,7 @@ func commands() []command {
 		{"token", "add a bearer token for the HTTP API to the config (token add)", runToken},
 		{"client", "add an OAuth2 client with a generated secret to the config (client add)", runClient},
 		{"consent", "list, approve or reject OAuth2 clients' consent requests (running daemon)", runConsent},
+		{"eebus", "print plantd's EEBus SKI for the control box (eebus ski)", runEEBus},
 		{"scan", "discover and describe a SunSpec device over Modbus TCP", runScan},
 		{"sim", "run the simulated demo plant (SunSpec Modbus TCP servers)", runSim},
 		{"version", "print the version", runVersion},

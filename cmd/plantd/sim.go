@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,12 +17,15 @@ import (
 	"time"
 
 	"plantd/devices/template"
+	"plantd/eebus"
+	"plantd/eebus/controlbox"
+	"plantd/eebus/eebusconfig"
 	"plantd/plant/kind"
 	"plantd/sim"
 )
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]] [--ocpp URL [--ocpp-password P]]", stderr)
+	fs := newFlagSet("sim", "[--listen ADDR] [--speed N] [--trace FILE] [--ignore-revert IDS] [--needs-enable-toggle IDS] [--ignores-limit IDS] [--devices N [--gateways G] [--report EVERY]] [--serial PATH [--baud N]] [--ocpp URL [--ocpp-password P]] [--controlbox SKI@HOST:PORT]", stderr)
 	listen := fs.String("listen", sim.DefaultListen, "HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn, then the Shelly plug")
 	speed := fs.Float64("speed", 1, "simulated seconds per real second (e.g. 60 runs a day in 24 minutes)")
 	trace := fs.String("trace", "", "append every Modbus write the devices receive to `FILE`, one JSON object per line")
@@ -32,6 +36,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	baud := fs.Int("baud", sim.DefaultBaud, "with --serial: the line's rate `N` (answers are paced at it, 11 bits a byte)")
 	ocppURL := fs.String("ocpp", "", "connect a wallbox twin (OCPP 1.6J charge point \"wallbox\", 16 A on 3 phases, a car at 40 %) to the central system at `URL` (ws://HOST:8887/ocpp); its limits are logged")
 	ocppPassword := fs.String("ocpp-password", "", "with --ocpp: the wallbox's basic-auth password")
+	controlBox := fs.String("controlbox", "", "run a grid operator's control box over EEBus (eebus-go's Energy Guard LPC and LPP) that trusts plantd's `SKI@HOST:PORT` (plantd eebus ski, eebus.port) and dials it; it prints its own SKI for eebus.trusted and takes commands on stdin: lpc|lpp <W> [<duration>], lpc|lpp end, failsafe lpc|lpp <W>, failsafe duration <d>, heartbeat stop|start")
 	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")
@@ -130,6 +135,20 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		})
 	}
 	defer twins.Wait()
+	if *controlBox != "" {
+		box, err := startControlBox(*controlBox)
+		if err != nil {
+			fmt.Fprintf(stderr, "plantd sim: --controlbox %q: %v\n", *controlBox, err)
+			return exitUsage
+		}
+		defer box.Stop()
+		fmt.Fprintf(stdout, "%-10s %-19s SKI %s (EEBus, dialing %s); commands on stdin\n", "controlbox", "control box", box.SKI(), *controlBox)
+		twins.Go(func() {
+			if err := controlbox.Serve(ctx, box, os.Stdin, stdout, 30*time.Second); err != nil {
+				logger.Error("control box", "err", err)
+			}
+		})
+	}
 	if *report > 0 {
 		reportReads(ctx, plant, *report, stdout)
 	}
@@ -275,4 +294,47 @@ func splitListen(s string) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q is not a TCP port", portStr)
 	}
 	return host, port, nil
+}
+
+// startControlBox starts the simulator's control box for
+// "SKI@HOST:PORT": it trusts plantd's SKI and dials plantd there, and
+// listens itself on a free port.
+func startControlBox(arg string) (*controlbox.Box, error) {
+	ski, addr, ok := strings.Cut(arg, "@")
+	if !ok {
+		return nil, errors.New("want SKI@HOST:PORT")
+	}
+	ski, ok = eebusconfig.NormalizeSKI(ski)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a SKI (40 hex digits)", ski)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	// The box's certificate is kept, so its SKI in plantd's eebus.trusted
+	// holds across runs.
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Join(dir, "plantd", "controlbox")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	c, err := eebus.LoadOrCreateCert(dir, "controlbox")
+	if err != nil {
+		return nil, err
+	}
+	box, err := controlbox.New(controlbox.Spec{Port: port, Trust: ski, PeerAddr: addr, Cert: &c})
+	if err != nil {
+		return nil, err
+	}
+	box.Start()
+	return box, nil
 }

@@ -73,6 +73,22 @@ function dimmingCard(d, tz, now) {
   h('p', { class: 'muted' }, `Signalled by input ${d.inputs.join(', ')}.`));
 }
 
+// eebusCard is the control box over EEBus (§14a LPC and LPP): connected
+// and trusted, the limits in force, the failsafe state.
+function eebusCard(e, tz, now) {
+  const kw = w => `${(w / 1000).toLocaleString(undefined, { maximumFractionDigits: 2 })} kW`;
+  const beat = e.lastHeartbeatUtc ? ` Last heartbeat ${fmtUtc(e.lastHeartbeatUtc, tz)} (${relative(Date.parse(e.lastHeartbeatUtc), now)}).` : ' No heartbeat yet.';
+  return h('section', { class: 'card', id: 'eebus', 'data-connected': String(e.connected), 'data-failsafe': String(e.failsafe) },
+    h('h2', null, 'Control box over EEBus (§14a) ',
+      h('span', { class: 'badge s-' + (e.connected ? 'Ok' : 'Error') }, e.connected ? 'connected' : 'not connected'),
+      e.failsafe ? h('span', { class: 'badge s-Warning' }, 'failsafe') : null),
+    h('p', null, e.consumptionLimitW == null ? 'No consumption limit: the controllable consumers are free.'
+      : `Consumption limit ${kw(e.consumptionLimitW)} on the controllable consumers (never below the §14a minimum).`),
+    h('p', null, e.productionLimitW == null ? 'No production limit.'
+      : `Production limit ${kw(e.productionLimitW)}${e.productionWindow ? ` (schedule ${e.productionWindow})` : ''}.`),
+    h('p', { class: 'muted' }, `Trusted control box ${e.controlBox}; plantd's SKI ${e.ski}.${beat}`));
+}
+
 export async function render(ctx, root) {
   const { plantId, tz } = ctx;
   const status = h('p', { class: 'muted', id: 'operator-status' });
@@ -87,8 +103,11 @@ export async function render(ctx, root) {
       const r = await get('/gateway/v1/inputs', { plantId });
       const now = await ctx.plantNow();
       if (stopped || !ctx.active()) return;
-      const cards = [dimmingCard(r.dimming.find(d => d.plantId === plantId), tz, now), ...r.inputs.map(i => inputCard(i, tz, now))];
-      if (!r.inputs.length) {
+      const dim = r.dimming.find(d => d.plantId === plantId);
+      // Without a dimming contact, the EEBus card is the control box's.
+      const cards = [...(dim || !r.eebus ? [dimmingCard(dim, tz, now)] : []), ...r.inputs.map(i => inputCard(i, tz, now))];
+      if (r.eebus) cards.unshift(eebusCard(r.eebus, tz, now));
+      if (!r.inputs.length && !r.eebus) {
         cards.push(h('section', { class: 'card', id: 'inputs-none' }, h('h2', null, 'No inputs'),
           h('p', null, 'No ripple-control receiver or control box is wired to this gateway (config inputs:). The grid operator\'s limits then come over the API or the cloud only.')));
       }
