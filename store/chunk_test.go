@@ -48,18 +48,22 @@ func TestChunkMinuteWritten(t *testing.T) {
 	}
 	minute(m0, 12)
 	st := waitStats(t, s, "the first minute's batch committed", func(st Stats) bool { return st.Batches >= 1 && st.Queued == 0 })
-	if st.Written != 36 {
-		t.Fatalf("the devices' first minute not written at the commit: %+v", st)
+	// On a loaded machine the minute's polls may reach the writer in
+	// more than one batch; each commit writes the eager first minute
+	// again, so Written counts it as often: what is stored is the test.
+	if got := storedSamples(t, s); len(got) != 36 {
+		t.Fatalf("the devices' first minute not written at the commit: %d samples stored, %+v", len(got), st)
 	}
+	w0 := st.Written
 	m1 := m0.Add(time.Minute)
 	minute(m1, 12)
 	b := st.Batches
 	st = waitStats(t, s, "the second minute's batch committed", func(st Stats) bool { return st.Batches > b && st.Queued == 0 })
-	if st.Written != 36 {
-		t.Fatalf("samples of an open minute written: %+v", st)
+	if st.Written != w0 {
+		t.Fatalf("samples of an open minute written: %+v (%d written before)", st, w0)
 	}
 	minute(m1.Add(time.Minute), 1)
-	waitStats(t, s, "the complete minute written", func(st Stats) bool { return st.Written >= 72 })
+	waitStats(t, s, "the complete minute written", func(st Stats) bool { return st.Written >= w0+36 })
 	got := storedSamples(t, s)
 	if len(got) != 72 {
 		t.Fatalf("%d samples stored, want the 72 of the complete minutes", len(got))
@@ -75,7 +79,7 @@ func TestChunkMinuteWritten(t *testing.T) {
 	}
 	// Nothing more arrives: after idleRollup the open minute is written
 	// too (this waits the 15 s of wall clock).
-	waitStats(t, s, "the quiet devices' open minute written", func(st Stats) bool { return st.Written == 75 })
+	waitStats(t, s, "the quiet devices' open minute written", func(st Stats) bool { return st.Written == w0+39 })
 	if got := storedSamples(t, s); len(got) != 75 {
 		t.Errorf("%d samples stored after the idle write, want 75", len(got))
 	}
