@@ -88,6 +88,11 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 			continue
 		case <-tick.C:
 		}
+		if ready {
+			// The first tick after the first poll round: the devices
+			// are discovered and grid control ran its first cycle.
+			endStartupGC()
+		}
 		rolledUp = d.releaseAfterRollup(rolledUp)
 		stall := d.stalled(time.Now(), start)
 		if stall != lastStall {

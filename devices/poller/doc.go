@@ -12,7 +12,10 @@
 // endpoint below keeps no retry policy of its own); it never
 // delays another device except through a connection they share (devices
 // behind one gateway address take turns on its one socket, as the device
-// requires). Every sample carries the device's state after the poll; the
+// requires; the units behind one address also discover one after the
+// other, the others waiting at the poller before their poll begins, which
+// keeps a start of 1,000 devices from holding 1,000 deep stacks). Every
+// sample carries the device's state after the poll; the
 // poller logs no transitions: plant.Live.Apply finds them (one detector),
 // and the daemon logs them.
 //
