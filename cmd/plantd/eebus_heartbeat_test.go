@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/sim"
+
+	ucapi "github.com/enbility/eebus-go/usecases/api"
 )
 
 // eebusRig is dimmingSim's plant, plantd on dimmingConfig with its eebus
@@ -138,7 +141,9 @@ func (r *eebusRig) inverterLimited() bool {
 }
 
 // TestEEBusHeartbeatLoss is issue 44's heartbeat loss with the real
-// binary: the box writes a failsafe production limit of 1 kW, then stops
+// binary. First the nominal maxima: the box reads the controllable
+// consumers' rated sum and the inverters' (as plantd discovered them),
+// and an LPP above the latter is refused. Then the box writes a failsafe production limit of 1 kW, then stops
 // its heartbeat. Within eebus.heartbeatTimeout (5 s) plantd logs
 // EEBusHeartbeatLost and EEBusFailsafe, the failsafe consumption limit
 // (the config's 4.2 kW, never below the §14a minimum of two devices,
@@ -163,6 +168,31 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.WaitFor(t, "the box connected and plantd out of its start's failsafe", 30*time.Second, r.logged("EEBusRecovered", "speaks", time.Time{}))
+
+	// The nominal maxima the box reads: the controllable consumers' rated
+	// sum (6 + 3 kW) and the inverters' as discovered (the simulator's
+	// inv1 10 kW and inv2 8 kW); a production limit above it is refused.
+	nominal := func(production bool, want float64) func() bool {
+		return func() bool {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			w, err := r.box.Nominal(ctx, production)
+			return err == nil && w == want
+		}
+	}
+	proctest.WaitFor(t, "the box reads a consumption nominal maximum of 9 kW", 20*time.Second, nominal(false, 9000))
+	proctest.WaitFor(t, "the box reads a production nominal maximum of 18 kW", 20*time.Second, nominal(true, 18000))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	n, err := r.box.Limit(ctx, true, ucapi.LoadLimit{IsActive: true, Value: 19000})
+	cancel()
+	if err == nil && n == 0 {
+		t.Error("LPP 19 kW above the inverters' 18 kW accepted")
+	}
+	proctest.WaitFor(t, "LPP 19 kW refused and logged", 10*time.Second, r.logged("EEBusLimitRefused", "above the nominal maximum 18000 W", time.Time{}))
+	if _, open := r.window(); open {
+		t.Error("a window for the refused LPP")
+	}
+
 	if err := r.box.Failsafe(true, 1000); err != nil {
 		t.Fatal(err)
 	}
