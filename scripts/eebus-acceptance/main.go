@@ -24,6 +24,14 @@
 // The control cycle is the grid meter's and the consumers' poll (1 s
 // here): the run prints the draw at each cycle after a limit is written
 // and fails when it is not within the limit by the second.
+//
+// Steps: pairing with the reference box and its own 7 kW limit; 4.2 kW
+// (LPC) and its end; 3 kW (LPP) on the grid meter's export; the heartbeat
+// stopped: the failsafe (4.2 kW) within eebus.heartbeatTimeout (10 s) of
+// the last heartbeat received, held with the heartbeat back (for 30 s:
+// its duration minimum, 2 h, is not waited for); plantd restarted in the
+// failsafe: the draw within 4.2 kW from its first cycle until the box
+// speaks (the use cases' start state), then free.
 package main
 
 import (
@@ -45,6 +53,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +179,10 @@ func run(plantdBin, boxBin string, keep bool) error {
 		return err
 	}
 	h1, h2, car := draw()
-	say("unlimited: heat pumps %.0f + %.0f W, car %.1f A × 230 V × 3 = %.0f W, controllable %.0f W", h1, h2, car/690, car, h1+h2+car)
+	// plantd is in its start's failsafe (4.2 kW) until a box speaks; the
+	// consumers switched On by hand ran at once and are dimmed at the
+	// next decision, which the pairing's cycles below show.
+	say("switched On (plantd in its start's failsafe): heat pumps %.0f + %.0f W, car %.1f A × 230 V × 3 = %.0f W, controllable %.0f W", h1, h2, car/690, car, h1+h2+car)
 
 	// 1. Pairing with the reference box over TLS (mDNS finds the peers).
 	ref := start(ctx, dir, "controlbox", nil, boxBin, fmt.Sprint(freePort()), plantdSKI, filepath.Join(dir, "box.crt"), filepath.Join(dir, "box.key"))
@@ -181,10 +193,17 @@ func run(plantdBin, boxBin string, keep bool) error {
 	// The box writes its limit on its own: the draw each cycle from the
 	// pairing until two cycles after plantd took it.
 	var accepted time.Time
+	logged := false
 	for i := 0; ; i++ {
 		if accepted.IsZero() && strings.Contains(ref.output(), "Limit accepted") {
 			accepted = time.Now()
-			say("reference box: %q; plantd: %q", lastLine(ref.output(), "Limit"), api.message("EEBusLimit", ""))
+			say("reference box: %q", lastLine(ref.output(), "Limit"))
+		}
+		if !accepted.IsZero() && !logged {
+			if m := api.message("EEBusLimit", refSKI); m != "" {
+				say("plantd's plant log: %s", m)
+				logged = true
+			}
 		}
 		a, b, c := draw()
 		say("reference box pairing/LPC 7 kW: cycle %d: controllable %.0f W (heat pumps %.0f + %.0f, car %.0f)", i, a+b+c, a, b, c)
@@ -269,7 +288,28 @@ func run(plantdBin, boxBin string, keep bool) error {
 	if err := waitFor(ctx, "EEBusFailsafe after the heartbeat's loss", timeout+5*time.Second, api.logged("EEBusHeartbeatLost", "")); err != nil {
 		return err
 	}
-	say("heartbeat lost after %v (eebus.heartbeatTimeout %v): %s", time.Since(stopped).Round(time.Millisecond), timeout, api.message("EEBusFailsafe", "failsafe for at least"))
+	say("heartbeat lost %v after the stop command: %s", time.Since(stopped).Round(time.Millisecond), api.message("EEBusFailsafe", "failsafe for at least"))
+	// The timeout counts from the last heartbeat plantd received (the
+	// box beats every 4 s): that one (GET inputs) against plantd's own
+	// log line of the failsafe.
+	lastBeat, err := api.lastHeartbeat()
+	if err != nil {
+		return err
+	}
+	m := lostRE.FindStringSubmatch(plantd.output())
+	if m == nil {
+		return errors.New("no 'heartbeat lost' line in plantd's log")
+	}
+	failsafeAt, err := time.Parse(time.RFC3339Nano, m[1])
+	if err != nil {
+		return err
+	}
+	after := failsafeAt.Sub(lastBeat)
+	say("last heartbeat received %s (the API gives it to the second), failsafe applied %s: %v after it (eebus.heartbeatTimeout %v)",
+		lastBeat.Format("15:04:05.000"), failsafeAt.Format("15:04:05.000"), after.Round(time.Millisecond), timeout)
+	if after > timeout+time.Second {
+		return fmt.Errorf("failsafe %v after the last heartbeat, timeout %v", after, timeout)
+	}
 	if err := cycles(ctx, "failsafe consumption limit 4.2 kW", limitW, total, draw); err != nil {
 		return err
 	}
@@ -291,8 +331,43 @@ func run(plantdBin, boxBin string, keep bool) error {
 		}
 	}
 	say("heartbeat back: the failsafe still held after %v, controllable %.0f W (its end is at the failsafe duration, 2 h: not waited for)", time.Since(held).Round(time.Second), total())
+
+	// 5. A restart of plantd in the failsafe: it starts in the failsafe
+	// (until the box speaks, as the use cases' start state is), so the
+	// draw stays within 4.2 kW from its first control cycle.
+	plantd.stop()
+	restarted := time.Now()
+	plantd = start(ctx, dir, "plantd-2", nil, plantdBin, "run", "-c", cfgPath)
+	defer plantd.stop()
+	for i := 0; ; i++ {
+		a, b, c := draw()
+		// plantd's own log lines (the plant log's API lags its writes);
+		// the failsafe's end is logged before the consumers are freed.
+		out := plantd.output()
+		up := strings.Contains(out, `msg="eebus: failsafe until the control box speaks"`)
+		recovered := strings.Contains(out, `msg="eebus: failsafe ended"`)
+		say("restart: cycle %d (+%v): controllable %.0f W (heat pumps %.0f + %.0f, car %.0f)%s", i, time.Since(restarted).Round(time.Millisecond), a+b+c, a, b, c,
+			map[bool]string{true: ", plantd up in the failsafe", false: ""}[up && !recovered]+map[bool]string{true: ", the box spoke: failsafe ended", false: ""}[recovered])
+		if !recovered && a+b+c > limitW+100 {
+			return fmt.Errorf("controllable %.0f W above the failsafe after the restart", a+b+c)
+		}
+		if recovered {
+			break
+		}
+		if i > 90 {
+			return errors.New("the box did not speak to the restarted plantd within 90 cycles")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cycle):
+		}
+	}
 	return nil
 }
+
+// lostRE finds the time of plantd's log line of a lost heartbeat.
+var lostRE = regexp.MustCompile(`time=(\S+) level=ERROR msg="eebus: heartbeat lost: failsafe"`)
 
 // cycles prints the value per control cycle after a limit was written
 // and fails unless it is within the limit (and 100 W) by the second.
@@ -551,23 +626,45 @@ func (c *client) get(path string) ([]byte, error) { return c.do("GET", path, "")
 func (c *client) put(path, body string) error     { _, err := c.do("PUT", path, body); return err }
 
 // message is the newest plant log message of code containing part.
-func (c *client) message(code, part string) string {
+func (c *client) message(code, part string) string { return c.messageSince(code, part, time.Time{}) }
+
+// messageSince is message among the entries from since on (the log's
+// times are to the second).
+func (c *client) messageSince(code, part string, since time.Time) string {
 	b, err := c.get("/monitoring/v1/plants/p1/logs?limit=200")
 	if err != nil {
 		return ""
 	}
 	var out struct {
-		Logs []struct{ Code, Message string }
+		Logs []struct {
+			Time          time.Time
+			Code, Message string
+		}
 	}
 	if json.Unmarshal(b, &out) != nil {
 		return ""
 	}
 	for _, e := range out.Logs {
-		if e.Code == code && strings.Contains(e.Message, part) {
+		if e.Code == code && strings.Contains(e.Message, part) && !e.Time.Before(since.Truncate(time.Second)) {
 			return e.Message
 		}
 	}
 	return ""
+}
+
+// lastHeartbeat is GET /gateway/v1/inputs' eebus.lastHeartbeatUtc.
+func (c *client) lastHeartbeat() (time.Time, error) {
+	b, err := c.get("/gateway/v1/inputs")
+	if err != nil {
+		return time.Time{}, err
+	}
+	var out struct {
+		EEBus *struct{ LastHeartbeatUtc string }
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.EEBus == nil {
+		return time.Time{}, fmt.Errorf("GET inputs: no eebus member: %s", b)
+	}
+	return time.Parse(time.RFC3339Nano, out.EEBus.LastHeartbeatUtc)
 }
 
 func (c *client) logged(code, part string) func() bool {
