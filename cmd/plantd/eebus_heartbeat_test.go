@@ -1,41 +1,52 @@
 package main
 
 import (
-	"context"
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"plantd/consumer"
 	"plantd/eebus"
-	"plantd/eebus/controlbox"
 	"plantd/internal/proctest"
 	"plantd/plant"
 	"plantd/sim"
-
-	ucapi "github.com/enbility/eebus-go/usecases/api"
 )
 
 // eebusRig is dimmingSim's plant, plantd on dimmingConfig with its eebus
-// section on (the box's SKI trusted, heartbeatTimeout as given) and a
-// control box of eebus-go's Energy Guard use cases in this process that
-// trusts plantd's SKI and dials it over loopback TLS.
+// section on (the box's SKI trusted, heartbeatTimeout as given) and the
+// simulator's control box, `plantd sim --controlbox` (eebus-go's Energy
+// Guard use cases), which trusts plantd's SKI, dials it over loopback TLS
+// and takes line commands on its stdin. The box runs in a process of its
+// own: spine-go's event bus is one per process, and two EEBus devices in
+// one (this test's and TestEEBusControlBox's) race on it.
 type eebusRig struct {
 	t    *testing.T
 	p    *sim.Plant
 	path string
-	box  *controlbox.Box
+	box  *simBox
 	d    *plantdRun
-	// stopBox stops the box once. The box stops before plantd does:
-	// ship-go v0.6.0's Hub.Shutdown reads its connections without the
-	// lock that a connection closed by the peer at that moment writes
-	// them under (a data race in the library, seen with -race).
-	stopBox func()
+}
+
+// simBox is `plantd sim --controlbox` with its certificate (and so its
+// SKI) made beforehand in its cache directory.
+type simBox struct {
+	t       *testing.T
+	ski     string
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	answers chan string
+	out     *proctest.Buffer
+	stop    func()
 }
 
 func newEEBusRig(t *testing.T, heartbeatTimeout time.Duration) *eebusRig {
@@ -52,21 +63,120 @@ func newEEBusRig(t *testing.T, heartbeatTimeout time.Duration) *eebusRig {
 		t.Fatal(err)
 	}
 	port := proctest.FreePort(t)
-	r.box, err = controlbox.New(controlbox.Spec{Port: proctest.FreePort(t), Trust: ski,
-		PeerAddr: fmt.Sprintf("127.0.0.1:%d", port), Heartbeat: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.stopBox = sync.OnceFunc(r.box.Stop)
+	r.box = newSimBox(t, fmt.Sprintf("%s@127.0.0.1:%d", ski, port))
 	f, err := os.OpenFile(r.path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "eebus: {enabled: true, port: %d, trusted: [%q], heartbeatTimeout: %s}\n", port, r.box.SKI(), heartbeatTimeout)
+	fmt.Fprintf(f, "eebus: {enabled: true, port: %d, trusted: [%q], heartbeatTimeout: %s}\n", port, r.box.ski, heartbeatTimeout)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// newSimBox makes the box's certificate where `plantd sim --controlbox`
+// keeps it (its user cache directory, XDG_CACHE_HOME); start runs it.
+func newSimBox(t *testing.T, target string) *simBox {
+	t.Helper()
+	cache := t.TempDir()
+	dir := filepath.Join(cache, "plantd", "controlbox")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := eebus.LoadOrCreateCert(dir, "controlbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &simBox{t: t, answers: make(chan string, 16), out: &proctest.Buffer{}}
+	if b.ski, err = eebus.SKI(c); err != nil {
+		t.Fatal(err)
+	}
+	b.cmd = exec.Command(binPath, "sim", "--listen", "127.0.0.1", "--controlbox", target)
+	b.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
+	b.cmd.Stderr = b.out
+	return b
+}
+
+// start runs the box; its answers ("ok ...", "error ...") are read from
+// its stdout, the simulator's banner skipped.
+func (b *simBox) start() {
+	b.t.Helper()
+	var err error
+	if b.in, err = b.cmd.StdinPipe(); err != nil {
+		b.t.Fatal(err)
+	}
+	out, err := b.cmd.StdoutPipe()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			l := sc.Text()
+			fmt.Fprintln(b.out, l)
+			if strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "error") {
+				b.answers <- l
+			}
+		}
+		close(b.answers)
+	}()
+	// The box's command loop ends at the end of its stdin, the simulator
+	// at SIGTERM: both, then its exit is waited for (killed after 15 s).
+	b.stop = sync.OnceFunc(func() {
+		_ = b.in.Close()
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = b.cmd.Process.Kill()
+			<-done
+		}
+		_ = b.cmd.Wait()
+	})
+	b.t.Cleanup(func() {
+		b.stop()
+		if b.t.Failed() {
+			b.t.Logf("control box:\n%s", b.out.String())
+		}
+	})
+}
+
+// do runs one command and returns its answer's value ("ok 7": "7"); an
+// "error" answer is returned as an error.
+func (b *simBox) do(cmd string) (string, error) {
+	b.t.Helper()
+	if _, err := fmt.Fprintln(b.in, cmd); err != nil {
+		b.t.Fatalf("box %s: %v", cmd, err)
+	}
+	select {
+	case a, ok := <-b.answers:
+		if !ok {
+			b.t.Fatalf("box %s: it ended", cmd)
+		}
+		if v, found := strings.CutPrefix(a, "ok"); found {
+			return strings.TrimSpace(v), nil
+		}
+		return "", errors.New(a)
+	case <-time.After(40 * time.Second): // the box bounds each command at 30 s
+		b.t.Fatalf("box %s: no answer", cmd)
+	}
+	return "", nil
+}
+
+// must is do that fails the test on an error answer.
+func (b *simBox) must(cmd string) string {
+	b.t.Helper()
+	v, err := b.do(cmd)
+	if err != nil {
+		b.t.Fatalf("box %s: %v", cmd, err)
+	}
+	return v
 }
 
 // start runs plantd (again) on the rig's config and waits for its API.
@@ -122,7 +232,7 @@ func (r *eebusRig) window() (plant.Schedule, bool) {
 		r.t.Fatalf("GET schedules: %d %s %v", code, b, err)
 	}
 	for _, sc := range out.Schedules {
-		if strings.HasPrefix(sc.CreatedBy, "eebus:"+r.box.SKI()) && strings.HasSuffix(sc.CreatedBy, "(gridoperator)") &&
+		if strings.HasPrefix(sc.CreatedBy, "eebus:"+r.box.ski) && strings.HasSuffix(sc.CreatedBy, "(gridoperator)") &&
 			len(sc.Commands) == 1 && sc.Commands[0].Status == plant.WindowActive {
 			return sc, true
 		}
@@ -141,10 +251,10 @@ func (r *eebusRig) inverterLimited() bool {
 }
 
 // TestEEBusHeartbeatLoss is issue 44's heartbeat loss with the real
-// binary. First the nominal maxima: the box reads the controllable
+// binary, the box `plantd sim --controlbox`. First the nominal maxima: the box reads the controllable
 // consumers' rated sum and the inverters' (as plantd discovered them),
 // and an LPP above the latter is refused. Then the box writes a failsafe production limit of 1 kW, then stops
-// its heartbeat. Within eebus.heartbeatTimeout (5 s) plantd logs
+// its heartbeat. Within eebus.heartbeatTimeout (10 s) plantd logs
 // EEBusHeartbeatLost and EEBusFailsafe, the failsafe consumption limit
 // (the config's 4.2 kW, never below the §14a minimum of two devices,
 // 7.56 kW) brings the heater's and heat pump's draw down (the heat pump
@@ -159,33 +269,23 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs plantd against an EEBus control box that stops its heartbeat (~30 s)")
 	}
-	r := newEEBusRig(t, 5*time.Second)
+	const timeout = 10 * time.Second // the box beats every 4 s
+	r := newEEBusRig(t, timeout)
 	r.start()
 	r.d.waitOnline(10*time.Second, "inv1", "meter", "heatmeter", "hpmeter", "heater", "heatpump")
-	r.box.Start()
-	t.Cleanup(r.stopBox)
-	if err := r.box.Ready(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r.box.start()
+	r.box.must("ready")
 	proctest.WaitFor(t, "the box connected and plantd out of its start's failsafe", 30*time.Second, r.logged("EEBusRecovered", "speaks", time.Time{}))
 
 	// The nominal maxima the box reads: the controllable consumers' rated
 	// sum (6 + 3 kW) and the inverters' as discovered (the simulator's
 	// inv1 10 kW and inv2 8 kW); a production limit above it is refused.
-	nominal := func(production bool, want float64) func() bool {
-		return func() bool {
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			w, err := r.box.Nominal(ctx, production)
-			return err == nil && w == want
-		}
+	nominal := func(kind, want string) func() bool {
+		return func() bool { v, err := r.box.do("nominal " + kind); return err == nil && v == want }
 	}
-	proctest.WaitFor(t, "the box reads a consumption nominal maximum of 9 kW", 20*time.Second, nominal(false, 9000))
-	proctest.WaitFor(t, "the box reads a production nominal maximum of 18 kW", 20*time.Second, nominal(true, 18000))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	n, err := r.box.Limit(ctx, true, ucapi.LoadLimit{IsActive: true, Value: 19000})
-	cancel()
-	if err == nil && n == 0 {
+	proctest.WaitFor(t, "the box reads a consumption nominal maximum of 9 kW", 20*time.Second, nominal("lpc", "9000"))
+	proctest.WaitFor(t, "the box reads a production nominal maximum of 18 kW", 20*time.Second, nominal("lpp", "18000"))
+	if n := r.box.must("lpp 19000"); n == "0" { // "-": the box missed the refusal (package controlbox)
 		t.Error("LPP 19 kW above the inverters' 18 kW accepted")
 	}
 	proctest.WaitFor(t, "LPP 19 kW refused and logged", 10*time.Second, r.logged("EEBusLimitRefused", "above the nominal maximum 18000 W", time.Time{}))
@@ -193,9 +293,7 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 		t.Error("a window for the refused LPP")
 	}
 
-	if err := r.box.Failsafe(true, 1000); err != nil {
-		t.Fatal(err)
-	}
+	r.box.must("failsafe lpp 1000")
 	proctest.WaitFor(t, "the box's failsafe production limit stored", 10*time.Second, r.logged("EEBusFailsafeSet", "1000", time.Time{}))
 
 	// Both loads on by hand and the house's load gone: PV exports what
@@ -212,14 +310,12 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 	}
 
 	stopped := time.Now()
-	if err := r.box.Heartbeat(false); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFor(t, "EEBusHeartbeatLost", 15*time.Second, r.logged("EEBusHeartbeatLost", r.box.SKI(), stopped))
+	r.box.must("heartbeat stop")
+	proctest.WaitFor(t, "EEBusHeartbeatLost", timeout+10*time.Second, r.logged("EEBusHeartbeatLost", r.box.ski, stopped))
 	lostAfter := time.Since(stopped)
 	proctest.WaitFor(t, "EEBusFailsafe", 5*time.Second, r.logged("EEBusFailsafe", "failsafe for at least", stopped))
-	if lostAfter > 5*time.Second+2*time.Second {
-		t.Errorf("failsafe %v after the heartbeat stopped, want within the timeout of 5 s (and the poll)", lostAfter)
+	if lostAfter > timeout+2*time.Second {
+		t.Errorf("failsafe %v after the heartbeat stopped, want within the timeout of %v (and the poll)", lostAfter, timeout)
 	}
 	pmin := consumer.MinPower14a(2)
 	proctest.WaitFor(t, fmt.Sprintf("the controllable draw at most %v W, not 0", pmin), 10*time.Second, func() bool {
@@ -243,9 +339,7 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 
 	// The heartbeat returns: plantd receives it and the failsafe holds.
 	before := st.LastHeartbeatUtc
-	if err := r.box.Heartbeat(true); err != nil {
-		t.Fatal(err)
-	}
+	r.box.must("heartbeat start")
 	st = proctest.WaitValue(t, "a heartbeat received again", 15*time.Second, func() (eebusInputs, bool) {
 		st := r.inputs()
 		return st, st.LastHeartbeatUtc != "" && st.LastHeartbeatUtc != before
@@ -276,5 +370,4 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 	if st := r.inputs(); st.Failsafe || st.ProductionLimitW != nil || st.ConsumptionLimitW != nil {
 		t.Errorf("inputs' eebus %+v after the recovery, want no failsafe and no limit", st)
 	}
-	r.stopBox() // before the cleanup stops the restarted plantd
 }
