@@ -124,6 +124,18 @@ func TestDimCharger(t *testing.T) {
 	if sl[0].want {
 		t.Fatalf("dimmed to 3 kW: still on at %v A, want off (6 A do not fit)", sl[0].wantA)
 	}
+
+	// Two 11 kW heat pumps before it in priority: taken off from the
+	// last, the charger finds no room before they go; given back, it
+	// comes back at the 6 A that fit (not 0 W under a 4.2 kW limit).
+	hp := slot{on: true, want: true, ctl: true, sg: true, ratedW: 11000, drawW: 11000, plugged: true}
+	s.wantA, s.reason = 16, ""
+	sl = []slot{hp, hp, s}
+	sum := dim(sl, 4200)
+	if sl[0].want || sl[1].want || !sl[2].want || sl[2].wantA != 6 || sum != 6*690 {
+		t.Fatalf("two heat pumps and a charger dimmed to 4.2 kW: %v, %v, charger %v at %v A (sum %v W); want the pumps off, the charger at 6 A",
+			sl[0].want, sl[1].want, sl[2].want, sl[2].wantA, sum)
+	}
 }
 
 // BenchmarkDecide50And10 is one site decision over 50 switches and 10

@@ -119,7 +119,8 @@
 // the plant's minimum, switching the last in priority order off first (an
 // SG-Ready pump to state 1, lock: it protects its compressor itself),
 // over modes, must-run rules and guards, and then gives back, in priority
-// order, what fits again (never 0 W while something fits). A consumer that is to run counts
+// order, what fits again (never 0 W while something fits; a charger slows
+// down before it stops and comes back at the current that fits). A consumer that is to run counts
 // its draw (measured, else rated); an SG-Ready pump in normal operation
 // counts its rated power too, since its own controller may start it at
 // any moment: it is locked when that does not fit. A change of the signal

@@ -217,6 +217,13 @@ func dim(slots []slot, limitW float64) float64 {
 			sum += w
 			continue
 		}
+		if s.amps && s.want { // a charger comes back slower: what room is left
+			if room := min(math.Floor((limitW-sum)/s.wPerA), s.wantA); room >= s.minA {
+				s.wantA, s.reason = room, plant.ReasonDimmed
+				sum += room * s.wPerA
+				continue
+			}
+		}
 		s.want, s.reason = false, plant.ReasonDimmed
 	}
 	return sum

@@ -43,8 +43,12 @@
 //
 // A written limit is approved or refused (EEBusLimitRefused) before the
 // use case takes it: negative or not a number, above the nominal maximum
-// reported to the box (the controllable consumers' rated sum, the
-// inverters'), or of a negative duration is refused.
+// reported to the box, or of a negative duration is refused. The nominal
+// maxima (LPC/LPP scenario 4) are the controllable consumers' rated sum
+// (Spec) and the inverters' rated sum as their discovery read it
+// (Deps.ProductionNominal, asked before each decision of the loop, since
+// the inverters are discovered after the start; a new sum is reported to
+// the box when it changes and governs the next approval).
 //
 // # Failsafe and heartbeat
 //

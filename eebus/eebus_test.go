@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,12 +266,16 @@ func TestControlBox(t *testing.T) {
 	var log plantLog
 	prodFailsafe := 3000.0
 	plantdPort := proctest.FreePort(t)
+	// The inverters' rated sum as the daemon learns it: 18 kW, later 30.
+	var rated atomic.Uint64
+	rated.Store(math.Float64bits(18000))
 	svc, err := eebus.New(eebus.Spec{PlantID: "demo", Cert: cert, StateDir: dir, Port: plantdPort,
 		Brand: "plantd", Model: "plantd", Serial: "gw1", Trusted: []string{b.ski},
 		Peers: map[string]string{b.ski: fmt.Sprintf("127.0.0.1:%d", b.port)}, HeartbeatTimeout: time.Second,
 		Failsafe:            eebus.Failsafe{ConsumptionW: 4200, ProductionW: &prodFailsafe, Duration: 2 * time.Hour},
-		ConsumptionNominalW: 20000, ProductionNominalW: 18000},
-		eebus.Deps{Gate: gc, Consumers: rec, Log: log.add}, slog.New(slog.DiscardHandler))
+		ConsumptionNominalW: 20000},
+		eebus.Deps{Gate: gc, Consumers: rec, Log: log.add, ProductionNominal: func() float64 { return math.Float64frombits(rated.Load()) }},
+		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +366,21 @@ func TestControlBox(t *testing.T) {
 	if w, open := window(gc, by); !rec.is(true, 6000) || !open || *w.Commands[0].Value != 5000 {
 		t.Error("a refused limit touched the limits in force")
 	}
+
+	// The nominal maxima the box reads: the consumers' (Spec) and the
+	// inverters' rated sum (Deps.ProductionNominal), which follows the
+	// inverters: at 30 kW, 25 kW is taken.
+	proctest.WaitFor(t, "the box reads the consumption nominal maximum 20 kW", wait, func() bool { return b.do("nominal lpc") == "20000" })
+	proctest.WaitFor(t, "the box reads the production nominal maximum 18 kW", wait, func() bool { return b.do("nominal lpp") == "18000" })
+	rated.Store(math.Float64bits(30000))
+	proctest.WaitFor(t, "the box reads the new production nominal maximum", wait, func() bool { return b.do("nominal lpp") == "30000" })
+	if n := b.do("lpp 25000"); n != "0" && n != "-" {
+		t.Fatalf("LPP 25 kW under a nominal maximum of 30 kW refused: error %s", n)
+	}
+	proctest.WaitFor(t, "the 25 kW window", wait, func() bool {
+		w, open := window(gc, by)
+		return open && *w.Commands[0].Value == 25000
+	})
 
 	// The ends: the window ends, the consumers are free.
 	b.do("lpp end")

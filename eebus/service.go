@@ -73,6 +73,7 @@ type Spec struct {
 	// ConsumptionNominalW and ProductionNominalW are reported to the box
 	// (LPC/LPP scenario 4): the controllable consumers' rated sum and
 	// the inverters'. A limit above them is refused. 0: not reported.
+	// Deps.ProductionNominal, when set, replaces ProductionNominalW.
 	ConsumptionNominalW, ProductionNominalW float64
 	// Window is the length of a production window without an end
 	// (default DefaultWindow).
@@ -84,6 +85,12 @@ type Deps struct {
 	Gate      Gate
 	Consumers Consumers // nil: consumption limits are logged only
 	Log       func(plant.LogEntry)
+	// ProductionNominal is the inverters' rated sum now, in W (0: not
+	// known yet), asked before every decision of the loop, since the
+	// inverters tell their rating only once discovered; a change is
+	// reported to the box and governs the next write's approval. nil:
+	// Spec.ProductionNominalW.
+	ProductionNominal func() float64
 }
 
 // Status is what the service shows of itself.
@@ -143,6 +150,8 @@ type Service struct {
 	untrusted  map[string]bool
 	// counters for Status
 	nLimits, nRefused, nFailsafes uint64
+	// prodNominal is the production nominal maximum reported to the box.
+	prodNominal float64
 }
 
 type limit struct {
@@ -213,7 +222,7 @@ func New(spec Spec, deps Deps, logger *slog.Logger) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{spec: spec, deps: deps, log: logger, wake: make(chan struct{}, 1), stored: st,
-		fs: st.apply(spec.Failsafe), box: spec.Trusted[0], untrusted: map[string]bool{}}
+		fs: st.apply(spec.Failsafe), box: spec.Trusted[0], untrusted: map[string]bool{}, prodNominal: spec.ProductionNominalW}
 	s.node, err = NewNode(NodeSpec{Cert: spec.Cert, Port: spec.Port, Brand: spec.Brand, Model: spec.Model, Serial: spec.Serial,
 		DeviceType: model.DeviceTypeTypeEnergyManagementSystem, EntityType: model.EntityTypeTypeCEM,
 		Trusted: spec.Trusted, Interfaces: spec.Interfaces, Peers: spec.Peers},
@@ -265,9 +274,27 @@ func (s *Service) publishUseCaseData() {
 	if s.spec.ConsumptionNominalW > 0 {
 		_ = s.lpc.SetConsumptionNominalMax(s.spec.ConsumptionNominalW)
 	}
-	if s.spec.ProductionNominalW > 0 {
-		_ = s.lpp.SetProductionNominalMax(s.spec.ProductionNominalW)
+	if s.prodNominal > 0 {
+		_ = s.lpp.SetProductionNominalMax(s.prodNominal)
 	}
+}
+
+// refreshNominal takes the inverters' rated sum (Deps.ProductionNominal)
+// and reports a new one to the box. 0 (not known) keeps the last.
+func (s *Service) refreshNominal() {
+	if s.deps.ProductionNominal == nil {
+		return
+	}
+	w := s.deps.ProductionNominal()
+	if !(w > 0) || math.IsInf(w, 0) || w == s.prodNominal {
+		return
+	}
+	if err := s.lpp.SetProductionNominalMax(w); err != nil {
+		s.log.Warn("eebus: report the production nominal maximum", "w", w, "err", err)
+		return
+	}
+	s.log.Info("eebus: production nominal maximum", "w", w, "was", s.prodNominal)
+	s.prodNominal = w
 }
 
 // useCaseEvent maps a use case's events to the loop's.
@@ -330,6 +357,7 @@ func (s *Service) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		s.refreshNominal()
 		for _, e := range s.take() {
 			s.handle(ctx, e, time.Now())
 		}
@@ -430,7 +458,7 @@ func (s *Service) approve(isLPP bool) {
 	name, nominal := "consumption", s.spec.ConsumptionNominalW
 	pending := map[model.MsgCounterType]ucapi.LoadLimit{}
 	if isLPP {
-		name, nominal = "production", s.spec.ProductionNominalW
+		name, nominal = "production", s.prodNominal
 		pending = s.lpp.PendingProductionLimits()
 	} else {
 		pending = s.lpc.PendingConsumptionLimits()

@@ -7,13 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"plantd/config"
 	"plantd/eebus"
+	"plantd/gridcontrol"
 	"plantd/httpapi"
 	"plantd/metrics"
 	"plantd/plant"
+	"plantd/sunspec"
 )
 
 // runEEBus is "plantd eebus ski": plantd's EEBus SKI, for the installer
@@ -81,11 +84,37 @@ func (d *daemon) newEEBus(cfg *config.Config, logger *slog.Logger) (*eebus.Servi
 			spec.ConsumptionNominalW += dc.Consumer.RatedPower
 		}
 	}
-	deps := eebus.Deps{Gate: d.grid, Log: func(le plant.LogEntry) { d.logEntry(le) }}
+	deps := eebus.Deps{Gate: d.grid, Log: func(le plant.LogEntry) { d.logEntry(le) },
+		ProductionNominal: func() float64 { return d.limitRatedW(e.Plant) }}
 	if d.homes != nil {
 		deps.Consumers = d.homes
 	}
 	return eebus.New(spec, deps, logger.With("component", "eebus"))
+}
+
+// limitRatedW is the rated power of a plant's inverters that take a
+// power limit as grid control chooses them (FeedInLimit's, else
+// opModMaxLimW's), summed from what their discovery read (120 WRtg, 702
+// WMaxRtg); 0 before any was discovered. It is the production nominal
+// maximum the EEBus control box is told and a limit above it refused.
+func (d *daemon) limitRatedW(plantID string) float64 {
+	devs, err := d.live.AppendDeviceStatuses(nil, plantID)
+	if err != nil {
+		return 0
+	}
+	var ids []string
+	for _, name := range []string{gridcontrol.CmdFeedInLimit, gridcontrol.CmdMaxLimW} {
+		if cmd, ok := gridcontrol.CommandByName(name); ok && len(ids) == 0 {
+			ids = gridcontrol.Eligible(cmd, devs).Devices
+		}
+	}
+	sum := 0.0
+	for _, dv := range devs {
+		if sd, ok := dv.Discovered.(*sunspec.Device); ok && slices.Contains(ids, dv.Info.ID) {
+			sum += sd.RatedPowerW
+		}
+	}
+	return sum
 }
 
 // eebusAPI is the EEBus service as the API's EEBus.

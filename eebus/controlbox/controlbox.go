@@ -13,6 +13,7 @@ import (
 	"time"
 
 	eebusapi "github.com/enbility/eebus-go/api"
+	"github.com/enbility/eebus-go/features/client"
 	ucapi "github.com/enbility/eebus-go/usecases/api"
 	eglpc "github.com/enbility/eebus-go/usecases/eg/lpc"
 	eglpp "github.com/enbility/eebus-go/usecases/eg/lpp"
@@ -195,6 +196,48 @@ func (b *Box) Failsafe(production bool, w float64) error {
 	return err
 }
 
+// Nominal is the nominal maximum plantd reports (production: LPP's, the
+// inverters' rated sum; else LPC's, the controllable consumers'). The
+// Energy Guard use cases of eebus-go v0.7.0 never fetch it: the first
+// call subscribes to plantd's electrical connection and requests its
+// characteristics, and waits for them until ctx ends; then plantd's
+// notifications keep them current.
+func (b *Box) Nominal(ctx context.Context, production bool) (float64, error) {
+	lpc, lpp := b.peers()
+	peer, read := lpc, func() (float64, error) { return b.lpc.ConsumptionNominalMax(lpc) }
+	if production {
+		peer, read = lpp, func() (float64, error) { return b.lpp.ProductionNominalMax(lpp) }
+	}
+	if peer == nil {
+		return 0, errors.New("plantd's use case not seen")
+	}
+	ec, err := client.NewElectricalConnection(b.node.Entity(), peer)
+	if err != nil {
+		return 0, fmt.Errorf("electrical connection: %w", err)
+	}
+	if !ec.HasSubscription() {
+		if _, err := ec.Subscribe(); err != nil {
+			return 0, fmt.Errorf("subscribe to the electrical connection: %w", err)
+		}
+		if _, err := ec.RequestCharacteristics(nil, nil); err != nil {
+			return 0, fmt.Errorf("request the characteristics: %w", err)
+		}
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		w, err := read()
+		if err == nil {
+			return w, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-tick.C:
+		}
+	}
+}
+
 // FailsafeDuration writes the failsafe duration minimum (2h..24h).
 func (b *Box) FailsafeDuration(d time.Duration) error {
 	lpc, _ := b.peers()
@@ -226,6 +269,7 @@ const answerWait = 3 * time.Second
 //	lpc|lpp end                  deactivate the limit
 //	failsafe lpc|lpp <W>         a failsafe limit
 //	failsafe duration <d>        the failsafe duration minimum
+//	nominal lpc|lpp              the nominal maximum plantd reports: ok <W>
 //	heartbeat stop|start
 //
 // Each command waits at most timeout. It returns at the end of r.
@@ -288,6 +332,9 @@ func command(ctx context.Context, b *Box, f []string) (string, error) {
 			return "", err
 		}
 		return "ok", b.Failsafe(f[1] == "lpp", v)
+	case f[0] == "nominal" && len(f) == 2 && (f[1] == "lpc" || f[1] == "lpp"):
+		w, err := b.Nominal(ctx, f[1] == "lpp")
+		return fmt.Sprintf("ok %g", w), err
 	case f[0] == "heartbeat" && len(f) == 2 && (f[1] == "stop" || f[1] == "start"):
 		return "ok", b.Heartbeat(f[1] == "start")
 	}

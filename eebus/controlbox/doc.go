@@ -3,7 +3,9 @@
 // an EEBus node of its own (package eebus's Node: a grid guard entity of
 // an electricity supply system), which pairs with one trusted SKI,
 // plantd's. [Box] writes consumption and production limits and failsafe
-// values and stops and restarts its heartbeat; [Serve] takes those as
+// values, reads the nominal maxima plantd reports (subscribing to them
+// itself: eebus-go v0.7.0's Energy Guard use cases do not) and stops and
+// restarts its heartbeat; [Serve] takes those as
 // line commands (a test's subprocess, a simulator's box), one at a time:
 // the LoadControl feature LPC and LPP share on plantd's side counts the
 // two use cases' approvals of a write per SKI in a map that a second
