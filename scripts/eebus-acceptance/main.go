@@ -32,6 +32,8 @@
 // its duration minimum, 2 h, is not waited for); plantd restarted in the
 // failsafe: the draw within 4.2 kW from its first cycle until the box
 // speaks (the use cases' start state), then free.
+//
+// Imports: plantd/config, plantd/eebus, plantd/plant/kind, plantd/sim
 package main
 
 import (
