@@ -159,8 +159,10 @@
 // transactions at once, so nothing of them that was acknowledged is
 // lost. A power cut never corrupts the database (WAL, checksummed
 // frames), but with synchronous=NORMAL it may lose, besides that, the
-// last commits the kernel had not yet written back (typically up to
-// 30 s); checkpoints sync, and so do the outbox's seq reservations
+// last commits the kernel had not yet written back (up to 40 s: a dirty
+// page is written back once 30 s old by a flusher that runs every 5 s,
+// and a grown file's size waits for ext4's 5 s journal commit; measured
+// by internal/powercut, README Storage); checkpoints sync, and so do the outbox's seq reservations
 // (ReserveSeqs, SyncMark: synchronous=FULL for that commit).
 //
 // # Energy
