@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -302,36 +301,11 @@ func (r *chunkReader) decode(b []byte, t0 int64, fn func(t int64, vals []chVal) 
 				}
 				continue
 			}
-			u, k := binary.Uvarint(b)
-			if k <= 0 {
-				return errCorrupt
+			k, err := readValue(b, st, r.give[i])
+			if err != nil {
+				return err
 			}
 			b = b[k:]
-			switch {
-			case u&1 == 0:
-				if !st.ok || st.form == decFloat {
-					return errCorrupt
-				}
-				st.m += unzigzag(u >> 1)
-				if r.give[i] {
-					st.v = decValue(st.m, st.form)
-				}
-			case u>>1 == decFloat:
-				if len(b) < 8 {
-					return errCorrupt
-				}
-				*st = seriesState{v: math.Float64frombits(binary.LittleEndian.Uint64(b)), form: decFloat, ok: true}
-				b = b[8:]
-			default:
-				f := uint8(u>>1) & 15
-				if f > 2*decFloat-1 || f == decFloat {
-					return errCorrupt
-				}
-				*st = seriesState{m: unzigzag(u >> 5), form: f, ok: true}
-				if r.give[i] {
-					st.v = decValue(st.m, f)
-				}
-			}
 			if r.give[i] {
 				r.vals = append(r.vals, chVal{r.key[i], st.v})
 			}

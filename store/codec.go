@@ -341,6 +341,70 @@ type seriesState struct {
 	ok   bool
 }
 
+// appendValue appends the encoding of v, a value of a series whose state
+// is st that differs from st.v, and makes v the state: the delta of its
+// mantissa when v has the form of the series' value before (a value that
+// has more than one keeps that form), else its own form and mantissa, or
+// the float's 8 bytes. This is the value step of the chunk format
+// (appendChunk) and of the writer's open minute (openChunk); readValue
+// is its inverse.
+func appendValue(b []byte, st *seriesState, v float64) []byte {
+	m, f := int64(0), uint8(decFloat)
+	if st.ok && st.form != decFloat {
+		if pm, ok := inForm(v, st.form); ok {
+			m, f = pm, st.form
+		}
+	}
+	if f == decFloat {
+		m, f = decForm(v)
+	}
+	switch {
+	case f != decFloat && st.ok && st.form == f:
+		b = binary.AppendUvarint(b, zigzag(m-st.m)<<1)
+	case f == decFloat:
+		b = binary.AppendUvarint(b, decFloat<<1|1)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	default:
+		b = binary.AppendUvarint(b, zigzag(m)<<5|uint64(f)<<1|1)
+	}
+	*st = seriesState{v: v, m: m, form: f, ok: true}
+	return b
+}
+
+// readValue decodes the value appendValue encoded at the start of b into
+// the series' state st and returns the bytes it took. With value false
+// st.v is left stale for a decimal (a reader that does not give the
+// series saves the conversion). errCorrupt when b does not hold one.
+func readValue(b []byte, st *seriesState, value bool) (int, error) {
+	u, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, errCorrupt
+	}
+	switch {
+	case u&1 == 0:
+		if !st.ok || st.form == decFloat {
+			return 0, errCorrupt
+		}
+		st.m += unzigzag(u >> 1)
+	case u>>1 == decFloat:
+		if len(b) < k+8 {
+			return 0, errCorrupt
+		}
+		*st = seriesState{v: math.Float64frombits(binary.LittleEndian.Uint64(b[k:])), form: decFloat, ok: true}
+		return k + 8, nil
+	default:
+		f := uint8(u>>1) & 15
+		if f > 2*decFloat-1 || f == decFloat {
+			return 0, errCorrupt
+		}
+		*st = seriesState{m: unzigzag(u >> 5), form: f, ok: true}
+	}
+	if value {
+		st.v = decValue(st.m, st.form)
+	}
+	return k, nil
+}
+
 // appendChunk appends the chunk of samples (ascending and unique by t, all
 // in [t0, t0+minuteMs)) to b.
 func appendChunk(b []byte, t0 int64, samples []chunkSample) []byte {
@@ -405,32 +469,12 @@ func (e *chunkEncoder) appendChunk(b []byte, t0 int64, samples []chunkSample) []
 			b = append(b, 0)
 		}
 		for i, x := range smp.sv {
-			st := e.st[e.pos[i]]
+			st := &e.st[e.pos[i]]
 			if st.ok && math.Float64bits(st.v) == math.Float64bits(x.v) {
 				continue
 			}
 			b[bm+i/8] |= 1 << (i % 8)
-			// The series' previous form first: a value that has more
-			// than one keeps the form its deltas are in.
-			m, f := int64(0), uint8(decFloat)
-			if st.ok && st.form != decFloat {
-				if pm, ok := inForm(x.v, st.form); ok {
-					m, f = pm, st.form
-				}
-			}
-			if f == decFloat {
-				m, f = decForm(x.v)
-			}
-			switch {
-			case f != decFloat && st.ok && st.form == f:
-				b = binary.AppendUvarint(b, zigzag(m-st.m)<<1)
-			case f == decFloat:
-				b = binary.AppendUvarint(b, decFloat<<1|1)
-				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x.v))
-			default:
-				b = binary.AppendUvarint(b, zigzag(m)<<5|uint64(f)<<1|1)
-			}
-			e.st[e.pos[i]] = seriesState{v: x.v, m: m, form: f, ok: true}
+			b = appendValue(b, st, x.v)
 		}
 	}
 	return b
@@ -493,32 +537,11 @@ func decodeChunk(b []byte, t0 int64, fn func(t int64, sv []sidVal) bool) error {
 				sv = append(sv, sidVal{sid, st.v})
 				continue
 			}
-			u, k := binary.Uvarint(b)
-			if k <= 0 {
-				return errCorrupt
+			k, err := readValue(b, &st, true)
+			if err != nil {
+				return err
 			}
 			b = b[k:]
-			switch {
-			case u&1 == 0:
-				if !st.ok || st.form == decFloat {
-					return errCorrupt
-				}
-				st.m += unzigzag(u >> 1)
-				st.v = decValue(st.m, st.form)
-			case u>>1 == decFloat:
-				if len(b) < 8 {
-					return errCorrupt
-				}
-				st = seriesState{v: math.Float64frombits(binary.LittleEndian.Uint64(b)), form: decFloat, ok: true}
-				b = b[8:]
-			default:
-				f := uint8(u>>1) & 15
-				if f > 2*decFloat-1 || f == decFloat {
-					return errCorrupt
-				}
-				st = seriesState{m: unzigzag(u >> 5), form: f, ok: true}
-				st.v = decValue(st.m, f)
-			}
 			state[sid] = st
 			sv = append(sv, sidVal{sid, st.v})
 		}

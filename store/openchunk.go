@@ -27,11 +27,9 @@ type openChunk struct {
 	enc  []byte
 	offs []int32
 	// The encoder's state after the last sample: its series and, per
-	// position, the value and its decimal form and mantissa.
+	// position, the series' state (value, decimal form and mantissa).
 	sids      []int64
-	last      []float64
-	lastM     []int64
-	lastF     []uint8
+	st        []seriesState
 	persisted int
 	// rowN is the sample count of the minute's row as the last commit
 	// left it (a duplicate time replaces a sample: it counts once);
@@ -85,39 +83,19 @@ func (c *openChunk) encodeSample(b []byte, sv []sidVal) []byte {
 			prev = x.sid
 			c.sids = append(c.sids, x.sid)
 		}
-		c.last = append(c.last[:0], make([]float64, len(sv))...)
-		c.lastM = append(c.lastM[:0], make([]int64, len(sv))...)
-		c.lastF = append(c.lastF[:0], make([]uint8, len(sv))...)
+		c.st = append(c.st[:0], make([]seriesState, len(sv))...)
 	}
 	bm := len(b)
 	for range (len(sv) + 7) / 8 {
 		b = append(b, 0)
 	}
 	for i, x := range sv {
-		if same && math.Float64bits(c.last[i]) == math.Float64bits(x.v) {
+		st := &c.st[i]
+		if st.ok && math.Float64bits(st.v) == math.Float64bits(x.v) {
 			continue
 		}
 		b[bm+i/8] |= 1 << (i % 8)
-		m, f := int64(0), uint8(decFloat)
-		if same && c.lastF[i] != decFloat {
-			if pm, ok := inForm(x.v, c.lastF[i]); ok {
-				m, f = pm, c.lastF[i]
-			}
-		}
-		delta := f != decFloat
-		if !delta {
-			m, f = decForm(x.v)
-		}
-		switch {
-		case delta:
-			b = binary.AppendUvarint(b, zigzag(m-c.lastM[i])<<1)
-		case f == decFloat:
-			b = binary.AppendUvarint(b, decFloat<<1|1)
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x.v))
-		default:
-			b = binary.AppendUvarint(b, zigzag(m)<<5|uint64(f)<<1|1)
-		}
-		c.last[i], c.lastM[i], c.lastF[i] = x.v, m, f
+		b = appendValue(b, st, x.v)
 	}
 	return b
 }
@@ -134,12 +112,12 @@ func (c *openChunk) truncate(n int) {
 		end = c.offs[n-1]
 	}
 	c.enc = c.enc[:end]
-	c.sids, c.last, c.lastM, c.lastF = c.sids[:0], c.last[:0], c.lastM[:0], c.lastF[:0]
+	c.sids, c.st = c.sids[:0], c.st[:0]
 	d := chunkDecoder{c: c}
 	for i := range n {
 		d.next(i)
 	}
-	c.sids, c.last, c.lastM, c.lastF = d.sids, d.last, d.lastM, d.lastF
+	c.sids, c.st = d.sids, d.st
 }
 
 // count is the number of values of sample i.
@@ -172,12 +150,10 @@ func (c *openChunk) samples(dst []chunkSample, arena []sidVal) ([]chunkSample, [
 // chunkDecoder decodes an open chunk's samples in order; its state is
 // what the encoder's was after the sample decoded last.
 type chunkDecoder struct {
-	c     *openChunk
-	pos   int
-	sids  []int64
-	last  []float64
-	lastM []int64
-	lastF []uint8
+	c    *openChunk
+	pos  int
+	sids []int64
+	st   []seriesState
 }
 
 // next decodes sample i (the one after the last decoded) into the state.
@@ -197,9 +173,7 @@ func (d *chunkDecoder) next(i int) {
 			prev += unzigzag(u)
 			d.sids = append(d.sids, prev)
 		}
-		d.last = append(d.last[:0], make([]float64, n)...)
-		d.lastM = append(d.lastM[:0], make([]int64, n)...)
-		d.lastF = append(d.lastF[:0], make([]uint8, n)...)
+		d.st = append(d.st[:0], make([]seriesState, n)...)
 	}
 	nb := (len(d.sids) + 7) / 8
 	bm := b[d.pos : d.pos+nb]
@@ -208,20 +182,11 @@ func (d *chunkDecoder) next(i int) {
 		if bm[j/8]&(1<<(j%8)) == 0 {
 			continue
 		}
-		u, k := binary.Uvarint(b[d.pos:])
-		d.pos += k
-		switch {
-		case u&1 == 0:
-			d.lastM[j] += unzigzag(u >> 1)
-			d.last[j] = decValue(d.lastM[j], d.lastF[j])
-		case u>>1 == decFloat:
-			d.last[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[d.pos:]))
-			d.lastM[j], d.lastF[j] = 0, decFloat
-			d.pos += 8
-		default:
-			d.lastM[j], d.lastF[j] = unzigzag(u>>5), uint8(u>>1&0xf)
-			d.last[j] = decValue(d.lastM[j], d.lastF[j])
+		k, err := readValue(b[d.pos:], &d.st[j], true)
+		if err != nil {
+			panic("store: open chunk sample malformed: " + err.Error())
 		}
+		d.pos += k
 	}
 	if d.pos != len(b) {
 		panic("store: open chunk sample decoded short")
@@ -232,7 +197,7 @@ func (d *chunkDecoder) next(i int) {
 func (d *chunkDecoder) appendNext(dst []sidVal, i int) []sidVal {
 	d.next(i)
 	for j, sid := range d.sids {
-		dst = append(dst, sidVal{sid, d.last[j]})
+		dst = append(dst, sidVal{sid, d.st[j].v})
 	}
 	return dst
 }
