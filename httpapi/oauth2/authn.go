@@ -401,13 +401,12 @@ func (s *Server) Authenticate(c *gin.Context) {
 		return
 	}
 	h := c.GetHeader("Authorization")
-	scheme, tok, found := strings.Cut(h, " ")
 	if h == "" {
 		s.unauthorized(c, "", "missing bearer token")
 		return
 	}
-	tok = strings.TrimSpace(tok)
-	if !found || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+	tok, ok := bearerToken(h)
+	if !ok {
 		s.unauthorized(c, "invalid_request", "authorization must be a bearer token")
 		return
 	}
@@ -436,9 +435,8 @@ func (s *Server) Admitted(r *http.Request) bool {
 	if r.Context().Value(localPrincipal{}) != nil {
 		return false
 	}
-	scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
-	tok = strings.TrimSpace(tok)
-	if !found || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
 		return false
 	}
 	if s.auth.guard.tracking(sourceAddr(r)) {
@@ -450,6 +448,15 @@ func (s *Server) Admitted(r *http.Request) bool {
 	}
 	ok, _ = s.auth.allow(p.Name)
 	return ok
+}
+
+// bearerToken returns the token of an Authorization header value of the
+// Bearer scheme (RFC 6750; the scheme's name in any case), false when the
+// value is no such header or the token is empty.
+func bearerToken(h string) (string, bool) {
+	scheme, tok, found := strings.Cut(h, " ")
+	tok = strings.TrimSpace(tok)
+	return tok, found && strings.EqualFold(scheme, "Bearer") && tok != ""
 }
 
 // admit rate-limits an authenticated principal and passes the request on.
