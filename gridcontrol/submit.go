@@ -115,14 +115,8 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 			Message: fmt.Sprintf("the plant holds %d schedules that have not ended yet (at most %d): wait until some end, or overwrite their commands", len(pc.scheds)-len(drop), c.cfg.MaxSchedules)}}}
 	}
 	c.forget(ctx, pc, drop)
-	if err := c.persist(ctx, &sc); err != nil {
-		return Schedule{}, err
-	}
-	c.mu.Lock()
-	pc.hold(&sc)
-	c.arm(pc)
-	out := view(&sc, nil, activeAt(pc.scheds, now, pc.limitRatedW), now) // the newest: nothing supersedes it
-	c.mu.Unlock()
+	// The log line's summary is read now: once held, the schedule's
+	// commands are the control loop's (it appends their writes' audit).
 	names := map[string]int{}
 	for _, cm := range cmds {
 		names[cm.Command]++
@@ -133,6 +127,14 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
 		}
 	}
+	if err := c.persist(ctx, &sc); err != nil {
+		return Schedule{}, err
+	}
+	c.mu.Lock()
+	pc.hold(&sc)
+	c.arm(pc)
+	out := view(&sc, nil, activeAt(pc.scheds, now, pc.limitRatedW), now) // the newest: nothing supersedes it
+	c.mu.Unlock()
 	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelInfo, Code: "ScheduleAccepted",
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
 	for _, cm := range Commands {
