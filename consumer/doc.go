@@ -121,12 +121,20 @@
 // over modes, must-run rules and guards, and then gives back, in priority
 // order, what fits again (never 0 W while something fits; a charger slows
 // down before it stops and comes back at the current that fits). A consumer that is to run counts
-// its draw (measured, else rated); an SG-Ready pump in normal operation
+// its draw (measured, else rated), but its rating while it is being
+// switched on and for 2 minutes after (a compressor starts late: a
+// measured 0 W then would let the next consumer on); an SG-Ready pump in normal operation
 // counts its rated power too, since its own controller may start it at
 // any moment: it is locked when that does not fit. A change of the signal
-// is decided at once, with the surplus of the last control cycle, and
-// written by the consumers' loops right away; every cycle after decides
-// with its own. The minimum is the Bundesnetzagentur's
+// is decided at once, with the surplus of the last control cycle (before
+// the first cycle: every consumer kept as it is, only the cap applied),
+// and written by the consumers' loops right away; every cycle after
+// decides with its own. A manual On or Off while the cap holds is decided
+// the same way, with the plant's other consumers: it gets what the cap
+// leaves. The loops write a decision's reductions before its increases (a
+// loop raising an output waits, at most the longest write timeout, until
+// the lowered ones are written), so that two consumers trading places
+// never draw together. The minimum is the Bundesnetzagentur's
 // (determination BK6-22-300, Anlage 1): P_min = 4.2 kW + (n − 1) × GZF ×
 // 4.2 kW for n devices behind one energy manager (a heat pump with its
 // immersion heater, config consumer.partOf, is one), GZF 0.8, 0.75, 0.7,

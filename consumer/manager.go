@@ -142,12 +142,29 @@ type Manager struct {
 	// last is each plant's surplus of the last control cycle: a change of
 	// the dimming decides again with it at once.
 	last map[string]plant.Surplus
+	// reducing counts, per plant, the consumers whose last decision lowered
+	// their output and whose loop has not written it yet; reduced is
+	// closed when that count falls to 0. A loop that raises an output
+	// waits for it (writeOrder), so that a decision's reductions reach
+	// the devices before its increases.
+	reducing map[string]int
+	reduced  map[string]chan struct{}
+	// maxTimeout is the longest write timeout of any consumer: how long
+	// a raise waits at most for the reductions before it.
+	maxTimeout time.Duration
 }
 
 // probePeriod is how long after a switch on that only curtailed PV
 // carried the next such switch on waits: the inverters' output and the
 // meter must show whether the power was really there.
 const probePeriod = 30 * time.Second
+
+// startSettle is how long after a switch on a consumer's rating, not its
+// measured draw, counts in a decision: a heat pump's compressor or a
+// car's charger starts seconds to minutes after its contact closes, and
+// under a grid operator's cap (dim) a measured 0 W would let the next
+// consumer on, both to draw together a moment later.
+const startSettle = 2 * time.Minute
 
 // failBackoff spaces the polls of a consumer that does not answer.
 var failBackoff = backoff.Exp{First: time.Second, Max: 30 * time.Second, Jitter: 0.2}
@@ -194,6 +211,9 @@ type cons struct {
 	fallback Output
 	// delays are a charger's enable and disable timers.
 	delays delays
+	// lowering: the last decision lowered the output and the loop has not
+	// written it yet (counted in Manager.reducing).
+	lowering bool
 }
 
 // New builds a manager for the given consumers. It loads the kept modes
@@ -205,7 +225,8 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{}}
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{},
+		reducing: map[string]int{}, reduced: map[string]chan struct{}{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -268,6 +289,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 		}
 		m.cons = append(m.cons, c)
 		m.byID[s.ID] = c
+		m.maxTimeout = max(m.maxTimeout, s.Timeout)
 	}
 	slices.SortStableFunc(m.cons, func(a, b *cons) int { return cmp.Compare(a.spec.Priority, b.spec.Priority) })
 	for _, c := range m.cons {
@@ -481,6 +503,7 @@ var sgWords = [...]string{"", "locked", "normal", "recommended", "forced"}
 func (m *Manager) write(ctx context.Context, c *cons) {
 	m.mu.Lock()
 	if !c.has || !c.readOK {
+		m.loweredLocked(c)
 		m.mu.Unlock()
 		return
 	}
@@ -489,15 +512,36 @@ func (m *Manager) write(ctx context.Context, c *cons) {
 	if wd := c.spec.Driver.Watchdog(); wd > 0 && want != c.fallback {
 		renew = time.Since(c.lastSet) >= wd/3
 	}
+	var reductions chan struct{}
+	if level(want, c.spec.Setpoint) > level(read, c.spec.Setpoint) && !c.lowering {
+		reductions = m.reduced[c.spec.PlantID] // nil: none pending
+	}
 	m.mu.Unlock()
 	if want == read && !renew {
+		m.mu.Lock()
+		m.loweredLocked(c)
+		m.mu.Unlock()
 		return
+	}
+	if reductions != nil {
+		// Another consumer of the plant is being lowered by the same (or
+		// an earlier) decision: raise this one after it, so that a cap
+		// of the grid operator is not exceeded between the two writes.
+		// Bounded by the longest a write may take.
+		t := time.NewTimer(m.maxTimeout)
+		select {
+		case <-reductions:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
 	err := c.spec.Driver.Set(wctx, want)
 	cancel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.loweredLocked(c)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.logf(c, m.now(), plant.LevelError, "ConsumerSwitchFailed", "%s: switching to %s failed: %v", c.spec.ID, describe(want, c.spec.Setpoint), err)
@@ -507,6 +551,49 @@ func (m *Manager) write(ctx context.Context, c *cons) {
 	c.lastSet = time.Now()
 	if want != read {
 		c.read.Output = want // read back at the next poll
+	}
+}
+
+// level orders a consumer's outputs by what they draw: off < on, a
+// charger's current on its phases, SG-Ready 1 < 2 < 3 < 4.
+func level(out Output, sp Setpoint) float64 {
+	switch sp {
+	case SetpointCurrent:
+		return out.CurrentA * float64(max(out.Phases, 1))
+	case SetpointSGReady:
+		return float64(out.SGReady)
+	}
+	if out.On {
+		return 1
+	}
+	return 0
+}
+
+// loweringLocked records that c's new output want lowers what it
+// commanded before: raising loops of its plant wait until c's loop has
+// written it (write).
+func (m *Manager) loweringLocked(c *cons, want Output, wasHas bool) {
+	if c.lowering || !wasHas || level(want, c.spec.Setpoint) >= level(c.want, c.spec.Setpoint) {
+		return
+	}
+	c.lowering = true
+	id := c.spec.PlantID
+	if m.reducing[id] == 0 {
+		m.reduced[id] = make(chan struct{})
+	}
+	m.reducing[id]++
+}
+
+// loweredLocked ends c's pending reduction (written, failed or given up).
+func (m *Manager) loweredLocked(c *cons) {
+	if !c.lowering {
+		return
+	}
+	c.lowering = false
+	id := c.spec.PlantID
+	if m.reducing[id]--; m.reducing[id] == 0 {
+		close(m.reduced[id])
+		delete(m.reduced, id)
 	}
 }
 
@@ -581,10 +668,16 @@ func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 	on := c.has && onOf(c.want, sp)
 	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on,
 		ctl: c.spec.Controllable, sg: sp == SetpointSGReady, plugged: true}
-	if c.readOK && c.spec.Meter == "" && (c.read.HasPower) {
+	switch {
+	case on && !c.g.last.IsZero() && now.Sub(c.g.last) < startSettle:
+		// Switched on a short while ago: what it draws now (0 W before a
+		// compressor starts) is not what it will draw; its rating counts.
+	case c.readOK && c.spec.Meter == "" && c.read.HasPower:
 		s.drawW = c.read.PowerW
-	} else if w, ok := m.meterW(c); ok && on {
-		s.drawW = w
+	case on:
+		if w, ok := m.meterW(c); ok {
+			s.drawW = w
+		}
 	}
 	if sp == SetpointCurrent {
 		ch := c.spec.Charger
@@ -654,6 +747,7 @@ func (m *Manager) applyLocked(c *cons, s *slot, now time.Time) {
 	}
 	sp := c.spec.Setpoint
 	wasOn := c.has && onOf(c.want, sp)
+	m.loweringLocked(c, want, c.has)
 	c.want, c.has = want, true
 	select {
 	case c.kick <- struct{}{}:
@@ -786,9 +880,15 @@ func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.Consu
 		m.logf(c, now, plant.LevelInfo, "ConsumerModeSet", "%s: mode %s (was %s), set by %s", deviceID, mode, prev, by)
 	}
 	if c.spec.PlantID != "" && mode != plant.ModeAuto {
-		// A manual mode needs no surplus: decide this consumer now.
-		s := m.slotLocked(c, now)
-		m.applyLocked(c, &s, now)
+		if _, capped := m.capLocked(c.spec.PlantID, m.byPlant[c.spec.PlantID]); capped {
+			// A grid operator's cap holds: the manual mode gets what the
+			// cap leaves, decided with the plant's other consumers.
+			m.decideNowLocked(c.spec.PlantID)
+		} else {
+			// A manual mode needs no surplus: decide this consumer now.
+			s := m.slotLocked(c, now)
+			m.applyLocked(c, &s, now)
+		}
 	}
 	st := m.statusLocked(c, now)
 	m.mu.Unlock()
@@ -836,12 +936,8 @@ func (m *Manager) Dim(plantID string, on bool) {
 	if m.deps.Log != nil {
 		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersDimmed", Message: msg})
 	}
-	// Decide now, with the last cycle's surplus, rather than a cycle
-	// later: the switch is written at once.
-	if s, ok := m.last[plantID]; ok {
-		s.Time = m.now()
-		m.absorbLocked(plantID, s)
-	}
+	// Decide now rather than a cycle later: the switch is written at once.
+	m.decideNowLocked(plantID)
 }
 
 // LimitConsumption starts (on) or ends a grid operator's consumption
@@ -871,10 +967,39 @@ func (m *Manager) LimitConsumption(plantID string, on bool, limitW float64) {
 	if m.deps.Log != nil {
 		m.deps.Log(plant.LogEntry{Time: m.now().UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "ConsumersLimited", Message: msg})
 	}
+	m.decideNowLocked(plantID)
+}
+
+// decideNowLocked decides a plant's consumers at once, outside the
+// control cycle (a change of the grid operator's cap, a manual mode under
+// it): with the last cycle's surplus; before the first cycle, Auto
+// consumers are kept as they are (plantd keeps what a device does until
+// it has decided) and only the cap is applied.
+func (m *Manager) decideNowLocked(plantID string) {
+	now := m.now()
 	if s, ok := m.last[plantID]; ok {
-		s.Time = m.now()
+		s.Time = now
 		m.absorbLocked(plantID, s)
+		return
 	}
+	list := m.byPlant[plantID]
+	w, capped := m.capLocked(plantID, list)
+	if !capped {
+		return
+	}
+	slots := m.slots[:0]
+	for _, c := range list {
+		s := m.slotLocked(c, now)
+		if s.auto {
+			s.auto, s.want, s.wantA, s.reason = false, s.on, s.curA, c.reason
+		}
+		slots = append(slots, s)
+	}
+	dim(slots, w)
+	for i, c := range list {
+		m.applyLocked(c, &slots[i], now)
+	}
+	m.slots = slots[:0]
 }
 
 // capLocked is what a plant's controllable consumers may draw together

@@ -171,6 +171,8 @@ func dim(slots []slot, limitW float64) float64 {
 			return 0, false
 		case s.want && s.amps:
 			return s.wantA * s.wPerA, true
+		case s.want && !s.on:
+			return s.ratedW, true // switched on by this decision: it will draw its rating
 		case s.want:
 			return s.drawW, true
 		case s.sg:

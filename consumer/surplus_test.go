@@ -167,7 +167,7 @@ func TestDim(t *testing.T) {
 			[]bool{false, true}, []bool{false, false}, 3000},
 		{"not controllable: not counted, not switched", []slot{want(heater, true), want(ctl(sg(pump)), true)}, 4200,
 			[]bool{true, true}, []bool{false, false}, 3000},
-		{"a measured draw counts as measured", []slot{want(ctl(heater), true), func() slot { s := want(ctl(sg(pump)), true); s.drawW = 1500; return s }()}, pmin2,
+		{"a measured draw counts as measured", []slot{want(ctl(heater), true), func() slot { s := want(ctl(sg(pump)), true); s.on, s.drawW = true, 1500; return s }()}, pmin2,
 			[]bool{true, true}, []bool{false, false}, 7500},
 		{"one unit at 4.2 kW: the heater off, the pump, which fits, runs", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, 4200,
 			[]bool{false, true}, []bool{true, false}, 3000},

@@ -3,6 +3,7 @@ package drivers_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -232,4 +233,97 @@ func TestManagerDimming(t *testing.T) {
 	m.Dim("p", false)
 	clk.Add(2 * time.Minute) // b's min off time
 	waitFor("b back on", func() bool { return on("a") && on("b") })
+}
+
+// TestManagerModeUnderLimit: a manual On while the grid operator's cap
+// holds gets only what the cap leaves, decided with the plant's other
+// consumers and at once, from a fresh manager that has run no control
+// cycle yet (no guard history, no surplus seen): two controllable plugs of
+// 1200 W under a cap of 1500 W. b on by hand fits; a on by hand (higher
+// priority) switches b off, and b is off on the device before a is on.
+func TestManagerModeUnderLimit(t *testing.T) {
+	for _, cap := range []struct {
+		name  string
+		apply func(m *consumer.Manager)
+	}{
+		{"LPC", func(m *consumer.Manager) { m.LimitConsumption("p", true, 1000) }}, // below the minimum: 1500 W
+		{"dimming", func(m *consumer.Manager) { m.Dim("p", true) }},
+	} {
+		t.Run(cap.name, func(t *testing.T) {
+			p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
+				Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			smp := newSamples()
+			clk := simtest.NewClock(noon)
+			var specs []consumer.Spec
+			for i, id := range []string{"a", "b"} {
+				specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
+					Controllable: true, RatedW: 1200, Mode: plant.ModeOff, Priority: i,
+					OnW: 1200, OffW: 1080, Interval: 20 * time.Millisecond, Timeout: time.Second})
+			}
+			m, err := consumer.New(ctx, specs, consumer.Deps{Sink: smp.sink, Now: clk.Now, DimmingMinW: 1500}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cap.apply(m)
+			done := make(chan error, 1)
+			go func() { done <- m.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			on := func(id string) bool { return p.Shelly(id).State().On }
+			read := func(id string) bool {
+				return slices.ContainsFunc(m.Consumers(), func(s plant.ConsumerStatus) bool { return s.DeviceID == id && s.ConsumptionW != nil })
+			}
+			proctest.WaitFor(t, "both read", 10*time.Second, func() bool { return read("a") && read("b") && !on("a") && !on("b") })
+			if _, err := m.SetMode(ctx, "b", plant.ModeOn, "test"); err != nil {
+				t.Fatal(err)
+			}
+			// b on, and read drawing: a consumer's measured draw is what the
+			// cap counts once it is read (a device just switched on counts
+			// its rating until then, a read 0 W as 0 W: the next cycle
+			// corrects, as with every other change of draw).
+			proctest.WaitFor(t, "b on by hand (1200 W fits 1500 W), drawing", 10*time.Second, func() bool {
+				st := m.Consumers()
+				return on("b") && st[1].ConsumptionW != nil && *st[1].ConsumptionW >= 1000
+			})
+			if _, err := m.SetMode(ctx, "a", plant.ModeOn, "test"); err != nil {
+				t.Fatal(err)
+			}
+			proctest.WaitFor(t, "a on by hand", 10*time.Second, func() bool {
+				a, b := on("a"), on("b")
+				if a && b {
+					t.Fatalf("a and b on together: 2400 W under a cap of 1500 W: %+v", m.Consumers())
+				}
+				return a
+			})
+			if st := m.Consumers(); st[1].Reason != plant.ReasonDimmed {
+				t.Errorf("b's reason %s, want %s", st[1].Reason, plant.ReasonDimmed)
+			}
+			// The first control cycle keeps it so.
+			m.Absorb(ctx, "p", plant.Surplus{Time: clk.Now(), GridW: 500, GridOK: true})
+			smp.wait(t, "a poll after the cycle", func(x plant.Sample) bool { return x.Device == "a" })
+			smp.wait(t, "b poll after the cycle", func(x plant.Sample) bool { return x.Device == "b" })
+			if !on("a") || on("b") {
+				t.Errorf("after a control cycle: a on %v, b on %v; want a on, b off", on("a"), on("b"))
+			}
+			// Past the start's settling, a's measured draw counts: still
+			// no room for b.
+			clk.Add(3 * time.Minute)
+			smp.wait(t, "a read after the settling", func(x plant.Sample) bool {
+				return x.Device == "a" && x.Consumer != nil && x.Consumer.PowerW >= 1000
+			})
+			m.Absorb(ctx, "p", plant.Surplus{Time: clk.Now(), GridW: 500, GridOK: true})
+			smp.wait(t, "b poll after the second cycle", func(x plant.Sample) bool { return x.Device == "b" })
+			if !on("a") || on("b") {
+				t.Errorf("after the settling: a on %v, b on %v; want a on, b off", on("a"), on("b"))
+			}
+		})
+	}
 }
