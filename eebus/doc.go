@@ -63,7 +63,10 @@
 // duration, also when the heartbeat returns sooner; then, with the
 // heartbeat back, the box's limits govern again (EEBusRecovered). plantd
 // starts in the failsafe state and leaves it when the box speaks (its
-// first heartbeat or limit). A limit written while in failsafe is
+// first heartbeat or limit); but a restart within a lost heartbeat's
+// failsafe duration resumes that failsafe (its start is kept in
+// eebus-state.json while it holds), which then ends as it would have
+// without the restart. A limit written while in failsafe is
 // remembered and governs when the failsafe ends. Windows an earlier run
 // left open are ended once this run holds its own decision.
 //

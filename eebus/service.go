@@ -349,8 +349,27 @@ func (s *Service) Run(ctx context.Context) error {
 	s.stale = s.openWindows()
 	now := time.Now()
 	s.failsafe, s.lost, s.since = true, false, now
-	s.entry(plant.LevelWarning, "EEBusFailsafe", fmt.Sprintf("EEBus: starting in the failsafe state until the control box speaks: %s", s.describeFailsafe()))
-	s.log.Warn("eebus: failsafe until the control box speaks", "failsafe", s.describeFailsafe())
+	if ms := s.stored.LostSince; ms != nil {
+		since := time.UnixMilli(*ms)
+		if since.After(now) {
+			since = now // the clock was set back since: from now
+		}
+		if end := since.Add(s.fs.Duration); now.Before(end) {
+			// Restarted within a heartbeat loss's failsafe: it holds to
+			// its end, whatever the box says meanwhile.
+			s.lost, s.since = true, since
+			s.entry(plant.LevelWarning, "EEBusFailsafe", fmt.Sprintf("EEBus: resuming the failsafe of the lost heartbeat (since %s), held until %s at least: %s",
+				since.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), s.describeFailsafe()))
+			s.log.Warn("eebus: failsafe of the lost heartbeat resumed", "since", since, "until", end, "failsafe", s.describeFailsafe())
+		} else {
+			s.stored.LostSince = nil
+			s.save()
+		}
+	}
+	if !s.lost {
+		s.entry(plant.LevelWarning, "EEBusFailsafe", fmt.Sprintf("EEBus: starting in the failsafe state until the control box speaks: %s", s.describeFailsafe()))
+		s.log.Warn("eebus: failsafe until the control box speaks", "failsafe", s.describeFailsafe())
+	}
 	s.node.Start()
 	defer s.node.Stop()
 	s.log.Info("eebus: controllable system started", "ski", s.node.SKI(), "port", s.spec.Port, "trusted", s.spec.Trusted)
@@ -563,6 +582,10 @@ func (s *Service) save() {
 }
 
 func (s *Service) recover(why string) {
+	if s.lost && s.stored.LostSince != nil {
+		s.stored.LostSince = nil
+		s.save()
+	}
 	s.failsafe, s.lost = false, false
 	s.entry(plant.LevelInfo, "EEBusRecovered", fmt.Sprintf("EEBus: failsafe ended: %s", why))
 	s.log.Info("eebus: failsafe ended", "why", why)
@@ -582,6 +605,9 @@ func (s *Service) decide(ctx context.Context, now time.Time) time.Time {
 		if deadline := s.beatAt.Add(s.spec.HeartbeatTimeout); !now.Before(deadline) {
 			s.failsafe, s.lost, s.since = true, true, now
 			s.nFailsafes++
+			ms := now.UnixMilli()
+			s.stored.LostSince = &ms
+			s.save()
 			s.entry(plant.LevelWarning, "EEBusHeartbeatLost", fmt.Sprintf("EEBus: no heartbeat from control box %s for %s", s.box, s.spec.HeartbeatTimeout))
 			s.entry(plant.LevelError, "EEBusFailsafe", fmt.Sprintf("EEBus: failsafe for at least %s: %s", s.fs.Duration, s.describeFailsafe()))
 			s.log.Error("eebus: heartbeat lost: failsafe", "box", s.box, "failsafe", s.describeFailsafe())

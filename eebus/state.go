@@ -31,6 +31,11 @@ type stored struct {
 	ConsumptionW *float64       `json:"consumptionW,omitempty"`
 	ProductionW  *float64       `json:"productionW,omitempty"`
 	Duration     *time.Duration `json:"durationNs,omitempty"`
+	// LostSince is when a lost heartbeat put plantd in failsafe, while it
+	// holds: a restart within the failsafe duration resumes it (held
+	// until the duration is over and the heartbeat is back, as without
+	// the restart). Wall clock, Unix ms.
+	LostSince *int64 `json:"failsafeSinceMs,omitempty"`
 }
 
 func loadState(dir string) (stored, error) {

@@ -261,9 +261,11 @@ func (r *eebusRig) inverterLimited() bool {
 // locked), and the failsafe production limit is a grid operator's
 // FeedInLimit window of 1000 W in the schedule list that limits the
 // simulator's inverters. The heartbeat's return does not end it (the
-// failsafe duration, at least 2 h, holds). A restart of plantd starts in
-// the failsafe, the stored 1 kW window in force, until the box speaks
-// again; then the failsafe ends, its window with it.
+// failsafe duration, at least 2 h, holds). A restart of plantd within
+// that duration resumes it (the window in force from the start, held when
+// the box speaks again); a restart after it starts in the failsafe, the
+// stored 1 kW window in force, until the box speaks again; then the
+// failsafe ends, its window with it.
 func TestEEBusHeartbeatLoss(t *testing.T) {
 	t.Parallel() // its own simulator and binary
 	if testing.Short() {
@@ -357,10 +359,45 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 		t.Errorf("controllable draw %v W with the heartbeat back, want at most %v W (failsafe held)", w, pmin)
 	}
 
-	// A restart: plantd starts in the failsafe with the stored values,
-	// until the box speaks; then the failsafe ends, its window too.
+	// A restart within the failsafe duration: plantd resumes the lost
+	// heartbeat's failsafe, its window in force from the start, and holds
+	// it when the box speaks again (the duration is not over).
 	r.d.stop()
+	statePath := filepath.Join(filepath.Dir(r.path), eebus.StateFile)
+	kept := readEEBusState(t, statePath)
+	if _, ok := kept["failsafeSinceMs"]; !ok {
+		t.Fatalf("%s after a stop in the failsafe: %v, want failsafeSinceMs", eebus.StateFile, kept)
+	}
 	restarted := time.Now()
+	r.start()
+	proctest.WaitFor(t, "EEBusFailsafe resumed at the start", 15*time.Second,
+		r.logged("EEBusFailsafe", "resuming the failsafe of the lost heartbeat", restarted))
+	if _, open := r.window(); !open {
+		t.Error("the failsafe window not in force at the restart")
+	}
+	proctest.WaitFor(t, "the box reconnected and beating", 60*time.Second, func() bool {
+		st := r.inputs()
+		return st.Connected && st.LastHeartbeatUtc != ""
+	})
+	if r.logged("EEBusRecovered", "", restarted)() {
+		t.Error("EEBusRecovered after a restart within the failsafe duration")
+	}
+	if st := r.inputs(); !st.Failsafe {
+		t.Errorf("inputs' eebus %+v after the restart, want the failsafe held", st)
+	}
+	if w := r.controllableW(); w > pmin {
+		t.Errorf("controllable draw %v W after the restart, want at most %v W (failsafe held)", w, pmin)
+	}
+
+	// A restart after the failsafe duration (its start moved 3 h back in
+	// the state file while plantd is stopped): plantd starts in the
+	// failsafe with the stored values, until the box speaks; then the
+	// failsafe ends, its window too.
+	r.d.stop()
+	kept = readEEBusState(t, statePath)
+	kept["failsafeSinceMs"] = time.Now().Add(-3 * time.Hour).UnixMilli()
+	writeEEBusState(t, statePath, kept)
+	restarted = time.Now()
 	r.start()
 	proctest.WaitFor(t, "EEBusFailsafe at the start with the stored values", 15*time.Second,
 		r.logged("EEBusFailsafe", "starting in the failsafe state until the control box speaks: consumption 4200 W, production 1000 W", restarted))
@@ -369,5 +406,33 @@ func TestEEBusHeartbeatLoss(t *testing.T) {
 	proctest.WaitFor(t, "the inverters free again", 20*time.Second, func() bool { return !r.inverterLimited() })
 	if st := r.inputs(); st.Failsafe || st.ProductionLimitW != nil || st.ConsumptionLimitW != nil {
 		t.Errorf("inputs' eebus %+v after the recovery, want no failsafe and no limit", st)
+	}
+	if _, ok := readEEBusState(t, statePath)["failsafeSinceMs"]; ok {
+		t.Errorf("%s still holds failsafeSinceMs after the failsafe's end", eebus.StateFile)
+	}
+}
+
+// readEEBusState reads plantd's EEBus state file as JSON.
+func readEEBusState(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func writeEEBusState(t *testing.T, path string, m map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
