@@ -3,6 +3,7 @@ package eebus_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -239,9 +240,12 @@ func window(gc *gridcontrol.Controller, by string) (gridcontrol.Schedule, bool) 
 // failsafe; an LPP limit becomes a grid-operator FeedInLimit window in W
 // through the gate, created by eebus:<ski>, and its end ends it; an LPC
 // limit reaches the energy manager and its end releases it; a limit
-// below zero is refused; the failsafe values the box writes are kept in
-// the state directory; a box whose SKI is not trusted is refused and
-// logged; the heartbeat stopped applies the failsafe limits.
+// below zero, above the nominal maximum or of a negative duration (also
+// written raw, past the use case's checks) is refused; the failsafe values
+// the box writes are kept in the state directory; a box whose SKI is not
+// trusted is refused and logged; the heartbeat stopped applies the
+// failsafe limits, which a restart within their duration resumes and one
+// after it leaves when the box speaks.
 func TestControlBox(t *testing.T) {
 	dir := t.TempDir()
 	cert, err := eebus.LoadOrCreateCert(dir, "gw1")
@@ -354,8 +358,14 @@ func TestControlBox(t *testing.T) {
 	proctest.WaitFor(t, "the LPC limit at the energy manager", wait, func() bool { return rec.is(true, 6000) })
 
 	// Bad input: a negative limit and one above the nominal maximum are
-	// refused with a log line; the limits in force stand.
-	for _, bad := range []struct{ cmd, why string }{{"lpc -10", "not a power"}, {"lpp 25000", "above the nominal maximum 18000 W"}} {
+	// refused with a log line; so are data no well-behaved box sends,
+	// written raw on the wire (a negative scaled number, a number at the
+	// largest scale, a negative duration); the limits in force stand.
+	for _, bad := range []struct{ cmd, why string }{
+		{"lpc -10", "not a power"}, {"lpp 25000", "above the nominal maximum 18000 W"},
+		{"raw lpc -3 3", "limit -3000 W is not a power"}, {"raw lpp 5 127", "e+127 W is above the nominal maximum"},
+		{"raw lpc 3 3 -PT10M", "negative duration -10m0s"},
+	} {
 		// The box may miss the refusal's answer (see package controlbox):
 		// plantd's log line is the event waited for.
 		if n := b.do(bad.cmd); n == "0" {
@@ -426,35 +436,75 @@ func TestControlBox(t *testing.T) {
 		t.Error("the failsafe ended before its duration when the heartbeat came back")
 	}
 
-	// A restart in failsafe: the new run starts in the failsafe state with
-	// the values the box wrote (kept in the state directory), holds its
-	// own failsafe window and ends the one the earlier run left open, and
-	// leaves the state when the box speaks.
+	// A restart within the failsafe duration: the new run resumes the
+	// lost heartbeat's failsafe with the values the box wrote (kept in the
+	// state directory), holds its own failsafe window and ends the one the
+	// earlier run left open, and holds the failsafe when the box speaks.
 	before, _ := window(gc, failsafeBy)
 	cancel()
 	<-done
-	rec2 := &recorder{}
-	var log2 plantLog
-	svc2, err := eebus.New(eebus.Spec{PlantID: "demo", Cert: cert, StateDir: dir, Port: plantdPort,
-		Brand: "plantd", Model: "plantd", Serial: "gw1", Trusted: []string{b.ski},
-		Peers: map[string]string{b.ski: fmt.Sprintf("127.0.0.1:%d", b.port)}, HeartbeatTimeout: time.Second,
-		Failsafe: eebus.Failsafe{ConsumptionW: 4200, ProductionW: &prodFailsafe, Duration: 2 * time.Hour}},
-		eebus.Deps{Gate: gc, Consumers: rec2, Log: log2.add}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	done2 := make(chan struct{})
-	go func() { defer close(done2); _ = svc2.Run(ctx2) }()
-	t.Cleanup(func() { cancel2(); <-done2 })
-	proctest.WaitFor(t, "the restart in failsafe with the kept 5000 W", wait, func() bool {
-		return rec2.is(true, 5000) && log2.has("EEBusFailsafe", "consumption 5000 W")
-	})
-	proctest.WaitFor(t, "the box speaks: the restart's failsafe ends, its window and the earlier run's ended", wait, func() bool {
-		_, open := window(gc, failsafeBy)
-		return log2.has("EEBusRecovered", "speaks") && !open && rec2.is(false, 0)
-	})
 	if before.ScheduleID == "" {
 		t.Error("the earlier run left no failsafe window to end")
 	}
+	var svcStops []func()
+	restart := func() (*eebus.Service, *recorder, *plantLog) {
+		t.Helper()
+		rec := &recorder{}
+		log := &plantLog{}
+		svc, err := eebus.New(eebus.Spec{PlantID: "demo", Cert: cert, StateDir: dir, Port: plantdPort,
+			Brand: "plantd", Model: "plantd", Serial: "gw1", Trusted: []string{b.ski},
+			Peers: map[string]string{b.ski: fmt.Sprintf("127.0.0.1:%d", b.port)}, HeartbeatTimeout: time.Second,
+			Failsafe: eebus.Failsafe{ConsumptionW: 4200, ProductionW: &prodFailsafe, Duration: 2 * time.Hour}},
+			eebus.Deps{Gate: gc, Consumers: rec, Log: log.add}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = svc.Run(ctx) }()
+		stop := sync.OnceFunc(func() { cancel(); <-done })
+		t.Cleanup(stop)
+		svcStops = append(svcStops, stop)
+		return svc, rec, log
+	}
+	svc2, rec2, log2 := restart()
+	proctest.WaitFor(t, "the restart resumes the failsafe with the kept 5000 W", wait, func() bool {
+		return rec2.is(true, 5000) && log2.has("EEBusFailsafe", "resuming the failsafe of the lost heartbeat")
+	})
+	proctest.WaitFor(t, "the box speaks to the restarted run", wait, func() bool { return !svc2.Status().LastHeartbeat.IsZero() })
+	proctest.WaitFor(t, "the earlier run's window ended, the restart's own open", wait, func() bool {
+		w, open := window(gc, failsafeBy)
+		return open && w.ScheduleID != before.ScheduleID
+	})
+	if !svc2.Status().Failsafe || log2.has("EEBusRecovered", "") || !rec2.is(true, 5000) {
+		t.Error("the failsafe ended at the restart when the box spoke, before its duration")
+	}
+
+	// A restart after the failsafe duration (its start moved 3 h back in
+	// the state file): the run starts in the failsafe state and leaves it
+	// when the box speaks; the windows end.
+	svcStops[len(svcStops)-1]()
+	var kept map[string]any
+	data, err := os.ReadFile(filepath.Join(dir, eebus.StateFile))
+	if err == nil {
+		err = json.Unmarshal(data, &kept)
+	}
+	if err != nil || kept["failsafeSinceMs"] == nil {
+		t.Fatalf("%s: %s %v, want failsafeSinceMs", eebus.StateFile, data, err)
+	}
+	kept["failsafeSinceMs"] = time.Now().Add(-3 * time.Hour).UnixMilli()
+	if data, err = json.Marshal(kept); err == nil {
+		err = os.WriteFile(filepath.Join(dir, eebus.StateFile), data, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rec3, log3 := restart()
+	proctest.WaitFor(t, "the restart in failsafe with the kept 5000 W", wait, func() bool {
+		return rec3.is(true, 5000) && log3.has("EEBusFailsafe", "until the control box speaks: consumption 5000 W")
+	})
+	proctest.WaitFor(t, "the box speaks: the restart's failsafe ends, its window and the earlier runs' ended", wait, func() bool {
+		_, open := window(gc, failsafeBy)
+		return log3.has("EEBusRecovered", "speaks") && !open && rec3.is(false, 0)
+	})
 }

@@ -36,7 +36,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	baud := fs.Int("baud", sim.DefaultBaud, "with --serial: the line's rate `N` (answers are paced at it, 11 bits a byte)")
 	ocppURL := fs.String("ocpp", "", "connect a wallbox twin (OCPP 1.6J charge point \"wallbox\", 16 A on 3 phases, a car at 40 %) to the central system at `URL` (ws://HOST:8887/ocpp); its limits are logged")
 	ocppPassword := fs.String("ocpp-password", "", "with --ocpp: the wallbox's basic-auth password")
-	controlBox := fs.String("controlbox", "", "run a grid operator's control box over EEBus (eebus-go's Energy Guard LPC and LPP) that trusts plantd's `SKI@HOST:PORT` (plantd eebus ski, eebus.port) and dials it; it prints its own SKI for eebus.trusted and takes commands on stdin: lpc|lpp <W> [<duration>], lpc|lpp end, failsafe lpc|lpp <W>, failsafe duration <d>, nominal lpc|lpp, heartbeat stop|start")
+	controlBox := fs.String("controlbox", "", "run a grid operator's control box over EEBus (eebus-go's Energy Guard LPC and LPP) that trusts plantd's `SKI@HOST:PORT` (plantd eebus ski, eebus.port) and dials it; it prints its own SKI for eebus.trusted and takes commands on stdin: lpc|lpp <W> [<duration>], lpc|lpp end, raw lpc|lpp <n> <scale> [<end>], failsafe lpc|lpp <W>, failsafe duration <d>, nominal lpc|lpp, heartbeat stop|start")
 	var ignoreRevert, needsToggle, ignoresLimit, adoptClears idList
 	fs.Var(&ignoreRevert, "ignore-revert", "inverters (`IDS`, comma-separated) that accept reversion times but never revert")
 	fs.Var(&needsToggle, "needs-enable-toggle", "inverters (`IDS`, comma-separated) that take a new power limit only when its enable goes 0 then 1")

@@ -184,6 +184,48 @@ func (b *Box) Limit(ctx context.Context, production bool, l ucapi.LoadLimit) (mo
 	})
 }
 
+// WriteRaw writes a limit as the box builds it on the wire, without the
+// use case's checks: an active limit of number × 10^scale W and, when end
+// is not empty, the limit's end as that string (an ISO 8601 duration such
+// as PT10M, or anything else), to test how plantd takes data that no
+// well-behaved box sends. It waits for plantd's answer: its SPINE error
+// number, 0 when accepted.
+func (b *Box) WriteRaw(ctx context.Context, production bool, number int64, scale int8, end string) (model.ErrorNumberType, error) {
+	lpc, lpp := b.peers()
+	local, peer, dir := b.lpc.LocalEntity, lpc, model.EnergyDirectionTypeConsume
+	if production {
+		local, peer, dir = b.lpp.LocalEntity, lpp, model.EnergyDirectionTypeProduce
+	}
+	lc, err := client.NewLoadControl(local, peer)
+	if err != nil {
+		return 0, fmt.Errorf("load control of plantd: %w", err)
+	}
+	limits, err := lc.GetLimitDataForFilter(model.LoadControlLimitDescriptionDataType{
+		LimitType:      new(model.LoadControlLimitTypeTypeSignDependentAbsValueLimit),
+		LimitDirection: &dir,
+		ScopeType:      new(model.ScopeTypeTypeActivePowerLimit),
+	})
+	if err != nil || len(limits) != 1 || limits[0].LimitId == nil {
+		return 0, fmt.Errorf("plantd's limit: %v", err)
+	}
+	data := model.LoadControlLimitDataType{LimitId: limits[0].LimitId, IsLimitActive: new(true),
+		Value: &model.ScaledNumberType{Number: (*model.NumberType)(&number), Scale: (*model.ScaleType)(&scale)}}
+	if end != "" {
+		data.TimePeriod = &model.TimePeriodType{EndTime: model.NewAbsoluteOrRelativeTimeType(end)}
+	}
+	return write(ctx, func(cb func(model.ResultDataType)) (*model.MsgCounterType, error) {
+		mc, err := lc.WriteLimitData([]model.LoadControlLimitDataType{data}, nil, nil)
+		if err == nil && mc != nil {
+			_ = lc.AddResponseCallback(*mc, func(msg spineapi.ResponseMessage) {
+				if r, ok := msg.Data.(*model.ResultDataType); ok {
+					cb(*r)
+				}
+			})
+		}
+		return mc, err
+	})
+}
+
 // Failsafe writes a failsafe limit in W (production: LPP's, else LPC's).
 func (b *Box) Failsafe(production bool, w float64) error {
 	lpc, lpp := b.peers()
@@ -267,6 +309,8 @@ const answerWait = 3 * time.Second
 //	lpc|lpp <W> [<duration>]     an active limit (duration 0 or none: no end); ok <SPINE error
 //	                             number>, or "ok -" when no answer came (answerWait)
 //	lpc|lpp end                  deactivate the limit
+//	raw lpc|lpp <n> <scale> [<end>]  an active limit of n × 10^scale W written raw
+//	                             (WriteRaw: no use-case checks; end as sent, e.g. -PT10M)
 //	failsafe lpc|lpp <W>         a failsafe limit
 //	failsafe duration <d>        the failsafe duration minimum
 //	nominal lpc|lpp              the nominal maximum plantd reports: ok <W>
@@ -320,6 +364,26 @@ func command(ctx context.Context, b *Box, f []string) (string, error) {
 			return "ok -", nil
 		}
 		return fmt.Sprintf("ok %d", n), err
+	case f[0] == "raw" && (len(f) == 4 || len(f) == 5) && (f[1] == "lpc" || f[1] == "lpp"):
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("number %q: %w", f[2], err)
+		}
+		sc, err := strconv.ParseInt(f[3], 10, 8)
+		if err != nil {
+			return "", fmt.Errorf("scale %q: %w", f[3], err)
+		}
+		end := ""
+		if len(f) == 5 {
+			end = f[4]
+		}
+		actx, cancel := context.WithTimeout(ctx, answerWait)
+		defer cancel()
+		e, err := b.WriteRaw(actx, f[1] == "lpp", n, int8(sc), end)
+		if errors.Is(err, ErrNoAnswer) {
+			return "ok -", nil
+		}
+		return fmt.Sprintf("ok %d", e), err
 	case f[0] == "failsafe" && len(f) == 3 && f[1] == "duration":
 		d, err := time.ParseDuration(f[2])
 		if err != nil {
