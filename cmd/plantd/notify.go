@@ -70,6 +70,7 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 	}
 	lastStall := ""
 	var rolledUp time.Time
+	codeReleased := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,6 +93,14 @@ func (d *daemon) supervise(ctx context.Context, hup <-chan os.Signal) {
 			// The first tick after the first poll round: the devices
 			// are discovered and grid control ran its first cycle.
 			endStartupGC()
+			if !codeReleased {
+				codeReleased = true
+				if n, err := releaseCodePages(); err != nil {
+					d.log.Debug("release the start-up's code pages", "err", err)
+				} else {
+					d.log.Debug("released the start-up's code pages", "bytes", n)
+				}
+			}
 		}
 		rolledUp = d.releaseAfterRollup(rolledUp)
 		stall := d.stalled(time.Now(), start)
