@@ -1,0 +1,353 @@
+package plan
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// The flexible loads: the car's charging and the heat pump's SG-Ready
+// states, placed against planner.marginal (the cost to the horizon's end
+// of a load in one slot, the battery's move there chosen again).
+
+// The SG-Ready states as consumer's SGLocked..SGForced and
+// plant.ConsumerReading.SGReady number them (plan imports neither
+// consumer nor its driver table).
+const (
+	sgLocked      = 1
+	sgNormal      = 2
+	sgRecommended = 3
+	sgForced      = 4
+)
+
+// carLevels is how many power levels between the car's maximum and
+// minimum a slot tries when the maximum would import above the limit.
+const carLevels = 8
+
+type carCandidate struct {
+	t       int
+	w       float64 // power
+	perWhEU float64 // marginal cost per Wh at that power
+}
+
+// placeCar charges the car's target in the cheapest slots before its
+// deadline (whole slots at the most the slot allows, the rest at no less
+// than its minimum in the next cheapest), then, up to MaxWh, in slots
+// where charging earns money. It returns the part of the target the
+// horizon cannot give.
+func (p *planner) placeCar() float64 {
+	c := p.in.Car
+	if c == nil || !c.Connected {
+		return 0
+	}
+	n := len(p.in.Slots)
+	last := n
+	if !c.Deadline.IsZero() {
+		last = min(n, max(0, int(c.Deadline.Sub(p.in.Start)/p.dt)))
+	}
+	cands := make([]carCandidate, 0, last)
+	for t := range last {
+		base := p.loadW[t]
+		here := p.marginal(t, base)
+		var cand carCandidate
+		for l := 0; l <= carLevels; l++ {
+			w := c.MaxW - (c.MaxW-c.MinW)*float64(l)/carLevels
+			cand = carCandidate{t: t, w: w, perWhEU: (p.marginal(t, base+w) - here) / (w * p.dtH)}
+			if cand.perWhEU < overImportEURPerKWh/2000 || c.MaxW == c.MinW {
+				break // within the import limit
+			}
+		}
+		cands = append(cands, cand)
+	}
+	slices.SortStableFunc(cands, func(a, b carCandidate) int {
+		switch {
+		case a.perWhEU < b.perWhEU-1e-12:
+			return -1
+		case a.perWhEU > b.perWhEU+1e-12:
+			return 1
+		}
+		return a.t - b.t
+	})
+	left := c.TargetWh
+	room := math.Max(c.MaxWh, c.TargetWh) - c.TargetWh
+	for _, cd := range cands {
+		switch {
+		case left > 1e-6:
+			w := math.Min(cd.w, math.Max(c.MinW, left/p.dtH))
+			p.carW[cd.t] = w
+			left -= w * p.dtH
+			if left < 0 { // the minimum overshoots the target
+				room = math.Max(0, room+left)
+			}
+		case room > 1e-6 && cd.perWhEU < 0:
+			w := math.Min(cd.w, math.Max(c.MinW, room/p.dtH))
+			p.carW[cd.t] = w
+			room -= w * p.dtH
+		}
+	}
+	return math.Max(0, left)
+}
+
+// heatPumpSchedule is the heat pump's state per slot and the energy its
+// state-2 slots share.
+type heatPumpSchedule struct {
+	h      *HeatPump
+	dtH    float64
+	states []int8
+	remWh  float64 // what the slots in state 2 must give together
+	n2     int     // slots in state 2
+	// normalDrawW is every slot's draw when all are in state 2 (the
+	// baseline's heat pump).
+	normalDrawW float64
+	// The lock rules in slots, each slot's day and per-day scratch.
+	day                                     []int
+	lockSlots, locksPerDay, lockedPerDaySlt int
+	count, total                            []int
+}
+
+func newHeatPumpSchedule(in *Input, dt time.Duration) heatPumpSchedule {
+	h := in.HeatPump
+	if h == nil {
+		return heatPumpSchedule{}
+	}
+	n := len(in.Slots)
+	s := heatPumpSchedule{h: h, dtH: dt.Hours(), states: make([]int8, n), n2: n, remWh: h.RequiredWh}
+	if s.remWh == 0 {
+		s.remWh = h.NormalW * float64(n) * s.dtH
+	}
+	s.normalDrawW = s.remWh / (float64(n) * s.dtH)
+	for t := range s.states {
+		s.states[t] = sgNormal
+	}
+	if l := h.Lock; l != nil {
+		s.lockSlots = int(l.MaxLock / dt)
+		s.locksPerDay = l.MaxLocksPerDay
+		s.lockedPerDaySlt = int(l.MaxLockedPerDay / dt)
+		s.day = make([]int, n)
+		loc := in.Start.Location()
+		y, m, d := in.Start.Date()
+		for t := range n {
+			ty, tm, td := in.Start.Add(time.Duration(t) * dt).In(loc).Date()
+			if ty != y || tm != m || td != d {
+				y, m, d = ty, tm, td
+				s.day[t] = s.day[t-1] + 1
+			} else if t > 0 {
+				s.day[t] = s.day[t-1]
+			}
+		}
+		s.count = make([]int, s.day[n-1]+1)
+		s.total = make([]int, s.day[n-1]+1)
+	}
+	return s
+}
+
+// state is slot t's SG-Ready state (0 without a heat pump).
+func (s *heatPumpSchedule) state(t int) int {
+	if s.h == nil {
+		return 0
+	}
+	return int(s.states[t])
+}
+
+// powerW is the draw of a state other than normal.
+func (s *heatPumpSchedule) powerW(state int8) float64 {
+	switch state {
+	case sgRecommended:
+		return s.h.RecommendedW
+	case sgForced:
+		return s.h.ForcedW
+	}
+	return 0
+}
+
+// normalW is what each slot in state 2 draws.
+func (s *heatPumpSchedule) normalW() float64 {
+	if s.n2 == 0 {
+		return 0
+	}
+	return s.remWh / (float64(s.n2) * s.dtH)
+}
+
+// drawW is slot t's expected draw.
+func (s *heatPumpSchedule) drawW(t int) float64 {
+	if s.h == nil {
+		return 0
+	}
+	if s.states[t] == sgNormal {
+		return s.normalW()
+	}
+	return s.powerW(s.states[t])
+}
+
+// shortWh is the required energy the state-2 slots cannot give at NormalW.
+func (s *heatPumpSchedule) shortWh() float64 {
+	if s.h == nil {
+		return 0
+	}
+	if s.n2 == 0 {
+		return math.Max(0, s.remWh)
+	}
+	return math.Max(0, s.remWh-s.h.NormalW*float64(s.n2)*s.dtH)
+}
+
+// locksOK checks the lock rules on the states.
+func (s *heatPumpSchedule) locksOK() bool {
+	clear(s.count)
+	clear(s.total)
+	prevEnd, prevLen := -1, 0
+	for t := 0; t < len(s.states); {
+		if s.states[t] != sgLocked {
+			t++
+			continue
+		}
+		a := t
+		for t < len(s.states) && s.states[t] == sgLocked {
+			t++
+		}
+		l, d := t-a, s.day[a]
+		if l > s.lockSlots || prevEnd >= 0 && a-prevEnd < prevLen {
+			return false
+		}
+		s.count[d]++
+		s.total[d] += l
+		if s.count[d] > s.locksPerDay || s.total[d] > s.lockedPerDaySlt {
+			return false
+		}
+		prevEnd, prevLen = t, l
+	}
+	return true
+}
+
+// hpMove is one change of the heat pump's schedule: slot t to state to,
+// and, for a pair, slot u to state toU (u < 0: none).
+type hpMove struct {
+	t, u    int
+	to, toU int8
+	gainEUR float64
+}
+
+// placeHeatPump improves the heat pump's states greedily: each round takes
+// the move that lowers the cost most (heating ahead in a slot in state 3
+// or 4, so the state-2 slots draw less; a lock, where its rules allow, so
+// they draw more; or a lock with the heating ahead it needs), until no move
+// gains. A move's own slots are costed exactly, the spread of the state-2
+// slots' change by their marginal price.
+func (p *planner) placeHeatPump() {
+	s := &p.hp
+	if s.h == nil {
+		return
+	}
+	n := len(p.in.Slots)
+	other := make([]float64, n) // everything but the heat pump
+	cur := make([]float64, n)   // marginal cost now
+	lam := make([]float64, n)   // marginal price of a W in state-2 slots
+	up := make([]float64, 2*n)  // gain of slot t to 3 (2t) and to 4 (2t+1)
+	lock := make([]float64, n)  // gain of a lock in t; NaN: not allowed
+	for t, sl := range p.in.Slots {
+		other[t] = sl.BaseLoadW + p.carW[t]
+	}
+	const h = 100.0 // W, for the marginal price
+	nan := math.NaN()
+	for range 4 * n {
+		d2 := s.normalW()
+		lamSum := 0.0
+		for t := range n {
+			cur[t] = p.marginal(t, other[t]+s.drawW(t))
+			lam[t] = 0
+			if s.states[t] == sgNormal {
+				lam[t] = (p.marginal(t, other[t]+d2+h) - cur[t]) / h
+				lamSum += lam[t]
+			}
+			up[2*t], up[2*t+1], lock[t] = nan, nan, nan
+			for i, to := range [2]int8{sgRecommended, sgForced} {
+				if s.states[t] < to && s.states[t] != sgLocked {
+					up[2*t+i] = p.marginal(t, other[t]+s.powerW(to)) - cur[t]
+				}
+			}
+			if s.h.Lock != nil && s.states[t] == sgNormal {
+				s.states[t] = sgLocked
+				if s.locksOK() {
+					lock[t] = p.marginal(t, other[t]) - cur[t]
+				}
+				s.states[t] = sgNormal
+			}
+		}
+		// spread is the cost of the state-2 slots' change when the move
+		// leaves rem Wh to n2 slots, lamOut the marginal prices of the
+		// slots it takes out of state 2; ok false when not allowed.
+		spread := func(rem float64, n2 int, lamOut float64) (float64, bool) {
+			if rem < -1e-6 || n2 == 0 && rem > 1e-6 {
+				return 0, false
+			}
+			nd2 := 0.0
+			if n2 > 0 {
+				nd2 = rem / (float64(n2) * s.dtH)
+			}
+			if nd2 > math.Max(s.h.NormalW, d2)+1e-9 {
+				return 0, false
+			}
+			return (lamSum - lamOut) * (nd2 - d2), true
+		}
+		upRem := func(t int, to int8) (rem float64, out int) {
+			rem = s.remWh - s.powerW(to)*s.dtH
+			if s.states[t] == sgNormal {
+				return rem, 1
+			}
+			return rem + s.powerW(s.states[t])*s.dtH, 0
+		}
+		best := hpMove{t: -1, u: -1}
+		try := func(m hpMove) {
+			if m.gainEUR < -1e-7 && (best.t < 0 || m.gainEUR < best.gainEUR-tieEUR) {
+				best = m
+			}
+		}
+		for t := range n {
+			for i, to := range [2]int8{sgRecommended, sgForced} {
+				if math.IsNaN(up[2*t+i]) {
+					continue
+				}
+				rem, out := upRem(t, to)
+				if c, ok := spread(rem, s.n2-out, lam[t]*float64(out)); ok {
+					try(hpMove{t: t, u: -1, to: to, gainEUR: up[2*t+i] + c})
+				}
+			}
+			if math.IsNaN(lock[t]) {
+				continue
+			}
+			if c, ok := spread(s.remWh, s.n2-1, lam[t]); ok {
+				try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lock[t] + c})
+				continue
+			}
+			// The lock needs heating ahead elsewhere.
+			for u := range n {
+				for i, to := range [2]int8{sgRecommended, sgForced} {
+					if u == t || math.IsNaN(up[2*u+i]) {
+						continue
+					}
+					rem, out := upRem(u, to)
+					if c, ok := spread(rem, s.n2-1-out, lam[t]+lam[u]*float64(out)); ok {
+						try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lock[t] + up[2*u+i] + c})
+					}
+				}
+			}
+		}
+		if best.t < 0 {
+			return
+		}
+		s.apply(best.t, best.to)
+		if best.u >= 0 {
+			s.apply(best.u, best.toU)
+		}
+	}
+}
+
+// apply puts slot t in state to and keeps rem and n2.
+func (s *heatPumpSchedule) apply(t int, to int8) {
+	if s.states[t] == sgNormal {
+		s.n2--
+	} else {
+		s.remWh += s.powerW(s.states[t]) * s.dtH
+	}
+	s.states[t] = to
+	s.remWh -= s.powerW(to) * s.dtH
+}
