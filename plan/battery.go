@@ -2,15 +2,18 @@ package plan
 
 import "math"
 
-// The battery's dynamic programme: states are stored energies on a grid
-// of stepWh anchored at the start's energy (so the start is exact and the
-// reserve is rounded inwards, never crossed), actions are whole steps up
-// (charging) or down (discharging) per slot, and v holds the least cost
-// from each slot and state to the horizon's end.
+// The battery's dynamic programme: v holds the least cost from each slot
+// and state to the horizon's end; states are stored energies on a grid of
+// stepWh anchored at the start's energy, moves are hold, self-consumption
+// (cover the shortfall, take the surplus: exact, v read linearly between
+// states) or whole steps up (charging, from the grid where allowed) or
+// down. The trajectory is then walked forward from the start's energy,
+// each slot's move chosen again by the same rule, off the grid where
+// self-consumption leaves it.
 
 // overImportEURPerKWh prices import above the grid operator's limit, so
 // that the programme always has an answer and avoids it wherever any
-// action or schedule can.
+// move or schedule can.
 const overImportEURPerKWh = 10
 
 // tieEUR is the margin a choice must beat another by to win, so that
@@ -19,18 +22,20 @@ const overImportEURPerKWh = 10
 const tieEUR = 1e-9
 
 type batteryModel struct {
-	on         bool
-	capWh      float64
-	stepWh     float64
-	states     int // state count
-	start      int // state at slot 0
-	eStartWh   float64
-	minI, maxI int // states the plan may move into (the reserve and the top)
-	kc, kd     int // most steps up, down in one slot
-	etaC, etaD float64
-	gridCharge bool
-	toGrid     bool
-	// order lists the actions k from hold outwards (0, 1, −1, 2, −2, …).
+	on            bool
+	capWh         float64
+	stepWh        float64
+	states        int // state count
+	start         int // the start's state
+	eStartWh      float64
+	minWh, maxWh  float64 // the reserve and the top
+	maxChargeW    float64
+	maxDischargeW float64
+	kc, kd        int // most whole steps up, down in one slot
+	etaC, etaD    float64
+	gridCharge    bool
+	toGrid        bool
+	// order lists the steps k from hold outwards (0, 1, −1, 2, −2, …).
 	order []int
 }
 
@@ -48,22 +53,14 @@ func newBatteryModel(b *Battery, stepPct, dtH float64) batteryModel {
 		stepPct = 0.5
 	}
 	m := batteryModel{on: true, capWh: b.CapacityWh, stepWh: stepPct / 100 * b.CapacityWh,
+		maxChargeW: b.MaxChargeW, maxDischargeW: b.MaxDischargeW,
 		etaC: or(b.ChargeEfficiency, 0.95), etaD: or(b.DischargeEfficiency, 0.95),
 		gridCharge: b.GridCharge, toGrid: b.DischargeToGrid}
-	maxPct := or(b.MaxSoCPct, 100)
 	m.eStartWh = b.SoCPct / 100 * b.CapacityWh
-	minWh, maxWh := b.MinSoCPct/100*b.CapacityWh, maxPct/100*b.CapacityWh
-	down := steps(math.Max(0, m.eStartWh-minWh), m.stepWh) // states below the start
-	up := steps(math.Max(0, maxWh-m.eStartWh), m.stepWh)   // states above it
+	m.minWh, m.maxWh = b.MinSoCPct/100*b.CapacityWh, or(b.MaxSoCPct, 100)/100*b.CapacityWh
+	down := steps(math.Max(0, m.eStartWh-m.minWh), m.stepWh) // states below the start
+	up := steps(math.Max(0, m.maxWh-m.eStartWh), m.stepWh)   // states above it
 	m.start, m.states = down, down+up+1
-	m.minI, m.maxI = 0, m.states-1
-	if m.eStartWh < minWh { // below the reserve: it may only rise into it
-		m.minI = steps(minWh-m.eStartWh+m.stepWh*(1-1e-9), m.stepWh)
-		m.minI = min(m.minI, m.maxI)
-	}
-	if m.eStartWh > maxWh {
-		m.maxI = m.start
-	}
 	m.kc = steps(b.MaxChargeW*dtH*m.etaC, m.stepWh)
 	m.kd = steps(b.MaxDischargeW*dtH/m.etaD, m.stepWh)
 	m.order = append(m.order, 0)
@@ -93,12 +90,12 @@ func (m *batteryModel) energyWh(i int) float64 {
 	return m.eStartWh + float64(i-m.start)*m.stepWh
 }
 
-// socPct is state i's state of charge.
-func (m *batteryModel) socPct(i int) float64 {
+// socPct is the state of charge of eWh.
+func (m *batteryModel) socPct(eWh float64) float64 {
 	if m.capWh == 0 {
 		return 0
 	}
-	return m.energyWh(i) / m.capWh * 100
+	return eWh / m.capWh * 100
 }
 
 // acW is the AC power of k steps in a slot of dtH hours: > 0 charging.
@@ -112,11 +109,13 @@ func (m *batteryModel) acW(k int, dtH float64) float64 {
 	return 0
 }
 
-// allowed says whether a slot may move the battery from state i to j:
+// allowed says whether a slot may move the battery from e to f (Wh):
 // within the states, never down below the reserve or up above the top
 // (a start outside them may only move towards them).
-func (m *batteryModel) allowed(i, j int) bool {
-	return j >= 0 && j < m.states && (j >= m.minI || j >= i) && (j <= m.maxI || j <= i)
+func (m *batteryModel) allowed(e, f float64) bool {
+	const eps = 1e-6
+	return f >= m.energyWh(0)-eps && f <= m.energyWh(m.states-1)+eps &&
+		(f >= m.minWh-eps || f >= e) && (f <= m.maxWh+eps || f <= e)
 }
 
 // gridCost is slot t's grid cost (EUR) for a net draw of netW (> 0 import).
@@ -163,67 +162,134 @@ func (p *planner) stage(t int, loadW float64, k int) (float64, bool) {
 	return p.gridCost(t, loadW+ac-pv), true
 }
 
+// selfConsumption is the battery's self-consumption move in slot t from
+// energy eWh: covering the house's shortfall (discharging) or taking the
+// PV surplus (charging), as far as its power and the reserve or the top
+// allow; the stored change and the AC power.
+func (p *planner) selfConsumption(t int, loadW, eWh float64) (dWh, acW float64) {
+	m := &p.bat
+	pv := p.in.Slots[t].PVW
+	switch {
+	case loadW > pv && m.maxDischargeW > 0:
+		acW = -math.Min(loadW-pv, m.maxDischargeW)
+		dWh = acW * p.dtH / m.etaD
+		if eWh+dWh < m.minWh {
+			dWh = math.Min(0, m.minWh-eWh)
+			acW = dWh * m.etaD / p.dtH
+		}
+	case pv > loadW && m.maxChargeW > 0:
+		acW = math.Min(pv-loadW, m.maxChargeW)
+		dWh = acW * p.dtH * m.etaC
+		if eWh+dWh > m.maxWh {
+			dWh = math.Max(0, m.maxWh-eWh)
+			acW = dWh / m.etaC / p.dtH
+		}
+	}
+	return dWh, acW
+}
+
+// valueAt is v of slot t at energy eWh, linear between states.
+func (p *planner) valueAt(t int, eWh float64) float64 {
+	m := &p.bat
+	S := m.states
+	row := p.v[t*S : (t+1)*S]
+	if S == 1 {
+		return row[0]
+	}
+	x := (eWh - m.energyWh(0)) / m.stepWh
+	i := int(math.Floor(x))
+	switch {
+	case i < 0:
+		return row[0]
+	case i >= S-1:
+		return row[S-1]
+	}
+	f := x - float64(i)
+	return row[i] + f*(row[i+1]-row[i])
+}
+
+// move is one choice of the battery in a slot.
+type move struct {
+	dWh, acW, costEUR float64
+}
+
+// best is the battery's cheapest move in slot t from energy eWh with the
+// house drawing loadW (the slot's grid cost plus v after it): hold, the
+// self-consumption move, or whole steps up or down, in that order on ties.
+// onGrid says eWh is state i's energy, so whole steps land on states and
+// the stage costs of the steps (stageBuf, per k+kd) apply.
+func (p *planner) best(t int, loadW, eWh float64, i int, onGrid bool) move {
+	m := &p.bat
+	S := m.states
+	hold := move{costEUR: p.gridCost(t, loadW-p.in.Slots[t].PVW) + p.valueAt(t+1, eWh)}
+	b := hold
+	if S == 1 {
+		return b
+	}
+	if d, ac := p.selfConsumption(t, loadW, eWh); d != 0 {
+		c := p.gridCost(t, loadW+ac-p.in.Slots[t].PVW) + p.valueAt(t+1, eWh+d)
+		if c < b.costEUR-tieEUR {
+			b = move{dWh: d, acW: ac, costEUR: c}
+		}
+	}
+	next := p.v[(t+1)*S : (t+2)*S]
+	for _, k := range m.order[1:] {
+		d := float64(k) * m.stepWh
+		e := eWh + d
+		if !m.allowed(eWh, e) {
+			continue
+		}
+		var c float64
+		if onGrid {
+			c = p.stageBuf[k+m.kd] + next[i+k]
+		} else {
+			sc, ok := p.stage(t, loadW, k)
+			if !ok {
+				continue
+			}
+			c = sc + p.valueAt(t+1, e)
+		}
+		if c < b.costEUR-tieEUR {
+			b = move{dWh: d, acW: m.acW(k, p.dtH), costEUR: c}
+		}
+	}
+	return b
+}
+
 // solve runs the programme for the loads loadW (W per slot, everything
-// but the battery): v and act for every slot and state, then the
-// trajectory from the start.
+// but the battery): v for every slot and state, then the trajectory from
+// the start, each slot's move chosen again from the energy the moves
+// before left (trajWh, moveW).
 func (p *planner) solve(loadW []float64) {
 	m := &p.bat
 	n, S := len(p.in.Slots), m.states
 	for i := range S {
 		p.v[n*S+i] = -p.endValueEURPerWh * (m.energyWh(i) - m.eStartWh)
 	}
-	cost := p.stageBuf
 	for t := n - 1; t >= 0; t-- {
 		for _, k := range m.order {
 			c, ok := p.stage(t, loadW[t], k)
 			if !ok {
 				c = math.Inf(1)
 			}
-			cost[k+m.kd] = c
+			p.stageBuf[k+m.kd] = c
 		}
-		next := p.v[(t+1)*S : (t+2)*S]
 		for i := range S {
-			best, bk := math.Inf(1), 0
-			for _, k := range m.order {
-				j := i + k
-				if !m.allowed(i, j) {
-					continue
-				}
-				if c := cost[k+m.kd] + next[j]; c < best-tieEUR {
-					best, bk = c, k
-				}
-			}
-			p.v[t*S+i], p.act[t*S+i] = best, int16(bk)
+			p.v[t*S+i] = p.best(t, loadW[t], m.energyWh(i), i, true).costEUR
 		}
 	}
-	p.traj[0] = m.start
+	p.trajWh[0] = m.eStartWh
 	for t := range n {
-		p.traj[t+1] = p.traj[t] + int(p.act[t*S+p.traj[t]])
+		mv := p.best(t, loadW[t], p.trajWh[t], 0, false)
+		p.moveW[t] = mv.acW
+		p.trajWh[t+1] = p.trajWh[t] + mv.dWh
 	}
 }
 
-// marginal is slot t's cost from the plan's state there to the end when
+// marginal is slot t's cost from the plan's energy there to the end when
 // the house draws loadW in slot t: the battery's move in t is chosen
 // again, the rest of the horizon is valued by v. Flexible loads are placed
 // by its differences.
 func (p *planner) marginal(t int, loadW float64) float64 {
-	m := &p.bat
-	S := m.states
-	i := p.traj[t]
-	next := p.v[(t+1)*S : (t+2)*S]
-	best := math.Inf(1)
-	for _, k := range m.order {
-		j := i + k
-		if !m.allowed(i, j) {
-			continue
-		}
-		c, ok := p.stage(t, loadW, k)
-		if !ok {
-			continue
-		}
-		if c += next[j]; c < best-tieEUR {
-			best = c
-		}
-	}
-	return best
+	return p.best(t, loadW, p.trajWh[t], 0, false).costEUR
 }

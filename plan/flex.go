@@ -20,8 +20,8 @@ const (
 	sgForced      = 4
 )
 
-// carLevels is how many power levels between the car's maximum and
-// minimum a slot tries when the maximum would import above the limit.
+// carLevels is how many steps between the car's maximum and minimum power
+// a slot tries (an import limit may leave room for less than the maximum).
 const carLevels = 8
 
 type carCandidate struct {
@@ -49,12 +49,23 @@ func (p *planner) placeCar() float64 {
 	for t := range last {
 		base := p.loadW[t]
 		here := p.marginal(t, base)
-		var cand carCandidate
-		for l := 0; l <= carLevels; l++ {
-			w := c.MaxW - (c.MaxW-c.MinW)*float64(l)/carLevels
-			cand = carCandidate{t: t, w: w, perWhEU: (p.marginal(t, base+w) - here) / (w * p.dtH)}
-			if cand.perWhEU < overImportEURPerKWh/2000 || c.MaxW == c.MinW {
-				break // within the import limit
+		// The level with the least cost a Wh, the highest on ties: below
+		// the maximum where that would import above the limit. The levels
+		// are the maximum down to the minimum in carLevels steps, and what
+		// fits under the import limit without the battery.
+		cand := carCandidate{t: t, perWhEU: math.Inf(1)}
+		try := func(w float64) {
+			perWh := (p.marginal(t, base+w) - here) / (w * p.dtH)
+			if perWh < cand.perWhEU-1e-9 || perWh < cand.perWhEU+1e-9 && w > cand.w {
+				cand.w, cand.perWhEU = w, perWh
+			}
+		}
+		for l := 0; l <= carLevels && (l == 0 || c.MaxW > c.MinW); l++ {
+			try(c.MaxW - (c.MaxW-c.MinW)*float64(l)/carLevels)
+		}
+		if s := &p.in.Slots[t]; s.HasMaxImport {
+			if fit := s.MaxImportW - base + s.PVW; fit > c.MinW && fit < c.MaxW {
+				try(fit)
 			}
 		}
 		cands = append(cands, cand)
@@ -99,8 +110,11 @@ type heatPumpSchedule struct {
 	// normalDrawW is every slot's draw when all are in state 2 (the
 	// baseline's heat pump).
 	normalDrawW float64
-	// The lock rules in slots, each slot's day and per-day scratch.
-	day                                     []int
+	// day is each slot's day (0 for the start's); aheadWh each day's
+	// energy taken in states 3 and 4 above normalDrawW.
+	day     []int
+	aheadWh []float64
+	// The lock rules in slots, and per-day scratch for their check.
 	lockSlots, locksPerDay, lockedPerDaySlt int
 	count, total                            []int
 }
@@ -119,24 +133,24 @@ func newHeatPumpSchedule(in *Input, dt time.Duration) heatPumpSchedule {
 	for t := range s.states {
 		s.states[t] = sgNormal
 	}
+	s.day = make([]int, n)
+	loc := in.Start.Location()
+	y, m, d := in.Start.Date()
+	for t := 1; t < n; t++ {
+		s.day[t] = s.day[t-1]
+		if ty, tm, td := in.Start.Add(time.Duration(t) * dt).In(loc).Date(); ty != y || tm != m || td != d {
+			y, m, d = ty, tm, td
+			s.day[t]++
+		}
+	}
+	days := s.day[n-1] + 1
+	s.aheadWh = make([]float64, days)
 	if l := h.Lock; l != nil {
 		s.lockSlots = int(l.MaxLock / dt)
 		s.locksPerDay = l.MaxLocksPerDay
 		s.lockedPerDaySlt = int(l.MaxLockedPerDay / dt)
-		s.day = make([]int, n)
-		loc := in.Start.Location()
-		y, m, d := in.Start.Date()
-		for t := range n {
-			ty, tm, td := in.Start.Add(time.Duration(t) * dt).In(loc).Date()
-			if ty != y || tm != m || td != d {
-				y, m, d = ty, tm, td
-				s.day[t] = s.day[t-1] + 1
-			} else if t > 0 {
-				s.day[t] = s.day[t-1]
-			}
-		}
-		s.count = make([]int, s.day[n-1]+1)
-		s.total = make([]int, s.day[n-1]+1)
+		s.count = make([]int, days)
+		s.total = make([]int, days)
 	}
 	return s
 }
@@ -156,6 +170,14 @@ func (s *heatPumpSchedule) powerW(state int8) float64 {
 		return s.h.RecommendedW
 	case sgForced:
 		return s.h.ForcedW
+	}
+	return 0
+}
+
+// aheadW is what a state other than normal takes above normalDrawW.
+func (s *heatPumpSchedule) aheadW(state int8) float64 {
+	if state == sgRecommended || state == sgForced {
+		return s.powerW(state) - s.normalDrawW
 	}
 	return 0
 }
@@ -188,6 +210,15 @@ func (s *heatPumpSchedule) shortWh() float64 {
 		return math.Max(0, s.remWh)
 	}
 	return math.Max(0, s.remWh-s.h.NormalW*float64(s.n2)*s.dtH)
+}
+
+// bufferOK says whether slot t may go to state to within the day's buffer.
+func (s *heatPumpSchedule) bufferOK(t int, to int8) bool {
+	if s.h.BufferWh == 0 {
+		return true
+	}
+	d := s.day[t]
+	return s.aheadWh[d]+(s.aheadW(to)-s.aheadW(s.states[t]))*s.dtH <= s.h.BufferWh+1e-6
 }
 
 // locksOK checks the lock rules on the states.
@@ -226,6 +257,9 @@ type hpMove struct {
 	gainEUR float64
 }
 
+// boosts are the states that heat ahead, in the order moves try them.
+var boosts = [2]int8{sgRecommended, sgForced}
+
 // placeHeatPump improves the heat pump's states greedily: each round takes
 // the move that lowers the cost most (heating ahead in a slot in state 3
 // or 4, so the state-2 slots draw less; a lock, where its rules allow, so
@@ -238,36 +272,41 @@ func (p *planner) placeHeatPump() {
 		return
 	}
 	n := len(p.in.Slots)
-	other := make([]float64, n) // everything but the heat pump
-	cur := make([]float64, n)   // marginal cost now
-	lam := make([]float64, n)   // marginal price of a W in state-2 slots
-	up := make([]float64, 2*n)  // gain of slot t to 3 (2t) and to 4 (2t+1)
-	lock := make([]float64, n)  // gain of a lock in t; NaN: not allowed
+	buf := make([]float64, 7*n)
+	other := buf[0*n : 1*n]  // everything but the heat pump
+	cur := buf[1*n : 2*n]    // marginal cost now
+	lam := buf[2*n : 3*n]    // marginal price of a W in state-2 slots
+	at := buf[3*n : 6*n]     // marginal cost in state 1 (3t), 3 (3t+1), 4 (3t+2)
+	lockOK := buf[6*n : 7*n] // 1: a lock in t keeps the rules
 	for t, sl := range p.in.Slots {
 		other[t] = sl.BaseLoadW + p.carW[t]
+		at[3*t] = p.marginal(t, other[t])
+		at[3*t+1] = p.marginal(t, other[t]+s.h.RecommendedW)
+		at[3*t+2] = p.marginal(t, other[t]+s.h.ForcedW)
+	}
+	atState := func(t int, st int8) float64 {
+		if st == sgLocked {
+			return at[3*t]
+		}
+		return at[3*t+int(st)-2]
 	}
 	const h = 100.0 // W, for the marginal price
-	nan := math.NaN()
 	for range 4 * n {
 		d2 := s.normalW()
 		lamSum := 0.0
 		for t := range n {
-			cur[t] = p.marginal(t, other[t]+s.drawW(t))
-			lam[t] = 0
-			if s.states[t] == sgNormal {
-				lam[t] = (p.marginal(t, other[t]+d2+h) - cur[t]) / h
-				lamSum += lam[t]
+			lam[t], lockOK[t] = 0, 0
+			if s.states[t] != sgNormal {
+				cur[t] = atState(t, s.states[t])
+				continue
 			}
-			up[2*t], up[2*t+1], lock[t] = nan, nan, nan
-			for i, to := range [2]int8{sgRecommended, sgForced} {
-				if s.states[t] < to && s.states[t] != sgLocked {
-					up[2*t+i] = p.marginal(t, other[t]+s.powerW(to)) - cur[t]
-				}
-			}
-			if s.h.Lock != nil && s.states[t] == sgNormal {
+			cur[t] = p.marginal(t, other[t]+d2)
+			lam[t] = (p.marginal(t, other[t]+d2+h) - cur[t]) / h
+			lamSum += lam[t]
+			if s.h.Lock != nil {
 				s.states[t] = sgLocked
 				if s.locksOK() {
-					lock[t] = p.marginal(t, other[t]) - cur[t]
+					lockOK[t] = 1
 				}
 				s.states[t] = sgNormal
 			}
@@ -288,12 +327,20 @@ func (p *planner) placeHeatPump() {
 			}
 			return (lamSum - lamOut) * (nd2 - d2), true
 		}
-		upRem := func(t int, to int8) (rem float64, out int) {
-			rem = s.remWh - s.powerW(to)*s.dtH
-			if s.states[t] == sgNormal {
-				return rem, 1
+		// boost is slot t to state to: its own cost's change, the
+		// remainder it leaves, whether it leaves state 2; ok false when
+		// not a boost or beyond the buffer.
+		boost := func(t int, to int8) (own, rem float64, out int, ok bool) {
+			st := s.states[t]
+			if st >= to || st == sgLocked || !s.bufferOK(t, to) {
+				return 0, 0, 0, false
 			}
-			return rem + s.powerW(s.states[t])*s.dtH, 0
+			own = atState(t, to) - cur[t]
+			rem = s.remWh - s.powerW(to)*s.dtH
+			if st == sgNormal {
+				return own, rem, 1, true
+			}
+			return own, rem + s.powerW(st)*s.dtH, 0, true
 		}
 		best := hpMove{t: -1, u: -1}
 		try := func(m hpMove) {
@@ -302,31 +349,31 @@ func (p *planner) placeHeatPump() {
 			}
 		}
 		for t := range n {
-			for i, to := range [2]int8{sgRecommended, sgForced} {
-				if math.IsNaN(up[2*t+i]) {
-					continue
-				}
-				rem, out := upRem(t, to)
-				if c, ok := spread(rem, s.n2-out, lam[t]*float64(out)); ok {
-					try(hpMove{t: t, u: -1, to: to, gainEUR: up[2*t+i] + c})
+			for _, to := range boosts {
+				if own, rem, out, ok := boost(t, to); ok {
+					if c, ok := spread(rem, s.n2-out, lam[t]*float64(out)); ok {
+						try(hpMove{t: t, u: -1, to: to, gainEUR: own + c})
+					}
 				}
 			}
-			if math.IsNaN(lock[t]) {
+			if lockOK[t] == 0 {
 				continue
 			}
+			lockOwn := at[3*t] - cur[t]
 			if c, ok := spread(s.remWh, s.n2-1, lam[t]); ok {
-				try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lock[t] + c})
+				try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lockOwn + c})
 				continue
 			}
 			// The lock needs heating ahead elsewhere.
 			for u := range n {
-				for i, to := range [2]int8{sgRecommended, sgForced} {
-					if u == t || math.IsNaN(up[2*u+i]) {
+				for _, to := range boosts {
+					if u == t {
 						continue
 					}
-					rem, out := upRem(u, to)
-					if c, ok := spread(rem, s.n2-1-out, lam[t]+lam[u]*float64(out)); ok {
-						try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lock[t] + up[2*u+i] + c})
+					if own, rem, out, ok := boost(u, to); ok {
+						if c, ok := spread(rem, s.n2-1-out, lam[t]+lam[u]*float64(out)); ok {
+							try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lockOwn + own + c})
+						}
 					}
 				}
 			}
@@ -341,13 +388,15 @@ func (p *planner) placeHeatPump() {
 	}
 }
 
-// apply puts slot t in state to and keeps rem and n2.
+// apply puts slot t in state to and keeps rem, n2 and the day's buffer.
 func (s *heatPumpSchedule) apply(t int, to int8) {
-	if s.states[t] == sgNormal {
+	from := s.states[t]
+	if from == sgNormal {
 		s.n2--
 	} else {
-		s.remWh += s.powerW(s.states[t]) * s.dtH
+		s.remWh += s.powerW(from) * s.dtH
 	}
+	s.aheadWh[s.day[t]] += (s.aheadW(to) - s.aheadW(from)) * s.dtH
 	s.states[t] = to
 	s.remWh -= s.powerW(to) * s.dtH
 }

@@ -17,9 +17,9 @@ type planner struct {
 	endValueEURPerWh float64
 
 	v        []float64 // (n+1) × states: least cost to the end
-	act      []int16   // n × states: the step taken
-	traj     []int     // n+1: the states from the start
-	stageBuf []float64 // per action k+kd: one slot's stage costs
+	trajWh   []float64 // n+1: the stored energy from the start
+	moveW    []float64 // n: the battery's AC power (> 0 charging)
+	stageBuf []float64 // per step k+kd: one slot's stage costs
 
 	carW  []float64 // the car's charging per slot
 	hp    heatPumpSchedule
@@ -48,8 +48,8 @@ func Compute(in *Input) (*Plan, error) {
 	}
 	S := p.bat.states
 	p.v = make([]float64, (n+1)*S)
-	p.act = make([]int16, n*S)
-	p.traj = make([]int, n+1)
+	p.trajWh = make([]float64, n+1)
+	p.moveW = make([]float64, n)
 	p.stageBuf = make([]float64, p.bat.kc+p.bat.kd+1)
 	p.carW = make([]float64, n)
 	p.loadW = make([]float64, n)
@@ -89,14 +89,13 @@ func (p *planner) steps() *Plan {
 	median := medianImport(p.in.Slots)
 	total := 0.0
 	for t, s := range p.in.Slots {
-		k := p.traj[t+1] - p.traj[t]
-		ac := p.bat.acW(k, p.dtH)
+		ac := p.moveW[t]
 		load := p.loadW[t]
 		net := load + ac - s.PVW
 		st := Step{Start: p.in.Start.Add(time.Duration(t) * p.dt), BatteryW: ac, SGReady: p.hp.state(t),
 			HeatPumpW: p.hp.drawW(t), CarW: p.carW[t], CostEUR: p.gridCost(t, net)}
 		if p.bat.on {
-			st.SoCPct = p.bat.socPct(p.traj[t+1])
+			st.SoCPct = p.bat.socPct(p.trajWh[t+1])
 		}
 		if net > 0 {
 			st.ImportW = net
@@ -108,13 +107,13 @@ func (p *planner) steps() *Plan {
 			st.CurtailedW = -net - st.ExportW
 		}
 		switch {
-		case k > 0:
+		case ac > 0:
 			st.BatteryFromGridW = math.Min(ac, st.ImportW)
 			st.Battery = BatteryChargePV
 			if st.BatteryFromGridW > 1e-6 {
 				st.Battery = BatteryChargeGrid
 			}
-		case k < 0:
+		case ac < 0:
 			st.Battery = BatteryDischarge
 		default:
 			st.Battery = BatteryHold
@@ -123,7 +122,7 @@ func (p *planner) steps() *Plan {
 		total += st.CostEUR
 		pl.Steps[t] = st
 	}
-	pl.CostEUR = total - p.endValueEURPerWh*(p.bat.energyWh(p.traj[n])-p.bat.eStartWh)
+	pl.CostEUR = total - p.endValueEURPerWh*(p.trajWh[n]-p.bat.eStartWh)
 	return pl
 }
 
