@@ -29,6 +29,8 @@ type batteryModel struct {
 	start         int // the start's state
 	eStartWh      float64
 	minWh, maxWh  float64 // the reserve and the top
+	loWh, hiWh    float64 // the lowest and the highest state's energy
+	minI, maxI    int     // the lowest and the highest state within them
 	maxChargeW    float64
 	maxDischargeW float64
 	kc, kd        int // most whole steps up, down in one slot
@@ -61,6 +63,13 @@ func newBatteryModel(b *Battery, stepPct, dtH float64) batteryModel {
 	down := steps(math.Max(0, m.eStartWh-m.minWh), m.stepWh) // states below the start
 	up := steps(math.Max(0, m.maxWh-m.eStartWh), m.stepWh)   // states above it
 	m.start, m.states = down, down+up+1
+	m.loWh, m.hiWh = m.energyWh(0), m.energyWh(m.states-1)
+	m.minI, m.maxI = m.states, -1
+	for i := range m.states {
+		if e := m.energyWh(i); e >= m.minWh-1e-6 && e <= m.maxWh+1e-6 {
+			m.minI, m.maxI = min(m.minI, i), i
+		}
+	}
 	m.kc = steps(b.MaxChargeW*dtH*m.etaC, m.stepWh)
 	m.kd = steps(b.MaxDischargeW*dtH/m.etaD, m.stepWh)
 	m.order = append(m.order, 0)
@@ -114,7 +123,7 @@ func (m *batteryModel) acW(k int, dtH float64) float64 {
 // (a start outside them may only move towards them).
 func (m *batteryModel) allowed(e, f float64) bool {
 	const eps = 1e-6
-	return f >= m.energyWh(0)-eps && f <= m.energyWh(m.states-1)+eps &&
+	return f >= m.loWh-eps && f <= m.hiWh+eps &&
 		(f >= m.minWh-eps || f >= e) && (f <= m.maxWh+eps || f <= e)
 }
 
@@ -196,7 +205,7 @@ func (p *planner) valueAt(t int, eWh float64) float64 {
 	if S == 1 {
 		return row[0]
 	}
-	x := (eWh - m.energyWh(0)) / m.stepWh
+	x := (eWh - m.loWh) / m.stepWh
 	i := int(math.Floor(x))
 	switch {
 	case i < 0:
@@ -214,42 +223,55 @@ type move struct {
 }
 
 // best is the battery's cheapest move in slot t from energy eWh with the
-// house drawing loadW (the slot's grid cost plus v after it): hold, the
-// self-consumption move, or whole steps up or down, in that order on ties.
+// house drawing loadW (the slot's grid cost plus v after it): the
+// self-consumption move, hold, or whole steps up or down, in that order on
+// ties.
 // onGrid says eWh is state i's energy, so whole steps land on states and
 // the stage costs of the steps (stageBuf, per k+kd) apply.
 func (p *planner) best(t int, loadW, eWh float64, i int, onGrid bool) move {
 	m := &p.bat
 	S := m.states
-	hold := move{costEUR: p.gridCost(t, loadW-p.in.Slots[t].PVW) + p.valueAt(t+1, eWh)}
-	b := hold
+	b := move{costEUR: p.gridCost(t, loadW-p.in.Slots[t].PVW) + p.valueAt(t+1, eWh)}
 	if S == 1 {
 		return b
 	}
+	// Self-consumption wins a tie with hold: what the site loop does by
+	// itself, and PV that would be held back is stored now rather than
+	// in a later hour the forecast may not keep.
 	if d, ac := p.selfConsumption(t, loadW, eWh); d != 0 {
 		c := p.gridCost(t, loadW+ac-p.in.Slots[t].PVW) + p.valueAt(t+1, eWh+d)
-		if c < b.costEUR-tieEUR {
+		if c <= b.costEUR+tieEUR {
 			b = move{dWh: d, acW: ac, costEUR: c}
 		}
 	}
-	next := p.v[(t+1)*S : (t+2)*S]
+	if onGrid {
+		next := p.v[(t+1)*S : (t+2)*S]
+		bk := 0
+		for _, k := range m.order[1:] {
+			j := i + k
+			if j < 0 || j >= S || k < 0 && j < m.minI || k > 0 && j > m.maxI {
+				continue
+			}
+			if c := p.stageBuf[k+m.kd] + next[j]; c < b.costEUR-tieEUR {
+				b.costEUR, bk = c, k
+			}
+		}
+		if bk != 0 {
+			b = move{dWh: float64(bk) * m.stepWh, acW: m.acW(bk, p.dtH), costEUR: b.costEUR}
+		}
+		return b
+	}
 	for _, k := range m.order[1:] {
 		d := float64(k) * m.stepWh
 		e := eWh + d
 		if !m.allowed(eWh, e) {
 			continue
 		}
-		var c float64
-		if onGrid {
-			c = p.stageBuf[k+m.kd] + next[i+k]
-		} else {
-			sc, ok := p.stage(t, loadW, k)
-			if !ok {
-				continue
-			}
-			c = sc + p.valueAt(t+1, e)
+		sc, ok := p.stage(t, loadW, k)
+		if !ok {
+			continue
 		}
-		if c < b.costEUR-tieEUR {
+		if c := sc + p.valueAt(t+1, e); c < b.costEUR-tieEUR {
 			b = move{dWh: d, acW: m.acW(k, p.dtH), costEUR: c}
 		}
 	}

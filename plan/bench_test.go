@@ -34,7 +34,7 @@ func benchInput(n int) *Input {
 	rules := UtilityLockRules()
 	return &Input{Start: start, Slots: horizon(start, n, springSlot),
 		Battery:  battery10(30, true),
-		HeatPump: &HeatPump{NormalW: 700, RecommendedW: 1500, ForcedW: 2500, Lock: &rules},
+		HeatPump: &HeatPump{NormalW: 700, RecommendedW: 1500, ForcedW: 2500, BufferWh: 4000, Lock: &rules},
 		Car:      &Car{Connected: true, TargetWh: 30000, Deadline: start.Add(18 * time.Hour), MinW: 4140, MaxW: 11040},
 	}
 }

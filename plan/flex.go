@@ -2,7 +2,6 @@ package plan
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -20,21 +19,19 @@ const (
 	sgForced      = 4
 )
 
-// carLevels is how many steps between the car's maximum and minimum power
-// a slot tries (an import limit may leave room for less than the maximum).
+// carLevels is how many steps between the car's minimum and maximum
+// power a slot climbs (an import limit may leave room for less than the
+// maximum, PV surplus for less than the minimum's price).
 const carLevels = 8
 
-type carCandidate struct {
-	t       int
-	w       float64 // power
-	perWhEU float64 // marginal cost per Wh at that power
-}
-
-// placeCar charges the car's target in the cheapest slots before its
-// deadline (whole slots at the most the slot allows, the rest at no less
-// than its minimum in the next cheapest), then, up to MaxWh, in slots
-// where charging earns money. It returns the part of the target the
-// horizon cannot give.
+// placeCar charges the car's target in the cheapest increments before its
+// deadline: each slot's power climbs from 0 to the minimum, then in
+// carLevels steps (and the step that fills the import limit) to the
+// maximum, and each round takes the increment with the least marginal
+// cost a Wh over all slots (ties: the earlier slot), the last one cut to
+// what the target still needs (no less than the minimum). Then, up to
+// MaxWh, increments that earn money. It returns the part of the target
+// the horizon cannot give.
 func (p *planner) placeCar() float64 {
 	c := p.in.Car
 	if c == nil || !c.Connected {
@@ -45,56 +42,64 @@ func (p *planner) placeCar() float64 {
 	if !c.Deadline.IsZero() {
 		last = min(n, max(0, int(c.Deadline.Sub(p.in.Start)/p.dt)))
 	}
-	cands := make([]carCandidate, 0, last)
-	for t := range last {
-		base := p.loadW[t]
-		here := p.marginal(t, base)
-		// The level with the least cost a Wh, the highest on ties: below
-		// the maximum where that would import above the limit. The levels
-		// are the maximum down to the minimum in carLevels steps, and what
-		// fits under the import limit without the battery.
-		cand := carCandidate{t: t, perWhEU: math.Inf(1)}
-		try := func(w float64) {
-			perWh := (p.marginal(t, base+w) - here) / (w * p.dtH)
-			if perWh < cand.perWhEU-1e-9 || perWh < cand.perWhEU+1e-9 && w > cand.w {
-				cand.w, cand.perWhEU = w, perWh
-			}
+	// next is each slot's next power level and its cost a Wh (+Inf: at
+	// the maximum); here the slot's marginal cost at its power now.
+	next := make([]float64, 3*last)
+	lvl, perWh, here := next[:last], next[last:2*last], next[2*last:]
+	levelAbove := func(t int, w float64) float64 {
+		if w < c.MinW {
+			return c.MinW
 		}
-		for l := 0; l <= carLevels && (l == 0 || c.MaxW > c.MinW); l++ {
-			try(c.MaxW - (c.MaxW-c.MinW)*float64(l)/carLevels)
-		}
+		step := (c.MaxW - c.MinW) / carLevels
+		up := c.MinW + (math.Floor((w-c.MinW)/step+1e-9)+1)*step
 		if s := &p.in.Slots[t]; s.HasMaxImport {
-			if fit := s.MaxImportW - base + s.PVW; fit > c.MinW && fit < c.MaxW {
-				try(fit)
+			if fit := s.MaxImportW - p.loadW[t] + s.PVW; fit > w+1e-6 && fit < up {
+				up = fit
 			}
 		}
-		cands = append(cands, cand)
+		return math.Min(up, c.MaxW)
 	}
-	slices.SortStableFunc(cands, func(a, b carCandidate) int {
-		switch {
-		case a.perWhEU < b.perWhEU-1e-12:
-			return -1
-		case a.perWhEU > b.perWhEU+1e-12:
-			return 1
+	price := func(t int) {
+		w := p.carW[t]
+		if w >= c.MaxW-1e-9 {
+			perWh[t] = math.Inf(1)
+			return
 		}
-		return a.t - b.t
-	})
+		lvl[t] = levelAbove(t, w)
+		perWh[t] = (p.marginal(t, p.loadW[t]+lvl[t]) - here[t]) / ((lvl[t] - w) * p.dtH)
+	}
+	for t := range last {
+		here[t] = p.marginal(t, p.loadW[t])
+		price(t)
+	}
 	left := c.TargetWh
 	room := math.Max(c.MaxWh, c.TargetWh) - c.TargetWh
-	for _, cd := range cands {
-		switch {
-		case left > 1e-6:
-			w := math.Min(cd.w, math.Max(c.MinW, left/p.dtH))
-			p.carW[cd.t] = w
-			left -= w * p.dtH
-			if left < 0 { // the minimum overshoots the target
-				room = math.Max(0, room+left)
+	for left > 1e-6 || room > 1e-6 {
+		bt := -1
+		for t := range last {
+			if perWh[t] < math.Inf(1) && (bt < 0 || perWh[t] < perWh[bt]-1e-12) {
+				bt = t
 			}
-		case room > 1e-6 && cd.perWhEU < 0:
-			w := math.Min(cd.w, math.Max(c.MinW, room/p.dtH))
-			p.carW[cd.t] = w
-			room -= w * p.dtH
 		}
+		if bt < 0 || left <= 1e-6 && perWh[bt] >= 0 {
+			break
+		}
+		w := lvl[bt]
+		need := &left
+		if left <= 1e-6 {
+			need = &room
+		}
+		if e := (w - p.carW[bt]) * p.dtH; e > *need {
+			w = math.Max(c.MinW, p.carW[bt]+*need/p.dtH)
+		}
+		*need -= (w - p.carW[bt]) * p.dtH
+		if *need < 0 && need == &left { // the minimum overshoots the target
+			room = math.Max(0, room+left)
+			left = 0
+		}
+		p.carW[bt] = w
+		here[bt] = p.marginal(bt, p.loadW[bt]+w)
+		price(bt)
 	}
 	return math.Max(0, left)
 }

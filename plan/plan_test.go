@@ -147,8 +147,78 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 	if math.Abs(sum-pl.CostEUR) > 1e-6 {
 		t.Errorf("plan cost %v, the steps give %v", pl.CostEUR, sum)
 	}
+	if in.HeatPump != nil {
+		checkHeatPump(t, in, pl)
+	}
 	if math.Abs(pl.BaselineCostEUR-pl.CostEUR-pl.SavingEUR) > 1e-9 {
 		t.Errorf("saving %v ≠ baseline %v − plan %v", pl.SavingEUR, pl.BaselineCostEUR, pl.CostEUR)
+	}
+}
+
+// checkHeatPump holds a plan to the heat pump's demand, its buffer and its
+// lock rules (or no lock without them).
+func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
+	t.Helper()
+	hp := in.HeatPump
+	normal := hp.RequiredWh / (float64(len(in.Slots)) / 4)
+	if hp.RequiredWh == 0 {
+		normal = hp.NormalW
+	}
+	energy := 0.0
+	type run struct{ from, len int }
+	var runs []run
+	ahead := map[int]float64{} // by day of the year
+	for i, st := range pl.Steps {
+		energy += st.HeatPumpW / 4
+		want := map[int]float64{1: 0, 3: hp.RecommendedW, 4: hp.ForcedW}
+		if w, ok := want[st.SGReady]; ok && st.HeatPumpW != w {
+			t.Errorf("step %d: heat pump %.0f W in state %d", i, st.HeatPumpW, st.SGReady)
+		}
+		if st.SGReady >= sgRecommended {
+			ahead[st.Start.YearDay()] += (st.HeatPumpW - normal) / 4
+		}
+		if st.SGReady != sgLocked {
+			continue
+		}
+		if hp.Lock == nil {
+			t.Errorf("step %d: locked without lock rules", i)
+		}
+		if len(runs) > 0 && runs[len(runs)-1].from+runs[len(runs)-1].len == i {
+			runs[len(runs)-1].len++
+		} else {
+			runs = append(runs, run{i, 1})
+		}
+	}
+	required := hp.RequiredWh
+	if required == 0 {
+		required = hp.NormalW * float64(len(in.Slots)) / 4
+	}
+	if math.Abs(energy+pl.HeatPumpShortWh-required) > 1e-6 && pl.HeatPumpShortWh == 0 {
+		t.Errorf("heat pump energy %.1f Wh, want %.1f (its demand)", energy, required)
+	}
+	for day, wh := range ahead {
+		if hp.BufferWh > 0 && wh > hp.BufferWh+1e-6 {
+			t.Errorf("day %d: %.0f Wh heated ahead, above the buffer's %.0f Wh", day, wh, hp.BufferWh)
+		}
+	}
+	if hp.Lock == nil {
+		return
+	}
+	perDay := map[int][2]int{}
+	for j, r := range runs {
+		if time.Duration(r.len)*DefaultSlot > hp.Lock.MaxLock {
+			t.Errorf("lock of %d slots from step %d, longer than %v", r.len, r.from, hp.Lock.MaxLock)
+		}
+		if j > 0 && r.from-(runs[j-1].from+runs[j-1].len) < runs[j-1].len {
+			t.Errorf("release before the lock at step %d shorter than the lock before", r.from)
+		}
+		day := pl.Steps[r.from].Start.YearDay()
+		perDay[day] = [2]int{perDay[day][0] + 1, perDay[day][1] + r.len}
+	}
+	for day, d := range perDay {
+		if d[0] > hp.Lock.MaxLocksPerDay || time.Duration(d[1])*DefaultSlot > hp.Lock.MaxLockedPerDay {
+			t.Errorf("day %d: %d locks, %d slots locked", day, d[0], d[1])
+		}
 	}
 }
 
@@ -272,15 +342,26 @@ func summerSlot(h float64) Slot {
 }
 
 // TestNegativeFeedIn: four hours of negative feed-in prices: nothing
-// exported in them, the battery and the heat pump take the PV.
+// exported in them, the battery and the heat pump take the PV; the battery
+// leaves the hours before them to export (feed-in still pays then), the
+// heat pump heats ahead in them within its buffer.
 func TestNegativeFeedIn(t *testing.T) {
-	in := &Input{Start: midnight, Slots: horizon(midnight, 96, summerSlot), Battery: battery10(20, false),
-		HeatPump: &HeatPump{NormalW: 600, RecommendedW: 1500, ForcedW: 2500}}
+	hp := &HeatPump{NormalW: 600, RecommendedW: 1500, ForcedW: 2500, BufferWh: 4000}
+	in := &Input{Start: midnight, Slots: horizon(midnight, 96, summerSlot), Battery: battery10(20, false), HeatPump: hp}
 	pl := compute(t, in)
-	var chargedWh, baselineExportWh float64
+	var chargedWh, aheadWh, socAt11 float64
 	boosted := 0
 	for i, st := range pl.Steps {
 		h := hourOf(st)
+		if st.SGReady >= sgRecommended {
+			aheadWh += (st.HeatPumpW - hp.NormalW) / 4
+			if h < 11 || h >= 15 {
+				t.Errorf("step %d (%.2f h): heat pump in state %d outside the free hours", i, h, st.SGReady)
+			}
+		}
+		if h == 10.75 {
+			socAt11 = st.SoCPct
+		}
 		if h < 11 || h >= 15 {
 			continue
 		}
@@ -294,21 +375,23 @@ func TestNegativeFeedIn(t *testing.T) {
 		if st.SGReady >= sgRecommended {
 			boosted++
 		}
-		baselineExportWh += math.Max(0, in.Slots[i].PVW-400-600) / 4
 	}
-	// The battery starts at 2 kWh: 8 kWh of room, of which it should take
-	// most in the free hours rather than before them, when feed-in pays.
-	if chargedWh < 6000 {
-		t.Errorf("the battery took %.0f Wh in the negative hours, want ≥ 6000", chargedWh)
+	// The battery starts at 2 kWh: 8 kWh of room, which it should fill in
+	// the free hours rather than before them, when feed-in pays.
+	if chargedWh < 7000 || socAt11 > 25 {
+		t.Errorf("the battery took %.0f Wh in the negative hours (want ≥ 7000), SoC %.1f %% at 11:00 (want ≤ 25)", chargedWh, socAt11)
 	}
-	if boosted < 8 {
-		t.Errorf("the heat pump is in state 3 or 4 in %d of the 16 negative slots, want ≥ 8", boosted)
+	if boosted < 6 || aheadWh > hp.BufferWh+1e-6 || aheadWh < hp.BufferWh-1000 {
+		t.Errorf("the heat pump heats ahead in %d slots (want ≥ 6), %.0f Wh (want its buffer, %.0f Wh, nearly)",
+			boosted, aheadWh, hp.BufferWh)
 	}
+	// Against no plan: the 4 h export at −0.05 EUR/kWh avoided, the heat
+	// pump's energy ahead bought at 0 rather than 0.30 EUR/kWh.
 	if pl.SavingEUR <= 0 {
 		t.Errorf("saving %.4f EUR, want > 0", pl.SavingEUR)
 	}
-	t.Logf("battery took %.0f Wh, heat pump boosted in %d slots; baseline %.3f EUR, plan %.3f EUR",
-		chargedWh, boosted, pl.BaselineCostEUR, pl.CostEUR)
+	t.Logf("battery took %.0f Wh, heat pump %.0f Wh ahead in %d slots; baseline %.3f EUR, plan %.3f EUR",
+		chargedWh, aheadWh, boosted, pl.BaselineCostEUR, pl.CostEUR)
 }
 
 // nightImport: an evening at 0.40, a cheap night 00–04 h.
@@ -393,61 +476,64 @@ func TestCar(t *testing.T) {
 }
 
 // TestHeatPumpLock: a winter day with a heat pump that the plan may lock
-// by the utilities' rules: locked in the peak, at most 2 h at a time, a
-// release at least as long after each lock, at most 6 h and three locks a
-// day, and its energy made up in cheaper hours.
+// by the utilities' rules (checkHeatPump holds the plan to them): locked
+// in the peak only, its energy made up in cheaper hours.
 func TestHeatPumpLock(t *testing.T) {
-	rules := UtilityLockRules()
-	hp := &HeatPump{NormalW: 800, RecommendedW: 1600, ForcedW: 2400, Lock: &rules}
-	in := &Input{Start: midnight, Slots: horizon(midnight, 144, winterSlot), HeatPump: hp}
-	pl := compute(t, in)
-
-	energy, locked := 0.0, 0
-	type run struct{ from, len int }
-	var runs []run
-	for i, st := range pl.Steps {
-		energy += st.HeatPumpW / 4
-		if st.SGReady != sgLocked {
-			continue
-		}
-		locked++
-		if h := hourOf(st); h < 17 || h >= 20 {
-			t.Errorf("step %d (%.2f h): locked outside the peak", i, h)
-		}
-		if len(runs) > 0 && runs[len(runs)-1].from+runs[len(runs)-1].len == i {
-			runs[len(runs)-1].len++
-		} else {
-			runs = append(runs, run{i, 1})
-		}
+	tests := []struct {
+		name       string
+		bufferWh   float64
+		wantLocked int
+		// saving computes the saving the test expects from the slots.
+		saving func(slots []Slot) (want, tolerance float64)
+	}{
+		// Unbounded, the 28.8 kWh of 36 h fit into the 12 night hours at
+		// 2.4 kW: all of it at 0.20 EUR/kWh, nothing left to lock.
+		{"no buffer", 0, -1, func(slots []Slot) (float64, float64) {
+			baseline := 0.0
+			for _, s := range slots {
+				baseline += 0.8 / 4 * s.ImportEURPerKWh
+			}
+			return baseline - 28.8*0.20, 1e-6
+		}},
+		// With 2 kWh a day ahead, 2 h of the 3 h peak are locked (a lock
+		// is at most 2 h, the release after it as long): 1.6 kWh moved
+		// from 0.45 to the 0.21 of the day at least, and the buffer's
+		// 2 kWh from 0.21 to 0.20.
+		{"buffer 2 kWh a day", 2000, 8, func([]Slot) (float64, float64) {
+			low := 1.6*(0.45-0.21) + 2*(0.21-0.20)
+			return low * 1.25, low * 0.25
+		}},
 	}
-	if want := 800.0 * 36; math.Abs(energy-want) > 1e-6 {
-		t.Errorf("heat pump energy %.1f Wh, want %.1f (its demand)", energy, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rules := UtilityLockRules()
+			hp := &HeatPump{NormalW: 800, RecommendedW: 1600, ForcedW: 2400, BufferWh: tt.bufferWh, Lock: &rules}
+			in := &Input{Start: midnight, Slots: horizon(midnight, 144, winterSlot), HeatPump: hp}
+			pl := compute(t, in)
+			locked := 0
+			for i, st := range pl.Steps {
+				if st.SGReady != sgLocked {
+					continue
+				}
+				locked++
+				if h := hourOf(st); h < 17 || h >= 20 {
+					t.Errorf("step %d (%.2f h): locked outside the peak", i, h)
+				}
+				if st.Reason != ReasonHeatPumpLock {
+					t.Errorf("step %d: reason %q", i, st.Reason)
+				}
+			}
+			if tt.wantLocked >= 0 && locked != tt.wantLocked {
+				t.Errorf("%d slots locked, want %d", locked, tt.wantLocked)
+			}
+			want, tol := tt.saving(in.Slots)
+			if math.Abs(pl.SavingEUR-want) > tol {
+				t.Errorf("saving %.4f EUR, want %.4f ± %.4f", pl.SavingEUR, want, tol)
+			}
+			t.Logf("%d slots locked; saving %.4f EUR", locked, pl.SavingEUR)
+		})
 	}
-	perDay := map[int][2]int{}
-	for j, r := range runs {
-		if r.len > 8 {
-			t.Errorf("lock of %d slots, longer than 2 h", r.len)
-		}
-		if j > 0 && r.from-(runs[j-1].from+runs[j-1].len) < runs[j-1].len {
-			t.Errorf("release before the lock at slot %d shorter than the lock before", r.from)
-		}
-		d := perDay[pl.Steps[r.from].Start.YearDay()]
-		perDay[pl.Steps[r.from].Start.YearDay()] = [2]int{d[0] + 1, d[1] + r.len}
-	}
-	for day, d := range perDay {
-		if d[0] > 3 || d[1] > 24 {
-			t.Errorf("day %d: %d locks, %d slots", day, d[0], d[1])
-		}
-	}
-	// The peak is 3 h: each day's peak can hold at most 2 h of lock, one
-	// 2 h lock leaving 1 h that cannot be locked (a release as long).
-	if locked < 8 {
-		t.Errorf("%d slots locked, want the peaks used (≥ 8)", locked)
-	}
-	if pl.SavingEUR <= 0 {
-		t.Errorf("saving %.4f EUR, want > 0", pl.SavingEUR)
-	}
-	t.Logf("%d slots locked in %d locks; saving %.4f EUR", locked, len(runs), pl.SavingEUR)
 }
 
 // TestNoLockWithoutRules: without lock rules the plan never uses state 1.

@@ -102,7 +102,7 @@ func (p *planner) steps() *Plan {
 			if s.HasMaxImport && net > s.MaxImportW {
 				st.OverImportW = net - s.MaxImportW
 			}
-		} else {
+		} else if net < 0 {
 			st.ExportW = p.exportW(t, -net)
 			st.CurtailedW = -net - st.ExportW
 		}
