@@ -63,7 +63,11 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 	if len(pl.Steps) != len(in.Slots) {
 		t.Fatalf("%d steps for %d slots", len(pl.Steps), len(in.Slots))
 	}
-	dtH := DefaultSlot.Hours()
+	slot := in.Slot
+	if slot == 0 {
+		slot = DefaultSlot
+	}
+	dtH := slot.Hours()
 	b := in.Battery
 	var e float64
 	if b != nil {
@@ -72,7 +76,7 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 	sum := 0.0
 	for i, st := range pl.Steps {
 		s := in.Slots[i]
-		if want := in.Start.Add(time.Duration(i) * DefaultSlot); !st.Start.Equal(want) {
+		if want := in.Start.Add(time.Duration(i) * slot); !st.Start.Equal(want) {
 			t.Fatalf("step %d starts %v, want %v", i, st.Start, want)
 		}
 		// What flows in equals what flows out.
@@ -160,7 +164,12 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 	t.Helper()
 	hp := in.HeatPump
-	normal := hp.RequiredWh / (float64(len(in.Slots)) / 4)
+	slot := in.Slot
+	if slot == 0 {
+		slot = DefaultSlot
+	}
+	dtH := slot.Hours()
+	normal := hp.RequiredWh / (float64(len(in.Slots)) * dtH)
 	if hp.RequiredWh == 0 {
 		normal = hp.NormalW
 	}
@@ -169,13 +178,13 @@ func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 	var runs []run
 	ahead := map[int]float64{} // by day of the year
 	for i, st := range pl.Steps {
-		energy += st.HeatPumpW / 4
+		energy += st.HeatPumpW * dtH
 		want := map[int]float64{1: 0, 3: hp.RecommendedW, 4: hp.ForcedW}
 		if w, ok := want[st.SGReady]; ok && st.HeatPumpW != w {
 			t.Errorf("step %d: heat pump %.0f W in state %d", i, st.HeatPumpW, st.SGReady)
 		}
 		if st.SGReady >= sgRecommended {
-			ahead[st.Start.YearDay()] += (st.HeatPumpW - normal) / 4
+			ahead[st.Start.YearDay()] += (st.HeatPumpW - normal) * dtH
 		}
 		if st.SGReady != sgLocked {
 			continue
@@ -191,7 +200,7 @@ func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 	}
 	required := hp.RequiredWh
 	if required == 0 {
-		required = hp.NormalW * float64(len(in.Slots)) / 4
+		required = hp.NormalW * float64(len(in.Slots)) * dtH
 	}
 	if math.Abs(energy+pl.HeatPumpShortWh-required) > 1e-6 && pl.HeatPumpShortWh == 0 {
 		t.Errorf("heat pump energy %.1f Wh, want %.1f (its demand)", energy, required)
@@ -206,7 +215,7 @@ func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 	}
 	perDay := map[int][2]int{}
 	for j, r := range runs {
-		if time.Duration(r.len)*DefaultSlot > hp.Lock.MaxLock {
+		if time.Duration(r.len)*slot > hp.Lock.MaxLock {
 			t.Errorf("lock of %d slots from step %d, longer than %v", r.len, r.from, hp.Lock.MaxLock)
 		}
 		if j > 0 && r.from-(runs[j-1].from+runs[j-1].len) < runs[j-1].len {
@@ -216,7 +225,7 @@ func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 		perDay[day] = [2]int{perDay[day][0] + 1, perDay[day][1] + r.len}
 	}
 	for day, d := range perDay {
-		if d[0] > hp.Lock.MaxLocksPerDay || time.Duration(d[1])*DefaultSlot > hp.Lock.MaxLockedPerDay {
+		if d[0] > hp.Lock.MaxLocksPerDay || time.Duration(d[1])*slot > hp.Lock.MaxLockedPerDay {
 			t.Errorf("day %d: %d locks, %d slots locked", day, d[0], d[1])
 		}
 	}
@@ -578,6 +587,72 @@ func TestReserve(t *testing.T) {
 	}
 }
 
+// TestGridLimits: the grid operator's limits hold in every slot: the
+// battery's grid charging and the car share the import limit, the export
+// limit holds PV back; a base load alone above the import limit is the one
+// excess, flagged.
+func TestGridLimits(t *testing.T) {
+	// limit sets the limits; a negative one is none.
+	limit := func(s Slot, importW, exportW float64) Slot {
+		s.MaxImportW, s.HasMaxImport = max(0, importW), importW >= 0
+		s.MaxExportW, s.HasMaxExport = max(0, exportW), exportW >= 0
+		return s
+	}
+	tests := []struct {
+		name        string
+		in          Input
+		overFrom    float64 // hours with a base load above the limit: [overFrom, overTo)
+		overTo      float64
+		wantCharged bool // the battery still grid-charges the peak's energy
+	}{
+		{name: "import 2.5 kW, winter", in: Input{Start: midnight, Battery: battery10(10, true),
+			Slots: horizon(midnight, 96, func(h float64) Slot { return limit(winterSlot(h), 2500, -1) })},
+			wantCharged: true},
+		{name: "import 2.5 kW, winter, a car of 20 kWh", in: Input{Start: midnight, Battery: battery10(10, true),
+			Car:   &Car{Connected: true, TargetWh: 20000, MinW: 1380, MaxW: 11040},
+			Slots: horizon(midnight, 96, func(h float64) Slot { return limit(winterSlot(h), 2500, -1) })}},
+		{name: "export 0, summer", in: Input{Start: midnight, Battery: battery10(20, false),
+			Slots: horizon(midnight, 96, func(h float64) Slot { return limit(summerSlot(h), -1, 0) })}},
+		{name: "base load above the import limit 18–19 h", in: Input{Start: midnight,
+			Slots: horizon(midnight, 96, func(h float64) Slot {
+				s := limit(winterSlot(h), 2500, -1)
+				if h >= 18 && h < 19 {
+					s.BaseLoadW = 3000
+				}
+				return s
+			})}, overFrom: 18, overTo: 19},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pl := compute(t, &tt.in)
+			gridWh := 0.0
+			for i, st := range pl.Steps {
+				s := tt.in.Slots[i]
+				h := hourOf(st)
+				over := h >= tt.overFrom && h < tt.overTo
+				if over {
+					if want := s.BaseLoadW - s.MaxImportW; math.Abs(st.OverImportW-want) > 1e-6 || st.Reason != ReasonImportLimit {
+						t.Errorf("step %d: over the limit %.0f W, %q; want %.0f W flagged", i, st.OverImportW, st.Reason, want)
+					}
+				} else if st.OverImportW != 0 || s.HasMaxImport && st.ImportW > s.MaxImportW+1e-6 {
+					t.Errorf("step %d: import %.0f W above the limit %.0f W", i, st.ImportW, s.MaxImportW)
+				}
+				if s.HasMaxExport && st.ExportW > s.MaxExportW+1e-6 {
+					t.Errorf("step %d: export %.0f W above the limit %.0f W", i, st.ExportW, s.MaxExportW)
+				}
+				gridWh += st.BatteryFromGridW / 4
+			}
+			if tt.wantCharged && gridWh < 3000/(0.95*0.95)-200 {
+				t.Errorf("%.0f Wh grid-charged under the limit, want the peak's energy", gridWh)
+			}
+			if tt.in.Car != nil && !pl.CarTargetMet {
+				t.Errorf("car short by %.0f Wh", pl.CarShortWh)
+			}
+		})
+	}
+}
+
 // TestHorizons: any slot count works, a day and a single slot included,
 // and a plan is the same for the same input.
 func TestHorizons(t *testing.T) {
@@ -588,6 +663,15 @@ func TestHorizons(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%d slots: two plans of one input differ", n)
 		}
+	}
+	// Hourly slots, as a day-ahead price list before October 2025.
+	hourly := benchInput(36)
+	hourly.Slot = time.Hour
+	for i := range hourly.Slots {
+		hourly.Slots[i] = springSlot(float64((13 + i) % 24))
+	}
+	if pl := compute(t, hourly); !pl.CarTargetMet || pl.Steps[35].Start != hourly.Start.Add(35*time.Hour) {
+		t.Errorf("hourly: car met %v, last step at %v", pl.CarTargetMet, pl.Steps[35].Start)
 	}
 }
 
