@@ -272,125 +272,155 @@ var boosts = [2]int8{sgRecommended, sgForced}
 // gains. A move's own slots are costed exactly, the spread of the state-2
 // slots' change by their marginal price.
 func (p *planner) placeHeatPump() {
-	s := &p.hp
-	if s.h == nil {
+	if p.hp.h == nil {
 		return
 	}
 	n := len(p.in.Slots)
 	buf := make([]float64, 7*n)
-	other := buf[0*n : 1*n]  // everything but the heat pump
-	cur := buf[1*n : 2*n]    // marginal cost now
-	lam := buf[2*n : 3*n]    // marginal price of a W in state-2 slots
-	at := buf[3*n : 6*n]     // marginal cost in state 1 (3t), 3 (3t+1), 4 (3t+2)
-	lockOK := buf[6*n : 7*n] // 1: a lock in t keeps the rules
+	r := heatPumpRound{p: p, s: &p.hp,
+		other: buf[0*n : 1*n], cur: buf[1*n : 2*n], lam: buf[2*n : 3*n], at: buf[3*n : 6*n], lockOK: buf[6*n : 7*n]}
 	for t, sl := range p.in.Slots {
-		other[t] = sl.BaseLoadW + p.carW[t]
-		at[3*t] = p.marginal(t, other[t])
-		at[3*t+1] = p.marginal(t, other[t]+s.h.RecommendedW)
-		at[3*t+2] = p.marginal(t, other[t]+s.h.ForcedW)
+		r.other[t] = sl.BaseLoadW + p.carW[t]
+		r.at[3*t] = p.marginal(t, r.other[t])
+		r.at[3*t+1] = p.marginal(t, r.other[t]+r.s.h.RecommendedW)
+		r.at[3*t+2] = p.marginal(t, r.other[t]+r.s.h.ForcedW)
 	}
-	atState := func(t int, st int8) float64 {
-		if st == sgLocked {
-			return at[3*t]
-		}
-		return at[3*t+int(st)-2]
-	}
-	const h = 100.0 // W, for the marginal price
-	for range 4 * n {
-		d2 := s.normalW()
-		lamSum := 0.0
-		for t := range n {
-			lam[t], lockOK[t] = 0, 0
-			if s.states[t] != sgNormal {
-				cur[t] = atState(t, s.states[t])
-				continue
-			}
-			cur[t] = p.marginal(t, other[t]+d2)
-			lam[t] = (p.marginal(t, other[t]+d2+h) - cur[t]) / h
-			lamSum += lam[t]
-			if s.h.Lock != nil {
-				s.states[t] = sgLocked
-				if s.locksOK() {
-					lockOK[t] = 1
-				}
-				s.states[t] = sgNormal
-			}
-		}
-		// spread is the cost of the state-2 slots' change when the move
-		// leaves rem Wh to n2 slots, lamOut the marginal prices of the
-		// slots it takes out of state 2; ok false when not allowed.
-		spread := func(rem float64, n2 int, lamOut float64) (float64, bool) {
-			if rem < -1e-6 || n2 == 0 && rem > 1e-6 {
-				return 0, false
-			}
-			nd2 := 0.0
-			if n2 > 0 {
-				nd2 = rem / (float64(n2) * s.dtH)
-			}
-			if nd2 > math.Max(s.h.NormalW, d2)+1e-9 {
-				return 0, false
-			}
-			return (lamSum - lamOut) * (nd2 - d2), true
-		}
-		// boost is slot t to state to: its own cost's change, the
-		// remainder it leaves, whether it leaves state 2; ok false when
-		// not a boost or beyond the buffer.
-		boost := func(t int, to int8) (own, rem float64, out int, ok bool) {
-			st := s.states[t]
-			if st >= to || st == sgLocked || !s.bufferOK(t, to) {
-				return 0, 0, 0, false
-			}
-			own = atState(t, to) - cur[t]
-			rem = s.remWh - s.powerW(to)*s.dtH
-			if st == sgNormal {
-				return own, rem, 1, true
-			}
-			return own, rem + s.powerW(st)*s.dtH, 0, true
-		}
-		best := hpMove{t: -1, u: -1}
-		try := func(m hpMove) {
-			if m.gainEUR < -1e-7 && (best.t < 0 || m.gainEUR < best.gainEUR-tieEUR) {
-				best = m
-			}
-		}
-		for t := range n {
-			for _, to := range boosts {
-				if own, rem, out, ok := boost(t, to); ok {
-					if c, ok := spread(rem, s.n2-out, lam[t]*float64(out)); ok {
-						try(hpMove{t: t, u: -1, to: to, gainEUR: own + c})
-					}
-				}
-			}
-			if lockOK[t] == 0 {
-				continue
-			}
-			lockOwn := at[3*t] - cur[t]
-			if c, ok := spread(s.remWh, s.n2-1, lam[t]); ok {
-				try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lockOwn + c})
-				continue
-			}
-			// The lock needs heating ahead elsewhere.
-			for u := range n {
-				for _, to := range boosts {
-					if u == t {
-						continue
-					}
-					if own, rem, out, ok := boost(u, to); ok {
-						if c, ok := spread(rem, s.n2-1-out, lam[t]+lam[u]*float64(out)); ok {
-							try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lockOwn + own + c})
-						}
-					}
-				}
-			}
-		}
-		if best.t < 0 {
+	for range 4 * n { // a bound: each slot moves at most from 2 to 3 to 4, or to 1
+		r.price()
+		m := r.bestMove()
+		if m.t < 0 {
 			return
 		}
-		s.apply(best.t, best.to)
-		if best.u >= 0 {
-			s.apply(best.u, best.toU)
+		r.s.apply(m.t, m.to)
+		if m.u >= 0 {
+			r.s.apply(m.u, m.toU)
 		}
 	}
+}
+
+// heatPumpRound is what a round of placeHeatPump knows of each slot.
+type heatPumpRound struct {
+	p      *planner
+	s      *heatPumpSchedule
+	other  []float64 // everything but the heat pump
+	at     []float64 // marginal cost in state 1 (3t), 3 (3t+1), 4 (3t+2)
+	cur    []float64 // marginal cost now
+	lam    []float64 // marginal price of a W in the state-2 slots
+	lockOK []float64 // 1: a lock in t keeps the rules
+	d2     float64   // what a state-2 slot draws now
+	lamSum float64   // the state-2 slots' marginal prices summed
+	best   hpMove
+}
+
+// atState is slot t's marginal cost in a state other than 2.
+func (r *heatPumpRound) atState(t int, st int8) float64 {
+	if st == sgLocked {
+		return r.at[3*t]
+	}
+	return r.at[3*t+int(st)-2]
+}
+
+// price sets cur, lam and lockOK for the schedule as it is.
+func (r *heatPumpRound) price() {
+	const h = 100.0 // W, for the marginal price
+	s, p := r.s, r.p
+	r.d2, r.lamSum = s.normalW(), 0
+	for t := range r.cur {
+		r.lam[t], r.lockOK[t] = 0, 0
+		if s.states[t] != sgNormal {
+			r.cur[t] = r.atState(t, s.states[t])
+			continue
+		}
+		r.cur[t] = p.marginal(t, r.other[t]+r.d2)
+		r.lam[t] = (p.marginal(t, r.other[t]+r.d2+h) - r.cur[t]) / h
+		r.lamSum += r.lam[t]
+		if s.h.Lock != nil {
+			s.states[t] = sgLocked
+			if s.locksOK() {
+				r.lockOK[t] = 1
+			}
+			s.states[t] = sgNormal
+		}
+	}
+}
+
+// spread is the cost of the state-2 slots' change when a move leaves rem
+// Wh to n2 slots, lamOut the marginal prices of the slots it takes out of
+// state 2; ok false when not allowed (heating ahead beyond the demand,
+// or more than NormalW left to a state-2 slot).
+func (r *heatPumpRound) spread(rem float64, n2 int, lamOut float64) (float64, bool) {
+	if rem < -1e-6 || n2 == 0 && rem > 1e-6 {
+		return 0, false
+	}
+	nd2 := 0.0
+	if n2 > 0 {
+		nd2 = rem / (float64(n2) * r.s.dtH)
+	}
+	if nd2 > math.Max(r.s.h.NormalW, r.d2)+1e-9 {
+		return 0, false
+	}
+	return (r.lamSum - lamOut) * (nd2 - r.d2), true
+}
+
+// boost is slot t to state to (3 or 4): its own cost's change, the
+// remainder it leaves, whether it leaves state 2 (1) or not (0); ok false
+// when it is no boost or goes beyond the buffer.
+func (r *heatPumpRound) boost(t int, to int8) (own, rem float64, out int, ok bool) {
+	s := r.s
+	st := s.states[t]
+	if st >= to || st == sgLocked || !s.bufferOK(t, to) {
+		return 0, 0, 0, false
+	}
+	own = r.atState(t, to) - r.cur[t]
+	rem = s.remWh - s.powerW(to)*s.dtH
+	if st == sgNormal {
+		return own, rem, 1, true
+	}
+	return own, rem + s.powerW(st)*s.dtH, 0, true
+}
+
+// try keeps m when it gains more than the best so far (ties: the first).
+func (r *heatPumpRound) try(m hpMove) {
+	if m.gainEUR < -1e-7 && (r.best.t < 0 || m.gainEUR < r.best.gainEUR-tieEUR) {
+		r.best = m
+	}
+}
+
+// bestMove is the round's best move; t < 0 when none gains.
+func (r *heatPumpRound) bestMove() hpMove {
+	r.best = hpMove{t: -1, u: -1}
+	n := len(r.cur)
+	for t := range n {
+		for _, to := range boosts {
+			if own, rem, out, ok := r.boost(t, to); ok {
+				if c, ok := r.spread(rem, r.s.n2-out, r.lam[t]*float64(out)); ok {
+					r.try(hpMove{t: t, u: -1, to: to, gainEUR: own + c})
+				}
+			}
+		}
+		if r.lockOK[t] == 0 {
+			continue
+		}
+		lockOwn := r.at[3*t] - r.cur[t]
+		if c, ok := r.spread(r.s.remWh, r.s.n2-1, r.lam[t]); ok {
+			r.try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lockOwn + c})
+			continue
+		}
+		// The lock needs heating ahead elsewhere.
+		for u := range n {
+			for _, to := range boosts {
+				if u == t {
+					continue
+				}
+				if own, rem, out, ok := r.boost(u, to); ok {
+					if c, ok := r.spread(rem, r.s.n2-1-out, r.lam[t]+r.lam[u]*float64(out)); ok {
+						r.try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lockOwn + own + c})
+					}
+				}
+			}
+		}
+	}
+	return r.best
 }
 
 // apply puts slot t in state to and keeps rem, n2 and the day's buffer.

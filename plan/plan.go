@@ -159,33 +159,40 @@ const (
 	ReasonSelfConsume    = "self-consumption"
 )
 
+// Reasons lists every reason a step may give, for the API's documents.
+func Reasons() []string {
+	return []string{ReasonNegativeFeedIn, ReasonGridCharge, ReasonPeak, ReasonHeatPumpLock, ReasonHeatPumpBoost,
+		ReasonCar, ReasonStorePV, ReasonExport, ReasonImportLimit, ReasonSelfConsume}
+}
+
 // Step is the plan for one slot. Powers are means over the slot (W).
 type Step struct {
-	Start time.Time `json:"start"`
+	Start time.Time
 	// Battery is the action; BatteryW its AC power (> 0 charging, < 0
 	// discharging), BatteryFromGridW the part of a charge the grid gives.
-	Battery          BatteryAction `json:"battery"`
-	BatteryW         float64       `json:"batteryPower"`
-	BatteryFromGridW float64       `json:"batteryFromGrid"`
+	Battery          BatteryAction
+	BatteryW         float64
+	BatteryFromGridW float64
 	// SoCPct is the battery's SoC at the end of the slot.
-	SoCPct float64 `json:"soc"`
+	SoCPct float64
 	// SGReady is the heat pump's state 1..4 (0 without one), HeatPumpW
 	// its expected draw.
-	SGReady   int     `json:"sgReadyState,omitempty"`
-	HeatPumpW float64 `json:"heatPumpPower"`
+	SGReady   int
+	HeatPumpW float64
 	// CarW is the car's charging power.
-	CarW float64 `json:"carPower"`
+	CarW float64
 	// ImportW, ExportW: the expected grid flows; CurtailedW the PV held
 	// back (an export limit, or a feed-in price below the floor).
-	ImportW    float64 `json:"gridImport"`
-	ExportW    float64 `json:"gridExport"`
-	CurtailedW float64 `json:"curtailed"`
+	ImportW    float64
+	ExportW    float64
+	CurtailedW float64
 	// OverImportW is the import above the grid operator's limit the plan
 	// could not avoid (the base load alone above it).
-	OverImportW float64 `json:"overImport,omitempty"`
+	OverImportW float64
 	// CostEUR is the slot's grid cost (import paid − feed-in earned).
-	CostEUR float64 `json:"cost"`
-	Reason  string  `json:"reason"`
+	CostEUR float64
+	// Reason is one of Reasons: why the step is what it is.
+	Reason string
 }
 
 // Plan is the planner's answer.
