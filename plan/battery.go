@@ -70,8 +70,10 @@ func newBatteryModel(b *Battery, stepPct, dtH float64) batteryModel {
 			m.minI, m.maxI = min(m.minI, i), i
 		}
 	}
-	m.kc = steps(b.MaxChargeW*dtH*m.etaC, m.stepWh)
-	m.kd = steps(b.MaxDischargeW*dtH/m.etaD, m.stepWh)
+	// A move beyond the states is no move: a battery that can fill in one
+	// slot has as many moves as states.
+	m.kc = min(steps(b.MaxChargeW*dtH*m.etaC, m.stepWh), m.states-1)
+	m.kd = min(steps(b.MaxDischargeW*dtH/m.etaD, m.stepWh), m.states-1)
 	m.order = append(m.order, 0)
 	for k := 1; k <= max(m.kc, m.kd); k++ {
 		if k <= m.kc {

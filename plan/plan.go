@@ -129,8 +129,8 @@ type Input struct {
 	// FeedInFloorEURPerKWh: below this feed-in price the plan exports
 	// nothing (PV is held back instead); 0 = below zero.
 	FeedInFloorEURPerKWh float64
-	// SoCStepPct is the battery's state resolution (% of capacity; 0 =
-	// 0.5).
+	// SoCStepPct is the battery's state resolution (% of capacity,
+	// 0.1..10; 0 = 0.5).
 	SoCStepPct float64
 }
 
@@ -254,8 +254,8 @@ func (in *Input) validate() (time.Duration, error) {
 			return 0, inputErr("slot %d: a power is negative", i)
 		}
 	}
-	if !finite(in.FeedInFloorEURPerKWh, in.SoCStepPct) || in.SoCStepPct < 0 || in.SoCStepPct > 10 {
-		return 0, inputErr("soCStepPct %v is out of range (0..10)", in.SoCStepPct)
+	if !finite(in.FeedInFloorEURPerKWh, in.SoCStepPct) || in.SoCStepPct != 0 && (in.SoCStepPct < 0.1 || in.SoCStepPct > 10) {
+		return 0, inputErr("SoC step %v %% is out of range (0.1..10; 0 = 0.5)", in.SoCStepPct)
 	}
 	if b := in.Battery; b != nil {
 		switch {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -135,8 +136,8 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 		if (in.HeatPump == nil) != (st.SGReady == 0) || st.SGReady < 0 || st.SGReady > 4 {
 			t.Errorf("step %d: SG-Ready state %d", i, st.SGReady)
 		}
-		if st.Reason == "" {
-			t.Errorf("step %d: no reason", i)
+		if !slices.Contains(Reasons(), st.Reason) {
+			t.Errorf("step %d: reason %q is none of Reasons", i, st.Reason)
 		}
 		cost := st.ImportW*dtH/1000*s.ImportEURPerKWh - st.ExportW*dtH/1000*s.FeedInEURPerKWh +
 			st.OverImportW*dtH/1000*overImportEURPerKWh
@@ -664,6 +665,13 @@ func TestHorizons(t *testing.T) {
 			t.Errorf("%d slots: two plans of one input differ", n)
 		}
 	}
+	// A small battery that fills in one slot, at a coarse and a fine step.
+	for _, step := range []float64{0, 5} {
+		in := benchInput(96)
+		in.Battery = &Battery{CapacityWh: 1000, SoCPct: 50, MinSoCPct: 5, MaxChargeW: 10000, MaxDischargeW: 10000, GridCharge: true}
+		in.SoCStepPct = step
+		compute(t, in)
+	}
 	// Hourly slots, as a day-ahead price list before October 2025.
 	hourly := benchInput(36)
 	hourly.Slot = time.Hour
@@ -681,6 +689,7 @@ func TestBadInput(t *testing.T) {
 		in   Input
 	}{
 		{"no slots", Input{}},
+		{"SoC step too fine", Input{Slots: []Slot{{}}, SoCStepPct: 0.01}},
 		{"NaN price", Input{Slots: []Slot{{ImportEURPerKWh: math.NaN()}}}},
 		{"negative PV", Input{Slots: []Slot{{PVW: -1}}}},
 		{"battery without capacity", Input{Slots: []Slot{{}}, Battery: &Battery{}}},
