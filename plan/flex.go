@@ -37,11 +37,7 @@ func (p *planner) placeCar() float64 {
 	if c == nil || !c.Connected {
 		return 0
 	}
-	n := len(p.in.Slots)
-	last := n
-	if !c.Deadline.IsZero() {
-		last = min(n, max(0, int(c.Deadline.Sub(p.in.Start)/p.dt)))
-	}
+	last := p.carSlots()
 	// next is each slot's next power level and its cost a Wh (+Inf: at
 	// the maximum); here the slot's marginal cost at its power now.
 	next := make([]float64, 3*last)
@@ -102,6 +98,15 @@ func (p *planner) placeCar() float64 {
 		price(bt)
 	}
 	return math.Max(0, left)
+}
+
+// carSlots is the number of slots that end by the car's deadline.
+func (p *planner) carSlots() int {
+	n := len(p.in.Slots)
+	if d := p.in.Car.Deadline; !d.IsZero() {
+		return min(n, max(0, int(d.Sub(p.in.Start)/p.dt)))
+	}
+	return n
 }
 
 // heatPumpSchedule is the heat pump's state per slot and the energy its

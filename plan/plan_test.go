@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -651,6 +652,50 @@ func TestGridLimits(t *testing.T) {
 				t.Errorf("car short by %.0f Wh", pl.CarShortWh)
 			}
 		})
+	}
+}
+
+// TestRandomPlants: plans of random plants, prices and forecasts keep the
+// physics and the rules (checkPlan) and never cost more than no plan.
+func TestRandomPlants(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 3))
+	for k := range 100 {
+		n := 1 + r.IntN(160)
+		in := &Input{Start: midnight, Slots: make([]Slot, n)}
+		for i := range in.Slots {
+			s := Slot{ImportEURPerKWh: 0.1 + 0.4*r.Float64(), FeedInEURPerKWh: -0.1 + 0.2*r.Float64(),
+				BaseLoadW: 200 + 2000*r.Float64()}
+			if h := float64(i%96) / 4; h > 7 && h < 19 {
+				s.PVW = 9000 * r.Float64() * math.Sin(math.Pi*(h-7)/12)
+			}
+			if r.IntN(3) == 0 {
+				s.HasMaxImport, s.MaxImportW = true, 3000+8000*r.Float64()
+			}
+			if r.IntN(3) == 0 {
+				s.HasMaxExport, s.MaxExportW = true, 5000*r.Float64()
+			}
+			in.Slots[i] = s
+		}
+		if r.IntN(4) > 0 {
+			in.Battery = &Battery{CapacityWh: 3000 + 15000*r.Float64(), SoCPct: 100 * r.Float64(), MinSoCPct: 20 * r.Float64(),
+				MaxChargeW: 1000 + 6000*r.Float64(), MaxDischargeW: 1000 + 6000*r.Float64(),
+				ChargeEfficiency: 0.9 + 0.1*r.Float64(), DischargeEfficiency: 0.9 + 0.1*r.Float64(), GridCharge: r.IntN(2) == 0}
+		}
+		if r.IntN(2) == 0 {
+			in.HeatPump = &HeatPump{NormalW: 300 + 800*r.Float64(), RecommendedW: 1200, ForcedW: 2600, BufferWh: 3000 * r.Float64()}
+			if r.IntN(2) == 0 {
+				rules := UtilityLockRules()
+				in.HeatPump.Lock = &rules
+			}
+		}
+		if r.IntN(2) == 0 {
+			in.Car = &Car{Connected: true, TargetWh: 30000 * r.Float64(), MinW: 1380, MaxW: 11040,
+				Deadline: midnight.Add(time.Duration(r.IntN(n+1)) * DefaultSlot)}
+		}
+		pl := compute(t, in)
+		if pl.CostEUR > pl.BaselineCostEUR+1e-9 {
+			t.Errorf("plant %d (%d slots): plan %.4f EUR above no plan's %.4f EUR", k, n, pl.CostEUR, pl.BaselineCostEUR)
+		}
 	}
 }
 

@@ -163,7 +163,9 @@ func medianImport(slots []Slot) float64 {
 
 // baseline is the cost without a plan: the heat pump in normal operation,
 // the car charging at its maximum from the start until its target is in
-// (evcc's "Now", what an owner does without a plan), the battery charging
+// or its deadline has come (evcc's "Now", what an owner does without a
+// plan; the same energy as the plan's, a target it cannot meet
+// included), the battery charging
 // from PV surplus and discharging to cover load (self-consumption, never
 // from or into the grid), surplus exported at any price up to the grid
 // operator's limit. Its end energy is valued as the plan's.
@@ -177,14 +179,14 @@ func (p *planner) baseline() float64 {
 		maxC, maxD = b.MaxChargeW, b.MaxDischargeW
 	}
 	e0 := e
-	carLeft := 0.0
+	carLeft, carLast := 0.0, 0
 	if c := in.Car; c != nil && c.Connected {
-		carLeft = c.TargetWh
+		carLeft, carLast = c.TargetWh, p.carSlots()
 	}
 	cost := 0.0
 	for t, s := range in.Slots {
 		load := s.BaseLoadW + p.hp.normalDrawW
-		if carLeft > 0 {
+		if carLeft > 0 && t < carLast {
 			w := math.Max(in.Car.MinW, math.Min(in.Car.MaxW, carLeft/p.dtH))
 			load += w
 			carLeft -= w * p.dtH
