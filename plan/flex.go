@@ -68,30 +68,36 @@ func (p *planner) placeCar() float64 {
 		here[t] = p.marginal(t, p.loadW[t])
 		price(t)
 	}
-	left := c.TargetWh
-	room := math.Max(c.MaxWh, c.TargetWh) - c.TargetWh
-	for left > 1e-6 || room > 1e-6 {
-		bt := -1
+	left := c.TargetWh                                 // of the target
+	room := math.Max(c.MaxWh, c.TargetWh) - c.TargetWh // beyond it
+	for {
+		bt := -1 // the slot with the cheapest increment
 		for t := range last {
 			if perWh[t] < math.Inf(1) && (bt < 0 || perWh[t] < perWh[bt]-1e-12) {
 				bt = t
 			}
 		}
-		if bt < 0 || left <= 1e-6 && perWh[bt] >= 0 {
+		target := left > 1e-6
+		if bt < 0 || !target && (room <= 1e-6 || perWh[bt] >= 0) {
 			break
 		}
+		want := left
+		if !target {
+			want = room
+		}
 		w := lvl[bt]
-		need := &left
-		if left <= 1e-6 {
-			need = &room
+		if (w-p.carW[bt])*p.dtH > want {
+			w = math.Max(c.MinW, p.carW[bt]+want/p.dtH)
 		}
-		if e := (w - p.carW[bt]) * p.dtH; e > *need {
-			w = math.Max(c.MinW, p.carW[bt]+*need/p.dtH)
-		}
-		*need -= (w - p.carW[bt]) * p.dtH
-		if *need < 0 && need == &left { // the minimum overshoots the target
-			room = math.Max(0, room+left)
-			left = 0
+		e := (w - p.carW[bt]) * p.dtH
+		if target {
+			left -= e
+			if left < 0 { // the minimum overshoots the target
+				room = math.Max(0, room+left)
+				left = 0
+			}
+		} else {
+			room -= e
 		}
 		p.carW[bt] = w
 		here[bt] = p.marginal(bt, p.loadW[bt]+w)
