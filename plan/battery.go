@@ -18,7 +18,7 @@ const overImportEURPerKWh = 10
 
 // tieEUR is the margin a choice must beat another by to win, so that
 // rounding noise does not decide between equal costs: ties keep the
-// earlier candidate (hold before moving, the earlier slot first).
+// candidate tried first (see best; the earlier slot first).
 const tieEUR = 1e-9
 
 type batteryModel struct {

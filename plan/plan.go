@@ -209,8 +209,10 @@ type Plan struct {
 	BaselineCostEUR   float64
 	SavingEUR         float64
 	EndValueEURPerKWh float64
-	// CarShortWh is the part of the car's target the horizon cannot give
-	// (0: met); CarTargetMet says the same as a flag.
+	// CarShortWh is the part of a connected car's target the horizon
+	// cannot give (the plan charges what it can: best effort);
+	// CarTargetMet is true when a connected car's target is met (false
+	// without a connected car).
 	CarShortWh   float64
 	CarTargetMet bool
 	// HeatPumpShortWh is the heat pump's required energy the plan cannot

@@ -67,7 +67,7 @@ func Compute(in *Input) (*Plan, error) {
 
 	pl := p.steps()
 	pl.CarShortWh = carShort
-	pl.CarTargetMet = carShort == 0
+	pl.CarTargetMet = in.Car != nil && in.Car.Connected && carShort == 0
 	pl.HeatPumpShortWh = p.hp.shortWh()
 	pl.BaselineCostEUR = p.baseline()
 	pl.SavingEUR = pl.BaselineCostEUR - pl.CostEUR
