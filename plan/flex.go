@@ -43,7 +43,7 @@ func (p *planner) placeCar() float64 {
 	next := make([]float64, 3*last)
 	lvl, perWh, here := next[:last], next[last:2*last], next[2*last:]
 	levelAbove := func(t int, w float64) float64 {
-		if w < c.MinW {
+		if w < c.MinW || c.MaxW <= c.MinW {
 			return c.MinW
 		}
 		step := (c.MaxW - c.MinW) / carLevels
