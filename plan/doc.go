@@ -111,12 +111,13 @@
 //
 // # Figures
 //
-// BenchmarkPlan36h (144 slots, battery, heat pump with lock rules and a
-// buffer, a car of 30 kWh by 07:00; a cheap night, a morning and an
-// evening peak, negative feed-in at midday): 14–19 ms and 254 KB in 23
-// allocations per plan on the project's 2-core machine at a load average
-// of 4 (budget: 50 ms, 5 MB). The programme's two runs take about half;
-// the heat pump's rounds most of the rest.
+// BenchmarkPlan36h (144 slots from 13:00, a 10 kWh battery, a heat pump
+// with the utilities' lock rules and a 4 kWh buffer, a car of 30 kWh by
+// 07:00; a cheap night, a morning and an evening peak, negative feed-in
+// at midday): 13.0–13.4 ms, 253,536 B in 23 allocations per plan (5 runs;
+// 13–20 ms at load averages of 4 to 7) on the project's 2-core machine at
+// a load average of 5.5 (budget: 50 ms, 5 MB). The programme's two runs
+// take about half; the heat pump's rounds most of the rest.
 //
 // # Import boundary
 //
