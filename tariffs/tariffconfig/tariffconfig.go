@@ -17,34 +17,34 @@ type Config struct {
 	// Plant is the plant whose time zone the time-of-use windows and the
 	// day-ahead horizon (today and tomorrow) are in (required with more
 	// than one plant).
-	Plant string `yaml:"plant"`
+	Plant string `yaml:"plant" json:"plantId,omitempty"`
 	// Market is the day-ahead market price source; required when Import
 	// or FeedIn use the market price.
-	Market *Market `yaml:"market"`
+	Market *Market `yaml:"market" json:"market,omitempty"`
 	// Import is the grid tariff.
-	Import Import `yaml:"import"`
+	Import Import `yaml:"import" json:"import,omitempty"`
 	// FeedIn is the feed-in tariff.
-	FeedIn FeedIn `yaml:"feedIn"`
+	FeedIn FeedIn `yaml:"feedIn" json:"feedIn,omitempty"`
 }
 
 // Market is a day-ahead market price source.
 type Market struct {
 	// Provider is "entsoe" (the ENTSO-E Transparency Platform) or
 	// "awattar" (aWATTar's market data API).
-	Provider string `yaml:"provider"`
+	Provider string `yaml:"provider" json:"provider,omitempty"`
 	// Zone is the market: for entsoe the bidding zone's EIC code
 	// (10Y1001A1001A82H: DE-LU; 10YAT-APG------L: AT; 10YNL----------L:
 	// NL), for awattar de or at.
-	Zone string `yaml:"zone"`
+	Zone string `yaml:"zone" json:"zone,omitempty"`
 	// Token is the ENTSO-E security token (the platform's "Web API
 	// Security Token", a UUID; required for entsoe, none for awattar). A
 	// secret: never logged, sent only to URL.
-	Token string `yaml:"token"`
+	Token string `yaml:"token" json:"-"`
 	// URL is the provider's API URL (advanced; default
 	// https://web-api.tp.entsoe.eu/api for entsoe,
 	// https://api.awattar.de/v1/marketdata or .at for awattar). https
 	// only, except to a loopback address (tests).
-	URL string `yaml:"url"`
+	URL string `yaml:"url" json:"url,omitempty"`
 }
 
 // Import is the grid tariff: a time-of-use table (Fixed) or the market
@@ -55,17 +55,17 @@ type Import struct {
 	// "22:00-06:00 0.24". The price of an instant is that of the last row
 	// that covers it; the first row is the base price (a price alone).
 	// With Market it is the fallback for hours without a market price.
-	Fixed []string `yaml:"fixed"`
+	Fixed []string `yaml:"fixed" json:"fixed,omitempty"`
 	// Market uses the day-ahead market price: (price + Surcharge) ×
 	// (1 + VAT/100).
-	Market bool `yaml:"market"`
+	Market bool `yaml:"market" json:"market,omitempty"`
 	// Surcharge is added to the market price, EUR/kWh before VAT: grid
 	// fees, levies, taxes and the supplier's margin as the contract
 	// states them (-1..10, default 0).
-	Surcharge float64 `yaml:"surcharge"`
+	Surcharge float64 `yaml:"surcharge" json:"surcharge,omitempty"`
 	// VAT is the value-added tax in percent on market price and surcharge
 	// (0..100, default 0).
-	VAT float64 `yaml:"vat"`
+	VAT float64 `yaml:"vat" json:"vat,omitempty"`
 }
 
 // Window is a row of a time-of-use table, parsed.
@@ -95,16 +95,16 @@ func (im Import) Windows() []Window {
 type FeedIn struct {
 	// Fixed is the fixed feed-in price, EUR/kWh (-1..10); with Market the
 	// fallback for hours without a market price.
-	Fixed *float64 `yaml:"fixed"`
+	Fixed *float64 `yaml:"fixed" json:"fixed,omitempty"`
 	// Market pays the day-ahead market price plus Offset.
-	Market bool `yaml:"market"`
+	Market bool `yaml:"market" json:"market,omitempty"`
 	// Offset is added to the market price, EUR/kWh (the direct marketer's
 	// fee is negative; -1..1, default 0).
-	Offset float64 `yaml:"offset"`
+	Offset float64 `yaml:"offset" json:"offset,omitempty"`
 	// Floor is the feed-in price below which plantd holds export at 0 W
 	// (EUR/kWh, -1..10; none unless set: 0 holds export at negative
 	// prices). Only a setting so far: the site loop will follow it.
-	Floor *float64 `yaml:"floor"`
+	Floor *float64 `yaml:"floor" json:"floor,omitempty"`
 }
 
 // Providers.
