@@ -11,8 +11,8 @@ import (
 // Slot is the price of a time slot as the owner pays it (Import) and is
 // paid (FeedIn), EUR/kWh, after surcharge, VAT and offset.
 type Slot struct {
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
+	Start  time.Time `json:"startUtc"`
+	End    time.Time `json:"endUtc"`
 	Import float64   `json:"importEurPerKWh"`
 	FeedIn float64   `json:"feedInEurPerKWh"`
 	// Source is the market's source ("entsoe:10Y1001A1001A82H") when a

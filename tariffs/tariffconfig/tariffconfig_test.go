@@ -1,7 +1,9 @@
 package tariffconfig
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"plantd/internal/confcheck"
@@ -91,5 +93,15 @@ func TestParseDaysAndTimes(t *testing.T) {
 		if ok != tt.ok || ok && (from != tt.from || to != tt.to) {
 			t.Errorf("ParseTimes(%q) = %d, %d, %v; want %d, %d, %v", tt.in, from, to, ok, tt.from, tt.to, tt.ok)
 		}
+	}
+}
+
+// TestTokenNotShown: the section as the API shows it (JSON) leaves the
+// security token out.
+func TestTokenNotShown(t *testing.T) {
+	c := Config{Plant: "p1", Market: &Market{Provider: "entsoe", Zone: "10Y1001A1001A82H", Token: "secret-token-123"}, Import: Import{Market: true}}
+	b, err := json.Marshal(c)
+	if err != nil || strings.Contains(string(b), "secret-token-123") || !strings.Contains(string(b), `"zone":"10Y1001A1001A82H"`) {
+		t.Errorf("%s, %v", b, err)
 	}
 }
