@@ -19,7 +19,7 @@ func (s *Service) Collect(w *metrics.Writer) {
 			w.Gauge("plantd_tariff_prices_until_timestamp_seconds", "The end of the last market price held (Unix time).", float64(st.HeldUntil.UnixMilli())/1000, "source", st.Source)
 		}
 	}
-	if slot, ok := s.Now(); ok {
+	if slot, ok := s.Current(); ok {
 		w.Gauge("plantd_tariff_import_price_eur_per_kwh", "The grid price now, EUR/kWh as paid.", slot.Import, "source", slot.Source)
 		w.Gauge("plantd_tariff_feed_in_price_eur_per_kwh", "The feed-in price now, EUR/kWh.", slot.FeedIn, "source", slot.Source)
 	}

@@ -281,6 +281,9 @@ func minTime(a, b time.Time) time.Time {
 // fetch asks the provider for [from, to) and keeps what it answers.
 func (s *Service) fetch(ctx context.Context, from, to, wall time.Time) {
 	prices, err := s.get(ctx, from, to)
+	if ctx.Err() != nil {
+		return // stopping: no answer, no failure
+	}
 	if err == nil {
 		for i := range prices {
 			prices[i].Source, prices[i].FetchedAt = s.source, wall

@@ -319,7 +319,7 @@ func TestSlotsFixed(t *testing.T) {
 		mixed[2].Source != SourceFixed || mixed[2].Import != 0.35 || math.Abs(mixed[0].Import-(91.91/1000+0.19)*1.19) > 1e-12 {
 		t.Errorf("market then fallback: %+v", mixed)
 	}
-	if now, ok := ms.Now(); !ok || now.Source != "entsoe:10Y1001A1001A82H" || *now.MarketEURPerMWh != 121.98 {
+	if now, ok := ms.Current(); !ok || now.Source != "entsoe:10Y1001A1001A82H" || *now.MarketEURPerMWh != 121.98 {
 		t.Errorf("now (20:00 on the 7th): %+v, %v", now, ok)
 	}
 }

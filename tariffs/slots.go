@@ -98,8 +98,9 @@ func (s *Service) Slots(from, to time.Time) []Slot {
 	return out
 }
 
-// Now returns the slot of the instant now (false: its price is unknown).
-func (s *Service) Now() (Slot, bool) {
+// Current returns the slot of the instant now (false: its price is
+// unknown).
+func (s *Service) Current() (Slot, bool) {
 	now := s.deps.Now()
 	slots := s.Slots(now, now.Add(time.Nanosecond))
 	if len(slots) == 0 {
