@@ -34,7 +34,8 @@
 // CET), tomorrow, in the plant's time zone. Prices are stored
 // (store.PutPrices, one row per interval and source), so a restart reads
 // them instead of asking again; no request is made while the horizon is
-// stored. Otherwise it asks for the missing days, at most once an hour
+// stored, and the latest stored fetch time holds a restart's first
+// request back to the hour. Otherwise it asks for the missing days, at most once an hour
 // per provider (wall clock), and after a failure later still
 // (internal/backoff: 1 h doubling to 4 h). A failure (the provider down,
 // an HTTP error, a malformed document) keeps the last good prices and

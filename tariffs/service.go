@@ -176,7 +176,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// Load reads the stored prices of the horizon and the day before.
+// Load reads the stored prices of the horizon and the day before. The
+// latest fetch among them counts as the last request, so that a restart
+// does not ask again within the hour.
 func (s *Service) Load(ctx context.Context) error {
 	today, _, dayAfter := s.days(s.deps.Now())
 	ps, err := s.deps.Store.Prices(ctx, s.source, today.AddDate(0, 0, -1), dayAfter)
@@ -184,8 +186,16 @@ func (s *Service) Load(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.merge(ps, today.AddDate(0, 0, -1))
-	s.mu.Unlock()
+	for _, p := range ps {
+		if p.FetchedAt.After(s.status.LastFetch) {
+			s.status.LastFetch = p.FetchedAt
+		}
+	}
+	if next := s.status.LastFetch.Add(MinRequestInterval); !s.status.LastFetch.IsZero() && next.After(s.status.NextAttempt) {
+		s.status.NextAttempt = next
+	}
 	return nil
 }
 

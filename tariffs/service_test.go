@@ -209,6 +209,29 @@ func TestFetcherENTSOE(t *testing.T) {
 	if got := s2.Slots(time.Date(2024, 10, 6, 0, 0, 0, 0, berlin), time.Date(2024, 10, 8, 0, 0, 0, 0, berlin)); len(got) != 48 {
 		t.Errorf("slots after a restart: %d, want 48", len(got))
 	}
+	// A restart half an hour after the last request, the 8th still
+	// missing: the stored fetch time holds the next request back to the
+	// hour.
+	clk.set(time.Date(2024, 10, 7, 21, 30, 0, 0, time.UTC))
+	s3, err := New(entsoeConfig(p2.URL+"/api"), Deps{Location: berlin, Store: st2, Client: p2.Client(), Now: clk.now, WallClock: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last := s3.Status().LastFetch; !last.Equal(time.Date(2024, 10, 7, 21, 0, 0, 0, time.UTC)) {
+		t.Errorf("last fetch after a restart: %v, want the stored 21:00Z", last)
+	}
+	s3.Step(ctx)
+	if n := p2.requests.Load(); n != 0 {
+		t.Errorf("a restart within the hour of the last request: %d requests, want 0", n)
+	}
+	clk.add(30 * time.Minute)
+	s3.Step(ctx)
+	if n := p2.requests.Load(); n != 1 {
+		t.Errorf("an hour after the last request: %d requests, want 1", n)
+	}
 }
 
 // TestFetcherUnreachable: a provider that does not answer is a failure
