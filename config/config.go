@@ -19,6 +19,7 @@ import (
 	"plantd/mqtt/mqttconfig"
 	"plantd/plant/kind"
 	"plantd/sunspecserver/serverconfig"
+	"plantd/tariffs/tariffconfig"
 )
 
 // Config is plantd's configuration, as read from /etc/plantd/plantd.yaml. The
@@ -59,6 +60,10 @@ type Config struct {
 	// EEBus is plantd as the controllable system of the grid operator's
 	// control box, §14a LPC and LPP (eebus/eebusconfig); off by default.
 	EEBus eebusconfig.Config `yaml:"eebus"`
+
+	// Tariffs are the grid and feed-in tariffs, fixed or from day-ahead
+	// market prices (tariffs/tariffconfig); off when absent.
+	Tariffs *tariffconfig.Config `yaml:"tariffs"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.

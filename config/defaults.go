@@ -137,6 +137,9 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	if c.EEBus.Plant == "" && len(c.Plants) == 1 {
 		c.EEBus.Plant = c.Plants[0].ID
 	}
+	if c.Tariffs != nil && c.Tariffs.Plant == "" && len(c.Plants) == 1 {
+		c.Tariffs.Plant = c.Plants[0].ID
+	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]
 		if in.Plant == "" && len(c.Plants) == 1 {

@@ -27,6 +27,16 @@ func (v *validator) eebus() {
 	v.c.EEBus.Validate(v.ck.In("eebus"), func(id string) bool { return plants[id] })
 }
 
+// tariffs checks the tariffs' section (tariffs/tariffconfig), when
+// given, with the plants it may name.
+func (v *validator) tariffs() {
+	if v.c.Tariffs == nil {
+		return
+	}
+	plants, _ := v.c.ids()
+	v.c.Tariffs.Validate(v.ck.In("tariffs"), func(id string) bool { return plants[id] })
+}
+
 // proxies checks the devices' proxies, with what each needs to know of
 // the others (an address taken) and of its device (a consumer).
 func (v *validator) proxies() {

@@ -54,6 +54,7 @@ func (c *Config) validate() []Problem {
 	v.migrated()
 	v.modbusServer()
 	v.eebus()
+	v.tariffs()
 	v.proxies()
 	return v.problems
 }

@@ -445,6 +445,9 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/inputs", Summary: "The grid operator's inputs (ripple-control receiver, control box): contacts as last read, what they map to, their window in grid control, and the §14a dimming state (plantd's); empty without inputs",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's inputs (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": inputsResponse()}})
+	add(apidoc.Route{Method: "get", Path: "/gateway/v1/tariffs", Summary: "The grid and feed-in tariffs and their prices from now to the end of tomorrow (plantd's); configured false without a tariffs: section",
+		Params: []apidoc.Obj{apidoc.Param("hours", "query", "the next N hours instead (1..48)", apidoc.Obj{"type": "integer", "minimum": 1, "maximum": maxTariffHours}, false)},
+		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": tariffsResponse()}})
 
 	for _, o := range oauth2.Routes() { // the authorization server's
 		rs = append(rs, apidoc.Route{Method: o.Method, Path: o.Path, Summary: o.Summary, Response: o.Response, Params: o.Params,

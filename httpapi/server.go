@@ -194,6 +194,9 @@ type Deps struct {
 	// EEBus is optional: the control box over EEBus (cmd/plantd's); nil
 	// adds no eebus member to GET /gateway/v1/inputs.
 	EEBus EEBus
+	// Tariffs is optional: the tariffs (a *tariffs.Service); nil answers
+	// GET /gateway/v1/tariffs with configured false.
+	Tariffs Tariffs
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry

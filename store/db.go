@@ -172,6 +172,21 @@ CREATE TABLE consumer_guard (
 	state  BLOB NOT NULL
 ) WITHOUT ROWID;
 `,
+	6: `
+-- price: day-ahead market prices as a provider published them (package
+-- tariffs), per source (provider and zone, e.g. 'entsoe:10Y1001A1001A82H'
+-- or 'awattar:de') and interval start t (Unix ms) to tend, in EUR/MWh,
+-- with the time they were fetched; replaced when fetched again, so that
+-- a restart has the horizon without asking the provider.
+CREATE TABLE price (
+	source  TEXT NOT NULL,
+	t       INTEGER NOT NULL,
+	tend    INTEGER NOT NULL,
+	eur_mwh REAL NOT NULL,
+	fetched INTEGER NOT NULL,
+	PRIMARY KEY (source, t)
+) WITHOUT ROWID;
+`,
 }
 
 // migrationCode are the steps that need more than SQL: run in the step's
@@ -182,7 +197,7 @@ var migrationCode = map[int]func(context.Context, *sql.Tx) error{
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the

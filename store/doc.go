@@ -57,6 +57,7 @@
 //	control_owner(device, control)     grid control: the controls plantd wrote and has not restored
 //	device_quirk(device, quirk, since) grid control: what a device's answers showed (limit-needs-enable-toggle)
 //	consumer_guard(device, state)      the energy manager: a consumer's guards, replaced at every switch
+//	price(source, t, tend, eur_mwh, fetched) tariffs: day-ahead market prices per provider and zone
 //
 // Times are Unix ms (UTC). Raw samples are kept in chunks, a row per
 // device and minute (t0 the minute's start, n samples, the last at tn),
@@ -155,7 +156,7 @@
 // most a minute plus BatchInterval (70 s at the default), and whatever
 // log entries were queued in the last second. Rollups, the watermark,
 // schedules, grid-control state (control_default, control_owner,
-// device_quirk), consumers' guards (consumer_guard) and the outbox (Enqueue, Ack) commit in their own
+// device_quirk), consumers' guards (consumer_guard), market prices (price) and the outbox (Enqueue, Ack) commit in their own
 // transactions at once, so nothing of them that was acknowledged is
 // lost. A power cut never corrupts the database (WAL, checksummed
 // frames), but with synchronous=NORMAL it may lose, besides that, the

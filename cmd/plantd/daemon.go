@@ -34,6 +34,7 @@ import (
 	"plantd/store"
 	"plantd/sunspec"
 	"plantd/sunspecserver"
+	"plantd/tariffs"
 )
 
 // listeners are the ports a caller bound before the daemon starts (the
@@ -58,6 +59,7 @@ type daemon struct {
 	homes        *consumer.Manager // nil without consumers
 	inputs       *gridInputs       // nil without inputs
 	eebus        *eebus.Service    // nil unless eebus.enabled
+	tariffs      *tariffs.Service  // nil without tariffs:
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -216,7 +218,10 @@ func (d *daemon) newControl(ctx context.Context, cfg *config.Config, ocppLn net.
 	if d.inputs, err = d.newInputs(cfg, dimmer); err != nil {
 		return err
 	}
-	d.eebus, err = d.newEEBus(cfg, logger)
+	if d.eebus, err = d.newEEBus(cfg, logger); err != nil {
+		return err
+	}
+	d.tariffs, err = d.newTariffs(cfg, logger)
 	return err
 }
 
@@ -233,6 +238,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.eebus != nil {
 		reg.MustRegister(eebusCollector{d.eebus})
 	}
+	if d.tariffs != nil {
+		reg.MustRegister(d.tariffs)
+	}
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
@@ -242,6 +250,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	}
 	if d.eebus != nil {
 		apiDeps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
+	}
+	if d.tariffs != nil {
+		apiDeps.Tariffs = d.tariffs
 	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
@@ -421,6 +432,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.eebus != nil {
 		component(d.eebus.Run)
+	}
+	if d.tariffs != nil {
+		component(d.tariffs.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {
