@@ -170,6 +170,9 @@ const (
 
 // classify says what a device is to a command.
 func classify(cmd Command, d plant.DeviceLive) verdict {
+	if cmd.Control == ctlBattery {
+		return classifyBattery(cmd, d)
+	}
 	switch {
 	case !d.Info.Active():
 		return notInverter

@@ -43,6 +43,7 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 	pvW, pvErr := c.readPV(ctx, devs, ids)
 	switch {
 	case meterErr != nil || pvErr != nil:
+		fs.gridOK = false
 		err := errors.Join(meterErr, pvErr)
 		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
 			if !fs.meterLost {
@@ -62,7 +63,10 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 		// battery did not take it) stops the raises for batteryFullHold,
 		// doubled for each refusal in a row up to 16 times.
 		demand, probe := pvW+gridW, 0.0
-		if bat := c.battery(devs); bat.ok {
+		fs.gridW, fs.pvW, fs.gridOK = gridW, pvW, true
+		// A battery under a setpoint (BatteryPower) does not follow the
+		// meter: its power is no load PV could serve, nor room to charge.
+		if bat := c.battery(devs, true); bat.ok {
 			demand += bat.dischargeW
 			if fs.probeW > 0 {
 				if -gridW > limitW+math.Max(100, 0.01*rated) {
@@ -121,8 +125,9 @@ func (b batteryNow) room(step float64) float64 {
 }
 
 // battery reads the batteries of a plant (battery devices and hybrid
-// inverters with battery channels) from the live state.
-func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
+// inverters with battery channels) from the live state; skipHeld leaves
+// out those plantd holds a battery setpoint on.
+func (c *Controller) battery(devs []plant.DeviceLive, skipHeld bool) batteryNow {
 	var b batteryNow
 	var socSum float64
 	var n int
@@ -130,6 +135,9 @@ func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
 	for i := range devs {
 		d := &devs[i]
 		if (d.Info.Kind != kind.Battery && d.Info.Kind != kind.Inverter) || !d.Info.Active() || !reachable(*d) {
+			continue
+		}
+		if skipHeld && c.holdsBattery(d.Info.ID) {
 			continue
 		}
 		cha, _, okC := c.live.Value(d.Info.ID, plant.BatteryCharging)
@@ -244,7 +252,7 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 // back stays held back whatever a consumer draws, so it is no surplus.
 func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated float64, limitPct, capPct *float64, now time.Time) plant.Surplus {
 	s := plant.Surplus{Time: now}
-	if b := c.battery(devs); b.ok {
+	if b := c.battery(devs, false); b.ok {
 		s.BatteryOK, s.BatteryChargeW, s.BatteryDischargeW = true, b.chargeW, b.dischargeW
 		s.BatterySoCPct, s.BatterySoCOK = b.soc, b.socOK
 	}
@@ -276,4 +284,25 @@ func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated 
 		s.CurtailedW = math.Max(0, ceil-pv)
 	}
 	return s
+}
+
+// holdsBattery reports whether plantd holds a battery setpoint on the
+// device (a window's, not a restore under way).
+func (c *Controller) holdsBattery(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dc := c.devs[id]
+	if dc == nil {
+		return false
+	}
+	st := dc.peek(ctlBattery)
+	return (st.owned || st.claimed) && st.key != ""
+}
+
+// pvHeld reports whether the loop holds the inverters' output back: their
+// output read this cycle is within 10 % (and 100 W) of the limit pct of
+// rated (as surplus judges it).
+func (fs feedState) pvHeld(pct, rated float64) bool {
+	limitW := pct / 100 * rated
+	return pct < 100 && limitW >= 100 && fs.pvW >= 0.9*limitW-100
 }

@@ -21,7 +21,7 @@ func (c *Controller) HeldModels(deviceID string) []uint16 {
 		if !st.owned && !st.claimed {
 			continue
 		}
-		for _, cmd := range Commands {
+		for _, cmd := range allCommands() {
 			if cmd.Control == k {
 				for _, m := range cmd.Models {
 					if !slices.Contains(out, m) {

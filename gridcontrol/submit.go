@@ -122,7 +122,7 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 		names[cm.Command]++
 	}
 	var parts []string
-	for _, cm := range Commands {
+	for _, cm := range allCommands() {
 		if n := names[cm.Name]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
 		}
@@ -137,7 +137,7 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 	c.mu.Unlock()
 	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelInfo, Code: "ScheduleAccepted",
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
-	for _, cm := range Commands {
+	for _, cm := range allCommands() {
 		if e, ok := elig[cm.Name]; ok && !e.whole() {
 			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "CommandPartial",
 				Message: fmt.Sprintf("schedule %s: %s", sc.ScheduleID, e.Describe())})
@@ -225,7 +225,7 @@ func assessAll(cmds []ScheduledCmd, devs []plant.DeviceLive) map[string]Eligibil
 	elig := map[string]Eligibility{}
 	for _, sc := range cmds {
 		if _, ok := elig[sc.Command]; !ok {
-			cmd, _ := CommandByName(sc.Command)
+			cmd, _ := commandNamed(sc.Command)
 			elig[sc.Command] = Assess(cmd, devs)
 		}
 	}
@@ -291,7 +291,7 @@ func markCoverage(sc *ScheduledCmd, e Eligibility) {
 func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive, elig map[string]Eligibility) []FieldError {
 	var errs []FieldError
 	for i, sc := range cmds {
-		cmd, _ := CommandByName(sc.Command)
+		cmd, _ := commandNamed(sc.Command)
 		e := elig[cmd.Name]
 		f := fmt.Sprintf("commands[%d]", i)
 		if !e.Eligible {
@@ -522,7 +522,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		if cm.AppliedAt != nil || cm.Status == StatusFailed {
 			continue
 		}
-		cmd, _ := CommandByName(cm.Command)
+		cmd, _ := commandNamed(cm.Command)
 		got := pc.applied[wk]
 		var last time.Time
 		var late []string
