@@ -131,6 +131,7 @@ func (c *Controller) SetBatteryPower(ctx context.Context, by Origin, plantID str
 			c.log.Warn("end the battery setpoint replaced", "schedule", o.sched.ScheduleID, "err", err)
 		}
 	}
+	c.trimBattery(ctx, plantID, by)
 	c.st.Log(plant.LogEntry{Time: now, PlantID: plantID, Level: plant.LevelInfo, Code: "BatterySetpoint",
 		Message: fmt.Sprintf("battery setpoint %s from %s until %s (schedule %s)", describeBatteryW(watts), by, until.Format(time.RFC3339), sc.ScheduleID)})
 	return sc, nil
@@ -177,9 +178,43 @@ func (c *Controller) openBattery(plantID string, by Origin, now time.Time) []win
 	return out
 }
 
+// isBattery reports whether a schedule holds battery setpoints (only
+// SetBatteryPower makes those, one window each).
+func isBattery(s *Schedule) bool {
+	return len(s.Commands) > 0 && s.Commands[0].Command == CmdBatteryPower
+}
+
+// keepBattery is how many of a channel's finished battery setpoints stay
+// listed (BatteryWindows): a plan that changes its setpoint every 15
+// minutes would otherwise fill the plant's MaxSchedules with its own
+// history and push the grid operator's out early.
+const keepBattery = 16
+
+// trimBattery drops by's finished battery setpoints but the newest
+// keepBattery.
+func (c *Controller) trimBattery(ctx context.Context, plantID string, by Origin) {
+	now := c.now()
+	c.mu.Lock()
+	pc := c.plants[plantID]
+	if pc == nil {
+		c.mu.Unlock()
+		return
+	}
+	var finished []*Schedule
+	for _, s := range pc.scheds {
+		if isBattery(s) && s.CreatedBy == by.String() && !s.Commands[0].End.After(now) {
+			finished = append(finished, s)
+		}
+	}
+	c.mu.Unlock()
+	if len(finished) > keepBattery {
+		c.forget(ctx, pc, finished[:len(finished)-keepBattery]) // oldest first
+	}
+}
+
 // scheduleView is one schedule as Schedules lists it.
 func (c *Controller) scheduleView(plantID, id string) (Schedule, error) {
-	list, err := c.Schedules(plantID)
+	list, err := c.Schedules(plantID, BatteryWindows(true))
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -337,7 +372,7 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 	wk := key(ws)
 	rvrt := c.cfg.RevertTimeout.Seconds()
 	renewDue := ref.ID == 124 && now.Sub(st.writtenAt) >= c.cfg.RevertTimeout/2
-	if st.owned && wk == st.key && !st.rewrite && !renewDue && st.batW == target {
+	if st.owned && wk == st.key && !st.rewrite && !renewDue && math.Abs(st.batW-target) < batteryDeadband(snap) {
 		return
 	}
 	err := c.claim(ctx, dc, d, ctlBattery)
@@ -357,6 +392,17 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 	}
 	want := bp.want[d.Info.ID]
 	c.outcome(ctx, pc, dc, d, ctlBattery, wk, ws, what, wk != st.key || !st.owned, err, now, aw, func(s *ctlState) { s.batW, s.batWant = target, want })
+}
+
+// batteryDeadband is the change of a battery's share that is written
+// (a FeedInLimit's cap moves it every cycle): half a percent of 124's
+// WChaMax, less than the register's step at InOutWRte_SF 0 (1 %), at
+// least 1 W.
+func batteryDeadband(snap *sunspec.Instance) float64 {
+	if v, err := snap.Float("WChaMax"); err == nil && v > 0 {
+		return math.Max(1, v/200)
+	}
+	return 1
 }
 
 // editBattery sets a battery's setpoint of w W (positive discharging) on

@@ -402,15 +402,22 @@ func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
 // ListOption tunes Schedules.
 type ListOption func(*listOpts)
 
-type listOpts struct{ finished bool }
+type listOpts struct{ finished, battery bool }
 
 // IncludeFinished lists, beside each window, the audit of what was
 // written (Writes) and, for recurring commands, the finished windows
 // (Finished) with theirs: the API's include=finished.
 func IncludeFinished(on bool) ListOption { return func(o *listOpts) { o.finished = on } }
 
+// BatteryWindows lists the battery setpoints' schedules (BatteryPower,
+// SetBatteryPower) instead of the spec's: those are plantd's own and not
+// listed otherwise, so that the API's schedules keep the spec's commands
+// and roles (DESIGN §4).
+func BatteryWindows(on bool) ListOption { return func(o *listOpts) { o.battery = on } }
+
 // Schedules returns a plant's schedules with the status of every command,
-// oldest first; a recurring command with its next windows (Next).
+// oldest first; a recurring command with its next windows (Next). The
+// battery setpoints' schedules are listed only with BatteryWindows.
 func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, error) {
 	var o listOpts
 	for _, f := range opts {
@@ -427,6 +434,9 @@ func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, 
 	sup := supersededSet(pc.scheds)
 	gov := activeAt(pc.scheds, now, pc.limitRatedW)
 	for _, s := range pc.scheds {
+		if isBattery(s) != o.battery {
+			continue
+		}
 		v := view(s, sup, gov, now)
 		if o.finished {
 			for i := range v.Commands {

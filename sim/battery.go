@@ -2,7 +2,10 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"time"
+
+	"plantd/sunspec"
 )
 
 // battery is the physics and control state of a battery system. Guarded by
@@ -90,6 +93,10 @@ func newBattery(d *Device) (*battery, error) {
 				"CellVMaxStr": 1, "CellVMaxMod": 1, "CellVMinStr": 1, "CellVMinMod": 2},
 		},
 	}
+	if c.DER {
+		// DER storage only (713, 802): no 124, so no power setpoint.
+		specs = slices.DeleteFunc(specs, func(m modelSpec) bool { return m.id == 124 })
+	}
 	err := d.build(defaultBase, specs, func(bb *builder) {
 		h := &b.h
 		bb.bindAll(802, useMeasured, named{&h.soc, "SoC"}, named{&h.dod, "DoD"}, named{&h.soh, "SoH"}, named{&h.v, "V"},
@@ -97,9 +104,11 @@ func newBattery(d *Device) (*battery, error) {
 			named{&h.a, "A"}, named{&h.w, "W"})
 		bb.bindAll(802, useState, named{&h.nCyc, "NCyc"}, named{&h.chaSt, "ChaSt"}, named{&h.hb, "Hb"},
 			named{&h.state, "State"})
-		bb.bindAll(124, useMeasured, named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"},
-			named{&h.inBatV, "InBatV"})
-		bb.bindAll(124, useState, named{&h.chaSt124, "ChaSt"})
+		if !c.DER {
+			bb.bindAll(124, useMeasured, named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"},
+				named{&h.inBatV, "InBatV"})
+			bb.bindAll(124, useState, named{&h.chaSt124, "ChaSt"})
+		}
 		bb.bindAll(713, useMeasured, named{&h.whAvail, "WHAvail"}, named{&h.soc713, "SoC"}, named{&h.soh713, "SoH"})
 	})
 	if err != nil {
@@ -176,15 +185,24 @@ func (b *battery) integrate(hours float64) {
 
 func (b *battery) decodeControls(d *Device) {
 	st, bat := d.inst(124), d.inst(802)
+	if st == nil { // DER storage only: no 124 control
+		b.wChaMax, b.storCtl, b.inWRte, b.outWRte, b.chaGrid, b.minRsv = b.maxW, 0, 100, 100, false, b.socMin
+	} else {
+		b.decode124(st)
+	}
+	b.rsvMin = floatOr(bat, "SoCRsvMin", b.socMin)
+	b.rsvMax = floatOr(bat, "SocRsvMax", b.socMax)
+	b.connected = rawOr(bat, "SetOp", 1) != 2 && rawOr(bat, "SetInvState", 3) != 1
+}
+
+// decode124 reads 124's storage control.
+func (b *battery) decode124(st *sunspec.Instance) {
 	b.wChaMax = floatOr(st, "WChaMax", b.maxW)
 	b.storCtl = rawOr(st, "StorCtl_Mod", 0)
 	b.inWRte = floatOr(st, "InWRte", 100)
 	b.outWRte = floatOr(st, "OutWRte", 100)
 	b.chaGrid = rawOr(st, "ChaGriSet", 0) == 1
 	b.minRsv = floatOr(st, "MinRsvPct", b.socMin)
-	b.rsvMin = floatOr(bat, "SoCRsvMin", b.socMin)
-	b.rsvMax = floatOr(bat, "SocRsvMax", b.socMax)
-	b.connected = rawOr(bat, "SetOp", 1) != 2 && rawOr(bat, "SetInvState", 3) != 1
 }
 
 // afterWrite applies a write at now: the controls, and 124's reversion
@@ -241,7 +259,6 @@ func (b *battery) render(d *Device, t time.Time) {
 	d.put(h.soh, b.soh)
 	d.put(h.nCyc, math.Floor(b.cycles0+b.dischargedWh/b.capWh))
 	d.putRaw(h.chaSt, chaSt)
-	d.putRaw(h.chaSt124, chaSt)
 	d.putRaw(h.hb, uint64(uint16(t.Unix())))
 	d.putRaw(h.state, state)
 	d.put(h.v, v)
@@ -250,9 +267,12 @@ func (b *battery) render(d *Device, t time.Time) {
 	d.put(h.cellVMin, cell-0.009)
 	d.put(h.a, b.w/v)
 	d.put(h.w, b.w)
-	d.put(h.chaState, b.soc)
-	d.put(h.storAval, math.Max(0, b.soc-b.minRsv)/100*b.ahRtg)
-	d.put(h.inBatV, v)
+	if h.chaSt124.p != nil { // 124 (not on a DER-only battery)
+		d.putRaw(h.chaSt124, chaSt)
+		d.put(h.chaState, b.soc)
+		d.put(h.storAval, math.Max(0, b.soc-b.minRsv)/100*b.ahRtg)
+		d.put(h.inBatV, v)
+	}
 	d.put(h.whAvail, b.capWh*b.soc/100*b.soh/100)
 	d.put(h.soc713, b.soc)
 	d.put(h.soh713, b.soh)
