@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"plantd/config"
@@ -257,6 +259,7 @@ func (c *Controller) BatterySetpoints() []BatterySetpoint {
 		}
 		out = append(out, BatterySetpoint{PlantID: dc.plantID, DeviceID: id, W: st.batW, WantW: st.batWant})
 	}
+	slices.SortFunc(out, func(a, b BatterySetpoint) int { return strings.Compare(a.DeviceID, b.DeviceID) })
 	return out
 }
 
