@@ -351,7 +351,7 @@ func TestBatteryStorageControl(t *testing.T) {
 		at            time.Time
 		in, out, grid float64
 		wantW         func(load, pv float64) float64 // 802 W wanted (positive discharging)
-		soc           int                           // the SoC's move over 10 minutes: -1, 0, 1
+		soc           int                            // the SoC's move over 10 minutes: -1, 0, 1
 	}{
 		{"charge 3 kW from the grid at night", night, 60, -60, 1, func(_, _ float64) float64 { return -3000 }, 1},
 		{"charge from PV only at night: nothing", night, 60, -60, 0, func(_, _ float64) float64 { return 0 }, 0},
