@@ -320,8 +320,12 @@ func (c *Controller) planBattery(pc *plantCtl, act map[string]window, devs []pla
 		}
 		c.mu.Unlock()
 		if !known {
-			b := c.battery(devs, false)
-			base = b.dischargeW - b.chargeW
+			base = 0
+			for _, id := range ids {
+				cha, _, _ := c.live.Value(id, plant.BatteryCharging)
+				dis, _, _ := c.live.Value(id, plant.BatteryDischarging)
+				base += math.Max(0, dis) - math.Max(0, cha)
+			}
 		}
 		room := limitW + fs.gridW
 		if !fs.gridOK {

@@ -515,6 +515,11 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			}
 			c.mu.Lock()
 			dc := c.dev(d.Info.ID)
+			if st := dc.peek(ctlBattery); d.Info.Kind == kind.Battery && !plan.battery.active && !st.owned && !st.claimed {
+				// A battery carries no command but BatteryPower.
+				c.mu.Unlock()
+				continue
+			}
 			if quiet && dc.untouched() {
 				dc.defaults = nil
 				c.mu.Unlock()
@@ -614,8 +619,12 @@ func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]wind
 		pl.capPct = &pct
 	}
 	var feedPct *float64
+	var forced *window
+	if w, ok := act[CmdBatteryPower]; ok && w.cmd.Value != nil {
+		forced = &w
+	}
 	if w, ok := act[CmdFeedInLimit]; ok {
-		pct := c.feedIn(ctx, pc, w, devs, limitDevs, rated, now)
+		pct := c.feedIn(ctx, pc, w, devs, limitDevs, rated, now, forced)
 		lower(pct, w)
 		feedPct = &pct
 	} else {
