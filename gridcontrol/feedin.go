@@ -118,9 +118,9 @@ type batteryNow struct {
 	// forcedChargeW is what the batteries left out (forced) charge now,
 	// those that have not taken the setpoint yet.
 	forcedChargeW float64
-	soc                 float64 // %, the plain mean
-	socOK               bool
-	ratedW              float64 // their rated power; 0 when one's is unknown
+	soc           float64 // %, the plain mean
+	socOK         bool
+	ratedW        float64 // their rated power; 0 when one's is unknown
 }
 
 // room is how much more the batteries could charge now, at most step: 0
