@@ -423,13 +423,18 @@
 // loop in the same cycle); no room is added while that loop holds PV back
 // (the inverters within 10 % of their limit, as surplus judges it), so
 // PV serves the house first and the battery keeps its energy, and none
-// without a meter reading. The FeedInLimit loop leaves batteries under a
-// setpoint out of its battery terms (their discharge is no load PV could
-// serve, their room no room to probe). A change of the cap smaller than
-// half a percent of WChaMax (below 124's 1 % step) is not written.
+// without a meter reading. The FeedInLimit loop leaves the batteries
+// carrying a BatteryPower window out of its battery terms (their
+// discharge is no load PV could serve, their room no room to probe), and
+// in the cycle a hold or a discharge is first written it lowers PV by
+// what those batteries charge now (that power would otherwise show as
+// export until the next cycle). A change of the cap smaller than half a
+// percent of WChaMax (below 124's 1 % step) is not written.
 // TestBatteryDischargeCappedByFeedInLimit: 5 kW forced at night, the
 // operator's FeedInLimit 0 W: export at most 10 W over 5 s, the battery
-// covering the house's 0.35 kW.
+// covering the house's 0.35 kW. TestBatteryHoldUnderFeedInLimit: a hold
+// at a summer noon under FeedInLimit 0 % with the battery charging 5 kW:
+// PV from 6.0 to 1.0 kW, export at most 1 W per cycle.
 //
 // Carriers are the active batteries and the hybrid inverters with 124,
 // which share the plant's setpoint by rated power. On 124 (the
