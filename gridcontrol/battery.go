@@ -271,7 +271,6 @@ type batteryPlan struct {
 	// discharging), the plant's shared by rated power and capped by a
 	// FeedInLimit; want the same before the cap.
 	perDev, want map[string]float64
-	capped       bool
 }
 
 // planBattery shares the active BatteryPower window among the batteries
@@ -343,11 +342,7 @@ func (c *Controller) planBattery(pc *plantCtl, act map[string]window, devs []pla
 		}
 		want := math.Round(total * share)
 		bp.want[id] = want
-		got := want
-		if capped := math.Floor(capW * share); got > capped {
-			got, bp.capped = capped, true
-		}
-		bp.perDev[id] = got
+		bp.perDev[id] = math.Min(want, math.Floor(capW*share))
 	}
 	return bp
 }
