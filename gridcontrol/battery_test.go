@@ -2,6 +2,7 @@ package gridcontrol_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -425,5 +426,42 @@ func TestBatteryHoldUnderFeedInLimit(t *testing.T) {
 	}
 	if worst > 50 {
 		t.Errorf("export %.0f W under a FeedInLimit of 0 %% when the hold began, want at most 50 W", worst)
+	}
+}
+
+// TestBatteryPowerRefused: a setpoint the plant cannot carry or that is
+// malformed is refused before anything is stored.
+func TestBatteryPowerRefused(t *testing.T) {
+	t.Parallel()
+	var noBattery []sim.DeviceConfig
+	for _, d := range sim.DefaultConfig().Devices {
+		if d.ID != "bat" {
+			noBattery = append(noBattery, d)
+		}
+	}
+	r := newRig(t, rigOpts{clockAt: midnight, devices: noBattery})
+	cases := []struct {
+		name  string
+		w     float64
+		until time.Duration
+		field string
+		code  string
+		says  string // in the message
+	}{
+		{"no battery", -3000, time.Hour, "commands[0].command", gridcontrol.ReasonNoActiveDevices, "no active battery"},
+		{"not a number", math.NaN(), time.Hour, "value", "", "NaN W"},
+		{"ended", 1000, -time.Second, "end", "", "not after now"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.controller().SetBatteryPower(context.Background(), plan, "demo", tc.w, time.Now().Add(tc.until))
+			var ve *gridcontrol.ValidationError
+			if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != tc.field || ve.Fields[0].Code != tc.code || !strings.Contains(ve.Fields[0].Message, tc.says) {
+				t.Fatalf("SetBatteryPower(%g W): %v (%+v), want a refusal of %s with code %q", tc.w, err, ve, tc.field, tc.code)
+			}
+		})
+	}
+	if list, _ := r.controller().Schedules("demo", gridcontrol.BatteryWindows(true)); len(list) != 0 {
+		t.Errorf("%d battery schedules stored after refusals", len(list))
 	}
 }
