@@ -438,10 +438,12 @@
 //
 // Carriers are the active batteries and the hybrid inverters with 124,
 // which share the plant's setpoint by rated power. On 124 (the
-// convention of Fronius GEN24's SunSpec storage control, as evcc's
-// SunSpec battery templates and other controllers drive it: a negative
+// convention of Fronius GEN24's SunSpec storage control: a negative
 // OutWRte is a charge the battery must take, a negative InWRte a
-// discharge it must give), with p = watts / WChaMax × 100:
+// discharge it must give; evcc's fronius-gen24 template, for one, charges
+// with ChaGriSet 1, StorCtl_Mod 2, OutWRte -rate and discharges with
+// StorCtl_Mod 3, InWRte -100, OutWRte 100, but writes InOutWRte_RvrtTms
+// 0, no reversion), with p = watts / WChaMax × 100:
 //
 //	discharge p   StorCtl_Mod 3, InWRte -p, OutWRte p
 //	charge p      StorCtl_Mod 3, InWRte p, OutWRte -p, ChaGriSet 1 (GRID)
