@@ -389,43 +389,60 @@ func TestBattery802Hold(t *testing.T) {
 	}
 }
 
-// TestBatteryHoldUnderFeedInLimit: at a summer noon under the grid
+// TestBatterySetpointUnderFeedInLimit: at a summer noon under the grid
 // operator's FeedInLimit of 0 %, the loop holds PV at the house and the
-// battery's charging; a hold of the battery then stops that charging, and
-// the loop lowers PV in the same cycle: the export stays within 50 W
-// (stepped rig: the simulated plant's balance after every cycle).
-func TestBatteryHoldUnderFeedInLimit(t *testing.T) {
+// battery's charging (5 kW); then the plan asks a hold, a discharge or a
+// charge. PV serves the house first: a hold or a discharge leaves the
+// battery at 0 W (the discharge capped: PV is held back, it could only be
+// exported), and the loop lowers PV in the cycle the battery stops
+// charging; a charge of 4 kW takes PV the loop lets through. The export
+// stays within 50 W at every cycle (stepped rig: the simulated plant's
+// balance after every cycle).
+func TestBatterySetpointUnderFeedInLimit(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{stepped: true})
-	start, _ := r.window(time.Second, 0)
-	if _, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(limitCmd("FeedInLimit", start, start.Add(time.Hour), 0)))); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name     string
+		w, wantW float64 // the setpoint, the battery's power after 10 s (positive discharging)
+	}{
+		{"hold", 0, 0},
+		{"discharge 5 kW", 5000, 0},
+		{"charge 4 kW", -4000, -4000},
 	}
-	r.stepTo(start)
-	r.await("the loop holding PV at the house and the battery's charging", 30*time.Second, func() bool {
-		b := r.sim.Balance()
-		return b.BatteryW < -4500 && -b.GridW < 100
-	})
-	before := r.sim.Balance()
-	if _, err := r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, r.now().Add(10*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	worst := 0.0
-	var trace []string
-	for range 50 { // 10 s of cycles
-		r.step(r.clk, r.cfg.Cycle)
-		b := r.sim.Balance()
-		worst = math.Max(worst, -b.GridW)
-		trace = append(trace, fmt.Sprintf("%.0f/%+.0f/%.0f", b.PVW, b.BatteryW, b.GridW))
-	}
-	after := r.sim.Balance()
-	t.Logf("before the hold: pv %.0f W, battery %+.0f W, grid %.0f W; after 10 s: pv %.0f W, battery %+.0f W, grid %.0f W; largest export %.0f W", before.PVW, before.BatteryW, before.GridW, after.PVW, after.BatteryW, after.GridW, worst)
-	t.Logf("pv/battery/grid W every cycle: %s", strings.Join(trace, " "))
-	if after.BatteryW != 0 {
-		t.Errorf("battery at %+.0f W under the hold", after.BatteryW)
-	}
-	if worst > 50 {
-		t.Errorf("export %.0f W under a FeedInLimit of 0 %% when the hold began, want at most 50 W", worst)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{stepped: true})
+			start, _ := r.window(time.Second, 0)
+			if _, err := r.controller().SubmitJSON(context.Background(), "demo", gridOperator, []byte(body(limitCmd("FeedInLimit", start, start.Add(time.Hour), 0)))); err != nil {
+				t.Fatal(err)
+			}
+			r.stepTo(start)
+			r.await("the loop holding PV at the house and the battery's charging", 30*time.Second, func() bool {
+				b := r.sim.Balance()
+				return b.BatteryW < -4500 && -b.GridW < 100
+			})
+			before := r.sim.Balance()
+			if _, err := r.controller().SetBatteryPower(context.Background(), plan, "demo", tc.w, r.now().Add(10*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			var trace []string
+			for range 50 { // 10 s of cycles
+				r.step(r.clk, r.cfg.Cycle)
+				b := r.sim.Balance()
+				worst = math.Max(worst, -b.GridW)
+				trace = append(trace, fmt.Sprintf("%.0f/%+.0f/%.0f", b.PVW, b.BatteryW, b.GridW))
+			}
+			after := r.sim.Balance()
+			t.Logf("before: pv %.0f W, battery %+.0f W, grid %.0f W; 10 s after the setpoint: pv %.0f W, battery %+.0f W, grid %.0f W; largest export %.0f W", before.PVW, before.BatteryW, before.GridW, after.PVW, after.BatteryW, after.GridW, worst)
+			t.Logf("pv/battery/grid W every cycle: %s", strings.Join(trace, " "))
+			if math.Abs(after.BatteryW-tc.wantW) > 60 {
+				t.Errorf("battery at %+.0f W, want %+.0f W", after.BatteryW, tc.wantW)
+			}
+			if worst > 50 {
+				t.Errorf("export %.0f W under a FeedInLimit of 0 %%, want at most 50 W", worst)
+			}
+		})
 	}
 }
 

@@ -432,9 +432,11 @@
 // percent of WChaMax (below 124's 1 % step) is not written.
 // TestBatteryDischargeCappedByFeedInLimit: 5 kW forced at night, the
 // operator's FeedInLimit 0 W: export at most 10 W over 5 s, the battery
-// covering the house's 0.35 kW. TestBatteryHoldUnderFeedInLimit: a hold
-// at a summer noon under FeedInLimit 0 % with the battery charging 5 kW:
-// PV from 6.0 to 1.0 kW, export at most 1 W per cycle.
+// covering the house's 0.35 kW. TestBatterySetpointUnderFeedInLimit: at
+// a summer noon under FeedInLimit 0 % with the battery charging 5 kW, a
+// hold and a discharge of 5 kW leave the battery at 0 W and PV at the
+// house's 1.0 kW, a charge of 4 kW PV at 5.0 kW, the export at most 9 W
+// per cycle.
 //
 // Carriers are the active batteries and the hybrid inverters with 124,
 // which share the plant's setpoint by rated power. On 124 (the
