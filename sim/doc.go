@@ -151,8 +151,8 @@
 //	                              many seconds after the last write of the
 //	                              storage control, StorCtl_Mod goes to 0
 //	                              and both rates to 100 % (back to
-//	                              self-consumption); Device.State()
-//	                              .RevertAt shows when
+//	                              self-consumption); RevertAt of
+//	                              Device.State shows when
 //	124 InOutWRte_WinTms, _RmpTms stored and read back, no effect
 //	802 SoCRsvMin, SocRsvMax      the SoC bounds above (equal: a hold)
 //
