@@ -381,10 +381,15 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 	au := &auditor{renew: renewPoints(ctlBattery)}
 	what := fmt.Sprintf("model %d battery %s", ref.ID, describeBatteryW(target))
 	var after *sunspec.Instance
+	// An 802 hold keeps the SoC of the window's first write (NaN: read it
+	// now).
+	holdSoC := st.holdSoC
+	if wk != st.key || !st.owned {
+		holdSoC = math.NaN()
+	}
 	if err == nil {
-		first := wk != st.key || !st.owned
 		after, err = sunspec.WriteModelRenew(ctx, rw, ref, renewPoints(ctlBattery), nil, au.edit(func(inst *sunspec.Instance) error {
-			return editBattery(inst, snap, target, rvrt, first)
+			return editBattery(inst, snap, target, rvrt, &holdSoC)
 		}))
 	}
 	var aw *AuditWrite
@@ -393,7 +398,7 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 		c.noteHeld(dc, d.Info.ID, ctlBattery, after, st.rewrite)
 	}
 	want := bp.want[d.Info.ID]
-	c.outcome(ctx, pc, dc, d, ctlBattery, wk, ws, what, wk != st.key || !st.owned, err, now, aw, func(s *ctlState) { s.batW, s.batWant = target, want })
+	c.outcome(ctx, pc, dc, d, ctlBattery, wk, ws, what, wk != st.key || !st.owned, err, now, aw, func(s *ctlState) { s.batW, s.batWant, s.holdSoC = target, want, holdSoC })
 }
 
 // batteryDeadband is the change of a battery's share that is written
@@ -417,21 +422,22 @@ func batteryDeadband(snap *sunspec.Instance) float64 {
 // (the grid may feed it); a hold both 0. InOutWRte_RvrtTms makes the
 // battery go back to its own control when plantd stops renewing;
 // WinTms and RmpTms 0: at once. 802 has no power setpoint: a hold sets
-// SoCRsvMin and SocRsvMax to the SoC of the first write (first), which
-// later writes keep; another value is refused (errUnsupported).
-func editBattery(inst, snap *sunspec.Instance, w, rvrtS float64, first bool) error {
+// SoCRsvMin and SocRsvMax to *holdSoC, which a NaN asks to be read from
+// the image (the window's first write) and set to the SoC there; another
+// value is refused (errUnsupported).
+func editBattery(inst, snap *sunspec.Instance, w, rvrtS float64, holdSoC *float64) error {
 	if inst.Model.ID == 802 {
 		if w != 0 {
 			return fmt.Errorf("model 802 has no power setpoint, only reserve bounds (a hold): %g W: %w", w, errUnsupported)
 		}
-		if !first {
-			return nil // the bounds of the first write stand (re-asserted by checkHeld)
+		if math.IsNaN(*holdSoC) {
+			soc, err := inst.Float("SoC")
+			if err != nil {
+				return fmt.Errorf("model 802 SoC: %w", err)
+			}
+			*holdSoC = soc
 		}
-		soc, err := inst.Float("SoC")
-		if err != nil {
-			return fmt.Errorf("model 802 SoC: %w", err)
-		}
-		return setEach(inst, []sunspec.PointValue{{Point: "SoCRsvMin", Value: soc}, {Point: "SocRsvMax", Value: soc}})
+		return setEach(inst, []sunspec.PointValue{{Point: "SoCRsvMin", Value: *holdSoC}, {Point: "SocRsvMax", Value: *holdSoC}})
 	}
 	maxW, err := snap.Float("WChaMax")
 	if err != nil || maxW <= 0 {

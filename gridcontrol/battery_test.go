@@ -359,6 +359,17 @@ func TestBattery802Hold(t *testing.T) {
 	if lo, hi := m.point("bat", 802, "SoCRsvMin"), m.point("bat", 802, "SocRsvMax"); lo != soc || hi != soc {
 		t.Errorf("802 reserves %g..%g %%, want both at the SoC %g %%", lo, hi, soc)
 	}
+	// Another master moving the reserve is written over.
+	r.tamperOK.Store(true)
+	r.await("the window applied", 5*time.Second, func() bool { return batteryWindow(t, r).AppliedAt != nil })
+	m.write("bat", 802, map[string]float64{"SoCRsvMin": 5})
+	wrote := time.Now()
+	r.await("SoCRsvMin written again", 5*time.Second, func() bool { return m.point("bat", 802, "SoCRsvMin") == soc })
+	t.Logf("802 SoCRsvMin 5 %% by another master written over after %s", time.Since(wrote).Round(time.Millisecond))
+	if took := time.Since(wrote); took > 2*time.Second {
+		t.Errorf("rewritten after %s, want within 2 s", took)
+	}
+	r.await("the battery holding again", 5*time.Second, func() bool { return m.point("bat", 802, "W") == 0 })
 	bat := simtest.Device(t, r.sim, "bat")
 	soc0 := bat.State().SoCPct
 	deadline := time.Now().Add(2 * time.Second)

@@ -79,8 +79,8 @@ type ctlState struct {
 	changedAt, aboveSince, sampleAt time.Time
 	// The battery control only: batW is the setpoint last written (W,
 	// positive discharging), batWant what the window asked before a
-	// FeedInLimit capped it.
-	batW, batWant float64
+	// FeedInLimit capped it; holdSoC the SoC an 802 hold keeps.
+	batW, batWant, holdSoC float64
 }
 
 func (c *Controller) dev(id string) *devCtl {
