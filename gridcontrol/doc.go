@@ -467,7 +467,8 @@
 // 124 and 802 are not among the models the poll keeps for grid control
 // (123, 704), so the cycle reads a held battery model itself, at most
 // once a second: another master's OutWRte was written over 1 ms to 1.24
-// s after it (TestBatteryTamperedRewritten). The window's end (or a
+// s after it (TestBatteryTamperedRewritten), an 802 SoCRsvMin 217 ms
+// after (TestBattery802Hold). The window's end (or a
 // release) restores the points plantd wrote from the default image read
 // at first contact; so does a clean stop (Run returning: a battery is not
 // left forcing a charge until its timer runs out). Killed, plantd writes
