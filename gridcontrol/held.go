@@ -5,7 +5,7 @@ import "slices"
 // HeldModels returns the SunSpec models that carry a control of the
 // device plantd holds now (a window of a schedule, or the fallback ramp
 // after it): the limit's 123 and 704, the connection's 123, a curve
-// command's curve models. A control is held from the moment plantd claims
+// command's curve models, a battery setpoint's 124 and 802. A control is held from the moment plantd claims
 // it, before its first write, so that no third-party write slips in while
 // that write is read back. A device proxy refuses third-party writes to
 // them (plantd/modbusproxy). nil when plantd holds nothing of the device.
