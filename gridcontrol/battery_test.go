@@ -493,3 +493,22 @@ func TestBatteryPowerRefused(t *testing.T) {
 		t.Errorf("%d battery schedules stored after refusals", len(list))
 	}
 }
+
+// TestBatteryHeldModels: a battery under a setpoint is held on the model
+// plantd drives (124 where it has it, not 802 beside it), for a device
+// proxy; released, on none.
+func TestBatteryHeldModels(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{clockAt: midnight})
+	m := newMaster(r)
+	if got := r.controller().HeldModels("bat"); len(got) != 0 {
+		t.Fatalf("held before a setpoint: %v", got)
+	}
+	setBattery(t, r, -1000, 10*time.Minute)
+	r.await("the charge written", 5*time.Second, func() bool { return m.storage().mod == 3 })
+	r.await("held on 124", 5*time.Second, func() bool { return fmt.Sprint(r.controller().HeldModels("bat")) == "[124]" })
+	if err := r.controller().ReleaseBatteryPower(context.Background(), plan, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	r.await("held on none", 5*time.Second, func() bool { return len(r.controller().HeldModels("bat")) == 0 })
+}
