@@ -170,6 +170,9 @@ const (
 
 // classify says what a device is to a command.
 func classify(cmd Command, d plant.DeviceLive) verdict {
+	if cmd.Control == ctlBattery {
+		return classifyBattery(cmd, d)
+	}
 	switch {
 	case !d.Info.Active():
 		return notInverter
@@ -250,6 +253,8 @@ func Eligible(cmd Command, devs []plant.DeviceLive) Eligibility {
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonDevicesOffline, Message: fmt.Sprintf("%d inverter(s) offline and not discovered yet", dark)})
 	case unknown > 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNotDiscovered, Message: fmt.Sprintf("%d inverter(s) not discovered yet", unknown)})
+	case inverters == 0 && cmd.Control == ctlBattery:
+		res.Reasons = append(res.Reasons, Reason{Code: ReasonNoActiveDevices, Message: "the plant has no active battery (nor a hybrid inverter with model 124)"})
 	case inverters == 0:
 		res.Reasons = append(res.Reasons, Reason{Code: ReasonNoActiveDevices, Message: "the plant has no active inverter"})
 	default:

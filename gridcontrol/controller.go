@@ -222,6 +222,11 @@ type feedState struct {
 	probeW    float64
 	fullUntil time.Time
 	refused   int
+	// gridW (import > 0) and pvW are the meter's and the inverters'
+	// power the loop read this cycle (gridOK: it read them): a battery
+	// setpoint's discharge is capped with them (planBattery).
+	gridW, pvW float64
+	gridOK     bool
 }
 
 // New returns a controller. Schedules are loaded and devices touched only
@@ -263,6 +268,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() { defer close(watched); c.watchHeld(wctx) }()
 	defer func() { stopWatch(); <-watched }()
 	c.loop(ctx)
+	c.releaseBatteries(context.WithoutCancel(ctx))
 	return nil
 }
 
@@ -504,11 +510,16 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 			// A pointer into devs: a loop variable the goroutine below
 			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
-			if d.Info.Kind != kind.Inverter || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !reachable(*d) {
+			if (d.Info.Kind != kind.Inverter && d.Info.Kind != kind.Battery) || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()
 			dc := c.dev(d.Info.ID)
+			if st := dc.peek(ctlBattery); d.Info.Kind == kind.Battery && !plan.battery.active && !st.owned && !st.claimed {
+				// A battery carries no command but BatteryPower.
+				c.mu.Unlock()
+				continue
+			}
 			if quiet && dc.untouched() {
 				dc.defaults = nil
 				c.mu.Unlock()
@@ -584,6 +595,8 @@ type plantPlan struct {
 	// capPct is opModMaxLimW's limit alone (nil: none), which caps PV
 	// whatever the plant consumes.
 	capPct *float64
+	// battery is what a BatteryPower window asks of each battery.
+	battery batteryPlan
 }
 
 // plan resolves the active windows of a plant into per-control targets and
@@ -605,12 +618,20 @@ func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]wind
 		lower(pct, w)
 		pl.capPct = &pct
 	}
+	var feedPct *float64
+	var forced *window
+	if w, ok := act[CmdBatteryPower]; ok && w.cmd.Value != nil {
+		forced = &w
+	}
 	if w, ok := act[CmdFeedInLimit]; ok {
-		lower(c.feedIn(ctx, pc, w, devs, limitDevs, rated, now), w)
+		pct := c.feedIn(ctx, pc, w, devs, limitDevs, rated, now, forced)
+		lower(pct, w)
+		feedPct = &pct
 	} else {
 		c.mu.Lock()
 		pc.feed = feedState{}
 		c.mu.Unlock()
 	}
+	pl.battery = c.planBattery(pc, act, devs, rated, feedPct)
 	return pl
 }

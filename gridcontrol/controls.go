@@ -22,6 +22,7 @@ const (
 	ctlConnect control = "connect"
 	ctlPFInj   control = "pf-inject"
 	ctlPFAbs   control = "pf-absorb"
+	// ctlBattery (battery.go) is the battery's setpoint.
 )
 
 // renewPoints are the points of a control written again at every renewal
@@ -41,6 +42,8 @@ func renewPoints(k control) []string {
 		return []string{"OutPFSet", "OutPFSet_RvrtTms", "PFWInjRvrtTms"}
 	case ctlPFAbs:
 		return []string{"PFWAbsRvrtTms"} // 704 only
+	case ctlBattery:
+		return []string{"StorCtl_Mod", "InWRte", "OutWRte", "InOutWRte_RvrtTms"} // 124; 802 has no timer
 	}
 	return []string{"ActCrv", "RvrtTms"}
 }
@@ -450,6 +453,8 @@ func restore(inst, snap *sunspec.Instance, c control) error {
 		names = limitPoints[inst.Model.ID]
 	case ctlConnect:
 		names = []string{"Conn", "Conn_WinTms", "Conn_RvrtTms"}
+	case ctlBattery:
+		names = heldPoints[ctlBattery][inst.Model.ID]
 	case ctlPFInj, ctlPFAbs:
 		if inst.Model.ID == 123 {
 			names = []string{"OutPFSet", "OutPFSet_WinTms", "OutPFSet_RvrtTms", "OutPFSet_RmpTms", "OutPFSet_Ena"}

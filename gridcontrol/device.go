@@ -45,6 +45,8 @@ type devCtl struct {
 	// for the poll it is compared with.
 	held   map[control]*heldImage
 	polled []uint16
+	// plantID is the device's plant (for BatterySetpoints).
+	plantID string
 }
 
 // ctlState is one control of a device.
@@ -75,6 +77,10 @@ type ctlState struct {
 	// is the first sample since then with the output above the limit;
 	// sampleAt the last sample the check looked at.
 	changedAt, aboveSince, sampleAt time.Time
+	// The battery control only: batW is the setpoint last written (W,
+	// positive discharging), batWant what the window asked before a
+	// FeedInLimit capped it; holdSoC the SoC an 802 hold keeps.
+	batW, batWant, holdSoC float64
 }
 
 func (c *Controller) dev(id string) *devCtl {
@@ -153,6 +159,10 @@ func (c *Controller) reconcile(ctx context.Context, pc *plantCtl, dc *devCtl, d 
 		w, active := pl.act[cmd.Name]
 		c.reconcileControl(ctx, pc, dc, d, rw, ref, cmd, k, w, active, now)
 	}
+	// The battery's setpoint (a battery, or a hybrid inverter with 124).
+	if v := classifyBattery(batteryCommand, d); v == capable || v == capableOffline {
+		c.reconcileBattery(ctx, pc, dc, d, rw, pl.battery, now)
+	}
 }
 
 func firstRef(d *sunspec.Device, ids ...uint16) (sunspec.ModelRef, bool) {
@@ -167,7 +177,7 @@ func firstRef(d *sunspec.Device, ids ...uint16) (sunspec.ModelRef, bool) {
 // controlModels are the models whose defaults plantd keeps.
 func controlModels() []uint16 {
 	var ids []uint16
-	for _, cm := range Commands {
+	for _, cm := range allCommands() {
 		for _, id := range cm.Models {
 			if !slices.Contains(ids, id) {
 				ids = append(ids, id)

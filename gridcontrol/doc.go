@@ -83,6 +83,9 @@
 //	EEBus control box "eebus:<ski>", a        gridoperator           LPP windows of its own channel     act when untrusted; be ended by
 //	                  trusted SKI                                     while the limit stands             anyone else (ErrHeldByInput)
 //	energy manager    itself                   -                      consumers' setpoints               touch an inverter limit
+//	day-ahead plan    "plan:<planner>"         standard, channel      battery setpoints (BatteryPower)   touch an inverter limit; export
+//	(site loop)       (PlanOrigin)             "plan"                 of its channel: SetBatteryPower,   above a FeedInLimit (its
+//	                                                                  ReleaseBatteryPower                discharge is capped)
 //
 // Channels: an input's windows and each Modbus master's are channels of
 // their own within their role. Within a channel the newest window wins;
@@ -93,7 +96,11 @@
 // master's window within their role; an input's window is ended by its
 // input only (when its contacts release it, or its failsafe), never by a
 // DELETE, which answers 409 naming the input and its contacts. The energy
-// manager (package consumer) never submits: it switches consumers.
+// manager (package consumer) never submits: it switches consumers. The
+// day-ahead plan's battery setpoints (below, "Battery setpoints") go
+// through the same gate with the standard role, below every installer's
+// and grid operator's window: precedence in every cycle is grid
+// operator's windows > installer's > the plan > surplus (DESIGN §6.2).
 //
 // # Schedules
 //
@@ -381,6 +388,94 @@
 // limit itself (as if the plant consumed nothing): never open. Without a
 // grid meter the command is not eligible (NoGridMeter).
 //
+// # Battery setpoints
+//
+// BatteryPower is plantd's own command, not one of the spec's: a
+// battery's charge or discharge power in W, positive discharging,
+// negative charging (from the grid too), 0 holding its state of charge.
+// The site loop's plan sets it with
+//
+//	SetBatteryPower(ctx, PlanOrigin("day-ahead"), plantID, watts, until) (Schedule, error)
+//	ReleaseBatteryPower(ctx, PlanOrigin("day-ahead"), plantID) error
+//
+// and it is a window like any other (one mechanism): stored (a restart
+// holds it again from its first cycle), armed on the clock, its writes
+// audited, held, renewed, re-asserted and restored. The API does not take
+// it (not in Commands, eligibleCommands or a POST), and Schedules lists
+// its schedules only with BatteryWindows, so the API's schedules keep the
+// spec's commands and roles. The same watts again extends the open
+// window; other watts replace it (a new schedule, the older cancelled);
+// a channel keeps its newest 16 finished ones, so a plan changing every
+// 15 minutes does not crowd the grid operator's schedules out of
+// MaxSchedules. The plant log says BatterySetpoint (the value, who, until)
+// and BatterySetpointReleased; GridControlWrite names each battery's first
+// write of a window and GridControlRestored its end; /metrics has
+// plantd_gridcontrol_battery_setpoint_watts (what plantd wrote, after a
+// cap) and ..._asked_watts per battery (BatterySetpoints).
+//
+// The origin PlanOrigin is door plan, role standard, channel "plan":
+// across roles the higher role's BatteryPower window governs (an
+// installer's over the plan's; the grid operator sends none), and no
+// battery setpoint loosens a grid operator's FeedInLimit: while one is in
+// force, a discharge is capped each cycle at what the batteries do now
+// (what plantd last wrote, else their live power) plus the room the
+// meter shows (the limit + the grid's import, read by the FeedInLimit
+// loop in the same cycle); no room is added while that loop holds PV back
+// (the inverters within 10 % of their limit, as surplus judges it), so
+// PV serves the house first and the battery keeps its energy, and none
+// without a meter reading. The FeedInLimit loop leaves the batteries
+// carrying a BatteryPower window out of its battery terms (their
+// discharge is no load PV could serve, their room no room to probe), and
+// in the cycle a hold or a discharge is first written it lowers PV by
+// what those batteries charge now (that power would otherwise show as
+// export until the next cycle). A change of the cap smaller than half a
+// percent of WChaMax (below 124's 1 % step) is not written.
+// TestBatteryDischargeCappedByFeedInLimit: 5 kW forced at night, the
+// operator's FeedInLimit 0 W: export at most 10 W over 5 s, the battery
+// covering the house's 0.35 kW. TestBatterySetpointUnderFeedInLimit: at
+// a summer noon under FeedInLimit 0 % with the battery charging 5 kW, a
+// hold and a discharge of 5 kW leave the battery at 0 W and PV at the
+// house's 1.0 kW, a charge of 4 kW PV at 5.0 kW, the export at most 9 W
+// per cycle.
+//
+// Carriers are the active batteries and the hybrid inverters with 124,
+// which share the plant's setpoint by rated power. On 124 (the
+// convention of Fronius GEN24's SunSpec storage control: a negative
+// OutWRte is a charge the battery must take, a negative InWRte a
+// discharge it must give; evcc's fronius-gen24 template, for one, charges
+// with ChaGriSet 1, StorCtl_Mod 2, OutWRte -rate and discharges with
+// StorCtl_Mod 3, InWRte -100, OutWRte 100, but writes InOutWRte_RvrtTms
+// 0, no reversion), with p = watts / WChaMax × 100:
+//
+//	discharge p   StorCtl_Mod 3, InWRte -p, OutWRte p
+//	charge p      StorCtl_Mod 3, InWRte p, OutWRte -p, ChaGriSet 1 (GRID)
+//	hold          StorCtl_Mod 3, InWRte 0, OutWRte 0
+//
+// each with InOutWRte_RvrtTms = gridControl.reversionTimeout (renewed at
+// half of it, so a battery whose gateway died goes back to its own
+// self-consumption by its timer) and InOutWRte_WinTms, InOutWRte_RmpTms
+// 0 (at once). ChaGriSet keeps the default's value except for a charge.
+// Held points (checkHeld): StorCtl_Mod, InWRte, OutWRte, ChaGriSet and
+// the three timers. 802 alone has no power setpoint: a battery with 802
+// and no 124 takes only a hold, as its reserve bounds SoCRsvMin =
+// SocRsvMax = its SoC at the window's first write (held, so another
+// master moving them is written back); any other value fails on it at
+// once (errUnsupported: the window failed, GridControlWriteFailed,
+// nothing written). 802 has no reversion timer: a killed plantd leaves
+// those bounds until it runs again (a clean stop restores them; CtrlHb is
+// not written, no device's reaction to it is assumed). 713 is read-only.
+// 124 and 802 are not among the models the poll keeps for grid control
+// (123, 704), so the cycle reads a held battery model itself, at most
+// once a second: another master's OutWRte was written over 1 ms to 1.24
+// s after it (TestBatteryTamperedRewritten), an 802 SoCRsvMin 217 ms
+// after (TestBattery802Hold). The window's end (or a
+// release) restores the points plantd wrote from the default image read
+// at first contact; so does a clean stop (Run returning: a battery is not
+// left forcing a charge until its timer runs out). Killed, plantd writes
+// nothing: TestBatteryRevertsWhenPlantdKilled (a 3 s reversion) sees 124
+// back at StorCtl_Mod 0 and the battery covering the house 3.0 s after
+// the kill.
+//
 // # Settings
 //
 // Settings reads, for one settings type of the spec, the configuration in
@@ -463,7 +558,9 @@
 // recurring windows, Cancel, Extend and the audit of writes; device.go holds an
 // inverter's controls, writes with read-back and restores; limit.go the
 // active-power limit (restart, ramp, reversion, follow check); feedin.go
-// the FeedInLimit loop; controls.go the register edits per model;
+// the FeedInLimit loop; battery.go the battery setpoints (SetBatteryPower,
+// the plan's origin, the FeedInLimit cap, the 124/802 edits); controls.go
+// the register edits per model;
 // commands.go the command table and eligibility; settings.go the settings
 // read-out; held.go which models of a device it holds (for a device's
 // Modbus proxy); tamper.go the comparison of what it holds with the

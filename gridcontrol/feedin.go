@@ -24,7 +24,13 @@ import (
 // export at the limit, shared by rated power. Without an answer from the
 // meter the last limit holds for MeterGrace, then the limit steps down to
 // the export limit itself (as if consumption were 0): never open.
-func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []plant.DeviceLive, ids []string, rated float64, now time.Time) float64 {
+//
+// forced is the BatteryPower setpoint in force (nil: none): the batteries
+// carrying it do not follow the meter, so they are left out of the
+// loop's battery terms, and a hold or discharge stops what they charge
+// now: PV is lowered by that in the same cycle, not a cycle after the
+// export showed it.
+func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []plant.DeviceLive, ids []string, rated float64, now time.Time, forced *window) float64 {
 	limitW := *w.cmd.Value
 	if w.cmd.Unit != "W" {
 		limitW = *w.cmd.Value / 100 * rated
@@ -43,6 +49,7 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 	pvW, pvErr := c.readPV(ctx, devs, ids)
 	switch {
 	case meterErr != nil || pvErr != nil:
+		fs.gridOK = false
 		err := errors.Join(meterErr, pvErr)
 		if now.Sub(fs.lastMeterOK) >= c.cfg.MeterGrace {
 			if !fs.meterLost {
@@ -62,7 +69,12 @@ func (c *Controller) feedIn(ctx context.Context, pc *plantCtl, w window, devs []
 		// battery did not take it) stops the raises for batteryFullHold,
 		// doubled for each refusal in a row up to 16 times.
 		demand, probe := pvW+gridW, 0.0
-		if bat := c.battery(devs); bat.ok {
+		fs.gridW, fs.pvW, fs.gridOK = gridW, pvW, true
+		bat := c.battery(devs, forced)
+		if forced != nil && *forced.cmd.Value >= 0 {
+			demand -= bat.forcedChargeW
+		}
+		if bat.ok {
 			demand += bat.dischargeW
 			if fs.probeW > 0 {
 				if -gridW > limitW+math.Max(100, 0.01*rated) {
@@ -103,9 +115,12 @@ const batteryFullHold = 30 * time.Second
 type batteryNow struct {
 	ok                  bool // a battery gave its charging and discharging
 	chargeW, dischargeW float64
-	soc                 float64 // %, the plain mean
-	socOK               bool
-	ratedW              float64 // their rated power; 0 when one's is unknown
+	// forcedChargeW is what the batteries left out (forced) charge now,
+	// those that have not taken the setpoint yet.
+	forcedChargeW float64
+	soc           float64 // %, the plain mean
+	socOK         bool
+	ratedW        float64 // their rated power; 0 when one's is unknown
 }
 
 // room is how much more the batteries could charge now, at most step: 0
@@ -121,8 +136,11 @@ func (b batteryNow) room(step float64) float64 {
 }
 
 // battery reads the batteries of a plant (battery devices and hybrid
-// inverters with battery channels) from the live state.
-func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
+// inverters with battery channels) from the live state; forced (a
+// BatteryPower window in force, or nil) leaves out those that carry it,
+// adding to forcedChargeW the charging of those not written to yet: once
+// written, a battery holds its setpoint whatever its last poll said.
+func (c *Controller) battery(devs []plant.DeviceLive, forced *window) batteryNow {
 	var b batteryNow
 	var socSum float64
 	var n int
@@ -135,6 +153,12 @@ func (c *Controller) battery(devs []plant.DeviceLive) batteryNow {
 		cha, _, okC := c.live.Value(d.Info.ID, plant.BatteryCharging)
 		dis, _, okD := c.live.Value(d.Info.ID, plant.BatteryDischarging)
 		if !okC || !okD {
+			continue
+		}
+		if v := classifyBattery(batteryCommand, *d); forced != nil && (v == capable || v == capableOffline) {
+			if !c.setpointTaken(d.Info.ID, key([]window{*forced})) {
+				b.forcedChargeW += math.Max(0, cha)
+			}
 			continue
 		}
 		b.ok = true
@@ -244,7 +268,7 @@ func (c *Controller) readW(ctx context.Context, d plant.DeviceLive, models []uin
 // back stays held back whatever a consumer draws, so it is no surplus.
 func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated float64, limitPct, capPct *float64, now time.Time) plant.Surplus {
 	s := plant.Surplus{Time: now}
-	if b := c.battery(devs); b.ok {
+	if b := c.battery(devs, nil); b.ok {
 		s.BatteryOK, s.BatteryChargeW, s.BatteryDischargeW = true, b.chargeW, b.dischargeW
 		s.BatterySoCPct, s.BatterySoCOK = b.soc, b.socOK
 	}
@@ -276,4 +300,25 @@ func (c *Controller) surplus(devs []plant.DeviceLive, limitDevs []string, rated 
 		s.CurtailedW = math.Max(0, ceil-pv)
 	}
 	return s
+}
+
+// pvHeld reports whether the loop holds the inverters' output back: their
+// output read this cycle is within 10 % (and 100 W) of the limit pct of
+// rated (as surplus judges it).
+func (fs feedState) pvHeld(pct, rated float64) bool {
+	limitW := pct / 100 * rated
+	return pct < 100 && limitW >= 100 && fs.pvW >= 0.9*limitW-100
+}
+
+// setpointTaken reports whether the battery took the window wk's setpoint
+// (written and read back).
+func (c *Controller) setpointTaken(id, wk string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dc := c.devs[id]
+	if dc == nil {
+		return false
+	}
+	st := dc.peek(ctlBattery)
+	return st.owned && st.key == wk
 }

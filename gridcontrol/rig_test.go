@@ -64,6 +64,9 @@ type rig struct {
 	// back; any other test fails on a ControlTampered entry (plantd's own
 	// writes, ramps and toggles are never one).
 	tamperOK atomic.Bool
+	// dead cuts the controller's connections (kill: plantd's sockets
+	// die with its process).
+	dead atomic.Bool
 
 	mu     sync.Mutex
 	gc     *gridcontrol.Controller
@@ -79,8 +82,8 @@ type rigOpts struct {
 	// touches them (an installer's settings).
 	before func(r *rig)
 	// stepped makes the rig the decision-test harness (see rig);
-	// clockAt is where its clock starts (zero: noon, the simulator's
-	// start).
+	// clockAt is where the simulated plant's clock starts, stepped or
+	// not (zero: noon, the simulator's start).
 	stepped bool
 	clockAt time.Time
 }
@@ -99,7 +102,7 @@ func mustLoc(name string) *time.Location {
 func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
 	scfg := sim.DefaultConfig()
-	scfg.Start, scfg.ClearSky = noon, true
+	scfg.Start, scfg.ClearSky = cmp.Or(o.clockAt, noon), true
 	if o.devices != nil {
 		scfg.Devices = o.devices
 	}
@@ -299,6 +302,9 @@ func (r *rig) start() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (sunspec.ReadWriter, bool) {
+		if r.dead.Load() {
+			return nil, false
+		}
 		c, ok := r.clients[id]
 		return c, ok
 	}, logger)
@@ -329,6 +335,14 @@ func (r *rig) stop() {
 		cancel()
 		<-done
 	}
+}
+
+// kill ends the controller as a killed process: its connections are gone
+// before it could write anything on the way out.
+func (r *rig) kill() {
+	r.dead.Store(true)
+	r.stop()
+	r.dead.Store(false)
 }
 
 func (r *rig) controller() *gridcontrol.Controller {

@@ -621,7 +621,7 @@ func activeAt(scheds []*Schedule, t time.Time, ratedW float64) map[string]window
 // command and another role (see activeAt); ties go to the newer schedule,
 // so the choice never depends on map order.
 func governs(a, b window, ratedW float64) bool {
-	if cmd, _ := CommandByName(a.cmd.Command); cmd.Value == ValuePower && a.cmd.Value != nil && b.cmd.Value != nil {
+	if cmd, _ := commandNamed(a.cmd.Command); cmd.Value == ValuePower && a.cmd.Value != nil && b.cmd.Value != nil {
 		wa, wb := limitW(a.cmd, ratedW), limitW(b.cmd, ratedW)
 		if wa != wb {
 			return wa < wb

@@ -122,7 +122,7 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 		names[cm.Command]++
 	}
 	var parts []string
-	for _, cm := range Commands {
+	for _, cm := range allCommands() {
 		if n := names[cm.Name]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s ×%d", cm.Name, n))
 		}
@@ -137,7 +137,7 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 	c.mu.Unlock()
 	c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelInfo, Code: "ScheduleAccepted",
 		Message: fmt.Sprintf("schedule %s from %s accepted: %s", sc.ScheduleID, by, strings.Join(parts, ", "))})
-	for _, cm := range Commands {
+	for _, cm := range allCommands() {
 		if e, ok := elig[cm.Name]; ok && !e.whole() {
 			c.st.Log(plant.LogEntry{Time: now.UTC(), PlantID: plantID, Level: plant.LevelWarning, Code: "CommandPartial",
 				Message: fmt.Sprintf("schedule %s: %s", sc.ScheduleID, e.Describe())})
@@ -225,7 +225,7 @@ func assessAll(cmds []ScheduledCmd, devs []plant.DeviceLive) map[string]Eligibil
 	elig := map[string]Eligibility{}
 	for _, sc := range cmds {
 		if _, ok := elig[sc.Command]; !ok {
-			cmd, _ := CommandByName(sc.Command)
+			cmd, _ := commandNamed(sc.Command)
 			elig[sc.Command] = Assess(cmd, devs)
 		}
 	}
@@ -291,7 +291,7 @@ func markCoverage(sc *ScheduledCmd, e Eligibility) {
 func (c *Controller) check(ctx context.Context, cmds []ScheduledCmd, devs []plant.DeviceLive, elig map[string]Eligibility) []FieldError {
 	var errs []FieldError
 	for i, sc := range cmds {
-		cmd, _ := CommandByName(sc.Command)
+		cmd, _ := commandNamed(sc.Command)
 		e := elig[cmd.Name]
 		f := fmt.Sprintf("commands[%d]", i)
 		if !e.Eligible {
@@ -402,15 +402,22 @@ func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
 // ListOption tunes Schedules.
 type ListOption func(*listOpts)
 
-type listOpts struct{ finished bool }
+type listOpts struct{ finished, battery bool }
 
 // IncludeFinished lists, beside each window, the audit of what was
 // written (Writes) and, for recurring commands, the finished windows
 // (Finished) with theirs: the API's include=finished.
 func IncludeFinished(on bool) ListOption { return func(o *listOpts) { o.finished = on } }
 
+// BatteryWindows lists the battery setpoints' schedules (BatteryPower,
+// SetBatteryPower) instead of the spec's: those are plantd's own and not
+// listed otherwise, so that the API's schedules keep the spec's commands
+// and roles (DESIGN §4).
+func BatteryWindows(on bool) ListOption { return func(o *listOpts) { o.battery = on } }
+
 // Schedules returns a plant's schedules with the status of every command,
-// oldest first; a recurring command with its next windows (Next).
+// oldest first; a recurring command with its next windows (Next). The
+// battery setpoints' schedules are listed only with BatteryWindows.
 func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, error) {
 	var o listOpts
 	for _, f := range opts {
@@ -427,6 +434,9 @@ func (c *Controller) Schedules(plantID string, opts ...ListOption) ([]Schedule, 
 	sup := supersededSet(pc.scheds)
 	gov := activeAt(pc.scheds, now, pc.limitRatedW)
 	for _, s := range pc.scheds {
+		if isBattery(s) != o.battery {
+			continue
+		}
 		v := view(s, sup, gov, now)
 		if o.finished {
 			for i := range v.Commands {
@@ -522,7 +532,7 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 		if cm.AppliedAt != nil || cm.Status == StatusFailed {
 			continue
 		}
-		cmd, _ := CommandByName(cm.Command)
+		cmd, _ := commandNamed(cm.Command)
 		got := pc.applied[wk]
 		var last time.Time
 		var late []string

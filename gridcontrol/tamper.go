@@ -31,6 +31,10 @@ var heldPoints = map[control]map[uint16][]string{
 		704: {"PFWInj.PF", "PFWInjRvrt.PF", "PFWInjRvrtTms", "PFWInjEnaRvrt", "PFWInjEna"},
 	},
 	ctlPFAbs: {704: {"PFWAbs.PF", "PFWAbsRvrt.PF", "PFWAbsRvrtTms", "PFWAbsEnaRvrt", "PFWAbsEna"}},
+	ctlBattery: {
+		124: {"StorCtl_Mod", "InWRte", "OutWRte", "ChaGriSet", "InOutWRte_WinTms", "InOutWRte_RvrtTms", "InOutWRte_RmpTms"},
+		802: {"SoCRsvMin", "SocRsvMax"},
+	},
 }
 
 // regSpan is where a held point lies in its model's registers (header
@@ -292,8 +296,8 @@ const heldReadEvery = time.Second
 // an episode goes to the plant log (ControlTampered) and the counters;
 // the episode ends at the first poll or read that matches again.
 func (c *Controller) checkHeld(ctx context.Context, d plant.DeviceLive, dc *devCtl, rw sunspec.ReadWriter, now time.Time) {
-	var ks [4]control
-	var hs [4]*heldImage
+	var ks [8]control
+	var hs [8]*heldImage
 	n := 0
 	c.mu.Lock()
 	for k, h := range dc.held {

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"time"
+
+	"plantd/sunspec"
 )
 
 // battery is the physics and control state of a battery system. Guarded by
@@ -17,7 +20,9 @@ type battery struct {
 	// Controls, decoded from the image after each write.
 	wChaMax         float64 // 124 WChaMax
 	storCtl         uint64  // 124 StorCtl_Mod: bit 0 charge limit, bit 1 discharge limit
-	inWRte, outWRte float64 // 124, % of the max rates
+	inWRte, outWRte float64 // 124, % of the max rates; negative: a forced discharge, charge
+	chaGrid         bool    // 124 ChaGriSet GRID: the grid may charge the battery
+	rvrt            rvrtTimer
 	minRsv          float64 // 124 MinRsvPct
 	rsvMin, rsvMax  float64 // 802 SoCRsvMin, SocRsvMax
 	connected       bool    // 802 SetOp / SetInvState
@@ -88,6 +93,10 @@ func newBattery(d *Device) (*battery, error) {
 				"CellVMaxStr": 1, "CellVMaxMod": 1, "CellVMinStr": 1, "CellVMinMod": 2},
 		},
 	}
+	if c.DER {
+		// DER storage only (713, 802): no 124, so no power setpoint.
+		specs = slices.DeleteFunc(specs, func(m modelSpec) bool { return m.id == 124 })
+	}
 	err := d.build(defaultBase, specs, func(bb *builder) {
 		h := &b.h
 		bb.bindAll(802, useMeasured, named{&h.soc, "SoC"}, named{&h.dod, "DoD"}, named{&h.soh, "SoH"}, named{&h.v, "V"},
@@ -95,9 +104,11 @@ func newBattery(d *Device) (*battery, error) {
 			named{&h.a, "A"}, named{&h.w, "W"})
 		bb.bindAll(802, useState, named{&h.nCyc, "NCyc"}, named{&h.chaSt, "ChaSt"}, named{&h.hb, "Hb"},
 			named{&h.state, "State"})
-		bb.bindAll(124, useMeasured, named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"},
-			named{&h.inBatV, "InBatV"})
-		bb.bindAll(124, useState, named{&h.chaSt124, "ChaSt"})
+		if !c.DER {
+			bb.bindAll(124, useMeasured, named{&h.chaState, "ChaState"}, named{&h.storAval, "StorAval"},
+				named{&h.inBatV, "InBatV"})
+			bb.bindAll(124, useState, named{&h.chaSt124, "ChaSt"})
+		}
 		bb.bindAll(713, useMeasured, named{&h.whAvail, "WHAvail"}, named{&h.soc713, "SoC"}, named{&h.soh713, "SoH"})
 	})
 	if err != nil {
@@ -116,7 +127,16 @@ func (b *battery) bounds() (floor, ceil float64) {
 
 // dispatch sets the battery's power for a surplus (net > 0, W available
 // to charge) or a deficit (net < 0, W to cover) and returns it (positive =
-// discharging).
+// discharging). On its own the battery takes the surplus and covers the
+// deficit (self-consumption). 124's StorCtl_Mod bounds that: bit 0 caps
+// charging at InWRte % of the charge rating, bit 1 discharging at OutWRte
+// % of the rating; a negative OutWRte is a charge the battery must take,
+// a negative InWRte a discharge it must give (the convention of Fronius
+// GEN24 and the clients that drive it: evcc, OpenEMS), so InWRte -p,
+// OutWRte p is a discharge of p %, InWRte p, OutWRte -p a charge of p %
+// and both 0 a hold. Beyond the PV surplus the battery charges from the
+// grid only with ChaGriSet GRID. Near a SoC bound (hardware, 124
+// MinRsvPct, 802 reserves) the power tapers, whatever it was asked.
 func (b *battery) dispatch(net float64) float64 {
 	b.w = 0
 	if !b.connected {
@@ -124,22 +144,27 @@ func (b *battery) dispatch(net float64) float64 {
 	}
 	floor, ceil := b.bounds()
 	taper := b.capWh * batteryTaper
-	switch {
-	case net > 0:
-		limit := math.Min(b.maxW, b.wChaMax)
-		if b.storCtl&1 != 0 {
-			limit *= math.Max(0, math.Min(100, b.inWRte)) / 100
-		}
-		b.w = -math.Min(net, math.Min(limit, math.Max(0, (ceil-b.soc)*taper)))
-	case net < 0:
-		limit := b.maxW
-		if b.storCtl&2 != 0 {
-			limit *= math.Max(0, math.Min(100, b.outWRte)) / 100
-		}
-		b.w = math.Min(-net, math.Min(limit, math.Max(0, (b.soc-floor)*taper)))
+	chaMax, disMax := math.Min(b.maxW, b.wChaMax), b.maxW
+	lo, hi := -chaMax, disMax // the power window (positive discharging)
+	if b.storCtl&1 != 0 {
+		lo = -chaMax * math.Max(-100, math.Min(100, b.inWRte)) / 100
 	}
-	if math.Abs(b.w) < 1 {
-		b.w = 0
+	if b.storCtl&2 != 0 {
+		hi = disMax * math.Max(-100, math.Min(100, b.outWRte)) / 100
+	}
+	lo = math.Min(lo, hi)
+	w := math.Max(lo, math.Min(hi, -net))
+	if w < 0 && !b.chaGrid {
+		w = math.Max(w, -math.Max(0, net)) // PV's surplus only
+	}
+	switch {
+	case w < 0:
+		w = -math.Min(-w, math.Max(0, (ceil-b.soc)*taper))
+	case w > 0:
+		w = math.Min(w, math.Max(0, (b.soc-floor)*taper))
+	}
+	if math.Abs(w) >= 1 {
+		b.w = w
 	}
 	return b.w
 }
@@ -160,17 +185,51 @@ func (b *battery) integrate(hours float64) {
 
 func (b *battery) decodeControls(d *Device) {
 	st, bat := d.inst(124), d.inst(802)
-	b.wChaMax = floatOr(st, "WChaMax", b.maxW)
-	b.storCtl = rawOr(st, "StorCtl_Mod", 0)
-	b.inWRte = floatOr(st, "InWRte", 100)
-	b.outWRte = floatOr(st, "OutWRte", 100)
-	b.minRsv = floatOr(st, "MinRsvPct", b.socMin)
+	if st == nil { // DER storage only: no 124 control
+		b.wChaMax, b.storCtl, b.inWRte, b.outWRte, b.chaGrid, b.minRsv = b.maxW, 0, 100, 100, false, b.socMin
+	} else {
+		b.decode124(st)
+	}
 	b.rsvMin = floatOr(bat, "SoCRsvMin", b.socMin)
 	b.rsvMax = floatOr(bat, "SocRsvMax", b.socMax)
 	b.connected = rawOr(bat, "SetOp", 1) != 2 && rawOr(bat, "SetInvState", 3) != 1
 }
 
-func (b *battery) afterWrite(d *Device, _ []pointRef, _ time.Time) { b.decodeControls(d) }
+// decode124 reads 124's storage control.
+func (b *battery) decode124(st *sunspec.Instance) {
+	b.wChaMax = floatOr(st, "WChaMax", b.maxW)
+	b.storCtl = rawOr(st, "StorCtl_Mod", 0)
+	b.inWRte = floatOr(st, "InWRte", 100)
+	b.outWRte = floatOr(st, "OutWRte", 100)
+	b.chaGrid = rawOr(st, "ChaGriSet", 0) == 1
+	b.minRsv = floatOr(st, "MinRsvPct", b.socMin)
+}
+
+// afterWrite applies a write at now: the controls, and 124's reversion
+// timer (InOutWRte_RvrtTms), started by a write of the storage control
+// while StorCtl_Mod is on and stopped when it is off.
+func (b *battery) afterWrite(d *Device, touched []pointRef, now time.Time) {
+	b.decodeControls(d)
+	if touches(touched, 124, "StorCtl_Mod", "InWRte", "OutWRte", "InOutWRte_RvrtTms") {
+		b.rvrt.follow(b.storCtl != 0, now, floatOr(d.inst(124), "InOutWRte_RvrtTms", 0), d.cfg.IgnoreRevert)
+	}
+}
+
+// revert applies 124's reversion when its timer expired at t without a
+// rewrite: StorCtl_Mod off and both rates 100 %, the battery back to its
+// own self-consumption.
+func (b *battery) revert(d *Device, t time.Time) {
+	if !b.rvrt.due(t) {
+		return
+	}
+	b.rvrt.stop()
+	st := d.inst(124)
+	_ = st.SetRaw("StorCtl_Mod", 0)
+	_ = st.Set("InWRte", 100)
+	_ = st.Set("OutWRte", 100)
+	b.decodeControls(d)
+	d.log.Info("storage control reverted", "model", 124)
+}
 
 // render writes the battery's state at t into the image.
 func (b *battery) render(d *Device, t time.Time) {
@@ -200,7 +259,6 @@ func (b *battery) render(d *Device, t time.Time) {
 	d.put(h.soh, b.soh)
 	d.put(h.nCyc, math.Floor(b.cycles0+b.dischargedWh/b.capWh))
 	d.putRaw(h.chaSt, chaSt)
-	d.putRaw(h.chaSt124, chaSt)
 	d.putRaw(h.hb, uint64(uint16(t.Unix())))
 	d.putRaw(h.state, state)
 	d.put(h.v, v)
@@ -209,9 +267,12 @@ func (b *battery) render(d *Device, t time.Time) {
 	d.put(h.cellVMin, cell-0.009)
 	d.put(h.a, b.w/v)
 	d.put(h.w, b.w)
-	d.put(h.chaState, b.soc)
-	d.put(h.storAval, math.Max(0, b.soc-b.minRsv)/100*b.ahRtg)
-	d.put(h.inBatV, v)
+	if h.chaSt124.p != nil { // 124 (not on a DER-only battery)
+		d.putRaw(h.chaSt124, chaSt)
+		d.put(h.chaState, b.soc)
+		d.put(h.storAval, math.Max(0, b.soc-b.minRsv)/100*b.ahRtg)
+		d.put(h.inBatV, v)
+	}
 	d.put(h.whAvail, b.capWh*b.soc/100*b.soh/100)
 	d.put(h.soc713, b.soc)
 	d.put(h.soh713, b.soh)

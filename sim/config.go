@@ -23,6 +23,7 @@ type DeviceConfig struct {
 	//	inverter, DER    1 701 702 704 705 706 707 708 709 710 711 (IEEE 1547)
 	//	meter            1 203 (three-phase wye grid meter, or a load's sub-meter: Measures)
 	//	battery          1 124 713 802
+	//	battery, DER     1 713 802 (DER storage: no 124, so no power setpoint)
 	//	sensor           1 308 (weather sensor)
 	//
 	// A relay board (Relay) has no kind.
@@ -51,7 +52,8 @@ type DeviceConfig struct {
 	// (import positive) and TotWhImp integrates it.
 	Measures string
 	// DER makes an inverter a newer-platform (IEEE 1547) one with the 7xx
-	// models instead of the classic 1xx/12x ones; inverters only.
+	// models instead of the classic 1xx/12x ones, and a battery one with
+	// 713 and 802 only (no 124).
 	DER bool
 	// Unit is the Modbus unit id the device answers to (0 means 1).
 	Unit byte
@@ -387,8 +389,8 @@ func (d *DeviceConfig) withDefaults(field string) error {
 	if d.Measures != "" && d.Kind != kind.Meter {
 		return bad("%s.measures: only a meter measures a load", field)
 	}
-	if d.DER && d.Kind != kind.Inverter {
-		return bad("%s.der: only an inverter has DER models", field)
+	if d.DER && d.Kind != kind.Inverter && d.Kind != kind.Battery {
+		return bad("%s.der: only an inverter or a battery has DER models", field)
 	}
 	switch {
 	case d.Kind == kind.Inverter && !d.DER:

@@ -90,7 +90,8 @@ type State struct {
 	// no limit is enabled); LimitActive says whether one is enabled.
 	LimitPct    float64
 	LimitActive bool
-	// RevertAt is when an inverter's power limit reverts (zero: never).
+	// RevertAt is when an inverter's power limit, or a battery's 124 storage
+	// control, reverts (zero: never).
 	RevertAt time.Time
 	// EffectiveLimitPct is the active power limit in % of WMax acting on
 	// an inverter now: the limit after its 123 RmpTms ramp, or 704 WSet
@@ -243,6 +244,7 @@ func (d *Device) State() State {
 	case d.bat != nil:
 		b := d.bat
 		s.PowerW, s.SoCPct, s.Connected = b.w, b.soc, b.connected
+		s.RevertAt = b.rvrt.at
 		s.EnergyWh, s.ExportWh = b.chargedWh, b.dischargedWh
 	case d.met != nil:
 		s.PowerW, s.EnergyWh, s.ExportWh = d.met.w, d.met.impWh, d.met.expWh

@@ -12,6 +12,7 @@
 //	inverter DER  1 701 702 704 705 706 707 708 709 710 711              SIM-DER-8K
 //	meter         1 203                                                   SIM-METER-3P
 //	battery       1 124 713 802                                           SIM-BAT-10
+//	battery DER   1 713 802 (DER storage: no 124, no power setpoint)      SIM-BAT-10
 //	sensor        1 308                                                   SIM-WX
 //
 // Model 1 says Mn "plantd", Vr "1.0.0", SN "SIM-<id>", DA = the unit id.
@@ -44,11 +45,14 @@
 //   - load: a household profile of a few hundred watts with morning,
 //     midday and evening peaks in the plant's time zone;
 //   - batteries charge from the surplus and cover the deficit up to their
-//     rating (124 WChaMax, InWRte/OutWRte when StorCtl_Mod enables them),
-//     between the SoC bounds (5..100 %, raised by 124 MinRsvPct and 802
-//     SoCRsvMin, lowered by SocRsvMax), 96 % efficient each way; 802 SetOp 2
-//     disconnects. 802 W and A are positive while discharging, like 701 W
-//     for generation;
+//     rating (self-consumption), within the power window of 124's storage
+//     control (below: a forced charge from the grid, a forced discharge,
+//     a hold), between the SoC bounds (5..100 %, raised by 124 MinRsvPct
+//     and 802 SoCRsvMin, lowered by SocRsvMax; the power tapers to reach
+//     a bound in about 5 minutes, whatever was asked), 96 % efficient each
+//     way; 802 SetOp 2 disconnects. 802 W and A are positive while
+//     discharging, like 701 W for generation; the meter sees what the
+//     battery takes from or gives to the grid;
 //   - the meter: W = load - PV - battery (positive = import from the grid,
 //     the SunSpec meter sign), TotWhImp/TotWhExp integrate it; a sub-meter
 //     (DeviceConfig.Measures) shows one load's draw instead, VAr 0;
@@ -130,6 +134,27 @@
 //	                              no request: nothing adopted, the result
 //	                              kept; the request reads as written
 //	                              (AdoptClearsRequest: set back to 0)
+//	124 StorCtl_Mod, InWRte,      the battery's power window (positive
+//	    OutWRte (% of WChaMax)    discharging): bit 0 caps charging at
+//	                              InWRte %, bit 1 discharging at OutWRte
+//	                              %; a negative OutWRte is a charge the
+//	                              battery must take, a negative InWRte a
+//	                              discharge it must give (Fronius GEN24's
+//	                              convention): InWRte -p, OutWRte p is a
+//	                              discharge of p % (exported when the
+//	                              house takes less), InWRte p, OutWRte -p
+//	                              a charge of p %, both 0 a hold
+//	124 ChaGriSet                 1 (GRID): a charge beyond the PV surplus
+//	                              comes from the grid; 0 (PV, the
+//	                              default): from the surplus only
+//	124 InOutWRte_RvrtTms         > 0, written with StorCtl_Mod on: that
+//	                              many seconds after the last write of the
+//	                              storage control, StorCtl_Mod goes to 0
+//	                              and both rates to 100 % (back to
+//	                              self-consumption); RevertAt of
+//	                              Device.State shows when
+//	124 InOutWRte_WinTms, _RmpTms stored and read back, no effect
+//	802 SoCRsvMin, SocRsvMax      the SoC bounds above (equal: a hold)
 //
 // The effective active power limit is the lower of the limit (after its
 // ramp) and 704 WSet when enabled; Device.State().EffectiveLimitPct and

@@ -338,3 +338,70 @@ func TestBatterySoC(t *testing.T) {
 		t.Log("the battery never ran empty in three November days")
 	}
 }
+
+// TestBatteryStorageControl writes 124's storage control as a controller
+// does (Fronius GEN24's convention) and checks the battery's power, its
+// SoC and the grid meter, by the registers: a forced charge from the grid
+// and from PV only, a forced discharge exporting, a hold, and the
+// reversion of InOutWRte_RvrtTms back to self-consumption.
+func TestBatteryStorageControl(t *testing.T) {
+	night := time.Date(2025, 6, 21, 21, 30, 0, 0, time.UTC) // 23:30 in Munich: no PV
+	cases := []struct {
+		name          string
+		at            time.Time
+		in, out, grid float64
+		wantW         float64 // 802 W wanted (positive discharging)
+		soc           int     // the SoC's move over 10 minutes: -1, 0, 1
+	}{
+		{"charge 3 kW from the grid at night", night, 60, -60, 1, -3000, 1},
+		{"charge from PV only at night: nothing", night, 60, -60, 0, 0, 0},
+		{"discharge 4 kW at night, exporting", night, -80, 80, 0, 4000, -1},
+		{"hold at night", night, 0, 0, 0, 0, 0},
+		{"hold at noon", summerNoon, 0, 0, 0, 0, 0},
+		{"charge 2 kW at noon from PV only", summerNoon, 40, -40, 0, -2000, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock(tc.at)
+			cfg := testConfig(clk)
+			cfg.ClearSky = true
+			p := startPlant(t, cfg)
+			bat, met := p.Device("bat"), p.Device("meter")
+			cb, cm := dial(t, bat), dial(t, met)
+			writePoints(t, cb, bat, 124,
+				sunspec.PointValue{Point: "InWRte", Value: tc.in}, sunspec.PointValue{Point: "OutWRte", Value: tc.out},
+				sunspec.PointValue{Point: "InOutWRte_RvrtTms", Value: 900}, sunspec.PointValue{Point: "ChaGriSet", Value: tc.grid},
+				sunspec.PointValue{Point: "StorCtl_Mod", Value: 3})
+			soc0 := bat.State().SoCPct
+			b := p.Balance()
+			w, gridW := num(t, readModel(t, cb, bat, 802), "W"), num(t, readModel(t, cm, met, 203), "W")
+			if math.Abs(w-tc.wantW) > 1 {
+				t.Errorf("802 W %v, want %v (load %.0f W, PV %.0f W)", w, tc.wantW, b.LoadW, b.PVW)
+			}
+			if want := b.LoadW - b.PVW - w; math.Abs(gridW-want) > 1 {
+				t.Errorf("meter W %v, want load - PV - battery = %.0f", gridW, want)
+			}
+			clk.Add(10 * time.Minute)
+			d, move := bat.State().SoCPct-soc0, 0
+			switch {
+			case d > 1e-9:
+				move = 1
+			case d < -1e-9:
+				move = -1
+			}
+			if move != tc.soc {
+				t.Errorf("SoC %.4f -> %.4f %% in 10 minutes, want a move of %+d", soc0, soc0+d, tc.soc)
+			}
+			// 15 minutes after the write the timer reverts the control.
+			clk.Add(5*time.Minute + time.Second)
+			m := readModel(t, cb, bat, 124)
+			if num(t, m, "StorCtl_Mod") != 0 || num(t, m, "InWRte") != 100 || num(t, m, "OutWRte") != 100 {
+				t.Errorf("after InOutWRte_RvrtTms: StorCtl_Mod %v InWRte %v OutWRte %v, want 0, 100, 100", num(t, m, "StorCtl_Mod"), num(t, m, "InWRte"), num(t, m, "OutWRte"))
+			}
+			b = p.Balance()
+			if w := num(t, readModel(t, cb, bat, 802), "W"); (b.PVW < b.LoadW) != (w > 0) && w != 0 {
+				t.Errorf("after the reversion the battery at %v W with load %.0f W and PV %.0f W: not self-consumption", w, b.LoadW, b.PVW)
+			}
+		})
+	}
+}

@@ -363,6 +363,11 @@ func (p *Plant) advanceLocked(target time.Time) {
 				end = ev
 			}
 		}
+		for _, d := range p.batteries {
+			if ev := d.bat.rvrt.at; !ev.IsZero() && ev.After(p.t) && ev.Before(end) {
+				end = ev
+			}
+		}
 		dt := end.Sub(p.t)
 		p.flowsLocked(p.t.Add(dt / 2))
 		h := dt.Hours()
@@ -382,6 +387,9 @@ func (p *Plant) advanceLocked(target time.Time) {
 		p.t = end
 		for _, d := range p.inverters {
 			d.inv.revert(d, end)
+		}
+		for _, d := range p.batteries {
+			d.bat.revert(d, end)
 		}
 	}
 	p.flowsLocked(target)

@@ -33,5 +33,9 @@ func (c *gridCollector) Collect(w *metrics.Writer) {
 		w.Counter("plantd_gridcontrol_control_tampered_total", "Episodes in which a control grid control held on the device read back changed by another writer (rewritten at once; ControlTampered in the plant log).", float64(s.Tampered[id]), "device", id)
 	}
 	w.Counter("plantd_gridcontrol_held_reads_total", "Reads of a held control model grid control made itself because the device's poll brought nothing new since its last cycle (at most one a second per model; none for devices polled at least once a cycle).", float64(s.HeldReads))
+	for _, b := range c.grid.BatterySetpoints() {
+		w.Gauge("plantd_gridcontrol_battery_setpoint_watts", "Battery setpoint plantd holds on the battery (W, positive discharging, negative charging, 0 a hold; BatteryPower), after a FeedInLimit's cap.", b.W, "plant", b.PlantID, "device", b.DeviceID)
+		w.Gauge("plantd_gridcontrol_battery_setpoint_asked_watts", "What the battery setpoint's window asks of the battery (W, its share of the plant's), before a FeedInLimit's cap.", b.WantW, "plant", b.PlantID, "device", b.DeviceID)
+	}
 	w.Counter("plantd_gridcontrol_edges_total", "Window starts and ends that caused a write (last 1000 kept for the latency).", float64(s.Edges))
 }
