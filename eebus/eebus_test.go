@@ -3,7 +3,6 @@ package eebus_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -244,8 +243,7 @@ func window(gc *gridcontrol.Controller, by string) (gridcontrol.Schedule, bool) 
 // written raw, past the use case's checks) is refused; the failsafe values
 // the box writes are kept in the state directory; a box whose SKI is not
 // trusted is refused and logged; the heartbeat stopped applies the
-// failsafe limits, which a restart within their duration resumes and one
-// after it leaves when the box speaks.
+// failsafe limits, which a restart within their duration resumes.
 func TestControlBox(t *testing.T) {
 	dir := t.TempDir()
 	cert, err := eebus.LoadOrCreateCert(dir, "gw1")
@@ -446,7 +444,6 @@ func TestControlBox(t *testing.T) {
 	if before.ScheduleID == "" {
 		t.Error("the earlier run left no failsafe window to end")
 	}
-	var svcStops []func()
 	restart := func() (*eebus.Service, *recorder, *plantLog) {
 		t.Helper()
 		rec := &recorder{}
@@ -462,9 +459,7 @@ func TestControlBox(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = svc.Run(ctx) }()
-		stop := sync.OnceFunc(func() { cancel(); <-done })
-		t.Cleanup(stop)
-		svcStops = append(svcStops, stop)
+		t.Cleanup(func() { cancel(); <-done })
 		return svc, rec, log
 	}
 	svc2, rec2, log2 := restart()
@@ -479,32 +474,10 @@ func TestControlBox(t *testing.T) {
 	if !svc2.Status().Failsafe || log2.has("EEBusRecovered", "") || !rec2.is(true, 5000) {
 		t.Error("the failsafe ended at the restart when the box spoke, before its duration")
 	}
+	// A restart after the failsafe duration (it starts in the failsafe until
+	// the box speaks, then leaves it): cmd/plantd's TestEEBusHeartbeatLoss,
+	// with the real binary. A third run here would stop a node a third time
+	// while the box dials it, where ship-go v0.6.0's Hub.Shutdown reads its
+	// connections without their lock (a data race -race reports).
 
-	// A restart after the failsafe duration (its start moved 3 h back in
-	// the state file): the run starts in the failsafe state and leaves it
-	// when the box speaks; the windows end.
-	svcStops[len(svcStops)-1]()
-	var kept map[string]any
-	data, err := os.ReadFile(filepath.Join(dir, eebus.StateFile))
-	if err == nil {
-		err = json.Unmarshal(data, &kept)
-	}
-	if err != nil || kept["failsafeSinceMs"] == nil {
-		t.Fatalf("%s: %s %v, want failsafeSinceMs", eebus.StateFile, data, err)
-	}
-	kept["failsafeSinceMs"] = time.Now().Add(-3 * time.Hour).UnixMilli()
-	if data, err = json.Marshal(kept); err == nil {
-		err = os.WriteFile(filepath.Join(dir, eebus.StateFile), data, 0o600)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rec3, log3 := restart()
-	proctest.WaitFor(t, "the restart in failsafe with the kept 5000 W", wait, func() bool {
-		return rec3.is(true, 5000) && log3.has("EEBusFailsafe", "until the control box speaks: consumption 5000 W")
-	})
-	proctest.WaitFor(t, "the box speaks: the restart's failsafe ends, its window and the earlier runs' ended", wait, func() bool {
-		_, open := window(gc, failsafeBy)
-		return log3.has("EEBusRecovered", "speaks") && !open && rec3.is(false, 0)
-	})
 }

@@ -56,5 +56,5 @@
 // device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig, plantd/tariffs, plantd/tariffs/tariffconfig
+// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig, plantd/tariffs, plantd/tariffs/tariffconfig, plantd/plan, plantd/siteplan
 package httpapi

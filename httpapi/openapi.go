@@ -448,6 +448,8 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/tariffs", Summary: "The grid and feed-in tariffs and their prices from now to the end of tomorrow (plantd's); configured false without a tariffs: section",
 		Params: []apidoc.Obj{apidoc.Param("hours", "query", "the next N hours instead (1..48)", apidoc.Obj{"type": "integer", "minimum": 1, "maximum": maxTariffHours}, false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": tariffsResponse()}})
+	add(apidoc.Route{Method: "get", Path: "/gateway/v1/plan", Summary: "The day-ahead plan (battery, negative-price export hold) from the tariffs, the PV forecast and the live plant, slot by slot, with its cost against no plan (plantd's); configured false without a tariffs: section",
+		Errs: []string{"400"}, Extra: apidoc.Obj{"200": planResponse()}})
 
 	for _, o := range oauth2.Routes() { // the authorization server's
 		rs = append(rs, apidoc.Route{Method: o.Method, Path: o.Path, Summary: o.Summary, Response: o.Response, Params: o.Params,

@@ -130,6 +130,8 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/gateway/v1/inputs", s.inputList)
 	// The tariffs and the prices of the next hours (every role reads).
 	api.GET("/gateway/v1/tariffs", s.tariffList)
+	// The day-ahead plan (every role reads).
+	api.GET("/gateway/v1/plan", s.planShow)
 
 	live := api.Group("/live")
 	// The balance and the v2 device list are served by the fast path

@@ -197,6 +197,10 @@ type Deps struct {
 	// Tariffs is optional: the tariffs (a *tariffs.Service); nil answers
 	// GET /gateway/v1/tariffs with configured false.
 	Tariffs Tariffs
+	// Planner is optional: the day-ahead plan's runner (a
+	// *siteplan.Runner); nil answers GET /gateway/v1/plan with
+	// configured false.
+	Planner Planner
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry

@@ -31,6 +31,7 @@ import (
 	"plantd/mqtt"
 	"plantd/plant"
 	"plantd/plant/kind"
+	"plantd/siteplan"
 	"plantd/store"
 	"plantd/sunspec"
 	"plantd/sunspecserver"
@@ -60,6 +61,7 @@ type daemon struct {
 	inputs       *gridInputs       // nil without inputs
 	eebus        *eebus.Service    // nil unless eebus.enabled
 	tariffs      *tariffs.Service  // nil without tariffs:
+	plan         *siteplan.Runner  // nil without tariffs:
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -221,7 +223,10 @@ func (d *daemon) newControl(ctx context.Context, cfg *config.Config, ocppLn net.
 	if d.eebus, err = d.newEEBus(cfg, logger); err != nil {
 		return err
 	}
-	d.tariffs, err = d.newTariffs(cfg, logger)
+	if d.tariffs, err = d.newTariffs(cfg, logger); err != nil {
+		return err
+	}
+	d.plan, err = d.newPlan(cfg, logger)
 	return err
 }
 
@@ -253,6 +258,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	}
 	if d.tariffs != nil {
 		apiDeps.Tariffs = d.tariffs
+	}
+	if d.plan != nil {
+		apiDeps.Planner = d.plan
 	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
@@ -432,6 +440,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.eebus != nil {
 		component(d.eebus.Run)
+	}
+	if d.plan != nil {
+		component(d.plan.Run)
 	}
 	if d.tariffs != nil {
 		component(d.tariffs.Run)

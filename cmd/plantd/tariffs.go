@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/plant"
+	"plantd/siteplan"
 	"plantd/tariffs"
 )
 
@@ -24,4 +26,26 @@ func (d *daemon) newTariffs(cfg *config.Config, logger *slog.Logger) (*tariffs.S
 		}
 	}
 	return nil, fmt.Errorf("tariffs: unknown plant %q", t.Plant)
+}
+
+// newPlan builds the day-ahead plan's runner for the tariffs' plant (nil
+// without tariffs): its battery reserve and grid charging from the
+// plant's battery: section, the feed-in floor from the tariffs' (default
+// 0 EUR/kWh), setpoints and windows through grid control's gate, on the
+// daemon's clock.
+func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Runner, error) {
+	if d.tariffs == nil {
+		return nil, nil
+	}
+	spec := siteplan.Spec{PlantID: cfg.Tariffs.Plant, Now: d.now}
+	if f := cfg.Tariffs.FeedIn.Floor; f != nil {
+		spec.FeedInFloor = *f
+	}
+	for _, p := range cfg.Plants {
+		if p.ID == spec.PlantID {
+			spec.GridCharge, spec.MinSoCPct = p.Battery.GridCharge, p.Battery.ReserveSoc
+		}
+	}
+	return siteplan.New(spec, siteplan.Deps{Prices: d.tariffs, Gate: d.grid, Live: d.live,
+		Log: func(e plant.LogEntry) { d.logEntry(e) }}, logger.With("component", "plan"))
 }

@@ -87,9 +87,16 @@ func (c *Config) IsControllable() bool {
 // switches on from it). Defaults: PrioritySoc 100 (the battery charges
 // first at any SoC, as plantd's energy manager always did; evcc's 0 makes
 // the consumers go first) and BufferSoc 0: the battery never feeds them.
+//
+// The day-ahead plan (package siteplan, with a tariffs: section) reads two
+// more: GridCharge lets it charge the battery from the grid in cheap
+// hours (default false: from PV only), and ReserveSoc (%, 0..100,
+// default 10) is the state of charge it never plans below.
 type Battery struct {
 	PrioritySoc float64 `yaml:"prioritySoc"`
 	BufferSoc   float64 `yaml:"bufferSoc"`
+	GridCharge  bool    `yaml:"gridCharge"`
+	ReserveSoc  float64 `yaml:"reserveSoc"`
 }
 
 // defaultPrioritySoc: the battery charges first at any state of charge,
@@ -97,12 +104,18 @@ type Battery struct {
 const defaultPrioritySoc = 100
 
 // SetDefaults sets the battery priority's defaults.
-func (b *Battery) SetDefaults() { b.PrioritySoc = defaultPrioritySoc }
+func (b *Battery) SetDefaults() { b.PrioritySoc, b.ReserveSoc = defaultPrioritySoc, defaultReserveSoc }
+
+// defaultReserveSoc is the SoC the day-ahead plan keeps at least.
+const defaultReserveSoc = 10
 
 // Validate checks the battery priority; c is at plants[i].battery.
 func (b Battery) Validate(c confcheck.Checker) {
 	if math.IsNaN(b.PrioritySoc) || b.PrioritySoc < 0 || b.PrioritySoc > 100 {
 		c.Add("prioritySoc", "%v is out of range (0..100)", b.PrioritySoc)
+	}
+	if math.IsNaN(b.ReserveSoc) || b.ReserveSoc < 0 || b.ReserveSoc > 100 {
+		c.Add("reserveSoc", "%v is out of range (0..100)", b.ReserveSoc)
 	}
 	switch {
 	case math.IsNaN(b.BufferSoc) || b.BufferSoc < 0 || b.BufferSoc > 100:

@@ -102,8 +102,9 @@ type FeedIn struct {
 	// fee is negative; -1..1, default 0).
 	Offset float64 `yaml:"offset" json:"offset,omitempty"`
 	// Floor is the feed-in price below which plantd holds export at 0 W
-	// (EUR/kWh, -1..10; none unless set: 0 holds export at negative
-	// prices). Only a setting so far: the site loop will follow it.
+	// (EUR/kWh, -1..10; default 0: while feed-in is paid negative).
+	// Package siteplan follows it with an installer's FeedInLimit 0 W
+	// window.
 	Floor *float64 `yaml:"floor" json:"floor,omitempty"`
 }
 

@@ -1,0 +1,38 @@
+// Package siteplan runs a plant's day-ahead plan (issue 45) and follows
+// it through the one gate of grid control. Every 15 minutes, and when new
+// prices arrive, it builds the planner's input (package plan) from the
+// tariffs' prices, the PV forecast, the plant's load and its batteries as
+// the live state shows them, keeps the plan for the API
+// (/gateway/v1/plan), and acts on the slot of now:
+//
+//   - the batteries: a charge from the grid or a hold that the plan wants
+//     is a battery setpoint of the plan's origin (gridcontrol's door plan,
+//     role standard: below every installer's and grid operator's window,
+//     a FeedInLimit capping it); in every other slot the setpoint is
+//     released and the batteries do their own self-consumption;
+//   - negative prices: every run of slots whose feed-in price is below the
+//     floor (tariffs feedIn.floor, default 0 EUR/kWh) is a FeedInLimit
+//     0 W window of the installer's role from the plan's door
+//     ("plan:negative-price"): export is held at 0 W by the FeedInLimit
+//     loop, PV goes to the battery and the consumers (the energy manager
+//     sees the held-back PV as curtailed surplus), and a grid operator's
+//     stricter window still governs. The windows follow the prices: one
+//     no longer wanted is cancelled. Each is logged in the plant log
+//     (PriceNegative) when it is set.
+//
+// The energy manager stays in charge second by second (surplus, limits,
+// the grid operator's windows); the plan only sets what the gate allows
+// its door. Without prices for the next hour, or with prices the
+// provider marks stale, the runner falls back to surplus-only: it
+// releases its battery setpoint and cancels its windows (PlanFallback in
+// the plant log, once per episode).
+//
+// What the plan knows of the house: the base load is the plant's total
+// consumption as the live balance shows it, smoothed over the runner's
+// last hour and taken as flat over the horizon (a consumption forecast
+// from history is future work); heat pumps and cars are not planned yet
+// (the energy manager runs them on surplus and their must-run rules), so
+// their draw is part of that load.
+//
+// Imports: plantd/config, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs
+package siteplan

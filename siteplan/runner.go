@@ -1,0 +1,425 @@
+package siteplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"plantd/config"
+	"plantd/gridcontrol"
+	"plantd/plan"
+	"plantd/plant"
+	"plantd/plant/kind"
+	"plantd/tariffs"
+)
+
+// Prices is what the runner reads of the tariffs (tariffs.Service).
+type Prices interface {
+	Slots(from, to time.Time) []tariffs.Slot
+	Status() tariffs.Status
+}
+
+// PVForecast gives the plant's forecast PV power, W, for n slots of
+// plan.DefaultSlot from from; ok false when there is none.
+type PVForecast func(from time.Time, n int) (w []float64, ok bool)
+
+// Gate is grid control as the runner uses it (gridcontrol.Controller).
+type Gate interface {
+	SetBatteryPower(ctx context.Context, by gridcontrol.Origin, plantID string, watts float64, until time.Time) (gridcontrol.Schedule, error)
+	ReleaseBatteryPower(ctx context.Context, by gridcontrol.Origin, plantID string) error
+	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
+	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
+	Schedules(plantID string, opts ...gridcontrol.ListOption) ([]gridcontrol.Schedule, error)
+}
+
+// Live is the plant's live state (plant.Live).
+type Live interface {
+	EnergyBalance(plantID string) (plant.Balance, error)
+	Devices(plantID string) ([]plant.DeviceLive, error)
+}
+
+// Spec is one plant's runner.
+type Spec struct {
+	PlantID string
+	// Horizon is how far the plan looks (default 36 h), Period how often
+	// it is made again (default 15 minutes).
+	Horizon, Period time.Duration
+	// FeedInFloor: feed-in prices below it (EUR/kWh) hold export at 0 W.
+	FeedInFloor float64
+	// MinSoCPct is the battery's reserve the plan never goes below
+	// (default 10 %); GridCharge allows charging from the grid.
+	MinSoCPct  float64
+	GridCharge bool
+	// Now is the plant's clock (the demo's simulated one); nil: time.Now.
+	Now func() time.Time
+}
+
+// Deps are the runner's links to the daemon.
+type Deps struct {
+	Prices Prices
+	PV     PVForecast // nil: no forecast (PV 0)
+	Gate   Gate
+	Live   Live
+	// Log records the plan's log lines in the plant log.
+	Log func(plant.LogEntry)
+}
+
+// Runner makes and follows one plant's plan.
+type Runner struct {
+	spec Spec
+	deps Deps
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	last     *plan.Plan
+	lastIn   plan.Input
+	lastErr  string
+	fallback bool
+	loadW    float64 // smoothed total consumption
+	loadOK   bool
+	battery  float64 // the setpoint in force from us (W, <0 charge), NaN: released
+	fetched  time.Time
+}
+
+// batteryOrigin is the plan's origin of battery setpoints; windowOrigin
+// that of the negative-price windows (installer's role, so that a grid
+// operator's stricter window still governs and an API token of the
+// standard role cannot end them).
+var (
+	batteryOrigin = gridcontrol.PlanOrigin("day-ahead")
+	windowOrigin  = gridcontrol.Origin{Door: gridcontrol.DoorPlan, Name: "negative-price", Role: config.RoleInstaller, Channel: string(gridcontrol.DoorPlan)}
+)
+
+// New makes a runner; Run runs it.
+func New(spec Spec, deps Deps, logger *slog.Logger) (*Runner, error) {
+	if deps.Prices == nil || deps.Gate == nil || deps.Live == nil {
+		return nil, errors.New("siteplan: prices, gate and live state are required")
+	}
+	if spec.Horizon <= 0 {
+		spec.Horizon = 36 * time.Hour
+	}
+	if spec.Period <= 0 {
+		spec.Period = plan.DefaultSlot
+	}
+	if spec.MinSoCPct <= 0 {
+		spec.MinSoCPct = 10
+	}
+	if spec.Now == nil {
+		spec.Now = time.Now
+	}
+	if deps.Log == nil {
+		deps.Log = func(plant.LogEntry) {}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{spec: spec, deps: deps, log: logger, battery: math.NaN()}, nil
+}
+
+// lookEvery is how often Run looks for new prices and samples the load.
+const lookEvery = 10 * time.Second
+
+// Run makes and follows the plan until ctx ends: at each slot's start,
+// when the tariffs fetched new prices (looked at every lookEvery), and
+// once at the start. At its end the battery setpoint is released; the
+// windows stay (they are stored schedules with their own ends).
+func (r *Runner) Run(ctx context.Context) error {
+	tick := time.NewTicker(lookEvery)
+	defer tick.Stop()
+	next := time.Time{}
+	for {
+		now := r.spec.Now()
+		fetched := r.deps.Prices.Status().LastFetch
+		if !now.Before(next) || !fetched.Equal(r.fetched) {
+			r.fetched = fetched
+			r.Step(ctx, now)
+			next = now.Truncate(r.spec.Period).Add(r.spec.Period)
+		} else {
+			r.sample()
+		}
+		select {
+		case <-ctx.Done():
+			r.release(context.WithoutCancel(ctx))
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// sample folds the live consumption into the smoothed base load (an
+// exponential mean over about an hour of samples every lookEvery).
+func (r *Runner) sample() {
+	b, err := r.deps.Live.EnergyBalance(r.spec.PlantID)
+	if err != nil || b.TotalConsumptionW == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := *b.TotalConsumptionW
+	if !r.loadOK {
+		r.loadW, r.loadOK = w, true
+		return
+	}
+	r.loadW += (w - r.loadW) / float64(time.Hour/lookEvery)
+}
+
+// Step makes the plan at now and acts on its first slot. Run calls it;
+// tests call it with the plant's clock.
+func (r *Runner) Step(ctx context.Context, now time.Time) {
+	r.sample()
+	start := now.Truncate(plan.DefaultSlot)
+	n := int(r.spec.Horizon / plan.DefaultSlot)
+	prices := r.deps.Prices.Slots(start, start.Add(r.spec.Horizon))
+	st := r.deps.Prices.Status()
+	in, why := r.input(start, n, prices, st.Stale)
+	if why != "" {
+		r.fallBack(ctx, now, why)
+		return
+	}
+	p, err := plan.Compute(&in)
+	if err != nil {
+		r.fallBack(ctx, now, err.Error())
+		return
+	}
+	r.mu.Lock()
+	wasFallback := r.fallback
+	r.last, r.lastIn, r.lastErr, r.fallback = p, in, "", false
+	r.mu.Unlock()
+	if wasFallback {
+		r.entry(now, plant.LevelInfo, "PlanResumed", "the day-ahead plan governs again: prices for the next hours are known")
+	}
+	r.followBattery(ctx, now, p)
+	r.followPrices(ctx, now, prices)
+}
+
+// input builds the planner's input; why says what is missing for one.
+func (r *Runner) input(start time.Time, n int, prices []tariffs.Slot, stale bool) (plan.Input, string) {
+	in := plan.Input{Start: start, Slot: plan.DefaultSlot, Slots: make([]plan.Slot, 0, n)}
+	if stale {
+		return in, "the prices are stale (the provider failed)"
+	}
+	var pv []float64
+	if r.deps.PV != nil {
+		pv, _ = r.deps.PV(start, n)
+	}
+	r.mu.Lock()
+	load := r.loadW
+	r.mu.Unlock()
+	j := 0
+	for i := range n {
+		t := start.Add(time.Duration(i) * plan.DefaultSlot)
+		for j < len(prices) && !prices[j].End.After(t) {
+			j++
+		}
+		if j == len(prices) || prices[j].Start.After(t) {
+			break // the plan ends where the known prices end
+		}
+		s := plan.Slot{ImportEURPerKWh: prices[j].Import, FeedInEURPerKWh: prices[j].FeedIn, BaseLoadW: load}
+		if i < len(pv) {
+			s.PVW = pv[i]
+		}
+		in.Slots = append(in.Slots, s)
+	}
+	if len(in.Slots) < int(time.Hour/plan.DefaultSlot) {
+		return in, "no prices for the next hour"
+	}
+	in.FeedInFloorEURPerKWh = r.spec.FeedInFloor
+	in.Battery = r.battery0()
+	return in, ""
+}
+
+// battery0 is the plant's batteries as one: capacity and power summed,
+// the balance's SoC; nil without a battery with a rated capacity.
+func (r *Runner) battery0() *plan.Battery {
+	devs, err := r.deps.Live.Devices(r.spec.PlantID)
+	if err != nil {
+		return nil
+	}
+	var capWh, powerW float64
+	for _, d := range devs {
+		if d.Info.Kind != kind.Battery || !d.Info.Active() || d.Nameplate == nil || d.Nameplate.RatedEnergyWh <= 0 {
+			continue
+		}
+		capWh += d.Nameplate.RatedEnergyWh
+		powerW += d.Nameplate.RatedPowerW
+	}
+	b, err := r.deps.Live.EnergyBalance(r.spec.PlantID)
+	if capWh <= 0 || powerW <= 0 || err != nil || b.BatteryStateOfChargePct == nil {
+		return nil
+	}
+	soc := *b.BatteryStateOfChargePct
+	return &plan.Battery{CapacityWh: capWh, SoCPct: soc, MinSoCPct: r.spec.MinSoCPct, MaxChargeW: powerW, MaxDischargeW: powerW,
+		GridCharge: r.spec.GridCharge}
+}
+
+// followBattery puts the first slot's battery action through the gate: a
+// charge from the grid or a hold is a setpoint until the slot's end (and
+// a minute, so that the next slot's takes over without a gap); anything
+// else releases it.
+func (r *Runner) followBattery(ctx context.Context, now time.Time, p *plan.Plan) {
+	if len(p.Steps) == 0 {
+		return
+	}
+	s := p.Steps[0]
+	watts := math.NaN()
+	switch s.Battery {
+	case plan.BatteryChargeGrid:
+		watts = -math.Round(s.BatteryW)
+	case plan.BatteryHold:
+		watts = 0
+	}
+	if math.IsNaN(watts) {
+		r.release(ctx)
+		return
+	}
+	until := s.Start.Add(p.Slot + time.Minute)
+	if _, err := r.deps.Gate.SetBatteryPower(ctx, batteryOrigin, r.spec.PlantID, watts, until); err != nil {
+		r.log.Warn("plan: battery setpoint refused", "plant", r.spec.PlantID, "watts", watts, "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.battery = watts
+	r.mu.Unlock()
+}
+
+// release ends the plan's battery setpoint, if it set one.
+func (r *Runner) release(ctx context.Context) {
+	r.mu.Lock()
+	had := !math.IsNaN(r.battery)
+	r.battery = math.NaN()
+	r.mu.Unlock()
+	if !had {
+		return
+	}
+	if err := r.deps.Gate.ReleaseBatteryPower(ctx, batteryOrigin, r.spec.PlantID); err != nil {
+		r.log.Warn("plan: release the battery setpoint", "plant", r.spec.PlantID, "err", err)
+	}
+}
+
+// window is a run of slots whose feed-in price is below the floor.
+type window struct {
+	start, end time.Time
+	price      float64 // the lowest feed-in price in it
+}
+
+// negativeRuns are the runs of slots with a feed-in price below floor,
+// from now on (a run under way starts now).
+func negativeRuns(prices []tariffs.Slot, floor float64, now time.Time) []window {
+	var out []window
+	for _, s := range prices {
+		if s.FeedIn >= floor || !s.End.After(now) {
+			continue
+		}
+		start := s.Start
+		if start.Before(now) {
+			start = now
+		}
+		if k := len(out) - 1; k >= 0 && !out[k].end.Before(s.Start) {
+			out[k].end = s.End
+			out[k].price = min(out[k].price, s.FeedIn)
+			continue
+		}
+		out = append(out, window{start: start, end: s.End, price: s.FeedIn})
+	}
+	return out
+}
+
+// followPrices keeps one installer's FeedInLimit 0 W window per run of
+// slots below the floor: windows that no run wants any more (the prices
+// changed) are cancelled, missing ones submitted.
+func (r *Runner) followPrices(ctx context.Context, now time.Time, prices []tariffs.Slot) {
+	want := negativeRuns(prices, r.spec.FeedInFloor, now)
+	have := r.windows()
+	for _, sc := range have {
+		cm := sc.Commands[0]
+		keep := slices.ContainsFunc(want, func(w window) bool { return !cm.End.Before(w.end) && !cm.End.After(w.end) && !cm.Start.After(w.start) })
+		if !keep {
+			if err := r.deps.Gate.Cancel(ctx, r.spec.PlantID, sc.ScheduleID, windowOrigin); err != nil {
+				r.log.Warn("plan: cancel a negative-price window", "schedule", sc.ScheduleID, "err", err)
+			}
+		}
+	}
+	zero := 0.0
+	for _, w := range want {
+		covered := slices.ContainsFunc(have, func(sc gridcontrol.Schedule) bool {
+			cm := sc.Commands[0]
+			return cm.End.Equal(w.end.UTC().Truncate(time.Millisecond)) && !cm.Start.After(w.start)
+		})
+		if covered {
+			continue
+		}
+		sc, err := r.deps.Gate.Submit(ctx, r.spec.PlantID, windowOrigin,
+			[]gridcontrol.Order{{Command: "FeedInLimit", Start: w.start, End: w.end, Value: &zero, Unit: "W"}},
+			gridcontrol.SkipEligibilityCheck(true))
+		if err != nil {
+			r.log.Warn("plan: negative-price window refused", "plant", r.spec.PlantID, "err", err)
+			continue
+		}
+		r.entry(now, plant.LevelInfo, "PriceNegative", fmt.Sprintf(
+			"feed-in price %.3f EUR/kWh below %.3f from %s to %s: export held at 0 W (schedule %s); PV goes to the battery and the consumers",
+			w.price, r.spec.FeedInFloor, w.start.UTC().Format(time.RFC3339), w.end.UTC().Format(time.RFC3339), sc.ScheduleID))
+	}
+}
+
+// windows are the negative-price windows of this plant not yet over.
+func (r *Runner) windows() []gridcontrol.Schedule {
+	scheds, err := r.deps.Gate.Schedules(r.spec.PlantID)
+	if err != nil {
+		return nil
+	}
+	var out []gridcontrol.Schedule
+	for _, sc := range scheds {
+		if sc.CreatedBy != windowOrigin.String() || len(sc.Commands) != 1 {
+			continue
+		}
+		switch sc.Commands[0].Status {
+		case gridcontrol.StatusActive, gridcontrol.StatusPending, gridcontrol.StatusOverridden:
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// fallBack is surplus-only control: the battery setpoint released, the
+// windows cancelled, logged once per episode.
+func (r *Runner) fallBack(ctx context.Context, now time.Time, why string) {
+	r.mu.Lock()
+	first := !r.fallback
+	r.fallback, r.lastErr, r.last = true, why, nil
+	r.mu.Unlock()
+	r.release(ctx)
+	for _, sc := range r.windows() {
+		if err := r.deps.Gate.Cancel(ctx, r.spec.PlantID, sc.ScheduleID, windowOrigin); err != nil {
+			r.log.Warn("plan: cancel a negative-price window", "schedule", sc.ScheduleID, "err", err)
+		}
+	}
+	if first {
+		r.entry(now, plant.LevelWarning, "PlanFallback", "no day-ahead plan: "+why+"; control is surplus-only")
+	}
+}
+
+func (r *Runner) entry(now time.Time, level, code, msg string) {
+	r.log.Info("plan: "+msg, "plant", r.spec.PlantID, "code", code)
+	r.deps.Log(plant.LogEntry{Time: now.UTC(), PlantID: r.spec.PlantID, Level: level, Code: code, Message: msg})
+}
+
+// Snapshot is the plan in force for the API.
+type Snapshot struct {
+	PlantID string
+	// Plan is nil while control is surplus-only (Fallback says why).
+	Plan     *plan.Plan
+	Input    plan.Input
+	Fallback string
+}
+
+// Snapshot returns the plan in force.
+func (r *Runner) Snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+}
