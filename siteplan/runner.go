@@ -135,12 +135,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	for {
 		now := r.spec.Now()
 		fetched := r.deps.Prices.Status().LastFetch
-		if !now.Before(next) || !fetched.Equal(r.fetched) {
+		if !now.Before(next) || !fetched.Equal(r.fetched) || r.learned() {
 			r.fetched = fetched
 			r.Step(ctx, now)
 			next = now.Truncate(r.spec.Period).Add(r.spec.Period)
-		} else {
-			r.sample()
 		}
 		select {
 		case <-ctx.Done():
@@ -149,6 +147,21 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// learned reports whether the live state now knows what the last plan
+// lacked (the battery, the load: at start, before the first polls), so
+// that the plan is made again without waiting for the next slot. It
+// samples the load.
+func (r *Runner) learned() bool {
+	r.sample()
+	r.mu.Lock()
+	in, loadOK := r.lastIn, r.loadOK
+	r.mu.Unlock()
+	if len(in.Slots) == 0 {
+		return false
+	}
+	return (in.Battery == nil && r.battery0() != nil) || (in.Slots[0].BaseLoadW == 0 && loadOK)
 }
 
 // sample folds the live consumption into the smoothed base load (an

@@ -13,6 +13,9 @@ import (
 
 	"plantd/config"
 	"plantd/internal/proctest"
+	"plantd/plant/kind"
+	"plantd/sim"
+	"plantd/sim/simtest"
 )
 
 // TestPlanNegativePrice is issue 45's negative prices with the real
@@ -150,4 +153,76 @@ tariffs:
 	})
 	proctest.WaitFor(t, "export still at most 50 W", 20*time.Second, func() bool { return -p.Balance().GridW <= 50 })
 	t.Logf("window %s %+v; balance %+v", window.ScheduleID, window.Commands[0], p.Balance())
+}
+
+// TestPlanGridCharge is issue 45's battery plan with the real binary: a
+// time-of-use tariff cheap (0.10 EUR/kWh) for the two hours from now and
+// dear (0.40) otherwise, the demo's battery at 20 % at night (no PV), grid
+// charging allowed: the plan charges the battery from the grid now, a
+// BatteryPower setpoint of the plan's door, and the battery's registers
+// (through the simulator) show it charging with the grid meter importing
+// it; GET /gateway/v1/plan shows chargeGrid and a saving against no plan.
+func TestPlanGridCharge(t *testing.T) {
+	t.Parallel() // its own simulator and binary
+	if testing.Short() {
+		t.Skip("runs plantd with a battery and a time-of-use tariff (~20 s)")
+	}
+	berlin := mustLocation(t, "Europe/Berlin")
+	cfg := sim.DemoConfig()
+	var devs []sim.DeviceConfig
+	for _, d := range cfg.Devices {
+		if d.Kind == kind.Battery {
+			d.SoCPct = 20
+		}
+		if d.Kind != kind.Sensor && d.ID != "rcr" {
+			devs = append(devs, d)
+		}
+	}
+	cfg.Devices = devs
+	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, berlin) // night: no PV
+	p := simtest.Start(t, cfg)
+	h := time.Now().In(berlin).Truncate(time.Hour)
+	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(2*time.Hour).Format("15:04"))
+	path := consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"}, plant: ", battery: {gridCharge: true, reserveSoc: 10}",
+		top: fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap)})
+	d := startDaemon(t, path)
+	defer d.stop()
+	d.waitAPI(30 * time.Second)
+	d.waitOnline(20*time.Second, "inv1", "inv2", "meter", "bat")
+
+	before := p.Balance()
+	proctest.WaitFor(t, "the battery charging from the grid (its registers)", 60*time.Second, func() bool {
+		b := p.Balance()
+		if b.BatteryW < -1000 && b.GridW > b.LoadW+500 {
+			return true
+		}
+		_, pb := d.request("GET", "/gateway/v1/plan", tokStd, "")
+		t.Logf("balance %+v plan %.600s", b, pb)
+		return false
+	})
+	code, b := d.request("GET", "/gateway/v1/plan", tokStd, "")
+	var pl struct {
+		Configured bool
+		SavingEur  *float64
+		Steps      []struct {
+			Battery  string
+			BatteryW float64
+			SoCPct   float64
+		}
+	}
+	if err := json.Unmarshal(b, &pl); code != 200 || err != nil || !pl.Configured || len(pl.Steps) == 0 {
+		t.Fatalf("GET plan: %d %.400s %v", code, b, err)
+	}
+	if s := pl.Steps[0]; s.Battery != "chargeGrid" || s.BatteryW <= 0 {
+		t.Errorf("plan's first slot %+v, want chargeGrid", s)
+	}
+	if pl.SavingEur == nil || *pl.SavingEur <= 0 {
+		t.Errorf("plan's saving %v, want above 0", pl.SavingEur)
+	}
+	code, b = d.request("GET", "/gridcontrol/v1/plants/p1/schedules", tokInst, "")
+	if code != 200 {
+		t.Fatalf("GET schedules: %d %s", code, b)
+	}
+	after := p.Balance()
+	t.Logf("before %+v; charging %+v; plan saving %.2f EUR", before, after, *pl.SavingEur)
 }
