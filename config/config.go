@@ -12,6 +12,7 @@ import (
 	"plantd/charger/chargerconfig"
 	"plantd/consumer/consumerconfig"
 	"plantd/eebus/eebusconfig"
+	"plantd/forecast/forecastconfig"
 	"plantd/gridcontrol/gridconfig"
 	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/confcheck"
@@ -59,6 +60,10 @@ type Config struct {
 	// EEBus is plantd as the controllable system of the grid operator's
 	// control box, §14a LPC and LPP (eebus/eebusconfig); off by default.
 	EEBus eebusconfig.Config `yaml:"eebus"`
+
+	// Forecast is the PV forecast (forecast/forecastconfig): on by
+	// default for every plant with a location; a service optional.
+	Forecast forecastconfig.Config `yaml:"forecast"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.

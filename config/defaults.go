@@ -109,6 +109,7 @@ func (c *Config) setDefaults() {
 	c.OCPP.SetDefaults()
 	c.ModbusServer.SetDefaults()
 	c.EEBus.SetDefaults()
+	c.Forecast.SetDefaults()
 }
 
 func (p *Plant) setDefaults() {
@@ -136,6 +137,9 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	}
 	if c.EEBus.Plant == "" && len(c.Plants) == 1 {
 		c.EEBus.Plant = c.Plants[0].ID
+	}
+	if c.Forecast.Service.Plant == "" && len(c.Plants) == 1 {
+		c.Forecast.Service.Plant = c.Plants[0].ID
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]

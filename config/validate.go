@@ -54,6 +54,7 @@ func (c *Config) validate() []Problem {
 	v.migrated()
 	v.modbusServer()
 	v.eebus()
+	v.forecast()
 	v.proxies()
 	return v.problems
 }

@@ -36,7 +36,7 @@ func TestClearSkyGHI(t *testing.T) {
 	}{
 		{"below the horizon", -5, 0, 0},
 		{"on the horizon", 0, 0, 0},
-		{"low sun", 10, 130, 145}, // 1098·sin 10°·e^(-0.057/sin 10°) = 137,
+		{"low sun", 10, 130, 145},  // 1098·sin 10°·e^(-0.057/sin 10°) = 137,
 		{"zenith", 90, 1030, 1040}, // 1098·e^-0.057
 	}
 	for _, tc := range cases {
