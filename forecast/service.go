@@ -472,8 +472,9 @@ func Judge(site Site, peakW float64, forecast []Slot, measured []Sample) (DayAcc
 	return a, true
 }
 
-// Forecast returns a plant's forecast as last made (false: none yet, or
-// an unknown plant) and its days' accuracy, oldest first.
+// Forecast returns a plant's forecast as last made (Made zero: none yet,
+// as without history) and its days' accuracy, oldest first; false for a
+// plant the forecast does not run for.
 func (s *Service) Forecast(plantID string) (Forecast, []DayAccuracy, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -481,7 +482,7 @@ func (s *Service) Forecast(plantID string) (Forecast, []DayAccuracy, bool) {
 	if !ok {
 		return Forecast{}, nil, false
 	}
-	return r.current, slices.Clone(r.days), !r.current.Made.IsZero()
+	return r.current, slices.Clone(r.days), true
 }
 
 // Plants are the ids of the plants the forecast runs for.

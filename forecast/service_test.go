@@ -109,8 +109,8 @@ func TestServiceOnStore(t *testing.T) {
 	}
 	svc.Update(t.Context(), noon4)
 	f, days, ok := svc.Forecast("p1")
-	if !ok || len(days) != 0 {
-		t.Fatalf("forecast made %v, %d days judged", ok, len(days))
+	if !ok || f.Made.IsZero() || len(days) != 0 {
+		t.Fatalf("forecast made %v at %v, %d days judged", ok, f.Made, len(days))
 	}
 	if f.HistoryDays != 4 || math.Abs(f.Clearness-1) > 0.05 {
 		t.Errorf("history: %d days, clearness %.3f; want 4 clear days", f.HistoryDays, f.Clearness)

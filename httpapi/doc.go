@@ -48,11 +48,12 @@
 // gridcontrol (the GridControl interface's types and errors, the command
 // table and the eligibility check of
 // /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, httpapi/apidoc,
-// metrics, web and internal/jsondup (a JSON body that gives a key twice
+// metrics, web, forecast (the PV forecast's types, /gateway/v1/forecast,
+// read through the Forecasts interface) and internal/jsondup (a JSON body that gives a key twice
 // in one object, at any depth, is refused 400 naming it). It does not
 // import devices, the poller or modbus: what discovery learned of a
 // device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig
+// Imports: plantd/config, plantd/forecast, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig
 package httpapi

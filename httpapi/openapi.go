@@ -445,6 +445,9 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/inputs", Summary: "The grid operator's inputs (ripple-control receiver, control box): contacts as last read, what they map to, their window in grid control, and the §14a dimming state (plantd's); empty without inputs",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's inputs (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": inputsResponse()}})
+	add(apidoc.Route{Method: "get", Path: "/gateway/v1/forecast", Summary: "The PV forecast: each plant's mean PV power per 15-minute slot for the next 36 h (from its history, its weather sensor and an optional forecast service) and the last days' accuracy against the measured PV (plantd's); empty when it runs for no plant",
+		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's forecast (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
+		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": forecastResponse()}})
 
 	for _, o := range oauth2.Routes() { // the authorization server's
 		rs = append(rs, apidoc.Route{Method: o.Method, Path: o.Path, Summary: o.Summary, Response: o.Response, Params: o.Params,

@@ -128,6 +128,8 @@ func (s *Server) routes() *gin.Engine {
 	cons.PUT("/:deviceId/mode", s.auth.Need(config.RoleInstaller), s.setConsumerMode)
 	// The grid operator's inputs and the §14a dimming state (every role reads).
 	api.GET("/gateway/v1/inputs", s.inputList)
+	// The PV forecast and its accuracy (every role reads).
+	api.GET("/gateway/v1/forecast", s.forecastList)
 
 	live := api.Group("/live")
 	// The balance and the v2 device list are served by the fast path

@@ -194,6 +194,9 @@ type Deps struct {
 	// EEBus is optional: the control box over EEBus (cmd/plantd's); nil
 	// adds no eebus member to GET /gateway/v1/inputs.
 	EEBus EEBus
+	// Forecasts is optional: the PV forecast (a *forecast.Service); nil
+	// lists none at GET /gateway/v1/forecast.
+	Forecasts Forecasts
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry
