@@ -148,8 +148,11 @@ func TestRecentClearness(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	day := time.Date(2026, 6, 15, 0, 0, 0, 0, time.UTC)
+	munich9k := munich
+	munich9k.PeakW = 5000
+	fit, _ := FitHistory(munich9k, history(day.AddDate(0, 0, -10), 10, 5, func(int) float64 { return 1 }))
 	var fc []Slot
-	var measured []Sample
+	var measured, previous []Sample
 	for i := range slotsPerDay {
 		st := day.Add(time.Duration(i) * SlotLength)
 		cs := munich.clearSky(st)
@@ -157,18 +160,26 @@ func TestJudge(t *testing.T) {
 		if i%10 != 0 { // a tenth unmeasured
 			measured = append(measured, Sample{Start: st, W: 5*cs + 100*sign(cs)})
 		}
+		previous = append(previous, Sample{Start: st.Add(-24 * time.Hour), W: 5*cs + 300*sign(cs)})
 	}
-	a, ok := Judge(munich, 5000, fc, measured)
+	a, ok := Judge(fit, fc, measured, previous)
 	if !ok {
 		t.Fatal("not judged")
 	}
-	if math.Abs(a.MAEW-100) > 1e-9 || math.Abs(a.MAERelative-0.02) > 1e-9 {
-		t.Errorf("MAE %.3f W (%.4f of peak), want 100 W (0.02)", a.MAEW, a.MAERelative)
+	if math.Abs(a.MAEW-100) > 1e-9 || math.Abs(a.MAERelative-0.02) > 1e-9 || a.PeakW != 5000 {
+		t.Errorf("MAE %.3f W (%.4f of %v W), want 100 W (0.02 of 5000)", a.MAEW, a.MAERelative, a.PeakW)
 	}
-	if a.ActualWh-a.ForecastWh != 100*0.25*float64(a.Slots) {
+	if math.Abs(a.ActualWh-a.ForecastWh-100*0.25*float64(a.Slots)) > 1e-6 {
 		t.Errorf("energies %.1f and %.1f Wh over %d slots", a.ForecastWh, a.ActualWh, a.Slots)
 	}
-	if _, ok := Judge(munich, 5000, fc, measured[:len(measured)/2]); ok {
+	// The fit is the clear sky the forecast was; yesterday 200 W off.
+	if a.PersistenceMAEW == nil || math.Abs(*a.PersistenceMAEW-200) > 1e-9 || math.Abs(a.ClearSkyMAEW-100) > 0.5 {
+		t.Errorf("baselines: persistence %v, clear sky %.2f; want 200, 100", a.PersistenceMAEW, a.ClearSkyMAEW)
+	}
+	if a, ok := Judge(fit, fc, measured, previous[:20]); !ok || a.PersistenceMAEW != nil {
+		t.Errorf("yesterday hardly measured: judged %v, persistence %v; want judged without it", ok, a.PersistenceMAEW)
+	}
+	if _, ok := Judge(fit, fc, measured[:len(measured)/2], previous); ok {
 		t.Error("judged a day half measured")
 	}
 }

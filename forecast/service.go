@@ -31,8 +31,10 @@ type PlantConfig struct {
 	Site Site
 	// Zone is the plant's time zone: its days.
 	Zone *time.Location
-	// Sensor is the plant's weather sensor's device id ("": none).
-	Sensor string
+	// Sensor returns the plant's weather sensor's device id ("": none; nil:
+	// never one); asked at every run, since a device's kind is known once
+	// it was discovered.
+	Sensor func() string
 	// Service is a forecast service for the plant (nil: none), asked
 	// every ServiceRefresh (default 1 h) of the wall clock.
 	Service        Fetcher
@@ -117,6 +119,11 @@ type DayAccuracy struct {
 	// ForecastWh and ActualWh are the energies of those slots.
 	ForecastWh float64 `json:"forecastWh"`
 	ActualWh   float64 `json:"actualWh"`
+	// PersistenceMAEW is the MAE of "tomorrow = today" (the day before's
+	// measured PV; nil when it was not measured enough), ClearSkyMAEW
+	// that of the fitted clear-sky PV: naive forecasts to measure MAEW by.
+	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
+	ClearSkyMAEW    float64  `json:"clearSkyMaeW"`
 }
 
 // Service makes each plant's forecast at start and every 15 minutes,
@@ -260,8 +267,10 @@ func (s *Service) update(ctx context.Context, r *plantRun, now time.Time) (chang
 		return false, nil // no history yet: nothing to forecast from
 	}
 	in := Inputs{Now: now, Horizon: s.cfg.Horizon}
-	if r.cfg.Sensor != "" {
-		in.Recent = s.recent(ctx, r, now)
+	if r.cfg.Sensor != nil {
+		if id := r.cfg.Sensor(); id != "" {
+			in.Recent = s.recent(ctx, r, id, now)
+		}
 	}
 	s.askService(ctx, r)
 	in.Service = r.service
@@ -291,8 +300,9 @@ func (s *Service) refit(ctx context.Context, r *plantRun, local time.Time) error
 	return nil
 }
 
-// measured reads the plant's PV in 15-minute means from from to to
-// (week by week: the store's Week period answers FifteenMinutes).
+// measured reads the plant's PV in 15-minute means from from to to, in
+// time order (week by week: the store's Week period answers
+// FifteenMinutes).
 func (s *Service) measured(ctx context.Context, r *plantRun, from, to time.Time) ([]Sample, error) {
 	var out []Sample
 	for day := from; day.Before(to); {
@@ -315,11 +325,11 @@ func (s *Service) measured(ctx context.Context, r *plantRun, from, to time.Time)
 
 // recent is the clearness the plant's weather sensor measured over the
 // last hour (nil when it cannot be judged).
-func (s *Service) recent(ctx context.Context, r *plantRun, now time.Time) *float64 {
-	res, err := s.h.QuerySet(ctx, plant.SetQuery{DeviceID: r.cfg.Sensor, SetType: plant.SetSensor, Period: plant.PeriodRecent})
+func (s *Service) recent(ctx context.Context, r *plantRun, sensor string, now time.Time) *float64 {
+	res, err := s.h.QuerySet(ctx, plant.SetQuery{DeviceID: sensor, SetType: plant.SetSensor, Period: plant.PeriodRecent})
 	if err != nil {
 		if !errors.Is(err, ctx.Err()) {
-			s.log.Debug("forecast: no recent irradiance", "plant", r.cfg.ID, "sensor", r.cfg.Sensor, "err", err)
+			s.log.Debug("forecast: no recent irradiance", "plant", r.cfg.ID, "sensor", sensor, "err", err)
 		}
 		return nil
 	}
@@ -408,12 +418,13 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 	changed := false
 	for _, date := range due {
 		day, _ := time.ParseInLocation(time.DateOnly, date, r.cfg.Zone)
-		pv, err := s.measured(ctx, r, day, day.AddDate(0, 0, 1))
+		pv, err := s.measured(ctx, r, day.AddDate(0, 0, -1), day.AddDate(0, 0, 1))
 		if err != nil {
 			return changed, err
 		}
+		split, _ := slices.BinarySearchFunc(pv, day, func(s Sample, t time.Time) int { return s.Start.Compare(t) })
 		rec := r.dayAhead[date]
-		acc, ok := Judge(r.cfg.Site, r.fit.PeakW(), rec.Slots, pv)
+		acc, ok := Judge(r.fit, rec.Slots, pv[split:], pv[:split])
 		s.mu.Lock()
 		delete(r.dayAhead, date)
 		if ok {
@@ -428,7 +439,8 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 		changed = true
 		if ok {
 			s.log.Info("PV forecast judged", "plant", r.cfg.ID, "date", date, "mae_w", math.Round(acc.MAEW),
-				"mae_pct_of_peak", math.Round(1000*acc.MAERelative)/10, "forecast_wh", math.Round(acc.ForecastWh), "actual_wh", math.Round(acc.ActualWh))
+				"mae_pct_of_peak", math.Round(1000*acc.MAERelative)/10, "forecast_wh", math.Round(acc.ForecastWh), "actual_wh", math.Round(acc.ActualWh),
+				"clear_sky_mae_w", math.Round(acc.ClearSkyMAEW))
 		} else {
 			s.log.Info("PV forecast not judged: the day's PV was not measured enough", "plant", r.cfg.ID, "date", date)
 		}
@@ -439,16 +451,24 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 // Judge compares a day's forecast slots with the measured ones over the
 // daylight slots (the sun above the horizon at the slot's middle) that
 // were measured; ok is false when fewer than minCoverage of them were.
-func Judge(site Site, peakW float64, forecast []Slot, measured []Sample) (DayAccuracy, bool) {
-	got := make(map[int64]float64, len(measured))
-	for _, m := range measured {
-		got[m.Start.Unix()] = m.W
+// Beside it, two naive forecasts over the same slots, so that the figure
+// means something: the day before's measured PV at the same time
+// (previous; "tomorrow = today", over the slots it has, when it has
+// minCoverage of them) and the fitted clear-sky PV.
+func Judge(fit Fit, forecast []Slot, measured, previous []Sample) (DayAccuracy, bool) {
+	byTime := func(ss []Sample) map[int64]float64 {
+		m := make(map[int64]float64, len(ss))
+		for _, s := range ss {
+			m[s.Start.Unix()] = s.W
+		}
+		return m
 	}
+	got, before := byTime(measured), byTime(previous)
 	var a DayAccuracy
-	daylight := 0
-	var sumAbs float64
+	daylight, persisted := 0, 0
+	var sumAbs, sumPersist, sumClear float64
 	for _, f := range forecast {
-		if site.clearSky(f.Start) <= 0 {
+		if fit.site.clearSky(f.Start) <= 0 {
 			continue
 		}
 		daylight++
@@ -458,6 +478,11 @@ func Judge(site Site, peakW float64, forecast []Slot, measured []Sample) (DayAcc
 		}
 		a.Slots++
 		sumAbs += math.Abs(f.PowerW - w)
+		sumClear += math.Abs(fit.ClearSkyW(f.Start) - w)
+		if p, ok := before[f.Start.Add(-24*time.Hour).Unix()]; ok {
+			persisted++
+			sumPersist += math.Abs(p - w)
+		}
 		a.ForecastWh += f.PowerW * SlotLength.Hours()
 		a.ActualWh += w * SlotLength.Hours()
 	}
@@ -465,9 +490,14 @@ func Judge(site Site, peakW float64, forecast []Slot, measured []Sample) (DayAcc
 		return a, false
 	}
 	a.MAEW = sumAbs / float64(a.Slots)
-	a.PeakW = peakW
-	if peakW > 0 {
-		a.MAERelative = a.MAEW / peakW
+	a.ClearSkyMAEW = sumClear / float64(a.Slots)
+	if float64(persisted) >= minCoverage*float64(a.Slots) {
+		v := sumPersist / float64(persisted)
+		a.PersistenceMAEW = &v
+	}
+	a.PeakW = fit.PeakW()
+	if a.PeakW > 0 {
+		a.MAERelative = a.MAEW / a.PeakW
 	}
 	return a, true
 }

@@ -99,7 +99,7 @@ func TestServiceOnStore(t *testing.T) {
 		}
 		return 1
 	})
-	cfg := Config{Plants: []PlantConfig{{ID: "p1", Site: Site{Lat: munich.Lat, Lon: munich.Lon, PeakW: 9000}, Zone: zone, Sensor: "wx"}},
+	cfg := Config{Plants: []PlantConfig{{ID: "p1", Site: Site{Lat: munich.Lat, Lon: munich.Lon, PeakW: 9000}, Zone: zone, Sensor: func() string { return "wx" }}},
 		StateFile: filepath.Join(dir, StateFile), Now: rig.clock}
 
 	st := rig.open()
@@ -154,6 +154,11 @@ func TestServiceOnStore(t *testing.T) {
 	}
 	if a.MAERelative != a.MAEW/9000 || a.Slots < 60 {
 		t.Errorf("MAE over the peak %.4f, %d slots", a.MAERelative, a.Slots)
+	}
+	// The forecast was the clear sky, as the fit; the day before was half
+	// as clear from noon on: "tomorrow = today" did better.
+	if a.PersistenceMAEW == nil || *a.PersistenceMAEW > 0.7*a.MAEW || math.Abs(a.ClearSkyMAEW-a.MAEW) > 0.1*a.MAEW {
+		t.Errorf("baselines: persistence %v, clear sky %.0f; want below and about the MAE %.0f", a.PersistenceMAEW, a.ClearSkyMAEW, a.MAEW)
 	}
 
 	reg := metrics.NewRegistry()

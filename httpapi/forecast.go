@@ -52,6 +52,9 @@ type forecastDayJSON struct {
 	Slots       int     `json:"slots"`
 	ForecastWh  float64 `json:"forecastWh"`
 	ActualWh    float64 `json:"actualWh"`
+	// The naive forecasts' MAE over the same slots.
+	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
+	ClearSkyMAEW    float64  `json:"clearSkyMaeW"`
 }
 
 // forecastList is GET /gateway/v1/forecast[?plantId=] (standard): each
@@ -112,7 +115,11 @@ func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccurac
 	for _, d := range days {
 		o.Accuracy = append(o.Accuracy, forecastDayJSON{Date: d.Date, MadeUtc: utc(d.Made), MAEW: math.Round(d.MAEW),
 			MAERelative: round(d.MAERelative, 1000), PeakW: math.Round(d.PeakW), Slots: d.Slots,
-			ForecastWh: math.Round(d.ForecastWh), ActualWh: math.Round(d.ActualWh)})
+			ForecastWh: math.Round(d.ForecastWh), ActualWh: math.Round(d.ActualWh), ClearSkyMAEW: math.Round(d.ClearSkyMAEW)})
+		if d.PersistenceMAEW != nil {
+			p := math.Round(*d.PersistenceMAEW)
+			o.Accuracy[len(o.Accuracy)-1].PersistenceMAEW = &p
+		}
 	}
 	return o
 }
@@ -128,15 +135,17 @@ func forecastResponse() apidoc.Obj {
 			"what the slot's clearness came from: the plant's history, or the forecast service; either pulled toward the weather sensor's last hour near now"),
 	}, "startUtc", "powerW", "source")
 	day := apidoc.Object(apidoc.Obj{
-		"date":        apidoc.Describe(apidoc.Str(), "the plant-local day, YYYY-MM-DD"),
-		"madeUtc":     apidoc.Describe(apidoc.UTCTime(), "when its day-ahead forecast was made (the first at or after 12:00 plant-local the day before)"),
-		"maeW":        apidoc.Describe(apidoc.Num(), "mean absolute error over the day's daylight 15-minute slots that were measured, W"),
-		"maeRelative": apidoc.Describe(apidoc.Num(), "maeW over peakW"),
-		"peakW":       apidoc.Describe(apidoc.Num(), "the plant's peak power: installation.peakPowerW, else the most measured in a slot"),
-		"slots":       apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the slots compared"),
-		"forecastWh":  apidoc.Describe(apidoc.Num(), "the forecast energy of those slots, Wh"),
-		"actualWh":    apidoc.Describe(apidoc.Num(), "the measured energy of those slots, Wh"),
-	}, "date", "madeUtc", "maeW", "maeRelative", "peakW", "slots", "forecastWh", "actualWh")
+		"date":            apidoc.Describe(apidoc.Str(), "the plant-local day, YYYY-MM-DD"),
+		"madeUtc":         apidoc.Describe(apidoc.UTCTime(), "when its day-ahead forecast was made (the first at or after 12:00 plant-local the day before)"),
+		"maeW":            apidoc.Describe(apidoc.Num(), "mean absolute error over the day's daylight 15-minute slots that were measured, W"),
+		"maeRelative":     apidoc.Describe(apidoc.Num(), "maeW over peakW"),
+		"peakW":           apidoc.Describe(apidoc.Num(), "the plant's peak power: installation.peakPowerW, else the most measured in a slot"),
+		"slots":           apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the slots compared"),
+		"forecastWh":      apidoc.Describe(apidoc.Num(), "the forecast energy of those slots, Wh"),
+		"actualWh":        apidoc.Describe(apidoc.Num(), "the measured energy of those slots, Wh"),
+		"persistenceMaeW": apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's measured PV at the same time (\"tomorrow = today\"); absent when the day before was not measured enough"),
+		"clearSkyMaeW":    apidoc.Describe(apidoc.Num(), "the MAE of the plant's fitted clear-sky PV over the same slots, W"),
+	}, "date", "madeUtc", "maeW", "maeRelative", "peakW", "slots", "forecastWh", "actualWh", "clearSkyMaeW")
 	plantForecast := apidoc.Object(apidoc.Obj{
 		"plantId":         apidoc.Str(),
 		"madeUtc":         apidoc.Describe(apidoc.UTCTime(), "when the forecast was made (every 15 minutes); absent before the first (a plant without history)"),

@@ -59,6 +59,8 @@ func TestForecastRoute(t *testing.T) {
 				MAEW                                     float64 `json:"maeW"`
 				MAERelative, PeakW, ForecastWh, ActualWh float64
 				Slots                                    int
+				PersistenceMaeW                          *float64
+				ClearSkyMaeW                             float64
 			}
 		}
 	}
@@ -85,8 +87,10 @@ func TestForecastRoute(t *testing.T) {
 		}
 		f.Slots = append(f.Slots, forecast.Slot{Start: made.Add(time.Duration(i) * forecast.SlotLength), PowerW: 1000.4 + float64(i), Source: src})
 	}
+	persistence := 1500.5
 	days := []forecast.DayAccuracy{{Date: "2025-06-20", Made: made.AddDate(0, 0, -2).Add(2 * time.Hour), MAEW: 812.6, MAERelative: 0.04514,
-		PeakW: 18000, Slots: 66, ForecastWh: 70000.4, ActualWh: 61234.5}}
+		PeakW: 18000, Slots: 66, ForecastWh: 70000.4, ActualWh: 61234.5, PersistenceMAEW: &persistence, ClearSkyMAEW: 1200.2},
+		{Date: "2025-06-21", Made: made.AddDate(0, 0, -1).Add(2 * time.Hour), MAEW: 700, PeakW: 18000, Slots: 66, ClearSkyMAEW: 900}}
 	e.srv.deps.Forecasts = fakeForecasts{f: f, days: days}
 	a := decode(get("/gateway/v1/forecast", tokStandard, 200))
 	if len(a.Forecasts) != 1 {
@@ -101,7 +105,8 @@ func TestForecastRoute(t *testing.T) {
 		p.Slots[143].StartUtc != "2025-06-22T21:45:00Z" || p.Slots[143].Source != "history" {
 		t.Errorf("slots: %d, first %+v, last %+v", len(p.Slots), p.Slots[0], p.Slots[len(p.Slots)-1])
 	}
-	if len(p.Accuracy) != 1 || p.Accuracy[0].Date != "2025-06-20" || p.Accuracy[0].MAEW != 813 || p.Accuracy[0].MAERelative != 0.045 ||
+	if len(p.Accuracy) != 2 || p.Accuracy[0].Date != "2025-06-20" || *p.Accuracy[0].PersistenceMaeW != 1501 || p.Accuracy[0].ClearSkyMaeW != 1200 ||
+		p.Accuracy[1].PersistenceMaeW != nil || p.Accuracy[1].ClearSkyMaeW != 900 || p.Accuracy[0].MAEW != 813 || p.Accuracy[0].MAERelative != 0.045 ||
 		p.Accuracy[0].Slots != 66 || p.Accuracy[0].ActualWh != 61235 || p.Accuracy[0].MadeUtc != "2025-06-19T12:00:00Z" {
 		t.Errorf("accuracy: %+v", p.Accuracy)
 	}

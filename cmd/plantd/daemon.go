@@ -22,6 +22,7 @@ import (
 	"plantd/consumer"
 	"plantd/devices/poller"
 	"plantd/eebus"
+	"plantd/forecast"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
 	"plantd/hass"
@@ -58,6 +59,7 @@ type daemon struct {
 	homes        *consumer.Manager // nil without consumers
 	inputs       *gridInputs       // nil without inputs
 	eebus        *eebus.Service    // nil unless eebus.enabled
+	forecast     *forecast.Service // nil: forecast off, or no plant located
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -175,6 +177,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, lns listeners, now func(
 	if err = d.newControl(ctx, cfg, lns.OCPP, gridClock, logger); err != nil {
 		return nil, err
 	}
+	if d.forecast, err = d.newForecast(cfg, logger.With("component", "forecast")); err != nil {
+		return nil, err
+	}
 	if err = d.newAPI(cfg, logger); err != nil {
 		return nil, err
 	}
@@ -233,6 +238,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.eebus != nil {
 		reg.MustRegister(eebusCollector{d.eebus})
 	}
+	if d.forecast != nil {
+		reg.MustRegister(d.forecast)
+	}
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
@@ -242,6 +250,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	}
 	if d.eebus != nil {
 		apiDeps.EEBus = eebusAPI{s: d.eebus, plant: cfg.EEBus.Plant}
+	}
+	if d.forecast != nil {
+		apiDeps.Forecasts = d.forecast
 	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
@@ -421,6 +432,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.eebus != nil {
 		component(d.eebus.Run)
+	}
+	if d.forecast != nil {
+		component(d.forecast.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {
