@@ -27,7 +27,7 @@ import (
 // 9 W per W/m² of the clear sky, a weather sensor reading clearness × the
 // clear sky) into a real store every 5 minutes.
 type plantRig struct {
-	t    *testing.T
+	tb   testing.TB
 	path string
 	zone *time.Location
 	now  atomic.Int64 // the data clock, Unix ms
@@ -38,7 +38,7 @@ func (r *plantRig) clock() time.Time { return time.UnixMilli(r.now.Load()) }
 // record stores the plant from from to to with clearness(t), in a store
 // opened for it and closed after (its Run rolls everything up at its end).
 func (r *plantRig) record(from, to time.Time, clearness func(time.Time) float64) {
-	r.t.Helper()
+	r.tb.Helper()
 	r.now.Store(to.UnixMilli())
 	st := r.open()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,27 +54,27 @@ func (r *plantRig) record(from, to time.Time, clearness func(time.Time) float64)
 				{Channel: plant.ExternalInsolation, Value: c * cs}}},
 		} {
 			for !st.Record(m) {
-				if err := st.Flush(r.t.Context()); err != nil {
-					r.t.Fatal(err)
+				if err := st.Flush(r.tb.Context()); err != nil {
+					r.tb.Fatal(err)
 				}
 			}
 		}
 	}
 	cancel()
 	if err := <-done; err != nil {
-		r.t.Fatal(err)
+		r.tb.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
-		r.t.Fatal(err)
+		r.tb.Fatal(err)
 	}
 }
 
 func (r *plantRig) open() *store.Store {
-	r.t.Helper()
-	st, err := store.Open(r.t.Context(), store.Config{Path: r.path, QueueLen: 1 << 14, Now: r.clock,
+	r.tb.Helper()
+	st, err := store.Open(r.tb.Context(), store.Config{Path: r.path, QueueLen: 1 << 14, Now: r.clock,
 		Plants: []store.PlantInfo{{ID: "p1", Location: r.zone}}}, slog.New(slog.DiscardHandler))
 	if err != nil {
-		r.t.Fatal(err)
+		r.tb.Fatal(err)
 	}
 	return st
 }
@@ -90,7 +90,7 @@ func TestServiceOnStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	rig := &plantRig{t: t, path: filepath.Join(dir, "plantd.db"), zone: zone}
+	rig := &plantRig{tb: t, path: filepath.Join(dir, "plantd.db"), zone: zone}
 	d0 := time.Date(2026, 6, 1, 0, 0, 0, 0, zone)
 	noon4 := time.Date(2026, 6, 5, 12, 0, 0, 0, zone)
 	rig.record(d0, noon4.Add(time.Minute), func(t time.Time) float64 {
@@ -192,7 +192,7 @@ func TestServiceOnStore(t *testing.T) {
 func TestServiceKeepsLastGoodAnswer(t *testing.T) {
 	zone := time.UTC
 	dir := t.TempDir()
-	rig := &plantRig{t: t, path: filepath.Join(dir, "plantd.db"), zone: zone}
+	rig := &plantRig{tb: t, path: filepath.Join(dir, "plantd.db"), zone: zone}
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, zone)
 	now := start.AddDate(0, 0, 4).Add(6 * time.Hour)
 	rig.record(start, now, func(time.Time) float64 { return 1 })
