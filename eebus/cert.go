@@ -69,4 +69,3 @@ func SKI(c tls.Certificate) (string, error) {
 	}
 	return cert.SkiFromCertificate(leaf)
 }
-
