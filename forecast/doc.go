@@ -26,8 +26,9 @@
 //     and its answer covers the slot, the service's GHI over the clear
 //     sky's.
 //   - Recent irradiance: with a weather sensor (a device of kind sensor in
-//     the plant), its externalInsolation over the last hour over the clear
-//     sky's is the clearness now. A slot's clearness is that, weighted
+//     the plant), its externalInsolation over the last hour the store has
+//     (its Recent set, minutes within 2 h of now: the store commits every
+//     commitInterval) over the clear sky's is the clearness now. A slot's clearness is that, weighted
 //     exp(−ahead / 3 h), plus the baseline for the rest: the last hour
 //     rules the next hours and fades toward the baseline along the
 //     horizon. The sensor is taken as horizontal: a plane-of-array sensor

@@ -73,6 +73,9 @@ const (
 	// evalDelay is how long after a day's end its measured PV is read
 	// (the store rolls up a 5-minute interval about 70 s after its end).
 	evalDelay = time.Hour
+	// recentMaxAge is the oldest a minute of the sensor's Recent hour may
+	// be to count for the clearness now.
+	recentMaxAge = 2 * time.Hour
 	// keepDays bounds the days of accuracy kept.
 	keepDays = 60
 	// minCoverage is the share of a day's daylight slots that must be
@@ -218,7 +221,9 @@ func (s *Service) Run(ctx context.Context) error {
 	defer t.Stop()
 	next := time.Time{}
 	for {
-		if now := s.cfg.Now(); !now.Before(next) {
+		// Due at the next quarter-hour of the data clock, or at once when
+		// the clock went back (a wall clock set back, another demo start).
+		if now := s.cfg.Now(); !now.Before(next) || now.Before(next.Add(-s.cfg.Every)) {
 			s.Update(ctx, now)
 			next = now.Truncate(s.cfg.Every).Add(s.cfg.Every)
 		}
@@ -333,10 +338,13 @@ func (s *Service) recent(ctx context.Context, r *plantRun, sensor string, now ti
 		}
 		return nil
 	}
+	// Recent is the last hour the store has, which ends up to the commit
+	// interval before now (much more on the demo's fast clock): its
+	// minutes count while they lie within recentMaxAge.
 	var irr []Sample
 	for _, row := range res.Rows {
 		v, ok := row.Values["externalInsolation"]
-		if ok && !row.Start.Before(now.Add(-time.Hour)) && !row.Start.After(now) {
+		if ok && !row.Start.Before(now.Add(-recentMaxAge)) && !row.Start.After(now) {
 			irr = append(irr, Sample{Start: row.Start.Add(30 * time.Second), W: v})
 		}
 	}
