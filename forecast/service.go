@@ -523,5 +523,30 @@ func (s *Service) Forecast(plantID string) (Forecast, []DayAccuracy, bool) {
 	return r.current, slices.Clone(r.days), true
 }
 
+// Power is a plant's forecast PV power, W, for n 15-minute slots from
+// from (each the mean of the forecast slot the time from + i × 15 min lies
+// in), for the day-ahead plan; shorter when the forecast ends first, ok
+// false when there is no forecast covering from (none made yet, an unknown
+// plant).
+func (s *Service) Power(plantID string, from time.Time, n int) (w []float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, known := s.byID[plantID]
+	if !known || len(r.current.Slots) == 0 {
+		return nil, false
+	}
+	slots := r.current.Slots
+	first := slots[0].Start
+	for i := range n {
+		d := from.Add(time.Duration(i) * SlotLength).Sub(first)
+		k := int(d / SlotLength)
+		if d < 0 || k >= len(slots) {
+			break
+		}
+		w = append(w, slots[k].PowerW)
+	}
+	return w, len(w) > 0
+}
+
 // Plants are the ids of the plants the forecast runs for.
 func (s *Service) Plants() []string { return slices.Clone(s.ids) }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -125,6 +126,27 @@ func TestServiceOnStore(t *testing.T) {
 	tomorrowNoon := f.Slots[24*4]
 	if r := tomorrowNoon.PowerW / clearAt(tomorrowNoon); math.Abs(r-1) > 0.1 {
 		t.Errorf("tomorrow at %v: %.2f of the clear sky, want about 1 (the history)", tomorrowNoon.Start, r)
+	}
+	// The plan's view: 15-minute powers from a time, within the forecast.
+	for _, tc := range []struct {
+		name string
+		from time.Time
+		n    int
+		want []float64
+		ok   bool
+	}{
+		{"from now", noon4, 3, []float64{f.Slots[0].PowerW, f.Slots[1].PowerW, f.Slots[2].PowerW}, true},
+		{"from within a slot", noon4.Add(20 * time.Minute), 2, []float64{f.Slots[1].PowerW, f.Slots[2].PowerW}, true},
+		{"beyond the horizon: what there is", noon4.Add(35*time.Hour + 30*time.Minute), 8, []float64{f.Slots[142].PowerW, f.Slots[143].PowerW}, true},
+		{"before the forecast", noon4.Add(-time.Minute), 2, nil, false},
+	} {
+		got, ok := svc.Power("p1", tc.from, tc.n)
+		if ok != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("Power %s: %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := svc.Power("p9", noon4, 1); ok {
+		t.Error("Power of an unknown plant")
 	}
 	st.Close()
 
