@@ -65,6 +65,13 @@
 // the days' accuracy are kept in forecast-state.json beside the database
 // (internal/atomicfile), written when one is recorded or judged.
 //
+// # Readers
+//
+// Service.Forecast gives a plant's forecast as last made with its days'
+// accuracy (GET /gateway/v1/forecast), Service.Power its powers for n
+// 15-minute slots from a time (the day-ahead plan), Service.Collect the
+// metrics.
+//
 // # Import boundary
 //
 // The standard library, plant (the set queries it reads the store with,
