@@ -12,6 +12,7 @@ import (
 	"plantd/charger/chargerconfig"
 	"plantd/consumer/consumerconfig"
 	"plantd/eebus/eebusconfig"
+	"plantd/forecast/forecastconfig"
 	"plantd/gridcontrol/gridconfig"
 	"plantd/httpapi/oauth2/oauthconfig"
 	"plantd/internal/confcheck"
@@ -64,6 +65,9 @@ type Config struct {
 	// Tariffs are the grid and feed-in tariffs, fixed or from day-ahead
 	// market prices (tariffs/tariffconfig); off when absent.
 	Tariffs *tariffconfig.Config `yaml:"tariffs"`
+	// Forecast is the PV forecast (forecast/forecastconfig): on by
+	// default for every plant with a location; a service optional.
+	Forecast forecastconfig.Config `yaml:"forecast"`
 
 	// Where the values came from: the file name and, by field path such as
 	// "devices[2].port", the YAML line. Empty for a Config built in code.

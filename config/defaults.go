@@ -109,6 +109,7 @@ func (c *Config) setDefaults() {
 	c.OCPP.SetDefaults()
 	c.ModbusServer.SetDefaults()
 	c.EEBus.SetDefaults()
+	c.Forecast.SetDefaults()
 }
 
 func (p *Plant) setDefaults() {
@@ -139,6 +140,9 @@ func (c *Config) deriveDefaults(hostname func() (string, error)) {
 	}
 	if c.Tariffs != nil && c.Tariffs.Plant == "" && len(c.Plants) == 1 {
 		c.Tariffs.Plant = c.Plants[0].ID
+	}
+	if c.Forecast.Service.Plant == "" && len(c.Plants) == 1 {
+		c.Forecast.Service.Plant = c.Plants[0].ID
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]

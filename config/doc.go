@@ -92,7 +92,7 @@
 // (sunspecserver/serverconfig), a device's proxy (proxyconfig.Settings),
 // oauthClients (httpapi/oauth2/oauthconfig), ocpp (charger/chargerconfig),
 // eebus (eebus/eebusconfig), tariffs (tariffs/tariffconfig, a pointer:
-// off when absent),
+// off when absent), forecast (forecast/forecastconfig),
 // a device's consumer settings and a plant's battery priority
 // (consumer/consumerconfig, which embeds consumer/drivers.Settings).
 // Validate calls each with an internal/confcheck.Checker at the
@@ -119,7 +119,8 @@
 // (mqtt/mqttconfig, gridcontrol/gridconfig, gridinput/inputconfig,
 // sunspecserver/serverconfig, modbusproxy/proxyconfig,
 // httpapi/oauth2/oauthconfig, charger/chargerconfig,
-// consumer/consumerconfig, eebus/eebusconfig, tariffs/tariffconfig). It must not import any other plantd package
+// consumer/consumerconfig, eebus/eebusconfig, tariffs/tariffconfig,
+// forecast/forecastconfig). It must not import any other plantd package
 // (a component itself, as mqtt or gridcontrol, which import config):
 // every component takes its part of the Config (or values copied from
 // it) from cmd/plantd, which alone wires them together. None of these
@@ -128,5 +129,5 @@
 // httpapi, gridcontrol, hass, sunspecserver); internal/layout's test
 // holds it.
 //
-// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/eebus/eebusconfig, plantd/gridcontrol/gridconfig, plantd/gridinput/inputconfig, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus/serialline, plantd/modbusproxy/proxyconfig, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig, plantd/tariffs/tariffconfig
+// Imports: plantd/charger/chargerconfig, plantd/consumer/consumerconfig, plantd/consumer/drivers, plantd/devices/template, plantd/eebus/eebusconfig, plantd/forecast/forecastconfig, plantd/gridcontrol/gridconfig, plantd/gridinput/inputconfig, plantd/httpapi/oauth2/oauthconfig, plantd/internal/confcheck, plantd/modbus/serialline, plantd/modbusproxy/proxyconfig, plantd/mqtt/mqttconfig, plantd/plant/kind, plantd/sunspecserver/serverconfig, plantd/tariffs/tariffconfig
 package config

@@ -37,6 +37,19 @@ func (v *validator) tariffs() {
 	v.c.Tariffs.Validate(v.ck.In("tariffs"), func(id string) bool { return plants[id] })
 }
 
+// forecast checks the PV forecast's section (forecast/forecastconfig)
+// with the plants its service may name and whether they have a location.
+func (v *validator) forecast() {
+	v.c.Forecast.Validate(v.ck.In("forecast"), func(id string) (known, located bool) {
+		for _, p := range v.c.Plants {
+			if p.ID == id {
+				return true, p.Location.Latitude != nil && p.Location.Longitude != nil
+			}
+		}
+		return false, false
+	})
+}
+
 // proxies checks the devices' proxies, with what each needs to know of
 // the others (an address taken) and of its device (a consumer).
 func (v *validator) proxies() {

@@ -55,6 +55,7 @@ func (c *Config) validate() []Problem {
 	v.modbusServer()
 	v.eebus()
 	v.tariffs()
+	v.forecast()
 	v.proxies()
 	return v.problems
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 
 	"github.com/enbility/ship-go/cert"
+
+	"plantd/internal/atomicfile"
 )
 
 // CertFile is the name of plantd's EEBus certificate and key (PEM) in the
@@ -49,7 +51,7 @@ func LoadOrCreateCert(dir, serial string) (tls.Certificate, error) {
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
 	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})...)
-	if err := writeAtomic(path, out); err != nil {
+	if err := atomicfile.Write(path, out); err != nil {
 		return tls.Certificate{}, fmt.Errorf("eebus certificate: %w", err)
 	}
 	return tls.X509KeyPair(out, out)
@@ -66,39 +68,4 @@ func SKI(c tls.Certificate) (string, error) {
 		return "", fmt.Errorf("eebus: certificate: %w", err)
 	}
 	return cert.SkiFromCertificate(leaf)
-}
-
-// writeAtomic writes data to path 0600 through a temporary file in the
-// same directory, synced and renamed over it: a crash leaves the old file
-// or the new, never half of one.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after the rename: nothing
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }

@@ -98,9 +98,10 @@
 // # Import boundary
 //
 // eebus imports gridcontrol (the gate's types: Origin, Order, Schedule),
-// plant (log entries), eebus-go, ship-go and spine-go, and the standard
+// plant (log entries), internal/atomicfile (its state files), eebus-go,
+// ship-go and spine-go, and the standard
 // library. The config section is the leaf eebus/eebusconfig, which config
 // imports; only cmd/plantd imports this package and wires it.
 //
-// Imports: plantd/gridcontrol, plantd/plant
+// Imports: plantd/gridcontrol, plantd/internal/atomicfile, plantd/plant
 package eebus

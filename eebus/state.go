@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"plantd/internal/atomicfile"
 )
 
 // StateFile is the name of the failsafe values the control box wrote,
@@ -58,7 +60,7 @@ func saveState(dir string, s stored) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, StateFile), data); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, StateFile), data); err != nil {
 		return fmt.Errorf("eebus state: %w", err)
 	}
 	return nil

@@ -50,11 +50,14 @@
 // /gridcontrol/v1/plants/eligibilityCheck), httpapi/oauth2, httpapi/apidoc,
 // metrics, web, tariffs and tariffs/tariffconfig (the Tariffs
 // interface's types: the price slots, the fetcher's status, the
-// section shown at /gateway/v1/tariffs) and internal/jsondup (a JSON body that gives a key twice
+// section shown at /gateway/v1/tariffs), forecast (the PV forecast's
+// types, /gateway/v1/forecast, read through the Forecasts interface),
+// plan and siteplan (the day-ahead plan at /gateway/v1/plan, read
+// through the Planner interface) and internal/jsondup (a JSON body that gives a key twice
 // in one object, at any depth, is refused 400 naming it). It does not
 // import devices, the poller or modbus: what discovery learned of a
 // device comes as plant.Nameplate. It never imports store,
 // mqtt or cmd.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig, plantd/tariffs, plantd/tariffs/tariffconfig, plantd/plan, plantd/siteplan
+// Imports: plantd/config, plantd/gridcontrol, plantd/httpapi/apidoc, plantd/httpapi/oauth2, plantd/internal/jsondup, plantd/metrics, plantd/plant, plantd/plant/kind, plantd/web, plantd/httpapi/oauth2/oauthconfig, plantd/tariffs, plantd/tariffs/tariffconfig, plantd/plan, plantd/siteplan, plantd/forecast
 package httpapi

@@ -132,6 +132,8 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/gateway/v1/tariffs", s.tariffList)
 	// The day-ahead plan (every role reads).
 	api.GET("/gateway/v1/plan", s.planShow)
+	// The PV forecast and its accuracy (every role reads).
+	api.GET("/gateway/v1/forecast", s.forecastList)
 
 	live := api.Group("/live")
 	// The balance and the v2 device list are served by the fast path

@@ -201,6 +201,9 @@ type Deps struct {
 	// *siteplan.Runner); nil answers GET /gateway/v1/plan with
 	// configured false.
 	Planner Planner
+	// Forecasts is optional: the PV forecast (a *forecast.Service); nil
+	// lists none at GET /gateway/v1/forecast.
+	Forecasts Forecasts
 	// Registry registers the API's metrics and is served at /metrics; nil
 	// = a new registry of the server's own.
 	Registry *metrics.Registry

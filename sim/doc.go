@@ -495,7 +495,8 @@
 // Device.Registers (inprocess.go: holding registers read and written as
 // the server checks them; faults act on the sockets only).
 //
-// Package sim imports sunspec (model tables, encoding), devices/template
+// Package sim imports sunspec (model tables, encoding), internal/solar (the
+// sun and the clear sky, one definition with the PV forecast), devices/template
 // (the template devices' maps), plant/kind (the device kinds), modbus (the
 // server side's ServePDU and exceptions; never its client),
 // modbus/serialline (the serial lines' standard rates), net/http (the Shelly plugs' servers),
@@ -504,5 +505,5 @@
 // it knows nothing of the rest of the plant domain, storage or plantd's
 // HTTP API, and nothing imports it but cmd/plantd and tests.
 //
-// Imports: plantd/devices/template, plantd/modbus, plantd/modbus/serialline, plantd/plant/kind, plantd/sunspec
+// Imports: plantd/devices/template, plantd/internal/solar, plantd/modbus, plantd/modbus/serialline, plantd/plant/kind, plantd/sunspec
 package sim

@@ -3,45 +3,13 @@ package sim
 import (
 	"math"
 	"time"
+
+	"plantd/internal/solar"
 )
 
 // The physics are pure functions of the plant's location and the simulated
 // time: no state, no randomness. Every value is deterministic, so a test at a
 // fixed clock sees the same plant every run.
-
-const (
-	deg2rad = math.Pi / 180
-	rad2deg = 180 / math.Pi
-)
-
-// SunElevation returns the solar elevation angle in degrees (negative
-// below the horizon) at latitude lat and longitude lon (degrees north and
-// east) at time t. It uses the standard declination (Cooper) and hour-angle
-// formulas with the equation of time; it is good to a degree or so, plenty
-// for a simulated plant.
-func SunElevation(lat, lon float64, t time.Time) float64 {
-	t = t.UTC()
-	doy := float64(t.YearDay())
-	hours := float64(t.Hour()) + float64(t.Minute())/60 + (float64(t.Second())+float64(t.Nanosecond())/1e9)/3600
-	b := 2 * math.Pi * (doy - 81) / 364
-	eotMin := 9.87*math.Sin(2*b) - 7.53*math.Cos(b) - 1.5*math.Sin(b)
-	decl := 23.44 * deg2rad * math.Sin(2*math.Pi*(284+doy)/365)
-	solar := hours + lon/15 + eotMin/60
-	ha := 15 * (solar - 12) * deg2rad
-	phi := lat * deg2rad
-	s := math.Sin(phi)*math.Sin(decl) + math.Cos(phi)*math.Cos(decl)*math.Cos(ha)
-	return math.Asin(math.Max(-1, math.Min(1, s))) * rad2deg
-}
-
-// clearSkyGHI is the Haurwitz clear-sky global horizontal irradiance in
-// W/m² for a solar elevation in degrees.
-func clearSkyGHI(elevation float64) float64 {
-	if elevation <= 0 {
-		return 0
-	}
-	cz := math.Sin(elevation * deg2rad)
-	return 1098 * cz * math.Exp(-0.057/cz)
-}
 
 // weather is the environment of the plant at one instant.
 type weather struct {
@@ -82,8 +50,8 @@ func (p *Plant) environment(t time.Time) weather {
 	u := dayHash(local)
 	s := secondsOfDay(local)
 	var w weather
-	w.elevation = SunElevation(p.cfg.Latitude, p.cfg.Longitude, t)
-	w.ghi = clearSkyGHI(w.elevation)
+	w.elevation = solar.Elevation(p.cfg.Latitude, p.cfg.Longitude, t)
+	w.ghi = solar.ClearSkyGHI(w.elevation)
 	if !p.cfg.ClearSky {
 		// Cloud cover of the day (most days fairly clear), modulated by
 		// slow passing clouds.

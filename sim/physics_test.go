@@ -5,30 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"plantd/internal/solar"
 	"plantd/sunspec"
 )
-
-func TestSunElevation(t *testing.T) {
-	cases := []struct {
-		name     string
-		lat, lon float64
-		at       time.Time
-		want     float64 // degrees, ±1.5
-	}{
-		// Noon elevation = 90 - latitude + declination.
-		{"Munich summer solstice noon", 48.1, 11.6, time.Date(2025, 6, 21, 11, 13, 0, 0, time.UTC), 90 - 48.1 + 23.44},
-		{"Munich winter solstice noon", 48.1, 11.6, time.Date(2025, 12, 21, 11, 11, 0, 0, time.UTC), 90 - 48.1 - 23.44},
-		{"equator equinox noon", 0, 0, time.Date(2025, 3, 20, 12, 7, 0, 0, time.UTC), 90},
-		{"Munich midnight", 48.1, 11.6, time.Date(2025, 6, 21, 23, 13, 0, 0, time.UTC), -(90 - 48.1 - 23.44)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := SunElevation(tc.lat, tc.lon, tc.at); math.Abs(got-tc.want) > 1.5 {
-				t.Errorf("elevation %.2f°, want %.2f°", got, tc.want)
-			}
-		})
-	}
-}
 
 // TestDayCurve runs the plant through a day on a fast clock and checks the
 // inverters over Modbus: nothing and asleep at night, a peak near solar
@@ -62,7 +41,7 @@ func TestDayCurve(t *testing.T) {
 			var sawDay, sawNight bool
 			for range 24 * 6 {
 				now := p.Now()
-				el := SunElevation(cfg.Latitude, cfg.Longitude, now)
+				el := solar.Elevation(cfg.Latitude, cfg.Longitude, now)
 				m103 := readModel(t, c1, inv1, 103)
 				m701 := readModel(t, c2, inv2, 701)
 				w1, st1 := num(t, m103, "W"), num(t, m103, "St")

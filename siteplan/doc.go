@@ -1,8 +1,10 @@
 // Package siteplan runs a plant's day-ahead plan (issue 45) and follows
-// it through the one gate of grid control. Every 15 minutes, and when new
-// prices arrive, it builds the planner's input (package plan) from the
-// tariffs' prices, the PV forecast, the plant's load and its batteries as
-// the live state shows them, keeps the plan for the API
+// it through the one gate of grid control. Every 15 minutes, when new
+// prices arrive, and when the live state first knows the battery and the
+// load, it builds the planner's input (package plan) from the tariffs'
+// prices, the PV forecast (package forecast, through PVForecast; PV 0
+// without one), the plant's load and its batteries as the live state
+// shows them, keeps the plan for the API
 // (/gateway/v1/plan), and acts on the slot of now:
 //
 //   - the batteries: a charge from the grid or a hold that the plan wants

@@ -22,6 +22,7 @@ import (
 	"plantd/consumer"
 	"plantd/devices/poller"
 	"plantd/eebus"
+	"plantd/forecast"
 	"plantd/gridcontrol"
 	"plantd/gridinput"
 	"plantd/hass"
@@ -62,6 +63,7 @@ type daemon struct {
 	eebus        *eebus.Service    // nil unless eebus.enabled
 	tariffs      *tariffs.Service  // nil without tariffs:
 	plan         *siteplan.Runner  // nil without tariffs:
+	forecast     *forecast.Service // nil: forecast off, or no plant located
 	api          *httpapi.Server
 	up           *mqtt.Uplink // nil without a broker
 	ha           *hass.Link   // nil without local.mqtt
@@ -179,6 +181,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, lns listeners, now func(
 	if err = d.newControl(ctx, cfg, lns.OCPP, gridClock, logger); err != nil {
 		return nil, err
 	}
+	if d.forecast, err = d.newForecast(cfg, logger.With("component", "forecast")); err != nil {
+		return nil, err
+	}
 	if err = d.newAPI(cfg, logger); err != nil {
 		return nil, err
 	}
@@ -246,6 +251,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.tariffs != nil {
 		reg.MustRegister(d.tariffs)
 	}
+	if d.forecast != nil {
+		reg.MustRegister(d.forecast)
+	}
 	apiDeps := httpapi.Deps{Live: d.live, History: storeHistory{d.store}, GridControl: d.grid, Registry: reg, Now: d.now}
 	if d.homes != nil {
 		apiDeps.Consumers = d.homes
@@ -261,6 +269,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	}
 	if d.plan != nil {
 		apiDeps.Planner = d.plan
+	}
+	if d.forecast != nil {
+		apiDeps.Forecasts = d.forecast
 	}
 	commands := &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
@@ -446,6 +457,9 @@ func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if d.tariffs != nil {
 		component(d.tariffs.Run)
+	}
+	if d.forecast != nil {
+		component(d.forecast.Run)
 	}
 	component(func(ctx context.Context) error { return d.api.Serve(ctx, d.ln) })
 	if d.sunspec != nil {

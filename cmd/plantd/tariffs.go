@@ -46,6 +46,9 @@ func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Run
 			spec.GridCharge, spec.MinSoCPct = p.Battery.GridCharge, p.Battery.ReserveSoc
 		}
 	}
-	return siteplan.New(spec, siteplan.Deps{Prices: d.tariffs, Gate: d.grid, Live: d.live,
-		Log: func(e plant.LogEntry) { d.logEntry(e) }}, logger.With("component", "plan"))
+	deps := siteplan.Deps{Prices: d.tariffs, Gate: d.grid, Live: d.live, Log: func(e plant.LogEntry) { d.logEntry(e) }}
+	if d.forecast != nil {
+		deps.PV = func(from time.Time, n int) ([]float64, bool) { return d.forecast.Power(spec.PlantID, from, n) }
+	}
+	return siteplan.New(spec, deps, logger.With("component", "plan"))
 }

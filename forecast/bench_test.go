@@ -1,0 +1,48 @@
+package forecast
+
+import (
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkServiceOnStore is one forecast of 36 h from 30 days of history
+// in a real store (an inverter and a weather sensor every 5 minutes):
+// "daily" reads the 30 days (6 Week queries), fits and forecasts, as the
+// first run of a day does; "every15min" is the other runs of the day: the
+// sensor's last hour (a Recent query) and the forecast.
+func BenchmarkServiceOnStore(b *testing.B) {
+	zone, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rig := &plantRig{tb: b, path: filepath.Join(b.TempDir(), "plantd.db"), zone: zone}
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, zone)
+	now := start.AddDate(0, 0, 30).Add(11 * time.Hour)
+	rig.record(start, now, func(t time.Time) float64 { return 0.6 + 0.4*float64(t.YearDay()%3)/2 })
+	st := rig.open()
+	defer st.Close()
+	cfg := Config{Plants: []PlantConfig{{ID: "p1", Site: munich, Zone: zone, Sensor: func() string { return "wx" }}}, Now: rig.clock}
+	b.Run("daily", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := New(cfg, st, slog.New(slog.DiscardHandler))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Update(b.Context(), now)
+			if f, _, _ := s.Forecast("p1"); len(f.Slots) != 144 || f.HistoryDays != 30 {
+				b.Fatalf("%d slots from %d days", len(f.Slots), f.HistoryDays)
+			}
+		}
+	})
+	s, _ := New(cfg, st, slog.New(slog.DiscardHandler))
+	s.Update(b.Context(), now)
+	b.Run("every15min", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Update(b.Context(), now)
+		}
+	})
+}
