@@ -957,10 +957,10 @@ func checkPricesCard(t *testing.T, b *browser, base, token string) {
 	}
 	apiGet(t, base, token, "/gateway/v1/tariffs", &tariffs)
 	var card struct {
-		Slots            int
-		Import, FeedIn   []float64
-		Battery, Saving  string
-		Fallback         string
+		Slots           int
+		Import, FeedIn  []float64
+		Battery, Saving string
+		Fallback        string
 	}
 	if err := b.eval(`(() => { const c = document.getElementById('prices'), u = document.getElementById('prices-chart').uplot;
 		return {Slots: +c.dataset.slots, Import: [...new Set(u.data[1].filter(v => v !== null))], FeedIn: [...new Set(u.data[2].filter(v => v !== null))],
