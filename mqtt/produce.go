@@ -151,6 +151,9 @@ func (u *Uplink) publishLive(ctx context.Context) {
 				}
 			}
 		}
+		if u.deps.Plan != nil {
+			msgs = append(msgs, u.planMessages(p.ID, now)...)
+		}
 		devs, err := u.deps.Live.Devices(p.ID)
 		if err != nil {
 			continue

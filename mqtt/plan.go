@@ -1,0 +1,41 @@
+package mqtt
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// planMessages are the live messages of a plant's tariffs and day-ahead
+// plan that changed since they were last put in this connection (the
+// first tick of a connection puts both): one item, the source's object
+// with "time" (when it was put) first.
+func (u *Uplink) planMessages(plantID string, now time.Time) []liveMessage {
+	if c := u.connects.Load(); c != u.planConn {
+		clear(u.lastPlan)
+		u.planConn = c
+	}
+	var out []liveMessage
+	for _, s := range []struct {
+		stream string
+		item   func(string) (json.RawMessage, bool)
+	}{{tariffsStream(plantID), u.deps.Plan.TariffsItem}, {planStream(plantID), u.deps.Plan.PlanItem}} {
+		item, ok := s.item(plantID)
+		item = bytes.TrimSpace(item)
+		if !ok || len(item) < 2 || item[0] != '{' || bytes.Equal(item, u.lastPlan[s.stream]) || !json.Valid(item) {
+			continue
+		}
+		u.lastPlan[s.stream] = item
+		payload := make([]byte, 0, len(item)+64)
+		payload = append(payload, `[{"time":"`...)
+		payload = now.UTC().AppendFormat(payload, time.RFC3339Nano)
+		payload = append(payload, '"')
+		if rest := bytes.TrimSpace(item[1:]); rest[0] != '}' {
+			payload = append(payload, ',')
+		}
+		payload = append(payload, item[1:]...)
+		payload = append(payload, ']')
+		out = append(out, liveMessage{stream: s.stream, payload: payload, created: now})
+	}
+	return out
+}
