@@ -27,7 +27,7 @@ func rollupStream(plantID string) string { return streamRollup + plantID }
 // day-ahead plan: live streams, published when they change.
 func tariffsStream(plantID string) string { return streamLivePrefix + "tariffs/" + plantID }
 func planStream(plantID string) string    { return streamLivePrefix + "plan/" + plantID }
-func logStream(plantID string) string    { return streamLog + plantID }
+func logStream(plantID string) string     { return streamLog + plantID }
 
 // streamClass orders streams: acks first, then live, then the backlog
 // streams (rollups before logs).

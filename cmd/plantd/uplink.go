@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"plantd/config"
@@ -90,4 +92,56 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.h.ServeHTTP(w, r)
+}
+
+// apiPlanItems gives the uplink the tariffs' prices and the day-ahead
+// plan of the tariffs' plant as the HTTP API answers GET
+// /gateway/v1/tariffs and /gateway/v1/plan, asked in process through h
+// (the API as the standard role, set once the API is built): one
+// definition of those documents. The tariffs' fromUtc, the moment of the
+// request, is left out, so the item changes only with the prices.
+type apiPlanItems struct {
+	plant string
+	h     *lateHandler
+}
+
+var _ mqtt.PlanSource = apiPlanItems{}
+
+func (a apiPlanItems) TariffsItem(plantID string) (json.RawMessage, bool) {
+	doc, ok := a.get(plantID, "/gateway/v1/tariffs")
+	if !ok {
+		return nil, false
+	}
+	delete(doc, "fromUtc")
+	b, err := json.Marshal(doc)
+	return b, err == nil
+}
+
+func (a apiPlanItems) PlanItem(plantID string) (json.RawMessage, bool) {
+	doc, ok := a.get(plantID, "/gateway/v1/plan")
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(doc)
+	return b, err == nil
+}
+
+// get asks the API for path and decodes its answer; false for another
+// plant, an answer not 200, or one with configured false.
+func (a apiPlanItems) get(plantID, path string) (map[string]json.RawMessage, bool) {
+	if plantID != a.plant {
+		return nil, false
+	}
+	req, err := http.NewRequest(http.MethodGet, path, http.NoBody)
+	if err != nil {
+		return nil, false
+	}
+	req.RemoteAddr = "uplink"
+	rec := httptest.NewRecorder() // the standard library's recorder: a buffer and a status
+	a.h.ServeHTTP(rec, req)
+	var doc map[string]json.RawMessage
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil || string(doc["configured"]) != "true" {
+		return nil, false
+	}
+	return doc, true
 }

@@ -52,8 +52,8 @@ function priceChart(el, tariffs, tz) {
   const feed = steps(tariffs.slots, 'startUtc', 'endUtc', s => s.feedInEurPerKWh);
   const ct = (_, v) => (v === null || v === undefined ? '–' : fmtPrice(v));
   return plot(el, 'prices-chart', [
-    { label: 'Import price (ct/kWh)', scale: 'eur', stroke: '#6b4fbb', width: 1.5, spanGaps: true, value: ct },
-    { label: 'Feed-in price (ct/kWh)', scale: 'eur', stroke: '#17803d', width: 1.5, spanGaps: true, dash: [6, 3], value: ct },
+    { label: 'Import price (ct/kWh)', scale: 'eur', stroke: '#6b4fbb', width: 1.5, spanGaps: true, points: { show: false }, value: ct },
+    { label: 'Feed-in price (ct/kWh)', scale: 'eur', stroke: '#17803d', width: 1.5, spanGaps: true, points: { show: false }, dash: [6, 3], value: ct },
   ], [{ scale: 'eur', label: 'Price (ct/kWh)', size: 60, values: (_, ticks) => ticks.map(t => (t * 100).toFixed(0)) }], merge([imp, feed]), tz);
 }
 
