@@ -7,9 +7,9 @@ import (
 )
 
 // planMessages are the live messages of a plant's tariffs and day-ahead
-// plan that changed since they were last put in this connection (the
-// first tick of a connection puts both): one item, the source's object
-// with "time" (when it was put) first.
+// plan whose key changed since they were last put in this connection
+// (the first tick of a connection puts both): one item, the source's
+// object with "time" (when it was put) first.
 func (u *Uplink) planMessages(plantID string, now time.Time) []liveMessage {
 	if c := u.connects.Load(); c != u.planConn {
 		clear(u.lastPlan)
@@ -18,14 +18,14 @@ func (u *Uplink) planMessages(plantID string, now time.Time) []liveMessage {
 	var out []liveMessage
 	for _, s := range []struct {
 		stream string
-		item   func(string) (json.RawMessage, bool)
+		item   func(string) (json.RawMessage, []byte, bool)
 	}{{tariffsStream(plantID), u.deps.Plan.TariffsItem}, {planStream(plantID), u.deps.Plan.PlanItem}} {
-		item, ok := s.item(plantID)
+		item, key, ok := s.item(plantID)
 		item = bytes.TrimSpace(item)
-		if !ok || len(item) < 2 || item[0] != '{' || bytes.Equal(item, u.lastPlan[s.stream]) || !json.Valid(item) {
+		if last, seen := u.lastPlan[s.stream]; !ok || len(item) < 2 || item[0] != '{' || seen && bytes.Equal(key, last) || !json.Valid(item) {
 			continue
 		}
-		u.lastPlan[s.stream] = item
+		u.lastPlan[s.stream] = key
 		payload := make([]byte, 0, len(item)+64)
 		payload = append(payload, `[{"time":"`...)
 		payload = now.UTC().AppendFormat(payload, time.RFC3339Nano)

@@ -15,24 +15,29 @@ import (
 // fakePlan is plant p1's tariffs and plan; version changes both.
 type fakePlan struct{ version atomic.Int64 }
 
-func (f *fakePlan) TariffsItem(plantID string) (json.RawMessage, bool) {
+// TariffsItem's fromUtc moves with the clock, outside the key.
+func (f *fakePlan) TariffsItem(plantID string) (json.RawMessage, []byte, bool) {
 	if plantID != "p1" {
-		return nil, false
+		return nil, nil, false
 	}
-	return json.RawMessage(fmt.Sprintf(`{"configured":true,"plantId":"p1","stale":false,"slots":[{"startUtc":"2026-12-06T12:00:00Z","endUtc":"2026-12-06T13:00:00Z","importEurPerKWh":0.%d,"feedInEurPerKWh":0.08,"source":"fixed"}]}`, 30+f.version.Load())), true
+	v := f.version.Load()
+	return json.RawMessage(fmt.Sprintf(`{"configured":true,"plantId":"p1","stale":false,"fromUtc":%q,"slots":[{"startUtc":"2026-12-06T12:00:00Z","endUtc":"2026-12-06T13:00:00Z","importEurPerKWh":0.%d,"feedInEurPerKWh":0.08,"source":"fixed"}]}`,
+		time.Now().UTC().Format(time.RFC3339Nano), 30+v)), []byte{byte(v)}, true
 }
 
-func (f *fakePlan) PlanItem(plantID string) (json.RawMessage, bool) {
+func (f *fakePlan) PlanItem(plantID string) (json.RawMessage, []byte, bool) {
 	if plantID != "p1" {
-		return nil, false
+		return nil, nil, false
 	}
-	return json.RawMessage(fmt.Sprintf(`{"configured":true,"plantId":"p1","savingEur":%d,"steps":[{"startUtc":"2026-12-06T12:00:00Z","battery":"hold","socPct":50}]}`, f.version.Load())), true
+	item := json.RawMessage(fmt.Sprintf(`{"configured":true,"plantId":"p1","savingEur":%d,"steps":[{"startUtc":"2026-12-06T12:00:00Z","battery":"hold","socPct":50}]}`, f.version.Load()))
+	return item, item, true
 }
 
 // TestLivePlan: the tariffs and the plan go up on live/tariffs/<plantId>
-// and live/plan/<plantId> once, again only when they change, and once
-// more after a reconnect (live messages are not replayed); the item is
-// the source's with its time.
+// and live/plan/<plantId> once, again only when their key changes (not
+// with the tariffs' fromUtc, which moves with the clock), and once more
+// after a reconnect (live messages are not replayed); the item is the
+// source's with its time.
 func TestLivePlan(t *testing.T) {
 	t.Parallel() // its own broker, store and uplink
 	b := newBroker(t, nil)

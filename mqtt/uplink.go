@@ -57,12 +57,13 @@ type EEBusSource interface {
 
 // PlanSource is a plant's tariffs and day-ahead plan (cmd/plantd's
 // adapter: the HTTP API's answers of GET /gateway/v1/tariffs and
-// /gateway/v1/plan): each a JSON object with the API's field names,
-// compared byte for byte to tell a change; ok false for a plant without
-// tariffs.
+// /gateway/v1/plan): each item a JSON object with the API's field names,
+// and a key that changes exactly when the item says something new (the
+// item less what moves with the clock alone); ok false for a plant
+// without tariffs.
 type PlanSource interface {
-	TariffsItem(plantID string) (item json.RawMessage, ok bool)
-	PlanItem(plantID string) (item json.RawMessage, ok bool)
+	TariffsItem(plantID string) (item json.RawMessage, key []byte, ok bool)
+	PlanItem(plantID string) (item json.RawMessage, key []byte, ok bool)
 }
 
 // RollupSource gives completed 5-minute rollups (the store, through
@@ -278,7 +279,7 @@ type Uplink struct {
 	// lastDevice is the LastUpdate of each device's last live message
 	// (producer goroutine only).
 	lastDevice map[string]time.Time
-	// lastPlan is the item of each tariffs and plan stream last put in
+	// lastPlan is the key of each tariffs and plan stream's item last put in
 	// connection planConn (producer goroutine only; a new connection
 	// sends them again: live messages are not replayed).
 	lastPlan map[string][]byte

@@ -98,8 +98,9 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // plan of the tariffs' plant as the HTTP API answers GET
 // /gateway/v1/tariffs and /gateway/v1/plan, asked in process through h
 // (the API as the standard role, set once the API is built): one
-// definition of those documents. The tariffs' fromUtc, the moment of the
-// request, is left out, so the item changes only with the prices.
+// definition of those documents. The tariffs' key leaves out what moves
+// with the clock alone: fromUtc (the moment of the request) and the
+// start of the first slot (the slots run from that moment).
 type apiPlanItems struct {
 	plant string
 	h     *lateHandler
@@ -107,28 +108,33 @@ type apiPlanItems struct {
 
 var _ mqtt.PlanSource = apiPlanItems{}
 
-func (a apiPlanItems) TariffsItem(plantID string) (json.RawMessage, bool) {
-	doc, ok := a.get(plantID, "/gateway/v1/tariffs")
+func (a apiPlanItems) TariffsItem(plantID string) (json.RawMessage, []byte, bool) {
+	body, ok := a.get(plantID, "/gateway/v1/tariffs")
 	if !ok {
-		return nil, false
+		return nil, nil, false
+	}
+	var doc map[string]any
+	if json.Unmarshal(body, &doc) != nil {
+		return nil, nil, false
 	}
 	delete(doc, "fromUtc")
-	b, err := json.Marshal(doc)
-	return b, err == nil
-}
-
-func (a apiPlanItems) PlanItem(plantID string) (json.RawMessage, bool) {
-	doc, ok := a.get(plantID, "/gateway/v1/plan")
-	if !ok {
-		return nil, false
+	if slots, _ := doc["slots"].([]any); len(slots) > 0 {
+		if first, ok := slots[0].(map[string]any); ok {
+			delete(first, "startUtc")
+		}
 	}
-	b, err := json.Marshal(doc)
-	return b, err == nil
+	key, err := json.Marshal(doc)
+	return body, key, err == nil
 }
 
-// get asks the API for path and decodes its answer; false for another
-// plant, an answer not 200, or one with configured false.
-func (a apiPlanItems) get(plantID, path string) (map[string]json.RawMessage, bool) {
+func (a apiPlanItems) PlanItem(plantID string) (json.RawMessage, []byte, bool) {
+	body, ok := a.get(plantID, "/gateway/v1/plan")
+	return body, body, ok
+}
+
+// get asks the API for path; false for another plant, an answer not 200,
+// or one with configured false.
+func (a apiPlanItems) get(plantID, path string) (json.RawMessage, bool) {
 	if plantID != a.plant {
 		return nil, false
 	}
@@ -139,9 +145,9 @@ func (a apiPlanItems) get(plantID, path string) (map[string]json.RawMessage, boo
 	req.RemoteAddr = "uplink"
 	rec := httptest.NewRecorder() // the standard library's recorder: a buffer and a status
 	a.h.ServeHTTP(rec, req)
-	var doc map[string]json.RawMessage
-	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil || string(doc["configured"]) != "true" {
+	var doc struct{ Configured bool }
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil || !doc.Configured {
 		return nil, false
 	}
-	return doc, true
+	return rec.Body.Bytes(), true
 }
