@@ -6,12 +6,9 @@
 // the gateway has no tariffs: section.
 import { get } from './api.js';
 import { h, clear, fmtW, problemBox, localDate, localDateTime, localToMs, wall } from './util.js';
+import { batteryActionLabel } from './labels.js';
 
 export const PRICES_MS = 60000;
-
-export const BATTERY_ACTIONS = {
-  hold: 'hold', chargePV: 'charge from PV', chargeGrid: 'charge from the grid', discharge: 'discharge',
-};
 
 const pad = n => String(n).padStart(2, '0');
 const sec = s => Date.parse(s) / 1000;
@@ -89,7 +86,7 @@ function planSummary(plan) {
   const now = plan.steps[0];
   return h('div', { class: 'kpis', id: 'plan-values' },
     h('div', { class: 'kpi', 'data-field': 'battery', 'data-value': now.battery },
-      h('div', { class: 'label' }, 'Battery now'), h('div', { class: 'value' }, BATTERY_ACTIONS[now.battery] ?? now.battery),
+      h('div', { class: 'label' }, 'Battery now'), h('div', { class: 'value' }, batteryActionLabel(now.battery)),
       h('div', { class: 'sub muted' }, now.reason)),
     h('div', { class: 'kpi', 'data-field': 'savingEur', 'data-value': plan.savingEur ?? '' },
       h('div', { class: 'label' }, 'Saving against no plan'), h('div', { class: 'value' }, fmtEur(plan.savingEur)),
