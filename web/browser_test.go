@@ -573,6 +573,13 @@ func TestBrowser(t *testing.T) {
 	b.waitJS("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
 		`document.querySelector('#sched-body tr[data-schedule=%q]') && !document.querySelector('#sched-body button.cancel') && !document.getElementById('sched-role').hidden`,
 		stdSched.Schedule.ScheduleID), 15*time.Second)
+	// The plan made at the start knew no battery yet (before the first
+	// polls); the next, made once it is known, has its SoC.
+	proctest.WaitFor(t, "a plan with the demo battery's SoC", 30*time.Second, func() bool {
+		var pl struct{ Steps []struct{ SocPct float64 } }
+		apiGet(t, stdBase, std, "/gateway/v1/plan", &pl)
+		return len(pl.Steps) > 0 && pl.Steps[0].SocPct > 0
+	})
 	nav("overview")
 	b.waitJS("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
 	checkPricesCard(t, b, stdBase, std)
@@ -959,17 +966,19 @@ func checkPricesCard(t *testing.T, b *browser, base, token string) {
 	var card struct {
 		Slots           int
 		Import, FeedIn  []float64
+		SoC             []float64
 		Battery, Saving string
 		Fallback        string
 	}
 	if err := b.eval(`(() => { const c = document.getElementById('prices'), u = document.getElementById('prices-chart').uplot;
 		return {Slots: +c.dataset.slots, Import: [...new Set(u.data[1].filter(v => v !== null))], FeedIn: [...new Set(u.data[2].filter(v => v !== null))],
+			SoC: document.getElementById('plan-chart').uplot.data[4].filter(v => v !== null),
 			Battery: c.querySelector('#plan-values [data-field=battery] .value')?.textContent ?? '',
 			Saving: c.querySelector('#plan-values [data-field=savingEur]')?.dataset.value ?? '',
 			Fallback: c.querySelector('#plan-fallback')?.textContent ?? ''} })()`, &card); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("prices card: %d slots, import %v, feed-in %v, battery %q, saving %q, fallback %q", card.Slots, card.Import, card.FeedIn, card.Battery, card.Saving, card.Fallback)
+	t.Logf("prices card: %d slots, import %v, feed-in %v, battery %q, saving %q, fallback %q, planned SoC %d values", card.Slots, card.Import, card.FeedIn, card.Battery, card.Saving, card.Fallback, len(card.SoC))
 	// The API's answer is a moment later: a slot may have ended between.
 	if !tariffs.Configured || card.Slots < 24 || card.Slots-len(tariffs.Slots) > 1 || card.Slots < len(tariffs.Slots) {
 		t.Errorf("the card has %d price slots, the API %d (configured %v); want the same, 24 h and more", card.Slots, len(tariffs.Slots), tariffs.Configured)
@@ -1002,6 +1011,8 @@ func checkPricesCard(t *testing.T, b *browser, base, token string) {
 		t.Errorf("the card shows a plan (%q), the API none: %+v", card.Battery, plan)
 	case card.Battery == "" || card.Saving == "":
 		t.Errorf("the card's plan without an action or saving: %+v", card)
+	case len(card.SoC) != len(plan.Steps) || slices.Max(card.SoC) <= 0:
+		t.Errorf("the plan chart's SoC %v for the API's %d steps; want one a step, the battery's", card.SoC, len(plan.Steps))
 	}
 	if rawName.MatchString(card.Battery) {
 		t.Errorf("the card's battery action %q is the API's name, not words", card.Battery)
