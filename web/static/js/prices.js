@@ -123,15 +123,19 @@ export function renderPrices(ctx, card, liveMs) {
         .map(r => { prev = localToMs(r.time, tz, prev); return { x: prev / 1000, y: r.pvGeneration }; });
       Object.assign(card.dataset, { slots: tariffs.slots.length, stale: String(tariffs.stale), steps: plan.steps.length, forecast: forecast.length, measured: measured.length });
       const stale = tariffs.stale ? h('p', { class: 'problem', id: 'prices-stale', role: 'status' },
-        'Prices stale: the provider failed; the last good prices are kept' + (tariffs.market?.lastError ? ` (${tariffs.market.lastError})` : '') + '.') : null;
+        'Prices stale: the provider failed' + (tariffs.slots.length ? '; the last good prices are kept' : '') +
+        (tariffs.market?.lastError ? ` (${tariffs.market.lastError})` : '') + '.') : null;
+      // The second chart: today's PV, its forecast and the plan, when
+      // there is any of them.
+      const planData = measured.length || forecast.length || plan.steps.length;
       clear(card, h('h2', { id: 'prices-h' }, 'Prices and plan'),
         h('p', { class: 'muted' }, `Price per slot from now to ${localDateTime(Date.parse(tariffs.toUtc), tz).slice(0, 16)} (${tz})` +
           (tariffs.market ? `; market prices of ${tariffs.market.source}` : '; time-of-use table')),
         stale, tariffs.slots.length ? prices : h('p', { class: 'muted', id: 'prices-empty' }, 'No prices for the coming hours.'),
-        h('h3', null, 'Day-ahead plan'), planSummary(plan), planPlot);
+        h('h3', null, 'Day-ahead plan'), planSummary(plan), planData ? planPlot : null);
       card.hidden = false;
       if (tariffs.slots.length) destroy.push(priceChart(prices, tariffs, tz));
-      destroy.push(planChart(planPlot, measured, forecast, plan, tz));
+      if (planData) destroy.push(planChart(planPlot, measured, forecast, plan, tz));
     } catch (e) {
       if (!stopped) { card.hidden = false; clear(card, h('h2', { id: 'prices-h' }, 'Prices and plan'), problemBox(e)); }
     }
