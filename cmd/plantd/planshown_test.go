@@ -95,6 +95,16 @@ func TestPlanShown(t *testing.T) {
 		t.Errorf("%d tariffs messages in %d live ticks, want 1 (2 across a full hour)", len(its), ticks)
 	}
 	t.Logf("uplink: %d tariffs and %d plan messages in %d live ticks; plan %.300s", len(its), len(col.ItemsOf("live/plan/p1")), ticks, col.ItemsOf("live/plan/p1")[0])
+	// What the uplink asks its API each live tick, over HTTP here (an
+	// upper bound of the in-process request): reported, not judged.
+	start := time.Now()
+	var size int
+	for range 20 {
+		_, pb := d.request("GET", "/gateway/v1/plan", tokStd, "")
+		_, tb := d.request("GET", "/gateway/v1/tariffs", tokStd, "")
+		size = len(pb) + len(tb)
+	}
+	t.Logf("plan and tariffs over HTTP: %.2f ms a pair, %d bytes", float64(time.Since(start).Microseconds())/20/1000, size)
 
 	// Home Assistant: the sensors, their configs and states.
 	const base = "plantd/gw-plan/plant/p1/"
