@@ -58,7 +58,12 @@
 // % of the limit-carrying inverters' rating, a limit in W converted, 100
 // without one); with a control box over EEBus (Deps.Limit14a) the §14a
 // consumption limit in force on the controllable consumers (W, unknown
-// without one). Per active device: its health (an enum sensor and a
+// without one); with Deps.Plan, the tariffs' plant has its import and
+// feed-in price now (EUR/kWh, no device class: HA's monetary class takes
+// a currency and no measurement) and the plan's battery action (enum,
+// BatteryActions), and a plant the PV forecast runs for its forecast
+// energy for the rest of today (kWh, energy, no state class; "None"
+// while unknown). Per active device: its health (an enum sensor and a
 // problem binary_sensor) and a sensor for every channel it has reported,
 // one per input of a per-input channel (key and name end in the API's
 // input label: dc_power_input_a, "DC power input A"), lifetime counters

@@ -84,6 +84,7 @@ type snapshot struct {
 	energies  map[string]map[string]float64 // by plant id: the balance's lifetime Wh by field
 	limits    map[string]string             // by plant id: the FeedInLimit number's state
 	limit14a  map[string]string             // by plant id with a control box: the §14a limit's state
+	plans     map[string]PlanState          // by plant id: prices, forecast, plan (with Deps.Plan)
 	consumers map[string]plant.ConsumerStatus
 	// channels are the readings each device has reported in this process:
 	// its sensors (a device gone offline keeps its entities).
@@ -172,11 +173,50 @@ func (l *Link) entities(s *snapshot) []entity {
 			out = append(out, entity{component: compSensor, scope: scopePlant, id: p.ID, key: "consumption_limit_14a", name: "§14a consumption limit",
 				device: pdev, deviceJSON: pjson, config: cfg, state: st})
 		}
+		for _, e := range planEntities(s.plans[p.ID]) {
+			e.scope, e.id, e.device, e.deviceJSON = scopePlant, p.ID, pdev, pjson
+			out = append(out, e)
+		}
 		for _, d := range devs {
 			if d.Info.Active() {
 				out = append(out, l.deviceEntities(p, d, s)...)
 			}
 		}
+	}
+	return out
+}
+
+// planEntities are a plant's price, forecast and plan sensors (without
+// scope, id and device). A price is no monetary sensor: Home Assistant's
+// monetary class takes a currency as its unit and no state class but
+// total, and a price per kWh is neither; so no device class, EUR/kWh,
+// measurement (for its statistics). The forecast is energy in kWh without
+// a state class: not a meter. Unknown is "None".
+func planEntities(ps PlanState) []entity {
+	orNone := func(v *float64, decimals int) string {
+		if v == nil {
+			return "None"
+		}
+		return fmtNum(*v, decimals)
+	}
+	var out []entity
+	if ps.Tariffs {
+		action := ps.BatteryAction
+		if action == "" {
+			action = "None"
+		}
+		out = append(out,
+			entity{component: compSensor, key: "import_price", name: "Import price", state: orNone(ps.ImportEURPerKWh, 4),
+				config: map[string]any{"unit_of_measurement": "EUR/kWh", "state_class": "measurement", "icon": "mdi:cash-minus"}},
+			entity{component: compSensor, key: "feed_in_price", name: "Feed-in price", state: orNone(ps.FeedInEURPerKWh, 4),
+				config: map[string]any{"unit_of_measurement": "EUR/kWh", "state_class": "measurement", "icon": "mdi:cash-plus"}},
+			entity{component: compSensor, key: "battery_plan", name: "Battery plan", state: action,
+				config: map[string]any{"device_class": "enum", "options": BatteryActions, "icon": "mdi:battery-clock"}})
+	}
+	if ps.Forecast {
+		out = append(out, entity{component: compSensor, key: "pv_forecast_rest_of_today", name: "PV forecast rest of today",
+			state:  orNone(ps.ForecastRestOfTodayKWh, 3),
+			config: map[string]any{"device_class": "energy", "unit_of_measurement": "kWh", "icon": "mdi:solar-power-variant"}})
 	}
 	return out
 }

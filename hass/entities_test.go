@@ -2,6 +2,7 @@ package hass
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 
 	"plantd/plant"
@@ -180,5 +181,64 @@ func TestLimit14aSensor(t *testing.T) {
 	}
 	if _, ok := got["p2"]; ok {
 		t.Error("a §14a sensor for a plant without a control box")
+	}
+}
+
+// TestPlanSensors: the tariffs' plant has its import and feed-in price
+// (EUR/kWh, no device class: not a currency amount) and the plan's
+// battery action (an enum, surplus-only on fallback); a plant the
+// forecast runs for has its PV forecast for the rest of today (kWh);
+// unknown values are "None"; a plant with neither has none of them.
+func TestPlanSensors(t *testing.T) {
+	t.Parallel()
+	v := func(f float64) *float64 { return &f }
+	for _, tc := range []struct {
+		name  string
+		state PlanState
+		want  map[string]string // key → state
+	}{
+		{"prices, plan and forecast", PlanState{Tariffs: true, ImportEURPerKWh: v(0.31456), FeedInEURPerKWh: v(-0.012), BatteryAction: "chargeGrid", Forecast: true, ForecastRestOfTodayKWh: v(12.3456)},
+			map[string]string{"import_price": "0.3146", "feed_in_price": "-0.012", "battery_plan": "chargeGrid", "pv_forecast_rest_of_today": "12.346"}},
+		{"fallback, no prices yet", PlanState{Tariffs: true, BatteryAction: SurplusOnly},
+			map[string]string{"import_price": "None", "feed_in_price": "None", "battery_plan": SurplusOnly}},
+		{"no plan yet", PlanState{Tariffs: true, ImportEURPerKWh: v(0.3), FeedInEURPerKWh: v(0.08)},
+			map[string]string{"import_price": "0.3", "feed_in_price": "0.08", "battery_plan": "None"}},
+		{"forecast only, none made yet", PlanState{Forecast: true}, map[string]string{"pv_forecast_rest_of_today": "None"}},
+		{"neither", PlanState{}, map[string]string{}},
+	} {
+		s := &snapshot{plants: []plant.Plant{{ID: "p1"}}, devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
+			channels: map[string][]sensorKey{}, plans: map[string]PlanState{"p1": tc.state}}
+		l := &Link{cfg: Config{GatewayID: "gw", Prefix: "plantd", DiscoveryPrefix: "homeassistant"}, names: channelNames{}}
+		got := map[string]entity{}
+		for _, e := range l.entities(s) {
+			if e.key == "import_price" || e.key == "feed_in_price" || e.key == "battery_plan" || e.key == "pv_forecast_rest_of_today" {
+				got[e.key] = e
+			}
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %d sensors, want %d", tc.name, len(got), len(tc.want))
+		}
+		for k, st := range tc.want {
+			e, ok := got[k]
+			if !ok || e.state != st || e.component != compSensor || e.scope != scopePlant || e.id != "p1" {
+				t.Errorf("%s: %s: %+v, want state %q", tc.name, k, e, st)
+				continue
+			}
+			unit, class := e.config["unit_of_measurement"], e.config["device_class"]
+			switch k {
+			case "import_price", "feed_in_price":
+				if unit != "EUR/kWh" || class != nil || e.config["state_class"] != "measurement" {
+					t.Errorf("%s: %s config %v", tc.name, k, e.config)
+				}
+			case "battery_plan":
+				if class != "enum" || !slices.Contains(e.config["options"].([]string), st) && st != "None" {
+					t.Errorf("%s: %s config %v with state %q", tc.name, k, e.config, st)
+				}
+			case "pv_forecast_rest_of_today":
+				if unit != "kWh" || class != "energy" || e.config["state_class"] != nil {
+					t.Errorf("%s: %s config %v", tc.name, k, e.config)
+				}
+			}
+		}
 	}
 }

@@ -84,6 +84,37 @@ type Limit14a interface {
 	ConsumptionLimit14aW(plantID string) (w float64, on, ok bool)
 }
 
+// Plan is a plant's tariffs, PV forecast and day-ahead plan now
+// (cmd/plantd's adapter of packages tariffs, forecast and siteplan).
+type Plan interface {
+	PlanState(plantID string) PlanState
+}
+
+// PlanState is what the price, forecast and plan sensors of a plant
+// show. Tariffs and Forecast say which the plant has (its sensors exist
+// whatever their values); a nil value or an empty action is unknown.
+type PlanState struct {
+	// Tariffs: the plant is the tariffs' plant. ImportEURPerKWh and
+	// FeedInEURPerKWh are the prices of the slot in progress;
+	// BatteryAction is the plan's battery action in it (one of
+	// BatteryActions), SurplusOnly while control falls back.
+	Tariffs                          bool
+	ImportEURPerKWh, FeedInEURPerKWh *float64
+	BatteryAction                    string
+	// Forecast: the PV forecast runs for the plant; ForecastRestOfTodayKWh
+	// is its energy from the slot in progress to the plant's midnight.
+	Forecast               bool
+	ForecastRestOfTodayKWh *float64
+}
+
+// SurplusOnly is the battery plan sensor's state while control falls
+// back to surplus-only (no plan: prices stale or missing).
+const SurplusOnly = "surplus-only"
+
+// BatteryActions are the battery plan sensor's options: the planner's
+// actions (plan.BatteryAction's values) and SurplusOnly.
+var BatteryActions = []string{"hold", "chargePV", "chargeGrid", "discharge", SurplusOnly}
+
 // Grid is grid control's one gate (*gridcontrol.Controller): the
 // FeedInLimit number's windows.
 type Grid interface {
@@ -109,6 +140,9 @@ type Deps struct {
 	Consumers Consumers
 	// Limit14a is optional: the control box's §14a limit as a sensor.
 	Limit14a Limit14a
+	// Plan is optional: the prices, the PV forecast and the plan's
+	// battery action as sensors.
+	Plan Plan
 }
 
 // Defaults of Config.
@@ -528,7 +562,7 @@ func (l *Link) configOf(e *entity) map[string]any {
 // read takes the round's snapshot of the plant.
 func (l *Link) read(ctx context.Context) *snapshot {
 	s := &snapshot{plants: l.deps.Live.Plants(), devices: map[string][]plant.DeviceLive{}, balances: map[string]plant.Balance{},
-		limits: map[string]string{}, limit14a: map[string]string{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
+		limits: map[string]string{}, limit14a: map[string]string{}, plans: map[string]PlanState{}, consumers: map[string]plant.ConsumerStatus{}, channels: l.channels}
 	var upTo time.Time
 	if l.deps.Energy != nil {
 		upTo = l.deps.Energy.RolledUpTo()
@@ -567,6 +601,9 @@ func (l *Link) read(ctx context.Context) *snapshot {
 					s.limit14a[p.ID] = fmtNum(w, 0)
 				}
 			}
+		}
+		if l.deps.Plan != nil {
+			s.plans[p.ID] = l.deps.Plan.PlanState(p.ID)
 		}
 		if l.deps.Limits != nil {
 			s.limits[p.ID] = "None" // unknown

@@ -9,7 +9,9 @@
 // runs it until its context ends. The daemon hands it log entries with
 // [Uplink.Log] (never blocks); live values it reads itself from the live
 // state ([LiveSource]) at Config.LiveInterval, with a plant's control box
-// over EEBus ([EEBusSource]) on live/eebus/<plantId>, rollups from a
+// over EEBus ([EEBusSource]) on live/eebus/<plantId>, a plant's tariffs
+// and day-ahead plan ([PlanSource]) on live/tariffs/<plantId> and
+// live/plan/<plantId> when they change (and once per connection), rollups from a
 // [RollupSource] as they complete. /healthz and /metrics read
 // [Uplink.Status].
 //

@@ -77,17 +77,17 @@ type liveMessage struct {
 // not published yet) after making sure their seqs are reserved, and wakes
 // the sender. When the reservation cannot be written (the storage is
 // failing) the tick is skipped: no seq is published that a later run
-// could number again.
-func (u *Uplink) putLive(ctx context.Context, msgs []liveMessage) {
+// could number again; putLive reports whether the messages were put.
+func (u *Uplink) putLive(ctx context.Context, msgs []liveMessage) bool {
 	if len(msgs) == 0 {
-		return
+		return true
 	}
 	q := u.live
 	if err := u.reserveLive(ctx, 1); err != nil {
 		if ctx.Err() == nil {
 			u.log.Warn("live values not published: their seqs could not be reserved", "messages", len(msgs), "err", err)
 		}
-		return
+		return false
 	}
 	streams := make([]string, 0, len(msgs))
 	q.mu.Lock()
@@ -100,6 +100,7 @@ func (u *Uplink) putLive(ctx context.Context, msgs []liveMessage) {
 	}
 	q.mu.Unlock()
 	u.notify(streams...)
+	return true
 }
 
 // reserveLive makes sure that every live stream may take n more seqs:

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sort"
 	"time"
 
@@ -139,6 +140,7 @@ func (u *Uplink) publishLive(ctx context.Context) {
 	}
 	now := time.Now()
 	var msgs []liveMessage
+	planKeys := map[string][]byte{} // the tariffs' and plans' keys put by this tick
 	for _, p := range u.deps.Live.Plants() {
 		if b, err := u.deps.Live.EnergyBalance(p.ID); err == nil && !b.Time.IsZero() {
 			payload, _ := json.Marshal([]balanceItem{{Time: b.Time.UTC().Format(time.RFC3339Nano), Balance: b}})
@@ -150,6 +152,11 @@ func (u *Uplink) publishLive(ctx context.Context) {
 					msgs = append(msgs, liveMessage{stream: eebusStream(p.ID), payload: payload, created: now})
 				}
 			}
+		}
+		if u.deps.Plan != nil {
+			pm, pk := u.planMessages(p.ID, now)
+			msgs = append(msgs, pm...)
+			maps.Copy(planKeys, pk)
 		}
 		devs, err := u.deps.Live.Devices(p.ID)
 		if err != nil {
@@ -164,7 +171,9 @@ func (u *Uplink) publishLive(ctx context.Context) {
 			msgs = append(msgs, liveMessage{stream: deviceStream(d.Info.ID), payload: payload, created: now})
 		}
 	}
-	u.putLive(ctx, msgs)
+	if u.putLive(ctx, msgs) {
+		maps.Copy(u.lastPlan, planKeys)
+	}
 }
 
 // rollups enqueues the completed rollups of every plant since its mark,

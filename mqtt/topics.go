@@ -22,7 +22,12 @@ func deviceStream(deviceID string) string { return streamDevPrefix + deviceID }
 // live values.
 func eebusStream(plantID string) string  { return streamLivePrefix + "eebus/" + plantID }
 func rollupStream(plantID string) string { return streamRollup + plantID }
-func logStream(plantID string) string    { return streamLog + plantID }
+
+// tariffsStream and planStream are a plant's price slots and its
+// day-ahead plan: live streams, published when they change.
+func tariffsStream(plantID string) string { return streamLivePrefix + "tariffs/" + plantID }
+func planStream(plantID string) string    { return streamLivePrefix + "plan/" + plantID }
+func logStream(plantID string) string     { return streamLog + plantID }
 
 // streamClass orders streams: acks first, then live, then the backlog
 // streams (rollups before logs).

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,17 @@ type LiveSource interface {
 // ok false for a plant without a control box.
 type EEBusSource interface {
 	EEBusItem(plantID string) (item any, ok bool)
+}
+
+// PlanSource is a plant's tariffs and day-ahead plan (cmd/plantd's
+// adapter: the HTTP API's answers of GET /gateway/v1/tariffs and
+// /gateway/v1/plan): each item a JSON object with the API's field names,
+// and a key that changes exactly when the item says something new (the
+// item less what moves with the clock alone); ok false for a plant
+// without tariffs.
+type PlanSource interface {
+	TariffsItem(plantID string) (item json.RawMessage, key []byte, ok bool)
+	PlanItem(plantID string) (item json.RawMessage, key []byte, ok bool)
 }
 
 // RollupSource gives completed 5-minute rollups (the store, through
@@ -132,6 +144,10 @@ type Deps struct {
 	// EEBus is optional: the grid operator's control box over EEBus, whose
 	// state goes up with the live values (up/live/eebus/{plantId}).
 	EEBus EEBusSource
+	// Plan is optional: the tariffs' price slots and the day-ahead plan,
+	// which go up when they change (up/live/tariffs/{plantId},
+	// up/live/plan/{plantId}).
+	Plan PlanSource
 	// Commands answers remote requests (required with RemoteControl): the
 	// HTTP API's handler, running requests with the cloud's role.
 	Commands http.Handler
@@ -263,6 +279,11 @@ type Uplink struct {
 	// lastDevice is the LastUpdate of each device's last live message
 	// (producer goroutine only).
 	lastDevice map[string]time.Time
+	// lastPlan is the key of each tariffs and plan stream's item last put in
+	// connection planConn (producer goroutine only; a new connection
+	// sends them again: live messages are not replayed).
+	lastPlan map[string][]byte
+	planConn uint64
 	// live holds the live streams (in memory, live.go).
 	live *liveQueue
 	// floors are the outbox streams' durable floors as this run reserved
@@ -341,6 +362,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Uplink, error) {
 		notified:   map[string]bool{},
 		wake:       make(chan struct{}, 1),
 		lastDevice: map[string]time.Time{},
+		lastPlan:   map[string][]byte{},
 		live:       newLiveQueue(),
 		floors:     map[string]uint64{},
 		seqBlock:   seqBlock,

@@ -308,6 +308,8 @@ func TestBrowser(t *testing.T) {
 	t.Logf("overview at %s equals the API's answer: %v", page.Time, page.Texts)
 
 	both("overview", `document.querySelector('#live-values .kpi')`)
+	// No tariffs: section: no "Prices and plan" card.
+	b.waitJS("no prices card without tariffs", `document.getElementById('prices')?.dataset.configured === 'false' && document.getElementById('prices').hidden`, 10*time.Second)
 
 	// Devices: all ten communicating, with values, the six SunSpec ones
 	// with their models (the four consumers, the wallbox among them, have none).
@@ -547,6 +549,9 @@ func TestBrowser(t *testing.T) {
 	for _, d := range devs {
 		fmt.Fprintf(&cfg, "  - id: %s\n    host: %s\n    port: %s\n    unit: %s\n    pollInterval: 250ms\n", d[1], d[2], d[3], d[4])
 	}
+	// A fixed time-of-use table (no network): the overview's "Prices and
+	// plan" card with its charts and the plan over the demo's battery.
+	fmt.Fprintf(&cfg, "tariffs:\n  plant: demo\n  import: {fixed: [\"0.30\", \"00:00-06:00 0.20\", \"17:00-20:00 0.45\"]}\n  feedIn: {fixed: 0.08}\n")
 	fmt.Fprintf(&cfg, "http:\n  listen: 127.0.0.1:0\ndatabase:\n  path: %s\ntokens:\n  - name: viewer\n    sha256: %s\n    role: standard\n  - name: inst\n    sha256: %s\n    role: installer\n",
 		filepath.Join(dir, "std.db"), hex.EncodeToString(sum[:]), hex.EncodeToString(instSum[:]))
 	cfgPath := filepath.Join(dir, "std.yaml")
@@ -568,8 +573,17 @@ func TestBrowser(t *testing.T) {
 	b.waitJS("the installer's schedule without a Cancel button for the standard role", fmt.Sprintf(
 		`document.querySelector('#sched-body tr[data-schedule=%q]') && !document.querySelector('#sched-body button.cancel') && !document.getElementById('sched-role').hidden`,
 		stdSched.Schedule.ScheduleID), 15*time.Second)
+	// The plan made at the start knew no battery yet (before the first
+	// polls); the next, made once it is known, has its SoC.
+	proctest.WaitFor(t, "a plan with the demo battery's SoC", 30*time.Second, func() bool {
+		var pl struct{ Steps []struct{ SocPct float64 } }
+		apiGet(t, stdBase, std, "/gateway/v1/plan", &pl)
+		return len(pl.Steps) > 0 && pl.Steps[0].SocPct > 0
+	})
 	nav("overview")
 	b.waitJS("overview for the standard role", `document.querySelector('#live-values .kpi')`, 15*time.Second)
+	checkPricesCard(t, b, stdBase, std)
+	both("overview-prices", pricesCardJS)
 	demo.Signal(os.Interrupt)
 	select {
 	case <-demo.Exited():
@@ -928,4 +942,79 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
+}
+
+// pricesCardJS is true once the overview's "Prices and plan" card shows
+// the price chart and the plan (its battery action and saving, or why
+// control is surplus-only).
+const pricesCardJS = `(() => { const c = document.getElementById('prices');
+	return c && !c.hidden && +c.dataset.slots > 0 && c.querySelector('#prices-chart canvas') && c.querySelector('#plan-chart canvas') &&
+		!!(c.querySelector('#plan-values [data-field=battery]') || c.querySelector('#plan-fallback')) })()`
+
+// checkPricesCard waits for the card and holds it against the API: one
+// price point per slot edge for each of import and feed-in, the prices
+// of the time-of-use table, and the plan's action and saving as the API
+// gives them.
+func checkPricesCard(t *testing.T, b *browser, base, token string) {
+	t.Helper()
+	b.waitJS("the Prices and plan card with its charts", pricesCardJS, 30*time.Second)
+	var tariffs struct {
+		Configured bool
+		Slots      []struct{ ImportEurPerKWh, FeedInEurPerKWh float64 }
+	}
+	apiGet(t, base, token, "/gateway/v1/tariffs", &tariffs)
+	var card struct {
+		Slots           int
+		Import, FeedIn  []float64
+		SoC             []float64
+		Battery, Saving string
+		Fallback        string
+	}
+	if err := b.eval(`(() => { const c = document.getElementById('prices'), u = document.getElementById('prices-chart').uplot;
+		return {Slots: +c.dataset.slots, Import: [...new Set(u.data[1].filter(v => v !== null))], FeedIn: [...new Set(u.data[2].filter(v => v !== null))],
+			SoC: document.getElementById('plan-chart').uplot.data[4].filter(v => v !== null),
+			Battery: c.querySelector('#plan-values [data-field=battery] .value')?.textContent ?? '',
+			Saving: c.querySelector('#plan-values [data-field=savingEur]')?.dataset.value ?? '',
+			Fallback: c.querySelector('#plan-fallback')?.textContent ?? ''} })()`, &card); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("prices card: %d slots, import %v, feed-in %v, battery %q, saving %q, fallback %q, planned SoC %d values", card.Slots, card.Import, card.FeedIn, card.Battery, card.Saving, card.Fallback, len(card.SoC))
+	// The API's answer is a moment later: a slot may have ended between.
+	if !tariffs.Configured || card.Slots < 24 || card.Slots-len(tariffs.Slots) > 1 || card.Slots < len(tariffs.Slots) {
+		t.Errorf("the card has %d price slots, the API %d (configured %v); want the same, 24 h and more", card.Slots, len(tariffs.Slots), tariffs.Configured)
+	}
+	want := map[float64]bool{}
+	for _, s := range tariffs.Slots {
+		want[s.ImportEurPerKWh] = true
+	}
+	for _, v := range card.Import {
+		if !want[v] {
+			t.Errorf("the chart's import price %v is none of the API's slots", v)
+		}
+	}
+	if len(card.Import) == 0 || len(card.FeedIn) != 1 || card.FeedIn[0] != 0.08 {
+		t.Errorf("the chart's prices: import %v, feed-in %v; want the table's, feed-in 0.08 only", card.Import, card.FeedIn)
+	}
+	var plan struct {
+		Configured bool
+		Fallback   string
+		SavingEur  *float64
+		Steps      []struct{ Battery string }
+	}
+	apiGet(t, base, token, "/gateway/v1/plan", &plan)
+	switch {
+	case card.Fallback != "":
+		if !strings.HasPrefix(card.Fallback, "surplus-only: ") {
+			t.Errorf("the card's fallback %q, want surplus-only: <why>", card.Fallback)
+		}
+	case len(plan.Steps) == 0 || plan.SavingEur == nil:
+		t.Errorf("the card shows a plan (%q), the API none: %+v", card.Battery, plan)
+	case card.Battery == "" || card.Saving == "":
+		t.Errorf("the card's plan without an action or saving: %+v", card)
+	case len(card.SoC) != len(plan.Steps) || slices.Max(card.SoC) <= 0:
+		t.Errorf("the plan chart's SoC %v for the API's %d steps; want one a step, the battery's", card.SoC, len(plan.Steps))
+	}
+	if rawName.MatchString(card.Battery) {
+		t.Errorf("the card's battery action %q is the API's name, not words", card.Battery)
+	}
 }

@@ -14,12 +14,13 @@ import (
 	"testing"
 
 	"plantd/gridcontrol"
+	"plantd/plan"
 	"plantd/plant"
 )
 
 // pageLabels runs labels.js in node and returns its FIELDS (name → label
-// and unit), SETS and COMMANDS.
-func pageLabels(t *testing.T) (fields map[string][2]string, sets, commands map[string]string) {
+// and unit), SETS, COMMANDS and BATTERY_ACTIONS.
+func pageLabels(t *testing.T) (fields map[string][2]string, sets, commands, batteryActions map[string]string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -38,18 +39,18 @@ func pageLabels(t *testing.T) (fields map[string][2]string, sets, commands map[s
 		t.Fatal(err)
 	}
 	out, err := exec.Command(node, "--input-type=module", "-e",
-		`const m = await import(process.argv[1]); console.log(JSON.stringify({ fields: m.FIELDS, sets: m.SETS, commands: m.COMMANDS }))`, mod).Output()
+		`const m = await import(process.argv[1]); console.log(JSON.stringify({ fields: m.FIELDS, sets: m.SETS, commands: m.COMMANDS, batteryActions: m.BATTERY_ACTIONS }))`, mod).Output()
 	if err != nil {
 		t.Fatalf("node labels.js: %v", err)
 	}
 	var l struct {
-		Fields         map[string][2]string
-		Sets, Commands map[string]string
+		Fields                         map[string][2]string
+		Sets, Commands, BatteryActions map[string]string
 	}
 	if err := json.Unmarshal(out, &l); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	return l.Fields, l.Sets, l.Commands
+	return l.Fields, l.Sets, l.Commands, l.BatteryActions
 }
 
 // setTypes are the SetType constants package plant declares (read from
@@ -94,9 +95,10 @@ func setTypes(t *testing.T) []string {
 // field a set carries (channels, the energy balance and mix) has a label
 // in words with the channel's unit (an energy field: "energy", W or Wh by
 // period), and every measurement set type and grid-control command has
-// words. A new channel, set or command without its words fails here.
+// words, and so has every battery action of the day-ahead plan. A new
+// channel, set, command or action without its words fails here.
 func TestLabelsCoverPlant(t *testing.T) {
-	fields, sets, commands := pageLabels(t)
+	fields, sets, commands, actions := pageLabels(t)
 	camel := regexp.MustCompile(`[a-z][A-Z]`)
 	check := func(name, unit, what string) {
 		t.Helper()
@@ -145,6 +147,11 @@ func TestLabelsCoverPlant(t *testing.T) {
 	for _, c := range gridcontrol.Commands {
 		if w := commands[c.Name]; w == "" || camel.MatchString(w) {
 			t.Errorf("labels.js COMMANDS %q: %q, want words", c.Name, w)
+		}
+	}
+	for _, a := range []plan.BatteryAction{plan.BatteryHold, plan.BatteryChargePV, plan.BatteryChargeGrid, plan.BatteryDischarge} {
+		if w := actions[string(a)]; w == "" || camel.MatchString(w) {
+			t.Errorf("labels.js BATTERY_ACTIONS %q: %q, want words", a, w)
 		}
 	}
 }

@@ -273,7 +273,7 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	if d.forecast != nil {
 		apiDeps.Forecasts = d.forecast
 	}
-	commands := &lateHandler{}
+	commands, planAPI := &lateHandler{}, &lateHandler{}
 	if len(cfg.MQTT.BrokerURLs()) > 0 {
 		locs := map[string]*time.Location{}
 		for _, p := range d.plants {
@@ -286,6 +286,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 		if cfg.MQTT.RemoteControl {
 			deps.Commands = commands
 		}
+		if d.tariffs != nil {
+			deps.Plan = apiPlanItems{plant: cfg.Tariffs.Plant, h: planAPI}
+		}
 		var err error
 		if d.up, err = mqtt.New(uplinkConfig(cfg), deps, logger.With("component", "mqtt")); err != nil {
 			return err
@@ -297,6 +300,9 @@ func (d *daemon) newAPI(cfg *config.Config, logger *slog.Logger) error {
 	d.api, err = httpapi.New(httpapi.ConfigFrom(cfg), apiDeps, logger.With("component", "http"))
 	if err == nil && cfg.MQTT.RemoteControl {
 		commands.h, err = d.api.AsRole("mqtt:"+cfg.Gateway.ID, cfg.MQTT.RemoteRole)
+	}
+	if err == nil && d.up != nil && d.tariffs != nil {
+		planAPI.h, err = d.api.AsRole("uplink:"+cfg.Gateway.ID, config.RoleStandard)
 	}
 	if err != nil {
 		return fmt.Errorf("http api: %w", err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"plantd/config"
@@ -90,4 +92,62 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.h.ServeHTTP(w, r)
+}
+
+// apiPlanItems gives the uplink the tariffs' prices and the day-ahead
+// plan of the tariffs' plant as the HTTP API answers GET
+// /gateway/v1/tariffs and /gateway/v1/plan, asked in process through h
+// (the API as the standard role, set once the API is built): one
+// definition of those documents. The tariffs' key leaves out what moves
+// with the clock alone: fromUtc (the moment of the request) and the
+// start of the first slot (the slots run from that moment).
+type apiPlanItems struct {
+	plant string
+	h     *lateHandler
+}
+
+var _ mqtt.PlanSource = apiPlanItems{}
+
+func (a apiPlanItems) TariffsItem(plantID string) (json.RawMessage, []byte, bool) {
+	body, ok := a.get(plantID, "/gateway/v1/tariffs")
+	if !ok {
+		return nil, nil, false
+	}
+	var doc map[string]any
+	if json.Unmarshal(body, &doc) != nil {
+		return nil, nil, false
+	}
+	delete(doc, "fromUtc")
+	if slots, _ := doc["slots"].([]any); len(slots) > 0 {
+		if first, ok := slots[0].(map[string]any); ok {
+			delete(first, "startUtc")
+		}
+	}
+	key, err := json.Marshal(doc)
+	return body, key, err == nil
+}
+
+func (a apiPlanItems) PlanItem(plantID string) (json.RawMessage, []byte, bool) {
+	body, ok := a.get(plantID, "/gateway/v1/plan")
+	return body, body, ok
+}
+
+// get asks the API for path; false for another plant, an answer not 200,
+// or one with configured false.
+func (a apiPlanItems) get(plantID, path string) (json.RawMessage, bool) {
+	if plantID != a.plant {
+		return nil, false
+	}
+	req, err := http.NewRequest(http.MethodGet, path, http.NoBody)
+	if err != nil {
+		return nil, false
+	}
+	req.RemoteAddr = "uplink"
+	rec := httptest.NewRecorder() // the standard library's recorder: a buffer and a status
+	a.h.ServeHTTP(rec, req)
+	var doc struct{ Configured bool }
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil || !doc.Configured {
+		return nil, false
+	}
+	return rec.Body.Bytes(), true
 }

@@ -274,6 +274,12 @@ export const REASONS = {
 };
 export const reasonLabel = r => REASONS[r] ?? (r ? words(r) : '–');
 
+// The day-ahead plan's battery action of a slot (GET /gateway/v1/plan).
+export const BATTERY_ACTIONS = {
+  hold: 'hold', chargePV: 'charge from PV', chargeGrid: 'charge from the grid', discharge: 'discharge',
+};
+export const batteryActionLabel = a => BATTERY_ACTIONS[a] ?? (a ? words(a) : '–');
+
 export const SG_READY = { 1: 'Locked', 2: 'Normal', 3: 'Recommended', 4: 'Forced' };
 export const sgReadyLabel = s => (SG_READY[s] ? `${s} ${SG_READY[s]}` : String(s));
 

@@ -3,6 +3,7 @@
 import { get } from './api.js';
 import { addFirstRunNotice } from './firstrun.js';
 import { listConsumers, consumersNow } from './consumers.js';
+import { renderPrices } from './prices.js';
 import { h, clear, fmtW, fmtWh, fmtRate, problemBox, localDate, localToMs, localDateTime } from './util.js';
 
 const LIVE_MS = 2000, TODAY_MS = 30000;
@@ -74,7 +75,8 @@ export async function render(ctx, root) {
   const { plantId, tz } = ctx;
   const live = h('section', { class: 'card', id: 'live', 'aria-labelledby': 'live-h' });
   const today = h('section', { class: 'card', id: 'today', 'aria-labelledby': 'today-h' });
-  root.append(h('h1', null, 'Overview'), live, today);
+  const prices = h('section', { class: 'card', id: 'prices', 'aria-labelledby': 'prices-h', hidden: true });
+  root.append(h('h1', null, 'Overview'), live, today, prices);
   addFirstRunNotice(plantId, live);
   let timers = [], stopped = false;
   // The consumers, asked with every live value while the plant has some,
@@ -123,5 +125,6 @@ export async function render(ctx, root) {
   }
   await tickLive();
   await tickToday();
-  return () => { stopped = true; timers.forEach(clearTimeout); };
+  const stopPrices = renderPrices(ctx, prices, () => liveMs);
+  return () => { stopped = true; timers.forEach(clearTimeout); stopPrices(); };
 }
