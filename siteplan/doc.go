@@ -36,5 +36,5 @@
 // (the energy manager runs them on surplus and their must-run rules), so
 // their draw is part of that load.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs
+// Imports: plantd/config, plantd/consumer, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs
 package siteplan
