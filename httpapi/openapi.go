@@ -442,6 +442,9 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "put", Path: "/gateway/v1/consumers/{deviceId}/mode", Summary: "Set a consumer's mode (installer, gridoperator): Auto, On or Off; 200 with the consumer after the change (plantd's)",
 		Response: "Consumer", Params: []apidoc.Obj{consumerID}, Body: "ConsumerModeRequest", BodyType: "application/json", IDs: true,
 		Errs: []string{"400", "403", "413", "415", "503"}})
+	add(apidoc.Route{Method: "put", Path: "/gateway/v1/consumers/{deviceId}/plan", Summary: "Put a charger in mode Plan (installer, gridoperator): charge energy (Wh) or a SoC (%) by a deadline in the day-ahead plan's cheapest slots, as evcc's plans; 200 with the consumer after the change (plantd's)",
+		Response: "Consumer", Params: []apidoc.Obj{consumerID}, Body: "ConsumerPlanRequest", BodyType: "application/json", IDs: true,
+		Errs: []string{"400", "403", "413", "415", "422", "503"}})
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/inputs", Summary: "The grid operator's inputs (ripple-control receiver, control box): contacts as last read, what they map to, their window in grid control, and the §14a dimming state (plantd's); empty without inputs",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's inputs (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": inputsResponse()}})
