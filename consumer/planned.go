@@ -263,10 +263,24 @@ type FlexHeatPump struct {
 	MayLock bool
 	// MustRunWh is the energy its must-run rules ask within the horizon.
 	MustRunWh float64
-	// DrawW is what it draws now (measured or estimated), for the base
-	// load; DrawOK false when unknown.
+	// DrawW is what it draws now, for the base load: measured, else its
+	// state's power (state 2: NormalW, a mean: its own controller runs
+	// it); DrawOK false when unknown.
 	DrawW  float64
 	DrawOK bool
+}
+
+// stateW is the pump's draw in an SG-Ready state (0 locked or unknown).
+func (h *FlexHeatPump) stateW(state int) float64 {
+	switch state {
+	case SGNormal:
+		return h.NormalW
+	case SGRecommend:
+		return h.RecommendedW
+	case SGForced:
+		return h.ForcedW
+	}
+	return 0
 }
 
 // FlexCar is a charger in Plan mode with its target.
@@ -301,6 +315,11 @@ func (m *Manager) Flexible(plantID string, from, to time.Time) (*FlexHeatPump, *
 			hp = &FlexHeatPump{ID: c.spec.ID, RatedW: c.spec.RatedW, NormalW: orRated(sg[0], c), RecommendedW: orRated(sg[1], c),
 				ForcedW: orRated(sg[2], c), MayLock: c.spec.PlanLock, MustRunWh: c.spec.RatedW * m.mustRunWithinLocked(c, from, to).Hours(),
 				DrawW: r.PowerW, DrawOK: r.HasPower}
+			if r.Estimated {
+				// Nothing measures it: its draw is its state's (state 2's
+				// is its own controller's, in the house's consumption).
+				hp.DrawW = hp.stateW(r.SGReady)
+			}
 		case car == nil && c.spec.Setpoint == SetpointCurrent && c.mode == plant.ModePlan && c.plan != nil && c.plan.target.Deadline.After(from):
 			left, ok := remainingLocked(c)
 			if !ok || left <= 0 {

@@ -568,11 +568,18 @@ type Snapshot struct {
 	Plan     *plan.Plan
 	Input    plan.Input
 	Fallback string
+	// HeatPumpID and CarID are the consumers the plan schedules as its
+	// heat pump and car ("": none).
+	HeatPumpID, CarID string
 }
 
 // Snapshot returns the plan in force.
 func (r *Runner) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+	sn := Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+	if r.last != nil {
+		sn.HeatPumpID, sn.CarID = r.hpID, r.carID
+	}
+	return sn
 }

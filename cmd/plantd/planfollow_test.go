@@ -94,6 +94,18 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 					car.Planned == nil || car.Planned.PowerW == nil || *car.Planned.PowerW < 4140 {
 					t.Errorf("wallbox in the API: %+v, want mode Plan, reason Plan, 10000 Wh, a planned power ≥ 4140 W", car)
 				}
+				code, b := d.request("GET", "/gateway/v1/plan", tokStd, "")
+				var pl struct {
+					HeatPumpID, CarID string
+					Steps             []struct {
+						SGReady int      `json:"sgReadyState"`
+						CarW    *float64 `json:"carW"`
+					}
+				}
+				if code != 200 || json.Unmarshal(b, &pl) != nil || pl.CarID != "wallbox" || pl.HeatPumpID != "heatpump" || len(pl.Steps) == 0 ||
+					pl.Steps[0].CarW == nil || *pl.Steps[0].CarW < 4140 || pl.Steps[0].SGReady < 3 {
+					t.Errorf("GET /gateway/v1/plan: %d %.600s; want the wallbox and the heat pump planned, the first slot charging and at 3 or 4", code, b)
+				}
 				if hp := all["heatpump"]; hp.Reason != plant.ReasonPlan || hp.Planned == nil || hp.Planned.SGReady < 3 {
 					t.Errorf("heat pump in the API: %+v, want reason Plan, planned 3 or 4", hp)
 				}
