@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -18,12 +19,14 @@ import (
 // 40 %) and its SG-Ready heat pump on the relay board: a time-of-use
 // tariff cheap (0.10 EUR/kWh) in one two-hour window and dear (0.40)
 // otherwise, the plant importing (no surplus), the wallbox in Plan mode
-// with 10 kWh by six hours after the hour (PUT .../plan). When the
-// window is now, the twin's current is set (the plan's charging in its
-// cheapest slots) and the pump runs at 3 or 4 (heating ahead); when the
-// window is later, the twin stays at 0 A and the pump in normal
-// operation. GET /gateway/v1/consumers shows mode Plan, the target and
-// the plan's step; the target survives a restart; bad targets are 400.
+// by six hours after the hour (PUT .../plan). When the window is now
+// (10 kWh), the twin's current is set to 16 A (the plan's charging in
+// its cheapest slots) and the pump runs at 3 or 4 (heating ahead), as
+// GET /gateway/v1/plan plans it; when the window is later (a SoC target:
+// 70 % of a 60 kWh car at 40 %, 18 kWh), the twin is set to no current
+// and the pump stays in normal operation. GET /gateway/v1/consumers shows
+// mode Plan, the target with what remains and the plan's step; the
+// target survives a restart; bad targets are 400, a pump's plan 422.
 func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -34,9 +37,17 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 		cheapFrom time.Duration // the cheap window's start after the hour
 		charging  bool
 		restart   bool
+		// target is the plan's body before the deadline; capacity the
+		// wallbox's vehicleCapacity (kWh, 0: none); remaining the
+		// remaining energy the API shows at first (Wh).
+		target    string
+		capacity  float64
+		remaining float64
 	}{
-		{"cheap now", 0, true, true},
-		{"cheap later", 3 * time.Hour, false, false},
+		{"cheap now", 0, true, true, `"energy":10000`, 0, 10000},
+		// 70 % of a 60 kWh car at 40 %: 18 kWh, which the window's 2 h
+		// at 11 kW hold.
+		{"cheap later, a SoC target", 3 * time.Hour, false, false, `"soc":70`, 60, 18000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,7 +61,8 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 			path := consumerConfigOf(t, p, consumerOpts{
 				guards: ", sgReadyPower: {normal: 700, recommended: 1600, forced: 2400}",
 				more: "  - {id: wallbox, kind: consumer, pollInterval: 500ms, consumer: {driver: ocpp, password: s3cret, priority: 4, " +
-					"minOnTime: 0s, minOffTime: 0s, maxSwitchesPerHour: 0, enableDelay: 0s, disableDelay: 3s, watchdog: 15s}}\n",
+					"minOnTime: 0s, minOffTime: 0s, maxSwitchesPerHour: 0, enableDelay: 0s, disableDelay: 3s, watchdog: 15s" +
+					fmt.Sprintf(", vehicleCapacity: %g}}\n", tt.capacity),
 				top: fmt.Sprintf("ocpp:\n  listen: 127.0.0.1:0\ntariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap),
 			})
 			// sgReadyPower is the pump's alone: the other consumers'
@@ -64,10 +76,11 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 			d.waitOnline(20*time.Second, "meter", "wallbox", "heatpump")
 
 			deadline := h.Add(6 * time.Hour).UTC().Format(time.RFC3339)
-			for _, bad := range []struct{ body, field string }{
-				{`{"energy":10000,"deadline":"2020-01-01T00:00:00Z"}`, "deadline"},
-				{`{"soc":80,"deadline":"` + deadline + `"}`, "soc"}, // no vehicleCapacity configured
-			} {
+			bads := []struct{ body, field string }{{`{"energy":10000,"deadline":"2020-01-01T00:00:00Z"}`, "deadline"}}
+			if tt.capacity == 0 {
+				bads = append(bads, struct{ body, field string }{`{"soc":80,"deadline":"` + deadline + `"}`, "soc"})
+			}
+			for _, bad := range bads {
 				code, b := d.request("PUT", "/gateway/v1/consumers/wallbox/plan", tokInst, bad.body)
 				if code != 400 || !strings.Contains(string(b), `"`+bad.field+`"`) {
 					t.Errorf("plan %s: %d %s, want 400 naming %s", bad.body, code, b, bad.field)
@@ -77,8 +90,13 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 				t.Errorf("plan of the heat pump: %d %s, want 422", code, b)
 			}
 			began := time.Now()
-			if code, b := d.request("PUT", "/gateway/v1/consumers/wallbox/plan", tokInst, `{"energy":10000,"deadline":"`+deadline+`"}`); code != 200 {
+			code, b := d.request("PUT", "/gateway/v1/consumers/wallbox/plan", tokInst, `{`+tt.target+`,"deadline":"`+deadline+`"}`)
+			var set plant.ConsumerStatus
+			if code != 200 || json.Unmarshal(b, &set) != nil {
 				t.Fatalf("plan: %d %s", code, b)
+			}
+			if set.Mode != plant.ModePlan || set.Plan == nil || set.Plan.RemainingWh == nil || math.Abs(*set.Plan.RemainingWh-tt.remaining) > 100 {
+				t.Errorf("plan set: %s; want mode Plan, %v Wh remaining", b, tt.remaining)
 			}
 
 			hpState := func() int { hp, _ := p.Load("heatpump"); return hp.SGReady }
@@ -94,7 +112,7 @@ func TestPlanFollowsCarAndHeatPump(t *testing.T) {
 					car.Planned == nil || car.Planned.PowerW == nil || *car.Planned.PowerW < 4140 {
 					t.Errorf("wallbox in the API: %+v, want mode Plan, reason Plan, 10000 Wh, a planned power ≥ 4140 W", car)
 				}
-				code, b := d.request("GET", "/gateway/v1/plan", tokStd, "")
+				code, b = d.request("GET", "/gateway/v1/plan", tokStd, "")
 				var pl struct {
 					HeatPumpID, CarID string
 					Steps             []struct {
