@@ -890,14 +890,14 @@ func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.Consu
 		m.mu.Unlock()
 		return plant.ConsumerStatus{}, fmt.Errorf("%s is no charger (Auto, On or Off): %w", deviceID, plant.ErrModeNotForConsumer)
 	}
-	prev := c.mode
+	prev, prevPlan := c.mode, c.plan
 	c.mode = mode
 	c.plan = nil // a Plan target ends with its mode
 	m.mu.Unlock()
 	if m.deps.Marks != nil {
 		if err := m.deps.Marks.SetMark(ctx, modeKey(deviceID), int64(slices.Index(modes, mode))); err != nil {
 			m.mu.Lock()
-			c.mode = prev
+			c.mode, c.plan = prev, prevPlan
 			m.mu.Unlock()
 			return plant.ConsumerStatus{}, fmt.Errorf("consumer %s: keep mode: %w", deviceID, err)
 		}
