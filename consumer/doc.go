@@ -74,7 +74,8 @@
 // it against surplus and must-run rules. The guard applies to every
 // switch, manual ones too. An SG-Ready pump is recommended (3) on
 // surplus, forced (4) by On and must-run rules, and normal (2) otherwise:
-// plantd never locks one (state 1 is the grid operator's). The decision
+// plantd never locks one (state 1 is the grid operator's), unless the
+// config lets the day-ahead plan do so (below). The decision
 // of 50 consumers takes about 3 µs and allocates nothing
 // (BenchmarkAbsorb50).
 //
@@ -109,6 +110,35 @@
 // 3 kW seen, below the 4140 W of 6 A: 6 A, and if the cloud stays 3
 // minutes, 0 A (TestDecideCharger walks this). Behind a 3 kW heater of higher priority, 9 kW of surplus
 // give the heater 3 kW and the car 8 A.
+//
+// # The day-ahead plan
+//
+// A charger has a fifth mode, Plan (evcc's plans): [Manager.SetPlan]
+// (PUT /gateway/v1/consumers/{id}/plan) gives it a target, an energy
+// (Wh, counted from the charger's energy register at the set) or, where
+// the config gives the car's capacity (vehicleCapacity) and the charger
+// reports the car's SoC, a SoC, by a deadline (in the future, at most a
+// week ahead). Target and mode are kept in the marks (survive a
+// restart); another mode ends the plan. The site plan's runner (package
+// siteplan) reads what it may schedule ([Manager.Flexible]: the first
+// SG-Ready pump in mode Auto, with its draw per state and its must-run
+// rules' energy, and the first charger in Plan mode with what its target
+// still needs) and hands each slot's step over ([Manager.SetPlanned],
+// until the slot's end; [Manager.ClearPlanned] at its fallback to
+// surplus-only and its stop). The decision honours a step below the
+// grid operator and the installer and above the surplus (DESIGN §6.2):
+// modes On and Off and must-run rules win over it; a pump in Auto runs at
+// the plan's 3 or 4, is locked (1) only when its config allows the plan
+// to (planLock; else it is left to surplus), and in a step of 2 the
+// surplus decides as without a plan; a charger in Plan charges the
+// step's power in whole amperes between its bounds (a car plugged in),
+// and in a step of 0 W, or without a step (no plan, prices stale, the
+// target met, the deadline past), charges on PV surplus as in PV mode.
+// The guards hold every switch the plan asks for (a pump forced at the
+// plan's 4 goes to normal only after its minimum on time), and the §14a
+// cap (dim) is applied after the plan: a dimmed plant's pump is locked
+// over the plan's 4. The reason is Plan, and the status shows the
+// target (plan, with what remains) and the step (planned).
 //
 // # §14a EnWG dimming
 //

@@ -56,6 +56,12 @@ type Spec struct {
 	Interval, Timeout time.Duration
 	// Location is the plant's time zone (today's energy, must-run rules).
 	Location *time.Location
+	// PlanLock lets the day-ahead plan lock an SG-Ready heat pump (state
+	// 1) within its lock rules (config consumer.planLock, default false:
+	// state 1 is the grid operator's). SGReadyW is its draw in states 2,
+	// 3 and 4 for the plan (0: RatedW).
+	PlanLock bool
+	SGReadyW [3]float64
 }
 
 // ChargerSpec is an EV charger's part of a Spec.
@@ -70,6 +76,9 @@ type ChargerSpec struct {
 	// the surplus carried MinA this long, and stops after it did not this
 	// long (MinPV stays at MinA).
 	EnableDelay, DisableDelay time.Duration
+	// VehicleCapacityWh is the car's usable battery capacity, for a Plan
+	// target given as a SoC (0: SoC targets are refused).
+	VehicleCapacityWh float64
 }
 
 // wattsPerAmp is the power one ampere per phase draws.
@@ -214,6 +223,10 @@ type cons struct {
 	// lowering: the last decision lowered the output and the loop has not
 	// written it yet (counted in Manager.reducing).
 	lowering bool
+	// plan is a charger's target in mode Plan (nil in other modes);
+	// planned the day-ahead plan's step (SetPlanned), nil when none.
+	plan    *planState
+	planned *planned
 }
 
 // New builds a manager for the given consumers. It loads the kept modes
@@ -276,6 +289,13 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 			} else if ok && v >= 0 && int(v) < len(modes) {
 				c.mode = modes[v]
 			}
+			if c.mode == plant.ModePlan {
+				if ok, err := m.restorePlan(ctx, c); err != nil {
+					return nil, err
+				} else if !ok || s.Setpoint != SetpointCurrent {
+					c.mode, c.plan = plant.ModeAuto, nil
+				}
+			}
 			if v, ok, err := deps.Marks.Mark(ctx, c.estKey); err != nil {
 				return nil, fmt.Errorf("consumer %s: kept energy: %w", s.ID, err)
 			} else if ok {
@@ -300,7 +320,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 }
 
 // modes indexes the modes kept in marks.
-var modes = []plant.ConsumerMode{plant.ModeAuto, plant.ModeOn, plant.ModeOff, plant.ModeMinPV}
+var modes = []plant.ConsumerMode{plant.ModeAuto, plant.ModeOn, plant.ModeOff, plant.ModeMinPV, plant.ModePlan}
 
 func modeKey(id string) string { return "consumer.mode." + id }
 
@@ -435,6 +455,9 @@ func (m *Manager) readingLocked(c *cons, r Reading, now time.Time) *plant.Consum
 	}
 	if out.HasEnergy {
 		c.energyWh, c.energyOK = out.EnergyWh, true
+		if c.plan != nil && math.IsNaN(c.plan.startWh) {
+			c.plan.startWh = out.EnergyWh // the first counter since the plan was set
+		}
 		if d := now.In(c.spec.Location).Format(time.DateOnly); d != c.day || !c.dayOK {
 			c.keepDue = c.keepDue || c.dayOK // a new day: kept once, for energy today
 			c.day, c.dayWh, c.dayOK = d, out.EnergyWh, true
@@ -705,7 +728,9 @@ func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 		s.want, s.reason = true, plant.ReasonMustRun
 		s.wantA = s.maxA
 	default:
-		s.auto = true
+		// The day-ahead plan's step, where it has one for this slot, else
+		// the surplus.
+		s.auto = !m.planSlotLocked(c, &s, now)
 	}
 	if !s.auto && s.want != on && !mayToggle && c.readOK {
 		s.want, s.reason = on, why
@@ -789,6 +814,8 @@ func (m *Manager) outputLocked(c *cons, s *slot) Output {
 	switch {
 	case s.reason == plant.ReasonDimmed:
 		return Output{SGReady: SGLocked} // the pump protects its compressor itself
+	case s.reason == plant.ReasonPlan:
+		return Output{On: s.sgState >= SGRecommend, SGReady: s.sgState}
 	case !s.want:
 		return Output{SGReady: SGNormal}
 	case s.reason == plant.ReasonSurplus || s.auto:
@@ -863,13 +890,14 @@ func (m *Manager) SetMode(ctx context.Context, deviceID string, mode plant.Consu
 		m.mu.Unlock()
 		return plant.ConsumerStatus{}, fmt.Errorf("%s is no charger (Auto, On or Off): %w", deviceID, plant.ErrModeNotForConsumer)
 	}
-	prev := c.mode
+	prev, prevPlan := c.mode, c.plan
 	c.mode = mode
+	c.plan = nil // a Plan target ends with its mode
 	m.mu.Unlock()
 	if m.deps.Marks != nil {
 		if err := m.deps.Marks.SetMark(ctx, modeKey(deviceID), int64(slices.Index(modes, mode))); err != nil {
 			m.mu.Lock()
-			c.mode = prev
+			c.mode, c.plan = prev, prevPlan
 			m.mu.Unlock()
 			return plant.ConsumerStatus{}, fmt.Errorf("consumer %s: keep mode: %w", deviceID, err)
 		}
@@ -1101,6 +1129,21 @@ func (m *Manager) statusLocked(c *cons, now time.Time) plant.ConsumerStatus {
 	}
 	if t, ok := m.nextMustRunLocked(c, now); ok {
 		st.NextMustRun = &t
+	}
+	if c.plan != nil {
+		p := c.plan.target
+		if left, ok := remainingLocked(c); ok {
+			p.RemainingWh = &left
+		}
+		st.Plan = &p
+	}
+	if p := plannedLocked(c, now); p != nil {
+		pl := &plant.Planned{SGReady: p.sg, Until: p.until}
+		if s.Setpoint == SetpointCurrent {
+			w := p.watts
+			pl.PowerW, pl.SGReady = &w, 0
+		}
+		st.Planned = pl
 	}
 	return st
 }

@@ -58,6 +58,8 @@ type slot struct {
 	// ctl: a §14a controllable consumer; sg: an SG-Ready heat pump, which
 	// draws in normal operation too (its own controller runs it).
 	ctl, sg bool
+	// sgState is an SG-Ready pump's state the plan asks (reason Plan).
+	sgState int
 	// A charger (amps): its current per phase now (curA, 0 when off) and
 	// bounds, the power an ampere draws on its phases, whether a car is
 	// plugged in (true for every other consumer), MinPV mode, and its
@@ -175,6 +177,8 @@ func dim(slots []slot, limitW float64) float64 {
 			return s.ratedW, true // switched on by this decision: it will draw its rating
 		case s.want:
 			return s.drawW, true
+		case s.sg && s.sgState == SGLocked && s.reason == plant.ReasonPlan:
+			return 0, false // locked by the plan: it draws nothing
 		case s.sg:
 			return s.ratedW, true
 		}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"plantd/httpapi/apidoc"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,6 +23,10 @@ type Consumers interface {
 	// SetMode sets a consumer's mode; an unknown id is an error wrapping
 	// plant.ErrUnknownDevice.
 	SetMode(ctx context.Context, deviceID string, mode plant.ConsumerMode, by string) (plant.ConsumerStatus, error)
+	// SetPlan puts a charger in mode Plan with a target; errors wrap
+	// plant.ErrUnknownDevice, plant.ErrModeNotForConsumer (no charger)
+	// or plant.ErrBadPlan.
+	SetPlan(ctx context.Context, deviceID string, p plant.ChargePlan, by string) (plant.ConsumerStatus, error)
 }
 
 // consumerList is GET /gateway/v1/consumers[?plantId=] (standard): every
@@ -122,12 +128,95 @@ func (s *Server) setConsumerMode(c *gin.Context) {
 	s.writeJSON(c, http.StatusOK, consumerOut(cs), false)
 }
 
+// setConsumerPlan is PUT /gateway/v1/consumers/{deviceId}/plan
+// (installer) with {"energy": Wh} or {"soc": %} and {"deadline": RFC
+// 3339}: the charger charges the target by the deadline in the day-ahead
+// plan's cheapest slots (mode Plan, evcc's plans), on surplus otherwise;
+// the answer is the consumer after the change. A mode set over
+// .../mode ends the plan.
+func (s *Server) setConsumerPlan(c *gin.Context) {
+	if redirectMigrated(c, "deviceId", s.migratedDevices) {
+		return
+	}
+	if _, ok := s.consumer(c); !ok {
+		return
+	}
+	var in struct {
+		Energy   *float64 `json:"energy"`
+		SoC      *float64 `json:"soc"`
+		Deadline *string  `json:"deadline"`
+	}
+	if !decodeJSON(c, &in) {
+		return
+	}
+	var p plant.ChargePlan
+	switch {
+	case (in.Energy == nil) == (in.SoC == nil):
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "give either energy (Wh) or soc (%)", FieldError{Field: "energy", Message: "either energy (Wh, 1..1000000) or soc (%, 1..100)"})
+		return
+	case in.Energy != nil && !(*in.Energy >= 1 && *in.Energy <= 1e6):
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("energy %v Wh is out of range", *in.Energy), FieldError{Field: "energy", Message: "1..1000000 Wh"})
+		return
+	case in.SoC != nil && !(*in.SoC >= 1 && *in.SoC <= 100):
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("soc %v %% is out of range", *in.SoC), FieldError{Field: "soc", Message: "1..100 %"})
+		return
+	case in.Deadline == nil:
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, "deadline is required", FieldError{Field: "deadline", Message: "required: RFC 3339 time"})
+		return
+	}
+	if in.Energy != nil {
+		p.EnergyWh = *in.Energy
+	} else {
+		p.SoCPct = *in.SoC
+	}
+	t, err := time.Parse(time.RFC3339, *in.Deadline)
+	if err != nil {
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, fmt.Sprintf("deadline %q is no RFC 3339 time", *in.Deadline), FieldError{Field: "deadline", Message: "an RFC 3339 time"})
+		return
+	}
+	p.Deadline = t
+	by, _ := oauth2.Caller(c)
+	cs, err := s.deps.Consumers.SetPlan(c.Request.Context(), c.Param("deviceId"), p, by)
+	switch {
+	case errors.Is(err, plant.ErrUnknownDevice):
+		fail(c, http.StatusNotFound, plant.CodeNotFound, err.Error(), FieldError{Field: "deviceId", Message: "unknown consumer"})
+		return
+	case errors.Is(err, plant.ErrModeNotForConsumer):
+		fail(c, http.StatusUnprocessableEntity, plant.CodeBadBody, err.Error(), FieldError{Field: "deviceId", Message: "Plan is a charger's mode"})
+		return
+	case errors.Is(err, plant.ErrBadPlan):
+		field := "deadline"
+		if p.SoCPct > 0 && !strings.Contains(err.Error(), "deadline") {
+			field = "soc"
+		}
+		fail(c, http.StatusBadRequest, plant.CodeBadBody, err.Error(), FieldError{Field: field, Message: err.Error()})
+		return
+	case err != nil && c.Request.Context().Err() != nil:
+		fail(c, http.StatusServiceUnavailable, plant.CodeUnavailable, "request cancelled")
+		return
+	case err != nil:
+		s.internal(c, fmt.Errorf("set the plan of consumer %q: %w", c.Param("deviceId"), err))
+		return
+	}
+	s.writeJSON(c, http.StatusOK, consumerOut(cs), false)
+}
+
 // consumerOut is cs as the API writes it: nextMustRun in UTC (every time
 // outside measurement sets is RFC 3339 UTC, DESIGN §4).
 func consumerOut(cs plant.ConsumerStatus) plant.ConsumerStatus {
 	if cs.NextMustRun != nil {
 		t := cs.NextMustRun.UTC()
 		cs.NextMustRun = &t
+	}
+	if cs.Plan != nil {
+		p := *cs.Plan
+		p.Deadline = p.Deadline.UTC()
+		cs.Plan = &p
+	}
+	if cs.Planned != nil {
+		p := *cs.Planned
+		p.Until = p.Until.UTC()
+		cs.Planned = &p
 	}
 	return cs
 }
@@ -155,9 +244,22 @@ func consumerSchemas() apidoc.Obj {
 		"Consumer": apidoc.Describe(apidoc.Object(apidoc.Obj{
 			"deviceId": apidoc.Str(), "plantId": apidoc.Str(), "name": apidoc.Str(),
 			"driver": apidoc.Describe(apidoc.Enum("relay", "sgready", "shelly", "ocpp"), "the hardware: a relay output of a Modbus I/O module, an SG-Ready heat pump on a relay pair, a Shelly plug or relay, an EV charger over OCPP 1.6J"),
-			"mode": apidoc.Describe(apidoc.Enum("Auto", "On", "Off", "MinPV"), "who decides the output: Auto, the surplus controller and the must-run windows; "+
+			"mode": apidoc.Describe(apidoc.Enum("Auto", "On", "Off", "MinPV", "Plan"), "who decides the output: Auto, the surplus controller and the must-run windows "+
+				"(an SG-Ready heat pump: and the day-ahead plan's state in cheap and dear hours); "+
 				"On and Off, the installer (held against surplus and must-run windows; the minimum on and off times still apply); "+
-				"a charger's MinPV charges at its minimum current always and more with surplus. A set accepts a charger's Now (= On) and PV (= Auto) too"),
+				"a charger's MinPV charges at its minimum current always and more with surplus; a charger's Plan charges its target (plan) by its deadline in the day-ahead plan's cheapest slots and on surplus in the others (set with PUT .../plan). "+
+				"A set accepts a charger's Now (= On) and PV (= Auto) too"),
+			"plan": apidoc.Describe(apidoc.Object(apidoc.Obj{
+				"energy":    apidoc.Describe(apidoc.Num(), "the target: energy to charge, Wh (absent with a SoC target)"),
+				"soc":       apidoc.Describe(apidoc.Num(), "the target: the car's SoC, % (absent with an energy target)"),
+				"deadline":  apidoc.UTCTime(),
+				"remaining": apidoc.Describe(apidoc.Num(), "what is still to charge, Wh; absent when unknown (a SoC target while the charger reports no SoC)"),
+			}, "deadline"), "a charger's target in mode Plan; absent in other modes"),
+			"planned": apidoc.Describe(apidoc.Object(apidoc.Obj{
+				"power":        apidoc.Describe(apidoc.Num(), "a car's planned charging power, W (0: surplus only in this slot)"),
+				"sgReadyState": apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 1, "maximum": 4}, "a heat pump's planned SG-Ready state"),
+				"until":        apidoc.UTCTime(),
+			}, "until"), "the day-ahead plan's step for this consumer in the slot of now; absent when the plan asks nothing of it"),
 			"charger": apidoc.Describe(apidoc.Object(apidoc.Obj{
 				"status":     apidoc.Describe(apidoc.Str(), "the connector's OCPP 1.6 status (Available, Preparing, Charging, SuspendedEV, SuspendedEVSE, Finishing, Faulted, Unavailable); empty before the charger told it"),
 				"current":    apidoc.Describe(apidoc.Num(), "the charging current per phase plantd's last accepted profile allows, A (0: paused)"),
@@ -179,7 +281,8 @@ func consumerSchemas() apidoc.Obj {
 					"NoMeter (off, no grid meter answers), MustRun (a must-run window), "+
 					"Manual (mode On or Off), MinOnTime / MinOffTime (held until the minimum time passed), MaxSwitches (the switchings per hour are used up), "+
 					"Offline (the device does not answer), Starting (no decision yet), Dimmed (the grid operator dims the plant, §14a EnWG); "+
-					"a charger's MinPV (at its minimum current), EnableDelay / DisableDelay (PV mode waits its delay to start or stop), NoVehicle (no car plugged in)"),
+					"a charger's MinPV (at its minimum current), EnableDelay / DisableDelay (PV mode waits its delay to start or stop), NoVehicle (no car plugged in); "+
+					"Plan (the day-ahead plan's step: a heat pump's SG-Ready state, a car's charging power)"),
 			"nextMustRun":        apidoc.Describe(apidoc.UTCTime(), "start of the next must-run window; absent when none"),
 			"switchesLastHour":   integer(0),
 			"maxSwitchesPerHour": apidoc.Describe(integer(0), "0: no bound"),
@@ -189,6 +292,11 @@ func consumerSchemas() apidoc.Obj {
 			"switchesLastHour", "maxSwitchesPerHour", "minOnTime", "minOffTime"),
 			"a consumer of the home energy manager: its settings, its output and why (plantd's)"),
 		"Consumers": apidoc.Object(apidoc.Obj{"consumers": apidoc.Arr(apidoc.Ref("Consumer"))}, "consumers"),
+		"ConsumerPlanRequest": apidoc.Describe(apidoc.Object(apidoc.Obj{
+			"energy":   apidoc.Describe(apidoc.Obj{"type": "number", "minimum": 1, "maximum": 1e6}, "energy to charge, Wh; give this or soc"),
+			"soc":      apidoc.Describe(apidoc.Obj{"type": "number", "minimum": 1, "maximum": 100}, "the car's target SoC, %; needs the consumer's vehicleCapacity and a charger that reports the SoC"),
+			"deadline": apidoc.Describe(apidoc.Str(), "RFC 3339 time, in the future and at most 7 days ahead"),
+		}, "deadline"), "a charger's Plan target: energy or soc by deadline"),
 		"ConsumerModeRequest": apidoc.Describe(apidoc.Object(apidoc.Obj{"mode": apidoc.Enum("Auto", "On", "Off")}, "mode"),
 			"the mode to hold the consumer in; the words are accepted in any letter case"),
 	}

@@ -57,6 +57,20 @@ func (f *fakeConsumers) SetMode(_ context.Context, id string, m plant.ConsumerMo
 	return plant.ConsumerStatus{}, fmt.Errorf("consumer %q: %w", id, plant.ErrUnknownDevice)
 }
 
+// SetPlan refuses every consumer of the list: none is a charger (the
+// binary's tests set a real charger's plan).
+func (f *fakeConsumers) SetPlan(_ context.Context, id string, p plant.ChargePlan, by string) (plant.ConsumerStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.list {
+		if f.list[i].DeviceID == id {
+			f.by = append(f.by, fmt.Sprintf("%s plan %v by %s", id, p.EnergyWh, by))
+			return plant.ConsumerStatus{}, fmt.Errorf("%s is no charger: %w", id, plant.ErrModeNotForConsumer)
+		}
+	}
+	return plant.ConsumerStatus{}, fmt.Errorf("consumer %q: %w", id, plant.ErrUnknownDevice)
+}
+
 func (f *fakeConsumers) calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -288,6 +302,50 @@ func TestConsumerRoutes(t *testing.T) {
 		{name: "mode of an unknown device", method: "PUT", path: "/gateway/v1/consumers/nope/mode", token: tokInstaller, ctype: js, body: `{"mode":"On"}`, want: 404},
 		{name: "mode of a device that is no consumer", method: "PUT", path: "/gateway/v1/consumers/inv1/mode", token: tokInstaller, ctype: js, body: `{"mode":"On"}`, want: 404},
 		{name: "GET mode", method: "GET", path: "/gateway/v1/consumers/hp/mode", token: tokInstaller, want: 405},
+		{name: "plan by standard", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokStandard, ctype: js, body: `{"energy":10000,"deadline":"2030-01-01T07:00:00Z"}`, want: 403},
+		{name: "plan without a target", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"deadline":"2030-01-01T07:00:00Z"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"energy"}) {
+					t.Errorf("fields %q, want energy", got)
+				}
+			}},
+		{name: "plan with energy and soc", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"energy":10000,"soc":80,"deadline":"2030-01-01T07:00:00Z"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"energy"}) {
+					t.Errorf("fields %q, want energy", got)
+				}
+			}},
+		{name: "plan energy 0", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"energy":0,"deadline":"2030-01-01T07:00:00Z"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"energy"}) {
+					t.Errorf("fields %q, want energy", got)
+				}
+			}},
+		{name: "plan soc 120", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"soc":120,"deadline":"2030-01-01T07:00:00Z"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"soc"}) {
+					t.Errorf("fields %q, want soc", got)
+				}
+			}},
+		{name: "plan without a deadline", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"energy":10000}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"deadline"}) {
+					t.Errorf("fields %q, want deadline", got)
+				}
+			}},
+		{name: "plan with a bad deadline", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"energy":10000,"deadline":"tomorrow 7:00"}`, want: 400,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"deadline"}) {
+					t.Errorf("fields %q, want deadline", got)
+				}
+			}},
+		{name: "plan of a consumer that is no charger", method: "PUT", path: "/gateway/v1/consumers/hp/plan", token: tokInstaller, ctype: js, body: `{"energy":10000,"deadline":"2030-01-01T07:00:00Z"}`, want: 422,
+			check: func(t *testing.T, b []byte) {
+				if got := problemFields(t, b); !slices.Equal(got, []string{"deviceId"}) {
+					t.Errorf("fields %q, want deviceId", got)
+				}
+			}},
+		{name: "plan of an unknown device", method: "PUT", path: "/gateway/v1/consumers/nope/plan", token: tokInstaller, ctype: js, body: `{"energy":10000,"deadline":"2030-01-01T07:00:00Z"}`, want: 404},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			vv := v
@@ -303,7 +361,7 @@ func TestConsumerRoutes(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"hp On inst", "boiler Auto grid"}
+	want := []string{"hp On inst", "boiler Auto grid", "hp plan 10000 by inst"}
 	if got := f.calls(); !slices.Equal(got, want) {
 		t.Errorf("SetMode calls %q, want %q (the caller's credential name as by)", got, want)
 	}

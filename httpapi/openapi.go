@@ -442,13 +442,16 @@ func apiRoutes() []apidoc.Route {
 	add(apidoc.Route{Method: "put", Path: "/gateway/v1/consumers/{deviceId}/mode", Summary: "Set a consumer's mode (installer, gridoperator): Auto, On or Off; 200 with the consumer after the change (plantd's)",
 		Response: "Consumer", Params: []apidoc.Obj{consumerID}, Body: "ConsumerModeRequest", BodyType: "application/json", IDs: true,
 		Errs: []string{"400", "403", "413", "415", "503"}})
+	add(apidoc.Route{Method: "put", Path: "/gateway/v1/consumers/{deviceId}/plan", Summary: "Put a charger in mode Plan (installer, gridoperator): charge energy (Wh) or a SoC (%) by a deadline in the day-ahead plan's cheapest slots, as evcc's plans; 200 with the consumer after the change (plantd's)",
+		Response: "Consumer", Params: []apidoc.Obj{consumerID}, Body: "ConsumerPlanRequest", BodyType: "application/json", IDs: true,
+		Errs: []string{"400", "403", "413", "415", "422", "503"}})
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/inputs", Summary: "The grid operator's inputs (ripple-control receiver, control box): contacts as last read, what they map to, their window in grid control, and the §14a dimming state (plantd's); empty without inputs",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's inputs (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": inputsResponse()}})
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/tariffs", Summary: "The grid and feed-in tariffs and their prices from now to the end of tomorrow (plantd's); configured false without a tariffs: section",
 		Params: []apidoc.Obj{apidoc.Param("hours", "query", "the next N hours instead (1..48)", apidoc.Obj{"type": "integer", "minimum": 1, "maximum": maxTariffHours}, false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": tariffsResponse()}})
-	add(apidoc.Route{Method: "get", Path: "/gateway/v1/plan", Summary: "The day-ahead plan (battery, negative-price export hold) from the tariffs, the PV forecast and the live plant, slot by slot, with its cost against no plan (plantd's); configured false without a tariffs: section",
+	add(apidoc.Route{Method: "get", Path: "/gateway/v1/plan", Summary: "The day-ahead plan (battery, SG-Ready heat pump, a car in Plan mode, negative-price export hold) from the tariffs, the PV forecast and the live plant, slot by slot, with its cost against no plan (plantd's); configured false without a tariffs: section",
 		Errs: []string{"400"}, Extra: apidoc.Obj{"200": planResponse()}})
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/forecast", Summary: "The PV forecast: each plant's mean PV power per 15-minute slot for the next 36 h (from its history, its weather sensor and an optional forecast service) and the last days' accuracy against the measured PV (plantd's); empty when it runs for no plant",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's forecast (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},

@@ -24,13 +24,18 @@ type planJSON struct {
 	PlantID    string `json:"plantId,omitempty"`
 	// Fallback says why control is surplus-only (no plan); absent while
 	// a plan governs.
-	Fallback        string         `json:"fallback,omitempty"`
-	StartUtc        string         `json:"startUtc,omitempty"`
-	SlotMinutes     float64        `json:"slotMinutes,omitempty"`
-	CostEur         *float64       `json:"costEur,omitempty"`
-	BaselineCostEur *float64       `json:"baselineCostEur,omitempty"`
-	SavingEur       *float64       `json:"savingEur,omitempty"`
-	Steps           []planStepJSON `json:"steps"`
+	Fallback        string   `json:"fallback,omitempty"`
+	StartUtc        string   `json:"startUtc,omitempty"`
+	SlotMinutes     float64  `json:"slotMinutes,omitempty"`
+	CostEur         *float64 `json:"costEur,omitempty"`
+	BaselineCostEur *float64 `json:"baselineCostEur,omitempty"`
+	SavingEur       *float64 `json:"savingEur,omitempty"`
+	// HeatPumpID and CarID are the consumers planned as the heat pump
+	// and the car; CarShortWh what the car's target misses (best effort).
+	HeatPumpID string         `json:"heatPumpId,omitempty"`
+	CarID      string         `json:"carId,omitempty"`
+	CarShortWh *float64       `json:"carShortWh,omitempty"`
+	Steps      []planStepJSON `json:"steps"`
 }
 
 // planStepJSON is one slot of the plan.
@@ -49,6 +54,11 @@ type planStepJSON struct {
 	CurtailedW       float64 `json:"curtailedW"`
 	CostEur          float64 `json:"costEur"`
 	Reason           string  `json:"reason"`
+	// SGReady and HeatPumpW: the heat pump's state and draw; CarW the
+	// car's charging power (absent when not planned).
+	SGReady   int      `json:"sgReadyState,omitempty"`
+	HeatPumpW *float64 `json:"heatPumpW,omitempty"`
+	CarW      *float64 `json:"carW,omitempty"`
 }
 
 // planShow is GET /gateway/v1/plan (standard): the day-ahead plan in
@@ -78,6 +88,16 @@ func (s *Server) planShow(c *gin.Context) {
 			out.Steps[i] = planStepJSON{StartUtc: utc(st.Start), ImportEurPerKWh: in.ImportEURPerKWh, FeedInEurPerKWh: in.FeedInEURPerKWh,
 				PVW: in.PVW, BaseLoadW: in.BaseLoadW, Battery: string(st.Battery), BatteryW: st.BatteryW, BatteryFromGridW: st.BatteryFromGridW,
 				SoCPct: st.SoCPct, ImportW: st.ImportW, ExportW: st.ExportW, CurtailedW: st.CurtailedW, CostEur: st.CostEUR, Reason: st.Reason}
+			if snap.Input.HeatPump != nil {
+				out.Steps[i].SGReady, out.Steps[i].HeatPumpW = st.SGReady, &p.Steps[i].HeatPumpW
+			}
+			if snap.Input.Car != nil {
+				out.Steps[i].CarW = &p.Steps[i].CarW
+			}
+		}
+		out.HeatPumpID, out.CarID = snap.HeatPumpID, snap.CarID
+		if snap.Input.Car != nil {
+			out.CarShortWh = &p.CarShortWh
 		}
 	}
 	s.writeJSON(c, http.StatusOK, out, false)
@@ -95,6 +115,9 @@ func planResponse() apidoc.Obj {
 		"batteryFromGridW": num("the part of the charging taken from the grid, W"), "socPct": num("the battery's SoC at the slot's end, %"),
 		"importW": num("W"), "exportW": num("W"), "curtailedW": num("PV held back (export held at 0 W below the feed-in floor), W"),
 		"costEur": num("the slot's cost, EUR"), "reason": reasons,
+		"sgReadyState": apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 1, "maximum": 4}, "the heat pump's planned SG-Ready state; absent without a planned heat pump"),
+		"heatPumpW":    num("the heat pump's expected draw, W; absent without a planned heat pump"),
+		"carW":         num("the car's planned charging power, W (0: on surplus only); absent without a car in Plan mode"),
 	}, "startUtc", "battery", "batteryW", "socPct", "importW", "exportW", "costEur", "reason")
 	body := apidoc.Object(apidoc.Obj{
 		"configured":      apidoc.Describe(apidoc.Bool(), "false: no tariffs: section, no plan (the other members are absent, steps empty)"),
@@ -105,6 +128,9 @@ func planResponse() apidoc.Obj {
 		"costEur":         num("the plan's expected cost over the horizon, EUR (the battery's end energy valued)"),
 		"baselineCostEur": num("the same horizon without a plan (surplus-only self-consumption), EUR"),
 		"savingEur":       num("baselineCostEur − costEur"),
+		"heatPumpId":      apidoc.Describe(apidoc.Str(), "the SG-Ready heat pump the plan schedules (the first in mode Auto); absent: none"),
+		"carId":           apidoc.Describe(apidoc.Str(), "the charger in mode Plan the plan schedules; absent: none"),
+		"carShortWh":      num("what the car's target misses by its deadline, Wh (the plan charges what it can); absent without a car"),
 		"steps":           apidoc.Describe(apidoc.Arr(step), "the plan slot by slot; the first is followed now"),
 	}, "configured", "steps")
 	return apidoc.Obj{"description": "the day-ahead plan (plantd's)", "content": apidoc.Obj{"application/json": apidoc.Obj{"schema": body}}}

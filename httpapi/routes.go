@@ -126,6 +126,7 @@ func (s *Server) routes() *gin.Engine {
 	cons.GET("", s.consumerList)
 	cons.GET("/:deviceId", s.consumerByID)
 	cons.PUT("/:deviceId/mode", s.auth.Need(config.RoleInstaller), s.setConsumerMode)
+	cons.PUT("/:deviceId/plan", s.auth.Need(config.RoleInstaller), s.setConsumerPlan)
 	// The grid operator's inputs and the §14a dimming state (every role reads).
 	api.GET("/gateway/v1/inputs", s.inputList)
 	// The tariffs and the prices of the next hours (every role reads).

@@ -33,6 +33,12 @@ type ConsumerStatus struct {
 	EnergyTodayWh *float64 `json:"energyToday,omitempty"`
 	// Reason says why the output is what it is: one of ConsumerReasons.
 	Reason string `json:"reason"`
+	// Plan is a charger's target in mode Plan; nil in any other mode.
+	Plan *ChargePlan `json:"plan,omitempty"`
+	// Planned is what the day-ahead plan asks of the consumer in the slot
+	// of now (a car's charging power, a heat pump's SG-Ready state); nil
+	// when it asks nothing (no plan, or the consumer is not planned).
+	Planned *Planned `json:"planned,omitempty"`
 	// NextMustRun is the start of the next must-run window; nil when none.
 	NextMustRun *time.Time `json:"nextMustRun,omitempty"`
 	// SwitchesLastHour counts the output's switchings in the last hour;
@@ -42,6 +48,28 @@ type ConsumerStatus struct {
 	// MinOnTime and MinOffTime in seconds.
 	MinOnTimeS  float64 `json:"minOnTime"`
 	MinOffTimeS float64 `json:"minOffTime"`
+}
+
+// ChargePlan is a charger's target in mode Plan, as evcc's plans: an
+// energy (Wh) or, where the charger reports the car's SoC and the config
+// gives the car's battery capacity, a SoC (%), by Deadline. Exactly one
+// of EnergyWh and SoCPct is above 0.
+type ChargePlan struct {
+	EnergyWh float64   `json:"energy,omitempty"`
+	SoCPct   float64   `json:"soc,omitempty"`
+	Deadline time.Time `json:"deadline"`
+	// RemainingWh is what is still to charge for the target (status
+	// only); nil when unknown (a SoC target without the car's SoC).
+	RemainingWh *float64 `json:"remaining,omitempty"`
+}
+
+// Planned is the day-ahead plan's step for a consumer (status only): a
+// car's charging power (W, 0: surplus only in this slot) or a heat pump's
+// SG-Ready state (1..4), until Until.
+type Planned struct {
+	PowerW  *float64  `json:"power,omitempty"`
+	SGReady int       `json:"sgReadyState,omitempty"`
+	Until   time.Time `json:"until"`
 }
 
 // ChargerStatus is an EV charger's part of ConsumerStatus.
@@ -108,11 +136,12 @@ const (
 	ReasonEnableDelay  = "EnableDelay"  // a charger in PV: the surplus carries it, for less than its enable delay yet
 	ReasonDisableDelay = "DisableDelay" // a charger in PV: at its minimum, the surplus is gone for less than its disable delay yet
 	ReasonNoVehicle    = "NoVehicle"    // a charger in PV or MinPV: no car is plugged in
+	ReasonPlan         = "Plan"         // the day-ahead plan's step for this slot (a heat pump's SG-Ready state, a car's charging)
 )
 
 // ConsumerReasons lists every reason, for the API's documents.
 func ConsumerReasons() []string {
 	return []string{ReasonSurplus, ReasonNoSurplus, ReasonProbing, ReasonNoMeter, ReasonMustRun, ReasonManual,
 		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting, ReasonDimmed,
-		ReasonMinPV, ReasonEnableDelay, ReasonDisableDelay, ReasonNoVehicle}
+		ReasonMinPV, ReasonEnableDelay, ReasonDisableDelay, ReasonNoVehicle, ReasonPlan}
 }

@@ -18,6 +18,9 @@ var (
 	// ErrModeNotForConsumer: a mode the consumer does not have (MinPV
 	// for a switch).
 	ErrModeNotForConsumer = errors.New("mode not for this consumer")
+	// ErrBadPlan is a charger's Plan target the manager cannot take (no
+	// target, a deadline past, a SoC target without the car's capacity).
+	ErrBadPlan = errors.New("bad charge plan")
 )
 
 // Plant is one PV plant as the API shows it. cmd/plantd maps the config

@@ -112,7 +112,10 @@ const (
 // windows; a safety guard still applies). A charger has a fourth, MinPV;
 // its modes carry evcc's words too: Now is On (the maximum current), PV
 // is Auto (surplus only), MinPV charges at the minimum current always and
-// more with surplus.
+// more with surplus. A charger's Plan (evcc's plans) charges a target by
+// a deadline in the day-ahead plan's cheapest slots and on surplus in the
+// others; it is set with its target (ChargePlan), never by a word alone,
+// so ParseConsumerMode does not accept it.
 type ConsumerMode string
 
 // The consumer modes.
@@ -121,6 +124,7 @@ const (
 	ModeOn    ConsumerMode = "On"
 	ModeOff   ConsumerMode = "Off"
 	ModeMinPV ConsumerMode = "MinPV"
+	ModePlan  ConsumerMode = "Plan"
 )
 
 // ParseConsumerMode accepts Auto, On, Off or MinPV, and a charger's Now

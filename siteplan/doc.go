@@ -4,7 +4,8 @@
 // load, it builds the planner's input (package plan) from the tariffs'
 // prices, the PV forecast (package forecast, through PVForecast; PV 0
 // without one), the plant's load and its batteries as the live state
-// shows them, keeps the plan for the API
+// shows them, and the heat pump and the car the energy manager lets it
+// schedule, keeps the plan for the API
 // (/gateway/v1/plan), and acts on the slot of now:
 //
 //   - the batteries: a charge from the grid or a hold that the plan wants
@@ -29,12 +30,34 @@
 // releases its battery setpoint and cancels its windows (PlanFallback in
 // the plant log, once per episode).
 //
-// What the plan knows of the house: the base load is the plant's total
-// consumption as the live balance shows it, smoothed over the runner's
-// last hour and taken as flat over the horizon (a consumption forecast
-// from history is future work); heat pumps and cars are not planned yet
-// (the energy manager runs them on surplus and their must-run rules), so
-// their draw is part of that load.
+// The heat pump and the car (consumer.Manager.Flexible, through
+// Consumers): the first SG-Ready heat pump in mode Auto is the plan's
+// HeatPump (its draw per state, config sgReadyPower, else its
+// ratedPower; its must-run rules' energy within the horizon as
+// RequiredWh, none: its normal draw throughout; heating ahead bounded by
+// two hours of its normal draw a day; the utilities' lock rules only
+// where its config's planLock lets the plan lock it, default never), and
+// the first charger in Plan mode, with a target not yet met before its
+// deadline, is the plan's Car (its minimum and maximum current × phases
+// × voltage, what the target still needs, the deadline, plugged in or
+// not). Each slot the runner hands their step to the energy manager
+// (consumer.Manager.SetPlanned: the pump's SG-Ready state, the car's
+// power, until the slot's end and a minute), which follows it below the
+// grid operator's windows and caps and the installer's modes and
+// must-run rules, above the surplus, within the guards; the fallback
+// and the runner's stop clear the steps (ClearPlanned), and the energy
+// manager goes back to surplus-only. A charger set to Plan, a new
+// target, or a car plugged in or out is planned at the next look (at
+// most lookEvery, 10 s), not at the next slot.
 //
-// Imports: plantd/config, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs
+// What the plan knows of the house: the base load is the plant's total
+// consumption as the live balance shows it, less what the planned heat
+// pump and car draw now (measured, else the pump's state's power),
+// smoothed over the runner's last hour and taken as flat over the
+// horizon (a consumption forecast from history is future work); other
+// consumers (relays, plugs) are not planned: the energy manager runs them
+// on surplus and their must-run rules, and their draw is part of that
+// load.
+//
+// Imports: plantd/config, plantd/consumer, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs
 package siteplan

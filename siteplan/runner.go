@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"plantd/config"
+	"plantd/consumer"
 	"plantd/gridcontrol"
 	"plantd/plan"
 	"plantd/plant"
@@ -43,6 +44,15 @@ type Live interface {
 	Devices(plantID string) ([]plant.DeviceLive, error)
 }
 
+// Consumers is the energy manager as the runner uses it
+// (consumer.Manager): what the plan may schedule, and the plan's step for
+// each consumer it planned.
+type Consumers interface {
+	Flexible(plantID string, from, to time.Time) (*consumer.FlexHeatPump, *consumer.FlexCar)
+	SetPlanned(deviceID string, p consumer.Planned) error
+	ClearPlanned(plantID string)
+}
+
 // Spec is one plant's runner.
 type Spec struct {
 	PlantID string
@@ -65,6 +75,9 @@ type Deps struct {
 	PV     PVForecast // nil: no forecast (PV 0)
 	Gate   Gate
 	Live   Live
+	// Consumers is the energy manager (nil: the plan schedules no heat
+	// pump and no car).
+	Consumers Consumers
 	// Log records the plan's log lines in the plant log.
 	Log func(plant.LogEntry)
 }
@@ -84,6 +97,12 @@ type Runner struct {
 	loadOK   bool
 	battery  float64 // the setpoint in force from us (W, <0 charge), NaN: released
 	fetched  time.Time
+	// hpID and carID are the heat pump and the car of the last input;
+	// following the consumers the last plan gave a step; car the charger
+	// in Plan mode the last sample saw.
+	hpID, carID string
+	following   []string
+	car         *consumer.FlexCar
 }
 
 // batteryOrigin is the plan's origin of battery setpoints; windowOrigin
@@ -143,6 +162,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.release(context.WithoutCancel(ctx))
+			r.clearPlanned()
 			return nil
 		case <-tick.C:
 		}
@@ -154,31 +174,60 @@ func (r *Runner) Run(ctx context.Context) error {
 // that the plan is made again without waiting for the next slot. It
 // samples the load.
 func (r *Runner) learned() bool {
-	r.sample()
+	car := r.sample()
 	r.mu.Lock()
-	in, loadOK := r.lastIn, r.loadOK
+	in, loadOK, was := r.lastIn, r.loadOK, r.car
+	r.car = car
 	r.mu.Unlock()
 	if len(in.Slots) == 0 {
 		return false
 	}
-	return (in.Battery == nil && r.battery0() != nil) || (in.Slots[0].BaseLoadW == 0 && loadOK)
+	return (in.Battery == nil && r.battery0() != nil) || (in.Slots[0].BaseLoadW == 0 && loadOK) || carChanged(was, car)
 }
 
-// sample folds the live consumption into the smoothed base load (an
-// exponential mean over about an hour of samples every lookEvery).
-func (r *Runner) sample() {
+// carChanged reports whether a charger's Plan changed (set, ended, a new
+// target or deadline, the car plugged in or out): the plan is made again.
+func carChanged(was, now *consumer.FlexCar) bool {
+	switch {
+	case was == nil || now == nil:
+		return (was == nil) != (now == nil)
+	case was.ID != now.ID || !was.Deadline.Equal(now.Deadline) || was.Connected != now.Connected:
+		return true
+	}
+	return now.RemainingWh > was.RemainingWh+1 // a new, larger target (charging only lowers it)
+}
+
+// sample folds the live consumption, less what the consumers the plan
+// schedules draw now, into the smoothed base load (an exponential mean
+// over about an hour of samples every lookEvery). It returns the charger
+// in Plan mode it saw (nil: none).
+func (r *Runner) sample() *consumer.FlexCar {
+	var car *consumer.FlexCar
+	var flexW float64
+	if r.deps.Consumers != nil {
+		now := r.spec.Now()
+		var hp *consumer.FlexHeatPump
+		hp, car = r.deps.Consumers.Flexible(r.spec.PlantID, now, now)
+		if hp != nil && hp.DrawOK {
+			flexW += hp.DrawW
+		}
+		if car != nil && car.DrawOK {
+			flexW += car.DrawW
+		}
+	}
 	b, err := r.deps.Live.EnergyBalance(r.spec.PlantID)
 	if err != nil || b.TotalConsumptionW == nil {
-		return
+		return car
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := *b.TotalConsumptionW
+	w := math.Max(0, *b.TotalConsumptionW-flexW)
 	if !r.loadOK {
 		r.loadW, r.loadOK = w, true
-		return
+		return car
 	}
 	r.loadW += (w - r.loadW) / float64(time.Hour/lookEvery)
+	return car
 }
 
 // Step makes the plan at now and acts on its first slot. Run calls it;
@@ -207,6 +256,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 		r.entry(now, plant.LevelInfo, "PlanResumed", "the day-ahead plan governs again: prices for the next hours are known")
 	}
 	r.followBattery(ctx, now, p)
+	r.followConsumers(&in, p)
 	r.followPrices(ctx, now, prices)
 }
 
@@ -243,7 +293,96 @@ func (r *Runner) input(start time.Time, n int, prices []tariffs.Slot, stale bool
 	}
 	in.FeedInFloorEURPerKWh = r.spec.FeedInFloor
 	in.Battery = r.battery0()
+	r.flexible(&in)
 	return in, ""
+}
+
+// heatAheadHours is the heating ahead a day the plan may give a heat pump
+// without a known buffer: two hours of its normal draw (a 300 l tank
+// warmed by 10 K holds 3.5 kWh of heat, 1.2 kWh of electricity at a COP
+// of 3: about 1.5 h of an 800 W pump).
+const heatAheadHours = 2
+
+// flexible adds the heat pump and the car the energy manager lets the
+// plan schedule (consumer.Manager.Flexible): the first SG-Ready pump in
+// mode Auto (its draw per state, its must-run rules' energy within the
+// horizon as RequiredWh, the utilities' lock rules where its config lets
+// the plan lock it) and the first charger in mode Plan (its target's
+// remaining energy by its deadline, between its minimum and maximum
+// current × phases × voltage).
+func (r *Runner) flexible(in *plan.Input) {
+	if r.deps.Consumers == nil {
+		return
+	}
+	end := in.Start.Add(time.Duration(len(in.Slots)) * plan.DefaultSlot)
+	hp, car := r.deps.Consumers.Flexible(r.spec.PlantID, in.Start, end)
+	if hp != nil {
+		in.HeatPump = &plan.HeatPump{NormalW: hp.NormalW, RecommendedW: hp.RecommendedW, ForcedW: hp.ForcedW,
+			RequiredWh: hp.MustRunWh, BufferWh: heatAheadHours * hp.NormalW}
+		if hp.MayLock {
+			l := plan.UtilityLockRules()
+			in.HeatPump.Lock = &l
+		}
+	}
+	if car != nil {
+		in.Car = &plan.Car{Connected: car.Connected, TargetWh: car.RemainingWh, Deadline: car.Deadline, MinW: car.MinW, MaxW: car.MaxW}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.car, r.hpID, r.carID = car, "", ""
+	if hp != nil {
+		r.hpID = hp.ID
+	}
+	if car != nil {
+		r.carID = car.ID
+	}
+}
+
+// followConsumers hands the first slot's heat pump state and car power
+// to the energy manager, until the slot's end and a minute (the next
+// slot's step takes over without a gap); a consumer the plan no longer
+// schedules loses its step.
+func (r *Runner) followConsumers(in *plan.Input, p *plan.Plan) {
+	c := r.deps.Consumers
+	if c == nil || len(p.Steps) == 0 {
+		return
+	}
+	s := p.Steps[0]
+	until := s.Start.Add(p.Slot + time.Minute)
+	r.mu.Lock()
+	hpID, carID := r.hpID, r.carID
+	r.mu.Unlock()
+	var set []string
+	if in.HeatPump != nil && hpID != "" {
+		if err := c.SetPlanned(hpID, consumer.Planned{SGReady: s.SGReady, Until: until}); err != nil {
+			r.log.Warn("plan: heat pump step", "device", hpID, "err", err)
+		}
+		set = append(set, hpID)
+	}
+	if in.Car != nil && carID != "" {
+		if err := c.SetPlanned(carID, consumer.Planned{PowerW: s.CarW, Until: until}); err != nil {
+			r.log.Warn("plan: car step", "device", carID, "err", err)
+		}
+		set = append(set, carID)
+	}
+	r.mu.Lock()
+	gone := slices.DeleteFunc(slices.Clone(r.following), func(id string) bool { return slices.Contains(set, id) })
+	r.following = set
+	r.mu.Unlock()
+	for _, id := range gone {
+		_ = c.SetPlanned(id, consumer.Planned{}) // clears it
+	}
+}
+
+// clearPlanned ends every step the plan gave (fallback, stop).
+func (r *Runner) clearPlanned() {
+	if r.deps.Consumers == nil {
+		return
+	}
+	r.deps.Consumers.ClearPlanned(r.spec.PlantID)
+	r.mu.Lock()
+	r.following = nil
+	r.mu.Unlock()
 }
 
 // battery0 is the plant's batteries as one: capacity and power summed,
@@ -406,6 +545,7 @@ func (r *Runner) fallBack(ctx context.Context, now time.Time, why string) {
 	r.fallback, r.lastErr, r.last = true, why, nil
 	r.mu.Unlock()
 	r.release(ctx)
+	r.clearPlanned()
 	for _, sc := range r.windows() {
 		if err := r.deps.Gate.Cancel(ctx, r.spec.PlantID, sc.ScheduleID, windowOrigin); err != nil {
 			r.log.Warn("plan: cancel a negative-price window", "schedule", sc.ScheduleID, "err", err)
@@ -428,11 +568,18 @@ type Snapshot struct {
 	Plan     *plan.Plan
 	Input    plan.Input
 	Fallback string
+	// HeatPumpID and CarID are the consumers the plan schedules as its
+	// heat pump and car ("": none).
+	HeatPumpID, CarID string
 }
 
 // Snapshot returns the plan in force.
 func (r *Runner) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+	sn := Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+	if r.last != nil {
+		sn.HeatPumpID, sn.CarID = r.hpID, r.carID
+	}
+	return sn
 }

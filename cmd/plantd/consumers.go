@@ -70,7 +70,11 @@ func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 	s := consumer.Spec{ID: dc.ID, PlantID: dc.Plant, Name: dc.Name, DriverName: c.Driver, Setpoint: k.Setpoint,
 		Controllable: c.IsControllable(), PartOf: c.PartOf, RatedW: c.RatedPower, Meter: c.Meter, Mode: c.Mode,
 		Priority: c.Priority, MinOn: c.MinOnTime, MinOff: c.MinOffTime, MaxSwitchesPerHour: c.MaxSwitchesPerHour,
-		OnW: c.OnThreshold(), OffW: c.OffThreshold(), Interval: dc.PollInterval, Timeout: dc.Timeout}
+		OnW: c.OnThreshold(), OffW: c.OffThreshold(), Interval: dc.PollInterval, Timeout: dc.Timeout, PlanLock: c.PlanLock}
+	if k.Setpoint == consumer.SetpointSGReady {
+		n, r, f := c.SGReadyPowers()
+		s.SGReadyW = [3]float64{n, r, f}
+	}
 	for _, r := range c.MustRun {
 		var mr consumer.MustRun
 		var err error
@@ -88,7 +92,7 @@ func consumerSpec(dc config.Device, d *daemon) (consumer.Spec, error) {
 	if k.Setpoint == consumer.SetpointCurrent {
 		enable, disable := c.Delays()
 		s.Charger = consumer.ChargerSpec{MinA: c.MinCurrent, MaxA: c.MaxCurrent, Phases: c.Phases,
-			EnableDelay: enable, DisableDelay: disable}
+			EnableDelay: enable, DisableDelay: disable, VehicleCapacityWh: c.VehicleCapacity * 1000}
 	}
 	drv, err := drivers.New(drivers.Device{ID: dc.ID, Host: dc.Host, Port: dc.Port, Timeout: dc.Timeout}, c.Settings, driverEnv{d})
 	if err != nil {

@@ -31,7 +31,8 @@ func (d *daemon) newTariffs(cfg *config.Config, logger *slog.Logger) (*tariffs.S
 // newPlan builds the day-ahead plan's runner for the tariffs' plant (nil
 // without tariffs): its battery reserve and grid charging from the
 // plant's battery: section, the feed-in floor from the tariffs' (default
-// 0 EUR/kWh), setpoints and windows through grid control's gate, on the
+// 0 EUR/kWh), setpoints and windows through grid control's gate, the
+// heat pump's and the car's steps through the energy manager, on the
 // daemon's clock.
 func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Runner, error) {
 	if d.tariffs == nil {
@@ -47,6 +48,9 @@ func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Run
 		}
 	}
 	deps := siteplan.Deps{Prices: d.tariffs, Gate: d.grid, Live: d.live, Log: func(e plant.LogEntry) { d.logEntry(e) }}
+	if d.homes != nil {
+		deps.Consumers = d.homes // the heat pump and the car in Plan mode
+	}
 	if d.forecast != nil {
 		deps.PV = func(from time.Time, n int) ([]float64, bool) { return d.forecast.Power(spec.PlantID, from, n) }
 	}

@@ -61,6 +61,25 @@ type Config struct {
 	// is part of the heat pump (BK6-22-300). Both are dimmed together and
 	// count as one in the minimum power; a part is controllable.
 	PartOf string `yaml:"partOf"`
+	// The day-ahead plan's keys (package siteplan, with a tariffs:
+	// section). VehicleCapacity is a charger's car's usable battery
+	// capacity (kWh, 0..1000; 0 = unknown): a Plan target may then be a
+	// SoC where the charger reports the car's. PlanLock lets the plan
+	// lock an SG-Ready heat pump (state 1) in the most expensive hours,
+	// within the utilities' lock rules (at most 3 locks of 2 h, 6 h a
+	// day); default false: state 1 is the grid operator's. SGReadyPower
+	// is an SG-Ready pump's mean draw in states 2, 3 and 4 for the plan
+	// (W; 0 = ratedPower).
+	VehicleCapacity float64      `yaml:"vehicleCapacity"`
+	PlanLock        bool         `yaml:"planLock"`
+	SGReadyPower    SGReadyPower `yaml:"sgReadyPower"`
+}
+
+// SGReadyPower is an SG-Ready heat pump's mean draw per state (W).
+type SGReadyPower struct {
+	Normal      float64 `yaml:"normal"`
+	Recommended float64 `yaml:"recommended"`
+	Forced      float64 `yaml:"forced"`
 }
 
 // IsControllable reports whether the consumer is a §14a controllable
@@ -232,6 +251,26 @@ func (c *Config) Validate(ck confcheck.Checker, o Others) {
 	if c.Hysteresis != nil && (*c.Hysteresis < 0 || *c.Hysteresis > c.OnThreshold()) {
 		ck.Add("hysteresis", "%v W is out of range (0..switchOnSurplus)", *c.Hysteresis)
 	}
+	if math.IsNaN(c.VehicleCapacity) || c.VehicleCapacity < 0 || c.VehicleCapacity > 1000 {
+		ck.Add("vehicleCapacity", "%v kWh is out of range (0..1000)", c.VehicleCapacity)
+	} else if c.VehicleCapacity > 0 && !charger {
+		ck.Add("vehicleCapacity", "only a charger (ocpp) has a car")
+	}
+	sgready := c.Driver == drivers.NameSGReady
+	if c.PlanLock && !sgready {
+		ck.Add("planLock", "only an SG-Ready heat pump (sgready) can be locked")
+	}
+	if p := c.SGReadyPower; p != (SGReadyPower{}) {
+		n, r, f := c.SGReadyPowers()
+		switch {
+		case !sgready:
+			ck.Add("sgReadyPower", "only an SG-Ready heat pump (sgready) has states")
+		case math.IsNaN(p.Normal+p.Recommended+p.Forced) || p.Normal < 0 || p.Recommended < 0 || p.Forced < 0 || p.Forced > 1e6:
+			ck.Add("sgReadyPower", "a power is out of range (0..1000000 W)")
+		case n > r || r > f:
+			ck.Add("sgReadyPower", "want normal %v ≤ recommended %v ≤ forced %v W (0 = ratedPower)", n, r, f)
+		}
+	}
 	for j, m := range c.MustRun {
 		mc := ck.In(fmt.Sprintf("mustRun[%d]", j))
 		switch {
@@ -248,4 +287,16 @@ func (c *Config) Validate(ck confcheck.Checker, o Others) {
 		}
 		mc.Duration("for", m.For, time.Minute, 24*time.Hour)
 	}
+}
+
+// SGReadyPowers is an SG-Ready pump's draw in states 2, 3 and 4 (W):
+// SGReadyPower's, ratedPower where 0.
+func (c *Config) SGReadyPowers() (normal, recommended, forced float64) {
+	or := func(w float64) float64 {
+		if w > 0 {
+			return w
+		}
+		return c.RatedPower
+	}
+	return or(c.SGReadyPower.Normal), or(c.SGReadyPower.Recommended), or(c.SGReadyPower.Forced)
 }

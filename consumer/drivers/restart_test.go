@@ -32,6 +32,8 @@ type restartRig struct {
 	note chan struct{}
 	// rows and bytes count the guard states written to the store.
 	rows, bytes int
+	// dimMinW is the managers' DimmingMinW (0: the BNetzA minimum).
+	dimMinW float64
 }
 
 // countGuards is the store as the manager keeps guards in it, counting
@@ -141,7 +143,7 @@ func (rr *restartRig) startSpecs(t *testing.T, specs ...consumer.Spec) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: rr.sink, Marks: st, Guards: countGuards{st, rr}, Now: rr.clk.Now}, nil)
+	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: rr.sink, Marks: st, Guards: countGuards{st, rr}, Now: rr.clk.Now, DimmingMinW: rr.dimMinW}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
