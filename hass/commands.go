@@ -66,6 +66,10 @@ func (l *Link) handle(ctx context.Context, m command) {
 		l.feedInLimit(ctx, m, p)
 	case m.scope == scopeDevice && m.key == keyMode:
 		mode, ok := plant.ParseConsumerMode(p)
+		if p == string(plant.ModePlan) {
+			l.refuse(m, reasonValue, "Plan needs a target and a deadline: PUT /gateway/v1/consumers/{id}/plan")
+			return
+		}
 		if !ok {
 			l.refuse(m, reasonValue, "unknown mode (Auto, On or Off)")
 			return

@@ -99,6 +99,7 @@ func TestCommands(t *testing.T) {
 		{cmd: cmd(scopePlant, "p9", keyFeedInLimit, "40"), reason: reasonTarget},
 		{cmd: cmd(scopeDevice, "heater", keyMode, "off"), set: "heater Off ha:gw-ha"},
 		{cmd: cmd(scopeDevice, "heater", keyMode, "Turbo"), reason: reasonValue},
+		{cmd: cmd(scopeDevice, "heater", keyMode, "Plan"), reason: reasonValue}, // set only over the API, with its target
 		{cmd: cmd(scopeDevice, "plug", keySwitch, "ON"), set: "plug On ha:gw-ha"},
 		{cmd: cmd(scopeDevice, "plug", keySwitch, "OFF"), set: "plug Off ha:gw-ha"},
 		{cmd: cmd(scopeDevice, "plug", keySwitch, "toggle"), reason: reasonValue},

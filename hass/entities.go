@@ -270,8 +270,9 @@ func (l *Link) deviceEntities(p plant.Plant, d plant.DeviceLive, s *snapshot) []
 		}
 		modes := []string{string(plant.ModeAuto), string(plant.ModeOn), string(plant.ModeOff)}
 		if ch := cs.Charger; ch != nil {
-			// A charger: MinPV too, and its current and the car's SoC.
-			modes = append(modes, string(plant.ModeMinPV))
+			// A charger: MinPV and Plan too (Plan shown, set only over the
+			// API with its target), and its current and the car's SoC.
+			modes = append(modes, string(plant.ModeMinPV), string(plant.ModePlan))
 			soc := ""
 			if ch.VehicleSoC != nil {
 				soc = fmtNum(*ch.VehicleSoC, 1)

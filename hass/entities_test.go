@@ -144,7 +144,7 @@ func TestChargerEntities(t *testing.T) {
 	for _, e := range l.entities(s) {
 		got[e.id+"/"+e.key] = e
 	}
-	if e := got["wallbox/mode"]; e.state != "MinPV" || len(e.config["options"].([]string)) != 4 {
+	if e := got["wallbox/mode"]; e.state != "MinPV" || len(e.config["options"].([]string)) != 5 {
 		t.Errorf("wallbox mode: %q with options %v, want MinPV of 4 options", e.state, e.config["options"])
 	}
 	if e := got["heater/mode"]; len(e.config["options"].([]string)) != 3 {
