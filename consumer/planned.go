@@ -263,24 +263,10 @@ type FlexHeatPump struct {
 	MayLock bool
 	// MustRunWh is the energy its must-run rules ask within the horizon.
 	MustRunWh float64
-	// DrawW is what it draws now, for the base load: measured, else its
-	// state's power (state 2: NormalW, a mean: its own controller runs
-	// it); DrawOK false when unknown.
+	// DrawW is what it draws now, for the base load, when measured
+	// (DrawOK; a pump nothing measures: false).
 	DrawW  float64
 	DrawOK bool
-}
-
-// stateW is the pump's draw in an SG-Ready state (0 locked or unknown).
-func (h *FlexHeatPump) stateW(state int) float64 {
-	switch state {
-	case SGNormal:
-		return h.NormalW
-	case SGRecommend:
-		return h.RecommendedW
-	case SGForced:
-		return h.ForcedW
-	}
-	return 0
 }
 
 // FlexCar is a charger in Plan mode with its target.
@@ -316,9 +302,13 @@ func (m *Manager) Flexible(plantID string, from, to time.Time) (*FlexHeatPump, *
 				ForcedW: orRated(sg[2], c), MayLock: c.spec.PlanLock, MustRunWh: c.spec.RatedW * m.mustRunWithinLocked(c, from, to).Hours(),
 				DrawW: r.PowerW, DrawOK: r.HasPower}
 			if r.Estimated {
-				// Nothing measures it: its draw is its state's (state 2's
-				// is its own controller's, in the house's consumption).
-				hp.DrawW = hp.stateW(r.SGReady)
+				// Nothing measures it: what it draws is unknown (in state 2
+				// its own controller runs it or not). It stays in the base
+				// load, which then counts it beside the plan's heat pump:
+				// an estimate subtracted could take the base load to 0
+				// (a 1.6 kW rating against a house drawing 1 kW) and the
+				// plan would see no demand to store energy for.
+				hp.DrawW, hp.DrawOK = 0, false
 			}
 		case car == nil && c.spec.Setpoint == SetpointCurrent && c.mode == plant.ModePlan && c.plan != nil && c.plan.target.Deadline.After(from):
 			left, ok := remainingLocked(c)

@@ -101,6 +101,9 @@ type Runner struct {
 	// following the consumers the last plan gave a step; car the charger
 	// in Plan mode the last sample saw.
 	hpID, carID string
+	// plannedLoad: the last plan had a load sample (before the first one
+	// its base load is 0 and the plan is made again once it comes).
+	plannedLoad bool
 	following   []string
 	car         *consumer.FlexCar
 }
@@ -182,7 +185,7 @@ func (r *Runner) learned() bool {
 	if len(in.Slots) == 0 {
 		return false
 	}
-	return (in.Battery == nil && r.battery0() != nil) || (in.Slots[0].BaseLoadW == 0 && loadOK) || carChanged(was, car)
+	return (in.Battery == nil && r.battery0() != nil) || (!r.plannedLoad && loadOK) || carChanged(was, car)
 }
 
 // carChanged reports whether a charger's Plan changed (set, ended, a new
@@ -251,6 +254,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	r.mu.Lock()
 	wasFallback := r.fallback
 	r.last, r.lastIn, r.lastErr, r.fallback = p, in, "", false
+	r.plannedLoad = r.loadOK
 	r.mu.Unlock()
 	if wasFallback {
 		r.entry(now, plant.LevelInfo, "PlanResumed", "the day-ahead plan governs again: prices for the next hours are known")
