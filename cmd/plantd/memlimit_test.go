@@ -24,3 +24,18 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: limit %d, want the environment's 200 MiB", got)
 	}
 }
+
+// TestGOGCFor: GOGC keeps gcHeadroom of growth for a small live heap, up
+// to 100, and defaultGOGC for a large one, in steps of 5.
+func TestGOGCFor(t *testing.T) {
+	for _, tt := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 100}, {1 << 20, 100}, {6 << 20, 100}, {8 << 20, 75}, {12 << 20, 50}, {20 << 20, 30}, {24 << 20, 25}, {200 << 20, defaultGOGC},
+	} {
+		if got := gogcFor(tt.live); got != tt.want {
+			t.Errorf("gogcFor(%d MiB) = %d, want %d", tt.live>>20, got, tt.want)
+		}
+	}
+}

@@ -55,6 +55,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
 	beginStartupGC()    // ended by supervise once the first poll round ran
+	go adaptGOGC(ctx, 5*time.Second)
 	return serve(ctx, cfg, *path, listeners{}, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
 
