@@ -169,10 +169,11 @@ type Manager struct {
 const probePeriod = 30 * time.Second
 
 // startSettle is how long after a switch on a consumer's rating, not its
-// measured draw, counts in a decision: a heat pump's compressor or a
-// car's charger starts seconds to minutes after its contact closes, and
-// under a grid operator's cap (dim) a measured 0 W would let the next
-// consumer on, both to draw together a moment later.
+// measured draw, counts under a grid operator's cap (dim): a heat pump's
+// compressor or a car's charger starts seconds to minutes after its
+// contact closes, and a measured 0 W would let the next consumer on, both
+// to draw together a moment later. The surplus decision keeps the
+// measured draw (what switching it off would free).
 const startSettle = 2 * time.Minute
 
 // failBackoff spaces the polls of a consumer that does not answer.
@@ -691,10 +692,11 @@ func (m *Manager) slotLocked(c *cons, now time.Time) slot {
 	on := c.has && onOf(c.want, sp)
 	s := slot{on: on, ratedW: c.spec.RatedW, drawW: c.spec.RatedW, onW: c.spec.OnW, offW: c.spec.OffW, want: on,
 		ctl: c.spec.Controllable, sg: sp == SetpointSGReady, plugged: true}
+	// Switched on a short while ago: what it draws now (0 W before a
+	// compressor starts) is not what it will draw; under a cap its rating
+	// counts (dim). The surplus decision takes what it draws.
+	s.starting = on && !c.g.last.IsZero() && now.Sub(c.g.last) < startSettle
 	switch {
-	case on && !c.g.last.IsZero() && now.Sub(c.g.last) < startSettle:
-		// Switched on a short while ago: what it draws now (0 W before a
-		// compressor starts) is not what it will draw; its rating counts.
 	case c.readOK && c.spec.Meter == "" && c.read.HasPower:
 		s.drawW = c.read.PowerW
 	case on:

@@ -46,15 +46,18 @@ func exportOf(s plant.Surplus, b Battery) float64 {
 // slot is one consumer in a decision.
 type slot struct {
 	// Inputs.
-	auto   bool    // takes part: mode Auto, no must-run window, online
-	on     bool    // commanded on now
-	drawW  float64 // its power now while on (measured, else rated)
-	ratedW float64
-	onW    float64 // surplus that switches it on
-	offW   float64 // surplus below which it switches off
-	mayOn  bool    // its guard allows a switch on now (when off)
-	mayOff bool    // its guard allows a switch off now (when on)
-	whyNot string  // the guard's reason when it does not allow
+	auto  bool    // takes part: mode Auto, no must-run window, online
+	on    bool    // commanded on now
+	drawW float64 // its power now while on (measured, else rated)
+	// starting: switched on less than startSettle ago; a cap (dim) counts
+	// its rating then, not drawW (a compressor starts late).
+	starting bool
+	ratedW   float64
+	onW      float64 // surplus that switches it on
+	offW     float64 // surplus below which it switches off
+	mayOn    bool    // its guard allows a switch on now (when off)
+	mayOff   bool    // its guard allows a switch off now (when on)
+	whyNot   string  // the guard's reason when it does not allow
 	// ctl: a §14a controllable consumer; sg: an SG-Ready heat pump, which
 	// draws in normal operation too (its own controller runs it).
 	ctl, sg bool
@@ -173,8 +176,8 @@ func dim(slots []slot, limitW float64) float64 {
 			return 0, false
 		case s.want && s.amps:
 			return s.wantA * s.wPerA, true
-		case s.want && !s.on:
-			return s.ratedW, true // switched on by this decision: it will draw its rating
+		case s.want && (!s.on || s.starting):
+			return s.ratedW, true // switched on by this decision, or a moment ago: it will draw its rating
 		case s.want:
 			return s.drawW, true
 		case s.sg && s.sgState == SGLocked && s.reason == plant.ReasonPlan:

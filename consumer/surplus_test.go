@@ -167,6 +167,11 @@ func TestDim(t *testing.T) {
 			[]bool{false, true}, []bool{false, false}, 3000},
 		{"not controllable: not counted, not switched", []slot{want(heater, true), want(ctl(sg(pump)), true)}, 4200,
 			[]bool{true, true}, []bool{false, false}, 3000},
+		{"a consumer switched on a moment ago counts its rating, not the 0 W read", []slot{want(ctl(heater), true), func() slot {
+			s := want(ctl(sg(pump)), true)
+			s.on, s.starting, s.drawW = true, true, 0
+			return s
+		}()}, pmin2, []bool{true, false}, []bool{false, true}, 6000},
 		{"a measured draw counts as measured", []slot{want(ctl(heater), true), func() slot { s := want(ctl(sg(pump)), true); s.on, s.drawW = true, 1500; return s }()}, pmin2,
 			[]bool{true, true}, []bool{false, false}, 7500},
 		{"one unit at 4.2 kW: the heater off, the pump, which fits, runs", []slot{want(ctl(heater), true), want(ctl(sg(pump)), true)}, 4200,
