@@ -49,6 +49,9 @@ func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Run
 	deps := siteplan.Deps{Prices: d.tariffs, Gate: d.grid, Live: d.live, Log: func(e plant.LogEntry) { d.logEntry(e) }}
 	if d.forecast != nil {
 		deps.PV = func(from time.Time, n int) ([]float64, bool) { return d.forecast.Power(spec.PlantID, from, n) }
+	} else {
+		logger.Warn("plan: no PV forecast (forecast off, or the plant has no location): the plan takes the plant's PV as 0",
+			"plant", spec.PlantID)
 	}
 	return siteplan.New(spec, deps, logger.With("component", "plan"))
 }
