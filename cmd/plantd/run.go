@@ -170,7 +170,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT] [--sim-listen HOST[:PORT]] [--tariffs FILE]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT] [--sim-listen HOST[:PORT]] [--tariffs FILE] [--sky F]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
@@ -183,8 +183,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	simListen := fs.String("sim-listen", sim.DefaultListen, "the simulated devices: HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn, then the Shelly plug (as plantd sim --listen)")
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
 	tariffsPath := fs.String("tariffs", "", "a YAML file with a tariffs: section (plant: demo by default), and optionally the demo plant's battery: section and more tokens: (as in plantd.yaml): the day-ahead plan runs on the simulated clock (scripts/plan-days)")
+	sky := fs.Float64("sky", 1, "the simulated irradiance as a fraction of the simulator's own sky (0..1; 0.15: a dull winter's day)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !(*sky >= 0 && *sky <= 1) {
+		fmt.Fprintf(stderr, "plantd demo: --sky %v: want 0..1\n", *sky)
+		return exitUsage
 	}
 	var extra *demoExtra
 	if *tariffsPath != "" {
@@ -251,6 +256,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	plantSim, err := sim.New(simCfg, slog.New(slog.DiscardHandler))
 	if err == nil {
+		plantSim.SetCloudFactor(*sky)
 		err = plantSim.Start()
 	}
 	if err != nil {
