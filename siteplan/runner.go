@@ -95,7 +95,8 @@ type Runner struct {
 	fallback bool
 	loadW    float64 // smoothed total consumption
 	loadOK   bool
-	battery  float64 // the setpoint in force from us (W, <0 charge), NaN: released
+	loadAt   time.Time // the plan's clock at the last sample folded in
+	battery  float64   // the setpoint in force from us (W, <0 charge), NaN: released
 	fetched  time.Time
 	// hpID and carID are the heat pump and the car of the last input;
 	// following the consumers the last plan gave a step; car the charger
@@ -143,17 +144,25 @@ func New(spec Spec, deps Deps, logger *slog.Logger) (*Runner, error) {
 	return &Runner{spec: spec, deps: deps, log: logger, battery: math.NaN()}, nil
 }
 
-// lookEvery is how often Run looks for new prices and samples the load.
-const lookEvery = 10 * time.Second
+// lookEvery is how often Run looks for new prices and samples the load,
+// in the plan's clock's time; minLook is the shortest wall-clock wait
+// between looks (a demo's clock at --speed 288 runs 288 times the wall
+// clock's rate).
+const (
+	lookEvery = 10 * time.Second
+	minLook   = 100 * time.Millisecond
+)
 
 // Run makes and follows the plan until ctx ends: at each slot's start,
-// when the tariffs fetched new prices (looked at every lookEvery), and
-// once at the start. At its end the battery setpoint is released; the
-// windows stay (they are stored schedules with their own ends).
+// when the tariffs fetched new prices (looked at every lookEvery of the
+// plan's clock), and once at the start. At its end the battery setpoint
+// is released; the windows stay (they are stored schedules with their own
+// ends).
 func (r *Runner) Run(ctx context.Context) error {
-	tick := time.NewTicker(lookEvery)
-	defer tick.Stop()
+	timer := time.NewTimer(lookEvery)
+	defer timer.Stop()
 	next := time.Time{}
+	wallThen, then := time.Now(), r.spec.Now()
 	for {
 		now := r.spec.Now()
 		fetched := r.deps.Prices.Status().LastFetch
@@ -162,14 +171,29 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.Step(ctx, now)
 			next = now.Truncate(r.spec.Period).Add(r.spec.Period)
 		}
+		wall := time.Now()
+		timer.Reset(lookWait(wall.Sub(wallThen), now.Sub(then)))
+		wallThen, then = wall, now
 		select {
 		case <-ctx.Done():
 			r.release(context.WithoutCancel(ctx))
 			r.clearPlanned()
 			return nil
-		case <-tick.C:
+		case <-timer.C:
 		}
 	}
+}
+
+// lookWait is the wall-clock wait before the next look, given that the
+// plan's clock advanced planElapsed while the wall clock advanced
+// wallElapsed: lookEvery of the plan's clock at its rate (so that a
+// slot's setpoint, which ends a minute after the slot, is renewed in
+// time on a demo's fast clock too), between minLook and lookEvery.
+func lookWait(wallElapsed, planElapsed time.Duration) time.Duration {
+	if wallElapsed <= 0 || planElapsed <= wallElapsed {
+		return lookEvery
+	}
+	return max(minLook, time.Duration(float64(lookEvery)*float64(wallElapsed)/float64(planElapsed)))
 }
 
 // learned reports whether the live state now knows what the last plan
@@ -201,14 +225,14 @@ func carChanged(was, now *consumer.FlexCar) bool {
 }
 
 // sample folds the live consumption, less what the consumers the plan
-// schedules draw now, into the smoothed base load (an exponential mean
-// over about an hour of samples every lookEvery). It returns the charger
-// in Plan mode it saw (nil: none).
+// schedules draw now, into the smoothed base load: an exponential mean
+// with a time constant of an hour of the plan's clock. It returns the
+// charger in Plan mode it saw (nil: none).
 func (r *Runner) sample() *consumer.FlexCar {
+	now := r.spec.Now()
 	var car *consumer.FlexCar
 	var flexW float64
 	if r.deps.Consumers != nil {
-		now := r.spec.Now()
 		var hp *consumer.FlexHeatPump
 		hp, car = r.deps.Consumers.Flexible(r.spec.PlantID, now, now)
 		if hp != nil && hp.DrawOK {
@@ -226,10 +250,13 @@ func (r *Runner) sample() *consumer.FlexCar {
 	defer r.mu.Unlock()
 	w := math.Max(0, *b.TotalConsumptionW-flexW)
 	if !r.loadOK {
-		r.loadW, r.loadOK = w, true
+		r.loadW, r.loadOK, r.loadAt = w, true, now
 		return car
 	}
-	r.loadW += (w - r.loadW) / float64(time.Hour/lookEvery)
+	if dt := now.Sub(r.loadAt); dt > 0 {
+		r.loadW += (w - r.loadW) * min(1, float64(dt)/float64(time.Hour))
+		r.loadAt = now
+	}
 	return car
 }
 

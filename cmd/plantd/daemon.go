@@ -178,10 +178,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, lns listeners, now func(
 	if d.poller, err = poller.New(pollerConfigs(cfg), d.pool, d.onSample, logger.With("component", "poller")); err != nil {
 		return nil, err
 	}
-	if err = d.newControl(ctx, cfg, lns.OCPP, gridClock, logger); err != nil {
+	// The forecast before the control: newControl builds the day-ahead
+	// plan, which reads it.
+	if d.forecast, err = d.newForecast(cfg, logger.With("component", "forecast")); err != nil {
 		return nil, err
 	}
-	if d.forecast, err = d.newForecast(cfg, logger.With("component", "forecast")); err != nil {
+	if err = d.newControl(ctx, cfg, lns.OCPP, gridClock, logger); err != nil {
 		return nil, err
 	}
 	if err = d.newAPI(cfg, logger); err != nil {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,4 +228,56 @@ func TestPlanGridCharge(t *testing.T) {
 	}
 	after := p.Balance()
 	t.Logf("before %+v; charging %+v; plan saving %.2f EUR", before, after, *pl.SavingEur)
+}
+
+// TestPlanWiredToForecast: the daemon builds the PV forecast before the
+// day-ahead plan that reads it (built the other way round, the plan took
+// every plant's PV as 0: scripts/plan-days showed a sunny day planned
+// without PV); a plant without a location has no forecast, and the plan
+// says so at start.
+func TestPlanWiredToForecast(t *testing.T) {
+	t.Parallel() // its own daemon and files
+	for _, tc := range []struct {
+		name, location string
+		warned         bool
+	}{
+		{"located", ", location: {latitude: 48.1, longitude: 11.6}", false},
+		{"no location", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse("plan.yaml", []byte(fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+database:
+  path: %s
+plants:
+  - {id: p1, name: Plan, timezone: Europe/Berlin%s}
+tariffs:
+  import: {fixed: ["0.30", "00:00-06:00 0.18"]}
+  feedIn: {fixed: 0.08}
+`, filepath.Join(t.TempDir(), "plantd.db"), tc.location)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs proctest.Buffer
+			ctx, cancel := context.WithCancel(t.Context())
+			d, err := newDaemon(ctx, cfg, listeners{}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- d.run(ctx, nil) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
+			if d.plan == nil || (d.forecast != nil) == tc.warned {
+				t.Fatalf("plan %v, forecast %v: want a plan, and a forecast for a located plant", d.plan != nil, d.forecast != nil)
+			}
+			if got := strings.Contains(logs.String(), "plan: no PV forecast"); got != tc.warned {
+				t.Errorf("logged \"plan: no PV forecast\": %v, want %v; log:\n%s", got, tc.warned, logs.String())
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,9 @@ import (
 	"plantd/plant/kind"
 	"plantd/sim"
 	"plantd/store"
+	"plantd/tariffs/tariffconfig"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // defaultConfigPath is where packages install the config.
@@ -167,7 +171,7 @@ func runCheckConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 var startBroker = mqtt.StartBroker
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT] [--sim-listen HOST[:PORT]]", stderr)
+	fs := newFlagSet("demo", "[--speed N] [--start HH:MM] [--interval D] [--listen ADDR] [--db FILE] [--mqtt ADDR|off] [--broker URL] [--sunspec ADDR|off] [--ocpp ADDR|off] [--battery-soc PCT] [--sim-listen HOST[:PORT]] [--tariffs FILE] [--sky F]", stderr)
 	speed := fs.Float64("speed", 1, "simulated seconds per real second; the daemon (live values, database) runs on the simulated clock")
 	interval := fs.Duration("interval", 2*time.Second, "poll interval of the demo devices")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP API address (port 0 picks a free one)")
@@ -179,8 +183,22 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ocppAddr := fs.String("ocpp", "127.0.0.1:8887", `OCPP central system address the simulated wallbox connects to (a free port when taken; "off": no wallbox)`)
 	simListen := fs.String("sim-listen", sim.DefaultListen, "the simulated devices: HOST to bind free ports on, or HOST:PORT to use PORT, PORT+1, ... for the devices in turn, then the Shelly plug (as plantd sim --listen)")
 	startAt := fs.String("start", "", `simulated start time: "HH:MM" today in the plant's time zone (Europe/Berlin), or "YYYY-MM-DDTHH:MM" (default: now); e.g. --start 10:00 shows daylight at night`)
+	tariffsPath := fs.String("tariffs", "", "a YAML file with a tariffs: section (plant: demo by default), and optionally the demo plant's battery: section and more tokens: (as in plantd.yaml): the day-ahead plan runs on the simulated clock (scripts/plan-days)")
+	sky := fs.Float64("sky", 1, "the simulated irradiance as a fraction of the simulator's own sky (0..1; 0.15: a dull winter's day)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !(*sky >= 0 && *sky <= 1) {
+		fmt.Fprintf(stderr, "plantd demo: --sky %v: want 0..1\n", *sky)
+		return exitUsage
+	}
+	var extra *demoExtra
+	if *tariffsPath != "" {
+		var err error
+		if extra, err = readDemoExtra(*tariffsPath); err != nil {
+			fmt.Fprintf(stderr, "plantd demo: --tariffs: %v\n", err)
+			return exitUsage
+		}
 	}
 	// The HTTP port first: when it is taken, that is the one thing to say
 	// (before the banner and its token), and no database is created.
@@ -239,6 +257,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	plantSim, err := sim.New(simCfg, slog.New(slog.DiscardHandler))
 	if err == nil {
+		plantSim.SetCloudFactor(*sky)
 		err = plantSim.Start()
 	}
 	if err != nil {
@@ -267,6 +286,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	cfg.Tokens = []config.Token{{Name: "demo", SHA256: config.TokenHash(token), Role: config.RoleInstaller}}
+	extra.apply(cfg)
 	// A client of the cloud API gets its token with client_credentials:
 	// client "demo" with the demo token as its secret; it may use the
 	// authorization_code flow too, redirected to demoRedirectURI (the
@@ -297,7 +317,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		m.Listen, m.Plant, m.Writes = sunspecLn.Addr().String(), "demo", true
 		m.Allow = []string{"127.0.0.0/8", "::1"}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil && extra != nil {
+		fmt.Fprintf(stderr, "plantd demo: the config with --tariffs %s has problems:\n%v\n", *tariffsPath, err)
+		return exitUsage
+	} else if err != nil {
 		fmt.Fprintf(stderr, "plantd demo: internal config error:\n%v\n", err)
 		return exitFailure
 	}
@@ -507,6 +530,48 @@ func demoConfig(p *sim.Plant, sc sim.Config, interval time.Duration) *config.Con
 		g.MeterLossGrace = min(time.Duration(float64(g.MeterLossGrace)*sc.Speed), time.Hour)
 	}
 	return cfg
+}
+
+// demoExtra is what plantd demo --tariffs adds to the demo's config: the
+// tariffs (for the demo plant unless they name it), the demo plant's
+// battery: section (gridCharge, reserveSoc, ...; a key left out keeps its
+// default) and more tokens (a grid operator's, say), each as in
+// plantd.yaml; cfg.Validate checks them.
+type demoExtra struct {
+	Tariffs *tariffconfig.Config   `yaml:"tariffs"`
+	Battery consumerconfig.Battery `yaml:"battery"`
+	Tokens  []config.Token         `yaml:"tokens"`
+}
+
+// readDemoExtra reads the file of --tariffs strictly (an unknown key is an
+// error); it needs a tariffs: section.
+func readDemoExtra(path string) (*demoExtra, error) {
+	data, err := config.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	x := demoExtra{Battery: config.NewPlant().Battery}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if x.Tariffs == nil {
+		return nil, fmt.Errorf("%s: no tariffs: section", path)
+	}
+	if x.Tariffs.Plant == "" {
+		x.Tariffs.Plant = "demo"
+	}
+	return &x, nil
+}
+
+// apply puts x into the demo's cfg (nothing for a nil x).
+func (x *demoExtra) apply(cfg *config.Config) {
+	if x == nil {
+		return
+	}
+	cfg.Tariffs, cfg.Plants[0].Battery = x.Tariffs, x.Battery
+	cfg.Tokens = append(cfg.Tokens, x.Tokens...)
 }
 
 // demoConsumerNames are the demo's consumers, in priority order.
