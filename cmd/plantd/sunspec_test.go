@@ -794,6 +794,11 @@ func TestSunSpecServerMasters(t *testing.T) {
 	t.Logf("under the operator's 20 %%, A's write of 100 %%: %d samples at 10 Hz over 10 s, highest register %g %%, highest limit in effect %g %%", n, reg, eff)
 	if reg > 20 || eff > 20 {
 		t.Errorf("A's 100 %% loosened the grid operator's 20 %%: register up to %g %%, in effect up to %g %%", reg, eff)
+		// Seen once, at load 18 (issue 45's session): what plantd wrote
+		// and logged then, for whoever sees it next.
+		for _, e := range plantLog(t, d) {
+			t.Logf("plant log %s %s %s", e.Time.Format("15:04:05.000"), e.Code, e.Message)
+		}
 	}
 	if pct, on, role, own, by := shows(a); pct != 20 || on != 1 || role != 2 || own != 0 || by != "dso (gridoperator)" {
 		t.Errorf("A reads %d %% (ena %d), holder role %d own %d by %q; want the operator's 20 %%", pct, on, role, own, by)
