@@ -73,6 +73,7 @@ type writer struct {
 	sv       []sidVal
 	mergeBuf []aggEntry  // mergeInto's entries
 	rollBufs *sampleBufs // the rollup's sample buffers (keepBufsBytes)
+	aggBuf   aggScratch  // aggregate's arrays, from device to device
 	// layouts remembers, per device row id, the series of its last
 	// measurement's readings by position (encode).
 	layouts map[int64]*layout
