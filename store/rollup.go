@@ -146,13 +146,15 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 }
 
 // rollupBatchSamples bounds the samples a rollup holds decoded at once
-// (about 250 bytes each, twice that while their arrays grow): the devices
-// are rolled up in batches of about this many samples, each batch read in
-// one scan of the chunk's rows in which SQLite passes over the other
-// batches' rows. 1,000 devices at 1 s held 300,000 samples (about 60 MB)
-// in one piece before; with 16,384 a 100-device plant's heap still rose
-// to 40 MB at each rollup.
-const rollupBatchSamples = 8192
+// (32 bytes each and 16 a value: 17-33 values a poll make 0.3-0.6 kB): the
+// devices are rolled up in batches of about this many samples, each batch
+// read in one scan of the chunk's rows in which SQLite passes over the
+// other batches' rows. 1,000 devices at 1 s held 300,000 samples (about
+// 60 MB) in one piece before; with 16,384 a 100-device plant's heap still
+// rose to 40 MB at each rollup; with 8192 the values of a batch were 4.4
+// MB of the live heap at the rollups of 1,000 devices at 1 s
+// (scripts/scale 1000 50), the most of anything the rollup held.
+const rollupBatchSamples = 4096
 
 // devRange is a range of device row ids, both ends included; the zero
 // range is every device.

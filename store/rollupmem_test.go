@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +25,11 @@ import (
 func BenchmarkRollup(b *testing.B) {
 	const devs = 1000
 	bp := newBenchPlant(b)
-	s := openTest(b, Config{Path: filepath.Join(b.TempDir(), "plantd.db"), QueueLen: DefaultQueueLen})
+	cfg := Config{Path: filepath.Join(b.TempDir(), "plantd.db"), QueueLen: DefaultQueueLen}
+	if v, err := strconv.Atoi(os.Getenv("ROLLUP_BATCH")); err == nil {
+		cfg.rollupBatch = v // to compare batch sizes
+	}
+	s := openTest(b, cfg)
 	stop := runStore(b, s)
 	t0 := time.Date(2026, 6, 21, 12, 0, 0, 0, time.UTC)
 	n := len(bp.devs)
