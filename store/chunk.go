@@ -135,24 +135,18 @@ func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *op
 	return max(0, len(smp)-before), nil
 }
 
-// scanChunks runs q, which selects (t0, device, v) of raw_chunk rows in
-// the order wanted, and calls fn per sample of the rows with t in
-// [lo, hi): in time order per row, or reversed with desc. Only the rows
-// of the devices keep accepts (nil: all) are decoded. fn returning false
-// stops. A chunk that does not decode is logged and skipped.
-func (s *Store) scanChunks(ctx context.Context, db querier, q string, args []any, lo, hi int64, desc bool,
-	keep func(dev int64) bool, fn func(dev, t int64, sv []sidVal) bool) error {
-	return scanRawChunks(ctx, s, db, q, args, lo, hi, desc, keep, decodeChunk, fn)
-}
-
-// scanChunkVals is scanChunks decoding with r: fn gets the channel values
-// of the series r gives.
+// scanChunkVals runs q, which selects (t0, device, v) of raw_chunk rows
+// in the order wanted, and calls fn per sample of the rows with t in
+// [lo, hi), with the channel values of the series r gives: in time order
+// per row, or reversed with desc. Only the rows of the devices keep
+// accepts (nil: all) are decoded. fn returning false stops. A chunk that
+// does not decode is logged and skipped.
 func (s *Store) scanChunkVals(ctx context.Context, db querier, q string, args []any, lo, hi int64, desc bool,
 	keep func(dev int64) bool, r *chunkReader, fn func(dev, t int64, vals []chVal) bool) error {
 	return scanRawChunks(ctx, s, db, q, args, lo, hi, desc, keep, r.decode, fn)
 }
 
-// scanRawChunks is scanChunks with the chunk decoder decode, whose
+// scanRawChunks is scanChunkVals with the chunk decoder decode, whose
 // samples' values are Ts (valid during fn only).
 func scanRawChunks[T any](ctx context.Context, s *Store, db querier, q string, args []any, lo, hi int64, desc bool,
 	keep func(dev int64) bool, decode func(b []byte, t0 int64, fn func(t int64, x []T) bool) error,
@@ -214,14 +208,18 @@ func scanRawChunks[T any](ctx context.Context, s *Store, db querier, q string, a
 // chunkReader decodes raw chunks as decodeChunk does (the same samples,
 // the same errors at the same points), for queries that want a few
 // channels of many samples: it gives a sample's values as channel values
-// (chVal) of the series in keys only, converting the others' mantissas
-// not at all; it keeps the series' states in a slice looked up when a
-// chunk's series set changes (once a chunk, as the writer writes them),
-// not in a map per value; and its buffers serve chunk after chunk.
-// decodeChunk took about a third of a plant's Recent answer, and the
-// catalog look-up of every value (chVals) as much again.
+// (chVal) of the series its key function gives only, converting the
+// others' mantissas not at all; it keeps the series' states in a slice
+// looked up when a chunk's series set changes (once a chunk, as the
+// writer writes them), not in a map per value; and its buffers serve
+// chunk after chunk. decodeChunk took about a third of a plant's Recent
+// answer, and the catalog look-up of every value as much again.
+// The rollup reads every channel through one (catalog.reader): decodeChunk's
+// map per chunk and the catalog's conversion were half of what a rollup of
+// 1,000 devices allocated.
 type chunkReader struct {
-	keys map[int64]chKey // the series to give and their channels
+	// keyOf gives a series' channel, false for a series not to give.
+	keyOf func(sid int64) (chKey, bool)
 	// sids are the series seen in the chunk so far, ascending, and
 	// states their states.
 	sids   []int64
@@ -240,7 +238,25 @@ type chunkReader struct {
 }
 
 // newChunkReader returns a reader giving the series of keys.
-func newChunkReader(keys map[int64]chKey) *chunkReader { return &chunkReader{keys: keys} }
+func newChunkReader(keys map[int64]chKey) *chunkReader {
+	return &chunkReader{keyOf: func(sid int64) (chKey, bool) { k, ok := keys[sid]; return k, ok }}
+}
+
+// reader returns a chunk reader giving every series of a device channel
+// the catalog knows (balance fields and unknown series are skipped), each
+// looked up once per series set met.
+func (c *catalog) reader() *chunkReader { return &chunkReader{keyOf: c.chanOf} }
+
+// chanOf gives a series' channel key, false for a series unknown or of a
+// balance field.
+func (c *catalog) chanOf(sid int64) (chKey, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s := c.seriesIDs[sid]; s != nil && s.ch != 0 {
+		return chKey{s.ch, int32(s.idx)}, true
+	}
+	return chKey{}, false
+}
 
 // decode decodes a chunk starting at t0, calling fn per sample in time
 // order with its values (valid during the call only); fn returning false
@@ -348,7 +364,7 @@ func (r *chunkReader) newSet() {
 		if ks == nil || !slices.Equal(ks.set, r.set) {
 			ks = &knownSet{set: slices.Clone(r.set)}
 			for _, sid := range r.set {
-				k, ok := r.keys[sid]
+				k, ok := r.keyOf(sid)
 				ks.give = append(ks.give, ok)
 				ks.key = append(ks.key, k)
 			}
@@ -367,7 +383,7 @@ func (r *chunkReader) newSet() {
 	r.slot, r.give, r.key = r.slot[:0], r.give[:0], r.key[:0]
 	for _, sid := range r.set {
 		i, _ := slices.BinarySearch(r.sids, sid)
-		k, ok := r.keys[sid]
+		k, ok := r.keyOf(sid)
 		r.slot = append(r.slot, int32(i))
 		r.give = append(r.give, ok)
 		r.key = append(r.key, k)
@@ -391,19 +407,6 @@ func ascending(set []int64) bool {
 		}
 	}
 	return true
-}
-
-// chVals appends the channel values of sv to dst; series the catalog does
-// not know, and balance fields, are skipped.
-func (c *catalog) chVals(dst []chVal, sv []sidVal) []chVal {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, x := range sv {
-		if s := c.seriesIDs[x.sid]; s != nil && s.ch != 0 {
-			dst = append(dst, chVal{chKey{s.ch, int32(s.idx)}, x.v})
-		}
-	}
-	return dst
 }
 
 // decodeRowBlob decodes a blob of the old raw table (schema versions 1–3:

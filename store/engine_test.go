@@ -200,7 +200,7 @@ func TestAggregateEnergy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			events := 0
-			out := aggregate(tt.prev, tt.samples, tt.next, 0, 900_000, width, nil, func(counterEvent) { events++ })
+			out := aggregate(tt.prev, tt.samples, tt.next, 0, 900_000, width, nil, func(counterEvent) { events++ }, nil)
 			got := want{}
 			for b, db := range out {
 				if a := db.aggs[tt.key]; a != nil && a.hasE {
@@ -237,7 +237,7 @@ func TestAggregateStats(t *testing.T) {
 		smp(200, kVolt, 231.0, kPVTot, 7.0),
 		smp(300, kVolt, 240.0),
 	}
-	out := aggregate(nil, samples, nil, 0, 600_000, bucketMs, nil, nil)
+	out := aggregate(nil, samples, nil, 0, 600_000, bucketMs, nil, nil, nil)
 	b0 := out[0]
 	if b0 == nil || b0.n != 3 {
 		t.Fatalf("bucket 0: %+v", b0)

@@ -189,11 +189,24 @@ func storedSamples(t testing.TB, s *Store) []storedSample {
 	var out []storedSample
 	err := s.scanChunks(t.Context(), s.rdb.Load(), `SELECT t0, device, v FROM raw_chunk ORDER BY id`, nil,
 		math.MinInt64, math.MaxInt64, false, nil, func(dev, ts int64, sv []sidVal) bool {
-			out = append(out, storedSample{dev, ts, s.cat.chVals(nil, sv)})
+			var vals []chVal
+			for _, x := range sv {
+				if k, ok := s.cat.chanOf(x.sid); ok {
+					vals = append(vals, chVal{k, x.v})
+				}
+			}
+			out = append(out, storedSample{dev, ts, vals})
 			return true
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// scanChunks is scanChunkVals decoding with decodeChunk, the reference
+// decoder: fn gets each sample's (series, value) pairs.
+func (s *Store) scanChunks(ctx context.Context, db querier, q string, args []any, lo, hi int64, desc bool,
+	keep func(dev int64) bool, fn func(dev, t int64, sv []sidVal) bool) error {
+	return scanRawChunks(ctx, s, db, q, args, lo, hi, desc, keep, decodeChunk, fn)
 }

@@ -532,7 +532,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 			return res, fmt.Errorf("store: recent: %w", classify(err))
 		}
 		if ds := cd.devs[sc.dev.id]; ds != nil {
-			buckets = aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil)
+			buckets = aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil, nil)
 		}
 	}
 	starts := make([]int64, 0, max(len(minutes), len(buckets)))

@@ -51,7 +51,7 @@ func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, f
 		}
 		for id, ds := range cd.devs {
 			out := map[int64]devInterval{}
-			for b, db := range aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil) {
+			for b, db := range aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil, nil) {
 				out[b] = intervalOf(ds.dev.kind, db)
 			}
 			per[id] = out

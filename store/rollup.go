@@ -146,13 +146,15 @@ func (w *writer) rollupChunk(ctx context.Context, horizon int64) error {
 }
 
 // rollupBatchSamples bounds the samples a rollup holds decoded at once
-// (about 250 bytes each, twice that while their arrays grow): the devices
-// are rolled up in batches of about this many samples, each batch read in
-// one scan of the chunk's rows in which SQLite passes over the other
-// batches' rows. 1,000 devices at 1 s held 300,000 samples (about 60 MB)
-// in one piece before; with 16,384 a 100-device plant's heap still rose
-// to 40 MB at each rollup.
-const rollupBatchSamples = 8192
+// (32 bytes each and 16 a value: 17-33 values a poll make 0.3-0.6 kB): the
+// devices are rolled up in batches of about this many samples, each batch
+// read in one scan of the chunk's rows in which SQLite passes over the
+// other batches' rows. 1,000 devices at 1 s held 300,000 samples (about
+// 60 MB) in one piece before; with 16,384 a 100-device plant's heap still
+// rose to 40 MB at each rollup; with 8192 the values of a batch were 4.4
+// MB of the live heap at the rollups of 1,000 devices at 1 s
+// (scripts/scale 1000 50), the most of anything the rollup held.
+const rollupBatchSamples = 4096
 
 // devRange is a range of device row ids, both ends included; the zero
 // range is every device.
@@ -313,61 +315,66 @@ func (w *writer) advanceEmpty(ctx context.Context, from, to int64) error {
 type chunkData struct {
 	devs  map[int64]*devSamples
 	carry map[int64]*rawSample // the last sample of each device before the chunk's end
+	// vals holds the values of every device's samples.
+	vals *valSlabs
 }
 
 type devSamples struct {
 	dev        *device
 	prev, next *rawSample
 	samples    []rawSample
-	// arena and ends hold the samples' values while readWindow reads
-	// them: the values of sample i end at ends[i].
-	arena []chVal
-	ends  []int32
 	// lead describes the counter runs open at prev (runsBefore).
 	lead map[chKey]runLead
-	// keys are the channels of the series of the device's last sample
-	// read, by position (chVals).
-	keys []sidKey
 }
 
-// sidKey is a series and its channel; ok false: a series chVals skips.
-type sidKey struct {
-	sid int64
-	k   chKey
-	ok  bool
+// slabVals is the size of a valSlabs slab in values (64 KB).
+const slabVals = 4096
+
+// valSlabs holds the values of a batch's samples in slabs of slabVals
+// values that never move: a sample's values are a part of one slab. One
+// array per device, grown by doubling and sized for whatever device had
+// used it before, was a third of what a rollup of 1,000 devices
+// allocated, and its spare room was held through the rollup.
+type valSlabs struct {
+	slabs [][]chVal
+	cur   int // the slab being filled
 }
 
-// chVals appends the channel values of sv to ds.arena as catalog.chVals
-// does. A device's samples list the same series in the same order: a
-// series at the position it had in the sample before takes the channel
-// it had there, without the catalog's lock and map (they were a tenth of
-// a rollup's time). The positions are kept for one readWindow only.
-func (ds *devSamples) chVals(c *catalog, sv []sidVal) {
-	for j, x := range sv {
-		if j >= len(ds.keys) || ds.keys[j].sid != x.sid {
-			sk := sidKey{sid: x.sid}
-			if s := c.seriesByID(x.sid); s != nil && s.ch != 0 {
-				sk.k, sk.ok = chKey{s.ch, int32(s.idx)}, true
-			}
-			if j >= len(ds.keys) {
-				ds.keys = append(ds.keys, sk)
-			} else {
-				ds.keys[j] = sk
-			}
-		}
-		if sk := ds.keys[j]; sk.ok {
-			ds.arena = append(ds.arena, chVal{sk.k, x.v})
-		}
+// add copies vals into the slabs and returns the copy.
+func (a *valSlabs) add(vals []chVal) []chVal {
+	if len(vals) > slabVals {
+		return slices.Clone(vals)
 	}
+	for a.cur < len(a.slabs) && cap(a.slabs[a.cur])-len(a.slabs[a.cur]) < len(vals) {
+		a.cur++
+	}
+	if a.cur == len(a.slabs) {
+		a.slabs = append(a.slabs, make([]chVal, 0, slabVals))
+	}
+	sl := a.slabs[a.cur]
+	at := len(sl)
+	sl = append(sl, vals...)
+	a.slabs[a.cur] = sl
+	return sl[at:len(sl):len(sl)]
+}
+
+// reset empties the slabs for reuse.
+func (a *valSlabs) reset() {
+	for i := range a.slabs {
+		a.slabs[i] = a.slabs[i][:0]
+	}
+	a.cur = 0
 }
 
 // sampleBufs recycles the sample buffers of readWindow (a device's samples,
-// their values and their ends) between the batches of one rollup chunk, so
-// that a chunk of many batches decodes into the buffers of its first one.
-// At 5,000 devices at 5 s a chunk has 37 batches: the rollup allocated
-// 150 MB in a few seconds, and the heap grew by 25 MB at each one. The nil
-// *sampleBufs allocates afresh.
-type sampleBufs struct{ free []*devSamples }
+// a batch's slabs of values) between the batches of one rollup chunk, so that a chunk of many batches decodes into the buffers
+// of its first one. At 5,000 devices at 5 s a chunk has 37 batches: the
+// rollup allocated 150 MB in a few seconds, and the heap grew by 25 MB at
+// each one. The nil *sampleBufs allocates afresh.
+type sampleBufs struct {
+	free  []*devSamples
+	slabs []*valSlabs
+}
 
 // keepBufsBytes bounds the sample buffers the writer keeps from one
 // rollup chunk to the next: a plant's chunks then decode into the arrays
@@ -378,13 +385,16 @@ type sampleBufs struct{ free []*devSamples }
 const keepBufsBytes = 2 << 20
 
 // keep returns b when its arrays take at most keepBufsBytes (a sample
-// 32 bytes, a value 16, an end 4, a key 24), else nil. What the buffers
-// pointed to besides their arrays is let go.
+// 32 bytes, a value 16), else nil. What the buffers pointed to besides
+// their arrays is let go.
 func (b *sampleBufs) keep() *sampleBufs {
 	n := 0
 	for _, ds := range b.free {
-		n += cap(ds.samples)*32 + cap(ds.arena)*16 + cap(ds.ends)*4 + cap(ds.keys)*24
+		n += cap(ds.samples) * 32
 		ds.dev, ds.prev, ds.next, ds.lead = nil, nil, nil, nil
+	}
+	for _, a := range b.slabs {
+		n += len(a.slabs) * slabVals * 16
 	}
 	if n > keepBufsBytes {
 		return nil
@@ -399,8 +409,19 @@ func (b *sampleBufs) get(d *device) *devSamples {
 	}
 	ds := b.free[len(b.free)-1]
 	b.free = b.free[:len(b.free)-1]
-	*ds = devSamples{dev: d, samples: ds.samples[:0], arena: ds.arena[:0], ends: ds.ends[:0], keys: ds.keys[:0]}
+	*ds = devSamples{dev: d, samples: ds.samples[:0]}
 	return ds
+}
+
+// valSlabs returns empty slabs for a batch's values.
+func (b *sampleBufs) valSlabs() *valSlabs {
+	if b == nil || len(b.slabs) == 0 {
+		return &valSlabs{}
+	}
+	a := b.slabs[len(b.slabs)-1]
+	b.slabs = b.slabs[:len(b.slabs)-1]
+	a.reset()
+	return a
 }
 
 // put takes back the buffers of cd once nothing reads its samples any
@@ -410,13 +431,15 @@ func (b *sampleBufs) put(cd *chunkData) {
 		clear(ds.samples) // no stale references through the reused array
 		b.free = append(b.free, ds)
 	}
+	b.slabs = append(b.slabs, cd.vals)
+	cd.vals = nil
 }
 
 // readWindow reads the samples in [from, to) of the devices want accepts
 // (nil: all), each one's last sample before from (taken from carry when it
 // is not nil) and its first sample at or after to.
 func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span devRange, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges, bufs *sampleBufs) (*chunkData, error) {
-	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}}
+	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}, vals: bufs.valSlabs()}
 	skip := map[int64]bool{}
 	get := func(id int64) *devSamples {
 		if ds := cd.devs[id]; ds != nil {
@@ -443,28 +466,24 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 	}
 	// A device's chunks come in time order, so are its samples.
 	keep := func(dev int64) bool { return get(dev) != nil }
-	err := s.scanChunks(ctx, db, q, args, from, to, false, keep, func(dev, t int64, sv []sidVal) bool {
-		ds := get(dev)
-		if ds == nil {
-			return true
+	r := s.cat.reader()
+	var ds *devSamples // the device of the last sample: a chunk's samples come one after another
+	err := s.scanChunkVals(ctx, db, q, args, from, to, false, keep, r, func(dev, t int64, vals []chVal) bool {
+		if ds == nil || ds.dev.id != dev {
+			if ds = get(dev); ds == nil {
+				return true
+			}
 		}
-		// The values of all the device's samples go into one array (the
-		// samples take their parts of it below): one allocation per
-		// doubling instead of several per sample.
-		ds.chVals(s.cat, sv)
-		ds.samples = append(ds.samples, rawSample{t: t})
-		ds.ends = append(ds.ends, int32(len(ds.arena)))
+		if len(ds.samples) == 0 {
+			// Room for the window's chunks at the rate of the first,
+			// not grown by doubling.
+			ds.samples = slices.Grow(ds.samples, r.n*int((hi-lo)>>24+1))
+		}
+		ds.samples = append(ds.samples, rawSample{t: t, vals: cd.vals.add(vals)})
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read samples: %w", err)
-	}
-	for _, ds := range cd.devs {
-		start := int32(0)
-		for i, end := range ds.ends {
-			ds.samples[i].vals = ds.arena[start:end:end]
-			start = end
-		}
 	}
 	if edges == nil {
 		if edges, err = readEdges(ctx, db, s, from, to, carry == nil); err != nil {
@@ -605,9 +624,9 @@ func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int
 		_, seen := out[dev]
 		return want[dev] && !seen
 	}
-	err := s.scanChunks(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, func(dev, t int64, sv []sidVal) bool {
+	err := s.scanChunkVals(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, s.cat.reader(), func(dev, t int64, vals []chVal) bool {
 		if _, seen := out[dev]; want[dev] && !seen {
-			out[dev] = &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
+			out[dev] = &rawSample{t: t, vals: slices.Clone(vals)}
 		}
 		return len(out) < len(want)
 	})
@@ -673,7 +692,7 @@ func (w *writer) writeDevices(ctx context.Context, tx *sql.Tx, cw *chunkWrite, c
 			w.s.log.Warn("energy counter went back or jumped: new baseline, power integrated meanwhile",
 				"device", d.name, "channel", ev.ch.Name(), "input", ev.idx,
 				"time", time.UnixMilli(ev.t).UTC(), "from_wh", ev.from, "to_wh", ev.to)
-		})
+		}, &w.aggBuf)
 		for b, db := range out {
 			cw.entries = cw.entries[:0]
 			for k, a := range db.aggs {
@@ -990,13 +1009,13 @@ func runsBefore(ctx context.Context, db querier, s *Store, cd *chunkData, from i
 		d := found[dev]
 		return d != nil && d.left > 0
 	}
-	err := s.scanChunks(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`,
-		[]any{idLo, idHi}, lo, hi, true, keep, func(dev, t int64, sv []sidVal) bool {
+	err := s.scanChunkVals(ctx, db, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`,
+		[]any{idLo, idHi}, lo, hi, true, keep, s.cat.reader(), func(dev, t int64, vals []chVal) bool {
 			d := found[dev]
 			if d == nil || d.left == 0 || t >= d.ds.prev.t {
 				return true
 			}
-			o := &rawSample{t: t, vals: s.cat.chVals(nil, sv)}
+			o := &rawSample{t: t, vals: slices.Clone(vals)}
 			if d.cur.t-o.t > counterGapMs {
 				d.left = 0
 				pending--

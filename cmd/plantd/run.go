@@ -59,6 +59,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	setMemoryLimit(cfg) // not for the demo, whose process hosts the simulator and broker too
 	beginStartupGC()    // ended by supervise once the first poll round ran
+	// The executable's pages the process's own start brought in are given
+	// back before the start-up too, not only after it (supervise): with
+	// the file in the page cache, fault-around had mapped nearly all of it
+	// by now, and start-up's peak was the whole binary plus the heap it
+	// builds (codepages_linux.go). A failure here is logged by the second
+	// call.
+	_, _ = releaseCodePages()
 	go adaptGOGC(ctx, 5*time.Second)
 	return serve(ctx, cfg, *path, listeners{}, nil, stderr, 0, func() (*config.Config, error) { return config.Load(*path) })
 }
