@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"plantd/plant"
 	"time"
 )
 
@@ -33,14 +34,13 @@ type Output struct {
 	Phases   int
 }
 
-// The SG-Ready operating states (Bundesverband Wärmepumpe's label): the
-// two relay contacts (A, B) give 1 = (1, 0) utility lock, 2 = (0, 0)
-// normal, 3 = (0, 1) switch-on recommended, 4 = (1, 1) switch-on forced.
+// The SG-Ready states (plant.SGLocked..SGForced) under consumer's name,
+// for the drivers, which do not import plant.
 const (
-	SGLocked    = 1
-	SGNormal    = 2
-	SGRecommend = 3
-	SGForced    = 4
+	SGLocked    = plant.SGLocked
+	SGNormal    = plant.SGNormal
+	SGRecommend = plant.SGRecommend
+	SGForced    = plant.SGForced
 )
 
 // Reading is one poll of a consumer's device.

@@ -16,7 +16,7 @@ import (
 // other version's state is refused.
 func TestKeptEncoding(t *testing.T) {
 	at := time.UnixMilli(1_782_036_000_000)
-	k := kept{has: true, out: Output{On: true, SGReady: SGForced}, last: at,
+	k := kept{has: true, out: Output{On: true, SGReady: plant.SGForced}, last: at,
 		switches: []time.Time{at.Add(-40 * time.Minute), at},
 		byRan:    []time.Duration{90 * time.Minute, 0}, byEnd: []time.Time{at.Add(5 * time.Hour), {}},
 		dayOK: true, day: "2026-06-21", dayWh: 1234.5, estWh: 98765.25}

@@ -512,7 +512,7 @@ func (m *Manager) startLocked(c *cons, r Reading, now time.Time) {
 			c.spec.ID, describe(r.Output, c.spec.Setpoint), describe(k.out, c.spec.Setpoint))
 	}
 	setByPlantd := k != nil && k.has && k.out.SGReady == r.Output.SGReady
-	if c.spec.Setpoint == SetpointSGReady && !setByPlantd && (r.Output.SGReady == SGLocked || r.Output.SGReady == SGForced) {
+	if c.spec.Setpoint == SetpointSGReady && !setByPlantd && (r.Output.SGReady == plant.SGLocked || r.Output.SGReady == plant.SGForced) {
 		m.logf(c, now, plant.LevelWarning, "SGReadyUnexpectedState",
 			"%s: SG-Ready state %d (%s) read at start, which plantd did not set; if the heat pump shows another state, contacts A and B (coils) may be swapped; plantd keeps it until its first decision",
 			c.spec.ID, r.Output.SGReady, sgWords[r.Output.SGReady])
@@ -753,7 +753,7 @@ func (m *Manager) meterW(c *cons) (float64, bool) {
 func onOf(out Output, sp Setpoint) bool {
 	switch sp {
 	case SetpointSGReady:
-		return out.SGReady >= SGRecommend
+		return out.SGReady >= plant.SGRecommend
 	case SetpointCurrent:
 		return out.CurrentA > 0
 	}
@@ -815,15 +815,15 @@ func (m *Manager) outputLocked(c *cons, s *slot) Output {
 	}
 	switch {
 	case s.reason == plant.ReasonDimmed:
-		return Output{SGReady: SGLocked} // the pump protects its compressor itself
+		return Output{SGReady: plant.SGLocked} // the pump protects its compressor itself
 	case s.reason == plant.ReasonPlan:
-		return Output{On: s.sgState >= SGRecommend, SGReady: s.sgState}
+		return Output{On: s.sgState >= plant.SGRecommend, SGReady: s.sgState}
 	case !s.want:
-		return Output{SGReady: SGNormal}
+		return Output{SGReady: plant.SGNormal}
 	case s.reason == plant.ReasonSurplus || s.auto:
-		return Output{On: true, SGReady: SGRecommend}
+		return Output{On: true, SGReady: plant.SGRecommend}
 	default:
-		return Output{On: true, SGReady: SGForced}
+		return Output{On: true, SGReady: plant.SGForced}
 	}
 }
 

@@ -39,7 +39,7 @@ type planned struct {
 
 // Planned is the plan's step for one consumer: a car's charging power
 // (W; 0 = surplus only in this slot) or a heat pump's SG-Ready state
-// (SGLocked..SGForced; SGNormal = its own controller, and surplus may
+// (plant.SGLocked..SGForced; plant.SGNormal = its own controller, and surplus may
 // still recommend), until Until on the plant's clock.
 type Planned struct {
 	PowerW  float64
@@ -193,7 +193,7 @@ func (m *Manager) SetPlanned(deviceID string, p Planned) error {
 		c.planned = nil
 		return nil
 	}
-	if p.SGReady != 0 && (p.SGReady < SGLocked || p.SGReady > SGForced) || math.IsNaN(p.PowerW) || p.PowerW < 0 {
+	if p.SGReady != 0 && (p.SGReady < plant.SGLocked || p.SGReady > plant.SGForced) || math.IsNaN(p.PowerW) || p.PowerW < 0 {
 		return fmt.Errorf("consumer %s: planned %v W, SG-Ready %d: %w", deviceID, p.PowerW, p.SGReady, plant.ErrBadPlan)
 	}
 	c.planned = &planned{watts: p.PowerW, sg: p.SGReady, until: p.Until}
@@ -232,14 +232,14 @@ func (m *Manager) planSlotLocked(c *cons, s *slot, now time.Time) bool {
 			return false
 		}
 		switch p.sg {
-		case SGRecommend, SGForced:
+		case plant.SGRecommend, plant.SGForced:
 			s.want, s.sgState, s.reason = true, p.sg, plant.ReasonPlan
 			return true
-		case SGLocked:
+		case plant.SGLocked:
 			if !c.spec.PlanLock {
 				return false
 			}
-			s.want, s.sgState, s.reason = false, SGLocked, plant.ReasonPlan
+			s.want, s.sgState, s.reason = false, plant.SGLocked, plant.ReasonPlan
 			return true
 		}
 	case SetpointCurrent:

@@ -180,7 +180,7 @@ func dim(slots []slot, limitW float64) float64 {
 			return s.ratedW, true // switched on by this decision, or a moment ago: it will draw its rating
 		case s.want:
 			return s.drawW, true
-		case s.sg && s.sgState == SGLocked && s.reason == plant.ReasonPlan:
+		case s.sg && s.sgState == plant.SGLocked && s.reason == plant.ReasonPlan:
 			return 0, false // locked by the plan: it draws nothing
 		case s.sg:
 			return s.ratedW, true

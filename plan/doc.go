@@ -18,7 +18,7 @@
 // absent. The [Plan] has a [Step] per slot: the battery's action and AC
 // power (with the part of a charge from the grid), the SoC after it, the
 // heat pump's SG-Ready state (1..4, numbered as plant.ConsumerReading's
-// SGReady and consumer's SGLocked..SGForced) and draw, the car's
+// SGReady, plant.SGLocked..SGForced) and draw, the car's
 // charging power, the expected import, export and PV held back, the
 // slot's cost and a short reason for the API and the log; for the whole
 // horizon the cost, the baseline's cost and the saving, and what the car
@@ -126,5 +126,5 @@
 // state (a charger's currents × phases × voltage, a target SoC × the
 // car's capacity, the must-run rules' energy) into an Input.
 //
-// Imports: none
+// Imports: plantd/plant
 package plan

@@ -3,21 +3,13 @@ package plan
 import (
 	"math"
 	"time"
+
+	"plantd/plant"
 )
 
 // The flexible loads: the car's charging and the heat pump's SG-Ready
 // states, placed against planner.marginal (the cost to the horizon's end
 // of a load in one slot, the battery's move there chosen again).
-
-// The SG-Ready states as consumer's SGLocked..SGForced and
-// plant.ConsumerReading.SGReady number them (plan imports neither
-// consumer nor its driver table).
-const (
-	sgLocked      = 1
-	sgNormal      = 2
-	sgRecommended = 3
-	sgForced      = 4
-)
 
 // carLevels is how many steps between the car's minimum and maximum
 // power a slot climbs (an import limit may leave room for less than the
@@ -147,7 +139,7 @@ func newHeatPumpSchedule(in *Input, dt time.Duration) heatPumpSchedule {
 	}
 	s.normalDrawW = s.remWh / (float64(n) * s.dtH)
 	for t := range s.states {
-		s.states[t] = sgNormal
+		s.states[t] = plant.SGNormal
 	}
 	s.day = make([]int, n)
 	loc := in.Start.Location()
@@ -182,9 +174,9 @@ func (s *heatPumpSchedule) state(t int) int {
 // powerW is the draw of a state other than normal.
 func (s *heatPumpSchedule) powerW(state int8) float64 {
 	switch state {
-	case sgRecommended:
+	case plant.SGRecommend:
 		return s.h.RecommendedW
-	case sgForced:
+	case plant.SGForced:
 		return s.h.ForcedW
 	}
 	return 0
@@ -192,7 +184,7 @@ func (s *heatPumpSchedule) powerW(state int8) float64 {
 
 // aheadW is what a state other than normal takes above normalDrawW.
 func (s *heatPumpSchedule) aheadW(state int8) float64 {
-	if state == sgRecommended || state == sgForced {
+	if state == plant.SGRecommend || state == plant.SGForced {
 		return s.powerW(state) - s.normalDrawW
 	}
 	return 0
@@ -211,7 +203,7 @@ func (s *heatPumpSchedule) drawW(t int) float64 {
 	if s.h == nil {
 		return 0
 	}
-	if s.states[t] == sgNormal {
+	if s.states[t] == plant.SGNormal {
 		return s.normalW()
 	}
 	return s.powerW(s.states[t])
@@ -243,12 +235,12 @@ func (s *heatPumpSchedule) locksOK() bool {
 	clear(s.total)
 	prevEnd, prevLen := -1, 0
 	for t := 0; t < len(s.states); {
-		if s.states[t] != sgLocked {
+		if s.states[t] != plant.SGLocked {
 			t++
 			continue
 		}
 		a := t
-		for t < len(s.states) && s.states[t] == sgLocked {
+		for t < len(s.states) && s.states[t] == plant.SGLocked {
 			t++
 		}
 		l, d := t-a, s.day[a]
@@ -274,7 +266,7 @@ type hpMove struct {
 }
 
 // boosts are the states that heat ahead, in the order moves try them.
-var boosts = [2]int8{sgRecommended, sgForced}
+var boosts = [2]int8{plant.SGRecommend, plant.SGForced}
 
 // placeHeatPump improves the heat pump's states greedily: each round takes
 // the move that lowers the cost most (heating ahead in a slot in state 3
@@ -325,7 +317,7 @@ type heatPumpRound struct {
 
 // atState is slot t's marginal cost in a state other than 2.
 func (r *heatPumpRound) atState(t int, st int8) float64 {
-	if st == sgLocked {
+	if st == plant.SGLocked {
 		return r.at[3*t]
 	}
 	return r.at[3*t+int(st)-2]
@@ -338,7 +330,7 @@ func (r *heatPumpRound) price() {
 	r.d2, r.lamSum = s.normalW(), 0
 	for t := range r.cur {
 		r.lam[t], r.lockOK[t] = 0, 0
-		if s.states[t] != sgNormal {
+		if s.states[t] != plant.SGNormal {
 			r.cur[t] = r.atState(t, s.states[t])
 			continue
 		}
@@ -346,11 +338,11 @@ func (r *heatPumpRound) price() {
 		r.lam[t] = (p.marginal(t, r.other[t]+r.d2+h) - r.cur[t]) / h
 		r.lamSum += r.lam[t]
 		if s.h.Lock != nil {
-			s.states[t] = sgLocked
+			s.states[t] = plant.SGLocked
 			if s.locksOK() {
 				r.lockOK[t] = 1
 			}
-			s.states[t] = sgNormal
+			s.states[t] = plant.SGNormal
 		}
 	}
 }
@@ -379,12 +371,12 @@ func (r *heatPumpRound) spread(rem float64, n2 int, lamOut float64) (float64, bo
 func (r *heatPumpRound) boost(t int, to int8) (own, rem float64, out int, ok bool) {
 	s := r.s
 	st := s.states[t]
-	if st >= to || st == sgLocked || !s.bufferOK(t, to) {
+	if st >= to || st == plant.SGLocked || !s.bufferOK(t, to) {
 		return 0, 0, 0, false
 	}
 	own = r.atState(t, to) - r.cur[t]
 	rem = s.remWh - s.powerW(to)*s.dtH
-	if st == sgNormal {
+	if st == plant.SGNormal {
 		return own, rem, 1, true
 	}
 	return own, rem + s.powerW(st)*s.dtH, 0, true
@@ -414,7 +406,7 @@ func (r *heatPumpRound) bestMove() hpMove {
 		}
 		lockOwn := r.at[3*t] - r.cur[t]
 		if c, ok := r.spread(r.s.remWh, r.s.n2-1, r.lam[t]); ok {
-			r.try(hpMove{t: t, u: -1, to: sgLocked, gainEUR: lockOwn + c})
+			r.try(hpMove{t: t, u: -1, to: plant.SGLocked, gainEUR: lockOwn + c})
 			continue
 		}
 		// The lock needs heating ahead elsewhere.
@@ -425,7 +417,7 @@ func (r *heatPumpRound) bestMove() hpMove {
 				}
 				if own, rem, out, ok := r.boost(u, to); ok {
 					if c, ok := r.spread(rem, r.s.n2-1-out, r.lam[t]+r.lam[u]*float64(out)); ok {
-						r.try(hpMove{t: t, u: u, to: sgLocked, toU: to, gainEUR: lockOwn + own + c})
+						r.try(hpMove{t: t, u: u, to: plant.SGLocked, toU: to, gainEUR: lockOwn + own + c})
 					}
 				}
 			}
@@ -437,7 +429,7 @@ func (r *heatPumpRound) bestMove() hpMove {
 // apply puts slot t in state to and keeps rem, n2 and the day's buffer.
 func (s *heatPumpSchedule) apply(t int, to int8) {
 	from := s.states[t]
-	if from == sgNormal {
+	if from == plant.SGNormal {
 		s.n2--
 	} else {
 		s.remWh += s.powerW(from) * s.dtH

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"plantd/plant"
 )
 
 // cet is a fixed zone, so the tests need no time zone database.
@@ -185,10 +187,10 @@ func checkHeatPump(t *testing.T, in *Input, pl *Plan) {
 		if w, ok := want[st.SGReady]; ok && st.HeatPumpW != w {
 			t.Errorf("step %d: heat pump %.0f W in state %d", i, st.HeatPumpW, st.SGReady)
 		}
-		if st.SGReady >= sgRecommended {
+		if st.SGReady >= plant.SGRecommend {
 			ahead[st.Start.YearDay()] += (st.HeatPumpW - normal) * dtH
 		}
-		if st.SGReady != sgLocked {
+		if st.SGReady != plant.SGLocked {
 			continue
 		}
 		if hp.Lock == nil {
@@ -364,7 +366,7 @@ func TestNegativeFeedIn(t *testing.T) {
 	boosted := 0
 	for i, st := range pl.Steps {
 		h := hourOf(st)
-		if st.SGReady >= sgRecommended {
+		if st.SGReady >= plant.SGRecommend {
 			aheadWh += (st.HeatPumpW - hp.NormalW) / 4
 			if h < 11 || h >= 15 {
 				t.Errorf("step %d (%.2f h): heat pump in state %d outside the free hours", i, h, st.SGReady)
@@ -383,7 +385,7 @@ func TestNegativeFeedIn(t *testing.T) {
 			t.Errorf("step %d: reason %q", i, st.Reason)
 		}
 		chargedWh += math.Max(0, st.BatteryW) / 4
-		if st.SGReady >= sgRecommended {
+		if st.SGReady >= plant.SGRecommend {
 			boosted++
 		}
 	}
@@ -530,7 +532,7 @@ func TestHeatPumpLock(t *testing.T) {
 			pl := compute(t, in)
 			locked := 0
 			for i, st := range pl.Steps {
-				if st.SGReady != sgLocked {
+				if st.SGReady != plant.SGLocked {
 					continue
 				}
 				locked++
@@ -558,7 +560,7 @@ func TestNoLockWithoutRules(t *testing.T) {
 	in := &Input{Start: midnight, Slots: horizon(midnight, 96, winterSlot),
 		HeatPump: &HeatPump{NormalW: 800, RecommendedW: 1600, ForcedW: 2400}}
 	for i, st := range compute(t, in).Steps {
-		if st.SGReady == sgLocked {
+		if st.SGReady == plant.SGLocked {
 			t.Errorf("step %d locked", i)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"plantd/plant"
 )
 
 // planner holds one computation's state; Compute makes one per call.
@@ -136,13 +138,13 @@ func (p *planner) reason(t int, st *Step, median float64) string {
 		return ReasonNegativeFeedIn
 	case st.Battery == BatteryChargeGrid:
 		return ReasonGridCharge
-	case st.SGReady == sgLocked:
+	case st.SGReady == plant.SGLocked:
 		return ReasonHeatPumpLock
 	case st.CarW > 0:
 		return ReasonCar
 	case st.Battery == BatteryDischarge && s.ImportEURPerKWh > median:
 		return ReasonPeak
-	case st.SGReady == sgRecommended || st.SGReady == sgForced:
+	case st.SGReady == plant.SGRecommend || st.SGReady == plant.SGForced:
 		return ReasonHeatPumpBoost
 	case st.Battery == BatteryChargePV:
 		return ReasonStorePV

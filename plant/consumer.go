@@ -145,3 +145,15 @@ func ConsumerReasons() []string {
 		ReasonMinOnTime, ReasonMinOffTime, ReasonMaxSwitches, ReasonOffline, ReasonStarting, ReasonDimmed,
 		ReasonMinPV, ReasonEnableDelay, ReasonDisableDelay, ReasonNoVehicle, ReasonPlan}
 }
+
+// The SG-Ready operating states (Bundesverband Wärmepumpe's label): the
+// two relay contacts (A, B) give 1 = (1, 0) utility lock, 2 = (0, 0)
+// normal, 3 = (0, 1) switch-on recommended, 4 = (1, 1) switch-on forced.
+// ConsumerReading.SGReady and the energy manager's outputs use them, and
+// the day-ahead planner's heat pump states.
+const (
+	SGLocked    = 1
+	SGNormal    = 2
+	SGRecommend = 3
+	SGForced    = 4
+)
