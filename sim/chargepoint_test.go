@@ -515,6 +515,10 @@ func TestChargePointProfiles(t *testing.T) {
 			} else {
 				charging(t, r.cp)
 			}
+			// The central system's side of the connection too: the twin
+			// may see its websocket up before the server has registered
+			// it ("no client cp1 exists" on a loaded machine).
+			r.cs.waitState(t, "cp1 online at the central system", func(_ []any, online map[string]bool) bool { return online["cp1"] })
 			for i, s := range tc.steps {
 				var got string
 				if s.clear != nil {
