@@ -159,7 +159,7 @@ tariffs:
 }
 
 // TestPlanGridCharge is issue 45's battery plan with the real binary: a
-// time-of-use tariff cheap (0.10 EUR/kWh) for the two hours from now and
+// time-of-use tariff cheap (0.10 EUR/kWh) for the 45 minutes from now and
 // dear (0.40) otherwise, the demo's battery at 20 % at night (no PV), grid
 // charging allowed: the plan charges the battery from the grid now, a
 // BatteryPower setpoint of the plan's door, and the battery's registers
@@ -184,8 +184,11 @@ func TestPlanGridCharge(t *testing.T) {
 	cfg.Devices = devs
 	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, berlin) // night: no PV
 	p := simtest.Start(t, cfg)
-	h := time.Now().In(berlin).Truncate(time.Hour)
-	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(2*time.Hour).Format("15:04"))
+	// Cheap for the slot of now and the two after it: too short to fill
+	// the battery, so the plan charges in each of them, now too (with two
+	// hours of cheap slots it may start later in them, as cheap).
+	h := time.Now().In(berlin).Truncate(15 * time.Minute)
+	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(45*time.Minute).Format("15:04"))
 	path := consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"}, plant: ", battery: {gridCharge: true, reserveSoc: 10}",
 		top: fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap)})
 	d := startDaemon(t, path)

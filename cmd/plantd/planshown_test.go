@@ -41,8 +41,11 @@ func TestPlanShown(t *testing.T) {
 	p := simtest.Start(t, cfg)
 	b := mqtttest.Start(t, mqtttest.Options{})
 	col := mqtttest.Collect(t, b)
-	h := time.Now().In(berlin).Truncate(time.Hour)
-	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(2*time.Hour).Format("15:04"))
+	// Cheap for the slot of now and the two after it: too short to fill
+	// the battery, so the plan charges in each of them, now too (with two
+	// hours of cheap slots it may start later in them, as cheap).
+	h := time.Now().In(berlin).Truncate(15 * time.Minute)
+	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(45*time.Minute).Format("15:04"))
 	path := consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"},
 		plant: ", location: {latitude: 52.52, longitude: 13.40}, battery: {gridCharge: true, reserveSoc: 10}",
 		top: fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap) +
