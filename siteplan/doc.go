@@ -52,8 +52,9 @@
 //
 // What the plan knows of the house: the base load is the plant's total
 // consumption as the live balance shows it, less what the planned heat
-// pump and car draw now (measured, else the pump's state's power),
-// smoothed over the runner's last hour and taken as flat over the
+// pump and car draw now when measured (an unmetered pump stays in it:
+// its state's rating subtracted took a 1 kW house to 0 W), smoothed over
+// an hour of the plan's clock and taken as flat over the
 // horizon (a consumption forecast from history is future work); other
 // consumers (relays, plugs) are not planned: the energy manager runs them
 // on surplus and their must-run rules, and their draw is part of that
