@@ -170,27 +170,9 @@ func TestPlanGridCharge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs plantd with a battery and a time-of-use tariff (~20 s)")
 	}
-	berlin := mustLocation(t, "Europe/Berlin")
-	cfg := sim.DemoConfig()
-	var devs []sim.DeviceConfig
-	for _, d := range cfg.Devices {
-		if d.Kind == kind.Battery {
-			d.SoCPct = 20
-		}
-		if d.Kind != kind.Sensor && d.ID != "rcr" {
-			devs = append(devs, d)
-		}
-	}
-	cfg.Devices = devs
-	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, berlin) // night: no PV
-	p := simtest.Start(t, cfg)
-	// Cheap for the slot of now and the two after it: too short to fill
-	// the battery, so the plan charges in each of them, now too (with two
-	// hours of cheap slots it may start later in them, as cheap).
-	h := time.Now().In(berlin).Truncate(15 * time.Minute)
-	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(45*time.Minute).Format("15:04"))
+	p := nightBatterySim(t)
 	path := consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"}, plant: ", battery: {gridCharge: true, reserveSoc: 10}",
-		top: fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap)})
+		top: cheapNowTariffs(t)})
 	d := startDaemon(t, path)
 	defer d.stop()
 	d.waitAPI(30 * time.Second)
@@ -283,4 +265,36 @@ tariffs:
 			}
 		})
 	}
+}
+
+// nightBatterySim is the demo plant without its sensor and ripple-control
+// receiver, its battery at 20 %, on a January night (no PV): a plan has
+// every reason to charge it from the grid when power is cheap.
+func nightBatterySim(t *testing.T) *sim.Plant {
+	t.Helper()
+	cfg := sim.DemoConfig()
+	var devs []sim.DeviceConfig
+	for _, d := range cfg.Devices {
+		if d.Kind == kind.Battery {
+			d.SoCPct = 20
+		}
+		if d.Kind != kind.Sensor && d.ID != "rcr" {
+			devs = append(devs, d)
+		}
+	}
+	cfg.Devices = devs
+	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, mustLocation(t, "Europe/Berlin"))
+	return simtest.Start(t, cfg)
+}
+
+// cheapNowTariffs is a tariffs: section for plant p1, 0.10 EUR/kWh for
+// the slot of now and the two after it (Europe/Berlin) and 0.40
+// otherwise, feed-in 0.08: too short to fill the battery, so the plan
+// charges in each of them, now too (with two hours of cheap slots it may,
+// on a tie, start later in them).
+func cheapNowTariffs(t *testing.T) string {
+	t.Helper()
+	h := time.Now().Truncate(15 * time.Minute).In(mustLocation(t, "Europe/Berlin"))
+	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(45*time.Minute).Format("15:04"))
+	return fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap)
 }

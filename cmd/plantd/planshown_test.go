@@ -9,9 +9,6 @@ import (
 
 	"plantd/internal/proctest"
 	"plantd/mqtt/mqtttest"
-	"plantd/plant/kind"
-	"plantd/sim"
-	"plantd/sim/simtest"
 )
 
 // TestPlanShown: with a time-of-use table, a battery and both brokers
@@ -25,30 +22,12 @@ func TestPlanShown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs plantd with a tariff and two MQTT links (~20 s)")
 	}
-	berlin := mustLocation(t, "Europe/Berlin")
-	cfg := sim.DemoConfig()
-	var devs []sim.DeviceConfig
-	for _, d := range cfg.Devices {
-		if d.Kind == kind.Battery {
-			d.SoCPct = 20
-		}
-		if d.Kind != kind.Sensor && d.ID != "rcr" {
-			devs = append(devs, d)
-		}
-	}
-	cfg.Devices = devs
-	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, berlin) // night: no PV
-	p := simtest.Start(t, cfg)
+	p := nightBatterySim(t)
 	b := mqtttest.Start(t, mqtttest.Options{})
 	col := mqtttest.Collect(t, b)
-	// Cheap for the slot of now and the two after it: too short to fill
-	// the battery, so the plan charges in each of them, now too (with two
-	// hours of cheap slots it may start later in them, as cheap).
-	h := time.Now().In(berlin).Truncate(15 * time.Minute)
-	cheap := fmt.Sprintf("%s-%s 0.10", h.Format("15:04"), h.Add(45*time.Minute).Format("15:04"))
 	path := consumerConfigOf(t, p, consumerOpts{devices: []string{"bat"},
 		plant: ", location: {latitude: 52.52, longitude: 13.40}, battery: {gridCharge: true, reserveSoc: 10}",
-		top: fmt.Sprintf("tariffs:\n  plant: p1\n  import: {fixed: [\"0.40\", %q]}\n  feedIn: {fixed: 0.08}\n", cheap) +
+		top: cheapNowTariffs(t) +
 			fmt.Sprintf("gateway: {id: gw-plan}\nmqtt: {broker: %s, liveInterval: 1s}\nlocal:\n  mqtt: {broker: %s, interval: 10s}\n", b.URL(), b.URL())})
 	d := startDaemon(t, path)
 	defer d.stop()
