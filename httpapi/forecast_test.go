@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -32,15 +31,7 @@ func TestForecastRoute(t *testing.T) {
 	v := newValidator(t, e)
 	get := func(path, token string, want int) []byte {
 		t.Helper()
-		resp := e.do("GET", path, token, "", "")
-		if resp.StatusCode != want {
-			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
-		}
-		req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		return v.check(req, resp)
+		return v.get(e, path, token, want)
 	}
 	type answer struct {
 		Forecasts []struct {

@@ -42,15 +42,7 @@ func TestInputsRoute(t *testing.T) {
 
 	get := func(path, token string, want int) []byte {
 		t.Helper()
-		resp := e.do("GET", path, token, "", "")
-		if resp.StatusCode != want {
-			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
-		}
-		req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		return v.check(req, resp)
+		return v.get(e, path, token, want)
 	}
 	type answer struct {
 		Inputs []struct {

@@ -108,6 +108,21 @@ func (v *validator) check(req *http.Request, resp *http.Response) []byte {
 	return body
 }
 
+// get does GET path with token on e, wants status want, validates the
+// exchange against the document and returns the body.
+func (v *validator) get(e *env, path, token string, want int) []byte {
+	v.t.Helper()
+	resp := e.do("GET", path, token, "", "")
+	if resp.StatusCode != want {
+		v.t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+	}
+	req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return v.check(req, resp)
+}
+
 // TestEveryRouteAgainstOpenAPI calls every route (and its error cases)
 // on a server fed by the simulated plant and validates each response
 // against /openapi.json with kin-openapi.
