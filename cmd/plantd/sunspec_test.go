@@ -799,6 +799,7 @@ func TestSunSpecServerMasters(t *testing.T) {
 		for _, e := range plantLog(t, d) {
 			t.Logf("plant log %s %s %s", e.Time.Format("15:04:05.000"), e.Code, e.Message)
 		}
+		logWrites(t, p, "inv1", "inv2")
 	}
 	if pct, on, role, own, by := shows(a); pct != 20 || on != 1 || role != 2 || own != 0 || by != "dso (gridoperator)" {
 		t.Errorf("A reads %d %% (ena %d), holder role %d own %d by %q; want the operator's 20 %%", pct, on, role, own, by)
@@ -857,4 +858,21 @@ func TestSunSpecServerMasters(t *testing.T) {
 		return strings.Contains(string(b), "modbus:127.0.0.1 (installer)")
 	})
 	d.stop()
+}
+
+// logWrites logs the Modbus writes the simulated devices received (wall
+// time, points, the limit in effect after each): what a failed limit test
+// needs to tell a missed renewal (a gap longer than the reversion timeout)
+// from a write that disabled the limit.
+func logWrites(t *testing.T, p *sim.Plant, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		for _, e := range p.Trace(id) {
+			var pts strings.Builder
+			for _, pt := range e.Points {
+				fmt.Fprintf(&pts, " %s=%g", pt.Name, pt.Value)
+			}
+			t.Logf("write %s %s model %d:%s (limit %g %%) %s", id, e.WallTime.Format("15:04:05.000"), e.Model, pts.String(), e.LimitPct, e.Error)
+		}
+	}
 }
