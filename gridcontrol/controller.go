@@ -161,6 +161,14 @@ type Controller struct {
 	// cycle, read and cleared by the run loop. Guarded by mu.
 	due time.Time
 
+	// dirty are the schedules queued for the persister (persister.go),
+	// persisting whether it runs; guarded by mu. dirtyKick wakes it;
+	// persistMu orders its writes with forget's deletes.
+	dirty      []*Schedule
+	persisting bool
+	dirtyKick  chan struct{}
+	persistMu  sync.Mutex
+
 	mu     sync.Mutex
 	plants map[string]*plantCtl
 	devs   map[string]*devCtl
@@ -240,7 +248,7 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 	}
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, clock: cfg.Clock, now: cfg.Clock.Now,
-		kick: make(chan struct{}, 1), loaded: make(chan struct{}), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
+		kick: make(chan struct{}, 1), dirtyKick: make(chan struct{}, 1), loaded: make(chan struct{}), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
 	for _, p := range live.Plants() {
 		c.plants[p.ID] = &plantCtl{id: p.ID, applied: map[string]map[string]time.Time{}}
 	}
@@ -267,6 +275,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	watched := make(chan struct{})
 	go func() { defer close(watched); c.watchHeld(wctx) }()
 	defer func() { stopWatch(); <-watched }()
+	pctx, stopPersist := context.WithCancel(context.WithoutCancel(ctx))
+	persisted := make(chan struct{})
+	c.mu.Lock()
+	c.persisting = true
+	c.mu.Unlock()
+	go func() { defer close(persisted); c.runPersister(pctx) }()
+	// Last out: the statuses the last cycles and the batteries' release
+	// changed are written before Run returns.
+	defer func() { stopPersist(); <-persisted }()
 	c.loop(ctx)
 	c.releaseBatteries(context.WithoutCancel(ctx))
 	return nil

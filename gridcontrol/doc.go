@@ -543,8 +543,10 @@
 //     read back.
 //  10. modbus.Client.WriteRegisters (modbus/client.go), the ReadWriter
 //     cmd/plantd hands grid control (Conns): function 16 on the wire, the
-//     register write. settle then marks the window applied and persist
-//     stores it again (step 5).
+//     register write. settle then marks the window applied and the
+//     persister (persister.go) stores it again, off the cycle: the cycle
+//     never waits for the store on its way to the devices (a store that
+//     stalls past the reversion timeout would let the inverters revert).
 //
 // At a restart the store gives the Schedules back (store.Store.Schedules)
 // and Run's load step holds them again as they were stored.
@@ -556,7 +558,8 @@
 // schedule.go parses schedules and resolves the timeline (roles,
 // superseded); submit.go takes and lists schedules; recurring.go the
 // recurring windows, Cancel, Extend and the audit of writes; device.go holds an
-// inverter's controls, writes with read-back and restores; limit.go the
+// inverter's controls, writes with read-back and restores; persister.go
+// stores the statuses the cycle changed; limit.go the
 // active-power limit (restart, ramp, reversion, follow check); feedin.go
 // the FeedInLimit loop; battery.go the battery setpoints (SetBatteryPower,
 // the plan's origin, the FeedInLimit cap, the 124/802 edits); controls.go

@@ -1,8 +1,10 @@
 package gridcontrol_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,6 +265,72 @@ func TestEnableToggleFoundLateAndRemembered(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("LimitNeedsEnableToggle logged %d times, want once per device", n)
+	}
+}
+
+// slowStatusStore is a store whose first write of a grid operator's
+// window marked applied (the control cycle's bookkeeping once every
+// inverter took it) takes stall of the wall clock: an SD card's fsync, or
+// the writer connection held by a long rollup. stalled is closed when it
+// returns.
+type slowStatusStore struct {
+	gridcontrol.Store
+	stall   time.Duration
+	once    sync.Once
+	began   chan struct{}
+	stalled chan struct{}
+}
+
+func (s *slowStatusStore) PutSchedule(ctx context.Context, sc plant.Schedule) error {
+	if sc.Role == "gridoperator" && sc.Commands[0].AppliedAt != nil {
+		s.once.Do(func() {
+			close(s.began)
+			time.Sleep(s.stall)
+			close(s.stalled)
+		})
+	}
+	return s.Store.PutSchedule(ctx, sc)
+}
+
+// TestStoreStallKeepsLimit: the store stalls 5 s, longer than the
+// inverters' reversion timeout (4 s), when grid control records a grid
+// operator's 20 % as applied. The control cycle never waits for the store
+// on its way to the devices: the 20 % is renewed meanwhile and never
+// reverts, which the simulator's limit in effect shows at 10 Hz through
+// the stall. (A cycle that waited for it let the inverters revert to no
+// limit, and a FeedInLimit loop stop regulating, for as long as the store
+// stalled.)
+func TestStoreStallKeepsLimit(t *testing.T) {
+	t.Parallel()
+	slow := &slowStatusStore{stall: 5 * time.Second, began: make(chan struct{}), stalled: make(chan struct{})}
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: 4 * time.Second, Cycle: time.Second},
+		store: func(st gridcontrol.Store) gridcontrol.Store { slow.Store = st; return slow }})
+	start, end := r.window(time.Second, 10*time.Minute)
+	if _, err := r.controller().SubmitJSON(t.Context(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", start, end, 20)))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-slow.began:
+	case <-time.After(30 * time.Second):
+		t.Fatal("after 30 s: the operator's window was never recorded applied")
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	samples, highest := 0, 0.0
+	for stalling := true; stalling; {
+		select {
+		case <-slow.stalled:
+			stalling = false
+		case <-tick.C:
+		}
+		for _, id := range []string{"inv1", "inv2"} {
+			highest = max(highest, r.limitOf(id))
+		}
+		samples++
+	}
+	t.Logf("%d samples at 10 Hz through the store's stall: highest limit in effect %g %%", samples, highest)
+	if highest > 20 {
+		t.Errorf("the limit in effect rose to %g %% under the operator's 20 %% while the store stalled", highest)
 	}
 }
 

@@ -51,6 +51,8 @@ type rig struct {
 	st      *store.Store
 	clients map[string]sunspec.ReadWriter
 	cfg     gridcontrol.Config
+	// gst is the store the controller gets: st, or rigOpts.store's wrap.
+	gst gridcontrol.Store
 
 	// A stepped rig's clock, device discovery and read plans, and the
 	// devices its polls find offline (SetOffline).
@@ -86,6 +88,8 @@ type rigOpts struct {
 	// not (zero: noon, the simulator's start).
 	stepped bool
 	clockAt time.Time
+	// store wraps the store the controller gets (a store that stalls).
+	store func(st gridcontrol.Store) gridcontrol.Store
 }
 
 // summer noon in Munich: the inverters run near their rating.
@@ -136,6 +140,10 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	go func() { defer close(sdone); _ = r.st.Run(sctx) }()
 	t.Cleanup(func() { scancel(); <-sdone; _ = r.st.Close() })
 
+	r.gst = r.st
+	if o.store != nil {
+		r.gst = o.store(r.st)
+	}
 	r.cfg = o.cfg
 	if r.cfg.RevertTimeout == 0 {
 		r.cfg.RevertTimeout = 20 * time.Second
@@ -301,7 +309,7 @@ func (r *rig) start() {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	gc, err := gridcontrol.New(r.cfg, r.st, r.live, func(id string) (sunspec.ReadWriter, bool) {
+	gc, err := gridcontrol.New(r.cfg, r.gst, r.live, func(id string) (sunspec.ReadWriter, bool) {
 		if r.dead.Load() {
 			return nil, false
 		}

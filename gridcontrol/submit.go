@@ -199,6 +199,9 @@ func (c *Controller) forget(ctx context.Context, pc *plantCtl, drop []*Schedule)
 	c.mu.Lock()
 	pc.scheds = slices.DeleteFunc(pc.scheds, func(s *Schedule) bool { return slices.Contains(drop, s) })
 	c.mu.Unlock()
+	// After the persister's write of one of them, never before it.
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
 	for _, s := range drop {
 		if err := c.st.DeleteSchedule(ctx, s.ScheduleID); err != nil {
 			c.log.Warn("delete finished schedule", "schedule", s.ScheduleID, "err", err)
@@ -585,12 +588,4 @@ func (c *Controller) settle(ctx context.Context, pc *plantCtl, act map[string]wi
 	}
 	c.persistAll(ctx, persist)
 	return pending
-}
-
-func (c *Controller) persistAll(ctx context.Context, scheds []*Schedule) {
-	for _, s := range slices.Compact(scheds) {
-		if err := c.persist(ctx, s); err != nil {
-			c.log.Warn("store schedule status", "schedule", s.ScheduleID, "err", err)
-		}
-	}
 }
