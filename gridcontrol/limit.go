@@ -262,7 +262,11 @@ func (c *Controller) writeLimit(ctx context.Context, pc *plantCtl, dc *devCtl, d
 		}
 		st.pct, st.known = pct, true
 		if changed {
-			st.changedAt, st.aboveSince = now, time.Time{}
+			// The output is judged from when the write reached the
+			// device, not from when the cycle began: a slow write (or
+			// a store that held the cycle) must not shorten the
+			// device's time to respond.
+			st.changedAt, st.aboveSince = c.now(), time.Time{}
 		}
 	})
 }
@@ -334,7 +338,7 @@ func (c *Controller) checkFollow(ctx context.Context, pc *plantCtl, dc *devCtl, 
 		c.noteHeld(dc, d.Info.ID, ctlLimit, on, true)
 		c.mu.Lock()
 		dc.needsToggle = true
-		st.changedAt, st.aboveSince = now, time.Time{}
+		st.changedAt, st.aboveSince = c.now(), time.Time{}
 		c.mu.Unlock()
 		if err := c.st.SetDeviceQuirk(ctx, d.Info.ID, quirkNeedsToggle, true); err != nil {
 			c.log.Warn("record device quirk", "device", d.Info.ID, "err", err)
