@@ -627,3 +627,64 @@ func TestBatteryNoDischarge(t *testing.T) {
 		})
 	}
 }
+
+// TestBatteryHoldKindsReplace: the plan switching between its holds
+// replaces the window (the older one ends): a full hold, then no
+// discharge, then the full hold again, each on the battery's 124 within
+// a few cycles, one window open at a time; the same hold again extends
+// its window.
+func TestBatteryHoldKindsReplace(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{clockAt: noon})
+	m := newMaster(r)
+	rvrt := r.cfg.RevertTimeout.Seconds()
+	full := storage{mod: 3, in: 0, out: 0, grid: 0, rvrt: rvrt}
+	open := func() int {
+		list, err := r.controller().Schedules("demo", gridcontrol.BatteryWindows(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range list {
+			for _, c := range s.Commands {
+				if c.Status == gridcontrol.StatusActive || c.Status == gridcontrol.StatusPending {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		name string
+		set  func() (gridcontrol.Schedule, error)
+		want storage
+	}{
+		{"full hold", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, time.Now().Add(10*time.Minute))
+		}, full},
+		{"no discharge", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", time.Now().Add(10*time.Minute))
+		}, noDischarge(rvrt)},
+		{"no discharge again", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", time.Now().Add(20*time.Minute))
+		}, noDischarge(rvrt)},
+		{"full hold again", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, time.Now().Add(10*time.Minute))
+		}, full},
+	}
+	ids := map[string]bool{}
+	for _, st := range steps {
+		sc, err := st.set()
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		ids[sc.ScheduleID] = true
+		r.await(st.name+" on 124", 5*time.Second, func() bool { return m.storage() == st.want })
+		if n := open(); n != 1 {
+			t.Errorf("%s: %d battery windows open, want 1", st.name, n)
+		}
+	}
+	if len(ids) != 3 {
+		t.Errorf("%d schedules for four calls, want 3 (the same hold again extends its window)", len(ids))
+	}
+}
