@@ -38,20 +38,23 @@ func (g *gateCalls) ReleaseBatteryPower(context.Context, gridcontrol.Origin, str
 // call until the slot's end and a minute: a hold no discharge, keeping
 // room the 0 W hold, a grid charge its power; a charge from PV or a
 // discharge (the battery's own self-consumption) releases what the plan
-// set before, and nothing when it set nothing.
+// set before, and nothing when it set nothing; a plan made before the
+// battery was known (its steps say hold) holds nothing.
 func TestFollowBattery(t *testing.T) {
 	t0 := time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name    string
 		actions []plan.BatteryAction // the slots of now, one run each
 		want    []string
+		noBat   bool // the plans made without the battery
 	}{
-		{"hold: no discharge", []plan.BatteryAction{plan.BatteryHold}, []string{"no discharge until 10:16"}},
-		{"keep room: 0 W both ways", []plan.BatteryAction{plan.BatteryKeepRoom}, []string{"power 0 W until 10:16"}},
-		{"grid charge", []plan.BatteryAction{plan.BatteryChargeGrid}, []string{"power -3000 W until 10:16"}},
+		{"hold: no discharge", []plan.BatteryAction{plan.BatteryHold}, []string{"no discharge until 10:16"}, false},
+		{"keep room: 0 W both ways", []plan.BatteryAction{plan.BatteryKeepRoom}, []string{"power 0 W until 10:16"}, false},
+		{"grid charge", []plan.BatteryAction{plan.BatteryChargeGrid}, []string{"power -3000 W until 10:16"}, false},
 		{"self-consumption after a hold: released", []plan.BatteryAction{plan.BatteryHold, plan.BatteryChargePV},
-			[]string{"no discharge until 10:16", "release"}},
-		{"self-consumption without a setpoint: nothing", []plan.BatteryAction{plan.BatteryDischarge}, nil},
+			[]string{"no discharge until 10:16", "release"}, false},
+		{"self-consumption without a setpoint: nothing", []plan.BatteryAction{plan.BatteryDischarge}, nil, false},
+		{"a plan without the battery: nothing", []plan.BatteryAction{plan.BatteryHold}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +70,7 @@ func TestFollowBattery(t *testing.T) {
 					w = 3000
 				}
 				r.followBattery(t.Context(), t0, &plan.Plan{Start: t0, Slot: plan.DefaultSlot,
-					Steps: []plan.Step{{Start: t0, Battery: a, BatteryW: w}}})
+					Steps: []plan.Step{{Start: t0, Battery: a, BatteryW: w}}}, !tc.noBat)
 			}
 			if fmt.Sprint(g.calls) != fmt.Sprint(tc.want) {
 				t.Errorf("gate calls %q, want %q", g.calls, tc.want)

@@ -287,7 +287,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	if wasFallback {
 		r.entry(now, plant.LevelInfo, "PlanResumed", "the day-ahead plan governs again: prices for the next hours are known")
 	}
-	r.followBattery(ctx, now, p)
+	r.followBattery(ctx, now, p, in.Battery != nil)
 	r.followConsumers(&in, p)
 	r.followPrices(ctx, now, prices)
 }
@@ -446,9 +446,14 @@ func (r *Runner) battery0() *plan.Battery {
 // a minute, so that the next slot's takes over without a gap): a hold
 // (plan.BatteryHold) keeps the batteries from discharging, PV surplus
 // still charging them; keeping room (plan.BatteryKeepRoom) holds them at
-// 0 W both ways. Anything else releases it.
-func (r *Runner) followBattery(ctx context.Context, now time.Time, p *plan.Plan) {
+// 0 W both ways. Anything else releases it, as does a plan made without
+// the battery (before the live state knew it: its steps say hold).
+func (r *Runner) followBattery(ctx context.Context, now time.Time, p *plan.Plan, planned bool) {
 	if len(p.Steps) == 0 {
+		return
+	}
+	if !planned {
+		r.release(ctx)
 		return
 	}
 	s := p.Steps[0]
