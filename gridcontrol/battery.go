@@ -129,7 +129,9 @@ func (c *Controller) SetBatteryPower(ctx context.Context, by Origin, plantID str
 // without turning away PV a wrong forecast did not foresee. 124:
 // StorCtl_Mod 2 (the discharge limit only), OutWRte 0, InWRte 100,
 // ChaGriSet PV; 802: SoCRsvMin at the SoC of the window's first write,
-// SocRsvMax as the battery had it. It is a BatteryPower window of unit
+// SocRsvMax as the battery had it (so on 802 what PV stores during the
+// window may be used again within it; the energy it held at the first
+// write is kept). It is a BatteryPower window of unit
 // UnitNoDischarge with the same precedence, storage and replacement as
 // SetBatteryPower's (a FeedInLimit has no discharge to cap).
 func (c *Controller) SetBatteryNoDischarge(ctx context.Context, by Origin, plantID string, until time.Time) (Schedule, error) {
