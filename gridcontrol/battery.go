@@ -22,8 +22,20 @@ import (
 // control (see the package doc, "Battery setpoints").
 
 // CmdBatteryPower is plantd's battery setpoint command: value in W,
-// positive discharging, negative charging (from the grid too), 0 holding.
+// positive discharging, negative charging (from the grid too), 0 holding
+// (neither charging nor discharging); with unit UnitNoDischarge the value
+// is 0 and the battery does not discharge but charges from PV as it
+// would by itself.
 const CmdBatteryPower = "BatteryPower"
+
+// The units of a BatteryPower window: UnitBatteryW a setpoint (W, signed;
+// 0 a full hold), UnitNoDischarge no discharge, PV charging free
+// (SetBatteryNoDischarge). Stored windows of before UnitNoDischarge are
+// all UnitBatteryW: a stored 0 W window is a full hold still.
+const (
+	UnitBatteryW    = "W"
+	UnitNoDischarge = "noDischarge"
+)
 
 // ctlBattery is the battery's charge/discharge control: 124 StorCtl_Mod,
 // InWRte, OutWRte, ChaGriSet and the InOutWRte timers, or 802's reserve
@@ -95,17 +107,39 @@ func classifyBattery(cmd Command, d plant.DeviceLive) verdict {
 
 // SetBatteryPower sets the plant's batteries to watts from now until
 // until: positive discharges, negative charges (from the grid as well as
-// from PV: 124 ChaGriSet GRID), 0 holds the state of charge. by is the
-// origin (PlanOrigin for the plan). It is a window of its own channel:
+// from PV: 124 ChaGriSet GRID), 0 holds the state of charge (neither
+// charging nor discharging: PV surplus is exported or held back). by is
+// the origin (PlanOrigin for the plan). It is a window of its own channel:
 // the newest of the channel governs, an installer's BatteryPower window
 // governs over the plan's, and a FeedInLimit caps a discharge so that the
 // export stays within it. The setpoint is shared among the batteries by
 // their rated power. Calling it again with the same watts extends the
-// window; another value replaces it (the older window ends now). Stored:
-// a restart holds it again from the first cycle. A battery with 802 and
-// no 124 takes only a hold (its reserve bounds at its SoC); another value
-// fails on it (no power setpoint in 802). ReleaseBatteryPower ends it.
+// window; another value (or SetBatteryNoDischarge) replaces it (the older
+// window ends now). Stored: a restart holds it again from the first
+// cycle. A battery with 802 and no 124 takes only a hold (its reserve
+// bounds at its SoC); another value fails on it (no power setpoint in
+// 802). ReleaseBatteryPower ends it.
 func (c *Controller) SetBatteryPower(ctx context.Context, by Origin, plantID string, watts float64, until time.Time) (Schedule, error) {
+	return c.setBattery(ctx, by, plantID, watts, UnitBatteryW, until)
+}
+
+// SetBatteryNoDischarge keeps the plant's batteries from discharging from
+// now until until while they still charge from PV surplus (never from the
+// grid): the plan's hold that saves the stored energy for a dearer hour
+// without turning away PV a wrong forecast did not foresee. 124:
+// StorCtl_Mod 2 (the discharge limit only), OutWRte 0, InWRte 100,
+// ChaGriSet PV; 802: SoCRsvMin at the SoC of the window's first write,
+// SocRsvMax as the battery had it (so on 802 what PV stores during the
+// window may be used again within it; the energy it held at the first
+// write is kept). It is a BatteryPower window of unit
+// UnitNoDischarge with the same precedence, storage and replacement as
+// SetBatteryPower's (a FeedInLimit has no discharge to cap).
+func (c *Controller) SetBatteryNoDischarge(ctx context.Context, by Origin, plantID string, until time.Time) (Schedule, error) {
+	return c.setBattery(ctx, by, plantID, 0, UnitNoDischarge, until)
+}
+
+// setBattery opens (or extends) by's BatteryPower window of watts in unit.
+func (c *Controller) setBattery(ctx context.Context, by Origin, plantID string, watts float64, unit string, until time.Time) (Schedule, error) {
 	now := c.now().UTC().Truncate(time.Millisecond)
 	until = until.UTC().Truncate(time.Millisecond)
 	switch {
@@ -117,14 +151,14 @@ func (c *Controller) SetBatteryPower(ctx context.Context, by Origin, plantID str
 	watts = math.Round(watts)
 	old := c.openBattery(plantID, by, now)
 	for _, o := range old {
-		if cm := o.sched.Commands[o.idx]; *cm.Value == watts && !until.Before(cm.End) {
+		if cm := o.sched.Commands[o.idx]; *cm.Value == watts && batteryUnit(&cm) == unit && !until.Before(cm.End) {
 			if err := c.Extend(ctx, plantID, o.sched.ScheduleID, until, by); err != nil {
 				return Schedule{}, err
 			}
 			return c.scheduleView(plantID, o.sched.ScheduleID)
 		}
 	}
-	sc, err := c.submit(ctx, plantID, by, []ScheduledCmd{{Command: CmdBatteryPower, Start: now, End: until, Value: &watts, Unit: "W"}}, nil)
+	sc, err := c.submit(ctx, plantID, by, []ScheduledCmd{{Command: CmdBatteryPower, Start: now, End: until, Value: &watts, Unit: unit}}, nil)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -135,8 +169,28 @@ func (c *Controller) SetBatteryPower(ctx context.Context, by Origin, plantID str
 	}
 	c.trimBattery(ctx, plantID, by)
 	c.st.Log(plant.LogEntry{Time: now, PlantID: plantID, Level: plant.LevelInfo, Code: "BatterySetpoint",
-		Message: fmt.Sprintf("battery setpoint %s from %s until %s (schedule %s)", describeBatteryW(watts), by, until.Format(time.RFC3339), sc.ScheduleID)})
+		Message: fmt.Sprintf("battery setpoint %s from %s until %s (schedule %s)", describeBattery(watts, unit), by, until.Format(time.RFC3339), sc.ScheduleID)})
 	return sc, nil
+}
+
+// batteryUnit is a BatteryPower window's unit: UnitNoDischarge, else
+// UnitBatteryW (what every window stored before the unit was known is).
+func batteryUnit(cm *ScheduledCmd) string {
+	if cm.Unit == UnitNoDischarge {
+		return UnitNoDischarge
+	}
+	return UnitBatteryW
+}
+
+// forcedBattery is the BatteryPower window in force that fixes the
+// batteries' power (nil: none, or a no-discharge window, under which the
+// batteries still take PV surplus by themselves): the FeedInLimit loop
+// leaves the batteries carrying it out of its battery terms.
+func forcedBattery(act map[string]window) *window {
+	if w, ok := act[CmdBatteryPower]; ok && w.cmd.Value != nil && batteryUnit(w.cmd) == UnitBatteryW {
+		return &w
+	}
+	return nil
 }
 
 // ReleaseBatteryPower ends by's battery setpoints on the plant now: the
@@ -228,8 +282,10 @@ func (c *Controller) scheduleView(plantID, id string) (Schedule, error) {
 	return Schedule{}, fmt.Errorf("grid control: schedule %s of plant %s: %w", id, plantID, ErrUnknownSchedule)
 }
 
-func describeBatteryW(w float64) string {
+func describeBattery(w float64, unit string) string {
 	switch {
+	case unit == UnitNoDischarge:
+		return "no discharge (charging from PV only)"
 	case w > 0:
 		return fmt.Sprintf("discharge %g W", w)
 	case w < 0:
@@ -271,6 +327,8 @@ type batteryPlan struct {
 	// discharging), the plant's shared by rated power and capped by a
 	// FeedInLimit; want the same before the cap.
 	perDev, want map[string]float64
+	// noDischarge: the window is UnitNoDischarge (perDev 0 each).
+	noDischarge bool
 }
 
 // planBattery shares the active BatteryPower window among the batteries
@@ -285,7 +343,8 @@ func (c *Controller) planBattery(pc *plantCtl, act map[string]window, devs []pla
 	if !ok || w.cmd.Value == nil {
 		return batteryPlan{}
 	}
-	bp := batteryPlan{w: w, active: true, perDev: map[string]float64{}, want: map[string]float64{}}
+	bp := batteryPlan{w: w, active: true, perDev: map[string]float64{}, want: map[string]float64{},
+		noDischarge: batteryUnit(w.cmd) == UnitNoDischarge}
 	var ids []string
 	var ratings []float64
 	var sum float64
@@ -379,7 +438,7 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 	}
 	err := c.claim(ctx, dc, d, ctlBattery)
 	au := &auditor{renew: renewPoints(ctlBattery)}
-	what := fmt.Sprintf("model %d battery %s", ref.ID, describeBatteryW(target))
+	what := fmt.Sprintf("model %d battery %s", ref.ID, describeBattery(target, batteryUnit(bp.w.cmd)))
 	var after *sunspec.Instance
 	// An 802 hold keeps the SoC of the window's first write (NaN: read it
 	// now).
@@ -389,7 +448,7 @@ func (c *Controller) reconcileBattery(ctx context.Context, pc *plantCtl, dc *dev
 	}
 	if err == nil {
 		after, err = sunspec.WriteModelRenew(ctx, rw, ref, renewPoints(ctlBattery), nil, au.edit(func(inst *sunspec.Instance) error {
-			return editBattery(inst, snap, target, rvrt, &holdSoC)
+			return editBattery(inst, snap, target, bp.noDischarge, rvrt, &holdSoC)
 		}))
 	}
 	var aw *AuditWrite
@@ -413,19 +472,25 @@ func batteryDeadband(snap *sunspec.Instance) float64 {
 }
 
 // editBattery sets a battery's setpoint of w W (positive discharging) on
-// its 124 or 802 image. 124 (as Fronius GEN24 and the SunSpec storage
-// clients of evcc and OpenEMS drive it): StorCtl_Mod 3 (both limits on)
-// bounds the power between InWRte % charging and OutWRte % discharging
-// (of WChaMax); a negative OutWRte is a charge the battery must take, a
+// its 124 or 802 image, or with noDischarge (w 0) keeps it from
+// discharging. 124 (as Fronius GEN24 and the SunSpec storage clients of
+// evcc and OpenEMS drive it): StorCtl_Mod 3 (both limits on) bounds the
+// power between InWRte % charging and OutWRte % discharging (of
+// WChaMax); a negative OutWRte is a charge the battery must take, a
 // negative InWRte a discharge it must give. So a discharge of p % is
 // InWRte -p, OutWRte p; a charge InWRte p, OutWRte -p with ChaGriSet GRID
-// (the grid may feed it); a hold both 0. InOutWRte_RvrtTms makes the
-// battery go back to its own control when plantd stops renewing;
-// WinTms and RmpTms 0: at once. 802 has no power setpoint: a hold sets
-// SoCRsvMin and SocRsvMax to *holdSoC, which a NaN asks to be read from
-// the image (the window's first write) and set to the SoC there; another
-// value is refused (errUnsupported).
-func editBattery(inst, snap *sunspec.Instance, w, rvrtS float64, holdSoC *float64) error {
+// (the grid may feed it); a hold both 0. No discharge is StorCtl_Mod 2
+// (bit 1, DISCHARGE: the discharge limit only) with OutWRte 0, InWRte 100
+// (not applied with bit 0 off; a full rate for a battery that applies it
+// anyway) and ChaGriSet PV: the battery takes PV surplus as it would by
+// itself, never the grid. InOutWRte_RvrtTms makes the battery go back to
+// its own control when plantd stops renewing; WinTms and RmpTms 0: at
+// once. 802 has no power setpoint: a hold sets SoCRsvMin and SocRsvMax to
+// *holdSoC, which a NaN asks to be read from the image (the window's
+// first write) and set to the SoC there; no discharge sets SoCRsvMin so
+// and SocRsvMax back to the battery's own (snap's), so PV may fill it;
+// another value is refused (errUnsupported).
+func editBattery(inst, snap *sunspec.Instance, w float64, noDischarge bool, rvrtS float64, holdSoC *float64) error {
 	if inst.Model.ID == 802 {
 		if w != 0 {
 			return fmt.Errorf("model 802 has no power setpoint, only reserve bounds (a hold): %g W: %w", w, errUnsupported)
@@ -437,16 +502,27 @@ func editBattery(inst, snap *sunspec.Instance, w, rvrtS float64, holdSoC *float6
 			}
 			*holdSoC = soc
 		}
-		return setEach(inst, []sunspec.PointValue{{Point: "SoCRsvMin", Value: *holdSoC}, {Point: "SocRsvMax", Value: *holdSoC}})
+		top := *holdSoC
+		if noDischarge {
+			v, err := snap.Float("SocRsvMax")
+			if err != nil {
+				return fmt.Errorf("model 802 SocRsvMax of the battery's own settings: %w", err)
+			}
+			top = v
+		}
+		return setEach(inst, []sunspec.PointValue{{Point: "SoCRsvMin", Value: *holdSoC}, {Point: "SocRsvMax", Value: top}})
 	}
 	maxW, err := snap.Float("WChaMax")
 	if err != nil || maxW <= 0 {
 		return fmt.Errorf("model 124 WChaMax unknown (%v): %w", err, errUnsupported)
 	}
 	p := math.Max(-100, math.Min(100, w/maxW*100))
-	in, out := -p, p
+	in, out, mode := -p, p, uint64(3) // both limits
 	grid := rawOf(snap, "ChaGriSet")
-	if w < 0 {
+	switch {
+	case noDischarge:
+		in, out, mode, grid = 100, 0, 2, 0 // the discharge limit only; PV
+	case w < 0:
 		grid = 1 // GRID
 	}
 	if err := setEach(inst, []sunspec.PointValue{{Point: "InWRte", Value: in}, {Point: "OutWRte", Value: out},
@@ -458,7 +534,7 @@ func editBattery(inst, snap *sunspec.Instance, w, rvrtS float64, holdSoC *float6
 			return err
 		}
 	}
-	if err := inst.SetRaw("StorCtl_Mod", 3); err != nil {
+	if err := inst.SetRaw("StorCtl_Mod", mode); err != nil {
 		return err
 	}
 	if has(inst, "ChaGriSet") {

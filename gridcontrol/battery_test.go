@@ -411,12 +411,14 @@ func TestBattery802Hold(t *testing.T) {
 func TestBatterySetpointUnderFeedInLimit(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name     string
-		w, wantW float64 // the setpoint, the battery's power after 10 s (positive discharging)
+		name        string
+		w, wantW    float64 // the setpoint, the battery's power after 10 s (positive discharging)
+		noDischarge bool    // SetBatteryNoDischarge instead of w
 	}{
-		{"hold", 0, 0},
-		{"discharge 5 kW", 5000, 0},
-		{"charge 4 kW", -4000, -4000},
+		{"hold", 0, 0, false},
+		{"discharge 5 kW", 5000, 0, false},
+		{"charge 4 kW", -4000, -4000, false},
+		{"no discharge", 0, -5000, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -432,7 +434,15 @@ func TestBatterySetpointUnderFeedInLimit(t *testing.T) {
 				return b.BatteryW < -4500 && -b.GridW < 100
 			})
 			before := r.sim.Balance()
-			if _, err := r.controller().SetBatteryPower(context.Background(), plan, "demo", tc.w, r.now().Add(10*time.Minute)); err != nil {
+			set := func() (gridcontrol.Schedule, error) {
+				return r.controller().SetBatteryPower(context.Background(), plan, "demo", tc.w, r.now().Add(10*time.Minute))
+			}
+			if tc.noDischarge {
+				set = func() (gridcontrol.Schedule, error) {
+					return r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", r.now().Add(10*time.Minute))
+				}
+			}
+			if _, err := set(); err != nil {
 				t.Fatal(err)
 			}
 			worst := 0.0
@@ -510,4 +520,171 @@ func TestBatteryHeldModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.await("held on none", 5*time.Second, func() bool { return len(r.controller().HeldModels("bat")) == 0 })
+}
+
+// noDischarge is the 124 control of a no-discharge hold: the discharge
+// limit only (StorCtl_Mod 2) at 0 %, the charge rate free, from PV only.
+func noDischarge(rvrt float64) storage { return storage{mod: 2, in: 100, out: 0, grid: 0, rvrt: rvrt} }
+
+// TestBatteryNoDischarge: the plan's two holds on a battery with 124 and
+// on one with 802 only, judged by the battery's registers, its SoC and
+// the grid meter. A no-discharge hold with PV surplus (summer noon) lets
+// the battery charge from PV; with a deficit (night, the house drawing
+// 5 kW more) the battery stays at 0 W and the grid carries the house; a
+// full hold (0 W) with surplus keeps it at 0 W, PV exported.
+func TestBatteryNoDischarge(t *testing.T) {
+	t.Parallel()
+	der := sim.DefaultConfig().Devices
+	for i := range der {
+		if der[i].ID == "bat" {
+			der[i].DER = true
+		}
+	}
+	cases := []struct {
+		name     string
+		at       time.Time
+		devices  []sim.DeviceConfig // nil: the demo plant (bat with 124)
+		full     bool               // a full hold (SetBatteryPower 0) instead of no discharge
+		charging bool               // the battery charges (else 0 W)
+	}{
+		{"124 no discharge, PV surplus: charges from PV", noon, nil, false, true},
+		{"124 no discharge, deficit: 0 W, the grid carries the house", midnight, nil, false, false},
+		{"124 full hold, PV surplus: 0 W", noon, nil, true, false},
+		{"802 no discharge, PV surplus: charges from PV", noon, der, false, true},
+		{"802 no discharge, deficit: 0 W, the grid carries the house", midnight, der, false, false},
+		{"802 full hold, PV surplus: 0 W", noon, der, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{clockAt: tc.at, devices: tc.devices})
+			m := newMaster(r)
+			is124 := tc.devices == nil
+			if tc.at.Equal(midnight) {
+				r.sim.SetLoadOffset(5000)
+				r.await("the battery covering the house", 5*time.Second, func() bool { return m.point("bat", 802, "W") > 4000 })
+			} else {
+				r.await("the battery taking PV surplus", 5*time.Second, func() bool { return m.point("bat", 802, "W") < -1000 })
+			}
+			rsvMax := m.point("bat", 802, "SocRsvMax")
+			var err error
+			if tc.full {
+				_, err = r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, time.Now().Add(10*time.Minute))
+			} else {
+				_, err = r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", time.Now().Add(10*time.Minute))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.await("the window applied", 5*time.Second, func() bool { return batteryWindow(t, r).AppliedAt != nil })
+			if is124 {
+				want := noDischarge(r.cfg.RevertTimeout.Seconds())
+				if tc.full {
+					want = storage{mod: 3, in: 0, out: 0, grid: 0, rvrt: r.cfg.RevertTimeout.Seconds()}
+				}
+				if got := m.storage(); got != want {
+					t.Errorf("124 reads %s, want %s", got, want)
+				}
+			} else {
+				lo, hi := m.point("bat", 802, "SoCRsvMin"), m.point("bat", 802, "SocRsvMax")
+				wantHi := rsvMax
+				if tc.full {
+					wantHi = lo
+				}
+				if soc := m.point("bat", 802, "SoC"); lo > soc || lo < soc-1 || hi != wantHi {
+					t.Errorf("802 reserves %g..%g %% at SoC %g %%, want SoCRsvMin at the SoC of the first write and SocRsvMax %g", lo, hi, soc, wantHi)
+				}
+			}
+			if tc.charging {
+				r.await("the battery charging from PV", 5*time.Second, func() bool { return m.point("bat", 802, "W") < -1000 })
+			} else {
+				r.await("the battery at 0 W", 5*time.Second, func() bool { return m.point("bat", 802, "W") == 0 })
+			}
+			bat := simtest.Device(t, r.sim, "bat")
+			soc0 := bat.State().SoCPct
+			maxW, minW, minGrid, maxGrid := math.Inf(-1), math.Inf(1), math.Inf(1), math.Inf(-1)
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) {
+				w := m.point("bat", 802, "W")
+				maxW, minW = math.Max(maxW, w), math.Min(minW, w)
+				b := r.sim.Balance()
+				g := m.point("meter", 203, "W") - (b.LoadW - b.PVW) // what the meter shows beyond house − PV: − battery
+				minGrid, maxGrid = math.Min(minGrid, g), math.Max(maxGrid, g)
+			}
+			soc1 := bat.State().SoCPct
+			t.Logf("over 2 s: battery %+.0f..%+.0f W, meter − (house − PV) %+.0f..%+.0f W, SoC %.4f -> %.4f %%", minW, maxW, minGrid, maxGrid, soc0, soc1)
+			if maxW > 0 {
+				t.Errorf("the battery discharged %.0f W during a hold", maxW)
+			}
+			switch {
+			case tc.charging && (maxW > -1000 || soc1 <= soc0):
+				t.Errorf("battery %+.0f..%+.0f W, SoC %.4f -> %.4f %%: want it charging from the PV surplus", minW, maxW, soc0, soc1)
+			case !tc.charging && (minW != 0 || soc1 != soc0):
+				t.Errorf("battery %+.0f..%+.0f W, SoC %.4f -> %.4f %%: want 0 W and the SoC flat", minW, maxW, soc0, soc1)
+			case !tc.charging && (minGrid < -50 || maxGrid > 50):
+				t.Errorf("the meter differs from house − PV by %+.0f..%+.0f W: the grid does not carry the house alone", minGrid, maxGrid)
+			}
+		})
+	}
+}
+
+// TestBatteryHoldKindsReplace: the plan switching between its holds
+// replaces the window (the older one ends): a full hold, then no
+// discharge, then the full hold again, each on the battery's 124 within
+// a few cycles, one window open at a time; the same hold again extends
+// its window.
+func TestBatteryHoldKindsReplace(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{clockAt: noon})
+	m := newMaster(r)
+	rvrt := r.cfg.RevertTimeout.Seconds()
+	full := storage{mod: 3, in: 0, out: 0, grid: 0, rvrt: rvrt}
+	open := func() int {
+		list, err := r.controller().Schedules("demo", gridcontrol.BatteryWindows(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range list {
+			for _, c := range s.Commands {
+				if c.Status == gridcontrol.StatusActive || c.Status == gridcontrol.StatusPending {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		name string
+		set  func() (gridcontrol.Schedule, error)
+		want storage
+	}{
+		{"full hold", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, time.Now().Add(10*time.Minute))
+		}, full},
+		{"no discharge", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", time.Now().Add(10*time.Minute))
+		}, noDischarge(rvrt)},
+		{"no discharge again", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryNoDischarge(context.Background(), plan, "demo", time.Now().Add(20*time.Minute))
+		}, noDischarge(rvrt)},
+		{"full hold again", func() (gridcontrol.Schedule, error) {
+			return r.controller().SetBatteryPower(context.Background(), plan, "demo", 0, time.Now().Add(10*time.Minute))
+		}, full},
+	}
+	ids := map[string]bool{}
+	for _, st := range steps {
+		sc, err := st.set()
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		ids[sc.ScheduleID] = true
+		r.await(st.name+" on 124", 5*time.Second, func() bool { return m.storage() == st.want })
+		if n := open(); n != 1 {
+			t.Errorf("%s: %d battery windows open, want 1", st.name, n)
+		}
+	}
+	if len(ids) != 3 {
+		t.Errorf("%d schedules for four calls, want 3 (the same hold again extends its window)", len(ids))
+	}
 }

@@ -636,10 +636,7 @@ func (c *Controller) plan(ctx context.Context, pc *plantCtl, act map[string]wind
 		pl.capPct = &pct
 	}
 	var feedPct *float64
-	var forced *window
-	if w, ok := act[CmdBatteryPower]; ok && w.cmd.Value != nil {
-		forced = &w
-	}
+	forced := forcedBattery(act)
 	if w, ok := act[CmdFeedInLimit]; ok {
 		pct := c.feedIn(ctx, pc, w, devs, limitDevs, rated, now, forced)
 		lower(pct, w)

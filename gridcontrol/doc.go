@@ -392,10 +392,16 @@
 //
 // BatteryPower is plantd's own command, not one of the spec's: a
 // battery's charge or discharge power in W, positive discharging,
-// negative charging (from the grid too), 0 holding its state of charge.
-// The site loop's plan sets it with
+// negative charging (from the grid too), 0 holding its state of charge
+// (neither way); or, with unit noDischarge (UnitNoDischarge), no
+// discharge while PV surplus still charges it (124 StorCtl_Mod 2,
+// OutWRte 0, ChaGriSet PV; 802 SoCRsvMin at the SoC, SocRsvMax the
+// battery's own). Windows stored with unit W (all before noDischarge
+// was added) keep their meaning: 0 W is the full hold. The site loop's
+// plan sets it with
 //
 //	SetBatteryPower(ctx, PlanOrigin("day-ahead"), plantID, watts, until) (Schedule, error)
+//	SetBatteryNoDischarge(ctx, PlanOrigin("day-ahead"), plantID, until) (Schedule, error)
 //	ReleaseBatteryPower(ctx, PlanOrigin("day-ahead"), plantID) error
 //
 // and it is a window like any other (one mechanism): stored (a restart
@@ -403,8 +409,8 @@
 // audited, held, renewed, re-asserted and restored. The API does not take
 // it (not in Commands, eligibleCommands or a POST), and Schedules lists
 // its schedules only with BatteryWindows, so the API's schedules keep the
-// spec's commands and roles. The same watts again extends the open
-// window; other watts replace it (a new schedule, the older cancelled);
+// spec's commands and roles. The same watts (and unit) again extends the
+// open window; other watts or the other unit replace it (a new schedule, the older cancelled);
 // a channel keeps its newest 16 finished ones, so a plan changing every
 // 15 minutes does not crowd the grid operator's schedules out of
 // MaxSchedules. The plant log says BatterySetpoint (the value, who, until)
@@ -424,8 +430,10 @@
 // (the inverters within 10 % of their limit, as surplus judges it), so
 // PV serves the house first and the battery keeps its energy, and none
 // without a meter reading. The FeedInLimit loop leaves the batteries
-// carrying a BatteryPower window out of its battery terms (their
-// discharge is no load PV could serve, their room no room to probe), and
+// carrying a BatteryPower window in W out of its battery terms (their
+// discharge is no load PV could serve, their room no room to probe; a
+// no-discharge window's batteries stay in them: they take PV surplus by
+// themselves), and
 // in the cycle a hold or a discharge is first written it lowers PV by
 // what those batteries charge now (that power would otherwise show as
 // export until the next cycle). A change of the cap smaller than half a
@@ -435,8 +443,12 @@
 // covering the house's 0.35 kW. TestBatterySetpointUnderFeedInLimit: at
 // a summer noon under FeedInLimit 0 % with the battery charging 5 kW, a
 // hold and a discharge of 5 kW leave the battery at 0 W and PV at the
-// house's 1.0 kW, a charge of 4 kW PV at 5.0 kW, the export at most 9 W
-// per cycle.
+// house's 1.0 kW, a charge of 4 kW PV at 5.0 kW, no discharge the
+// battery still charging 5 kW, the export at most 9 W per cycle.
+// TestBatteryNoDischarge: on a battery with 124 and one with 802 only,
+// no discharge at a summer noon charges 5 kW from PV, at night with the
+// house drawing 5 kW more stays at 0 W (the meter carries the house); a
+// full hold at noon stays at 0 W.
 //
 // Carriers are the active batteries and the hybrid inverters with 124,
 // which share the plant's setpoint by rated power. On 124 (the

@@ -113,7 +113,7 @@ const SurplusOnly = "surplus-only"
 
 // BatteryActions are the battery plan sensor's options: the planner's
 // actions (plan.BatteryAction's values) and SurplusOnly.
-var BatteryActions = []string{"hold", "chargePV", "chargeGrid", "discharge", SurplusOnly}
+var BatteryActions = []string{"hold", "keepRoom", "chargePV", "chargeGrid", "discharge", SurplusOnly}
 
 // Grid is grid control's one gate (*gridcontrol.Controller): the
 // FeedInLimit number's windows.

@@ -110,7 +110,8 @@ func planResponse() apidoc.Obj {
 	step := apidoc.Object(apidoc.Obj{
 		"startUtc": apidoc.UTCTime(), "importEurPerKWh": num("the slot's import price, EUR/kWh"), "feedInEurPerKWh": num("the slot's feed-in price, EUR/kWh"),
 		"pvW": num("the PV forecast, W"), "baseLoadW": num("the house's load the plan assumes, W"),
-		"battery":          apidoc.Obj{"type": "string", "enum": []string{string(plan.BatteryHold), string(plan.BatteryChargePV), string(plan.BatteryChargeGrid), string(plan.BatteryDischarge)}},
+		"battery": apidoc.Describe(apidoc.Obj{"type": "string", "enum": plan.BatteryActions()},
+			"the battery's action: hold keeps its energy (no discharge; PV surplus the forecast missed may still charge it), keepRoom keeps it at 0 W both ways (the forecast PV surplus exported to keep room for later, e.g. before negative feed-in prices), chargePV charges from PV surplus, chargeGrid partly from the grid, discharge covers the house"),
 		"batteryW":         num("the battery's power, W: positive charging, negative discharging"),
 		"batteryFromGridW": num("the part of the charging taken from the grid, W"), "socPct": num("the battery's SoC at the slot's end, %"),
 		"importW": num("W"), "exportW": num("W"), "curtailedW": num("PV held back (export held at 0 W below the feed-in floor), W"),

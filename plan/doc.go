@@ -15,8 +15,8 @@
 // export limits where known; the [Battery] (capacity, SoC, the reserve
 // as its minimum SoC, AC power limits, one-way efficiencies, whether it
 // may charge from the grid), the [HeatPump] and the [Car], each nil when
-// absent. The [Plan] has a [Step] per slot: the battery's action and AC
-// power (with the part of a charge from the grid), the SoC after it, the
+// absent. The [Plan] has a [Step] per slot: the battery's action (below,
+// "Holds", for its two holds) and AC power (with the part of a charge from the grid), the SoC after it, the
 // heat pump's SG-Ready state (1..4, numbered as plant.ConsumerReading's
 // SGReady, plant.SGLocked..SGForced) and draw, the car's
 // charging power, the expected import, export and PV held back, the
@@ -99,6 +99,31 @@
 // moving the battery, the earlier slot before the later. Flexible loads placed greedily against the
 // first run's prices are not an optimum of the whole: the plan is a good
 // schedule, and its cost against the baseline is what it claims.
+//
+// # Holds
+//
+// A slot where the battery neither charges nor discharges is one of two
+// holds, told apart here because only the planner knows why it holds:
+//
+//   - keepRoom ([BatteryKeepRoom]): the slot's forecast has PV surplus
+//     (PV above everything the plan places but the battery), the battery
+//     has room and power to take it, and the plan exports it (or holds
+//     it back) instead; since self-consumption wins a tie with hold, that
+//     is a choice: storing now costs more than what the room earns later,
+//     typically before hours of negative feed-in whose PV the battery
+//     stores for free (TestHolds: a summer morning before 11–15 h at
+//     −0.05 EUR/kWh). The site loop holds the battery at 0 W both ways,
+//     so PV the forecast missed does not take that room either.
+//   - hold ([BatteryHold]): every other such slot, mostly a deficit whose
+//     import is cheaper than a later hour the stored energy is kept for
+//     (TestHolds: a winter afternoon before the 17–20 h peak), or a full
+//     battery. The plan wants no discharge; it does not need charging
+//     blocked, so the site loop only keeps the battery from discharging,
+//     and PV a wrong forecast did not foresee is stored, not exported.
+//
+// checkPlan holds every test's plan to the rule: keepRoom only with a
+// forecast surplus and room, hold never where the plan turns away a
+// surplus it could store.
 //
 // # Baseline
 //

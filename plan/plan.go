@@ -137,13 +137,25 @@ type Input struct {
 // BatteryAction is what the battery does in a slot.
 type BatteryAction string
 
-// The battery actions.
+// The battery actions. The plan's two holds differ in what the battery
+// may do when the forecast was wrong: BatteryHold keeps its energy for
+// later (no discharge) but takes PV surplus the forecast did not foresee;
+// BatteryKeepRoom keeps it still both ways, because the plan exports (or
+// holds back) the slot's forecast PV surplus to keep room for later
+// (typically before hours of negative feed-in, whose PV it stores
+// instead). See the package doc, "Holds".
 const (
-	BatteryHold       BatteryAction = "hold"
+	BatteryHold       BatteryAction = "hold"       // no discharge; unforeseen PV surplus may charge it
+	BatteryKeepRoom   BatteryAction = "keepRoom"   // neither way: PV surplus exported, room kept for later
 	BatteryChargePV   BatteryAction = "chargePV"   // charging from PV surplus only
 	BatteryChargeGrid BatteryAction = "chargeGrid" // charging, partly from the grid
 	BatteryDischarge  BatteryAction = "discharge"
 )
+
+// BatteryActions lists every battery action, for the API's documents.
+func BatteryActions() []BatteryAction {
+	return []BatteryAction{BatteryHold, BatteryKeepRoom, BatteryChargePV, BatteryChargeGrid, BatteryDischarge}
+}
 
 // The reasons of a step (Step.Reason), short enough for a log line.
 const (
@@ -154,6 +166,7 @@ const (
 	ReasonHeatPumpBoost  = "cheap hour: heat pump heats ahead"
 	ReasonCar            = "cheapest slots before the deadline: car charges"
 	ReasonStorePV        = "PV surplus: battery stores it for later"
+	ReasonKeepRoom       = "PV surplus: export, battery keeps room for later"
 	ReasonExport         = "PV surplus: export"
 	ReasonImportLimit    = "import limit: load above what the grid allows"
 	ReasonSelfConsume    = "self-consumption"
@@ -162,7 +175,7 @@ const (
 // Reasons lists every reason a step may give, for the API's documents.
 func Reasons() []string {
 	return []string{ReasonNegativeFeedIn, ReasonGridCharge, ReasonPeak, ReasonHeatPumpLock, ReasonHeatPumpBoost,
-		ReasonCar, ReasonStorePV, ReasonExport, ReasonImportLimit, ReasonSelfConsume}
+		ReasonCar, ReasonStorePV, ReasonKeepRoom, ReasonExport, ReasonImportLimit, ReasonSelfConsume}
 }
 
 // Step is the plan for one slot. Powers are means over the slot (W).

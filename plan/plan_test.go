@@ -133,6 +133,20 @@ func checkPlan(t *testing.T, in *Input, pl *Plan) {
 				t.Errorf("step %d: the battery discharges %.1f W while %.1f W are exported", i, -st.BatteryW, st.ExportW)
 			}
 		}
+		// The holds: 0 W; keeping room only where the forecast has a
+		// surplus the battery could have taken.
+		surplus := s.PVW > s.BaseLoadW+st.HeatPumpW+st.CarW
+		switch st.Battery {
+		case BatteryHold, BatteryKeepRoom:
+			if st.BatteryW != 0 {
+				t.Errorf("step %d: %s at %v W", i, st.Battery, st.BatteryW)
+			}
+			if keep := st.Battery == BatteryKeepRoom; keep && (!surplus || b == nil || st.SoCPct >= or(b.MaxSoCPct, 100)-1e-6) {
+				t.Errorf("step %d: keepRoom without a surplus (PV %.0f W) or room (SoC %.2f %%)", i, s.PVW, st.SoCPct)
+			} else if !keep && surplus && b != nil && b.MaxChargeW > 0 && st.SoCPct < or(b.MaxSoCPct, 100)-1e-6 {
+				t.Errorf("step %d: hold where the plan turns away a surplus it could store (PV %.0f W, SoC %.2f %%): want keepRoom", i, s.PVW, st.SoCPct)
+			}
+		}
 		if c := in.Car; c != nil && st.CarW != 0 && (st.CarW < c.MinW-1e-6 || st.CarW > c.MaxW+1e-6) {
 			t.Errorf("step %d: car %.1f W outside %v..%v W", i, st.CarW, c.MinW, c.MaxW)
 		}
@@ -405,6 +419,53 @@ func TestNegativeFeedIn(t *testing.T) {
 	}
 	t.Logf("battery took %.0f Wh, heat pump %.0f Wh ahead in %d slots; baseline %.3f EUR, plan %.3f EUR",
 		chargedWh, aheadWh, boosted, pl.BaselineCostEUR, pl.CostEUR)
+}
+
+// TestHolds: the plan's two holds. Before four hours of negative feed-in
+// the plan exports the morning's surplus while feed-in pays and keeps the
+// battery's room for the free hours: those holds keep room (the site loop
+// holds the battery at 0 W both ways). On a winter afternoon before the
+// 17–20 h peak, with the battery short of what the peak needs, the plan
+// holds its energy through the dearer-than-night but cheaper-than-peak
+// hours with the house drawing more than PV: those holds only keep it
+// from discharging (PV the forecast missed may still charge it).
+func TestHolds(t *testing.T) {
+	noon := midnight.Add(12 * time.Hour)
+	cases := []struct {
+		name      string
+		in        *Input
+		from, to  float64 // the hours judged
+		want      BatteryAction
+		wantSteps int // at least this many steps of want in them
+	}{
+		{"surplus before negative hours: keep room", &Input{Start: midnight, Slots: horizon(midnight, 96, summerSlot), Battery: battery10(20, false)},
+			6, 11, BatteryKeepRoom, 8},
+		{"an afternoon before the peak: no discharge", &Input{Start: noon, Slots: horizon(noon, 40, winterSlot), Battery: battery10(40, false)},
+			12, 17, BatteryHold, 8},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := compute(t, tc.in)
+			n := 0
+			for i, st := range pl.Steps {
+				s := tc.in.Slots[i]
+				if h := hourOf(st); h < tc.from || h >= tc.to || st.BatteryW != 0 || (s.PVW > s.BaseLoadW) != (tc.want == BatteryKeepRoom) {
+					continue // checkPlan judges the other holds
+				}
+				if st.Battery != tc.want {
+					t.Errorf("step %d (%.2f h): %s, want %s (PV %.0f W, load %.0f W)", i, hourOf(st), st.Battery, tc.want, s.PVW, s.BaseLoadW)
+				}
+				if st.Battery == BatteryKeepRoom && st.Reason != ReasonKeepRoom {
+					t.Errorf("step %d: reason %q, want %q", i, st.Reason, ReasonKeepRoom)
+				}
+				n++
+			}
+			if n < tc.wantSteps {
+				t.Errorf("%d steps of %s from %v to %v h, want at least %d", n, tc.want, tc.from, tc.to, tc.wantSteps)
+			}
+			t.Logf("%d steps of %s from %v to %v h", n, tc.want, tc.from, tc.to)
+		})
+	}
 }
 
 // nightImport: an evening at 0.40, a cheap night 00–04 h.

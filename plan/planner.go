@@ -117,6 +117,8 @@ func (p *planner) steps() *Plan {
 			}
 		case ac < 0:
 			st.Battery = BatteryDischarge
+		case p.keepsRoom(t):
+			st.Battery = BatteryKeepRoom
 		default:
 			st.Battery = BatteryHold
 		}
@@ -126,6 +128,16 @@ func (p *planner) steps() *Plan {
 	}
 	pl.CostEUR = total - p.endValueEURPerWh*(p.trajWh[n]-p.bat.eStartWh)
 	return pl
+}
+
+// keepsRoom says whether slot t's hold keeps room in the battery: the
+// slot's forecast has PV surplus (PV above everything but the battery)
+// that the battery, not full and able to charge, could have taken, and
+// the plan chose not to (self-consumption wins a tie with hold, so that
+// was a choice). Any other hold only keeps the battery from discharging.
+func (p *planner) keepsRoom(t int) bool {
+	m := &p.bat
+	return m.on && m.maxChargeW > 0 && p.in.Slots[t].PVW > p.loadW[t] && p.trajWh[t] < m.maxWh-1e-6
 }
 
 // reason says in a few words why slot t's step is what it is.
@@ -148,6 +160,8 @@ func (p *planner) reason(t int, st *Step, median float64) string {
 		return ReasonHeatPumpBoost
 	case st.Battery == BatteryChargePV:
 		return ReasonStorePV
+	case st.Battery == BatteryKeepRoom:
+		return ReasonKeepRoom
 	case st.ExportW > 0:
 		return ReasonExport
 	}

@@ -143,7 +143,9 @@
 //	                              convention): InWRte -p, OutWRte p is a
 //	                              discharge of p % (exported when the
 //	                              house takes less), InWRte p, OutWRte -p
-//	                              a charge of p %, both 0 a hold
+//	                              a charge of p %, both 0 a hold;
+//	                              StorCtl_Mod 2 with OutWRte 0 no
+//	                              discharge, charging from the surplus
 //	124 ChaGriSet                 1 (GRID): a charge beyond the PV surplus
 //	                              comes from the grid; 0 (PV, the
 //	                              default): from the surplus only

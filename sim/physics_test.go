@@ -321,23 +321,28 @@ func TestBatterySoC(t *testing.T) {
 // TestBatteryStorageControl writes 124's storage control as a controller
 // does (Fronius GEN24's convention) and checks the battery's power, its
 // SoC and the grid meter, by the registers: a forced charge from the grid
-// and from PV only, a forced discharge exporting, a hold, and the
-// reversion of InOutWRte_RvrtTms back to self-consumption.
+// and from PV only, a forced discharge exporting, a hold, no discharge
+// (StorCtl_Mod 2, the discharge limit only, at 0 %: the PV surplus
+// charges it, a deficit goes to the grid), and the reversion of
+// InOutWRte_RvrtTms back to self-consumption.
 func TestBatteryStorageControl(t *testing.T) {
 	night := time.Date(2025, 6, 21, 21, 30, 0, 0, time.UTC) // 23:30 in Munich: no PV
 	cases := []struct {
 		name          string
 		at            time.Time
+		mod           float64 // StorCtl_Mod
 		in, out, grid float64
-		wantW         float64 // 802 W wanted (positive discharging)
+		wantW         float64 // 802 W wanted (positive discharging); NaN: the PV surplus up to the rating
 		soc           int     // the SoC's move over 10 minutes: -1, 0, 1
 	}{
-		{"charge 3 kW from the grid at night", night, 60, -60, 1, -3000, 1},
-		{"charge from PV only at night: nothing", night, 60, -60, 0, 0, 0},
-		{"discharge 4 kW at night, exporting", night, -80, 80, 0, 4000, -1},
-		{"hold at night", night, 0, 0, 0, 0, 0},
-		{"hold at noon", summerNoon, 0, 0, 0, 0, 0},
-		{"charge 2 kW at noon from PV only", summerNoon, 40, -40, 0, -2000, 1},
+		{"charge 3 kW from the grid at night", night, 3, 60, -60, 1, -3000, 1},
+		{"charge from PV only at night: nothing", night, 3, 60, -60, 0, 0, 0},
+		{"discharge 4 kW at night, exporting", night, 3, -80, 80, 0, 4000, -1},
+		{"hold at night", night, 3, 0, 0, 0, 0, 0},
+		{"hold at noon", summerNoon, 3, 0, 0, 0, 0, 0},
+		{"charge 2 kW at noon from PV only", summerNoon, 3, 40, -40, 0, -2000, 1},
+		{"no discharge at noon: the PV surplus charges it", summerNoon, 2, 100, 0, 0, math.NaN(), 1},
+		{"no discharge at night: 0 W, the grid carries the house", night, 2, 100, 0, 0, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,12 +355,19 @@ func TestBatteryStorageControl(t *testing.T) {
 			writePoints(t, cb, bat, 124,
 				sunspec.PointValue{Point: "InWRte", Value: tc.in}, sunspec.PointValue{Point: "OutWRte", Value: tc.out},
 				sunspec.PointValue{Point: "InOutWRte_RvrtTms", Value: 900}, sunspec.PointValue{Point: "ChaGriSet", Value: tc.grid},
-				sunspec.PointValue{Point: "StorCtl_Mod", Value: 3})
+				sunspec.PointValue{Point: "StorCtl_Mod", Value: tc.mod})
 			soc0 := bat.State().SoCPct
 			b := p.Balance()
 			w, gridW := num(t, readModel(t, cb, bat, 802), "W"), num(t, readModel(t, cm, met, 203), "W")
-			if math.Abs(w-tc.wantW) > 1 {
-				t.Errorf("802 W %v, want %v (load %.0f W, PV %.0f W)", w, tc.wantW, b.LoadW, b.PVW)
+			wantW := tc.wantW
+			if math.IsNaN(wantW) {
+				wantW = -math.Min(b.PVW-b.LoadW, num(t, readModel(t, cb, bat, 124), "WChaMax"))
+				if wantW > -1000 {
+					t.Fatalf("PV surplus %.0f W at %s: too little to judge", b.PVW-b.LoadW, tc.at)
+				}
+			}
+			if math.Abs(w-wantW) > 1 {
+				t.Errorf("802 W %v, want %v (load %.0f W, PV %.0f W)", w, wantW, b.LoadW, b.PVW)
 			}
 			if want := b.LoadW - b.PVW - w; math.Abs(gridW-want) > 1 {
 				t.Errorf("meter W %v, want load - PV - battery = %.0f", gridW, want)
@@ -380,6 +392,66 @@ func TestBatteryStorageControl(t *testing.T) {
 			b = p.Balance()
 			if w := num(t, readModel(t, cb, bat, 802), "W"); (b.PVW < b.LoadW) != (w > 0) && w != 0 {
 				t.Errorf("after the reversion the battery at %v W with load %.0f W and PV %.0f W: not self-consumption", w, b.LoadW, b.PVW)
+			}
+		})
+	}
+}
+
+// TestBattery802Reserves: a battery with the DER storage models only (no
+// 124) follows 802's reserves written as a controller does: SoCRsvMin at
+// its SoC (SocRsvMax left at 100 %) stops its discharge, the grid
+// carrying the house at night, while at noon it still takes the PV
+// surplus; both at its SoC hold it at noon too.
+func TestBattery802Reserves(t *testing.T) {
+	night := time.Date(2025, 6, 21, 21, 30, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		at       time.Time
+		topAtSoC bool // SocRsvMax at the SoC too (else left at 100)
+		soc      int  // the SoC's move over 10 minutes: 0, 1
+	}{
+		{"SoCRsvMin at the SoC at night: 0 W", night, false, 0},
+		{"SoCRsvMin at the SoC at noon: charges from PV", summerNoon, false, 1},
+		{"both reserves at the SoC at noon: 0 W", summerNoon, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock(tc.at)
+			cfg := testConfig(clk)
+			cfg.ClearSky = true
+			for i := range cfg.Devices {
+				if cfg.Devices[i].ID == "bat" {
+					cfg.Devices[i].DER = true
+				}
+			}
+			p := startPlant(t, cfg)
+			bat, met := p.Device("bat"), p.Device("meter")
+			cb, cm := dial(t, bat), dial(t, met)
+			soc := num(t, readModel(t, cb, bat, 802), "SoC")
+			top := 100.0
+			if tc.topAtSoC {
+				top = soc
+			}
+			writePoints(t, cb, bat, 802, sunspec.PointValue{Point: "SoCRsvMin", Value: soc}, sunspec.PointValue{Point: "SocRsvMax", Value: top})
+			soc0 := bat.State().SoCPct
+			b := p.Balance()
+			w, gridW := num(t, readModel(t, cb, bat, 802), "W"), num(t, readModel(t, cm, met, 203), "W")
+			// Within a tenth of a percent of the reserve the taper allows
+			// a few W: the register's SoC is rounded to 0.1 %.
+			switch {
+			case tc.soc > 0 && w > -1000:
+				t.Errorf("802 W %v with a surplus of %.0f W: want it charging", w, b.PVW-b.LoadW)
+			case tc.soc == 0 && math.Abs(w) > 60:
+				t.Errorf("802 W %v (load %.0f W, PV %.0f W): want about 0 W", w, b.LoadW, b.PVW)
+			}
+			if want := b.LoadW - b.PVW - w; math.Abs(gridW-want) > 1 {
+				t.Errorf("meter W %v, want load - PV - battery = %.0f", gridW, want)
+			}
+			clk.Add(10 * time.Minute)
+			d := bat.State().SoCPct - soc0
+			t.Logf("SoC %.3f %%, reserves %g..%g: 802 W %v, SoC moved %+.4f %% in 10 minutes", soc0, soc, top, w, d)
+			if tc.soc > 0 && d <= 0 || tc.soc == 0 && math.Abs(d) > 0.1 {
+				t.Errorf("SoC moved %+.4f %% in 10 minutes, want %s", d, map[bool]string{true: "a rise", false: "at most 0.1 %"}[tc.soc > 0])
 			}
 		})
 	}

@@ -11,8 +11,12 @@
 //   - the batteries: a charge from the grid or a hold that the plan wants
 //     is a battery setpoint of the plan's origin (gridcontrol's door plan,
 //     role standard: below every installer's and grid operator's window,
-//     a FeedInLimit capping it); in every other slot the setpoint is
-//     released and the batteries do their own self-consumption;
+//     a FeedInLimit capping it): a hold (plan.BatteryHold) keeps them from
+//     discharging while PV surplus the forecast missed still charges them
+//     (SetBatteryNoDischarge), keeping room (plan.BatteryKeepRoom) holds
+//     them at 0 W both ways (SetBatteryPower 0); in every other slot the
+//     setpoint is released and the batteries do their own
+//     self-consumption;
 //   - negative prices: every run of slots whose feed-in price is below the
 //     floor (tariffs feedIn.floor, default 0 EUR/kWh) is a FeedInLimit
 //     0 W window of the installer's role from the plan's door

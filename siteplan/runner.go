@@ -32,6 +32,7 @@ type PVForecast func(from time.Time, n int) (w []float64, ok bool)
 // Gate is grid control as the runner uses it (gridcontrol.Controller).
 type Gate interface {
 	SetBatteryPower(ctx context.Context, by gridcontrol.Origin, plantID string, watts float64, until time.Time) (gridcontrol.Schedule, error)
+	SetBatteryNoDischarge(ctx context.Context, by gridcontrol.Origin, plantID string, until time.Time) (gridcontrol.Schedule, error)
 	ReleaseBatteryPower(ctx context.Context, by gridcontrol.Origin, plantID string) error
 	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
 	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
@@ -286,7 +287,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	if wasFallback {
 		r.entry(now, plant.LevelInfo, "PlanResumed", "the day-ahead plan governs again: prices for the next hours are known")
 	}
-	r.followBattery(ctx, now, p)
+	r.followBattery(ctx, now, p, in.Battery != nil)
 	r.followConsumers(&in, p)
 	r.followPrices(ctx, now, prices)
 }
@@ -442,27 +443,39 @@ func (r *Runner) battery0() *plan.Battery {
 
 // followBattery puts the first slot's battery action through the gate: a
 // charge from the grid or a hold is a setpoint until the slot's end (and
-// a minute, so that the next slot's takes over without a gap); anything
-// else releases it.
-func (r *Runner) followBattery(ctx context.Context, now time.Time, p *plan.Plan) {
+// a minute, so that the next slot's takes over without a gap): a hold
+// (plan.BatteryHold) keeps the batteries from discharging, PV surplus
+// still charging them; keeping room (plan.BatteryKeepRoom) holds them at
+// 0 W both ways. Anything else releases it, as does a plan made without
+// the battery (before the live state knew it: its steps say hold).
+func (r *Runner) followBattery(ctx context.Context, now time.Time, p *plan.Plan, planned bool) {
 	if len(p.Steps) == 0 {
 		return
 	}
+	if !planned {
+		r.release(ctx)
+		return
+	}
 	s := p.Steps[0]
+	until := s.Start.Add(p.Slot + time.Minute)
+	var err error
 	watts := math.NaN()
 	switch s.Battery {
 	case plan.BatteryChargeGrid:
 		watts = -math.Round(s.BatteryW)
+		_, err = r.deps.Gate.SetBatteryPower(ctx, batteryOrigin, r.spec.PlantID, watts, until)
+	case plan.BatteryKeepRoom:
+		watts = 0
+		_, err = r.deps.Gate.SetBatteryPower(ctx, batteryOrigin, r.spec.PlantID, watts, until)
 	case plan.BatteryHold:
 		watts = 0
-	}
-	if math.IsNaN(watts) {
+		_, err = r.deps.Gate.SetBatteryNoDischarge(ctx, batteryOrigin, r.spec.PlantID, until)
+	default:
 		r.release(ctx)
 		return
 	}
-	until := s.Start.Add(p.Slot + time.Minute)
-	if _, err := r.deps.Gate.SetBatteryPower(ctx, batteryOrigin, r.spec.PlantID, watts, until); err != nil {
-		r.log.Warn("plan: battery setpoint refused", "plant", r.spec.PlantID, "watts", watts, "err", err)
+	if err != nil {
+		r.log.Warn("plan: battery setpoint refused", "plant", r.spec.PlantID, "action", s.Battery, "watts", watts, "err", err)
 		return
 	}
 	r.mu.Lock()

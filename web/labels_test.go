@@ -149,7 +149,7 @@ func TestLabelsCoverPlant(t *testing.T) {
 			t.Errorf("labels.js COMMANDS %q: %q, want words", c.Name, w)
 		}
 	}
-	for _, a := range []plan.BatteryAction{plan.BatteryHold, plan.BatteryChargePV, plan.BatteryChargeGrid, plan.BatteryDischarge} {
+	for _, a := range plan.BatteryActions() {
 		if w := actions[string(a)]; w == "" || camel.MatchString(w) {
 			t.Errorf("labels.js BATTERY_ACTIONS %q: %q, want words", a, w)
 		}

@@ -276,7 +276,7 @@ export const reasonLabel = r => REASONS[r] ?? (r ? words(r) : '–');
 
 // The day-ahead plan's battery action of a slot (GET /gateway/v1/plan).
 export const BATTERY_ACTIONS = {
-  hold: 'hold', chargePV: 'charge from PV', chargeGrid: 'charge from the grid', discharge: 'discharge',
+  hold: 'hold (no discharge)', keepRoom: 'hold, room kept for PV', chargePV: 'charge from PV', chargeGrid: 'charge from the grid', discharge: 'discharge',
 };
 export const batteryActionLabel = a => BATTERY_ACTIONS[a] ?? (a ? words(a) : '–');
 
