@@ -61,6 +61,7 @@ type balRow [numBal]agg
 // holds these few numbers and not the device's aggregates (at 5,000
 // devices those were 15 MB at each rollup).
 type devInterval struct {
+	// kind is the device's balanceKind: "" for a consumer's sub-meter.
 	kind kind.Kind
 	// e are the role's energies (inverter: pvGeneration; meter:
 	// gridConsumption, gridFeedIn; battery: batteryCharging,
@@ -80,11 +81,22 @@ var (
 	batteryFields  = []plant.Channel{plant.BatteryCharging, plant.BatteryDischarging}
 )
 
-// balanceRole returns what a plant's balance takes from a device of kind
-// k: the energies of fields (none: the kind has no role in it) and, when
-// soc, the mean state of charge (plant.BatteryStateOfCharge).
-func balanceRole(k kind.Kind) (fields []plant.Channel, soc bool) {
-	switch k {
+// balanceKind is the kind in which d counts in its plant's balance: its
+// kind, but none ("") for a meter that is not the grid meter (a
+// consumer's sub-meter, [device.gridMeter]): what it measures is already
+// inside the consumption the grid meter gives, as in the live balance.
+func (d *device) balanceKind() kind.Kind {
+	if d.kind == kind.Meter && !d.gridMeter() {
+		return ""
+	}
+	return d.kind
+}
+
+// balanceRole returns what a plant's balance takes from device d: the
+// energies of fields (none: d has no role in it) and, when soc, the mean
+// state of charge (plant.BatteryStateOfCharge).
+func balanceRole(d *device) (fields []plant.Channel, soc bool) {
+	switch d.balanceKind() {
 	case kind.Inverter:
 		return inverterFields, false
 	case kind.Meter:
@@ -95,10 +107,10 @@ func balanceRole(k kind.Kind) (fields []plant.Channel, soc bool) {
 	return nil, false
 }
 
-// intervalOf keeps of a device's aggregates b what computeBalance reads.
-func intervalOf(k kind.Kind, b *devBucket) devInterval {
-	di := devInterval{kind: k}
-	fields, soc := balanceRole(k)
+// intervalOf keeps of device d's aggregates b what computeBalance reads.
+func intervalOf(d *device, b *devBucket) devInterval {
+	di := devInterval{kind: d.balanceKind()}
+	fields, soc := balanceRole(d)
 	for i, ch := range fields {
 		di.e[i], di.eOK[i] = b.energy(ch)
 	}
@@ -113,11 +125,12 @@ func intervalOf(k kind.Kind, b *devBucket) devInterval {
 // computeBalance derives a plant's balance of one interval from its
 // devices' aggregates, with the rules of the live balance
 // ([plant.Flows.Derive]) applied to energies: each basic field is present
-// when a device of its role gave an energy (inverters: pvGeneration,
+// when a device of its role gave an energy (inverters: pvGeneration, grid
 // meters: gridFeedIn and gridConsumption, batteries: batteryCharging and
-// batteryDischarging); the derived fields need the grid and, for each
-// role present in the interval (a device of that kind had samples or
-// energy in it), that role's energy.
+// batteryDischarging; a consumer's sub-meter has no role, intervalOf gives
+// it no kind); the derived fields need the grid and, for each role present
+// in the interval (a device of that kind had samples or energy in it),
+// that role's energy.
 //
 // It returns false when the interval has nothing to show.
 func computeBalance(devs []devInterval) (balRow, bool) {

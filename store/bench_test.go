@@ -207,7 +207,7 @@ func buildYear(b testing.TB, s *Store, bp *benchPlant, loc *time.Location, year 
 	}
 	var srcs []*src
 	for _, d := range bp.devs {
-		dev, err := adds.ensureDevice(ctx, tx, d.id, "p1", d.kind)
+		dev, err := adds.ensureDevice(ctx, tx, d.id, "p1", d.kind, "")
 		if err != nil {
 			b.Fatal(err)
 		}

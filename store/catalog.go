@@ -16,18 +16,27 @@ const kindPlant kind.Kind = "plant"
 
 // device is one row of the device table: a device of the API, or a plant's
 // balance source (kind "plant", name = the plant id). Its fields never
-// change once it is in the catalog (a new plant or kind publishes a new
-// device value sharing chans), so queries read them without the lock; chans
-// and bal are guarded by catalog.mu.
+// change once it is in the catalog (a new plant, kind or measures
+// publishes a new device value sharing chans), so queries read them
+// without the lock; chans and bal are guarded by catalog.mu.
 type device struct {
 	id    int64
 	name  string
 	plant string
 	kind  kind.Kind
+	// measures is, for a consumer's sub-meter, the consumer's id
+	// (plant.DeviceInfo.Measures; see gridMeter).
+	measures string
 	// chans are the device's series by channel and input index; bal the
 	// balance source's series by field.
 	chans map[chKey]*series
 	bal   [numBal]*series
+}
+
+// gridMeter reports whether d is a meter at its plant's grid connection,
+// by plant.DeviceInfo.GridMeter's rule.
+func (d *device) gridMeter() bool {
+	return plant.DeviceInfo{Kind: d.kind, Measures: d.measures}.GridMeter()
 }
 
 // chKey names a channel value of a device: the channel and, for an
@@ -156,7 +165,7 @@ func (c *catalog) devices() []*device {
 
 // load reads the device and series tables.
 func (c *catalog) load(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT id, name, plant, kind FROM device`)
+	rows, err := db.QueryContext(ctx, `SELECT id, name, plant, kind, measures FROM device`)
 	if err != nil {
 		return fmt.Errorf("load devices: %w", err)
 	}
@@ -165,7 +174,7 @@ func (c *catalog) load(ctx context.Context, db *sql.DB) error {
 	defer c.mu.Unlock()
 	for rows.Next() {
 		d := &device{chans: map[chKey]*series{}}
-		if err := rows.Scan(&d.id, &d.name, &d.plant, &d.kind); err != nil {
+		if err := rows.Scan(&d.id, &d.name, &d.plant, &d.kind, &d.measures); err != nil {
 			return fmt.Errorf("load devices: %w", err)
 		}
 		c.put(d)
@@ -229,7 +238,8 @@ type txAdds struct {
 	changed []devChange
 }
 
-// devChange is a device row whose plant or kind a transaction changed.
+// devChange is a device row whose plant, kind or measures a transaction
+// changed.
 type devChange struct{ old *device }
 
 // rollback removes the transaction's additions from the catalog.
@@ -270,8 +280,9 @@ type execer interface {
 }
 
 // ensureDevice returns the device row of an API device, inserting it or
-// updating its plant and kind as needed.
-func (a *txAdds) ensureDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind) (*device, error) {
+// updating its plant, kind and measures as needed (a kind "" keeps the
+// stored one: the device is not discovered yet).
+func (a *txAdds) ensureDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind, measures string) (*device, error) {
 	c := a.c
 	c.mu.RLock()
 	d := c.byName[name]
@@ -280,20 +291,20 @@ func (a *txAdds) ensureDevice(ctx context.Context, tx execer, name, plantID stri
 		if k == "" {
 			k = d.kind
 		}
-		if d.plant == plantID && d.kind == k {
+		if d.plant == plantID && d.kind == k && d.measures == measures {
 			return d, nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE device SET plant = ?, kind = ? WHERE id = ?`, plantID, string(k), d.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE device SET plant = ?, kind = ?, measures = ? WHERE id = ?`, plantID, string(k), measures, d.id); err != nil {
 			return nil, fmt.Errorf("update device %s: %w", name, err)
 		}
-		nd := &device{id: d.id, name: d.name, plant: plantID, kind: k, chans: d.chans}
+		nd := &device{id: d.id, name: d.name, plant: plantID, kind: k, measures: measures, chans: d.chans}
 		c.mu.Lock()
 		c.put(nd)
 		c.mu.Unlock()
 		a.changed = append(a.changed, devChange{old: d})
 		return nd, nil
 	}
-	return a.insertDevice(ctx, tx, name, plantID, k)
+	return a.insertDevice(ctx, tx, name, plantID, k, measures)
 }
 
 // ensurePlantSrc returns the balance source of a plant.
@@ -305,11 +316,11 @@ func (a *txAdds) ensurePlantSrc(ctx context.Context, tx execer, plantID string) 
 	if d != nil {
 		return d, nil
 	}
-	return a.insertDevice(ctx, tx, plantID, plantID, kindPlant)
+	return a.insertDevice(ctx, tx, plantID, plantID, kindPlant, "")
 }
 
-func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind) (*device, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO device (name, plant, kind) VALUES (?, ?, ?)`, name, plantID, string(k))
+func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID string, k kind.Kind, measures string) (*device, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO device (name, plant, kind, measures) VALUES (?, ?, ?, ?)`, name, plantID, string(k), measures)
 	if err != nil {
 		return nil, fmt.Errorf("insert device %s: %w", name, err)
 	}
@@ -317,7 +328,7 @@ func (a *txAdds) insertDevice(ctx context.Context, tx execer, name, plantID stri
 	if err != nil {
 		return nil, fmt.Errorf("insert device %s: %w", name, err)
 	}
-	d := &device{id: id, name: name, plant: plantID, kind: k, chans: map[chKey]*series{}}
+	d := &device{id: id, name: name, plant: plantID, kind: k, measures: measures, chans: map[chKey]*series{}}
 	c := a.c
 	c.mu.Lock()
 	c.put(d)

@@ -194,14 +194,14 @@ func TestMigrateRawChunks(t *testing.T) {
 
 	// Back to version 3: the raw table as migration 1 made it, a row per
 	// poll in that version's format, and none of migration 5's and 6's
-	// tables.
+	// tables nor migration 7's column.
 	db, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m1 := migrations[1]
 	create := m1[strings.Index(m1, "CREATE TABLE raw (") : strings.Index(m1, ") WITHOUT ROWID;\n\n-- rollups")+len(") WITHOUT ROWID;")]
-	for _, q := range []string{create, `DROP TABLE raw_chunk`, `DROP TABLE consumer_guard`, `DROP TABLE price`, `PRAGMA user_version = 3`} {
+	for _, q := range []string{create, `DROP TABLE raw_chunk`, `DROP TABLE consumer_guard`, `DROP TABLE price`, `ALTER TABLE device DROP COLUMN measures`, `PRAGMA user_version = 3`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -187,6 +187,14 @@ CREATE TABLE price (
 	PRIMARY KEY (source, t)
 ) WITHOUT ROWID;
 `,
+	7: `
+-- device.measures: for a meter that measures one consumer alone, that
+-- consumer's id (plant.DeviceInfo.Measures): no grid meter, it counts in
+-- no plant balance. '' for a grid meter and every other device, and for
+-- the rows of earlier versions, which counted every meter as a grid
+-- meter (right for a plant without sub-meters).
+ALTER TABLE device ADD COLUMN measures TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrationCode are the steps that need more than SQL: run in the step's
@@ -197,7 +205,7 @@ var migrationCode = map[int]func(context.Context, *sql.Tx) error{
 
 // SchemaVersion is the user_version this plantd writes: the last step of
 // migrations (TestMigrations checks that they agree).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // connector opens connections of one DSN through a private driver value,
 // so that nothing is registered globally and every connection gets the

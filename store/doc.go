@@ -18,7 +18,8 @@
 //
 //	dl, _ := live.Device(sample.Device)
 //	st.Record(store.Measurement{PlantID: dl.Info.PlantID, DeviceID: dl.Info.ID,
-//		Kind: dl.Info.Kind, Time: sample.Time, Readings: dl.Readings})
+//		Kind: dl.Info.Kind, Measures: dl.Info.Measures, Time: sample.Time,
+//		Readings: dl.Readings})
 //
 // and it runs Run(ctx) beside the poller. With a fast simulated clock (the
 // demo), record the simulated time and pass the simulated clock as
@@ -45,7 +46,7 @@
 // WAL, synchronous=NORMAL, foreign keys on, busy_timeout 5 s,
 // BEGIN IMMEDIATE; one writing connection, up to four read-only ones.
 //
-//	device(id, name, plant, kind)      API devices; per plant one balance source (kind 'plant')
+//	device(id, name, plant, kind, measures) API devices (measures: a sub-meter's consumer); per plant one balance source (kind 'plant')
 //	series(id, device, channel, idx)   integer ids of device × channel × input
 //	raw_chunk(id, t0, device, n, tn, v) a device's raw samples of one minute, compressed in v
 //	r5m, r1h, r1d(src, t, v)           per source and interval start: per-series aggregates packed
@@ -204,8 +205,11 @@
 //
 // A plant's energy balance is computed per 5-minute interval from its
 // devices' energies with the rules of the live balance, plant.Flows.Derive
-// (inverters give pvGeneration, meters gridConsumption and gridFeedIn,
-// batteries batteryCharging and batteryDischarging; totalConsumption = PV +
+// (inverters give pvGeneration, grid meters gridConsumption and
+// gridFeedIn, batteries batteryCharging and batteryDischarging; a meter
+// that measures one consumer alone, Measurement.Measures, is no grid meter
+// by plant.DeviceInfo.GridMeter and counts in no balance: its draw is
+// inside the consumption already; totalConsumption = PV +
 // gridConsumption + batteryDischarging − gridFeedIn − batteryCharging,
 // selfConsumption, directConsumption, selfSupply; batteryStateOfCharge the
 // mean of the batteries), stored as the balance source's rollups, and summed
@@ -255,7 +259,7 @@
 // after it ends.
 //
 // A plant's Recent (EnergyBalance, EnergyMix) reads of each inverter,
-// meter and battery only the channels the balance takes from its kind
+// grid meter and battery only the channels the balance takes from its kind
 // (the energy fields' powers and counters, the state of charge), decoded
 // by a reader that converts no other value, and runs the bucket engine
 // for those fields only; devices of other kinds are not read. A device

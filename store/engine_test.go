@@ -274,13 +274,18 @@ func TestComputeBalance(t *testing.T) {
 		return b
 	}
 	inv := func(pv float64) devInterval {
-		return intervalOf(kind.Inverter, bucket(plant.PVGeneration, pv))
+		return intervalOf(&device{kind: kind.Inverter}, bucket(plant.PVGeneration, pv))
 	}
 	met := func(cons, feed float64) devInterval {
-		return intervalOf(kind.Meter, bucket(plant.GridConsumption, cons, plant.GridFeedIn, feed))
+		return intervalOf(&device{kind: kind.Meter}, bucket(plant.GridConsumption, cons, plant.GridFeedIn, feed))
+	}
+	// sub is the heater's sub-meter (plant.DeviceInfo.Measures): its
+	// draw is inside the consumption the grid meter gives.
+	sub := func(cons, feed float64) devInterval {
+		return intervalOf(&device{kind: kind.Meter, measures: "heater"}, bucket(plant.GridConsumption, cons, plant.GridFeedIn, feed))
 	}
 	bat := func(cha, dis, soc float64) devInterval {
-		return intervalOf(kind.Battery, bucket(plant.BatteryCharging, cha, plant.BatteryDischarging, dis, plant.BatteryStateOfCharge, soc))
+		return intervalOf(&device{kind: kind.Battery}, bucket(plant.BatteryCharging, cha, plant.BatteryDischarging, dis, plant.BatteryStateOfCharge, soc))
 	}
 	type vals map[balField]float64
 	tests := []struct {
@@ -299,8 +304,12 @@ func TestComputeBalance(t *testing.T) {
 		{"no meter: no derived fields", []devInterval{inv(10), bat(5, 0, 50)},
 			vals{balPV: 10, balCharging: 5}, []balField{balTotalCons, balSelfCons, balFeedIn}},
 		{"inverter without energy blocks the derived fields",
-			[]devInterval{intervalOf(kind.Inverter, &devBucket{n: 1, aggs: map[chKey]*agg{}}), met(5, 0)},
+			[]devInterval{intervalOf(&device{kind: kind.Inverter}, &devBucket{n: 1, aggs: map[chKey]*agg{}}), met(5, 0)},
 			vals{balGridCons: 5}, []balField{balPV, balTotalCons}},
+		{"a grid meter and a consumer's sub-meter: the grid is the grid meter's", []devInterval{inv(10), met(30, 2), sub(25, 0)},
+			vals{balGridCons: 30, balFeedIn: 2, balTotalCons: 38, balSelfSupply: 8, balSelfCons: 8}, nil},
+		{"a sub-meter alone is no grid", []devInterval{inv(10), sub(25, 0)},
+			vals{balPV: 10}, []balField{balGridCons, balFeedIn, balTotalCons, balSelfSupply}},
 		{"inconsistent readings clamp at 0", []devInterval{inv(10), met(0, 50)},
 			vals{balTotalCons: 0, balSelfCons: 0, balSelfSupply: 0}, nil},
 	}

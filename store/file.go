@@ -42,8 +42,8 @@ func (c *catalog) layDown(ctx context.Context, db *sql.DB) error {
 	}
 	c.mu.RLock()
 	for _, d := range c.byID {
-		if _, err = tx.ExecContext(ctx, `INSERT INTO device (id, name, plant, kind) VALUES (?, ?, ?, ?)`,
-			d.id, d.name, d.plant, string(d.kind)); err != nil {
+		if _, err = tx.ExecContext(ctx, `INSERT INTO device (id, name, plant, kind, measures) VALUES (?, ?, ?, ?, ?)`,
+			d.id, d.name, d.plant, string(d.kind), d.measures); err != nil {
 			break
 		}
 	}

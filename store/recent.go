@@ -26,7 +26,7 @@ import (
 func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, from, to int64, reference bool) (map[int64][]devInterval, error) {
 	var roles []*device
 	for _, d := range devs {
-		if fields, _ := balanceRole(d.kind); len(fields) > 0 {
+		if fields, _ := balanceRole(d); len(fields) > 0 {
 			roles = append(roles, d)
 		}
 	}
@@ -52,7 +52,7 @@ func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, f
 		for id, ds := range cd.devs {
 			out := map[int64]devInterval{}
 			for b, db := range aggregate(ds.prev, ds.samples, nil, from, to, recentWidth, nil, nil, nil) {
-				out[b] = intervalOf(ds.dev.kind, db)
+				out[b] = intervalOf(ds.dev, db)
 			}
 			per[id] = out
 		}
@@ -92,7 +92,7 @@ func (s *Store) recentRoles(ctx context.Context, db querier, roles []*device, fr
 	s.cat.mu.RLock()
 	for _, d := range roles {
 		byID[d.id] = &recentDev{dev: d}
-		fields, soc := balanceRole(d.kind)
+		fields, soc := balanceRole(d)
 		for _, se := range d.chans {
 			if se.ch != 0 && roleChannel(se.ch, fields, soc) {
 				keys[se.id] = chKey{se.ch, int32(se.idx)}
@@ -185,14 +185,14 @@ func (s *Store) recentRoles(ctx context.Context, db querier, roles []*device, fr
 			}
 		}
 		if len(seq) >= 2 {
-			fields, _ := balanceRole(d.kind)
+			fields, _ := balanceRole(d)
 			for _, f := range fields {
 				bk.series(seq, energySpec{f, f.EnergyCounter(), f}, 0)
 			}
 		}
 		out := make(map[int64]devInterval, len(bk.out))
 		for b, db := range bk.out {
-			out[b] = intervalOf(d.kind, db)
+			out[b] = intervalOf(d, db)
 		}
 		per[d.id] = out
 	}

@@ -128,7 +128,7 @@ func TestRecentMinutesReference(t *testing.T) {
 			// The fast path ran (and left only devices with gaps).
 			var roles []*device
 			for _, d := range devs {
-				if f, _ := balanceRole(d.kind); len(f) > 0 {
+				if f, _ := balanceRole(d); len(f) > 0 {
 					roles = append(roles, d)
 				}
 			}

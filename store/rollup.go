@@ -712,7 +712,7 @@ func (w *writer) writeDevices(ctx context.Context, tx *sql.Tx, cw *chunkWrite, c
 					pb = map[int64][]devInterval{}
 					cw.plants[d.plant] = pb
 				}
-				pb[b] = append(pb[b], intervalOf(d.kind, db))
+				pb[b] = append(pb[b], intervalOf(d, db))
 			}
 		}
 	}

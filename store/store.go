@@ -177,6 +177,11 @@ func (c Config) withDefaults() (Config, error) {
 type Measurement struct {
 	PlantID, DeviceID string
 	Kind              kind.Kind
+	// Measures is the device's plant.DeviceInfo.Measures: for a meter
+	// that measures one consumer alone, that consumer's id. Such a meter
+	// is no grid meter (plant.DeviceInfo.GridMeter) and counts in no
+	// balance of its plant; "" for the grid meter and every other device.
+	Measures string
 	// Time is when the values were read; zero means now.
 	Time     time.Time
 	Readings []plant.Reading

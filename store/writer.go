@@ -555,7 +555,7 @@ func (w *writer) stage(ctx context.Context, tx *sql.Tx, b *batchWork) error {
 			w.s.drop("stamped in the future")
 			continue
 		}
-		dev, err := w.adds.ensureDevice(ctx, tx, m.DeviceID, m.PlantID, m.Kind)
+		dev, err := w.adds.ensureDevice(ctx, tx, m.DeviceID, m.PlantID, m.Kind, m.Measures)
 		if err != nil {
 			return err
 		}

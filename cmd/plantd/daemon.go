@@ -368,7 +368,7 @@ func (d *daemon) onSample(s plant.Sample) {
 	d.pollDuration.Observe(s.Duration.Seconds(), kind, result)
 	if s.Err == nil {
 		// readings was made for this call: the store keeps it.
-		d.store.RecordOwned(store.Measurement{PlantID: info.PlantID, DeviceID: s.Device, Kind: info.Kind, Time: s.Time, Readings: readings})
+		d.store.RecordOwned(store.Measurement{PlantID: info.PlantID, DeviceID: s.Device, Kind: info.Kind, Measures: info.Measures, Time: s.Time, Readings: readings})
 	}
 	for _, e := range events {
 		d.logEvent(e)
