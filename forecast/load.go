@@ -215,30 +215,45 @@ func flatLoad(load []Sample, made time.Time) (w float64, ok bool) {
 
 // LoadAccuracy is how one day's day-ahead base-load forecast did against
 // the measured base load over the day's measured slots, beside the flat
-// base load a plan made at the same time took (flatLoad).
+// base load a plan made at the same time took (flatLoad) and two naive
+// forecasts: the day before's mean base load, flat, and "tomorrow =
+// today" (the day before's base load at the same time).
 type LoadAccuracy struct {
 	// MAEW is the mean absolute error in W; FlatMAEW that of FlatW over
 	// the same slots.
 	MAEW     float64 `json:"maeW"`
 	FlatW    float64 `json:"flatW"`
 	FlatMAEW float64 `json:"flatMaeW"`
-	Slots    int     `json:"slots"`
+	// DayMeanMAEW is the MAE of the day before's mean base load, flat;
+	// PersistenceMAEW that of the day before's at the same time (each
+	// nil when the day before was measured in fewer than minCoverage of
+	// the slots).
+	DayMeanMAEW     *float64 `json:"dayMeanMaeW,omitempty"`
+	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
+	Slots           int      `json:"slots"`
 	// ForecastWh and ActualWh are the energies of those slots.
 	ForecastWh float64 `json:"forecastWh"`
 	ActualWh   float64 `json:"actualWh"`
 }
 
 // JudgeLoad compares a day's forecast slots' base load with the measured
-// one and with the flat flatW; ok is false when fewer than minCoverage
-// of the slots were measured, or the forecast had no base load.
-func JudgeLoad(forecast []Slot, measured []Sample, flatW float64) (LoadAccuracy, bool) {
+// one, with the flat flatW and with the day before's (previous); ok is
+// false when fewer than minCoverage of the slots were measured, or the
+// forecast had no base load.
+func JudgeLoad(forecast []Slot, measured, previous []Sample, flatW float64) (LoadAccuracy, bool) {
 	got := make(map[int64]float64, len(measured))
 	for _, s := range measured {
 		got[s.Start.Unix()] = s.W
 	}
+	before := make(map[int64]float64, len(previous))
+	var prevSum float64
+	for _, s := range previous {
+		before[s.Start.Unix()] = s.W
+		prevSum += s.W
+	}
 	a := LoadAccuracy{FlatW: flatW}
-	var sumAbs, sumFlat float64
-	n := 0
+	var sumAbs, sumFlat, sumMean, sumPersist float64
+	n, persisted := 0, 0
 	for _, f := range forecast {
 		if f.LoadW == nil {
 			continue
@@ -251,6 +266,13 @@ func JudgeLoad(forecast []Slot, measured []Sample, flatW float64) (LoadAccuracy,
 		a.Slots++
 		sumAbs += math.Abs(*f.LoadW - w)
 		sumFlat += math.Abs(flatW - w)
+		if len(previous) > 0 {
+			sumMean += math.Abs(prevSum/float64(len(previous)) - w)
+		}
+		if p, ok := before[f.Start.Add(-24*time.Hour).Unix()]; ok {
+			persisted++
+			sumPersist += math.Abs(p - w)
+		}
 		a.ForecastWh += *f.LoadW * SlotLength.Hours()
 		a.ActualWh += w * SlotLength.Hours()
 	}
@@ -258,5 +280,13 @@ func JudgeLoad(forecast []Slot, measured []Sample, flatW float64) (LoadAccuracy,
 		return a, false
 	}
 	a.MAEW, a.FlatMAEW = sumAbs/float64(a.Slots), sumFlat/float64(a.Slots)
+	if float64(len(previous)) >= minCoverage*float64(a.Slots) {
+		v := sumMean / float64(a.Slots)
+		a.DayMeanMAEW = &v
+	}
+	if float64(persisted) >= minCoverage*float64(a.Slots) {
+		v := sumPersist / float64(persisted)
+		a.PersistenceMAEW = &v
+	}
 	return a, true
 }

@@ -155,7 +155,7 @@ func TestLoadOnStore(t *testing.T) {
 func TestJudgeLoad(t *testing.T) {
 	day := time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC)
 	var slots []Slot
-	var measured []Sample
+	var measured, previous []Sample
 	for i := range 96 {
 		start := day.Add(time.Duration(i) * SlotLength)
 		w := 300.0
@@ -165,19 +165,26 @@ func TestJudgeLoad(t *testing.T) {
 		f := w + 100 // off by 100 W everywhere
 		slots = append(slots, Slot{Start: start, LoadW: &f})
 		measured = append(measured, Sample{Start: start, W: w})
+		previous = append(previous, Sample{Start: start.Add(-24 * time.Hour), W: w + 50})
 	}
+	// The day before's mean: (84 × 350 + 12 × 2050) / 96 = 562.5 W.
+	dayMean := (84*(562.5-300) + 12*(2000-562.5)) / 96
 	for _, tc := range []struct {
-		name             string
-		measured         []Sample
-		flat             float64
-		ok               bool
-		mae, flatMAE     float64
-		forecastWh, real float64
+		name               string
+		measured, previous []Sample
+		flat               float64
+		ok                 bool
+		mae, flatMAE       float64
+		forecastWh, real   float64
+		dayMean, persisted *float64
 	}{
-		{"the whole day", measured, 500, true, 100, (84*200 + 12*1500) / 96.0, (84*400 + 12*2100) / 4.0, (84*300 + 12*2000) / 4.0},
-		{"the evening only measured", measured[70:], 500, false, 0, 0, 0, 0},
+		{"the whole day", measured, previous, 500, true, 100, (84*200 + 12*1500) / 96.0, (84*400 + 12*2100) / 4.0, (84*300 + 12*2000) / 4.0,
+			&dayMean, ptr(50)},
+		{"the day before not measured", measured, previous[:40], 500, true, 100, (84*200 + 12*1500) / 96.0, (84*400 + 12*2100) / 4.0, (84*300 + 12*2000) / 4.0,
+			nil, nil},
+		{"the evening only measured", measured[70:], previous, 500, false, 0, 0, 0, 0, nil, nil},
 	} {
-		a, ok := JudgeLoad(slots, tc.measured, tc.flat)
+		a, ok := JudgeLoad(slots, tc.measured, tc.previous, tc.flat)
 		if ok != tc.ok {
 			t.Fatalf("%s: ok %v", tc.name, ok)
 		}
@@ -186,6 +193,14 @@ func TestJudgeLoad(t *testing.T) {
 		}
 		if math.Abs(a.MAEW-tc.mae) > 1e-9 || math.Abs(a.FlatMAEW-tc.flatMAE) > 1e-9 || a.ForecastWh != tc.forecastWh || a.ActualWh != tc.real || a.Slots != 96 {
 			t.Errorf("%s: %+v", tc.name, a)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want *float64
+		}{{"day mean", a.DayMeanMAEW, tc.dayMean}, {"persistence", a.PersistenceMAEW, tc.persisted}} {
+			if (c.got == nil) != (c.want == nil) || (c.got != nil && math.Abs(*c.got-*c.want) > 1e-9) {
+				t.Errorf("%s: %s MAE %v, want %v", tc.name, c.name, c.got, c.want)
+			}
 		}
 	}
 	// The flat load of a plan made at 12:00: the smoothed load before it.
@@ -200,3 +215,5 @@ func TestJudgeLoad(t *testing.T) {
 		t.Error("a flat load from samples 3 h old")
 	}
 }
+
+func ptr(v float64) *float64 { return &v }

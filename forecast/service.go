@@ -491,7 +491,8 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 		rec := r.dayAhead[date]
 		acc, ok := Judge(r.fit, rec.Slots, pv[split:], pv[:split])
 		if flat, fok := flatLoad(load, rec.Made); ok && fok {
-			if la, lok := JudgeLoad(rec.Slots, since(load, day), flat); lok {
+			lsplit, _ := slices.BinarySearchFunc(load, day, func(s Sample, t time.Time) int { return s.Start.Compare(t) })
+			if la, lok := JudgeLoad(rec.Slots, load[lsplit:], load[:lsplit], flat); lok {
 				acc.Load = &la
 			}
 		}
@@ -513,7 +514,8 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 				"clear_sky_mae_w", math.Round(acc.ClearSkyMAEW))
 			if la := acc.Load; la != nil {
 				s.log.Info("base-load forecast judged", "plant", r.cfg.ID, "date", date, "mae_w", math.Round(la.MAEW),
-					"flat_mae_w", math.Round(la.FlatMAEW), "flat_w", math.Round(la.FlatW), "forecast_wh", math.Round(la.ForecastWh), "actual_wh", math.Round(la.ActualWh))
+					"flat_mae_w", math.Round(la.FlatMAEW), "flat_w", math.Round(la.FlatW), "day_mean_mae_w", roundOrNaN(la.DayMeanMAEW),
+					"persistence_mae_w", roundOrNaN(la.PersistenceMAEW), "forecast_wh", math.Round(la.ForecastWh), "actual_wh", math.Round(la.ActualWh))
 			}
 		} else {
 			s.log.Info("PV forecast not judged: the day's PV was not measured enough", "plant", r.cfg.ID, "date", date)
@@ -574,6 +576,14 @@ func Judge(fit Fit, forecast []Slot, measured, previous []Sample) (DayAccuracy, 
 		a.MAERelative = a.MAEW / a.PeakW
 	}
 	return a, true
+}
+
+// roundOrNaN is *v rounded, NaN for nil (a log value).
+func roundOrNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return math.Round(*v)
 }
 
 // Forecast returns a plant's forecast as last made (Made zero: none yet,

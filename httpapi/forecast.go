@@ -63,12 +63,15 @@ type forecastDayJSON struct {
 }
 
 type forecastLoadDayJSON struct {
-	MAEW       float64 `json:"maeW"`
-	FlatW      float64 `json:"flatW"`
-	FlatMAEW   float64 `json:"flatMaeW"`
-	Slots      int     `json:"slots"`
-	ForecastWh float64 `json:"forecastWh"`
-	ActualWh   float64 `json:"actualWh"`
+	MAEW     float64 `json:"maeW"`
+	FlatW    float64 `json:"flatW"`
+	FlatMAEW float64 `json:"flatMaeW"`
+	// The naive forecasts' MAE over the same slots.
+	DayMeanMAEW     *float64 `json:"dayMeanMaeW,omitempty"`
+	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
+	Slots           int      `json:"slots"`
+	ForecastWh      float64  `json:"forecastWh"`
+	ActualWh        float64  `json:"actualWh"`
 }
 
 // forecastList is GET /gateway/v1/forecast[?plantId=] (standard): each
@@ -140,13 +143,23 @@ func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccurac
 		}
 		if l := d.Load; l != nil {
 			o.Accuracy[len(o.Accuracy)-1].Load = &forecastLoadDayJSON{MAEW: math.Round(l.MAEW), FlatW: math.Round(l.FlatW), FlatMAEW: math.Round(l.FlatMAEW),
-				Slots: l.Slots, ForecastWh: math.Round(l.ForecastWh), ActualWh: math.Round(l.ActualWh)}
+				Slots: l.Slots, ForecastWh: math.Round(l.ForecastWh), ActualWh: math.Round(l.ActualWh),
+				DayMeanMAEW: roundPtr(l.DayMeanMAEW), PersistenceMAEW: roundPtr(l.PersistenceMAEW)}
 		}
 	}
 	return o
 }
 
 func round(v, per float64) float64 { return math.Round(v*per) / per }
+
+// roundPtr is *v rounded to the unit (nil: nil).
+func roundPtr(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := math.Round(*v)
+	return &r
+}
 
 // forecastResponse is the OpenAPI 200 response of GET /gateway/v1/forecast.
 func forecastResponse() apidoc.Obj {
@@ -169,12 +182,14 @@ func forecastResponse() apidoc.Obj {
 		"persistenceMaeW": apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's measured PV at the same time (\"tomorrow = today\"); absent when the day before was not measured enough"),
 		"clearSkyMaeW":    apidoc.Describe(apidoc.Num(), "the MAE of the plant's fitted clear-sky PV over the same slots, W"),
 		"load": apidoc.Describe(apidoc.Object(apidoc.Obj{
-			"maeW":       apidoc.Describe(apidoc.Num(), "mean absolute error of the day-ahead base-load forecast over the day's measured 15-minute slots, W"),
-			"flatW":      apidoc.Describe(apidoc.Num(), "the flat base load a plan made at the same time took: the measured base load before it, smoothed over an hour, W"),
-			"flatMaeW":   apidoc.Describe(apidoc.Num(), "the MAE of flatW over the same slots, W"),
-			"slots":      apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the slots compared"),
-			"forecastWh": apidoc.Describe(apidoc.Num(), "the forecast base-load energy of those slots, Wh"),
-			"actualWh":   apidoc.Describe(apidoc.Num(), "the measured base-load energy of those slots, Wh"),
+			"maeW":            apidoc.Describe(apidoc.Num(), "mean absolute error of the day-ahead base-load forecast over the day's measured 15-minute slots, W"),
+			"flatW":           apidoc.Describe(apidoc.Num(), "the flat base load a plan made at the same time took: the measured base load before it, smoothed over an hour, W"),
+			"flatMaeW":        apidoc.Describe(apidoc.Num(), "the MAE of flatW over the same slots, W"),
+			"dayMeanMaeW":     apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's mean base load, flat, W; absent when the day before was not measured enough"),
+			"persistenceMaeW": apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's base load at the same time (\"tomorrow = today\"), W; absent when the day before was not measured enough"),
+			"slots":           apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the slots compared"),
+			"forecastWh":      apidoc.Describe(apidoc.Num(), "the forecast base-load energy of those slots, Wh"),
+			"actualWh":        apidoc.Describe(apidoc.Num(), "the measured base-load energy of those slots, Wh"),
 		}, "maeW", "flatW", "flatMaeW", "slots", "forecastWh", "actualWh"), "the day's base-load forecast against the measured base load; absent when it had none or the day was not measured enough"),
 	}, "date", "madeUtc", "maeW", "maeRelative", "peakW", "slots", "forecastWh", "actualWh", "clearSkyMaeW")
 	plantForecast := apidoc.Object(apidoc.Obj{

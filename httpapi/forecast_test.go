@@ -58,7 +58,9 @@ func TestForecastRoute(t *testing.T) {
 				Load                                     *struct {
 					MAEW     float64 `json:"maeW"`
 					FlatW    float64
-					FlatMAEW float64 `json:"flatMaeW"`
+					FlatMAEW float64  `json:"flatMaeW"`
+					DayMean  *float64 `json:"dayMeanMaeW"`
+					Persist  *float64 `json:"persistenceMaeW"`
 					Slots    int
 				}
 			}
@@ -92,7 +94,7 @@ func TestForecastRoute(t *testing.T) {
 	persistence := 1500.5
 	days := []forecast.DayAccuracy{{Date: "2025-06-20", Made: made.AddDate(0, 0, -2).Add(2 * time.Hour), MAEW: 812.6, MAERelative: 0.04514,
 		PeakW: 18000, Slots: 66, ForecastWh: 70000.4, ActualWh: 61234.5, PersistenceMAEW: &persistence, ClearSkyMAEW: 1200.2,
-		Load: &forecast.LoadAccuracy{MAEW: 120.4, FlatW: 612.7, FlatMAEW: 480.2, Slots: 96, ForecastWh: 14000, ActualWh: 14500}},
+		Load: &forecast.LoadAccuracy{MAEW: 120.4, FlatW: 612.7, FlatMAEW: 480.2, DayMeanMAEW: &persistence, Slots: 96, ForecastWh: 14000, ActualWh: 14500}},
 		{Date: "2025-06-21", Made: made.AddDate(0, 0, -1).Add(2 * time.Hour), MAEW: 700, PeakW: 18000, Slots: 66, ClearSkyMAEW: 900}}
 	e.srv.deps.Forecasts = fakeForecasts{f: f, days: days}
 	a := decode(get("/gateway/v1/forecast", tokStandard, 200))
@@ -111,7 +113,7 @@ func TestForecastRoute(t *testing.T) {
 	if p.LoadDays != 14 || !p.LoadWeekendsApart || p.Slots[0].LoadW == nil || *p.Slots[0].LoadW != 301 || *p.Slots[143].LoadW != 444 {
 		t.Errorf("base load: %d days, weekends apart %v, first slot %v", p.LoadDays, p.LoadWeekendsApart, p.Slots[0].LoadW)
 	}
-	if l := p.Accuracy[0].Load; l == nil || l.MAEW != 120 || l.FlatW != 613 || l.FlatMAEW != 480 || l.Slots != 96 || p.Accuracy[1].Load != nil {
+	if l := p.Accuracy[0].Load; l == nil || l.MAEW != 120 || l.FlatW != 613 || l.FlatMAEW != 480 || l.Slots != 96 || l.DayMean == nil || *l.DayMean != 1501 || l.Persist != nil || p.Accuracy[1].Load != nil {
 		t.Errorf("base-load accuracy: %+v, %+v", p.Accuracy[0].Load, p.Accuracy[1].Load)
 	}
 	if len(p.Accuracy) != 2 || p.Accuracy[0].Date != "2025-06-20" || *p.Accuracy[0].PersistenceMaeW != 1501 || p.Accuracy[0].ClearSkyMaeW != 1200 ||
