@@ -46,3 +46,32 @@ func BenchmarkServiceOnStore(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFitLoad is the day's base-load computation: the profile from
+// 14 days of 15-minute base load (weekdays and weekends differing, so
+// both classes' medians are taken and compared) and the 36 h of the
+// plan's slots from it.
+func BenchmarkFitLoad(b *testing.B) {
+	zone, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Date(2026, 6, 1, 0, 0, 0, 0, zone)
+	houseW := house(zone, 800)
+	var samples []Sample
+	for t := start; t.Before(start.AddDate(0, 0, LoadHistoryDays)); t = t.Add(SlotLength) {
+		samples = append(samples, Sample{Start: t, W: houseW(t) + float64(t.Unix()%97)})
+	}
+	now := start.AddDate(0, 0, LoadHistoryDays).Add(12 * time.Hour)
+	out := make([]float64, 36*4)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, ok := FitLoad(zone, samples)
+		if !ok || !f.Split() {
+			b.Fatal("no split profile")
+		}
+		for i := range out {
+			out[i] = f.At(now.Add(time.Duration(i) * SlotLength))
+		}
+	}
+}

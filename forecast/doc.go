@@ -1,7 +1,8 @@
-// Package forecast is plantd's PV forecast: per plant with a location,
-// the mean PV power of each 15-minute slot of the next 36 hours, made at
+// Package forecast is plantd's PV and base-load forecasts from the
+// plant's history: per plant with a location, the mean PV power and the
+// house's base load of each 15-minute slot of the next 36 hours, made at
 // start and every 15 minutes of the data clock, and how each day's
-// forecast did against the measured PV.
+// forecasts did against the measured PV and base load.
 //
 // # The model
 //
@@ -41,6 +42,35 @@
 // curtailed on the clearest days; the 90th percentile keeps most of it
 // out.
 //
+// # The base load
+//
+// The house's consumption that the day-ahead plan does not place itself
+// (LoadFit): per 15-minute slot, the balance's totalConsumption less the
+// stored consumption (EnergyAndPowerConsumption) of the consumers the
+// plan schedules and that are metered (PlantConfig.Flexible: its heat
+// pump and car; an unmetered heat pump's estimated draw stays in, as in
+// siteplan's live base load), never below 0; read with the PV by the
+// same Week queries, fitted at the same daily refit, over the
+// LoadHistoryDays (14) days before today:
+//
+//   - per quarter-hour of the plant-local day (the house lives by the
+//     clock; on the DST days the local quarter-hour still indexes), the
+//     median of the 15-minute means of that quarter-hour and its two
+//     neighbours over the days (the statistic that minimises the
+//     absolute error it is judged by; a day's odd evening does not move
+//     it);
+//   - weekdays and Saturdays/Sundays apart when each has at least 3 days
+//     and their two profiles fit the history better than one: its absolute
+//     deviation from them at least 10 % below that from the one (noise
+//     alone gains 2-3 %); else one profile;
+//   - quarter-hours without a sample take their nearest neighbour's; with
+//     fewer than 2 days of history there is no profile (Service.Load says
+//     so, and the plan takes its flat live load).
+//
+// Each slot of the forecast carries it (LoadW; the forecast is made once
+// there is PV history, Service.Load answers from the profile alone).
+// The plan (siteplan) blends its first two hours toward the live load.
+//
 // # The service
 //
 // Optional, for one plant (forecast.service): open-meteo's forecast API
@@ -61,16 +91,20 @@
 // with it over the daylight slots (the sun above the horizon at the
 // slot's middle) that were measured, at least 80 % of them: the mean
 // absolute error in W and over the peak power (DayAccuracy), logged,
-// kept for 60 days and on /metrics (Collect). The recorded forecasts and
+// kept for 60 days and on /metrics (Collect). The same day's base-load
+// forecast is judged over all its measured slots (at least 80 %)
+// against the measured base load, beside the flat load a plan made at
+// the same time took (the base load before it smoothed with an hour's
+// time constant, as siteplan smooths the live one): DayAccuracy.Load. The recorded forecasts and
 // the days' accuracy are kept in forecast-state.json beside the database
 // (internal/atomicfile), written when one is recorded or judged.
 //
 // # Readers
 //
 // Service.Forecast gives a plant's forecast as last made with its days'
-// accuracy (GET /gateway/v1/forecast), Service.Power its powers for n
-// 15-minute slots from a time (the day-ahead plan), Service.Collect the
-// metrics.
+// accuracy (GET /gateway/v1/forecast), Service.Power its powers and
+// Service.Load its base load for n 15-minute slots from a time (the
+// day-ahead plan), Service.Collect the metrics.
 //
 // # Import boundary
 //

@@ -226,11 +226,13 @@ const (
 )
 
 // Slot is one 15-minute slot of a forecast: its start, the mean PV power
-// forecast in W, and the source of its clearness.
+// forecast in W, the source of its clearness, and the house's base load
+// forecast in W (LoadFit; nil without a base-load profile).
 type Slot struct {
 	Start  time.Time
 	PowerW float64
 	Source Source
+	LoadW  *float64 `json:",omitempty"`
 }
 
 // Forecast returns the slots from the one in.Now lies in to in.Now +

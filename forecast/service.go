@@ -14,8 +14,10 @@ import (
 )
 
 // History is what the forecast reads of the store: the plant's energy
-// balance (pvGeneration in 15-minute means, Week) and its weather
-// sensor's irradiance (externalInsolation by minute, Recent).
+// balance (pvGeneration and totalConsumption in 15-minute means, Week),
+// its flexible consumers' consumption (EnergyAndPowerConsumption, Week)
+// and its weather sensor's irradiance (externalInsolation by minute,
+// Recent).
 type History interface {
 	QuerySet(ctx context.Context, q plant.SetQuery) (plant.SetResult, error)
 }
@@ -39,6 +41,10 @@ type PlantConfig struct {
 	// every ServiceRefresh (default 1 h) of the wall clock.
 	Service        Fetcher
 	ServiceRefresh time.Duration
+	// Flexible returns the consumers whose metered draw the day-ahead plan
+	// places itself (its heat pump and car; nil: none): their stored
+	// consumption is not base load. Asked at every fit.
+	Flexible func() []string
 }
 
 // Config configures the forecast.
@@ -102,6 +108,11 @@ type Forecast struct {
 	// none); ServiceError the last request's error ("": it answered).
 	ServiceAt    time.Time
 	ServiceError string
+	// LoadDays is the days of history the base-load profile was fitted
+	// to (0: no profile, the slots have no LoadW); LoadSplit whether
+	// weekdays and weekends have their own.
+	LoadDays  int
+	LoadSplit bool
 }
 
 // DayAccuracy is how one day's day-ahead forecast did against the
@@ -127,6 +138,9 @@ type DayAccuracy struct {
 	// that of the fitted clear-sky PV: naive forecasts to measure MAEW by.
 	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
 	ClearSkyMAEW    float64  `json:"clearSkyMaeW"`
+	// Load is how the day's base-load forecast did (nil: it had none, or
+	// the day's base load was not measured enough).
+	Load *LoadAccuracy `json:"load,omitempty"`
 }
 
 // Service makes each plant's forecast at start and every 15 minutes,
@@ -145,9 +159,11 @@ type Service struct {
 
 // plantRun is one plant's state.
 type plantRun struct {
-	cfg   PlantConfig
-	fit   Fit
-	fitOK bool
+	cfg    PlantConfig
+	fit    Fit
+	fitOK  bool
+	load   LoadFit
+	loadOK bool
 	// fitDate is the local date the fit was made on (refitted daily).
 	fitDate  string
 	current  Forecast
@@ -269,7 +285,7 @@ func (s *Service) update(ctx context.Context, r *plantRun, now time.Time) (chang
 		}
 	}
 	if !r.fitOK {
-		return false, nil // no history yet: nothing to forecast from
+		return false, nil // no PV history yet: nothing to forecast from
 	}
 	in := Inputs{Now: now, Horizon: s.cfg.Horizon}
 	if r.cfg.Sensor != nil {
@@ -281,6 +297,14 @@ func (s *Service) update(ctx context.Context, r *plantRun, now time.Time) (chang
 	in.Service = r.service
 	f := Forecast{PlantID: r.cfg.ID, Made: now, Slots: r.fit.Forecast(nil, in), Recent: in.Recent,
 		Clearness: r.fit.Clearness(), HistoryDays: r.fit.Days(), PeakW: r.fit.PeakW(), ServiceAt: r.svcAt, ServiceError: r.svcErr}
+	if r.loadOK {
+		f.LoadDays, f.LoadSplit = r.load.Days(), r.load.Split()
+		loads := make([]float64, len(f.Slots))
+		for i := range f.Slots {
+			loads[i] = r.load.At(f.Slots[i].Start)
+			f.Slots[i].LoadW = &loads[i]
+		}
+	}
 	s.mu.Lock()
 	r.current = f
 	s.mu.Unlock()
@@ -289,43 +313,76 @@ func (s *Service) update(ctx context.Context, r *plantRun, now time.Time) (chang
 	return changed || judged, err
 }
 
-// refit fits the plant's history of the HistoryDays before today.
+// refit fits the plant's PV to the HistoryDays before today and its base
+// load to the LoadHistoryDays before today, from one read of the store.
 func (s *Service) refit(ctx context.Context, r *plantRun, local time.Time) error {
 	y, m, d := local.Date()
 	to := time.Date(y, m, d, 0, 0, 0, 0, r.cfg.Zone)
-	from := time.Date(y, m, d-s.cfg.HistoryDays, 0, 0, 0, 0, r.cfg.Zone)
-	pv, err := s.measured(ctx, r, from, to)
+	from := time.Date(y, m, d-max(s.cfg.HistoryDays, LoadHistoryDays), 0, 0, 0, 0, r.cfg.Zone)
+	pv, load, err := s.measured(ctx, r, from, to)
 	if err != nil {
 		return err
 	}
-	fit, ok := FitHistory(r.cfg.Site, pv)
+	pvFrom := time.Date(y, m, d-s.cfg.HistoryDays, 0, 0, 0, 0, r.cfg.Zone)
+	loadFrom := time.Date(y, m, d-LoadHistoryDays, 0, 0, 0, 0, r.cfg.Zone)
+	fit, ok := FitHistory(r.cfg.Site, since(pv, pvFrom))
+	lf, lok := FitLoad(r.cfg.Zone, since(load, loadFrom))
 	s.mu.Lock()
 	r.fit, r.fitOK, r.fitDate = fit, ok, local.Format(time.DateOnly)
+	r.load, r.loadOK = lf, lok
 	s.mu.Unlock()
 	return nil
 }
 
-// measured reads the plant's PV in 15-minute means from from to to, in
-// time order (week by week: the store's Week period answers
-// FifteenMinutes).
-func (s *Service) measured(ctx context.Context, r *plantRun, from, to time.Time) ([]Sample, error) {
-	var out []Sample
+// since is the samples (in time order) from from on.
+func since(ss []Sample, from time.Time) []Sample {
+	i, _ := slices.BinarySearchFunc(ss, from, func(s Sample, t time.Time) int { return s.Start.Compare(t) })
+	return ss[i:]
+}
+
+// measured reads the plant's PV and base load (its total consumption
+// less its flexible consumers' metered consumption, baseLoad) in
+// 15-minute means from from to to, in time order (week by week: the
+// store's Week period answers FifteenMinutes).
+func (s *Service) measured(ctx context.Context, r *plantRun, from, to time.Time) (pv, load []Sample, err error) {
+	var flexIDs []string
+	if r.cfg.Flexible != nil {
+		flexIDs = r.cfg.Flexible()
+	}
+	var total []Sample
+	flex := map[int64]float64{}
 	for day := from; day.Before(to); {
 		res, err := s.h.QuerySet(ctx, plant.SetQuery{PlantID: r.cfg.ID, SetType: plant.SetEnergyBalance, Period: plant.PeriodWeek, Date: day})
 		if err != nil {
-			return nil, fmt.Errorf("reading the PV of the week of %s: %w", day.Format(time.DateOnly), err)
+			return nil, nil, fmt.Errorf("reading the energy balance of the week of %s: %w", day.Format(time.DateOnly), err)
 		}
 		for _, row := range res.Rows {
-			w, ok := row.Values["pvGeneration"]
-			if ok && !row.Start.Before(from) && row.Start.Before(to) {
-				out = append(out, Sample{Start: row.Start, W: w})
+			if row.Start.Before(from) || !row.Start.Before(to) {
+				continue
+			}
+			if w, ok := row.Values["pvGeneration"]; ok {
+				pv = append(pv, Sample{Start: row.Start, W: w})
+			}
+			if w, ok := row.Values["totalConsumption"]; ok {
+				total = append(total, Sample{Start: row.Start, W: w})
+			}
+		}
+		for _, id := range flexIDs {
+			res, err := s.h.QuerySet(ctx, plant.SetQuery{DeviceID: id, SetType: plant.SetEnergyAndPowerConsumption, Period: plant.PeriodWeek, Date: day})
+			if err != nil {
+				return nil, nil, fmt.Errorf("reading the consumption of %s in the week of %s: %w", id, day.Format(time.DateOnly), err)
+			}
+			for _, row := range res.Rows {
+				if w, ok := row.Values["consumption"]; ok && w > 0 {
+					flex[row.Start.Unix()] += w
+				}
 			}
 		}
 		// The next Monday.
 		y, m, d := day.Date()
 		day = time.Date(y, m, d+7-(int(day.Weekday())+6)%7, 0, 0, 0, 0, r.cfg.Zone)
 	}
-	return out, nil
+	return pv, baseLoad(total, flex), nil
 }
 
 // recent is the clearness the plant's weather sensor measured over the
@@ -426,13 +483,19 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 	changed := false
 	for _, date := range due {
 		day, _ := time.ParseInLocation(time.DateOnly, date, r.cfg.Zone)
-		pv, err := s.measured(ctx, r, day.AddDate(0, 0, -1), day.AddDate(0, 0, 1))
+		pv, load, err := s.measured(ctx, r, day.AddDate(0, 0, -1), day.AddDate(0, 0, 1))
 		if err != nil {
 			return changed, err
 		}
 		split, _ := slices.BinarySearchFunc(pv, day, func(s Sample, t time.Time) int { return s.Start.Compare(t) })
 		rec := r.dayAhead[date]
 		acc, ok := Judge(r.fit, rec.Slots, pv[split:], pv[:split])
+		if flat, fok := flatLoad(load, rec.Made); ok && fok {
+			lsplit, _ := slices.BinarySearchFunc(load, day, func(s Sample, t time.Time) int { return s.Start.Compare(t) })
+			if la, lok := JudgeLoad(rec.Slots, load[lsplit:], load[:lsplit], flat); lok {
+				acc.Load = &la
+			}
+		}
 		s.mu.Lock()
 		delete(r.dayAhead, date)
 		if ok {
@@ -449,6 +512,11 @@ func (s *Service) judge(ctx context.Context, r *plantRun, now time.Time) (bool, 
 			s.log.Info("PV forecast judged", "plant", r.cfg.ID, "date", date, "mae_w", math.Round(acc.MAEW),
 				"mae_pct_of_peak", math.Round(1000*acc.MAERelative)/10, "forecast_wh", math.Round(acc.ForecastWh), "actual_wh", math.Round(acc.ActualWh),
 				"clear_sky_mae_w", math.Round(acc.ClearSkyMAEW))
+			if la := acc.Load; la != nil {
+				s.log.Info("base-load forecast judged", "plant", r.cfg.ID, "date", date, "mae_w", math.Round(la.MAEW),
+					"flat_mae_w", math.Round(la.FlatMAEW), "flat_w", math.Round(la.FlatW), "day_mean_mae_w", roundOrNaN(la.DayMeanMAEW),
+					"persistence_mae_w", roundOrNaN(la.PersistenceMAEW), "forecast_wh", math.Round(la.ForecastWh), "actual_wh", math.Round(la.ActualWh))
+			}
 		} else {
 			s.log.Info("PV forecast not judged: the day's PV was not measured enough", "plant", r.cfg.ID, "date", date)
 		}
@@ -510,6 +578,14 @@ func Judge(fit Fit, forecast []Slot, measured, previous []Sample) (DayAccuracy, 
 	return a, true
 }
 
+// roundOrNaN is *v rounded, NaN for nil (a log value).
+func roundOrNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return math.Round(*v)
+}
+
 // Forecast returns a plant's forecast as last made (Made zero: none yet,
 // as without history) and its days' accuracy, oldest first; false for a
 // plant the forecast does not run for.
@@ -546,6 +622,25 @@ func (s *Service) Power(plantID string, from time.Time, n int) (w []float64, ok 
 		w = append(w, slots[k].PowerW)
 	}
 	return w, len(w) > 0
+}
+
+// Load is a plant's base-load forecast, W, for n 15-minute slots from
+// from (each the profile's value of the quarter-hour from + i × 15 min
+// lies in), for the day-ahead plan; ok false without a profile (too
+// little history, an unknown plant). Unlike Power it answers for any
+// time: the profile is by quarter-hour of the local day.
+func (s *Service) Load(plantID string, from time.Time, n int) (w []float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, known := s.byID[plantID]
+	if !known || !r.loadOK {
+		return nil, false
+	}
+	w = make([]float64, n)
+	for i := range w {
+		w[i] = r.load.At(from.Add(time.Duration(i) * SlotLength))
+	}
+	return w, true
 }
 
 // Plants are the ids of the plants the forecast runs for.

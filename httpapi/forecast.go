@@ -28,6 +28,8 @@ type forecastJSON struct {
 	RecentClearness *float64           `json:"recentClearness,omitempty"`
 	PeakW           *float64           `json:"peakW,omitempty"`
 	Service         *forecastService   `json:"service,omitempty"`
+	LoadDays        int                `json:"loadDays"`
+	LoadSplit       bool               `json:"loadWeekendsApart"`
 	Slots           []forecastSlotJSON `json:"slots"`
 	Accuracy        []forecastDayJSON  `json:"accuracy"`
 }
@@ -38,9 +40,10 @@ type forecastService struct {
 }
 
 type forecastSlotJSON struct {
-	StartUtc string  `json:"startUtc"`
-	PowerW   float64 `json:"powerW"`
-	Source   string  `json:"source"`
+	StartUtc string   `json:"startUtc"`
+	PowerW   float64  `json:"powerW"`
+	Source   string   `json:"source"`
+	LoadW    *float64 `json:"loadW,omitempty"`
 }
 
 type forecastDayJSON struct {
@@ -55,6 +58,20 @@ type forecastDayJSON struct {
 	// The naive forecasts' MAE over the same slots.
 	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
 	ClearSkyMAEW    float64  `json:"clearSkyMaeW"`
+	// Load: the day's base-load forecast against the measured base load.
+	Load *forecastLoadDayJSON `json:"load,omitempty"`
+}
+
+type forecastLoadDayJSON struct {
+	MAEW     float64 `json:"maeW"`
+	FlatW    float64 `json:"flatW"`
+	FlatMAEW float64 `json:"flatMaeW"`
+	// The naive forecasts' MAE over the same slots.
+	DayMeanMAEW     *float64 `json:"dayMeanMaeW,omitempty"`
+	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
+	Slots           int      `json:"slots"`
+	ForecastWh      float64  `json:"forecastWh"`
+	ActualWh        float64  `json:"actualWh"`
 }
 
 // forecastList is GET /gateway/v1/forecast[?plantId=] (standard): each
@@ -95,7 +112,7 @@ func (s *Server) forecastList(c *gin.Context) {
 // forecastOut is a plant's forecast as the API writes it: powers and
 // energies to the watt (hour), ratios to 0.001.
 func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccuracy) forecastJSON {
-	o := forecastJSON{PlantID: plantID, HistoryDays: f.HistoryDays, Slots: make([]forecastSlotJSON, 0, len(f.Slots)),
+	o := forecastJSON{PlantID: plantID, HistoryDays: f.HistoryDays, LoadDays: f.LoadDays, LoadSplit: f.LoadSplit, Slots: make([]forecastSlotJSON, 0, len(f.Slots)),
 		Accuracy: make([]forecastDayJSON, 0, len(days))}
 	if !f.Made.IsZero() {
 		o.MadeUtc = utc(f.Made)
@@ -111,6 +128,10 @@ func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccurac
 	}
 	for _, sl := range f.Slots {
 		o.Slots = append(o.Slots, forecastSlotJSON{StartUtc: utc(sl.Start), PowerW: math.Round(sl.PowerW), Source: string(sl.Source)})
+		if sl.LoadW != nil {
+			w := math.Round(*sl.LoadW)
+			o.Slots[len(o.Slots)-1].LoadW = &w
+		}
 	}
 	for _, d := range days {
 		o.Accuracy = append(o.Accuracy, forecastDayJSON{Date: d.Date, MadeUtc: utc(d.Made), MAEW: math.Round(d.MAEW),
@@ -120,11 +141,25 @@ func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccurac
 			p := math.Round(*d.PersistenceMAEW)
 			o.Accuracy[len(o.Accuracy)-1].PersistenceMAEW = &p
 		}
+		if l := d.Load; l != nil {
+			o.Accuracy[len(o.Accuracy)-1].Load = &forecastLoadDayJSON{MAEW: math.Round(l.MAEW), FlatW: math.Round(l.FlatW), FlatMAEW: math.Round(l.FlatMAEW),
+				Slots: l.Slots, ForecastWh: math.Round(l.ForecastWh), ActualWh: math.Round(l.ActualWh),
+				DayMeanMAEW: roundPtr(l.DayMeanMAEW), PersistenceMAEW: roundPtr(l.PersistenceMAEW)}
+		}
 	}
 	return o
 }
 
 func round(v, per float64) float64 { return math.Round(v*per) / per }
+
+// roundPtr is *v rounded to the unit (nil: nil).
+func roundPtr(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := math.Round(*v)
+	return &r
+}
 
 // forecastResponse is the OpenAPI 200 response of GET /gateway/v1/forecast.
 func forecastResponse() apidoc.Obj {
@@ -133,6 +168,7 @@ func forecastResponse() apidoc.Obj {
 		"powerW":   apidoc.Describe(apidoc.Num(), "the mean PV power forecast over the slot, W"),
 		"source": apidoc.Describe(apidoc.Enum(string(forecast.SourceHistory), string(forecast.SourceService)),
 			"what the slot's clearness came from: the plant's history, or the forecast service; either pulled toward the weather sensor's last hour near now"),
+		"loadW": apidoc.Describe(apidoc.Num(), "the house's base load forecast over the slot, W: the median of the plant's last 14 days at this quarter-hour of the local day (weekends apart when they differ), its total consumption less the metered draw of the heat pump and car the day-ahead plan schedules; absent without 2 days of that history"),
 	}, "startUtc", "powerW", "source")
 	day := apidoc.Object(apidoc.Obj{
 		"date":            apidoc.Describe(apidoc.Str(), "the plant-local day, YYYY-MM-DD"),
@@ -145,21 +181,33 @@ func forecastResponse() apidoc.Obj {
 		"actualWh":        apidoc.Describe(apidoc.Num(), "the measured energy of those slots, Wh"),
 		"persistenceMaeW": apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's measured PV at the same time (\"tomorrow = today\"); absent when the day before was not measured enough"),
 		"clearSkyMaeW":    apidoc.Describe(apidoc.Num(), "the MAE of the plant's fitted clear-sky PV over the same slots, W"),
+		"load": apidoc.Describe(apidoc.Object(apidoc.Obj{
+			"maeW":            apidoc.Describe(apidoc.Num(), "mean absolute error of the day-ahead base-load forecast over the day's measured 15-minute slots, W"),
+			"flatW":           apidoc.Describe(apidoc.Num(), "the flat base load a plan made at the same time took: the measured base load before it, smoothed over an hour, W"),
+			"flatMaeW":        apidoc.Describe(apidoc.Num(), "the MAE of flatW over the same slots, W"),
+			"dayMeanMaeW":     apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's mean base load, flat, W; absent when the day before was not measured enough"),
+			"persistenceMaeW": apidoc.Describe(apidoc.Num(), "the MAE of a naive forecast over the same slots: the day before's base load at the same time (\"tomorrow = today\"), W; absent when the day before was not measured enough"),
+			"slots":           apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the slots compared"),
+			"forecastWh":      apidoc.Describe(apidoc.Num(), "the forecast base-load energy of those slots, Wh"),
+			"actualWh":        apidoc.Describe(apidoc.Num(), "the measured base-load energy of those slots, Wh"),
+		}, "maeW", "flatW", "flatMaeW", "slots", "forecastWh", "actualWh"), "the day's base-load forecast against the measured base load; absent when it had none or the day was not measured enough"),
 	}, "date", "madeUtc", "maeW", "maeRelative", "peakW", "slots", "forecastWh", "actualWh", "clearSkyMaeW")
 	plantForecast := apidoc.Object(apidoc.Obj{
-		"plantId":         apidoc.Str(),
-		"madeUtc":         apidoc.Describe(apidoc.UTCTime(), "when the forecast was made (every 15 minutes); absent before the first (a plant without history)"),
-		"historyDays":     apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the past days with daylight the plant's clear-sky response is fitted to"),
-		"clearness":       apidoc.Describe(apidoc.Num(), "the history's mean clearness: measured PV over the fitted clear-sky PV"),
-		"recentClearness": apidoc.Describe(apidoc.Num(), "the weather sensor's irradiance of the last hour over the clear sky's; absent without a sensor, at night or without recent values"),
-		"peakW":           apidoc.Describe(apidoc.Num(), "the plant's peak power, W (the forecast's bound)"),
+		"plantId":           apidoc.Str(),
+		"madeUtc":           apidoc.Describe(apidoc.UTCTime(), "when the forecast was made (every 15 minutes); absent before the first (a plant without history)"),
+		"historyDays":       apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the past days with daylight the plant's clear-sky response is fitted to"),
+		"clearness":         apidoc.Describe(apidoc.Num(), "the history's mean clearness: measured PV over the fitted clear-sky PV"),
+		"recentClearness":   apidoc.Describe(apidoc.Num(), "the weather sensor's irradiance of the last hour over the clear sky's; absent without a sensor, at night or without recent values"),
+		"peakW":             apidoc.Describe(apidoc.Num(), "the plant's peak power, W (the forecast's bound)"),
+		"loadDays":          apidoc.Describe(apidoc.Obj{"type": "integer", "minimum": 0}, "the past days the base-load profile is fitted to; 0: none (the slots have no loadW)"),
+		"loadWeekendsApart": apidoc.Describe(apidoc.Bool(), "whether Saturdays and Sundays have their own base-load profile (the history showed they differ)"),
 		"service": apidoc.Describe(apidoc.Object(apidoc.Obj{
 			"lastAnswerUtc": apidoc.Describe(apidoc.UTCTime(), "the service's last good answer"),
 			"error":         apidoc.Describe(apidoc.Str(), "the last request's error; absent when it answered"),
 		}), "the forecast service (forecast.service); absent without one"),
 		"slots":    apidoc.Describe(apidoc.Arr(slot), "the next 36 h from the slot now lies in, 144 slots"),
 		"accuracy": apidoc.Describe(apidoc.Arr(day), "the last judged days (up to 60), oldest first"),
-	}, "plantId", "historyDays", "slots", "accuracy")
+	}, "plantId", "historyDays", "loadDays", "loadWeekendsApart", "slots", "accuracy")
 	return apidoc.Obj{"description": "OK", "content": apidoc.Obj{"application/json": apidoc.Obj{
 		"schema": apidoc.Object(apidoc.Obj{"forecasts": apidoc.Arr(plantForecast)}, "forecasts")}}}
 }

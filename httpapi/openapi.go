@@ -453,7 +453,7 @@ func apiRoutes() []apidoc.Route {
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": tariffsResponse()}})
 	add(apidoc.Route{Method: "get", Path: "/gateway/v1/plan", Summary: "The day-ahead plan (battery, SG-Ready heat pump, a car in Plan mode, negative-price export hold) from the tariffs, the PV forecast and the live plant, slot by slot, with its cost against no plan (plantd's); configured false without a tariffs: section",
 		Errs: []string{"400"}, Extra: apidoc.Obj{"200": planResponse()}})
-	add(apidoc.Route{Method: "get", Path: "/gateway/v1/forecast", Summary: "The PV forecast: each plant's mean PV power per 15-minute slot for the next 36 h (from its history, its weather sensor and an optional forecast service) and the last days' accuracy against the measured PV (plantd's); empty when it runs for no plant",
+	add(apidoc.Route{Method: "get", Path: "/gateway/v1/forecast", Summary: "The PV and base-load forecasts: each plant's mean PV power per 15-minute slot for the next 36 h (from its history, its weather sensor and an optional forecast service) and the house's base load per slot (from its last 14 days), and the last days' accuracy against the measured PV and base load (plantd's); empty when it runs for no plant",
 		Params: []apidoc.Obj{apidoc.Param("plantId", "query", "only this plant's forecast (404 when unknown; a migrated id answers for the new one; empty: all)", apidoc.Str(), false)},
 		Errs:   []string{"400"}, Extra: apidoc.Obj{"200": forecastResponse()}})
 

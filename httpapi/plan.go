@@ -25,6 +25,7 @@ type planJSON struct {
 	// Fallback says why control is surplus-only (no plan); absent while
 	// a plan governs.
 	Fallback        string   `json:"fallback,omitempty"`
+	BaseLoadSource  string   `json:"baseLoadSource,omitempty"`
 	StartUtc        string   `json:"startUtc,omitempty"`
 	SlotMinutes     float64  `json:"slotMinutes,omitempty"`
 	CostEur         *float64 `json:"costEur,omitempty"`
@@ -76,7 +77,7 @@ func (s *Server) planShow(c *gin.Context) {
 	snap := s.deps.Planner.Snapshot()
 	out := planJSON{Configured: true, PlantID: snap.PlantID, Fallback: snap.Fallback, Steps: []planStepJSON{}}
 	if p := snap.Plan; p != nil {
-		out.Fallback = ""
+		out.Fallback, out.BaseLoadSource = "", string(snap.BaseLoadSource)
 		out.StartUtc, out.SlotMinutes = utc(p.Start), p.Slot.Minutes()
 		out.CostEur, out.BaselineCostEur, out.SavingEur = &p.CostEUR, &p.BaselineCostEUR, &p.SavingEUR
 		out.Steps = make([]planStepJSON, len(p.Steps))
@@ -121,9 +122,11 @@ func planResponse() apidoc.Obj {
 		"carW":         num("the car's planned charging power, W (0: on surplus only); absent without a car in Plan mode"),
 	}, "startUtc", "battery", "batteryW", "socPct", "importW", "exportW", "costEur", "reason")
 	body := apidoc.Object(apidoc.Obj{
-		"configured":      apidoc.Describe(apidoc.Bool(), "false: no tariffs: section, no plan (the other members are absent, steps empty)"),
-		"plantId":         apidoc.Str(),
-		"fallback":        apidoc.Describe(apidoc.Str(), "why control is surplus-only (no plan: prices stale or missing); absent while a plan governs"),
+		"configured": apidoc.Describe(apidoc.Bool(), "false: no tariffs: section, no plan (the other members are absent, steps empty)"),
+		"plantId":    apidoc.Str(),
+		"fallback":   apidoc.Describe(apidoc.Str(), "why control is surplus-only (no plan: prices stale or missing); absent while a plan governs"),
+		"baseLoadSource": apidoc.Describe(apidoc.Obj{"type": "string", "enum": []string{string(siteplan.BaseLoadHistory), string(siteplan.BaseLoadLive), string(siteplan.BaseLoadNone)}},
+			"where the steps' baseLoadW came from: history (the forecast from the plant's last 14 days, its first two hours blended toward the live load), live (the smoothed live load, flat: too little history), none (no load known yet: 0); absent without a plan"),
 		"startUtc":        apidoc.UTCTime(),
 		"slotMinutes":     apidoc.Num(),
 		"costEur":         num("the plan's expected cost over the horizon, EUR (the battery's end energy valued)"),

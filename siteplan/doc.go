@@ -3,8 +3,8 @@
 // prices arrive, and when the live state first knows the battery and the
 // load, it builds the planner's input (package plan) from the tariffs'
 // prices, the PV forecast (package forecast, through PVForecast; PV 0
-// without one), the plant's load and its batteries as the live state
-// shows them, and the heat pump and the car the energy manager lets it
+// without one), the base-load forecast (LoadForecast) and the plant's
+// load and its batteries as the live state shows them, and the heat pump and the car the energy manager lets it
 // schedule, keeps the plan for the API
 // (/gateway/v1/plan), and acts on the slot of now:
 //
@@ -54,14 +54,22 @@
 // target, or a car plugged in or out is planned at the next look (at
 // most lookEvery, 10 s), not at the next slot.
 //
-// What the plan knows of the house: the base load is the plant's total
+// What the plan knows of the house: the live load is the plant's total
 // consumption as the live balance shows it, less what the planned heat
 // pump and car draw now when measured (an unmetered pump stays in it:
 // its state's rating subtracted took a 1 kW house to 0 W), smoothed over
-// an hour of the plan's clock and taken as flat over the
-// horizon (a consumption forecast from history is future work); other
-// consumers (relays, plugs) are not planned: the energy manager runs them
-// on surplus and their must-run rules, and their draw is part of that
+// an hour of the plan's clock. The base load of each slot is the
+// forecast from the plant's history (package forecast's base-load
+// profile, through LoadForecast: the median of the last 14 days at that
+// quarter-hour of the local day, the same consumers' metered draw left
+// out), its first two hours shifted by the live load's departure from
+// it (the departure weighted 1 now, 0 two hours ahead; the live load is
+// compared with the forecast smoothed alike, so an evening's rise is not
+// taken for one); without a forecast (less than 2 days of history) the
+// live load flat over the horizon. Snapshot.BaseLoadSource says which
+// (history, live, or none before the first sample). Other consumers
+// (relays, plugs) are not planned: the energy manager runs them on
+// surplus and their must-run rules, and their draw is part of the base
 // load.
 //
 // Imports: plantd/config, plantd/consumer, plantd/gridcontrol, plantd/plan, plantd/plant, plantd/plant/kind, plantd/tariffs

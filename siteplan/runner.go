@@ -29,6 +29,27 @@ type Prices interface {
 // plan.DefaultSlot from from; ok false when there is none.
 type PVForecast func(from time.Time, n int) (w []float64, ok bool)
 
+// LoadForecast gives the house's base-load forecast from its history, W,
+// for n slots of plan.DefaultSlot from from, any time (the profile is by
+// quarter-hour of the local day); ok false when there is none
+// (forecast.Service.Load).
+type LoadForecast func(from time.Time, n int) (w []float64, ok bool)
+
+// BaseLoadSource says where the plan's base load came from.
+type BaseLoadSource string
+
+// The sources of the base load.
+const (
+	// BaseLoadHistory: the forecast from the plant's history, its first
+	// two hours blended toward the live load.
+	BaseLoadHistory BaseLoadSource = "history"
+	// BaseLoadLive: the live load, smoothed, flat over the horizon (no
+	// forecast: too little history, or none wired).
+	BaseLoadLive BaseLoadSource = "live"
+	// BaseLoadNone: neither yet (at start, before the first poll): 0.
+	BaseLoadNone BaseLoadSource = "none"
+)
+
 // Gate is grid control as the runner uses it (gridcontrol.Controller).
 type Gate interface {
 	SetBatteryPower(ctx context.Context, by gridcontrol.Origin, plantID string, watts float64, until time.Time) (gridcontrol.Schedule, error)
@@ -74,8 +95,11 @@ type Spec struct {
 type Deps struct {
 	Prices Prices
 	PV     PVForecast // nil: no forecast (PV 0)
-	Gate   Gate
-	Live   Live
+	// Load is the base-load forecast (nil: none; the smoothed live load
+	// stands flat over the horizon).
+	Load LoadForecast
+	Gate Gate
+	Live Live
 	// Consumers is the energy manager (nil: the plan schedules no heat
 	// pump and no car).
 	Consumers Consumers
@@ -92,6 +116,7 @@ type Runner struct {
 	mu       sync.Mutex
 	last     *plan.Plan
 	lastIn   plan.Input
+	lastSrc  BaseLoadSource
 	lastErr  string
 	fallback bool
 	loadW    float64 // smoothed total consumption
@@ -269,7 +294,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	n := int(r.spec.Horizon / plan.DefaultSlot)
 	prices := r.deps.Prices.Slots(start, start.Add(r.spec.Horizon))
 	st := r.deps.Prices.Status()
-	in, why := r.input(start, n, prices, st.Stale)
+	in, src, why := r.input(start, n, prices, st.Stale)
 	if why != "" {
 		r.fallBack(ctx, now, why)
 		return
@@ -281,7 +306,7 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	}
 	r.mu.Lock()
 	wasFallback := r.fallback
-	r.last, r.lastIn, r.lastErr, r.fallback = p, in, "", false
+	r.last, r.lastIn, r.lastSrc, r.lastErr, r.fallback = p, in, src, "", false
 	r.plannedLoad = r.loadOK
 	r.mu.Unlock()
 	if wasFallback {
@@ -292,19 +317,18 @@ func (r *Runner) Step(ctx context.Context, now time.Time) {
 	r.followPrices(ctx, now, prices)
 }
 
-// input builds the planner's input; why says what is missing for one.
-func (r *Runner) input(start time.Time, n int, prices []tariffs.Slot, stale bool) (plan.Input, string) {
+// input builds the planner's input and says where its base load came
+// from; why says what is missing for one.
+func (r *Runner) input(start time.Time, n int, prices []tariffs.Slot, stale bool) (plan.Input, BaseLoadSource, string) {
 	in := plan.Input{Start: start, Slot: plan.DefaultSlot, Slots: make([]plan.Slot, 0, n)}
 	if stale {
-		return in, "the prices are stale (the provider failed)"
+		return in, "", "the prices are stale (the provider failed)"
 	}
 	var pv []float64
 	if r.deps.PV != nil {
 		pv, _ = r.deps.PV(start, n)
 	}
-	r.mu.Lock()
-	load := r.loadW
-	r.mu.Unlock()
+	load, src := r.baseLoad(start, n)
 	j := 0
 	for i := range n {
 		t := start.Add(time.Duration(i) * plan.DefaultSlot)
@@ -314,19 +338,68 @@ func (r *Runner) input(start time.Time, n int, prices []tariffs.Slot, stale bool
 		if j == len(prices) || prices[j].Start.After(t) {
 			break // the plan ends where the known prices end
 		}
-		s := plan.Slot{ImportEURPerKWh: prices[j].Import, FeedInEURPerKWh: prices[j].FeedIn, BaseLoadW: load}
+		s := plan.Slot{ImportEURPerKWh: prices[j].Import, FeedInEURPerKWh: prices[j].FeedIn, BaseLoadW: load[i]}
 		if i < len(pv) {
 			s.PVW = pv[i]
 		}
 		in.Slots = append(in.Slots, s)
 	}
 	if len(in.Slots) < int(time.Hour/plan.DefaultSlot) {
-		return in, "no prices for the next hour"
+		return in, src, "no prices for the next hour"
 	}
 	in.FeedInFloorEURPerKWh = r.spec.FeedInFloor
 	in.Battery = r.battery0()
 	r.flexible(&in)
-	return in, ""
+	return in, src, ""
+}
+
+// Blending the base-load forecast toward the live load: the live load's
+// departure from the forecast now is added to the forecast's slots,
+// weighted 1 at now and falling linearly to 0 at blendHorizon ahead. The
+// live load is smoothed (an hour's time constant), so it is compared
+// with the forecast smoothed alike over the refSlots slots up to now
+// (an evening's rise is in both, not taken for a departure).
+const (
+	blendHorizon = 2 * time.Hour
+	refSlots     = 8
+)
+
+// baseLoad is the base load of n slots from start: the forecast from the
+// plant's history blended toward the live load in its first hours, else
+// the smoothed live load flat over the horizon.
+func (r *Runner) baseLoad(start time.Time, n int) ([]float64, BaseLoadSource) {
+	r.mu.Lock()
+	live, liveOK := r.loadW, r.loadOK
+	r.mu.Unlock()
+	out := make([]float64, n)
+	if r.deps.Load != nil {
+		// The forecast from refSlots-1 slots before start: the reference.
+		w, ok := r.deps.Load(start.Add(-(refSlots-1)*plan.DefaultSlot), n+refSlots-1)
+		if ok && len(w) == n+refSlots-1 {
+			var ref, sum float64
+			for k := range refSlots {
+				wt := math.Exp(-float64(k) * plan.DefaultSlot.Hours())
+				ref += wt * w[refSlots-1-k]
+				sum += wt
+			}
+			departure := 0.0
+			if liveOK {
+				departure = live - ref/sum
+			}
+			for i := range out {
+				weight := max(0, 1-float64(time.Duration(i)*plan.DefaultSlot)/float64(blendHorizon))
+				out[i] = max(0, w[refSlots-1+i]+weight*departure)
+			}
+			return out, BaseLoadHistory
+		}
+	}
+	if !liveOK {
+		return out, BaseLoadNone
+	}
+	for i := range out {
+		out[i] = live
+	}
+	return out, BaseLoadLive
 }
 
 // heatAheadHours is the heating ahead a day the plan may give a heat pump
@@ -609,9 +682,11 @@ func (r *Runner) entry(now time.Time, level, code, msg string) {
 type Snapshot struct {
 	PlantID string
 	// Plan is nil while control is surplus-only (Fallback says why).
-	Plan     *plan.Plan
-	Input    plan.Input
-	Fallback string
+	Plan  *plan.Plan
+	Input plan.Input
+	// BaseLoadSource says where the input's base load came from.
+	BaseLoadSource BaseLoadSource
+	Fallback       string
 	// HeatPumpID and CarID are the consumers the plan schedules as its
 	// heat pump and car ("": none).
 	HeatPumpID, CarID string
@@ -621,7 +696,7 @@ type Snapshot struct {
 func (r *Runner) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sn := Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, Fallback: r.lastErr}
+	sn := Snapshot{PlantID: r.spec.PlantID, Plan: r.last, Input: r.lastIn, BaseLoadSource: r.lastSrc, Fallback: r.lastErr}
 	if r.last != nil {
 		sn.HeatPumpID, sn.CarID = r.hpID, r.carID
 	}

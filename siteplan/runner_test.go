@@ -1,6 +1,7 @@
 package siteplan
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func TestInput(t *testing.T) {
 		return tariffs.Slot{Start: t0.Add(time.Duration(h) * time.Hour), End: t0.Add(time.Duration(h+1) * time.Hour), Import: imp, FeedIn: 0.08}
 	}
 	quarter := tariffs.Slot{Start: t0.Add(3 * time.Hour), End: t0.Add(3*time.Hour + 15*time.Minute), Import: 0.5, FeedIn: -0.01}
-	in, why := r.input(t0, 144, []tariffs.Slot{hour(0, 0.1), hour(1, 0.2), hour(2, 0.3), quarter}, false)
+	in, src, why := r.input(t0, 144, []tariffs.Slot{hour(0, 0.1), hour(1, 0.2), hour(2, 0.3), quarter}, false)
 	if why != "" {
 		t.Fatalf("no input: %s", why)
 	}
@@ -77,23 +78,89 @@ func TestInput(t *testing.T) {
 			t.Errorf("slot %d import %v, want %v", i, in.Slots[i].ImportEURPerKWh, want)
 		}
 	}
+	if src != BaseLoadNone || in.Slots[0].BaseLoadW != 0 {
+		t.Errorf("base load %v from %q, want 0 from none (no load known yet)", in.Slots[0].BaseLoadW, src)
+	}
 	if in.Slots[12].FeedInEURPerKWh != -0.01 || in.Battery != nil {
 		t.Errorf("last slot %+v, battery %+v; want feed-in -0.01 and no battery (none in the live state)", in.Slots[12], in.Battery)
 	}
-	if _, why := r.input(t0, 144, []tariffs.Slot{hour(0, 0.1)}, true); why == "" {
+	if _, _, why := r.input(t0, 144, []tariffs.Slot{hour(0, 0.1)}, true); why == "" {
 		t.Error("stale prices gave a plan")
 	}
-	if _, why := r.input(t0, 144, []tariffs.Slot{hour(1, 0.1)}, false); why == "" {
+	if _, _, why := r.input(t0, 144, []tariffs.Slot{hour(1, 0.1)}, false); why == "" {
 		t.Error("prices from an hour on gave a plan now")
 	}
 }
 
+// TestBaseLoad: the plan's base load is the forecast from the plant's
+// history when there is one, its first two hours shifted by the live
+// load's departure from it (compared smoothed, as the live load is), and
+// else the smoothed live load flat over the horizon; the source is said
+// in the input's snapshot.
+func TestBaseLoad(t *testing.T) {
+	t0 := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
+	// The profile: 300 W, 2 kW from 18:00 to 21:00.
+	profile := func(from time.Time, n int) ([]float64, bool) {
+		w := make([]float64, n)
+		for i := range w {
+			if h := from.Add(time.Duration(i) * 15 * time.Minute).Hour(); h >= 18 && h < 21 {
+				w[i] = 2000
+			} else {
+				w[i] = 300
+			}
+		}
+		return w, true
+	}
+	none := func(time.Time, int) ([]float64, bool) { return nil, false }
+	for _, tc := range []struct {
+		name   string
+		load   LoadForecast
+		live   *float64
+		source BaseLoadSource
+		want   map[int]float64 // slot → W
+	}{
+		{"no forecast: the live load, flat", nil, ptr(600), BaseLoadLive, map[int]float64{0: 600, 4: 600, 28: 600, 143: 600}},
+		{"a forecast without a profile: the live load, flat", none, ptr(600), BaseLoadLive, map[int]float64{0: 600, 28: 600}},
+		{"nothing known yet", nil, nil, BaseLoadNone, map[int]float64{0: 0, 28: 0}},
+		{"the forecast, the live load as it says", profile, ptr(300), BaseLoadHistory, map[int]float64{0: 300, 4: 300, 24: 2000, 35: 2000, 36: 300, 120: 2000}},
+		{"the live load above it: the first two hours shifted", profile, ptr(900), BaseLoadHistory, map[int]float64{0: 900, 4: 600, 6: 450, 8: 300, 24: 2000}},
+		{"the live load below it: never below 0", profile, ptr(0), BaseLoadHistory, map[int]float64{0: 0, 4: 150, 8: 300}},
+		{"the forecast before the first load sample", profile, nil, BaseLoadHistory, map[int]float64{0: 300, 24: 2000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prices := &fixedPrices{slots: []tariffs.Slot{{Start: t0, End: t0.Add(36 * time.Hour), Import: 0.3, FeedIn: 0.08}}}
+			live := plant.NewLive([]plant.Plant{{ID: "p1"}}, nil, func() time.Time { return t0 })
+			r, err := New(Spec{PlantID: "p1", Now: func() time.Time { return t0 }}, Deps{Prices: prices, Gate: nopGate{}, Live: live, Load: tc.load}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.live != nil {
+				r.loadW, r.loadOK = *tc.live, true
+			}
+			in, src, why := r.input(t0, 144, prices.slots, false)
+			if why != "" || len(in.Slots) != 144 {
+				t.Fatalf("no input: %q, %d slots", why, len(in.Slots))
+			}
+			if src != tc.source {
+				t.Errorf("source %q, want %q", src, tc.source)
+			}
+			for i, want := range tc.want {
+				if got := in.Slots[i].BaseLoadW; math.Abs(got-want) > 1e-6 {
+					t.Errorf("slot %d (%v): %.1f W, want %.1f", i, t0.Add(time.Duration(i)*15*time.Minute).Format("15:04"), got, want)
+				}
+			}
+		})
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
 // fixedPrices and nopGate stand in for the tariffs and grid control in
 // TestInput, which calls neither (cmd/plantd's TestPlanNegativePrice and
 // TestPlanGridCharge run the runner against the real ones).
-type fixedPrices struct{}
+type fixedPrices struct{ slots []tariffs.Slot }
 
-func (*fixedPrices) Slots(from, to time.Time) []tariffs.Slot { return nil }
-func (*fixedPrices) Status() tariffs.Status                  { return tariffs.Status{} }
+func (p *fixedPrices) Slots(from, to time.Time) []tariffs.Slot { return p.slots }
+func (*fixedPrices) Status() tariffs.Status                    { return tariffs.Status{} }
 
 type nopGate struct{ Gate }

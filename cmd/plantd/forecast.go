@@ -28,7 +28,7 @@ func (d *daemon) newForecast(cfg *config.Config, logger *slog.Logger) (*forecast
 			return nil, err
 		}
 		pc := forecast.PlantConfig{ID: p.ID, Site: forecast.Site{Lat: *lat, Lon: *lon, PeakW: p.Installation.PeakPowerW}, Zone: zone,
-			Sensor: func() string { return d.weatherSensor(p.ID) }}
+			Sensor: func() string { return d.weatherSensor(p.ID) }, Flexible: func() []string { return d.flexibleMetered(p.ID) }}
 		if s := cfg.Forecast.Service; s.Provider == forecastconfig.ProviderOpenMeteo && s.Plant == p.ID {
 			pc.Service = forecast.OpenMeteo{URL: s.URL, APIKey: s.APIKey, Lat: *lat, Lon: *lon}
 			pc.ServiceRefresh = s.Refresh
@@ -40,6 +40,26 @@ func (d *daemon) newForecast(cfg *config.Config, logger *slog.Logger) (*forecast
 	}
 	return forecast.New(forecast.Config{Plants: plants, HistoryDays: cfg.Forecast.HistoryDays,
 		StateFile: filepath.Join(filepath.Dir(cfg.Database.Path), forecast.StateFile), Now: d.now}, d.store, logger)
+}
+
+// flexibleMetered are the plant's consumers the day-ahead plan schedules
+// (its heat pump and car, consumer.Manager.Flexible) that are metered:
+// their stored consumption is not the base load the plan forecasts (an
+// unmetered one stays in it, as in the plan's live load).
+func (d *daemon) flexibleMetered(plantID string) []string {
+	if d.homes == nil {
+		return nil
+	}
+	now := d.now()
+	hp, car := d.homes.Flexible(plantID, now, now)
+	var ids []string
+	if hp != nil && hp.DrawOK {
+		ids = append(ids, hp.ID)
+	}
+	if car != nil && car.DrawOK {
+		ids = append(ids, car.ID)
+	}
+	return ids
 }
 
 // weatherSensor is the plant's first active device of kind sensor ("":

@@ -35,10 +35,11 @@ func TestPlanShown(t *testing.T) {
 
 	// The uplink: the plan that charges from the grid, as the API has it.
 	type planDoc struct {
-		Configured bool
-		PlantID    string
-		SavingEur  *float64
-		Steps      []struct{ StartUtc, Battery string }
+		Configured     bool
+		PlantID        string
+		BaseLoadSource string
+		SavingEur      *float64
+		Steps          []struct{ StartUtc, Battery string }
 	}
 	var item planDoc
 	proctest.WaitFor(t, "a plan charging from the grid on up/live/plan/p1", 60*time.Second, func() bool {
@@ -56,6 +57,9 @@ func TestPlanShown(t *testing.T) {
 	}
 	if !item.Configured || item.PlantID != "p1" || item.SavingEur == nil || len(api.Steps) == 0 || item.Steps[0].StartUtc != api.Steps[0].StartUtc {
 		t.Errorf("up/live/plan/p1 item %+v, the API's %+v", item, api)
+	}
+	if api.BaseLoadSource != "live" { // a fresh database: no history to forecast the base load from
+		t.Errorf("the plan's base load from %q, want live", api.BaseLoadSource)
 	}
 	its := col.ItemsOf("live/tariffs/p1")
 	if len(its) == 0 {

@@ -53,6 +53,7 @@ func (d *daemon) newPlan(cfg *config.Config, logger *slog.Logger) (*siteplan.Run
 	}
 	if d.forecast != nil {
 		deps.PV = func(from time.Time, n int) ([]float64, bool) { return d.forecast.Power(spec.PlantID, from, n) }
+		deps.Load = func(from time.Time, n int) ([]float64, bool) { return d.forecast.Load(spec.PlantID, from, n) }
 	} else {
 		logger.Warn("plan: no PV forecast (forecast off, or the plant has no location): the plan takes the plant's PV as 0",
 			"plant", spec.PlantID)
