@@ -150,11 +150,11 @@ type memUse struct {
 }
 
 // burstSlack is what burstLimit allows beyond the steady heap's size.
-const burstSlack = 1 << 20
+const burstSlack = 2 << 20
 
 // burstLimit is the soft memory limit for a live heap of live bytes at
 // GC percent gogc: what the heap takes at its goal (live × (1 +
-// gogc/100)) with a quarter more for the room its spans leave unused, the
+// gogc/100)) with an eighth more for the room its spans leave unused, the
 // goroutine stacks, the runtime's memory outside the heap (the GC's
 // metadata, profiling buckets), and burstSlack. Between collections the
 // heap stays below it, so the limit binds only in bursts: the store's
@@ -174,7 +174,7 @@ func burstLimit(live uint64, gogc int, m memUse) int64 {
 	if m.total > heap {
 		other = m.total - heap
 	}
-	return int64(goal + goal/4 + m.stacks + other + burstSlack)
+	return int64(goal + goal/8 + m.stacks + other + burstSlack)
 }
 
 // gogcFor is the GOGC for a live heap of live bytes: gcHeadroom of it,
