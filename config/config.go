@@ -92,8 +92,12 @@ type Gateway struct {
 	// 1,000 devices), a ceiling that keeps a small board safe from a
 	// growing heap without squeezing normal operation (a limit near the
 	// working set makes the collector run all the time: 32 MiB and 16 KiB
-	// per device took 1,000 devices from 9 % to 28 % of a core). The
-	// GOMEMLIMIT environment variable, when set, wins over it.
+	// per device took 1,000 devices from 9 % to 28 % of a core). Below
+	// this ceiling plantd run keeps the limit at the heap's steady size
+	// with some room (cmd/plantd burstLimit, from the live heap every 5 s),
+	// so that a burst such as the store's rollup is collected rather than
+	// paged in. The GOMEMLIMIT environment variable, when set, wins over
+	// both.
 	MemoryLimitMB int `yaml:"memoryLimitMB"`
 }
 

@@ -440,16 +440,23 @@ func (b *sampleBufs) put(cd *chunkData) {
 // is not nil) and its first sample at or after to.
 func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span devRange, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges, bufs *sampleBufs) (*chunkData, error) {
 	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}, vals: bufs.valSlabs()}
-	skip := map[int64]bool{}
+	// skip holds the devices in span that are not read. The span is
+	// tested first: every batch of a rollup meets every device in the
+	// window's edges, and a map of those out of the batch's span was a
+	// fifth of what a rollup of 1,000 devices allocated.
+	var skip map[int64]bool
 	get := func(id int64) *devSamples {
 		if ds := cd.devs[id]; ds != nil {
 			return ds
 		}
-		if skip[id] {
+		if !span.has(id) || skip[id] {
 			return nil
 		}
 		d := s.cat.byRowID(id)
-		if d == nil || d.kind == kindPlant || !span.has(id) || (want != nil && !want(d)) {
+		if d == nil || d.kind == kindPlant || (want != nil && !want(d)) {
+			if skip == nil {
+				skip = map[int64]bool{}
+			}
 			skip[id] = true
 			return nil
 		}

@@ -17,12 +17,18 @@ import (
 // stays. It returns the limit in effect.
 func setMemoryLimit(cfg *config.Config) int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
+		configuredLimit.Store(0)
 		return debug.SetMemoryLimit(-1)
 	}
 	limit := cfg.MemoryLimit()
+	configuredLimit.Store(limit)
 	debug.SetMemoryLimit(limit)
 	return limit
 }
+
+// configuredLimit is the limit setMemoryLimit applied; adaptGOGC's burst
+// limit never exceeds it. 0: the environment's GOMEMLIMIT, left as it is.
+var configuredLimit atomic.Int64
 
 // startupGOGC is the GC percent from the start of plantd run until the
 // start-up is over (endStartupGC), unless GOGC is set. Start-up builds
@@ -78,13 +84,19 @@ func endStartupGC() {
 const gcHeadroom = 6 << 20
 
 // adaptGOGC sets GOGC from the live heap every period until ctx ends
-// (gcHeadroom), unless the environment sets GOGC. It changes the setting
-// only in steps of 5 (debug.SetGCPercent stops the world for a moment).
+// (gcHeadroom), unless the environment sets GOGC, and with it the soft
+// memory limit (burstLimit), unless the environment sets GOMEMLIMIT. It
+// changes GOGC only in steps of 5 and the limit in steps of a MiB
+// (debug.SetGCPercent stops the world for a moment).
 func adaptGOGC(ctx context.Context, period time.Duration) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := make([]metrics.Sample, len(memClasses)+1)
+	sample[0].Name = "/gc/heap/live:bytes"
+	for i, name := range memClasses {
+		sample[i+1].Name = name
+	}
 	cur := -1
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -98,15 +110,71 @@ func adaptGOGC(ctx context.Context, period time.Duration) {
 			continue // start-up's own GOGC
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return
+		var vals [len(memClasses) + 1]uint64
+		for i := range sample {
+			if sample[i].Value.Kind() != metrics.KindUint64 {
+				return
+			}
+			vals[i] = sample[i].Value.Uint64()
 		}
-		want := gogcFor(sample[0].Value.Uint64())
+		want := gogcFor(vals[0])
 		if want != cur {
 			debug.SetGCPercent(want)
 			cur = want
 		}
+		if limitCap := configuredLimit.Load(); limitCap > 0 {
+			limit := min(limitCap, burstLimit(vals[0], want, memUse{total: vals[1], objects: vals[2],
+				unused: vals[3], free: vals[4], released: vals[5], stacks: vals[6]}))
+			// Read back: a reload may have set the config's limit again.
+			if d := limit - debug.SetMemoryLimit(-1); d > 1<<20 || d < -(1<<20) {
+				debug.SetMemoryLimit(limit)
+			}
+		}
 	}
+}
+
+// memClasses are the runtime's memory classes burstLimit reads, in the
+// order of memUse's fields.
+var memClasses = [...]string{
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/stacks:bytes",
+}
+
+// memUse is the runtime's memory by class (runtime/metrics).
+type memUse struct {
+	total, objects, unused, free, released, stacks uint64
+}
+
+// burstSlack is what burstLimit allows beyond the steady heap's size.
+const burstSlack = 2 << 20
+
+// burstLimit is the soft memory limit for a live heap of live bytes at
+// GC percent gogc: what the heap takes at its goal (live × (1 +
+// gogc/100)) with an eighth more for the room its spans leave unused, the
+// goroutine stacks, the runtime's memory outside the heap (the GC's
+// metadata, profiling buckets), and burstSlack. Between collections the
+// heap stays below it, so the limit binds only in bursts: the store's
+// rollup every 5 minutes allocates 16 MB within a second at 1,000
+// devices, in objects of other sizes than the poll's, and the heap's
+// resident memory rose by 6-7 MB above its steady size (the pages the
+// last rollup's debug.FreeOSMemory gave back are faulted in again), which
+// made the process's peak. Under the limit the collector runs more often
+// for that second and the runtime returns free pages at once, so the peak
+// stays near the steady size. A heap that grows for good raises the limit
+// at the next period (adaptGOGC); until then the collector's CPU is
+// bounded by the runtime's limiter (half of GOMAXPROCS).
+func burstLimit(live uint64, gogc int, m memUse) int64 {
+	goal := live * uint64(100+gogc) / 100
+	heap := m.objects + m.unused + m.free + m.released + m.stacks
+	var other uint64
+	if m.total > heap {
+		other = m.total - heap
+	}
+	return int64(goal + goal/8 + m.stacks + other + burstSlack)
 }
 
 // gogcFor is the GOGC for a live heap of live bytes: gcHeadroom of it,
