@@ -244,6 +244,20 @@ type LoadAccuracy struct {
 	ActualWh   float64 `json:"actualWh"`
 }
 
+// Rounded is a with its watts and watt-hours rounded to whole units, as
+// the API shows them.
+func (a LoadAccuracy) Rounded() LoadAccuracy {
+	a.MAEW, a.FlatW, a.FlatMAEW = math.Round(a.MAEW), math.Round(a.FlatW), math.Round(a.FlatMAEW)
+	a.ForecastWh, a.ActualWh = math.Round(a.ForecastWh), math.Round(a.ActualWh)
+	for _, p := range []**float64{&a.DayMeanMAEW, &a.PersistenceMAEW} {
+		if *p != nil {
+			v := math.Round(**p)
+			*p = &v
+		}
+	}
+	return a
+}
+
 // JudgeLoad compares a day's forecast slots' base load with the measured
 // one, with the flat flatW and with the day before's (previous); ok is
 // false when fewer than minCoverage of the slots were measured, or the

@@ -59,19 +59,7 @@ type forecastDayJSON struct {
 	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
 	ClearSkyMAEW    float64  `json:"clearSkyMaeW"`
 	// Load: the day's base-load forecast against the measured base load.
-	Load *forecastLoadDayJSON `json:"load,omitempty"`
-}
-
-type forecastLoadDayJSON struct {
-	MAEW     float64 `json:"maeW"`
-	FlatW    float64 `json:"flatW"`
-	FlatMAEW float64 `json:"flatMaeW"`
-	// The naive forecasts' MAE over the same slots.
-	DayMeanMAEW     *float64 `json:"dayMeanMaeW,omitempty"`
-	PersistenceMAEW *float64 `json:"persistenceMaeW,omitempty"`
-	Slots           int      `json:"slots"`
-	ForecastWh      float64  `json:"forecastWh"`
-	ActualWh        float64  `json:"actualWh"`
+	Load *forecast.LoadAccuracy `json:"load,omitempty"`
 }
 
 // forecastList is GET /gateway/v1/forecast[?plantId=] (standard): each
@@ -142,24 +130,14 @@ func forecastOut(plantID string, f forecast.Forecast, days []forecast.DayAccurac
 			o.Accuracy[len(o.Accuracy)-1].PersistenceMAEW = &p
 		}
 		if l := d.Load; l != nil {
-			o.Accuracy[len(o.Accuracy)-1].Load = &forecastLoadDayJSON{MAEW: math.Round(l.MAEW), FlatW: math.Round(l.FlatW), FlatMAEW: math.Round(l.FlatMAEW),
-				Slots: l.Slots, ForecastWh: math.Round(l.ForecastWh), ActualWh: math.Round(l.ActualWh),
-				DayMeanMAEW: roundPtr(l.DayMeanMAEW), PersistenceMAEW: roundPtr(l.PersistenceMAEW)}
+			r := l.Rounded()
+			o.Accuracy[len(o.Accuracy)-1].Load = &r
 		}
 	}
 	return o
 }
 
 func round(v, per float64) float64 { return math.Round(v*per) / per }
-
-// roundPtr is *v rounded to the unit (nil: nil).
-func roundPtr(v *float64) *float64 {
-	if v == nil {
-		return nil
-	}
-	r := math.Round(*v)
-	return &r
-}
 
 // forecastResponse is the OpenAPI 200 response of GET /gateway/v1/forecast.
 func forecastResponse() apidoc.Obj {
