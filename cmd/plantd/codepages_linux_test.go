@@ -47,6 +47,9 @@ func TestReleaseCodePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := rssKB(t, "RssFile")
+	if n > 0 && after >= before && exeShared(t) {
+		t.Skip("another process runs this test binary: the pages it maps too stay resident (MADV_PAGEOUT releases only pages no other process maps)")
+	}
 	if n <= 0 || after >= before {
 		t.Fatalf("released %d bytes of mappings; RssFile %d kB → %d kB, want less", n, before, after)
 	}
@@ -60,4 +63,28 @@ func TestReleaseCodePages(t *testing.T) {
 		t.Fatalf("SQLite after the release: %q %v", v, err)
 	}
 	t.Logf("released %d kB of mappings: RssFile %d kB → %d kB (%d kB after SQLite ran)", n/1024, before, after, rssKB(t, "RssFile"))
+}
+
+// exeShared reports whether another process runs the same executable
+// file as this one.
+func exeShared(t *testing.T) bool {
+	t.Helper()
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil || p.Name() == me {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join("/proc", p.Name(), "exe")); err == nil && os.SameFile(fi, self) {
+			return true
+		}
+	}
+	return false
 }
