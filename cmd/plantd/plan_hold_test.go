@@ -12,8 +12,6 @@ import (
 	"plantd/config"
 	"plantd/devices"
 	"plantd/internal/proctest"
-	"plantd/plant/kind"
-	"plantd/sim"
 	"plantd/sim/simtest"
 	"plantd/sunspec"
 )
@@ -33,17 +31,7 @@ func TestPlanHoldTakesPV(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs plantd with a battery under the plan's hold (~20 s)")
 	}
-	cfg := sim.DemoConfig()
-	var devs []sim.DeviceConfig
-	for _, d := range cfg.Devices {
-		if d.Kind == kind.Battery {
-			d.SoCPct = 20
-		}
-		if d.Kind != kind.Sensor && d.ID != "rcr" {
-			devs = append(devs, d)
-		}
-	}
-	cfg.Devices = devs
+	cfg := batteryPlantConfig()
 	cfg.Start, cfg.ClearSky = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC), true
 	p := simtest.Start(t, cfg)
 

@@ -267,11 +267,10 @@ tariffs:
 	}
 }
 
-// nightBatterySim is the demo plant without its sensor and ripple-control
-// receiver, its battery at 20 %, on a January night (no PV): a plan has
-// every reason to charge it from the grid when power is cheap.
-func nightBatterySim(t *testing.T) *sim.Plant {
-	t.Helper()
+// batteryPlantConfig is the demo plant without its sensor and
+// ripple-control receiver (no forecast, no §14a input), its battery at
+// 20 %.
+func batteryPlantConfig() sim.Config {
 	cfg := sim.DemoConfig()
 	var devs []sim.DeviceConfig
 	for _, d := range cfg.Devices {
@@ -283,6 +282,15 @@ func nightBatterySim(t *testing.T) *sim.Plant {
 		}
 	}
 	cfg.Devices = devs
+	return cfg
+}
+
+// nightBatterySim is batteryPlantConfig on a January night (no PV): a
+// plan has every reason to charge the battery from the grid when power is
+// cheap.
+func nightBatterySim(t *testing.T) *sim.Plant {
+	t.Helper()
+	cfg := batteryPlantConfig()
 	cfg.Start = time.Date(2026, 1, 15, 2, 0, 0, 0, mustLocation(t, "Europe/Berlin"))
 	return simtest.Start(t, cfg)
 }
