@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,19 +49,7 @@ devices:
 		Wall:   func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
 		Logger: logger,
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, listeners{}, clock.Now, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.run(ctx, nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	d := runInProcess(t, cfg, clock.Now, logger)
 	// waitFor polls cond until it holds, for up to 30 s; the log is
 	// shown when it does not.
 	waitFor := func(what string, cond func() bool) {
@@ -77,7 +64,7 @@ devices:
 		held = true
 	}
 	written := func(n uint64) func() bool {
-		return func() bool { _ = d.store.Flush(ctx); return d.store.Stats().Written >= n }
+		return func() bool { _ = d.store.Flush(t.Context()); return d.store.Stats().Written >= n }
 	}
 	waitFor("samples", written(10))
 	year := 365 * 24 * time.Hour
@@ -100,7 +87,7 @@ devices:
 		{DeviceID: "inv1", SetType: plant.SetPowerAc},
 		{PlantID: "p1", SetType: plant.SetEnergyBalance},
 	} {
-		res, err := d.store.QuerySet(ctx, q)
+		res, err := d.store.QuerySet(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,19 +48,7 @@ devices:
 		t.Fatal(err)
 	}
 	var logs proctest.Buffer
-	ctx, cancel := context.WithCancel(t.Context())
-	d, err := newDaemon(ctx, cfg, listeners{}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.run(ctx, nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	d := runInProcess(t, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	re := regexp.MustCompile(`plantd_device_implausible_values_total\{channel="activePower",device="inv1"\} (\d+)`)
 	proctest.WaitValue(t, "a count of 3 implausible activePower values in /metrics (last: /metrics)", 30*time.Second, func() (string, bool) {
 		resp, err := http.Get("http://" + d.ln.Addr().String() + "/metrics")

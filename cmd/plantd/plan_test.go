@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -244,19 +243,7 @@ tariffs:
 				t.Fatal(err)
 			}
 			var logs proctest.Buffer
-			ctx, cancel := context.WithCancel(t.Context())
-			d, err := newDaemon(ctx, cfg, listeners{}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- d.run(ctx, nil) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("run: %v", err)
-				}
-			}()
+			d := runInProcess(t, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 			if d.plan == nil || (d.forecast != nil) == tc.warned {
 				t.Fatalf("plan %v, forecast %v: want a plan, and a forecast for a located plant", d.plan != nil, d.forecast != nil)
 			}

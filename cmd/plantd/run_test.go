@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"plantd/config"
 	"plantd/internal/proctest"
 )
 
@@ -103,4 +106,26 @@ func (d *plantdRun) request(method, path, token, body string) (int, []byte) {
 func (d *plantdRun) stop() {
 	d.t.Helper()
 	d.Stop(syscall.SIGTERM, 30*time.Second)
+}
+
+// runInProcess runs the daemon of cfg in the test's process (now: its
+// clock, nil for the wall's) until the test ends, and then checks that
+// run returned without an error.
+func runInProcess(t *testing.T, cfg *config.Config, now func() time.Time, logger *slog.Logger) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	d, err := newDaemon(ctx, cfg, listeners{}, now, logger)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return d
 }
