@@ -52,6 +52,13 @@ type Config struct {
 	// and window edges (default: the system's clock). The run loop fires
 	// the edges by it, on every clock alike (edges).
 	Clock Clock
+	// DeviceWait is how long a cycle waits for a device's writes before it
+	// goes on without it (default: a cycle, at most an eighth of
+	// RevertTimeout). A device that answers slowly (each request just
+	// within its timeout) finishes in the background and is left out of
+	// the cycles until it has; the other devices' renewals and ramps
+	// do not wait for it.
+	DeviceWait time.Duration
 	// Absorber, when set, is the home energy manager: each cycle of each
 	// plant it gets the plant's surplus (grid power, curtailed PV) after
 	// the limits were planned, so that switchable consumers take PV
@@ -96,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = wallClock{}
+	}
+	if c.DeviceWait <= 0 {
+		c.DeviceWait = min(c.Cycle, c.RevertTimeout/8)
 	}
 	return c
 }
@@ -157,6 +167,11 @@ type Controller struct {
 	// cycleDevs is the device list of step, reused every cycle; only the
 	// run loop (step) touches it.
 	cycleDevs []plant.DeviceLive
+	// slots bound the reconciles running at once (maxReconciles), those
+	// of earlier cycles still running included; reconciling counts them
+	// all, for Run to wait for at its end.
+	slots       chan struct{}
+	reconciling sync.WaitGroup
 	// due is when a ramp wants its next step (zero: none); set during a
 	// cycle, read and cleared by the run loop. Guarded by mu.
 	due time.Time
@@ -248,7 +263,8 @@ func New(cfg Config, st Store, live Live, conns Conns, logger *slog.Logger) (*Co
 	}
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, log: logger, st: st, live: live, conns: conns, clock: cfg.Clock, now: cfg.Clock.Now,
-		kick: make(chan struct{}, 1), dirtyKick: make(chan struct{}, 1), loaded: make(chan struct{}), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
+		kick: make(chan struct{}, 1), dirtyKick: make(chan struct{}, 1), loaded: make(chan struct{}),
+		slots: make(chan struct{}, maxReconciles), plants: map[string]*plantCtl{}, devs: map[string]*devCtl{}}
 	for _, p := range live.Plants() {
 		c.plants[p.ID] = &plantCtl{id: p.ID, applied: map[string]map[string]time.Time{}}
 	}
@@ -285,6 +301,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	// changed are written before Run returns.
 	defer func() { stopPersist(); <-persisted }()
 	c.loop(ctx)
+	// A slow device's writes may still be under way (step waits for them
+	// at most Config.DeviceWait); they end with ctx.
+	c.reconciling.Wait()
 	c.releaseBatteries(context.WithoutCancel(ctx))
 	return nil
 }
@@ -521,17 +540,26 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		// memory until a window loads them again), which is every inverter
 		// of a plant most of the time.
 		quiet := len(act) == 0 && plan.limitPct == nil && c.cfg.DefaultLimitPct == nil
-		var wg sync.WaitGroup
-		slots := make(chan struct{}, maxReconciles)
+		// Each device is reconciled in its own goroutine. The cycle waits
+		// for them at most DeviceWait: a device that answers slowly
+		// finishes in the background, busy and so left out of the cycles
+		// until it has, and the others' renewals go on (before, one
+		// inverter answering each request in 0.9 s of its 1 s timeout
+		// kept a healthy one from its renewals until its limit lapsed).
+		launched := 0
+		finished := make(chan struct{}, len(devs))
 		for i := range devs {
-			// A pointer into devs: a loop variable the goroutine below
-			// captured would be moved to the heap on every iteration.
 			d := &devs[i]
 			if (d.Info.Kind != kind.Inverter && d.Info.Kind != kind.Battery) || !d.Info.Active() || sunspecOf(d.Discovered) == nil || !reachable(*d) {
 				continue
 			}
 			c.mu.Lock()
 			dc := c.dev(d.Info.ID)
+			if dc.busy {
+				// A slow device still busy with an earlier cycle's writes.
+				c.mu.Unlock()
+				continue
+			}
 			if st := dc.peek(ctlBattery); d.Info.Kind == kind.Battery && !plan.battery.active && !st.owned && !st.claimed {
 				// A battery carries no command but BatteryPower.
 				c.mu.Unlock()
@@ -542,24 +570,29 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 				c.mu.Unlock()
 				continue
 			}
-			if dc.busy {
-				// A slow device still busy with the last cycle's writes.
-				c.mu.Unlock()
-				continue
-			}
 			dc.busy = true
 			c.mu.Unlock()
-			slots <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-slots; wg.Done() }()
-				c.reconcile(ctx, pc, dc, *d, plan, now)
+			select {
+			case c.slots <- struct{}{}:
+			case <-ctx.Done():
 				c.mu.Lock()
 				dc.busy = false
 				c.mu.Unlock()
-			}()
+				continue
+			}
+			launched++
+			c.reconciling.Add(1)
+			// The goroutine gets a copy of the device: devs is the next
+			// cycle's list too.
+			go func(d plant.DeviceLive) {
+				defer func() { <-c.slots; finished <- struct{}{}; c.reconciling.Done() }()
+				c.reconcile(ctx, pc, dc, d, plan, now)
+				c.mu.Lock()
+				dc.busy = false
+				c.mu.Unlock()
+			}(*d)
 		}
-		wg.Wait()
+		c.awaitReconciles(finished, launched)
 		if c.settle(ctx, pc, act, devs) {
 			waiting = true
 		}
@@ -576,6 +609,24 @@ func (c *Controller) step(ctx context.Context) (waiting bool) {
 		}
 	}
 	return waiting
+}
+
+// awaitReconciles waits until n reconciles have sent on finished, or
+// Config.DeviceWait has passed (on the system's clock: it bounds a wait
+// for devices' answers, which take real time on every clock).
+func (c *Controller) awaitReconciles(finished <-chan struct{}, n int) {
+	if n == 0 {
+		return
+	}
+	timer := time.NewTimer(c.cfg.DeviceWait)
+	defer timer.Stop()
+	for range n {
+		select {
+		case <-finished:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // maxReconciles bounds the devices a cycle reconciles at once. The first

@@ -229,6 +229,13 @@
 // equal or tighter value stays (and ramps up from there), a looser one is
 // tightened at once; it never assumes a value it did not read.
 //
+// Each cycle reconciles the devices side by side (at most 64 at once)
+// and waits for them at most Config.DeviceWait (a cycle, at most an
+// eighth of the reversion timeout): a device that answers slowly finishes
+// in the background and is left out of the cycles until it has, so that
+// it never delays the other devices' renewals, ramps and FeedInLimit
+// steps.
+//
 // Every control written carries its reversion timeout
 // (gridControl.reversionTimeout, 60 s): 123 *_RvrtTms, 704 *RvrtTms, the
 // curve models' RvrtTms. It is renewed from half of it on while the

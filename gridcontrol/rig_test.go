@@ -154,6 +154,12 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if r.cfg.Cycle == 0 {
 		r.cfg.Cycle = 200 * time.Millisecond
 	}
+	if (o.stepped || r.cfg.Clock != nil) && r.cfg.DeviceWait == 0 {
+		// On a clock the test steps, a cycle waits for all its devices,
+		// whatever the machine's load: the tests count what each cycle
+		// wrote.
+		r.cfg.DeviceWait = time.Minute
+	}
 	if o.stepped {
 		r.cfg.Clock = r.clk
 		r.live = plant.NewLive(plants, infos, r.clk.Now)

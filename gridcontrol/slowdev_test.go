@@ -1,0 +1,46 @@
+package gridcontrol_test
+
+import (
+	"testing"
+	"time"
+
+	"plantd/gridcontrol"
+	"plantd/sim"
+	"plantd/sim/simtest"
+)
+
+// TestSlowInverterKeepsOthersLimit: a grid operator's 20 % holds on both
+// inverters with a 4 s reversion timeout (renewed at 2 s); then inv1
+// answers every request in 0.9 s, just within its 1 s timeout, for 20 s.
+// inv2, which answers at once, must stay at 20 % in every sample of its
+// registers: the cycle does not wait for inv1's writes past
+// Config.DeviceWait. Before, each cycle waited for every device, inv2's
+// renewals came late and its limit in effect lapsed to 100 %.
+func TestSlowInverterKeepsOthersLimit(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{cfg: gridcontrol.Config{RevertTimeout: 4 * time.Second, Cycle: time.Second}})
+	start, end := r.window(time.Second, 10*time.Minute)
+	if _, err := r.controller().SubmitJSON(t.Context(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", start, end, 20)))); err != nil {
+		t.Fatal(err)
+	}
+	r.await("20 % on both", 20*time.Second, func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+	simtest.Device(t, r.sim, "inv1").SetFault(sim.Fault{Kind: sim.FaultSlow, Delay: 900 * time.Millisecond})
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	over := time.After(20 * time.Second)
+	samples, highest, slowHighest := 0, 0.0, 0.0
+	for running := true; running; {
+		select {
+		case <-over:
+			running = false
+		case <-tick.C:
+		}
+		highest = max(highest, r.limitOf("inv2"))
+		slowHighest = max(slowHighest, r.limitOf("inv1"))
+		samples++
+	}
+	t.Logf("%d samples at 10 Hz: inv2's highest limit in effect %g %%, slow inv1's %g %%", samples, highest, slowHighest)
+	if highest > 20 {
+		t.Errorf("inv2's limit in effect rose to %g %% under the operator's 20 %% while inv1 answered slowly", highest)
+	}
+}
