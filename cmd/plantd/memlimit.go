@@ -62,8 +62,20 @@ func endStartupGC() {
 	if startupGC.CompareAndSwap(true, false) {
 		debug.SetGCPercent(defaultGOGC)
 		debug.FreeOSMemory()
+		// adaptGOGC sets the live heap's GOGC now, not at its next
+		// period: a small plant would run its first seconds after
+		// start-up at defaultGOGC, four times the collections its
+		// live API needs (2,100 answers per collection at 100 devices
+		// after, 700 before).
+		select {
+		case adaptNow <- struct{}{}:
+		default:
+		}
 	}
 }
+
+// adaptNow makes adaptGOGC adapt at once.
+var adaptNow = make(chan struct{}, 1)
 
 // gcHeadroom is the least the heap may grow by between collections once
 // start-up is over: GOGC is defaultGOGC (a quarter of the live heap) for
@@ -105,6 +117,7 @@ func adaptGOGC(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-adaptNow:
 		}
 		if startupGC.Load() {
 			continue // start-up's own GOGC

@@ -111,3 +111,44 @@ func TestAdaptGOGCLimit(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// TestEndStartupAdapts: the end of start-up sets the live heap's GOGC at
+// once, not at adaptGOGC's next period (here an hour away). (Not
+// parallel: GOGC is the process's.)
+func TestEndStartupAdapts(t *testing.T) {
+	oldPct := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(oldPct)
+	debug.SetGCPercent(oldPct)
+	t.Setenv("GOGC", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { adaptGOGC(ctx, time.Hour); close(done) }()
+	beginStartupGC()
+	if got := gcPercent(); got != startupGOGC {
+		t.Fatalf("GOGC %d during start-up, want %d", got, startupGOGC)
+	}
+	endStartupGC()
+	// The test binary's live heap is small: the adapted GOGC is 100, far
+	// from defaultGOGC, which endStartupGC sets first.
+	runtime.GC()
+	want := gogcFor(liveHeap())
+	if want == defaultGOGC {
+		t.Fatalf("the test binary's live heap (%d bytes) adapts to defaultGOGC; the test cannot tell", liveHeap())
+	}
+	proctest.WaitFor(t, "GOGC adapted to the live heap", 10*time.Second, func() bool { return gcPercent() == want })
+}
+
+// gcPercent is the runtime's GOGC.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// liveHeap is the runtime's live heap after the last collection.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
