@@ -212,7 +212,8 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 	if bufs == nil {
 		bufs = &sampleBufs{}
 	}
-	defer func() { w.rollBufs = bufs.keep() }()
+	devices := 0 // the most devices a pass read
+	defer func() { w.rollBufs = bufs.keep(devices) }()
 	// kept is the first pass's window [from, to) of the only batch when
 	// the second pass reads again from further back: that pass reads
 	// only [its from, kept's from) and adds kept's samples (a window's
@@ -240,6 +241,7 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 		}
 		newCarry := map[int64]*rawSample{}
 		back := from
+		read := 0
 		for _, batch := range batches {
 			var data *chunkData
 			if kept != nil {
@@ -254,6 +256,8 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 				cw.close()
 				return nil, err
 			}
+			read += len(data.devs)
+			devices = max(devices, read)
 			b, err := runsBefore(ctx, tx, w.s, data, from, carry != nil)
 			if err != nil {
 				cw.close()
@@ -384,10 +388,21 @@ type sampleBufs struct {
 // gives its buffers back after each chunk, as before.
 const keepBufsBytes = 2 << 20
 
-// keep returns b when its arrays take at most keepBufsBytes (a sample
-// 32 bytes, a value 16), else nil. What the buffers pointed to besides
-// their arrays is let go.
-func (b *sampleBufs) keep() *sampleBufs {
+// keepBufsDevices: a plant of more devices gives its buffers back after
+// each chunk whatever their size. Its batches are what bounds them, not
+// the plant, so they were kept too: at 1,000 devices at 1 s (scripts/scale
+// 1000 50) 1.5-3 MB of a live heap of 18-25 MB between rollups 5
+// minutes apart (the memory limit of cmd/plantd follows the live heap),
+// to spare allocating them once in 5 minutes.
+const keepBufsDevices = 100
+
+// keep returns b when the rollup read at most keepBufsDevices devices and
+// its arrays take at most keepBufsBytes (a sample 32 bytes, a value 16),
+// else nil. What the buffers pointed to besides their arrays is let go.
+func (b *sampleBufs) keep(devices int) *sampleBufs {
+	if devices > keepBufsDevices {
+		return nil
+	}
 	n := 0
 	for _, ds := range b.free {
 		n += cap(ds.samples) * 32
