@@ -391,12 +391,32 @@ func limitDevices(devs []plant.DeviceLive) []string {
 	return Eligible(Commands[2], devs).Devices
 }
 
-// ratedOf sums the rated power of the named devices.
+// ratedOf sums the rated power of the named devices. ids most often come
+// from Eligible over the same devs, so in devs' order: one walk over both
+// then matches them, where a search of ids per device took 1,000 × 1,000
+// string comparisons a control cycle at 1,000 devices (5 % of the daemon's
+// CPU, scripts/scale 1000 50). Other ids are matched through a set.
 func ratedOf(devs []plant.DeviceLive, ids []string) float64 {
-	sum := 0.0
+	sum, j := 0.0, 0
 	for _, d := range devs {
-		if sunspecOf(d.Discovered) != nil && slices.Contains(ids, d.Info.ID) {
-			sum += sunspecOf(d.Discovered).RatedPowerW
+		if j < len(ids) && ids[j] == d.Info.ID {
+			j++
+			if sp := sunspecOf(d.Discovered); sp != nil {
+				sum += sp.RatedPowerW
+			}
+		}
+	}
+	if j == len(ids) {
+		return sum
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	sum = 0
+	for _, d := range devs {
+		if sp := sunspecOf(d.Discovered); sp != nil && want[d.Info.ID] {
+			sum += sp.RatedPowerW
 		}
 	}
 	return sum

@@ -25,9 +25,12 @@ import (
 // benchPlant is a 20-device plant whose readings have the channels the
 // demo plant's devices give through plant.Live at noon (classic and DER
 // inverters, meters, a battery, a sensor), with values that move a little
-// every poll and counters that count.
+// every poll and counters that count; at night (night set) the powers
+// are 0 and the counters stand still, as the simulator's inverters give
+// them after sunset.
 type benchPlant struct {
-	devs []*benchDev
+	devs  []*benchDev
+	night bool
 }
 
 type benchDev struct {
@@ -76,7 +79,23 @@ func newBenchPlant(b testing.TB) *benchPlant {
 // advanced by 5 s of power.
 func (bp *benchPlant) measurement(i int, tick int64, t time.Time) Measurement {
 	d := bp.devs[i]
+	if bp.night {
+		return Measurement{PlantID: "p1", DeviceID: d.id, Kind: d.kind, Time: t, Readings: d.nightReadings()}
+	}
 	return Measurement{PlantID: "p1", DeviceID: d.id, Kind: d.kind, Time: t, Readings: d.readings(i, tick)}
+}
+
+// nightReadings gives the device's values with every power 0 and the
+// counters where they stand.
+func (d *benchDev) nightReadings() []plant.Reading {
+	for j, r := range d.tmpl {
+		c := &d.cur[j]
+		c.Value = r.Value
+		if u := r.Channel.Unit(); !r.Channel.Counter() && (u == plant.UnitW || u == plant.UnitVA || u == plant.UnitVar) {
+			c.Value = 0
+		}
+	}
+	return d.cur
 }
 
 // readings moves the device's values to poll number tick.

@@ -527,7 +527,7 @@ func (s *Store) recent(ctx context.Context, db *sql.DB, sc scope, q plant.SetQue
 			return res, fmt.Errorf("store: recent: %w", classify(err))
 		}
 	} else {
-		cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
+		cd, err := readWindow(ctx, db, s, nil, from, to, devRange{}, func(d *device) bool { return want[d.id] != nil }, nil, nil, nil)
 		if err != nil {
 			return res, fmt.Errorf("store: recent: %w", classify(err))
 		}

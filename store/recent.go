@@ -45,7 +45,7 @@ func (s *Store) recentMinutes(ctx context.Context, db querier, devs []*device, f
 		for _, d := range full {
 			want[d.id] = true
 		}
-		cd, err := readWindow(ctx, db, s, from, to, devRange{}, func(d *device) bool { return want[d.id] }, nil, nil, nil)
+		cd, err := readWindow(ctx, db, s, nil, from, to, devRange{}, func(d *device) bool { return want[d.id] }, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

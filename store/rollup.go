@@ -212,7 +212,8 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 	if bufs == nil {
 		bufs = &sampleBufs{}
 	}
-	defer func() { w.rollBufs = bufs.keep() }()
+	devices := 0 // the most devices a pass read
+	defer func() { w.rollBufs = bufs.keep(devices) }()
 	// kept is the first pass's window [from, to) of the only batch when
 	// the second pass reads again from further back: that pass reads
 	// only [its from, kept's from) and adds kept's samples (a window's
@@ -222,14 +223,18 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 	var kept *chunkData
 	keptFrom := from
 	var edges *windowEdges
+	// One chunk reader for every scan of the chunk: a reader looks up a
+	// device's series set once (knownSet), and the edges and the batches
+	// meet the same sets; a reader per scan made 3 of them per device.
+	r := w.s.cat.reader()
 	for pass := 0; pass < 2; pass++ {
 		var err error
 		if edges == nil {
-			edges, err = readEdges(ctx, tx, w.s, from, to, carry == nil)
+			edges, err = readEdges(ctx, tx, w.s, r, from, to, carry == nil)
 		} else {
 			// The window ends where it did: only the samples before its
 			// new start are new.
-			edges, err = prevEdges(ctx, tx, w.s, from, edges.next)
+			edges, err = prevEdges(ctx, tx, w.s, r, from, edges.next)
 		}
 		if err != nil {
 			return nil, err
@@ -240,20 +245,23 @@ func (w *writer) writeBatches(ctx context.Context, tx *sql.Tx, batches []devRang
 		}
 		newCarry := map[int64]*rawSample{}
 		back := from
+		read := 0
 		for _, batch := range batches {
 			var data *chunkData
 			if kept != nil {
-				data, err = readWindow(ctx, tx, w.s, from, keptFrom, batch, nil, nil, edges, bufs)
+				data, err = readWindow(ctx, tx, w.s, r, from, keptFrom, batch, nil, nil, edges, bufs)
 				if err == nil {
 					joinWindows(data, kept)
 				}
 			} else {
-				data, err = readWindow(ctx, tx, w.s, from, to, batch, nil, carry, edges, bufs)
+				data, err = readWindow(ctx, tx, w.s, r, from, to, batch, nil, carry, edges, bufs)
 			}
 			if err != nil {
 				cw.close()
 				return nil, err
 			}
+			read += len(data.devs)
+			devices = max(devices, read)
 			b, err := runsBefore(ctx, tx, w.s, data, from, carry != nil)
 			if err != nil {
 				cw.close()
@@ -384,10 +392,21 @@ type sampleBufs struct {
 // gives its buffers back after each chunk, as before.
 const keepBufsBytes = 2 << 20
 
-// keep returns b when its arrays take at most keepBufsBytes (a sample
-// 32 bytes, a value 16), else nil. What the buffers pointed to besides
-// their arrays is let go.
-func (b *sampleBufs) keep() *sampleBufs {
+// keepBufsDevices: a plant of more devices gives its buffers back after
+// each chunk whatever their size. Its batches are what bounds them, not
+// the plant, so they were kept too: at 1,000 devices at 1 s (scripts/scale
+// 1000 50) 1.5-3 MB of a live heap of 18-25 MB between rollups 5
+// minutes apart (the memory limit of cmd/plantd follows the live heap),
+// to spare allocating them once in 5 minutes.
+const keepBufsDevices = 100
+
+// keep returns b when the rollup read at most keepBufsDevices devices and
+// its arrays take at most keepBufsBytes (a sample 32 bytes, a value 16),
+// else nil. What the buffers pointed to besides their arrays is let go.
+func (b *sampleBufs) keep(devices int) *sampleBufs {
+	if devices > keepBufsDevices {
+		return nil
+	}
 	n := 0
 	for _, ds := range b.free {
 		n += cap(ds.samples) * 32
@@ -437,8 +456,12 @@ func (b *sampleBufs) put(cd *chunkData) {
 
 // readWindow reads the samples in [from, to) of the devices want accepts
 // (nil: all), each one's last sample before from (taken from carry when it
-// is not nil) and its first sample at or after to.
-func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span devRange, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges, bufs *sampleBufs) (*chunkData, error) {
+// is not nil) and its first sample at or after to, decoding with r (nil:
+// a reader of its own).
+func readWindow(ctx context.Context, db querier, s *Store, r *chunkReader, from, to int64, span devRange, want func(*device) bool, carry map[int64]*rawSample, edges *windowEdges, bufs *sampleBufs) (*chunkData, error) {
+	if r == nil {
+		r = s.cat.reader()
+	}
 	cd := &chunkData{devs: map[int64]*devSamples{}, carry: map[int64]*rawSample{}, vals: bufs.valSlabs()}
 	// skip holds the devices in span that are not read. The span is
 	// tested first: every batch of a rollup meets every device in the
@@ -473,7 +496,6 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 	}
 	// A device's chunks come in time order, so are its samples.
 	keep := func(dev int64) bool { return get(dev) != nil }
-	r := s.cat.reader()
 	var ds *devSamples // the device of the last sample: a chunk's samples come one after another
 	err := s.scanChunkVals(ctx, db, q, args, from, to, false, keep, r, func(dev, t int64, vals []chVal) bool {
 		if ds == nil || ds.dev.id != dev {
@@ -493,7 +515,7 @@ func readWindow(ctx context.Context, db querier, s *Store, from, to int64, span 
 		return nil, fmt.Errorf("read samples: %w", err)
 	}
 	if edges == nil {
-		if edges, err = readEdges(ctx, db, s, from, to, carry == nil); err != nil {
+		if edges, err = readEdges(ctx, db, s, r, from, to, carry == nil); err != nil {
 			return nil, err
 		}
 	}
@@ -579,8 +601,8 @@ type windowEdges struct {
 }
 
 // readEdges finds the edge samples of [from, to) of the store's devices
-// (plant balance sources have none).
-func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPrev bool) (*windowEdges, error) {
+// (plant balance sources have none), decoding with r.
+func readEdges(ctx context.Context, db querier, s *Store, r *chunkReader, from, to int64, withPrev bool) (*windowEdges, error) {
 	want := map[int64]bool{}
 	for _, d := range s.cat.devices() {
 		if d.kind != kindPlant {
@@ -590,11 +612,11 @@ func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPr
 	e := &windowEdges{}
 	var err error
 	if withPrev {
-		if e.prev, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want); err != nil {
+		if e.prev, err = edgeSamples(ctx, db, s, r, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want); err != nil {
 			return nil, err
 		}
 	}
-	if e.next, err = edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, to, to+counterGapMs, false, want); err != nil {
+	if e.next, err = edgeSamples(ctx, db, s, r, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id`, to, to+counterGapMs, false, want); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -602,14 +624,14 @@ func readEdges(ctx context.Context, db querier, s *Store, from, to int64, withPr
 
 // prevEdges gives the edges of a window starting at from whose next
 // samples are known: readEdges without reading those again.
-func prevEdges(ctx context.Context, db querier, s *Store, from int64, next map[int64]*rawSample) (*windowEdges, error) {
+func prevEdges(ctx context.Context, db querier, s *Store, r *chunkReader, from int64, next map[int64]*rawSample) (*windowEdges, error) {
 	want := map[int64]bool{}
 	for _, d := range s.cat.devices() {
 		if d.kind != kindPlant {
 			want[d.id] = true
 		}
 	}
-	prev, err := edgeSamples(ctx, db, s, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want)
+	prev, err := edgeSamples(ctx, db, s, r, `SELECT t0, device, v FROM raw_chunk WHERE id >= ? AND id < ? ORDER BY id DESC`, from-counterGapMs, from, true, want)
 	if err != nil {
 		return nil, err
 	}
@@ -620,8 +642,8 @@ func prevEdges(ctx context.Context, db querier, s *Store, from int64, next map[i
 // order in which the first sample of a device is the one wanted, desc
 // for newest first) and keeps each wanted device's first sample. It
 // stops once every wanted device is found: a plant whose devices all
-// poll reads a few chunks, not the counterGapMs of them.
-func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int64, desc bool, want map[int64]bool) (map[int64]*rawSample, error) {
+// poll reads a few chunks, not the counterGapMs of them. r decodes.
+func edgeSamples(ctx context.Context, db querier, s *Store, r *chunkReader, q string, lo, hi int64, desc bool, want map[int64]bool) (map[int64]*rawSample, error) {
 	out := map[int64]*rawSample{}
 	if len(want) == 0 {
 		return out, nil
@@ -631,7 +653,7 @@ func edgeSamples(ctx context.Context, db querier, s *Store, q string, lo, hi int
 		_, seen := out[dev]
 		return want[dev] && !seen
 	}
-	err := s.scanChunkVals(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, s.cat.reader(), func(dev, t int64, vals []chVal) bool {
+	err := s.scanChunkVals(ctx, db, q, []any{idLo, idHi}, lo, hi, desc, keep, r, func(dev, t int64, vals []chVal) bool {
 		if _, seen := out[dev]; want[dev] && !seen {
 			out[dev] = &rawSample{t: t, vals: slices.Clone(vals)}
 		}
