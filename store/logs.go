@@ -31,7 +31,7 @@ func (s *Store) Log(e plant.LogEntry) bool {
 		e.Time = s.cfg.Now()
 	}
 	select {
-	case s.queue <- item{l: &e}:
+	case s.queue <- &item{l: &e}:
 		return true
 	default:
 		s.drop("queue full")

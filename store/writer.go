@@ -240,7 +240,7 @@ func (w *writer) run(ctx context.Context) error {
 			w.shutdown(dbctx)
 			return nil
 		case it := <-w.s.queue:
-			w.batch = append(w.batch, it)
+			w.batch = append(w.batch, *it)
 			if it.done != nil {
 				err := w.commit(dbctx, allChunks)
 				timerC = nil
@@ -288,7 +288,7 @@ func (w *writer) shutdown(ctx context.Context) {
 	for {
 		select {
 		case it := <-w.s.queue:
-			w.batch = append(w.batch, it)
+			w.batch = append(w.batch, *it)
 			if len(w.batch) >= w.s.cfg.BatchRows {
 				w.commit(ctx, nil)
 			}
