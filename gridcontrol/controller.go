@@ -199,7 +199,9 @@ type Stats struct {
 	// the first write it caused, last 1000.
 	EdgeToWrite []time.Duration
 	// Cycles are the durations of the last 1000 control cycles that wrote
-	// or ran the FeedInLimit loop (reads, computation and writes).
+	// or ran the FeedInLimit loop (reads, computation and writes; a slow
+	// device's writes only up to Config.DeviceWait, the rest goes on
+	// after the cycle).
 	Cycles []time.Duration
 	// LastCycle is when the last of those cycles began (its reads came
 	// after it).
