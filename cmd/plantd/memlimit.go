@@ -77,23 +77,34 @@ func endStartupGC() {
 // adaptNow makes adaptGOGC adapt at once.
 var adaptNow = make(chan struct{}, 1)
 
-// gcHeadroom is the least the heap may grow by between collections once
+// gcHeadroom is how much the heap may grow between collections once
 // start-up is over: GOGC is defaultGOGC (a quarter of the live heap) for
-// a heap of more than 4 × gcHeadroom live, and up to 100 below that, so
-// that a small plant's collector does not run four times as often as a
-// large one's for the same garbage: the live API's requests (net/http
-// allocates per request) then cost a small gateway as little as they cost
-// a bare net/http server at Go's default, while 1,000 devices (a live
-// heap of about 25 MB) keep GOGC 25 and their memory. Each collection's
-// marking costs about the live heap, so a fixed headroom keeps the
-// collector's share of the CPU per allocated byte bounded by
-// live/headroom instead of 4 at any size. Measured side by side (load
-// 9-12, scripts/livebench 100 and scripts/scale 100, packaged builds):
-// the live API's CPU per request over a bare net/http server's fell from
-// 1.53 to 1.31 (balance) and 1.34 to 1.15 (device list), medians of 3
-// rounds; 100 devices' RSS rose from 20.3 to 23.8 MB at the same CPU
-// (0.53 and 0.54 % of a core); 1,000 devices keep GOGC 25.
+// a heap of more than 4 × gcHeadroom live, and more below that, up to
+// maxGOGC, so that a small plant's collector does not run four times as
+// often as a large one's for the same garbage: the live API's requests
+// (net/http allocates per request) then cost a small gateway about what
+// they cost a bare net/http server, while 1,000 devices (a live heap of
+// about 25 MB) keep GOGC 25 and their memory. Each collection's marking
+// costs about the live heap, so a fixed headroom keeps the collector's
+// share of the CPU per allocated byte bounded by live/headroom instead of
+// 4 at any size. Measured side by side (load 9-12, scripts/livebench 100
+// and scripts/scale 100, packaged builds), a headroom instead of
+// defaultGOGC: the live API's CPU per request over a bare net/http
+// server's fell from 1.53 to 1.31 (balance) and 1.34 to 1.15 (device
+// list), medians of 3 rounds; 100 devices' RSS rose from 20.3 to 23.8 MB
+// at the same CPU (0.53 and 0.54 % of a core); 1,000 devices keep GOGC 25.
 const gcHeadroom = 6 << 20
+
+// maxGOGC caps GOGC for a small live heap: at 150, Go's own minimum heap
+// goal (4 MB × GOGC/100) is gcHeadroom, so a live heap under 4 MB has a
+// goal of at most gcHeadroom and one above it at most its live data and
+// gcHeadroom more: no plant's heap grows by more than gcHeadroom between
+// collections. The cap was 100 (Go's default) before: a plant of 100
+// devices (about 4 MB live) then collected after 4 MB of garbage, and its
+// live API spent 16.2-17.4 µs of CPU per balance answer against 15.1-15.7
+// at GOGC 160 (bare net/http: 12.0-12.7; scripts/livebench 100, 2 rounds
+// each, load 1.1-1.9). A plant under 4 MB live holds up to 2 MB more.
+const maxGOGC = 150
 
 // adaptGOGC sets GOGC from the live heap every period until ctx ends
 // (gcHeadroom), unless the environment sets GOGC, and with it the soft
@@ -191,12 +202,13 @@ func burstLimit(live uint64, gogc int, m memUse) int64 {
 }
 
 // gogcFor is the GOGC for a live heap of live bytes: gcHeadroom of it,
-// in steps of 5, between defaultGOGC and 100.
+// in steps of 5, between defaultGOGC and maxGOGC; Go's default (100)
+// when the live heap is not known yet.
 func gogcFor(live uint64) int {
 	if live == 0 {
 		return 100
 	}
 	pct := int(gcHeadroom * 100 / live)
 	pct -= pct % 5
-	return max(defaultGOGC, min(100, pct))
+	return max(defaultGOGC, min(maxGOGC, pct))
 }

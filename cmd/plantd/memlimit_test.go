@@ -31,13 +31,13 @@ func TestSetMemoryLimit(t *testing.T) {
 }
 
 // TestGOGCFor: GOGC keeps gcHeadroom of growth for a small live heap, up
-// to 100, and defaultGOGC for a large one, in steps of 5.
+// to maxGOGC, and defaultGOGC for a large one, in steps of 5.
 func TestGOGCFor(t *testing.T) {
 	for _, tt := range []struct {
 		live uint64
 		want int
 	}{
-		{0, 100}, {1 << 20, 100}, {6 << 20, 100}, {8 << 20, 75}, {12 << 20, 50}, {20 << 20, 30}, {24 << 20, 25}, {200 << 20, defaultGOGC},
+		{0, 100}, {1 << 20, maxGOGC}, {4 << 20, maxGOGC}, {5 << 20, 120}, {6 << 20, 100}, {8 << 20, 75}, {12 << 20, 50}, {20 << 20, 30}, {24 << 20, 25}, {200 << 20, defaultGOGC},
 	} {
 		if got := gogcFor(tt.live); got != tt.want {
 			t.Errorf("gogcFor(%d MiB) = %d, want %d", tt.live>>20, got, tt.want)
