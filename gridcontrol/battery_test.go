@@ -50,7 +50,7 @@ func (m *master) model(id string, model uint16) *sunspec.Instance {
 		m.r.t.Fatalf("device %s has no model %d", id, model)
 	}
 	sd := simtest.Device(m.r.t, m.r.sim, id)
-	rw := m.pool.Endpoint(modbus.EndpointConfig{Address: sd.Addr(), Timeout: time.Second}).Unit(sd.Unit(), time.Second)
+	rw := m.pool.Endpoint(modbus.EndpointConfig{Address: sd.Addr(), Timeout: time.Second}).ControlUnit(sd.Unit(), time.Second)
 	var err error
 	for range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -81,7 +81,7 @@ func (m *master) write(id string, model uint16, points map[string]float64) {
 	d, _ := m.r.live.Device(id)
 	ref, _ := d.Discovered.(*sunspec.Device).Ref(model)
 	sd := simtest.Device(m.r.t, m.r.sim, id)
-	rw := m.pool.Endpoint(modbus.EndpointConfig{Address: sd.Addr(), Timeout: time.Second}).Unit(sd.Unit(), time.Second)
+	rw := m.pool.Endpoint(modbus.EndpointConfig{Address: sd.Addr(), Timeout: time.Second}).ControlUnit(sd.Unit(), time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := sunspec.WriteModel(ctx, rw, ref, func(inst *sunspec.Instance) error {

@@ -201,7 +201,7 @@ func (r *rig) startPoller(o rigOpts) {
 	poll := cmp.Or(o.poll, 250*time.Millisecond)
 	for _, d := range r.sim.Devices() {
 		pcfgs = append(pcfgs, poller.DeviceConfig{ID: d.ID(), Address: d.Addr(), Unit: d.Unit(), Interval: poll, Timeout: time.Second})
-		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
+		r.clients[d.ID()] = r.pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).ControlUnit(d.Unit(), time.Second)
 	}
 	p, err := poller.New(pcfgs, r.pool, func(s plant.Sample) {
 		r.live.Apply(s)

@@ -25,7 +25,7 @@ func newThirdParty(r *rig) *thirdParty {
 	r.t.Cleanup(func() { _ = pool.Close() })
 	tp := &thirdParty{r: r, clients: map[string]sunspec.ReadWriter{}}
 	for _, d := range r.sim.Devices() {
-		tp.clients[d.ID()] = pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).Unit(d.Unit(), time.Second)
+		tp.clients[d.ID()] = pool.Endpoint(modbus.EndpointConfig{Address: d.Addr(), Timeout: time.Second}).ControlUnit(d.Unit(), time.Second)
 	}
 	return tp
 }

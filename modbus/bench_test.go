@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync"
 	"testing"
 
 	"plantd/internal/proctest"
@@ -83,6 +84,42 @@ func benchClientRead(b *testing.B, addr string, unit byte) {
 	if st := ep.Stats(); st.Requests != uint64(b.N)+1 || st.Connects != 1 {
 		b.Errorf("stats %+v: want %d requests on one connection", st, b.N+1)
 	}
+}
+
+// BenchmarkSharedEndpoint: 20 units behind one gateway address read at
+// once, as the poller's devices on one endpoint do: every request but the
+// one in flight waits for the endpoint's turn. cpu-ns/op is the whole
+// process's CPU (the server's included) per request.
+func BenchmarkSharedEndpoint(b *testing.B) {
+	const units = 20
+	srv := startRegServer(b)
+	pool := NewPool(nil)
+	defer pool.Close()
+	ep := pool.Endpoint(EndpointConfig{Address: srv.addr})
+	ctx := b.Context()
+	if _, err := ep.Unit(1, 0).ReadHoldingRegisters(ctx, 40000, benchQty, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := proctest.CPUTime()
+	var wg sync.WaitGroup
+	for u := range units {
+		wg.Go(func() {
+			c := ep.Unit(byte(u+1), 0)
+			var regs []uint16
+			var err error
+			for range b.N / units {
+				if regs, err = c.ReadHoldingRegisters(ctx, 40000, benchQty, regs); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(proctest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkPlan plans the reads of a SunSpec inverter with models 1, 103,

@@ -36,13 +36,14 @@ const (
 	coilOff uint16 = 0x0000
 )
 
-// Client is one unit id on an [Endpoint]. Get it from [Endpoint.Unit]. It is
-// safe for concurrent use. Its requests take turns with those of the other
-// clients of the endpoint.
+// Client is one unit id on an [Endpoint]. Get it from [Endpoint.Unit] (or
+// [Endpoint.ControlUnit]). It is safe for concurrent use. Its requests
+// take turns with those of the other clients of the endpoint.
 type Client struct {
 	ep      *Endpoint
 	unit    byte
 	timeout time.Duration
+	class   class // its queue for the endpoint's turn
 }
 
 // Address returns the endpoint's host:port or serial device path.
@@ -198,7 +199,7 @@ func (e *Endpoint) do(ctx context.Context, c *Client, req *request, ans *answer)
 	if err := ctx.Err(); err != nil {
 		return c.error(req.op, req, err)
 	}
-	waited, failedBefore, err := e.acquire(ctx)
+	waited, failedBefore, err := e.acquire(ctx, c.class)
 	if err != nil {
 		return c.error(req.op, req, err)
 	}

@@ -587,7 +587,9 @@ func TestPoolClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Hold the endpoint's turn so that the next request waits for it.
-	ep.sem <- struct{}{}
+	if !ep.turn.take() {
+		t.Fatal("the endpoint's turn is held")
+	}
 	waiting := make(chan error, 1)
 	go func() {
 		_, err := c.ReadHoldingRegisters(t.Context(), 0, 1, nil)
@@ -598,7 +600,7 @@ func TestPoolClose(t *testing.T) {
 	if err := <-waiting; !errors.Is(err, ErrClosed) || Classify(err) != ClassClosed {
 		t.Errorf("waiting request: err = %v, want ErrClosed", err)
 	}
-	<-ep.sem // let Close take its turn
+	ep.turn.release() // let Close take its turn
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -716,7 +718,9 @@ func TestPoolStats(t *testing.T) {
 	// request's timeout also bounds its connect, and on a loaded machine
 	// a 50 ms connect can time out, which is not what is counted here.
 	slowEp := pool.Endpoint(EndpointConfig{Address: slow.addr()})
-	slowEp.sem <- struct{}{}
+	if !slowEp.turn.take() {
+		t.Fatal("the endpoint's turn is held")
+	}
 	err := slowEp.connect(ctx, 10*time.Second)
 	slowEp.release()
 	if err != nil {
@@ -761,7 +765,9 @@ func TestWaitersShareAFailedConnect(t *testing.T) {
 	ep := newTestPool(t).Endpoint(EndpointConfig{Address: addr})
 	ctx := t.Context()
 	const waiters = 3
-	ep.sem <- struct{}{} // the test takes the turn, as a request that connects
+	if !ep.turn.take() { // the test takes the turn, as a request that connects
+		t.Fatal("the endpoint's turn is held")
+	}
 	errs := make(chan error, waiters)
 	for i := range waiters {
 		go func() {

@@ -13,8 +13,12 @@
 //
 // # Requests
 //
-// Requests on one endpoint are serialised. A caller waiting for its turn
-// honours its context. Each request runs with a timeout: the smaller of the
+// Requests on one endpoint are serialised, first come first served, except
+// that a control request (a Client of [Endpoint.ControlUnit]: grid
+// control's writes and read-backs, the grid operator's relay contacts)
+// takes the turn before every ordinary one waiting (turn.go): on a bus
+// whose polls keep the queue full, a limit's renewal waits for the request
+// in flight only. A caller waiting for its turn honours its context. Each request runs with a timeout: the smaller of the
 // Client's timeout and what is left of the context's deadline. A context that
 // is already done fails at once, without I/O, and a connect ends with its
 // context. A cancellation without a deadline takes effect at the latest when

@@ -324,9 +324,10 @@ type Endpoint struct {
 	// gap is the silence kept before each request (cfg.frameGap).
 	gap time.Duration
 
-	// sem serialises requests; the holder owns the fields below it. Waiting
-	// for it honours the caller's context.
-	sem       chan struct{}
+	// turn serialises requests (control requests first, turn.go); the
+	// holder owns the fields below it. Waiting for it honours the
+	// caller's context.
+	turn      turn
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
@@ -356,7 +357,6 @@ func newEndpoint(cfg EndpointConfig, log *slog.Logger) *Endpoint {
 		cfg:     cfg,
 		log:     log,
 		gap:     cfg.frameGap(),
-		sem:     make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		framer:  newFramer(cfg),
 		created: time.Now(),
@@ -383,7 +383,17 @@ func (e *Endpoint) Unit(id byte, timeout time.Duration) *Client {
 	if timeout <= 0 {
 		timeout = e.cfg.Timeout
 	}
-	return &Client{ep: e, unit: id, timeout: timeout}
+	return &Client{ep: e, unit: id, timeout: timeout, class: classOrdinary}
+}
+
+// ControlUnit is Unit for a client whose requests take the endpoint's
+// turn before every ordinary request waiting for it (turn.go): grid
+// control's, whose writes must renew a limit within the device's
+// reversion timeout however many polls are queued on its bus.
+func (e *Endpoint) ControlUnit(id byte, timeout time.Duration) *Client {
+	c := e.Unit(id, timeout)
+	c.class = classControl
+	return c
 }
 
 // EndpointStats are the counters of an endpoint since it was created: for
@@ -478,37 +488,30 @@ func (e *Endpoint) Stats() EndpointStats {
 	return st
 }
 
-// acquire waits for the endpoint's turn, the context or close. A caller
-// that had to wait gets waited true and the count of failed connects when
-// it began to wait (see connectFailed); one that got its turn at once pays
-// no more than the channel send.
-func (e *Endpoint) acquire(ctx context.Context) (waited bool, failedBefore uint64, err error) {
-	select {
-	case e.sem <- struct{}{}:
-	default:
+// acquire waits for the endpoint's turn in class c's queue, the context
+// or close. A caller that had to wait gets waited true and the count of
+// failed connects when it began to wait (see connectFailed); one that got
+// its turn at once pays no more than the turn's lock.
+func (e *Endpoint) acquire(ctx context.Context, c class) (waited bool, failedBefore uint64, err error) {
+	if !e.turn.take() {
 		waited, failedBefore = true, e.connectFailed.Load()
 		e.stats.waiting.Add(1)
-		select {
-		case e.sem <- struct{}{}:
-			e.stats.waiting.Add(-1)
-		case <-ctx.Done():
-			e.stats.waiting.Add(-1)
-			return waited, failedBefore, ctx.Err()
-		case <-e.done:
-			e.stats.waiting.Add(-1)
-			return waited, failedBefore, ErrClosed
+		err = e.turn.wait(ctx, c, e.done)
+		e.stats.waiting.Add(-1)
+		if err != nil {
+			return waited, failedBefore, err
 		}
 	}
 	select {
 	case <-e.done:
-		<-e.sem
+		e.turn.release()
 		return waited, failedBefore, ErrClosed
 	default:
 		return waited, failedBefore, nil
 	}
 }
 
-func (e *Endpoint) release() { <-e.sem }
+func (e *Endpoint) release() { e.turn.release() }
 
 // close marks the endpoint closed, waits for the request in flight and closes
 // the socket.
@@ -516,7 +519,8 @@ func (e *Endpoint) close() error {
 	var err error
 	e.closeOnce.Do(func() {
 		close(e.done)
-		e.sem <- struct{}{}
+		// Waiters see done and leave; the request in flight ends first.
+		_ = e.turn.wait(context.Background(), classControl, nil)
 		defer e.release()
 		if e.connected {
 			if cerr := e.disconnect("close"); cerr != nil {

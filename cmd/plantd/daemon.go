@@ -627,8 +627,11 @@ func maxPollInterval(cfg *config.Config) time.Duration {
 
 // deviceConns gives grid control the Modbus client of each enabled device:
 // the poller's endpoint (one socket per host:port), so that writes and
-// polls of one device are serialised. A config reload replaces the list
-// (set).
+// polls of one device are serialised, as a control client, whose requests
+// take the endpoint's turn before the polls waiting for it
+// (modbus.Endpoint.ControlUnit): a limit's renewal waits for the request
+// in flight, not for every poll queued on the bus. A config reload
+// replaces the list (set).
 type deviceConns struct {
 	pool    *modbus.Pool
 	mu      sync.RWMutex
@@ -653,7 +656,7 @@ func (c *deviceConns) set(cfg *config.Config) {
 			timeout = modbus.DefaultTimeout
 		}
 		ep := c.pool.Endpoint(modbus.EndpointConfig{Address: pc.Address, Transport: pc.Transport, Serial: pc.Serial, Timeout: timeout, ConnectDelay: pc.ConnectDelay})
-		clients[pc.ID] = ep.Unit(pc.Unit, timeout)
+		clients[pc.ID] = ep.ControlUnit(pc.Unit, timeout)
 	}
 	c.mu.Lock()
 	c.clients, c.at = clients, at

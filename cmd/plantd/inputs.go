@@ -55,8 +55,10 @@ func (d *daemon) newInputs(cfg *config.Config, dim gridinput.Dimmer) (*gridInput
 	}
 	for _, ic := range cfg.Inputs {
 		spec := inputSpec(ic)
+		// The operator's contacts are read as control requests: ahead of
+		// the polls queued on a shared bus (modbus.Endpoint.ControlUnit).
 		ep := d.pool.Endpoint(endpointOf(ic.Device()))
-		v := &inputView{cfg: ic, spec: spec, now: d.now, dimmer: dim, reader: gridinput.Bits{Client: ep.Unit(byte(ic.Unit), ic.Timeout),
+		v := &inputView{cfg: ic, spec: spec, now: d.now, dimmer: dim, reader: gridinput.Bits{Client: ep.ControlUnit(byte(ic.Unit), ic.Timeout),
 			Addr: uint16(ic.Address), Count: inputCount(ic), Registers: ic.Source == inputconfig.SourceRegisters}}
 		if v.spec.Failsafe == nil {
 			v.spec.Failsafe = gridinput.MostRestrictive(spec.Actions)
