@@ -91,7 +91,7 @@ func lastByKey[T any](s []T, key func(T) int64) []T {
 // equal times). It returns how many samples the row gained (its count,
 // also in c.nextRowN, less the count it had).
 func (w *writer) writeChunk(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c *openChunk) (int, error) {
-	smp, arena := c.samples(w.chunkBuf, w.chunkVals)
+	smp, arena := c.samples(w.chunkBuf, w.chunkVals, &w.chunkDec)
 	w.chunkVals = arena[:0]
 	before := c.rowN
 	if c.merge {
@@ -443,8 +443,9 @@ func migrateRawChunks(ctx context.Context, tx *sql.Tx) error {
 	var buf []byte
 	var smp []chunkSample
 	var arena []sidVal
+	var dec chunkDecoder
 	write := func(c *openChunk) error {
-		smp, arena = c.samples(smp, arena)
+		smp, arena = c.samples(smp, arena, &dec)
 		buf = appendChunk(buf[:0], c.t0, smp)
 		_, err := ins.ExecContext(ctx, chunkID(c.t0, c.dev), c.t0, c.dev, len(smp), smp[len(smp)-1].t, buf)
 		return err

@@ -61,6 +61,9 @@ func TestOpenChunkRoundTrip(t *testing.T) {
 			{1000, sv(1, 1)}, {2000, sv(1, 1, 2, 2.25)}, {3000, sv(1, 1, 2, 2.5)}, {4000, sv(4, 7)}},
 			more: []add{{4000, sv(1, 1, 2, 2.5)}, {5000, sv(1, 1, 2, 2.75)}}},
 	}
+	// One decoder for every case, as the writer keeps one: a chunk's
+	// decoding must not depend on the chunk decoded before.
+	var dec chunkDecoder
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &openChunk{dev: 1}
@@ -95,7 +98,7 @@ func TestOpenChunkRoundTrip(t *testing.T) {
 			var arena []sidVal
 			var got []chunkSample
 			for range 2 {
-				got, arena = c.samples(got, arena)
+				got, arena = c.samples(got, arena, &dec)
 			}
 			if len(got) != len(ws) {
 				t.Fatalf("%d samples decoded, want %d", len(got), len(ws))

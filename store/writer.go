@@ -52,6 +52,7 @@ type writer struct {
 	open      map[int64]*openChunk
 	chunkBuf  []chunkSample
 	chunkVals []sidVal // the values of chunkBuf's samples
+	chunkDec  chunkDecoder
 	enc       chunkEncoder
 
 	lastT   map[int64]int64 // device id → time of its last committed sample
