@@ -1,13 +1,10 @@
 // Package poller keeps every configured device read on time, whatever the
 // others do: each device on its own interval and its own timer, which
-// hands each poll to a worker goroutine that discovers the device (once
-// per appearance), reads its poll models with a read plan, has the
-// device's channels.Device (plantd/devices/channels) put them in the
-// domain's words (readings, status, nameplate) and hands one plant.Sample
-// to a sink. Between polls a device holds no goroutine (a parked one kept
-// a 4-8 KB stack: 8.7 MB at 1,000 devices); the workers that wait for the
-// next poll are no more than the devices polled together (one slot of
-// the interval), and keep the stack a poll grew.
+// starts a goroutine per poll that discovers the device (once per
+// appearance), reads its poll models with a read plan, has the device's
+// channels.Device (plantd/devices/channels) put them in the domain's words
+// (readings, status, nameplate) and hands one plant.Sample to a sink. Between polls a device holds no goroutine (a parked one kept
+// a 4-8 KB stack: 8.7 MB at 1,000 devices).
 //
 // A dead, slow or garbage-answering device is marked stale, then offline,
 // with the reason, and retried with backoff on its own timer (the poller

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,14 +100,7 @@ type Poller struct {
 	// once Run waits for the devices' polls to end; none may start then.
 	runCtx   context.Context
 	stopping bool
-	// runDone is runCtx's Done, for the workers (serve), which do not
-	// take mu; set before the first poll starts.
-	runDone <-chan struct{}
-	// work hands a poll to a waiting worker (dispatch); idleWorkers
-	// counts the workers waiting.
-	work        chan func()
-	idleWorkers atomic.Int32
-	running     sync.WaitGroup
+	running  sync.WaitGroup
 	// firstRound is closed once every device finished its first poll;
 	// pending holds the devices that have not (nil once closed).
 	firstRound chan struct{}
@@ -132,7 +124,7 @@ func New(cfgs []DeviceConfig, pool *modbus.Pool, sink Sink, logger *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now, firstRound: make(chan struct{}), pending: map[*device]bool{}, gates: map[string]chan struct{}{}, work: make(chan func())}
+	p := &Poller{log: logger, pool: pool, sink: sink, now: time.Now, firstRound: make(chan struct{}), pending: map[*device]bool{}, gates: map[string]chan struct{}{}}
 	for _, c := range cfgs {
 		d := p.newDevice(c)
 		p.devices = append(p.devices, d)
@@ -255,7 +247,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		p.mu.Unlock()
 		return errors.New("poller: Run called twice")
 	}
-	p.runCtx, p.runDone = ctx, ctx.Done()
+	p.runCtx = ctx
 	for _, d := range p.devices {
 		p.startLocked(d)
 	}
@@ -269,10 +261,10 @@ func (p *Poller) Run(ctx context.Context) error {
 }
 
 // startLocked starts polling d under Run's context; p.mu held. A device
-// has no goroutine of its own between polls: a timer (time.AfterFunc)
-// hands each poll to an idle worker (dispatch), and the poll schedules
-// the next. Between polls a device costs a timer, not a parked goroutine
-// and its stack (4-8 KB each, 8.7 MB at 1,000 devices).
+// has no goroutine of its own between polls: a timer starts one for each
+// poll (time.AfterFunc), which schedules the next and ends. Between polls
+// a device costs a timer, not a parked goroutine and its stack (4-8 KB
+// each, 8.7 MB at 1,000 devices).
 func (p *Poller) startLocked(d *device) {
 	if p.runCtx == nil || p.stopping || d.done != nil {
 		return
@@ -288,7 +280,7 @@ func (p *Poller) startLocked(d *device) {
 	d.next = p.now()
 	d.timerMu.Lock() // the first poll may end before AfterFunc returns
 	defer d.timerMu.Unlock()
-	poll := func() {
+	d.timer = time.AfterFunc(0, func() {
 		wait, ok := d.step(ctx, p)
 		d.timerMu.Lock()
 		defer d.timerMu.Unlock()
@@ -297,8 +289,7 @@ func (p *Poller) startLocked(d *device) {
 			return
 		}
 		d.timer.Reset(wait)
-	}
-	d.timer = time.AfterFunc(0, func() { p.dispatch(poll) })
+	})
 	// Stopping: a timer that had not fired will not; a poll running now
 	// sees stopped when it ends (the one that finishes is whichever sees
 	// the other's mark first, under timerMu).
@@ -310,44 +301,6 @@ func (p *Poller) startLocked(d *device) {
 			finish()
 		}
 	})
-}
-
-// maxIdleWorkers is how many workers wait for a poll at most (dispatch):
-// as many as the devices of one slot (setPhases), so that the polls of
-// the next slot find their workers waiting.
-const maxIdleWorkers = slotDevices + slotDevices/4
-
-// dispatch runs job, a device's poll, on an idle worker, or on the calling
-// goroutine (the timer's, new for each call), which then stays as a worker.
-// A goroutine per poll starts with a small stack and grows it twice or
-// three times in every poll (a copy each; 4.5 % of plantd's CPU at 1,000
-// devices, scripts/scale 1000 50); a worker keeps the stack it grew. It
-// never blocks: with no worker waiting, the send fails at once.
-func (p *Poller) dispatch(job func()) {
-	select {
-	case p.work <- job:
-	default:
-		p.serve(job)
-	}
-}
-
-// serve runs job, then waits for the next of dispatch's jobs as long as
-// no more than maxIdleWorkers wait, until Run's context ends.
-func (p *Poller) serve(job func()) {
-	for {
-		job()
-		if p.idleWorkers.Add(1) > maxIdleWorkers {
-			p.idleWorkers.Add(-1)
-			return
-		}
-		select {
-		case job = <-p.work:
-			p.idleWorkers.Add(-1)
-		case <-p.runDone:
-			p.idleWorkers.Add(-1)
-			return
-		}
-	}
 }
 
 // Changes says what an Update did, by device id.
