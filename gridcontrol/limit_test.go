@@ -314,20 +314,8 @@ func TestStoreStallKeepsLimit(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("after 30 s: the operator's window was never recorded applied")
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	samples, highest := 0, 0.0
-	for stalling := true; stalling; {
-		select {
-		case <-slow.stalled:
-			stalling = false
-		case <-tick.C:
-		}
-		for _, id := range []string{"inv1", "inv2"} {
-			highest = max(highest, r.limitOf(id))
-		}
-		samples++
-	}
+	samples, hs := highestLimits(r, slow.stalled, "inv1", "inv2")
+	highest := max(hs[0], hs[1])
 	t.Logf("%d samples at 10 Hz through the store's stall: highest limit in effect %g %%", samples, highest)
 	if highest > 20 {
 		t.Errorf("the limit in effect rose to %g %% under the operator's 20 %% while the store stalled", highest)

@@ -548,6 +548,27 @@ func (r *rig) limitOf(id string) float64 {
 	return simtest.Device(r.t, r.sim, id).State().EffectiveLimitPct
 }
 
+// highestLimits samples the limits in effect of ids (the simulator's
+// registers) at 10 Hz until stop is ready, once more after it, and
+// returns the number of samples and each device's highest.
+func highestLimits[T any](r *rig, stop <-chan T, ids ...string) (int, []float64) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	samples, highest := 0, make([]float64, len(ids))
+	for running := true; running; {
+		select {
+		case <-stop:
+			running = false
+		case <-tick.C:
+		}
+		for i, id := range ids {
+			highest[i] = max(highest[i], r.limitOf(id))
+		}
+		samples++
+	}
+	return samples, highest
+}
+
 // write sets points of a model as an installer's tool would.
 func (r *rig) write(id string, model uint16, points map[string]float64) {
 	r.t.Helper()

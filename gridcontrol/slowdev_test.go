@@ -27,20 +27,8 @@ func TestSlowInverterKeepsOthersLimit(t *testing.T) {
 	}
 	r.await("20 % on both", 20*time.Second, func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
 	simtest.Device(t, r.sim, "inv1").SetFault(sim.Fault{Kind: sim.FaultSlow, Delay: 900 * time.Millisecond})
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	over := time.After(20 * time.Second)
-	samples, highest, slowHighest := 0, 0.0, 0.0
-	for running := true; running; {
-		select {
-		case <-over:
-			running = false
-		case <-tick.C:
-		}
-		highest = max(highest, r.limitOf("inv2"))
-		slowHighest = max(slowHighest, r.limitOf("inv1"))
-		samples++
-	}
+	samples, hs := highestLimits(r, time.After(20*time.Second), "inv2", "inv1")
+	highest, slowHighest := hs[0], hs[1]
 	t.Logf("%d samples at 10 Hz: inv2's highest limit in effect %g %%, slow inv1's %g %%", samples, highest, slowHighest)
 	if highest > 20 {
 		t.Errorf("inv2's limit in effect rose to %g %% under the operator's 20 %% while inv1 answered slowly", highest)
@@ -72,19 +60,8 @@ func TestBusyBusKeepsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.await("20 % on inv1", 30*time.Second, func() bool { return r.limitOf("inv1") == 20 })
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	over := time.After(20 * time.Second)
-	samples, highest := 0, 0.0
-	for running := true; running; {
-		select {
-		case <-over:
-			running = false
-		case <-tick.C:
-		}
-		highest = max(highest, r.limitOf("inv1"))
-		samples++
-	}
+	samples, hs := highestLimits(r, time.After(20*time.Second), "inv1")
+	highest := hs[0]
 	t.Logf("%d samples at 10 Hz: inv1's highest limit in effect %g %%", samples, highest)
 	if highest > 20 {
 		t.Errorf("inv1's limit in effect rose to %g %% under the operator's 20 %% on a busy bus", highest)
