@@ -96,14 +96,14 @@ var adaptNow = make(chan struct{}, 1)
 const gcHeadroom = 6 << 20
 
 // maxGOGC caps GOGC for a small live heap: at 150, Go's own minimum heap
-// goal (4 MB × GOGC/100) is gcHeadroom, so a live heap under 4 MB has a
-// goal of at most gcHeadroom and one above it at most its live data and
-// gcHeadroom more: no plant's heap grows by more than gcHeadroom between
-// collections. The cap was 100 (Go's default) before: a plant of 100
+// goal (4 MB × GOGC/100) is gcHeadroom, and 2.5 × the live heap stays
+// within the live heap and gcHeadroom up to 4 MB live, where the cap
+// binds: no plant's heap goal exceeds its live data and gcHeadroom more.
+// The cap was 100 (Go's default) before: a plant of 100
 // devices (about 4 MB live) then collected after 4 MB of garbage, and its
 // live API spent 16.2-17.4 µs of CPU per balance answer against 15.1-15.7
 // at GOGC 160 (bare net/http: 12.0-12.7; scripts/livebench 100, 2 rounds
-// each, load 1.1-1.9). A plant under 4 MB live holds up to 2 MB more.
+// each, load 1.1-1.9). A plant under 6 MB live holds up to 2 MB more.
 const maxGOGC = 150
 
 // adaptGOGC sets GOGC from the live heap every period until ctx ends
