@@ -383,7 +383,7 @@ func (e *Endpoint) Unit(id byte, timeout time.Duration) *Client {
 	if timeout <= 0 {
 		timeout = e.cfg.Timeout
 	}
-	return &Client{ep: e, unit: id, timeout: timeout, class: classOrdinary}
+	return &Client{ep: e, unit: id, timeout: timeout}
 }
 
 // ControlUnit is Unit for a client whose requests take the endpoint's

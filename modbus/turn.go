@@ -8,25 +8,31 @@ import (
 // class is a request's place in an endpoint's queue: a control request
 // (a [Client] of [Endpoint.ControlUnit]) takes the turn before every
 // ordinary request that waits (the poller's reads, a proxied master's).
+// The zero value is ordinary, so that no client is a control client
+// unless made one.
 type class int
 
 const (
-	classControl class = iota
-	classOrdinary
+	classOrdinary class = iota
+	classControl
 	numClasses
 )
+
+// byPriority is the order in which release serves the queues.
+var byPriority = [numClasses]class{classControl, classOrdinary}
 
 // turn serialises an endpoint's requests: one holder at a time; the
 // others wait in one queue per class, first come first served within it,
 // and the holder's release hands the turn to the first waiter of the
-// first class that has one. A grid operator's limit is renewed by
-// control requests within its reversion timeout even on a bus whose
-// units' polls keep the queue full: a control request waits for the
-// request in flight only, not for every poll queued before it.
+// first class in byPriority that has one. So a control request waits for
+// the request in flight only, not for every poll queued before it, and
+// grid control renews a limit within its reversion timeout even on a bus
+// whose units' polls keep the queue full. Control requests are a few per
+// device and cycle, so ordinary ones are delayed, never starved.
 //
 // A request that got its turn at once costs a lock and an unlock; one
-// that waits uses a signal channel of a pool, so that waiting allocates
-// nothing once the pool holds one per waiter.
+// that waits takes a signal channel from a sync.Pool, so that waiting
+// allocates nothing in the steady state.
 type turn struct {
 	mu      sync.Mutex
 	held    bool
@@ -99,12 +105,12 @@ func (t *turn) dequeue(c class, sig chan struct{}) bool {
 	return false
 }
 
-// release hands the turn to the first waiter of the first class that has
-// one, or frees it.
+// release hands the turn to the first waiter of the first class in
+// byPriority that has one, or frees it.
 func (t *turn) release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for c := range t.waiting {
+	for _, c := range byPriority {
 		if q := t.waiting[c]; len(q) > 0 {
 			sig := q[0]
 			copy(q, q[1:])
