@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -188,5 +189,29 @@ func TestVendoredHashes(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("SHA256SUMS lists %d files, want 3", n)
+	}
+}
+
+// TestEveryFileTyped: every file of the page has its Content-Type in the
+// page's own table (contentTypes); a new kind of file (a font, a source
+// map) must be added there rather than go out as application/octet-stream.
+func TestEveryFileTyped(t *testing.T) {
+	n := 0
+	err := fs.WalkDir(gzipped, "gz", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
+		name := strings.TrimSuffix(p, ".gz")
+		if _, ok := contentTypes[path.Ext(name)]; !ok {
+			t.Errorf("%s: extension %q not in contentTypes", name, path.Ext(name))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no files embedded")
 	}
 }
