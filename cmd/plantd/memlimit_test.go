@@ -129,7 +129,7 @@ func TestEndStartupAdapts(t *testing.T) {
 		t.Fatalf("GOGC %d during start-up, want %d", got, startupGOGC)
 	}
 	endStartupGC()
-	// The test binary's live heap is small: the adapted GOGC is 100, far
+	// The test binary's live heap is small: the adapted GOGC is maxGOGC, far
 	// from defaultGOGC, which endStartupGC sets first.
 	runtime.GC()
 	want := gogcFor(liveHeap())
