@@ -97,6 +97,7 @@ func NewNode(spec NodeSpec, events NodeEvents) (*Node, error) {
 	id := model.AddressEntityType(len(n.device.Entities()))
 	n.entity = spine.NewEntityLocal(n.device, spec.EntityType, []model.AddressEntityType{id}, spec.Heartbeat)
 	n.device.AddEntity(n.entity)
+	n.keepSubscribed()
 	var disc shipapi.MdnsInterface
 	if len(spec.Peers) > 0 {
 		disc = &staticPeers{peers: spec.Peers}
@@ -172,6 +173,32 @@ func (n *Node) ServicePairingDetailUpdate(ski string, d *shipapi.ConnectionState
 // AllowWaitingForTrust is false: nobody approves a pairing at run time;
 // only the configured SKIs are trusted.
 func (n *Node) AllowWaitingForTrust(string) bool { return false }
+
+// keepSubscribedSKI names the remote device keepSubscribed sets up: not
+// a SKI (those are 40 hex digits), so no peer can have it.
+const keepSubscribedSKI = "plantd-keeps-the-local-device-subscribed"
+
+// keepSubscribed sets up a remote device that never connects, before any
+// connection exists, so that the local device stays subscribed to
+// spine-go's process-wide event bus for good. spine-go v0.7.0 subscribes
+// the local device when a remote device is set up (if it is not yet) and
+// unsubscribes it when the last one is removed, while its Publish reads
+// the subscriber list without the bus's lock: a control box reconnecting
+// (its old connection removed while the new one is set up, or delivers
+// messages) raced on that list (TestControlBox under -race, now and
+// then; TestReconnectsLeaveEventBus shows it at once without this). With
+// one remote device always there the list is never written again after
+// the use cases subscribed at start. The device sends into nothing (its
+// detailed discovery request at set-up), has no address, so no message
+// of a peer can reach it, and subscribes to nothing.
+func (n *Node) keepSubscribed() {
+	n.device.SetupRemoteDevice(keepSubscribedSKI, discardWriter{})
+}
+
+// discardWriter is the connection of keepSubscribed's remote device.
+type discardWriter struct{}
+
+func (discardWriter) WriteShipMessageWithPayload([]byte) {}
 
 // staticPeers is discovery without mDNS: the configured peers, reported
 // at start and whenever the hub asks again (after a failed attempt).
