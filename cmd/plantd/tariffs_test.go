@@ -58,12 +58,15 @@ tariffs:
 
 	type answer struct {
 		Configured bool
+		FromUtc    time.Time
 		Market     struct {
 			Source             string
 			Requests, Failures int
 			Stale              bool
+			PricesUntilUtc     time.Time
 		}
 		Slots []struct {
+			StartUtc, EndUtc                 time.Time
 			ImportEurPerKWh, FeedInEurPerKWh float64
 			MarketEurPerMWh                  float64
 			Source                           string
@@ -74,8 +77,38 @@ tariffs:
 		var a answer
 		return a, code == 200 && json.Unmarshal(body, &a) == nil && a.Market.Requests >= 1
 	})
-	if !a.Configured || a.Market.Source != "awattar:de" || a.Market.Stale || a.Market.Failures != 0 || len(a.Slots) < 24 {
+	if !a.Configured || a.Market.Source != "awattar:de" || a.Market.Stale || a.Market.Failures != 0 || len(a.Slots) == 0 {
 		t.Fatalf("tariffs: %+v", a)
+	}
+	// The slots run from the answer's time (fromUtc, to the second) to the
+	// end of its hour, then hour by hour to the end of the prices held: a
+	// local midnight, tomorrow's before the day-ahead auction's publication
+	// (12:00 UTC), the day after's from then on; so 1 to 48 of them, by
+	// the time of day.
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := a.Market.PricesUntilUtc.In(berlin)
+	if until.Hour() != 0 || until.Minute() != 0 || !until.After(a.FromUtc) || until.Sub(a.FromUtc) > 48*time.Hour {
+		t.Errorf("prices until %v: want a local midnight within 48 h after %v", until, a.FromUtc)
+	}
+	first, last := a.Slots[0], a.Slots[len(a.Slots)-1]
+	if d := first.StartUtc.Sub(a.FromUtc); d < 0 || d >= time.Second || !last.EndUtc.Equal(a.Market.PricesUntilUtc) {
+		t.Errorf("slots %v..%v, want from %v to %v", first.StartUtc, last.EndUtc, a.FromUtc, a.Market.PricesUntilUtc)
+	}
+	if !first.EndUtc.Equal(first.StartUtc.Truncate(time.Hour).Add(time.Hour)) {
+		t.Errorf("first slot %+v: want it to end on the hour", first)
+	}
+	for i, s := range a.Slots[1:] {
+		if s.EndUtc.Sub(s.StartUtc) != time.Hour || !s.StartUtc.Equal(a.Slots[i].EndUtc) {
+			t.Errorf("slot %d %+v: want an hour right after the one before", i+1, s)
+		}
+	}
+	for i, s := range a.Slots {
+		if s.Source != "awattar:de" {
+			t.Errorf("slot %d %+v: want source awattar:de", i, s)
+		}
 	}
 	s := a.Slots[0]
 	if want := (s.MarketEurPerMWh/1000 + 0.2) * 1.19; s.Source != "awattar:de" || s.FeedInEurPerKWh != 0.08 || s.ImportEurPerKWh < want-1e-9 || s.ImportEurPerKWh > want+1e-9 {
