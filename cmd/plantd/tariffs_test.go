@@ -85,11 +85,7 @@ tariffs:
 	// local midnight, tomorrow's before the day-ahead auction's publication
 	// (12:00 UTC), the day after's from then on; so 1 to 48 of them, by
 	// the time of day.
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	until := a.Market.PricesUntilUtc.In(berlin)
+	until := a.Market.PricesUntilUtc.In(mustLocation(t, "Europe/Berlin"))
 	if until.Hour() != 0 || until.Minute() != 0 || !until.After(a.FromUtc) || until.Sub(a.FromUtc) > 48*time.Hour {
 		t.Errorf("prices until %v: want a local midnight within 48 h after %v", until, a.FromUtc)
 	}
