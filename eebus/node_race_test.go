@@ -25,13 +25,15 @@ func TestReconnectsLeaveEventBus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const box = "0123456789abcdef0123456789abcdef01234567"
+	// A static peer: the node is never started, and its discovery is not
+	// mDNS, so nothing here touches the network.
 	n, err := NewNode(NodeSpec{Cert: cert, Brand: "plantd", Model: "plantd", Serial: "race",
 		DeviceType: model.DeviceTypeTypeEnergyManagementSystem, EntityType: model.EntityTypeTypeCEM,
-		Heartbeat: time.Second, Peers: map[string]string{}}, NodeEvents{})
+		Heartbeat: time.Second, Peers: map[string]string{box: "127.0.0.1:4712"}}, NodeEvents{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const box = "0123456789abcdef0123456789abcdef01234567"
 	const rounds = 200
 	var wg sync.WaitGroup
 	wg.Add(2)
