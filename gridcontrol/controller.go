@@ -46,7 +46,8 @@ type Config struct {
 	KeepFinished time.Duration
 	// MaxSchedules bounds the schedules kept per plant (default 200): the
 	// oldest finished ones go first; a POST that would exceed it with
-	// schedules still pending is refused.
+	// schedules still pending is refused. A quarter of it is the grid
+	// operator's alone (capacity).
 	MaxSchedules int
 	// Clock validates and runs schedules: the cycle, the ramp, renewals
 	// and window edges (default: the system's clock). The run loop fires
@@ -331,7 +332,7 @@ func (c *Controller) load(ctx context.Context) error {
 	}
 	for _, pc := range c.plants {
 		c.mu.Lock()
-		drop, _ := c.prunable(pc, c.now(), 0)
+		drop, _ := c.prunable(pc, c.now(), 0, c.cfg.MaxSchedules)
 		c.mu.Unlock()
 		c.forget(ctx, pc, drop)
 	}

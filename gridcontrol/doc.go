@@ -145,9 +145,12 @@
 // the start, naming the devices)
 // are stored in SQLite and survive restarts: a window open at boot is
 // applied at once, one that closed meanwhile is not replayed. Finished
-// schedules stay listed for 7 days; a plant keeps at most 200, the oldest
-// finished going first, and a POST that would exceed that with schedules
-// still pending is refused.
+// schedules (every window ended, cancelled or superseded) stay listed for
+// 7 days; a plant keeps at most 200, the oldest finished going first, and
+// a schedule that would exceed that with schedules still pending is
+// refused. Only a grid operator's may take the last 50: no other door (the
+// API's installers, a Modbus master, the cloud) can fill the plant so that
+// the operator's next limit is refused.
 //
 // # Recurring windows and the audit
 //

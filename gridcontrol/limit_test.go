@@ -2,6 +2,7 @@ package gridcontrol_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -356,6 +357,46 @@ func TestLimitNotFollowedFails(t *testing.T) {
 // loosens the operator's limit: register trace and simulated AC power stay
 // at 20 % of rated while both are open, the installer's window is listed
 // overridden by the operator's schedule, and it governs once the
+// TestInstallerCannotCrowdOutTheOperator: an installer who fills the
+// plant's schedules with windows to come (or a Modbus master writing
+// value after value) leaves the grid operator room for its limit, which
+// the inverters then hold; windows cancelled before their start make
+// room again.
+func TestInstallerCannotCrowdOutTheOperator(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{stepped: true, cfg: gridcontrol.Config{MaxSchedules: 8}})
+	var pending []string
+	start, end := r.window(2*time.Hour, time.Minute)
+	for i := range 9 {
+		start, end := r.window(time.Hour+time.Duration(i)*time.Minute, time.Minute)
+		s, err := r.submit(body(limitCmd("opModMaxLimW", start, end, 90)))
+		var verr *gridcontrol.ValidationError
+		if errors.As(err, &verr) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, s.ScheduleID)
+	}
+	if len(pending) != 6 {
+		t.Fatalf("the installer placed %d pending schedules of at most 8, want 6 (the rest is the operator's)", len(pending))
+	}
+	opStart, opEnd := r.window(time.Second, time.Hour)
+	if _, err := r.controller().SubmitJSON(t.Context(), "demo", gridOperator, []byte(body(limitCmd("opModMaxLimW", opStart, opEnd, 20)))); err != nil {
+		t.Fatalf("the operator's limit beside the installer's pending schedules: %v", err)
+	}
+	r.await("20 % on both", opStart.Sub(r.now())+3*time.Second, func() bool { return r.limitOf("inv1") == 20 && r.limitOf("inv2") == 20 })
+	for _, id := range pending {
+		if err := r.controller().Cancel(t.Context(), "demo", id, installer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.submit(body(limitCmd("opModMaxLimW", start, end, 90))); err != nil {
+		t.Errorf("an installer's schedule after cancelling its 6 pending ones: %v", err)
+	}
+}
+
 // operator's window ends (ramping up to 60 %).
 func TestOperatorLimitHoldsAgainstInstaller(t *testing.T) {
 	t.Parallel()

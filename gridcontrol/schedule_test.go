@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"plantd/config"
 )
 
 var t0 = time.Date(2026, 6, 21, 10, 0, 0, 0, time.UTC)
@@ -240,7 +242,7 @@ func TestPrunable(t *testing.T) {
 	open := sched("open", 4, win("opModMaxLimW", 190, 240, 40))             // runs
 	pending := sched("pending", 5, win("opModFixedPFInjectW", 300, 310, 1)) // later
 	pc := &plantCtl{scheds: []*Schedule{old, recent, covered, open, pending}}
-	drop, full := c.prunable(pc, now, 1)
+	drop, full := c.prunable(pc, now, 1, 3)
 	var ids []string
 	for _, s := range drop {
 		ids = append(ids, s.ScheduleID)
@@ -251,8 +253,36 @@ func TestPrunable(t *testing.T) {
 		t.Errorf("drop %q, full %v; want \"old recent covered\", not full", got, full)
 	}
 	pc = &plantCtl{scheds: []*Schedule{open, pending, sched("p2", 6, win("OpModDisconnect", 400, 410, 0))}}
-	if _, full := c.prunable(pc, now, 1); !full {
+	if _, full := c.prunable(pc, now, 1, 3); !full {
 		t.Error("three open schedules and room for one more at most 3: not full")
+	}
+	// A window cancelled before its start keeps its start as its end, in
+	// the future: it is over all the same, and goes to make room.
+	cancelled := sched("cancelled", 7, win("opModMaxLimW", 400, 400, 50))
+	cancelled.Commands[0].Cancelled = true
+	pc = &plantCtl{scheds: []*Schedule{open, pending, cancelled}}
+	if drop, full := c.prunable(pc, now, 1, 3); full || len(drop) != 1 || drop[0] != cancelled {
+		t.Errorf("a cancelled pending window beside two open ones: drop %v, full %v; want it dropped, not full", drop, full)
+	}
+}
+
+// TestCapacityReservesTheOperatorsShare: every role but the grid
+// operator's may fill the plant's schedules only up to three quarters of
+// MaxSchedules.
+func TestCapacityReservesTheOperatorsShare(t *testing.T) {
+	c := &Controller{cfg: Config{MaxSchedules: 200}.withDefaults()}
+	for _, tc := range []struct {
+		role string
+		want int
+	}{
+		{config.RoleGridOperator, 200},
+		{config.RoleInstaller, 150},
+		{config.RoleStandard, 150},
+		{"", 150},
+	} {
+		if got := c.capacity(tc.role); got != tc.want {
+			t.Errorf("capacity(%q) = %d, want %d", tc.role, got, tc.want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"plantd/config"
 	"plantd/plant"
 	"plantd/sunspec"
 )
@@ -108,11 +109,12 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 			sc.CreatedAt = o.CreatedAt.Add(time.Millisecond)
 		}
 	}
-	drop, full := c.prunable(pc, now, 1)
+	limit := c.capacity(by.Role)
+	drop, full := c.prunable(pc, now, 1, limit)
 	c.mu.Unlock()
 	if full {
 		return Schedule{}, &ValidationError{Fields: []FieldError{{Field: "commands",
-			Message: fmt.Sprintf("the plant holds %d schedules that have not ended yet (at most %d): wait until some end, or overwrite their commands", len(pc.scheds)-len(drop), c.cfg.MaxSchedules)}}}
+			Message: fmt.Sprintf("the plant holds %d schedules that have not ended yet (at most %d for the %s role): wait until some end, cancel some, or overwrite their commands", len(pc.scheds)-len(drop), limit, by.Role)}}}
 	}
 	c.forget(ctx, pc, drop)
 	// The log line's summary is read now: once held, the schedule's
@@ -147,11 +149,27 @@ func (c *Controller) submit(ctx context.Context, plantID string, by Origin, cmds
 	return out, nil
 }
 
+// operatorReserve is the share of MaxSchedules (1/operatorReserve) that
+// only a grid operator's schedules may fill: the other roles' doors (the
+// API's installers, a Modbus master, the cloud) cannot fill the plant's
+// schedules so that a grid operator's next limit is refused.
+const operatorReserve = 4
+
+// capacity is how many schedules a plant may hold when a schedule of role
+// is added: MaxSchedules for a grid operator, less operatorReserve's share
+// for every other role.
+func (c *Controller) capacity(role string) int {
+	if config.RoleRank(role) >= config.RoleRank(config.RoleGridOperator) {
+		return c.cfg.MaxSchedules
+	}
+	return c.cfg.MaxSchedules - c.cfg.MaxSchedules/operatorReserve
+}
+
 // prunable returns the schedules of a plant to drop (every window ended,
-// or superseded, more than KeepFinished ago; then the oldest finished ones
-// while more than MaxSchedules-room would be kept), and whether room
-// cannot be made. Called with c.mu held.
-func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Schedule, full bool) {
+// cancelled or superseded more than KeepFinished ago; then the oldest
+// finished ones while more than limit-room would be kept), and whether
+// room cannot be made. Called with c.mu held.
+func (c *Controller) prunable(pc *plantCtl, now time.Time, room, limit int) (drop []*Schedule, full bool) {
 	sup := supersededSet(pc.scheds)
 	finishedAt := func(s *Schedule) (time.Time, bool) {
 		var last time.Time
@@ -162,8 +180,10 @@ func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Sc
 				// A recurring window to come (plantd was down over the
 				// last one: the cycle moves it on).
 				return time.Time{}, false
-			case sup[cm]:
-				// Over, but listed until its time has passed.
+			case sup[cm], cm.Cancelled:
+				// Over (a window cancelled before its start keeps an
+				// end in the future: its start), but listed until its
+				// time has passed.
 				last = maxTime(last, minTime(cm.End, now))
 			case cm.End.After(now):
 				return time.Time{}, false
@@ -185,10 +205,10 @@ func (c *Controller) prunable(pc *plantCtl, now time.Time, room int) (drop []*Sc
 		}
 	}
 	// pc.scheds is in creation order: finished is oldest first.
-	for len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules && len(finished) > 0 {
+	for len(pc.scheds)-len(drop)+room > limit && len(finished) > 0 {
 		drop, finished = append(drop, finished[0]), finished[1:]
 	}
-	return drop, len(pc.scheds)-len(drop)+room > c.cfg.MaxSchedules
+	return drop, len(pc.scheds)-len(drop)+room > limit
 }
 
 // forget removes schedules from the plant and the store.
