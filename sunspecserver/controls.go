@@ -267,9 +267,10 @@ func (s *Server) forgetLocked(now, wall time.Time) {
 var errRange = errors.New("value out of range")
 
 // apply takes the master's new state of the limit to grid control: a new
-// window of its channel when the limit is enabled and changed (or due
-// for renewal), a cancel of its own window when it is disabled; on
-// success *cur becomes next.
+// window of its channel when the limit is enabled and changed (ending the
+// window it replaces), its window extended when the same limit is due for
+// renewal, a cancel of its own window when it is disabled; on success
+// *cur becomes next.
 func (s *Server) apply(by gridcontrol.Origin, cur *control, next control, now time.Time) error {
 	ctx, cancel := context.WithTimeout(s.base(), limitTimeout)
 	defer cancel()
@@ -305,6 +306,18 @@ func (s *Server) apply(by gridcontrol.Origin, cur *control, next control, now ti
 	default:
 		if err := s.submit(ctx, by, &next, now); err != nil {
 			return err
+		}
+		// The master's register holds one value: the new window
+		// replaces the old one, which is ended now (after the new one
+		// is held, so the channel is never without its window).
+		// Otherwise it would show through once the new one ends (a
+		// shorter RvrtTms) and after an enable 0, and a master
+		// writing value after value would fill the plant's schedules.
+		if cur.held != "" {
+			err := s.grid.Cancel(ctx, s.cfg.PlantID, cur.held, by)
+			if err != nil && !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+				s.log.Warn("the master's previous window not ended", "client", by.Name, "schedule", cur.held, "err", err)
+			}
 		}
 	}
 	next.wrote = cur.wrote

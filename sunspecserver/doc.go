@@ -66,8 +66,9 @@
 // the configured role (installer by default), channel
 // "modbus:<address>"}: created by "modbus:<address> (role)" and logged in
 // the plant log like every schedule; see controls.go for RvrtTms and the
-// renewal. Each master is its own precedence channel: its writes create,
-// renew and cancel only its own window (enable 0 ends its own and
+// renewal. Each master is its own precedence channel holding one window at
+// a time (a new value's window ends the one it replaces): its writes
+// create, renew and cancel only its own window (enable 0 ends its own and
 // nothing else; grid control refuses a Cancel or Extend of another
 // channel's), and the channels combine by the most restrictive limit, so
 // a master never loosens a grid operator's limit or another master's.

@@ -274,6 +274,41 @@ func TestMastersOwnWindows(t *testing.T) {
 	}
 }
 
+// TestMasterNewValueEndsItsOldWindow: a master's new value replaces its
+// window (the old one ended, not left to show through after the new one
+// or after the master's enable 0), so a master writing value after value
+// holds one window, not one per value.
+func TestMasterNewValueEndsItsOldWindow(t *testing.T) {
+	g := &fakeGrid{}
+	s, addr := serveAt(t, Config{Writes: true, Allow: loopback}, testLive(t, demoReadings()), g)
+	a, err := dialFrom(t, "127.0.0.1", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lim, rvrt, ena uint16
+	for _, m := range s.Models() {
+		if m.ID == 123 {
+			def := modelDef(123)
+			at := func(p string) uint16 { return m.Addr + def.Group.Points[def.Group.PointIndex(p)].Offset }
+			lim, rvrt, ena = at("WMaxLimPct"), at("WMaxLimPct_RvrtTms"), at("WMaxLim_Ena")
+		}
+	}
+	for _, w := range [][2]uint16{{rvrt, 600}, {lim, 50}, {ena, 1}, {lim, 41}, {lim, 42}, {lim, 41}, {rvrt, 300}, {lim, 100}} {
+		if err := a.write(w[0], w[1]); err != nil {
+			t.Fatalf("write %v: %v", w, err)
+		}
+	}
+	if got := g.open(); !slices.Equal(got, []string{"modbus:127.0.0.1 (installer) 100"}) {
+		t.Fatalf("open windows after 50, 41, 42, 41, 100 %%: %q, want the 100 %% alone", got)
+	}
+	if err := a.write(ena, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.open(); len(got) != 0 {
+		t.Errorf("open windows after the master's enable 0: %q, want none", got)
+	}
+}
+
 // trimNUL is the string of registers regs[from:] without the NUL padding.
 func trimNUL(regs []uint16, from int) []byte {
 	var b []byte
