@@ -255,7 +255,8 @@
 // Functions 6 and 16 write holding registers. A write that touches a
 // register of a read-only point, or lies outside the map, is refused with
 // exception 2 (illegal data address); an enum value that is not one of the
-// point's symbols, or a percentage out of range, with exception 3. Accepted
+// point's symbols, a percentage out of range, or an inverter's WMax (121,
+// 702) above its nameplate rating, with exception 3. Accepted
 // writes take effect on the next read.
 //
 // # Endpoints, the proxy, and faults

@@ -151,7 +151,7 @@ func (d *Device) touched(off, n int) []pointRef {
 }
 
 // validate checks the values a write changed: enums must be one of their
-// symbols, percentages in range. A point written with the value it holds
+// symbols, percentages in range, an inverter's WMax within its rating. A point written with the value it holds
 // passes, so a client may write back a block as it read it.
 func (d *Device) validate(touched []pointRef, off int, old []uint16) error {
 	for _, r := range touched {
@@ -181,6 +181,12 @@ func (d *Device) validate(touched []pointRef, off int, old []uint16) error {
 			lo, hi = 0, 100
 		case "InWRte", "OutWRte":
 			lo, hi = -100, 100
+		case "WMax":
+			// An inverter's power setting (121, 702) is bounded by its
+			// nameplate rating (WRtg, WMaxRtg), as real ones refuse more.
+			if d.inv != nil && (r.model == 121 || r.model == 702) {
+				lo, hi = 0, d.inv.ratedW
+			}
 		}
 		if hi >= lo && (!v.OK || v.Float < lo || v.Float > hi) {
 			return fmt.Errorf("%s = %v: outside %v..%v", r, v.Float, lo, hi)

@@ -325,9 +325,21 @@ func TestWriteRules(t *testing.T) {
 			}
 		})
 	}
+	// WMax (WMax_SF 0) within the 10 kW rating is taken, above it refused,
+	// as real inverters bound the setting by WRtg.
+	in121 := readModel(t, c, inv1, 121)
+	wmax := in121.Addr + in121.Model.Point("WMax").Offset
+	if err := c.WriteRegister(wmax, 30000); !errors.Is(err, mb.ErrIllegalDataValue) {
+		t.Errorf("121 WMax 30000 W on a 10 kW inverter: %v, want exception 3", err)
+	}
+	if err := c.WriteRegister(wmax, 7000); err != nil {
+		t.Errorf("121 WMax 7000 W on a 10 kW inverter: %v", err)
+	}
+	if err := c.WriteRegister(wmax, in121.Regs[in121.Model.Point("WMax").Offset]); err != nil {
+		t.Errorf("121 WMax back to its rating: %v", err)
+	}
 	// A block written back as read passes, though it holds an enum that is
 	// not implemented (121 ConnPh).
-	in121 := readModel(t, c, inv1, 121)
 	from, to := in121.Model.Point("WMax").Offset, in121.Model.Point("ConnPh").Offset+1
 	if err := c.WriteRegisters(in121.Addr+from, in121.Regs[from:to]); err != nil {
 		t.Errorf("write back 121 settings: %v", err)
@@ -338,7 +350,7 @@ func TestWriteRules(t *testing.T) {
 		t.Errorf("WMaxLim_Ena = %v after refused write", v)
 	}
 	ws := inv1.Writes()
-	if len(ws) != 3 || !slices.Contains(ws[0].Points, "123.WMaxLimPct") || ws[0].Time != summerNoon {
+	if len(ws) != 5 || !slices.Contains(ws[0].Points, "123.WMaxLimPct") || ws[0].Time != summerNoon || !slices.Equal(ws[2].Values, []uint16{7000}) {
 		t.Errorf("writes %+v", ws)
 	}
 }
