@@ -95,7 +95,9 @@
 // that channel alone, except that the API's people may end a Modbus
 // master's window within their role; an input's window is ended by its
 // input only (when its contacts release it, or its failsafe), never by a
-// DELETE, which answers 409 naming the input and its contacts. The energy
+// DELETE, which answers 409 naming the input and its contacts (a caller
+// below the grid operator's role gets 403 first, as for any grid
+// operator's schedule). The energy
 // manager (package consumer) never submits: it switches consumers. The
 // day-ahead plan's battery setpoints (below, "Battery setpoints") go
 // through the same gate with the standard role, below every installer's
