@@ -66,8 +66,13 @@
 // the inverters' rating above their output (and by an opModMaxLimW cap:
 // PV a cap holds back is no surplus), since what the sun would give is
 // unknown: one consumer at a time tries it (30 s apart), and one the PV
-// cannot carry sees the import and switches off after its minimum on
-// time. Without a grid meter answer, Auto consumers switch off (NoMeter).
+// cannot carry sees the import (or the battery's discharge, which is never
+// surplus) and switches off after its minimum on time. Such a failed try
+// (15 s after it, the plant imports or its battery pays more than 200 W)
+// holds the next try back for 10 minutes, doubling with each failure in a
+// row up to an hour, so that a cloud does not have the home battery pay
+// for one consumer after the other; a try the PV carries ends the run.
+// Without a grid meter answer, Auto consumers switch off (NoMeter).
 // Must-run rules
 // (cron specs: "at" a time for a while, or "by" a time for a total) hold a
 // consumer on; modes On and Off (the installer, over the API or MQTT) hold

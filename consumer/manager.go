@@ -144,7 +144,11 @@ type Manager struct {
 	byPlant map[string][]*cons // priority order
 	slots   []slot             // the decision's buffer, reused
 	probed  map[string]time.Time
-	dimmed  map[string]bool // plants the grid operator dims (§14a)
+	// probes is each plant's record of its probes: whether the last is
+	// still to be judged, the failures in a row, and until when no
+	// probe is made after a failed one (judgeProbeLocked).
+	probes map[string]*probeRecord
+	dimmed map[string]bool // plants the grid operator dims (§14a)
 	// limited is each plant's consumption limit in W from the grid
 	// operator's control box over EEBus (LimitConsumption).
 	limited map[string]float64
@@ -167,6 +171,57 @@ type Manager struct {
 // carried the next such switch on waits: the inverters' output and the
 // meter must show whether the power was really there.
 const probePeriod = 30 * time.Second
+
+// A probe is judged probeSettle after it, once the inverters had time to
+// ramp up to the consumer (at grid control's default 10 % of nominal per
+// second, 10 s): it failed when the plant then imports, or its battery
+// pays, more than probeLossW, which means the curtailed PV was not there
+// (a cloud, not a limit, held the inverters back). The consumer it switched
+// on goes off as its guard allows (its minimum on time protects the
+// device), but no other probe follows for probeHold after the first
+// failure, doubling with each failure in a row up to probeHoldMax: without
+// that, the next consumer in line was probed as soon as the first went
+// off, each on the home battery (plantd demo at 15 % sky and 100 % SoC
+// under a FeedInLimit of 0: a heater for its 2 minutes' minimum on time,
+// the battery paying 2.5 kW, then the heat pump at once). probeHold
+// outlasts a usual minimum on time; a cloud's passing is a matter of
+// minutes. A probe that holds ends the run of failures.
+const (
+	probeSettle  = 15 * time.Second
+	probeLossW   = 200
+	probeHold    = 10 * time.Minute
+	probeHoldMax = time.Hour
+)
+
+// probeRecord is a plant's probes' record (Manager.probes).
+type probeRecord struct {
+	pending bool      // a probe was made and is not judged yet
+	fails   int       // failed probes in a row
+	until   time.Time // no probe before
+}
+
+// judgeProbeLocked judges the plant's last probe once probeSettle has
+// passed, from the export the decision sees (exportOf: the meter, less a
+// battery's discharge), and reports whether a probe may be made now.
+func (m *Manager) judgeProbeLocked(plantID string, now time.Time, exportW float64) bool {
+	r := m.probes[plantID]
+	if r == nil {
+		r = &probeRecord{}
+		m.probes[plantID] = r
+	}
+	if r.pending && now.Sub(m.probed[plantID]) >= probeSettle {
+		r.pending = false
+		if exportW < -probeLossW {
+			r.fails++
+			r.until = now.Add(min(probeHoldMax, probeHold<<min(r.fails-1, 10)))
+			m.log.Info("probe for curtailed PV failed: the plant imports or its battery pays", "plant", plantID,
+				"exportW", exportW, "noProbeUntil", r.until)
+		} else {
+			r.fails = 0
+		}
+	}
+	return !r.pending && now.Sub(m.probed[plantID]) >= probePeriod && !now.Before(r.until)
+}
 
 // startSettle is how long after a switch on a consumer's rating, not its
 // measured draw, counts under a grid operator's cap (dim): a heat pump's
@@ -239,7 +294,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{},
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, probes: map[string]*probeRecord{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{},
 		reducing: map[string]int{}, reduced: map[string]chan struct{}{}}
 	if m.now == nil {
 		m.now = time.Now
@@ -665,10 +720,11 @@ func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 	for _, c := range list {
 		slots = append(slots, m.slotLocked(c, now))
 	}
-	probe := now.Sub(m.probed[plantID]) >= probePeriod
 	export := exportOf(s, m.deps.Batteries[plantID])
+	probe := m.judgeProbeLocked(plantID, now, export)
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
 		m.probed[plantID] = now
+		m.probes[plantID].pending = true
 	}
 	if w, ok := m.capLocked(plantID, list); ok {
 		dim(slots, w)

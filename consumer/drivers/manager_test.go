@@ -327,3 +327,81 @@ func TestManagerModeUnderLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestManagerFailedProbeHolds: under a feed-in limit the manager switches
+// one consumer on that only curtailed PV would carry (a probe); when the
+// battery then pays for it, the probe failed and the next consumer is not
+// probed on the battery too, at the next probe period or after the first
+// consumer's minimum on time; a probe once the hold is over that the PV
+// carries ends the run of failures. Two simulated Shelly plugs of 1200 W.
+func TestManagerFailedProbeHolds(t *testing.T) {
+	p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
+		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	smp := newSamples()
+	clk := simtest.NewClock(noon)
+	var specs []consumer.Spec
+	for i, id := range []string{"a", "b"} {
+		specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
+			RatedW: 1200, Mode: plant.ModeAuto, Priority: i, MinOn: time.Minute, MinOff: time.Minute,
+			OnW: 1200, OffW: 1080, Interval: 50 * time.Millisecond, Timeout: time.Second})
+	}
+	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: smp.sink, Now: clk.Now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Run(ctx)
+	on := func(id string) bool { return p.Shelly(id).State().On }
+	// The meter at 0 under the limit, the battery full; curtailedW held
+	// back (an upper bound, as grid control reports it while the
+	// inverters sit at their limit), the battery paying dischargeW.
+	absorb := func(dischargeW, curtailedW float64) {
+		m.Absorb(ctx, "p", plant.Surplus{Time: clk.Now(), GridW: 0, GridOK: true, CurtailedW: curtailedW,
+			BatteryOK: true, BatteryDischargeW: dischargeW, BatterySoCOK: true, BatterySoCPct: 100})
+	}
+	proctest.WaitFor(t, "both polled", 10*time.Second, func() bool {
+		st := m.Consumers()
+		return st[0].ConsumptionW != nil && st[1].ConsumptionW != nil
+	})
+	absorb(0, 10000)
+	proctest.WaitFor(t, "a on by the probe", 10*time.Second, func() bool { return on("a") })
+	if on("b") {
+		t.Fatal("b on in the same probe as a")
+	}
+	// The PV was not there (a cloud): the inverters' limit rose, their
+	// output did not, and the battery pays a's 1200 W.
+	for range 3 {
+		clk.Add(20 * time.Second)
+		absorb(1200, 0)
+	}
+	proctest.WaitFor(t, "a off after its min on time", 10*time.Second, func() bool { absorb(1200, 0); return !on("a") })
+	// a off: the inverters back at their limit, the battery idle, the
+	// same 10 kW reported held back. The next consumer in line is not
+	// probed on the battery too, past the probe period.
+	for range 2 {
+		clk.Add(20 * time.Second)
+		absorb(0, 10000)
+		if st := m.Consumers()[1]; on("b") || st.Reason != plant.ReasonProbing {
+			t.Fatalf("b %v (%s) %s after a's failed probe", on("b"), st.Reason, clk.Now().Sub(noon))
+		}
+	}
+	// After the hold (10 minutes): a probe again (a, the first in line),
+	// which the PV carries this time; then b's probe follows one probe
+	// period later.
+	clk.Add(10 * time.Minute)
+	absorb(0, 10000)
+	proctest.WaitFor(t, "a on by a probe after the hold", 10*time.Second, func() bool { return on("a") })
+	clk.Add(20 * time.Second)
+	absorb(0, 8800)
+	clk.Add(15 * time.Second)
+	absorb(0, 8800)
+	proctest.WaitFor(t, "b on by the next probe", 10*time.Second, func() bool { absorb(0, 8800); return on("b") })
+}
