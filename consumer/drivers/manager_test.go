@@ -181,25 +181,12 @@ func TestManagerSurplusAndModes(t *testing.T) {
 // off whatever its mode and min on time, at once (before the next control
 // cycle), the other stays; the end of the signal brings it back.
 func TestManagerDimming(t *testing.T) {
-	p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
-		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := twoPlugs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	smp := newSamples()
 	clk := simtest.NewClock(noon)
-	var specs []consumer.Spec
-	for i, id := range []string{"a", "b"} {
-		specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
-			Controllable: true, RatedW: 1200, Mode: plant.ModeOn, Priority: i, MinOn: time.Hour, MinOff: time.Minute,
-			OnW: 1200, OffW: 1080, Interval: 50 * time.Millisecond, Timeout: time.Second})
-	}
+	specs := plugSpecs(t, p, func(s *consumer.Spec) { s.Controllable, s.Mode, s.MinOn = true, plant.ModeOn, time.Hour })
 	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: smp.sink, Now: clk.Now, DimmingMinW: 1500}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -250,15 +237,7 @@ func TestManagerModeUnderLimit(t *testing.T) {
 		{"dimming", func(m *consumer.Manager) { m.Dim("p", true) }},
 	} {
 		t.Run(cap.name, func(t *testing.T) {
-			p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
-				Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.Close() })
+			p := twoPlugs(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			smp := newSamples()
@@ -335,25 +314,12 @@ func TestManagerModeUnderLimit(t *testing.T) {
 // consumer's minimum on time; a probe once the hold is over that the PV
 // carries ends the run of failures. Two simulated Shelly plugs of 1200 W.
 func TestManagerFailedProbeHolds(t *testing.T) {
-	p, err := sim.New(sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
-		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := twoPlugs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	smp := newSamples()
 	clk := simtest.NewClock(noon)
-	var specs []consumer.Spec
-	for i, id := range []string{"a", "b"} {
-		specs = append(specs, consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
-			RatedW: 1200, Mode: plant.ModeAuto, Priority: i, MinOn: time.Minute, MinOff: time.Minute,
-			OnW: 1200, OffW: 1080, Interval: 50 * time.Millisecond, Timeout: time.Second})
-	}
+	specs := plugSpecs(t, p, func(s *consumer.Spec) { s.Mode, s.MinOn = plant.ModeAuto, time.Minute })
 	m, err := consumer.New(ctx, specs, consumer.Deps{Sink: smp.sink, Now: clk.Now}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -404,4 +370,27 @@ func TestManagerFailedProbeHolds(t *testing.T) {
 	clk.Add(15 * time.Second)
 	absorb(0, 8800)
 	proctest.WaitFor(t, "b on by the next probe", 10*time.Second, func() bool { absorb(0, 8800); return on("b") })
+}
+
+// twoPlugs runs a simulated plant with a meter and two Shelly plugs of
+// 1200 W, a and b, until the test ends.
+func twoPlugs(t *testing.T) *sim.Plant {
+	t.Helper()
+	return simtest.Start(t, sim.Config{ClearSky: true, Devices: []sim.DeviceConfig{{ID: "meter", Kind: kind.Meter}},
+		Shellies: []sim.ShellyConfig{{ID: "a", RatedW: 1200}, {ID: "b", RatedW: 1200}}})
+}
+
+// plugSpecs are the consumers of twoPlugs' plugs, a before b in priority
+// (1200 W, on at 1200 W of surplus, off below 1080 W, a minute's minimum
+// off time), each changed by edit.
+func plugSpecs(t *testing.T, p *sim.Plant, edit func(*consumer.Spec)) []consumer.Spec {
+	t.Helper()
+	var specs []consumer.Spec
+	for i, id := range []string{"a", "b"} {
+		s := consumer.Spec{ID: id, PlantID: "p", DriverName: "shelly", Driver: newShelly(t, p.Shelly(id).URL(), 0),
+			RatedW: 1200, Priority: i, MinOff: time.Minute, OnW: 1200, OffW: 1080, Interval: 50 * time.Millisecond, Timeout: time.Second}
+		edit(&s)
+		specs = append(specs, s)
+	}
+	return specs
 }
