@@ -201,9 +201,11 @@ type probeRecord struct {
 }
 
 // judgeProbeLocked judges the plant's last probe once probeSettle has
-// passed, from the export the decision sees (exportOf: the meter, less a
-// battery's discharge), and reports whether a probe may be made now.
-func (m *Manager) judgeProbeLocked(plantID string, now time.Time, exportW float64) bool {
+// passed, from s: the meter's export less the battery's discharge (above
+// BufferSoC too: a switch on is never the battery's, whatever running
+// consumers may keep drawing from it), and reports whether a probe may be
+// made now.
+func (m *Manager) judgeProbeLocked(plantID string, now time.Time, s plant.Surplus) bool {
 	r := m.probes[plantID]
 	if r == nil {
 		r = &probeRecord{}
@@ -211,6 +213,10 @@ func (m *Manager) judgeProbeLocked(plantID string, now time.Time, exportW float6
 	}
 	if r.pending && now.Sub(m.probed[plantID]) >= probeSettle {
 		r.pending = false
+		exportW := -s.GridW
+		if s.BatteryOK {
+			exportW -= s.BatteryDischargeW
+		}
 		if exportW < -probeLossW {
 			r.fails++
 			r.until = now.Add(min(probeHoldMax, probeHold<<min(r.fails-1, 10)))
@@ -721,7 +727,7 @@ func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 		slots = append(slots, m.slotLocked(c, now))
 	}
 	export := exportOf(s, m.deps.Batteries[plantID])
-	probe := m.judgeProbeLocked(plantID, now, export)
+	probe := m.judgeProbeLocked(plantID, now, s)
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
 		m.probed[plantID] = now
 		m.probes[plantID].pending = true
