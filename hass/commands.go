@@ -90,7 +90,10 @@ func (l *Link) handle(ctx context.Context, m command) {
 }
 
 // feedInLimit submits a FeedInLimit window of value p % from now for
-// Config.LimitWindow to grid control, with the eligibility check on.
+// Config.LimitWindow to grid control, with the eligibility check on, and
+// ends the window the link's last value made for the plant: the number
+// holds one value, so one window (the plant's schedules would otherwise
+// fill with one per value, each ending a day later than the one before).
 func (l *Link) feedInLimit(ctx context.Context, m command, p string) {
 	if l.deps.Grid == nil {
 		l.refuse(m, reasonTarget, "grid control is not running: no feed-in limit")
@@ -118,6 +121,12 @@ func (l *Link) feedInLimit(ctx context.Context, m command, p string) {
 		l.refuse(m, reasonFailed, fmt.Sprintf("grid control: submit a FeedInLimit of %g %% to plant %s: %v", v, excerpt([]byte(m.id), excerptLen), err))
 		return
 	}
+	if prev := l.held[m.id]; prev != "" && prev != sc.ScheduleID {
+		if err := l.deps.Grid.Cancel(ctx, m.id, prev, l.origin()); err != nil && !errors.Is(err, gridcontrol.ErrUnknownSchedule) {
+			l.log.Warn("home assistant: the previous FeedInLimit window not ended", "plant", m.id, "schedule", prev, "err", err)
+		}
+	}
+	l.held[m.id] = sc.ScheduleID
 	l.accept(m, "schedule", sc.ScheduleID, "createdBy", sc.CreatedBy)
 }
 

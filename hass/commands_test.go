@@ -18,9 +18,10 @@ import (
 // fakeGrid records the orders submitted and answers err (or a schedule
 // created by the origin).
 type fakeGrid struct {
-	mu    sync.Mutex
-	calls []submitted
-	err   error
+	mu        sync.Mutex
+	calls     []submitted
+	cancelled []string // "plant schedule by"
+	err       error
 }
 
 type submitted struct {
@@ -36,7 +37,28 @@ func (g *fakeGrid) Submit(_ context.Context, plantID string, by gridcontrol.Orig
 	if g.err != nil {
 		return gridcontrol.Schedule{}, g.err
 	}
-	return gridcontrol.Schedule{ScheduleID: "s1", PlantID: plantID, CreatedBy: by.String()}, nil
+	return gridcontrol.Schedule{ScheduleID: fmt.Sprintf("s%d", len(g.calls)), PlantID: plantID, CreatedBy: by.String()}, nil
+}
+
+func (g *fakeGrid) Cancel(_ context.Context, plantID, scheduleID string, by gridcontrol.Origin) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cancelled = append(g.cancelled, plantID+" "+scheduleID+" "+by.String())
+	return nil
+}
+
+// TestFeedInLimitReplaces: a new FeedInLimit value's window ends the one
+// the last value made, as Home Assistant's origin; the first ends none.
+func TestFeedInLimitReplaces(t *testing.T) {
+	t.Parallel()
+	l, g, _ := commandLink(t, Config{}, &syncBuffer{})
+	for _, v := range []string{"40", "60", "50"} {
+		l.handle(t.Context(), cmd(scopePlant, "p1", keyFeedInLimit, v))
+	}
+	want := []string{"p1 s1 ha:gw-ha (installer)", "p1 s2 ha:gw-ha (installer)"}
+	if len(g.calls) != 3 || !slices.Equal(g.cancelled, want) {
+		t.Errorf("%d submitted, cancelled %q; want 3, %q", len(g.calls), g.cancelled, want)
+	}
 }
 
 // fakeConsumers are the consumers heater and plug.

@@ -87,7 +87,9 @@
 // given to Deps.Grid's Submit, grid control's one gate, with the
 // eligibility check on, from the Origin {door ha, the client id, the
 // configured role, channel "ha:<clientId>"}: createdBy and the plant
-// log's ScheduleAccepted name "ha:<clientId> (<role>)". Its own channel
+// log's ScheduleAccepted name "ha:<clientId> (<role>)"; the window the
+// link's previous value made for the plant is then cancelled (one value,
+// one window; after a restart the previous one runs to its end). Its own channel
 // makes its windows combine with every other origin's by the most
 // restrictive limit, so a value from Home Assistant never loosens another
 // origin's limit (a grid operator's above all), whatever its role, while

@@ -116,9 +116,11 @@ const SurplusOnly = "surplus-only"
 var BatteryActions = []string{"hold", "keepRoom", "chargePV", "chargeGrid", "discharge", SurplusOnly}
 
 // Grid is grid control's one gate (*gridcontrol.Controller): the
-// FeedInLimit number's windows.
+// FeedInLimit number's windows, a new value's window ending the one it
+// replaces.
 type Grid interface {
 	Submit(ctx context.Context, plantID string, by gridcontrol.Origin, orders []gridcontrol.Order, opts ...gridcontrol.SubmitOption) (gridcontrol.Schedule, error)
+	Cancel(ctx context.Context, plantID, scheduleID string, by gridcontrol.Origin) error
 }
 
 // Consumers are the home energy manager's consumers (*consumer.Manager):
@@ -184,6 +186,9 @@ type Link struct {
 	// published holds what the current connection published last: topic
 	// to payload, discovery configs and states (Run only).
 	published map[string]string
+	// held is the FeedInLimit window each plant holds from this link,
+	// ended when a new value replaces it (Run only).
+	held map[string]string
 	// configDevice holds, for each config topic this process published,
 	// its HA device as published (Run only): a config whose device
 	// changed is published again, one no longer listed is cleared.
@@ -251,7 +256,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Link, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Link{cfg: cfg, deps: deps, log: logger, cmds: make(chan command, 64), connected: make(chan struct{}, 1),
-		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, configDevice: map[string]string{},
+		channels: map[string][]sensorKey{}, names: channelNames{}, published: map[string]string{}, held: map[string]string{}, configDevice: map[string]string{},
 		limiter: rate.NewLimiter(rate.Limit(cfg.CommandRate), cfg.CommandBurst), refused: logthrottle.New(logger, "command", 0, 0), accepted: logthrottle.New(logger, "topic", 0, 0),
 		left: logthrottle.New(logger, "object", 0, maxLeftLogged)}, nil
 }
