@@ -143,10 +143,10 @@ type Manager struct {
 	byID    map[string]*cons   //
 	byPlant map[string][]*cons // priority order
 	slots   []slot             // the decision's buffer, reused
-	probed  map[string]time.Time
-	// probes is each plant's record of its probes: whether the last is
-	// still to be judged, the failures in a row, and until when no
-	// probe is made after a failed one (judgeProbeLocked).
+	// probes is each plant's record of its probes: when the last was
+	// made and whether it is still to be judged, the failures in a row,
+	// and until when no probe is made after a failed one
+	// (judgeProbeLocked).
 	probes map[string]*probeRecord
 	dimmed map[string]bool // plants the grid operator dims (§14a)
 	// limited is each plant's consumption limit in W from the grid
@@ -195,7 +195,8 @@ const (
 
 // probeRecord is a plant's probes' record (Manager.probes).
 type probeRecord struct {
-	pending bool      // a probe was made and is not judged yet
+	at      time.Time // the last probe
+	pending bool      // it is not judged yet
 	fails   int       // failed probes in a row
 	until   time.Time // no probe before
 }
@@ -211,7 +212,7 @@ func (m *Manager) judgeProbeLocked(plantID string, now time.Time, s plant.Surplu
 		r = &probeRecord{}
 		m.probes[plantID] = r
 	}
-	if r.pending && now.Sub(m.probed[plantID]) >= probeSettle {
+	if r.pending && now.Sub(r.at) >= probeSettle {
 		r.pending = false
 		exportW := -s.GridW
 		if s.BatteryOK {
@@ -226,7 +227,7 @@ func (m *Manager) judgeProbeLocked(plantID string, now time.Time, s plant.Surplu
 			r.fails = 0
 		}
 	}
-	return !r.pending && now.Sub(m.probed[plantID]) >= probePeriod && !now.Before(r.until)
+	return now.Sub(r.at) >= probePeriod && !now.Before(r.until) // judged by then: probeSettle < probePeriod
 }
 
 // startSettle is how long after a switch on a consumer's rating, not its
@@ -300,7 +301,7 @@ func New(ctx context.Context, specs []Spec, deps Deps, logger *slog.Logger) (*Ma
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probed: map[string]time.Time{}, probes: map[string]*probeRecord{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{},
+	m := &Manager{deps: deps, log: logger, now: deps.Now, byID: map[string]*cons{}, byPlant: map[string][]*cons{}, probes: map[string]*probeRecord{}, dimmed: map[string]bool{}, limited: map[string]float64{}, last: map[string]plant.Surplus{},
 		reducing: map[string]int{}, reduced: map[string]chan struct{}{}}
 	if m.now == nil {
 		m.now = time.Now
@@ -729,8 +730,8 @@ func (m *Manager) absorbLocked(plantID string, s plant.Surplus) {
 	export := exportOf(s, m.deps.Batteries[plantID])
 	probe := m.judgeProbeLocked(plantID, now, s)
 	if m.decideLocked(slots, export, s.CurtailedW, s.GridOK, probe) {
-		m.probed[plantID] = now
-		m.probes[plantID].pending = true
+		r := m.probes[plantID]
+		r.at, r.pending = now, true
 	}
 	if w, ok := m.capLocked(plantID, list); ok {
 		dim(slots, w)
